@@ -1,0 +1,211 @@
+//! The audit record: exactly one per request and per tunnel, also when it was refused or failed.
+//!
+//! Field names live here and nowhere else. A record never holds a credential, a token or a query string:
+//! paths are recorded without their query, and nothing from request headers is copied in.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+
+/// The tracing target audit records are emitted on; operational logs use other targets.
+pub const TARGET: &str = "cordon::audit";
+
+/// What kind of traffic a record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A plain HTTP request forwarded in absolute form.
+    Http,
+    /// A CONNECT tunnel.
+    Connect,
+    /// Bytes that never became a request (refused framing, oversized head).
+    Malformed,
+}
+
+/// The outcome of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Allowed by a rule.
+    Allow,
+    /// Refused.
+    Deny,
+    /// Allowed only because the policy is in report mode.
+    WouldDeny,
+}
+
+/// One audit record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Record {
+    /// RFC 3339 time the request arrived.
+    pub time: String,
+    /// Sandbox id, once known.
+    pub sandbox: Option<String>,
+    /// The sandbox's user.
+    pub user: Option<String>,
+    /// Client address.
+    pub client: String,
+    /// Kind of traffic.
+    pub kind: Kind,
+    /// Request method.
+    pub method: Option<String>,
+    /// Normalised destination host.
+    pub host: Option<String>,
+    /// Destination port.
+    pub port: Option<u16>,
+    /// Request path without the query string.
+    pub path: Option<String>,
+    /// What was decided.
+    pub decision: Verdict,
+    /// Machine-readable reason for a refusal, a would-deny or a failure.
+    pub reason: Option<String>,
+    /// The policy consulted.
+    pub policy: Option<String>,
+    /// Index of the allowing rule in that policy.
+    pub rule: Option<usize>,
+    /// The address actually dialled.
+    pub dialled: Option<String>,
+    /// Status returned to the client.
+    pub status: Option<u16>,
+    /// Bytes from the client (request body or tunnel upload).
+    pub bytes_up: u64,
+    /// Bytes to the client (response body or tunnel download).
+    pub bytes_down: u64,
+    /// Milliseconds from arrival to the end of the exchange.
+    pub duration_ms: f64,
+    /// Detail of a failure, for operators.
+    pub error: Option<String>,
+}
+
+/// Where records go.
+pub trait Sink: Send + Sync + 'static {
+    /// Write one record.
+    fn write(&self, record: &Record);
+}
+
+/// The production sink: a JSON line on the audit tracing target, which the subscriber routes to stdout or a file.
+#[derive(Debug, Default)]
+pub struct TracingSink;
+
+impl Sink for TracingSink {
+    fn write(&self, record: &Record) {
+        match serde_json::to_string(record) {
+            Ok(line) => tracing::info!(target: TARGET, "{line}"),
+            Err(e) => tracing::error!("audit record could not be serialised: {e}"),
+        }
+    }
+}
+
+/// Builds a record through a request's life and emits it exactly once: on `finish`, or when dropped
+/// (a client that disconnects mid-stream still leaves a record).
+pub struct Pending {
+    record: Record,
+    started: Instant,
+    sink: Arc<dyn Sink>,
+    up: Arc<AtomicU64>,
+    down: Arc<AtomicU64>,
+    done: bool,
+}
+
+impl Pending {
+    /// Start a record for traffic from `client`.
+    pub fn start(sink: Arc<dyn Sink>, client: SocketAddr, kind: Kind) -> Pending {
+        Pending {
+            record: Record {
+                time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                sandbox: None,
+                user: None,
+                client: client.to_string(),
+                kind,
+                method: None,
+                host: None,
+                port: None,
+                path: None,
+                decision: Verdict::Deny,
+                reason: None,
+                policy: None,
+                rule: None,
+                dialled: None,
+                status: None,
+                bytes_up: 0,
+                bytes_down: 0,
+                duration_ms: 0.0,
+                error: None,
+            },
+            started: Instant::now(),
+            sink,
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
+            done: false,
+        }
+    }
+
+    /// The record so far, to fill in.
+    pub fn record(&mut self) -> &mut Record {
+        &mut self.record
+    }
+
+    /// Counter of bytes from the client.
+    pub fn up_counter(&self) -> Arc<AtomicU64> {
+        self.up.clone()
+    }
+
+    /// Counter of bytes to the client.
+    pub fn down_counter(&self) -> Arc<AtomicU64> {
+        self.down.clone()
+    }
+
+    /// Emit now.
+    pub fn finish(mut self) {
+        self.emit();
+    }
+
+    fn emit(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        self.record.bytes_up += self.up.load(Ordering::Relaxed);
+        self.record.bytes_down += self.down.load(Ordering::Relaxed);
+        self.record.duration_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        self.sink.write(&self.record);
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.emit();
+    }
+}
+
+/// Writes audit lines as they are: the message of each event on the audit target, nothing around it.
+pub struct LineFormat;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LineFormat
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        struct Message<'w, 'a>(&'w mut tracing_subscriber::fmt::format::Writer<'a>, std::fmt::Result);
+        impl tracing::field::Visit for Message<'_, '_> {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.1 = write!(self.0, "{value:?}");
+                }
+            }
+        }
+        let mut visitor = Message(&mut writer, Ok(()));
+        event.record(&mut visitor);
+        visitor.1?;
+        writeln!(writer)
+    }
+}

@@ -1,0 +1,83 @@
+//! Body types: the one response body type cordon serves, and a wrapper that counts bytes as they stream.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+
+/// Boxed error for bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of every response cordon sends and every request it forwards.
+pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A complete body.
+pub fn full(text: impl Into<Bytes>) -> ProxyBody {
+    Full::new(text.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+/// An empty body.
+pub fn empty() -> ProxyBody {
+    Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Streams an inner body unchanged, adding the length of each data frame to a shared counter, and
+/// keeping `T` (e.g. an audit guard) alive until the body is finished or dropped.
+pub struct Counted<B, T> {
+    inner: B,
+    counter: Arc<AtomicU64>,
+    keep: Option<T>,
+}
+
+impl<B, T> Counted<B, T> {
+    /// Wrap `inner`; `keep` is dropped when the body ends.
+    pub fn new(inner: B, counter: Arc<AtomicU64>, keep: Option<T>) -> Self {
+        Counted { inner, counter, keep }
+    }
+}
+
+impl<B, T> Body for Counted<B, T>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+    T: Unpin,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.keep.take();
+                Poll::Ready(Some(Err(e.into())))
+            }
+            Poll::Ready(None) => {
+                // The end of the body is the end of the exchange: let the guard report now, not whenever
+                // hyper gets round to dropping the body.
+                this.keep.take();
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,229 @@
+//! Configuration: YAML in, typed and validated `Config` out.
+//!
+//! `raw.rs` mirrors the file (unknown keys are errors); `validate.rs` turns it into the types below and
+//! collects every problem with the path of the offending value. This is the only module that knows YAML
+//! (serde_yaml is deprecated upstream; keeping it here means a move to a fork touches one place).
+
+mod raw;
+mod validate;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use crate::policy::Policy;
+
+/// The embedded default configuration (`config/cordon.yaml`), used when no `--config` is given.
+pub const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
+
+/// The name errors use for the embedded configuration.
+pub const EMBEDDED_NAME: &str = "config/cordon.yaml (embedded)";
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where it came from, for messages.
+    pub source: String,
+    /// Listener addresses.
+    pub listen: Listen,
+    /// Audit sink.
+    pub audit: AuditConfig,
+    /// Address guard and name overrides.
+    pub network: Network,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Caps.
+    pub limits: Limits,
+    /// Sandboxes declared in the file.
+    pub sandboxes: Vec<SandboxSpec>,
+    /// Policies by name.
+    pub policies: BTreeMap<String, Policy>,
+}
+
+/// `listen:`
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// The explicit proxy listener.
+    pub proxy: SocketAddr,
+}
+
+/// Where audit records go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditConfig {
+    /// Standard output.
+    Stdout,
+    /// Appended to this file.
+    File(PathBuf),
+}
+
+/// `network:`
+#[derive(Debug, Clone, Default)]
+pub struct Network {
+    /// Exceptions to the special-range guard.
+    pub allow_cidrs: Vec<IpNet>,
+    /// Metadata addresses explicitly opted in to. Dangerous: a sandbox that reaches them can steal the
+    /// host's cloud credentials.
+    pub dangerous_allow_metadata: Vec<IpAddr>,
+    /// Static name overrides (still checked by the guard).
+    pub hosts: HashMap<String, Vec<IpAddr>>,
+}
+
+/// `timeouts:`
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    /// Dialling an upstream address.
+    pub connect: Duration,
+    /// Receiving a whole request head from a client (slow-header clients are cut off).
+    pub request_headers: Duration,
+    /// Waiting for an upstream's response head.
+    pub upstream_headers: Duration,
+    /// How long shutdown waits for in-flight requests and tunnels.
+    pub drain: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            request_headers: Duration::from_secs(30),
+            upstream_headers: Duration::from_secs(60),
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `limits:`
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Client connections open at once; more are refused with 503.
+    pub max_connections: usize,
+    /// Request line plus headers; larger heads get 431.
+    pub max_request_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 4096,
+            max_request_header_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// A sandbox as declared in the file.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    /// Its id (the user name in `Proxy-Authorization: Basic`).
+    pub id: String,
+    /// The owner, for audit and per-user limits.
+    pub user: String,
+    /// SHA-256 of its proxy token; the token itself is never stored.
+    pub token_sha256: Option<[u8; 32]>,
+    /// Source ranges that identify it without a token (trustworthy only behind a gateway).
+    pub source_cidrs: Vec<IpNet>,
+    /// Its policy's name.
+    pub policy: String,
+}
+
+/// One problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// File name.
+    pub file: String,
+    /// Line and column, where the parser knows them.
+    pub location: Option<(usize, usize)>,
+    /// Path of the offending value, e.g. `policies.web.allow[2].host`.
+    pub path: String,
+    /// What is wrong and what would be right.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.location {
+            write!(f, ":{line}:{col}")?;
+        }
+        if self.path.is_empty() {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": {}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every problem found; a configuration with any is never used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+impl Config {
+    /// Parse and validate YAML text; `source` names it in errors.
+    pub fn parse(source: &str, text: &str) -> Result<Config, ConfigErrors> {
+        let raw: raw::RawConfig = if text.trim().is_empty() {
+            raw::RawConfig::default()
+        } else {
+            serde_yaml::from_str(text).map_err(|e| {
+                ConfigErrors(vec![ConfigError {
+                    file: source.to_string(),
+                    location: e.location().map(|l| (l.line(), l.column())),
+                    path: String::new(),
+                    message: strip_location(&e.to_string()),
+                }])
+            })?
+        };
+        validate::validate(source, raw)
+    }
+
+    /// Load from a file, or the embedded default when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigErrors> {
+        match path {
+            None => Config::parse(EMBEDDED_NAME, EMBEDDED),
+            Some(p) => {
+                let name = p.display().to_string();
+                let text = std::fs::read_to_string(p).map_err(|e| {
+                    ConfigErrors(vec![ConfigError {
+                        file: name.clone(),
+                        location: None,
+                        path: String::new(),
+                        message: format!("cannot read the file: {e}"),
+                    }])
+                })?;
+                Config::parse(&name, &text)
+            }
+        }
+    }
+
+    /// The declared sandbox with this id.
+    pub fn sandbox(&self, id: &str) -> Option<&SandboxSpec> {
+        self.sandboxes.iter().find(|s| s.id == id)
+    }
+}
+
+/// serde_yaml appends "at line L column C"; the location is printed in front instead.
+fn strip_location(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,145 @@
+//! The serde mirror of the YAML file: every key a user may write, nothing else.
+//!
+//! Values stay close to what was written (strings for durations, sizes, hosts and CIDRs, wide integers for
+//! ports) so that `validate.rs` can say precisely what is wrong with a value instead of serde saying
+//! "invalid type". Unknown keys are rejected here, with the parser's line and column.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Where cordon listens.
+    #[serde(default)]
+    pub listen: RawListen,
+    /// Where audit records go.
+    #[serde(default)]
+    pub audit: RawAudit,
+    /// Address guard settings.
+    #[serde(default)]
+    pub network: RawNetwork,
+    /// Timeouts.
+    #[serde(default)]
+    pub timeouts: RawTimeouts,
+    /// Caps.
+    #[serde(default)]
+    pub limits: RawLimits,
+    /// The sandboxes cordon knows.
+    #[serde(default)]
+    pub sandboxes: Vec<RawSandbox>,
+    /// Named policies.
+    #[serde(default)]
+    pub policies: BTreeMap<String, RawPolicy>,
+}
+
+/// `listen:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListen {
+    /// Explicit proxy listener, `host:port`.
+    pub proxy: Option<String>,
+}
+
+/// `audit:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAudit {
+    /// `-` for stdout, or a file path (appended to).
+    pub path: Option<String>,
+}
+
+/// `network:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    /// CIDRs exempted from the special-range guard.
+    #[serde(default)]
+    pub allow_cidrs: Vec<String>,
+    /// Metadata addresses an operator explicitly opts in to reaching.
+    #[serde(default)]
+    pub dangerous_allow_metadata: Vec<String>,
+    /// Static name -> address(es) overrides.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, RawAddrs>,
+}
+
+/// One address or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawAddrs {
+    /// `name: 10.0.0.1`
+    One(String),
+    /// `name: [10.0.0.1, 10.0.0.2]`
+    Many(Vec<String>),
+}
+
+/// `timeouts:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    /// Dialling the upstream.
+    pub connect: Option<String>,
+    /// Receiving a complete request head from the client.
+    pub request_headers: Option<String>,
+    /// Waiting for the upstream's response head.
+    pub upstream_headers: Option<String>,
+    /// Draining in-flight work on shutdown.
+    pub drain: Option<String>,
+}
+
+/// `limits:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// Open client connections at once.
+    pub max_connections: Option<i64>,
+    /// Request line plus headers.
+    pub max_request_header_bytes: Option<String>,
+}
+
+/// One entry of `sandboxes:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSandbox {
+    /// Sandbox id.
+    pub id: Option<String>,
+    /// Owning user.
+    pub user: Option<String>,
+    /// Hex SHA-256 of the sandbox's proxy token.
+    pub token_sha256: Option<String>,
+    /// Source ranges that identify this sandbox without a token.
+    #[serde(default)]
+    pub source_cidrs: Vec<String>,
+    /// Name of the policy.
+    pub policy: Option<String>,
+}
+
+/// One entry of `policies:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    /// `enforce` (default) or `report`.
+    pub mode: Option<String>,
+    /// Ordered allow rules.
+    #[serde(default)]
+    pub allow: Vec<RawRule>,
+}
+
+/// One allow rule.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRule {
+    /// Exact host or `*.suffix`.
+    pub host: Option<String>,
+    /// CIDRs for IP-literal destinations.
+    pub cidrs: Option<Vec<String>>,
+    /// Allowed ports.
+    pub ports: Option<Vec<i64>>,
+    /// Allowed methods.
+    pub methods: Option<Vec<String>>,
+    /// Allowed path globs.
+    pub paths: Option<Vec<String>>,
+}

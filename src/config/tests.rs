@@ -1,0 +1,148 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use super::*;
+
+fn errors(yaml: &str) -> Vec<String> {
+    match Config::parse("t.yaml", yaml) {
+        Ok(_) => vec![],
+        Err(e) => e.0.iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+fn has(errs: &[String], needle: &str) {
+    assert!(
+        errs.iter().any(|e| e.contains(needle)),
+        "no error containing {needle:?} in {errs:#?}"
+    );
+}
+
+const HASH: &str = "7c43ef5ae21d43ce2743f770c68e24def1a43ee2f416d2438410c8af7af2ff2c";
+
+#[test]
+fn embedded_default_is_valid() {
+    let c = Config::load(None).unwrap();
+    assert_eq!(c.listen.proxy.to_string(), "127.0.0.1:3128");
+    assert_eq!(c.audit, AuditConfig::Stdout);
+    assert!(c.sandbox("demo").is_some());
+    assert_eq!(c.limits.max_request_header_bytes, 64 * 1024);
+}
+
+#[test]
+fn empty_file_is_an_empty_default_deny_config() {
+    let c = Config::parse("t.yaml", "").unwrap();
+    assert!(c.sandboxes.is_empty() && c.policies.is_empty());
+}
+
+#[test]
+fn unknown_keys_name_line_column_and_path() {
+    let errs = errors("listen:\n  proxy: 127.0.0.1:3128\n  admn: 1\n");
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].starts_with("t.yaml:3:3: "), "{}", errs[0]);
+    has(&errs, "unknown field `admn`");
+    let errs = errors("policies:\n  web:\n    allow:\n      - host: a.com\n        prots: [1]\n");
+    has(&errs, "t.yaml:5:9: policies.web.allow[0]: unknown field `prots`");
+}
+
+#[test]
+fn syntax_errors_have_locations() {
+    let errs = errors("listen:\n  proxy: [\n");
+    assert!(errs[0].starts_with("t.yaml:"), "{errs:?}");
+}
+
+#[test]
+fn every_semantic_error_is_reported_with_its_path() {
+    let yaml = format!(
+        r#"
+listen: {{ proxy: "localhost" }}
+audit: {{ path: "" }}
+network:
+  allow_cidrs: ["10.0.0.1/8", "nonsense"]
+  dangerous_allow_metadata: ["1.2.3.4"]
+  hosts: {{ "a..b": 1.2.3.4, ok.test: [nope] }}
+timeouts: {{ connect: 0s, drain: forever }}
+limits: {{ max_connections: 0, max_request_header_bytes: 10 }}
+sandboxes:
+  - {{ id: "bad:id", user: "", policy: web, token_sha256: {HASH} }}
+  - {{ id: ok, user: u, policy: missing }}
+  - {{ id: ok, user: u, policy: web, token_sha256: abc }}
+  - {{ id: s1, user: u, policy: web, source_cidrs: ["10.1.0.0/16"] }}
+  - {{ id: s2, user: u, policy: web, source_cidrs: ["10.1.2.0/24"] }}
+policies:
+  web:
+    mode: strict
+    allow:
+      - host: "*"
+      - host: "login.*.x.com"
+      - host: "bücher.de"
+      - host: a.com
+        cidrs: ["1.2.3.0/24"]
+      - {{}}
+      - host: b.com
+        ports: [70000]
+        methods: [CONNECT, "GE T"]
+        paths: ["nope", "/a/["]
+      - host: 127.0.0.1
+"#
+    );
+    let errs = errors(&yaml);
+    for needle in [
+        "listen.proxy: \"localhost\" is not an address and port",
+        "audit.path: is empty",
+        "network.allow_cidrs[0]: \"10.0.0.1/8\" has bits set below its prefix; did you mean \"10.0.0.0/8\"?",
+        "network.allow_cidrs[1]",
+        "network.dangerous_allow_metadata[0]",
+        "network.hosts.a..b",
+        "network.hosts.ok.test[0]",
+        "timeouts.connect",
+        "timeouts.drain",
+        "limits.max_connections",
+        "limits.max_request_header_bytes",
+        "sandboxes[0].id",
+        "sandboxes[0].user",
+        "sandboxes[1].policy: \"missing\" is not a policy",
+        "sandboxes[1]: has no way to be identified",
+        "sandboxes[2].id: \"ok\" is declared twice",
+        "sandboxes[2].token_sha256",
+        "sandboxes[4].source_cidrs[0]: 10.1.2.0/24 overlaps a source range of sandbox \"s1\"",
+        "policies.web.mode",
+        "policies.web.allow[0].host",
+        "policies.web.allow[1].host",
+        "policies.web.allow[2].host",
+        "policies.web.allow[3]: has both `host` and `cidrs`",
+        "policies.web.allow[4]: names no destination",
+        "policies.web.allow[5].ports[0]",
+        "policies.web.allow[5].methods[0]",
+        "policies.web.allow[5].methods[1]",
+        "policies.web.allow[5].paths[0]",
+        "policies.web.allow[6].host: \"127.0.0.1\" is an IP address; write it under `cidrs:`",
+    ] {
+        has(&errs, needle);
+    }
+    assert!(errs.iter().all(|e| e.starts_with("t.yaml: ")), "{errs:#?}");
+}
+
+#[test]
+fn units_parse() {
+    let c = Config::parse(
+        "t.yaml",
+        "timeouts: { connect: 500ms, request_headers: 1m }\nlimits: { max_request_header_bytes: 16KiB }\n",
+    )
+    .unwrap();
+    assert_eq!(c.timeouts.connect, std::time::Duration::from_millis(500));
+    assert_eq!(c.timeouts.request_headers, std::time::Duration::from_secs(60));
+    assert_eq!(c.limits.max_request_header_bytes, 16 * 1024);
+}
+
+#[test]
+fn hosts_are_normalised_and_accept_lists() {
+    let c = Config::parse(
+        "t.yaml",
+        "network:\n  hosts:\n    API.Test.: 10.0.0.1\n    b.test: [10.0.0.2, \"::1\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.network.hosts["api.test"],
+        vec!["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+    );
+    assert_eq!(c.network.hosts["b.test"].len(), 2);
+}

@@ -1,0 +1,434 @@
+//! Raw mirror -> typed `Config`, collecting every error with the path of the offending value.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+use super::raw::{RawAddrs, RawConfig, RawPolicy, RawRule, RawSandbox};
+use super::{AuditConfig, Config, ConfigError, ConfigErrors, Limits, Listen, Network, SandboxSpec, Timeouts};
+use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths, parse_method, parse_port};
+use crate::policy::{HostPattern, Mode, Policy, Rule};
+use crate::target::{Host, Target};
+
+/// Errors gathered while validating one file.
+struct Errors {
+    file: String,
+    list: Vec<ConfigError>,
+}
+
+impl Errors {
+    fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.list.push(ConfigError {
+            file: self.file.clone(),
+            location: None,
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+}
+
+pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErrors> {
+    let mut errs = Errors {
+        file: source.to_string(),
+        list: Vec::new(),
+    };
+    let listen = Listen {
+        proxy: socket_addr(&mut errs, "listen.proxy", raw.listen.proxy.as_deref(), "127.0.0.1:3128"),
+    };
+    let audit = match raw.audit.path.as_deref() {
+        None | Some("-") => AuditConfig::Stdout,
+        Some("") => {
+            errs.at("audit.path", "is empty; write \"-\" for standard output or a file path");
+            AuditConfig::Stdout
+        }
+        Some(p) => AuditConfig::File(PathBuf::from(p)),
+    };
+    let network = network(&mut errs, raw.network);
+    let defaults = Timeouts::default();
+    let timeouts = Timeouts {
+        connect: duration(&mut errs, "timeouts.connect", raw.timeouts.connect, defaults.connect),
+        request_headers: duration(
+            &mut errs,
+            "timeouts.request_headers",
+            raw.timeouts.request_headers,
+            defaults.request_headers,
+        ),
+        upstream_headers: duration(
+            &mut errs,
+            "timeouts.upstream_headers",
+            raw.timeouts.upstream_headers,
+            defaults.upstream_headers,
+        ),
+        drain: duration(&mut errs, "timeouts.drain", raw.timeouts.drain, defaults.drain),
+    };
+    let limits = limits(&mut errs, raw.limits);
+    let policies = policies(&mut errs, raw.policies);
+    let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
+    if errs.list.is_empty() {
+        Ok(Config {
+            source: source.to_string(),
+            listen,
+            audit,
+            network,
+            timeouts,
+            limits,
+            sandboxes,
+            policies,
+        })
+    } else {
+        Err(ConfigErrors(errs.list))
+    }
+}
+
+fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, default: &str) -> SocketAddr {
+    let text = raw.unwrap_or(default);
+    text.parse().unwrap_or_else(|_| {
+        errs.at(
+            path,
+            format!("{text:?} is not an address and port; write e.g. \"127.0.0.1:3128\" or \"[::1]:3128\""),
+        );
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    })
+}
+
+fn duration(errs: &mut Errors, path: &str, raw: Option<String>, default: Duration) -> Duration {
+    let Some(text) = raw else { return default };
+    match humantime::parse_duration(&text) {
+        Ok(d) if !d.is_zero() => d,
+        Ok(_) => {
+            errs.at(
+                path,
+                format!("{text:?} is zero; give a positive duration such as \"30s\""),
+            );
+            default
+        }
+        Err(e) => {
+            errs.at(
+                path,
+                format!("{text:?} is not a duration ({e}); write e.g. \"500ms\", \"30s\", \"5m\""),
+            );
+            default
+        }
+    }
+}
+
+fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(IpNet::from(ip));
+    }
+    match text.parse::<IpNet>() {
+        Ok(net) if net.trunc() != net => {
+            errs.at(
+                path,
+                format!(
+                    "{text:?} has bits set below its prefix; did you mean \"{}\"?",
+                    net.trunc()
+                ),
+            );
+            None
+        }
+        Ok(net) => Some(net),
+        Err(_) => {
+            errs.at(
+                path,
+                format!("{text:?} is not a CIDR; write e.g. \"10.1.0.0/16\" or \"fd00::/8\""),
+            );
+            None
+        }
+    }
+}
+
+fn ip(errs: &mut Errors, path: &str, text: &str) -> Option<IpAddr> {
+    text.parse()
+        .map_err(|_| errs.at(path, format!("{text:?} is not an IP address")))
+        .ok()
+}
+
+fn network(errs: &mut Errors, raw: super::raw::RawNetwork) -> Network {
+    let allow_cidrs = raw
+        .allow_cidrs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| cidr(errs, &format!("network.allow_cidrs[{i}]"), c))
+        .collect();
+    let dangerous_allow_metadata = raw
+        .dangerous_allow_metadata
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let path = format!("network.dangerous_allow_metadata[{i}]");
+            let addr = ip(errs, &path, a)?;
+            if crate::net::ipguard::is_metadata_address(addr) {
+                Some(addr)
+            } else {
+                errs.at(
+                    path,
+                    format!("{addr} is not a metadata address; this setting only opens metadata endpoints (use network.allow_cidrs for other ranges)"),
+                );
+                None
+            }
+        })
+        .collect();
+    let mut hosts = HashMap::new();
+    for (name, addrs) in raw.hosts {
+        let path = format!("network.hosts.{name}");
+        let key = match Target::from_host_value(name.as_bytes(), 80) {
+            Ok(Target {
+                host: Host::Name(n), ..
+            }) => n,
+            Ok(_) => {
+                errs.at(&path, "is an IP address; only names can be mapped");
+                continue;
+            }
+            Err(e) => {
+                errs.at(&path, format!("{name:?} is not a host name: {e}"));
+                continue;
+            }
+        };
+        let list = match addrs {
+            RawAddrs::One(a) => vec![a],
+            RawAddrs::Many(v) => v,
+        };
+        if list.is_empty() {
+            errs.at(&path, "maps to no address; give at least one");
+        }
+        let parsed: Vec<IpAddr> = list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| ip(errs, &format!("{path}[{i}]"), a))
+            .collect();
+        hosts.insert(key, parsed);
+    }
+    Network {
+        allow_cidrs,
+        dangerous_allow_metadata,
+        hosts,
+    }
+}
+
+fn limits(errs: &mut Errors, raw: super::raw::RawLimits) -> Limits {
+    let mut limits = Limits::default();
+    if let Some(n) = raw.max_connections {
+        match usize::try_from(n) {
+            Ok(n) if n >= 1 => limits.max_connections = n,
+            _ => errs.at("limits.max_connections", format!("{n} must be at least 1")),
+        }
+    }
+    if let Some(text) = raw.max_request_header_bytes {
+        match text.parse::<bytesize::ByteSize>() {
+            Ok(size) if (1024..=1024 * 1024).contains(&size.as_u64()) => {
+                limits.max_request_header_bytes = usize::try_from(size.as_u64()).unwrap_or(64 * 1024);
+            }
+            Ok(_) => errs.at(
+                "limits.max_request_header_bytes",
+                format!("{text:?} is out of range; choose between \"1KiB\" and \"1MiB\""),
+            ),
+            Err(e) => errs.at(
+                "limits.max_request_header_bytes",
+                format!("{text:?} is not a size ({e}); write e.g. \"64KiB\""),
+            ),
+        }
+    }
+    limits
+}
+
+fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
+    let mut out = BTreeMap::new();
+    for (name, p) in raw {
+        let base = format!("policies.{name}");
+        if name.is_empty() {
+            errs.at("policies", "a policy has an empty name");
+        }
+        let mode = match p.mode.as_deref() {
+            None | Some("enforce") => Mode::Enforce,
+            Some("report") => Mode::Report,
+            Some(other) => {
+                errs.at(
+                    format!("{base}.mode"),
+                    format!("{other:?} is not a mode; write \"enforce\" or \"report\""),
+                );
+                Mode::Enforce
+            }
+        };
+        let rules: Vec<Rule> = p
+            .allow
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, r)| rule(errs, &format!("{base}.allow[{i}]"), r))
+            .collect();
+        match Policy::new(name.clone(), mode, rules) {
+            Ok(policy) => {
+                out.insert(name, policy);
+            }
+            Err(e) => errs.at(base, format!("the host patterns do not compile: {e}")),
+        }
+    }
+    out
+}
+
+fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
+    let before = errs.list.len();
+    let host = match (&raw.host, &raw.cidrs) {
+        (Some(_), Some(_)) => {
+            errs.at(base, "has both `host` and `cidrs`; write two rules");
+            None
+        }
+        (None, None) => {
+            errs.at(
+                base,
+                "names no destination; add `host: api.example.com` or `cidrs: [\"10.1.2.0/24\"]`",
+            );
+            None
+        }
+        (Some(h), None) => HostPattern::parse(h)
+            .map_err(|e| errs.at(format!("{base}.host"), e))
+            .ok(),
+        (None, Some(_)) => None,
+    };
+    let cidrs: Vec<IpNet> = raw
+        .cidrs
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| cidr(errs, &format!("{base}.cidrs[{i}]"), c))
+        .collect();
+    let ports = match raw.ports {
+        None => DEFAULT_PORTS.to_vec(),
+        Some(list) if list.is_empty() => {
+            errs.at(
+                format!("{base}.ports"),
+                "is empty; leave it out for [80, 443] or list ports",
+            );
+            vec![]
+        }
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                parse_port(*p)
+                    .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
+                    .ok()
+            })
+            .collect(),
+    };
+    let methods = raw.methods.map(|list| {
+        if list.is_empty() {
+            errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
+        }
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                parse_method(m)
+                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
+                    .ok()
+            })
+            .collect()
+    });
+    let path_texts = raw.paths.clone().unwrap_or_default();
+    let paths = match raw.paths {
+        None => None,
+        Some(list) if list.is_empty() => {
+            errs.at(format!("{base}.paths"), "is empty; leave it out to allow any path");
+            None
+        }
+        Some(list) => compile_paths(&list)
+            .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
+            .ok(),
+    };
+    (errs.list.len() == before).then_some(Rule {
+        host,
+        cidrs,
+        ports,
+        methods,
+        paths,
+        path_texts,
+    })
+}
+
+/// Sandbox ids travel as the user part of Basic credentials, which ends at the first ':'.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String, Policy>) -> Vec<SandboxSpec> {
+    let mut out: Vec<SandboxSpec> = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, s) in raw.into_iter().enumerate() {
+        let base = format!("sandboxes[{i}]");
+        let id = s.id.unwrap_or_default();
+        if !valid_id(&id) {
+            errs.at(
+                format!("{base}.id"),
+                format!("{id:?} is not a sandbox id; use 1-64 letters, digits, '-', '_' or '.'"),
+            );
+        } else if !seen.insert(id.clone()) {
+            errs.at(format!("{base}.id"), format!("{id:?} is declared twice"));
+        }
+        let user = s.user.unwrap_or_default();
+        if user.trim().is_empty() {
+            errs.at(
+                format!("{base}.user"),
+                "is missing; name the user who owns this sandbox",
+            );
+        }
+        let policy = s.policy.unwrap_or_default();
+        if !policies.contains_key(&policy) {
+            let known: Vec<&str> = policies.keys().map(String::as_str).collect();
+            errs.at(
+                format!("{base}.policy"),
+                format!("{policy:?} is not a policy; the policies are: {}", known.join(", ")),
+            );
+        }
+        let has_token = s.token_sha256.is_some();
+        let token_sha256 = s.token_sha256.and_then(|h| {
+            let mut out = [0u8; 32];
+            hex::decode_to_slice(h.trim(), &mut out)
+                .map_err(|_| {
+                    errs.at(
+                        format!("{base}.token_sha256"),
+                        "is not 64 hex digits; write the SHA-256 of the token (`cordon token hash` prints it)",
+                    )
+                })
+                .ok()
+                .map(|()| out)
+        });
+        let source_cidrs: Vec<IpNet> = s
+            .source_cidrs
+            .iter()
+            .enumerate()
+            .filter_map(|(j, c)| cidr(errs, &format!("{base}.source_cidrs[{j}]"), c))
+            .collect();
+        if !has_token && s.source_cidrs.is_empty() {
+            errs.at(
+                &base,
+                "has no way to be identified; give `token_sha256` or `source_cidrs`",
+            );
+        }
+        for (j, net) in source_cidrs.iter().enumerate() {
+            // SECURITY: overlapping source ranges would make one client address two sandboxes.
+            if let Some(other) = out
+                .iter()
+                .find(|o| o.source_cidrs.iter().any(|n| n.contains(net) || net.contains(n)))
+            {
+                errs.at(
+                    format!("{base}.source_cidrs[{j}]"),
+                    format!(
+                        "{net} overlaps a source range of sandbox {:?}; one address must mean one sandbox",
+                        other.id
+                    ),
+                );
+            }
+        }
+        out.push(SandboxSpec {
+            id,
+            user,
+            token_sha256,
+            source_cidrs,
+            policy,
+        });
+    }
+    out
+}

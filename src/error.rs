@@ -1,0 +1,177 @@
+//! Every way a request can fail, and the one mapping from failure to HTTP status, reason code and body.
+//!
+//! 407 asks "who are you?", 403 says "not allowed", 429 "too much", 502/504 "upstream trouble". Bodies are
+//! short and name what was refused; they never carry internal detail, tokens or secrets (the audit record
+//! carries the detail).
+
+use http::{HeaderValue, Response, StatusCode, header};
+
+use crate::body::{self, ProxyBody};
+use crate::framing::FramingViolation;
+use crate::identity::AuthFailure;
+use crate::net::DialError;
+use crate::policy::DenyReason;
+use crate::target::{Target, TargetError};
+
+/// The response header carrying the machine-readable reason of a refusal.
+pub const REASON_HEADER: &str = "x-cordon-reason";
+
+/// Why cordon did not (fully) serve a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// No, malformed or wrong proxy credentials.
+    #[error("proxy authentication required: {0}")]
+    Auth(AuthFailure),
+    /// The destination could not be parsed.
+    #[error("bad request target: {0}")]
+    Target(#[from] TargetError),
+    /// An origin-form request reached the proxy port.
+    #[error("this is an HTTP proxy: send requests in absolute form (set HTTP_PROXY) or use CONNECT")]
+    NotProxyRequest,
+    /// The request's headers are malformed or ambiguous.
+    #[error("malformed request: {message}")]
+    BadRequest {
+        /// Stable reason code.
+        code: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The policy has no rule for this.
+    #[error("denied: {}", reason.describe(target))]
+    Denied {
+        /// Which check failed.
+        reason: DenyReason,
+        /// The destination.
+        target: Target,
+    },
+    /// Resolution, the address guard or the connection failed.
+    #[error("{0}")]
+    Dial(#[from] DialError),
+    /// The upstream failed after the connection was made.
+    #[error("the upstream failed: {0}")]
+    Upstream(String),
+    /// The upstream did not send a response head in time.
+    #[error("the upstream did not answer in time")]
+    UpstreamTimeout,
+}
+
+impl ProxyError {
+    /// The HTTP status this failure is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::Auth(_) => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+            ProxyError::Target(_) | ProxyError::NotProxyRequest | ProxyError::BadRequest { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            ProxyError::Denied { .. } => StatusCode::FORBIDDEN,
+            ProxyError::Dial(d) => match d {
+                DialError::Refused(_) => StatusCode::FORBIDDEN,
+                DialError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+                DialError::Resolve { .. } | DialError::NoAddress { .. } | DialError::Connect { .. } => {
+                    StatusCode::BAD_GATEWAY
+                }
+            },
+            ProxyError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ProxyError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// Stable machine-readable reason, as in the audit record and the `x-cordon-reason` header.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProxyError::Auth(a) => a.code(),
+            ProxyError::Target(t) => t.code(),
+            ProxyError::NotProxyRequest => "not_proxy_request",
+            ProxyError::BadRequest { code, .. } => code,
+            ProxyError::Denied { reason, .. } => reason.code(),
+            ProxyError::Dial(d) => d.code(),
+            ProxyError::Upstream(_) => "upstream_failed",
+            ProxyError::UpstreamTimeout => "upstream_timeout",
+        }
+    }
+
+    /// Whether the request was refused (as opposed to allowed and then failing).
+    pub fn is_refusal(&self) -> bool {
+        self.status().is_client_error()
+    }
+
+    /// The text sent to the client: what was refused, never internal detail.
+    pub fn public_message(&self) -> String {
+        match self {
+            // Which address a name resolved to is the operator's business, not the sandbox's.
+            ProxyError::Dial(DialError::Connect { target, .. }) | ProxyError::Dial(DialError::Timeout(target)) => {
+                format!("could not connect to {target}")
+            }
+            ProxyError::Upstream(_) => "the upstream connection failed".to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The response the client gets.
+    pub fn response(&self) -> Response<ProxyBody> {
+        let status = self.status();
+        let mut resp = Response::new(body::full(format!("cordon: {}\n", self.public_message())));
+        *resp.status_mut() = status;
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        h.insert(REASON_HEADER, HeaderValue::from_static(self.code()));
+        if status == StatusCode::PROXY_AUTHENTICATION_REQUIRED {
+            h.insert(
+                header::PROXY_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"cordon\""),
+            );
+        }
+        resp
+    }
+}
+
+/// A complete raw HTTP/1.1 response that closes the connection, for answers written below hyper.
+fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
+    let body = format!("cordon: {message}\n");
+    format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\n{REASON_HEADER}: {code}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The answer to a request whose framing the byte-level guard refused (400, or 431 for an oversized head).
+pub fn render_framing(v: &FramingViolation) -> Vec<u8> {
+    raw_response(framing_status(v), v.code(), &format!("malformed request: {v}"))
+}
+
+/// The answer to a connection over the connection cap.
+pub fn render_overloaded() -> Vec<u8> {
+    raw_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too_many_connections",
+        "too many open connections; try again shortly",
+    )
+}
+
+/// The status a framing violation is answered with, for the audit record.
+pub fn framing_status(v: &FramingViolation) -> StatusCode {
+    match v {
+        FramingViolation::HeadTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// The status hyper answered a request it could not parse with.
+pub fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
+    if e.is_parse_too_large() {
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    } else {
+        StatusCode::BAD_REQUEST
+    }
+}
+
+/// Shown for an empty 200 to CONNECT.
+pub fn connect_established() -> Response<ProxyBody> {
+    Response::new(body::empty())
+}

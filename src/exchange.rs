@@ -1,0 +1,140 @@
+//! One request's path through cordon: identify, decide, dial — and its audit record.
+//!
+//! Plain requests (`forward.rs`) and CONNECT tunnels (`tunnel.rs`) both walk these steps, so they are
+//! judged alike; each step fills in the audit record, and `fail` turns any error into the response and
+//! emits the record, so every error path is audited exactly once.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use http::{HeaderMap, Method, Response};
+use tokio::net::TcpStream;
+
+use crate::audit::{self, Kind, Verdict};
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::identity::Sandbox;
+use crate::policy::Question;
+use crate::state::ProxyState;
+use crate::target::Target;
+
+/// A request in flight, with its audit record.
+pub struct Exchange {
+    /// Shared proxy state.
+    pub state: Arc<ProxyState>,
+    /// The client's address.
+    pub client: SocketAddr,
+    audit: audit::Pending,
+}
+
+impl Exchange {
+    /// Begin an exchange for traffic from `client`.
+    pub fn new(state: Arc<ProxyState>, client: SocketAddr, kind: Kind, method: &Method) -> Exchange {
+        let mut audit = audit::Pending::start(state.audit.clone(), client, kind);
+        audit.record().method = Some(method.as_str().to_string());
+        Exchange { state, client, audit }
+    }
+
+    /// The audit record being built.
+    pub fn record(&mut self) -> &mut audit::Record {
+        self.audit.record()
+    }
+
+    /// Counter of bytes from the client, for a body or tunnel to add to.
+    pub fn up_counter(&self) -> Arc<AtomicU64> {
+        self.audit.up_counter()
+    }
+
+    /// Identify the sandbox from this request alone.
+    pub fn identify(&mut self, headers: &HeaderMap) -> Result<Arc<Sandbox>, ProxyError> {
+        let sandbox = self
+            .state
+            .identities
+            .identify(headers, self.client.ip())
+            .map_err(ProxyError::Auth)?;
+        let r = self.audit.record();
+        r.sandbox = Some(sandbox.id.clone());
+        r.user = Some(sandbox.user.clone());
+        r.policy = Some(sandbox.policy.clone());
+        Ok(sandbox)
+    }
+
+    /// Record the destination.
+    pub fn set_target(&mut self, target: &Target) {
+        let r = self.audit.record();
+        r.host = Some(target.host.to_string());
+        r.port = Some(target.port);
+    }
+
+    /// Ask the sandbox's policy. `request` is the method and path, or `None` for an opaque tunnel.
+    pub fn decide(
+        &mut self,
+        sandbox: &Sandbox,
+        target: &Target,
+        request: Option<(&Method, &str)>,
+    ) -> Result<(), ProxyError> {
+        let decision = self
+            .state
+            .policy(&sandbox.policy)
+            .map(|p| p.decide(Question { target, request }));
+        let r = self.audit.record();
+        match decision {
+            Some(d) if d.allowed => {
+                r.rule = d.rule;
+                r.decision = if d.deny.is_some() {
+                    Verdict::WouldDeny
+                } else {
+                    Verdict::Allow
+                };
+                r.reason = d.deny.map(|reason| reason.code().to_string());
+                Ok(())
+            }
+            Some(d) => Err(ProxyError::Denied {
+                reason: d.deny.unwrap_or(crate::policy::DenyReason::NoRule),
+                target: target.clone(),
+            }),
+            // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
+            None => Err(ProxyError::Denied {
+                reason: crate::policy::DenyReason::NoRule,
+                target: target.clone(),
+            }),
+        }
+    }
+
+    /// Resolve, guard and connect; records the dialled address.
+    pub async fn dial(&mut self, target: &Target) -> Result<TcpStream, ProxyError> {
+        let (stream, addr) = self.state.dialer.dial(target).await?;
+        self.audit.record().dialled = Some(addr.to_string());
+        Ok(stream)
+    }
+
+    /// Answer with this error and emit the audit record.
+    pub fn fail(mut self, err: ProxyError) -> Response<ProxyBody> {
+        let resp = err.response();
+        let r = self.audit.record();
+        r.status = Some(resp.status().as_u16());
+        r.reason = Some(err.code().to_string());
+        if err.is_refusal() {
+            r.decision = Verdict::Deny;
+        } else {
+            r.error = Some(error_detail(&err));
+        }
+        self.audit.finish();
+        resp
+    }
+
+    /// Hand the audit record over to whatever carries the exchange on (a body, a tunnel task).
+    pub fn into_audit(self) -> audit::Pending {
+        self.audit
+    }
+}
+
+/// The operator-facing detail of a failure (never sent to the client).
+fn error_detail(err: &ProxyError) -> String {
+    match err {
+        ProxyError::Dial(crate::net::DialError::Connect { addr, source, .. }) => format!("{addr}: {source}"),
+        ProxyError::Dial(crate::net::DialError::Resolve { detail, .. }) => detail.clone(),
+        other => other.to_string(),
+    }
+}

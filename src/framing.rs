@@ -1,0 +1,689 @@
+//! Byte-level request-framing guard between the client socket and hyper.
+//!
+//! hyper's HTTP/1 server is lenient where an egress proxy must not be: it
+//! silently drops `Content-Length` when `Transfer-Encoding: chunked` is also
+//! present and merges identical duplicate `Content-Length` lines, so the
+//! service never learns that a request was ambiguous. [`FramingGuard`] wraps
+//! the client connection, parses every request head with `httparse` (the
+//! parser hyper itself uses) before hyper sees a byte of it, tracks where each
+//! body ends so that it knows where the next head starts, and refuses any
+//! ambiguous framing: the refused request and everything after it is never
+//! handed to hyper, the violation is recorded in a [`FramingReport`], and the
+//! rendered error response is written to the client once hyper has finished
+//! writing the responses to the requests before it.
+//!
+//! How a refusal reaches hyper: the guard hands hyper one empty line (`\r\n`,
+//! which RFC 9112 lets a server ignore before a request line) and then
+//! end-of-file. hyper holds the empty line in its read buffer, so it does not
+//! poll the socket while it still answers earlier pipelined requests (an EOF
+//! there would abort the connection and lose those responses); when it is
+//! idle it discards the empty line, sees EOF, and closes the connection
+//! gracefully through `poll_shutdown`. That is where the guard writes the
+//! rejection (after hyper's own bytes, which hyper flushes first), shuts the
+//! socket's write side, and briefly drains what the client still sends, so
+//! that closing with unread data does not reset the connection and destroy
+//! the rejection in flight.
+//!
+//! `CONNECT` and `Upgrade` requests switch the guard to passthrough, because
+//! the bytes after them may be tunnel data. As hyper keeps a connection alive
+//! after a *refused* `CONNECT` and would parse whatever follows as further
+//! requests, the guard appends `connection: close` to such heads: hyper then
+//! either upgrades the connection or closes it, and never parses another
+//! request on it.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Header slots for one request head; more headers count as a too-large head.
+const MAX_HEADERS: usize = 128;
+/// Longest accepted chunk-size line, extensions included.
+const MAX_CHUNK_LINE: usize = 4096;
+/// Initial (and minimum) size of the read buffer.
+const MIN_BUF: usize = 8 * 1024;
+/// Header appended to `CONNECT` and `Upgrade` heads.
+const CONNECTION_CLOSE: &[u8] = b"connection: close\r\n";
+/// How long, at most, the client's remaining bytes are drained after a rejection.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+/// How many of the client's remaining bytes, at most, are drained after a rejection.
+const LINGER_BYTES: usize = 1 << 20;
+
+/// Why the guard refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FramingViolation {
+    /// The head carries both `Content-Length` and `Transfer-Encoding`.
+    #[error("request has both Content-Length and Transfer-Encoding")]
+    ContentLengthWithTransferEncoding,
+    /// The head carries more than one `Content-Length` line, even identical ones.
+    #[error("request has more than one Content-Length")]
+    DuplicateContentLength,
+    /// The `Content-Length` value is not plain decimal digits.
+    #[error("request has an invalid Content-Length")]
+    InvalidContentLength,
+    /// `Transfer-Encoding` is present but not exactly one line reading `chunked`.
+    #[error("request Transfer-Encoding is not exactly `chunked`")]
+    TransferEncodingNotChunked,
+    /// `Transfer-Encoding` in an HTTP/1.0 request.
+    #[error("HTTP/1.0 request has a Transfer-Encoding")]
+    TransferEncodingInHttp10,
+    /// `httparse` refused the head (obs-fold, CR/NUL in values, bad request line, ...).
+    #[error("malformed request head: {0}")]
+    MalformedHead(String),
+    /// A bad chunk-size line, a missing CRLF after chunk data, or a bad trailer section.
+    #[error("malformed chunked body")]
+    MalformedChunk,
+    /// The head exceeds the configured size or header count.
+    #[error("request head too large")]
+    HeadTooLarge,
+}
+
+impl FramingViolation {
+    /// Stable machine-readable code, for logs and metrics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::ContentLengthWithTransferEncoding => "cl_and_te",
+            Self::DuplicateContentLength => "duplicate_content_length",
+            Self::InvalidContentLength => "invalid_content_length",
+            Self::TransferEncodingNotChunked => "te_not_chunked",
+            Self::TransferEncodingInHttp10 => "te_in_http10",
+            Self::MalformedHead(_) => "malformed_head",
+            Self::MalformedChunk => "malformed_chunk",
+            Self::HeadTooLarge => "head_too_large",
+        }
+    }
+}
+
+/// Shared handle (Clone, Send, Sync) through which the connection handler
+/// learns, after hyper is done, whether (and why) the guard refused a request.
+#[derive(Debug, Clone, Default)]
+pub struct FramingReport {
+    violation: Arc<OnceLock<FramingViolation>>,
+}
+
+impl FramingReport {
+    /// The violation that made the guard refuse a request, if any.
+    pub fn violation(&self) -> Option<FramingViolation> {
+        self.violation.get().cloned()
+    }
+}
+
+/// Where the guard is in the client-to-server byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Fixed(u64),
+    ChunkSize,
+    ChunkData(u64),
+    ChunkDataEnd,
+    Trailers {
+        line_start: usize,
+    },
+    Passthrough,
+    /// Refused: hand out the `crlf_left` last bytes of `\r\n`, then EOF.
+    Rejected {
+        crlf_left: usize,
+    },
+}
+
+/// How the guard's `poll_shutdown` delivers a rejection.
+enum Closing {
+    Open,
+    Render {
+        out: Vec<u8>,
+        off: usize,
+    },
+    Flush,
+    Shutdown,
+    Linger {
+        timer: Pin<Box<tokio::time::Sleep>>,
+        drained: usize,
+    },
+    Done,
+}
+
+/// Wraps a client connection and refuses requests with ambiguous framing
+/// before hyper sees a byte of them; see the module documentation.
+pub struct FramingGuard<IO: AsyncRead + AsyncWrite + Unpin> {
+    io: IO,
+    report: FramingReport,
+    render: fn(&FramingViolation) -> Vec<u8>,
+    max_head: usize,
+    /// Read buffer, fully initialised; `buf[start..end]` holds unconsumed client bytes.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Bytes at `buf[start..]` validated and ready for hyper.
+    release: usize,
+    /// Bytes after `start` already searched for a line/head terminator.
+    scan: usize,
+    state: State,
+    client_eof: bool,
+    /// Whether hyper has written any byte (gates the drop fallback).
+    wrote: bool,
+    closing: Closing,
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
+    /// Wraps `io`.
+    ///
+    /// `max_head_bytes`: request line + headers limit (a larger head is
+    /// refused with [`FramingViolation::HeadTooLarge`]; it also bounds a
+    /// chunked body's trailer section). `render`: turns a violation into the
+    /// complete raw HTTP/1.1 response (status line, headers including
+    /// `connection: close` and `content-length`, body) sent to the client.
+    pub fn new(io: IO, max_head_bytes: usize, render: fn(&FramingViolation) -> Vec<u8>) -> (Self, FramingReport) {
+        let report = FramingReport::default();
+        let guard = Self {
+            io,
+            report: report.clone(),
+            render,
+            max_head: max_head_bytes,
+            buf: vec![0; MIN_BUF],
+            start: 0,
+            end: 0,
+            release: 0,
+            scan: 0,
+            state: State::Head,
+            client_eof: false,
+            wrote: false,
+            closing: Closing::Open,
+        };
+        (guard, report)
+    }
+
+    /// The wrapped connection.
+    pub fn get_ref(&self) -> &IO {
+        &self.io
+    }
+
+    #[cfg(test)]
+    fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Records `violation` and stops handing client bytes to hyper.
+    fn reject(&mut self, violation: FramingViolation) {
+        // The first violation wins; there is only ever one per connection.
+        let _ = self.report.violation.set(violation);
+        // At a message boundary, give hyper an empty line to hold in its read
+        // buffer (see the module docs); mid-body, a plain EOF fails the body.
+        let crlf_left = if self.state == State::Head { 2 } else { 0 };
+        self.state = State::Rejected { crlf_left };
+        self.start = 0;
+        self.end = 0;
+        self.release = 0;
+    }
+
+    /// Tries to validate more buffered bytes. `Ok(false)`: more input needed.
+    fn advance(&mut self) -> Result<bool, FramingViolation> {
+        let avail = &self.buf[self.start..self.end];
+        match self.state {
+            State::Head => {
+                let head = if head_end_hint(avail, self.scan) {
+                    inspect_head(avail, self.max_head)?
+                } else {
+                    None
+                };
+                let Some(head) = head else {
+                    self.scan = avail.len();
+                    return if avail.len() >= self.max_head {
+                        Err(FramingViolation::HeadTooLarge)
+                    } else {
+                        Ok(false)
+                    };
+                };
+                self.scan = 0;
+                self.release = head.len;
+                self.state = if head.tunnel {
+                    // SECURITY: smuggling after a refused CONNECT/Upgrade; passthrough is
+                    // only safe if hyper can never parse another request on this connection.
+                    self.release = self.append_connection_close(head.len);
+                    State::Passthrough
+                } else {
+                    match head.body {
+                        Body::Chunked => State::ChunkSize,
+                        Body::Fixed(n) if n > 0 => State::Fixed(n),
+                        Body::Fixed(_) | Body::None => State::Head,
+                    }
+                };
+                Ok(true)
+            }
+            State::Fixed(left) | State::ChunkData(left) => {
+                if avail.is_empty() {
+                    return Ok(false);
+                }
+                let n = usize::try_from(left).unwrap_or(usize::MAX).min(avail.len());
+                self.release = n;
+                let left = left - n as u64;
+                self.state = match (self.state, left) {
+                    (State::Fixed(_), 0) => State::Head,
+                    (State::Fixed(_), _) => State::Fixed(left),
+                    (_, 0) => State::ChunkDataEnd,
+                    _ => State::ChunkData(left),
+                };
+                Ok(true)
+            }
+            State::ChunkSize => {
+                let Some(lf) = find_lf(avail, self.scan) else {
+                    self.scan = avail.len();
+                    return if avail.len() >= MAX_CHUNK_LINE {
+                        Err(FramingViolation::MalformedChunk)
+                    } else {
+                        Ok(false)
+                    };
+                };
+                if lf >= MAX_CHUNK_LINE {
+                    return Err(FramingViolation::MalformedChunk);
+                }
+                let size = chunk_size(&avail[..=lf])?;
+                self.scan = 0;
+                self.release = lf + 1;
+                self.state = if size == 0 {
+                    State::Trailers { line_start: 0 }
+                } else {
+                    State::ChunkData(size)
+                };
+                Ok(true)
+            }
+            State::ChunkDataEnd => match avail {
+                [b'\r', b'\n', ..] => {
+                    self.release = 2;
+                    self.state = State::ChunkSize;
+                    Ok(true)
+                }
+                [] | [b'\r'] => Ok(false),
+                // SECURITY: chunk data longer than its declared size (missing CRLF).
+                _ => Err(FramingViolation::MalformedChunk),
+            },
+            State::Trailers { mut line_start } => loop {
+                let Some(lf) = find_lf(avail, self.scan.max(line_start)) else {
+                    self.scan = avail.len();
+                    self.state = State::Trailers { line_start };
+                    return if avail.len() >= self.max_head {
+                        Err(FramingViolation::MalformedChunk)
+                    } else {
+                        Ok(false)
+                    };
+                };
+                if lf >= self.max_head {
+                    return Err(FramingViolation::MalformedChunk);
+                }
+                // SECURITY: trailer-section desync; hyper ends trailer lines only at CRLF,
+                // so a bare LF or CR could end the section at a different byte than hyper.
+                match &avail[line_start..=lf] {
+                    b"\r\n" => {
+                        validate_trailers(&avail[..=lf])?;
+                        self.scan = 0;
+                        self.release = lf + 1;
+                        self.state = State::Head;
+                        return Ok(true);
+                    }
+                    [line @ .., b'\r', b'\n'] if !line.contains(&b'\r') => line_start = lf + 1,
+                    _ => return Err(FramingViolation::MalformedChunk),
+                }
+            },
+            State::Passthrough | State::Rejected { .. } => Ok(false),
+        }
+    }
+
+    /// Inserts `connection: close` before the final empty line of the head of
+    /// `head_len` bytes at `buf[start..]`; returns the new head length.
+    fn append_connection_close(&mut self, head_len: usize) -> usize {
+        if self.end + CONNECTION_CLOSE.len() > self.buf.len() {
+            self.compact();
+            if self.end + CONNECTION_CLOSE.len() > self.buf.len() {
+                self.buf.resize(self.end + CONNECTION_CLOSE.len(), 0);
+            }
+        }
+        let head_end = self.start + head_len;
+        let at = if self.buf[..head_end].ends_with(b"\r\n") {
+            head_end - 2
+        } else {
+            head_end - 1
+        };
+        self.buf.copy_within(at..self.end, at + CONNECTION_CLOSE.len());
+        self.buf[at..at + CONNECTION_CLOSE.len()].copy_from_slice(CONNECTION_CLOSE);
+        self.end += CONNECTION_CLOSE.len();
+        head_len + CONNECTION_CLOSE.len()
+    }
+
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+
+    /// Makes room after `end`; `false` if the buffer may not grow further
+    /// (unreachable while the per-state limits hold).
+    fn make_room(&mut self) -> bool {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.end < self.buf.len() {
+            return true;
+        }
+        self.compact();
+        let limit = self.max_head.max(MAX_CHUNK_LINE) + MIN_BUF;
+        if self.end == self.buf.len() {
+            let grown = (self.buf.len() * 2).min(limit);
+            if grown <= self.buf.len() {
+                return false;
+            }
+            self.buf.resize(grown, 0);
+        }
+        true
+    }
+
+    /// `poll_shutdown` once a violation is recorded: render, flush, shut the
+    /// write side, drain the client for a bounded time. I/O errors end the
+    /// sequence quietly: the report already holds the violation.
+    fn poll_close_rejected(&mut self, cx: &mut Context<'_>, v: &FramingViolation) -> Poll<()> {
+        loop {
+            let io = Pin::new(&mut self.io);
+            self.closing = match &mut self.closing {
+                Closing::Open => Closing::Render {
+                    out: (self.render)(v),
+                    off: 0,
+                },
+                Closing::Render { out, off } if *off < out.len() => match io.poll_write(cx, &out[*off..]) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(n)) if n > 0 => {
+                        *off += n;
+                        continue;
+                    }
+                    Poll::Ready(_) => Closing::Done,
+                },
+                Closing::Render { .. } => Closing::Flush,
+                Closing::Flush => match io.poll_flush(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(_) => Closing::Shutdown,
+                },
+                Closing::Shutdown => match io.poll_shutdown(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(_) => Closing::Linger {
+                        timer: Box::pin(tokio::time::sleep(LINGER_TIME)),
+                        drained: 0,
+                    },
+                },
+                Closing::Linger { timer, drained } => {
+                    // Closing a socket with unread input makes the kernel send a
+                    // reset, which can destroy the rejection before the client reads it.
+                    let mut scratch = ReadBuf::new(&mut self.buf);
+                    match io.poll_read(cx, &mut scratch) {
+                        Poll::Ready(Ok(())) if !scratch.filled().is_empty() => {
+                            *drained += scratch.filled().len();
+                            if *drained < LINGER_BYTES {
+                                continue;
+                            }
+                            Closing::Done
+                        }
+                        Poll::Ready(_) => Closing::Done,
+                        Poll::Pending if timer.as_mut().poll(cx).is_pending() => {
+                            return Poll::Pending;
+                        }
+                        Poll::Pending => Closing::Done,
+                    }
+                }
+                Closing::Done => return Poll::Ready(()),
+            };
+        }
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.release > 0 {
+                let n = this.release.min(out.remaining());
+                out.put_slice(&this.buf[this.start..this.start + n]);
+                this.start += n;
+                this.release -= n;
+                return Poll::Ready(Ok(()));
+            }
+            match this.state {
+                State::Rejected { crlf_left } => {
+                    let n = crlf_left.min(out.remaining());
+                    out.put_slice(&b"\r\n"[2 - crlf_left..2 - crlf_left + n]);
+                    this.state = State::Rejected {
+                        crlf_left: crlf_left - n,
+                    };
+                    return Poll::Ready(Ok(()));
+                }
+                State::Passthrough if this.start < this.end => {
+                    this.release = this.end - this.start;
+                    continue;
+                }
+                State::Passthrough => return Pin::new(&mut this.io).poll_read(cx, out),
+                _ => {}
+            }
+            match this.advance() {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(violation) => {
+                    this.reject(violation);
+                    continue;
+                }
+            }
+            if this.client_eof {
+                return Poll::Ready(Ok(()));
+            }
+            if !this.make_room() {
+                this.reject(FramingViolation::HeadTooLarge);
+                continue;
+            }
+            let mut into = ReadBuf::new(&mut this.buf[this.end..]);
+            match Pin::new(&mut this.io).poll_read(cx, &mut into) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) if into.filled().is_empty() => this.client_eof = true,
+                Poll::Ready(Ok(())) => this.end += into.filled().len(),
+            }
+        }
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for FramingGuard<IO> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_write(cx, data);
+        this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        polled
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match this.report.violation.get().cloned() {
+            None => Pin::new(&mut this.io).poll_shutdown(cx),
+            Some(v) => this.poll_close_rejected(cx, &v).map(Ok),
+        }
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> Drop for FramingGuard<IO> {
+    /// Fallback for a guard dropped without `poll_shutdown` (e.g. the
+    /// connection task was cancelled): if hyper never wrote a byte, no partial
+    /// response can be on the wire, so try once, without blocking, to send the
+    /// rejection.
+    fn drop(&mut self) {
+        let Some(v) = self.report.violation.get() else {
+            return;
+        };
+        if self.wrote || !matches!(self.closing, Closing::Open) {
+            return;
+        }
+        let out = (self.render)(v);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut off = 0;
+        while off < out.len() {
+            match Pin::new(&mut self.io).poll_write(&mut cx, &out[off..]) {
+                Poll::Ready(Ok(n)) if n > 0 => off += n,
+                _ => return,
+            }
+        }
+        let _ = Pin::new(&mut self.io).poll_flush(&mut cx);
+        let _ = Pin::new(&mut self.io).poll_shutdown(&mut cx);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    None,
+    Fixed(u64),
+    Chunked,
+}
+
+/// A validated request head.
+#[derive(Debug, PartialEq, Eq)]
+struct Head {
+    len: usize,
+    body: Body,
+    /// `CONNECT` or `Upgrade`: the bytes after it may be tunnel data.
+    tunnel: bool,
+}
+
+/// Whether `buf` may hold a complete head: an LF followed by an empty line,
+/// ending at or after `scanned` (terminators before it were already seen).
+fn head_end_hint(buf: &[u8], scanned: usize) -> bool {
+    let from = scanned.saturating_sub(2);
+    buf.iter()
+        .enumerate()
+        .skip(from)
+        .any(|(i, &b)| b == b'\n' && (buf.get(i + 1) == Some(&b'\n') || buf.get(i + 1..i + 3) == Some(b"\r\n")))
+}
+
+fn find_lf(buf: &[u8], from: usize) -> Option<usize> {
+    buf.get(from..)?.iter().position(|&b| b == b'\n').map(|i| i + from)
+}
+
+/// Parses and checks the head at the start of `buf`; `Ok(None)`: incomplete.
+fn inspect_head(buf: &[u8], max_head: usize) -> Result<Option<Head>, FramingViolation> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(FramingViolation::HeadTooLarge),
+        // SECURITY: obs-fold, CR/NUL in values, space before colon: let nothing
+        // malformed reach a parser that might read it differently.
+        Err(e) => return Err(FramingViolation::MalformedHead(e.to_string())),
+    };
+    if len > max_head {
+        return Err(FramingViolation::HeadTooLarge);
+    }
+    let (mut cl_lines, mut cl) = (0_usize, None);
+    let (mut te_lines, mut te_chunked) = (0_usize, false);
+    let mut upgrade = false;
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            cl_lines += 1;
+            cl = decimal(h.value);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            te_lines += 1;
+            te_chunked = trim_ows(h.value).eq_ignore_ascii_case(b"chunked");
+        } else if h.name.eq_ignore_ascii_case("upgrade") {
+            upgrade = true;
+        }
+    }
+    // SECURITY: CL.TE / TE.CL smuggling; hyper would silently drop Content-Length.
+    if cl_lines > 0 && te_lines > 0 {
+        return Err(FramingViolation::ContentLengthWithTransferEncoding);
+    }
+    // SECURITY: duplicate Content-Length, which hyper merges when identical.
+    if cl_lines > 1 {
+        return Err(FramingViolation::DuplicateContentLength);
+    }
+    // SECURITY: Content-Length values that parsers read differently (`+5`, `5, 5`).
+    if cl_lines == 1 && cl.is_none() {
+        return Err(FramingViolation::InvalidContentLength);
+    }
+    // SECURITY: TE in HTTP/1.0, which HTTP/1.0 intermediaries frame by connection close.
+    if te_lines > 0 && req.version == Some(0) {
+        return Err(FramingViolation::TransferEncodingInHttp10);
+    }
+    // SECURITY: TE obfuscation (`xchunked`, `chunked, identity`, duplicate lines).
+    if te_lines > 1 || (te_lines == 1 && !te_chunked) {
+        return Err(FramingViolation::TransferEncodingNotChunked);
+    }
+    let body = match (te_lines, cl) {
+        (1, _) => Body::Chunked,
+        (_, Some(n)) => Body::Fixed(n),
+        _ => Body::None,
+    };
+    let tunnel = req.method == Some("CONNECT") || upgrade;
+    Ok(Some(Head { len, body, tunnel }))
+}
+
+fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// A `Content-Length` value: one or more decimal digits, surrounding OWS allowed.
+fn decimal(value: &[u8]) -> Option<u64> {
+    let digits = trim_ows(value);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0_u64, |acc, &b| {
+        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// The size from one complete chunk-size line (`line` ends with its LF).
+fn chunk_size(line: &[u8]) -> Result<u64, FramingViolation> {
+    // SECURITY: chunk-size lines that httparse accepts but hyper reads
+    // differently (empty size, leading whitespace, bare LF line ending).
+    if !line.first().is_some_and(u8::is_ascii_hexdigit) || !line.ends_with(b"\r\n") {
+        return Err(FramingViolation::MalformedChunk);
+    }
+    match httparse::parse_chunk_size(line) {
+        Ok(httparse::Status::Complete((used, size))) if used == line.len() => Ok(size),
+        _ => Err(FramingViolation::MalformedChunk),
+    }
+}
+
+/// Checks a complete trailer section (ending with its empty line) with httparse.
+fn validate_trailers(section: &[u8]) -> Result<(), FramingViolation> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    match httparse::parse_headers(section, &mut headers) {
+        Ok(httparse::Status::Complete((used, _))) if used == section.len() => Ok(()),
+        _ => Err(FramingViolation::MalformedChunk),
+    }
+}
+
+#[cfg(test)]
+#[path = "framing_tests.rs"]
+mod tests;

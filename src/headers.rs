@@ -1,0 +1,131 @@
+//! Header hygiene between the sandbox and the upstream.
+//!
+//! `Proxy-Authorization`, `Proxy-Connection` and hop-by-hop headers never reach the upstream, nor do the
+//! headers `Connection` nominates, nor anything claiming to come from cordon. `Proxy-Authenticate` from an
+//! upstream never reaches the sandbox.
+
+use http::header::{self, HeaderMap, HeaderName};
+
+use crate::error::ProxyError;
+
+/// Request headers with this prefix claim to come from cordon; a sandbox may not send them.
+pub const CORDON_PREFIX: &str = "x-cordon-";
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) plus the proxy-specific ones.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Headers a `Connection` list may not strip: dropping them would change what the request means.
+const NOT_NOMINATABLE: [&str; 2] = ["host", "content-length"];
+
+/// Refuse requests whose headers are ambiguous. The byte-level framing guard has already refused
+/// CL+TE and duplicate Content-Length; these checks are for what survives into the header map.
+pub fn check_request(headers: &HeaderMap) -> Result<(), ProxyError> {
+    // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
+    if headers.get_all(header::HOST).iter().count() > 1 {
+        return Err(ProxyError::BadRequest {
+            code: "duplicate_host",
+            message: "more than one Host header".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Remove what must not travel upstream, after reading what `Connection` nominates.
+pub fn strip_request(headers: &mut HeaderMap) {
+    strip_hop_by_hop(headers);
+    // SECURITY: identity spoofing — a sandbox cannot pass itself off as cordon to the upstream.
+    let claimed: Vec<HeaderName> = headers
+        .keys()
+        .filter(|n| n.as_str().starts_with(CORDON_PREFIX))
+        .cloned()
+        .collect();
+    for name in claimed {
+        headers.remove(name);
+    }
+}
+
+/// Remove what must not travel back to the sandbox.
+pub fn strip_response(headers: &mut HeaderMap) {
+    strip_hop_by_hop(headers);
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let nominated: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !NOT_NOMINATABLE.contains(&t.as_str()))
+        .filter_map(|t| HeaderName::from_bytes(t.as_bytes()).ok())
+        .collect();
+    for name in nominated {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn strips_hop_by_hop_and_nominated() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("connection", "keep-alive, X-Secret-Hop, host"),
+            ("x-secret-hop", "1"),
+            ("proxy-authorization", "Basic abc"),
+            ("proxy-connection", "keep-alive"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("upgrade", "h2c"),
+            ("x-cordon-sandbox", "admin"),
+            ("X-Cordon-User", "root"),
+            ("host", "example.com"),
+            ("accept", "*/*"),
+        ] {
+            h.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_static(v),
+            );
+        }
+        strip_request(&mut h);
+        let mut left: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec!["accept", "host"]);
+    }
+
+    #[test]
+    fn duplicate_host_is_refused() {
+        let mut h = HeaderMap::new();
+        h.append(header::HOST, HeaderValue::from_static("a.com"));
+        assert!(check_request(&h).is_ok());
+        h.append(header::HOST, HeaderValue::from_static("b.com"));
+        assert!(check_request(&h).is_err());
+    }
+
+    #[test]
+    fn response_loses_proxy_authenticate() {
+        let mut h = HeaderMap::new();
+        h.insert(header::PROXY_AUTHENTICATE, HeaderValue::from_static("Basic realm=x"));
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        strip_response(&mut h);
+        assert!(h.get(header::PROXY_AUTHENTICATE).is_none());
+        assert!(h.get(header::CONTENT_TYPE).is_some());
+    }
+}

@@ -1,0 +1,247 @@
+//! Who is talking: a sandbox identified by `Proxy-Authorization: Basic id:token`, or by source address.
+//!
+//! Judged on every request: a keep-alive connection never inherits an earlier request's identity.
+//! Tokens are stored only as SHA-256 hashes and compared in constant time. Source addresses identify a
+//! sandbox only where they cannot be spoofed, i.e. behind a gateway that owns the sandbox's network.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use base64::Engine;
+use http::HeaderMap;
+use http::header::PROXY_AUTHORIZATION;
+use ipnet::IpNet;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::config::SandboxSpec;
+
+/// A sandbox cordon knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Its id.
+    pub id: String,
+    /// The user who owns it.
+    pub user: String,
+    /// The name of its policy.
+    pub policy: String,
+}
+
+/// Why a request has no identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthFailure {
+    /// No credentials and no matching source address.
+    #[error("send Proxy-Authorization: Basic with the sandbox id and token")]
+    Missing,
+    /// A header that is not `Basic base64(id:token)`, or more than one.
+    #[error("the Proxy-Authorization header is malformed; use Basic with the sandbox id and token")]
+    Malformed,
+    /// Unknown sandbox or wrong token (deliberately indistinguishable).
+    #[error("the sandbox id or token is wrong")]
+    Invalid,
+}
+
+impl AuthFailure {
+    /// Stable reason code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "auth_missing",
+            AuthFailure::Malformed => "auth_malformed",
+            AuthFailure::Invalid => "auth_invalid",
+        }
+    }
+}
+
+struct Entry {
+    sandbox: Arc<Sandbox>,
+    token_sha256: Option<[u8; 32]>,
+}
+
+/// The sandboxes, indexed for identification.
+pub struct Identities {
+    by_id: HashMap<String, Entry>,
+    by_source: Vec<(IpNet, Arc<Sandbox>)>,
+}
+
+impl Identities {
+    /// Index the declared sandboxes.
+    pub fn new(specs: &[SandboxSpec]) -> Identities {
+        let mut by_id = HashMap::new();
+        let mut by_source = Vec::new();
+        for spec in specs {
+            let sandbox = Arc::new(Sandbox {
+                id: spec.id.clone(),
+                user: spec.user.clone(),
+                policy: spec.policy.clone(),
+            });
+            for net in &spec.source_cidrs {
+                by_source.push((*net, sandbox.clone()));
+            }
+            by_id.insert(
+                spec.id.clone(),
+                Entry {
+                    sandbox,
+                    token_sha256: spec.token_sha256,
+                },
+            );
+        }
+        Identities { by_id, by_source }
+    }
+
+    /// The sandbox with this id, without authentication (for the CLI).
+    pub fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
+        self.by_id.get(id).map(|e| e.sandbox.clone())
+    }
+
+    /// Identify the sender of one request.
+    pub fn identify(&self, headers: &HeaderMap, client: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
+        let mut values = headers.get_all(PROXY_AUTHORIZATION).iter();
+        match (values.next(), values.next()) {
+            // SECURITY: two credentials could be judged differently by two parsers; refuse rather than pick one.
+            (Some(_), Some(_)) => Err(AuthFailure::Malformed),
+            (Some(value), None) => self.by_token(value.as_bytes()),
+            (None, _) => self.by_source(client).ok_or(AuthFailure::Missing),
+        }
+    }
+
+    fn by_token(&self, value: &[u8]) -> Result<Arc<Sandbox>, AuthFailure> {
+        let (id, token) = parse_basic(value).ok_or(AuthFailure::Malformed)?;
+        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        match self.by_id.get(&id) {
+            // SECURITY: constant-time comparison of the token hash, so response timing does not leak how
+            // much of a guessed token was right.
+            Some(Entry {
+                sandbox,
+                token_sha256: Some(expected),
+            }) if bool::from(presented.ct_eq(expected)) => Ok(sandbox.clone()),
+            _ => Err(AuthFailure::Invalid),
+        }
+    }
+
+    fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>> {
+        // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.
+        let client = client.to_canonical();
+        self.by_source
+            .iter()
+            .find(|(net, _)| net.contains(&client))
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Number of sandboxes.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Whether no sandbox is declared.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+}
+
+/// `Basic base64(id:token)` -> (id, token). The scheme is case-insensitive (RFC 9110 §11.1).
+fn parse_basic(value: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, rest) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(rest.trim()).ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (id, token) = decoded.split_once(':')?;
+    if id.is_empty() || token.is_empty() {
+        return None;
+    }
+    Some((id.to_string(), token.to_string()))
+}
+
+/// The hex SHA-256 of a token, as written in `token_sha256`.
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use http::HeaderValue;
+
+    fn ids() -> Identities {
+        Identities::new(&[
+            SandboxSpec {
+                id: "a".into(),
+                user: "alice".into(),
+                token_sha256: hex::decode(hash_token("secret-a")).unwrap().try_into().ok(),
+                source_cidrs: vec![],
+                policy: "p".into(),
+            },
+            SandboxSpec {
+                id: "gw".into(),
+                user: "bob".into(),
+                token_sha256: None,
+                source_cidrs: vec!["10.9.0.0/24".parse().unwrap()],
+                policy: "p".into(),
+            },
+        ])
+    }
+
+    fn basic(s: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        let v = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s));
+        h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
+        h
+    }
+
+    const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    #[test]
+    fn good_token_identifies() {
+        assert_eq!(ids().identify(&basic("a:secret-a"), LOCAL).unwrap().user, "alice");
+    }
+
+    #[test]
+    fn failures() {
+        let i = ids();
+        assert_eq!(i.identify(&HeaderMap::new(), LOCAL), Err(AuthFailure::Missing));
+        assert_eq!(i.identify(&basic("a:wrong"), LOCAL), Err(AuthFailure::Invalid));
+        assert_eq!(i.identify(&basic("nobody:secret-a"), LOCAL), Err(AuthFailure::Invalid));
+        assert_eq!(i.identify(&basic("a"), LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(i.identify(&basic("a:"), LOCAL), Err(AuthFailure::Malformed));
+        // A sandbox with no token cannot be claimed by id.
+        assert_eq!(i.identify(&basic("gw:anything"), LOCAL), Err(AuthFailure::Invalid));
+        let mut h = HeaderMap::new();
+        h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        assert_eq!(i.identify(&h, LOCAL), Err(AuthFailure::Malformed));
+        h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+        assert_eq!(i.identify(&h, LOCAL), Err(AuthFailure::Malformed));
+    }
+
+    #[test]
+    fn two_credentials_are_refused() {
+        let mut h = basic("a:secret-a");
+        h.append(PROXY_AUTHORIZATION, h.get(PROXY_AUTHORIZATION).unwrap().clone());
+        assert_eq!(ids().identify(&h, LOCAL), Err(AuthFailure::Malformed));
+    }
+
+    #[test]
+    fn source_address_identifies_without_a_token() {
+        let i = ids();
+        let gw: IpAddr = "10.9.0.7".parse().unwrap();
+        assert_eq!(i.identify(&HeaderMap::new(), gw).unwrap().id, "gw");
+        let mapped: IpAddr = "::ffff:10.9.0.7".parse().unwrap();
+        assert_eq!(i.identify(&HeaderMap::new(), mapped).unwrap().id, "gw");
+        // Wrong explicit credentials are not rescued by the source address.
+        assert_eq!(i.identify(&basic("a:wrong"), gw), Err(AuthFailure::Invalid));
+    }
+
+    #[test]
+    fn scheme_is_case_insensitive() {
+        let mut h = HeaderMap::new();
+        let v = format!(
+            "bAsIc {}",
+            base64::engine::general_purpose::STANDARD.encode("a:secret-a")
+        );
+        h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
+        assert!(ids().identify(&h, LOCAL).is_ok());
+    }
+}

@@ -1,0 +1,38 @@
+//! cordon: a default-deny egress proxy for AI-agent sandboxes.
+//!
+//! The path of one request, and the module that owns each step:
+//!
+//! ```text
+//! server  accept, connection cap, drain on shutdown
+//!  conn   hyper HTTP/1.1 behind the byte-level framing guard (framing)
+//!   forward (absolute-form http://) | tunnel (CONNECT)
+//!    exchange   identify (identity) -> parse target (target) -> decide (policy)
+//!               -> resolve, guard every address, dial the checked one (net)
+//!    headers    hop-by-hop and proxy headers never cross
+//!    audit      exactly one record per request or tunnel, also on every error path (error: statuses)
+//! ```
+//!
+//! Imports run one way: `server -> conn -> {forward, tunnel} -> exchange -> {policy, net, identity}
+//! -> {target, audit, error}`. Configuration (`config`) is the only module that knows YAML.
+
+#![forbid(unsafe_code)]
+
+pub mod audit;
+pub mod body;
+pub mod config;
+pub mod conn;
+pub mod error;
+pub mod exchange;
+pub mod explain;
+pub mod forward;
+
+pub mod framing;
+pub mod headers;
+pub mod identity;
+pub mod logging;
+pub mod net;
+pub mod policy;
+pub mod server;
+pub mod state;
+pub mod target;
+pub mod tunnel;

@@ -1,0 +1,201 @@
+//! The `cordon` command line.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use cordon::audit::TracingSink;
+use cordon::config::Config;
+use cordon::state::ProxyState;
+use cordon::{explain, identity, logging, server};
+
+#[derive(Parser)]
+#[command(
+    name = "cordon",
+    version,
+    about = "A default-deny egress proxy for AI-agent sandboxes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy (the default when no command is given).
+    Run(ConfigArg),
+    /// Validate a configuration and print a summary; exit 2 listing every error.
+    Check(ConfigArg),
+    /// Say what cordon would do with a request from a sandbox, and why.
+    Explain {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
+        /// The request method.
+        #[arg(long, default_value = "GET")]
+        method: String,
+        /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
+        url: String,
+    },
+    /// Token helpers.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Read a token on stdin and print the `token_sha256` to put in the config.
+    Hash,
+}
+
+#[derive(clap::Args, Default)]
+struct ConfigArg {
+    /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
+    #[arg(long, env = "CORDON_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
+    Config::load(arg.config.as_deref()).map_err(|errors| {
+        eprintln!("{errors}");
+        eprintln!("cordon: {} error(s); nothing was started", errors.0.len());
+        ExitCode::from(2)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
+        Command::Run(arg) => run(&arg),
+        Command::Check(arg) => match load(&arg) {
+            Ok(config) => {
+                print_summary(&config);
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Command::Explain {
+            config,
+            sandbox,
+            method,
+            url,
+        } => {
+            let config = match load(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("cordon: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match rt.block_on(explain::explain(&config, &sandbox, &method, &url)) {
+                Ok(e) => {
+                    print!("{}", e.text);
+                    if e.allowed {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                }
+                Err(msg) => {
+                    eprintln!("cordon: {msg}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Token {
+            command: TokenCommand::Hash,
+        } => {
+            let mut token = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut token) {
+                eprintln!("cordon: cannot read the token from stdin: {e}");
+                return ExitCode::from(2);
+            }
+            let token = token.trim_end_matches(['\r', '\n']);
+            if token.is_empty() {
+                eprintln!("cordon: no token on stdin (e.g. `openssl rand -hex 24 | cordon token hash`)");
+                return ExitCode::from(2);
+            }
+            println!("{}", identity::hash_token(token));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn run(arg: &ConfigArg) -> ExitCode {
+    let config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Err(e) = logging::init(&config.audit) {
+        eprintln!("cordon: {e}");
+        return ExitCode::FAILURE;
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let addr = config.listen.proxy;
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("cordon: cannot listen on {addr} (listen.proxy): {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let bound = listener.local_addr().unwrap_or(addr);
+        tracing::info!(
+            "cordon {} listening on {bound} ({}; {} sandboxes, {} policies)",
+            env!("CARGO_PKG_VERSION"),
+            config.source,
+            config.sandboxes.len(),
+            config.policies.len()
+        );
+        let state = ProxyState::new(config, Arc::new(TracingSink), vec![bound]);
+        server::run(listener, state, server::shutdown_signal()).await;
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_summary(c: &Config) {
+    println!("{}: ok", c.source);
+    println!("listen   proxy {}", c.listen.proxy);
+    let audit = match &c.audit {
+        cordon::config::AuditConfig::Stdout => "stdout".to_string(),
+        cordon::config::AuditConfig::File(p) => p.display().to_string(),
+    };
+    println!("audit    {audit}");
+    println!(
+        "network  {} allowed CIDRs, {} dangerous metadata exceptions, {} host overrides",
+        c.network.allow_cidrs.len(),
+        c.network.dangerous_allow_metadata.len(),
+        c.network.hosts.len()
+    );
+    println!("sandboxes {}", c.sandboxes.len());
+    for s in &c.sandboxes {
+        let how = match (s.token_sha256.is_some(), s.source_cidrs.is_empty()) {
+            (true, true) => "token".to_string(),
+            (true, false) => format!("token or source {:?}", s.source_cidrs),
+            (false, _) => format!("source {:?}", s.source_cidrs),
+        };
+        println!("  {:<16} user {:<16} policy {:<12} by {how}", s.id, s.user, s.policy);
+    }
+    println!("policies {}", c.policies.len());
+    for (name, p) in &c.policies {
+        println!("  {:<16} {:<8} {} rules", name, p.mode.as_str(), p.rule_count());
+    }
+}

@@ -1,0 +1,7 @@
+//! The network edge: the only place that resolves names, knows IP ranges, or dials.
+
+pub mod ipguard;
+mod resolve;
+
+pub use ipguard::{Guard, Refusal};
+pub use resolve::{DialError, Dialer, Resolution};

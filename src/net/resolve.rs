@@ -1,0 +1,172 @@
+//! Resolve a target, classify every address, and dial only an address that passed.
+//!
+//! The address that was checked is the address that is dialled: the resolved `SocketAddr` is passed to
+//! `connect`, never the name, so there is no second lookup for a rebinding DNS server to answer
+//! differently. A name with any refused address is refused as a whole.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use super::ipguard::{Guard, Refusal};
+use crate::target::{Host, Target};
+
+/// Why no connection was made.
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    /// The guard refused the name or one of its addresses.
+    #[error("{0}")]
+    Refused(#[from] Refusal),
+    /// The name did not resolve.
+    #[error("{target} did not resolve")]
+    Resolve {
+        /// The destination.
+        target: Target,
+        /// The resolver's message (for the audit record).
+        detail: String,
+    },
+    /// The name resolved to nothing.
+    #[error("{target} has no address")]
+    NoAddress {
+        /// The destination.
+        target: Target,
+    },
+    /// Every address refused the connection.
+    #[error("could not connect to {target}")]
+    Connect {
+        /// The destination.
+        target: Target,
+        /// The last address tried.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// Connecting took longer than `timeouts.connect`.
+    #[error("connecting to {0} timed out")]
+    Timeout(Target),
+}
+
+impl DialError {
+    /// Stable reason code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DialError::Refused(r) => r.code(),
+            DialError::Resolve { .. } => "resolve_failed",
+            DialError::NoAddress { .. } => "no_address",
+            DialError::Connect { .. } => "connect_failed",
+            DialError::Timeout(_) => "connect_timeout",
+        }
+    }
+}
+
+/// What resolution found, each address with the guard's verdict (for `cordon explain`).
+#[derive(Debug)]
+pub struct Resolution {
+    /// Each resolved address and whether the guard lets it be dialled.
+    pub addrs: Vec<(SocketAddr, Result<(), Refusal>)>,
+}
+
+/// Resolves through static overrides or the system resolver, guards, and dials.
+#[derive(Debug, Clone)]
+pub struct Dialer {
+    guard: Guard,
+    hosts: HashMap<String, Vec<IpAddr>>,
+    connect_timeout: Duration,
+}
+
+impl Dialer {
+    /// A dialer with these overrides and this guard.
+    pub fn new(guard: Guard, hosts: HashMap<String, Vec<IpAddr>>, connect_timeout: Duration) -> Dialer {
+        Dialer {
+            guard,
+            hosts,
+            connect_timeout,
+        }
+    }
+
+    /// The guard in use.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Every address of `target`, unchecked.
+    async fn lookup(&self, target: &Target) -> Result<Vec<SocketAddr>, DialError> {
+        let port = target.port;
+        let name = match &target.host {
+            Host::V4(ip) => return Ok(vec![SocketAddr::new(IpAddr::V4(*ip), port)]),
+            Host::V6(ip) => return Ok(vec![SocketAddr::new(IpAddr::V6(*ip), port)]),
+            Host::Name(name) => name,
+        };
+        // SECURITY: metadata and local names (metadata.google.internal, localhost, ...) are refused
+        // before any lookup, so an override or a resolver cannot make them reachable.
+        self.guard.check_name(name)?;
+        if let Some(ips) = self.hosts.get(name) {
+            return Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
+        }
+        // The system resolver: it is what turns `2852039166` or `0251.0376.0251.0376` into an address,
+        // which is why the guard judges its answers, never the string.
+        let found = tokio::net::lookup_host((name.as_str(), port))
+            .await
+            .map_err(|e| DialError::Resolve {
+                target: target.clone(),
+                detail: e.to_string(),
+            })?;
+        let mut addrs: Vec<SocketAddr> = Vec::new();
+        for a in found {
+            if !addrs.contains(&a) {
+                addrs.push(a);
+            }
+        }
+        Ok(addrs)
+    }
+
+    /// Resolve and classify without refusing (for explanations).
+    pub async fn explain(&self, target: &Target) -> Result<Resolution, DialError> {
+        let addrs = self.lookup(target).await?;
+        Ok(Resolution {
+            addrs: addrs.into_iter().map(|a| (a, self.guard.check_addr(a))).collect(),
+        })
+    }
+
+    /// Resolve and check every address; any refused address refuses the name.
+    pub async fn resolve(&self, target: &Target) -> Result<Vec<SocketAddr>, DialError> {
+        let addrs = self.lookup(target).await?;
+        if addrs.is_empty() {
+            return Err(DialError::NoAddress { target: target.clone() });
+        }
+        for a in &addrs {
+            // SECURITY: DNS answers mixing a public and a private address (rebinding, split answers) are
+            // refused whole, so which address a retry picks can never matter.
+            self.guard.check_addr(*a)?;
+        }
+        Ok(addrs)
+    }
+
+    /// Resolve, check, and connect to the first address that answers. Returns the stream and the address.
+    pub async fn dial(&self, target: &Target) -> Result<(TcpStream, SocketAddr), DialError> {
+        let addrs = self.resolve(target).await?;
+        let mut last: Option<(SocketAddr, io::Error)> = None;
+        for addr in addrs {
+            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok((stream, addr));
+                }
+                Ok(Err(e)) => last = Some((addr, e)),
+                Err(_) => last = Some((addr, io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))),
+            }
+        }
+        match last {
+            Some((_, e)) if e.kind() == io::ErrorKind::TimedOut => Err(DialError::Timeout(target.clone())),
+            Some((addr, source)) => Err(DialError::Connect {
+                target: target.clone(),
+                addr,
+                source,
+            }),
+            None => Err(DialError::NoAddress { target: target.clone() }),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Allow rules and their patterns, validated once at load.
+//!
+//! Host patterns are matched with globset on a representation where each DNS label is a path component
+//! (`a.b.github.com` -> `a/b/github/com`) and `*` is built with `literal_separator`, so a `*` can never
+//! cross a dot. A pattern is either an exact name or `*.suffix`, which means one or more whole labels
+//! under `suffix` and never `suffix` itself.
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use http::Method;
+use ipnet::IpNet;
+
+/// Ports a rule allows when it names none.
+pub const DEFAULT_PORTS: [u16; 2] = [80, 443];
+
+/// A validated host pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// Exactly this normalised name.
+    Exact(String),
+    /// One or more labels under this suffix (the suffix itself excluded).
+    Subdomains(String),
+}
+
+impl HostPattern {
+    /// Validate what a user wrote in `host:`; the error says what would be right.
+    pub fn parse(raw: &str) -> Result<HostPattern, String> {
+        let lowered = raw.trim().to_ascii_lowercase();
+        if !raw.is_ascii() {
+            return Err(format!(
+                "{raw:?} is not ASCII; write the name in its punycode form (labels starting with xn--)"
+            ));
+        }
+        if lowered.is_empty() {
+            return Err("the host is empty; write a name like \"api.example.com\"".into());
+        }
+        if lowered == "*" || lowered == "*." || lowered == "**" {
+            return Err(format!(
+                "{raw:?} would allow every host; cordon is default-deny, so name the hosts (\"*.example.com\" allows every name under example.com)"
+            ));
+        }
+        let name = lowered.strip_suffix('.').unwrap_or(&lowered);
+        if name.parse::<std::net::IpAddr>().is_ok() || name.starts_with('[') {
+            return Err(format!(
+                "{raw:?} is an IP address; write it under `cidrs:` instead (e.g. cidrs: [\"{}/32\"])",
+                name.trim_matches(['[', ']'])
+            ));
+        }
+        let (wild, suffix) = match name.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, name),
+        };
+        if suffix.contains('*') {
+            return Err(if !wild && name.starts_with('*') {
+                format!(
+                    "{raw:?}: a wildcard must be a whole label; write \"*.{}\" for names under it, or the exact name",
+                    name.trim_start_matches('*').trim_start_matches('.')
+                )
+            } else {
+                format!(
+                    "{raw:?}: a wildcard may only be the whole first label, as in \"*.example.com\"; list the names in the middle explicitly"
+                )
+            });
+        }
+        check_labels(raw, suffix)?;
+        Ok(if wild {
+            HostPattern::Subdomains(suffix.to_string())
+        } else {
+            HostPattern::Exact(suffix.to_string())
+        })
+    }
+
+    /// The glob in label-as-component form.
+    fn glob(&self) -> Result<Glob, globset::Error> {
+        let text = match self {
+            HostPattern::Exact(name) => labels_as_path(name),
+            // `*/**/suffix`: one label, then zero or more further labels, then the suffix.
+            HostPattern::Subdomains(suffix) => format!("*/**/{}", labels_as_path(suffix)),
+        };
+        GlobBuilder::new(&text).literal_separator(true).build()
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPattern::Exact(n) => f.write_str(n),
+            HostPattern::Subdomains(s) => write!(f, "*.{s}"),
+        }
+    }
+}
+
+fn check_labels(raw: &str, name: &str) -> Result<(), String> {
+    if name.len() > 253 {
+        return Err(format!("{raw:?} is longer than 253 characters"));
+    }
+    for label in name.split('.') {
+        if label.is_empty() {
+            return Err(format!(
+                "{raw:?} has an empty label (two dots in a row, or a leading dot)"
+            ));
+        }
+        if label.len() > 63 {
+            return Err(format!("{raw:?} has a label longer than 63 characters"));
+        }
+        if let Some(c) = label
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Err(format!(
+                "{raw:?} contains {c:?}; a host name has only letters, digits, '-' and '_' between dots"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `a.b.c` -> `a/b/c`: labels become path components so `*` cannot cross a dot.
+pub fn labels_as_path(name: &str) -> String {
+    name.replace('.', "/")
+}
+
+/// Parse and check a port as written in `ports:`.
+pub fn parse_port(n: i64) -> Result<u16, String> {
+    u16::try_from(n)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{n} is not a port; ports run from 1 to 65535"))
+}
+
+/// Parse a method token, upper-casing it (methods are case-sensitive on the wire; rules are written loosely).
+pub fn parse_method(raw: &str) -> Result<Method, String> {
+    let upper = raw.trim().to_ascii_uppercase();
+    if upper == "CONNECT" {
+        return Err("CONNECT is not a method a rule can allow: a rule with a host already allows tunnels to it".into());
+    }
+    if upper.is_empty() || !upper.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_') {
+        return Err(format!(
+            "{raw:?} is not an HTTP method; write e.g. GET, POST, PUT, DELETE"
+        ));
+    }
+    Method::from_bytes(upper.as_bytes()).map_err(|_| format!("{raw:?} is not an HTTP method"))
+}
+
+/// Compile path globs: `*` stays within one segment, `**` spans segments.
+pub fn compile_paths(raw: &[String]) -> Result<GlobSet, (usize, String)> {
+    let mut set = GlobSetBuilder::new();
+    for (i, p) in raw.iter().enumerate() {
+        if !p.starts_with('/') {
+            return Err((i, format!("{p:?} must start with '/', e.g. \"/v1/**\"")));
+        }
+        let glob = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| (i, format!("{p:?} is not a valid glob: {}", e.kind())))?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| (0, format!("the path globs do not compile: {e}")))
+}
+
+/// One validated allow rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Host pattern (or `None` for a CIDR rule).
+    pub host: Option<HostPattern>,
+    /// IP-literal destinations this rule allows.
+    pub cidrs: Vec<IpNet>,
+    /// Allowed ports.
+    pub ports: Vec<u16>,
+    /// Allowed methods, `None` = any.
+    pub methods: Option<Vec<Method>>,
+    /// Allowed path globs, `None` = any.
+    pub paths: Option<GlobSet>,
+    /// The path globs as written, for explanations.
+    pub path_texts: Vec<String>,
+}
+
+impl Rule {
+    /// Whether this rule says anything about what happens inside the connection.
+    pub fn restricts_requests(&self) -> bool {
+        self.methods.is_some() || self.paths.is_some()
+    }
+}
+
+/// Build the one host matcher for a policy: returns the set and, for each glob, the rule it belongs to.
+pub fn compile_hosts(rules: &[Rule]) -> Result<(GlobSet, Vec<usize>), globset::Error> {
+    let mut set = GlobSetBuilder::new();
+    let mut owners = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        if let Some(pattern) = &rule.host {
+            set.add(pattern.glob()?);
+            owners.push(i);
+        }
+    }
+    Ok((set.build()?, owners))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, host: &str) -> bool {
+        let p = HostPattern::parse(pattern).map_err(|e| e.to_string());
+        let rule = Rule {
+            host: Some(p.unwrap_or_else(|e| unreachable!("{e}"))),
+            cidrs: vec![],
+            ports: vec![443],
+            methods: None,
+            paths: None,
+            path_texts: vec![],
+        };
+        let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
+        set.is_match(labels_as_path(host))
+    }
+
+    #[test]
+    fn wildcard_matches_subdomains_only() {
+        assert!(matches("*.github.com", "api.github.com"));
+        assert!(matches("*.github.com", "a.b.github.com"));
+        // SECURITY: suffix confusion — the bare suffix, a look-alike and the suffix as a prefix never match.
+        assert!(!matches("*.github.com", "github.com"));
+        assert!(!matches("*.github.com", "evilgithub.com"));
+        assert!(!matches("*.github.com", "github.com.evil.com"));
+        assert!(!matches("*.github.com", "api.github.com.evil.com"));
+        assert!(!matches("*.github.com", "githubxcom"));
+    }
+
+    #[test]
+    fn exact_matches_only_itself() {
+        assert!(matches("github.com", "github.com"));
+        assert!(matches("GitHub.COM.", "github.com"));
+        assert!(!matches("github.com", "api.github.com"));
+        assert!(!matches("github.com", "evilgithub.com"));
+        assert!(!matches("github.com", "github.com.evil.com"));
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_a_fix() {
+        for (bad, hint) in [
+            ("*", "default-deny"),
+            ("*github.com", "*.github.com"),
+            ("login.*.x.com", "whole first label"),
+            ("*.*.x.com", "whole first label"),
+            ("bücher.de", "punycode"),
+            ("a..b", "empty label"),
+            ("exa mple.com", "contains"),
+            ("10.0.0.1", "cidrs"),
+            ("[::1]", "cidrs"),
+            ("", "empty"),
+            ("git?hub.com", "contains"),
+            ("git[h]ub.com", "contains"),
+        ] {
+            let err = HostPattern::parse(bad).err().unwrap_or_default();
+            assert!(err.contains(hint), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn ports_and_methods() {
+        assert_eq!(parse_port(443), Ok(443));
+        assert!(parse_port(0).is_err());
+        assert!(parse_port(65536).is_err());
+        assert!(parse_port(-1).is_err());
+        assert_eq!(parse_method("get").ok(), Some(Method::GET));
+        assert!(parse_method("CONNECT").is_err());
+        assert!(parse_method("GE T").is_err());
+    }
+
+    #[test]
+    fn path_globs_do_not_cross_segments_with_one_star() {
+        let set = compile_paths(&["/repos/*/issues".into(), "/v1/**".into()]).unwrap_or_else(|e| unreachable!("{e:?}"));
+        assert!(set.is_match("/repos/acme/issues"));
+        assert!(!set.is_match("/repos/acme/x/issues"));
+        assert!(set.is_match("/v1/a/b/c"));
+        assert!(!set.is_match("/v2/a"));
+        assert!(compile_paths(&["v1/**".into()]).is_err());
+        assert!(compile_paths(&["/v1/[".into()]).is_err());
+    }
+}

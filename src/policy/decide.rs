@@ -1,0 +1,178 @@
+//! The decision: which rule, if any, allows a destination (and, for HTTP, a method and path).
+
+use http::Method;
+
+use super::allowlist::labels_as_path;
+use super::{Mode, Policy, Rule};
+use crate::target::{Host, Target};
+
+/// What is being asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'a> {
+    /// The normalised destination.
+    pub target: &'a Target,
+    /// Method and path (no query) of an HTTP request, or `None` for an opaque tunnel.
+    pub request: Option<(&'a Method, &'a str)>,
+}
+
+/// Why a request is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DenyReason {
+    /// No rule names this host (or IP).
+    NoRule,
+    /// Rules name the host, but not this port.
+    Port,
+    /// Rules name host and port, but not this method.
+    Method,
+    /// Rules name host, port and method, but not this path.
+    Path,
+    /// Every rule for this destination restricts methods or paths, which an opaque tunnel cannot enforce.
+    NeedsInspection,
+}
+
+impl DenyReason {
+    /// Stable machine-readable reason.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DenyReason::NoRule => "no_rule",
+            DenyReason::Port => "port_not_allowed",
+            DenyReason::Method => "method_not_allowed",
+            DenyReason::Path => "path_not_allowed",
+            DenyReason::NeedsInspection => "needs_inspection",
+        }
+    }
+
+    /// A short sentence for people.
+    pub fn describe(&self, target: &Target) -> String {
+        match self {
+            DenyReason::NoRule => format!("no rule allows {}", target.host),
+            DenyReason::Port => format!("port {} is not allowed for {}", target.port, target.host),
+            DenyReason::Method => format!("this method is not allowed for {target}"),
+            DenyReason::Path => format!("this path is not allowed for {target}"),
+            DenyReason::NeedsInspection => format!(
+                "the rules for {target} restrict methods or paths, which cordon cannot check inside an uninspected tunnel"
+            ),
+        }
+    }
+}
+
+/// The outcome, with what the audit record needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request may proceed (true in report mode even when a rule would deny).
+    pub allowed: bool,
+    /// Index of the rule that allowed it.
+    pub rule: Option<usize>,
+    /// Why it is (or, in report mode, would be) denied.
+    pub deny: Option<DenyReason>,
+}
+
+impl Policy {
+    /// Decide. Pure and synchronous.
+    pub fn decide(&self, q: Question<'_>) -> Decision {
+        let verdict = self.first_allowing(q);
+        match (verdict, self.mode) {
+            (Ok(rule), _) => Decision {
+                allowed: true,
+                rule: Some(rule),
+                deny: None,
+            },
+            (Err(reason), Mode::Enforce) => Decision {
+                allowed: false,
+                rule: None,
+                deny: Some(reason),
+            },
+            (Err(reason), Mode::Report) => Decision {
+                allowed: true,
+                rule: None,
+                deny: Some(reason),
+            },
+        }
+    }
+
+    /// The rules whose host part matches, in order.
+    fn candidates(&self, host: &Host) -> Vec<usize> {
+        match host {
+            Host::Name(name) => {
+                let mut hits: Vec<usize> = self
+                    .hosts
+                    .matches(labels_as_path(name))
+                    .into_iter()
+                    .filter_map(|g| self.host_owner.get(g).copied())
+                    .collect();
+                hits.sort_unstable();
+                hits.dedup();
+                hits
+            }
+            // SECURITY: a host glob never matches an IP literal; only `cidrs` rules can allow one.
+            Host::V4(_) | Host::V6(_) => {
+                let ip = host.ip();
+                self.rules
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| ip.is_some_and(|ip| r.cidrs.iter().any(|c| c.contains(&ip))))
+                    .map(|(i, _)| i)
+                    .collect()
+            }
+        }
+    }
+
+    /// The first rule that allows, or the most specific reason none does.
+    fn first_allowing(&self, q: Question<'_>) -> Result<usize, DenyReason> {
+        let candidates = self.candidates(&q.target.host);
+        if candidates.is_empty() {
+            return Err(DenyReason::NoRule);
+        }
+        let mut furthest = DenyReason::Port;
+        for i in candidates {
+            let Some(rule) = self.rules.get(i) else { continue };
+            match check_rule(rule, q) {
+                Ok(()) => return Ok(i),
+                Err(reason) => {
+                    if rank(&reason) > rank(&furthest) {
+                        furthest = reason;
+                    }
+                }
+            }
+        }
+        Err(furthest)
+    }
+}
+
+/// How far a request got through a rule: the deepest failure is the most useful explanation.
+fn rank(r: &DenyReason) -> u8 {
+    match r {
+        DenyReason::NoRule => 0,
+        DenyReason::Port => 1,
+        DenyReason::NeedsInspection => 2,
+        DenyReason::Method => 3,
+        DenyReason::Path => 4,
+    }
+}
+
+fn check_rule(rule: &Rule, q: Question<'_>) -> Result<(), DenyReason> {
+    if !rule.ports.contains(&q.target.port) {
+        return Err(DenyReason::Port);
+    }
+    match q.request {
+        None if rule.restricts_requests() => Err(DenyReason::NeedsInspection),
+        None => Ok(()),
+        Some((method, path)) => {
+            if let Some(methods) = &rule.methods
+                && !methods.contains(method)
+            {
+                return Err(DenyReason::Method);
+            }
+            if let Some(paths) = &rule.paths
+                && !paths.is_match(path)
+            {
+                return Err(DenyReason::Path);
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

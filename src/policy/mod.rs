@@ -1,0 +1,63 @@
+//! Policies: ordered allow rules, decided purely (no I/O, no clock).
+//!
+//! The decision is made twice for an HTTPS destination once interception exists: at CONNECT (host and
+//! port) and for each inner request (method and path). For plain HTTP both are known at once.
+
+pub mod allowlist;
+mod decide;
+
+pub use allowlist::{HostPattern, Rule};
+pub use decide::{Decision, DenyReason, Question};
+
+use globset::GlobSet;
+
+/// What a policy does with a request no rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Deny it (the default).
+    Enforce,
+    /// Let it through but audit it as `would_deny`: for rolling a policy out.
+    Report,
+}
+
+impl Mode {
+    /// The name used in config and audit.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Report => "report",
+        }
+    }
+}
+
+/// A named, compiled policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The policy's name in the config.
+    pub name: String,
+    /// Enforce or report.
+    pub mode: Mode,
+    /// Rules in the order written; a decision names the first rule that allows.
+    pub rules: Vec<Rule>,
+    hosts: GlobSet,
+    host_owner: Vec<usize>,
+}
+
+impl Policy {
+    /// Compile rules into a policy.
+    pub fn new(name: String, mode: Mode, rules: Vec<Rule>) -> Result<Policy, globset::Error> {
+        let (hosts, host_owner) = allowlist::compile_hosts(&rules)?;
+        Ok(Policy {
+            name,
+            mode,
+            rules,
+            hosts,
+            host_owner,
+        })
+    }
+
+    /// Count of rules, for summaries.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+}

@@ -1,0 +1,96 @@
+//! The listener loop: accept, cap open connections, and drain on shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::conn;
+use crate::error;
+use crate::state::ProxyState;
+
+/// Serve the explicit proxy on an already bound listener until `shutdown` completes, then stop
+/// accepting, let in-flight requests and tunnels finish within `timeouts.drain`, and cut the rest.
+pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl Future<Output = ()>) {
+    let slots = Arc::new(Semaphore::new(state.config.limits.max_connections));
+    let graceful = CancellationToken::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, client)) => {
+                    let _ = stream.set_nodelay(true);
+                    match slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            let (state, graceful) = (state.clone(), graceful.clone());
+                            state.clone().tasks.spawn(async move {
+                                conn::serve(state, stream, client, graceful).await;
+                                drop(slot);
+                            });
+                        }
+                        Err(_) => {
+                            tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", state.config.limits.max_connections);
+                            state.tasks.spawn(async move {
+                                let mut stream = stream;
+                                let _ = stream.write_all(&error::render_overloaded()).await;
+                                let _ = stream.shutdown().await;
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    drain(&state, &graceful).await;
+}
+
+async fn drain(state: &ProxyState, graceful: &CancellationToken) {
+    let deadline = state.config.timeouts.drain;
+    tracing::info!("shutting down: draining in-flight requests and tunnels for up to {deadline:?}");
+    graceful.cancel();
+    state.tasks.close();
+    if tokio::time::timeout(deadline, state.tasks.wait()).await.is_err() {
+        tracing::warn!(
+            "drain deadline passed with {} tasks open; cutting them",
+            state.tasks.len()
+        );
+        state.hard_stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), state.tasks.wait()).await;
+    }
+    tracing::info!("stopped");
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM ({e}); only SIGINT stops cordon");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

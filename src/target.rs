@@ -1,0 +1,429 @@
+//! The one parser of destinations in cordon.
+//!
+//! CONNECT authority-form targets, absolute-form request URIs, Host header /
+//! `:authority` values and TLS SNI all go through here and come out as one
+//! normalised [`Target`]. Policy matching, the Host header sent upstream and
+//! dialling all use that same value, so they cannot disagree about where a
+//! request goes: a disagreement between the matcher and the dialler is exactly
+//! what a policy bypass is made of.
+//!
+//! `http::uri::Authority` does the host/port split and rejects characters that
+//! are not valid in an authority; std's `Ipv4Addr`/`Ipv6Addr` parse literals.
+//! This module adds only what they lack: userinfo rejection, strict ports,
+//! hostname label rules, case and trailing-dot normalisation, zone ids, and
+//! path dot-segment checks.
+//!
+//! IPv4 literals are only the strict dotted-decimal form std accepts. Odd forms
+//! such as `2852039166`, `0xa9fea9fe` or `012.0.0.1` are valid *names* here:
+//! they go to the system resolver, and the address guard checks whatever
+//! addresses resolution returns, so they need no special case in this module.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use http::uri::Authority;
+
+/// Longest hostname allowed, without the trailing dot (RFC 1035 §2.3.4).
+const MAX_NAME_LEN: usize = 253;
+/// Longest label allowed (RFC 1035 §2.3.4).
+const MAX_LABEL_LEN: usize = 63;
+/// Port an absolute-form `http://` URI implies when it names none.
+const HTTP_DEFAULT_PORT: u16 = 80;
+
+/// A normalised destination host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Host {
+    /// A DNS name: lowercase ASCII, no trailing dot, labels of `[a-z0-9_-]`.
+    Name(String),
+    /// An IPv4 literal in strict dotted-decimal form.
+    V4(Ipv4Addr),
+    /// An IPv6 literal (written in brackets on the wire), without zone id.
+    V6(Ipv6Addr),
+}
+
+impl Host {
+    /// The DNS name, or `None` for an IP literal.
+    pub fn as_name(&self) -> Option<&str> {
+        match self {
+            Host::Name(name) => Some(name),
+            Host::V4(_) | Host::V6(_) => None,
+        }
+    }
+
+    /// The IP address of a literal, or `None` for a DNS name.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Host::Name(_) => None,
+            Host::V4(ip) => Some(IpAddr::V4(*ip)),
+            Host::V6(ip) => Some(IpAddr::V6(*ip)),
+        }
+    }
+}
+
+impl fmt::Display for Host {
+    /// The name, `1.2.3.4`, or `[v6]` with brackets so a port can follow.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Name(name) => f.write_str(name),
+            Host::V4(ip) => write!(f, "{ip}"),
+            Host::V6(ip) => write!(f, "[{ip}]"),
+        }
+    }
+}
+
+/// A normalised destination: host plus an explicit port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// Where to connect.
+    pub host: Host,
+    /// The TCP port, 1–65535.
+    pub port: u16,
+}
+
+/// Whether a missing port is an error or takes a default.
+#[derive(Debug, Clone, Copy)]
+enum PortRule {
+    /// CONNECT: the client must say which port it wants.
+    Required,
+    /// Absolute-form and Host header: the scheme implies a port.
+    Default(u16),
+}
+
+impl Target {
+    /// CONNECT request-target: `host:port`, port required.
+    pub fn from_authority_form(s: &str) -> Result<Target, TargetError> {
+        parse_authority(s.as_bytes(), PortRule::Required)
+    }
+
+    /// The request URI of a CONNECT request as hyper hands it over.
+    ///
+    /// `http::Uri` also parses `CONNECT http://host:443/`, so this first checks
+    /// the URI really is authority-form (no scheme, no path) and then applies
+    /// [`Target::from_authority_form`] to the raw authority text.
+    pub fn from_connect_uri(uri: &http::Uri) -> Result<Target, TargetError> {
+        if uri.scheme().is_some() || uri.path_and_query().is_some() {
+            return Err(TargetError::NotAuthorityForm);
+        }
+        let authority = uri.authority().ok_or(TargetError::NotAuthorityForm)?;
+        Target::from_authority_form(authority.as_str())
+    }
+
+    /// Absolute-form request-target (forward proxy). Only scheme `http`
+    /// (case-insensitive); default port 80.
+    ///
+    /// The raw authority text is re-validated rather than trusting
+    /// `Uri::host()`/`port_u16()`: those drop userinfo, read `+443` and `0443`
+    /// as 443, and report *no port* for `:65536`, which would silently become
+    /// port 80.
+    pub fn from_absolute_uri(uri: &http::Uri) -> Result<Target, TargetError> {
+        let scheme = uri.scheme_str().ok_or(TargetError::NotAbsolute)?;
+        if !scheme.eq_ignore_ascii_case("http") {
+            return Err(TargetError::BadScheme);
+        }
+        let authority = uri.authority().ok_or(TargetError::MissingAuthority)?;
+        parse_authority(authority.as_str().as_bytes(), PortRule::Default(HTTP_DEFAULT_PORT))
+    }
+
+    /// A Host header / `:authority` / SNI value; `default_port` when absent.
+    ///
+    /// Takes bytes because header values may hold non-ASCII, which is
+    /// rejected as [`TargetError::NonAsciiHost`].
+    pub fn from_host_value(v: &[u8], default_port: u16) -> Result<Target, TargetError> {
+        parse_authority(v, PortRule::Default(default_port))
+    }
+
+    /// `host` or `host:port` (port omitted when equal to `default_port`),
+    /// brackets for IPv6: for the Host header.
+    pub fn authority(&self, default_port: u16) -> String {
+        if self.port == default_port {
+            self.host.to_string()
+        } else {
+            self.to_string()
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    /// Always `host:port`, `[v6]:port` for IPv6: for logs and dialling.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Why a destination or path was rejected.
+///
+/// The `Display` text is short and safe to send back as a 400 body; the
+/// [`TargetError::code`] is the stable value for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// Nothing where a host was expected.
+    #[error("empty host")]
+    EmptyHost,
+    /// A byte outside ASCII in the host or port.
+    #[error("host must be ASCII (use punycode xn-- labels)")]
+    NonAsciiHost,
+    /// A character no hostname may contain.
+    #[error("host contains a character not allowed in a hostname")]
+    BadHost,
+    /// `a..b`, a leading dot, or more than one trailing dot.
+    #[error("hostname has an empty label")]
+    EmptyLabel,
+    /// A label longer than 63 characters.
+    #[error("hostname label longer than 63 characters")]
+    LabelTooLong,
+    /// A name longer than 253 characters.
+    #[error("hostname longer than 253 characters")]
+    HostTooLong,
+    /// Brackets holding something that is not an IPv6 address.
+    #[error("invalid IPv6 literal")]
+    BadIpv6,
+    /// An IPv6 literal with a zone id such as `%25eth0`.
+    #[error("IPv6 zone ids are not allowed")]
+    ZoneId,
+    /// An IPv6 literal written without brackets.
+    #[error("IPv6 literals must be in brackets")]
+    UnbracketedIpv6,
+    /// `user@host` or `user:pw@host`.
+    #[error("userinfo (user@host) is not allowed")]
+    Userinfo,
+    /// A port that is not plain decimal 1–65535.
+    #[error("port must be plain decimal 1-65535")]
+    BadPort,
+    /// A CONNECT target without a port.
+    #[error("CONNECT target must include a port")]
+    MissingPort,
+    /// A CONNECT request-target that is not `host:port`.
+    #[error("CONNECT target must be host:port")]
+    NotAuthorityForm,
+    /// A forward-proxy request-target without a scheme.
+    #[error("request target must be an absolute http:// URI")]
+    NotAbsolute,
+    /// A scheme other than `http`.
+    #[error("only http:// can be proxied; use CONNECT for https")]
+    BadScheme,
+    /// An absolute URI without an authority.
+    #[error("URI has no host")]
+    MissingAuthority,
+    /// A path that does not start with `/`.
+    #[error("path must start with /")]
+    RelativePath,
+    /// A `.` or `..` segment, plain or percent-encoded.
+    #[error("path contains a . or .. segment")]
+    DotSegment,
+    /// Backslash, NUL (plain or encoded), `?` or `#` in a path.
+    #[error("path contains a forbidden character")]
+    BadPath,
+    /// A `%` not followed by two hex digits.
+    #[error("path contains a malformed percent-escape")]
+    BadEscape,
+}
+
+impl TargetError {
+    /// Stable machine-readable reason, for logs, metrics and tests.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TargetError::EmptyHost => "empty_host",
+            TargetError::NonAsciiHost => "non_ascii_host",
+            TargetError::BadHost => "bad_host",
+            TargetError::EmptyLabel => "empty_label",
+            TargetError::LabelTooLong => "label_too_long",
+            TargetError::HostTooLong => "host_too_long",
+            TargetError::BadIpv6 => "bad_ipv6",
+            TargetError::ZoneId => "zone_id",
+            TargetError::UnbracketedIpv6 => "unbracketed_ipv6",
+            TargetError::Userinfo => "userinfo",
+            TargetError::BadPort => "bad_port",
+            TargetError::MissingPort => "missing_port",
+            TargetError::NotAuthorityForm => "not_authority_form",
+            TargetError::NotAbsolute => "not_absolute",
+            TargetError::BadScheme => "bad_scheme",
+            TargetError::MissingAuthority => "missing_authority",
+            TargetError::RelativePath => "relative_path",
+            TargetError::DotSegment => "dot_segment",
+            TargetError::BadPath => "bad_path",
+            TargetError::BadEscape => "bad_escape",
+        }
+    }
+}
+
+/// Parse `host[:port]` from raw authority bytes; the shared core of every
+/// entry point, so all of them apply the same rules.
+fn parse_authority(raw: &[u8], rule: PortRule) -> Result<Target, TargetError> {
+    if raw.is_empty() {
+        return Err(TargetError::EmptyHost);
+    }
+    // SECURITY: non-ASCII hosts would be IDNA-mapped (or not) differently by
+    // the matcher, the resolver and the upstream: homograph and mapping
+    // tricks (`ｅxample.com`) must not reach any of them.
+    if !raw.is_ascii() {
+        return Err(TargetError::NonAsciiHost);
+    }
+    // SECURITY: `allowed.com@evil.com` — matchers that read up to the `@` and
+    // clients/URI parsers that read after it disagree on the host.
+    if raw.contains(&b'@') {
+        return Err(TargetError::Userinfo);
+    }
+    // ASCII was checked above, so this never fails; map it anyway rather than
+    // panic.
+    let s = std::str::from_utf8(raw).map_err(|_| TargetError::NonAsciiHost)?;
+    // SECURITY: in `2001:db8::1:443` it is ambiguous whether 443 is the port
+    // or part of the address; only the bracketed form is unambiguous.
+    let unzoned = s.split('%').next().unwrap_or(s);
+    if !s.starts_with('[') && unzoned.parse::<Ipv6Addr>().is_ok() {
+        return Err(TargetError::UnbracketedIpv6);
+    }
+    let authority: Authority = s.parse().map_err(|_| TargetError::BadHost)?;
+    let host_text = authority.host();
+    // Without userinfo the host is a prefix of the authority; whatever follows
+    // it must be nothing or `:port`.
+    let rest = s.strip_prefix(host_text).ok_or(TargetError::BadHost)?;
+    let port_text = match rest.strip_prefix(':') {
+        Some(port) => Some(port),
+        None if rest.is_empty() => None,
+        // SECURITY: `Authority` accepts `[::1]x` and just ignores the `x`.
+        None => return Err(TargetError::BadHost),
+    };
+    let host = parse_host(host_text)?;
+    let port = match (port_text, rule) {
+        (Some(port), _) => parse_port(port)?,
+        (None, PortRule::Required) => return Err(TargetError::MissingPort),
+        (None, PortRule::Default(port)) => port,
+    };
+    Ok(Target { host, port })
+}
+
+/// Parse the port text after the `:`.
+fn parse_port(text: &str) -> Result<u16, TargetError> {
+    // SECURITY: `+443`, `0443` and `65616` (= 80 mod 65536) are read as other
+    // ports by other parsers (`u16::from_str` takes `+`, `port_u16` takes
+    // leading zeros, some truncate); only the plain form means one port to all.
+    if text.is_empty() || text.starts_with('0') || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(TargetError::BadPort);
+    }
+    // Digits only and no leading zero, so this fails only above 65535.
+    text.parse::<u16>().map_err(|_| TargetError::BadPort)
+}
+
+/// Normalise the host part of an authority (brackets still on for IPv6).
+fn parse_host(text: &str) -> Result<Host, TargetError> {
+    if let Some(inner) = text.strip_prefix('[') {
+        let inner = inner.strip_suffix(']').ok_or(TargetError::BadIpv6)?;
+        // SECURITY: a zone id (`fe80::1%25eth0`) picks an interface, steering
+        // link-local traffic in a way policy cannot see.
+        if inner.contains('%') {
+            return Err(TargetError::ZoneId);
+        }
+        return inner
+            .parse::<Ipv6Addr>()
+            .map(Host::V6)
+            .map_err(|_| TargetError::BadIpv6);
+    }
+    if text.is_empty() {
+        return Err(TargetError::EmptyHost);
+    }
+    // SECURITY: `EXAMPLE.com` and `example.com.` reach the same server as
+    // `example.com`; normalising keeps a deny rule from being dodged by case
+    // or a trailing dot.
+    let mut name = text.to_ascii_lowercase();
+    if name.ends_with('.') {
+        name.pop();
+    }
+    if name.is_empty() {
+        return Err(TargetError::EmptyHost);
+    }
+    if let Ok(ip) = name.parse::<Ipv4Addr>() {
+        return Ok(Host::V4(ip));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(TargetError::HostTooLong);
+    }
+    for label in name.split('.') {
+        if label.is_empty() {
+            return Err(TargetError::EmptyLabel);
+        }
+        if label.len() > MAX_LABEL_LEN {
+            return Err(TargetError::LabelTooLong);
+        }
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(TargetError::BadHost);
+        }
+    }
+    Ok(Host::Name(name))
+}
+
+/// Validate a request path (origin-form path, no query) for policy matching.
+///
+/// Rejects what an upstream could read as a different path than the policy
+/// matcher does: `.`/`..` segments (also percent-encoded, also hidden behind
+/// `;params` or an encoded `%2F`), backslashes, NUL, malformed escapes, and a
+/// `?` or `#` (which mean the caller passed more than the path). `%2F` itself
+/// is allowed and stays literal (GitLab uses it in project paths).
+///
+/// SECURITY: a rule allowing `/public/**` must not be reachable with
+/// `/public/../admin` or `/public/%2e%2e/admin`.
+pub fn check_path(path: &str) -> Result<(), TargetError> {
+    // `*` (OPTIONS) and relative paths have no place under a path rule.
+    let rest = path.strip_prefix('/').ok_or(TargetError::RelativePath)?;
+    // A query or fragment would be matched as if it were path segments.
+    if rest.contains(['?', '#']) {
+        return Err(TargetError::BadPath);
+    }
+    rest.split('/').try_for_each(check_segment)
+}
+
+/// Check one `/`-separated path segment.
+fn check_segment(segment: &str) -> Result<(), TargetError> {
+    let decoded = percent_decode(segment)?;
+    // SECURITY: some servers treat `\` (or `%5c`) as `/`, turning `..\` into
+    // a traversal, and NUL (or `%00`) truncates paths in C-based upstreams.
+    if decoded.iter().any(|&b| b == b'\\' || b == 0) {
+        return Err(TargetError::BadPath);
+    }
+    // SECURITY: upstreams that decode `%2F` before normalising see
+    // `..%2fadmin` as `../admin`, and Tomcat strips `;params` so `..;x` is
+    // `..`; check every piece such an upstream would see.
+    for piece in decoded.split(|&b| b == b'/') {
+        let name = piece.split(|&b| b == b';').next().unwrap_or(piece);
+        if name == b"." || name == b".." {
+            return Err(TargetError::DotSegment);
+        }
+    }
+    Ok(())
+}
+
+/// Decode `%XX` escapes once; a `%` not followed by two hex digits is an error.
+fn percent_decode(text: &str) -> Result<Vec<u8>, TargetError> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            // SECURITY: upstreams disagree on what `%2` or `%%2e` mean; refuse
+            // to guess.
+            let hi = bytes.get(i + 1).and_then(|&b| hex_value(b));
+            let lo = bytes.get(i + 2).and_then(|&b| hex_value(b));
+            match (hi, lo) {
+                (Some(hi), Some(lo)) => out.push((hi << 4) | lo),
+                _ => return Err(TargetError::BadEscape),
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// The value of one hex digit, either case.
+fn hex_value(b: u8) -> Option<u8> {
+    // `to_digit(16)` returns at most 15, so the narrowing cannot lose bits.
+    char::from(b).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+#[cfg(test)]
+#[path = "target_tests.rs"]
+mod tests;

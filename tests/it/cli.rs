@@ -1,0 +1,213 @@
+//! The `cordon` binary: check, explain, and run driven by curl, with audit lines on stdout.
+
+use crate::rig::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cordon");
+
+fn cordon(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("CORDON_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write_config(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f
+}
+
+fn curl() -> Command {
+    if Command::new("curl").arg("--version").output().is_err() {
+        panic!("curl is not installed: these tests drive cordon with a real client (apt-get install curl)");
+    }
+    let mut c = Command::new("curl");
+    c.args(["-sS", "--max-time", "10", "--noproxy", ""]);
+    c
+}
+
+#[test]
+fn check_embedded_config_prints_a_summary() {
+    let (code, out, err) = cordon(&["check"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("config/cordon.yaml (embedded): ok"), "{out}");
+    assert!(out.contains("listen   proxy 127.0.0.1:3128"), "{out}");
+    assert!(out.contains("demo"), "{out}");
+}
+
+#[test]
+fn check_reports_every_error_with_its_location_and_exits_2() {
+    let f = write_config("policies:\n  web:\n    allow:\n      - hots: example.com\n");
+    let (code, _out, err) = cordon(&["check", "--config", f.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let file = f.path().display().to_string();
+    assert!(
+        err.contains(&format!("{file}:4:")),
+        "line and column of the parser: {err}"
+    );
+    assert!(err.contains("policies.web.allow[0]") && err.contains("hots"), "{err}");
+
+    let f = write_config(
+        "sandboxes:\n  - {id: a, user: u, token_sha256: zz, policy: nope}\npolicies:\n  web:\n    allow:\n      - host: \"*github.com\"\n      - host: ok.com\n        ports: [0]\ntimeouts:\n  connect: soon\n",
+    );
+    let (code, _out, err) = cordon(&["check", "--config", f.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    for needle in [
+        "sandboxes[0].token_sha256",
+        "sandboxes[0].policy: \"nope\" is not a policy; the policies are: web",
+        "policies.web.allow[0].host",
+        "*.github.com",
+        "policies.web.allow[1].ports[0]",
+        "timeouts.connect",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in:\n{err}");
+    }
+    assert!(err.contains("5 error(s)"), "{err}");
+}
+
+#[test]
+fn explain_says_why() {
+    let (code, out, _) = cordon(&["explain", "--sandbox", "demo", "http://169.254.169.254/"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("metadata_address") && out.contains("verdict  DENY"),
+        "{out}"
+    );
+    let (code, out, _) = cordon(&["explain", "--sandbox", "demo", "http://2852039166/"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("169.254.169.254:80 refused (metadata_address)"), "{out}");
+    let (code, _, err) = cordon(&["explain", "--sandbox", "nobody", "http://example.com/"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the sandboxes are: demo"), "{err}");
+}
+
+#[test]
+fn explain_an_allowed_host() {
+    let yaml = format!(
+        "network:\n  allow_cidrs: [127.0.0.0/8]\n  hosts: {{ api.test: 127.0.0.2 }}\nsandboxes:\n  - {{id: s, user: u, token_sha256: {}, policy: p}}\npolicies:\n  p:\n    allow:\n      - host: api.test\n",
+        hash("t")
+    );
+    let f = write_config(&yaml);
+    let (code, out, _) = cordon(&[
+        "explain",
+        "--config",
+        f.path().to_str().unwrap(),
+        "--sandbox",
+        "s",
+        "http://api.test/x",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("allow by rule 0") && out.contains("127.0.0.2:80 may be dialled"),
+        "{out}"
+    );
+}
+
+#[test]
+fn token_hash_reads_stdin() {
+    let mut child = Command::new(BIN)
+        .args(["token", "hash"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"demo-token\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), hash("demo-token"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_with_curl_through_the_proxy() {
+    let up = upstream("127.0.0.2").await;
+    let (echo, _) = echo("127.0.0.3").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = format!(
+        "listen:\n  proxy: 127.0.0.1:{port}\n{}",
+        config(up.addr.port(), echo.port(), "")
+    );
+    let f = write_config(&yaml);
+    let child = Command::new(BIN)
+        .args(["run", "--config", f.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let proxy = format!("http://sb1:tok1@127.0.0.1:{port}");
+    let url = format!("http://allowed.test:{}/hi", up.addr.port());
+
+    let out = curl().args(["-x", &proxy, &url]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello from upstream\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Through a CONNECT tunnel (curl -p) to the same upstream.
+    let out = curl().args(["-p", "-x", &proxy, &url]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello from upstream\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A denied destination: curl shows cordon's answer.
+    let out = curl()
+        .args(["-x", &proxy, "-w", "%{http_code}", "http://unlisted.test/"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("cordon: denied") && text.ends_with("403"), "{text}");
+
+    // Wrong credentials.
+    let bad = format!("http://sb1:nope@127.0.0.1:{port}");
+    let out = curl()
+        .args(["-x", &bad, "-w", "%{http_code}", "-o", "/dev/null", &url])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.status.success(), "exit on SIGTERM: {:?}", status.status);
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    let records: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 4, "one JSON record per request on stdout:\n{stdout}");
+    assert_eq!(records[0]["kind"], "http");
+    assert_eq!(records[0]["sandbox"], "sb1");
+    assert_eq!(records[0]["status"], 200);
+    assert_eq!(records[1]["kind"], "connect");
+    assert_eq!(records[2]["decision"], "deny");
+    assert_eq!(records[3]["status"], 407);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains("listening on"),
+        "operational logs go to stderr: {stderr}"
+    );
+}

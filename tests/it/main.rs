@@ -1,0 +1,11 @@
+//! Integration tests: real sockets on 127.x addresses, real clients; nothing leaves the machine.
+#![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
+
+mod auth;
+mod cli;
+mod connect;
+mod framing;
+mod guard;
+mod http;
+mod lifecycle;
+mod rig;

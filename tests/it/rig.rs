@@ -1,0 +1,396 @@
+//! Test rig: upstream servers on 127.x addresses, a proxy with a captured audit log, and a raw client.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use cordon::audit::{Record, Sink};
+use cordon::config::Config;
+use cordon::state::ProxyState;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Audit records captured in memory.
+#[derive(Default, Clone)]
+pub struct Capture(pub Arc<Mutex<Vec<Record>>>);
+
+impl Sink for Capture {
+    fn write(&self, record: &Record) {
+        self.0.lock().unwrap().push(record.clone());
+    }
+}
+
+impl Capture {
+    /// Wait until at least `n` records arrived (records are emitted when bodies and tunnels end).
+    pub async fn wait_for(&self, n: usize) -> Vec<Record> {
+        for _ in 0..200 {
+            {
+                let recs = self.0.lock().unwrap();
+                if recs.len() >= n {
+                    return recs.clone();
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let recs = self.0.lock().unwrap().clone();
+        panic!("expected {n} audit records, got {}: {recs:#?}", recs.len());
+    }
+
+    /// The records so far.
+    pub fn now(&self) -> Vec<Record> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// What an upstream saw of one request.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub uri: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// An HTTP/1.1 upstream that counts accepted connections and records requests.
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub accepts: Arc<AtomicUsize>,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Upstream {
+    pub fn accepted(&self) -> usize {
+        self.accepts.load(Ordering::SeqCst)
+    }
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Start an upstream on `ip:0`. `/slow` answers after 300 ms; `/big` sends 100 000 bytes; anything else
+/// answers `hello from upstream` with a `Proxy-Authenticate` header cordon must strip.
+pub async fn upstream(ip: &str) -> Upstream {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepts = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (a, s) = (accepts.clone(), seen.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            a.fetch_add(1, Ordering::SeqCst);
+            let s = s.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: Request<Incoming>| {
+                    let s = s.clone();
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        s.lock().unwrap().push(Seen {
+                            method: parts.method.to_string(),
+                            uri: parts.uri.to_string(),
+                            headers: parts
+                                .headers
+                                .iter()
+                                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                                .collect(),
+                            body: body.to_vec(),
+                        });
+                        let text: Bytes = match parts.uri.path() {
+                            "/slow" => {
+                                tokio::time::sleep(Duration::from_millis(300)).await;
+                                Bytes::from_static(b"slow hello\n")
+                            }
+                            "/big" => Bytes::from(vec![b'x'; 100_000]),
+                            _ => Bytes::from_static(b"hello from upstream\n"),
+                        };
+                        let resp = Response::builder()
+                            .header("proxy-authenticate", "Basic realm=\"upstream\"")
+                            .header("x-upstream", "1")
+                            .body(Full::new(text))
+                            .unwrap();
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    Upstream { addr, accepts, seen }
+}
+
+/// A TCP echo server (for tunnels), counting accepts.
+pub async fn echo(ip: &str) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepts = Arc::new(AtomicUsize::new(0));
+    let a = accepts.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            a.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let (mut r, mut w) = stream.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    (addr, accepts)
+}
+
+/// A running proxy.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub audit: Capture,
+    stop: Option<oneshot::Sender<()>>,
+    pub done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Ask it to shut down (drain) and return the task to await.
+    pub fn shutdown(&mut self) -> tokio::task::JoinHandle<()> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        self.done.take().unwrap()
+    }
+}
+
+/// Start cordon on 127.0.0.1:0 with this YAML.
+pub async fn proxy(yaml: &str) -> Proxy {
+    let config = Config::parse("test.yaml", yaml).unwrap_or_else(|e| panic!("test config: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let audit = Capture::default();
+    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![addr]);
+    let (tx, rx) = oneshot::channel::<()>();
+    let done = tokio::spawn(cordon::server::run(listener, state, async move {
+        let _ = rx.await;
+    }));
+    Proxy {
+        addr,
+        audit,
+        stop: Some(tx),
+        done: Some(done),
+    }
+}
+
+/// `Proxy-Authorization` header line for `id:token`.
+pub fn auth(id: &str, token: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Proxy-Authorization: Basic {}\r\n",
+        base64::engine::general_purpose::STANDARD.encode(format!("{id}:{token}"))
+    )
+}
+
+/// The hex SHA-256 of a token.
+pub fn hash(token: &str) -> String {
+    cordon::identity::hash_token(token)
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Read one response (head + Content-Length body, or to EOF without one) from `stream`.
+pub async fn read_response(stream: &mut TcpStream) -> Option<Resp> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut headers);
+        if let Ok(httparse::Status::Complete(len)) = parsed.parse(&buf) {
+            let status = parsed.code.unwrap_or(0);
+            let headers: Vec<(String, String)> = parsed
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect();
+            let cl = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse::<usize>().ok());
+            let mut body = buf[len..].to_vec();
+            match cl {
+                Some(n) => {
+                    while body.len() < n {
+                        let got = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
+                            .await
+                            .ok()?
+                            .ok()?;
+                        if got == 0 {
+                            break;
+                        }
+                        body.extend_from_slice(&chunk[..got]);
+                    }
+                }
+                None => {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut body)).await;
+                }
+            }
+            return Some(Resp { status, headers, body });
+        }
+        let got = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if got == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..got]);
+    }
+}
+
+/// Read the head of a response to CONNECT (a 2xx has no body; the tunnel starts right after).
+pub async fn read_connect_response(stream: &mut TcpStream) -> u16 {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            n == 1,
+            "closed before the end of the CONNECT response: {}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.push(byte[0]);
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut parsed = httparse::Response::new(&mut headers);
+    parsed.parse(&buf).unwrap();
+    parsed.code.unwrap()
+}
+
+/// Open a connection to the proxy, send `raw`, read one response.
+pub async fn send(proxy: SocketAddr, raw: &str) -> Resp {
+    let mut s = TcpStream::connect(proxy).await.unwrap();
+    s.write_all(raw.as_bytes()).await.unwrap();
+    read_response(&mut s).await.expect("a response")
+}
+
+/// Whether the peer has closed `stream` (EOF within a short wait).
+pub async fn closed(stream: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    matches!(
+        tokio::time::timeout(Duration::from_secs(3), stream.read(&mut b)).await,
+        Ok(Ok(0)) | Ok(Err(_))
+    )
+}
+
+/// The standard test configuration: an upstream on 127.0.0.2 and an echo server on 127.0.0.3, reached
+/// through names in `network.hosts`, with the loopback range opened by `network.allow_cidrs`.
+pub fn config(up: u16, echo: u16, extra_top: &str) -> String {
+    format!(
+        r#"
+network:
+  allow_cidrs: ["127.0.0.0/8"]
+  hosts:
+    allowed.test: 127.0.0.2
+    api.allowed.test: 127.0.0.2
+    unlisted.test: 127.0.0.2
+    mixed.test: [127.0.0.2, 10.0.0.1]
+    meta.test: 169.254.169.254
+    metadata.google.internal: 127.0.0.2
+    echo.test: 127.0.0.3
+timeouts:
+  request_headers: 2s
+  drain: 3s
+{extra_top}
+sandboxes:
+  - id: sb1
+    user: alice
+    token_sha256: {h1}
+    policy: web
+  - id: sb2
+    user: bob
+    token_sha256: {h2}
+    policy: everything
+  - id: gw
+    user: carol
+    source_cidrs: ["127.0.0.5/32"]
+    policy: web
+policies:
+  web:
+    allow:
+      - host: allowed.test
+        ports: [{up}]
+      - host: "*.allowed.test"
+        ports: [{up}]
+        methods: [GET]
+        paths: ["/v1/**"]
+      - host: mixed.test
+        ports: [{up}]
+      - host: meta.test
+        ports: [{up}, 80]
+      - host: metadata.google.internal
+        ports: [{up}]
+      - cidrs: ["127.0.0.2/32"]
+        ports: [{up}]
+      - host: echo.test
+        ports: [{echo}]
+  everything:
+    mode: report
+    allow: []
+"#,
+        h1 = hash("tok1"),
+        h2 = hash("tok2"),
+    )
+}
+
+/// Upstream, echo server and proxy with the standard configuration.
+pub async fn rig() -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
+    rig_with("").await
+}
+
+/// As `rig`, with extra top-level YAML (e.g. `limits:`).
+pub async fn rig_with(extra_top: &str) -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
+    let up = upstream("127.0.0.2").await;
+    let echo = echo("127.0.0.3").await;
+    let p = proxy(&config(up.addr.port(), echo.0.port(), extra_top)).await;
+    (up, echo, p)
+}
