@@ -39,11 +39,16 @@ async fn exchange(ex: &mut Exchange, req: Request<Incoming>) -> Result<Response<
     if req.uri().scheme().is_none() {
         return Err(ProxyError::NotProxyRequest);
     }
+    // Parsed before identification so that even a 407 is audited with its destination; its errors are
+    // reported after identification, so an unauthenticated client learns nothing from them.
+    let target = Target::from_absolute_uri(req.uri());
+    if let Ok(t) = &target {
+        ex.set_target(t);
+        ex.record().path = Some(req.uri().path().to_string());
+    }
     let sandbox = ex.identify(req.headers())?;
-    let target = Target::from_absolute_uri(req.uri())?;
-    ex.set_target(&target);
+    let target = target?;
     let path = req.uri().path().to_string();
-    ex.record().path = Some(path.clone());
     check_path(&path)?;
     headers::check_request(req.headers())?;
     ex.decide(&sandbox, &target, Some((req.method(), &path)))?;

@@ -1,6 +1,7 @@
 //! Two streams: audit records (one JSON line each, to stdout or a file) and operational logs (stderr).
 
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use tracing_subscriber::filter::{EnvFilter, filter_fn};
@@ -17,6 +18,7 @@ pub fn init(audit_to: &AuditConfig) -> Result<(), String> {
     let ops = fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter_fn(|m| m.target() != audit::TARGET))
         .with_filter(ops_filter);
     let only_audit = filter_fn(|m| m.target() == audit::TARGET);

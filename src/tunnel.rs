@@ -39,9 +39,12 @@ pub async fn connect(state: Arc<ProxyState>, client: SocketAddr, mut req: Reques
 
 /// Every check a tunnel needs before the client hears 200: nothing is answered until the upstream is dialled.
 async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<TcpStream, ProxyError> {
+    let target = Target::from_connect_uri(req.uri());
+    if let Ok(t) = &target {
+        ex.set_target(t);
+    }
     let sandbox = ex.identify(req.headers())?;
-    let target = Target::from_connect_uri(req.uri())?;
-    ex.set_target(&target);
+    let target = target?;
     ex.decide(&sandbox, &target, None)?;
     ex.dial(&target).await
 }

@@ -146,3 +146,17 @@ fn hosts_are_normalised_and_accept_lists() {
     );
     assert_eq!(c.network.hosts["b.test"].len(), 2);
 }
+
+#[test]
+fn shipped_example_configs_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            Config::load(Some(&path)).unwrap_or_else(|e| unreachable!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 1);
+}

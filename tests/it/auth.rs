@@ -40,6 +40,10 @@ async fn missing_malformed_or_wrong_credentials_get_407() {
     assert_eq!(up.accepted(), 0);
     let recs = p.audit.wait_for(8).await;
     assert!(recs.iter().all(|r| r.status == Some(407) && r.sandbox.is_none()));
+    assert!(
+        recs.iter().all(|r| r.host.as_deref() == Some("allowed.test")),
+        "407s still name the destination"
+    );
 }
 
 #[tokio::test]
