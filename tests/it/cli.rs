@@ -211,3 +211,61 @@ async fn run_with_curl_through_the_proxy() {
         "operational logs go to stderr: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn audit_records_can_go_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = format!(
+        "listen: {{ proxy: 127.0.0.1:{port} }}\naudit: {{ path: {} }}\n",
+        audit.display()
+    );
+    let f = write_config(&yaml);
+    let child = Command::new(BIN)
+        .args(["run", "--config", f.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let proxy = format!("http://127.0.0.1:{port}");
+    let out = curl()
+        .args([
+            "-x",
+            &proxy,
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "http://x.test/?q=secret",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.stdout.is_empty(), "nothing on stdout when audit goes to a file");
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let rec: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(rec["status"], 407);
+    assert_eq!(rec["host"], "x.test");
+    assert!(!text.contains("secret"));
+}
