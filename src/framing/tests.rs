@@ -3,6 +3,7 @@
 use std::convert::Infallible;
 use std::sync::Mutex;
 
+use super::inspect::decimal;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
