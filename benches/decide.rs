@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use cordon::net::Guard;
 use cordon::policy::allowlist::DEFAULT_PORTS;
-use cordon::policy::{HostPattern, Mode, Policy, Question, Rule};
+use cordon::policy::{HostPattern, Mode, Policy, Question, Rule, TlsMode};
 use cordon::target::Target;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::Method;
@@ -28,6 +28,7 @@ fn policy(n: usize) -> Policy {
             methods: None,
             paths: None,
             path_texts: vec![],
+            tls: TlsMode::Intercept,
         })
         .collect();
     Policy::new("bench".into(), Mode::Enforce, rules).unwrap()

@@ -19,8 +19,10 @@ pub const TARGET: &str = "cordon::audit";
 pub enum Kind {
     /// A plain HTTP request forwarded in absolute form.
     Http,
-    /// A CONNECT tunnel.
+    /// A CONNECT tunnel (intercepted or not).
     Connect,
+    /// A request inside an intercepted CONNECT.
+    Https,
     /// Bytes that never became a request (refused framing, oversized head).
     Malformed,
 }

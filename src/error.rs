@@ -47,6 +47,12 @@ pub enum ProxyError {
     /// Resolution, the address guard or the connection failed.
     #[error("{0}")]
     Dial(#[from] DialError),
+    /// An intercepted request names another host than its CONNECT.
+    #[error("this connection is for {0}; send requests for other hosts through their own CONNECT")]
+    Misdirected(Target),
+    /// The upstream's certificate did not verify.
+    #[error("the upstream certificate was not trusted")]
+    UpstreamCertificate(String),
     /// The upstream failed after the connection was made.
     #[error("the upstream failed: {0}")]
     Upstream(String),
@@ -71,7 +77,8 @@ impl ProxyError {
                     StatusCode::BAD_GATEWAY
                 }
             },
-            ProxyError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ProxyError::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
+            ProxyError::Upstream(_) | ProxyError::UpstreamCertificate(_) => StatusCode::BAD_GATEWAY,
             ProxyError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
         }
     }
@@ -85,6 +92,8 @@ impl ProxyError {
             ProxyError::BadRequest { code, .. } => code,
             ProxyError::Denied { reason, .. } => reason.code(),
             ProxyError::Dial(d) => d.code(),
+            ProxyError::Misdirected(_) => "misdirected",
+            ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
             ProxyError::Upstream(_) => "upstream_failed",
             ProxyError::UpstreamTimeout => "upstream_timeout",
         }

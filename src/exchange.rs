@@ -53,11 +53,16 @@ impl Exchange {
             .identities
             .identify(headers, self.client.ip())
             .map_err(ProxyError::Auth)?;
+        self.set_identity(&sandbox);
+        Ok(sandbox)
+    }
+
+    /// Record who is talking, for requests whose identity was established before (inside a tunnel).
+    pub fn set_identity(&mut self, sandbox: &Sandbox) {
         let r = self.audit.record();
         r.sandbox = Some(sandbox.id.clone());
         r.user = Some(sandbox.user.clone());
         r.policy = Some(sandbox.policy.clone());
-        Ok(sandbox)
     }
 
     /// Record the destination.
@@ -67,13 +72,14 @@ impl Exchange {
         r.port = Some(target.port);
     }
 
-    /// Ask the sandbox's policy. `request` is the method and path, or `None` for an opaque tunnel.
+    /// Ask the sandbox's policy. `request` is the method and path, or `None` at CONNECT. Returns the
+    /// allowing rule (`None` when only report mode let it through).
     pub fn decide(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
         request: Option<(&Method, &str)>,
-    ) -> Result<(), ProxyError> {
+    ) -> Result<Option<usize>, ProxyError> {
         let decision = self
             .state
             .policy(&sandbox.policy)
@@ -88,7 +94,7 @@ impl Exchange {
                     Verdict::Allow
                 };
                 r.reason = d.deny.map(|reason| reason.code().to_string());
-                Ok(())
+                Ok(d.rule)
             }
             Some(d) => Err(ProxyError::Denied {
                 reason: d.deny.unwrap_or(crate::policy::DenyReason::NoRule),

@@ -1,41 +1,36 @@
-//! Plain HTTP: an absolute-form request forwarded to an `http://` upstream.
+//! Forwarding a policed request upstream, for plain absolute-form HTTP and for requests inside an
+//! intercepted CONNECT alike: through the sandbox's pool, with hop-by-hop headers stripped both ways and
+//! the response streamed back carrying its audit record.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::header::HOST;
-use http::uri::PathAndQuery;
-use http::{HeaderValue, Request, Response, Uri, Version};
+use http::uri::{PathAndQuery, Scheme};
+use http::{Request, Response, Uri, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 
 use crate::audit::Kind;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
 use crate::exchange::Exchange;
 use crate::headers;
+use crate::net::DialError;
 use crate::state::ProxyState;
 use crate::target::{Target, check_path};
+use crate::tls::upstream::{Dialled, UpstreamClient};
 
-/// Serve one absolute-form request.
+/// Serve one absolute-form `http://` request.
 pub async fn forward(state: Arc<ProxyState>, client: SocketAddr, req: Request<Incoming>) -> Response<ProxyBody> {
     let mut ex = Exchange::new(state, client, Kind::Http, req.method());
-    match exchange(&mut ex, req).await {
-        Ok(upstream) => {
-            let (mut parts, body) = upstream.into_parts();
-            headers::strip_response(&mut parts.headers);
-            ex.record().status = Some(parts.status.as_u16());
-            let audit = ex.into_audit();
-            let down = audit.down_counter();
-            // The record is emitted when the body ends (or the client goes away), with the byte counts.
-            Response::from_parts(parts, Counted::new(body, down, Some(audit)).boxed_unsync())
-        }
+    match police(&mut ex, req).await {
+        Ok((pool, outgoing)) => relay(ex, &pool, outgoing).await,
         Err(e) => ex.fail(e),
     }
 }
 
-async fn exchange(ex: &mut Exchange, req: Request<Incoming>) -> Result<Response<Incoming>, ProxyError> {
+async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamClient, Request<ProxyBody>), ProxyError> {
     if req.uri().scheme().is_none() {
         return Err(ProxyError::NotProxyRequest);
     }
@@ -52,40 +47,108 @@ async fn exchange(ex: &mut Exchange, req: Request<Incoming>) -> Result<Response<
     check_path(&path)?;
     headers::check_request(req.headers())?;
     ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
-    let stream = ex.dial(&target).await?;
+    // Refuse before anything is sent: the pool's connector checks again when it dials.
+    ex.state.dialer.resolve(&target).await?;
+    let pool = ex.state.upstreams.for_sandbox(&sandbox.id).any;
+    Ok((pool, outgoing(ex, req, Scheme::HTTP, &target, 80)?))
+}
 
+/// The request as it goes upstream: hop-by-hop headers stripped, Host from the target (RFC 9112 §3.2.2:
+/// the absolute-form authority wins over whatever Host said), absolute URI for the pool.
+pub fn outgoing(
+    ex: &Exchange,
+    req: Request<Incoming>,
+    scheme: Scheme,
+    target: &Target,
+    default_port: u16,
+) -> Result<Request<ProxyBody>, ProxyError> {
     let (mut parts, body) = req.into_parts();
     headers::strip_request(&mut parts.headers);
-    // RFC 9112 §3.2.2: the absolute-form authority wins over whatever Host said.
-    let authority = HeaderValue::from_str(&target.authority(80)).map_err(|_| ProxyError::BadRequest {
-        code: "bad_host",
-        message: "the host cannot be written as a header".into(),
-    })?;
-    parts.headers.insert(HOST, authority);
-    parts.uri = Uri::from(
-        parts
-            .uri
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/")),
-    );
+    parts.headers.remove(HOST);
+    let pq = parts
+        .uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    parts.uri = Uri::builder()
+        .scheme(scheme)
+        .authority(target.authority(default_port))
+        .path_and_query(pq)
+        .build()
+        .map_err(|e| ProxyError::BadRequest {
+            code: "bad_host",
+            message: format!("the destination cannot be written as a URI: {e}"),
+        })?;
     parts.version = Version::HTTP_11;
     let body = Counted::new(body, ex.up_counter(), None::<()>).boxed_unsync();
-    let outgoing = Request::from_parts(parts, body);
+    Ok(Request::from_parts(parts, body))
+}
 
-    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
-        .handshake::<_, ProxyBody>(TokioIo::new(stream))
-        .await
-        .map_err(|e| ProxyError::Upstream(e.to_string()))?;
-    ex.state.tasks.spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!("upstream connection ended: {e}");
-        }
-    });
+/// Send upstream and stream the response back; the audit record is emitted when the body ends.
+pub async fn relay(ex: Exchange, pool: &UpstreamClient, req: Request<ProxyBody>) -> Response<ProxyBody> {
+    match send(&ex, pool, req).await {
+        Ok(resp) => respond(ex, resp),
+        Err(e) => ex.fail(e),
+    }
+}
+
+/// Send within `timeouts.upstream_headers`, classifying failures.
+pub async fn send(
+    ex: &Exchange,
+    pool: &UpstreamClient,
+    req: Request<ProxyBody>,
+) -> Result<Response<Incoming>, ProxyError> {
     let timeout = ex.state.config.timeouts.upstream_headers;
-    match tokio::time::timeout(timeout, sender.send_request(outgoing)).await {
+    match tokio::time::timeout(timeout, pool.request(req)).await {
         Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(e)) => Err(ProxyError::Upstream(e.to_string())),
+        Ok(Err(e)) => Err(upstream_error(&e)),
         Err(_) => Err(ProxyError::UpstreamTimeout),
     }
+}
+
+/// Turn an upstream response into the client's, carrying the audit record in its body.
+pub fn respond(mut ex: Exchange, resp: Response<Incoming>) -> Response<ProxyBody> {
+    let (mut parts, body) = resp.into_parts();
+    if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
+        ex.record().dialled = Some(addr.to_string());
+    }
+    headers::strip_response(&mut parts.headers);
+    ex.record().status = Some(parts.status.as_u16());
+    let audit = ex.into_audit();
+    let down = audit.down_counter();
+    Response::from_parts(parts, Counted::new(body, down, Some(audit)).boxed_unsync())
+}
+
+/// Find what went wrong in a pool error: a guard refusal or dial failure from our connector, an
+/// untrusted upstream certificate, or anything else.
+pub fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut detail = Vec::new();
+    while let Some(e) = source {
+        detail.push(e.to_string());
+        if let Some(dial) = e.downcast_ref::<DialError>() {
+            return ProxyError::Dial(dial.duplicate());
+        }
+        if let Some(rustls::Error::InvalidCertificate(reason)) = find_rustls(e) {
+            return ProxyError::UpstreamCertificate(format!("{reason:?}"));
+        }
+        source = e.source();
+    }
+    ProxyError::Upstream(detail.join(": "))
+}
+
+/// rustls errors reach us wrapped in I/O errors (tokio-rustls, then hyper-rustls wraps that again), and
+/// `io::Error::source` skips the wrapped error itself: unwrap them by hand.
+fn find_rustls<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(r) = e.downcast_ref::<rustls::Error>() {
+        return Some(r);
+    }
+    let mut io = e.downcast_ref::<std::io::Error>();
+    while let Some(inner) = io.and_then(|i| i.get_ref()) {
+        if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+            return Some(r);
+        }
+        io = inner.downcast_ref::<std::io::Error>();
+    }
+    None
 }

@@ -42,7 +42,14 @@ pub fn check_request(headers: &HeaderMap) -> Result<(), ProxyError> {
 
 /// Remove what must not travel upstream, after reading what `Connection` nominates.
 pub fn strip_request(headers: &mut HeaderMap) {
+    // `TE: trailers` is the one TE value that is end-to-end in practice (gRPC needs it over h2).
+    let te_trailers = headers
+        .get(header::TE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
     strip_hop_by_hop(headers);
+    if te_trailers {
+        headers.insert(header::TE, http::HeaderValue::from_static("trailers"));
+    }
     // SECURITY: identity spoofing — a sandbox cannot pass itself off as cordon to the upstream.
     let claimed: Vec<HeaderName> = headers
         .keys()
@@ -92,7 +99,7 @@ mod tests {
             ("proxy-authorization", "Basic abc"),
             ("proxy-connection", "keep-alive"),
             ("keep-alive", "timeout=5"),
-            ("te", "trailers"),
+            ("te", "gzip"),
             ("upgrade", "h2c"),
             ("x-cordon-sandbox", "admin"),
             ("X-Cordon-User", "root"),
@@ -108,6 +115,14 @@ mod tests {
         let mut left: Vec<&str> = h.keys().map(|k| k.as_str()).collect();
         left.sort_unstable();
         assert_eq!(left, vec!["accept", "host"]);
+    }
+
+    #[test]
+    fn te_trailers_survives() {
+        let mut h = HeaderMap::new();
+        h.insert(header::TE, HeaderValue::from_static("trailers"));
+        strip_request(&mut h);
+        assert_eq!(h.get(header::TE).map(|v| v.as_bytes()), Some(&b"trailers"[..]));
     }
 
     #[test]

@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 
 use cordon::audit::TracingSink;
 use cordon::config::Config;
-use cordon::state::ProxyState;
+use cordon::state::{ProxyState, scope_for};
+use cordon::tls::ca::{CaStore, Scope};
 use cordon::{explain, identity, logging, server};
 
 #[derive(Parser)]
@@ -42,10 +43,35 @@ enum Command {
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
     },
+    /// Per-sandbox certificate authorities.
+    Ca {
+        #[command(subcommand)]
+        command: CaCommand,
+    },
     /// Token helpers.
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum CaCommand {
+    /// Print the sandbox's CA certificate (PEM), creating the CA if it does not exist yet.
+    Export {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
+    },
+    /// Replace the sandbox's CA with a new one (re-issued for the names its policy allows now) and print it.
+    Rotate {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
     },
 }
 
@@ -113,6 +139,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Ca { command } => ca(command),
         Command::Token {
             command: TokenCommand::Hash,
         } => {
@@ -165,10 +192,62 @@ fn run(arg: &ConfigArg) -> ExitCode {
             config.sandboxes.len(),
             config.policies.len()
         );
-        let state = ProxyState::new(config, Arc::new(TracingSink), vec![bound]);
+        let state = match ProxyState::new(config, Arc::new(TracingSink), vec![bound]) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("cordon: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         server::run(listener, state, server::shutdown_signal()).await;
         ExitCode::SUCCESS
     })
+}
+
+fn ca(command: CaCommand) -> ExitCode {
+    let (arg, sandbox, rotate) = match command {
+        CaCommand::Export { config, sandbox } => (config, sandbox, false),
+        CaCommand::Rotate { config, sandbox } => (config, sandbox, true),
+    };
+    let config = match load(&arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Some(spec) = config.sandbox(&sandbox) else {
+        let ids: Vec<&str> = config.sandboxes.iter().map(|s| s.id.as_str()).collect();
+        eprintln!(
+            "cordon: no sandbox {sandbox:?} in {}; the sandboxes are: {}",
+            config.source,
+            ids.join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    let scope = config
+        .policies
+        .get(&spec.policy)
+        .map(scope_for)
+        .unwrap_or(Scope::Unconstrained);
+    let store = CaStore::new(config.ca.dir.clone());
+    let result = if rotate {
+        store.rotate(&sandbox, &scope)
+    } else {
+        store.load_or_create(&sandbox, &scope)
+    };
+    match result {
+        Ok(ca) => {
+            print!("{}", ca.cert_pem());
+            if rotate {
+                eprintln!(
+                    "cordon: a new CA was issued for sandbox {sandbox:?}; give it to the sandbox (a running cordon picks it up on restart)"
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn print_summary(c: &Config) {

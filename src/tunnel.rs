@@ -1,7 +1,5 @@
-//! CONNECT: decide, dial, answer 200 only then, and move bytes both ways.
-//!
-//! `open` is where TLS interception slots in: once the decision is made and the upstream is dialled,
-//! the upgraded client stream is either spliced to the upstream (here) or handed to the interceptor.
+//! CONNECT: decide, check the destination, answer 200 only then; then intercept (the default) or, for a
+//! `tls: tunnel` rule, check the ClientHello's SNI and move bytes both ways.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,6 +9,7 @@ use http::{Method, Request, Response};
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
@@ -18,48 +17,118 @@ use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::error::{self, ProxyError};
 use crate::exchange::Exchange;
+use crate::identity::Sandbox;
+use crate::mitm;
+use crate::policy::TlsMode;
 use crate::state::ProxyState;
 use crate::target::Target;
+use crate::tls::sni;
+
+/// What a CONNECT turned into.
+enum Opened {
+    /// Terminate TLS with the sandbox's CA.
+    Intercept(Arc<Sandbox>, Target),
+    /// Pass bytes through to this dialled upstream.
+    Tunnel(TcpStream, Target),
+}
 
 /// Handle one CONNECT request.
 pub async fn connect(state: Arc<ProxyState>, client: SocketAddr, mut req: Request<Incoming>) -> Response<ProxyBody> {
     let mut ex = Exchange::new(state.clone(), client, Kind::Connect, &Method::CONNECT);
     match open(&mut ex, &req).await {
-        Ok(upstream) => {
+        Ok(opened) => {
             ex.record().status = Some(200);
             let on_upgrade = hyper::upgrade::on(&mut req);
             let audit = ex.into_audit();
             let stop = state.hard_stop.clone();
-            state.tasks.spawn(splice(on_upgrade, upstream, audit, stop));
+            match opened {
+                Opened::Tunnel(upstream, target) => {
+                    state.tasks.spawn(splice(on_upgrade, upstream, target, audit, stop));
+                }
+                Opened::Intercept(sandbox, target) => {
+                    let st = state.clone();
+                    state.tasks.spawn(async move {
+                        match on_upgrade.await {
+                            Ok(upgraded) => mitm::intercept(st, client, sandbox, target, upgraded, audit).await,
+                            Err(e) => handover_failed(audit, &e),
+                        }
+                    });
+                }
+            }
             error::connect_established()
         }
         Err(e) => ex.fail(e),
     }
 }
 
-/// Every check a tunnel needs before the client hears 200: nothing is answered until the upstream is dialled.
-async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<TcpStream, ProxyError> {
+/// Every check before the client hears 200: identity, the decision, and the address guard.
+async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, ProxyError> {
     let target = Target::from_connect_uri(req.uri());
     if let Ok(t) = &target {
         ex.set_target(t);
     }
     let sandbox = ex.identify(req.headers())?;
     let target = target?;
-    ex.decide(&sandbox, &target, None)?;
-    ex.dial(&target).await
+    let rule = ex.decide(&sandbox, &target, None)?;
+    let mode = rule
+        .and_then(|i| ex.state.policy(&sandbox.policy).and_then(|p| p.rules.get(i)))
+        .map(|r| r.tls)
+        .unwrap_or_default();
+    match mode {
+        TlsMode::Tunnel => {
+            let upstream = ex.dial(&target).await?;
+            Ok(Opened::Tunnel(upstream, target))
+        }
+        TlsMode::Intercept => {
+            // Refuse now rather than after the TLS handshake; the pool checks again when it dials.
+            ex.state.dialer.resolve(&target).await?;
+            Ok(Opened::Intercept(sandbox, target))
+        }
+    }
 }
 
-/// Move bytes until either side closes; the audit record is emitted at the end with the byte counts.
-async fn splice(on_upgrade: OnUpgrade, mut upstream: TcpStream, mut audit: audit::Pending, stop: CancellationToken) {
+fn handover_failed(mut audit: audit::Pending, e: &hyper::Error) {
+    audit.record().error = Some(format!("the client connection was not handed over: {e}"));
+    audit.finish();
+}
+
+/// Check the ClientHello, then move bytes until either side closes; one audit record at the end.
+async fn splice(
+    on_upgrade: OnUpgrade,
+    mut upstream: TcpStream,
+    target: Target,
+    mut audit: audit::Pending,
+    stop: CancellationToken,
+) {
     let upgraded = match on_upgrade.await {
         Ok(u) => u,
-        Err(e) => {
-            audit.record().error = Some(format!("the client connection was not handed over: {e}"));
-            audit.finish();
-            return;
-        }
+        Err(e) => return handover_failed(audit, &e),
     };
     let mut client = TokioIo::new(upgraded);
+    let hello = tokio::select! {
+        h = sni::read_client_hello(&mut client) => h,
+        () = stop.cancelled() => Err(sni::HelloError::Io(std::io::ErrorKind::Interrupted.into())),
+    };
+    let first = match hello {
+        // SECURITY: domain fronting through a pinned-certificate tunnel: the TLS server name must be the
+        // CONNECT host (a ClientHello without SNI is let through: the destination is fixed by the CONNECT).
+        Ok((_, Some(sni))) if Some(sni.as_str()) != target.host.as_name() => {
+            audit.record().reason = Some("sni_mismatch".into());
+            audit.record().error = Some(format!("the TLS server name {sni:?} is not the CONNECT host"));
+            return audit.finish();
+        }
+        Ok((bytes, _)) => bytes,
+        Err(e) => {
+            audit.record().reason = Some("not_tls".into());
+            audit.record().error = Some(e.to_string());
+            return audit.finish();
+        }
+    };
+    audit.up_counter().fetch_add(first.len() as u64, Ordering::Relaxed);
+    if let Err(e) = upstream.write_all(&first).await {
+        audit.record().error = Some(format!("the upstream closed: {e}"));
+        return audit.finish();
+    }
     tokio::select! {
         copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
             Ok((up, down)) => {

@@ -37,6 +37,10 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Caps.
     pub limits: Limits,
+    /// Per-sandbox certificate authorities.
+    pub ca: CaConfig,
+    /// cordon's connections to upstreams.
+    pub upstream: UpstreamConfig,
     /// Sandboxes declared in the file.
     pub sandboxes: Vec<SandboxSpec>,
     /// Policies by name.
@@ -109,6 +113,48 @@ impl Default for Limits {
         Limits {
             max_connections: 4096,
             max_request_header_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// `ca:`
+#[derive(Debug, Clone)]
+pub struct CaConfig {
+    /// Folder with one sub-folder per sandbox (`<dir>/<sandbox>/ca.pem`, `ca.key`).
+    pub dir: PathBuf,
+    /// Lifetime of minted leaves.
+    pub leaf_validity: Duration,
+    /// Leaves kept ready (entries of the (sandbox, host) cache).
+    pub leaf_cache: u64,
+}
+
+impl Default for CaConfig {
+    fn default() -> Self {
+        CaConfig {
+            dir: PathBuf::from("certs"),
+            leaf_validity: Duration::from_secs(24 * 3600),
+            leaf_cache: 10_000,
+        }
+    }
+}
+
+/// `upstream:`
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The files named in `extra_roots`.
+    pub extra_root_files: Vec<PathBuf>,
+    /// The certificates they hold, trusted besides the built-in roots.
+    pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+    /// How long an idle pooled connection is kept.
+    pub pool_idle: Duration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            extra_root_files: Vec::new(),
+            extra_roots: Vec::new(),
+            pool_idle: Duration::from_secs(90),
         }
     }
 }

@@ -27,6 +27,12 @@ pub struct RawConfig {
     /// Caps.
     #[serde(default)]
     pub limits: RawLimits,
+    /// Per-sandbox certificate authorities.
+    #[serde(default)]
+    pub ca: RawCa,
+    /// cordon's own connections to upstreams.
+    #[serde(default)]
+    pub upstream: RawUpstream,
     /// The sandboxes cordon knows.
     #[serde(default)]
     pub sandboxes: Vec<RawSandbox>,
@@ -100,6 +106,29 @@ pub struct RawLimits {
     pub max_request_header_bytes: Option<String>,
 }
 
+/// `ca:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCa {
+    /// Folder holding one sub-folder per sandbox.
+    pub dir: Option<String>,
+    /// Lifetime of minted leaf certificates.
+    pub leaf_validity: Option<String>,
+    /// Leaf certificates kept ready.
+    pub leaf_cache: Option<i64>,
+}
+
+/// `upstream:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstream {
+    /// PEM files of CAs trusted besides the built-in roots.
+    #[serde(default)]
+    pub extra_roots: Vec<String>,
+    /// How long an idle pooled upstream connection is kept.
+    pub pool_idle: Option<String>,
+}
+
 /// One entry of `sandboxes:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,4 +171,6 @@ pub struct RawRule {
     pub methods: Option<Vec<String>>,
     /// Allowed path globs.
     pub paths: Option<Vec<String>>,
+    /// `intercept` (default) or `tunnel`.
+    pub tls: Option<String>,
 }

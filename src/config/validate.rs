@@ -8,9 +8,12 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use super::raw::{RawAddrs, RawConfig, RawPolicy, RawRule, RawSandbox};
-use super::{AuditConfig, Config, ConfigError, ConfigErrors, Limits, Listen, Network, SandboxSpec, Timeouts};
+use super::{
+    AuditConfig, CaConfig, Config, ConfigError, ConfigErrors, Limits, Listen, Network, SandboxSpec, Timeouts,
+    UpstreamConfig,
+};
 use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths, parse_method, parse_port};
-use crate::policy::{HostPattern, Mode, Policy, Rule};
+use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
 use crate::target::{Host, Target};
 
 /// Errors gathered while validating one file.
@@ -65,6 +68,8 @@ pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErr
         drain: duration(&mut errs, "timeouts.drain", raw.timeouts.drain, defaults.drain),
     };
     let limits = limits(&mut errs, raw.limits);
+    let ca = ca(&mut errs, raw.ca);
+    let upstream = upstream(&mut errs, raw.upstream);
     let policies = policies(&mut errs, raw.policies);
     let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
     if errs.list.is_empty() {
@@ -75,6 +80,8 @@ pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErr
             network,
             timeouts,
             limits,
+            ca,
+            upstream,
             sandboxes,
             policies,
         })
@@ -235,6 +242,47 @@ fn limits(errs: &mut Errors, raw: super::raw::RawLimits) -> Limits {
     limits
 }
 
+fn ca(errs: &mut Errors, raw: super::raw::RawCa) -> CaConfig {
+    let mut ca = CaConfig::default();
+    if let Some(dir) = raw.dir {
+        if dir.trim().is_empty() {
+            errs.at("ca.dir", "is empty; name a folder, e.g. \"certs\"");
+        }
+        ca.dir = PathBuf::from(dir);
+    }
+    ca.leaf_validity = duration(errs, "ca.leaf_validity", raw.leaf_validity, ca.leaf_validity);
+    if ca.leaf_validity < Duration::from_secs(3600) {
+        errs.at(
+            "ca.leaf_validity",
+            "must be at least 1h (leaves are cached for a quarter of it)",
+        );
+    }
+    if let Some(n) = raw.leaf_cache {
+        match u64::try_from(n) {
+            Ok(n) if n >= 1 => ca.leaf_cache = n,
+            _ => errs.at("ca.leaf_cache", format!("{n} must be at least 1")),
+        }
+    }
+    ca
+}
+
+fn upstream(errs: &mut Errors, raw: super::raw::RawUpstream) -> UpstreamConfig {
+    let mut up = UpstreamConfig::default();
+    up.pool_idle = duration(errs, "upstream.pool_idle", raw.pool_idle, up.pool_idle);
+    for (i, file) in raw.extra_roots.iter().enumerate() {
+        let path = format!("upstream.extra_roots[{i}]");
+        match crate::tls::upstream::read_pem_certs(std::path::Path::new(file)) {
+            Ok(certs) if certs.is_empty() => errs.at(path, format!("{file}: holds no PEM certificate")),
+            Ok(certs) => {
+                up.extra_root_files.push(PathBuf::from(file));
+                up.extra_roots.extend(certs);
+            }
+            Err(e) => errs.at(path, format!("{file}: {e}")),
+        }
+    }
+    up
+}
+
 fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
     let mut out = BTreeMap::new();
     for (name, p) in raw {
@@ -314,6 +362,25 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             })
             .collect(),
     };
+    let tls = match raw.tls.as_deref() {
+        None | Some("intercept") => TlsMode::Intercept,
+        Some("tunnel") => {
+            if raw.methods.is_some() || raw.paths.is_some() {
+                errs.at(
+                    format!("{base}.tls"),
+                    "a `tunnel` rule cannot also limit methods or paths: cordon does not see inside a tunnel; remove `methods`/`paths` or use `tls: intercept`",
+                );
+            }
+            TlsMode::Tunnel
+        }
+        Some(other) => {
+            errs.at(
+                format!("{base}.tls"),
+                format!("{other:?} is not a TLS mode; write \"intercept\" (the default) or \"tunnel\""),
+            );
+            TlsMode::Intercept
+        }
+    };
     let methods = raw.methods.map(|list| {
         if list.is_empty() {
             errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
@@ -345,6 +412,7 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         methods,
         paths,
         path_texts,
+        tls,
     })
 }
 

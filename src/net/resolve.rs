@@ -50,6 +50,24 @@ pub enum DialError {
 }
 
 impl DialError {
+    /// A copy (the I/O error inside is not `Clone`), for errors that come back shared through the pool.
+    pub fn duplicate(&self) -> DialError {
+        match self {
+            DialError::Refused(r) => DialError::Refused(r.clone()),
+            DialError::Resolve { target, detail } => DialError::Resolve {
+                target: target.clone(),
+                detail: detail.clone(),
+            },
+            DialError::NoAddress { target } => DialError::NoAddress { target: target.clone() },
+            DialError::Connect { target, addr, source } => DialError::Connect {
+                target: target.clone(),
+                addr: *addr,
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            DialError::Timeout(t) => DialError::Timeout(t.clone()),
+        }
+    }
+
     /// Stable reason code.
     pub fn code(&self) -> &'static str {
         match self {

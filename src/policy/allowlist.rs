@@ -173,13 +173,18 @@ pub struct Rule {
     pub paths: Option<GlobSet>,
     /// The path globs as written, for explanations.
     pub path_texts: Vec<String>,
+    /// Whether HTTPS to this rule is intercepted or tunnelled.
+    pub tls: TlsMode,
 }
 
-impl Rule {
-    /// Whether this rule says anything about what happens inside the connection.
-    pub fn restricts_requests(&self) -> bool {
-        self.methods.is_some() || self.paths.is_some()
-    }
+/// What cordon does with TLS after a CONNECT that a rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// Terminate TLS with the sandbox's CA and police every request inside (the default).
+    #[default]
+    Intercept,
+    /// Pass the bytes through untouched (for clients that pin certificates); the SNI must match.
+    Tunnel,
 }
 
 /// Build the one host matcher for a policy: returns the set and, for each glob, the rule it belongs to.
@@ -208,6 +213,7 @@ mod tests {
             methods: None,
             paths: None,
             path_texts: vec![],
+            tls: TlsMode::Intercept,
         };
         let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
         set.is_match(labels_as_path(host))

@@ -11,7 +11,7 @@ use crate::target::{Host, Target};
 pub struct Question<'a> {
     /// The normalised destination.
     pub target: &'a Target,
-    /// Method and path (no query) of an HTTP request, or `None` for an opaque tunnel.
+    /// Method and path (no query) of an HTTP request, or `None` at CONNECT.
     pub request: Option<(&'a Method, &'a str)>,
 }
 
@@ -26,8 +26,6 @@ pub enum DenyReason {
     Method,
     /// Rules name host, port and method, but not this path.
     Path,
-    /// Every rule for this destination restricts methods or paths, which an opaque tunnel cannot enforce.
-    NeedsInspection,
 }
 
 impl DenyReason {
@@ -38,7 +36,6 @@ impl DenyReason {
             DenyReason::Port => "port_not_allowed",
             DenyReason::Method => "method_not_allowed",
             DenyReason::Path => "path_not_allowed",
-            DenyReason::NeedsInspection => "needs_inspection",
         }
     }
 
@@ -49,9 +46,6 @@ impl DenyReason {
             DenyReason::Port => format!("port {} is not allowed for {}", target.port, target.host),
             DenyReason::Method => format!("this method is not allowed for {target}"),
             DenyReason::Path => format!("this path is not allowed for {target}"),
-            DenyReason::NeedsInspection => format!(
-                "the rules for {target} restrict methods or paths, which cordon cannot check inside an uninspected tunnel"
-            ),
         }
     }
 }
@@ -144,7 +138,6 @@ fn rank(r: &DenyReason) -> u8 {
     match r {
         DenyReason::NoRule => 0,
         DenyReason::Port => 1,
-        DenyReason::NeedsInspection => 2,
         DenyReason::Method => 3,
         DenyReason::Path => 4,
     }
@@ -154,8 +147,9 @@ fn check_rule(rule: &Rule, q: Question<'_>) -> Result<(), DenyReason> {
     if !rule.ports.contains(&q.target.port) {
         return Err(DenyReason::Port);
     }
+    // At CONNECT only host and port are known; a rule that limits methods or paths is intercepted (never
+    // `tls: tunnel`, which validation refuses), so each request inside is decided again.
     match q.request {
-        None if rule.restricts_requests() => Err(DenyReason::NeedsInspection),
         None => Ok(()),
         Some((method, path)) => {
             if let Some(methods) = &rule.methods

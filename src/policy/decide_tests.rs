@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths};
-use crate::policy::{HostPattern, Mode, Policy, Rule};
+use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
 use crate::target::Target;
 
 fn host_rule(host: &str) -> Rule {
@@ -13,6 +13,7 @@ fn host_rule(host: &str) -> Rule {
         methods: None,
         paths: None,
         path_texts: vec![],
+        tls: TlsMode::Intercept,
     }
 }
 
@@ -81,8 +82,8 @@ fn methods_and_paths() {
         http(&p, "api.github.com:443", Method::GET, "/repos/other/x").deny,
         Some(DenyReason::Path)
     );
-    // An opaque tunnel cannot honour method/path limits: fail closed.
-    assert_eq!(tunnel(&p, "api.github.com:443").deny, Some(DenyReason::NeedsInspection));
+    // At CONNECT the rule allows the host; its limits apply to each request inside the interception.
+    assert!(tunnel(&p, "api.github.com:443").allowed);
 }
 
 #[test]

@@ -7,5 +7,7 @@ mod connect;
 mod framing;
 mod guard;
 mod http;
+mod intercept;
 mod lifecycle;
 mod rig;
+mod tls_rig;

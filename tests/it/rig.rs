@@ -44,11 +44,6 @@ impl Capture {
         let recs = self.0.lock().unwrap().clone();
         panic!("expected {n} audit records, got {}: {recs:#?}", recs.len());
     }
-
-    /// The records so far.
-    pub fn now(&self) -> Vec<Record> {
-        self.0.lock().unwrap().clone()
-    }
 }
 
 /// What an upstream saw of one request.
@@ -96,39 +91,8 @@ pub async fn upstream(ip: &str) -> Upstream {
                 return;
             };
             a.fetch_add(1, Ordering::SeqCst);
-            let s = s.clone();
+            let svc = upstream_service(s.clone());
             tokio::spawn(async move {
-                let svc = service_fn(move |req: Request<Incoming>| {
-                    let s = s.clone();
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                        s.lock().unwrap().push(Seen {
-                            method: parts.method.to_string(),
-                            uri: parts.uri.to_string(),
-                            headers: parts
-                                .headers
-                                .iter()
-                                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-                                .collect(),
-                            body: body.to_vec(),
-                        });
-                        let text: Bytes = match parts.uri.path() {
-                            "/slow" => {
-                                tokio::time::sleep(Duration::from_millis(300)).await;
-                                Bytes::from_static(b"slow hello\n")
-                            }
-                            "/big" => Bytes::from(vec![b'x'; 100_000]),
-                            _ => Bytes::from_static(b"hello from upstream\n"),
-                        };
-                        let resp = Response::builder()
-                            .header("proxy-authenticate", "Basic realm=\"upstream\"")
-                            .header("x-upstream", "1")
-                            .body(Full::new(text))
-                            .unwrap();
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc)
                     .await;
@@ -136,6 +100,47 @@ pub async fn upstream(ip: &str) -> Upstream {
         }
     });
     Upstream { addr, accepts, seen }
+}
+
+/// The upstream's request handler (HTTP/1.1 and h2 alike), recording what it saw.
+pub fn upstream_service(
+    s: Arc<Mutex<Vec<Seen>>>,
+) -> impl hyper::service::Service<Request<Incoming>, Response = Response<Full<Bytes>>, Error = Infallible, Future: Send>
++ Clone
++ Send {
+    service_fn(move |req: Request<Incoming>| {
+        let s = s.clone();
+        async move {
+            let version = format!("{:?}", req.version());
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            s.lock().unwrap().push(Seen {
+                method: parts.method.to_string(),
+                uri: parts.uri.to_string(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .collect(),
+                body: body.to_vec(),
+            });
+            let text: Bytes = match parts.uri.path() {
+                "/slow" => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Bytes::from_static(b"slow hello\n")
+                }
+                "/big" => Bytes::from(vec![b'x'; 100_000]),
+                "/version" => Bytes::from(version),
+                _ => Bytes::from_static(b"hello from upstream\n"),
+            };
+            let resp = Response::builder()
+                .header("proxy-authenticate", "Basic realm=\"upstream\"")
+                .header("x-upstream", "1")
+                .body(Full::new(text))
+                .unwrap();
+            Ok::<_, Infallible>(resp)
+        }
+    })
 }
 
 /// A TCP echo server (for tunnels), counting accepts.
@@ -183,7 +188,7 @@ pub async fn proxy(yaml: &str) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let audit = Capture::default();
-    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![addr]);
+    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![addr]).unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let done = tokio::spawn(cordon::server::run(listener, state, async move {
         let _ = rx.await;
@@ -313,13 +318,17 @@ pub async fn send(proxy: SocketAddr, raw: &str) -> Resp {
     read_response(&mut s).await.expect("a response")
 }
 
-/// Whether the peer has closed `stream` (EOF within a short wait).
+/// Whether the peer closes `stream` (EOF within a short wait; anything sent before it, e.g. a TLS alert, is read).
 pub async fn closed(stream: &mut TcpStream) -> bool {
-    let mut b = [0u8; 64];
-    matches!(
-        tokio::time::timeout(Duration::from_secs(3), stream.read(&mut b)).await,
-        Ok(Ok(0)) | Ok(Err(_))
-    )
+    let mut b = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut b)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
 }
 
 /// The standard test configuration: an upstream on 127.0.0.2 and an echo server on 127.0.0.3, reached
@@ -337,6 +346,8 @@ network:
     meta.test: 169.254.169.254
     metadata.google.internal: 127.0.0.2
     echo.test: 127.0.0.3
+    pinned.test: 127.0.0.2
+    untrusted.test: 127.0.0.4
 timeouts:
   request_headers: 2s
   drain: 3s
@@ -373,6 +384,9 @@ policies:
         ports: [{up}]
       - host: echo.test
         ports: [{echo}]
+      - host: pinned.test
+        ports: [{up}]
+        tls: tunnel
   everything:
     mode: report
     allow: []

@@ -1,0 +1,247 @@
+//! TLS interception: terminate the sandbox's TLS with a leaf from its own CA, then serve the HTTP inside
+//! (h2 or HTTP/1.1, by ALPN) and send every inner request through the same policy, header hygiene, pool
+//! and audit as a plain request.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::header::{CONNECTION, HOST, UPGRADE};
+use http::uri::Scheme;
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio_rustls::LazyConfigAcceptor;
+use tokio_rustls::server::TlsStream;
+
+use crate::audit::{self, Kind};
+use crate::body::ProxyBody;
+use crate::error::{self, ProxyError};
+use crate::exchange::Exchange;
+use crate::forward;
+use crate::framing::FramingGuard;
+use crate::identity::Sandbox;
+use crate::state::ProxyState;
+use crate::target::{Host, Target, check_path};
+use crate::tls::leaf::LeafName;
+
+/// What every request inside one intercepted CONNECT shares.
+struct Tunnel {
+    state: Arc<ProxyState>,
+    client: SocketAddr,
+    sandbox: Arc<Sandbox>,
+    target: Target,
+}
+
+/// Terminate TLS on the upgraded CONNECT stream and serve what is inside. `audit` is the CONNECT's own
+/// record, emitted when the connection ends (with the reason if TLS never started).
+pub async fn intercept(
+    state: Arc<ProxyState>,
+    client: SocketAddr,
+    sandbox: Arc<Sandbox>,
+    target: Target,
+    upgraded: Upgraded,
+    mut audit: audit::Pending,
+) {
+    let stop = state.hard_stop.clone();
+    let tls = tokio::select! {
+        r = handshake(&state, &sandbox, &target, upgraded) => r,
+        () = stop.cancelled() => Err(("shutdown", "cut at shutdown after the drain deadline".to_string())),
+    };
+    let tls = match tls {
+        Ok(tls) => tls,
+        Err((reason, detail)) => {
+            refuse(&mut audit, reason, detail);
+            audit.finish();
+            return;
+        }
+    };
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let tunnel = Arc::new(Tunnel {
+        state: state.clone(),
+        client,
+        sandbox,
+        target,
+    });
+    let service = service_fn(move |req: Request<Incoming>| {
+        let tunnel = tunnel.clone();
+        async move { Ok::<_, Infallible>(inner(tunnel, req).await) }
+    });
+    let result = if h2 {
+        let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .serve_connection(TokioIo::new(tls), service);
+        tokio::select! {
+            r = conn => r,
+            () = stop.cancelled() => Ok(()),
+        }
+    } else {
+        // The same byte-level framing guard as on the outer connection: smuggling inside TLS is still smuggling.
+        let (guarded, _report) =
+            FramingGuard::new(tls, state.config.limits.max_request_header_bytes, error::render_framing);
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(state.config.timeouts.request_headers)
+            .serve_connection(TokioIo::new(guarded), service)
+            .with_upgrades();
+        tokio::select! {
+            r = conn => r,
+            () = stop.cancelled() => Ok(()),
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%client, "intercepted connection ended: {e}");
+    }
+    audit.finish();
+}
+
+/// The client's TLS handshake, with a leaf for the CONNECT host from the sandbox's CA.
+async fn handshake(
+    state: &ProxyState,
+    sandbox: &Sandbox,
+    target: &Target,
+    upgraded: Upgraded,
+) -> Result<TlsStream<TokioIo<Upgraded>>, (&'static str, String)> {
+    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), TokioIo::new(upgraded))
+        .await
+        // SECURITY: anything but TLS after a CONNECT to an intercepted rule (a plain-text protocol
+        // smuggled through the tunnel) is closed, never relayed.
+        .map_err(|e| ("not_tls", format!("the client did not start TLS: {e}")))?;
+    let sni = start.client_hello().server_name().map(|s| s.to_ascii_lowercase());
+    // SECURITY: domain fronting — the name the client asks TLS for must be the host it CONNECTed to.
+    if let Some(sni) = &sni
+        && Some(sni.as_str()) != target.host.as_name()
+    {
+        return Err((
+            "sni_mismatch",
+            format!("the TLS server name {sni:?} is not the CONNECT host"),
+        ));
+    }
+    let name = match &target.host {
+        Host::Name(n) => LeafName::Dns(n.clone()),
+        other => LeafName::Ip(other.ip().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into())),
+    };
+    let config = state
+        .ca(sandbox)
+        .map_err(|e| e.to_string())
+        .and_then(|ca| state.leaves.get(&ca, &name).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            tracing::warn!(sandbox = %sandbox.id, "no certificate for {target}: {e}");
+            ("leaf_unavailable", e)
+        })?;
+    start.into_stream(config).await.map_err(|e| {
+        (
+            "tls_handshake_failed",
+            format!("TLS handshake with the client failed: {e}"),
+        )
+    })
+}
+
+fn refuse(audit: &mut audit::Pending, reason: &str, detail: String) {
+    let r = audit.record();
+    r.reason = Some(reason.to_string());
+    r.error = Some(detail);
+}
+
+/// One request inside the interception.
+async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<ProxyBody> {
+    let mut ex = Exchange::new(tunnel.state.clone(), tunnel.client, Kind::Https, req.method());
+    ex.set_identity(&tunnel.sandbox);
+    ex.set_target(&tunnel.target);
+    ex.record().path = Some(req.uri().path().to_string());
+    let websocket = is_websocket(&req);
+    let client_upgrade = websocket.then(|| hyper::upgrade::on(&mut req));
+    let outgoing = match police(&mut ex, &tunnel, req, websocket) {
+        Ok(r) => r,
+        Err(e) => return ex.fail(e),
+    };
+    let clients = tunnel.state.upstreams.for_sandbox(&tunnel.sandbox.id);
+    let pool = if websocket { clients.http1 } else { clients.any };
+    let Some(client_upgrade) = client_upgrade else {
+        return forward::relay(ex, &pool, outgoing).await;
+    };
+    // WebSocket: HTTP/1.1 end to end; after a 101 both upgraded streams are spliced.
+    let mut resp = match forward::send(&ex, &pool, outgoing).await {
+        Ok(r) => r,
+        Err(e) => return ex.fail(e),
+    };
+    if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+        return forward::respond(ex, resp);
+    }
+    let upstream_upgrade = hyper::upgrade::on(&mut resp);
+    let mut out = forward::respond(ex, resp);
+    out.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+    out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+    tunnel.state.tasks.spawn(async move {
+        if let (Ok(c), Ok(u)) = (client_upgrade.await, upstream_upgrade.await) {
+            let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(c), &mut TokioIo::new(u)).await;
+        }
+    });
+    out
+}
+
+fn is_websocket(req: &Request<Incoming>) -> bool {
+    req.version() == http::Version::HTTP_11
+        && req
+            .headers()
+            .get(UPGRADE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
+}
+
+/// The checks of an inner request, and the request as it goes upstream.
+fn police(
+    ex: &mut Exchange,
+    tunnel: &Tunnel,
+    req: Request<Incoming>,
+    websocket: bool,
+) -> Result<Request<ProxyBody>, ProxyError> {
+    // SECURITY: a CONNECT inside an intercepted tunnel would open a second, unpoliced tunnel.
+    if req.method() == Method::CONNECT {
+        return Err(ProxyError::BadRequest {
+            code: "connect_in_tunnel",
+            message: "CONNECT inside an intercepted connection is not allowed".into(),
+        });
+    }
+    // SECURITY: host confusion — every inner request must be for the host and port of its CONNECT, by
+    // :authority / absolute-form authority and by Host alike.
+    let hosts = req.headers().get_all(HOST).iter().count();
+    if hosts > 1 {
+        return Err(ProxyError::BadRequest {
+            code: "duplicate_host",
+            message: "more than one Host header".into(),
+        });
+    }
+    let claimed = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().as_bytes().to_vec())
+        .into_iter()
+        .chain(req.headers().get(HOST).map(|h| h.as_bytes().to_vec()));
+    let mut named = false;
+    for value in claimed {
+        named = true;
+        match Target::from_host_value(&value, 443) {
+            Ok(t) if t == tunnel.target => {}
+            _ => return Err(ProxyError::Misdirected(tunnel.target.clone())),
+        }
+    }
+    if !named {
+        return Err(ProxyError::BadRequest {
+            code: "missing_host",
+            message: "the request names no host".into(),
+        });
+    }
+    let path = req.uri().path().to_string();
+    check_path(&path)?;
+    ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), &path)))?;
+    let mut out = forward::outgoing(ex, req, Scheme::HTTPS, &tunnel.target, 443)?;
+    if websocket {
+        out.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+    }
+    Ok(out)
+}

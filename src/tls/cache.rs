@@ -1,0 +1,250 @@
+//! A bounded cache of minted leaves, so that a TLS interception costs a key generation and a signature only once
+//! per (sandbox, CA, name) and time-to-live.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use moka::sync::Cache;
+
+use super::ca::{CaError, SandboxCa};
+use super::leaf::{LeafName, mint_config};
+
+/// The longest time a leaf stays cached (moka refuses anything near 1000 years; a leaf needs far less).
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 86_400);
+
+/// What a cached leaf is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CacheKey {
+    sandbox: String,
+    /// The issuing CA's key identifier: a leaf of a rotated-out CA is never served for the new one, even if
+    /// [`LeafCache::invalidate_sandbox`] was not called or raced with a mint.
+    ca_key_id: Vec<u8>,
+    /// Normalized, so that `API.example.com.` and `api.example.com` share one leaf.
+    name: LeafName,
+}
+
+/// Leaf server configurations by (sandbox, CA, name), bounded in entries and in age.
+pub struct LeafCache {
+    configs: Cache<CacheKey, Arc<rustls::ServerConfig>>,
+    leaf_validity: Duration,
+    ttl: Duration,
+    mints: AtomicU64,
+}
+
+impl std::fmt::Debug for LeafCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeafCache")
+            .field("entries", &self.configs.entry_count())
+            .field("ttl", &self.ttl)
+            .field("leaf_validity", &self.leaf_validity)
+            .field("mints", &self.mints())
+            .finish()
+    }
+}
+
+impl LeafCache {
+    /// A cache of at most `capacity` leaves minted with `leaf_validity`, each dropped `ttl` after it was minted.
+    ///
+    /// `ttl` is clamped to half of `leaf_validity`, so a leaf still has at least half its validity left when it
+    /// is last served (room for clock skew and long handshakes), and to [`MAX_TTL`]; [`LeafCache::ttl`] tells the
+    /// value in use.
+    pub fn new(capacity: u64, ttl: Duration, leaf_validity: Duration) -> LeafCache {
+        let ttl = ttl.min(leaf_validity / 2).min(MAX_TTL);
+        LeafCache {
+            configs: Cache::builder().max_capacity(capacity).time_to_live(ttl).build(),
+            leaf_validity,
+            ttl,
+            mints: AtomicU64::new(0),
+        }
+    }
+
+    /// The server configuration for `name` in `ca`'s sandbox, minting a leaf on a miss. Concurrent misses for
+    /// one key mint once; the others wait and share the result (or the error).
+    pub fn get(&self, ca: &Arc<SandboxCa>, name: &LeafName) -> Result<Arc<rustls::ServerConfig>, CaError> {
+        let name = name.normalized()?;
+        // Checked here too, not only in `mint`, so that the caller gets this error as such rather than wrapped in
+        // `CaError::Shared` (moka hands errors of the minting closure out behind an `Arc`).
+        if !ca.scope().permits(&name) {
+            return Err(CaError::OutOfScope {
+                sandbox: ca.sandbox().to_owned(),
+                name: name.to_string(),
+            });
+        }
+        let key = CacheKey {
+            // SECURITY: cross-sandbox isolation: a leaf signed by one sandbox's CA is never served to another.
+            sandbox: ca.sandbox().to_owned(),
+            ca_key_id: ca.key_id().to_vec(),
+            name: name.clone(),
+        };
+        self.configs
+            .try_get_with(key, || {
+                let config = mint_config(ca, &name, self.leaf_validity)?;
+                self.mints.fetch_add(1, Ordering::Relaxed);
+                Ok(config)
+            })
+            .map_err(|shared| Arc::try_unwrap(shared).unwrap_or_else(CaError::Shared))
+    }
+
+    /// Drops every leaf of one sandbox (after its CA was rotated, or the sandbox removed).
+    pub fn invalidate_sandbox(&self, sandbox: &str) {
+        let keys: Vec<Arc<CacheKey>> = self
+            .configs
+            .iter()
+            .filter(|(key, _)| key.sandbox == sandbox)
+            .map(|(key, _)| key)
+            .collect();
+        for key in keys {
+            self.configs.invalidate(&*key);
+        }
+    }
+
+    /// How many leaves this cache has minted: for tests and metrics.
+    pub fn mints(&self) -> u64 {
+        self.mints.load(Ordering::Relaxed)
+    }
+
+    /// The time-to-live in use, after clamping.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+
+    use std::sync::Barrier;
+
+    use super::super::ca::{CaStore, Scope};
+    use super::super::leaf::tests::{assert_rejected, client, handshake};
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    fn store() -> (tempfile::TempDir, CaStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CaStore::new(dir.path().join("ca"));
+        (dir, store)
+    }
+
+    fn dns(name: &str) -> LeafName {
+        LeafName::Dns(name.to_owned())
+    }
+
+    #[test]
+    fn concurrent_misses_mint_once() {
+        let (_dir, store) = store();
+        let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        let barrier = Barrier::new(16);
+        let configs: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        cache.get(&ca, &dns("api.example.com")).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(cache.mints(), 1);
+        assert!(configs.iter().all(|c| Arc::ptr_eq(c, &configs[0])));
+    }
+
+    #[test]
+    fn two_names_mint_twice_and_equivalent_spellings_share() {
+        let (_dir, store) = store();
+        let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        let a = cache.get(&ca, &dns("a.example.com")).unwrap();
+        cache.get(&ca, &dns("b.example.com")).unwrap();
+        assert_eq!(cache.mints(), 2);
+        let a2 = cache.get(&ca, &dns("A.Example.COM.")).unwrap();
+        assert!(Arc::ptr_eq(&a, &a2));
+        assert_eq!(cache.mints(), 2);
+    }
+
+    #[test]
+    fn invalidate_sandbox_drops_only_that_sandbox() {
+        let (_dir, store) = store();
+        let ca_a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
+        let ca_b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        cache.get(&ca_a, &dns("x.example.com")).unwrap();
+        cache.get(&ca_b, &dns("x.example.com")).unwrap();
+        assert_eq!(cache.mints(), 2);
+        cache.invalidate_sandbox("a");
+        cache.get(&ca_a, &dns("x.example.com")).unwrap();
+        assert_eq!(cache.mints(), 3);
+        cache.get(&ca_b, &dns("x.example.com")).unwrap();
+        assert_eq!(cache.mints(), 3, "sandbox b's leaf survives");
+    }
+
+    #[test]
+    fn rotated_ca_never_gets_a_stale_leaf() {
+        let (_dir, store) = store();
+        let old = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        cache.get(&old, &dns("x.example.com")).unwrap();
+        let new = store.rotate("sb", &Scope::Unconstrained).unwrap();
+        // No invalidate_sandbox call: the CA's key id in the key still keeps the old leaf away.
+        let config = cache.get(&new, &dns("x.example.com")).unwrap();
+        assert_eq!(cache.mints(), 2);
+        handshake(config, client(&new), "x.example.com").unwrap();
+    }
+
+    #[test]
+    fn same_name_in_two_sandboxes_gets_each_its_own_leaf() {
+        let (_dir, store) = store();
+        let ca_a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
+        let ca_b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        let for_a = cache.get(&ca_a, &dns("api.example.com")).unwrap();
+        let for_b = cache.get(&ca_b, &dns("api.example.com")).unwrap();
+        assert_eq!(cache.mints(), 2);
+        handshake(Arc::clone(&for_a), client(&ca_a), "api.example.com").unwrap();
+        handshake(Arc::clone(&for_b), client(&ca_b), "api.example.com").unwrap();
+        assert_rejected(handshake(for_a, client(&ca_b), "api.example.com"), "UnknownIssuer");
+        assert_rejected(handshake(for_b, client(&ca_a), "api.example.com"), "UnknownIssuer");
+    }
+
+    #[test]
+    fn errors_are_returned_and_not_cached() {
+        let (_dir, store) = store();
+        let scope = Scope::Names {
+            dns: vec!["example.com".into()],
+            ips: vec![],
+        };
+        let ca = store.load_or_create("sb", &scope).unwrap();
+        let cache = LeafCache::new(100, DAY, 30 * DAY);
+        let err = cache.get(&ca, &dns("evil.com")).unwrap_err();
+        assert!(matches!(err, CaError::OutOfScope { .. }), "{err}");
+        assert!(matches!(
+            cache.get(&ca, &dns("*.example.com")),
+            Err(CaError::InvalidName { .. })
+        ));
+        assert_eq!(cache.mints(), 0);
+        cache.get(&ca, &dns("example.com")).unwrap();
+        assert_eq!(cache.mints(), 1);
+    }
+
+    #[test]
+    fn ttl_is_clamped_to_half_the_validity() {
+        assert_eq!(LeafCache::new(10, 30 * DAY, 10 * DAY).ttl(), 5 * DAY);
+        assert_eq!(LeafCache::new(10, DAY, 10 * DAY).ttl(), DAY);
+        assert_eq!(LeafCache::new(10, Duration::MAX, Duration::MAX).ttl(), MAX_TTL);
+    }
+
+    #[test]
+    fn entries_expire_after_ttl() {
+        let (_dir, store) = store();
+        let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+        let cache = LeafCache::new(10, Duration::from_millis(200), 30 * DAY);
+        cache.get(&ca, &dns("x.example.com")).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        cache.get(&ca, &dns("x.example.com")).unwrap();
+        assert_eq!(cache.mints(), 2);
+    }
+}

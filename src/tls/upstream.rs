@@ -1,0 +1,189 @@
+//! cordon's own connections to upstreams: dialled through the address guard, TLS always verified
+//! (webpki-roots plus `upstream.extra_roots`), ALPN chosen independently of the sandbox side, pooled
+//! per sandbox so that one sandbox's connections never carry another's requests.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::Uri;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls::ClientConfig;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use tokio::net::TcpStream;
+
+use crate::body::ProxyBody;
+use crate::net::{DialError, Dialer};
+use crate::target::Target;
+
+/// The address a pooled connection was dialled to, attached to each response's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialled(pub SocketAddr);
+
+/// Read every certificate in a PEM file.
+pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let iter = CertificateDer::pem_file_iter(path).map_err(|e| format!("cannot read PEM certificates: {e}"))?;
+    iter.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a valid PEM certificate file: {e}"))
+}
+
+/// The TLS client configuration: verification always on, against the built-in roots and `extra`.
+pub fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for (i, cert) in extra.iter().enumerate() {
+        roots
+            .add(cert.clone())
+            .map_err(|e| format!("upstream.extra_roots certificate #{i} is not usable as a root: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup failed: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// Resolves through the guard and dials the checked address (a tower `Service<Uri>` for hyper's pool).
+#[derive(Clone)]
+pub struct GuardedConnector {
+    dialer: Dialer,
+}
+
+/// A dialled TCP connection that remembers where it went.
+pub struct GuardedStream {
+    io: TokioIo<TcpStream>,
+    addr: SocketAddr,
+}
+
+impl tower_service::Service<Uri> for GuardedConnector {
+    type Response = GuardedStream;
+    type Error = DialError;
+    type Future = Pin<Box<dyn Future<Output = Result<GuardedStream, DialError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let dialer = self.dialer.clone();
+        Box::pin(async move {
+            let default_port = if uri.scheme_str() == Some("https") { 443 } else { 80 };
+            let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+            let target =
+                Target::from_host_value(authority.as_bytes(), default_port).map_err(|e| DialError::Resolve {
+                    target: Target {
+                        host: crate::target::Host::Name(authority.to_string()),
+                        port: default_port,
+                    },
+                    detail: e.to_string(),
+                })?;
+            let (stream, addr) = dialer.dial(&target).await?;
+            Ok(GuardedStream {
+                io: TokioIo::new(stream),
+                addr,
+            })
+        })
+    }
+}
+
+impl Connection for GuardedStream {
+    fn connected(&self) -> Connected {
+        Connected::new().extra(Dialled(self.addr))
+    }
+}
+
+impl hyper::rt::Read for GuardedStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for GuardedStream {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A pooled client for one sandbox.
+pub type UpstreamClient = Client<HttpsConnector<GuardedConnector>, ProxyBody>;
+
+/// The two clients of one sandbox.
+#[derive(Clone)]
+pub struct SandboxClients {
+    /// Negotiates h2 or HTTP/1.1 with the upstream, whatever the sandbox spoke.
+    pub any: UpstreamClient,
+    /// HTTP/1.1 only: for requests that upgrade the connection (WebSocket), which need HTTP/1.1 end to end.
+    pub http1: UpstreamClient,
+}
+
+/// Per-sandbox connection pools.
+pub struct Upstreams {
+    dialer: Dialer,
+    tls: ClientConfig,
+    pool_idle: Duration,
+    clients: moka::sync::Cache<String, SandboxClients>,
+}
+
+impl Upstreams {
+    /// Pools dialling through `dialer`, verifying TLS with `tls`.
+    pub fn new(dialer: Dialer, tls: ClientConfig, pool_idle: Duration) -> Upstreams {
+        Upstreams {
+            dialer,
+            tls,
+            pool_idle,
+            // A sandbox idle for a while loses its pool; it is rebuilt on its next request.
+            clients: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_idle(pool_idle.max(Duration::from_secs(60)))
+                .build(),
+        }
+    }
+
+    /// The clients of one sandbox (created on first use).
+    pub fn for_sandbox(&self, sandbox: &str) -> SandboxClients {
+        self.clients.get_with(sandbox.to_string(), || SandboxClients {
+            any: self.client(true),
+            http1: self.client(false),
+        })
+    }
+
+    fn client(&self, h2: bool) -> UpstreamClient {
+        let connector = GuardedConnector {
+            dialer: self.dialer.clone(),
+        };
+        let builder = HttpsConnectorBuilder::new()
+            .with_tls_config(self.tls.clone())
+            .https_or_http()
+            .enable_http1();
+        let https = if h2 {
+            builder.enable_http2().wrap_connector(connector)
+        } else {
+            builder.wrap_connector(connector)
+        };
+        Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(self.pool_idle)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(https)
+    }
+}
