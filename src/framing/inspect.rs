@@ -15,8 +15,10 @@ pub(super) enum Body {
 pub(super) struct Head {
     pub(super) len: usize,
     pub(super) body: Body,
-    /// `CONNECT` or `Upgrade`: the bytes after it may be tunnel data.
+    /// `CONNECT`: the bytes after it are tunnel data if hyper upgrades.
     pub(super) tunnel: bool,
+    /// An `Upgrade` request: the bytes after it are another protocol if the answer is 101.
+    pub(super) upgrade: bool,
 }
 
 /// Whether `buf` may hold a complete head: an LF followed by an empty line,
@@ -87,8 +89,13 @@ pub(super) fn inspect_head(buf: &[u8], max_head: usize) -> Result<Option<Head>, 
         (_, Some(n)) => Body::Fixed(n),
         _ => Body::None,
     };
-    let tunnel = req.method == Some("CONNECT") || upgrade;
-    Ok(Some(Head { len, body, tunnel }))
+    let tunnel = req.method == Some("CONNECT");
+    Ok(Some(Head {
+        len,
+        body,
+        tunnel,
+        upgrade,
+    }))
 }
 
 pub(super) fn trim_ows(mut v: &[u8]) -> &[u8] {

@@ -126,6 +126,9 @@ enum State {
         line_start: usize,
     },
     Passthrough,
+    /// After an `Upgrade` request without a body: nothing more is handed to hyper until its answer shows
+    /// whether the protocol switched (101: passthrough) or not (back to `Head`).
+    AwaitUpgrade,
     /// Refused: hand out the `crlf_left` last bytes of `\r\n`, then EOF.
     Rejected {
         crlf_left: usize,
@@ -167,6 +170,8 @@ pub struct FramingGuard<IO: AsyncRead + AsyncWrite + Unpin> {
     client_eof: bool,
     /// Whether hyper has written any byte (gates the drop fallback).
     wrote: bool,
+    /// The reader parked in `AwaitUpgrade`, woken when hyper writes its answer.
+    upgrade_waker: Option<Waker>,
     closing: Closing,
 }
 
@@ -193,6 +198,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
             state: State::Head,
             client_eof: false,
             wrote: false,
+            upgrade_waker: None,
             closing: Closing::Open,
         };
         (guard, report)
@@ -241,11 +247,16 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 };
                 self.scan = 0;
                 self.release = head.len;
-                self.state = if head.tunnel {
+                let bodyless = matches!(head.body, Body::None | Body::Fixed(0));
+                self.state = if head.tunnel || (head.upgrade && !bodyless) {
                     // SECURITY: smuggling after a refused CONNECT/Upgrade; passthrough is
                     // only safe if hyper can never parse another request on this connection.
                     self.release = self.append_connection_close(head.len);
                     State::Passthrough
+                } else if head.upgrade {
+                    // SECURITY: the same smuggling after a refused Upgrade (e.g. a WebSocket handshake
+                    // answered 403): the bytes after it are only let through unchecked after a 101.
+                    State::AwaitUpgrade
                 } else {
                     match head.body {
                         Body::Chunked => State::ChunkSize,
@@ -329,12 +340,25 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                     _ => return Err(FramingViolation::MalformedChunk),
                 }
             },
-            State::Passthrough | State::Rejected { .. } => Ok(false),
+            State::Passthrough | State::AwaitUpgrade | State::Rejected { .. } => Ok(false),
         }
     }
 
     /// Inserts `connection: close` before the final empty line of the head of
     /// `head_len` bytes at `buf[start..]`; returns the new head length.
+    /// In `AwaitUpgrade`, hyper's first write is the head of its answer to the Upgrade request: a 101
+    /// switches to passthrough, anything else resumes checking requests.
+    fn observe_response(&mut self, data: &[u8]) {
+        if self.state != State::AwaitUpgrade || data.is_empty() {
+            return;
+        }
+        let switched = data.starts_with(b"HTTP/1.1 101") || data.starts_with(b"HTTP/1.0 101");
+        self.state = if switched { State::Passthrough } else { State::Head };
+        if let Some(w) = self.upgrade_waker.take() {
+            w.wake();
+        }
+    }
+
     fn append_connection_close(&mut self, head_len: usize) -> usize {
         if self.end + CONNECTION_CLOSE.len() > self.buf.len() {
             self.compact();
@@ -465,6 +489,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
                     continue;
                 }
                 State::Passthrough => return Pin::new(&mut this.io).poll_read(cx, out),
+                State::AwaitUpgrade => {
+                    this.upgrade_waker = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
                 _ => {}
             }
             match this.advance() {
@@ -496,6 +524,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
 impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for FramingGuard<IO> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        this.observe_response(data);
         let polled = Pin::new(&mut this.io).poll_write(cx, data);
         this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
         polled
@@ -507,6 +536,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for FramingGuard<IO> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
+            this.observe_response(first);
+        }
         let polled = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
         this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
         polled

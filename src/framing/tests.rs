@@ -546,14 +546,26 @@ async fn upgrade_passes_through_after_101_and_refused_upgrade_closes() {
     assert_eq!(read_all(&mut client).await, BAD);
     assert_eq!(report.violation(), None);
 
+    // After an Upgrade that was not switched, what follows is checked like any request: a well-framed
+    // one is served (and policed by cordon on its own), ambiguous framing is refused.
     let input = [
         &b"GET /no HTTP/1.1\r\nHost: h\r\nUpgrade: nope\r\n\r\n"[..],
-        b"GET /smuggled HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"GET /next HTTP/1.1\r\nHost: h\r\n\r\n",
     ]
     .concat();
     let (out, calls, _) = exchange(&input).await;
-    assert_eq!(responses(&out).0, [(200, b"GET /no 0".to_vec())]);
+    assert_eq!(
+        responses(&out).0,
+        [(200, b"GET /no 0".to_vec()), (200, b"GET /next 0".to_vec())]
+    );
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    let input = [&b"GET /no HTTP/1.1\r\nHost: h\r\nUpgrade: nope\r\n\r\n"[..], BAD].concat();
+    let (_out, calls, report) = exchange(&input).await;
     assert_eq!(calls.lock().unwrap().len(), 1);
+    assert!(
+        report.violation().is_some(),
+        "bytes after a refused upgrade are still checked"
+    );
 }
 
 #[tokio::test]

@@ -15,17 +15,29 @@ fn out(o: &std::process::Output) -> (String, String) {
     )
 }
 
-/// CONNECT as `sb1`, then a rustls handshake for `sni` trusting `ca_pem`.
+/// CONNECT as `sb1`, then a rustls handshake for `sni` trusting `ca_file`, offering HTTP/1.1.
 async fn tls_through(
     proxy: std::net::SocketAddr,
     connect: &str,
     sni: &str,
     ca_file: &std::path::Path,
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    tls_as(proxy, ("sb1", "tok1"), connect, sni, ca_file, b"http/1.1").await
+}
+
+/// CONNECT as `who`, then a rustls handshake for `sni` trusting `ca_file`, offering `alpn`.
+async fn tls_as(
+    proxy: std::net::SocketAddr,
+    who: (&str, &str),
+    connect: &str,
+    sni: &str,
+    ca_file: &std::path::Path,
+    alpn: &[u8],
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let mut s = TcpStream::connect(proxy).await?;
     let raw = format!(
         "CONNECT {connect} HTTP/1.1\r\nHost: {connect}\r\n{}\r\n",
-        auth("sb1", "tok1")
+        auth(who.0, who.1)
     );
     s.write_all(raw.as_bytes()).await?;
     assert_eq!(read_connect_response(&mut s).await, 200);
@@ -38,7 +50,7 @@ async fn tls_through(
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg.alpn_protocols = vec![alpn.to_vec()];
     tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(ServerName::try_from(sni.to_string()).unwrap(), s)
         .await
@@ -283,4 +295,115 @@ async fn python_requests_through_interception() {
         panic!("python requests is not installed: `pip install requests` (.ci/run does)");
     }
     assert_eq!(stdout.trim(), "200 hello from upstream", "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn websocket_through_interception() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let rig = tls_rig("").await;
+    let ws = wss_echo("127.0.0.2", test_ca_config(&rig)).await;
+    let ca = rig.sandbox_ca_file("sb2");
+    let connect = format!("allowed.test:{}", ws.port());
+    let tls = tls_as(
+        rig.proxy.addr,
+        ("sb2", "tok2"),
+        &connect,
+        "allowed.test",
+        &ca,
+        b"http/1.1",
+    )
+    .await
+    .unwrap();
+    let handshake = tokio_tungstenite::client_async(format!("wss://{connect}/ws"), tls).await;
+    let recs = rig.proxy.audit.now();
+    let (mut socket, resp) = handshake.unwrap_or_else(|e| panic!("{e:?} {recs:#?}"));
+    assert_eq!(resp.status(), 101);
+    socket.send(Message::text("ping through cordon")).await.unwrap();
+    let echoed = tokio::time::timeout(std::time::Duration::from_secs(5), socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, Message::text("ping through cordon"));
+    let recs = rig.proxy.audit.wait_for(1).await;
+    assert!(
+        recs.iter().any(|r| r.kind == Kind::Https && r.status == Some(101)),
+        "{recs:#?}"
+    );
+}
+
+fn test_ca_config(rig: &TlsRig) -> Arc<rustls::ServerConfig> {
+    rig.upstream_ca.server_config(&["allowed.test"])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_stream_without_buffering() {
+    let rig = tls_rig("").await;
+    let ca = rig.sandbox_ca_file("sb1");
+    let connect = format!("allowed.test:{}", rig.up.addr.port());
+    let mut tls = tls_through(rig.proxy.addr, &connect, "allowed.test", &ca)
+        .await
+        .unwrap();
+    tls.write_all(format!("GET /stream HTTP/1.1\r\nHost: {connect}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut got = String::new();
+    // The upstream sends its last chunk only after the test has seen the first: a proxy that waited for
+    // the whole body would time out here.
+    while !got.contains("first\n") {
+        got.push_str(&read_tls_response(&mut tls).await);
+    }
+    assert!(!got.contains("last"));
+    STREAM_GATE.notify_one();
+    while !got.contains("last\n") {
+        got.push_str(&read_tls_response(&mut tls).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trailers_pass_over_h2() {
+    use http_body_util::{BodyExt, Empty};
+    let rig = tls_rig("").await;
+    let ca = rig.sandbox_ca_file("sb1");
+    let connect = format!("allowed.test:{}", rig.up.addr.port());
+    let tls = tls_as(rig.proxy.addr, ("sb1", "tok1"), &connect, "allowed.test", &ca, b"h2")
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut send, conn) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = http::Request::get(format!("https://{connect}/trailers"))
+        .header("te", "trailers")
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = send.send_request(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let collected = resp.into_body().collect().await.unwrap();
+    let trailers = collected.trailers().cloned().expect("trailers arrived");
+    assert_eq!(trailers.get("x-checksum").unwrap(), "abc123");
+    assert_eq!(collected.to_bytes(), "with trailers\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upgrade_to_h2c_is_stripped() {
+    let rig = tls_rig("").await;
+    let ca = rig.sandbox_ca_file("sb1");
+    let connect = format!("allowed.test:{}", rig.up.addr.port());
+    let mut tls = tls_through(rig.proxy.addr, &connect, "allowed.test", &ca)
+        .await
+        .unwrap();
+    let req = format!(
+        "GET / HTTP/1.1\r\nHost: {connect}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+    );
+    tls.write_all(req.as_bytes()).await.unwrap();
+    assert!(read_tls_response(&mut tls).await.starts_with("HTTP/1.1 200"));
+    let seen = rig.up.seen();
+    assert!(
+        seen[0].header("upgrade").is_none() && seen[0].header("http2-settings").is_none(),
+        "{seen:?}"
+    );
 }

@@ -30,6 +30,11 @@ impl Sink for Capture {
 }
 
 impl Capture {
+    /// The records so far.
+    pub fn now(&self) -> Vec<Record> {
+        self.0.lock().unwrap().clone()
+    }
+
     /// Wait until at least `n` records arrived (records are emitted when bodies and tunnels end).
     pub async fn wait_for(&self, n: usize) -> Vec<Record> {
         for _ in 0..200 {
@@ -105,12 +110,15 @@ pub async fn upstream(ip: &str) -> Upstream {
 /// The upstream's request handler (HTTP/1.1 and h2 alike), recording what it saw.
 pub fn upstream_service(
     s: Arc<Mutex<Vec<Seen>>>,
-) -> impl hyper::service::Service<Request<Incoming>, Response = Response<Full<Bytes>>, Error = Infallible, Future: Send>
+) -> impl hyper::service::Service<Request<Incoming>, Response = Response<TestBody>, Error = Infallible, Future: Send>
 + Clone
 + Send {
     service_fn(move |req: Request<Incoming>| {
         let s = s.clone();
         async move {
+            if let Some(special) = special(req.uri().path()) {
+                return Ok(special);
+            }
             let version = format!("{:?}", req.version());
             let (parts, body) = req.into_parts();
             let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
@@ -136,11 +144,48 @@ pub fn upstream_service(
             let resp = Response::builder()
                 .header("proxy-authenticate", "Basic realm=\"upstream\"")
                 .header("x-upstream", "1")
-                .body(Full::new(text))
+                .body(Full::new(text).boxed())
                 .unwrap();
             Ok::<_, Infallible>(resp)
         }
     })
+}
+
+/// Response bodies of the test upstreams.
+pub type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// Opens the gate `/stream` waits on before its last chunk.
+pub static STREAM_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// `/stream`: one chunk, then the last only after `STREAM_GATE` is opened (a proxy that buffered whole
+/// bodies would never deliver the first); `/trailers`: a body followed by a trailer field.
+fn special(path: &str) -> Option<Response<TestBody>> {
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+    let frames: Vec<Frame<Bytes>> = match path {
+        "/trailers" => {
+            let mut t = http::HeaderMap::new();
+            t.insert("x-checksum", http::HeaderValue::from_static("abc123"));
+            vec![Frame::data(Bytes::from_static(b"with trailers\n")), Frame::trailers(t)]
+        }
+        "/stream" => {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+            tokio::spawn(async move {
+                let _ = tx.send(Ok(Frame::data(Bytes::from_static(b"first\n")))).await;
+                STREAM_GATE.notified().await;
+                let _ = tx.send(Ok(Frame::data(Bytes::from_static(b"last\n")))).await;
+            });
+            let body = StreamBody::new(tokio_stream_from(rx));
+            return Some(Response::new(BodyExt::boxed(body)));
+        }
+        _ => return None,
+    };
+    let stream = futures_util::stream::iter(frames.into_iter().map(Ok::<_, Infallible>));
+    Some(Response::new(BodyExt::boxed(StreamBody::new(stream))))
+}
+
+fn tokio_stream_from<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
 /// A TCP echo server (for tunnels), counting accepts.

@@ -85,6 +85,7 @@ pub struct TlsRig {
     pub up: Upstream,
     pub proxy: Proxy,
     pub ca_dir: tempfile::TempDir,
+    pub upstream_ca: TestCa,
 }
 
 impl TlsRig {
@@ -143,5 +144,34 @@ pub async fn tls_rig(extra_top: &str) -> TlsRig {
         up,
         proxy,
         ca_dir,
+        upstream_ca,
     }
+}
+
+/// A WebSocket echo server over TLS on `ip:0`.
+pub async fn wss_echo(ip: &str, tls: Arc<ServerConfig>) -> SocketAddr {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tls).await else {
+                    return;
+                };
+                while let Some(Ok(msg)) = ws.next().await {
+                    if msg.is_text() || msg.is_binary() {
+                        let _ = ws.send(msg).await;
+                    }
+                }
+            });
+        }
+    });
+    addr
 }
