@@ -5,15 +5,19 @@
 //! ```text
 //! server  accept, connection cap, drain on shutdown
 //!  conn   hyper HTTP/1.1 behind the byte-level framing guard (framing)
-//!   forward (absolute-form http://) | tunnel (CONNECT)
+//!   forward (absolute-form http://)
+//!   tunnel (CONNECT): decide, guard, 200; then mitm (terminate TLS with the sandbox's CA: tls::ca,
+//!          tls::leaf, tls::cache; serve h1/h2 inside) or splice (tls: tunnel, SNI checked: tls::sni)
 //!    exchange   identify (identity) -> parse target (target) -> decide (policy)
 //!               -> resolve, guard every address, dial the checked one (net)
+//!    forward    every request (plain or inside TLS) goes upstream through the sandbox's verified,
+//!               pooled client (tls::upstream)
 //!    headers    hop-by-hop and proxy headers never cross
 //!    audit      exactly one record per request or tunnel, also on every error path (error: statuses)
 //! ```
 //!
-//! Imports run one way: `server -> conn -> {forward, tunnel} -> exchange -> {policy, net, identity}
-//! -> {target, audit, error}`. Configuration (`config`) is the only module that knows YAML.
+//! Imports run one way: `server -> conn -> tunnel -> mitm -> forward -> exchange -> {policy, net, identity,
+//! tls} -> {target, audit, error}`. Configuration (`config`) is the only module that knows YAML.
 
 #![forbid(unsafe_code)]
 
