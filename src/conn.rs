@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::error;
-use crate::framing::FramingGuard;
+use crate::framing::{FramingGuard, FramingReport};
 use crate::state::ProxyState;
 use crate::{forward, tunnel};
 
@@ -47,11 +47,23 @@ pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: SocketAddr
             }
         }
     };
-    let malformed = match (report.violation(), &result) {
-        // The guard answered below hyper; the record is written here, once.
+    audit_malformed(&state, client, &report, &result);
+    if let Err(e) = result {
+        tracing::debug!(%client, "client connection ended: {e}");
+    }
+}
+
+/// One record for a request that never reached the service: refused by the framing guard below hyper,
+/// or unparseable to hyper itself (which then answered 400). Used for the outer connection and for the
+/// HTTP/1.1 inside an interception alike.
+pub fn audit_malformed(
+    state: &ProxyState,
+    client: SocketAddr,
+    report: &FramingReport,
+    result: &Result<(), hyper::Error>,
+) {
+    let malformed = match (report.violation(), result) {
         (Some(v), _) => Some((error::framing_status(&v), v.code(), v.to_string())),
-        // hyper refused something the guard let through (e.g. a request-target `http::Uri` rejects) and
-        // answered 400 itself: still one record.
         (None, Err(e)) if e.is_parse() => Some((error::hyper_parse_status(e), "unparseable_request", e.to_string())),
         _ => None,
     };
@@ -62,9 +74,6 @@ pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: SocketAddr
         r.reason = Some(code.to_string());
         r.error = Some(detail);
         pending.finish();
-    }
-    if let Err(e) = result {
-        tracing::debug!(%client, "client connection ended: {e}");
     }
 }
 

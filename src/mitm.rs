@@ -69,30 +69,34 @@ pub async fn intercept(
         let tunnel = tunnel.clone();
         async move { Ok::<_, Infallible>(inner(tunnel, req).await) }
     });
-    let result = if h2 {
+    if h2 {
         let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
             .serve_connection(TokioIo::new(tls), service);
-        tokio::select! {
+        let result = tokio::select! {
             r = conn => r,
             () = stop.cancelled() => Ok(()),
+        };
+        if let Err(e) = result {
+            tracing::debug!(%client, "intercepted h2 connection ended: {e}");
         }
     } else {
         // The same byte-level framing guard as on the outer connection: smuggling inside TLS is still smuggling.
-        let (guarded, _report) =
+        let (guarded, report) =
             FramingGuard::new(tls, state.config.limits.max_request_header_bytes, error::render_framing);
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(state.config.timeouts.request_headers)
             .serve_connection(TokioIo::new(guarded), service)
             .with_upgrades();
-        tokio::select! {
+        let result = tokio::select! {
             r = conn => r,
             () = stop.cancelled() => Ok(()),
+        };
+        crate::conn::audit_malformed(&state, client, &report, &result);
+        if let Err(e) = result {
+            tracing::debug!(%client, "intercepted connection ended: {e}");
         }
-    };
-    if let Err(e) = result {
-        tracing::debug!(%client, "intercepted connection ended: {e}");
     }
     audit.finish();
 }

@@ -407,3 +407,48 @@ async fn upgrade_to_h2c_is_stripped() {
         "{seen:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_connect_or_smuggling_inside_the_tunnel() {
+    let rig = tls_rig("").await;
+    let ca = rig.sandbox_ca_file("sb1");
+    let connect = format!("allowed.test:{}", rig.up.addr.port());
+    let mut tls = tls_through(rig.proxy.addr, &connect, "allowed.test", &ca)
+        .await
+        .unwrap();
+    tls.write_all(format!("CONNECT {connect} HTTP/1.1\r\nHost: {connect}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let resp = read_tls_response(&mut tls).await;
+    assert!(
+        resp.starts_with("HTTP/1.1 400") && resp.contains("connect_in_tunnel"),
+        "{resp}"
+    );
+    let mut tls = tls_through(rig.proxy.addr, &connect, "allowed.test", &ca)
+        .await
+        .unwrap();
+    let smuggle = format!(
+        "POST / HTTP/1.1\r\nHost: {connect}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    tls.write_all(smuggle.as_bytes()).await.unwrap();
+    assert!(read_tls_response(&mut tls).await.starts_with("HTTP/1.1 400"));
+    assert!(rig.up.seen().is_empty());
+    drop(tls);
+    let mut found = false;
+    for _ in 0..100 {
+        let recs = rig.proxy.audit.now();
+        if recs
+            .iter()
+            .any(|r| r.kind == Kind::Malformed && r.reason.as_deref() == Some("cl_and_te"))
+        {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        found,
+        "the refused inner request is audited: {:#?}",
+        rig.proxy.audit.now()
+    );
+}
