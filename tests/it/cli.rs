@@ -138,19 +138,7 @@ async fn run_with_curl_through_the_proxy() {
         "listen:\n  proxy: 127.0.0.1:{port}\n{}",
         config(up.addr.port(), echo.port(), "")
     );
-    let f = write_config(&yaml);
-    let child = Command::new(BIN)
-        .args(["run", "--config", f.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (child, _f) = run_cordon(&yaml, port).await;
     let proxy = format!("http://sb1:tok1@127.0.0.1:{port}");
     let url = format!("http://allowed.test:{}/hi", up.addr.port());
 
@@ -215,19 +203,7 @@ async fn audit_records_can_go_to_a_file() {
         "listen: {{ proxy: 127.0.0.1:{port} }}\naudit: {{ path: {} }}\n",
         audit.display()
     );
-    let f = write_config(&yaml);
-    let child = Command::new(BIN)
-        .args(["run", "--config", f.path().to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (child, _f) = run_cordon(&yaml, port).await;
     let proxy = format!("http://127.0.0.1:{port}");
     let out = curl()
         .args([
@@ -307,4 +283,22 @@ fn ca_export_is_stable_and_rotate_replaces_it() {
     assert_eq!(after, rotated);
     let (code, _, err) = cordon(&["ca", "export", "--config", cfg, "--sandbox", "nobody"]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// Start `cordon run` on this config and wait until it listens on `port`.
+async fn run_cordon(yaml: &str, port: u16) -> (std::process::Child, tempfile::NamedTempFile) {
+    let f = write_config(yaml);
+    let child = Command::new(BIN)
+        .args(["run", "--config", f.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (child, f)
 }
