@@ -70,6 +70,8 @@ pub struct Record {
     pub rule: Option<usize>,
     /// The address actually dialled.
     pub dialled: Option<String>,
+    /// Names of the credentials applied (never their values).
+    pub credentials: Option<Vec<String>>,
     /// Status returned to the client.
     pub status: Option<u16>,
     /// Bytes from the client (request body or tunnel upload).
@@ -131,6 +133,7 @@ impl Pending {
                 policy: None,
                 rule: None,
                 dialled: None,
+                credentials: None,
                 status: None,
                 bytes_up: 0,
                 bytes_down: 0,

@@ -50,6 +50,20 @@ pub enum ProxyError {
     /// An intercepted request names another host than its CONNECT.
     #[error("this connection is for {0}; send requests for other hosts through their own CONNECT")]
     Misdirected(Target),
+    /// A placeholder was sent where its credential is not bound (or by another sandbox).
+    #[error("refused: the request carries a placeholder of credential {credential:?} ({why})")]
+    Exfiltration {
+        /// The credential's name (never its value).
+        credential: String,
+        /// Why it is out of place.
+        why: String,
+    },
+    /// A credential's secret could not be had right now.
+    #[error("credential {credential:?} is unavailable; try again shortly")]
+    CredentialUnavailable {
+        /// The credential's name.
+        credential: String,
+    },
     /// The upstream's certificate did not verify.
     #[error("the upstream certificate was not trusted")]
     UpstreamCertificate(String),
@@ -69,7 +83,8 @@ impl ProxyError {
             ProxyError::Target(_) | ProxyError::NotProxyRequest | ProxyError::BadRequest { .. } => {
                 StatusCode::BAD_REQUEST
             }
-            ProxyError::Denied { .. } => StatusCode::FORBIDDEN,
+            ProxyError::Denied { .. } | ProxyError::Exfiltration { .. } => StatusCode::FORBIDDEN,
+            ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Dial(d) => match d {
                 DialError::Refused(_) => StatusCode::FORBIDDEN,
                 DialError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -93,6 +108,8 @@ impl ProxyError {
             ProxyError::Denied { reason, .. } => reason.code(),
             ProxyError::Dial(d) => d.code(),
             ProxyError::Misdirected(_) => "misdirected",
+            ProxyError::Exfiltration { .. } => "credential_exfiltration",
+            ProxyError::CredentialUnavailable { .. } => "credential_unavailable",
             ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
             ProxyError::Upstream(_) => "upstream_failed",
             ProxyError::UpstreamTimeout => "upstream_timeout",

@@ -115,13 +115,44 @@ impl Exchange {
         Ok(stream)
     }
 
+    /// Check placeholders and apply the sandbox's credentials to the request going upstream; the audit
+    /// record names the credentials applied (never their values).
+    pub async fn credentials(
+        &mut self,
+        sandbox: &Sandbox,
+        target: &Target,
+        intercepted: bool,
+        req: &mut http::Request<crate::body::ProxyBody>,
+    ) -> Result<(), ProxyError> {
+        let allowed = self
+            .state
+            .policy(&sandbox.policy)
+            .map(|p| p.credentials.clone())
+            .unwrap_or_default();
+        let (mut parts, body) = std::mem::replace(req, http::Request::new(crate::body::empty())).into_parts();
+        let result = self
+            .state
+            .credentials
+            .apply(sandbox, &allowed, target, intercepted, &mut parts)
+            .await;
+        *req = http::Request::from_parts(parts, body);
+        let applied = result?;
+        if !applied.is_empty() {
+            self.audit.record().credentials = Some(applied);
+        }
+        Ok(())
+    }
+
     /// Answer with this error and emit the audit record.
     pub fn fail(mut self, err: ProxyError) -> Response<ProxyBody> {
         let resp = err.response();
         let r = self.audit.record();
         r.status = Some(resp.status().as_u16());
         r.reason = Some(err.code().to_string());
-        if err.is_refusal() {
+        if let ProxyError::Exfiltration { credential, why } = &err {
+            r.decision = Verdict::Deny;
+            r.error = Some(format!("placeholder of credential {credential}: {why}"));
+        } else if err.is_refusal() {
             r.decision = Verdict::Deny;
         } else {
             r.error = Some(error_detail(&err));

@@ -50,7 +50,10 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     // Refuse before anything is sent: the pool's connector checks again when it dials.
     ex.state.dialer.resolve(&target).await?;
     let pool = ex.state.upstreams.for_sandbox(&sandbox.id).any;
-    Ok((pool, outgoing(ex, req, Scheme::HTTP, &target, 80)?))
+    let mut out = outgoing(ex, req, Scheme::HTTP, &target, 80)?;
+    // SECURITY: never over cleartext — plain HTTP gets no credential, and a placeholder in it is refused.
+    ex.credentials(&sandbox, &target, false, &mut out).await?;
+    Ok((pool, out))
 }
 
 /// The request as it goes upstream: hop-by-hop headers stripped, Host from the target (RFC 9112 §3.2.2:

@@ -25,6 +25,7 @@ pub mod audit;
 pub mod body;
 pub mod config;
 pub mod conn;
+pub mod credentials;
 pub mod error;
 pub mod exchange;
 pub mod explain;

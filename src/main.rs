@@ -48,6 +48,19 @@ enum Command {
         #[command(subcommand)]
         command: CaCommand,
     },
+    /// The file vault: `set NAME` (value on stdin), `list` (names only), `rm NAME`.
+    Vault {
+        #[command(subcommand)]
+        command: VaultCommand,
+    },
+    /// Print the placeholders a sandbox may use, as environment variables (CORDON_PLACEHOLDER_<NAME>).
+    Placeholders {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
+    },
     /// Token helpers.
     Token {
         #[command(subcommand)]
@@ -72,6 +85,29 @@ enum CaCommand {
         /// The sandbox id.
         #[arg(long)]
         sandbox: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum VaultCommand {
+    /// Store a secret read from stdin (never from the command line, where it would be visible in `ps`).
+    Set {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The secret's name.
+        name: String,
+    },
+    /// Print the names of the stored secrets (never their values).
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Remove a secret.
+    Rm {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The secret's name.
+        name: String,
     },
 }
 
@@ -140,6 +176,8 @@ fn main() -> ExitCode {
             }
         }
         Command::Ca { command } => ca(command),
+        Command::Placeholders { config, sandbox } => placeholders(&config, &sandbox),
+        Command::Vault { command } => vault(command),
         Command::Token {
             command: TokenCommand::Hash,
         } => {
@@ -248,6 +286,90 @@ fn ca(command: CaCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn vault(command: VaultCommand) -> ExitCode {
+    let arg = match &command {
+        VaultCommand::Set { config, .. } | VaultCommand::List { config } | VaultCommand::Rm { config, .. } => config,
+    };
+    let config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let vault = match cordon::credentials::apply::open_vault(&config.vault) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match &command {
+        VaultCommand::Set { name, .. } => {
+            let mut value = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut value) {
+                eprintln!("cordon: cannot read the value from stdin: {e}");
+                return ExitCode::from(2);
+            }
+            let value = value.trim_end_matches(['\r', '\n']).to_string();
+            if value.is_empty() {
+                eprintln!("cordon: no value on stdin (e.g. `printf %s \"$TOKEN\" | cordon vault set {name}`)");
+                return ExitCode::from(2);
+            }
+            vault
+                .set(name, value.into())
+                .map(|()| eprintln!("cordon: stored {name:?}"))
+        }
+        VaultCommand::List { .. } => vault.list().map(|names| names.iter().for_each(|n| println!("{n}"))),
+        VaultCommand::Rm { name, .. } => vault.remove(name).map(|found| {
+            if !found {
+                eprintln!("cordon: {name:?} was not in the vault");
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
+    let config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Some(spec) = config.sandbox(sandbox) else {
+        eprintln!("cordon: no sandbox {sandbox:?} in {}", config.source);
+        return ExitCode::from(2);
+    };
+    let allowed = config
+        .policies
+        .get(&spec.policy)
+        .map(|p| p.credentials.clone())
+        .unwrap_or_default();
+    let creds = match cordon::credentials::apply::Credentials::new(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (name, value) in creds.placeholders_for(sandbox, &allowed) {
+        let var: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        println!("CORDON_PLACEHOLDER_{var}={value}");
+    }
+    ExitCode::SUCCESS
 }
 
 fn print_summary(c: &Config) {

@@ -157,10 +157,16 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
     ex.record().path = Some(req.uri().path().to_string());
     let websocket = is_websocket(&req);
     let client_upgrade = websocket.then(|| hyper::upgrade::on(&mut req));
-    let outgoing = match police(&mut ex, &tunnel, req, websocket) {
+    let mut outgoing = match police(&mut ex, &tunnel, req, websocket) {
         Ok(r) => r,
         Err(e) => return ex.fail(e),
     };
+    if let Err(e) = ex
+        .credentials(&tunnel.sandbox, &tunnel.target, true, &mut outgoing)
+        .await
+    {
+        return ex.fail(e);
+    }
     let clients = tunnel.state.upstreams.for_sandbox(&tunnel.sandbox.id);
     let pool = if websocket { clients.http1 } else { clients.any };
     let Some(client_upgrade) = client_upgrade else {

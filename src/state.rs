@@ -8,6 +8,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::audit;
 use crate::config::Config;
+use crate::credentials::apply::Credentials;
 use crate::identity::{Identities, Sandbox};
 use crate::net::{Dialer, Guard};
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
@@ -33,6 +34,8 @@ pub struct ProxyState {
     pub leaves: LeafCache,
     /// Pooled, verified connections to upstreams, per sandbox.
     pub upstreams: Upstreams,
+    /// Credentials and placeholders.
+    pub credentials: Credentials,
     /// Every connection and tunnel task, so shutdown can wait for them.
     pub tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
@@ -55,7 +58,9 @@ impl ProxyState {
         let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
         let tls = upstream::client_config(&config.upstream.extra_roots)?;
         let validity = config.ca.leaf_validity;
+        let credentials = Credentials::new(&config)?;
         Ok(Arc::new(ProxyState {
+            credentials,
             identities: Identities::new(&config.sandboxes),
             upstreams: Upstreams::new(dialer.clone(), tls, config.upstream.pool_idle),
             dialer,

@@ -41,6 +41,10 @@ pub struct Config {
     pub ca: CaConfig,
     /// cordon's connections to upstreams.
     pub upstream: UpstreamConfig,
+    /// The file vault.
+    pub vault: crate::credentials::spec::FileVaultSpec,
+    /// Credentials by name.
+    pub credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
     /// Sandboxes declared in the file.
     pub sandboxes: Vec<SandboxSpec>,
     /// Policies by name.

@@ -33,6 +33,12 @@ pub struct RawConfig {
     /// cordon's own connections to upstreams.
     #[serde(default)]
     pub upstream: RawUpstream,
+    /// Where secrets come from.
+    #[serde(default)]
+    pub vault: RawVault,
+    /// Named credentials.
+    #[serde(default)]
+    pub credentials: BTreeMap<String, RawCredential>,
     /// The sandboxes cordon knows.
     #[serde(default)]
     pub sandboxes: Vec<RawSandbox>,
@@ -155,6 +161,90 @@ pub struct RawPolicy {
     /// Ordered allow rules.
     #[serde(default)]
     pub allow: Vec<RawRule>,
+    /// Credentials sandboxes of this policy may use.
+    #[serde(default)]
+    pub credentials: Vec<String>,
+}
+
+/// `vault:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVault {
+    /// The encrypted file vault.
+    #[serde(default)]
+    pub file: RawFileVault,
+}
+
+/// `vault.file:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFileVault {
+    /// The encrypted file.
+    pub path: Option<String>,
+    /// The key file (created 0600 on first use).
+    pub key_file: Option<String>,
+    /// Or: an environment variable holding the key (hex).
+    pub key_env: Option<String>,
+}
+
+/// One entry of `credentials:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCredential {
+    /// Where the secret comes from.
+    pub source: Option<RawSource>,
+    /// Where it may be sent.
+    pub bind: Option<RawBinding>,
+    /// How it is applied.
+    pub inject: Option<RawInject>,
+}
+
+/// `source:` of a credential: exactly one key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    /// A name in the file vault.
+    pub vault: Option<String>,
+    /// An environment variable of cordon's process.
+    pub env: Option<String>,
+}
+
+/// `bind:` of a credential.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBinding {
+    /// Host patterns (policy semantics).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Ports (default [443]).
+    pub ports: Option<Vec<i64>>,
+    /// Methods (default any).
+    pub methods: Option<Vec<String>>,
+    /// Path globs (default any).
+    pub paths: Option<Vec<String>>,
+}
+
+/// `inject:` of a credential: a header, Basic auth, or a placeholder.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInject {
+    /// Header to set.
+    pub header: Option<String>,
+    /// Its value, with `{secret}` where the secret goes.
+    pub value: Option<String>,
+    /// `Authorization: Basic base64(user:secret)` with this user.
+    pub basic_user: Option<String>,
+    /// Swap the sandbox's placeholder for the secret.
+    pub placeholder: Option<RawPlaceholder>,
+}
+
+/// `inject.placeholder:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlaceholder {
+    /// Also replace it in the query string.
+    #[serde(default)]
+    pub query: bool,
 }
 
 /// One allow rule.

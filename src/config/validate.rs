@@ -16,6 +16,8 @@ use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths, parse_method, parse
 use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
 use crate::target::{Host, Target};
 
+mod credentials;
+
 /// Errors gathered while validating one file.
 struct Errors {
     file: String,
@@ -33,7 +35,7 @@ impl Errors {
     }
 }
 
-pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErrors> {
+pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut errs = Errors {
         file: source.to_string(),
         list: Vec::new(),
@@ -68,9 +70,22 @@ pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErr
         drain: duration(&mut errs, "timeouts.drain", raw.timeouts.drain, defaults.drain),
     };
     let limits = limits(&mut errs, raw.limits);
+    let mut policy_credentials: BTreeMap<String, Vec<String>> = raw
+        .policies
+        .iter_mut()
+        .map(|(name, p)| (name.clone(), std::mem::take(&mut p.credentials)))
+        .collect();
     let ca = ca(&mut errs, raw.ca);
     let upstream = upstream(&mut errs, raw.upstream);
-    let policies = policies(&mut errs, raw.policies);
+    let vault = credentials::vault(&mut errs, raw.vault);
+    let creds = credentials::credentials(&mut errs, raw.credentials);
+    let mut policies = policies(&mut errs, raw.policies);
+    for (name, p) in policies.iter_mut() {
+        if let Some(list) = policy_credentials.remove(name) {
+            credentials::check_policy_credentials(&mut errs, name, &list, &creds);
+            p.credentials = list;
+        }
+    }
     let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
     if errs.list.is_empty() {
         Ok(Config {
@@ -82,6 +97,8 @@ pub(super) fn validate(source: &str, raw: RawConfig) -> Result<Config, ConfigErr
             limits,
             ca,
             upstream,
+            vault,
+            credentials: creds,
             sandboxes,
             policies,
         })

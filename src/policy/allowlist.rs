@@ -187,6 +187,20 @@ pub enum TlsMode {
     Tunnel,
 }
 
+/// A matcher for a list of host patterns (the same semantics as policy rules), for credential bindings.
+pub fn host_set(patterns: &[HostPattern]) -> Result<GlobSet, globset::Error> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        set.add(p.glob()?);
+    }
+    set.build()
+}
+
+/// Whether `host` (a normalised name) matches a set built by [`host_set`] or [`compile_hosts`].
+pub fn host_matches(set: &GlobSet, host: &str) -> bool {
+    set.is_match(labels_as_path(host))
+}
+
 /// Build the one host matcher for a policy: returns the set and, for each glob, the rule it belongs to.
 pub fn compile_hosts(rules: &[Rule]) -> Result<(GlobSet, Vec<usize>), globset::Error> {
     let mut set = GlobSetBuilder::new();

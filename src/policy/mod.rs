@@ -39,6 +39,8 @@ pub struct Policy {
     pub mode: Mode,
     /// Rules in the order written; a decision names the first rule that allows.
     pub rules: Vec<Rule>,
+    /// Names of the credentials its sandboxes may use.
+    pub credentials: Vec<String>,
     hosts: GlobSet,
     host_owner: Vec<usize>,
 }
@@ -51,6 +53,7 @@ impl Policy {
             name,
             mode,
             rules,
+            credentials: Vec::new(),
             hosts,
             host_owner,
         })

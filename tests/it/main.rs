@@ -4,6 +4,7 @@
 mod auth;
 mod cli;
 mod connect;
+mod credentials;
 mod framing;
 mod guard;
 mod http;

@@ -1,0 +1,272 @@
+//! Applying credentials to a request at the proxy, and refusing placeholders that are out of place.
+//!
+//! Order: every placeholder-shaped token anywhere in the request is accounted for first (SECURITY:
+//! credential exfiltration: a placeholder is only ever turned into its secret for the destination it is
+//! bound to, by the sandbox it was issued to, over intercepted HTTPS); then bound header credentials are set,
+//! replacing whatever the sandbox sent; then the placeholders are swapped for their secrets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use http::header::AUTHORIZATION;
+use http::request::Parts;
+use http::uri::PathAndQuery;
+use http::{HeaderValue, Uri};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::placeholder::{self, Placeholders};
+use super::spec::{CredentialSpec, FileVaultSpec, Inject, KeySpec, SecretSource};
+use super::vault::file::{FileVault, KeySource};
+use super::vault::{SecretStore, VaultError};
+use crate::config::Config;
+use crate::error::ProxyError;
+use crate::identity::Sandbox;
+use crate::target::Target;
+
+/// The configured credentials, their placeholders, and where their secrets come from.
+pub struct Credentials {
+    specs: Arc<BTreeMap<String, CredentialSpec>>,
+    /// The file vault, opened when a credential reads from it.
+    vault: Option<FileVault>,
+    /// Placeholder computation and recognition.
+    pub placeholders: Placeholders,
+}
+
+/// Where in the request a placeholder was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Header,
+    Query,
+    Path,
+    /// Inside `Authorization: Basic` (base64): refused, never swapped (use `basic_user` injection).
+    Basic,
+}
+
+impl Credentials {
+    /// Set up from the configuration: the placeholder key sits beside the vault file.
+    pub fn new(config: &Config) -> Result<Credentials, String> {
+        let mut key = config.vault.path.clone();
+        key.set_file_name("placeholder.key");
+        let mut placeholders = if config.credentials.is_empty() {
+            // Nothing to protect: no key file is created for a config without credentials.
+            Placeholders::from_key(&[0u8; 32])
+        } else {
+            Placeholders::load(&key)?
+        };
+        let pairs: Vec<(&str, &str)> = config
+            .sandboxes
+            .iter()
+            .flat_map(|s| config.credentials.keys().map(move |c| (s.id.as_str(), c.as_str())))
+            .collect();
+        placeholders.learn(pairs);
+        let needs_vault = config
+            .credentials
+            .values()
+            .any(|c| matches!(c.source, SecretSource::Vault(_)));
+        let vault = if needs_vault {
+            Some(open_vault(&config.vault).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        Ok(Credentials {
+            vault,
+            specs: Arc::new(config.credentials.clone()),
+            placeholders,
+        })
+    }
+
+    /// The placeholders a sandbox may use: (credential, placeholder) for each placeholder credential its
+    /// policy allows.
+    pub fn placeholders_for(&self, sandbox: &str, allowed: &[String]) -> Vec<(String, String)> {
+        allowed
+            .iter()
+            .filter(|n| {
+                self.specs
+                    .get(*n)
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. }))
+            })
+            .map(|n| (n.clone(), self.placeholders.value(sandbox, n)))
+            .collect()
+    }
+
+    /// Check and apply credentials to a request going upstream. `intercepted` is false for plain HTTP,
+    /// where nothing is ever injected and any placeholder is refused. Returns the names of the credentials
+    /// applied.
+    pub async fn apply(
+        &self,
+        sandbox: &Sandbox,
+        allowed: &[String],
+        target: &Target,
+        intercepted: bool,
+        parts: &mut Parts,
+    ) -> Result<Vec<String>, ProxyError> {
+        let path = parts.uri.path().to_string();
+        let method = parts.method.clone();
+        let usable = |name: &str| {
+            allowed.iter().any(|a| a == name)
+                && intercepted
+                && self
+                    .specs
+                    .get(name)
+                    .is_some_and(|s| s.binding.matches(target, &method, &path))
+        };
+        // Account for every placeholder-shaped token.
+        let mut swaps: Vec<(String, String)> = Vec::new();
+        for (place, text) in self.texts(parts) {
+            for token in placeholder::find(&text) {
+                let credential = match self.placeholders.owner(token) {
+                    Some((owner, credential)) if owner == &sandbox.id => credential.clone(),
+                    Some((_, credential)) => return Err(exfiltration(credential, "another sandbox's placeholder")),
+                    None => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
+                };
+                let in_query_ok = self
+                    .specs
+                    .get(&credential)
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { query: true }));
+                let placeholder_kind = self
+                    .specs
+                    .get(&credential)
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. }));
+                let place_ok = match place {
+                    Place::Header => true,
+                    Place::Query => in_query_ok,
+                    Place::Path | Place::Basic => false,
+                };
+                if !(placeholder_kind && place_ok && usable(&credential)) {
+                    return Err(exfiltration(&credential, "sent where it is not bound"));
+                }
+                if !swaps.iter().any(|(c, _)| c == &credential) {
+                    swaps.push((credential, token.to_string()));
+                }
+            }
+        }
+        let mut applied = Vec::new();
+        // Header credentials bound to this destination.
+        for name in allowed {
+            let Some(spec) = self.specs.get(name) else { continue };
+            if !usable(name) {
+                continue;
+            }
+            match &spec.inject {
+                Inject::Header { name: header, template } => {
+                    let secret = self.secret(spec).await?;
+                    let value = template.replace("{secret}", secret.expose_secret());
+                    parts.headers.insert(header.clone(), sensitive(&value, name)?);
+                    applied.push(name.clone());
+                }
+                Inject::Basic { user } => {
+                    let secret = self.secret(spec).await?;
+                    let pair = format!("{user}:{}", secret.expose_secret());
+                    let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
+                    parts.headers.insert(AUTHORIZATION, sensitive(&value, name)?);
+                    applied.push(name.clone());
+                }
+                Inject::Placeholder { .. } => {}
+            }
+        }
+        // Placeholders swapped for their secrets.
+        for (credential, token) in swaps {
+            let Some(spec) = self.specs.get(&credential) else {
+                continue;
+            };
+            let secret = self.secret(spec).await?;
+            for value in parts.headers.values_mut() {
+                if let Ok(text) = value.to_str()
+                    && text.contains(&token)
+                {
+                    *value = sensitive(&text.replace(&token, secret.expose_secret()), &credential)?;
+                }
+            }
+            if let Some(q) = parts.uri.query()
+                && q.contains(&token)
+            {
+                let encoded: String = form_urlencoded::byte_serialize(secret.expose_secret().as_bytes()).collect();
+                let pq = format!("{}?{}", parts.uri.path(), q.replace(&token, &encoded));
+                let mut uri = parts.uri.clone().into_parts();
+                uri.path_and_query = Some(PathAndQuery::try_from(pq).map_err(|_| unavailable(&credential))?);
+                parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential))?;
+            }
+            applied.push(credential);
+        }
+        Ok(applied)
+    }
+
+    /// Every text of the request a placeholder could hide in.
+    fn texts(&self, parts: &Parts) -> Vec<(Place, String)> {
+        let mut out: Vec<(Place, String)> = parts
+            .headers
+            .values()
+            .map(|v| (Place::Header, String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect();
+        // Basic credentials hide the placeholder in base64: look inside them too.
+        for v in parts.headers.values() {
+            if let Some(decoded) = v
+                .to_str()
+                .ok()
+                .and_then(|t| t.strip_prefix("Basic ").or_else(|| t.strip_prefix("basic ")))
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b.trim()).ok())
+            {
+                out.push((Place::Basic, String::from_utf8_lossy(&decoded).into_owned()));
+            }
+        }
+        out.push((Place::Path, decode(parts.uri.path())));
+        if let Some(q) = parts.uri.query() {
+            out.push((Place::Query, decode(q)));
+        }
+        out
+    }
+
+    async fn secret(&self, spec: &CredentialSpec) -> Result<SecretString, ProxyError> {
+        match &spec.source {
+            SecretSource::Env(var) => std::env::var(var).map(SecretString::from).map_err(|_| {
+                tracing::warn!(credential = %spec.name, "the environment variable {var} is not set");
+                unavailable(&spec.name)
+            }),
+            SecretSource::Vault(name) => match &self.vault {
+                Some(v) => v.get(name).await.map_err(|e| {
+                    tracing::warn!(credential = %spec.name, "the vault did not give the secret: {e}");
+                    unavailable(&spec.name)
+                }),
+                None => Err(unavailable(&spec.name)),
+            },
+        }
+    }
+}
+
+/// Open the file vault as configured (creating its key file, 0600, on first use).
+pub fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
+    let key = match &spec.key {
+        KeySpec::File(p) => KeySource::File(p.clone()),
+        KeySpec::Env(v) => KeySource::Env(v.clone()),
+    };
+    FileVault::open(spec.path.clone(), key)
+}
+
+/// Percent-decoded (placeholders are plain ASCII, but a sandbox may encode them to slip past a scan).
+fn decode(text: &str) -> String {
+    form_urlencoded::parse(text.as_bytes())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+        + text
+}
+
+fn sensitive(value: &str, credential: &str) -> Result<HeaderValue, ProxyError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| unavailable(credential))?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+fn exfiltration(credential: &str, why: &str) -> ProxyError {
+    ProxyError::Exfiltration {
+        credential: credential.to_string(),
+        why: why.to_string(),
+    }
+}
+
+fn unavailable(credential: &str) -> ProxyError {
+    ProxyError::CredentialUnavailable {
+        credential: credential.to_string(),
+    }
+}

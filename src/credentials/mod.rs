@@ -1,0 +1,9 @@
+//! Credentials: secrets from vaults, short-lived tokens from issuers, applied at the proxy so that no
+//! long-lived secret ever lives inside a sandbox.
+
+pub mod apply;
+pub mod http;
+pub mod placeholder;
+pub mod source;
+pub mod spec;
+pub mod vault;

@@ -1,0 +1,155 @@
+//! Placeholders: per (sandbox, credential) values that are worthless anywhere but at cordon.
+//!
+//! A placeholder is `cordon-ph-` followed by 32 hex digits of HMAC-SHA256(key, sandbox, credential), so
+//! it is stable across restarts, different for every sandbox and credential, and reveals nothing. The key
+//! lives in a file created 0600 on first use.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// Every placeholder starts with this.
+pub const PREFIX: &str = "cordon-ph-";
+const HEX_LEN: usize = 32;
+
+/// Computes and recognises placeholders.
+pub struct Placeholders {
+    key: hmac::Key,
+    /// placeholder -> (sandbox, credential), for every declared sandbox and credential.
+    known: HashMap<String, (String, String)>,
+}
+
+impl Placeholders {
+    /// Load the key from `key_file` (creating it, 0600, on first use).
+    pub fn load(key_file: &Path) -> Result<Placeholders, String> {
+        let bytes = match std::fs::read(key_file) {
+            Ok(b) if b.len() == 32 => b,
+            Ok(_) => {
+                return Err(format!(
+                    "{}: not a placeholder key (expected 32 bytes)",
+                    key_file.display()
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key(key_file)?,
+            Err(e) => return Err(format!("{}: {e}", key_file.display())),
+        };
+        Ok(Placeholders::from_key(&bytes))
+    }
+
+    /// From raw key bytes (tests).
+    pub fn from_key(bytes: &[u8]) -> Placeholders {
+        Placeholders {
+            key: hmac::Key::new(hmac::HMAC_SHA256, bytes),
+            known: HashMap::new(),
+        }
+    }
+
+    /// Remember the placeholders of these (sandbox, credential) pairs so any of them can be recognised.
+    pub fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        for (sandbox, credential) in pairs {
+            let p = self.value(sandbox, credential);
+            self.known.insert(p, (sandbox.to_string(), credential.to_string()));
+        }
+    }
+
+    /// The placeholder of `credential` for `sandbox`.
+    pub fn value(&self, sandbox: &str, credential: &str) -> String {
+        let mut ctx = hmac::Context::with_key(&self.key);
+        ctx.update(sandbox.as_bytes());
+        ctx.update(&[0]);
+        ctx.update(credential.as_bytes());
+        let tag = ctx.sign();
+        let hex = hex::encode(tag.as_ref());
+        format!("{PREFIX}{}", &hex[..HEX_LEN])
+    }
+
+    /// Whose placeholder this is, if it is one cordon issued.
+    pub fn owner(&self, placeholder: &str) -> Option<&(String, String)> {
+        self.known.get(placeholder)
+    }
+}
+
+/// Every placeholder-shaped token in `text`, including ones cordon never issued (a forged or stale
+/// placeholder is refused like any other out of place).
+pub fn find(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(i) = rest.find(PREFIX) {
+        let start = offset + i;
+        let tail = &text[start + PREFIX.len()..];
+        let len = tail.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
+        let end = start + PREFIX.len() + len;
+        out.push(&text[start..end]);
+        offset = end;
+        rest = &text[end..];
+    }
+    out
+}
+
+fn create_key(path: &Path) -> Result<Vec<u8>, String> {
+    let mut key = vec![0u8; 32];
+    SystemRandom::new()
+        .fill(&mut key)
+        .map_err(|_| "the system random generator failed".to_string())?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(&key)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn placeholders_differ_per_sandbox_and_credential_and_are_recognised() {
+        let mut p = Placeholders::from_key(&[7u8; 32]);
+        p.learn([("a", "openai"), ("b", "openai"), ("a", "github")]);
+        let a = p.value("a", "openai");
+        assert!(a.starts_with(PREFIX) && a.len() == PREFIX.len() + 32);
+        assert_ne!(a, p.value("b", "openai"));
+        assert_ne!(a, p.value("a", "github"));
+        assert_eq!(p.owner(&a), Some(&("a".to_string(), "openai".to_string())));
+        assert_eq!(p.owner("cordon-ph-00"), None);
+        // Another key, other placeholders.
+        assert_ne!(a, Placeholders::from_key(&[8u8; 32]).value("a", "openai"));
+    }
+
+    #[test]
+    fn find_extracts_every_token() {
+        let t = "Bearer cordon-ph-abc123 and cordon-ph-ffff, x";
+        assert_eq!(find(t), vec!["cordon-ph-abc123", "cordon-ph-ffff"]);
+        assert!(find("nothing here").is_empty());
+        assert_eq!(find("cordon-ph-"), vec!["cordon-ph-"]);
+    }
+
+    #[test]
+    fn key_file_is_created_0600_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/placeholder.key");
+        let a = Placeholders::load(&path).unwrap().value("s", "c");
+        let b = Placeholders::load(&path).unwrap().value("s", "c");
+        assert_eq!(a, b);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
+}

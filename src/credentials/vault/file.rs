@@ -1,0 +1,338 @@
+//! The embedded default vault: one encrypted file on cordon's disk.
+//!
+//! Layout: the 8-byte magic `CORDONV1`, a random 24-byte nonce, then the XChaCha20-Poly1305 ciphertext
+//! (the magic is authenticated as associated data) of a JSON object mapping names to values. A missing
+//! file is an empty vault. Every write goes to a fresh 0600 temporary file in the same directory, is
+//! fsynced, renamed over the vault, and the directory is fsynced: a crash leaves the old or the new vault.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chacha20poly1305::aead::rand_core::RngCore;
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use secrecy::zeroize::{Zeroize, Zeroizing};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::{SecretStore, VaultError};
+
+/// The versioned header at the start of every vault file.
+const MAGIC: &[u8; 8] = b"CORDONV1";
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+const NAME_RULE: &str = "use 1-128 characters of A-Z a-z 0-9 . _ / -";
+
+/// Where the vault's 32-byte key comes from.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// A file holding the key in hex; created (mode 0600, random key) if it does not exist.
+    File(PathBuf),
+    /// An environment variable of cordon's holding the key in hex.
+    Env(String),
+}
+
+/// An encrypted vault file. `get` runs its file I/O off the async runtime; `set`, `remove` and `list`
+/// block (they are for the command line). Writes from one process are serialised.
+pub struct FileVault {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    key: Zeroizing<[u8; 32]>,
+    write_lock: Mutex<()>,
+}
+
+/// The decrypted name -> value map; its values are wiped when it is dropped.
+struct Entries(BTreeMap<String, String>);
+
+impl Drop for Entries {
+    fn drop(&mut self) {
+        for value in self.0.values_mut() {
+            value.zeroize();
+        }
+    }
+}
+
+/// Check a secret name: 1-128 characters of `[A-Za-z0-9._/-]`.
+pub fn check_name(name: &str) -> Result<(), VaultError> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(VaultError::BadName {
+            name: name.chars().take(140).collect(),
+            rule: NAME_RULE,
+        })
+    }
+}
+
+fn io_err(action: &'static str, path: &Path, e: std::io::Error) -> VaultError {
+    VaultError::Io {
+        action,
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn parse_key(hex_text: &str, source_name: String) -> Result<Zeroizing<[u8; 32]>, VaultError> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    hex::decode_to_slice(hex_text.trim(), key.as_mut_slice()).map_err(|e| VaultError::BadKey {
+        source_name,
+        detail: format!("expected 64 hex digits (32 bytes): {e}"),
+    })?;
+    Ok(key)
+}
+
+/// Create the parent directory of `path` (mode 0700) if it is missing.
+fn ensure_parent(path: &Path) -> Result<(), VaultError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| io_err("create directory", dir, e)),
+        _ => Ok(()),
+    }
+}
+
+fn load_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, VaultError> {
+    let source_name = format!("file {}", path.display());
+    match fs::metadata(path) {
+        Ok(meta) => {
+            // SECURITY: a key file that other local users can read lets them decrypt every secret.
+            if meta.permissions().mode() & 0o077 != 0 {
+                return Err(VaultError::KeyPermissions {
+                    path: path.display().to_string(),
+                });
+            }
+            let text = Zeroizing::new(fs::read_to_string(path).map_err(|e| io_err("read", path, e))?);
+            parse_key(&text, source_name)
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            ensure_parent(path)?;
+            let mut key = Zeroizing::new([0u8; 32]);
+            OsRng.fill_bytes(key.as_mut_slice());
+            let text = Zeroizing::new(format!("{}\n", hex::encode(key.as_slice())));
+            // SECURITY: created 0600 from the start, so there is no moment at which others can read the key.
+            let mut file = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+                Ok(f) => f,
+                // Another process created it first: use theirs.
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => return load_key_file(path),
+                Err(e) => return Err(io_err("create", path, e)),
+            };
+            file.write_all(text.as_bytes()).map_err(|e| io_err("write", path, e))?;
+            file.sync_all().map_err(|e| io_err("sync", path, e))?;
+            Ok(key)
+        }
+        Err(e) => Err(io_err("read", path, e)),
+    }
+}
+
+impl FileVault {
+    /// Open the vault at `path` with the key from `key` (a key file is created on first use).
+    /// The vault file itself need not exist yet: a missing file is an empty vault.
+    pub fn open(path: PathBuf, key: KeySource) -> Result<FileVault, VaultError> {
+        let key = match key {
+            KeySource::File(key_path) => load_key_file(&key_path)?,
+            KeySource::Env(var) => {
+                let text = Zeroizing::new(match std::env::var(&var) {
+                    Ok(v) => v,
+                    Err(std::env::VarError::NotPresent) => return Err(VaultError::EnvMissing { var }),
+                    Err(std::env::VarError::NotUnicode(_)) => return Err(VaultError::EnvNotUnicode { var }),
+                });
+                parse_key(&text, format!("environment variable {var}"))?
+            }
+        };
+        Ok(FileVault {
+            inner: Arc::new(Inner {
+                path,
+                key,
+                write_lock: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The vault file's path.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Store `value` under `name`, replacing any previous value.
+    pub fn set(&self, name: &str, value: SecretString) -> Result<(), VaultError> {
+        check_name(name)?;
+        let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.inner.load()?;
+        if let Some(old) = entries.0.get_mut(name) {
+            old.zeroize();
+        }
+        entries.0.insert(name.to_owned(), value.expose_secret().to_owned());
+        self.inner.store(&entries)
+    }
+
+    /// Remove `name`; `Ok(false)` if it was not there.
+    pub fn remove(&self, name: &str) -> Result<bool, VaultError> {
+        check_name(name)?;
+        let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.inner.load()?;
+        match entries.0.remove(name) {
+            Some(mut old) => {
+                old.zeroize();
+                self.inner.store(&entries)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The names in the vault, sorted (never the values).
+    pub fn list(&self) -> Result<Vec<String>, VaultError> {
+        Ok(self.inner.load()?.0.keys().cloned().collect())
+    }
+
+    /// Read `name` without leaving the current thread (for callers outside an async runtime).
+    pub fn get_blocking(&self, name: &str) -> Result<SecretString, VaultError> {
+        self.inner.get(name)
+    }
+}
+
+impl Inner {
+    fn get(&self, name: &str) -> Result<SecretString, VaultError> {
+        check_name(name)?;
+        let entries = self.load()?;
+        match entries.0.get(name) {
+            // Copied into an exactly sized secret box; `entries` wipes the original.
+            Some(value) => Ok(SecretString::from(value.as_str())),
+            None => Err(VaultError::NotFound {
+                name: name.to_owned(),
+                vault: self.path.display().to_string(),
+            }),
+        }
+    }
+
+    fn cipher(&self) -> XChaCha20Poly1305 {
+        XChaCha20Poly1305::new(self.key.as_slice().into())
+    }
+
+    fn decrypt_error(&self) -> VaultError {
+        VaultError::Decrypt {
+            path: self.path.display().to_string(),
+        }
+    }
+
+    /// Read and decrypt the vault; a missing file is empty.
+    fn load(&self) -> Result<Entries, VaultError> {
+        let data = match fs::read(&self.path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Entries(BTreeMap::new())),
+            Err(e) => return Err(io_err("read", &self.path, e)),
+        };
+        if data.len() < MAGIC.len() + NONCE_LEN + TAG_LEN || !data.starts_with(MAGIC) {
+            return Err(self.decrypt_error());
+        }
+        let (nonce, ciphertext) = data[MAGIC.len()..].split_at(NONCE_LEN);
+        let payload = Payload {
+            msg: ciphertext,
+            aad: MAGIC,
+        };
+        // SECURITY: authenticated decryption; a tampered or truncated file is refused, never parsed as garbage.
+        let plaintext = Zeroizing::new(
+            self.cipher()
+                .decrypt(XNonce::from_slice(nonce), payload)
+                .map_err(|_| self.decrypt_error())?,
+        );
+        let map: BTreeMap<String, String> = serde_json::from_slice(&plaintext).map_err(|_| self.decrypt_error())?;
+        Ok(Entries(map))
+    }
+
+    /// Encrypt `entries` and replace the vault atomically.
+    fn store(&self, entries: &Entries) -> Result<(), VaultError> {
+        // Sized for the worst-case JSON escaping so the buffer never reallocates (leaving unwiped copies).
+        let capacity = 2 + entries
+            .0
+            .iter()
+            .map(|(k, v)| 6 * (k.len() + v.len()) + 6)
+            .sum::<usize>();
+        let mut plaintext = Zeroizing::new(Vec::with_capacity(capacity));
+        serde_json::to_writer(&mut *plaintext, &entries.0).map_err(|e| VaultError::Io {
+            action: "encode",
+            path: self.path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let payload = Payload {
+            msg: plaintext.as_slice(),
+            aad: MAGIC,
+        };
+        let ciphertext = self.cipher().encrypt(&nonce, payload).map_err(|_| VaultError::Io {
+            action: "encrypt",
+            path: self.path.display().to_string(),
+            detail: "encryption failed".to_owned(),
+        })?;
+        let mut out = Vec::with_capacity(MAGIC.len() + NONCE_LEN + ciphertext.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(nonce.as_slice());
+        out.extend_from_slice(&ciphertext);
+        write_atomically(&self.path, &out)
+    }
+}
+
+/// Write `data` to `path` so that a crash leaves either the old or the new file, never a mix.
+fn write_atomically(path: &Path, data: &[u8]) -> Result<(), VaultError> {
+    ensure_parent(path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.tmp-{:016x}", OsRng.next_u64()));
+    let result = (|| {
+        // SECURITY: the temporary file is 0600 from creation and never an existing file (no symlink swap).
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| io_err("create", &tmp, e))?;
+        file.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
+        file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+        drop(file);
+        fs::rename(&tmp, path).map_err(|e| io_err("replace", path, e))?;
+        let dir_handle = fs::File::open(&dir).map_err(|e| io_err("open directory", &dir, e))?;
+        dir_handle.sync_all().map_err(|e| io_err("sync directory", &dir, e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+impl SecretStore for FileVault {
+    async fn get(&self, name: &str) -> Result<SecretString, VaultError> {
+        let inner = Arc::clone(&self.inner);
+        let name = name.to_owned();
+        let path = self.inner.path.display().to_string();
+        tokio::task::spawn_blocking(move || inner.get(&name))
+            .await
+            .map_err(|e| VaultError::Io {
+                action: "read",
+                path,
+                detail: format!("the reading task failed: {e}"),
+            })?
+    }
+}
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;
