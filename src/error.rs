@@ -63,6 +63,8 @@ pub enum ProxyError {
     CredentialUnavailable {
         /// The credential's name.
         credential: String,
+        /// Why (for the audit record and logs; never sent to the sandbox, never a secret).
+        detail: String,
     },
     /// The upstream's certificate did not verify.
     #[error("the upstream certificate was not trusted")]

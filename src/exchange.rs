@@ -172,6 +172,7 @@ fn error_detail(err: &ProxyError) -> String {
     match err {
         ProxyError::Dial(crate::net::DialError::Connect { addr, source, .. }) => format!("{addr}: {source}"),
         ProxyError::Dial(crate::net::DialError::Resolve { detail, .. }) => detail.clone(),
+        ProxyError::CredentialUnavailable { credential, detail } => format!("credential {credential}: {detail}"),
         other => other.to_string(),
     }
 }

@@ -296,7 +296,7 @@ fn vault(command: VaultCommand) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let vault = match cordon::credentials::apply::open_vault(&config.vault) {
+    let vault = match cordon::credentials::secrets::open_vault(&config.vault) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("cordon: {e}");

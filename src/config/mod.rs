@@ -43,6 +43,8 @@ pub struct Config {
     pub upstream: UpstreamConfig,
     /// The file vault.
     pub vault: crate::credentials::spec::FileVaultSpec,
+    /// An OpenBao / HashiCorp Vault server, if configured.
+    pub openbao: Option<crate::credentials::spec::OpenBaoSpec>,
     /// Credentials by name.
     pub credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
     /// Sandboxes declared in the file.

@@ -173,6 +173,34 @@ pub struct RawVault {
     /// The encrypted file vault.
     #[serde(default)]
     pub file: RawFileVault,
+    /// A HashiCorp Vault / OpenBao server (KV v2).
+    pub openbao: Option<RawOpenBao>,
+}
+
+/// `vault.openbao:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOpenBao {
+    /// e.g. `https://vault.internal:8200`.
+    pub addr: String,
+    /// KV v2 mount (default `secret`).
+    pub mount: Option<String>,
+    /// Token auth: the environment variable holding the token.
+    pub token_env: Option<String>,
+    /// AppRole auth.
+    pub approle: Option<RawAppRole>,
+}
+
+/// `vault.openbao.approle:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAppRole {
+    /// The role id.
+    pub role_id: String,
+    /// The environment variable holding the secret id.
+    pub secret_id_env: String,
+    /// Auth mount (default `approle`).
+    pub mount: Option<String>,
 }
 
 /// `vault.file:`
@@ -207,6 +235,64 @@ pub struct RawSource {
     pub vault: Option<String>,
     /// An environment variable of cordon's process.
     pub env: Option<String>,
+    /// A `path#key` in the OpenBao KV v2 mount.
+    pub openbao: Option<String>,
+    /// OAuth2 client-credentials tokens.
+    pub oauth2: Option<RawOAuth2>,
+    /// GitHub App installation tokens.
+    pub github_app: Option<RawGitHubApp>,
+}
+
+/// A reference to a stored secret (for a client secret or a private key).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSecretRef {
+    /// A name in the file vault.
+    pub vault: Option<String>,
+    /// An environment variable.
+    pub env: Option<String>,
+    /// A `path#key` in OpenBao.
+    pub openbao: Option<String>,
+}
+
+/// `source.oauth2:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOAuth2 {
+    /// The token endpoint.
+    pub token_url: String,
+    /// The client id.
+    pub client_id: String,
+    /// Where the client secret is.
+    pub client_secret: RawSecretRef,
+    /// Requested scope.
+    pub scope: Option<String>,
+    /// Requested audience.
+    pub audience: Option<String>,
+    /// Requested resource (RFC 8707).
+    pub resource: Option<String>,
+    /// `basic` (default) or `post`.
+    pub auth: Option<String>,
+}
+
+/// `source.github_app:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGitHubApp {
+    /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
+    pub api_base: Option<String>,
+    /// The App id.
+    pub app_id: String,
+    /// The installation id.
+    pub installation_id: u64,
+    /// Where the App's private key (PEM) is.
+    pub private_key: RawSecretRef,
+    /// Repositories the token may touch.
+    #[serde(default)]
+    pub repositories: Vec<String>,
+    /// Permissions, e.g. `{contents: read}`.
+    #[serde(default)]
+    pub permissions: BTreeMap<String, String>,
 }
 
 /// `bind:` of a credential.

@@ -77,6 +77,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         .collect();
     let ca = ca(&mut errs, raw.ca);
     let upstream = upstream(&mut errs, raw.upstream);
+    let openbao = credentials::openbao(&mut errs, raw.vault.openbao.take());
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
     let mut policies = policies(&mut errs, raw.policies);
@@ -98,6 +99,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             ca,
             upstream,
             vault,
+            openbao,
             credentials: creds,
             sandboxes,
             policies,

@@ -16,9 +16,8 @@ use http::{HeaderValue, Uri};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::placeholder::{self, Placeholders};
-use super::spec::{CredentialSpec, FileVaultSpec, Inject, KeySpec, SecretSource};
-use super::vault::file::{FileVault, KeySource};
-use super::vault::{SecretStore, VaultError};
+use super::secrets::Secrets;
+use super::spec::{CredentialSpec, Inject};
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
@@ -27,8 +26,8 @@ use crate::target::Target;
 /// The configured credentials, their placeholders, and where their secrets come from.
 pub struct Credentials {
     specs: Arc<BTreeMap<String, CredentialSpec>>,
-    /// The file vault, opened when a credential reads from it.
-    vault: Option<FileVault>,
+    /// Where the values come from.
+    secrets: Secrets,
     /// Placeholder computation and recognition.
     pub placeholders: Placeholders,
 }
@@ -60,17 +59,8 @@ impl Credentials {
             .flat_map(|s| config.credentials.keys().map(move |c| (s.id.as_str(), c.as_str())))
             .collect();
         placeholders.learn(pairs);
-        let needs_vault = config
-            .credentials
-            .values()
-            .any(|c| matches!(c.source, SecretSource::Vault(_)));
-        let vault = if needs_vault {
-            Some(open_vault(&config.vault).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
         Ok(Credentials {
-            vault,
+            secrets: Secrets::new(config)?,
             specs: Arc::new(config.credentials.clone()),
             placeholders,
         })
@@ -184,8 +174,10 @@ impl Credentials {
                 let encoded: String = form_urlencoded::byte_serialize(secret.expose_secret().as_bytes()).collect();
                 let pq = format!("{}?{}", parts.uri.path(), q.replace(&token, &encoded));
                 let mut uri = parts.uri.clone().into_parts();
-                uri.path_and_query = Some(PathAndQuery::try_from(pq).map_err(|_| unavailable(&credential))?);
-                parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential))?;
+                uri.path_and_query = Some(
+                    PathAndQuery::try_from(pq).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?,
+                );
+                parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
             }
             applied.push(credential);
         }
@@ -218,29 +210,18 @@ impl Credentials {
     }
 
     async fn secret(&self, spec: &CredentialSpec) -> Result<SecretString, ProxyError> {
-        match &spec.source {
-            SecretSource::Env(var) => std::env::var(var).map(SecretString::from).map_err(|_| {
-                tracing::warn!(credential = %spec.name, "the environment variable {var} is not set");
-                unavailable(&spec.name)
-            }),
-            SecretSource::Vault(name) => match &self.vault {
-                Some(v) => v.get(name).await.map_err(|e| {
-                    tracing::warn!(credential = %spec.name, "the vault did not give the secret: {e}");
-                    unavailable(&spec.name)
-                }),
-                None => Err(unavailable(&spec.name)),
-            },
+        match self.secrets.value(spec).await {
+            Ok(v) if super::secrets::header_safe(&v) => Ok(v),
+            Ok(_) => Err(unavailable(
+                &spec.name,
+                "the value has characters a header cannot carry".into(),
+            )),
+            Err(detail) => {
+                tracing::warn!(credential = %spec.name, "credential unavailable: {detail}");
+                Err(unavailable(&spec.name, detail))
+            }
         }
     }
-}
-
-/// Open the file vault as configured (creating its key file, 0600, on first use).
-pub fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
-    let key = match &spec.key {
-        KeySpec::File(p) => KeySource::File(p.clone()),
-        KeySpec::Env(v) => KeySource::Env(v.clone()),
-    };
-    FileVault::open(spec.path.clone(), key)
 }
 
 /// Percent-decoded (placeholders are plain ASCII, but a sandbox may encode them to slip past a scan).
@@ -253,7 +234,7 @@ fn decode(text: &str) -> String {
 }
 
 fn sensitive(value: &str, credential: &str) -> Result<HeaderValue, ProxyError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| unavailable(credential))?;
+    let mut v = HeaderValue::from_str(value).map_err(|_| unavailable(credential, "not a valid header value".into()))?;
     v.set_sensitive(true);
     Ok(v)
 }
@@ -265,8 +246,9 @@ fn exfiltration(credential: &str, why: &str) -> ProxyError {
     }
 }
 
-fn unavailable(credential: &str) -> ProxyError {
+fn unavailable(credential: &str, detail: String) -> ProxyError {
     ProxyError::CredentialUnavailable {
         credential: credential.to_string(),
+        detail,
     }
 }

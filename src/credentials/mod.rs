@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod http;
 pub mod placeholder;
+pub mod secrets;
 pub mod source;
 pub mod spec;
 pub mod vault;

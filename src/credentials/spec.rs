@@ -22,13 +22,89 @@ pub struct CredentialSpec {
     pub inject: Inject,
 }
 
-/// Where a credential's secret comes from.
+/// Where a stored secret is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecretSource {
+pub enum SecretRef {
     /// A name in the file vault.
     Vault(String),
     /// An environment variable of cordon's process.
     Env(String),
+    /// A `path#key` in OpenBao.
+    OpenBao(String),
+}
+
+/// Where a credential's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    /// A stored secret, used as it is.
+    Static(SecretRef),
+    /// OAuth2 client-credentials tokens (RFC 6749 §4.4).
+    OAuth2(Box<OAuth2Spec>),
+    /// GitHub App installation tokens, narrowed.
+    GitHubApp(Box<GitHubAppSpec>),
+}
+
+/// OAuth2 client credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuth2Spec {
+    /// Token endpoint.
+    pub token_url: http::Uri,
+    /// Client id.
+    pub client_id: String,
+    /// Client secret.
+    pub client_secret: SecretRef,
+    /// Scope.
+    pub scope: Option<String>,
+    /// Audience.
+    pub audience: Option<String>,
+    /// Resource.
+    pub resource: Option<String>,
+    /// `client_secret_post` instead of Basic.
+    pub post: bool,
+}
+
+/// A GitHub App.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitHubAppSpec {
+    /// API base.
+    pub api_base: http::Uri,
+    /// App id.
+    pub app_id: String,
+    /// Installation id.
+    pub installation_id: u64,
+    /// The App's private key.
+    pub private_key: SecretRef,
+    /// Repositories the token may touch.
+    pub repositories: Vec<String>,
+    /// Permissions.
+    pub permissions: std::collections::BTreeMap<String, String>,
+}
+
+/// An OpenBao server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenBaoSpec {
+    /// Address.
+    pub addr: http::Uri,
+    /// KV v2 mount.
+    pub mount: String,
+    /// Authentication.
+    pub auth: OpenBaoAuthSpec,
+}
+
+/// How cordon authenticates to OpenBao.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenBaoAuthSpec {
+    /// A token in this environment variable.
+    TokenEnv(String),
+    /// AppRole, with the secret id in an environment variable.
+    AppRole {
+        /// Role id.
+        role_id: String,
+        /// Environment variable with the secret id.
+        secret_id_env: String,
+        /// Auth mount.
+        mount: String,
+    },
 }
 
 /// The destinations a credential is bound to. Injection happens only on intercepted HTTPS to a destination

@@ -6,8 +6,11 @@ use std::path::PathBuf;
 use http::HeaderName;
 
 use super::Errors;
-use crate::config::raw::{RawCredential, RawVault};
-use crate::credentials::spec::{Binding, CredentialSpec, FileVaultSpec, Inject, KeySpec, SecretSource};
+use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
+use crate::credentials::spec::{
+    Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
+    SecretRef, SecretSource,
+};
 use crate::policy::HostPattern;
 use crate::policy::allowlist::{compile_paths, host_set, parse_method, parse_port};
 
@@ -41,6 +44,126 @@ pub(super) fn vault(errs: &mut Errors, raw: RawVault) -> FileVaultSpec {
     spec
 }
 
+pub(super) fn openbao(errs: &mut Errors, raw: Option<RawOpenBao>) -> Option<OpenBaoSpec> {
+    let raw = raw?;
+    let addr = url(errs, "vault.openbao.addr", &raw.addr)?;
+    let auth = match (raw.token_env, raw.approle) {
+        (Some(t), None) => OpenBaoAuthSpec::TokenEnv(t),
+        (None, Some(a)) => OpenBaoAuthSpec::AppRole {
+            role_id: a.role_id,
+            secret_id_env: a.secret_id_env,
+            mount: a.mount.unwrap_or_else(|| "approle".into()),
+        },
+        _ => {
+            errs.at(
+                "vault.openbao",
+                "needs exactly one of `token_env: VARIABLE` or `approle: {role_id, secret_id_env}`",
+            );
+            return None;
+        }
+    };
+    Some(OpenBaoSpec {
+        addr,
+        mount: raw.mount.unwrap_or_else(|| "secret".into()),
+        auth,
+    })
+}
+
+fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
+    match text.parse::<http::Uri>() {
+        Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
+        _ => {
+            errs.at(path, format!("{text:?} is not an http(s) URL"));
+            None
+        }
+    }
+}
+
+fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
+    match (raw.vault, raw.env, raw.openbao) {
+        (Some(v), None, None) => Some(SecretRef::Vault(v)),
+        (None, Some(e), None) => Some(SecretRef::Env(e)),
+        (None, None, Some(b)) => Some(SecretRef::OpenBao(b)),
+        _ => {
+            errs.at(
+                path,
+                "needs exactly one of `vault: NAME`, `env: VARIABLE` or `openbao: PATH#KEY`",
+            );
+            None
+        }
+    }
+}
+
+fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
+    let count = [
+        s.vault.is_some(),
+        s.env.is_some(),
+        s.openbao.is_some(),
+        s.oauth2.is_some(),
+        s.github_app.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if count != 1 {
+        errs.at(
+            base,
+            "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `oauth2: {...}` or `github_app: {...}`",
+        );
+        return None;
+    }
+    if let Some(o) = s.oauth2 {
+        let token_url = url(errs, &format!("{base}.oauth2.token_url"), &o.token_url);
+        let secret = secret_ref(errs, &format!("{base}.oauth2.client_secret"), o.client_secret);
+        let post = match o.auth.as_deref() {
+            None | Some("basic") => false,
+            Some("post") => true,
+            Some(other) => {
+                errs.at(
+                    format!("{base}.oauth2.auth"),
+                    format!("{other:?} is not `basic` or `post`"),
+                );
+                false
+            }
+        };
+        return Some(SecretSource::OAuth2(Box::new(OAuth2Spec {
+            token_url: token_url?,
+            client_id: o.client_id,
+            client_secret: secret?,
+            scope: o.scope,
+            audience: o.audience,
+            resource: o.resource,
+            post,
+        })));
+    }
+    if let Some(g) = s.github_app {
+        let api_base = url(
+            errs,
+            &format!("{base}.github_app.api_base"),
+            g.api_base.as_deref().unwrap_or("https://api.github.com"),
+        );
+        let key = secret_ref(errs, &format!("{base}.github_app.private_key"), g.private_key);
+        return Some(SecretSource::GitHubApp(Box::new(GitHubAppSpec {
+            api_base: api_base?,
+            app_id: g.app_id,
+            installation_id: g.installation_id,
+            private_key: key?,
+            repositories: g.repositories,
+            permissions: g.permissions,
+        })));
+    }
+    secret_ref(
+        errs,
+        base,
+        RawSecretRef {
+            vault: s.vault,
+            env: s.env,
+            openbao: s.openbao,
+        },
+    )
+    .map(SecretSource::Static)
+}
+
 pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential>) -> BTreeMap<String, CredentialSpec> {
     let mut out = BTreeMap::new();
     for (name, c) in raw {
@@ -54,17 +177,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
                 );
                 None
             }
-            Some(s) => match (s.vault, s.env) {
-                (Some(v), None) if !v.trim().is_empty() => Some(SecretSource::Vault(v)),
-                (None, Some(e)) if !e.trim().is_empty() => Some(SecretSource::Env(e)),
-                _ => {
-                    errs.at(
-                        format!("{base}.source"),
-                        "needs exactly one of `vault: NAME` or `env: VARIABLE`",
-                    );
-                    None
-                }
-            },
+            Some(s) => source(errs, &format!("{base}.source"), s),
         };
         let binding = match c.bind {
             None => {
