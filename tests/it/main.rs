@@ -11,4 +11,5 @@ mod http;
 mod intercept;
 mod lifecycle;
 mod rig;
+mod sources;
 mod tls_rig;

@@ -163,6 +163,15 @@ fn special(path: &str) -> Option<Response<TestBody>> {
     use http_body_util::StreamBody;
     use hyper::body::Frame;
     let frames: Vec<Frame<Bytes>> = match path {
+        "/redirect" => {
+            // A redirect to another host: cordon passes it back and follows nothing.
+            let resp = Response::builder()
+                .status(307)
+                .header("location", "https://allowed.test/landing")
+                .body(BodyExt::boxed(Full::new(Bytes::from_static(b"moved\n"))))
+                .ok()?;
+            return Some(resp);
+        }
         "/trailers" => {
             let mut t = http::HeaderMap::new();
             t.insert("x-checksum", http::HeaderValue::from_static("abc123"));
