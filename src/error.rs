@@ -58,6 +58,12 @@ pub enum ProxyError {
         /// Why it is out of place.
         why: String,
     },
+    /// A body to a destination whose placeholder may be in it is too large to scan.
+    #[error("the request body is larger than {limit} bytes, the most cordon scans for placeholders")]
+    PayloadTooLarge {
+        /// The limit.
+        limit: usize,
+    },
     /// A credential's secret could not be had right now.
     #[error("credential {credential:?} is unavailable; try again shortly")]
     CredentialUnavailable {
@@ -87,6 +93,7 @@ impl ProxyError {
             }
             ProxyError::Denied { .. } | ProxyError::Exfiltration { .. } => StatusCode::FORBIDDEN,
             ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::Dial(d) => match d {
                 DialError::Refused(_) => StatusCode::FORBIDDEN,
                 DialError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -112,6 +119,7 @@ impl ProxyError {
             ProxyError::Misdirected(_) => "misdirected",
             ProxyError::Exfiltration { .. } => "credential_exfiltration",
             ProxyError::CredentialUnavailable { .. } => "credential_unavailable",
+            ProxyError::PayloadTooLarge { .. } => "body_too_large",
             ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
             ProxyError::Upstream(_) => "upstream_failed",
             ProxyError::UpstreamTimeout => "upstream_timeout",

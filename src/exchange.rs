@@ -133,10 +133,16 @@ impl Exchange {
         let result = self
             .state
             .credentials
-            .apply(sandbox, &allowed, target, intercepted, &mut parts)
+            .apply(sandbox, &allowed, target, intercepted, &mut parts, body)
             .await;
+        let (applied, body) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                *req = http::Request::from_parts(parts, crate::body::empty());
+                return Err(e);
+            }
+        };
         *req = http::Request::from_parts(parts, body);
-        let applied = result?;
         if !applied.is_empty() {
             self.audit.record().credentials = Some(applied);
         }

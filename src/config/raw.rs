@@ -331,6 +331,9 @@ pub struct RawPlaceholder {
     /// Also replace it in the query string.
     #[serde(default)]
     pub query: bool,
+    /// Also replace it in request bodies up to 1 MiB (413 beyond).
+    #[serde(default)]
+    pub body: bool,
 }
 
 /// One allow rule.

@@ -15,17 +15,23 @@ use http::uri::PathAndQuery;
 use http::{HeaderValue, Uri};
 use secrecy::{ExposeSecret, SecretString};
 
+use super::body::{MAX_SCANNED_BODY, Read};
 use super::placeholder::{self, Placeholders};
 use super::secrets::Secrets;
 use super::spec::{CredentialSpec, Inject};
+use crate::body::ProxyBody;
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::target::Target;
+use bytes::Bytes;
+use http_body::Body as _;
 
 /// The configured credentials, their placeholders, and where their secrets come from.
 pub struct Credentials {
     specs: Arc<BTreeMap<String, CredentialSpec>>,
+    /// Whether any credential is a placeholder (otherwise bodies are never read).
+    any_placeholders: bool,
     /// Where the values come from.
     secrets: Secrets,
     /// Placeholder computation and recognition.
@@ -40,6 +46,8 @@ enum Place {
     Path,
     /// Inside `Authorization: Basic` (base64): refused, never swapped (use `basic_user` injection).
     Basic,
+    /// The request body (read whole up to a limit).
+    Body,
 }
 
 impl Credentials {
@@ -60,6 +68,10 @@ impl Credentials {
             .collect();
         placeholders.learn(pairs);
         Ok(Credentials {
+            any_placeholders: config
+                .credentials
+                .values()
+                .any(|c| matches!(c.inject, Inject::Placeholder { .. })),
             secrets: Secrets::new(config)?,
             specs: Arc::new(config.credentials.clone()),
             placeholders,
@@ -90,7 +102,8 @@ impl Credentials {
         target: &Target,
         intercepted: bool,
         parts: &mut Parts,
-    ) -> Result<Vec<String>, ProxyError> {
+        body: ProxyBody,
+    ) -> Result<(Vec<String>, ProxyBody), ProxyError> {
         let path = parts.uri.path().to_string();
         let method = parts.method.clone();
         let usable = |name: &str| {
@@ -101,9 +114,52 @@ impl Credentials {
                     .get(name)
                     .is_some_and(|s| s.binding.matches(target, &method, &path))
         };
+        let body_swaps_possible = allowed.iter().any(|n| {
+            self.specs
+                .get(n)
+                .is_some_and(|s| matches!(s.inject, Inject::Placeholder { body: true, .. }))
+                && usable(n)
+        });
+        // A declared length over the limit is refused before a byte is read (the client has not sent the body
+        // yet if it waits for 100-continue, and no reset cuts off the answer).
+        let declared = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if body_swaps_possible && declared.is_some_and(|n| n > MAX_SCANNED_BODY) {
+            return Err(ProxyError::PayloadTooLarge {
+                limit: MAX_SCANNED_BODY,
+            });
+        }
+        // Bodies are read (up to a limit) only where placeholders exist at all.
+        let (mut whole, mut body) = (None, Some(body));
+        if self.any_placeholders && !body.as_ref().is_some_and(|b| b.is_end_stream()) {
+            let taken = body.take().unwrap_or_else(crate::body::empty);
+            match super::body::read(taken, MAX_SCANNED_BODY).await {
+                Ok(Read::Whole(data, trailers)) => whole = Some((data, trailers)),
+                Ok(Read::TooLarge(rest)) if body_swaps_possible => {
+                    drop(rest);
+                    return Err(ProxyError::PayloadTooLarge {
+                        limit: MAX_SCANNED_BODY,
+                    });
+                }
+                Ok(Read::TooLarge(rest)) => body = Some(rest),
+                Err(e) => {
+                    return Err(ProxyError::BadRequest {
+                        code: "body_unreadable",
+                        message: format!("the request body could not be read: {e}"),
+                    });
+                }
+            }
+        }
+        let mut texts = self.texts(parts);
+        if let Some((data, _)) = &whole {
+            texts.push((Place::Body, String::from_utf8_lossy(data).into_owned()));
+        }
         // Account for every placeholder-shaped token.
         let mut swaps: Vec<(String, String)> = Vec::new();
-        for (place, text) in self.texts(parts) {
+        for (place, text) in texts {
             for token in placeholder::find(&text) {
                 let credential = match self.placeholders.owner(token) {
                     Some((owner, credential)) if owner == &sandbox.id => credential.clone(),
@@ -113,7 +169,11 @@ impl Credentials {
                 let in_query_ok = self
                     .specs
                     .get(&credential)
-                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { query: true }));
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { query: true, .. }));
+                let in_body_ok = self
+                    .specs
+                    .get(&credential)
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { body: true, .. }));
                 let placeholder_kind = self
                     .specs
                     .get(&credential)
@@ -121,6 +181,7 @@ impl Credentials {
                 let place_ok = match place {
                     Place::Header => true,
                     Place::Query => in_query_ok,
+                    Place::Body => in_body_ok,
                     Place::Path | Place::Basic => false,
                 };
                 if !(placeholder_kind && place_ok && usable(&credential)) {
@@ -179,9 +240,26 @@ impl Credentials {
                 );
                 parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
             }
+            if let Some((data, _)) = whole.as_mut()
+                && let Some(replaced) = replace_bytes(data, token.as_bytes(), secret.expose_secret().as_bytes())
+            {
+                *data = replaced;
+            }
             applied.push(credential);
         }
-        Ok(applied)
+        let body = match (whole, body) {
+            (Some((data, trailers)), _) => {
+                if parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+                    parts
+                        .headers
+                        .insert(http::header::CONTENT_LENGTH, HeaderValue::from(data.len()));
+                }
+                super::body::whole(data, trailers)
+            }
+            (None, Some(b)) => b,
+            (None, None) => crate::body::empty(),
+        };
+        Ok((applied, body))
     }
 
     /// Every text of the request a placeholder could hide in.
@@ -222,6 +300,25 @@ impl Credentials {
             }
         }
     }
+}
+
+/// `data` with every `from` replaced by `to`, or `None` if it holds none.
+fn replace_bytes(data: &Bytes, from: &[u8], to: &[u8]) -> Option<Bytes> {
+    if from.is_empty() || !data.windows(from.len()).any(|w| w == from) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        if data[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(data[i]);
+            i += 1;
+        }
+    }
+    Some(Bytes::from(out))
 }
 
 /// Percent-decoded (placeholders are plain ASCII, but a sandbox may encode them to slip past a scan).

@@ -2,6 +2,7 @@
 //! long-lived secret ever lives inside a sandbox.
 
 pub mod apply;
+pub mod body;
 pub mod http;
 pub mod placeholder;
 pub mod secrets;

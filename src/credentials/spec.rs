@@ -155,6 +155,8 @@ pub enum Inject {
     Placeholder {
         /// Also in the query string.
         query: bool,
+        /// Also in request bodies up to [`crate::credentials::body::MAX_SCANNED_BODY`] (413 beyond).
+        body: bool,
     },
 }
 

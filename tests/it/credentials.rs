@@ -101,7 +101,7 @@ credentials:
   apikey:
     source: {{ env: CRED_APIKEY }}
     bind: {{ hosts: [api.allowed.test], ports: [{u}] }}
-    inject: {{ placeholder: {{ query: true }} }}
+    inject: {{ placeholder: {{ query: true, body: true }} }}
   vaulted:
     source: {{ vault: vaulted-secret }}
     bind: {{ hosts: [allowed.test], ports: [{u}] }}
@@ -235,7 +235,35 @@ async fn credentials_are_applied_only_where_bound_and_never_leak() {
         "the bearer credential is not bound to api.allowed.test"
     );
 
-    // Out of place: to an unbound host in a header, in Basic auth, in the query.
+    // In a body (read up to 1 MiB), swapped with Content-Length fixed; larger bodies to it: 413.
+    let (body, err) = with(&[
+        "--data",
+        &format!("{{\"key\":\"{ph}\"}}"),
+        &c.url("api.allowed.test", "/v1/body"),
+    ]);
+    assert_eq!(body, "hello from upstream\n", "{err}");
+    let seen = c.up.seen();
+    let last = seen.last().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&last.body),
+        format!("{{\"key\":\"{PH_SECRET}\"}}")
+    );
+    let big = c.dir.path().join("big.bin");
+    std::fs::write(&big, vec![b'a'; 2 * 1024 * 1024]).unwrap();
+    let big_arg = format!("@{}", big.display());
+    let (code, big_err) = with(&[
+        "--http1.1",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "--data-binary",
+        &big_arg,
+        &c.url("api.allowed.test", "/v1/big"),
+    ]);
+    assert_eq!(code, "413", "{big_err}");
+
+    // Out of place: to an unbound host in a header, in Basic auth, in the query, in the body.
     let code = |args: &[&str]| with(&[&["-o", "/dev/null", "-w", "%{http_code}"][..], args].concat()).0;
     let before = c.up.seen().len();
     assert_eq!(
@@ -244,6 +272,10 @@ async fn credentials_are_applied_only_where_bound_and_never_leak() {
     );
     assert_eq!(code(&["-u", &format!("user:{ph}"), &c.url("allowed.test", "/")]), "403");
     assert_eq!(code(&[&c.url("allowed.test", &format!("/?k={ph}"))]), "403");
+    assert_eq!(
+        code(&["--data", &format!("k={ph}"), &c.url("allowed.test", "/")]),
+        "403"
+    );
     // Another sandbox's placeholder, to the host it is bound to.
     let ph2 = c.placeholder("sb2", "CORDON_PLACEHOLDER_APIKEY");
     assert_ne!(ph, ph2);

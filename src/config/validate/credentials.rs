@@ -300,7 +300,10 @@ fn inject(errs: &mut Errors, base: &str, raw: crate::config::raw::RawInject) -> 
             }
             Some(Inject::Basic { user })
         }
-        (None, None, None, Some(p)) => Some(Inject::Placeholder { query: p.query }),
+        (None, None, None, Some(p)) => Some(Inject::Placeholder {
+            query: p.query,
+            body: p.body,
+        }),
         _ => {
             errs.at(
                 base,

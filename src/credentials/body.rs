@@ -1,0 +1,98 @@
+//! Request bodies for placeholder scanning: read up to a limit; the rest streams on untouched.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+
+use crate::body::{BoxError, ProxyBody};
+
+/// Bodies up to this size are scanned for placeholders (and may have them swapped); larger ones are not.
+pub const MAX_SCANNED_BODY: usize = 1024 * 1024;
+
+/// A request body after an attempt to read it whole.
+pub enum Read {
+    /// All of it (and its trailers), within the limit.
+    Whole(Bytes, Option<HeaderMap>),
+    /// Larger than the limit: what was read, put back in front of the rest.
+    TooLarge(ProxyBody),
+}
+
+/// Read `body` whole if it fits in `limit` bytes.
+pub async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxError> {
+    let mut buf = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame?;
+        match frame.into_data() {
+            Ok(data) => {
+                buf.extend_from_slice(&data);
+                if buf.len() > limit {
+                    return Ok(Read::TooLarge(
+                        Prefixed {
+                            prefix: Some(buf.freeze()),
+                            rest: body,
+                        }
+                        .boxed_unsync(),
+                    ));
+                }
+            }
+            Err(frame) => {
+                // Trailers end the body.
+                return Ok(Read::Whole(buf.freeze(), frame.into_trailers().ok()));
+            }
+        }
+    }
+    Ok(Read::Whole(buf.freeze(), None))
+}
+
+/// A whole body again, with its trailers.
+pub fn whole(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
+    let frames = [Some(Frame::data(data)), trailers.map(Frame::trailers)];
+    Frames {
+        frames: frames.into_iter().flatten().collect(),
+    }
+    .boxed_unsync()
+}
+
+struct Frames {
+    frames: std::collections::VecDeque<Frame<Bytes>>,
+}
+
+impl Body for Frames {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Poll::Ready(self.frames.pop_front().map(Ok))
+    }
+    fn is_end_stream(&self) -> bool {
+        self.frames.is_empty()
+    }
+    fn size_hint(&self) -> SizeHint {
+        let n: u64 = self
+            .frames
+            .iter()
+            .filter_map(|f| f.data_ref())
+            .map(|d| d.len() as u64)
+            .sum();
+        SizeHint::with_exact(n)
+    }
+}
+
+struct Prefixed {
+    prefix: Option<Bytes>,
+    rest: ProxyBody,
+}
+
+impl Body for Prefixed {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(p) = self.prefix.take() {
+            return Poll::Ready(Some(Ok(Frame::data(p))));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+}
