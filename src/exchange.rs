@@ -124,16 +124,19 @@ impl Exchange {
         intercepted: bool,
         req: &mut http::Request<crate::body::ProxyBody>,
     ) -> Result<(), ProxyError> {
-        let allowed = self
-            .state
-            .policy(&sandbox.policy)
-            .map(|p| p.credentials.clone())
-            .unwrap_or_default();
+        let state = self.state.clone();
+        let Some(policy) = state.policy(&sandbox.policy) else {
+            // Validation guarantees the policy exists; if it somehow does not, nothing goes out.
+            return Err(ProxyError::Denied {
+                reason: crate::policy::DenyReason::NoRule,
+                target: target.clone(),
+            });
+        };
         let (mut parts, body) = std::mem::replace(req, http::Request::new(crate::body::empty())).into_parts();
         let result = self
             .state
             .credentials
-            .apply(sandbox, &allowed, target, intercepted, &mut parts, body)
+            .apply(sandbox, policy, target, intercepted, &mut parts, body)
             .await;
         let (applied, body) = match result {
             Ok(r) => r,

@@ -164,6 +164,26 @@ pub struct RawPolicy {
     /// Credentials sandboxes of this policy may use.
     #[serde(default)]
     pub credentials: Vec<String>,
+    /// Per-credential narrowing for this policy's sandboxes (OAuth2 scope/audience/resource, GitHub App
+    /// repositories/permissions).
+    #[serde(default)]
+    pub credential_scope: BTreeMap<String, RawScope>,
+}
+
+/// One entry of `credential_scope:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScope {
+    /// OAuth2 scope.
+    pub scope: Option<String>,
+    /// OAuth2 audience.
+    pub audience: Option<String>,
+    /// OAuth2 resource.
+    pub resource: Option<String>,
+    /// GitHub App repositories.
+    pub repositories: Option<Vec<String>>,
+    /// GitHub App permissions.
+    pub permissions: Option<BTreeMap<String, String>>,
 }
 
 /// `vault:`

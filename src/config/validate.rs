@@ -70,10 +70,18 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         drain: duration(&mut errs, "timeouts.drain", raw.timeouts.drain, defaults.drain),
     };
     let limits = limits(&mut errs, raw.limits);
-    let mut policy_credentials: BTreeMap<String, Vec<String>> = raw
+    let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()
-        .map(|(name, p)| (name.clone(), std::mem::take(&mut p.credentials)))
+        .map(|(name, p)| {
+            (
+                name.clone(),
+                (
+                    std::mem::take(&mut p.credentials),
+                    std::mem::take(&mut p.credential_scope),
+                ),
+            )
+        })
         .collect();
     let ca = ca(&mut errs, raw.ca);
     let upstream = upstream(&mut errs, raw.upstream);
@@ -82,8 +90,9 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let creds = credentials::credentials(&mut errs, raw.credentials);
     let mut policies = policies(&mut errs, raw.policies);
     for (name, p) in policies.iter_mut() {
-        if let Some(list) = policy_credentials.remove(name) {
+        if let Some((list, scopes)) = policy_credentials.remove(name) {
             credentials::check_policy_credentials(&mut errs, name, &list, &creds);
+            p.credential_scope = credentials::scopes(&mut errs, name, &list, scopes, &creds);
             p.credentials = list;
         }
     }

@@ -23,6 +23,7 @@ use crate::body::ProxyBody;
 use crate::config::Config;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
+use crate::policy::Policy;
 use crate::target::Target;
 use bytes::Bytes;
 use http_body::Body as _;
@@ -98,12 +99,13 @@ impl Credentials {
     pub async fn apply(
         &self,
         sandbox: &Sandbox,
-        allowed: &[String],
+        policy: &Policy,
         target: &Target,
         intercepted: bool,
         parts: &mut Parts,
         body: ProxyBody,
     ) -> Result<(Vec<String>, ProxyBody), ProxyError> {
+        let allowed = policy.credentials.as_slice();
         let path = parts.uri.path().to_string();
         let method = parts.method.clone();
         let usable = |name: &str| {
@@ -201,13 +203,13 @@ impl Credentials {
             }
             match &spec.inject {
                 Inject::Header { name: header, template } => {
-                    let secret = self.secret(spec).await?;
+                    let secret = self.secret(spec, policy).await?;
                     let value = template.replace("{secret}", secret.expose_secret());
                     parts.headers.insert(header.clone(), sensitive(&value, name)?);
                     applied.push(name.clone());
                 }
                 Inject::Basic { user } => {
-                    let secret = self.secret(spec).await?;
+                    let secret = self.secret(spec, policy).await?;
                     let pair = format!("{user}:{}", secret.expose_secret());
                     let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
                     parts.headers.insert(AUTHORIZATION, sensitive(&value, name)?);
@@ -221,7 +223,7 @@ impl Credentials {
             let Some(spec) = self.specs.get(&credential) else {
                 continue;
             };
-            let secret = self.secret(spec).await?;
+            let secret = self.secret(spec, policy).await?;
             for value in parts.headers.values_mut() {
                 if let Ok(text) = value.to_str()
                     && text.contains(&token)
@@ -287,8 +289,12 @@ impl Credentials {
         out
     }
 
-    async fn secret(&self, spec: &CredentialSpec) -> Result<SecretString, ProxyError> {
-        match self.secrets.value(spec).await {
+    async fn secret(&self, spec: &CredentialSpec, policy: &Policy) -> Result<SecretString, ProxyError> {
+        let narrowed = policy
+            .credential_scope
+            .get(&spec.name)
+            .map(|o| (policy.name.as_str(), o));
+        match self.secrets.value(spec, narrowed).await {
             Ok(v) if super::secrets::header_safe(&v) => Ok(v),
             Ok(_) => Err(unavailable(
                 &spec.name,

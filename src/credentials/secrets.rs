@@ -11,7 +11,7 @@ use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
 use super::source::oauth2::{ClientAuth, ClientCredentials};
 use super::source::{SourceError, Token};
-use super::spec::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, SecretRef, SecretSource};
+use super::spec::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, ScopeOverride, SecretRef, SecretSource};
 use super::vault::file::{FileVault, KeySource};
 use super::vault::openbao::{BaoAuth, OpenBao};
 use super::vault::{SecretStore, VaultError};
@@ -99,22 +99,36 @@ impl Secrets {
         }
     }
 
-    /// The value to apply for `spec` now: a stored secret, or a valid token (fetched or cached).
-    pub async fn value(&self, spec: &CredentialSpec) -> Result<SecretString, String> {
+    /// The value to apply for `spec` now: a stored secret, or a valid token (fetched or cached). `narrowed`
+    /// is a policy's narrowing of a token credential: its tokens are cached apart from other policies'.
+    pub async fn value(
+        &self,
+        spec: &CredentialSpec,
+        narrowed: Option<(&str, &ScopeOverride)>,
+    ) -> Result<SecretString, String> {
+        let key = match narrowed {
+            Some((policy, _)) => format!("{}\u{0}{policy}", spec.name),
+            None => spec.name.clone(),
+        };
+        let o = narrowed.map(|(_, o)| o.clone()).unwrap_or_default();
         let token = match &spec.source {
             SecretSource::Static(r) => return self.stored(r).await,
-            SecretSource::OAuth2(o) => {
+            SecretSource::OAuth2(spec_o) => {
                 self.tokens
-                    .get(&spec.name, || async {
-                        let client_secret = self.stored(&o.client_secret).await.map_err(SourceError::Config)?;
+                    .get(&key, || async {
+                        let client_secret = self.stored(&spec_o.client_secret).await.map_err(SourceError::Config)?;
                         ClientCredentials {
-                            token_url: o.token_url.clone(),
-                            client_id: o.client_id.clone(),
+                            token_url: spec_o.token_url.clone(),
+                            client_id: spec_o.client_id.clone(),
                             client_secret,
-                            scope: o.scope.clone(),
-                            audience: o.audience.clone(),
-                            resource: o.resource.clone(),
-                            auth: if o.post { ClientAuth::Post } else { ClientAuth::Basic },
+                            scope: narrowed_or(&o.scope, &spec_o.scope),
+                            audience: narrowed_or(&o.audience, &spec_o.audience),
+                            resource: narrowed_or(&o.resource, &spec_o.resource),
+                            auth: if spec_o.post {
+                                ClientAuth::Post
+                            } else {
+                                ClientAuth::Basic
+                            },
                         }
                         .fetch(&self.http)
                         .await
@@ -123,17 +137,17 @@ impl Secrets {
             }
             SecretSource::GitHubApp(g) => {
                 self.tokens
-                    .get(&spec.name, || async {
-                        let key = self.stored(&g.private_key).await.map_err(SourceError::Config)?;
+                    .get(&key, || async {
+                        let pem = self.stored(&g.private_key).await.map_err(SourceError::Config)?;
                         let app = GitHubApp {
                             api_base: g.api_base.clone(),
                             app_id: g.app_id.clone(),
-                            private_key_pem: key,
+                            private_key_pem: pem,
                             installation_id: g.installation_id,
                         };
                         let narrow = Narrowing {
-                            repositories: g.repositories.clone(),
-                            permissions: g.permissions.clone(),
+                            repositories: o.repositories.clone().unwrap_or_else(|| g.repositories.clone()),
+                            permissions: o.permissions.clone().unwrap_or_else(|| g.permissions.clone()),
                         };
                         app.fetch(&self.http, &narrow).await
                     })
@@ -144,6 +158,10 @@ impl Secrets {
             .map(|t: std::sync::Arc<Token>| t.value.clone())
             .map_err(|e| e.to_string())
     }
+}
+
+fn narrowed_or(policy: &Option<String>, credential: &Option<String>) -> Option<String> {
+    policy.clone().or_else(|| credential.clone())
 }
 
 fn env_secret(var: &str) -> Result<SecretString, String> {
@@ -159,4 +177,111 @@ pub fn header_safe(value: &SecretString) -> bool {
         .expose_secret()
         .bytes()
         .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use std::convert::Infallible;
+
+    /// A token endpoint whose tokens name the scope they were asked for.
+    async fn issuer() -> u16 {
+        use http_body_util::BodyExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = req
+                        .into_body()
+                        .collect()
+                        .await
+                        .map(|b| b.to_bytes())
+                        .unwrap_or_default();
+                    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+                    let scope = form
+                        .iter()
+                        .find(|(k, _)| k == "scope")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                    let json = format!(
+                        "{{\"access_token\":\"tok-{}\",\"token_type\":\"Bearer\",\"expires_in\":600}}",
+                        scope.replace(':', "-")
+                    );
+                    Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(
+                        json,
+                    ))))
+                });
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc),
+                );
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn each_policy_gets_its_own_narrowed_token() {
+        let port = issuer().await;
+        let yaml = format!(
+            r#"
+credentials:
+  api:
+    source: {{ oauth2: {{ token_url: "http://127.0.0.1:{port}/token", client_id: c, client_secret: {{ env: PATH }}, scope: "default" }} }}
+    bind: {{ hosts: [api.example.com] }}
+    inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
+policies:
+  reader:
+    credentials: [api]
+    credential_scope: {{ api: {{ scope: "repo:read" }} }}
+  writer:
+    credentials: [api]
+    credential_scope: {{ api: {{ scope: "repo:write" }} }}
+  plain:
+    credentials: [api]
+"#
+        );
+        let config = Config::parse("t.yaml", &yaml).unwrap();
+        let secrets = Secrets::new(&config).unwrap();
+        let spec = &config.credentials["api"];
+        let value = |p: &str| {
+            let policy = &config.policies[p];
+            let narrowed = policy.credential_scope.get("api").map(|o| (policy.name.as_str(), o));
+            secrets.value(spec, narrowed)
+        };
+        assert_eq!(value("reader").await.unwrap().expose_secret(), "tok-repo-read");
+        assert_eq!(value("writer").await.unwrap().expose_secret(), "tok-repo-write");
+        assert_eq!(value("plain").await.unwrap().expose_secret(), "tok-default");
+        // Cached per policy: asking again does not mix them up.
+        assert_eq!(value("reader").await.unwrap().expose_secret(), "tok-repo-read");
+    }
+
+    #[test]
+    fn narrowing_is_validated_against_the_credential_kind() {
+        let yaml = r#"
+credentials:
+  s:
+    source: { env: PATH }
+    bind: { hosts: [a.example.com] }
+    inject: { header: X-Key }
+policies:
+  p:
+    credentials: [s]
+    credential_scope: { s: { scope: x }, t: { scope: y } }
+"#;
+        let errs = Config::parse("t.yaml", yaml).err().unwrap().to_string();
+        assert!(
+            errs.contains("policies.p.credential_scope.s: a stored secret cannot be narrowed"),
+            "{errs}"
+        );
+        assert!(
+            errs.contains("policies.p.credential_scope.t: \"t\" is not in this policy's `credentials`"),
+            "{errs}"
+        );
+    }
 }

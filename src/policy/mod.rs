@@ -41,6 +41,8 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// Names of the credentials its sandboxes may use.
     pub credentials: Vec<String>,
+    /// How this policy narrows token credentials for its sandboxes.
+    pub credential_scope: std::collections::BTreeMap<String, crate::credentials::spec::ScopeOverride>,
     hosts: GlobSet,
     host_owner: Vec<usize>,
 }
@@ -54,6 +56,7 @@ impl Policy {
             mode,
             rules,
             credentials: Vec::new(),
+            credential_scope: std::collections::BTreeMap::new(),
             hosts,
             host_owner,
         })

@@ -9,7 +9,7 @@ use super::Errors;
 use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::credentials::spec::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
-    SecretRef, SecretSource,
+    ScopeOverride, SecretRef, SecretSource,
 };
 use crate::policy::HostPattern;
 use crate::policy::allowlist::{compile_paths, host_set, parse_method, parse_port};
@@ -312,6 +312,53 @@ fn inject(errs: &mut Errors, base: &str, raw: crate::config::raw::RawInject) -> 
             None
         }
     }
+}
+
+/// A policy's narrowing of its token credentials: only for credentials it uses, and only the settings that
+/// credential's kind has.
+pub(super) fn scopes(
+    errs: &mut Errors,
+    policy: &str,
+    used: &[String],
+    raw: BTreeMap<String, crate::config::raw::RawScope>,
+    credentials: &BTreeMap<String, CredentialSpec>,
+) -> BTreeMap<String, ScopeOverride> {
+    let mut out = BTreeMap::new();
+    for (name, s) in raw {
+        let path = format!("policies.{policy}.credential_scope.{name}");
+        if !used.contains(&name) {
+            errs.at(&path, format!("{name:?} is not in this policy's `credentials`"));
+            continue;
+        }
+        let oauth = s.scope.is_some() || s.audience.is_some() || s.resource.is_some();
+        let github = s.repositories.is_some() || s.permissions.is_some();
+        match credentials.get(&name).map(|c| &c.source) {
+            Some(SecretSource::OAuth2(_)) if github => {
+                errs.at(&path, "an OAuth2 credential takes `scope`, `audience` or `resource`");
+            }
+            Some(SecretSource::GitHubApp(_)) if oauth => {
+                errs.at(&path, "a GitHub App credential takes `repositories` or `permissions`");
+            }
+            Some(SecretSource::Static(_)) => {
+                errs.at(
+                    &path,
+                    "a stored secret cannot be narrowed; only OAuth2 and GitHub App tokens can",
+                );
+            }
+            _ => {}
+        }
+        out.insert(
+            name,
+            ScopeOverride {
+                scope: s.scope,
+                audience: s.audience,
+                resource: s.resource,
+                repositories: s.repositories,
+                permissions: s.permissions,
+            },
+        );
+    }
+    out
 }
 
 /// Every credential a policy names must exist.
