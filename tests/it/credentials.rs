@@ -15,6 +15,7 @@ const VAULT_SECRET: &str = "s3cr3t-vaulted-0b9e44c3";
 
 struct Cred {
     up: Upstream,
+    up2: Upstream,
     plain: Upstream,
     dir: tempfile::TempDir,
     port: u16,
@@ -71,9 +72,10 @@ async fn start() -> Cred {
     let upstream_ca = test_ca("upstream test CA");
     let up = https_upstream(
         "127.0.0.2",
-        upstream_ca.server_config(&["allowed.test", "api.allowed.test"]),
+        upstream_ca.server_config(&["allowed.test", "api.allowed.test", "pinned.test"]),
     )
     .await;
+    let up2 = https_upstream("127.0.0.2", upstream_ca.server_config(&["allowed.test"])).await;
     let plain = upstream("127.0.0.3").await;
     let dir = tempfile::tempdir().unwrap();
     let roots = dir.path().join("upstream-ca.pem");
@@ -83,20 +85,20 @@ async fn start() -> Cred {
         .local_addr()
         .unwrap()
         .port();
-    let (u, p) = (up.addr.port(), plain.addr.port());
+    let (u, p, o) = (up.addr.port(), plain.addr.port(), up2.addr.port());
     let yaml = format!(
         r#"
 listen: {{ proxy: 127.0.0.1:{port} }}
 network:
   allow_cidrs: ["127.0.0.0/8"]
-  hosts: {{ allowed.test: 127.0.0.2, api.allowed.test: 127.0.0.2, plain.test: 127.0.0.3 }}
+  hosts: {{ allowed.test: 127.0.0.2, api.allowed.test: 127.0.0.2, plain.test: 127.0.0.3, pinned.test: 127.0.0.2 }}
 ca: {{ dir: {cas} }}
 upstream: {{ extra_roots: [{roots}] }}
 vault: {{ file: {{ path: {vault} }} }}
 credentials:
   bearer:
     source: {{ env: CRED_BEARER }}
-    bind: {{ hosts: [allowed.test], ports: [{u}] }}
+    bind: {{ hosts: [allowed.test, pinned.test], ports: [{u}] }}
     inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
   apikey:
     source: {{ env: CRED_APIKEY }}
@@ -118,7 +120,10 @@ policies:
     credentials: [bearer, apikey, other, vaulted]
     allow:
       - host: allowed.test
+        ports: [{u}, {o}]
+      - host: pinned.test
         ports: [{u}]
+        tls: tunnel
       - host: api.allowed.test
         ports: [{u}]
       - host: plain.test
@@ -157,6 +162,7 @@ policies:
     }
     Cred {
         up,
+        up2,
         plain,
         dir,
         port,
@@ -216,6 +222,27 @@ async fn credentials_are_applied_only_where_bound_and_never_leak() {
         seen[0].headers.iter().filter(|(k, _)| k == "authorization").count(),
         1,
         "replaced, not merged"
+    );
+
+    // The same host on another port, and a `tls: tunnel` rule to a bound host: nothing is injected.
+    let (body, err) = with(&[&format!("https://allowed.test:{}/other-port", c.up2.addr.port())]);
+    assert_eq!(body, "hello from upstream\n", "{err}");
+    assert!(
+        c.up2.seen()[0].header("authorization").is_none(),
+        "not bound to this port"
+    );
+    let upstream_ca = c.dir.path().join("upstream-ca.pem");
+    let mut cmd = curl();
+    cmd.args(["-x", &sb1])
+        .arg("--cacert")
+        .arg(&upstream_ca)
+        .arg(c.url("pinned.test", "/tunnel"));
+    assert_eq!(run(&mut cmd).0, "hello from upstream\n");
+    let seen = c.up.seen();
+    let tunnelled = seen.iter().find(|s| s.uri.ends_with("/tunnel")).unwrap();
+    assert!(
+        tunnelled.header("authorization").is_none(),
+        "a tunnel is never injected into"
     );
 
     // A placeholder in a header and in the query, to the host it is bound to.
