@@ -81,3 +81,12 @@ where
         self.inner.size_hint()
     }
 }
+
+/// Box any body into a [`ProxyBody`].
+pub fn boxed<B>(body: B) -> ProxyBody
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    body.map_err(Into::into).boxed_unsync()
+}

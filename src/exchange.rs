@@ -25,6 +25,8 @@ pub struct Exchange {
     pub state: Arc<ProxyState>,
     /// The client's address.
     pub client: SocketAddr,
+    /// Secrets applied with `mask_echo`, and the placeholder each is masked with in the response.
+    pub echo: Vec<(secrecy::SecretString, String)>,
     audit: audit::Pending,
 }
 
@@ -33,7 +35,12 @@ impl Exchange {
     pub fn new(state: Arc<ProxyState>, client: SocketAddr, kind: Kind, method: &Method) -> Exchange {
         let mut audit = audit::Pending::start(state.audit.clone(), client, kind);
         audit.record().method = Some(method.as_str().to_string());
-        Exchange { state, client, audit }
+        Exchange {
+            state,
+            client,
+            echo: Vec::new(),
+            audit,
+        }
     }
 
     /// The audit record being built.
@@ -138,14 +145,16 @@ impl Exchange {
             .credentials
             .apply(sandbox, policy, target, intercepted, &mut parts, body)
             .await;
-        let (applied, body) = match result {
+        let done = match result {
             Ok(r) => r,
             Err(e) => {
                 *req = http::Request::from_parts(parts, crate::body::empty());
                 return Err(e);
             }
         };
-        *req = http::Request::from_parts(parts, body);
+        *req = http::Request::from_parts(parts, done.body);
+        self.echo = done.echo;
+        let applied = done.names;
         if !applied.is_empty() {
             self.audit.record().credentials = Some(applied);
         }

@@ -90,7 +90,11 @@ pub fn outgoing(
 /// Send upstream and stream the response back; the audit record is emitted when the body ends.
 pub async fn relay(ex: Exchange, pool: &UpstreamClient, req: Request<ProxyBody>) -> Response<ProxyBody> {
     match send(&ex, pool, req).await {
-        Ok(resp) => respond(ex, resp),
+        Ok(resp) if !ex.echo.is_empty() => {
+            let masked = crate::credentials::echo::mask(resp, &ex.echo).await;
+            respond(ex, masked)
+        }
+        Ok(resp) => respond(ex, resp.map(crate::body::boxed)),
         Err(e) => ex.fail(e),
     }
 }
@@ -110,7 +114,7 @@ pub async fn send(
 }
 
 /// Turn an upstream response into the client's, carrying the audit record in its body.
-pub fn respond(mut ex: Exchange, resp: Response<Incoming>) -> Response<ProxyBody> {
+pub fn respond(mut ex: Exchange, resp: Response<ProxyBody>) -> Response<ProxyBody> {
     let (mut parts, body) = resp.into_parts();
     if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
         ex.record().dialled = Some(addr.to_string());

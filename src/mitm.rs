@@ -178,10 +178,10 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
         Err(e) => return ex.fail(e),
     };
     if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
-        return forward::respond(ex, resp);
+        return forward::respond(ex, resp.map(crate::body::boxed));
     }
     let upstream_upgrade = hyper::upgrade::on(&mut resp);
-    let mut out = forward::respond(ex, resp);
+    let mut out = forward::respond(ex, resp.map(crate::body::boxed));
     out.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("upgrade"));
     out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));

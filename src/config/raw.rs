@@ -245,6 +245,10 @@ pub struct RawCredential {
     pub bind: Option<RawBinding>,
     /// How it is applied.
     pub inject: Option<RawInject>,
+    /// If the upstream echoes the secret back (response headers, text bodies up to 1 MiB), replace it with
+    /// the sandbox's placeholder.
+    #[serde(default)]
+    pub mask_echo: bool,
 }
 
 /// `source:` of a credential: exactly one key.

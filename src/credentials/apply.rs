@@ -39,6 +39,16 @@ pub struct Credentials {
     pub placeholders: Placeholders,
 }
 
+/// What `apply` did.
+pub struct Applied {
+    /// Names of the credentials applied.
+    pub names: Vec<String>,
+    /// The request body (read and rewritten if placeholders were swapped in it).
+    pub body: ProxyBody,
+    /// (secret, placeholder) of applied credentials with `mask_echo`, for the response.
+    pub echo: Vec<(SecretString, String)>,
+}
+
 /// Where in the request a placeholder was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -104,7 +114,7 @@ impl Credentials {
         intercepted: bool,
         parts: &mut Parts,
         body: ProxyBody,
-    ) -> Result<(Vec<String>, ProxyBody), ProxyError> {
+    ) -> Result<Applied, ProxyError> {
         let allowed = policy.credentials.as_slice();
         let path = parts.uri.path().to_string();
         let method = parts.method.clone();
@@ -195,6 +205,12 @@ impl Credentials {
             }
         }
         let mut applied = Vec::new();
+        let mut echo: Vec<(SecretString, String)> = Vec::new();
+        let mut remember = |spec: &CredentialSpec, secret: &SecretString| {
+            if spec.mask_echo {
+                echo.push((secret.clone(), self.placeholders.value(&sandbox.id, &spec.name)));
+            }
+        };
         // Header credentials bound to this destination.
         for name in allowed {
             let Some(spec) = self.specs.get(name) else { continue };
@@ -206,6 +222,7 @@ impl Credentials {
                     let secret = self.secret(spec, policy).await?;
                     let value = template.replace("{secret}", secret.expose_secret());
                     parts.headers.insert(header.clone(), sensitive(&value, name)?);
+                    remember(spec, &secret);
                     applied.push(name.clone());
                 }
                 Inject::Basic { user } => {
@@ -213,6 +230,7 @@ impl Credentials {
                     let pair = format!("{user}:{}", secret.expose_secret());
                     let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
                     parts.headers.insert(AUTHORIZATION, sensitive(&value, name)?);
+                    remember(spec, &secret);
                     applied.push(name.clone());
                 }
                 Inject::Placeholder { .. } => {}
@@ -247,6 +265,7 @@ impl Credentials {
             {
                 *data = replaced;
             }
+            remember(spec, &secret);
             applied.push(credential);
         }
         let body = match (whole, body) {
@@ -261,7 +280,11 @@ impl Credentials {
             (None, Some(b)) => b,
             (None, None) => crate::body::empty(),
         };
-        Ok((applied, body))
+        Ok(Applied {
+            names: applied,
+            body,
+            echo,
+        })
     }
 
     /// Every text of the request a placeholder could hide in.

@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod body;
+pub mod echo;
 pub mod http;
 pub mod placeholder;
 pub mod secrets;

@@ -20,6 +20,8 @@ pub struct CredentialSpec {
     pub binding: Binding,
     /// How it is applied.
     pub inject: Inject,
+    /// Replace the secret with the sandbox's placeholder where the upstream echoes it back.
+    pub mask_echo: bool,
 }
 
 /// Where a stored secret is.

@@ -49,6 +49,15 @@ impl Cred {
             .unwrap_or_else(|| panic!("no {var} in {text}"))
             .to_string()
     }
+    /// A placeholder computed as cordon does (the key file beside the vault), for credentials whose
+    /// placeholders are not handed out (header credentials).
+    fn placeholder_of(&self, sandbox: &str, credential: &str) -> String {
+        let key = self.dir.path().join("vault/placeholder.key");
+        cordon::credentials::placeholder::Placeholders::load(&key)
+            .unwrap()
+            .value(sandbox, credential)
+    }
+
     fn url(&self, host: &str, path: &str) -> String {
         format!("https://{host}:{}{path}", self.up.addr.port())
     }
@@ -100,6 +109,7 @@ credentials:
     source: {{ env: CRED_BEARER }}
     bind: {{ hosts: [allowed.test, pinned.test], ports: [{u}] }}
     inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
+    mask_echo: true
   apikey:
     source: {{ env: CRED_APIKEY }}
     bind: {{ hosts: [api.allowed.test], ports: [{u}] }}
@@ -223,6 +233,18 @@ async fn credentials_are_applied_only_where_bound_and_never_leak() {
         1,
         "replaced, not merged"
     );
+
+    // An upstream that echoes the credential back: the sandbox sees its placeholder, never the secret.
+    let (echoed, err) = with(&["-D", "-", &c.url("allowed.test", "/echo")]);
+    let bearer_ph = c.placeholder_of("sb1", "bearer");
+    assert!(echoed.contains(&format!("Bearer {bearer_ph}")), "{echoed} {err}");
+    assert!(
+        echoed
+            .to_ascii_lowercase()
+            .contains(&format!("x-echo: bearer {bearer_ph}").to_ascii_lowercase()),
+        "{echoed}"
+    );
+    assert!(!echoed.contains(BEARER));
 
     // The same host on another port, and a `tls: tunnel` rule to a bound host: nothing is injected.
     let (body, err) = with(&[&format!("https://allowed.test:{}/other-port", c.up2.addr.port())]);

@@ -119,6 +119,20 @@ pub fn upstream_service(
             if let Some(special) = special(req.uri().path()) {
                 return Ok(special);
             }
+            if req.uri().path() == "/echo" {
+                // Echoes the Authorization it received, as an upstream that reflects credentials would.
+                let auth = req
+                    .headers()
+                    .get("authorization")
+                    .cloned()
+                    .unwrap_or(http::HeaderValue::from_static(""));
+                let resp = Response::builder()
+                    .header("content-type", "text/plain")
+                    .header("x-echo", auth.clone())
+                    .body(Full::new(Bytes::copy_from_slice(auth.as_bytes())).boxed())
+                    .unwrap();
+                return Ok(resp);
+            }
             let version = format!("{:?}", req.version());
             let (parts, body) = req.into_parts();
             let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();

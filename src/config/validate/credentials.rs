@@ -200,6 +200,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
                     source,
                     binding,
                     inject,
+                    mask_echo: c.mask_echo,
                 },
             );
         }
