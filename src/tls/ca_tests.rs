@@ -1,14 +1,17 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use std::collections::BTreeSet;
-use std::fs::DirBuilder;
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::sync::Barrier;
 
-use rcgen::PublicKeyData;
+use rcgen::{GeneralSubtree, NameConstraints, PublicKeyData};
 use tempfile::TempDir;
 use x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA256;
 
 use super::*;
+use crate::tls::leaf::LeafName;
 
 /// A store under a fresh temporary folder; its root is `<tempdir>/ca`, which does not exist yet.
 pub(crate) fn store() -> (TempDir, CaStore) {

@@ -1,7 +1,10 @@
 //! TLS: per-sandbox CAs and leaves for the sandbox side, verified connections for the upstream side.
 
 pub mod ca;
+mod ca_error;
+mod ca_files;
 pub mod cache;
 pub mod leaf;
+mod scope;
 pub mod sni;
 pub mod upstream;
