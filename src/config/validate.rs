@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::raw::{RawAddrs, RawConfig, RawPolicy, RawRule, RawSandbox};
+use super::raw::{RawAddrs, RawConfig, RawSandbox};
 use super::{
     AuditConfig, CaConfig, Config, ConfigError, ConfigErrors, Limits, Listen, Network, SandboxSpec, Timeouts,
     UpstreamConfig,
 };
-use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths, parse_method, parse_port};
-use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
+use crate::policy::Policy;
 use crate::target::{Host, Target};
 
 mod credentials;
+mod policies;
 
 /// Errors gathered while validating one file.
 struct Errors {
@@ -88,7 +88,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let openbao = credentials::openbao(&mut errs, raw.vault.openbao.take());
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
-    let mut policies = policies(&mut errs, raw.policies);
+    let mut policies = policies::policies(&mut errs, raw.policies);
     for (name, p) in policies.iter_mut() {
         if let Some((list, scopes)) = policy_credentials.remove(name) {
             credentials::check_policy_credentials(&mut errs, name, &list, &creds);
@@ -309,139 +309,6 @@ fn upstream(errs: &mut Errors, raw: super::raw::RawUpstream) -> UpstreamConfig {
         }
     }
     up
-}
-
-fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
-    let mut out = BTreeMap::new();
-    for (name, p) in raw {
-        let base = format!("policies.{name}");
-        if name.is_empty() {
-            errs.at("policies", "a policy has an empty name");
-        }
-        let mode = match p.mode.as_deref() {
-            None | Some("enforce") => Mode::Enforce,
-            Some("report") => Mode::Report,
-            Some(other) => {
-                errs.at(
-                    format!("{base}.mode"),
-                    format!("{other:?} is not a mode; write \"enforce\" or \"report\""),
-                );
-                Mode::Enforce
-            }
-        };
-        let rules: Vec<Rule> = p
-            .allow
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, r)| rule(errs, &format!("{base}.allow[{i}]"), r))
-            .collect();
-        match Policy::new(name.clone(), mode, rules) {
-            Ok(policy) => {
-                out.insert(name, policy);
-            }
-            Err(e) => errs.at(base, format!("the host patterns do not compile: {e}")),
-        }
-    }
-    out
-}
-
-fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
-    let before = errs.list.len();
-    let host = match (&raw.host, &raw.cidrs) {
-        (Some(_), Some(_)) => {
-            errs.at(base, "has both `host` and `cidrs`; write two rules");
-            None
-        }
-        (None, None) => {
-            errs.at(
-                base,
-                "names no destination; add `host: api.example.com` or `cidrs: [\"10.1.2.0/24\"]`",
-            );
-            None
-        }
-        (Some(h), None) => HostPattern::parse(h)
-            .map_err(|e| errs.at(format!("{base}.host"), e))
-            .ok(),
-        (None, Some(_)) => None,
-    };
-    let cidrs: Vec<IpNet> = raw
-        .cidrs
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| cidr(errs, &format!("{base}.cidrs[{i}]"), c))
-        .collect();
-    let ports = match raw.ports {
-        None => DEFAULT_PORTS.to_vec(),
-        Some(list) if list.is_empty() => {
-            errs.at(
-                format!("{base}.ports"),
-                "is empty; leave it out for [80, 443] or list ports",
-            );
-            vec![]
-        }
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                parse_port(*p)
-                    .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
-                    .ok()
-            })
-            .collect(),
-    };
-    let tls = match raw.tls.as_deref() {
-        None | Some("intercept") => TlsMode::Intercept,
-        Some("tunnel") => {
-            if raw.methods.is_some() || raw.paths.is_some() {
-                errs.at(
-                    format!("{base}.tls"),
-                    "a `tunnel` rule cannot also limit methods or paths: cordon does not see inside a tunnel; remove `methods`/`paths` or use `tls: intercept`",
-                );
-            }
-            TlsMode::Tunnel
-        }
-        Some(other) => {
-            errs.at(
-                format!("{base}.tls"),
-                format!("{other:?} is not a TLS mode; write \"intercept\" (the default) or \"tunnel\""),
-            );
-            TlsMode::Intercept
-        }
-    };
-    let methods = raw.methods.map(|list| {
-        if list.is_empty() {
-            errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
-        }
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                parse_method(m)
-                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
-                    .ok()
-            })
-            .collect()
-    });
-    let path_texts = raw.paths.clone().unwrap_or_default();
-    let paths = match raw.paths {
-        None => None,
-        Some(list) if list.is_empty() => {
-            errs.at(format!("{base}.paths"), "is empty; leave it out to allow any path");
-            None
-        }
-        Some(list) => compile_paths(&list)
-            .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
-            .ok(),
-    };
-    (errs.list.len() == before).then_some(Rule {
-        host,
-        cidrs,
-        ports,
-        methods,
-        paths,
-        path_texts,
-        tls,
-    })
 }
 
 /// Sandbox ids travel as the user part of Basic credentials, which ends at the first ':'.
