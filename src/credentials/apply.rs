@@ -116,6 +116,14 @@ impl Credentials {
         body: ProxyBody,
     ) -> Result<Applied, ProxyError> {
         let allowed = policy.credentials.as_slice();
+        // Nothing to apply and no placeholder that could be valid anywhere: nothing to scan either.
+        if allowed.is_empty() && !self.any_placeholders {
+            return Ok(Applied {
+                names: Vec::new(),
+                body,
+                echo: Vec::new(),
+            });
+        }
         let path = parts.uri.path().to_string();
         let method = parts.method.clone();
         let usable = |name: &str| {
@@ -261,9 +269,13 @@ impl Credentials {
                 parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
             }
             if let Some((data, _)) = whole.as_mut()
-                && let Some(replaced) = replace_bytes(data, token.as_bytes(), secret.expose_secret().as_bytes())
+                && data.windows(token.len()).any(|w| w == token.as_bytes())
             {
-                *data = replaced;
+                *data = Bytes::from(super::body::replace(
+                    data,
+                    token.as_bytes(),
+                    secret.expose_secret().as_bytes(),
+                ));
             }
             remember(spec, &secret);
             applied.push(credential);
@@ -329,25 +341,6 @@ impl Credentials {
             }
         }
     }
-}
-
-/// `data` with every `from` replaced by `to`, or `None` if it holds none.
-fn replace_bytes(data: &Bytes, from: &[u8], to: &[u8]) -> Option<Bytes> {
-    if from.is_empty() || !data.windows(from.len()).any(|w| w == from) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(data.len());
-    let mut i = 0;
-    while i < data.len() {
-        if data[i..].starts_with(from) {
-            out.extend_from_slice(to);
-            i += from.len();
-        } else {
-            out.push(data[i]);
-            i += 1;
-        }
-    }
-    Some(Bytes::from(out))
 }
 
 /// Percent-decoded (placeholders are plain ASCII, but a sandbox may encode them to slip past a scan).

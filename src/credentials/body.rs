@@ -96,3 +96,35 @@ impl Body for Prefixed {
         Pin::new(&mut self.rest).poll_frame(cx)
     }
 }
+
+/// `data` with every occurrence of `from` replaced by `to`.
+pub fn replace(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return data.to_vec();
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        if data[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(data[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn replace_every_occurrence() {
+        assert_eq!(
+            super::replace(b"a-XY-b-XY", b"XY", b"secret"),
+            b"a-secret-b-secret".to_vec()
+        );
+        assert_eq!(super::replace(b"none", b"XY", b"s"), b"none".to_vec());
+        assert_eq!(super::replace(b"abc", b"", b"s"), b"abc".to_vec());
+    }
+}

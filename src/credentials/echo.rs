@@ -7,7 +7,7 @@ use http::{HeaderValue, Response};
 use hyper::body::Incoming;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::body::{MAX_SCANNED_BODY, Read, read, whole};
+use super::body::{MAX_SCANNED_BODY, Read, read, replace, whole};
 use crate::body::ProxyBody;
 
 /// The response with every echoed secret replaced by its placeholder.
@@ -56,22 +56,4 @@ pub async fn mask(resp: Response<Incoming>, echo: &[(SecretString, String)]) -> 
         }
     };
     Response::from_parts(parts, body)
-}
-
-fn replace(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    if from.is_empty() {
-        return data.to_vec();
-    }
-    let mut out = Vec::with_capacity(data.len());
-    let mut i = 0;
-    while i < data.len() {
-        if data[i..].starts_with(from) {
-            out.extend_from_slice(to);
-            i += from.len();
-        } else {
-            out.push(data[i]);
-            i += 1;
-        }
-    }
-    out
 }
