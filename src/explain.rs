@@ -7,6 +7,7 @@ use std::str::FromStr;
 use http::{Method, Uri};
 
 use crate::config::Config;
+use crate::credentials::spec::Inject;
 use crate::net::{Dialer, Guard};
 use crate::policy::{Mode, Question};
 use crate::target::{Target, check_path};
@@ -109,6 +110,24 @@ pub async fn explain(config: &Config, sandbox_id: &str, method: &str, url: &str)
             allowed = false;
             let _ = writeln!(out, "guard    refused ({}): {e}", e.code());
         }
+    }
+    for name in &policy.credentials {
+        let Some(spec) = config.credentials.get(name) else {
+            continue;
+        };
+        let how = match &spec.inject {
+            Inject::Header { name: h, .. } => format!("header {h}"),
+            Inject::Basic { .. } => "Basic authorization".to_string(),
+            Inject::Placeholder { .. } => "placeholder swap".to_string(),
+        };
+        let line = if !spec.binding.matches(&target, &method, path) {
+            format!("credential {name}: not bound to this request")
+        } else if !https {
+            format!("credential {name}: bound, but never sent over cleartext")
+        } else {
+            format!("credential {name}: applied ({how})")
+        };
+        let _ = writeln!(out, "         {line}");
     }
     let _ = writeln!(out, "verdict  {}", if allowed { "ALLOW" } else { "DENY" });
     Ok(Explanation { text: out, allowed })

@@ -93,7 +93,7 @@ fn explain_says_why() {
 #[test]
 fn explain_an_allowed_host() {
     let yaml = format!(
-        "network:\n  allow_cidrs: [127.0.0.0/8]\n  hosts: {{ api.test: 127.0.0.2 }}\nsandboxes:\n  - {{id: s, user: u, token_sha256: {}, policy: p}}\npolicies:\n  p:\n    allow:\n      - host: api.test\n",
+        "network:\n  allow_cidrs: [127.0.0.0/8]\n  hosts: {{ api.test: 127.0.0.2 }}\nsandboxes:\n  - {{id: s, user: u, token_sha256: {}, policy: p}}\ncredentials:\n  key:\n    source: {{ env: PATH }}\n    bind: {{ hosts: [api.test], ports: [80, 443] }}\n    inject: {{ header: Authorization, value: \"Bearer {{secret}}\" }}\npolicies:\n  p:\n    credentials: [key]\n    allow:\n      - host: api.test\n",
         hash("t")
     );
     let f = write_config(&yaml);
