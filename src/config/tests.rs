@@ -160,3 +160,23 @@ fn shipped_example_configs_are_valid() {
     }
     assert!(n >= 1);
 }
+
+#[test]
+fn credential_bindings_are_validated_like_rules() {
+    let yaml = r#"
+credentials:
+  c:
+    source: { env: PATH }
+    bind: { hosts: ["*github.com"], ports: [], methods: [], paths: ["nope"] }
+    inject: { header: X-Key }
+"#;
+    let errs = errors(yaml);
+    for needle in [
+        "credentials.c.bind.hosts[0]",
+        "credentials.c.bind.ports: is empty",
+        "credentials.c.bind.methods: is empty",
+        "credentials.c.bind.paths[0]",
+    ] {
+        has(&errs, needle);
+    }
+}

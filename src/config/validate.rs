@@ -13,6 +13,7 @@ use super::{
     UpstreamConfig,
 };
 use crate::policy::Policy;
+use crate::policy::allowlist::{compile_paths, parse_method, parse_port};
 use crate::target::{Host, Target};
 
 mod credentials;
@@ -394,4 +395,53 @@ fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String
         });
     }
     out
+}
+
+/// `ports:` of a rule or a binding: `default` when absent; an empty list is an error (it would match nothing).
+fn ports(errs: &mut Errors, base: &str, raw: Option<Vec<i64>>, default: &[u16]) -> Vec<u16> {
+    let Some(list) = raw else { return default.to_vec() };
+    if list.is_empty() {
+        errs.at(
+            format!("{base}.ports"),
+            format!("is empty; leave it out for {default:?} or list ports"),
+        );
+    }
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            parse_port(*p)
+                .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
+                .ok()
+        })
+        .collect()
+}
+
+/// `methods:` of a rule or a binding: `None` (any) when absent; an empty list is an error.
+fn methods(errs: &mut Errors, base: &str, raw: Option<Vec<String>>) -> Option<Vec<http::Method>> {
+    let list = raw?;
+    if list.is_empty() {
+        errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
+    }
+    Some(
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                parse_method(m)
+                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
+                    .ok()
+            })
+            .collect(),
+    )
+}
+
+/// `paths:` of a rule or a binding: `None` (any) when absent; an empty list is an error.
+fn paths(errs: &mut Errors, base: &str, raw: Option<&[String]>) -> Option<globset::GlobSet> {
+    let list = raw?;
+    if list.is_empty() {
+        errs.at(format!("{base}.paths"), "is empty; leave it out to allow any path");
+        return None;
+    }
+    compile_paths(list)
+        .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
+        .ok()
 }

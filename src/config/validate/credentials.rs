@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use http::HeaderName;
 
-use super::Errors;
+use super::{Errors, methods, paths, ports};
 use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::credentials::spec::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
     ScopeOverride, SecretRef, SecretSource,
 };
 use crate::policy::HostPattern;
-use crate::policy::allowlist::{compile_paths, host_set, parse_method, parse_port};
+use crate::policy::allowlist::host_set;
 
 /// Headers a credential may never be written into: they are cordon's own or framing.
 const FORBIDDEN_HEADERS: [&str; 6] = [
@@ -226,34 +226,9 @@ fn binding(errs: &mut Errors, base: &str, raw: crate::config::raw::RawBinding) -
                 .ok()
         })
         .collect();
-    let ports = match raw.ports {
-        None => vec![443],
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                parse_port(*p)
-                    .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
-                    .ok()
-            })
-            .collect(),
-    };
-    let methods = raw.methods.map(|list| {
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                parse_method(m)
-                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
-                    .ok()
-            })
-            .collect()
-    });
-    let paths = match raw.paths {
-        None => None,
-        Some(list) => compile_paths(&list)
-            .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
-            .ok(),
-    };
+    let ports = ports(errs, base, raw.ports, &[443]);
+    let methods = methods(errs, base, raw.methods);
+    let paths = paths(errs, base, raw.paths.as_deref());
     let host_set = host_set(&hosts)
         .map_err(|e| errs.at(format!("{base}.hosts"), e.to_string()))
         .ok()?;

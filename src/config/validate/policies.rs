@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use ipnet::IpNet;
 
-use super::{Errors, cidr};
+use super::{Errors, cidr, methods, paths, ports};
 use crate::config::raw::{RawPolicy, RawRule};
-use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths, parse_method, parse_port};
+use crate::policy::allowlist::DEFAULT_PORTS;
 use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
 
 pub(super) fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
@@ -69,25 +69,7 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         .enumerate()
         .filter_map(|(i, c)| cidr(errs, &format!("{base}.cidrs[{i}]"), c))
         .collect();
-    let ports = match raw.ports {
-        None => DEFAULT_PORTS.to_vec(),
-        Some(list) if list.is_empty() => {
-            errs.at(
-                format!("{base}.ports"),
-                "is empty; leave it out for [80, 443] or list ports",
-            );
-            vec![]
-        }
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                parse_port(*p)
-                    .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
-                    .ok()
-            })
-            .collect(),
-    };
+    let ports = ports(errs, base, raw.ports, &DEFAULT_PORTS);
     let tls = match raw.tls.as_deref() {
         None | Some("intercept") => TlsMode::Intercept,
         Some("tunnel") => {
@@ -107,30 +89,9 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             TlsMode::Intercept
         }
     };
-    let methods = raw.methods.map(|list| {
-        if list.is_empty() {
-            errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
-        }
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                parse_method(m)
-                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
-                    .ok()
-            })
-            .collect()
-    });
+    let methods = methods(errs, base, raw.methods);
     let path_texts = raw.paths.clone().unwrap_or_default();
-    let paths = match raw.paths {
-        None => None,
-        Some(list) if list.is_empty() => {
-            errs.at(format!("{base}.paths"), "is empty; leave it out to allow any path");
-            None
-        }
-        Some(list) => compile_paths(&list)
-            .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
-            .ok(),
-    };
+    let paths = paths(errs, base, raw.paths.as_deref());
     (errs.list.len() == before).then_some(Rule {
         host,
         cidrs,
