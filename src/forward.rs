@@ -47,8 +47,8 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     check_path(&path)?;
     headers::check_request(req.headers())?;
     ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
-    // Refuse before anything is sent: the pool's connector checks again when it dials.
-    ex.state.dialer.resolve(&target).await?;
+    // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
+    // dials the checked address, and its refusal comes back as the same 403.
     let pool = ex.state.upstreams.for_sandbox(&sandbox.id).any;
     let mut out = outgoing(ex, req, Scheme::HTTP, &target, 80)?;
     // SECURITY: never over cleartext — plain HTTP gets no credential, and a placeholder in it is refused.
