@@ -288,17 +288,28 @@ fn ca_export_is_stable_and_rotate_replaces_it() {
 /// Start `cordon run` on this config and wait until it listens on `port`.
 async fn run_cordon(yaml: &str, port: u16) -> (std::process::Child, tempfile::NamedTempFile) {
     let f = write_config(yaml);
-    let child = Command::new(BIN)
-        .args(["run", "--config", f.path().to_str().unwrap()])
+    let child = spawn_cordon(f.path(), port, &[]).await;
+    (child, f)
+}
+
+/// Start `cordon run --config config` with extra environment (the secrets a test hands it), and wait until
+/// it listens on `port`.
+pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
+    let mut child = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(config)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     for _ in 0..100 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
+            return child;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    (child, f)
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!("cordon never listened on {port}: {}", String::from_utf8_lossy(&out.stderr));
 }

@@ -6,7 +6,6 @@ use crate::rig::*;
 use crate::tls_rig::*;
 use base64::Engine;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 const BEARER: &str = "s3cr3t-bearer-5c1e0b2f";
 const PH_SECRET: &str = "s3cr3t-apikey-91d7aa40";
@@ -154,22 +153,13 @@ policies:
     assert_eq!(listed, "scratch\nvaulted-secret\n", "names only");
     vault_cli(&config_path, &["rm", "scratch"], "");
     assert_eq!(vault_cli(&config_path, &["list"], ""), "vaulted-secret\n");
-    let child = Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args(["run", "--config", &config_path])
-        .env("CRED_BEARER", BEARER)
-        .env("CRED_APIKEY", PH_SECRET)
-        .env("CRED_OTHER", OTHER_SECRET)
-        .env("CORDON_LOG", "debug")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let env = [
+        ("CRED_BEARER", BEARER),
+        ("CRED_APIKEY", PH_SECRET),
+        ("CRED_OTHER", OTHER_SECRET),
+        ("CORDON_LOG", "debug"),
+    ];
+    let child = crate::cli::spawn_cordon(f.path(), port, &env).await;
     Cred {
         up,
         up2,

@@ -200,17 +200,8 @@ policies:
     );
     let config = dir.path().join("cordon.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let cordon = Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args(["run", "--config"])
-        .arg(&config)
-        .env("BAO_TOKEN", "root")
-        .env("OIDC_SECRET", "sandbox-secret")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut cordon = Some(cordon);
-    wait_for_port(port).await;
+    let env = [("BAO_TOKEN", "root"), ("OIDC_SECRET", "sandbox-secret")];
+    let mut cordon = Some(crate::cli::spawn_cordon(&config, port, &env).await);
     let ca = dir.path().join("sb1.pem");
     let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
         .args(["ca", "export", "--sandbox", "sb1", "--config"])
@@ -288,14 +279,4 @@ policies:
     for secret in [BAO_SECRET, "sandbox-secret", issued.as_str()] {
         assert!(!logs.contains(secret), "{secret} leaked into cordon's output");
     }
-}
-
-async fn wait_for_port(port: u16) {
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("cordon never listened on {port}");
 }
