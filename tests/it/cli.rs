@@ -311,5 +311,8 @@ pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &st
     }
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
-    panic!("cordon never listened on {port}: {}", String::from_utf8_lossy(&out.stderr));
+    panic!(
+        "cordon never listened on {port}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
