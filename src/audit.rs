@@ -90,6 +90,35 @@ pub trait Sink: Send + Sync + 'static {
     fn write(&self, record: &Record);
 }
 
+/// A sink that counts every record in the metrics before passing it on.
+pub struct Metered {
+    /// Where records go.
+    pub inner: std::sync::Arc<dyn Sink>,
+    /// What counts them.
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+}
+
+impl Sink for Metered {
+    fn write(&self, r: &Record) {
+        let kind = match r.kind {
+            Kind::Http => "http",
+            Kind::Connect => "connect",
+            Kind::Https => "https",
+            Kind::Malformed => "malformed",
+        };
+        let decision = match r.decision {
+            Verdict::Deny => "deny",
+            _ if r.error.is_some() => "error",
+            Verdict::Allow => "allow",
+            Verdict::WouldDeny => "would_deny",
+        };
+        let latency = std::time::Duration::from_secs_f64((r.duration_ms / 1e3).max(0.0));
+        self.metrics
+            .request(kind, decision, r.reason.as_deref().unwrap_or(""), latency);
+        self.inner.write(r);
+    }
+}
+
 /// The production sink: a JSON line on the audit tracing target, which the subscriber routes to stdout or a file.
 #[derive(Debug, Default)]
 pub struct TracingSink;

@@ -13,40 +13,86 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
+use crate::control::sessions::{Lease, Sessions};
 use crate::error;
 use crate::framing::{FramingGuard, FramingReport};
+use crate::identity::Sandbox;
 use crate::state::ProxyState;
 use crate::{forward, tunnel};
 
-/// Serve a connection until the client closes it, shutdown asks it to finish, or the drain deadline cuts it.
+/// One client connection's ties to the sandboxes it has served: when any of them loses access (revoked,
+/// expired, removed by a reload), the connection is closed.
+pub struct ConnScope {
+    cut: CancellationToken,
+    leases: std::sync::Mutex<Vec<(String, Lease)>>,
+}
+
+impl ConnScope {
+    fn new() -> Arc<ConnScope> {
+        Arc::new(ConnScope {
+            cut: CancellationToken::new(),
+            leases: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Register this connection under `sandbox` (once per sandbox incarnation).
+    pub fn attach(&self, sessions: &Arc<Sessions>, sandbox: &Arc<Sandbox>) {
+        let key = sandbox.session_key();
+        let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+        if leases.iter().any(|(k, _)| *k == key) {
+            return;
+        }
+        let lease = sessions.attach_connection(sandbox);
+        let (revoked, cut) = (lease.token().clone(), self.cut.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = revoked.cancelled() => cut.cancel(),
+                () = cut.cancelled() => {}
+            }
+        });
+        leases.push((key, lease));
+    }
+}
+
+/// Serve a connection until the client closes it, shutdown asks it to finish, the drain deadline cuts it,
+/// or a sandbox it served loses access.
 pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: SocketAddr, graceful: CancellationToken) {
+    let generation = state.current();
     let (guarded, report) = FramingGuard::new(
         stream,
-        state.config.limits.max_request_header_bytes,
+        generation.config.limits.max_request_header_bytes,
         error::render_framing,
     );
+    let scope = ConnScope::new();
     let svc_state = state.clone();
+    let svc_scope = scope.clone();
     let service = service_fn(move |req: Request<Incoming>| {
-        let state = svc_state.clone();
-        async move { Ok::<_, Infallible>(route(state, client, req).await) }
+        let (state, scope) = (svc_state.clone(), svc_scope.clone());
+        async move { Ok::<_, Infallible>(route(state, scope, client, req).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         // SECURITY: slowloris — a client that trickles its request head is cut off.
-        .header_read_timeout(state.config.timeouts.request_headers);
+        .header_read_timeout(generation.config.timeouts.request_headers);
+    drop(generation);
     let conn = builder.serve_connection(TokioIo::new(guarded), service).with_upgrades();
     tokio::pin!(conn);
     let result = tokio::select! {
         r = conn.as_mut() => r,
+        // SECURITY: a revoked sandbox's keep-alive connection is closed, not left to carry on.
+        () = scope.cut.cancelled() => Ok(()),
         () = graceful.cancelled() => {
             conn.as_mut().graceful_shutdown();
             tokio::select! {
                 r = conn.as_mut() => r,
                 () = state.hard_stop.cancelled() => Ok(()),
+                () = scope.cut.cancelled() => Ok(()),
             }
         }
     };
+    // Ends the watcher tasks; the leases go with the scope.
+    scope.cut.cancel();
     audit_malformed(&state, client, &report, &result);
     if let Err(e) = result {
         tracing::debug!(%client, "client connection ended: {e}");
@@ -77,10 +123,15 @@ pub fn audit_malformed(
     }
 }
 
-async fn route(state: Arc<ProxyState>, client: SocketAddr, req: Request<Incoming>) -> Response<ProxyBody> {
+async fn route(
+    state: Arc<ProxyState>,
+    scope: Arc<ConnScope>,
+    client: SocketAddr,
+    req: Request<Incoming>,
+) -> Response<ProxyBody> {
     if req.method() == Method::CONNECT {
-        tunnel::connect(state, client, req).await
+        tunnel::connect(state, scope, client, req).await
     } else {
-        forward::forward(state, client, req).await
+        forward::forward(state, scope, client, req).await
     }
 }

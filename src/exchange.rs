@@ -13,16 +13,21 @@ use tokio::net::TcpStream;
 
 use crate::audit::{self, Kind, Verdict};
 use crate::body::ProxyBody;
+use crate::conn::ConnScope;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::policy::Question;
-use crate::state::ProxyState;
+use crate::state::{Generation, ProxyState};
 use crate::target::Target;
 
 /// A request in flight, with its audit record.
 pub struct Exchange {
     /// Shared proxy state.
     pub state: Arc<ProxyState>,
+    /// The configuration this exchange started under, and finishes on.
+    pub generation: Arc<Generation>,
+    /// The client connection, whose lifetime is tied to the sandboxes it serves.
+    scope: Option<Arc<ConnScope>>,
     /// The client's address.
     pub client: SocketAddr,
     /// Secrets applied with `mask_echo`, and the placeholder each is masked with in the response.
@@ -36,11 +41,19 @@ impl Exchange {
         let mut audit = audit::Pending::start(state.audit.clone(), client, kind);
         audit.record().method = Some(method.as_str().to_string());
         Exchange {
+            generation: state.current(),
+            scope: None,
             state,
             client,
             echo: Vec::new(),
             audit,
         }
+    }
+
+    /// Tie the client connection to the sandboxes identified on it (closed when one loses access).
+    pub fn on_connection(mut self, scope: Arc<ConnScope>) -> Exchange {
+        self.scope = Some(scope);
+        self
     }
 
     /// The audit record being built.
@@ -57,10 +70,12 @@ impl Exchange {
     pub fn identify(&mut self, headers: &HeaderMap) -> Result<Arc<Sandbox>, ProxyError> {
         let sandbox = self
             .state
-            .identities
-            .identify(headers, self.client.ip())
+            .identify(&self.generation, headers, self.client.ip())
             .map_err(ProxyError::Auth)?;
         self.set_identity(&sandbox);
+        if let Some(scope) = &self.scope {
+            scope.attach(&self.state.sessions, &sandbox);
+        }
         Ok(sandbox)
     }
 
@@ -88,7 +103,7 @@ impl Exchange {
         request: Option<(&Method, &str)>,
     ) -> Result<Option<usize>, ProxyError> {
         let decision = self
-            .state
+            .generation
             .policy(&sandbox.policy)
             .map(|p| p.decide(Question { target, request }));
         let r = self.audit.record();
@@ -117,7 +132,7 @@ impl Exchange {
 
     /// Resolve, guard and connect; records the dialled address.
     pub async fn dial(&mut self, target: &Target) -> Result<TcpStream, ProxyError> {
-        let (stream, addr) = self.state.dialer.dial(target).await?;
+        let (stream, addr) = self.generation.dialer.dial(target).await?;
         self.audit.record().dialled = Some(addr.to_string());
         Ok(stream)
     }
@@ -131,8 +146,8 @@ impl Exchange {
         intercepted: bool,
         req: &mut http::Request<crate::body::ProxyBody>,
     ) -> Result<(), ProxyError> {
-        let state = self.state.clone();
-        let Some(policy) = state.policy(&sandbox.policy) else {
+        let generation = self.generation.clone();
+        let Some(policy) = generation.policy(&sandbox.policy) else {
             // Validation guarantees the policy exists; if it somehow does not, nothing goes out.
             return Err(ProxyError::Denied {
                 reason: crate::policy::DenyReason::NoRule,
@@ -140,8 +155,7 @@ impl Exchange {
             });
         };
         let (mut parts, body) = std::mem::replace(req, http::Request::new(crate::body::empty())).into_parts();
-        let result = self
-            .state
+        let result = generation
             .credentials
             .apply(sandbox, policy, target, intercepted, &mut parts, body)
             .await;

@@ -13,6 +13,7 @@ use hyper::body::Incoming;
 
 use crate::audit::Kind;
 use crate::body::{Counted, ProxyBody};
+use crate::conn::ConnScope;
 use crate::error::ProxyError;
 use crate::exchange::Exchange;
 use crate::headers;
@@ -22,8 +23,13 @@ use crate::target::{Target, check_path};
 use crate::tls::upstream::{Dialled, UpstreamClient};
 
 /// Serve one absolute-form `http://` request.
-pub async fn forward(state: Arc<ProxyState>, client: SocketAddr, req: Request<Incoming>) -> Response<ProxyBody> {
-    let mut ex = Exchange::new(state, client, Kind::Http, req.method());
+pub async fn forward(
+    state: Arc<ProxyState>,
+    scope: Arc<ConnScope>,
+    client: SocketAddr,
+    req: Request<Incoming>,
+) -> Response<ProxyBody> {
+    let mut ex = Exchange::new(state, client, Kind::Http, req.method()).on_connection(scope);
     match police(&mut ex, req).await {
         Ok((pool, outgoing)) => relay(ex, &pool, outgoing).await,
         Err(e) => ex.fail(e),
@@ -49,7 +55,7 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
     // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
     // dials the checked address, and its refusal comes back as the same 403.
-    let pool = ex.state.upstreams.for_sandbox(&sandbox.id).any;
+    let pool = ex.generation.upstreams.for_sandbox(&sandbox.id).any;
     let mut out = outgoing(ex, req, Scheme::HTTP, &target, 80)?;
     // SECURITY: never over cleartext — plain HTTP gets no credential, and a placeholder in it is refused.
     ex.credentials(&sandbox, &target, false, &mut out).await?;
@@ -105,7 +111,7 @@ pub async fn send(
     pool: &UpstreamClient,
     req: Request<ProxyBody>,
 ) -> Result<Response<Incoming>, ProxyError> {
-    let timeout = ex.state.config.timeouts.upstream_headers;
+    let timeout = ex.generation.config.timeouts.upstream_headers;
     match tokio::time::timeout(timeout, pool.request(req)).await {
         Ok(Ok(resp)) => Ok(resp),
         Ok(Err(e)) => Err(upstream_error(&e)),

@@ -26,6 +26,32 @@ pub struct Sandbox {
     pub user: String,
     /// The name of its policy.
     pub policy: String,
+    /// Where it was declared.
+    pub origin: Origin,
+}
+
+/// Where a sandbox comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The configuration file.
+    Config,
+    /// The admin API, at run time.
+    Api {
+        /// Random per creation; a re-created id does not revive an old credential.
+        nonce: String,
+        /// Unix seconds, as the credential said (a renewal known to the store moves it).
+        expires: i64,
+    },
+}
+
+impl Sandbox {
+    /// The key its open connections are registered under: one incarnation of one id.
+    pub fn session_key(&self) -> String {
+        match &self.origin {
+            Origin::Config => self.id.clone(),
+            Origin::Api { nonce, .. } => format!("{}#{nonce}", self.id),
+        }
+    }
 }
 
 /// Why a request has no identity.
@@ -40,6 +66,12 @@ pub enum AuthFailure {
     /// Unknown sandbox or wrong token (deliberately indistinguishable).
     #[error("the sandbox id or token is wrong")]
     Invalid,
+    /// A run-time sandbox whose time has run out.
+    #[error("the sandbox has expired; renew it through the admin API or create a new one")]
+    Expired,
+    /// A run-time sandbox revoked through the admin API.
+    #[error("the sandbox was revoked")]
+    Revoked,
 }
 
 impl AuthFailure {
@@ -49,6 +81,8 @@ impl AuthFailure {
             AuthFailure::Missing => "auth_missing",
             AuthFailure::Malformed => "auth_malformed",
             AuthFailure::Invalid => "auth_invalid",
+            AuthFailure::Expired => "auth_expired",
+            AuthFailure::Revoked => "auth_revoked",
         }
     }
 }
@@ -74,6 +108,7 @@ impl Identities {
                 id: spec.id.clone(),
                 user: spec.user.clone(),
                 policy: spec.policy.clone(),
+                origin: Origin::Config,
             });
             for net in &spec.source_cidrs {
                 by_source.push((*net, sandbox.clone()));
@@ -94,21 +129,18 @@ impl Identities {
         self.by_id.get(id).map(|e| e.sandbox.clone())
     }
 
-    /// Identify the sender of one request.
+    /// Identify the sender of one request among the declared sandboxes.
     pub fn identify(&self, headers: &HeaderMap, client: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
-        let mut values = headers.get_all(PROXY_AUTHORIZATION).iter();
-        match (values.next(), values.next()) {
-            // SECURITY: two credentials could be judged differently by two parsers; refuse rather than pick one.
-            (Some(_), Some(_)) => Err(AuthFailure::Malformed),
-            (Some(value), None) => self.by_token(value.as_bytes()),
-            (None, _) => self.by_source(client).ok_or(AuthFailure::Missing),
+        match credentials(headers)? {
+            Some((id, token)) => self.by_id_token(&id, &token),
+            None => self.by_source(client).ok_or(AuthFailure::Missing),
         }
     }
 
-    fn by_token(&self, value: &[u8]) -> Result<Arc<Sandbox>, AuthFailure> {
-        let (id, token) = parse_basic(value).ok_or(AuthFailure::Malformed)?;
+    /// A declared sandbox by id and token.
+    pub fn by_id_token(&self, id: &str, token: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        match self.by_id.get(&id) {
+        match self.by_id.get(id) {
             // SECURITY: constant-time comparison of the token hash, so response timing does not leak how
             // much of a guessed token was right.
             Some(Entry {
@@ -119,13 +151,19 @@ impl Identities {
         }
     }
 
-    fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>> {
+    /// The declared sandbox whose source range holds `client`.
+    pub fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>> {
         // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.
         let client = client.to_canonical();
         self.by_source
             .iter()
             .find(|(net, _)| net.contains(&client))
             .map(|(_, s)| s.clone())
+    }
+
+    /// Every declared sandbox, by id.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
+        self.by_id.values().map(|e| &e.sandbox)
     }
 
     /// Number of sandboxes.
@@ -136,6 +174,17 @@ impl Identities {
     /// Whether no sandbox is declared.
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
+    }
+}
+
+/// The credentials of one request: `Basic` id and token, none (identify by source address), or refused.
+pub fn credentials(headers: &HeaderMap) -> Result<Option<(String, String)>, AuthFailure> {
+    let mut values = headers.get_all(PROXY_AUTHORIZATION).iter();
+    match (values.next(), values.next()) {
+        // SECURITY: two credentials could be judged differently by two parsers; refuse rather than pick one.
+        (Some(_), Some(_)) => Err(AuthFailure::Malformed),
+        (Some(value), None) => parse_basic(value.as_bytes()).map(Some).ok_or(AuthFailure::Malformed),
+        (None, _) => Ok(None),
     }
 }
 
@@ -153,6 +202,12 @@ fn parse_basic(value: &[u8]) -> Option<(String, String)> {
         return None;
     }
     Some((id.to_string(), token.to_string()))
+}
+
+/// Whether `id` can be a sandbox id: 1-64 letters, digits, '-', '_' or '.'. Ids travel as the user part of
+/// Basic credentials, which ends at the first ':', and as a path segment of the admin API.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// The hex SHA-256 of a token, as written in `token_sha256`.

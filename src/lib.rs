@@ -21,10 +21,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod admin_client;
 pub mod audit;
 pub mod body;
 pub mod config;
 pub mod conn;
+pub mod control;
 pub mod credentials;
 pub mod error;
 pub mod exchange;
@@ -35,9 +38,11 @@ pub mod framing;
 pub mod headers;
 pub mod identity;
 pub mod logging;
+pub mod metrics;
 pub mod mitm;
 pub mod net;
 pub mod policy;
+pub mod reload;
 pub mod server;
 pub mod state;
 pub mod target;

@@ -3,15 +3,15 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use cordon::audit::TracingSink;
 use cordon::config::Config;
-use cordon::state::{ProxyState, scope_for};
+use cordon::state::scope_for;
 use cordon::tls::ca::{CaStore, Scope};
-use cordon::{explain, identity, logging, server};
+use cordon::{explain, identity};
+
+mod cli;
 
 #[derive(Parser)]
 #[command(
@@ -60,6 +60,13 @@ enum Command {
         /// The sandbox id.
         #[arg(long)]
         sandbox: String,
+    },
+    /// Run-time sandboxes, through the admin API of a running cordon.
+    Sandbox {
+        #[command(flatten)]
+        admin: cli::sandbox::AdminArgs,
+        #[command(subcommand)]
+        command: cli::sandbox::SandboxCommand,
     },
     /// Token helpers.
     Token {
@@ -135,7 +142,11 @@ fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
-        Command::Run(arg) => run(&arg),
+        Command::Run(arg) => match load(&arg) {
+            Ok(config) => cli::run::run(config, arg.config.clone()),
+            Err(code) => code,
+        },
+        Command::Sandbox { admin, command } => cli::sandbox::main(admin, command),
         Command::Check(arg) => match load(&arg) {
             Ok(config) => {
                 print_summary(&config);
@@ -195,51 +206,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
     }
-}
-
-fn run(arg: &ConfigArg) -> ExitCode {
-    let config = match load(arg) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    if let Err(e) = logging::init(&config.audit) {
-        eprintln!("cordon: {e}");
-        return ExitCode::FAILURE;
-    }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cordon: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    rt.block_on(async move {
-        let addr = config.listen.proxy;
-        let listener = match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("cordon: cannot listen on {addr} (listen.proxy): {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let bound = listener.local_addr().unwrap_or(addr);
-        tracing::info!(
-            "cordon {} listening on {bound} ({}; {} sandboxes, {} policies)",
-            env!("CARGO_PKG_VERSION"),
-            config.source,
-            config.sandboxes.len(),
-            config.policies.len()
-        );
-        let state = match ProxyState::new(config, Arc::new(TracingSink), vec![bound]) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("cordon: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        server::run(listener, state, server::shutdown_signal()).await;
-        ExitCode::SUCCESS
-    })
 }
 
 fn ca(command: CaCommand) -> ExitCode {
@@ -357,17 +323,7 @@ fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
         }
     };
     for (name, value) in creds.placeholders_for(sandbox, &allowed) {
-        let var: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        println!("CORDON_PLACEHOLDER_{var}={value}");
+        println!("{}={value}", cordon::credentials::placeholder::env_var(&name));
     }
     ExitCode::SUCCESS
 }

@@ -23,9 +23,10 @@ use crate::exchange::Exchange;
 use crate::forward;
 use crate::framing::FramingGuard;
 use crate::identity::Sandbox;
-use crate::state::ProxyState;
+use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target, check_path};
 use crate::tls::leaf::LeafName;
+use crate::tunnel::Stop;
 
 /// What every request inside one intercepted CONNECT shares.
 struct Tunnel {
@@ -33,6 +34,7 @@ struct Tunnel {
     client: SocketAddr,
     sandbox: Arc<Sandbox>,
     target: Target,
+    stop: Stop,
 }
 
 /// Terminate TLS on the upgraded CONNECT stream and serve what is inside. `audit` is the CONNECT's own
@@ -44,11 +46,12 @@ pub async fn intercept(
     target: Target,
     upgraded: Upgraded,
     mut audit: audit::Pending,
+    stop: Stop,
 ) {
-    let stop = state.hard_stop.clone();
+    let generation = state.current();
     let tls = tokio::select! {
-        r = handshake(&state, &sandbox, &target, upgraded) => r,
-        () = stop.cancelled() => Err(("shutdown", "cut at shutdown after the drain deadline".to_string())),
+        r = handshake(&state, &generation, &sandbox, &target, upgraded) => r,
+        () = stop.cancelled() => Err(("closed", stop.why().to_string())),
     };
     let tls = match tls {
         Ok(tls) => tls,
@@ -59,12 +62,17 @@ pub async fn intercept(
         }
     };
     let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let limits = generation.config.limits.clone();
+    let request_headers = generation.config.timeouts.request_headers;
+    drop(generation);
     let tunnel = Arc::new(Tunnel {
         state: state.clone(),
         client,
         sandbox,
         target,
+        stop,
     });
+    let stop = tunnel.clone();
     let service = service_fn(move |req: Request<Incoming>| {
         let tunnel = tunnel.clone();
         async move { Ok::<_, Infallible>(inner(tunnel, req).await) }
@@ -75,23 +83,22 @@ pub async fn intercept(
             .serve_connection(TokioIo::new(tls), service);
         let result = tokio::select! {
             r = conn => r,
-            () = stop.cancelled() => Ok(()),
+            () = stop.stop.cancelled() => Ok(()),
         };
         if let Err(e) = result {
             tracing::debug!(%client, "intercepted h2 connection ended: {e}");
         }
     } else {
         // The same byte-level framing guard as on the outer connection: smuggling inside TLS is still smuggling.
-        let (guarded, report) =
-            FramingGuard::new(tls, state.config.limits.max_request_header_bytes, error::render_framing);
+        let (guarded, report) = FramingGuard::new(tls, limits.max_request_header_bytes, error::render_framing);
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(state.config.timeouts.request_headers)
+            .header_read_timeout(request_headers)
             .serve_connection(TokioIo::new(guarded), service)
             .with_upgrades();
         let result = tokio::select! {
             r = conn => r,
-            () = stop.cancelled() => Ok(()),
+            () = stop.stop.cancelled() => Ok(()),
         };
         crate::conn::audit_malformed(&state, client, &report, &result);
         if let Err(e) = result {
@@ -104,6 +111,7 @@ pub async fn intercept(
 /// The client's TLS handshake, with a leaf for the CONNECT host from the sandbox's CA.
 async fn handshake(
     state: &ProxyState,
+    generation: &Generation,
     sandbox: &Sandbox,
     target: &Target,
     upgraded: Upgraded,
@@ -128,9 +136,13 @@ async fn handshake(
         other => LeafName::Ip(other.ip().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into())),
     };
     let config = state
-        .ca(sandbox)
+        .ca(generation, sandbox)
         .map_err(|e| e.to_string())
-        .and_then(|ca| state.leaves.get(&ca, &name).map_err(|e| e.to_string()))
+        .and_then(|ca| {
+            let (config, hit) = state.leaves.lookup(&ca, &name).map_err(|e| e.to_string())?;
+            state.metrics.cert_cache(hit);
+            Ok(config)
+        })
         .map_err(|e| {
             tracing::warn!(sandbox = %sandbox.id, "no certificate for {target}: {e}");
             ("leaf_unavailable", e)
@@ -153,6 +165,11 @@ fn refuse(audit: &mut audit::Pending, reason: &str, detail: String) {
 async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<ProxyBody> {
     let mut ex = Exchange::new(tunnel.state.clone(), tunnel.client, Kind::Https, req.method());
     ex.set_identity(&tunnel.sandbox);
+    // SECURITY: the identity was established at CONNECT; each request inside checks it still holds
+    // (revoked, expired or removed by a reload), without waiting for the tunnel to be closed.
+    if let Err(why) = tunnel.state.entitled(&ex.generation, &tunnel.sandbox) {
+        return ex.fail(ProxyError::Auth(why.into()));
+    }
     ex.set_target(&tunnel.target);
     ex.record().path = Some(req.uri().path().to_string());
     let websocket = is_websocket(&req);
@@ -167,7 +184,7 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
     {
         return ex.fail(e);
     }
-    let clients = tunnel.state.upstreams.for_sandbox(&tunnel.sandbox.id);
+    let clients = ex.generation.upstreams.for_sandbox(&tunnel.sandbox.id);
     let pool = if websocket { clients.http1 } else { clients.any };
     let Some(client_upgrade) = client_upgrade else {
         return forward::relay(ex, &pool, outgoing).await;
@@ -185,9 +202,14 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
     out.headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("upgrade"));
     out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+    let splice_tunnel = tunnel.clone();
     tunnel.state.tasks.spawn(async move {
         if let (Ok(c), Ok(u)) = (client_upgrade.await, upstream_upgrade.await) {
-            let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(c), &mut TokioIo::new(u)).await;
+            let (mut c, mut u) = (TokioIo::new(c), TokioIo::new(u));
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut c, &mut u) => {}
+                () = splice_tunnel.stop.cancelled() => {}
+            }
         }
     });
     out

@@ -16,7 +16,9 @@ use crate::state::ProxyState;
 /// Serve the explicit proxy on an already bound listener until `shutdown` completes, then stop
 /// accepting, let in-flight requests and tunnels finish within `timeouts.drain`, and cut the rest.
 pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl Future<Output = ()>) {
-    let slots = Arc::new(Semaphore::new(state.config.limits.max_connections));
+    // Sized once: `limits.max_connections` takes a restart to change.
+    let max_connections = state.current().config.limits.max_connections;
+    let slots = Arc::new(Semaphore::new(max_connections));
     let graceful = CancellationToken::new();
     tokio::pin!(shutdown);
     loop {
@@ -34,7 +36,7 @@ pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl F
                             });
                         }
                         Err(_) => {
-                            tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", state.config.limits.max_connections);
+                            tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", max_connections);
                             state.tasks.spawn(async move {
                                 let mut stream = stream;
                                 let _ = stream.write_all(&error::render_overloaded()).await;
@@ -56,7 +58,7 @@ pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl F
 }
 
 async fn drain(state: &ProxyState, graceful: &CancellationToken) {
-    let deadline = state.config.timeouts.drain;
+    let deadline = state.current().config.timeouts.drain;
     tracing::info!("shutting down: draining in-flight requests and tunnels for up to {deadline:?}");
     graceful.cancel();
     state.tasks.close();

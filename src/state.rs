@@ -1,30 +1,121 @@
-//! The run-time state assembled from a `Config`: what every connection shares.
+//! The run-time state: what lives as long as cordon (CAs, leaves, run-time sandboxes, open sessions,
+//! metrics) and the configuration generation in force, swapped whole on reload.
+//!
+//! Every request loads the generation once when it starts and finishes on it, so a reload never changes
+//! the rules under a request in flight; the next request sees the new ones.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
+use arc_swap::ArcSwap;
+use http::HeaderMap;
+use secrecy::ExposeSecret;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::audit;
 use crate::config::Config;
+use crate::control::sessions::{Closed, Sessions, TunnelCheck};
+use crate::control::{self, Control, token};
 use crate::credentials::apply::Credentials;
-use crate::identity::{Identities, Sandbox};
+use crate::credentials::spec::SecretRef;
+use crate::identity::{self, AuthFailure, Identities, Origin, Sandbox};
+use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
-use crate::policy::{HostPattern, Mode, Policy, TlsMode};
+use crate::policy::{HostPattern, Mode, Policy, Question, TlsMode};
+use crate::target::Target;
 use crate::tls::ca::{CaError, CaStore, SandboxCa, Scope};
 use crate::tls::cache::LeafCache;
 use crate::tls::upstream::{self, Upstreams};
 
-/// Shared by every connection of one running proxy.
-pub struct ProxyState {
-    /// The configuration in force.
+/// How often open sessions are checked against revocations and expiries, and the store for other
+/// replicas' writes.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
+
+/// One configuration in force, with everything built from it.
+pub struct Generation {
+    /// 1 for the configuration cordon started with, then one more per successful reload.
+    pub number: u64,
+    /// The configuration.
     pub config: Arc<Config>,
-    /// Sandbox identification.
+    /// The sandboxes declared in it.
     pub identities: Identities,
     /// Resolution, address guard and dialling.
     pub dialer: Dialer,
-    /// Where audit records go.
+    /// Pooled, verified connections to upstreams, per sandbox.
+    pub upstreams: Upstreams,
+    /// Credentials and placeholders.
+    pub credentials: Credentials,
+    admin_token: Option<[u8; 32]>,
+}
+
+impl Generation {
+    async fn build(number: u64, config: Config, self_addrs: &[SocketAddr]) -> Result<Generation, String> {
+        let guard = Guard::new(
+            config.network.allow_cidrs.clone(),
+            config.network.dangerous_allow_metadata.clone(),
+            self_addrs.to_vec(),
+        );
+        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
+        let tls = upstream::client_config(&config.upstream.extra_roots)?;
+        let credentials = Credentials::new(&config)?;
+        let admin_token = match &config.control.admin_token {
+            None => None,
+            Some(r) => {
+                generate_if_file(r)?;
+                let token = credentials
+                    .secrets()
+                    .stored(r)
+                    .await
+                    .map_err(|e| format!("control.admin_token: {e}"))?;
+                Some(Sha256::digest(token.expose_secret().as_bytes()).into())
+            }
+        };
+        Ok(Generation {
+            number,
+            identities: Identities::new(&config.sandboxes),
+            upstreams: Upstreams::new(dialer.clone(), tls, config.upstream.pool_idle),
+            dialer,
+            credentials,
+            admin_token,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The policy with this name.
+    pub fn policy(&self, name: &str) -> Option<&Policy> {
+        self.config.policies.get(name)
+    }
+
+    /// Whether `presented` is the admin API's bearer token.
+    pub fn admin_token_matches(&self, presented: &str) -> bool {
+        let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        // SECURITY: constant-time comparison of the admin token's hash.
+        self.admin_token.is_some_and(|t| bool::from(hash.ct_eq(&t)))
+    }
+}
+
+/// A `file:` secret cordon may create: made with a random value on first start.
+fn generate_if_file(r: &SecretRef) -> Result<(), String> {
+    if let SecretRef::File(path) = r
+        && control::ensure_secret_file(path)?
+    {
+        tracing::info!("created {} with a new random secret (0600)", path.display());
+    }
+    Ok(())
+}
+
+/// Shared by every connection of one running proxy.
+pub struct ProxyState {
+    live: ArcSwap<Generation>,
+    generations: AtomicU64,
+    self_addrs: Vec<SocketAddr>,
+    reloading: tokio::sync::Mutex<()>,
+    /// Where audit records go (counted in the metrics on the way).
     pub audit: Arc<dyn audit::Sink>,
     /// Per-sandbox CAs on disk.
     pub cas: CaStore,
@@ -32,10 +123,12 @@ pub struct ProxyState {
     loaded_cas: moka::sync::Cache<String, Arc<SandboxCa>>,
     /// Leaf certificates by (sandbox, host).
     pub leaves: LeafCache,
-    /// Pooled, verified connections to upstreams, per sandbox.
-    pub upstreams: Upstreams,
-    /// Credentials and placeholders.
-    pub credentials: Credentials,
+    /// Sandboxes created at run time.
+    pub control: Control,
+    /// Open connections and tunnels by sandbox.
+    pub sessions: Arc<Sessions>,
+    /// What `/metrics` serves.
+    pub metrics: Arc<Metrics>,
     /// Every connection and tunnel task, so shutdown can wait for them.
     pub tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
@@ -45,39 +138,157 @@ pub struct ProxyState {
 impl ProxyState {
     /// Assemble the state. `self_addrs` are cordon's own listening addresses, which the guard refuses
     /// to dial (a request to cordon itself would loop).
-    pub fn new(
+    pub async fn new(
         config: Config,
-        audit: Arc<dyn audit::Sink>,
+        sink: Arc<dyn audit::Sink>,
         self_addrs: Vec<SocketAddr>,
     ) -> Result<Arc<ProxyState>, String> {
-        let guard = Guard::new(
-            config.network.allow_cidrs.clone(),
-            config.network.dangerous_allow_metadata.clone(),
-            self_addrs,
-        );
-        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
-        let tls = upstream::client_config(&config.upstream.extra_roots)?;
+        let metrics = Arc::new(Metrics::new());
+        let generation = Generation::build(1, config, &self_addrs).await?;
+        let config = generation.config.clone();
+        let key = match &config.control.signing_key {
+            None => {
+                tracing::warn!(
+                    "control.signing_key is not set: run-time sandboxes' credentials are signed with a key that \
+                     dies with this process, and no other replica accepts them"
+                );
+                None
+            }
+            Some(r) => {
+                generate_if_file(r)?;
+                let key = generation.credentials.secrets().stored(r).await;
+                Some(key.map_err(|e| format!("control.signing_key: {e}"))?)
+            }
+        };
+        let control = Control::open(config.control.store.as_deref(), key)?;
+        if config.control.store.is_none() {
+            tracing::info!("control.store is not set: sandboxes created at run time live in memory only");
+        }
+        let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
-        let credentials = Credentials::new(&config)?;
-        Ok(Arc::new(ProxyState {
-            credentials,
-            identities: Identities::new(&config.sandboxes),
-            upstreams: Upstreams::new(dialer.clone(), tls, config.upstream.pool_idle),
-            dialer,
-            audit,
+        metrics.set_config_generation(1);
+        let state = Arc::new(ProxyState {
+            live: ArcSwap::from_pointee(generation),
+            generations: AtomicU64::new(1),
+            self_addrs,
+            reloading: tokio::sync::Mutex::new(()),
+            audit: Arc::new(audit::Metered {
+                inner: sink,
+                metrics: metrics.clone(),
+            }),
             cas: CaStore::new(config.ca.dir.clone()),
             loaded_cas: moka::sync::Cache::new(100_000),
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
+            control,
+            sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
+            metrics,
             tasks: TaskTracker::new(),
-            hard_stop: CancellationToken::new(),
-            config: Arc::new(config),
-        }))
+            hard_stop,
+        });
+        tokio::spawn(maintain(Arc::downgrade(&state)));
+        Ok(state)
+    }
+
+    /// The configuration generation in force.
+    pub fn current(&self) -> Arc<Generation> {
+        self.live.load_full()
+    }
+
+    /// Swap in a new configuration, fully validated and built first; on any error the running one stays.
+    /// Settings that only a restart can change are refused. Sessions the new configuration no longer
+    /// allows are closed at once. Returns the new generation number.
+    pub async fn reload(&self, config: Config) -> Result<u64, Vec<String>> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let old = self.current();
+        let mut errors = restart_only(&old.config, &config);
+        let now = control::now();
+        for (i, s) in config.sandboxes.iter().enumerate() {
+            if self
+                .control
+                .get(&s.id)
+                .is_some_and(|r| r.revoked.is_none() && r.expires > now)
+            {
+                errors.push(format!(
+                    "sandboxes[{i}].id: {:?} is also a sandbox created at run time; revoke it first or choose another id",
+                    s.id
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let number = self.generations.load(Ordering::SeqCst) + 1;
+        let generation = Generation::build(number, config, &self.self_addrs)
+            .await
+            .map_err(|e| vec![e])?;
+        self.generations.store(number, Ordering::SeqCst);
+        self.live.store(Arc::new(generation));
+        // Name constraints are judged again against the new policies when each CA is next needed.
+        self.loaded_cas.invalidate_all();
+        self.metrics.set_config_generation(number);
+        self.sweep(true);
+        Ok(number)
+    }
+
+    /// Identify the sender of one request: a run-time sandbox by its signed credential, a declared one by
+    /// token or source address.
+    pub fn identify(
+        &self,
+        generation: &Generation,
+        headers: &HeaderMap,
+        client: IpAddr,
+    ) -> Result<Arc<Sandbox>, AuthFailure> {
+        match identity::credentials(headers)? {
+            Some((id, secret)) if token::looks_signed(&secret) => {
+                let sandbox = self.control.verify(&id, &secret, control::now())?;
+                if generation.identities.get(&id).is_some() {
+                    // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
+                    return Err(AuthFailure::Invalid);
+                }
+                Ok(sandbox)
+            }
+            Some((id, secret)) => generation.identities.by_id_token(&id, &secret),
+            None => generation.identities.by_source(client).ok_or(AuthFailure::Missing),
+        }
+    }
+
+    /// Whether `sandbox` may still use cordon under `generation`, and if not, why.
+    pub fn entitled(&self, generation: &Generation, sandbox: &Sandbox) -> Result<(), Closed> {
+        match &sandbox.origin {
+            Origin::Config => match generation.identities.get(&sandbox.id) {
+                Some(now) if now.policy == sandbox.policy && now.user == sandbox.user => Ok(()),
+                _ => Err(Closed::Removed),
+            },
+            Origin::Api { .. } => {
+                self.control.check(sandbox, control::now())?;
+                match generation.policy(&sandbox.policy) {
+                    Some(_) => Ok(()),
+                    None => Err(Closed::Removed),
+                }
+            }
+        }
+    }
+
+    /// Close the sessions of sandboxes no longer entitled; with `redecide`, also tunnels whose destination
+    /// the policy no longer allows.
+    pub fn sweep(&self, redecide: bool) {
+        let generation = self.current();
+        let allowed = |sandbox: &Sandbox, target: &Target| {
+            generation
+                .policy(&sandbox.policy)
+                .is_some_and(|p| p.decide(Question { target, request: None }).allowed)
+        };
+        let tunnel_check: Option<TunnelCheck<'_>> = if redecide { Some(&allowed) } else { None };
+        let closed = self.sessions.sweep(|s| self.entitled(&generation, s), tunnel_check);
+        for (id, _) in closed {
+            self.leaves.invalidate_sandbox(&id);
+        }
     }
 
     /// The sandbox's CA: loaded from `ca.dir` (created on first need), then kept in memory.
-    pub fn ca(&self, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+    pub fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
         self.loaded_cas.try_get_with(sandbox.id.clone(), || {
-            let wanted = self
+            let wanted = generation
                 .policy(&sandbox.policy)
                 .map(scope_for)
                 .unwrap_or(Scope::Unconstrained);
@@ -92,10 +303,75 @@ impl ProxyState {
             Ok(ca)
         })
     }
+}
 
-    /// The policy with this name.
-    pub fn policy(&self, name: &str) -> Option<&Policy> {
-        self.config.policies.get(name)
+/// What a reload cannot change while cordon runs.
+fn restart_only(old: &Config, new: &Config) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut same = |what: &str, a: String, b: String| {
+        if a != b {
+            errors.push(format!("{what}: changed from {a} to {b}; this takes a restart"));
+        }
+    };
+    same(
+        "listen.proxy",
+        old.listen.proxy.to_string(),
+        new.listen.proxy.to_string(),
+    );
+    same(
+        "listen.admin",
+        format!("{:?}", old.listen.admin),
+        format!("{:?}", new.listen.admin),
+    );
+    same("audit.path", format!("{:?}", old.audit), format!("{:?}", new.audit));
+    same(
+        "limits.max_connections",
+        old.limits.max_connections.to_string(),
+        new.limits.max_connections.to_string(),
+    );
+    same(
+        "ca.dir",
+        old.ca.dir.display().to_string(),
+        new.ca.dir.display().to_string(),
+    );
+    same(
+        "control.store",
+        format!("{:?}", old.control.store),
+        format!("{:?}", new.control.store),
+    );
+    same(
+        "control.signing_key",
+        format!("{:?}", old.control.signing_key),
+        format!("{:?}", new.control.signing_key),
+    );
+    errors
+}
+
+/// The background duty of a running proxy: notice other replicas' writes to the store, close what
+/// expired or was revoked, forget long-expired records. Stops when the state is dropped.
+async fn maintain(state: Weak<ProxyState>) {
+    let mut ticks: u64 = 0;
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(s) = state.upgrade() else { return };
+        let refreshed = {
+            let s = s.clone();
+            tokio::task::spawn_blocking(move || s.control.refresh()).await
+        };
+        if let Ok(Err(e)) = refreshed {
+            tracing::warn!("cannot read the sandbox store {}: {e}", s.control.location());
+        }
+        s.sweep(false);
+        ticks += 1;
+        if ticks.is_multiple_of(240) {
+            let s2 = s.clone();
+            // Records an hour past their expiry are of no use to anyone.
+            let purged = tokio::task::spawn_blocking(move || s2.control.purge(control::now() - 3600)).await;
+            if let Ok(Err(e)) = purged {
+                tracing::warn!("cannot purge the sandbox store: {e}");
+            }
+        }
+        s.metrics.set_sandboxes(s.control.live_count(control::now()));
     }
 }
 

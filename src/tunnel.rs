@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
+use crate::conn::ConnScope;
+use crate::control::sessions::Lease;
 use crate::error::{self, ProxyError};
 use crate::exchange::Exchange;
 use crate::identity::Sandbox;
@@ -29,27 +31,36 @@ enum Opened {
     /// Terminate TLS with the sandbox's CA.
     Intercept(Arc<Sandbox>, Target),
     /// Pass bytes through to this dialled upstream.
-    Tunnel(TcpStream, Target),
+    Tunnel(Arc<Sandbox>, TcpStream, Target),
 }
 
 /// Handle one CONNECT request.
-pub async fn connect(state: Arc<ProxyState>, client: SocketAddr, mut req: Request<Incoming>) -> Response<ProxyBody> {
-    let mut ex = Exchange::new(state.clone(), client, Kind::Connect, &Method::CONNECT);
+pub async fn connect(
+    state: Arc<ProxyState>,
+    scope: Arc<ConnScope>,
+    client: SocketAddr,
+    mut req: Request<Incoming>,
+) -> Response<ProxyBody> {
+    let mut ex = Exchange::new(state.clone(), client, Kind::Connect, &Method::CONNECT).on_connection(scope);
     match open(&mut ex, &req).await {
         Ok(opened) => {
             ex.record().status = Some(200);
             let on_upgrade = hyper::upgrade::on(&mut req);
             let audit = ex.into_audit();
-            let stop = state.hard_stop.clone();
             match opened {
-                Opened::Tunnel(upstream, target) => {
+                Opened::Tunnel(sandbox, upstream, target) => {
+                    // Registered so that revocation, expiry or a reload that takes the rule away closes it.
+                    let lease = state.sessions.open_tunnel(&sandbox, &target, "tunnel");
+                    let stop = Stop::new(lease, state.hard_stop.clone());
                     state.tasks.spawn(splice(on_upgrade, upstream, target, audit, stop));
                 }
                 Opened::Intercept(sandbox, target) => {
+                    let lease = state.sessions.open_tunnel(&sandbox, &target, "intercept");
+                    let stop = Stop::new(lease, state.hard_stop.clone());
                     let st = state.clone();
                     state.tasks.spawn(async move {
                         match on_upgrade.await {
-                            Ok(upgraded) => mitm::intercept(st, client, sandbox, target, upgraded, audit).await,
+                            Ok(upgraded) => mitm::intercept(st, client, sandbox, target, upgraded, audit, stop).await,
                             Err(e) => handover_failed(audit, &e),
                         }
                     });
@@ -71,17 +82,17 @@ async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, Prox
     let target = target?;
     let rule = ex.decide(&sandbox, &target, None)?;
     let mode = rule
-        .and_then(|i| ex.state.policy(&sandbox.policy).and_then(|p| p.rules.get(i)))
+        .and_then(|i| ex.generation.policy(&sandbox.policy).and_then(|p| p.rules.get(i)))
         .map(|r| r.tls)
         .unwrap_or_default();
     match mode {
         TlsMode::Tunnel => {
             let upstream = ex.dial(&target).await?;
-            Ok(Opened::Tunnel(upstream, target))
+            Ok(Opened::Tunnel(sandbox, upstream, target))
         }
         TlsMode::Intercept => {
             // Refuse now rather than after the TLS handshake; the pool checks again when it dials.
-            ex.state.dialer.resolve(&target).await?;
+            ex.generation.dialer.resolve(&target).await?;
             Ok(Opened::Intercept(sandbox, target))
         }
     }
@@ -93,13 +104,7 @@ fn handover_failed(mut audit: audit::Pending, e: &hyper::Error) {
 }
 
 /// Check the ClientHello, then move bytes until either side closes; one audit record at the end.
-async fn splice(
-    on_upgrade: OnUpgrade,
-    mut upstream: TcpStream,
-    target: Target,
-    mut audit: audit::Pending,
-    stop: CancellationToken,
-) {
+async fn splice(on_upgrade: OnUpgrade, mut upstream: TcpStream, target: Target, mut audit: audit::Pending, stop: Stop) {
     let upgraded = match on_upgrade.await {
         Ok(u) => u,
         Err(e) => return handover_failed(audit, &e),
@@ -138,8 +143,41 @@ async fn splice(
             Err(e) => audit.record().error = Some(format!("tunnel ended with an error: {e}")),
         },
         () = stop.cancelled() => {
-            audit.record().error = Some("cut at shutdown after the drain deadline".into());
+            audit.record().error = Some(stop.why().into());
         }
     }
     audit.finish();
+}
+
+/// When a tunnel must close: its sandbox or destination lost access, or the drain deadline passed.
+pub struct Stop {
+    lease: Lease,
+    hard_stop: CancellationToken,
+}
+
+impl Stop {
+    /// Tie a tunnel to its lease and to the drain deadline.
+    pub fn new(lease: Lease, hard_stop: CancellationToken) -> Stop {
+        Stop { lease, hard_stop }
+    }
+
+    /// Resolves when the tunnel must close.
+    pub async fn cancelled(&self) {
+        // The lease's token is a child of the drain deadline's: one wait covers both.
+        self.lease.token().cancelled().await
+    }
+
+    /// Whether it must close already.
+    pub fn is_cancelled(&self) -> bool {
+        self.lease.token().is_cancelled()
+    }
+
+    /// Why it was closed, for the audit record.
+    pub fn why(&self) -> &'static str {
+        if self.hard_stop.is_cancelled() {
+            "cut at shutdown after the drain deadline"
+        } else {
+            "closed: the sandbox lost access (revoked, expired or removed) or the policy no longer allows this destination"
+        }
+    }
 }

@@ -51,6 +51,48 @@ pub struct Config {
     pub sandboxes: Vec<SandboxSpec>,
     /// Policies by name.
     pub policies: BTreeMap<String, Policy>,
+    /// The control plane.
+    pub control: ControlConfig,
+}
+
+/// `control:` — the admin API, run-time sandboxes and reload.
+#[derive(Debug, Clone)]
+pub struct ControlConfig {
+    /// The admin API's bearer token (required when `listen.admin` is set).
+    pub admin_token: Option<crate::credentials::spec::SecretRef>,
+    /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
+    /// per process (credentials die with it).
+    pub signing_key: Option<crate::credentials::spec::SecretRef>,
+    /// The sandbox store. `None`: in memory (run-time sandboxes die with the process).
+    pub store: Option<PathBuf>,
+    /// Lifetime of a run-time sandbox when the request names none.
+    pub default_ttl: Duration,
+    /// The longest lifetime a request may ask for.
+    pub max_ttl: Duration,
+    /// The proxy URL handed to sandboxes (`None`: `http://` + `listen.proxy`).
+    pub proxy_url: Option<String>,
+    /// `NO_PROXY` entries handed to sandboxes.
+    pub no_proxy: Vec<String>,
+    /// Where a sandbox finds its CA certificate, in its own file system.
+    pub ca_file: String,
+    /// Reload when the configuration file changes.
+    pub watch: bool,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            admin_token: None,
+            signing_key: None,
+            store: None,
+            default_ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(7 * 24 * 3600),
+            proxy_url: None,
+            no_proxy: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            ca_file: "/etc/cordon/ca.pem".into(),
+            watch: true,
+        }
+    }
 }
 
 /// `listen:`
@@ -58,6 +100,8 @@ pub struct Config {
 pub struct Listen {
     /// The explicit proxy listener.
     pub proxy: SocketAddr,
+    /// The admin API listener, if any.
+    pub admin: Option<SocketAddr>,
 }
 
 /// Where audit records go.

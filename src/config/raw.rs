@@ -45,6 +45,33 @@ pub struct RawConfig {
     /// Named policies.
     #[serde(default)]
     pub policies: BTreeMap<String, RawPolicy>,
+    /// The control plane: admin API, run-time sandboxes, reload.
+    #[serde(default)]
+    pub control: RawControl,
+}
+
+/// `control:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawControl {
+    /// The admin API's bearer token.
+    pub admin_token: Option<RawSecretRef>,
+    /// The key that signs run-time sandboxes' proxy credentials.
+    pub signing_key: Option<RawSecretRef>,
+    /// The sandbox store (a file).
+    pub store: Option<String>,
+    /// Lifetime of a run-time sandbox when the request names none.
+    pub default_ttl: Option<String>,
+    /// The longest lifetime a request may ask for.
+    pub max_ttl: Option<String>,
+    /// The proxy URL sandboxes are told to use.
+    pub proxy_url: Option<String>,
+    /// `NO_PROXY` entries handed to sandboxes.
+    pub no_proxy: Option<Vec<String>>,
+    /// Where a sandbox finds its CA certificate (the path in its own file system).
+    pub ca_file: Option<String>,
+    /// Reload when the configuration file changes.
+    pub watch: Option<bool>,
 }
 
 /// `listen:`
@@ -53,6 +80,8 @@ pub struct RawConfig {
 pub struct RawListen {
     /// Explicit proxy listener, `host:port`.
     pub proxy: Option<String>,
+    /// Admin API listener, `host:port`.
+    pub admin: Option<String>,
 }
 
 /// `audit:`
@@ -261,6 +290,8 @@ pub struct RawSource {
     pub env: Option<String>,
     /// A `path#key` in the OpenBao KV v2 mount.
     pub openbao: Option<String>,
+    /// A file holding the secret.
+    pub file: Option<String>,
     /// OAuth2 client-credentials tokens.
     pub oauth2: Option<RawOAuth2>,
     /// GitHub App installation tokens.
@@ -273,6 +304,8 @@ pub struct RawSource {
 pub struct RawSecretRef {
     /// A name in the file vault.
     pub vault: Option<String>,
+    /// A file holding the secret (e.g. a mounted Kubernetes secret).
+    pub file: Option<String>,
     /// An environment variable.
     pub env: Option<String>,
     /// A `path#key` in OpenBao.

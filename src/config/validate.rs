@@ -16,6 +16,7 @@ use crate::policy::Policy;
 use crate::policy::allowlist::{compile_paths, parse_method, parse_port};
 use crate::target::{Host, Target};
 
+mod control;
 mod credentials;
 mod policies;
 
@@ -43,7 +44,19 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     };
     let listen = Listen {
         proxy: socket_addr(&mut errs, "listen.proxy", raw.listen.proxy.as_deref(), "127.0.0.1:3128"),
+        admin: raw
+            .listen
+            .admin
+            .as_deref()
+            .map(|a| socket_addr(&mut errs, "listen.admin", Some(a), "")),
     };
+    if listen.admin == Some(listen.proxy) {
+        errs.at(
+            "listen.admin",
+            "is the proxy's address; the admin API needs a listener of its own",
+        );
+    }
+    let control = control::control(&mut errs, std::mem::take(&mut raw.control), &listen);
     let audit = match raw.audit.path.as_deref() {
         None | Some("-") => AuditConfig::Stdout,
         Some("") => {
@@ -113,6 +126,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             credentials: creds,
             sandboxes,
             policies,
+            control,
         })
     } else {
         Err(ConfigErrors(errs.list))
@@ -312,18 +326,13 @@ fn upstream(errs: &mut Errors, raw: super::raw::RawUpstream) -> UpstreamConfig {
     up
 }
 
-/// Sandbox ids travel as the user part of Basic credentials, which ends at the first ':'.
-fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-}
-
 fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String, Policy>) -> Vec<SandboxSpec> {
     let mut out: Vec<SandboxSpec> = Vec::new();
     let mut seen = HashSet::new();
     for (i, s) in raw.into_iter().enumerate() {
         let base = format!("sandboxes[{i}]");
         let id = s.id.unwrap_or_default();
-        if !valid_id(&id) {
+        if !crate::identity::valid_id(&id) {
             errs.at(
                 format!("{base}.id"),
                 format!("{id:?} is not a sandbox id; use 1-64 letters, digits, '-', '_' or '.'"),

@@ -89,6 +89,11 @@ impl Credentials {
         })
     }
 
+    /// Where secret values come from.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// The placeholders a sandbox may use: (credential, placeholder) for each placeholder credential its
     /// policy allows.
     pub fn placeholders_for(&self, sandbox: &str, allowed: &[String]) -> Vec<(String, String)> {
@@ -181,10 +186,17 @@ impl Credentials {
         let mut swaps: Vec<(String, String)> = Vec::new();
         for (place, text) in texts {
             for token in placeholder::find(&text) {
-                let credential = match self.placeholders.owner(token) {
-                    Some((owner, credential)) if owner == &sandbox.id => credential.clone(),
-                    Some((_, credential)) => return Err(exfiltration(credential, "another sandbox's placeholder")),
-                    None => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
+                // The sandbox's own placeholders are computed (run-time sandboxes are not in the learned map).
+                let own = self
+                    .specs
+                    .keys()
+                    .find(|c| self.placeholders.value(&sandbox.id, c) == token);
+                let credential = match (own, self.placeholders.owner(token)) {
+                    (Some(credential), _) => credential.clone(),
+                    (None, Some((_, credential))) => {
+                        return Err(exfiltration(credential, "another sandbox's placeholder"));
+                    }
+                    (None, None) => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
                 };
                 let in_query_ok = self
                     .specs

@@ -72,6 +72,22 @@ impl Placeholders {
     }
 }
 
+/// The environment variable a sandbox finds a credential's placeholder in: `CORDON_PLACEHOLDER_<NAME>`, the
+/// name upper-cased with anything but letters and digits as `_`.
+pub fn env_var(credential: &str) -> String {
+    let name: String = credential
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("CORDON_PLACEHOLDER_{name}")
+}
+
 /// Every placeholder-shaped token in `text`, including ones cordon never issued (a forged or stale
 /// placeholder is refused like any other out of place).
 pub fn find(text: &str) -> Vec<&str> {

@@ -48,7 +48,13 @@ fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
 impl Secrets {
     /// Open what the configured credentials need (the file vault only if one reads from it).
     pub fn new(config: &Config) -> Result<Secrets, String> {
-        let all: Vec<&SecretRef> = config.credentials.values().flat_map(refs).collect();
+        let all: Vec<&SecretRef> = config
+            .credentials
+            .values()
+            .flat_map(refs)
+            .chain(config.control.admin_token.iter())
+            .chain(config.control.signing_key.iter())
+            .collect();
         let file = if all.iter().any(|r| matches!(r, SecretRef::Vault(_))) {
             Some(open_vault(&config.vault).map_err(|e| e.to_string())?)
         } else {
@@ -88,6 +94,7 @@ impl Secrets {
     pub async fn stored(&self, r: &SecretRef) -> Result<SecretString, String> {
         match r {
             SecretRef::Env(var) => env_secret(var),
+            SecretRef::File(path) => file_secret(path),
             SecretRef::Vault(name) => match &self.file {
                 Some(v) => v.get(name).await.map_err(|e| e.to_string()),
                 None => Err("the file vault is not open".into()),
@@ -168,6 +175,22 @@ fn env_secret(var: &str) -> Result<SecretString, String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Ok(SecretString::from(v)),
         _ => Err(format!("the environment variable {var} is not set")),
+    }
+}
+
+/// A secret kept in a file (a mounted Kubernetes secret, say); one trailing newline is not part of it.
+pub fn file_secret(path: &std::path::Path) -> Result<SecretString, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let value = text.strip_suffix('\n').unwrap_or(&text);
+            let value = value.strip_suffix('\r').unwrap_or(value);
+            if value.is_empty() {
+                Err(format!("the file {} is empty", path.display()))
+            } else {
+                Ok(SecretString::from(value.to_string()))
+            }
+        }
+        Err(e) => Err(format!("cannot read the secret file {}: {e}", path.display())),
     }
 }
 

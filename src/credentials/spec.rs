@@ -33,6 +33,8 @@ pub enum SecretRef {
     Env(String),
     /// A `path#key` in OpenBao.
     OpenBao(String),
+    /// A file holding the secret (trailing newline ignored).
+    File(PathBuf),
 }
 
 /// Where a credential's value comes from.

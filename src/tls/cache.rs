@@ -62,6 +62,11 @@ impl LeafCache {
     /// The server configuration for `name` in `ca`'s sandbox, minting a leaf on a miss. Concurrent misses for
     /// one key mint once; the others wait and share the result (or the error).
     pub fn get(&self, ca: &Arc<SandboxCa>, name: &LeafName) -> Result<Arc<rustls::ServerConfig>, CaError> {
+        self.lookup(ca, name).map(|(config, _)| config)
+    }
+
+    /// As [`LeafCache::get`], also telling whether the leaf was already there (a hit) or minted now.
+    pub fn lookup(&self, ca: &Arc<SandboxCa>, name: &LeafName) -> Result<(Arc<rustls::ServerConfig>, bool), CaError> {
         let name = name.normalized()?;
         // Checked here too, not only in `mint`, so that the caller gets this error as such rather than wrapped in
         // `CaError::Shared` (moka hands errors of the minting closure out behind an `Arc`).
@@ -77,13 +82,17 @@ impl LeafCache {
             ca_key_id: ca.key_id().to_vec(),
             name: name.clone(),
         };
-        self.configs
-            .try_get_with(key, || {
+        let entry = self
+            .configs
+            .entry(key)
+            .or_try_insert_with(|| {
                 let config = mint_config(ca, &name, self.leaf_validity)?;
                 self.mints.fetch_add(1, Ordering::Relaxed);
                 Ok(config)
             })
-            .map_err(|shared| Arc::try_unwrap(shared).unwrap_or_else(CaError::Shared))
+            .map_err(|shared| Arc::try_unwrap(shared).unwrap_or_else(CaError::Shared))?;
+        let hit = !entry.is_fresh();
+        Ok((entry.into_value(), hit))
     }
 
     /// Drops every leaf of one sandbox (after its CA was rotated, or the sandbox removed).

@@ -256,7 +256,9 @@ pub async fn proxy(yaml: &str) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let audit = Capture::default();
-    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![addr]).unwrap();
+    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![addr])
+        .await
+        .unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let done = tokio::spawn(cordon::server::run(listener, state, async move {
         let _ = rx.await;

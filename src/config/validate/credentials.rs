@@ -79,15 +79,16 @@ fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
     }
 }
 
-fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
-    match (raw.vault, raw.env, raw.openbao) {
-        (Some(v), None, None) => Some(SecretRef::Vault(v)),
-        (None, Some(e), None) => Some(SecretRef::Env(e)),
-        (None, None, Some(b)) => Some(SecretRef::OpenBao(b)),
+pub(super) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
+    match (raw.vault, raw.env, raw.openbao, raw.file) {
+        (Some(v), None, None, None) => Some(SecretRef::Vault(v)),
+        (None, Some(e), None, None) => Some(SecretRef::Env(e)),
+        (None, None, Some(b), None) => Some(SecretRef::OpenBao(b)),
+        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(PathBuf::from(f))),
         _ => {
             errs.at(
                 path,
-                "needs exactly one of `vault: NAME`, `env: VARIABLE` or `openbao: PATH#KEY`",
+                "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY` or `file: PATH`",
             );
             None
         }
@@ -99,6 +100,7 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
         s.vault.is_some(),
         s.env.is_some(),
         s.openbao.is_some(),
+        s.file.is_some(),
         s.oauth2.is_some(),
         s.github_app.is_some(),
     ]
@@ -108,7 +110,8 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
     if count != 1 {
         errs.at(
             base,
-            "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `oauth2: {...}` or `github_app: {...}`",
+            "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `file: PATH`, `oauth2: {...}` or \
+             `github_app: {...}`",
         );
         return None;
     }
@@ -159,6 +162,7 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
             vault: s.vault,
             env: s.env,
             openbao: s.openbao,
+            file: s.file,
         },
     )
     .map(SecretSource::Static)

@@ -1,0 +1,262 @@
+//! The admin API: its own listener (never the proxy's), bearer-token authentication, JSON in and out.
+//! Health, readiness and metrics are open (probes and scrapers carry no token); everything under `/v1`
+//! needs the token. The OpenAPI description is `docs/openapi.yaml`.
+
+mod sandboxes;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::reload::{Reloader, Trigger};
+use crate::state::ProxyState;
+
+/// The largest JSON body the admin API reads.
+const MAX_BODY: usize = 64 * 1024;
+
+/// Every route: method and path pattern (`{id}` is a sandbox id). `docs/openapi.yaml` describes exactly these,
+/// which a test checks.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/v1/sandboxes"),
+    ("POST", "/v1/sandboxes"),
+    ("GET", "/v1/sandboxes/{id}"),
+    ("DELETE", "/v1/sandboxes/{id}"),
+    ("POST", "/v1/sandboxes/{id}/renew"),
+    ("POST", "/v1/sandboxes/{id}/credentials"),
+    ("POST", "/v1/reload"),
+];
+
+/// An admin response.
+pub type AdminResponse = Response<Full<Bytes>>;
+
+/// Serve the admin API until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<ProxyState>,
+    reloader: Arc<Reloader>,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("admin accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let (state, reloader) = (state.clone(), reloader.clone());
+        tokio::spawn(async move {
+            let service = service_fn(move |req: Request<Incoming>| {
+                let (state, reloader) = (state.clone(), reloader.clone());
+                async move { Ok::<_, Infallible>(handle(&state, &reloader, req).await) }
+            });
+            let result = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(%peer, "admin connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// Route one request.
+async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incoming>) -> AdminResponse {
+    let path = req.uri().path().to_string();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let method = req.method().clone();
+    let open = match segments.as_slice() {
+        ["healthz"] => Some(("GET", json_response(StatusCode::OK, &json!({"status": "ok"})))),
+        ["readyz"] => Some(("GET", ready(state))),
+        ["metrics"] => Some(("GET", metrics(state))),
+        _ => None,
+    };
+    if let Some((allowed, resp)) = open {
+        return if method.as_str() == allowed {
+            resp
+        } else {
+            not_allowed(allowed)
+        };
+    }
+    if segments.first() != Some(&"v1") {
+        return error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}"));
+    }
+    if let Err(resp) = authenticate(state, &req) {
+        return resp;
+    }
+    match (segments.as_slice(), &method) {
+        (["v1", "sandboxes"], &Method::GET) => sandboxes::list(state),
+        (["v1", "sandboxes"], &Method::POST) => match body(req).await {
+            Ok(v) => sandboxes::create(state, v).await,
+            Err(resp) => resp,
+        },
+        (["v1", "sandboxes"], _) => not_allowed("GET, POST"),
+        (["v1", "sandboxes", id], &Method::GET) => sandboxes::show(state, id),
+        (["v1", "sandboxes", id], &Method::DELETE) => sandboxes::revoke(state, id).await,
+        (["v1", "sandboxes", _], _) => not_allowed("GET, DELETE"),
+        (["v1", "sandboxes", id, "renew"], &Method::POST) => {
+            let id = id.to_string();
+            match body(req).await {
+                Ok(v) => sandboxes::renew(state, &id, v).await,
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "sandboxes", id, "credentials"], &Method::POST) => sandboxes::credentials(state, id).await,
+        (["v1", "sandboxes", _, "renew" | "credentials"], _) => not_allowed("POST"),
+        (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
+        (["v1", "reload"], _) => not_allowed("POST"),
+        _ => error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}")),
+    }
+}
+
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the answer itself, built once per failed call"
+)]
+fn authenticate(state: &ProxyState, req: &Request<Incoming>) -> Result<(), AdminResponse> {
+    let presented = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    // SECURITY: every /v1 call needs the admin token; a missing or wrong one gets 401 and nothing else.
+    match presented {
+        Some(token) if state.current().admin_token_matches(token) => Ok(()),
+        Some(_) => Err(unauthorized("the bearer token is wrong")),
+        None => Err(unauthorized(
+            "send `Authorization: Bearer <token>` with the admin token (control.admin_token)",
+        )),
+    }
+}
+
+fn unauthorized(message: &str) -> AdminResponse {
+    let mut resp = error(StatusCode::UNAUTHORIZED, "unauthorized", message);
+    resp.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"cordon-admin\""),
+    );
+    resp
+}
+
+/// The JSON body of a request: an object, at most [`MAX_BODY`] bytes; an empty body is `{}`.
+async fn body(req: Request<Incoming>) -> Result<Value, AdminResponse> {
+    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the body is over {MAX_BODY} bytes, or was cut off"),
+            ));
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_json",
+            "the body must be a JSON object",
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_json",
+            format!("the body is not JSON: {e}"),
+        )),
+    }
+}
+
+fn ready(state: &ProxyState) -> AdminResponse {
+    let mut problems = Vec::new();
+    let generation = state.current();
+    let dir = &generation.config.ca.dir;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        problems.push(format!("the CA folder {} is not usable: {e}", dir.display()));
+    }
+    if let Err(e) = state.control.refresh() {
+        problems.push(format!("the sandbox store is not readable: {e}"));
+    }
+    if state.hard_stop.is_cancelled() {
+        problems.push("shutting down".to_string());
+    }
+    if problems.is_empty() {
+        json_response(StatusCode::OK, &json!({"ready": true, "generation": generation.number}))
+    } else {
+        json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"ready": false, "problems": problems}),
+        )
+    }
+}
+
+fn metrics(state: &ProxyState) -> AdminResponse {
+    let mut resp = Response::new(Full::new(Bytes::from(state.metrics.encode())));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));
+    resp
+}
+
+async fn reload(state: &Arc<ProxyState>, reloader: &Reloader) -> AdminResponse {
+    match reloader.reload(state, Trigger::Api).await {
+        Ok(done) => json_response(
+            StatusCode::OK,
+            &json!({"generation": done.generation, "source": done.source}),
+        ),
+        Err(e) => {
+            let mut body = json!({"error": {"code": e.code(), "message": e.to_string()}});
+            if !e.details().is_empty() {
+                body["error"]["details"] = json!(e.details());
+            }
+            json_response(e.status(), &body)
+        }
+    }
+}
+
+/// A JSON answer.
+pub fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
+    let text = serde_json::to_vec_pretty(body).unwrap_or_default();
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// A JSON error: `{"error": {"code", "message"}}`.
+pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> AdminResponse {
+    json_response(status, &json!({"error": {"code": code, "message": message.into()}}))
+}
+
+fn not_allowed(allow: &'static str) -> AdminResponse {
+    let mut resp = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("this endpoint takes {allow}"),
+    );
+    resp.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    resp
+}

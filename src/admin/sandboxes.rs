@@ -1,0 +1,343 @@
+//! `/v1/sandboxes`: create, list, show, renew, revoke, and further credentials — and the `env` a sandbox
+//! is started with.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use super::{AdminResponse, error, json_response};
+use crate::control::store::Record;
+use crate::control::{self, ControlError, NewSandbox, Ttl};
+use crate::identity::{Origin, Sandbox, valid_id};
+use crate::state::{Generation, ProxyState};
+
+/// The variables naming the CA file, for the clients that read each.
+const CA_VARS: [&str; 7] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "PIP_CERT",
+    "CARGO_HTTP_CAINFO",
+    "CURL_CA_BUNDLE",
+];
+
+fn rfc3339(secs: i64) -> Value {
+    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    json!(humantime::format_rfc3339_seconds(t).to_string())
+}
+
+fn failed(e: ControlError) -> AdminResponse {
+    let (status, code) = match &e {
+        ControlError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+        ControlError::Exists(_) => (StatusCode::CONFLICT, "exists"),
+        ControlError::Declared(_) => (StatusCode::CONFLICT, "declared_in_config"),
+        ControlError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+        ControlError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_failed"),
+    };
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!("admin API: {e}");
+    }
+    error(status, code, e.to_string())
+}
+
+fn sandbox_of(r: &Record) -> Sandbox {
+    Sandbox {
+        id: r.id.clone(),
+        user: r.user.clone(),
+        policy: r.policy.clone(),
+        origin: Origin::Api {
+            nonce: r.nonce.clone(),
+            expires: r.expires,
+        },
+    }
+}
+
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the answer itself, built once per failed call"
+)]
+fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Result<String, AdminResponse> {
+    state
+        .ca(generation, sandbox)
+        .map(|ca| ca.cert_pem().to_string())
+        .map_err(|e| {
+            tracing::error!(sandbox = %sandbox.id, "admin API: no CA: {e}");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "ca_unavailable",
+                format!("cannot load or create the sandbox's CA: {e}"),
+            )
+        })
+}
+
+fn record_view(state: &ProxyState, r: &Record) -> Value {
+    let (connections, tunnels) = state.sessions.counts(&r.id);
+    json!({
+        "id": r.id,
+        "user": r.user,
+        "policy": r.policy,
+        "labels": r.labels,
+        "origin": "api",
+        "created_at": rfc3339(r.created),
+        "expires_at": rfc3339(r.expires),
+        "revoked_at": r.revoked.map(rfc3339),
+        "open_connections": connections,
+        "open_tunnels": tunnels,
+    })
+}
+
+fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
+    let (connections, tunnels) = state.sessions.counts(&s.id);
+    json!({
+        "id": s.id,
+        "user": s.user,
+        "policy": s.policy,
+        "labels": {},
+        "origin": "config",
+        "created_at": null,
+        "expires_at": null,
+        "revoked_at": null,
+        "open_connections": connections,
+        "open_tunnels": tunnels,
+    })
+}
+
+/// `GET /v1/sandboxes`: declared ones and run-time ones (revoked ones until they are purged).
+pub fn list(state: &ProxyState) -> AdminResponse {
+    let generation = state.current();
+    let mut all: Vec<Value> = generation.identities.all().map(|s| declared_view(state, s)).collect();
+    all.extend(state.control.list().iter().map(|r| record_view(state, r)));
+    all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    json_response(StatusCode::OK, &json!({ "sandboxes": all }))
+}
+
+/// `GET /v1/sandboxes/{id}`, with its CA certificate.
+pub fn show(state: &ProxyState, id: &str) -> AdminResponse {
+    let generation = state.current();
+    let (mut view, sandbox) = if let Some(s) = generation.identities.get(id) {
+        (declared_view(state, &s), (*s).clone())
+    } else if let Some(r) = state.control.get(id) {
+        (record_view(state, &r), sandbox_of(&r))
+    } else {
+        return failed(ControlError::NotFound(id.to_string()));
+    };
+    match ca_pem(state, &generation, &sandbox) {
+        Ok(pem) => view["ca_certificate"] = json!(pem),
+        Err(resp) => return resp,
+    }
+    json_response(StatusCode::OK, &view)
+}
+
+fn text(body: &Value, field: &'static str) -> Result<Option<String>, ControlError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ControlError::Invalid {
+            field,
+            message: "must be a string".into(),
+        }),
+    }
+}
+
+fn ttl(body: &Value) -> Result<Option<Duration>, ControlError> {
+    match text(body, "ttl")? {
+        None => Ok(None),
+        Some(t) => humantime::parse_duration(&t)
+            .map(Some)
+            .map_err(|e| ControlError::Invalid {
+                field: "ttl",
+                message: format!("{t:?} is not a duration ({e}); write e.g. \"30m\" or \"2h\""),
+            }),
+    }
+}
+
+fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), ControlError> {
+    if let Some(obj) = body.as_object()
+        && let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str()))
+    {
+        return Err(ControlError::Invalid {
+            field: "body",
+            message: format!("unknown field {k:?}; the fields are {}", known.join(", ")),
+        });
+    }
+    Ok(())
+}
+
+fn new_sandbox(body: &Value) -> Result<NewSandbox, ControlError> {
+    unknown_fields(body, &["user", "policy", "id", "ttl", "labels"])?;
+    let required = |field: &'static str| {
+        text(body, field)?.ok_or(ControlError::Invalid {
+            field,
+            message: "is required".into(),
+        })
+    };
+    let labels = match body.get("labels") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(v) => {
+            serde_json::from_value::<BTreeMap<String, String>>(v.clone()).map_err(|_| ControlError::Invalid {
+                field: "labels",
+                message: "must be an object of strings".into(),
+            })?
+        }
+    };
+    Ok(NewSandbox {
+        user: required("user")?,
+        policy: required("policy")?,
+        id: text(body, "id")?,
+        ttl: ttl(body)?,
+        labels,
+    })
+}
+
+fn bounds(generation: &Generation) -> Ttl {
+    Ttl {
+        default: generation.config.control.default_ttl,
+        max: generation.config.control.max_ttl,
+    }
+}
+
+/// What a sandbox is started with: its credential, proxy URL, CA, placeholders and environment.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the answer itself, built once per failed call"
+)]
+fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: &str) -> Result<Value, AdminResponse> {
+    let sandbox = sandbox_of(r);
+    let ca = ca_pem(state, generation, &sandbox)?;
+    let c = &generation.config.control;
+    let base = c
+        .proxy_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", generation.config.listen.proxy));
+    let proxy_url = base.replacen("http://", &format!("http://{}:{credential}@", r.id), 1);
+    let allowed = generation
+        .policy(&r.policy)
+        .map(|p| p.credentials.clone())
+        .unwrap_or_default();
+    let placeholders: BTreeMap<String, String> = generation
+        .credentials
+        .placeholders_for(&r.id, &allowed)
+        .into_iter()
+        .collect();
+    let mut env = Map::new();
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        env.insert(var.into(), json!(proxy_url));
+    }
+    let no_proxy = c.no_proxy.join(",");
+    env.insert("NO_PROXY".into(), json!(no_proxy));
+    env.insert("no_proxy".into(), json!(no_proxy));
+    for var in CA_VARS {
+        env.insert(var.into(), json!(c.ca_file));
+    }
+    env.insert("NODE_USE_ENV_PROXY".into(), json!("1"));
+    for (name, value) in &placeholders {
+        env.insert(crate::credentials::placeholder::env_var(name), json!(value));
+    }
+    let mut view = record_view(state, r);
+    view["ca_certificate"] = json!(ca);
+    view["credential"] = json!(credential);
+    view["proxy_url"] = json!(proxy_url);
+    view["placeholders"] = json!(placeholders);
+    view["env"] = Value::Object(env);
+    Ok(view)
+}
+
+/// Run a blocking store call off the async threads.
+async fn blocking<T: Send + 'static>(
+    state: &Arc<ProxyState>,
+    f: impl FnOnce(&ProxyState) -> Result<T, ControlError> + Send + 'static,
+) -> Result<T, ControlError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || f(&state))
+        .await
+        .unwrap_or_else(|e| Err(ControlError::Store(format!("the store task failed: {e}"))))
+}
+
+/// `POST /v1/sandboxes`.
+pub async fn create(state: &Arc<ProxyState>, body: Value) -> AdminResponse {
+    let new = match new_sandbox(&body) {
+        Ok(n) => n,
+        Err(e) => return failed(e),
+    };
+    let generation = state.current();
+    let g = generation.clone();
+    let made = blocking(state, move |s| {
+        let policy_known = |p: &str| g.policy(p).is_some();
+        let declared = |id: &str| g.identities.get(id).is_some();
+        s.control
+            .create(new, bounds(&g), policy_known, declared, control::now())
+    })
+    .await;
+    let (record, credential) = match made {
+        Ok(m) => m,
+        Err(e) => return failed(e),
+    };
+    tracing::info!(sandbox = %record.id, user = %record.user, policy = %record.policy, "sandbox created");
+    match created(state, &generation, &record, &credential) {
+        Ok(view) => json_response(StatusCode::CREATED, &view),
+        Err(resp) => resp,
+    }
+}
+
+fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
+    if !valid_id(id) {
+        return Err(ControlError::NotFound(id.to_string()));
+    }
+    if state.current().identities.get(id).is_some() {
+        return Err(ControlError::Declared(id.to_string()));
+    }
+    Ok(())
+}
+
+/// `POST /v1/sandboxes/{id}/renew`.
+pub async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
+    let ttl = match check_id(state, id)
+        .and_then(|()| unknown_fields(&body, &["ttl"]))
+        .and_then(|()| ttl(&body))
+    {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let b = bounds(&state.current());
+    let id2 = id.to_string();
+    match blocking(state, move |s| s.control.renew(&id2, ttl, b, control::now())).await {
+        Ok(r) => json_response(StatusCode::OK, &record_view(state, &r)),
+        Err(e) => failed(e),
+    }
+}
+
+/// `DELETE /v1/sandboxes/{id}`: revoke, and close what it has open.
+pub async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+    if let Err(e) = check_id(state, id) {
+        return failed(e);
+    }
+    let id2 = id.to_string();
+    match blocking(state, move |s| s.control.revoke(&id2, control::now())).await {
+        Ok(r) => {
+            state.sweep(false);
+            tracing::info!(sandbox = %r.id, "sandbox revoked");
+            json_response(StatusCode::OK, &record_view(state, &r))
+        }
+        Err(e) => failed(e),
+    }
+}
+
+/// `POST /v1/sandboxes/{id}/credentials`: a further credential for a live sandbox.
+pub async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+    if let Err(e) = check_id(state, id) {
+        return failed(e);
+    }
+    let generation = state.current();
+    let id2 = id.to_string();
+    match blocking(state, move |s| s.control.issue(&id2, control::now())).await {
+        Ok((r, credential)) => match created(state, &generation, &r, &credential) {
+            Ok(view) => json_response(StatusCode::OK, &view),
+            Err(resp) => resp,
+        },
+        Err(e) => failed(e),
+    }
+}

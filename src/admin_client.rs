@@ -1,0 +1,453 @@
+//! The client side of `cordon sandbox create|list|show|renew|revoke|env`: a small JSON client for cordon's admin
+//! HTTP API, plus the renderers the CLI uses to print its answers.
+
+use std::collections::BTreeMap;
+use std::error::Error as _;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+/// How long one request (connect, send, read the whole answer) may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest answer body the client reads.
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// Where the admin API is and how to authenticate.
+#[derive(Debug)]
+pub struct AdminClient {
+    /// `http://host:port[/prefix]` without a trailing slash.
+    base: String,
+    /// The `host:port` part of `base`, for error messages.
+    authority: String,
+    /// The bearer token sent with every request.
+    token: SecretString,
+    /// How long one request may take.
+    timeout: Duration,
+    /// The HTTP/1 client.
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// What can go wrong talking to the admin API.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The admin API base URL is not usable.
+    #[error("bad admin API URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A local input (token, sandbox id) cannot be sent.
+    #[error("{0}")]
+    Invalid(String),
+    /// The admin API could not be reached.
+    #[error("cannot reach the admin API ({reason}); is cordon running with listen.admin = {authority}?")]
+    Connect {
+        /// The `host:port` of the base URL.
+        authority: String,
+        /// The underlying error chain.
+        reason: String,
+    },
+    /// The admin API did not answer in time.
+    #[error("the admin API did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The admin API answered with an error status.
+    #[error("{message} ({code}, HTTP {}){}", .status.as_u16(), details_suffix(.details))]
+    Api {
+        /// The HTTP status.
+        status: StatusCode,
+        /// The machine-readable error code, e.g. `not_found` (`unknown` if the body had none).
+        code: String,
+        /// The human-readable message.
+        message: String,
+        /// Further details, possibly none.
+        details: Vec<String>,
+    },
+    /// The answer could not be understood, or the connection broke mid-request.
+    #[error("unexpected answer from the admin API: {0}")]
+    BadResponse(String),
+}
+
+/// Formats `details` as indented lines following the message.
+fn details_suffix(details: &[String]) -> String {
+    details.iter().map(|d| format!("\n  {d}")).collect()
+}
+
+impl AdminClient {
+    /// A client for the admin API at `base`, e.g. `http://127.0.0.1:9090` (a bare `127.0.0.1:9090`, as written in
+    /// `listen.admin`, means the same). Only plain `http://` is accepted: the admin listener is local.
+    /// Whitespace around the token (e.g. a token file's final newline) is ignored.
+    pub fn new(base: &str, token: SecretString) -> Result<AdminClient, ClientError> {
+        let bad = |reason: &str| bad_url(base, reason);
+        let trimmed = base.trim();
+        let prefix = if trimmed.contains("://") { "" } else { "http://" };
+        let uri = Uri::try_from(format!("{prefix}{trimmed}")).map_err(|e| bad(&e.to_string()))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => return Err(bad("the admin listener is plain HTTP; use http://")),
+            _ => return Err(bad("only http:// URLs are supported")),
+        }
+        let authority = match uri.authority() {
+            Some(a) if a.as_str().contains('@') => return Err(bad("credentials in the URL are not supported")),
+            Some(a) if !a.host().is_empty() => a.as_str().to_owned(),
+            _ => return Err(bad("no host:port")),
+        };
+        if uri.query().is_some() {
+            return Err(bad("a query string is not allowed"));
+        }
+        if token.expose_secret().trim().is_empty() {
+            return Err(ClientError::Invalid("the admin token is empty".to_owned()));
+        }
+        bearer(&token)?;
+        let base = format!("http://{authority}{}", uri.path().trim_end_matches('/'));
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(AdminClient {
+            base,
+            authority,
+            token,
+            timeout: DEFAULT_TIMEOUT,
+            client,
+        })
+    }
+
+    /// The same client with another per-request timeout (the default is [`DEFAULT_TIMEOUT`]).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The normalized base URL, without a trailing slash.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// `POST /v1/sandboxes`: create a sandbox; the answer is a Created object (with `credential` and `env`).
+    pub async fn create(&self, req: &CreateRequest) -> Result<Value, ClientError> {
+        let body = serde_json::to_vec(req).map_err(|e| ClientError::Invalid(format!("cannot encode request: {e}")))?;
+        self.call(Method::POST, "/v1/sandboxes".to_owned(), Some(body)).await
+    }
+
+    /// `GET /v1/sandboxes`: `{"sandboxes":[View,...]}`.
+    pub async fn list(&self) -> Result<Value, ClientError> {
+        self.call(Method::GET, "/v1/sandboxes".to_owned(), None).await
+    }
+
+    /// `GET /v1/sandboxes/{id}`: one View.
+    pub async fn show(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(Method::GET, sandbox_path(id, "")?, None).await
+    }
+
+    /// `POST /v1/sandboxes/{id}/renew`: extend the sandbox's life by `ttl` (the server's default if `None`).
+    pub async fn renew(&self, id: &str, ttl: Option<&str>) -> Result<Value, ClientError> {
+        let body = ttl.map_or_else(|| serde_json::json!({}), |ttl| serde_json::json!({ "ttl": ttl }));
+        let path = sandbox_path(id, "/renew")?;
+        self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
+    }
+
+    /// `DELETE /v1/sandboxes/{id}`: revoke the sandbox; the answer is its View with `revoked_at` set.
+    pub async fn revoke(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(Method::DELETE, sandbox_path(id, "")?, None).await
+    }
+
+    /// `POST /v1/sandboxes/{id}/credentials`: a fresh credential for the sandbox (a Created object).
+    pub async fn credentials(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(Method::POST, sandbox_path(id, "/credentials")?, None).await
+    }
+
+    /// Sends one request and returns the JSON object it answers, within the timeout.
+    async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
+        let url = format!("{}{path}", self.base);
+        let uri = Uri::try_from(url.as_str()).map_err(|e| bad_url(&url, &e.to_string()))?;
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(AUTHORIZATION, bearer(&self.token)?)
+            .header(ACCEPT, "application/json");
+        if body.is_some() {
+            builder = builder.header(CONTENT_TYPE, "application/json");
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| ClientError::Invalid(format!("cannot build request: {e}")))?;
+        match tokio::time::timeout(self.timeout, self.exchange(request)).await {
+            Ok(result) => result,
+            Err(_) => Err(ClientError::Timeout(self.timeout)),
+        }
+    }
+
+    /// Sends `request`, reads the whole answer and maps it to a JSON object or an error.
+    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<Value, ClientError> {
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| self.transport_error(&e))?;
+        let status = response.status();
+        let bytes = Limited::new(response.into_body(), MAX_BODY)
+            .collect()
+            .await
+            .map_err(|e| ClientError::BadResponse(format!("cannot read the answer: {e}")))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(api_error(status, &bytes));
+        }
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ClientError::BadResponse(format!("HTTP {}, body is not JSON: {e}", status.as_u16())))?;
+        if value.is_object() {
+            return Ok(value);
+        }
+        Err(ClientError::BadResponse("the answer is not a JSON object".to_owned()))
+    }
+
+    /// Maps a failure to exchange a request, keeping the error's whole source chain.
+    fn transport_error(&self, error: &hyper_util::client::legacy::Error) -> ClientError {
+        let mut reason = error.to_string();
+        let mut source = error.source();
+        while let Some(e) = source {
+            reason = format!("{reason}: {e}");
+            source = e.source();
+        }
+        if !error.is_connect() {
+            return ClientError::BadResponse(format!("the request failed: {reason}"));
+        }
+        let authority = self.authority.clone();
+        ClientError::Connect { authority, reason }
+    }
+}
+
+/// A [`ClientError::BadUrl`] for `url`.
+fn bad_url(url: &str, reason: &str) -> ClientError {
+    ClientError::BadUrl {
+        url: url.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The `Authorization` header value for `token`, marked sensitive.
+fn bearer(token: &SecretString) -> Result<HeaderValue, ClientError> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose_secret().trim()))
+        .map_err(|_| ClientError::Invalid("the admin token has characters not allowed in HTTP".to_owned()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Maps a non-2xx answer to [`ClientError::Api`], tolerating bodies that are not in the API's error shape.
+fn api_error(status: StatusCode, body: &[u8]) -> ClientError {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let field = |key: &str| {
+        error
+            .and_then(|e| e.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let message = field("message").unwrap_or_else(|| {
+        let text: String = String::from_utf8_lossy(body).trim().chars().take(300).collect();
+        if text.is_empty() {
+            status.canonical_reason().unwrap_or("error").to_owned()
+        } else {
+            text
+        }
+    });
+    let details = error
+        .and_then(|e| e.get("details"))
+        .and_then(Value::as_array)
+        .map(|items| items.iter().map(text).collect())
+        .unwrap_or_default();
+    ClientError::Api {
+        status,
+        code: field("code").unwrap_or_else(|| "unknown".to_owned()),
+        message,
+        details,
+    }
+}
+
+/// `/v1/sandboxes/{id}{suffix}` with `id` percent-encoded; refuses ids that would change the path's meaning.
+fn sandbox_path(id: &str, suffix: &str) -> Result<String, ClientError> {
+    if id.is_empty() || id == "." || id == ".." {
+        return Err(ClientError::Invalid(format!("{id:?} is not a sandbox id")));
+    }
+    Ok(format!("/v1/sandboxes/{}{suffix}", encode_segment(id)))
+}
+
+/// Percent-encode an id for use as a path segment: `[A-Za-z0-9._~-]` are kept, every other byte becomes `%XX`.
+pub fn encode_segment(id: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-') {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+        }
+    }
+    out
+}
+
+/// `cordon sandbox create` arguments body: the JSON sent to `POST /v1/sandboxes`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct CreateRequest {
+    /// The user the sandbox acts for.
+    pub user: String,
+    /// The policy name.
+    pub policy: String,
+    /// A chosen sandbox id; the server makes one up if `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// A lifetime as a humantime string, e.g. `1h`; the server's default if `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    /// Free-form labels.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Parse `--label k=v` (clap value_parser fn): error text says what is wrong.
+pub fn parse_label(s: &str) -> Result<(String, String), String> {
+    let Some((key, value)) = s.split_once('=') else {
+        return Err(format!("expected KEY=VALUE, got {s:?} (no '=')"));
+    };
+    if key.is_empty() {
+        return Err(format!("the label key is empty in {s:?}"));
+    }
+    if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("the label key {key:?} contains whitespace"));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
+/// Output formats for an env map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EnvFormat {
+    /// `export NAME='value'` lines, for `eval` in a POSIX shell.
+    Export,
+    /// `NAME="value"` lines, for a `.env` file.
+    Dotenv,
+    /// A JSON object.
+    Json,
+}
+
+/// Render the `env` object of a Created answer, sorted by name and ending with a newline: Export →
+/// `export NAME='value'` lines with POSIX single-quote escaping (a `'` inside becomes `'\''`); Dotenv →
+/// `NAME="value"` with `\\ \" \n \$` escaped; Json → a pretty JSON object. Errors if `env` is missing, a value is not
+/// a string, or a name is not a valid environment variable name (so the output is always safe to `eval`).
+pub fn render_env(created: &Value, format: EnvFormat) -> Result<String, ClientError> {
+    let Some(env) = created.get("env").and_then(Value::as_object) else {
+        return Err(ClientError::BadResponse("the answer has no \"env\" object".to_owned()));
+    };
+    let mut vars = BTreeMap::new();
+    for (name, value) in env {
+        let problem = match value.as_str() {
+            Some(_) if !is_env_name(name) => "is not a valid variable name",
+            Some(value) => {
+                vars.insert(name.as_str(), value);
+                continue;
+            }
+            None => "has a value that is not a string",
+        };
+        return Err(ClientError::BadResponse(format!("env {name:?} {problem}")));
+    }
+    let mut out = String::new();
+    match format {
+        EnvFormat::Export => {
+            for (name, value) in &vars {
+                out.push_str(&format!("export {name}='{}'\n", value.replace('\'', r"'\''")));
+            }
+        }
+        EnvFormat::Dotenv => {
+            for (name, value) in &vars {
+                out.push_str(&format!("{name}=\"{}\"\n", dotenv_escape(value)));
+            }
+        }
+        EnvFormat::Json => {
+            out = serde_json::to_string_pretty(&vars).map_err(|e| ClientError::BadResponse(e.to_string()))?;
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `name` is `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Escapes `\`, `"`, newline and `$` for a double-quoted dotenv value.
+fn dotenv_escape(value: &str) -> String {
+    let escaped = value.replace('\\', r"\\").replace('"', r#"\""#);
+    escaped.replace('\n', r"\n").replace('$', r"\$")
+}
+
+/// A person-readable table for `list` (ID, USER, POLICY, ORIGIN, EXPIRES, OPEN) — columns aligned. EXPIRES is
+/// `revoked` for a revoked sandbox and `never` without an expiry; OPEN counts connections plus tunnels. Accepts the
+/// `{"sandboxes":[...]}` answer or a bare array.
+pub fn render_table(list: &Value) -> String {
+    let items = list.get("sandboxes").unwrap_or(list).as_array();
+    let mut rows = vec![["ID", "USER", "POLICY", "ORIGIN", "EXPIRES", "OPEN"].map(str::to_owned)];
+    for item in items.into_iter().flatten() {
+        let expires = match (item.get("revoked_at"), item.get("expires_at").and_then(Value::as_str)) {
+            (Some(revoked), _) if !revoked.is_null() => "revoked".to_owned(),
+            (_, expires) => clean(expires.unwrap_or("never")),
+        };
+        let count = |key: &str| item.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let open = count("open_connections").saturating_add(count("open_tunnels"));
+        let [id, user, policy, origin] = ["id", "user", "policy", "origin"].map(|key| cell(item, key));
+        rows.push([id, user, policy, origin, expires, open.to_string()]);
+    }
+    let mut widths = [0_usize; 6];
+    for row in &rows {
+        for (width, text) in widths.iter_mut().zip(row) {
+            *width = (*width).max(text.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (text, width) in row.iter().zip(widths) {
+            line.push_str(text);
+            line.extend(std::iter::repeat_n(' ', width.saturating_sub(text.chars().count()) + 2));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The text of `item[key]` for a table cell: `-` when missing or null.
+fn cell(item: &Value, key: &str) -> String {
+    match item.get(key) {
+        None | Some(Value::Null) => "-".to_owned(),
+        Some(other) => clean(&text(other)),
+    }
+}
+
+/// A string's contents, or any other value as JSON.
+fn text(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+}
+
+/// Replaces control characters so a cell cannot break the table or drive the terminal.
+fn clean(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+#[cfg(test)]
+#[path = "admin_client_tests.rs"]
+mod tests;

@@ -1,0 +1,86 @@
+//! `cordon run`: bind the listeners, assemble the state, serve the proxy and the admin API, reload on
+//! SIGHUP or a change of the file, drain on SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cordon::audit::TracingSink;
+use cordon::config::Config;
+use cordon::reload::Reloader;
+use cordon::state::ProxyState;
+use cordon::{admin, logging, server};
+
+/// Run until a shutdown signal, then drain.
+pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
+    if let Err(e) = logging::init(&config.audit) {
+        eprintln!("cordon: {e}");
+        return ExitCode::FAILURE;
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(serve(config, path))
+}
+
+async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ExitCode> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        eprintln!("cordon: cannot listen on {addr} ({what}): {e}");
+        ExitCode::FAILURE
+    })
+}
+
+async fn serve(config: Config, path: Option<PathBuf>) -> ExitCode {
+    let addr = config.listen.proxy;
+    let listener = match bind(addr, "listen.proxy").await {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    let admin_listener = match config.listen.admin {
+        Some(a) => match bind(a, "listen.admin").await {
+            Ok(l) => Some(l),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let admin_bound = admin_listener.as_ref().and_then(|l| l.local_addr().ok());
+    let mut own = vec![bound];
+    own.extend(admin_bound);
+    let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let watch = config.control.watch;
+    let summary = format!(
+        "{}; {} sandboxes, {} policies",
+        config.source,
+        config.sandboxes.len(),
+        config.policies.len()
+    );
+    let state = match ProxyState::new(config, Arc::new(TracingSink), own).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));
+    let reloader = Arc::new(Reloader::new(path, text.as_deref()));
+    reloader.clone().spawn_watchers(&state, watch);
+    let stop_admin = tokio_util::sync::CancellationToken::new();
+    match (admin_listener, admin_bound) {
+        (Some(l), Some(a)) => {
+            tracing::info!("admin API on http://{a} (sandboxes, reload, /metrics, /healthz, /readyz)");
+            let stop = stop_admin.clone();
+            tokio::spawn(admin::serve(l, state.clone(), reloader, async move {
+                stop.cancelled().await
+            }));
+        }
+        _ => tracing::info!("admin API off (listen.admin is not set)"),
+    }
+    server::run(listener, state, server::shutdown_signal()).await;
+    stop_admin.cancel();
+    ExitCode::SUCCESS
+}

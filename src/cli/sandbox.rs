@@ -1,0 +1,195 @@
+//! `cordon sandbox create|list|show|renew|revoke|env`: a client of the admin API of a running cordon.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use secrecy::SecretString;
+
+use cordon::admin_client::{self, AdminClient, CreateRequest, EnvFormat};
+use cordon::config::Config;
+use cordon::credentials::spec::SecretRef;
+
+/// Where the admin API is and how to authenticate to it.
+#[derive(clap::Args)]
+pub struct AdminArgs {
+    /// The admin API's URL (default: `listen.admin` of the configuration).
+    #[arg(long, env = "CORDON_ADMIN_URL", global = true)]
+    admin: Option<String>,
+    /// A file holding the admin token (default: `control.admin_token` of the configuration). The token
+    /// itself may be given in CORDON_ADMIN_TOKEN.
+    #[arg(long, env = "CORDON_ADMIN_TOKEN_FILE", global = true)]
+    token_file: Option<PathBuf>,
+    /// Configuration file, to find the admin address and token (default: the embedded one).
+    #[arg(long, env = "CORDON_CONFIG", global = true)]
+    config: Option<PathBuf>,
+}
+
+/// What to do.
+#[derive(clap::Subcommand)]
+pub enum SandboxCommand {
+    /// Create a sandbox; prints its credential, CA, placeholders and environment (JSON), or only the
+    /// environment with --format export|dotenv.
+    Create {
+        /// The user it belongs to.
+        #[arg(long)]
+        user: String,
+        /// Its policy.
+        #[arg(long)]
+        policy: String,
+        /// Its id (default: generated).
+        #[arg(long)]
+        id: Option<String>,
+        /// Lifetime, e.g. 30m or 2h (default: control.default_ttl).
+        #[arg(long)]
+        ttl: Option<String>,
+        /// A label, key=value (repeatable).
+        #[arg(long = "label", value_parser = admin_client::parse_label)]
+        labels: Vec<(String, String)>,
+        /// Print only the environment, in this format.
+        #[arg(long)]
+        format: Option<EnvFormat>,
+    },
+    /// List sandboxes.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one sandbox, with its CA certificate.
+    Show {
+        /// Its id.
+        id: String,
+    },
+    /// Extend a sandbox's life.
+    Renew {
+        /// Its id.
+        id: String,
+        /// New remaining lifetime (default: control.default_ttl); never shortens it.
+        #[arg(long)]
+        ttl: Option<String>,
+    },
+    /// Revoke a sandbox: its requests get 407 and its open connections are closed.
+    Revoke {
+        /// Its id.
+        id: String,
+    },
+    /// Issue a further credential and print the environment to start the sandbox with.
+    Env {
+        /// Its id.
+        id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "export")]
+        format: EnvFormat,
+    },
+}
+
+fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, String> {
+    if let Ok(t) = std::env::var("CORDON_ADMIN_TOKEN")
+        && !t.is_empty()
+    {
+        return Ok(SecretString::from(t));
+    }
+    if let Some(path) = &args.token_file {
+        return cordon::credentials::secrets::file_secret(path);
+    }
+    match config.as_ref().and_then(|c| c.control.admin_token.clone()) {
+        Some(SecretRef::File(path)) => cordon::credentials::secrets::file_secret(&path),
+        Some(SecretRef::Env(var)) => std::env::var(&var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(SecretString::from)
+            .ok_or_else(|| format!("the admin token's variable {var} is not set")),
+        Some(other) => Err(format!(
+            "the admin token is in {other:?}, which this command cannot read; pass --token-file or CORDON_ADMIN_TOKEN"
+        )),
+        None => Err(
+            "no admin token: pass --token-file, set CORDON_ADMIN_TOKEN, or name a configuration whose \
+                     control.admin_token is a file"
+                .into(),
+        ),
+    }
+}
+
+fn client(args: &AdminArgs) -> Result<AdminClient, String> {
+    // The configuration is only a source of defaults; with both flags given it is not needed.
+    let config = match (&args.admin, &args.token_file) {
+        (Some(_), Some(_)) => None,
+        _ => Some(Config::load(args.config.as_deref()).map_err(|e| e.to_string())?),
+    };
+    let base = match (&args.admin, config.as_ref().and_then(|c| c.listen.admin)) {
+        (Some(url), _) => url.clone(),
+        (None, Some(addr)) => format!("http://{addr}"),
+        (None, None) => return Err("no admin address: pass --admin or set listen.admin in the configuration".into()),
+    };
+    AdminClient::new(&base, token(args, &config)?).map_err(|e| e.to_string())
+}
+
+/// Run one `cordon sandbox` command.
+pub fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client = match client(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(execute(&client, command)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String, admin_client::ClientError> {
+    Ok(match command {
+        SandboxCommand::Create {
+            user,
+            policy,
+            id,
+            ttl,
+            labels,
+            format,
+        } => {
+            let req = CreateRequest {
+                user,
+                policy,
+                id,
+                ttl,
+                labels: labels.into_iter().collect(),
+            };
+            let created = client.create(&req).await?;
+            match format {
+                Some(f) => admin_client::render_env(&created, f)?,
+                None => pretty(&created),
+            }
+        }
+        SandboxCommand::List { json } => {
+            let list = client.list().await?;
+            if json {
+                pretty(&list)
+            } else {
+                admin_client::render_table(&list)
+            }
+        }
+        SandboxCommand::Show { id } => pretty(&client.show(&id).await?),
+        SandboxCommand::Renew { id, ttl } => pretty(&client.renew(&id, ttl.as_deref()).await?),
+        SandboxCommand::Revoke { id } => pretty(&client.revoke(&id).await?),
+        SandboxCommand::Env { id, format } => admin_client::render_env(&client.credentials(&id).await?, format)?,
+    })
+}

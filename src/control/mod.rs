@@ -1,0 +1,395 @@
+//! The control plane's model: sandboxes created at run time, their signed proxy credentials, the durable
+//! store they live in, and the registry of what each sandbox has open.
+//!
+//! Credentials are HS256 tokens carrying the sandbox id, owner, policy, a per-creation nonce and the expiry
+//! at issue, so any replica holding the shared key can verify one at once. The store (SQLite, which several
+//! processes may share) is the shared revocation list and the record of renewals; each replica keeps it in
+//! memory and re-reads it when another process has written. See docs/control-plane.md.
+
+pub mod sessions;
+pub mod store;
+pub mod token;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use crate::identity::{AuthFailure, Origin, Sandbox, valid_id};
+use sessions::Closed;
+use store::{Record, Store, StoreError};
+use token::Signer;
+
+/// What the admin API asks for.
+#[derive(Debug, Clone, Default)]
+pub struct NewSandbox {
+    /// Wanted id; generated when `None`.
+    pub id: Option<String>,
+    /// Owning user.
+    pub user: String,
+    /// Policy name.
+    pub policy: String,
+    /// Lifetime; `control.default_ttl` when `None`.
+    pub ttl: Option<Duration>,
+    /// Free-form labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Why a control-plane call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The request is wrong; `field` names what.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong and what would be right.
+        message: String,
+    },
+    /// The id is taken by a live sandbox.
+    #[error("a sandbox {0:?} already exists; choose another id or revoke it first")]
+    Exists(String),
+    /// No such (live) sandbox.
+    #[error("no sandbox {0:?}")]
+    NotFound(String),
+    /// A sandbox of the configuration file, which only the file can change.
+    #[error("sandbox {0:?} is declared in the configuration file; change it there and reload")]
+    Declared(String),
+    /// The store failed.
+    #[error("the sandbox store failed: {0}")]
+    Store(String),
+}
+
+impl From<StoreError> for ControlError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Exists(id) => ControlError::Exists(id),
+            StoreError::NotFound(id) => ControlError::NotFound(id),
+            StoreError::Db(m) => ControlError::Store(m),
+        }
+    }
+}
+
+/// Lifetime bounds, from `control:`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ttl {
+    /// When none is asked for.
+    pub default: Duration,
+    /// The most that may be asked for.
+    pub max: Duration,
+}
+
+/// Run-time sandboxes: store, in-memory view and credential signer.
+pub struct Control {
+    store: Store,
+    view: RwLock<HashMap<String, Record>>,
+    signer: Signer,
+}
+
+impl Control {
+    /// Open the store (`None`: in memory) and load what it holds. `key` signs credentials; `None` makes a
+    /// random key that dies with this process.
+    pub fn open(store: Option<&Path>, key: Option<SecretString>) -> Result<Control, String> {
+        let store = match store {
+            Some(p) => Store::open(p),
+            None => Store::in_memory(),
+        }
+        .map_err(|e| e.to_string())?;
+        let key = match key {
+            Some(k) => k,
+            None => SecretString::from(random_hex(32)?),
+        };
+        let control = Control {
+            store,
+            view: RwLock::new(HashMap::new()),
+            signer: Signer::new(&key)?,
+        };
+        control.reload_view().map_err(|e| e.to_string())?;
+        Ok(control)
+    }
+
+    /// Where the store is, for messages.
+    pub fn location(&self) -> String {
+        self.store.location()
+    }
+
+    fn reload_view(&self) -> Result<(), ControlError> {
+        let all = self.store.all()?;
+        let map = all.into_iter().map(|r| (r.id.clone(), r)).collect();
+        *self.view.write().unwrap_or_else(|p| p.into_inner()) = map;
+        Ok(())
+    }
+
+    fn remember(&self, record: &Record) {
+        self.view
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(record.id.clone(), record.clone());
+    }
+
+    /// Re-read the store if another process wrote to it. Blocking (SQLite); true if anything was re-read.
+    pub fn refresh(&self) -> Result<bool, ControlError> {
+        if self.store.changed_elsewhere()? {
+            self.reload_view()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Create a sandbox and its first credential. `declared` tells whether the configuration file has
+    /// this id; `policy_known` whether the policy exists. Blocking.
+    pub fn create(
+        &self,
+        new: NewSandbox,
+        ttl: Ttl,
+        policy_known: impl Fn(&str) -> bool,
+        declared: impl Fn(&str) -> bool,
+        now: i64,
+    ) -> Result<(Record, String), ControlError> {
+        let id = match new.id {
+            Some(id) if !valid_id(&id) => {
+                return Err(invalid(
+                    "id",
+                    format!("{id:?} is not a sandbox id; use 1-64 letters, digits, '-', '_' or '.'"),
+                ));
+            }
+            Some(id) => id,
+            None => format!("sb-{}", random_hex(8).map_err(ControlError::Store)?),
+        };
+        if declared(&id) {
+            return Err(ControlError::Exists(id));
+        }
+        check_user(&new.user)?;
+        if !policy_known(&new.policy) {
+            return Err(invalid("policy", format!("there is no policy {:?}", new.policy)));
+        }
+        check_labels(&new.labels)?;
+        let life = lifetime(new.ttl, ttl)?;
+        let record = Record {
+            id,
+            nonce: random_hex(12).map_err(ControlError::Store)?,
+            user: new.user,
+            policy: new.policy,
+            labels: new.labels,
+            created: now,
+            expires: now.saturating_add(life),
+            revoked: None,
+        };
+        self.store.insert(&record, now)?;
+        self.remember(&record);
+        let credential = self.mint(&record, now)?;
+        Ok((record, credential))
+    }
+
+    fn mint(&self, r: &Record, now: i64) -> Result<String, ControlError> {
+        self.signer
+            .mint(&r.id, &r.nonce, &r.user, &r.policy, now, r.expires)
+            .map_err(ControlError::Store)
+    }
+
+    /// A further credential for a live sandbox (e.g. for `cordon sandbox env`). Blocking.
+    pub fn issue(&self, id: &str, now: i64) -> Result<(Record, String), ControlError> {
+        let record = self.live(id, now)?;
+        let credential = self.mint(&record, now)?;
+        Ok((record, credential))
+    }
+
+    /// Extend a live sandbox to `now + ttl` (never shortening it, so no credential ever outlives its record).
+    /// Blocking.
+    pub fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
+        let current = self.live(id, now)?;
+        let life = lifetime(ttl, bounds)?;
+        let expires = now.saturating_add(life).max(current.expires);
+        let record = self.store.renew(id, expires, now)?;
+        self.remember(&record);
+        Ok(record)
+    }
+
+    /// Revoke: every credential of this sandbox is refused from now on. Blocking.
+    pub fn revoke(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+        let record = self.store.revoke(id, now)?;
+        self.remember(&record);
+        Ok(record)
+    }
+
+    fn live(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+        // The store, not the view: another replica may have revoked it a moment ago.
+        match self.store.get(id)? {
+            Some(r) if r.revoked.is_none() && r.expires > now => Ok(r),
+            _ => Err(ControlError::NotFound(id.to_string())),
+        }
+    }
+
+    /// The record of `id` as this replica knows it.
+    pub fn get(&self, id: &str) -> Option<Record> {
+        self.view.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+    }
+
+    /// Every record this replica knows, by id.
+    pub fn list(&self) -> Vec<Record> {
+        let mut all: Vec<Record> = self
+            .view
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
+    /// Sandboxes neither revoked nor expired.
+    pub fn live_count(&self, now: i64) -> u64 {
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.values().filter(|r| r.revoked.is_none() && r.expires > now).count() as u64
+    }
+
+    /// Forget records that expired before `before` (their credentials are all expired too). Blocking.
+    pub fn purge(&self, before: i64) -> Result<usize, ControlError> {
+        let n = self.store.purge(before)?;
+        if n > 0 {
+            self.reload_view()?;
+        }
+        Ok(n)
+    }
+
+    /// The sandbox a signed credential names, if the credential is good now. Memory only: safe on the hot path.
+    pub fn verify(&self, id: &str, credential: &str, now: i64) -> Result<Arc<Sandbox>, AuthFailure> {
+        let claims = self.signer.verify(credential).ok_or(AuthFailure::Invalid)?;
+        // SECURITY: a credential is good only for the id it was issued to.
+        if claims.sub != id {
+            return Err(AuthFailure::Invalid);
+        }
+        let sandbox = Sandbox {
+            id: claims.sub,
+            user: claims.usr,
+            policy: claims.pol,
+            origin: Origin::Api {
+                nonce: claims.nonce,
+                expires: claims.exp,
+            },
+        };
+        self.check(&sandbox, now).map_err(AuthFailure::from)?;
+        Ok(Arc::new(sandbox))
+    }
+
+    /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
+    pub fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
+        let Origin::Api { nonce, expires } = &sandbox.origin else {
+            return Ok(());
+        };
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        // The store's record wins: it knows renewals and revocations. Without one (created on another
+        // replica a moment ago), the credential's own expiry stands.
+        let expires = match view.get(&sandbox.id) {
+            Some(r) if &r.nonce != nonce => return Err(Closed::Revoked),
+            Some(r) if r.revoked.is_some() => return Err(Closed::Revoked),
+            Some(r) => r.expires,
+            None => *expires,
+        };
+        if expires <= now { Err(Closed::Expired) } else { Ok(()) }
+    }
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> ControlError {
+    ControlError::Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+fn lifetime(ttl: Option<Duration>, bounds: Ttl) -> Result<i64, ControlError> {
+    let ttl = ttl.unwrap_or(bounds.default);
+    if ttl < Duration::from_secs(1) {
+        return Err(invalid("ttl", "must be at least 1s"));
+    }
+    if ttl > bounds.max {
+        return Err(invalid(
+            "ttl",
+            format!(
+                "{} is longer than control.max_ttl ({})",
+                humantime::format_duration(ttl),
+                humantime::format_duration(bounds.max)
+            ),
+        ));
+    }
+    Ok(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn check_user(user: &str) -> Result<(), ControlError> {
+    if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
+        return Err(invalid("user", "must be 1-128 characters without control characters"));
+    }
+    Ok(())
+}
+
+fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ControlError> {
+    if labels.len() > 32 {
+        return Err(invalid("labels", "at most 32 labels"));
+    }
+    for (k, v) in labels {
+        let key_ok =
+            !k.is_empty() && k.len() <= 63 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+        if !key_ok {
+            return Err(invalid(
+                "labels",
+                format!("{k:?} is not a label key; use 1-63 letters, digits, '-', '_', '.' or '/'"),
+            ));
+        }
+        if v.len() > 256 || v.chars().any(char::is_control) {
+            return Err(invalid(
+                "labels",
+                format!("the value of {k:?} must be at most 256 characters without control characters"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `n` random bytes, hex-encoded.
+pub fn random_hex(n: usize) -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = vec![0u8; n];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the system random generator failed".to_string())?;
+    Ok(hex::encode(bytes))
+}
+
+/// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists. Returns
+/// whether it was created.
+pub fn ensure_secret_file(path: &Path) -> Result<bool, String> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let fail = |e: std::io::Error| format!("cannot create the secret file {}: {e}", path.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(dir).map_err(fail)?;
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o.open(path).map_err(fail)?;
+    std::io::Write::write_all(&mut f, format!("{}\n", random_hex(32)?).as_bytes()).map_err(fail)?;
+    f.sync_all().map_err(fail)?;
+    Ok(true)
+}
+
+/// Unix seconds now.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,231 @@
+//! Who has what open: every client connection and tunnel, registered under the sandbox (incarnation) it
+//! serves, so that revoking, expiring or removing a sandbox — or a reload that takes a rule away — closes
+//! them at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::identity::Sandbox;
+use crate::metrics::Metrics;
+use crate::target::Target;
+
+/// Whether a sandbox's policy still allows a tunnel's destination.
+pub type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target) -> bool;
+
+/// Why a sandbox's connections were closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Revoked through the admin API.
+    Revoked,
+    /// Its time ran out.
+    Expired,
+    /// Gone from the configuration, or its policy is.
+    Removed,
+}
+
+impl From<Closed> for crate::identity::AuthFailure {
+    fn from(c: Closed) -> Self {
+        match c {
+            Closed::Revoked => crate::identity::AuthFailure::Revoked,
+            Closed::Expired => crate::identity::AuthFailure::Expired,
+            Closed::Removed => crate::identity::AuthFailure::Invalid,
+        }
+    }
+}
+
+impl Closed {
+    /// Stable code for logs and metrics.
+    pub fn code(self) -> &'static str {
+        match self {
+            Closed::Revoked => "revoked",
+            Closed::Expired => "expired",
+            Closed::Removed => "removed",
+        }
+    }
+}
+
+struct TunnelEntry {
+    target: Target,
+    mode: &'static str,
+    token: CancellationToken,
+}
+
+struct Session {
+    sandbox: Arc<Sandbox>,
+    token: CancellationToken,
+    conns: usize,
+    tunnels: HashMap<u64, TunnelEntry>,
+}
+
+/// The registry of open connections and tunnels by sandbox.
+pub struct Sessions {
+    inner: Mutex<HashMap<String, Session>>,
+    next: AtomicU64,
+    root: CancellationToken,
+    metrics: Arc<Metrics>,
+}
+
+/// One registered connection or tunnel; deregisters when dropped. Its token is cancelled when the sandbox
+/// loses access (or, for a tunnel, when its destination does).
+pub struct Lease {
+    sessions: Arc<Sessions>,
+    key: String,
+    sandbox: String,
+    tunnel: Option<(u64, &'static str)>,
+    token: CancellationToken,
+}
+
+impl Lease {
+    /// Cancelled when this connection or tunnel must close.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut map = self.sessions.lock();
+        let empty = match map.get_mut(&self.key) {
+            Some(s) => {
+                match self.tunnel {
+                    Some((n, _)) => {
+                        s.tunnels.remove(&n);
+                    }
+                    None => s.conns = s.conns.saturating_sub(1),
+                }
+                s.conns == 0 && s.tunnels.is_empty()
+            }
+            None => false,
+        };
+        if empty {
+            map.remove(&self.key);
+        }
+        drop(map);
+        let metrics = &self.sessions.metrics;
+        match self.tunnel {
+            Some((_, mode)) => metrics.tunnel_closed(&self.sandbox, mode),
+            None => metrics.connection_closed(&self.sandbox),
+        }
+        if empty {
+            metrics.forget_sandbox(&self.sandbox);
+        }
+    }
+}
+
+impl Sessions {
+    /// An empty registry; every token is a child of `root` (cancelled at the drain deadline).
+    pub fn new(root: CancellationToken, metrics: Arc<Metrics>) -> Sessions {
+        Sessions {
+            inner: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            root,
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        // A panic while holding this lock leaves counts that are at worst off by one; keep serving.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn session<'a>(&self, map: &'a mut HashMap<String, Session>, sandbox: &Arc<Sandbox>) -> &'a mut Session {
+        map.entry(sandbox.session_key()).or_insert_with(|| Session {
+            sandbox: sandbox.clone(),
+            token: self.root.child_token(),
+            conns: 0,
+            tunnels: HashMap::new(),
+        })
+    }
+
+    /// Register a client connection that has served this sandbox.
+    pub fn attach_connection(self: &Arc<Self>, sandbox: &Arc<Sandbox>) -> Lease {
+        let mut map = self.lock();
+        let s = self.session(&mut map, sandbox);
+        s.conns += 1;
+        let token = s.token.clone();
+        drop(map);
+        self.metrics.connection_opened(&sandbox.id);
+        Lease {
+            sessions: self.clone(),
+            key: sandbox.session_key(),
+            sandbox: sandbox.id.clone(),
+            tunnel: None,
+            token,
+        }
+    }
+
+    /// Register a tunnel (`mode` "intercept" or "tunnel") of this sandbox to `target`.
+    pub fn open_tunnel(self: &Arc<Self>, sandbox: &Arc<Sandbox>, target: &Target, mode: &'static str) -> Lease {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut map = self.lock();
+        let s = self.session(&mut map, sandbox);
+        let token = s.token.child_token();
+        s.tunnels.insert(
+            n,
+            TunnelEntry {
+                target: target.clone(),
+                mode,
+                token: token.clone(),
+            },
+        );
+        drop(map);
+        self.metrics.tunnel_opened(&sandbox.id, mode);
+        Lease {
+            sessions: self.clone(),
+            key: sandbox.session_key(),
+            sandbox: sandbox.id.clone(),
+            tunnel: Some((n, mode)),
+            token,
+        }
+    }
+
+    /// Close everything of each sandbox `check` finds no longer entitled (returning why); with
+    /// `tunnel_allowed`, also close each tunnel whose destination its sandbox's policy no longer allows.
+    /// Returns the sandboxes closed, with why.
+    pub fn sweep(
+        &self,
+        check: impl Fn(&Sandbox) -> Result<(), Closed>,
+        tunnel_allowed: Option<TunnelCheck<'_>>,
+    ) -> Vec<(String, Closed)> {
+        let mut closed = Vec::new();
+        let mut map = self.lock();
+        map.retain(|_, s| match check(&s.sandbox) {
+            Err(why) => {
+                s.token.cancel();
+                closed.push((s.sandbox.id.clone(), why));
+                false
+            }
+            Ok(()) => {
+                if let Some(allowed) = tunnel_allowed {
+                    for t in s.tunnels.values().filter(|t| !allowed(&s.sandbox, &t.target)) {
+                        tracing::info!(sandbox = %s.sandbox.id, target = %t.target, mode = t.mode,
+                            "closing a tunnel: the policy no longer allows its destination");
+                        t.token.cancel();
+                    }
+                }
+                true
+            }
+        });
+        drop(map);
+        for (id, why) in &closed {
+            tracing::info!(sandbox = %id, reason = why.code(), "closed the sandbox's open connections and tunnels");
+            self.metrics.sandbox_closed(why.code());
+        }
+        closed
+    }
+
+    /// Open connections and tunnels of every incarnation of sandbox `id`.
+    pub fn counts(&self, id: &str) -> (usize, usize) {
+        self.lock()
+            .values()
+            .filter(|s| s.sandbox.id == id)
+            .fold((0, 0), |(c, t), s| (c + s.conns, t + s.tunnels.len()))
+    }
+}
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;

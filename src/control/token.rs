@@ -1,0 +1,155 @@
+//! Proxy credentials of run-time sandboxes: HS256 JWTs signed with a key every replica shares, carrying the
+//! sandbox's id, owner, policy, creation nonce and expiry, so any replica can verify one without asking the
+//! store. Nothing secret is stored: a credential is its signature.
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+/// The audience every credential names, so a token signed for something else with the same key is refused.
+const AUDIENCE: &str = "cordon-proxy";
+
+/// The shortest signing key accepted, in bytes (HMAC-SHA256's block of security).
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// What a credential says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Sandbox id.
+    pub sub: String,
+    /// The creation nonce of the sandbox.
+    pub nonce: String,
+    /// Owning user.
+    pub usr: String,
+    /// Policy name.
+    pub pol: String,
+    /// Issued at, Unix seconds.
+    pub iat: i64,
+    /// Expiry at issue, Unix seconds (a renewal recorded in the store moves it later).
+    pub exp: i64,
+    /// Always `cordon-proxy`.
+    pub aud: String,
+}
+
+/// Signs and verifies credentials.
+pub struct Signer {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+impl Signer {
+    /// A signer with this key; at least [`MIN_KEY_BYTES`] bytes.
+    pub fn new(key: &SecretString) -> Result<Signer, String> {
+        let bytes = key.expose_secret().as_bytes();
+        if bytes.len() < MIN_KEY_BYTES {
+            return Err(format!(
+                "the signing key has {} bytes; it needs at least {MIN_KEY_BYTES} (e.g. `openssl rand -hex 32`)",
+                bytes.len()
+            ));
+        }
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[AUDIENCE]);
+        // Expiry is judged by the caller, which knows about renewals; the claim must still be present.
+        validation.validate_exp = false;
+        validation.set_required_spec_claims(&["exp", "aud", "sub"]);
+        Ok(Signer {
+            encoding: EncodingKey::from_secret(bytes),
+            decoding: DecodingKey::from_secret(bytes),
+            validation,
+        })
+    }
+
+    /// A credential for a sandbox.
+    pub fn mint(&self, sub: &str, nonce: &str, usr: &str, pol: &str, iat: i64, exp: i64) -> Result<String, String> {
+        let claims = Claims {
+            sub: sub.into(),
+            nonce: nonce.into(),
+            usr: usr.into(),
+            pol: pol.into(),
+            iat,
+            exp,
+            aud: AUDIENCE.into(),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(|e| format!("cannot sign a credential: {e}"))
+    }
+
+    /// The claims of a credential this key signed; `None` for anything else (forged, another algorithm,
+    /// another audience, garbage). Expiry is not judged here.
+    pub fn verify(&self, token: &str) -> Option<Claims> {
+        // SECURITY: only HS256 under our key is accepted — `alg: none` and algorithm confusion are refused
+        // by the fixed `Validation`.
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .ok()
+            .map(|d| d.claims)
+    }
+}
+
+/// Whether a proxy token looks like a signed credential (three base64url parts) rather than a declared
+/// sandbox's token.
+pub fn looks_signed(token: &str) -> bool {
+    token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use base64::Engine;
+
+    fn signer(k: &str) -> Signer {
+        Signer::new(&SecretString::from(k.to_string())).unwrap()
+    }
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn roundtrip() {
+        let s = signer(KEY);
+        let t = s.mint("sb-1", "n1", "alice", "web", 10, 20).unwrap();
+        assert!(looks_signed(&t));
+        let c = s.verify(&t).unwrap();
+        assert_eq!((c.sub.as_str(), c.nonce.as_str(), c.exp), ("sb-1", "n1", 20));
+    }
+
+    #[test]
+    fn short_keys_are_refused() {
+        assert!(Signer::new(&SecretString::from("short".to_string())).is_err());
+    }
+
+    #[test]
+    fn another_key_forgery_and_tampering_are_refused() {
+        let t = signer(KEY).mint("sb-1", "n1", "alice", "web", 10, 20).unwrap();
+        assert!(signer("another-key-another-key-another-key").verify(&t).is_none());
+        // Tampered claims (policy swapped) with the old signature.
+        let parts: Vec<&str> = t.split('.').collect();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = String::from_utf8(b64.decode(parts[1]).unwrap()).unwrap();
+        let forged = b64.encode(claims.replace("\"web\"", "\"everything\""));
+        assert!(
+            signer(KEY)
+                .verify(&format!("{}.{forged}.{}", parts[0], parts[2]))
+                .is_none()
+        );
+        // alg: none.
+        let none = b64.encode(r#"{"alg":"none","typ":"JWT"}"#);
+        assert!(signer(KEY).verify(&format!("{none}.{}.", parts[1])).is_none());
+        assert!(signer(KEY).verify("garbage").is_none());
+    }
+
+    #[test]
+    fn another_audience_is_refused() {
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = r#"{"sub":"a","nonce":"n","usr":"u","pol":"p","iat":1,"exp":9999999999,"aud":"other"}"#;
+        let t = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &serde_json::from_str::<serde_json::Value>(claims).unwrap(),
+            &EncodingKey::from_secret(KEY.as_bytes()),
+        )
+        .unwrap();
+        assert!(looks_signed(&t));
+        assert!(signer(KEY).verify(&t).is_none());
+        let _ = b64;
+    }
+}

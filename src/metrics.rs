@@ -1,0 +1,323 @@
+//! Prometheus metrics: every counter, gauge and histogram cordon exports, and their text exposition.
+//!
+//! One [`Metrics`] is built at start-up and shared (behind an `Arc`) by every task; updating a
+//! metric is a hash lookup and an atomic add. [`Metrics::encode`] renders the OpenMetrics text
+//! that `GET /metrics` serves with [`CONTENT_TYPE`].
+//!
+//! Label values come from fixed code lists (kinds, decisions, reason codes), configuration names
+//! (credentials) or sandbox names. Sandboxes come and go at run time, so their per-sandbox gauge
+//! series are dropped with [`Metrics::forget_sandbox`] once nothing of theirs is open.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
+use prometheus_client::registry::{Registry, Unit};
+
+/// The Content-Type to serve [`Metrics::encode`] with: OpenMetrics text 1.0.0, which is what
+/// prometheus-client's text encoder produces (it ends with `# EOF`).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Smallest latency bucket bound, in seconds (0.5 ms).
+const LATENCY_MIN_SECONDS: f64 = 0.000_5;
+/// Largest finite latency bucket bound, in seconds; slower ones land in `+Inf`.
+const LATENCY_MAX_SECONDS: f64 = 60.0;
+/// Number of finite latency buckets: each bound is about twice the one before.
+const LATENCY_BUCKETS: u16 = 18;
+
+/// A label set: fixed label names, each with this series' value.
+type Labels<const N: usize> = [(&'static str, String); N];
+
+/// The owned label set of `pairs`.
+fn labels<const N: usize>(pairs: [(&'static str, &str); N]) -> Labels<N> {
+    pairs.map(|(name, value)| (name, value.to_owned()))
+}
+
+/// Add one to the series of `family` labelled `pairs`, creating it at zero first if need be.
+fn inc<const N: usize>(family: &Family<Labels<N>, Counter>, pairs: [(&'static str, &str); N]) {
+    family.get_or_create(&labels(pairs)).inc();
+}
+
+/// A latency histogram with cordon's buckets: exponential from 0.5 ms to 60 s, each bound about
+/// twice the one before, rounded to two significant digits so `le` labels read `0.0039`, not
+/// `0.003938184935621914`.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets_range(LATENCY_MIN_SECONDS, LATENCY_MAX_SECONDS, LATENCY_BUCKETS).map(two_digits))
+}
+
+/// `bound` rounded to two significant digits (positive, finite bounds only).
+fn two_digits(bound: f64) -> f64 {
+    // A power of ten this small is exact, and one correctly rounded division gives the double
+    // nearest the decimal, which prints as that decimal.
+    let scale = 10_f64.powf(1.0 - bound.log10().floor());
+    (bound * scale).round() / scale
+}
+
+/// A `u64` gauge (generation numbers and counts are never negative).
+type U64Gauge = Gauge<u64, AtomicU64>;
+
+/// Every metric cordon exports, registered once; cheap to update from many tasks.
+#[derive(Debug)]
+pub struct Metrics {
+    /// Owns the descriptors; the handles below share their values with it.
+    registry: Registry,
+    requests: Family<Labels<3>, Counter>,
+    durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
+    connections: Family<Labels<1>, Gauge>,
+    tunnels: Family<Labels<2>, Gauge>,
+    cert_hits: Counter,
+    cert_misses: Counter,
+    token_mints: Family<Labels<2>, Counter>,
+    reloads: Family<Labels<2>, Counter>,
+    config_generation: U64Gauge,
+    sandboxes: U64Gauge,
+    sandbox_closures: Family<Labels<1>, Counter>,
+    /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
+    /// and removes, so no open can slip in between the "is it zero" check and the removal.
+    sandbox_gate: RwLock<()>,
+    /// Every tunnel mode seen, so `forget_sandbox` knows which tunnel series a sandbox may have.
+    tunnel_modes: Mutex<BTreeSet<String>>,
+}
+
+impl Metrics {
+    /// Build every metric and register it; all counters start at zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<Labels<3>, Counter>::default();
+        let durations: Family<Labels<2>, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(latency_histogram);
+        let connections = Family::<Labels<1>, Gauge>::default();
+        let tunnels = Family::<Labels<2>, Gauge>::default();
+        let cert_lookups = Family::<Labels<1>, Counter>::default();
+        let token_mints = Family::<Labels<2>, Counter>::default();
+        let reloads = Family::<Labels<2>, Counter>::default();
+        let config_generation = U64Gauge::default();
+        let sandboxes = U64Gauge::default();
+        let sandbox_closures = Family::<Labels<1>, Counter>::default();
+
+        registry.register(
+            "cordon_requests",
+            "Requests and CONNECT tunnels finished, by kind, policy decision and reason code",
+            requests.clone(),
+        );
+        registry.register_with_unit(
+            "cordon_request_duration",
+            "Time from the start of a request or tunnel to its end, by kind and decision",
+            Unit::Seconds,
+            durations.clone(),
+        );
+        registry.register(
+            "cordon_open_connections",
+            "Client connections open now, by sandbox",
+            connections.clone(),
+        );
+        registry.register(
+            "cordon_open_tunnels",
+            "CONNECT tunnels open now, by sandbox and mode (intercept or tunnel)",
+            tunnels.clone(),
+        );
+        registry.register(
+            "cordon_cert_cache_lookups",
+            "Leaf certificate cache lookups, by result (hit or miss)",
+            cert_lookups.clone(),
+        );
+        registry.register(
+            "cordon_token_mints",
+            "Upstream credential tokens minted, by credential name and result (ok or failed)",
+            token_mints.clone(),
+        );
+        registry.register(
+            "cordon_reloads",
+            "Configuration reloads attempted, by trigger and outcome",
+            reloads.clone(),
+        );
+        registry.register(
+            "cordon_config_generation",
+            "Generation number of the configuration in force",
+            config_generation.clone(),
+        );
+        registry.register(
+            "cordon_sandboxes",
+            "Run-time sandboxes registered now",
+            sandboxes.clone(),
+        );
+        registry.register(
+            "cordon_sandbox_closures",
+            "Sandboxes whose connections were closed because they were revoked, expired or removed",
+            sandbox_closures.clone(),
+        );
+
+        // Both cache series exist from the start so a hit ratio is defined before the first miss.
+        let cert_hits = cert_lookups.get_or_create_owned(&labels([("result", "hit")]));
+        let cert_misses = cert_lookups.get_or_create_owned(&labels([("result", "miss")]));
+
+        Metrics {
+            registry,
+            requests,
+            durations,
+            connections,
+            tunnels,
+            cert_hits,
+            cert_misses,
+            token_mints,
+            reloads,
+            config_generation,
+            sandboxes,
+            sandbox_closures,
+            sandbox_gate: RwLock::new(()),
+            tunnel_modes: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// One finished request or tunnel.
+    ///
+    /// `kind` is `"http"`, `"connect"`, `"https"` or `"malformed"`; `decision` is `"allow"`,
+    /// `"deny"`, `"would_deny"` or `"error"`; `reason` is a short code such as `"no_rule"` or
+    /// `"auth_missing"`, empty for none (exported as `"none"`); `latency` runs from start to end.
+    pub fn request(&self, kind: &str, decision: &str, reason: &str, latency: Duration) {
+        let reason = if reason.is_empty() { "none" } else { reason };
+        inc(
+            &self.requests,
+            [("kind", kind), ("decision", decision), ("reason", reason)],
+        );
+        self.durations
+            .get_or_create(&labels([("kind", kind), ("decision", decision)]))
+            .observe(latency.as_secs_f64());
+    }
+
+    /// A client connection (plain proxy connection) attributed to `sandbox` opened.
+    pub fn connection_opened(&self, sandbox: &str) {
+        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        self.connections.get_or_create(&sandbox_labels(sandbox)).inc();
+    }
+
+    /// A client connection attributed to `sandbox` closed.
+    ///
+    /// A close with no series (the sandbox was already forgotten) changes nothing, so a stray
+    /// close cannot bring back a series at -1.
+    pub fn connection_closed(&self, sandbox: &str) {
+        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gauge) = self.connections.get(&sandbox_labels(sandbox)) {
+            gauge.dec();
+        }
+    }
+
+    /// A CONNECT tunnel of `sandbox` opened; `mode` is `"intercept"` or `"tunnel"`.
+    pub fn tunnel_opened(&self, sandbox: &str, mode: &str) {
+        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        {
+            let mut modes = self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner);
+            if !modes.contains(mode) {
+                modes.insert(mode.to_owned());
+            }
+        }
+        self.tunnels.get_or_create(&tunnel_labels(sandbox, mode)).inc();
+    }
+
+    /// A CONNECT tunnel of `sandbox` closed; `mode` as given when it opened.
+    ///
+    /// Like [`Metrics::connection_closed`], a close with no series changes nothing.
+    pub fn tunnel_closed(&self, sandbox: &str, mode: &str) {
+        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(gauge) = self.tunnels.get(&tunnel_labels(sandbox, mode)) {
+            gauge.dec();
+        }
+    }
+
+    /// Leaf certificate cache lookups: `hit` when a cached leaf was found.
+    pub fn cert_cache(&self, hit: bool) {
+        if hit { &self.cert_hits } else { &self.cert_misses }.inc();
+    }
+
+    /// Token mints by credential name: `ok` or failed.
+    pub fn token_mint(&self, credential: &str, ok: bool) {
+        let result = if ok { "ok" } else { "failed" };
+        inc(&self.token_mints, [("credential", credential), ("result", result)]);
+    }
+
+    /// A configuration reload: `trigger` is `"signal"`, `"file"` or `"api"`; `outcome` is `"ok"`,
+    /// `"invalid"` or `"error"`.
+    pub fn reload(&self, trigger: &str, outcome: &str) {
+        inc(&self.reloads, [("trigger", trigger), ("outcome", outcome)]);
+    }
+
+    /// The generation number of the configuration in force.
+    pub fn set_config_generation(&self, generation: u64) {
+        self.config_generation.set(generation);
+    }
+
+    /// Run-time sandboxes alive, set by the control plane.
+    pub fn set_sandboxes(&self, count: u64) {
+        self.sandboxes.set(count);
+    }
+
+    /// A sandbox revoked, expired or removed whose connections were closed: `reason` is
+    /// `"revoked"`, `"expired"` or `"removed"`.
+    pub fn sandbox_closed(&self, reason: &str) {
+        inc(&self.sandbox_closures, [("reason", reason)]);
+    }
+
+    /// Prometheus / OpenMetrics text exposition (what `GET /metrics` serves); ends with `# EOF`.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if encode(&mut text, &self.registry).is_err() {
+            // Writing to a String cannot fail and no metric here has a form the text encoder
+            // rejects; should that ever change, serve a valid empty exposition, not half of one.
+            text.clear();
+            text.push_str("# EOF\n");
+        }
+        text
+    }
+
+    /// Forget the per-sandbox gauge series of a sandbox that is gone, so label sets do not grow
+    /// forever. Does nothing while any connection or tunnel of the sandbox is still open.
+    pub fn forget_sandbox(&self, sandbox: &str) {
+        let _gate = self.sandbox_gate.write().unwrap_or_else(PoisonError::into_inner);
+        let connection_key = sandbox_labels(sandbox);
+        let tunnel_keys: Vec<Labels<2>> = (self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner).iter())
+            .map(|mode| tunnel_labels(sandbox, mode))
+            .collect();
+        // Each `get` guard is dropped inside its closure, before any `remove` takes the write lock.
+        let idle = self
+            .connections
+            .get(&connection_key)
+            .is_none_or(|gauge| gauge.get() == 0)
+            && tunnel_keys
+                .iter()
+                .all(|key| self.tunnels.get(key).is_none_or(|gauge| gauge.get() == 0));
+        if !idle {
+            return;
+        }
+        self.connections.remove(&connection_key);
+        for key in &tunnel_keys {
+            self.tunnels.remove(key);
+        }
+    }
+}
+
+impl Default for Metrics {
+    /// Same as [`Metrics::new`].
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The label set of a sandbox's connection gauge.
+fn sandbox_labels(sandbox: &str) -> Labels<1> {
+    labels([("sandbox", sandbox)])
+}
+
+/// The label set of a sandbox's tunnel gauge for one mode.
+fn tunnel_labels(sandbox: &str, mode: &str) -> Labels<2> {
+    labels([("sandbox", sandbox), ("mode", mode)])
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

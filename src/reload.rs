@@ -1,0 +1,229 @@
+//! Hot reload: on SIGHUP, on a change of the configuration file, and on `POST /v1/reload`. The new file is
+//! parsed and validated in full and its generation built before anything is swapped; if any of that fails
+//! the running configuration stays, and the errors go to the log and to whoever asked.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::StatusCode;
+use sha2::{Digest, Sha256};
+
+use crate::config::{Config, ConfigErrors};
+use crate::state::ProxyState;
+
+/// What asked for a reload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// SIGHUP.
+    Signal,
+    /// The file changed.
+    File,
+    /// `POST /v1/reload`.
+    Api,
+}
+
+impl Trigger {
+    fn code(self) -> &'static str {
+        match self {
+            Trigger::Signal => "signal",
+            Trigger::File => "file",
+            Trigger::Api => "api",
+        }
+    }
+}
+
+/// A reload that took.
+#[derive(Debug)]
+pub struct Reloaded {
+    /// The generation now in force.
+    pub generation: u64,
+    /// The file it came from.
+    pub source: String,
+}
+
+/// Why a reload did not take; the running configuration stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// cordon runs on its embedded configuration.
+    #[error("cordon runs on its embedded configuration; start it with --config FILE to reload")]
+    NoFile,
+    /// The file cannot be read.
+    #[error("{0}")]
+    Read(String),
+    /// The file is not a valid configuration.
+    #[error("the new configuration is invalid; the running one stays")]
+    Invalid(ConfigErrors),
+    /// Valid, but not applicable while running.
+    #[error("the new configuration cannot be applied while cordon runs; the running one stays")]
+    Refused(Vec<String>),
+}
+
+impl ReloadError {
+    /// Stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReloadError::NoFile => "no_config_file",
+            ReloadError::Read(_) => "unreadable_config",
+            ReloadError::Invalid(_) => "invalid_config",
+            ReloadError::Refused(_) => "reload_refused",
+        }
+    }
+
+    /// HTTP status for the admin API.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ReloadError::NoFile => StatusCode::CONFLICT,
+            ReloadError::Read(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ReloadError::Invalid(_) | ReloadError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    /// Every individual problem.
+    pub fn details(&self) -> Vec<String> {
+        match self {
+            ReloadError::Invalid(errs) => errs.0.iter().map(ToString::to_string).collect(),
+            ReloadError::Refused(list) => list.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Reloads one configuration file.
+pub struct Reloader {
+    path: Option<PathBuf>,
+    /// SHA-256 of the text last applied, so that a touch without a change is not a reload.
+    applied: Mutex<Option<[u8; 32]>>,
+    /// One reload at a time, start to finish.
+    serial: tokio::sync::Mutex<()>,
+}
+
+impl Reloader {
+    /// A reloader for `path` (`None`: the embedded configuration, which cannot be reloaded). `text` is what
+    /// cordon started with.
+    pub fn new(path: Option<PathBuf>, text: Option<&str>) -> Reloader {
+        Reloader {
+            path,
+            applied: Mutex::new(text.map(|t| Sha256::digest(t.as_bytes()).into())),
+            serial: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Read, validate, build and swap. A file event whose text is unchanged does nothing.
+    pub async fn reload(&self, state: &ProxyState, trigger: Trigger) -> Result<Reloaded, ReloadError> {
+        let _serial = self.serial.lock().await;
+        let result = self.attempt(state, trigger).await;
+        match &result {
+            Ok(Some(done)) => {
+                state.metrics.reload(trigger.code(), "ok");
+                tracing::info!(
+                    trigger = trigger.code(),
+                    generation = done.generation,
+                    "configuration reloaded from {}",
+                    done.source
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let outcome = if matches!(e, ReloadError::Invalid(_) | ReloadError::Refused(_)) {
+                    "invalid"
+                } else {
+                    "error"
+                };
+                state.metrics.reload(trigger.code(), outcome);
+                tracing::error!(trigger = trigger.code(), "reload refused: {e}");
+                for d in e.details() {
+                    tracing::error!("  {d}");
+                }
+            }
+        }
+        result.map(|done| {
+            done.unwrap_or_else(|| Reloaded {
+                generation: state.current().number,
+                source: self.source(),
+            })
+        })
+    }
+
+    fn source(&self) -> String {
+        self.path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| crate::config::EMBEDDED_NAME.to_string())
+    }
+
+    async fn attempt(&self, state: &ProxyState, trigger: Trigger) -> Result<Option<Reloaded>, ReloadError> {
+        let Some(path) = &self.path else {
+            return Err(ReloadError::NoFile);
+        };
+        let text = tokio::fs::read_to_string(path)
+            .await
+            .map_err(|e| ReloadError::Read(format!("cannot read {}: {e}", path.display())))?;
+        let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        let unchanged = *self.applied.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
+        if unchanged && trigger == Trigger::File {
+            return Ok(None);
+        }
+        let config = Config::parse(&self.source(), &text).map_err(ReloadError::Invalid)?;
+        let generation = state.reload(config).await.map_err(ReloadError::Refused)?;
+        *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
+        Ok(Some(Reloaded {
+            generation,
+            source: self.source(),
+        }))
+    }
+
+    /// Reload on SIGHUP, and (with `watch_file`) when the file's folder changes — editors and Kubernetes
+    /// ConfigMaps replace files by renaming, so the folder is watched, not the file. Runs until the state is
+    /// dropped.
+    pub fn spawn_watchers(self: Arc<Self>, state: &Arc<ProxyState>, watch_file: bool) {
+        #[cfg(unix)]
+        {
+            let (me, weak) = (self.clone(), Arc::downgrade(state));
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+                Ok(mut hup) => {
+                    tokio::spawn(async move {
+                        while hup.recv().await.is_some() {
+                            let Some(state) = weak.upgrade() else { return };
+                            let _ = me.reload(&state, Trigger::Signal).await;
+                        }
+                    });
+                }
+                Err(e) => tracing::warn!("cannot listen for SIGHUP ({e}); reload with POST /v1/reload"),
+            }
+        }
+        if let (true, Some(path)) = (watch_file, self.path.clone()) {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+            let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if event.is_ok() {
+                    let _ = tx.send(());
+                }
+            });
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            let mut watcher = match watcher {
+                Ok(w) => w,
+                Err(e) => {
+                    return tracing::warn!("cannot watch {} for changes ({e}); reload with SIGHUP", dir.display());
+                }
+            };
+            if let Err(e) = notify::Watcher::watch(&mut watcher, &dir, notify::RecursiveMode::NonRecursive) {
+                return tracing::warn!("cannot watch {} for changes ({e}); reload with SIGHUP", dir.display());
+            }
+            let weak = Arc::downgrade(state);
+            tokio::spawn(async move {
+                let _watcher = watcher;
+                while rx.recv().await.is_some() {
+                    // Editors write in several steps: wait for them to settle, then read once.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    while rx.try_recv().is_ok() {}
+                    let Some(state) = weak.upgrade() else { return };
+                    let _ = self.reload(&state, Trigger::File).await;
+                }
+            });
+        }
+    }
+}
