@@ -114,12 +114,32 @@ EOF
 # What the schema cannot say, and what is so by design:
 # - createSandbox and renewSandbox answer 422 to some data the schema allows: the policy must exist in the
 #   configuration, label keys have a pattern (OpenAPI 3.0 cannot constrain property names), and a ttl must parse as
-#   a duration between 1s and control.max_ttl.
+#   a duration between 1s and control.max_ttl. The dictionaries make most generated bodies name a real policy and a
+#   real duration, so that sandboxes do get created (and renewed, revoked, shown) rather than refused.
 # - A revoked sandbox stays visible (with `revoked_at`) until it is purged, so GET after DELETE is 200, not 404.
 cat >"$tmp/schemathesis.toml" <<'EOF'
+# Every check (what `--checks all` says, but given here, since the command line would override the
+# per-operation settings below).
+[checks]
+enabled = true
+
+[dictionaries.policies]
+values = ["default", "agents"]
+
+[dictionaries.ttls]
+values = ["90s", "30m", "2h", "1day 12h", "7d"]
+
 [[operations]]
 include-operation-id = ["createSandbox", "renewSandbox"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = "createSandbox"
+parameters = { "body.policy" = { dictionary = "policies", probability = 0.8 }, "body.ttl" = { dictionary = "ttls", probability = 0.5 } }
+
+[[operations]]
+include-operation-id = "renewSandbox"
+parameters = { "body.ttl" = { dictionary = "ttls", probability = 0.5 } }
 
 [[operations]]
 include-operation-id = "getSandbox"
@@ -157,9 +177,8 @@ status=0
   "$st" --config-file "$tmp/schemathesis.toml" run "$schema" \
     --url "$admin" \
     -H "Authorization: Bearer $token" \
-    --checks all \
     --max-examples "${ST_MAX_EXAMPLES:-25}" \
-    --workers 2 \
+    --workers 1 \
     --request-timeout 10 \
     --generation-database none \
     --no-color \

@@ -54,7 +54,12 @@ pub struct Generation {
 }
 
 impl Generation {
-    async fn build(number: u64, config: Config, self_addrs: &[SocketAddr]) -> Result<Generation, String> {
+    async fn build(
+        number: u64,
+        config: Config,
+        self_addrs: &[SocketAddr],
+        metrics: &Arc<Metrics>,
+    ) -> Result<Generation, String> {
         let guard = Guard::new(
             config.network.allow_cidrs.clone(),
             config.network.dangerous_allow_metadata.clone(),
@@ -62,7 +67,8 @@ impl Generation {
         );
         let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
         let tls = upstream::client_config(&config.upstream.extra_roots)?;
-        let credentials = Credentials::new(&config)?;
+        let mut credentials = Credentials::new(&config)?;
+        credentials.set_metrics(metrics.clone());
         let admin_token = match &config.control.admin_token {
             None => None,
             Some(r) => {
@@ -144,7 +150,7 @@ impl ProxyState {
         self_addrs: Vec<SocketAddr>,
     ) -> Result<Arc<ProxyState>, String> {
         let metrics = Arc::new(Metrics::new());
-        let generation = Generation::build(1, config, &self_addrs).await?;
+        let generation = Generation::build(1, config, &self_addrs, &metrics).await?;
         let config = generation.config.clone();
         let key = match &config.control.signing_key {
             None => {
@@ -218,7 +224,7 @@ impl ProxyState {
             return Err(errors);
         }
         let number = self.generations.load(Ordering::SeqCst) + 1;
-        let generation = Generation::build(number, config, &self.self_addrs)
+        let generation = Generation::build(number, config, &self.self_addrs, &self.metrics)
             .await
             .map_err(|e| vec![e])?;
         self.generations.store(number, Ordering::SeqCst);

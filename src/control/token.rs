@@ -29,6 +29,8 @@ pub struct Claims {
     pub exp: i64,
     /// Always `cordon-proxy`.
     pub aud: String,
+    /// Random per credential, so two issued in the same second differ.
+    pub jti: String,
 }
 
 /// Signs and verifies credentials.
@@ -70,6 +72,7 @@ impl Signer {
             iat,
             exp,
             aud: AUDIENCE.into(),
+            jti: super::random_hex(12)?,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| format!("cannot sign a credential: {e}"))
@@ -141,7 +144,7 @@ mod tests {
     #[test]
     fn another_audience_is_refused() {
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let claims = r#"{"sub":"a","nonce":"n","usr":"u","pol":"p","iat":1,"exp":9999999999,"aud":"other"}"#;
+        let claims = r#"{"sub":"a","nonce":"n","usr":"u","pol":"p","iat":1,"exp":9999999999,"aud":"other","jti":"j"}"#;
         let t = jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
             &serde_json::from_str::<serde_json::Value>(claims).unwrap(),

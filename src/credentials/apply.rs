@@ -89,6 +89,11 @@ impl Credentials {
         })
     }
 
+    /// Count token mints in these metrics.
+    pub fn set_metrics(&mut self, metrics: Arc<crate::metrics::Metrics>) {
+        self.secrets.set_metrics(metrics);
+    }
+
     /// Where secret values come from.
     pub fn secrets(&self) -> &Secrets {
         &self.secrets

@@ -26,6 +26,7 @@ pub struct Secrets {
     openbao: Option<OpenBao>,
     http: HttpClient,
     tokens: TokenCache,
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
@@ -87,7 +88,19 @@ impl Secrets {
             openbao,
             http,
             tokens: TokenCache::new(REFRESH_AHEAD, 100_000),
+            metrics: None,
         })
+    }
+
+    /// Count token mints (and failures) in these metrics.
+    pub fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
+        self.metrics = Some(metrics);
+    }
+
+    fn minted(&self, credential: &str, ok: bool) {
+        if let Some(m) = &self.metrics {
+            m.token_mint(credential, ok);
+        }
     }
 
     /// A stored secret. Errors name where it was looked for, never a value.
@@ -139,6 +152,8 @@ impl Secrets {
                         }
                         .fetch(&self.http)
                         .await
+                        .inspect(|_| self.minted(&spec.name, true))
+                        .inspect_err(|_| self.minted(&spec.name, false))
                     })
                     .await
             }
@@ -156,7 +171,10 @@ impl Secrets {
                             repositories: o.repositories.clone().unwrap_or_else(|| g.repositories.clone()),
                             permissions: o.permissions.clone().unwrap_or_else(|| g.permissions.clone()),
                         };
-                        app.fetch(&self.http, &narrow).await
+                        app.fetch(&self.http, &narrow)
+                            .await
+                            .inspect(|_| self.minted(&spec.name, true))
+                            .inspect_err(|_| self.minted(&spec.name, false))
                     })
                     .await
             }

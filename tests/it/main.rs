@@ -4,6 +4,10 @@
 mod auth;
 mod cli;
 mod connect;
+mod control;
+mod control_procs;
+mod control_reload;
+mod control_rig;
 mod credentials;
 mod framing;
 mod guard;

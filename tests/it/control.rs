@@ -1,0 +1,245 @@
+//! The control plane end to end: sandboxes created, used with the environment they were given (curl),
+//! revoked and expired with their open tunnels closed, reloads valid and not, metrics, and the admin
+//! API's refusals.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::control_rig::*;
+use crate::intercept::{read_tls_response, tls_as};
+use crate::rig::{auth, read_connect_response};
+
+fn s(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_string()
+}
+
+/// Write the sandbox's CA where its environment says, and run curl with exactly that environment.
+fn curl_with_env(rig: &ControlRig, created: &Value, url: &str) -> std::process::Output {
+    std::fs::write(rig.dir.path().join("sandbox-ca.pem"), s(created, "ca_certificate")).unwrap();
+    let mut c = crate::cli::curl();
+    c.env_clear();
+    for (k, v) in created["env"].as_object().unwrap() {
+        c.env(k, v.as_str().unwrap());
+    }
+    c.args(["-sS", "--max-time", "10", url]).output().unwrap()
+}
+
+/// CONNECT with a sandbox's credential; the status.
+async fn connect_status(rig: &ControlRig, id: &str, credential: &str, host: &str) -> u16 {
+    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
+    let target = format!("{host}:{}", rig.up.addr.port());
+    let raw = format!(
+        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{}\r\n",
+        auth(id, credential)
+    );
+    st.write_all(raw.as_bytes()).await.unwrap();
+    read_connect_response(&mut st).await
+}
+
+/// An intercepted tunnel with one request answered on it.
+async fn open_tunnel(rig: &ControlRig, id: &str, credential: &str) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let ca = rig.dir.path().join(format!("{id}-ca.pem"));
+    let pem = rig.client.show(id).await.map(|v| s(&v, "ca_certificate")).unwrap();
+    std::fs::write(&ca, pem).unwrap();
+    let target = format!("allowed.test:{}", rig.up.addr.port());
+    let mut tls = tls_as(rig.proxy, (id, credential), &target, "allowed.test", &ca, b"http/1.1")
+        .await
+        .unwrap();
+    tls.write_all(format!("GET /hello HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    assert!(read_tls_response(&mut tls).await.starts_with("HTTP/1.1 200"));
+    tls
+}
+
+/// Whether the peer closes the stream within `limit`.
+async fn closed_within<S: AsyncReadExt + Unpin>(stream: &mut S, limit: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_use_with_the_env_then_revoke_closes_the_open_tunnel() {
+    let rig = control_rig("").await;
+    let created = rig.create("web", "10m").await;
+    let (id, cred) = (s(&created, "id"), s(&created, "credential"));
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "NODE_USE_ENV_PROXY",
+        "GIT_SSL_CAINFO",
+        "PIP_CERT",
+        "CARGO_HTTP_CAINFO",
+        "CURL_CA_BUNDLE",
+    ] {
+        assert!(created["env"][var].is_string(), "env lacks {var}: {created}");
+    }
+    assert_eq!(created["labels"]["task"], "t-1");
+    // A real client, started with nothing but the environment cordon handed out.
+    let out = curl_with_env(&rig, &created, &url(&rig, "allowed.test", "/hello"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(rig.up.seen().last().unwrap().uri.ends_with("/hello"));
+    // Still inside its policy: unlisted hosts are refused.
+    assert_eq!(connect_status(&rig, &id, &cred, "unlisted.test").await, 403);
+
+    let mut tunnel = open_tunnel(&rig, &id, &cred).await;
+    assert_eq!(rig.client.show(&id).await.unwrap()["open_tunnels"], 1);
+    let revoked = rig.client.revoke(&id).await.unwrap();
+    assert!(revoked["revoked_at"].is_string());
+    assert!(
+        closed_within(&mut tunnel, Duration::from_secs(1)).await,
+        "the open tunnel outlived the revocation"
+    );
+    assert_eq!(connect_status(&rig, &id, &cred, "allowed.test").await, 407);
+    let out = curl_with_env(&rig, &created, &url(&rig, "allowed.test", "/again"));
+    assert!(!out.status.success());
+    assert!(
+        rig.audit
+            .now()
+            .iter()
+            .any(|r| r.reason.as_deref() == Some("auth_revoked"))
+    );
+    // The id is gone from the API's point of view too.
+    assert!(rig.client.credentials(&id).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_closes_the_tunnel_on_its_own_and_renewal_holds_it_off() {
+    let rig = control_rig("").await;
+    let short = rig.create("web", "2s").await;
+    let kept = rig.create("web", "2s").await;
+    let (sid, scred) = (s(&short, "id"), s(&short, "credential"));
+    let (kid, kcred) = (s(&kept, "id"), s(&kept, "credential"));
+    rig.client.renew(&kid, Some("1h")).await.unwrap();
+    let mut tunnel = open_tunnel(&rig, &sid, &scred).await;
+    let mut kept_tunnel = open_tunnel(&rig, &kid, &kcred).await;
+    assert!(
+        closed_within(&mut tunnel, Duration::from_secs(4)).await,
+        "the tunnel outlived the sandbox"
+    );
+    assert_eq!(connect_status(&rig, &sid, &scred, "allowed.test").await, 407);
+    assert!(
+        rig.audit
+            .now()
+            .iter()
+            .any(|r| r.reason.as_deref() == Some("auth_expired"))
+    );
+    // The renewed one, with the credential handed out before the renewal, carries on.
+    assert_eq!(connect_status(&rig, &kid, &kcred, "allowed.test").await, 200);
+    assert!(!closed_within(&mut kept_tunnel, Duration::from_millis(300)).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_are_bound_to_their_sandbox() {
+    let rig = control_rig("").await;
+    let a = rig.create("web", "10m").await;
+    let b = rig.create("web", "10m").await;
+    // SECURITY: a's credential does not open b, nor a declared sandbox.
+    assert_eq!(
+        connect_status(&rig, &s(&b, "id"), &s(&a, "credential"), "allowed.test").await,
+        407
+    );
+    assert_eq!(
+        connect_status(&rig, "sb1", &s(&a, "credential"), "allowed.test").await,
+        407
+    );
+    let mut forged = s(&a, "credential");
+    forged.pop();
+    forged.push(if forged.ends_with('A') { 'B' } else { 'A' });
+    assert_eq!(connect_status(&rig, &s(&a, "id"), &forged, "allowed.test").await, 407);
+    // A declared id cannot be created at run time.
+    let (status, _, body) = rig
+        .raw(
+            "POST",
+            "/v1/sandboxes",
+            Some(&rig.token),
+            r#"{"user":"x","policy":"web","id":"sb1"}"#,
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    // A further credential works alongside the first.
+    let again = rig.client.credentials(&s(&a, "id")).await.unwrap();
+    assert_ne!(again["credential"], a["credential"]);
+    assert_eq!(
+        connect_status(&rig, &s(&a, "id"), &s(&again, "credential"), "allowed.test").await,
+        200
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_admin_api_refuses_what_it_should_with_json_errors() {
+    let rig = control_rig("").await;
+    let (status, head, body) = rig.raw("GET", "/v1/sandboxes", None, "").await;
+    assert_eq!(status, 401, "{body}");
+    assert!(head.to_ascii_lowercase().contains("www-authenticate: bearer"));
+    let (status, _, body) = rig.raw("GET", "/v1/sandboxes", Some("wrong"), "").await;
+    assert_eq!(status, 401);
+    let err: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(err["error"]["code"], "unauthorized");
+    let (status, _, _) = rig.raw("GET", "/healthz", None, "").await;
+    assert_eq!(status, 200);
+    let (status, _, body) = rig.raw("GET", "/readyz", None, "").await;
+    assert_eq!(status, 200, "{body}");
+    let t = Some(rig.token.as_str());
+    for (body, field) in [
+        (r#"{"policy":"web"}"#, "user"),
+        (r#"{"user":"a","policy":"nope"}"#, "policy"),
+        (r#"{"user":"a","policy":"web","ttl":"3h"}"#, "ttl"),
+        (r#"{"user":"a","policy":"web","ttl":"soon"}"#, "ttl"),
+        (r#"{"user":"a","policy":"web","id":"a b"}"#, "id"),
+        (r#"{"user":"a","policy":"web","colour":"red"}"#, "colour"),
+    ] {
+        let (status, _, answer) = rig.raw("POST", "/v1/sandboxes", t, body).await;
+        assert_eq!(status, 422, "{body} -> {answer}");
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert!(v["error"]["message"].as_str().unwrap().contains(field), "{answer}");
+    }
+    let (status, _, _) = rig.raw("POST", "/v1/sandboxes", t, "{not json").await;
+    assert_eq!(status, 400);
+    let (status, _, _) = rig.raw("GET", "/v1/sandboxes/nobody", t, "").await;
+    assert_eq!(status, 404);
+    let (status, _, _) = rig.raw("DELETE", "/v1/sandboxes/sb1", t, "").await;
+    assert_eq!(status, 409, "a declared sandbox is changed in the file");
+    let (status, head, _) = rig.raw("PUT", "/v1/sandboxes", t, "").await;
+    assert_eq!(status, 405);
+    assert!(head.to_ascii_lowercase().contains("allow: get, post"));
+    // Nothing was created by any of that.
+    let list = rig.client.list().await.unwrap();
+    assert!(
+        list["sandboxes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["origin"] == "config")
+    );
+    // SECURITY: the admin API is never served on the proxy port.
+    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
+    st.write_all(
+        format!(
+            "GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\r\n",
+            rig.token
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let resp = crate::rig::read_response(&mut st).await.unwrap();
+    assert_eq!(resp.status, 400);
+    assert!(!resp.text().contains("sandboxes\""));
+}

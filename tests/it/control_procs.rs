@@ -1,0 +1,213 @@
+//! The control plane across processes, with the binary: a restart keeps run-time sandboxes; a second
+//! replica sharing the store, key and CA folder accepts the first one's credential and honours its
+//! revocation; SIGHUP reloads.
+
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use cordon::admin_client::{AdminClient, CreateRequest};
+use secrecy::SecretString;
+use serde_json::Value;
+
+use crate::cli::spawn_cordon;
+use crate::rig::config;
+use crate::tls_rig::{https_upstream, test_ca};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Replica {
+    child: Child,
+    proxy: u16,
+    admin: AdminClient,
+    path: std::path::PathBuf,
+    yaml: String,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A cordon process on its own ports, sharing everything under `dir`.
+async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
+    let (proxy, admin) = (free_port(), free_port());
+    let top = format!(
+        "listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin} }}\nca: {{ dir: {d}/cas }}\n\
+         upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}\nvault: {{ file: {{ path: {d}/vault.bin }} }}\n\
+         control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
+         store: {d}/cordon.db\n  watch: {watch}\n",
+        d = dir.display()
+    );
+    let yaml = config(up, 1, &top);
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, &yaml).unwrap();
+    let child = spawn_cordon(&path, proxy, &[]).await;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", admin)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();
+    let admin = AdminClient::new(&format!("http://127.0.0.1:{admin}"), SecretString::from(token)).unwrap();
+    Replica {
+        child,
+        proxy,
+        admin,
+        path,
+        yaml,
+    }
+}
+
+/// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).
+fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> u16 {
+    let out = crate::cli::curl()
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+        .args(["-x", &format!("http://{id}:{credential}@127.0.0.1:{}", r.proxy)])
+        .arg("--cacert")
+        .arg(ca)
+        .arg(url)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+}
+
+async fn create(r: &Replica, dir: &Path) -> (String, String, std::path::PathBuf) {
+    let req = CreateRequest {
+        user: "alice".into(),
+        policy: "web".into(),
+        id: None,
+        ttl: Some("1h".into()),
+        labels: Default::default(),
+    };
+    let v: Value = r.admin.create(&req).await.unwrap();
+    let id = v["id"].as_str().unwrap().to_string();
+    let ca = dir.join(format!("{id}.pem"));
+    std::fs::write(&ca, v["ca_certificate"].as_str().unwrap()).unwrap();
+    (id, v["credential"].as_str().unwrap().to_string(), ca)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_share_sandboxes_and_revocations_and_a_restart_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream_ca = test_ca("upstream test CA");
+    let up = https_upstream(
+        "127.0.0.2",
+        upstream_ca.server_config(&["allowed.test", "unlisted.test"]),
+    )
+    .await;
+    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let port = up.addr.port();
+    let url = format!("https://allowed.test:{port}/hello");
+
+    let a = replica(dir.path(), "a", port, true).await;
+    let b = replica(dir.path(), "b", port, true).await;
+    let (id, cred, ca) = create(&a, dir.path()).await;
+    // Minted by a, accepted by b at once (the credential carries what b needs; the CA is shared).
+    assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 200);
+    assert_eq!(curl_status(&b, &id, &cred, &ca, &url), 200);
+    // Revoked on a: b refuses within a second.
+    a.admin.revoke(&id).await.unwrap();
+    let start = std::time::Instant::now();
+    while curl_status(&b, &id, &cred, &ca, &url) == 200 {
+        assert!(
+            start.elapsed() < Duration::from_millis(1500),
+            "b still honours a revoked credential"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        curl_status(&a, &id, &cred, &ca, &url),
+        0,
+        "407 makes curl fail the CONNECT"
+    );
+
+    // A restart of a keeps what was created at run time, and the revocation.
+    let (id2, cred2, ca2) = create(&a, dir.path()).await;
+    drop(a);
+    let a = replica(dir.path(), "a", port, true).await;
+    assert_eq!(curl_status(&a, &id2, &cred2, &ca2, &url), 200);
+    assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 0);
+    let list = a.admin.list().await.unwrap();
+    let ids: Vec<&str> = list["sandboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["id"].as_str())
+        .collect();
+    assert!(ids.contains(&id.as_str()) && ids.contains(&id2.as_str()), "{list}");
+    drop(b);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream_ca = test_ca("upstream test CA");
+    let up = https_upstream(
+        "127.0.0.2",
+        upstream_ca.server_config(&["allowed.test", "unlisted.test"]),
+    )
+    .await;
+    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let port = up.addr.port();
+    let r = replica(dir.path(), "hup", port, false).await;
+    let ca = dir.path().join("sb1.pem");
+    std::fs::write(
+        &ca,
+        r.admin.show("sb1").await.unwrap()["ca_certificate"].as_str().unwrap(),
+    )
+    .unwrap();
+    let unlisted = format!("https://unlisted.test:{port}/");
+    assert_eq!(
+        curl_status(&r, "sb1", "tok1", &ca, &unlisted),
+        0,
+        "403 before the reload"
+    );
+    let hup = || {
+        let ok = Command::new("kill")
+            .args(["-HUP", &r.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    // A broken file first: refused, cordon keeps serving.
+    std::fs::write(&r.path, "policies: [").unwrap();
+    hup();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        curl_status(&r, "sb1", "tok1", &ca, &format!("https://allowed.test:{port}/")),
+        200
+    );
+    // Then a good one. (The CA was issued for the old policy's names, so the new host goes as a tunnel.)
+    let added = r.yaml.replace(
+        "  web:\n    allow:\n",
+        &format!("  web:\n    allow:\n      - host: unlisted.test\n        ports: [{port}]\n        tls: tunnel\n"),
+    );
+    std::fs::write(&r.path, added).unwrap();
+    hup();
+    let start = std::time::Instant::now();
+    loop {
+        let out = crate::cli::curl()
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", r.proxy)])
+            .arg("--cacert")
+            .arg(dir.path().join("upstream-ca.pem"))
+            .arg(&unlisted)
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "200" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "SIGHUP did not reload");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
