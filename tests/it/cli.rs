@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_cordon");
+pub const BIN: &str = env!("CARGO_BIN_EXE_cordon");
 
 fn cordon(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)

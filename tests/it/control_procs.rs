@@ -211,3 +211,82 @@ async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// `cordon sandbox ...` against a replica, finding the admin API and token through its configuration.
+fn sandbox_cli(r: &Replica, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(crate::cli::BIN)
+        .args(["sandbox", "--config"])
+        .arg(&r.path)
+        .args(args)
+        .env_remove("CORDON_ADMIN_TOKEN")
+        .env_remove("CORDON_ADMIN_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_command_drives_the_admin_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream_ca = test_ca("upstream test CA");
+    let up = https_upstream("127.0.0.2", upstream_ca.server_config(&["allowed.test"])).await;
+    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let port = up.addr.port();
+    let r = replica(dir.path(), "cli", port, true).await;
+
+    let (ok, out, err) = sandbox_cli(
+        &r,
+        &[
+            "create", "--user", "dana", "--policy", "web", "--id", "task-7", "--ttl", "20m", "--label", "team=ml",
+            "--format", "export",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("export HTTPS_PROXY='http://task-7:ey"), "{out}");
+    assert!(out.contains("export NODE_USE_ENV_PROXY='1'"), "{out}");
+    // The printed environment works: source it in a shell and run curl with it.
+    let ca = dir.path().join("task-7.pem");
+    let (ok, shown, err) = sandbox_cli(&r, &["show", "task-7"]);
+    assert!(ok, "{err}");
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["labels"]["team"], "ml");
+    std::fs::write(&ca, shown["ca_certificate"].as_str().unwrap()).unwrap();
+    let script = format!(
+        "{out}\ncurl -sS --max-time 10 --cacert {} https://allowed.test:{port}/hello",
+        ca.display()
+    );
+    let run = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let (ok, table, _) = sandbox_cli(&r, &["list"]);
+    assert!(
+        ok && table.contains("task-7") && table.contains("dana") && table.contains("sb1"),
+        "{table}"
+    );
+    let (ok, renewed, err) = sandbox_cli(&r, &["renew", "task-7", "--ttl", "1h"]);
+    assert!(ok, "{err}");
+    assert!(renewed.contains("expires_at"));
+    let (ok, env, err) = sandbox_cli(&r, &["env", "task-7", "--format", "json"]);
+    assert!(ok, "{err}");
+    let env: Value = serde_json::from_str(&env).unwrap();
+    assert!(env["HTTP_PROXY"].as_str().unwrap().starts_with("http://task-7:ey"));
+    let (ok, _, err) = sandbox_cli(&r, &["revoke", "task-7"]);
+    assert!(ok, "{err}");
+    // Errors say what is wrong, with the server's message.
+    let (ok, _, err) = sandbox_cli(&r, &["revoke", "nobody"]);
+    assert!(!ok && err.contains("no sandbox \"nobody\""), "{err}");
+    let (ok, _, err) = sandbox_cli(&r, &["create", "--user", "u", "--policy", "nope"]);
+    assert!(!ok && err.contains("policy"), "{err}");
+    let out = Command::new(crate::cli::BIN)
+        .args(["sandbox", "--admin", "http://127.0.0.1:1", "--token-file"])
+        .arg(dir.path().join("admin-token"))
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
+}
