@@ -243,3 +243,50 @@ async fn the_admin_api_refuses_what_it_should_with_json_errors() {
     assert_eq!(resp.status, 400);
     assert!(!resp.text().contains("sandboxes\""));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_sandbox_loses_its_keep_alive_connection_and_requests_inside_its_tunnel() {
+    let rig = control_rig("").await;
+    let created = rig.create("web", "10m").await;
+    let (id, cred) = (s(&created, "id"), s(&created, "credential"));
+    // A plain keep-alive connection that has served the sandbox (the upstream speaks TLS only: 502, kept alive).
+    let mut plain = TcpStream::connect(rig.proxy).await.unwrap();
+    let req = format!(
+        "GET http://allowed.test:{}/ HTTP/1.1\r\nHost: allowed.test\r\n{}\r\n",
+        rig.up.addr.port(),
+        auth(&id, &cred)
+    );
+    plain.write_all(req.as_bytes()).await.unwrap();
+    let first = crate::rig::read_response(&mut plain).await.unwrap();
+    assert_ne!(first.status, 407);
+    let mut tunnel = open_tunnel(&rig, &id, &cred).await;
+
+    // Revoked behind the API's back (as another replica would): the sweep has not run yet, but a request
+    // inside the open tunnel is judged again and refused, or finds the tunnel already closed.
+    let sandbox = rig.state.control.verify(&id, &cred, cordon::control::now()).unwrap();
+    rig.state.control.revoke(&id, cordon::control::now()).unwrap();
+    let generation = rig.state.current();
+    assert!(rig.state.entitled(&generation, &sandbox).is_err());
+    let target = format!("allowed.test:{}", rig.up.addr.port());
+    let wrote = tunnel
+        .write_all(format!("GET /after HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await;
+    if wrote.is_ok() {
+        let mut buf = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(2), tunnel.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        let answer = String::from_utf8_lossy(&buf[..n]);
+        assert!(n == 0 || answer.starts_with("HTTP/1.1 407"), "{answer}");
+    }
+    assert!(
+        !rig.up.seen().iter().any(|s| s.uri.ends_with("/after")),
+        "a request of a revoked sandbox went out"
+    );
+    assert!(closed_within(&mut tunnel, Duration::from_secs(1)).await);
+    assert!(
+        closed_within(&mut plain, Duration::from_secs(1)).await,
+        "the keep-alive connection outlived the revocation"
+    );
+}

@@ -24,7 +24,8 @@ fn resolve<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
             .unwrap_or_else(|| panic!("only local references are used: {r}"));
         v = pointer.split('/').fold(doc, |node, key| {
             let key = key.replace("~1", "/").replace("~0", "~");
-            node.get(key.as_str()).unwrap_or_else(|| panic!("{r} points at nothing"))
+            node.get(key.as_str())
+                .unwrap_or_else(|| panic!("{r} points at nothing"))
         });
     }
     panic!("a reference cycle")
@@ -32,10 +33,7 @@ fn resolve<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
 
 /// Every (METHOD, path, operation) under `paths`.
 fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
-    let paths = doc
-        .get("paths")
-        .and_then(Value::as_mapping)
-        .expect("a `paths` mapping");
+    let paths = doc.get("paths").and_then(Value::as_mapping).expect("a `paths` mapping");
     let mut ops = Vec::new();
     for (path, item) in paths {
         let path = path.as_str().expect("paths are strings");
@@ -95,7 +93,10 @@ fn every_operation_answers_success_and_every_v1_operation_401() {
         );
         let security = op.get("security").and_then(Value::as_sequence);
         if path.starts_with("/v1/") {
-            assert!(codes.iter().any(|c| c == "401"), "{method} {path} lists no 401: {codes:?}");
+            assert!(
+                codes.iter().any(|c| c == "401"),
+                "{method} {path} lists no 401: {codes:?}"
+            );
             let unauthorized = resolve(&doc, &op["responses"]["401"]);
             assert!(
                 unauthorized["headers"].get("WWW-Authenticate").is_some(),
@@ -119,7 +120,9 @@ fn every_operation_answers_success_and_every_v1_operation_401() {
                 }
             }
             assert!(
-                params.iter().any(|p| p["name"] == "id" && p["in"] == "path" && p["required"] == true),
+                params
+                    .iter()
+                    .any(|p| p["name"] == "id" && p["in"] == "path" && p["required"] == true),
                 "{method} {path} does not declare its `id` path parameter"
             );
         }
