@@ -204,10 +204,15 @@ fn parse_basic(value: &[u8]) -> Option<(String, String)> {
     Some((id.to_string(), token.to_string()))
 }
 
-/// Whether `id` can be a sandbox id: 1-64 letters, digits, '-', '_' or '.'. Ids travel as the user part of
-/// Basic credentials, which ends at the first ':', and as a path segment of the admin API.
+/// Whether `id` can be a sandbox id: 1-64 letters, digits, '-', '_' or '.', but not `.` or `..`. Ids travel
+/// as the user part of Basic credentials, which ends at the first ':', as a path segment of the admin API,
+/// and name the sandbox's CA folder.
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    !id.is_empty()
+        && id.len() <= 64
+        && id != "."
+        && id != ".."
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// The hex SHA-256 of a token, as written in `token_sha256`.
@@ -287,6 +292,16 @@ mod tests {
         assert_eq!(i.identify(&HeaderMap::new(), mapped).unwrap().id, "gw");
         // Wrong explicit credentials are not rescued by the source address.
         assert_eq!(i.identify(&basic("a:wrong"), gw), Err(AuthFailure::Invalid));
+    }
+
+    #[test]
+    fn ids_that_would_name_a_folder_above_are_not_ids() {
+        for bad in ["", ".", "..", "a/b", "a:b", "a b", &"x".repeat(65)] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+        for good in ["a", "...", "sb-1.x_y", &"x".repeat(64)] {
+            assert!(valid_id(good), "{good:?}");
+        }
     }
 
     #[test]

@@ -319,7 +319,7 @@ fn lifetime(ttl: Option<Duration>, bounds: Ttl) -> Result<i64, ControlError> {
 }
 
 fn check_user(user: &str) -> Result<(), ControlError> {
-    if user.is_empty() || user.len() > 128 || user.chars().any(char::is_control) {
+    if user.is_empty() || user.chars().count() > 128 || user.chars().any(char::is_control) {
         return Err(invalid("user", "must be 1-128 characters without control characters"));
     }
     Ok(())
@@ -338,7 +338,7 @@ fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ControlError> {
                 format!("{k:?} is not a label key; use 1-63 letters, digits, '-', '_', '.' or '/'"),
             ));
         }
-        if v.len() > 256 || v.chars().any(char::is_control) {
+        if v.chars().count() > 256 || v.chars().any(char::is_control) {
             return Err(invalid(
                 "labels",
                 format!("the value of {k:?} must be at most 256 characters without control characters"),

@@ -78,6 +78,11 @@ fn bad_requests_say_what_is_wrong() {
         other => panic!("expected Invalid, got {other:?}"),
     };
     assert_eq!(field(create(&c, Some("bad id"), 1)), "id");
+    assert_eq!(field(create(&c, Some(".."), 1)), "id");
+    // Lengths are in characters, as the messages say.
+    let mut n = new(None);
+    n.user = "é".repeat(128);
+    assert!(c.create(n, TTL, |_| true, |_| false, 1).is_ok());
     assert!(matches!(create(&c, Some("declared"), 1), Err(ControlError::Exists(_))));
     let mut n = new(None);
     n.policy = "nope".into();
