@@ -283,3 +283,44 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
         "{m:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_in_flight_finishes_on_the_configuration_it_started_with() {
+    let rig = control_rig("").await;
+    let plain = crate::rig::upstream("127.0.0.3").await;
+    let p = plain.addr.port();
+    // Point the echo.test rule at a plain upstream with a slow path.
+    let with = rig.yaml.replace(
+        "      - host: echo.test\n        ports: [1]\n",
+        &format!("      - host: echo.test\n        ports: [{p}]\n"),
+    );
+    assert_ne!(with, rig.yaml);
+    rig.write(&with);
+    assert_eq!(reload(&rig).await.0, 200);
+    let proxy = rig.proxy;
+    let slow = tokio::spawn(async move {
+        let req = format!(
+            "GET http://echo.test:{p}/slow HTTP/1.1\r\nHost: echo.test\r\n{}Connection: close\r\n\r\n",
+            auth("sb1", "tok1")
+        );
+        crate::rig::send(proxy, &req).await
+    });
+    assert!(
+        rig.until(Duration::from_secs(3), || plain
+            .seen()
+            .iter()
+            .any(|s| s.uri.ends_with("/slow")))
+            .await
+    );
+    // The rule goes while /slow is upstream.
+    rig.write(&rig.yaml.replace("      - host: echo.test\n        ports: [1]\n", ""));
+    assert_eq!(reload(&rig).await.0, 200);
+    let done = slow.await.unwrap();
+    assert_eq!(done.status, 200, "the request in flight was cut by the reload");
+    assert_eq!(done.text(), "slow hello\n");
+    let req = format!(
+        "GET http://echo.test:{p}/after HTTP/1.1\r\nHost: echo.test\r\n{}Connection: close\r\n\r\n",
+        auth("sb1", "tok1")
+    );
+    assert_eq!(crate::rig::send(proxy, &req).await.status, 403);
+}
