@@ -29,6 +29,7 @@ fn policy(n: usize) -> Policy {
             paths: None,
             path_texts: vec![],
             tls: TlsMode::Intercept,
+            action: Default::default(),
         })
         .collect();
     Policy::new("bench".into(), Mode::Enforce, rules).unwrap()

@@ -25,6 +25,8 @@ pub enum Kind {
     Https,
     /// Bytes that never became a request (refused framing, oversized head).
     Malformed,
+    /// Failed proxy authentications from one address that were throttled, counted in one record.
+    AuthFailures,
 }
 
 /// The outcome of the policy.
@@ -82,6 +84,27 @@ pub struct Record {
     pub duration_ms: f64,
     /// Detail of a failure, for operators.
     pub error: Option<String>,
+    /// The human approval the request waited for (`action: ask`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalRecord>,
+    /// How many attempts one `auth_failures` record stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
+/// Who asked, who decided, when: the approval part of a record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ApprovalRecord {
+    /// The approval's id (or the grant's, for a request a standing grant let through).
+    pub id: String,
+    /// `allow`, `deny`, `timeout`, `granted` or `queue_full`.
+    pub outcome: String,
+    /// Who decided.
+    pub by: Option<String>,
+    /// `once` or `always`.
+    pub scope: Option<String>,
+    /// Milliseconds the request waited.
+    pub waited_ms: u64,
 }
 
 /// Where records go.
@@ -105,6 +128,7 @@ impl Sink for Metered {
             Kind::Connect => "connect",
             Kind::Https => "https",
             Kind::Malformed => "malformed",
+            Kind::AuthFailures => "auth_failures",
         };
         let decision = match r.decision {
             Verdict::Deny => "deny",
@@ -168,6 +192,8 @@ impl Pending {
                 bytes_down: 0,
                 duration_ms: 0.0,
                 error: None,
+                approval: None,
+                count: None,
             },
             started: Instant::now(),
             sink,
@@ -190,6 +216,11 @@ impl Pending {
     /// Counter of bytes to the client.
     pub fn down_counter(&self) -> Arc<AtomicU64> {
         self.down.clone()
+    }
+
+    /// Drop without a record (for attempts counted in an aggregate record instead).
+    pub fn discard(mut self) {
+        self.done = true;
     }
 
     /// Emit now.

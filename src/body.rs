@@ -32,12 +32,25 @@ pub struct Counted<B, T> {
     inner: B,
     counter: Arc<AtomicU64>,
     keep: Option<T>,
+    /// Also told of each frame: (meter, true for bytes from the client).
+    meter: Option<(Arc<dyn crate::watch::Meter>, bool)>,
 }
 
 impl<B, T> Counted<B, T> {
     /// Wrap `inner`; `keep` is dropped when the body ends.
     pub fn new(inner: B, counter: Arc<AtomicU64>, keep: Option<T>) -> Self {
-        Counted { inner, counter, keep }
+        Counted {
+            inner,
+            counter,
+            keep,
+            meter: None,
+        }
+    }
+
+    /// Also count the bytes against a budget (`up`: from the client); over it, the body ends in an error.
+    pub fn metered(mut self, meter: Option<Arc<dyn crate::watch::Meter>>, up: bool) -> Self {
+        self.meter = meter.map(|m| (m, up));
+        self
     }
 }
 
@@ -55,7 +68,15 @@ where
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
-                    this.counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+                    let n = data.len() as u64;
+                    this.counter.fetch_add(n, Ordering::Relaxed);
+                    if let Some((meter, up)) = &this.meter {
+                        let (u, d) = if *up { (n, 0) } else { (0, n) };
+                        if !meter.add(u, d) {
+                            this.keep.take();
+                            return Poll::Ready(Some(Err("the sandbox's byte budget is spent".into())));
+                        }
+                    }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

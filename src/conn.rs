@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
-use crate::control::sessions::{Lease, Sessions};
+use crate::control::sessions::Lease;
 use crate::error;
 use crate::framing::{FramingGuard, FramingReport};
 use crate::identity::Sandbox;
+use crate::limits::{Limits, OpenGuard, Refusal};
 use crate::state::ProxyState;
 use crate::{forward, tunnel};
 
@@ -24,7 +25,7 @@ use crate::{forward, tunnel};
 /// expired, removed by a reload), the connection is closed.
 pub struct ConnScope {
     cut: CancellationToken,
-    leases: std::sync::Mutex<Vec<(String, Lease)>>,
+    leases: std::sync::Mutex<Vec<(String, Lease, Option<OpenGuard>)>>,
 }
 
 impl ConnScope {
@@ -35,14 +36,27 @@ impl ConnScope {
         })
     }
 
-    /// Register this connection under `sandbox` (once per sandbox incarnation).
-    pub fn attach(&self, sessions: &Arc<Sessions>, sandbox: &Arc<Sandbox>) {
+    /// Register this connection under `sandbox` (once per sandbox incarnation); with `count`, it is a new
+    /// connection of the sandbox and must pass its connection rate and open caps.
+    pub fn attach(
+        &self,
+        state: &ProxyState,
+        limits: &Limits,
+        sandbox: &Arc<Sandbox>,
+        count: bool,
+    ) -> Result<(), Refusal> {
         let key = sandbox.session_key();
         let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
-        if leases.iter().any(|(k, _)| *k == key) {
-            return;
+        if leases.iter().any(|(k, _, _)| *k == key) {
+            return Ok(());
         }
-        let lease = sessions.attach_connection(sandbox);
+        let guard = if count {
+            limits.connection(&sandbox.id)?;
+            Some(limits.open(&sandbox.id, &sandbox.user)?)
+        } else {
+            None
+        };
+        let lease = state.sessions.attach_connection(sandbox);
         let (revoked, cut) = (lease.token().clone(), self.cut.clone());
         tokio::spawn(async move {
             tokio::select! {
@@ -50,7 +64,8 @@ impl ConnScope {
                 () = cut.cancelled() => {}
             }
         });
-        leases.push((key, lease));
+        leases.push((key, lease, guard));
+        Ok(())
     }
 }
 

@@ -78,6 +78,26 @@ pub enum ProxyError {
     /// The upstream failed after the connection was made.
     #[error("the upstream failed: {0}")]
     Upstream(String),
+    /// A rate, cap or byte budget of the sandbox, its user or the source address is exhausted.
+    #[error("{}; retry after {}s", .0.message, .0.retry_after.as_secs())]
+    Limited(crate::limits::Refusal),
+    /// The TLS handshake with the upstream took longer than `timeouts.tls_handshake`.
+    #[error("the TLS handshake with the upstream timed out")]
+    HandshakeTimeout,
+    /// A human denied the request (`action: ask`).
+    #[error("denied by {by} (approval {id})")]
+    ApprovalDenied {
+        /// The approval.
+        id: String,
+        /// Who decided.
+        by: String,
+    },
+    /// Nobody decided within `approval.timeout`.
+    #[error("approval timed out: nobody allowed this request within {0:?} (approval {1})")]
+    ApprovalTimedOut(std::time::Duration, String),
+    /// Too many requests are already waiting for approval.
+    #[error("too many requests are waiting for approval; try again later")]
+    ApprovalQueueFull,
     /// The upstream did not send a response head in time.
     #[error("the upstream did not answer in time")]
     UpstreamTimeout,
@@ -103,7 +123,10 @@ impl ProxyError {
             },
             ProxyError::Misdirected(_) => StatusCode::MISDIRECTED_REQUEST,
             ProxyError::Upstream(_) | ProxyError::UpstreamCertificate(_) => StatusCode::BAD_GATEWAY,
-            ProxyError::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::UpstreamTimeout | ProxyError::HandshakeTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
+            ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -123,6 +146,11 @@ impl ProxyError {
             ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
             ProxyError::Upstream(_) => "upstream_failed",
             ProxyError::UpstreamTimeout => "upstream_timeout",
+            ProxyError::HandshakeTimeout => "tls_handshake_timeout",
+            ProxyError::Limited(r) => r.reason,
+            ProxyError::ApprovalDenied { .. } => "approval_denied",
+            ProxyError::ApprovalTimedOut(..) => "approval_timeout",
+            ProxyError::ApprovalQueueFull => "approval_queue_full",
         }
     }
 
@@ -154,6 +182,13 @@ impl ProxyError {
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
         h.insert(REASON_HEADER, HeaderValue::from_static(self.code()));
+        if let ProxyError::Limited(r) = self {
+            // At least one second: a Retry-After of 0 invites a busy loop.
+            let secs = r.retry_after.as_secs().max(1);
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                h.insert(header::RETRY_AFTER, v);
+            }
+        }
         if status == StatusCode::PROXY_AUTHENTICATION_REQUIRED {
             h.insert(
                 header::PROXY_AUTHENTICATE,

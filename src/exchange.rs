@@ -11,11 +11,12 @@ use std::sync::atomic::AtomicU64;
 use http::{HeaderMap, Method, Response};
 use tokio::net::TcpStream;
 
+use crate::admission::BudgetMeter;
 use crate::audit::{self, Kind, Verdict};
 use crate::body::ProxyBody;
 use crate::conn::ConnScope;
 use crate::error::ProxyError;
-use crate::identity::Sandbox;
+use crate::identity::{AuthFailure, Sandbox};
 use crate::policy::Question;
 use crate::state::{Generation, ProxyState};
 use crate::target::Target;
@@ -28,6 +29,11 @@ pub struct Exchange {
     pub generation: Arc<Generation>,
     /// The client connection, whose lifetime is tied to the sandboxes it serves.
     scope: Option<Arc<ConnScope>>,
+    /// Counts plain-HTTP body bytes against the sandbox's byte budget (tunnels count at their stream).
+    pub meter: Option<Arc<dyn crate::watch::Meter>>,
+    kind: Kind,
+    /// Counted in an aggregate record instead of one of its own.
+    suppressed: bool,
     /// The client's address.
     pub client: SocketAddr,
     /// Secrets applied with `mask_echo`, and the placeholder each is masked with in the response.
@@ -43,6 +49,9 @@ impl Exchange {
         Exchange {
             generation: state.current(),
             scope: None,
+            meter: None,
+            kind,
+            suppressed: false,
             state,
             client,
             echo: Vec::new(),
@@ -66,17 +75,56 @@ impl Exchange {
         self.audit.up_counter()
     }
 
-    /// Identify the sandbox from this request alone.
+    /// Identify the sandbox from this request alone. Failed attempts count against the source address;
+    /// over `limits.auth_failures` the address gets 429 for a while, audited once per burst.
     pub fn identify(&mut self, headers: &HeaderMap) -> Result<Arc<Sandbox>, ProxyError> {
-        let sandbox = self
-            .state
-            .identify(&self.generation, headers, self.client.ip())
-            .map_err(ProxyError::Auth)?;
+        let ip = self.client.ip();
+        let limits = self.state.limits();
+        // SECURITY: an address over its rate of failed authentications is refused outright until its block
+        // ends, whatever it sends, so tokens cannot be guessed at line rate.
+        if let Some(refusal) = limits.auth_blocked(ip) {
+            return Err(self.throttled(refusal));
+        }
+        let sandbox = match self.state.identify(&self.generation, headers, ip) {
+            Ok(s) => s,
+            // Clients commonly ask without credentials first and retry with them after the 407.
+            Err(AuthFailure::Missing) => return Err(ProxyError::Auth(AuthFailure::Missing)),
+            Err(failure) => {
+                return Err(match limits.auth_failure(ip) {
+                    Ok(()) => ProxyError::Auth(failure),
+                    Err(refusal) => self.throttled(refusal),
+                });
+            }
+        };
         self.set_identity(&sandbox);
-        if let Some(scope) = &self.scope {
-            scope.attach(&self.state.sessions, &sandbox);
+        if let Some(scope) = self.scope.clone() {
+            // A CONNECT's connection turns into a tunnel, which is counted as such.
+            let count = self.kind != Kind::Connect;
+            scope
+                .attach(&self.state, &limits, &sandbox, count)
+                .map_err(ProxyError::Limited)?;
+        }
+        if self.kind == Kind::Http {
+            self.meter = Some(BudgetMeter::new(limits, self.state.sessions.clone(), sandbox.clone()));
         }
         Ok(sandbox)
+    }
+
+    fn throttled(&mut self, refusal: crate::limits::Refusal) -> ProxyError {
+        self.state.auth_bursts.count(self.client.ip());
+        self.suppressed = true;
+        ProxyError::Limited(refusal)
+    }
+
+    /// The rates and the byte budget a request of `sandbox` to `target` must pass (before its decision, so
+    /// that refused requests count too: a sandbox hammering a denied host is still hammering).
+    pub fn admit(&mut self, sandbox: &Sandbox, target: &Target) -> Result<(), ProxyError> {
+        let limits = self.state.limits();
+        let host = target.host.to_string();
+        limits
+            .request(&sandbox.id, &sandbox.user, &host)
+            .and_then(|()| limits.budget(&sandbox.id))
+            .map_err(ProxyError::Limited)
     }
 
     /// Record who is talking, for requests whose identity was established before (inside a tunnel).
@@ -186,10 +234,17 @@ impl Exchange {
             r.error = Some(format!("placeholder of credential {credential}: {why}"));
         } else if err.is_refusal() {
             r.decision = Verdict::Deny;
+            if let ProxyError::Limited(refusal) = &err {
+                r.error = Some(refusal.message.clone());
+            }
         } else {
             r.error = Some(error_detail(&err));
         }
-        self.audit.finish();
+        if self.suppressed {
+            self.audit.discard();
+        } else {
+            self.audit.finish();
+        }
         resp
     }
 

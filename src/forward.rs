@@ -49,6 +49,7 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     }
     let sandbox = ex.identify(req.headers())?;
     let target = target?;
+    ex.admit(&sandbox, &target)?;
     let path = req.uri().path().to_string();
     check_path(&path)?;
     headers::check_request(req.headers())?;
@@ -89,7 +90,9 @@ pub fn outgoing(
             message: format!("the destination cannot be written as a URI: {e}"),
         })?;
     parts.version = Version::HTTP_11;
-    let body = Counted::new(body, ex.up_counter(), None::<()>).boxed_unsync();
+    let body = Counted::new(body, ex.up_counter(), None::<()>)
+        .metered(ex.meter.clone(), true)
+        .boxed_unsync();
     Ok(Request::from_parts(parts, body))
 }
 
@@ -127,9 +130,15 @@ pub fn respond(mut ex: Exchange, resp: Response<ProxyBody>) -> Response<ProxyBod
     }
     headers::strip_response(&mut parts.headers);
     ex.record().status = Some(parts.status.as_u16());
+    let meter = ex.meter.clone();
     let audit = ex.into_audit();
     let down = audit.down_counter();
-    Response::from_parts(parts, Counted::new(body, down, Some(audit)).boxed_unsync())
+    Response::from_parts(
+        parts,
+        Counted::new(body, down, Some(audit))
+            .metered(meter, false)
+            .boxed_unsync(),
+    )
 }
 
 /// Find what went wrong in a pool error: a guard refusal or dial failure from our connector, an
@@ -141,6 +150,9 @@ pub fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
         detail.push(e.to_string());
         if let Some(dial) = e.downcast_ref::<DialError>() {
             return ProxyError::Dial(dial.duplicate());
+        }
+        if e.downcast_ref::<crate::tls::upstream::HandshakeTimedOut>().is_some() {
+            return ProxyError::HandshakeTimeout;
         }
         if let Some(rustls::Error::InvalidCertificate(reason)) = find_rustls(e) {
             return ProxyError::UpstreamCertificate(format!("{reason:?}"));

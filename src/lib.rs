@@ -23,6 +23,8 @@
 
 pub mod admin;
 pub mod admin_client;
+pub mod admission;
+pub mod approval;
 pub mod audit;
 pub mod body;
 pub mod config;
@@ -37,6 +39,7 @@ pub mod forward;
 pub mod framing;
 pub mod headers;
 pub mod identity;
+pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod mitm;
@@ -48,3 +51,4 @@ pub mod state;
 pub mod target;
 pub mod tls;
 pub mod tunnel;
+pub mod watch;

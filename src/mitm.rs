@@ -26,7 +26,7 @@ use crate::identity::Sandbox;
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target, check_path};
 use crate::tls::leaf::LeafName;
-use crate::tunnel::Stop;
+use crate::watch::{Stop, Watched};
 
 /// What every request inside one intercepted CONNECT shares.
 struct Tunnel {
@@ -49,9 +49,16 @@ pub async fn intercept(
     stop: Stop,
 ) {
     let generation = state.current();
+    let handshake_limit = generation.config.timeouts.tls_handshake;
+    let client_io = stop.watch(TokioIo::new(upgraded));
     let tls = tokio::select! {
-        r = handshake(&state, &generation, &sandbox, &target, upgraded) => r,
-        () = stop.cancelled() => Err(("closed", stop.why().to_string())),
+        r = tokio::time::timeout(handshake_limit, handshake(&state, &generation, &sandbox, &target, client_io)) => {
+            r.unwrap_or_else(|_| Err((
+                "tls_handshake_timeout",
+                format!("the client did not complete its TLS handshake within {handshake_limit:?} (timeouts.tls_handshake)"),
+            )))
+        }
+        (reason, why) = stop.ended() => Err((reason, why)),
     };
     let tls = match tls {
         Ok(tls) => tls,
@@ -83,7 +90,10 @@ pub async fn intercept(
             .serve_connection(TokioIo::new(tls), service);
         let result = tokio::select! {
             r = conn => r,
-            () = stop.stop.cancelled() => Ok(()),
+            (reason, why) = stop.stop.ended() => {
+                refuse(&mut audit, reason, why);
+                Ok(())
+            }
         };
         if let Err(e) = result {
             tracing::debug!(%client, "intercepted h2 connection ended: {e}");
@@ -98,12 +108,22 @@ pub async fn intercept(
             .with_upgrades();
         let result = tokio::select! {
             r = conn => r,
-            () = stop.stop.cancelled() => Ok(()),
+            (reason, why) = stop.stop.ended() => {
+                refuse(&mut audit, reason, why);
+                Ok(())
+            }
         };
         crate::conn::audit_malformed(&state, client, &report, &result);
         if let Err(e) = result {
             tracing::debug!(%client, "intercepted connection ended: {e}");
         }
+    }
+    if stop.stop.over_budget() {
+        refuse(
+            &mut audit,
+            "byte_budget",
+            "the sandbox's byte budget is spent (limits.per_sandbox)".into(),
+        );
     }
     audit.finish();
 }
@@ -114,9 +134,9 @@ async fn handshake(
     generation: &Generation,
     sandbox: &Sandbox,
     target: &Target,
-    upgraded: Upgraded,
-) -> Result<TlsStream<TokioIo<Upgraded>>, (&'static str, String)> {
-    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), TokioIo::new(upgraded))
+    client_io: Watched<TokioIo<Upgraded>>,
+) -> Result<TlsStream<Watched<TokioIo<Upgraded>>>, (&'static str, String)> {
+    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), client_io)
         .await
         // SECURITY: anything but TLS after a CONNECT to an intercepted rule (a plain-text protocol
         // smuggled through the tunnel) is closed, never relayed.
@@ -208,7 +228,7 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
             let (mut c, mut u) = (TokioIo::new(c), TokioIo::new(u));
             tokio::select! {
                 _ = tokio::io::copy_bidirectional(&mut c, &mut u) => {}
-                () = splice_tunnel.stop.cancelled() => {}
+                _ = splice_tunnel.stop.ended() => {}
             }
         }
     });
@@ -268,6 +288,7 @@ fn police(
     }
     let path = req.uri().path().to_string();
     check_path(&path)?;
+    ex.admit(&tunnel.sandbox, &tunnel.target)?;
     ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), &path)))?;
     let mut out = forward::outgoing(ex, req, Scheme::HTTPS, &tunnel.target, 443)?;
     if websocket {

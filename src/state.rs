@@ -17,6 +17,9 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admission::AuthBursts;
+use crate::approval::Approvals;
+use crate::approval::webhook::Webhook;
 use crate::audit;
 use crate::config::Config;
 use crate::control::sessions::{Closed, Sessions, TunnelCheck};
@@ -24,6 +27,7 @@ use crate::control::{self, Control, token};
 use crate::credentials::apply::Credentials;
 use crate::credentials::spec::SecretRef;
 use crate::identity::{self, AuthFailure, Identities, Origin, Sandbox};
+use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
 use crate::policy::{HostPattern, Mode, Policy, Question, TlsMode};
@@ -84,7 +88,12 @@ impl Generation {
         Ok(Generation {
             number,
             identities: Identities::new(&config.sandboxes),
-            upstreams: Upstreams::new(dialer.clone(), tls, config.upstream.pool_idle),
+            upstreams: Upstreams::new(
+                dialer.clone(),
+                tls,
+                config.upstream.pool_idle,
+                config.timeouts.connect + config.timeouts.tls_handshake,
+            ),
             dialer,
             credentials,
             admin_token,
@@ -135,6 +144,12 @@ pub struct ProxyState {
     pub sessions: Arc<Sessions>,
     /// What `/metrics` serves.
     pub metrics: Arc<Metrics>,
+    /// Rates, caps and byte budgets (replaced on a reload that changes them).
+    limits: ArcSwap<Limits>,
+    /// Requests held for a human's approval, and standing grants.
+    pub approvals: Arc<Approvals>,
+    /// Throttled authentication failures waiting to be audited.
+    pub auth_bursts: AuthBursts,
     /// Every connection and tunnel task, so shutdown can wait for them.
     pub tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
@@ -170,6 +185,29 @@ impl ProxyState {
         if config.control.store.is_none() {
             tracing::info!("control.store is not set: sandboxes created at run time live in memory only");
         }
+        let webhook = match &config.approval.webhook {
+            None => None,
+            Some(w) => {
+                let secret = match &w.secret {
+                    None => None,
+                    Some(r) => Some(
+                        generation
+                            .credentials
+                            .secrets()
+                            .stored(r)
+                            .await
+                            .map_err(|e| format!("approval.webhook.secret: {e}"))?,
+                    ),
+                };
+                let client = crate::credentials::http::HttpClient::new(&config.upstream.extra_roots)?;
+                Some(Webhook::new(w.url.clone(), secret, client))
+            }
+        };
+        let approvals = Arc::new(Approvals::new(
+            config.approval.max_pending,
+            config.approval.timeout,
+            webhook,
+        ));
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
@@ -188,6 +226,9 @@ impl ProxyState {
             control,
             sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
             metrics,
+            limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates)),
+            approvals,
+            auth_bursts: AuthBursts::default(),
             tasks: TaskTracker::new(),
             hard_stop,
         });
@@ -198,6 +239,11 @@ impl ProxyState {
     /// The configuration generation in force.
     pub fn current(&self) -> Arc<Generation> {
         self.live.load_full()
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> Arc<Limits> {
+        self.limits.load_full()
     }
 
     /// Swap in a new configuration, fully validated and built first; on any error the running one stays.
@@ -227,6 +273,11 @@ impl ProxyState {
         let generation = Generation::build(number, config, &self.self_addrs, &self.metrics)
             .await
             .map_err(|e| vec![e])?;
+        if generation.config.limits.rates != old.config.limits.rates {
+            // New bounds start from fresh counters; open guards give their slots back to the old ones.
+            self.limits
+                .store(Arc::new(Limits::new(&generation.config.limits.rates)));
+        }
         self.generations.store(number, Ordering::SeqCst);
         self.live.store(Arc::new(generation));
         // Name constraints are judged again against the new policies when each CA is next needed.
@@ -369,6 +420,10 @@ async fn maintain(state: Weak<ProxyState>) {
         }
         s.sweep(false);
         ticks += 1;
+        if ticks.is_multiple_of(20) {
+            // Every 5 s: one record per address whose failed authentications were throttled.
+            s.auth_bursts.flush(&s.audit);
+        }
         if ticks.is_multiple_of(240) {
             let s2 = s.clone();
             // Records an hour past their expiry are of no use to anyone.
@@ -376,6 +431,7 @@ async fn maintain(state: Weak<ProxyState>) {
             if let Ok(Err(e)) = purged {
                 tracing::warn!("cannot purge the sandbox store: {e}");
             }
+            s.limits().housekeep();
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
     }

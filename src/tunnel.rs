@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
@@ -11,27 +10,28 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
 
+use crate::admission::BudgetMeter;
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::conn::ConnScope;
-use crate::control::sessions::Lease;
 use crate::error::{self, ProxyError};
 use crate::exchange::Exchange;
 use crate::identity::Sandbox;
+use crate::limits::OpenGuard;
 use crate::mitm;
 use crate::policy::TlsMode;
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
+use crate::watch::{Activity, Stop};
 
 /// What a CONNECT turned into.
 enum Opened {
     /// Terminate TLS with the sandbox's CA.
-    Intercept(Arc<Sandbox>, Target),
+    Intercept(Arc<Sandbox>, Target, OpenGuard),
     /// Pass bytes through to this dialled upstream.
-    Tunnel(Arc<Sandbox>, TcpStream, Target),
+    Tunnel(Arc<Sandbox>, TcpStream, Target, OpenGuard),
 }
 
 /// Handle one CONNECT request.
@@ -46,17 +46,39 @@ pub async fn connect(
         Ok(opened) => {
             ex.record().status = Some(200);
             let on_upgrade = hyper::upgrade::on(&mut req);
+            let timeouts = (
+                ex.generation.config.timeouts.idle,
+                ex.generation.config.timeouts.tunnel_max,
+            );
             let audit = ex.into_audit();
+            let activity = Activity::new(audit.up_counter(), audit.down_counter());
+            let limits = state.limits();
             match opened {
-                Opened::Tunnel(sandbox, upstream, target) => {
+                Opened::Tunnel(sandbox, upstream, target, open) => {
                     // Registered so that revocation, expiry or a reload that takes the rule away closes it.
                     let lease = state.sessions.open_tunnel(&sandbox, &target, "tunnel");
-                    let stop = Stop::new(lease, state.hard_stop.clone());
+                    let meter = BudgetMeter::new(limits, state.sessions.clone(), sandbox);
+                    let stop = Stop::new(
+                        lease,
+                        state.hard_stop.clone(),
+                        Some(open),
+                        activity,
+                        Some(meter),
+                        timeouts,
+                    );
                     state.tasks.spawn(splice(on_upgrade, upstream, target, audit, stop));
                 }
-                Opened::Intercept(sandbox, target) => {
+                Opened::Intercept(sandbox, target, open) => {
                     let lease = state.sessions.open_tunnel(&sandbox, &target, "intercept");
-                    let stop = Stop::new(lease, state.hard_stop.clone());
+                    let meter = BudgetMeter::new(limits, state.sessions.clone(), sandbox.clone());
+                    let stop = Stop::new(
+                        lease,
+                        state.hard_stop.clone(),
+                        Some(open),
+                        activity,
+                        Some(meter),
+                        timeouts,
+                    );
                     let st = state.clone();
                     state.tasks.spawn(async move {
                         match on_upgrade.await {
@@ -80,20 +102,27 @@ async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, Prox
     }
     let sandbox = ex.identify(req.headers())?;
     let target = target?;
+    ex.admit(&sandbox, &target)?;
     let rule = ex.decide(&sandbox, &target, None)?;
     let mode = rule
         .and_then(|i| ex.generation.policy(&sandbox.policy).and_then(|p| p.rules.get(i)))
         .map(|r| r.tls)
         .unwrap_or_default();
+    // A tunnel is a connection of the sandbox: its rate and the open caps apply before the 200.
+    let limits = ex.state.limits();
+    let open = limits
+        .connection(&sandbox.id)
+        .and_then(|()| limits.open(&sandbox.id, &sandbox.user))
+        .map_err(ProxyError::Limited)?;
     match mode {
         TlsMode::Tunnel => {
             let upstream = ex.dial(&target).await?;
-            Ok(Opened::Tunnel(sandbox, upstream, target))
+            Ok(Opened::Tunnel(sandbox, upstream, target, open))
         }
         TlsMode::Intercept => {
             // Refuse now rather than after the TLS handshake; the pool checks again when it dials.
             ex.generation.dialer.resolve(&target).await?;
-            Ok(Opened::Intercept(sandbox, target))
+            Ok(Opened::Intercept(sandbox, target, open))
         }
     }
 }
@@ -109,10 +138,10 @@ async fn splice(on_upgrade: OnUpgrade, mut upstream: TcpStream, target: Target, 
         Ok(u) => u,
         Err(e) => return handover_failed(audit, &e),
     };
-    let mut client = TokioIo::new(upgraded);
+    let mut client = stop.watch(TokioIo::new(upgraded));
     let hello = tokio::select! {
         h = sni::read_client_hello(&mut client) => h,
-        () = stop.cancelled() => Err(sni::HelloError::Io(std::io::ErrorKind::Interrupted.into())),
+        (_, why) = stop.ended() => Err(sni::HelloError::Io(std::io::Error::other(why))),
     };
     let first = match hello {
         // SECURITY: domain fronting through a pinned-certificate tunnel: the TLS server name must be the
@@ -129,55 +158,24 @@ async fn splice(on_upgrade: OnUpgrade, mut upstream: TcpStream, target: Target, 
             return audit.finish();
         }
     };
-    audit.up_counter().fetch_add(first.len() as u64, Ordering::Relaxed);
     if let Err(e) = upstream.write_all(&first).await {
         audit.record().error = Some(format!("the upstream closed: {e}"));
         return audit.finish();
     }
+    // The watched client stream counts the bytes (into the audit record) as they move.
     tokio::select! {
-        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
-            Ok((up, down)) => {
-                audit.up_counter().fetch_add(up, Ordering::Relaxed);
-                audit.down_counter().fetch_add(down, Ordering::Relaxed);
+        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {
+            if stop.over_budget() {
+                audit.record().reason = Some("byte_budget".into());
+                audit.record().error = Some("the sandbox's byte budget is spent (limits.per_sandbox)".into());
+            } else if let Err(e) = copied {
+                audit.record().error = Some(format!("tunnel ended with an error: {e}"));
             }
-            Err(e) => audit.record().error = Some(format!("tunnel ended with an error: {e}")),
-        },
-        () = stop.cancelled() => {
-            audit.record().error = Some(stop.why().into());
+        }
+        (reason, why) = stop.ended() => {
+            audit.record().reason = Some(reason.into());
+            audit.record().error = Some(why);
         }
     }
     audit.finish();
-}
-
-/// When a tunnel must close: its sandbox or destination lost access, or the drain deadline passed.
-pub struct Stop {
-    lease: Lease,
-    hard_stop: CancellationToken,
-}
-
-impl Stop {
-    /// Tie a tunnel to its lease and to the drain deadline.
-    pub fn new(lease: Lease, hard_stop: CancellationToken) -> Stop {
-        Stop { lease, hard_stop }
-    }
-
-    /// Resolves when the tunnel must close.
-    pub async fn cancelled(&self) {
-        // The lease's token is a child of the drain deadline's: one wait covers both.
-        self.lease.token().cancelled().await
-    }
-
-    /// Whether it must close already.
-    pub fn is_cancelled(&self) -> bool {
-        self.lease.token().is_cancelled()
-    }
-
-    /// Why it was closed, for the audit record.
-    pub fn why(&self) -> &'static str {
-        if self.hard_stop.is_cancelled() {
-            "cut at shutdown after the drain deadline"
-        } else {
-            "closed: the sandbox lost access (revoked, expired or removed) or the policy no longer allows this destination"
-        }
-    }
 }

@@ -53,6 +53,8 @@ pub struct Config {
     pub policies: BTreeMap<String, Policy>,
     /// The control plane.
     pub control: ControlConfig,
+    /// Human approval.
+    pub approval: ApprovalConfig,
 }
 
 /// `control:` — the admin API, run-time sandboxes and reload.
@@ -136,6 +138,12 @@ pub struct Timeouts {
     pub upstream_headers: Duration,
     /// How long shutdown waits for in-flight requests and tunnels.
     pub drain: Duration,
+    /// A TLS handshake, with the client (after CONNECT) or with the upstream.
+    pub tls_handshake: Duration,
+    /// A tunnel (intercepted or not) with no bytes either way is closed after this.
+    pub idle: Duration,
+    /// The longest a tunnel may stay open.
+    pub tunnel_max: Duration,
 }
 
 impl Default for Timeouts {
@@ -145,6 +153,9 @@ impl Default for Timeouts {
             request_headers: Duration::from_secs(30),
             upstream_headers: Duration::from_secs(60),
             drain: Duration::from_secs(10),
+            tls_handshake: Duration::from_secs(10),
+            idle: Duration::from_secs(300),
+            tunnel_max: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -156,6 +167,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// Request line plus headers; larger heads get 431.
     pub max_request_header_bytes: usize,
+    /// Rates, caps and byte budgets per sandbox, per user and per source address.
+    pub rates: crate::limits::LimitSpec,
 }
 
 impl Default for Limits {
@@ -163,8 +176,63 @@ impl Default for Limits {
         Limits {
             max_connections: 4096,
             max_request_header_bytes: 64 * 1024,
+            rates: default_rates(),
         }
     }
+}
+
+/// The rates and caps in force when the file sets none: generous for one agent, a bound for a runaway one.
+/// Byte budgets are off unless configured.
+pub fn default_rates() -> crate::limits::LimitSpec {
+    use crate::limits::Rate;
+    use std::num::NonZeroU32;
+    let rate = |per_second: u32, burst: u32| {
+        NonZeroU32::new(per_second)
+            .zip(NonZeroU32::new(burst))
+            .map(|(per_second, burst)| Rate { per_second, burst })
+    };
+    crate::limits::LimitSpec {
+        sandbox_requests: rate(100, 200),
+        user_requests: rate(500, 1000),
+        host_requests: None,
+        sandbox_connections: rate(50, 100),
+        sandbox_open: Some(512),
+        user_open: Some(2048),
+        budget_window: Duration::from_secs(3600),
+        sandbox_upload: None,
+        sandbox_download: None,
+        auth_failures: rate(5, 20),
+    }
+}
+
+/// `approval:` — requests of `action: ask` rules wait for a human.
+#[derive(Debug, Clone)]
+pub struct ApprovalConfig {
+    /// How long a request waits for a decision before it is refused.
+    pub timeout: Duration,
+    /// Requests waiting at once; more are refused at once.
+    pub max_pending: usize,
+    /// Where pending approvals are announced.
+    pub webhook: Option<WebhookSpec>,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        ApprovalConfig {
+            timeout: Duration::from_secs(300),
+            max_pending: 100,
+            webhook: None,
+        }
+    }
+}
+
+/// `approval.webhook:`
+#[derive(Debug, Clone)]
+pub struct WebhookSpec {
+    /// POSTed to.
+    pub url: http::Uri,
+    /// Signs each POST (`X-Cordon-Signature`).
+    pub secret: Option<crate::credentials::spec::SecretRef>,
 }
 
 /// `ca:`

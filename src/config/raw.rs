@@ -48,6 +48,71 @@ pub struct RawConfig {
     /// The control plane: admin API, run-time sandboxes, reload.
     #[serde(default)]
     pub control: RawControl,
+    /// Human approval of `action: ask` rules.
+    #[serde(default)]
+    pub approval: RawApproval,
+}
+
+/// `approval:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApproval {
+    /// How long a request waits for a decision.
+    pub timeout: Option<String>,
+    /// Requests waiting at once.
+    pub max_pending: Option<i64>,
+    /// Where pending approvals are announced.
+    pub webhook: Option<RawWebhook>,
+}
+
+/// `approval.webhook:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWebhook {
+    /// The URL POSTed to.
+    pub url: String,
+    /// The HMAC key of the signature header.
+    pub secret: Option<RawSecretRef>,
+}
+
+/// A rate: `{ per_second: 50, burst: 100 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRate {
+    /// Sustained rate.
+    pub per_second: i64,
+    /// At once (default: `per_second`).
+    pub burst: Option<i64>,
+}
+
+/// `limits.per_sandbox:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSandboxLimits {
+    /// Requests (and CONNECTs) per second.
+    pub requests: Option<RawRate>,
+    /// Requests per second to one host.
+    pub per_host: Option<RawRate>,
+    /// New connections and tunnels per second.
+    pub connections: Option<RawRate>,
+    /// Open connections plus tunnels.
+    pub max_open: Option<i64>,
+    /// Upload bytes per `budget_window`.
+    pub upload: Option<String>,
+    /// Download bytes per `budget_window`.
+    pub download: Option<String>,
+    /// The byte budgets' window.
+    pub budget_window: Option<String>,
+}
+
+/// `limits.per_user:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUserLimits {
+    /// Requests per second over all the user's sandboxes.
+    pub requests: Option<RawRate>,
+    /// Open connections plus tunnels over all the user's sandboxes.
+    pub max_open: Option<i64>,
 }
 
 /// `control:`
@@ -129,6 +194,12 @@ pub struct RawTimeouts {
     pub upstream_headers: Option<String>,
     /// Draining in-flight work on shutdown.
     pub drain: Option<String>,
+    /// A TLS handshake, with the client or with the upstream.
+    pub tls_handshake: Option<String>,
+    /// A tunnel with no bytes either way.
+    pub idle: Option<String>,
+    /// The longest a tunnel may stay open.
+    pub tunnel_max: Option<String>,
 }
 
 /// `limits:`
@@ -139,6 +210,12 @@ pub struct RawLimits {
     pub max_connections: Option<i64>,
     /// Request line plus headers.
     pub max_request_header_bytes: Option<String>,
+    /// Per-sandbox rates, caps and byte budgets.
+    pub per_sandbox: Option<RawSandboxLimits>,
+    /// Per-user rates and caps.
+    pub per_user: Option<RawUserLimits>,
+    /// Failed proxy authentications per source address.
+    pub auth_failures: Option<RawRate>,
 }
 
 /// `ca:`
@@ -409,4 +486,6 @@ pub struct RawRule {
     pub paths: Option<Vec<String>>,
     /// `intercept` (default) or `tunnel`.
     pub tls: Option<String>,
+    /// `allow` (default) or `ask` (hold for a human's approval).
+    pub action: Option<String>,
 }

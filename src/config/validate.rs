@@ -8,16 +8,14 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use super::raw::{RawAddrs, RawConfig, RawSandbox};
-use super::{
-    AuditConfig, CaConfig, Config, ConfigError, ConfigErrors, Limits, Listen, Network, SandboxSpec, Timeouts,
-    UpstreamConfig,
-};
+use super::{AuditConfig, CaConfig, Config, ConfigError, ConfigErrors, Listen, Network, SandboxSpec, UpstreamConfig};
 use crate::policy::Policy;
 use crate::policy::allowlist::{compile_paths, parse_method, parse_port};
 use crate::target::{Host, Target};
 
 mod control;
 mod credentials;
+mod limits;
 mod policies;
 
 /// Errors gathered while validating one file.
@@ -57,6 +55,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         );
     }
     let control = control::control(&mut errs, std::mem::take(&mut raw.control), &listen);
+    let approval = limits::approval(&mut errs, std::mem::take(&mut raw.approval));
     let audit = match raw.audit.path.as_deref() {
         None | Some("-") => AuditConfig::Stdout,
         Some("") => {
@@ -66,24 +65,8 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         Some(p) => AuditConfig::File(PathBuf::from(p)),
     };
     let network = network(&mut errs, raw.network);
-    let defaults = Timeouts::default();
-    let timeouts = Timeouts {
-        connect: duration(&mut errs, "timeouts.connect", raw.timeouts.connect, defaults.connect),
-        request_headers: duration(
-            &mut errs,
-            "timeouts.request_headers",
-            raw.timeouts.request_headers,
-            defaults.request_headers,
-        ),
-        upstream_headers: duration(
-            &mut errs,
-            "timeouts.upstream_headers",
-            raw.timeouts.upstream_headers,
-            defaults.upstream_headers,
-        ),
-        drain: duration(&mut errs, "timeouts.drain", raw.timeouts.drain, defaults.drain),
-    };
-    let limits = limits(&mut errs, raw.limits);
+    let timeouts = limits::timeouts(&mut errs, std::mem::take(&mut raw.timeouts));
+    let limits = limits::limits(&mut errs, std::mem::take(&mut raw.limits));
     let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()
@@ -127,6 +110,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             sandboxes,
             policies,
             control,
+            approval,
         })
     } else {
         Err(ConfigErrors(errs.list))
@@ -257,32 +241,6 @@ fn network(errs: &mut Errors, raw: super::raw::RawNetwork) -> Network {
         dangerous_allow_metadata,
         hosts,
     }
-}
-
-fn limits(errs: &mut Errors, raw: super::raw::RawLimits) -> Limits {
-    let mut limits = Limits::default();
-    if let Some(n) = raw.max_connections {
-        match usize::try_from(n) {
-            Ok(n) if n >= 1 => limits.max_connections = n,
-            _ => errs.at("limits.max_connections", format!("{n} must be at least 1")),
-        }
-    }
-    if let Some(text) = raw.max_request_header_bytes {
-        match text.parse::<bytesize::ByteSize>() {
-            Ok(size) if (1024..=1024 * 1024).contains(&size.as_u64()) => {
-                limits.max_request_header_bytes = usize::try_from(size.as_u64()).unwrap_or(64 * 1024);
-            }
-            Ok(_) => errs.at(
-                "limits.max_request_header_bytes",
-                format!("{text:?} is out of range; choose between \"1KiB\" and \"1MiB\""),
-            ),
-            Err(e) => errs.at(
-                "limits.max_request_header_bytes",
-                format!("{text:?} is not a size ({e}); write e.g. \"64KiB\""),
-            ),
-        }
-    }
-    limits
 }
 
 fn ca(errs: &mut Errors, raw: super::raw::RawCa) -> CaConfig {

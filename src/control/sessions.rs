@@ -24,6 +24,8 @@ pub enum Closed {
     Expired,
     /// Gone from the configuration, or its policy is.
     Removed,
+    /// A byte budget is spent.
+    Budget,
 }
 
 impl From<Closed> for crate::identity::AuthFailure {
@@ -31,7 +33,7 @@ impl From<Closed> for crate::identity::AuthFailure {
         match c {
             Closed::Revoked => crate::identity::AuthFailure::Revoked,
             Closed::Expired => crate::identity::AuthFailure::Expired,
-            Closed::Removed => crate::identity::AuthFailure::Invalid,
+            Closed::Removed | Closed::Budget => crate::identity::AuthFailure::Invalid,
         }
     }
 }
@@ -43,6 +45,7 @@ impl Closed {
             Closed::Revoked => "revoked",
             Closed::Expired => "expired",
             Closed::Removed => "removed",
+            Closed::Budget => "budget",
         }
     }
 }
@@ -215,6 +218,20 @@ impl Sessions {
             self.metrics.sandbox_closed(why.code());
         }
         closed
+    }
+
+    /// Close everything registered under `key` (a sandbox's session key) at once. False if nothing was open.
+    pub fn close(&self, key: &str, why: Closed) -> bool {
+        let removed = self.lock().remove(key);
+        match removed {
+            Some(s) => {
+                s.token.cancel();
+                tracing::info!(sandbox = %s.sandbox.id, reason = why.code(), "closed the sandbox's open connections and tunnels");
+                self.metrics.sandbox_closed(why.code());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Open connections and tunnels of every incarnation of sandbox `id`.

@@ -55,6 +55,7 @@ impl Secrets {
             .flat_map(refs)
             .chain(config.control.admin_token.iter())
             .chain(config.control.signing_key.iter())
+            .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
             .collect();
         let file = if all.iter().any(|r| matches!(r, SecretRef::Vault(_))) {
             Some(open_vault(&config.vault).map_err(|e| e.to_string())?)

@@ -175,6 +175,18 @@ pub struct Rule {
     pub path_texts: Vec<String>,
     /// Whether HTTPS to this rule is intercepted or tunnelled.
     pub tls: TlsMode,
+    /// Whether a request it allows goes at once or waits for a human.
+    pub action: Action,
+}
+
+/// What a rule does with a request it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    /// Let it through (the default).
+    #[default]
+    Allow,
+    /// Hold it until a human allows or denies it through the admin API (or the approval times out).
+    Ask,
 }
 
 /// What cordon does with TLS after a CONNECT that a rule allows.
@@ -228,6 +240,7 @@ mod tests {
             paths: None,
             path_texts: vec![],
             tls: TlsMode::Intercept,
+            action: Action::Allow,
         };
         let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
         set.is_match(labels_as_path(host))

@@ -14,6 +14,7 @@ fn host_rule(host: &str) -> Rule {
         paths: None,
         path_texts: vec![],
         tls: TlsMode::Intercept,
+        action: Default::default(),
     }
 }
 

@@ -6,7 +6,7 @@
 pub mod allowlist;
 mod decide;
 
-pub use allowlist::{HostPattern, Rule, TlsMode};
+pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};
 
 use globset::GlobSet;

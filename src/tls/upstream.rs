@@ -125,7 +125,45 @@ impl hyper::rt::Write for GuardedStream {
 }
 
 /// A pooled client for one sandbox.
-pub type UpstreamClient = Client<HttpsConnector<GuardedConnector>, ProxyBody>;
+pub type UpstreamClient = Client<Timed<HttpsConnector<GuardedConnector>>, ProxyBody>;
+
+/// The upstream's TLS handshake (with the connection before it) took longer than allowed.
+#[derive(Debug, thiserror::Error)]
+#[error("no TLS session with the upstream within {0:?}")]
+pub struct HandshakeTimedOut(pub Duration);
+
+/// A connector bounded in time: dialling plus the TLS handshake must finish within `limit`.
+#[derive(Clone)]
+pub struct Timed<C> {
+    inner: C,
+    limit: Duration,
+}
+
+impl<C> tower_service::Service<Uri> for Timed<C>
+where
+    C: tower_service::Service<Uri> + Clone + Send + 'static,
+    C::Future: Send + 'static,
+    C::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = C::Response;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+    type Future = Pin<Box<dyn Future<Output = Result<C::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let limit = self.limit;
+        let connecting = self.inner.call(uri);
+        Box::pin(async move {
+            match tokio::time::timeout(limit, connecting).await {
+                Ok(r) => r.map_err(Into::into),
+                Err(_) => Err(Box::new(HandshakeTimedOut(limit)) as Self::Error),
+            }
+        })
+    }
+}
 
 /// The two clients of one sandbox.
 #[derive(Clone)]
@@ -141,16 +179,19 @@ pub struct Upstreams {
     dialer: Dialer,
     tls: ClientConfig,
     pool_idle: Duration,
+    connect_limit: Duration,
     clients: moka::sync::Cache<String, SandboxClients>,
 }
 
 impl Upstreams {
-    /// Pools dialling through `dialer`, verifying TLS with `tls`.
-    pub fn new(dialer: Dialer, tls: ClientConfig, pool_idle: Duration) -> Upstreams {
+    /// Pools dialling through `dialer`, verifying TLS with `tls`; a new connection (dial and TLS handshake)
+    /// must be ready within `connect_limit`.
+    pub fn new(dialer: Dialer, tls: ClientConfig, pool_idle: Duration, connect_limit: Duration) -> Upstreams {
         Upstreams {
             dialer,
             tls,
             pool_idle,
+            connect_limit,
             // A sandbox idle for a while loses its pool; it is rebuilt on its next request.
             clients: moka::sync::Cache::builder()
                 .max_capacity(100_000)
@@ -179,6 +220,10 @@ impl Upstreams {
             builder.enable_http2().wrap_connector(connector)
         } else {
             builder.wrap_connector(connector)
+        };
+        let https = Timed {
+            inner: https,
+            limit: self.connect_limit,
         };
         Client::builder(TokioExecutor::new())
             .pool_idle_timeout(self.pool_idle)

@@ -7,7 +7,7 @@ use ipnet::IpNet;
 use super::{Errors, cidr, methods, paths, ports};
 use crate::config::raw::{RawPolicy, RawRule};
 use crate::policy::allowlist::DEFAULT_PORTS;
-use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
+use crate::policy::{Action, HostPattern, Mode, Policy, Rule, TlsMode};
 
 pub(super) fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
     let mut out = BTreeMap::new();
@@ -89,6 +89,24 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             TlsMode::Intercept
         }
     };
+    let action = match raw.action.as_deref() {
+        None | Some("allow") => Action::Allow,
+        Some("ask") if tls == TlsMode::Tunnel => {
+            errs.at(
+                format!("{base}.action"),
+                "`ask` needs to see each request, which a `tls: tunnel` rule does not; use `tls: intercept`",
+            );
+            Action::Ask
+        }
+        Some("ask") => Action::Ask,
+        Some(other) => {
+            errs.at(
+                format!("{base}.action"),
+                format!("{other:?} is not an action; write \"allow\" (the default) or \"ask\" (hold for approval)"),
+            );
+            Action::Allow
+        }
+    };
     let methods = methods(errs, base, raw.methods);
     let path_texts = raw.paths.clone().unwrap_or_default();
     let paths = paths(errs, base, raw.paths.as_deref());
@@ -100,5 +118,6 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         paths,
         path_texts,
         tls,
+        action,
     })
 }

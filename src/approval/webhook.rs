@@ -1,0 +1,197 @@
+//! The approval webhook: cordon POSTs each new pending approval, and each decision, as JSON to a URL the operator
+//! configured (a chat bot, a ticketing hook, ...), so that a person learns there is something to decide.
+//!
+//! Every request carries `X-Cordon-Event` (`approval.requested` or `approval.decided`) and `X-Cordon-Timestamp`
+//! (unix seconds). With a secret it also carries `X-Cordon-Signature: sha256=<hex>`, the HMAC-SHA256 under the
+//! secret of the timestamp, a `.`, and the body exactly as received. A receiver should check it with [`verify`] (or
+//! its equivalent) and refuse timestamps more than a few minutes old, so that a captured request cannot be replayed.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Request, Uri, header};
+use http_body_util::Full;
+use ring::hmac;
+use secrecy::{ExposeSecret, SecretString};
+
+use super::{Decision, Pending};
+use crate::credentials::http::{HttpClient, HttpError};
+
+/// The event of a new pending approval.
+pub const EVENT_REQUESTED: &str = "approval.requested";
+/// The event of a decision.
+pub const EVENT_DECIDED: &str = "approval.decided";
+/// The header naming the event.
+pub const HEADER_EVENT: &str = "x-cordon-event";
+/// The header with the unix time of sending, in seconds.
+pub const HEADER_TIMESTAMP: &str = "x-cordon-timestamp";
+/// The header with the signature (only with a secret).
+pub const HEADER_SIGNATURE: &str = "x-cordon-signature";
+
+/// The waits before each retry: one retry after each.
+const BACKOFF: [Duration; 3] = [
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+    Duration::from_secs(4),
+];
+/// The limit of each attempt.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where and how to announce approvals.
+pub struct Webhook {
+    url: Uri,
+    secret: Option<SecretString>,
+    client: HttpClient,
+    /// One retry after each of these waits.
+    backoff: Vec<Duration>,
+    attempt_timeout: Duration,
+}
+
+impl Webhook {
+    /// A webhook POSTing to `url`, signed with `secret` if any. A failed delivery is retried 3 times (after 250 ms,
+    /// 1 s and 4 s), each attempt limited to 10 s. Credentials in the URL's authority are not used (nor logged).
+    pub fn new(url: Uri, secret: Option<SecretString>, client: HttpClient) -> Webhook {
+        Webhook {
+            url,
+            secret,
+            client,
+            backoff: BACKOFF.to_vec(),
+            attempt_timeout: ATTEMPT_TIMEOUT,
+        }
+    }
+
+    /// The same webhook retrying once after each of `waits` (none: no retry).
+    pub fn with_backoff(self, waits: Vec<Duration>) -> Webhook {
+        Webhook { backoff: waits, ..self }
+    }
+
+    /// The same webhook giving each attempt at most `timeout`.
+    pub fn with_attempt_timeout(self, timeout: Duration) -> Webhook {
+        Webhook {
+            attempt_timeout: timeout,
+            ..self
+        }
+    }
+
+    /// POST `{"event": "approval.requested", "approval": <pending>}`. Success is a 2xx answer; transport errors and
+    /// 5xx are retried, other answers are not. Failures are logged. Returns whether it was delivered.
+    pub async fn announce(&self, pending: &Pending) -> bool {
+        let body = serde_json::json!({ "event": EVENT_REQUESTED, "approval": pending });
+        self.post(EVENT_REQUESTED, &pending.id, &body).await
+    }
+
+    /// POST `{"event": "approval.decided", "approval": <pending>, "decision": <decision>}`, as [`Webhook::announce`].
+    pub async fn decided(&self, pending: &Pending, decision: &Decision) -> bool {
+        let body = serde_json::json!({ "event": EVENT_DECIDED, "approval": pending, "decision": decision });
+        self.post(EVENT_DECIDED, &pending.id, &body).await
+    }
+
+    async fn post(&self, event: &str, id: &str, body: &serde_json::Value) -> bool {
+        let url = shown(&self.url);
+        let body = match serde_json::to_vec(body) {
+            Ok(body) => Bytes::from(body),
+            Err(e) => {
+                tracing::warn!(%url, event, approval = id, error = %e, "approval webhook: cannot encode the body");
+                return false;
+            }
+        };
+        let attempts = self.backoff.len() + 1;
+        for attempt in 1..=attempts {
+            let request = match self.request(event, &body) {
+                Ok(request) => request,
+                Err(e) => {
+                    tracing::warn!(%url, event, approval = id, error = %e, "approval webhook: unusable URL");
+                    return false;
+                }
+            };
+            match self.client.send(request, self.attempt_timeout).await {
+                Ok((status, _, _)) if status.is_success() => return true,
+                Ok((status, _, _)) if status.is_server_error() => {
+                    tracing::warn!(%url, event, approval = id, status = status.as_u16(), attempt, attempts,
+                        "approval webhook: server error");
+                }
+                Ok((status, _, _)) => {
+                    tracing::warn!(%url, event, approval = id, status = status.as_u16(),
+                        "approval webhook: refused, not retried");
+                    return false;
+                }
+                Err(e) => {
+                    tracing::warn!(%url, event, approval = id, error = %failure(&e), attempt, attempts,
+                        "approval webhook: not delivered");
+                }
+            }
+            if let Some(wait) = self.backoff.get(attempt - 1) {
+                tokio::time::sleep(*wait).await;
+            }
+        }
+        tracing::warn!(%url, event, approval = id, attempts, "approval webhook: gave up");
+        false
+    }
+
+    /// One attempt's request: timestamped (and signed) now.
+    fn request(&self, event: &str, body: &Bytes) -> Result<Request<Full<Bytes>>, http::Error> {
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs()
+            .to_string();
+        let mut builder = Request::post(self.url.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::USER_AGENT, "cordon")
+            .header(HEADER_EVENT, event)
+            .header(HEADER_TIMESTAMP, &timestamp);
+        if let Some(secret) = &self.secret {
+            builder = builder.header(
+                HEADER_SIGNATURE,
+                sign(secret.expose_secret().as_bytes(), &timestamp, body),
+            );
+        }
+        builder.body(Full::new(body.clone()))
+    }
+}
+
+/// The signature header value: `sha256=` and the hex HMAC-SHA256 under `secret` of `timestamp`, `.`, `body`.
+fn sign(secret: &[u8], timestamp: &str, body: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    let tag = hmac::sign(&key, &signed_message(timestamp, body));
+    format!("sha256={}", hex::encode(tag.as_ref()))
+}
+
+/// Verify a signature as a receiver would: `header` is the `X-Cordon-Signature` value, `timestamp` the
+/// `X-Cordon-Timestamp` value and `body` the body as received. The comparison takes constant time. (Checking that
+/// the timestamp is recent is up to the receiver.)
+pub fn verify(secret: &[u8], timestamp: &str, body: &[u8], header: &str) -> bool {
+    let Some(tag) = header.trim().strip_prefix("sha256=").and_then(|h| hex::decode(h).ok()) else {
+        return false;
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+    hmac::verify(&key, &signed_message(timestamp, body), &tag).is_ok()
+}
+
+fn signed_message(timestamp: &str, body: &[u8]) -> Vec<u8> {
+    let mut message = Vec::with_capacity(timestamp.len() + 1 + body.len());
+    message.extend_from_slice(timestamp.as_bytes());
+    message.push(b'.');
+    message.extend_from_slice(body);
+    message
+}
+
+/// The URL as logged: scheme, host, port and path; no credentials, no query.
+fn shown(url: &Uri) -> String {
+    let host = url.host().unwrap_or("");
+    let port = url.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    format!("{}://{host}{port}{}", url.scheme_str().unwrap_or("http"), url.path())
+}
+
+/// What went wrong, without the client's own rendering of the URL (which may hold credentials).
+fn failure(e: &HttpError) -> String {
+    match e {
+        HttpError::Transport { detail, .. } => detail.clone(),
+        HttpError::Timeout { timeout, .. } => format!("no answer within {timeout:?}"),
+        HttpError::Body { detail, .. } => format!("the response body could not be read: {detail}"),
+    }
+}
+
+#[cfg(test)]
+#[path = "webhook_tests.rs"]
+mod tests;

@@ -1,0 +1,152 @@
+//! Validation of `timeouts:`, `limits:` and `approval:`.
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use super::{Errors, credentials::secret_ref, duration};
+use crate::config::raw::{RawApproval, RawLimits, RawRate, RawTimeouts};
+use crate::config::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
+use crate::limits::Rate;
+
+pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {
+    let d = Timeouts::default();
+    Timeouts {
+        connect: duration(errs, "timeouts.connect", raw.connect, d.connect),
+        request_headers: duration(errs, "timeouts.request_headers", raw.request_headers, d.request_headers),
+        upstream_headers: duration(
+            errs,
+            "timeouts.upstream_headers",
+            raw.upstream_headers,
+            d.upstream_headers,
+        ),
+        drain: duration(errs, "timeouts.drain", raw.drain, d.drain),
+        tls_handshake: duration(errs, "timeouts.tls_handshake", raw.tls_handshake, d.tls_handshake),
+        idle: duration(errs, "timeouts.idle", raw.idle, d.idle),
+        tunnel_max: duration(errs, "timeouts.tunnel_max", raw.tunnel_max, d.tunnel_max),
+    }
+}
+
+fn count(errs: &mut Errors, path: &str, n: i64, what: &str) -> Option<u32> {
+    match u32::try_from(n) {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            errs.at(path, format!("{n} must be at least 1 {what}"));
+            None
+        }
+    }
+}
+
+/// A rate, or `None` (unlimited) when absent.
+fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rate>) -> Option<Rate> {
+    let Some(raw) = raw else { return default };
+    let per_second = count(errs, &format!("{path}.per_second"), raw.per_second, "per second")?;
+    let burst = match raw.burst {
+        None => per_second,
+        Some(b) => count(errs, &format!("{path}.burst"), b, "(requests at once)")?,
+    };
+    Some(Rate {
+        per_second: NonZeroU32::new(per_second)?,
+        burst: NonZeroU32::new(burst)?,
+    })
+}
+
+fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
+    let text = raw?;
+    match text.parse::<bytesize::ByteSize>() {
+        Ok(size) if size.as_u64() > 0 => Some(size.as_u64()),
+        Ok(_) => {
+            errs.at(path, format!("{text:?} is zero; give a size such as \"1GiB\""));
+            None
+        }
+        Err(e) => {
+            errs.at(path, format!("{text:?} is not a size ({e}); write e.g. \"500MiB\""));
+            None
+        }
+    }
+}
+
+pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
+    let mut limits = Limits::default();
+    if let Some(n) = raw.max_connections {
+        match usize::try_from(n) {
+            Ok(n) if n >= 1 => limits.max_connections = n,
+            _ => errs.at("limits.max_connections", format!("{n} must be at least 1")),
+        }
+    }
+    if let Some(text) = raw.max_request_header_bytes {
+        match text.parse::<bytesize::ByteSize>() {
+            Ok(size) if (1024..=1024 * 1024).contains(&size.as_u64()) => {
+                limits.max_request_header_bytes = usize::try_from(size.as_u64()).unwrap_or(64 * 1024);
+            }
+            Ok(_) => errs.at(
+                "limits.max_request_header_bytes",
+                format!("{text:?} is out of range; choose between \"1KiB\" and \"1MiB\""),
+            ),
+            Err(e) => errs.at(
+                "limits.max_request_header_bytes",
+                format!("{text:?} is not a size ({e}); write e.g. \"64KiB\""),
+            ),
+        }
+    }
+    let r = &mut limits.rates;
+    if let Some(s) = raw.per_sandbox {
+        r.sandbox_requests = rate(errs, "limits.per_sandbox.requests", s.requests, r.sandbox_requests);
+        r.host_requests = rate(errs, "limits.per_sandbox.per_host", s.per_host, r.host_requests);
+        r.sandbox_connections = rate(
+            errs,
+            "limits.per_sandbox.connections",
+            s.connections,
+            r.sandbox_connections,
+        );
+        if let Some(n) = s.max_open {
+            r.sandbox_open = count(errs, "limits.per_sandbox.max_open", n, "open connection or tunnel");
+        }
+        r.sandbox_upload = bytes(errs, "limits.per_sandbox.upload", s.upload);
+        r.sandbox_download = bytes(errs, "limits.per_sandbox.download", s.download);
+        r.budget_window = duration(
+            errs,
+            "limits.per_sandbox.budget_window",
+            s.budget_window,
+            r.budget_window,
+        );
+    }
+    if let Some(u) = raw.per_user {
+        r.user_requests = rate(errs, "limits.per_user.requests", u.requests, r.user_requests);
+        if let Some(n) = u.max_open {
+            r.user_open = count(errs, "limits.per_user.max_open", n, "open connection or tunnel");
+        }
+    }
+    r.auth_failures = rate(errs, "limits.auth_failures", raw.auth_failures, r.auth_failures);
+    limits
+}
+
+pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
+    let mut a = ApprovalConfig {
+        timeout: duration(errs, "approval.timeout", raw.timeout, ApprovalConfig::default().timeout),
+        ..ApprovalConfig::default()
+    };
+    if a.timeout > Duration::from_secs(24 * 3600) {
+        errs.at(
+            "approval.timeout",
+            "is over a day; a held request keeps a connection open all that time",
+        );
+    }
+    if let Some(n) = raw.max_pending {
+        match usize::try_from(n) {
+            Ok(n) if n >= 1 => a.max_pending = n,
+            _ => errs.at("approval.max_pending", format!("{n} must be at least 1")),
+        }
+    }
+    if let Some(w) = raw.webhook {
+        let url = match w.url.parse::<http::Uri>() {
+            Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
+            _ => {
+                errs.at("approval.webhook.url", format!("{:?} is not an http(s) URL", w.url));
+                None
+            }
+        };
+        let secret = w.secret.and_then(|s| secret_ref(errs, "approval.webhook.secret", s));
+        a.webhook = url.map(|url| WebhookSpec { url, secret });
+    }
+    a
+}

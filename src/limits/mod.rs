@@ -1,0 +1,319 @@
+//! Rate limits, open-connection caps, byte budgets and failed-authentication throttling.
+//!
+//! Every request and connection of a sandbox passes through cordon; these limits keep a runaway or
+//! abusive agent (crypto mining, scraping) from hurting upstreams or the host:
+//!
+//! - requests per second with a burst, per sandbox, per user (over all of its sandboxes) and per
+//!   (sandbox, host) ([`Limits::request`]);
+//! - new connections and tunnels per second per sandbox ([`Limits::connection`]);
+//! - open connections and tunnels per sandbox and per user ([`Limits::open`], released by [`OpenGuard`]);
+//! - upload and download bytes per sandbox per fixed window ([`Limits::bytes`], [`Limits::budget`]);
+//! - failed proxy authentications per source address ([`Limits::auth_failure`], [`Limits::auth_blocked`]).
+//!
+//! Rates are governor's keyed GCRA limiters. Time comes from a governor [`Clock`], so tests drive a
+//! [`governor::clock::FakeRelativeClock`] instead of sleeping. A refusal is a [`Refusal`]: a stable
+//! reason code, a `Retry-After` in whole seconds and a sentence for the person behind the agent.
+//! [`Limits::housekeep`], called periodically, forgets the keys of sandboxes that have gone idle.
+
+mod auth;
+mod budget;
+mod open;
+mod rate;
+mod refusal;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+
+use self::auth::Auth;
+use self::budget::Budgets;
+use self::open::Open;
+pub use self::open::OpenGuard;
+use self::rate::{Keyed, describe};
+pub use self::refusal::Refusal;
+
+/// A rate: `per_second` sustained, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Cells allowed per second, sustained.
+    pub per_second: NonZeroU32,
+    /// Cells allowed at once (the bucket size).
+    pub burst: NonZeroU32,
+}
+
+/// What the configuration sets; `None` = unlimited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitSpec {
+    /// Requests per sandbox.
+    pub sandbox_requests: Option<Rate>,
+    /// Requests per user, over all of the user's sandboxes.
+    pub user_requests: Option<Rate>,
+    /// Requests per (sandbox, host).
+    pub host_requests: Option<Rate>,
+    /// New connections and tunnels per sandbox.
+    pub sandbox_connections: Option<Rate>,
+    /// Open connections and tunnels per sandbox.
+    pub sandbox_open: Option<u32>,
+    /// Open connections and tunnels per user, over all of the user's sandboxes.
+    pub user_open: Option<u32>,
+    /// Length of one byte-budget window (default one hour).
+    pub budget_window: Duration,
+    /// Bytes a sandbox may send upstream per window.
+    pub sandbox_upload: Option<u64>,
+    /// Bytes a sandbox may receive from upstream per window.
+    pub sandbox_download: Option<u64>,
+    /// Failed proxy authentications per source address.
+    pub auth_failures: Option<Rate>,
+}
+
+impl Default for LimitSpec {
+    /// Everything unlimited, with a one-hour budget window.
+    fn default() -> Self {
+        Self {
+            sandbox_requests: None,
+            user_requests: None,
+            host_requests: None,
+            sandbox_connections: None,
+            sandbox_open: None,
+            user_open: None,
+            budget_window: Duration::from_secs(3600),
+            sandbox_upload: None,
+            sandbox_download: None,
+            auth_failures: None,
+        }
+    }
+}
+
+/// All limits of one configuration, shared (behind an `Arc`) by every task of the proxy.
+///
+/// Generic over governor's [`Clock`] so tests can use a fake one; production uses [`DefaultClock`].
+/// Keys are tracked per sandbox, user, (sandbox, host) and source address as they appear, and
+/// forgotten by [`Limits::housekeep`] once they are indistinguishable from fresh.
+pub struct Limits<C: Clock = DefaultClock> {
+    /// The configuration these limits were built from.
+    spec: LimitSpec,
+    /// The clock of budget windows and auth blocks (the limiters hold clones of it).
+    clock: C,
+    /// Requests per sandbox.
+    sandbox_requests: Option<Keyed<String, C>>,
+    /// Requests per user.
+    user_requests: Option<Keyed<String, C>>,
+    /// Requests per (sandbox, host).
+    host_requests: Option<Keyed<(String, String), C>>,
+    /// New connections and tunnels per sandbox.
+    sandbox_connections: Option<Keyed<String, C>>,
+    /// Open connections and tunnels.
+    open: Open,
+    /// Byte budgets.
+    budgets: Budgets<C::Instant>,
+    /// Failed-authentication throttle.
+    auth: Auth<C>,
+}
+
+impl Limits {
+    /// Limits for `spec` on the real (monotonic) clock.
+    pub fn new(spec: &LimitSpec) -> Limits {
+        Limits::with_clock(spec, DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> Limits<C> {
+    /// Limits for `spec` on `clock` (every limiter gets a clone, so all see the same time).
+    pub fn with_clock(spec: &LimitSpec, clock: C) -> Limits<C> {
+        let keyed = |rate: Option<Rate>| rate.map(|rate| Keyed::new(rate, clock.clone()));
+        Limits {
+            spec: spec.clone(),
+            sandbox_requests: keyed(spec.sandbox_requests),
+            user_requests: keyed(spec.user_requests),
+            host_requests: spec.host_requests.map(|rate| Keyed::new(rate, clock.clone())),
+            sandbox_connections: keyed(spec.sandbox_connections),
+            open: Open::default(),
+            budgets: Budgets::new(spec.budget_window, spec.sandbox_upload, spec.sandbox_download),
+            auth: Auth::new(spec.auth_failures, clock.clone()),
+            clock,
+        }
+    }
+
+    /// The configuration these limits were built from.
+    pub fn spec(&self) -> &LimitSpec {
+        &self.spec
+    }
+
+    /// One request of `sandbox` (owned by `user`) to `host`.
+    ///
+    /// Checks the sandbox, user and (sandbox, host) rates, in that order, and reports the first that
+    /// refuses. A refused cell is not consumed, and a limiter after the refusing one is not asked;
+    /// but governor consumes on success, so a request refused by the user rate has used one cell of
+    /// its sandbox's rate, and one refused by the host rate one cell of both the sandbox's and the
+    /// user's. `host` is taken as given: pass it normalized (lower case, no trailing dot).
+    pub fn request(&self, sandbox: &str, user: &str, host: &str) -> Result<(), Refusal> {
+        if let Some(limiter) = &self.sandbox_requests {
+            limiter.check(&sandbox.to_owned()).map_err(|denied| {
+                denied.refusal(
+                    Refusal::SANDBOX_RATE,
+                    format!("sandbox {sandbox} is over {}", describe(limiter.rate(), "requests")),
+                )
+            })?;
+        }
+        if let Some(limiter) = &self.user_requests {
+            limiter.check(&user.to_owned()).map_err(|denied| {
+                let rate = describe(limiter.rate(), "requests");
+                denied.refusal(
+                    Refusal::USER_RATE,
+                    format!("user {user} is over {rate} across their sandboxes"),
+                )
+            })?;
+        }
+        if let Some(limiter) = &self.host_requests {
+            limiter
+                .check(&(sandbox.to_owned(), host.to_owned()))
+                .map_err(|denied| {
+                    let rate = describe(limiter.rate(), "requests");
+                    denied.refusal(
+                        Refusal::HOST_RATE,
+                        format!("sandbox {sandbox} is over {rate} to {host}"),
+                    )
+                })?;
+        }
+        Ok(())
+    }
+
+    /// A new connection or tunnel of `sandbox`.
+    pub fn connection(&self, sandbox: &str) -> Result<(), Refusal> {
+        let Some(limiter) = &self.sandbox_connections else {
+            return Ok(());
+        };
+        limiter.check(&sandbox.to_owned()).map_err(|denied| {
+            let rate = describe(limiter.rate(), "new connections");
+            denied.refusal(
+                Refusal::CONNECTION_RATE,
+                format!("sandbox {sandbox} is opening over {rate}"),
+            )
+        })
+    }
+
+    /// Register one open connection or tunnel of `sandbox` (owned by `user`).
+    ///
+    /// The returned guard gives the slot back when dropped. Refused when the sandbox (checked first)
+    /// or the user already has as many open as its cap allows; a refusal takes no slot.
+    pub fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, Refusal> {
+        self.open
+            .open(sandbox, user, self.spec.sandbox_open, self.spec.user_open)
+    }
+
+    /// Open connections and tunnels of `sandbox` and of `user` now (for views and tests).
+    pub fn open_counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
+        self.open.counts(sandbox, user)
+    }
+
+    /// Whether new traffic of `sandbox` is refused because a byte budget of the current window is spent.
+    ///
+    /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
+    /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
+    pub fn budget(&self, sandbox: &str) -> Result<(), Refusal> {
+        self.budgets.check(sandbox, self.clock.now())
+    }
+
+    /// Count `up` (sent upstream) and `down` (received) bytes moved for `sandbox`.
+    ///
+    /// Returns a refusal when this pushed (or found) the sandbox over a budget, so the caller can close
+    /// what it has open; the bytes are counted either way. Windows are fixed, per sandbox, starting at
+    /// its first counted byte; the first bytes after a window ends start a new one from zero. Bytes
+    /// are counted even when no budget is set (for [`Limits::usage`]). Cheap: one lock and one lookup,
+    /// no allocation once the sandbox has a window.
+    pub fn bytes(&self, sandbox: &str, up: u64, down: u64) -> Result<(), Refusal> {
+        self.budgets.count(sandbox, up, down, self.clock.now())
+    }
+
+    /// Bytes (up, down) counted for `sandbox` in its current window.
+    pub fn usage(&self, sandbox: &str) -> (u64, u64) {
+        self.budgets.usage(sandbox, self.clock.now())
+    }
+
+    /// A failed proxy authentication from `source`: `Ok` while under the rate, `auth_throttled` when over.
+    ///
+    /// A refusal also blocks `source` until its next failure would be allowed (see [`Limits::auth_blocked`]).
+    pub fn auth_failure(&self, source: IpAddr) -> Result<(), Refusal> {
+        self.auth.failure(source)
+    }
+
+    /// The `auth_throttled` refusal if `source` is currently throttled, without counting anything.
+    ///
+    /// An address is throttled from a refused [`Limits::auth_failure`] until its next failure would be
+    /// allowed; an address that used its burst but was not refused yet is not.
+    pub fn auth_blocked(&self, source: IpAddr) -> Option<Refusal> {
+        self.auth.blocked(source, self.clock.now())
+    }
+
+    /// Forget idle keys so memory does not grow with sandboxes, users and addresses that are gone.
+    ///
+    /// Drops rate states that are back to fresh (governor's `retain_recent`, then `shrink_to_fit`),
+    /// byte windows that are over, auth blocks that expired and zero open counts. Call periodically.
+    pub fn housekeep(&self) {
+        let limiters = [&self.sandbox_requests, &self.user_requests, &self.sandbox_connections];
+        for limiter in limiters.into_iter().flatten() {
+            limiter.housekeep();
+        }
+        if let Some(limiter) = &self.host_requests {
+            limiter.housekeep();
+        }
+        let now = self.clock.now();
+        self.budgets.housekeep(now);
+        self.auth.housekeep(now);
+        self.open.housekeep();
+    }
+
+    /// Number of keys held by each structure, to observe `housekeep`.
+    #[cfg(test)]
+    fn tracked(&self) -> Tracked {
+        let len = |limiter: &Option<Keyed<String, C>>| limiter.as_ref().map_or(0, Keyed::len);
+        let (auth_states, auth_blocks) = self.auth.len();
+        Tracked {
+            sandbox_requests: len(&self.sandbox_requests),
+            user_requests: len(&self.user_requests),
+            host_requests: self.host_requests.as_ref().map_or(0, Keyed::len),
+            sandbox_connections: len(&self.sandbox_connections),
+            budgets: self.budgets.len(),
+            auth_states,
+            auth_blocks,
+            open: self.open.len(),
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for Limits<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limits")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Keys held by each structure of a [`Limits`] (tests only).
+#[cfg(test)]
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tracked {
+    /// Keys of the sandbox request limiter.
+    sandbox_requests: usize,
+    /// Keys of the user request limiter.
+    user_requests: usize,
+    /// Keys of the (sandbox, host) request limiter.
+    host_requests: usize,
+    /// Keys of the connection limiter.
+    sandbox_connections: usize,
+    /// Sandboxes with a byte window.
+    budgets: usize,
+    /// Addresses in the auth failure limiter.
+    auth_states: usize,
+    /// Addresses in the auth blocked map.
+    auth_blocks: usize,
+    /// Sandboxes and users with an open count.
+    open: (usize, usize),
+}
+
+#[cfg(test)]
+#[path = "limits_tests.rs"]
+mod tests;

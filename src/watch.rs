@@ -1,0 +1,232 @@
+//! Watching a tunnel: bytes each way (for the audit record and the sandbox's byte budget), the last time
+//! anything moved (for the idle timeout), and the tunnel's age (for its maximum lifetime).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::control::sessions::Lease;
+use crate::limits::OpenGuard;
+
+/// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
+pub trait Meter: Send + Sync {
+    /// `up` bytes from the client, `down` bytes to it. False: over budget.
+    fn add(&self, up: u64, down: u64) -> bool;
+}
+
+/// What a watched stream shares with whoever watches it.
+pub struct Activity {
+    started: Instant,
+    /// Milliseconds after `started` when bytes last moved.
+    last: AtomicU64,
+    /// Bytes from the client.
+    pub up: Arc<AtomicU64>,
+    /// Bytes to the client.
+    pub down: Arc<AtomicU64>,
+    over_budget: AtomicBool,
+}
+
+impl Activity {
+    /// Fresh, adding to these counters (the audit record's).
+    pub fn new(up: Arc<AtomicU64>, down: Arc<AtomicU64>) -> Arc<Activity> {
+        Arc::new(Activity {
+            started: Instant::now(),
+            last: AtomicU64::new(0),
+            up,
+            down,
+            over_budget: AtomicBool::new(false),
+        })
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+
+    /// How long nothing has moved.
+    pub fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last)
+    }
+
+    /// Whether the byte budget stopped it.
+    pub fn over_budget(&self) -> bool {
+        self.over_budget.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a watched tunnel was ended by the watchdog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Nothing moved for `timeouts.idle`.
+    Idle,
+    /// Open for `timeouts.tunnel_max`.
+    MaxLifetime,
+}
+
+impl Ended {
+    /// Stable code for the audit record.
+    pub fn code(self) -> &'static str {
+        match self {
+            Ended::Idle => "idle_timeout",
+            Ended::MaxLifetime => "tunnel_max_lifetime",
+        }
+    }
+}
+
+/// Resolves when the tunnel has been idle for `idle` or open for `max`.
+pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) -> Ended {
+    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    loop {
+        tokio::time::sleep(tick).await;
+        if activity.started.elapsed() >= max {
+            return Ended::MaxLifetime;
+        }
+        if activity.idle_for() >= idle {
+            return Ended::Idle;
+        }
+    }
+}
+
+/// Everything that can end a tunnel besides its two ends: its sandbox or destination losing access, the
+/// drain deadline, idleness, age and the byte budget. Holds the tunnel's registration and open slot.
+pub struct Stop {
+    lease: Lease,
+    hard_stop: CancellationToken,
+    _open: Option<OpenGuard>,
+    activity: Arc<Activity>,
+    meter: Option<Arc<dyn Meter>>,
+    idle: Duration,
+    max: Duration,
+}
+
+impl Stop {
+    /// A tunnel registered as `lease`, holding `open` (its slot under the open caps), counting into
+    /// `activity` and `meter`, bounded by the `idle` and `max` timeouts.
+    pub fn new(
+        lease: Lease,
+        hard_stop: CancellationToken,
+        open: Option<OpenGuard>,
+        activity: Arc<Activity>,
+        meter: Option<Arc<dyn Meter>>,
+        (idle, max): (Duration, Duration),
+    ) -> Stop {
+        Stop {
+            lease,
+            hard_stop,
+            _open: open,
+            activity,
+            meter,
+            idle,
+            max,
+        }
+    }
+
+    /// The client stream, watched.
+    pub fn watch<S>(&self, io: S) -> Watched<S> {
+        Watched::new(io, self.activity.clone(), self.meter.clone())
+    }
+
+    /// Whether the sandbox's byte budget ended it.
+    pub fn over_budget(&self) -> bool {
+        self.activity.over_budget()
+    }
+
+    /// Resolves when the tunnel must end, with the reason code and detail for its audit record.
+    pub async fn ended(&self) -> (&'static str, String) {
+        tokio::select! {
+            () = self.lease.token().cancelled() => {
+                if self.hard_stop.is_cancelled() {
+                    ("shutdown", "cut at shutdown after the drain deadline".into())
+                } else {
+                    ("closed", "closed: the sandbox lost access (revoked, expired or removed), spent its byte \
+                        budget, or the policy no longer allows this destination".into())
+                }
+            }
+            ended = watchdog(self.activity.clone(), self.idle, self.max) => match ended {
+                Ended::Idle => (ended.code(), format!("nothing moved for {:?} (timeouts.idle)", self.idle)),
+                Ended::MaxLifetime => (ended.code(), format!("open for {:?} (timeouts.tunnel_max)", self.max)),
+            },
+        }
+    }
+}
+
+/// A client stream whose bytes are counted, timed and metered.
+pub struct Watched<S> {
+    inner: S,
+    activity: Arc<Activity>,
+    meter: Option<Arc<dyn Meter>>,
+}
+
+impl<S> Watched<S> {
+    /// Watch `inner`.
+    pub fn new(inner: S, activity: Arc<Activity>, meter: Option<Arc<dyn Meter>>) -> Watched<S> {
+        activity.touch();
+        Watched { inner, activity, meter }
+    }
+
+    fn moved(&self, up: u64, down: u64) -> io::Result<()> {
+        self.activity.touch();
+        self.activity.up.fetch_add(up, Ordering::Relaxed);
+        self.activity.down.fetch_add(down, Ordering::Relaxed);
+        if let Some(m) = &self.meter
+            && !m.add(up, down)
+        {
+            self.activity.over_budget.store(true, Ordering::Relaxed);
+            // SECURITY: a sandbox over its byte budget moves no more bytes through this tunnel.
+            return Err(io::Error::other("the sandbox's byte budget is spent"));
+        }
+        Ok(())
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if self.activity.over_budget() {
+            return Poll::Ready(Err(io::Error::other("the sandbox's byte budget is spent")));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let n = (buf.filled().len() - before) as u64;
+            if n > 0 {
+                self.moved(n, 0)?;
+            }
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.activity.over_budget() {
+            return Poll::Ready(Err(io::Error::other("the sandbox's byte budget is spent")));
+        }
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &polled
+            && *n > 0
+        {
+            self.moved(0, *n as u64)?;
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+#[path = "watch_tests.rs"]
+mod tests;
