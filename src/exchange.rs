@@ -12,6 +12,7 @@ use http::{HeaderMap, Method, Response};
 use tokio::net::TcpStream;
 
 use crate::admission::BudgetMeter;
+use crate::approval::Outcome;
 use crate::audit::{self, Kind, Verdict};
 use crate::body::ProxyBody;
 use crate::conn::ConnScope;
@@ -223,6 +224,67 @@ impl Exchange {
         Ok(())
     }
 
+    /// For a rule with `action: ask`: hold the request until a human decides (or a standing grant covers it),
+    /// showing them its start. Runs before any credential is attached, so nothing secret is ever shown.
+    pub async fn approve(
+        &mut self,
+        sandbox: &Sandbox,
+        target: &Target,
+        rule: Option<usize>,
+        req: &mut http::Request<ProxyBody>,
+    ) -> Result<(), ProxyError> {
+        let asks = rule
+            .and_then(|i| self.generation.policy(&sandbox.policy)?.rules.get(i))
+            .is_some_and(|r| r.action == crate::policy::Action::Ask);
+        let (true, Some(rule)) = (asks, rule) else {
+            return Ok(());
+        };
+        let body = std::mem::replace(req.body_mut(), crate::body::empty());
+        let (start, body) = crate::credentials::body::peek(body, crate::approval::MAX_EXCERPT * 4)
+            .await
+            .map_err(|e| ProxyError::BadRequest {
+                code: "body_unreadable",
+                message: format!("the request body could not be read: {e}"),
+            })?;
+        *req.body_mut() = body;
+        let ask = crate::approval::Ask {
+            sandbox: sandbox.id.clone(),
+            user: sandbox.user.clone(),
+            policy: sandbox.policy.clone(),
+            method: req.method().to_string(),
+            host: target.host.to_string(),
+            port: target.port,
+            path: req.uri().path().to_string(),
+            excerpt: crate::approval::excerpt(&start),
+            rule,
+        };
+        let outcome = self.state.approvals.ask(ask).await;
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let (record, result) = match outcome {
+            Outcome::Allowed { id, decision, waited } => {
+                (approval_record(id, "allow", Some(&decision), ms(waited)), Ok(()))
+            }
+            Outcome::Granted { grant } => (approval_record(grant, "granted", None, 0), Ok(())),
+            Outcome::Denied { id, decision, waited } => (
+                approval_record(id.clone(), "deny", Some(&decision), ms(waited)),
+                Err(ProxyError::ApprovalDenied { id, by: decision.by }),
+            ),
+            Outcome::TimedOut { id, waited } => (
+                approval_record(id.clone(), "timeout", None, ms(waited)),
+                Err(ProxyError::ApprovalTimedOut(
+                    self.generation.config.approval.timeout,
+                    id,
+                )),
+            ),
+            Outcome::Full => (
+                approval_record(String::new(), "queue_full", None, 0),
+                Err(ProxyError::ApprovalQueueFull),
+            ),
+        };
+        self.audit.record().approval = Some(record);
+        result
+    }
+
     /// Answer with this error and emit the audit record.
     pub fn fail(mut self, err: ProxyError) -> Response<ProxyBody> {
         let resp = err.response();
@@ -251,6 +313,21 @@ impl Exchange {
     /// Hand the audit record over to whatever carries the exchange on (a body, a tunnel task).
     pub fn into_audit(self) -> audit::Pending {
         self.audit
+    }
+}
+
+fn approval_record(
+    id: String,
+    outcome: &str,
+    decision: Option<&crate::approval::Decision>,
+    waited_ms: u64,
+) -> audit::ApprovalRecord {
+    audit::ApprovalRecord {
+        id,
+        outcome: outcome.to_string(),
+        by: decision.map(|d| d.by.clone()),
+        scope: decision.map(|d| format!("{:?}", d.scope).to_lowercase()),
+        waited_ms,
     }
 }
 

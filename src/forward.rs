@@ -53,11 +53,12 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     let path = req.uri().path().to_string();
     check_path(&path)?;
     headers::check_request(req.headers())?;
-    ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
+    let rule = ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
     // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
     // dials the checked address, and its refusal comes back as the same 403.
     let pool = ex.generation.upstreams.for_sandbox(&sandbox.id).any;
     let mut out = outgoing(ex, req, Scheme::HTTP, &target, 80)?;
+    ex.approve(&sandbox, &target, rule, &mut out).await?;
     // SECURITY: never over cleartext — plain HTTP gets no credential, and a placeholder in it is refused.
     ex.credentials(&sandbox, &target, false, &mut out).await?;
     Ok((pool, out))

@@ -194,10 +194,13 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
     ex.record().path = Some(req.uri().path().to_string());
     let websocket = is_websocket(&req);
     let client_upgrade = websocket.then(|| hyper::upgrade::on(&mut req));
-    let mut outgoing = match police(&mut ex, &tunnel, req, websocket) {
+    let (mut outgoing, rule) = match police(&mut ex, &tunnel, req, websocket) {
         Ok(r) => r,
         Err(e) => return ex.fail(e),
     };
+    if let Err(e) = ex.approve(&tunnel.sandbox, &tunnel.target, rule, &mut outgoing).await {
+        return ex.fail(e);
+    }
     if let Err(e) = ex
         .credentials(&tunnel.sandbox, &tunnel.target, true, &mut outgoing)
         .await
@@ -249,7 +252,7 @@ fn police(
     tunnel: &Tunnel,
     req: Request<Incoming>,
     websocket: bool,
-) -> Result<Request<ProxyBody>, ProxyError> {
+) -> Result<(Request<ProxyBody>, Option<usize>), ProxyError> {
     // SECURITY: a CONNECT inside an intercepted tunnel would open a second, unpoliced tunnel.
     if req.method() == Method::CONNECT {
         return Err(ProxyError::BadRequest {
@@ -289,12 +292,12 @@ fn police(
     let path = req.uri().path().to_string();
     check_path(&path)?;
     ex.admit(&tunnel.sandbox, &tunnel.target)?;
-    ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), &path)))?;
+    let rule = ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), &path)))?;
     let mut out = forward::outgoing(ex, req, Scheme::HTTPS, &tunnel.target, 443)?;
     if websocket {
         out.headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("upgrade"));
         out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
     }
-    Ok(out)
+    Ok((out, rule))
 }

@@ -2,6 +2,7 @@
 //! Health, readiness and metrics are open (probes and scrapers carry no token); everything under `/v1`
 //! needs the token. The OpenAPI description is `docs/openapi.yaml`.
 
+mod approvals;
 mod sandboxes;
 
 use std::convert::Infallible;
@@ -37,6 +38,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sandboxes/{id}/renew"),
     ("POST", "/v1/sandboxes/{id}/credentials"),
     ("POST", "/v1/reload"),
+    ("GET", "/v1/approvals"),
+    ("POST", "/v1/approvals/{id}"),
+    ("GET", "/v1/grants"),
+    ("DELETE", "/v1/grants/{id}"),
 ];
 
 /// An admin response.
@@ -124,6 +129,20 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "sandboxes", id, "credentials"], &Method::POST) => sandboxes::credentials(state, id).await,
         (["v1", "sandboxes", _, "renew" | "credentials"], _) => not_allowed("POST"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
+        (["v1", "approvals"], &Method::GET) => approvals::list(state),
+        (["v1", "approvals"], _) => not_allowed("GET"),
+        (["v1", "approvals", id], &Method::POST) => {
+            let id = id.to_string();
+            match body(req).await {
+                Ok(v) => approvals::decide(state, &id, &v),
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "approvals", _], _) => not_allowed("POST"),
+        (["v1", "grants"], &Method::GET) => approvals::grants(state),
+        (["v1", "grants"], _) => not_allowed("GET"),
+        (["v1", "grants", id], &Method::DELETE) => approvals::revoke_grant(state, id),
+        (["v1", "grants", _], _) => not_allowed("DELETE"),
         (["v1", "reload"], _) => not_allowed("POST"),
         _ => error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}")),
     }

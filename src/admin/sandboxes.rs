@@ -319,6 +319,8 @@ pub async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
     match blocking(state, move |s| s.control.revoke(&id2, control::now())).await {
         Ok(r) => {
             state.sweep(false);
+            // Its held requests are denied and its standing grants dropped.
+            state.approvals.forget_sandbox(&r.id);
             tracing::info!(sandbox = %r.id, "sandbox revoked");
             json_response(StatusCode::OK, &record_view(state, &r))
         }

@@ -48,6 +48,41 @@ pub async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxError> {
     Ok(Read::Whole(buf.freeze(), None))
 }
 
+/// The first `n` bytes of `body` (fewer if it is shorter), and the body again, whole: for showing what a
+/// request sends without holding all of it.
+pub async fn peek(mut body: ProxyBody, n: usize) -> Result<(Bytes, ProxyBody), BoxError> {
+    let mut buf = BytesMut::new();
+    let mut trailers = None;
+    let mut ended = true;
+    while buf.len() < n {
+        match body.frame().await {
+            None => break,
+            Some(frame) => match frame?.into_data() {
+                Ok(data) => buf.extend_from_slice(&data),
+                Err(frame) => {
+                    trailers = frame.into_trailers().ok();
+                    break;
+                }
+            },
+        }
+    }
+    if buf.len() >= n && trailers.is_none() {
+        ended = false;
+    }
+    let seen = buf.freeze();
+    let shown = seen.slice(..seen.len().min(n));
+    let again = if ended {
+        whole(seen, trailers)
+    } else {
+        Prefixed {
+            prefix: Some(seen),
+            rest: body,
+        }
+        .boxed_unsync()
+    };
+    Ok((shown, again))
+}
+
 /// A whole body again, with its trailers.
 pub fn whole(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
     let frames = [Some(Frame::data(data)), trailers.map(Frame::trailers)];

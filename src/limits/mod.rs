@@ -26,7 +26,7 @@ use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::{Clock, MonotonicClock};
 
 use self::auth::Auth;
 use self::budget::Budgets;
@@ -92,7 +92,7 @@ impl Default for LimitSpec {
 /// Generic over governor's [`Clock`] so tests can use a fake one; production uses [`DefaultClock`].
 /// Keys are tracked per sandbox, user, (sandbox, host) and source address as they appear, and
 /// forgotten by [`Limits::housekeep`] once they are indistinguishable from fresh.
-pub struct Limits<C: Clock = DefaultClock> {
+pub struct Limits<C: Clock = MonotonicClock> {
     /// The configuration these limits were built from.
     spec: LimitSpec,
     /// The clock of budget windows and auth blocks (the limiters hold clones of it).
@@ -116,7 +116,7 @@ pub struct Limits<C: Clock = DefaultClock> {
 impl Limits {
     /// Limits for `spec` on the real (monotonic) clock.
     pub fn new(spec: &LimitSpec) -> Limits {
-        Limits::with_clock(spec, DefaultClock::default())
+        Limits::with_clock(spec, MonotonicClock)
     }
 }
 

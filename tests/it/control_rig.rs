@@ -50,6 +50,11 @@ pub fn control_yaml(dir: &std::path::Path, proxy: SocketAddr) -> String {
 
 /// Start one; `extra_top` is more top-level YAML.
 pub async fn control_rig(extra_top: &str) -> ControlRig {
+    control_rig_edit(extra_top, |yaml, _| yaml).await
+}
+
+/// Start one with the configuration passed through `edit` (given the YAML and the upstream's port).
+pub async fn control_rig_edit(extra_top: &str, edit: impl Fn(String, u16) -> String) -> ControlRig {
     let upstream_ca = test_ca("upstream test CA");
     let up = https_upstream(
         "127.0.0.2",
@@ -69,7 +74,7 @@ pub async fn control_rig(extra_top: &str) -> ControlRig {
         dir.path().join("vault.bin").display(),
         control_yaml(dir.path(), proxy),
     );
-    let yaml = config(up.addr.port(), 1, &top);
+    let yaml = edit(config(up.addr.port(), 1, &top), up.addr.port());
     let path = dir.path().join("cordon.yaml");
     std::fs::write(&path, &yaml).unwrap();
     let cfg = Config::load(Some(&path)).unwrap_or_else(|e| panic!("{e}"));

@@ -14,6 +14,7 @@ mod guard;
 mod http;
 mod intercept;
 mod lifecycle;
+mod limits;
 mod openapi;
 mod rig;
 mod sources;

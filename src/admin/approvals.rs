@@ -1,0 +1,77 @@
+//! `/v1/approvals` and `/v1/grants`: the requests held for a human, their decisions, and standing grants.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{AdminResponse, error, json_response};
+use crate::approval::{DecideError, Scope, Verdict};
+use crate::state::ProxyState;
+
+/// `GET /v1/approvals`: what is waiting, oldest first.
+pub fn list(state: &ProxyState) -> AdminResponse {
+    json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }))
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
+    body.get(name).and_then(Value::as_str)
+}
+
+/// `POST /v1/approvals/{id}` with `{"decision": "allow"|"deny", "scope": "once"|"always", "by": "..."}`.
+pub fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
+    if let Some(k) = body
+        .as_object()
+        .and_then(|o| o.keys().find(|k| !["decision", "scope", "by"].contains(&k.as_str())))
+    {
+        return invalid(format!("unknown field {k:?}; the fields are decision, scope, by"));
+    }
+    let verdict = match field(body, "decision") {
+        Some("allow") => Verdict::Allow,
+        Some("deny") => Verdict::Deny,
+        _ => return invalid("decision: write \"allow\" or \"deny\"".into()),
+    };
+    let scope = match body.get("scope") {
+        None | Some(Value::Null) => Scope::Once,
+        Some(v) => match v.as_str() {
+            Some("once") => Scope::Once,
+            Some("always") => Scope::Always,
+            _ => return invalid("scope: write \"once\" (the default) or \"always\"".into()),
+        },
+    };
+    let Some(by) = field(body, "by") else {
+        return invalid("by: say who decides (a name, for the audit record)".into());
+    };
+    match state.approvals.decide(id, verdict, scope, by) {
+        Ok(pending) => {
+            tracing::info!(approval = %pending.id, sandbox = %pending.ask.sandbox, by, ?verdict, ?scope, "approval decided");
+            json_response(
+                StatusCode::OK,
+                &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
+            )
+        }
+        Err(DecideError::NotFound(_)) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no pending approval {id:?} (decided already, timed out, or never asked)"),
+        ),
+        Err(DecideError::Invalid(m)) => invalid(m),
+    }
+}
+
+/// `GET /v1/grants`: standing grants made by `always` decisions.
+pub fn grants(state: &ProxyState) -> AdminResponse {
+    json_response(StatusCode::OK, &json!({ "grants": state.approvals.grants() }))
+}
+
+/// `DELETE /v1/grants/{id}`.
+pub fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
+    if state.approvals.revoke_grant(id) {
+        tracing::info!(grant = %id, "grant removed");
+        json_response(StatusCode::OK, &json!({"removed": id}))
+    } else {
+        error(StatusCode::NOT_FOUND, "not_found", format!("no grant {id:?}"))
+    }
+}
+
+fn invalid(message: String) -> AdminResponse {
+    error(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message)
+}
