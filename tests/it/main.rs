@@ -1,6 +1,7 @@
 //! Integration tests: real sockets on 127.x addresses, real clients; nothing leaves the machine.
 #![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod approvals;
 mod auth;
 mod cli;
 mod connect;
