@@ -1,5 +1,5 @@
-//! The client side of `cordon sandbox create|list|show|renew|revoke|env`: a small JSON client for cordon's admin
-//! HTTP API, plus the renderers the CLI uses to print its answers.
+//! The client side of `cordon sandbox create|list|show|renew|revoke|env` and `cordon approvals`: a small JSON client
+//! for cordon's admin HTTP API, plus the renderers the CLI uses to print its answers.
 
 use std::collections::BTreeMap;
 use std::error::Error as _;
@@ -167,6 +167,30 @@ impl AdminClient {
         self.call(Method::POST, sandbox_path(id, "/credentials")?, None).await
     }
 
+    /// `GET /v1/approvals`: `{"pending":[Pending,...]}`, oldest first.
+    pub async fn approvals(&self) -> Result<Value, ClientError> {
+        self.call(Method::GET, "/v1/approvals".to_owned(), None).await
+    }
+
+    /// `POST /v1/approvals/{id}`: decide a pending approval; `decision` is `allow` or `deny`, `scope` `once` or
+    /// `always`, `by` who decides. The answer is `{"approval": Pending, "decision": {...}}`.
+    pub async fn decide(&self, id: &str, decision: &str, scope: &str, by: &str) -> Result<Value, ClientError> {
+        let body = serde_json::json!({ "decision": decision, "scope": scope, "by": by });
+        let path = item_path("/v1/approvals", "an approval", id, "")?;
+        self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
+    }
+
+    /// `GET /v1/grants`: `{"grants":[Grant,...]}`, oldest first.
+    pub async fn grants(&self) -> Result<Value, ClientError> {
+        self.call(Method::GET, "/v1/grants".to_owned(), None).await
+    }
+
+    /// `DELETE /v1/grants/{id}`: remove a standing grant; the answer is `{"removed": id}`.
+    pub async fn revoke_grant(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(Method::DELETE, item_path("/v1/grants", "a grant", id, "")?, None)
+            .await
+    }
+
     /// Sends one request and returns the JSON object it answers, within the timeout.
     async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
@@ -277,10 +301,15 @@ fn api_error(status: StatusCode, body: &[u8]) -> ClientError {
 
 /// `/v1/sandboxes/{id}{suffix}` with `id` percent-encoded; refuses ids that would change the path's meaning.
 fn sandbox_path(id: &str, suffix: &str) -> Result<String, ClientError> {
+    item_path("/v1/sandboxes", "a sandbox", id, suffix)
+}
+
+/// `{collection}/{id}{suffix}` with `id` percent-encoded; refuses ids that would change the path's meaning.
+fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<String, ClientError> {
     if id.is_empty() || id == "." || id == ".." {
-        return Err(ClientError::Invalid(format!("{id:?} is not a sandbox id")));
+        return Err(ClientError::Invalid(format!("{id:?} is not {what} id")));
     }
-    Ok(format!("/v1/sandboxes/{}{suffix}", encode_segment(id)))
+    Ok(format!("{collection}/{}{suffix}", encode_segment(id)))
 }
 
 /// Percent-encode an id for use as a path segment: `[A-Za-z0-9._~-]` are kept, every other byte becomes `%XX`.
@@ -400,7 +429,7 @@ fn dotenv_escape(value: &str) -> String {
 /// `{"sandboxes":[...]}` answer or a bare array.
 pub fn render_table(list: &Value) -> String {
     let items = list.get("sandboxes").unwrap_or(list).as_array();
-    let mut rows = vec![["ID", "USER", "POLICY", "ORIGIN", "EXPIRES", "OPEN"].map(str::to_owned)];
+    let mut rows = vec![heading(&["ID", "USER", "POLICY", "ORIGIN", "EXPIRES", "OPEN"])];
     for item in items.into_iter().flatten() {
         let expires = match (item.get("revoked_at"), item.get("expires_at").and_then(Value::as_str)) {
             (Some(revoked), _) if !revoked.is_null() => "revoked".to_owned(),
@@ -409,18 +438,78 @@ pub fn render_table(list: &Value) -> String {
         let count = |key: &str| item.get(key).and_then(Value::as_u64).unwrap_or(0);
         let open = count("open_connections").saturating_add(count("open_tunnels"));
         let [id, user, policy, origin] = ["id", "user", "policy", "origin"].map(|key| cell(item, key));
-        rows.push([id, user, policy, origin, expires, open.to_string()]);
+        rows.push(vec![id, user, policy, origin, expires, open.to_string()]);
     }
-    let mut widths = [0_usize; 6];
-    for row in &rows {
+    align(&rows)
+}
+
+/// The longest excerpt shown in [`render_approvals`], in characters.
+const EXCERPT_WIDTH: usize = 40;
+
+/// A person-readable table for `approvals list` (ID, SANDBOX, USER, METHOD, URL, EXPIRES, EXCERPT): URL is
+/// `host:port/path`, EXCERPT the body's start cut to 40 characters (ending in `…` when cut; `-` when empty). Accepts the
+/// `{"pending":[...]}` answer or a bare array.
+pub fn render_approvals(list: &Value) -> String {
+    let items = list.get("pending").unwrap_or(list).as_array();
+    let mut rows = vec![heading(&[
+        "ID", "SANDBOX", "USER", "METHOD", "URL", "EXPIRES", "EXCERPT",
+    ])];
+    for item in items.into_iter().flatten() {
+        let mut row = ["id", "sandbox", "user", "method"].map(|key| cell(item, key)).to_vec();
+        let excerpt = item
+            .get("excerpt")
+            .and_then(Value::as_str)
+            .map_or_else(String::new, clean);
+        let excerpt = match excerpt.chars().count() {
+            0 => "-".to_owned(),
+            n if n > EXCERPT_WIDTH => format!("{}…", excerpt.chars().take(EXCERPT_WIDTH - 1).collect::<String>()),
+            _ => excerpt,
+        };
+        row.extend([url(item), cell(item, "expires_at"), excerpt]);
+        rows.push(row);
+    }
+    align(&rows)
+}
+
+/// A person-readable table for `approvals grants` (ID, SANDBOX, METHOD, URL, BY, AT, APPROVAL). Accepts the
+/// `{"grants":[...]}` answer or a bare array.
+pub fn render_grants(list: &Value) -> String {
+    let items = list.get("grants").unwrap_or(list).as_array();
+    let mut rows = vec![heading(&["ID", "SANDBOX", "METHOD", "URL", "BY", "AT", "APPROVAL"])];
+    for item in items.into_iter().flatten() {
+        let [id, sandbox, method, by, at, approval] =
+            ["id", "sandbox", "method", "by", "at", "approval"].map(|key| cell(item, key));
+        rows.push(vec![id, sandbox, method, url(item), by, at, approval]);
+    }
+    align(&rows)
+}
+
+/// `host:port/path` of an approval or grant (an IPv6 host in brackets).
+fn url(item: &Value) -> String {
+    let host = cell(item, "host");
+    let host = if host.contains(':') { format!("[{host}]") } else { host };
+    let path = item.get("path").and_then(Value::as_str).map_or_else(String::new, clean);
+    format!("{host}:{}{path}", cell(item, "port"))
+}
+
+/// A table's heading row.
+fn heading(names: &[&str]) -> Vec<String> {
+    names.iter().map(|name| (*name).to_owned()).collect()
+}
+
+/// The rows as aligned columns separated by two spaces, without trailing spaces, each line ending with a newline.
+fn align(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        widths.resize(widths.len().max(row.len()), 0);
         for (width, text) in widths.iter_mut().zip(row) {
             *width = (*width).max(text.chars().count());
         }
     }
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
-        for (text, width) in row.iter().zip(widths) {
+        for (text, width) in row.iter().zip(&widths) {
             line.push_str(text);
             line.extend(std::iter::repeat_n(' ', width.saturating_sub(text.chars().count()) + 2));
         }

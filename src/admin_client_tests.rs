@@ -38,6 +38,21 @@ fn created(id: &str) -> Value {
     v
 }
 
+fn pending(id: &str) -> Value {
+    json!({
+        "id": id, "sandbox": "sb-1", "user": "alice", "policy": "default", "method": "POST",
+        "host": "api.example.com", "port": 443, "path": "/v1/issues", "excerpt": "{\"title\": \"hello\"}", "rule": 0,
+        "asked_at": "2025-01-01T00:00:00Z", "expires_at": "2025-01-01T00:05:00Z"
+    })
+}
+
+fn grant(id: &str) -> Value {
+    json!({
+        "id": id, "sandbox": "sb-1", "method": "POST", "host": "api.example.com", "port": 443, "path": "/v1/issues",
+        "by": "bob", "at": "2025-01-01T00:01:00Z", "approval": "ap-0123456789abcdef"
+    })
+}
+
 fn reply(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
     Response::builder()
         .status(status)
@@ -109,6 +124,23 @@ async fn route(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallib
             (StatusCode::OK, v)
         }
         (&Method::POST, ["v1", "sandboxes", id, "credentials"]) => (StatusCode::OK, created(id)),
+        (&Method::GET, ["v1", "approvals"]) => (StatusCode::OK, json!({"pending": [pending("ap-1")]})),
+        (&Method::POST, ["v1", "approvals", "ap-missing"]) => {
+            return Ok(api_err(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no pending approval \"ap-missing\"",
+            ));
+        }
+        (&Method::POST, ["v1", "approvals", id]) => {
+            let decision = json!({"verdict": body["decision"], "scope": body["scope"], "by": body["by"]});
+            (StatusCode::OK, json!({"approval": pending(id), "decision": decision}))
+        }
+        (&Method::GET, ["v1", "grants"]) => (StatusCode::OK, json!({"grants": [grant("gr-1")]})),
+        (&Method::DELETE, ["v1", "grants", "gr-missing"]) => {
+            return Ok(api_err(StatusCode::NOT_FOUND, "not_found", "no grant \"gr-missing\""));
+        }
+        (&Method::DELETE, ["v1", "grants", id]) => (StatusCode::OK, json!({"removed": id})),
         _ => return Ok(api_err(StatusCode::NOT_FOUND, "no_route", "no such route")),
     };
     answer["_seen"] = seen;
@@ -196,6 +228,98 @@ async fn list_show_renew_revoke_credentials() {
     assert_eq!(fresh["_seen"]["path"], "/v1/sandboxes/sb-1/credentials");
     assert_eq!(fresh["_seen"]["body"], Value::Null);
     assert_eq!(fresh["credential"], "cred-1");
+}
+
+#[tokio::test]
+async fn approvals_decide_grants_revoke_grant() {
+    let c = client(&server().await);
+    let list = c.approvals().await.unwrap();
+    assert_eq!(
+        (list["_seen"]["method"].as_str(), list["_seen"]["path"].as_str()),
+        (Some("GET"), Some("/v1/approvals"))
+    );
+    assert_eq!(list["pending"][0]["id"], "ap-1");
+
+    let allowed = c.decide("ap-1", "allow", "always", "bob").await.unwrap();
+    assert_eq!(allowed["_seen"]["method"], "POST");
+    assert_eq!(allowed["_seen"]["path"], "/v1/approvals/ap-1");
+    assert_eq!(
+        allowed["_seen"]["body"],
+        json!({"decision": "allow", "scope": "always", "by": "bob"})
+    );
+    assert_eq!(
+        allowed["decision"],
+        json!({"verdict": "allow", "scope": "always", "by": "bob"})
+    );
+    let denied = c.decide("ap-2", "deny", "once", "bob").await.unwrap();
+    assert_eq!(
+        denied["_seen"]["body"],
+        json!({"decision": "deny", "scope": "once", "by": "bob"})
+    );
+    assert_eq!(denied["approval"]["id"], "ap-2");
+
+    let grants = c.grants().await.unwrap();
+    assert_eq!(
+        (grants["_seen"]["method"].as_str(), grants["_seen"]["path"].as_str()),
+        (Some("GET"), Some("/v1/grants"))
+    );
+    assert_eq!(grants["grants"][0]["id"], "gr-1");
+
+    let removed = c.revoke_grant("gr-1").await.unwrap();
+    assert_eq!(removed["_seen"]["method"], "DELETE");
+    assert_eq!(removed["_seen"]["path"], "/v1/grants/gr-1");
+    assert_eq!(removed["_seen"]["body"], Value::Null);
+    assert_eq!(removed["removed"], "gr-1");
+}
+
+#[tokio::test]
+async fn approval_and_grant_errors() {
+    let c = client(&server().await);
+    let err = c.decide("ap-missing", "allow", "once", "bob").await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Api { status: StatusCode::NOT_FOUND, code, .. } if code == "not_found"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("no pending approval \"ap-missing\" (not_found, HTTP 404)"),
+        "{err}"
+    );
+    let err = c.revoke_grant("gr-missing").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("no grant \"gr-missing\" (not_found, HTTP 404)"),
+        "{err}"
+    );
+    let v = c.decide("ap/1 x", "deny", "once", "bob").await.unwrap();
+    assert_eq!(v["_seen"]["path"], "/v1/approvals/ap%2F1%20x");
+    let v = c.revoke_grant("../x").await.unwrap();
+    assert_eq!(v["_seen"]["path"], "/v1/grants/..%2Fx");
+    for bad in ["", ".", ".."] {
+        let err = c.decide(bad, "allow", "once", "bob").await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Invalid(m) if m.ends_with("is not an approval id")),
+            "{err:?}"
+        );
+        let err = c.revoke_grant(bad).await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Invalid(m) if m.ends_with("is not a grant id")),
+            "{err:?}"
+        );
+    }
+    let wrong = AdminClient::new(&server().await, SecretString::from("wrong")).unwrap();
+    for result in [wrong.approvals().await, wrong.grants().await] {
+        assert!(
+            matches!(
+                result,
+                Err(ClientError::Api {
+                    status: StatusCode::UNAUTHORIZED,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -404,5 +528,45 @@ x?[2J             alice  default  config  never                 2
     assert_eq!(
         render_table(&json!({"sandboxes": []})),
         "ID  USER  POLICY  ORIGIN  EXPIRES  OPEN\n"
+    );
+}
+
+#[test]
+fn approvals_table() {
+    let mut long = pending("ap-2");
+    long["excerpt"] = json!("0123456789".repeat(5));
+    long["host"] = json!("::1");
+    long["port"] = json!(8080);
+    long["path"] = json!("/");
+    let mut odd = pending("ap-\u{1b}[2J");
+    odd["excerpt"] = json!("é".repeat(40));
+    let mut bare = pending("ap-4");
+    bare["excerpt"] = json!("");
+    let out = render_approvals(&json!({"pending": [pending("ap-1"), long, odd, bare]}));
+    let expected = "\
+ID       SANDBOX  USER   METHOD  URL                            EXPIRES               EXCERPT
+ap-1     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  {\"title\": \"hello\"}
+ap-2     sb-1     alice  POST    [::1]:8080/                    2025-01-01T00:05:00Z  012345678901234567890123456789012345678…
+ap-?[2J  sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  éééééééééééééééééééééééééééééééééééééééé
+ap-4     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  -
+";
+    assert_eq!(out, expected);
+    assert_eq!(
+        render_approvals(&json!({"pending": []})),
+        "ID  SANDBOX  USER  METHOD  URL  EXPIRES  EXCERPT\n"
+    );
+}
+
+#[test]
+fn grants_table() {
+    let out = render_grants(&json!({"grants": [grant("gr-0123456789abcdef")]}));
+    let expected = "\
+ID                   SANDBOX  METHOD  URL                            BY   AT                    APPROVAL
+gr-0123456789abcdef  sb-1     POST    api.example.com:443/v1/issues  bob  2025-01-01T00:01:00Z  ap-0123456789abcdef
+";
+    assert_eq!(out, expected);
+    assert_eq!(
+        render_grants(&json!([])),
+        "ID  SANDBOX  METHOD  URL  BY  AT  APPROVAL\n"
     );
 }

@@ -68,6 +68,13 @@ enum Command {
         #[command(subcommand)]
         command: cli::sandbox::SandboxCommand,
     },
+    /// Requests held for a human (policy rules with `action: ask`) and standing grants, through the admin API.
+    Approvals {
+        #[command(flatten)]
+        admin: cli::sandbox::AdminArgs,
+        #[command(subcommand)]
+        command: cli::approvals::ApprovalsCommand,
+    },
     /// Token helpers.
     Token {
         #[command(subcommand)]
@@ -147,6 +154,7 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Sandbox { admin, command } => cli::sandbox::main(admin, command),
+        Command::Approvals { admin, command } => cli::approvals::main(admin, command),
         Command::Check(arg) => match load(&arg) {
             Ok(config) => {
                 print_summary(&config);

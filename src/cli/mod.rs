@@ -1,4 +1,5 @@
-//! The command line's longer commands: `run`, and `sandbox` over the admin API.
+//! The command line's longer commands: `run`, and `sandbox` and `approvals` over the admin API.
 
+pub mod approvals;
 pub mod run;
 pub mod sandbox;

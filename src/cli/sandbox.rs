@@ -110,7 +110,7 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
     }
 }
 
-fn client(args: &AdminArgs) -> Result<AdminClient, String> {
+pub(crate) fn client(args: &AdminArgs) -> Result<AdminClient, String> {
     // The configuration is only a source of defaults; with both flags given it is not needed.
     let config = match (&args.admin, &args.token_file) {
         (Some(_), Some(_)) => None,

@@ -2,6 +2,7 @@
 #![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 mod approvals;
+mod approvals_cli;
 mod auth;
 mod cli;
 mod connect;

@@ -1,0 +1,121 @@
+//! `cordon approvals list|allow|deny|grants|revoke-grant`: decide the requests a running cordon holds for a human
+//! (policy rules with `action: ask`), and manage the standing grants that `allow --always` makes.
+
+use std::process::ExitCode;
+
+use cordon::admin_client::{self, AdminClient, ClientError};
+
+use super::sandbox::AdminArgs;
+
+/// What to do.
+#[derive(clap::Subcommand)]
+pub enum ApprovalsCommand {
+    /// List the requests waiting for a decision, oldest first.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a held request through.
+    Allow {
+        /// The approval's id (`ap-...`).
+        id: String,
+        /// Also let every identical request (sandbox, method, host, port, path) through from now on, without
+        /// asking: a standing grant.
+        #[arg(long)]
+        always: bool,
+        /// Who decides, for the audit record (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Refuse a held request (its client gets 403).
+    Deny {
+        /// The approval's id (`ap-...`).
+        id: String,
+        /// Who decides, for the audit record (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// List the standing grants.
+    Grants {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a standing grant: the requests it covered are held for approval again.
+    RevokeGrant {
+        /// The grant's id (`gr-...`).
+        id: String,
+    },
+}
+
+/// Who decides: `--by`, else `$USER`.
+fn decider(by: Option<String>) -> Result<String, String> {
+    by.or_else(|| std::env::var("USER").ok())
+        .filter(|name| !name.trim().is_empty())
+        .ok_or_else(|| "say who decides with --by NAME (USER is not set)".to_owned())
+}
+
+/// Run one `cordon approvals` command.
+pub fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
+    if let ApprovalsCommand::Allow { by, .. } | ApprovalsCommand::Deny { by, .. } = &mut command {
+        match decider(by.take()) {
+            Ok(name) => *by = Some(name),
+            Err(e) => {
+                eprintln!("cordon: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let client = match super::sandbox::client(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(execute(&client, command)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<String, ClientError> {
+    Ok(match command {
+        ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
+        ApprovalsCommand::List { json: false } => admin_client::render_approvals(&client.approvals().await?),
+        ApprovalsCommand::Allow { id, always, by } => {
+            let scope = if always { "always" } else { "once" };
+            pretty(
+                &client
+                    .decide(&id, "allow", scope, by.as_deref().unwrap_or_default())
+                    .await?,
+            )
+        }
+        ApprovalsCommand::Deny { id, by } => pretty(
+            &client
+                .decide(&id, "deny", "once", by.as_deref().unwrap_or_default())
+                .await?,
+        ),
+        ApprovalsCommand::Grants { json: true } => pretty(&client.grants().await?),
+        ApprovalsCommand::Grants { json: false } => admin_client::render_grants(&client.grants().await?),
+        ApprovalsCommand::RevokeGrant { id } => pretty(&client.revoke_grant(&id).await?),
+    })
+}
