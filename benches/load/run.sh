@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The load harness: cordon against a direct connection and against squid and mitmdump, in one run, on this
+# machine. Writes the table (with ratios) to BENCHMARKS.md.
+#
+#   PEER_RIG_ROOT=/some/scratch bash benches/load/run.sh [DURATION=10s] [CONNECTIONS=50]
+#
+# Needs the peer rig (../shared/peers: nginx upstream, squid, mitmdump, oha); it runs its setup.sh when the rig
+# is not there yet, and starts it when it is not running. Everything listens on 127.0.0.1.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+peers="${PEERS:-$repo/../shared/peers}"
+export PEER_RIG_ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the peer rig}"
+D="${1:-10s}"
+CN="${2:-50}"
+up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+[ -f "$PEER_RIG_ROOT/ca/nginx.pem" ] && command -v oha >/dev/null || "$peers/setup.sh"
+up 18443 || "$peers/start-all.sh"
+OHA="$(command -v oha)"
+
+echo "== building cordon (release)"
+(cd "$repo" && cargo build --release --locked --quiet)
+target_dir="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+BIN="$target_dir/release/cordon"
+
+work="$(mktemp -d)"
+out="$work/results"
+mkdir -p "$out"
+cordon_pid=""
+cleanup() {
+  [ -n "$cordon_pid" ] && kill "$cordon_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+TOKEN=bench-token-0123456789abcdef
+HASH="$(printf %s "$TOKEN" | "$BIN" token hash)"
+PROXY_PORT=14128
+sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -e "s#@PORT@#$PROXY_PORT#g" \
+  "$repo/benches/load/cordon.yaml.in" > "$work/cordon.yaml"
+"$BIN" check --config "$work/cordon.yaml" > /dev/null
+"$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
+"$BIN" ca export --config "$work/cordon.yaml" --sandbox inject > "$work/inject-ca.pem"
+BENCH_UPSTREAM_TOKEN=injected-secret "$BIN" run --config "$work/cordon.yaml" > "$work/cordon.out" 2> "$work/cordon.err" &
+cordon_pid=$!
+for _ in $(seq 50); do up "$PROXY_PORT" && break; sleep 0.1; done
+
+CA="$PEER_RIG_ROOT/ca/upstream-ca.pem"
+SQCA="$PEER_RIG_ROOT/ca/squid-ca.pem"
+MCA="$PEER_RIG_ROOT/mitm/conf/mitmproxy-ca-cert.pem"
+HTTP_DIRECT=http://127.0.0.1:18080/1k.txt
+HTTPS_DIRECT=https://localhost:18443/1k.txt
+HTTP_NAMED=http://upstream.test:18080/1k.txt
+HTTPS_NAMED=https://upstream.test:18443/1k.txt
+HTTPS_IP=https://127.0.0.1:18443/1k.txt
+CORDON="http://bench:$TOKEN@127.0.0.1:$PROXY_PORT"
+CORDON_INJECT="http://inject:$TOKEN@127.0.0.1:$PROXY_PORT"
+
+run() { # name, connections, duration, oha args...
+  local name=$1 c=$2 d=$3; shift 3
+  echo ">> $name (c=$c, $d): $*"
+  "$OHA" -z 2s -c "$c" --no-tui "$@" > /dev/null 2>&1 || true   # warm-up: caches, pools
+  "$OHA" -z "$d" -c "$c" --no-tui --output-format json "$@" > "$out/$name.json" 2> "$out/$name.err" || true
+  sleep 1
+}
+
+run direct-http "$CN" "$D" "$HTTP_DIRECT"
+run direct-https "$CN" "$D" --cacert "$CA" "$HTTPS_DIRECT"
+run direct-https-newconn "$CN" "$D" --disable-keepalive --cacert "$CA" "$HTTPS_DIRECT"
+run cordon-http "$CN" "$D" -x "$CORDON" "$HTTP_NAMED"
+run cordon-tunnel "$CN" "$D" -x "$CORDON" --cacert "$CA" "$HTTPS_IP"
+run cordon-intercept "$CN" "$D" -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+run cordon-intercept-inject "$CN" "$D" -x "$CORDON_INJECT" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
+run cordon-intercept-newconn "$CN" "$D" --disable-keepalive -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+if up 13128; then
+  run squid-http "$CN" "$D" -x http://127.0.0.1:13128 "$HTTP_DIRECT"
+  run squid-splice "$CN" "$D" -x http://127.0.0.1:13128 --cacert "$CA" "$HTTPS_DIRECT"
+fi
+if up 13129; then
+  run squid-bump "$CN" "$D" -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+  run squid-bump-newconn "$CN" "$D" --disable-keepalive -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+fi
+if up 18081; then
+  run mitmdump-mitm "$CN" "$D" -x http://127.0.0.1:18081 --cacert "$MCA" "$HTTPS_DIRECT"
+fi
+# Added latency at one connection.
+run direct-https-c1 1 5s --cacert "$CA" "$HTTPS_DIRECT"
+run cordon-intercept-c1 1 5s -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+up 13129 && run squid-bump-c1 1 5s -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+
+echo "== memory: ${IDLE:-10000} idle intercepted connections"
+ulimit -n 65536 || true
+AUTH="$(printf %s "bench:$TOKEN" | base64 -w0)"
+python3 "$repo/benches/load/idle.py" "$cordon_pid" "$PROXY_PORT" "$AUTH" upstream.test 18443 "$work/bench-ca.pem" \
+  "${IDLE:-10000}" > "$out/idle.txt" 2> "$out/idle.err" || true
+cat "$out/idle.txt" "$out/idle.err"
+
+python3 "$repo/benches/load/summarize.py" "$out" "$D" "$CN" > "$work/table.md"
+cat "$work/table.md"
+python3 - "$repo/BENCHMARKS.md" "$work/table.md" <<'PY'
+import sys
+path, table = sys.argv[1], open(sys.argv[2]).read()
+start, end = "<!-- load:begin -->", "<!-- load:end -->"
+text = open(path).read()
+i, j = text.index(start) + len(start), text.index(end)
+open(path, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
+PY
+echo "== BENCHMARKS.md updated"
