@@ -53,25 +53,38 @@ HTTPS_DIRECT=https://localhost:18443/1k.txt
 HTTP_NAMED=http://upstream.test:18080/1k.txt
 HTTPS_NAMED=https://upstream.test:18443/1k.txt
 HTTPS_IP=https://127.0.0.1:18443/1k.txt
-CORDON="http://bench:$TOKEN@127.0.0.1:$PROXY_PORT"
-CORDON_INJECT="http://inject:$TOKEN@127.0.0.1:$PROXY_PORT"
+# oha sends proxy credentials as a header (not from the proxy URL's userinfo).
+CORDON=(-x "http://127.0.0.1:$PROXY_PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "bench:$TOKEN" | base64 -w0)")
+CORDON_INJECT=(-x "http://127.0.0.1:$PROXY_PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "inject:$TOKEN" | base64 -w0)")
 
+# oha resolves the target name itself even through a proxy (and cordon refuses `localhost` by design), so it
+# runs with a private /etc/hosts naming upstream.test (a mount namespace: nothing on the host changes).
+cp /etc/hosts "$work/hosts"
+echo "127.0.0.1 upstream.test" >> "$work/hosts"
+oha_() {
+  if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+    unshare --mount -- sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$work/hosts" "$OHA" "$@"
+  else
+    grep -q "upstream.test" /etc/hosts || { echo "run as root, or add '127.0.0.1 upstream.test' to /etc/hosts" >&2; exit 2; }
+    "$OHA" "$@"
+  fi
+}
 run() { # name, connections, duration, oha args...
   local name=$1 c=$2 d=$3; shift 3
   echo ">> $name (c=$c, $d): $*"
-  "$OHA" -z 2s -c "$c" --no-tui "$@" > /dev/null 2>&1 || true   # warm-up: caches, pools
-  "$OHA" -z "$d" -c "$c" --no-tui --output-format json "$@" > "$out/$name.json" 2> "$out/$name.err" || true
+  oha_ -z 2s -c "$c" --no-tui "$@" > /dev/null 2>&1 || true   # warm-up: caches, pools
+  oha_ -z "$d" -c "$c" --no-tui --output-format json "$@" > "$out/$name.json" 2> "$out/$name.err" || true
   sleep 1
 }
 
 run direct-http "$CN" "$D" "$HTTP_DIRECT"
 run direct-https "$CN" "$D" --cacert "$CA" "$HTTPS_DIRECT"
 run direct-https-newconn "$CN" "$D" --disable-keepalive --cacert "$CA" "$HTTPS_DIRECT"
-run cordon-http "$CN" "$D" -x "$CORDON" "$HTTP_NAMED"
-run cordon-tunnel "$CN" "$D" -x "$CORDON" --cacert "$CA" "$HTTPS_IP"
-run cordon-intercept "$CN" "$D" -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
-run cordon-intercept-inject "$CN" "$D" -x "$CORDON_INJECT" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
-run cordon-intercept-newconn "$CN" "$D" --disable-keepalive -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+run cordon-http "$CN" "$D" "${CORDON[@]}" "$HTTP_NAMED"
+run cordon-tunnel "$CN" "$D" "${CORDON[@]}" --cacert "$CA" "$HTTPS_IP"
+run cordon-intercept "$CN" "$D" "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+run cordon-intercept-inject "$CN" "$D" "${CORDON_INJECT[@]}" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
+run cordon-intercept-newconn "$CN" "$D" --disable-keepalive "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
 if up 13128; then
   run squid-http "$CN" "$D" -x http://127.0.0.1:13128 "$HTTP_DIRECT"
   run squid-splice "$CN" "$D" -x http://127.0.0.1:13128 --cacert "$CA" "$HTTPS_DIRECT"
@@ -85,7 +98,7 @@ if up 18081; then
 fi
 # Added latency at one connection.
 run direct-https-c1 1 5s --cacert "$CA" "$HTTPS_DIRECT"
-run cordon-intercept-c1 1 5s -x "$CORDON" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+run cordon-intercept-c1 1 5s "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
 up 13129 && run squid-bump-c1 1 5s -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
 
 echo "== memory: ${IDLE:-10000} idle intercepted connections"
