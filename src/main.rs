@@ -338,7 +338,39 @@ fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
 
 fn print_summary(c: &Config) {
     println!("{}: ok", c.source);
-    println!("listen   proxy {}", c.listen.proxy);
+    match c.listen.admin {
+        Some(admin) => println!("listen   proxy {}, admin {admin}", c.listen.proxy),
+        None => println!("listen   proxy {} (no admin API)", c.listen.proxy),
+    }
+    let store = c
+        .control
+        .store
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "in memory".into());
+    println!(
+        "control  store {store}, sandbox lifetime {} (at most {})",
+        humantime::format_duration(c.control.default_ttl),
+        humantime::format_duration(c.control.max_ttl)
+    );
+    let rate = |r: Option<cordon::limits::Rate>| {
+        r.map(|r| format!("{}/s burst {}", r.per_second, r.burst))
+            .unwrap_or_else(|| "unlimited".into())
+    };
+    let l = &c.limits.rates;
+    println!(
+        "limits   per sandbox {} requests, {} open; per user {} requests; budgets {}",
+        rate(l.sandbox_requests),
+        l.sandbox_open
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "unlimited".into()),
+        rate(l.user_requests),
+        if l.sandbox_upload.is_some() || l.sandbox_download.is_some() {
+            "on"
+        } else {
+            "off"
+        }
+    );
     let audit = match &c.audit {
         cordon::config::AuditConfig::Stdout => "stdout".to_string(),
         cordon::config::AuditConfig::File(p) => p.display().to_string(),
