@@ -77,6 +77,7 @@ pub struct Metrics {
     reloads: Family<Labels<2>, Counter>,
     config_generation: U64Gauge,
     sandboxes: U64Gauge,
+    approvals_pending: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
     /// and removes, so no open can slip in between the "is it zero" check and the removal.
@@ -99,6 +100,7 @@ impl Metrics {
         let reloads = Family::<Labels<2>, Counter>::default();
         let config_generation = U64Gauge::default();
         let sandboxes = U64Gauge::default();
+        let approvals_pending = U64Gauge::default();
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
 
         registry.register(
@@ -148,6 +150,11 @@ impl Metrics {
             sandboxes.clone(),
         );
         registry.register(
+            "cordon_approvals_pending",
+            "Requests held now for a human's approval (action: ask)",
+            approvals_pending.clone(),
+        );
+        registry.register(
             "cordon_sandbox_closures",
             "Sandboxes whose connections were closed because they were revoked, expired or removed",
             sandbox_closures.clone(),
@@ -169,6 +176,7 @@ impl Metrics {
             reloads,
             config_generation,
             sandboxes,
+            approvals_pending,
             sandbox_closures,
             sandbox_gate: RwLock::new(()),
             tunnel_modes: Mutex::new(BTreeSet::new()),
@@ -250,6 +258,11 @@ impl Metrics {
     /// The generation number of the configuration in force.
     pub fn set_config_generation(&self, generation: u64) {
         self.config_generation.set(generation);
+    }
+
+    /// Requests held for approval now.
+    pub fn set_approvals_pending(&self, count: u64) {
+        self.approvals_pending.set(count);
     }
 
     /// Run-time sandboxes alive, set by the control plane.

@@ -324,6 +324,7 @@ fn fresh_exposition_lists_only_families_with_series() {
         "# TYPE cordon_cert_cache_lookups counter",
         "# TYPE cordon_config_generation gauge",
         "# TYPE cordon_sandboxes gauge",
+        "# TYPE cordon_approvals_pending gauge",
     ];
     assert_eq!(types, expected, "{text}");
     assert!(text.ends_with("\n# EOF\n"), "{text}");

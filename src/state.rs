@@ -434,6 +434,7 @@ async fn maintain(state: Weak<ProxyState>) {
             s.limits().housekeep();
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
+        s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);
     }
 }
 

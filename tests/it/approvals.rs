@@ -151,6 +151,17 @@ async fn allow_once_then_deny_each_by_a_human() {
     // Visible through the API while it waits, and nothing reached the upstream yet.
     let (_, _, pending) = rig.raw("GET", "/v1/approvals", Some(&rig.token), "").await;
     assert!(pending.contains(&id));
+    // And counted in the metrics (updated every 250 ms).
+    let mut counted = false;
+    for _ in 0..20 {
+        let (_, _, m) = rig.raw("GET", "/metrics", None, "").await;
+        if m.lines().any(|l| l == "cordon_approvals_pending 1") {
+            counted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(counted, "cordon_approvals_pending never said 1");
     assert!(!rig.up.seen().iter().any(|s| s.uri.ends_with("/ask/payments")));
     let (status, v) = decide(&rig, &id, r#"{"decision": "allow", "by": "ops-anna"}"#).await;
     assert_eq!(status, 200, "{v}");
