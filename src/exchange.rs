@@ -106,7 +106,7 @@ impl Exchange {
                 .map_err(ProxyError::Limited)?;
         }
         if self.kind == Kind::Http {
-            self.meter = Some(BudgetMeter::new(limits, self.state.sessions.clone(), sandbox.clone()));
+            self.meter = BudgetMeter::for_sandbox(limits, self.state.sessions.clone(), sandbox.clone());
         }
         Ok(sandbox)
     }
@@ -121,7 +121,11 @@ impl Exchange {
     /// that refused requests count too: a sandbox hammering a denied host is still hammering).
     pub fn admit(&mut self, sandbox: &Sandbox, target: &Target) -> Result<(), ProxyError> {
         let limits = self.state.limits();
-        let host = target.host.to_string();
+        // Names are used as they are; only an IP destination is written out.
+        let host: std::borrow::Cow<'_, str> = match target.host.as_name() {
+            Some(name) => name.into(),
+            None => target.host.to_string().into(),
+        };
         limits
             .request(&sandbox.id, &sandbox.user, &host)
             .and_then(|()| limits.budget(&sandbox.id))

@@ -52,33 +52,20 @@ pub async fn connect(
             );
             let audit = ex.into_audit();
             let activity = Activity::new(audit.up_counter(), audit.down_counter());
-            let limits = state.limits();
+            // Registered so that revocation, expiry, a spent budget or a reload that takes the rule away
+            // closes it; bounded by the idle and lifetime timeouts.
+            let stop = |sandbox: &Arc<Sandbox>, target: &Target, mode, open| {
+                let lease = state.sessions.open_tunnel(sandbox, target, mode);
+                let meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
+                Stop::new(lease, state.hard_stop.clone(), open, activity, meter, timeouts)
+            };
             match opened {
                 Opened::Tunnel(sandbox, upstream, target, open) => {
-                    // Registered so that revocation, expiry or a reload that takes the rule away closes it.
-                    let lease = state.sessions.open_tunnel(&sandbox, &target, "tunnel");
-                    let meter = BudgetMeter::new(limits, state.sessions.clone(), sandbox);
-                    let stop = Stop::new(
-                        lease,
-                        state.hard_stop.clone(),
-                        Some(open),
-                        activity,
-                        Some(meter),
-                        timeouts,
-                    );
+                    let stop = stop(&sandbox, &target, "tunnel", open);
                     state.tasks.spawn(splice(on_upgrade, upstream, target, audit, stop));
                 }
                 Opened::Intercept(sandbox, target, open) => {
-                    let lease = state.sessions.open_tunnel(&sandbox, &target, "intercept");
-                    let meter = BudgetMeter::new(limits, state.sessions.clone(), sandbox.clone());
-                    let stop = Stop::new(
-                        lease,
-                        state.hard_stop.clone(),
-                        Some(open),
-                        activity,
-                        Some(meter),
-                        timeouts,
-                    );
+                    let stop = stop(&sandbox, &target, "intercept", open);
                     let st = state.clone();
                     state.tasks.spawn(async move {
                         match on_upgrade.await {

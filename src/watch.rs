@@ -100,7 +100,7 @@ pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) ->
 pub struct Stop {
     lease: Lease,
     hard_stop: CancellationToken,
-    _open: Option<OpenGuard>,
+    _open: OpenGuard,
     activity: Arc<Activity>,
     meter: Option<Arc<dyn Meter>>,
     idle: Duration,
@@ -113,7 +113,7 @@ impl Stop {
     pub fn new(
         lease: Lease,
         hard_stop: CancellationToken,
-        open: Option<OpenGuard>,
+        open: OpenGuard,
         activity: Arc<Activity>,
         meter: Option<Arc<dyn Meter>>,
         (idle, max): (Duration, Duration),

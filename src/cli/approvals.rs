@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use cordon::admin_client::{self, AdminClient, ClientError};
 
-use super::sandbox::AdminArgs;
+use super::sandbox::{AdminArgs, pretty};
 
 /// What to do.
 #[derive(clap::Subcommand)]
@@ -67,34 +67,7 @@ pub fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
             }
         }
     }
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("cordon: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let client = match super::sandbox::client(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("cordon: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match rt.block_on(execute(&client, command)) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("cordon: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn pretty(v: &serde_json::Value) -> String {
-    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+    super::sandbox::over_admin(&args, |client| async move { execute(&client, command).await })
 }
 
 async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<String, ClientError> {

@@ -110,7 +110,7 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
     }
 }
 
-pub(crate) fn client(args: &AdminArgs) -> Result<AdminClient, String> {
+fn client(args: &AdminArgs) -> Result<AdminClient, String> {
     // The configuration is only a source of defaults; with both flags given it is not needed.
     let config = match (&args.admin, &args.token_file) {
         (Some(_), Some(_)) => None,
@@ -126,6 +126,16 @@ pub(crate) fn client(args: &AdminArgs) -> Result<AdminClient, String> {
 
 /// Run one `cordon sandbox` command.
 pub fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
+    over_admin(&args, |client| async move { execute(&client, command).await })
+}
+
+/// Run `call` against the admin API the arguments name, print its text, and exit: 2 when the arguments do not
+/// name a usable admin API, 1 when the call fails.
+pub(crate) fn over_admin<F, Fut>(args: &AdminArgs, call: F) -> ExitCode
+where
+    F: FnOnce(AdminClient) -> Fut,
+    Fut: std::future::Future<Output = Result<String, admin_client::ClientError>>,
+{
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -133,14 +143,14 @@ pub fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let client = match client(&args) {
+    let client = match client(args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("cordon: {e}");
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(execute(&client, command)) {
+    match rt.block_on(call(client)) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -152,7 +162,8 @@ pub fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
     }
 }
 
-fn pretty(v: &serde_json::Value) -> String {
+/// A JSON answer as printed.
+pub(crate) fn pretty(v: &serde_json::Value) -> String {
     format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
 }
 

@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 use crate::control_rig::*;
 use crate::intercept::{read_tls_response, tls_as};
-use crate::rig::{auth, read_connect_response};
+use crate::rig::{auth, closed_within};
 
 fn s(v: &Value, k: &str) -> String {
     v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_string()
@@ -29,14 +29,7 @@ fn curl_with_env(rig: &ControlRig, created: &Value, url: &str) -> std::process::
 
 /// CONNECT with a sandbox's credential; the status.
 async fn connect_status(rig: &ControlRig, id: &str, credential: &str, host: &str) -> u16 {
-    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
-    let target = format!("{host}:{}", rig.up.addr.port());
-    let raw = format!(
-        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{}\r\n",
-        auth(id, credential)
-    );
-    st.write_all(raw.as_bytes()).await.unwrap();
-    read_connect_response(&mut st).await
+    connect(rig, (id, credential), host).await.0.status
 }
 
 /// An intercepted tunnel with one request answered on it.
@@ -53,19 +46,6 @@ async fn open_tunnel(rig: &ControlRig, id: &str, credential: &str) -> tokio_rust
         .unwrap();
     assert!(read_tls_response(&mut tls).await.starts_with("HTTP/1.1 200"));
     tls
-}
-
-/// Whether the peer closes the stream within `limit`.
-async fn closed_within<S: AsyncReadExt + Unpin>(stream: &mut S, limit: Duration) -> bool {
-    let mut buf = [0u8; 256];
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -11,16 +11,8 @@ use secrecy::SecretString;
 use serde_json::Value;
 
 use crate::cli::spawn_cordon;
-use crate::rig::config;
+use crate::rig::{config, free_port};
 use crate::tls_rig::{https_upstream, test_ca};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Replica {
     child: Child,
@@ -195,16 +187,9 @@ async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
     std::fs::write(&r.path, added).unwrap();
     hup();
     let start = std::time::Instant::now();
+    let upstream_ca = dir.path().join("upstream-ca.pem");
     loop {
-        let out = crate::cli::curl()
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
-            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", r.proxy)])
-            .arg("--cacert")
-            .arg(dir.path().join("upstream-ca.pem"))
-            .arg(&unlisted)
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).trim() == "200" {
+        if curl_status(&r, "sb1", "tok1", &upstream_ca, &unlisted) == 200 {
             break;
         }
         assert!(start.elapsed() < Duration::from_secs(5), "SIGHUP did not reload");

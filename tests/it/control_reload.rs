@@ -5,45 +5,20 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use crate::control_rig::*;
 use crate::intercept::tls_as;
-use crate::rig::{auth, read_connect_response};
-
-async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (u16, TcpStream) {
-    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
-    let target = format!("{host}:{}", rig.up.addr.port());
-    let raw = format!(
-        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{}\r\n",
-        auth(who.0, who.1)
-    );
-    st.write_all(raw.as_bytes()).await.unwrap();
-    (read_connect_response(&mut st).await, st)
-}
+use crate::rig::{auth, closed_within};
 
 async fn reload(rig: &ControlRig) -> (u16, Value) {
     let (status, _, body) = rig.raw("POST", "/v1/reload", Some(&rig.token), "").await;
     (status, serde_json::from_str(&body).unwrap())
 }
 
-async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
-    use tokio::io::AsyncReadExt;
-    let mut buf = [0u8; 256];
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_valid_reload_applies_and_an_invalid_one_is_refused_with_its_errors() {
     let rig = control_rig("").await;
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 403);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 403);
     let port = rig.up.addr.port();
     let added = rig.yaml.replace(
         "  web:\n    allow:\n",
@@ -53,7 +28,7 @@ async fn a_valid_reload_applies_and_an_invalid_one_is_refused_with_its_errors() 
     let (status, v) = reload(&rig).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["generation"], 2);
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 200);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 200);
 
     // Invalid: two errors, both reported with their paths; the running configuration stays.
     rig.write(&added.replace("ports: [", "ports: [99999, "));
@@ -67,7 +42,7 @@ async fn a_valid_reload_applies_and_an_invalid_one_is_refused_with_its_errors() 
             .any(|d| d.as_str().unwrap().contains("policies.web.allow[0].ports")),
         "{v}"
     );
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 200);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 200);
     assert_eq!(rig.state.current().number, 2);
 
     // A change that takes a restart is refused as such.
@@ -100,7 +75,7 @@ async fn a_reload_closes_the_tunnels_of_a_removed_sandbox_and_of_a_removed_rule(
     let rig = control_rig("").await;
     // sb1: a blind tunnel to pinned.test (tls: tunnel) and an intercepted one to allowed.test.
     let (status, mut pinned) = connect(&rig, ("sb1", "tok1"), "pinned.test").await;
-    assert_eq!(status, 200);
+    assert_eq!(status.status, 200);
     let ca = rig.dir.path().join("sb1.pem");
     std::fs::write(
         &ca,
@@ -147,22 +122,17 @@ async fn a_reload_closes_the_tunnels_of_a_removed_sandbox_and_of_a_removed_rule(
     assert_ne!(without_sb1, without_rule);
     rig.write(&without_sb1);
     assert_eq!(reload(&rig).await.0, 200);
-    {
-        use tokio::io::AsyncReadExt;
-        let mut b = [0u8; 64];
-        let r = tokio::time::timeout(Duration::from_secs(1), intercepted.read(&mut b)).await;
-        assert!(
-            matches!(r, Ok(Ok(0)) | Ok(Err(_))),
-            "the removed sandbox's tunnel stayed open: {r:?}"
-        );
-    }
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "allowed.test").await.0, 407);
+    assert!(
+        closed_within(&mut intercepted, Duration::from_secs(1)).await,
+        "the removed sandbox's tunnel stayed open"
+    );
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "allowed.test").await.0.status, 407);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_edit_of_the_file_is_picked_up_without_asking() {
     let rig = control_rig("").await;
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 403);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 403);
     let port = rig.up.addr.port();
     rig.write(&rig.yaml.replace(
         "  web:\n    allow:\n",
@@ -173,12 +143,12 @@ async fn an_edit_of_the_file_is_picked_up_without_asking() {
             .await,
         "the file change was not noticed"
     );
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 200);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 200);
     // A broken edit leaves the running configuration in place.
     rig.write("policies: [");
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(rig.state.current().number, 2);
-    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0, 200);
+    assert_eq!(connect(&rig, ("sb1", "tok1"), "unlisted.test").await.0.status, 200);
 }
 
 /// `/metrics`, parsed: series (name with labels sorted as exposed) -> value.
@@ -201,8 +171,8 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
     let rig = control_rig("").await;
     let created = rig.create("web", "10m").await;
     let (id, cred) = (created["id"].as_str().unwrap(), created["credential"].as_str().unwrap());
-    assert_eq!(connect(&rig, ("sb1", "nope"), "allowed.test").await.0, 407);
-    assert_eq!(connect(&rig, (id, cred), "unlisted.test").await.0, 403);
+    assert_eq!(connect(&rig, ("sb1", "nope"), "allowed.test").await.0.status, 407);
+    assert_eq!(connect(&rig, (id, cred), "unlisted.test").await.0.status, 403);
     let ca = rig.dir.path().join("ca.pem");
     std::fs::write(&ca, created["ca_certificate"].as_str().unwrap()).unwrap();
     let target = format!("allowed.test:{}", rig.up.addr.port());

@@ -166,6 +166,18 @@ impl ControlRig {
     }
 }
 
+/// CONNECT as `who` to `host` on the upstream's port: the answer's head, and the stream (open on 200).
+pub async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (crate::rig::Resp, TcpStream) {
+    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
+    let target = format!("{host}:{}", rig.up.addr.port());
+    let raw = format!(
+        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{}\r\n",
+        crate::rig::auth(who.0, who.1)
+    );
+    st.write_all(raw.as_bytes()).await.unwrap();
+    (crate::rig::read_head(&mut st).await, st)
+}
+
 /// The upstream URL for a host.
 pub fn url(rig: &ControlRig, host: &str, path: &str) -> String {
     format!("https://{host}:{}{path}", rig.up.addr.port())

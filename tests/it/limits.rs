@@ -8,50 +8,7 @@ use tokio::net::TcpStream;
 
 use crate::control_rig::*;
 use crate::intercept::{read_tls_response, tls_as};
-use crate::rig::{Resp, auth, read_response};
-
-/// CONNECT as `who` to `host`; the parsed answer and the stream (open on 200).
-async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (Resp, TcpStream) {
-    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
-    let target = format!("{host}:{}", rig.up.addr.port());
-    let raw = format!(
-        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{}\r\n",
-        auth(who.0, who.1)
-    );
-    st.write_all(raw.as_bytes()).await.unwrap();
-    (read_head(&mut st).await, st)
-}
-
-/// The status line and headers only: a 200 to CONNECT has no body to wait for.
-async fn read_head(st: &mut TcpStream) -> Resp {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), st.read(&mut byte))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            n,
-            1,
-            "the connection closed inside the head: {}",
-            String::from_utf8_lossy(&head)
-        );
-        head.push(byte[0]);
-    }
-    let text = String::from_utf8_lossy(&head).to_string();
-    let mut lines = text.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Resp {
-        status,
-        headers,
-        body: Vec::new(),
-    }
-}
+use crate::rig::{Resp, auth, closed_within, read_response};
 
 async fn status(rig: &ControlRig, who: (&str, &str)) -> u16 {
     connect(rig, who, "allowed.test").await.0.status
@@ -67,18 +24,6 @@ async fn until_429(rig: &ControlRig, who: (&str, &str), most: usize) -> (usize, 
         assert_eq!(resp.status, 200, "request {i}: {}", resp.text());
     }
     panic!("no 429 within {most} requests");
-}
-
-async fn closed_within<S: AsyncReadExt + Unpin>(s: &mut S, limit: Duration) -> bool {
-    let mut buf = [0u8; 1024];
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
-            Err(_) => return false,
-            Ok(Ok(0)) | Ok(Err(_)) => return true,
-            Ok(Ok(_)) => continue,
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -271,6 +271,15 @@ pub async fn proxy(yaml: &str) -> Proxy {
     }
 }
 
+/// A port free on 127.0.0.1 right now (for processes that bind it themselves).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// `Proxy-Authorization` header line for `id:token`.
 pub fn auth(id: &str, token: &str) -> String {
     use base64::Engine;
@@ -361,6 +370,11 @@ pub async fn read_response(stream: &mut TcpStream) -> Option<Resp> {
 
 /// Read the head of a response to CONNECT (a 2xx has no body; the tunnel starts right after).
 pub async fn read_connect_response(stream: &mut TcpStream) -> u16 {
+    read_head(stream).await.status
+}
+
+/// The status line and headers of a response, without waiting for a body (a 200 to CONNECT has none).
+pub async fn read_head(stream: &mut TcpStream) -> Resp {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -370,7 +384,7 @@ pub async fn read_connect_response(stream: &mut TcpStream) -> u16 {
             .unwrap();
         assert!(
             n == 1,
-            "closed before the end of the CONNECT response: {}",
+            "closed before the end of the response head: {}",
             String::from_utf8_lossy(&buf)
         );
         buf.push(byte[0]);
@@ -378,7 +392,15 @@ pub async fn read_connect_response(stream: &mut TcpStream) -> u16 {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut parsed = httparse::Response::new(&mut headers);
     parsed.parse(&buf).unwrap();
-    parsed.code.unwrap()
+    Resp {
+        status: parsed.code.unwrap(),
+        headers: parsed
+            .headers
+            .iter()
+            .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+            .collect(),
+        body: Vec::new(),
+    }
 }
 
 /// Open a connection to the proxy, send `raw`, read one response.
@@ -390,8 +412,13 @@ pub async fn send(proxy: SocketAddr, raw: &str) -> Resp {
 
 /// Whether the peer closes `stream` (EOF within a short wait; anything sent before it, e.g. a TLS alert, is read).
 pub async fn closed(stream: &mut TcpStream) -> bool {
+    closed_within(stream, Duration::from_secs(3)).await
+}
+
+/// Whether the peer closes `stream` (plain or TLS) within `limit`, reading whatever comes before.
+pub async fn closed_within<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, limit: Duration) -> bool {
     let mut b = [0u8; 1024];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         match tokio::time::timeout_at(deadline, stream.read(&mut b)).await {
             Ok(Ok(0)) | Ok(Err(_)) => return true,

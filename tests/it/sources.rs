@@ -18,14 +18,6 @@ impl Drop for Killed {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn wait_http(url: &str) {
     for _ in 0..200 {
         if Command::new("curl")
