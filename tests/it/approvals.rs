@@ -124,11 +124,7 @@ async fn decide(rig: &ControlRig, id: &str, body: &str) -> (u16, Value) {
 }
 
 async fn write_ca(rig: &ControlRig) {
-    let pem = rig.client.show("sb1").await.unwrap()["ca_certificate"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    std::fs::write(rig.dir.path().join("sb1.pem"), pem).unwrap();
+    rig.ca_file("sb1").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

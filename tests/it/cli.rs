@@ -304,6 +304,14 @@ pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &st
         .spawn()
         .unwrap();
     for _ in 0..100 {
+        // Someone else's listener on the port must not pass for this cordon.
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "cordon exited ({status}) before listening on {port}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
             return child;
         }

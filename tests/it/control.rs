@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::control_rig::*;
-use crate::intercept::{read_tls_response, tls_as};
+use crate::intercept::read_tls_response;
 use crate::rig::{auth, closed_within};
 
 fn s(v: &Value, k: &str) -> String {
@@ -34,13 +34,8 @@ async fn connect_status(rig: &ControlRig, id: &str, credential: &str, host: &str
 
 /// An intercepted tunnel with one request answered on it.
 async fn open_tunnel(rig: &ControlRig, id: &str, credential: &str) -> tokio_rustls::client::TlsStream<TcpStream> {
-    let ca = rig.dir.path().join(format!("{id}-ca.pem"));
-    let pem = rig.client.show(id).await.map(|v| s(&v, "ca_certificate")).unwrap();
-    std::fs::write(&ca, pem).unwrap();
     let target = format!("allowed.test:{}", rig.up.addr.port());
-    let mut tls = tls_as(rig.proxy, (id, credential), &target, "allowed.test", &ca, b"http/1.1")
-        .await
-        .unwrap();
+    let mut tls = rig.tls((id, credential)).await;
     tls.write_all(format!("GET /hello HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
         .await
         .unwrap();

@@ -29,6 +29,18 @@ impl Drop for Replica {
     }
 }
 
+/// The HTTPS upstream every replica reaches, its CA written to `dir/upstream-ca.pem` for them to trust.
+async fn upstream(dir: &Path) -> crate::rig::Upstream {
+    let upstream_ca = test_ca("upstream test CA");
+    let up = https_upstream(
+        "127.0.0.2",
+        upstream_ca.server_config(&["allowed.test", "unlisted.test"]),
+    )
+    .await;
+    std::fs::write(dir.join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    up
+}
+
 /// A cordon process on its own ports, sharing everything under `dir`.
 async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
     let (proxy, admin) = (free_port(), free_port());
@@ -91,13 +103,7 @@ async fn create(r: &Replica, dir: &Path) -> (String, String, std::path::PathBuf)
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_share_sandboxes_and_revocations_and_a_restart_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
-    let upstream_ca = test_ca("upstream test CA");
-    let up = https_upstream(
-        "127.0.0.2",
-        upstream_ca.server_config(&["allowed.test", "unlisted.test"]),
-    )
-    .await;
-    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let up = upstream(dir.path()).await;
     let port = up.addr.port();
     let url = format!("https://allowed.test:{port}/hello");
 
@@ -143,13 +149,7 @@ async fn replicas_share_sandboxes_and_revocations_and_a_restart_keeps_them() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    let upstream_ca = test_ca("upstream test CA");
-    let up = https_upstream(
-        "127.0.0.2",
-        upstream_ca.server_config(&["allowed.test", "unlisted.test"]),
-    )
-    .await;
-    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let up = upstream(dir.path()).await;
     let port = up.addr.port();
     let r = replica(dir.path(), "hup", port, false).await;
     let ca = dir.path().join("sb1.pem");
@@ -217,9 +217,7 @@ fn sandbox_cli(r: &Replica, args: &[&str]) -> (bool, String, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sandbox_command_drives_the_admin_api() {
     let dir = tempfile::tempdir().unwrap();
-    let upstream_ca = test_ca("upstream test CA");
-    let up = https_upstream("127.0.0.2", upstream_ca.server_config(&["allowed.test"])).await;
-    std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let up = upstream(dir.path()).await;
     let port = up.addr.port();
     let r = replica(dir.path(), "cli", port, true).await;
 

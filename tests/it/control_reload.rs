@@ -76,18 +76,7 @@ async fn a_reload_closes_the_tunnels_of_a_removed_sandbox_and_of_a_removed_rule(
     // sb1: a blind tunnel to pinned.test (tls: tunnel) and an intercepted one to allowed.test.
     let (status, mut pinned) = connect(&rig, ("sb1", "tok1"), "pinned.test").await;
     assert_eq!(status.status, 200);
-    let ca = rig.dir.path().join("sb1.pem");
-    std::fs::write(
-        &ca,
-        rig.client.show("sb1").await.unwrap()["ca_certificate"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    let target = format!("allowed.test:{}", rig.up.addr.port());
-    let mut intercepted = tls_as(rig.proxy, ("sb1", "tok1"), &target, "allowed.test", &ca, b"http/1.1")
-        .await
-        .unwrap();
+    let mut intercepted = rig.tls(("sb1", "tok1")).await;
     // gw's policy is the same; its tunnel must survive a change that is not about it.
     let port = rig.up.addr.port();
     let without_rule = rig.yaml.replace(
@@ -230,15 +219,7 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
     );
     let (status, _, body) = rig.raw("POST", "/v1/reload", Some(&rig.token), "").await;
     assert_eq!(status, 200, "{body}");
-    let ca1 = rig.dir.path().join("sb1.pem");
-    let pem = rig.client.show("sb1").await.unwrap()["ca_certificate"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    std::fs::write(&ca1, pem).unwrap();
-    let mut tls = tls_as(rig.proxy, ("sb1", "tok1"), &target, "allowed.test", &ca1, b"http/1.1")
-        .await
-        .unwrap();
+    let mut tls = rig.tls(("sb1", "tok1")).await;
     tls.write_all(format!("GET / HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
         .await
         .unwrap();

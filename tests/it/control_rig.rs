@@ -129,6 +129,26 @@ impl ControlRig {
         self.client.create(&req).await.unwrap()
     }
 
+    /// The sandbox's CA certificate in a file (as a platform hands it to the sandbox).
+    pub async fn ca_file(&self, id: &str) -> PathBuf {
+        let pem = self.client.show(id).await.unwrap()["ca_certificate"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let path = self.dir.path().join(format!("{id}.pem"));
+        std::fs::write(&path, pem).unwrap();
+        path
+    }
+
+    /// An intercepted TLS session to allowed.test through cordon as `who`, trusting that sandbox's CA.
+    pub async fn tls(&self, who: (&str, &str)) -> tokio_rustls::client::TlsStream<TcpStream> {
+        let ca = self.ca_file(who.0).await;
+        let target = format!("allowed.test:{}", self.up.addr.port());
+        crate::intercept::tls_as(self.proxy, who, &target, "allowed.test", &ca, b"http/1.1")
+            .await
+            .unwrap()
+    }
+
     /// Rewrite the configuration file.
     pub fn write(&self, yaml: &str) {
         std::fs::write(&self.path, yaml).unwrap();

@@ -102,21 +102,9 @@ async fn open_and_connection_caps() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_spent_download_budget_closes_the_sandboxs_tunnels_and_refuses_new_ones() {
     let rig = control_rig("limits:\n  per_sandbox:\n    download: 40KiB\n    budget_window: 1h\n").await;
-    let ca = rig.dir.path().join("sb1.pem");
-    std::fs::write(
-        &ca,
-        rig.client.show("sb1").await.unwrap()["ca_certificate"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
     let target = format!("allowed.test:{}", rig.up.addr.port());
-    let mut bystander = tls_as(rig.proxy, ("sb1", "tok1"), &target, "allowed.test", &ca, b"http/1.1")
-        .await
-        .unwrap();
-    let mut tls = tls_as(rig.proxy, ("sb1", "tok1"), &target, "allowed.test", &ca, b"http/1.1")
-        .await
-        .unwrap();
+    let mut bystander = rig.tls(("sb1", "tok1")).await;
+    let mut tls = rig.tls(("sb1", "tok1")).await;
     tls.write_all(format!("GET /big HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
         .await
         .unwrap();
@@ -222,18 +210,8 @@ async fn a_slow_header_client_is_cut_while_a_busy_tunnel_lives_until_its_maximum
     let t = "timeouts:\n  request_headers: 1s\n  idle: 1s\n  tunnel_max: 3s\n  drain: 3s\n";
     let rig = control_rig_edit("", with_timeouts(t)).await;
     // A busy intercepted tunnel: a request every 300 ms.
-    let ca = rig.dir.path().join("sb1.pem");
-    std::fs::write(
-        &ca,
-        rig.client.show("sb1").await.unwrap()["ca_certificate"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
     let target = format!("allowed.test:{}", rig.up.addr.port());
-    let mut busy = tls_as(rig.proxy, ("sb1", "tok1"), &target, "allowed.test", &ca, b"http/1.1")
-        .await
-        .unwrap();
+    let mut busy = rig.tls(("sb1", "tok1")).await;
     // A client trickling its head.
     let mut slow = TcpStream::connect(rig.proxy).await.unwrap();
     slow.write_all(b"GET http://allowed.test/ HTTP/1.1\r\n").await.unwrap();

@@ -271,13 +271,22 @@ pub async fn proxy(yaml: &str) -> Proxy {
     }
 }
 
-/// A port free on 127.0.0.1 right now (for processes that bind it themselves).
+/// A port free on 127.0.0.1 right now (for processes that bind it themselves), never the same one twice in
+/// this test run: tests run in parallel, and two asking at once could otherwise be handed the same port.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// `Proxy-Authorization` header line for `id:token`.
