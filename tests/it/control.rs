@@ -219,6 +219,32 @@ async fn the_admin_api_refuses_what_it_should_with_json_errors() {
     let resp = crate::rig::read_response(&mut st).await.unwrap();
     assert_eq!(resp.status, 400);
     assert!(!resp.text().contains("sandboxes\""));
+    // SECURITY: nor reachable *through* the proxy: even a report-mode sandbox (sb2, which may go anywhere)
+    // with loopback opened by allow_cidrs is refused the admin listener's address, plain or by CONNECT.
+    let admin = rig.admin;
+    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
+    let raw = format!(
+        "GET http://{admin}/v1/sandboxes HTTP/1.1\r\nHost: {admin}\r\n{}Authorization: Bearer {}\r\n\r\n",
+        auth("sb2", "tok2"),
+        rig.token
+    );
+    st.write_all(raw.as_bytes()).await.unwrap();
+    let resp = crate::rig::read_response(&mut st).await.unwrap();
+    assert_eq!(
+        (resp.status, resp.header("x-cordon-reason")),
+        (403, Some("self_address"))
+    );
+    let mut st = TcpStream::connect(rig.proxy).await.unwrap();
+    let raw = format!(
+        "CONNECT {admin} HTTP/1.1\r\nHost: {admin}\r\n{}\r\n",
+        auth("sb2", "tok2")
+    );
+    st.write_all(raw.as_bytes()).await.unwrap();
+    let head = crate::rig::read_head(&mut st).await;
+    assert_eq!(
+        (head.status, head.header("x-cordon-reason")),
+        (403, Some("self_address"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
