@@ -27,6 +27,10 @@ pub enum Kind {
     Malformed,
     /// Failed proxy authentications from one address that were throttled, counted in one record.
     AuthFailures,
+    /// A connection that reached the transparent listener (TLS, or refused before it was HTTP).
+    Transparent,
+    /// A DNS query to the responder.
+    Dns,
 }
 
 /// The outcome of the policy.
@@ -90,6 +94,15 @@ pub struct Record {
     /// How many attempts one `auth_failures` record stands for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    /// Transparent mode: the address the sandbox connected to (cordon dials its own resolution instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_dst: Option<String>,
+    /// Transparent mode: whether that address is not one cordon resolved (or dialled) for the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_dst_differs: Option<bool>,
+    /// DNS: the record type asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qtype: Option<String>,
 }
 
 /// Who asked, who decided, when: the approval part of a record.
@@ -129,6 +142,8 @@ impl Sink for Metered {
             Kind::Https => "https",
             Kind::Malformed => "malformed",
             Kind::AuthFailures => "auth_failures",
+            Kind::Transparent => "transparent",
+            Kind::Dns => "dns",
         };
         let decision = match r.decision {
             Verdict::Deny => "deny",
@@ -194,6 +209,9 @@ impl Pending {
                 error: None,
                 approval: None,
                 count: None,
+                original_dst: None,
+                original_dst_differs: None,
+                qtype: None,
             },
             started: Instant::now(),
             sink,
@@ -236,6 +254,11 @@ impl Pending {
         self.record.bytes_up += self.up.load(Ordering::Relaxed);
         self.record.bytes_down += self.down.load(Ordering::Relaxed);
         self.record.duration_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        if self.record.original_dst_differs.is_none()
+            && let (Some(original), Some(dialled)) = (&self.record.original_dst, &self.record.dialled)
+        {
+            self.record.original_dst_differs = Some(original != dialled);
+        }
         self.sink.write(&self.record);
     }
 }

@@ -62,6 +62,9 @@ impl Exchange {
 
     /// Tie the client connection to the sandboxes identified on it (closed when one loses access).
     pub fn on_connection(mut self, scope: Arc<ConnScope>) -> Exchange {
+        if let Some(original) = scope.original_dst {
+            self.audit.record().original_dst = Some(original.to_string());
+        }
         self.scope = Some(scope);
         self
     }

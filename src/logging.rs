@@ -14,7 +14,8 @@ use crate::config::AuditConfig;
 
 /// Install the global subscriber. Operational verbosity comes from `CORDON_LOG` (default `info`).
 pub fn init(audit_to: &AuditConfig) -> Result<(), String> {
-    let ops_filter = EnvFilter::try_from_env("CORDON_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let ops_filter = EnvFilter::try_from_env("CORDON_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
     let ops = fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)

@@ -11,8 +11,8 @@ use http::uri::Scheme;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper::upgrade::Upgraded;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::LazyConfigAcceptor;
 use tokio_rustls::server::TlsStream;
 
@@ -39,18 +39,18 @@ struct Tunnel {
 
 /// Terminate TLS on the upgraded CONNECT stream and serve what is inside. `audit` is the CONNECT's own
 /// record, emitted when the connection ends (with the reason if TLS never started).
-pub async fn intercept(
+pub async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     state: Arc<ProxyState>,
     client: SocketAddr,
     sandbox: Arc<Sandbox>,
     target: Target,
-    upgraded: Upgraded,
+    io: IO,
     mut audit: audit::Pending,
     stop: Stop,
 ) {
     let generation = state.current();
     let handshake_limit = generation.config.timeouts.tls_handshake;
-    let client_io = stop.watch(TokioIo::new(upgraded));
+    let client_io = stop.watch(io);
     let tls = tokio::select! {
         r = tokio::time::timeout(handshake_limit, handshake(&state, &generation, &sandbox, &target, client_io)) => {
             r.unwrap_or_else(|_| Err((
@@ -129,13 +129,13 @@ pub async fn intercept(
 }
 
 /// The client's TLS handshake, with a leaf for the CONNECT host from the sandbox's CA.
-async fn handshake(
+async fn handshake<IO: AsyncRead + AsyncWrite + Unpin>(
     state: &ProxyState,
     generation: &Generation,
     sandbox: &Sandbox,
     target: &Target,
-    client_io: Watched<TokioIo<Upgraded>>,
-) -> Result<TlsStream<Watched<TokioIo<Upgraded>>>, (&'static str, String)> {
+    client_io: Watched<IO>,
+) -> Result<TlsStream<Watched<IO>>, (&'static str, String)> {
     let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), client_io)
         .await
         // SECURITY: anything but TLS after a CONNECT to an intercepted rule (a plain-text protocol

@@ -1,4 +1,4 @@
-//! The listener loop: accept, cap open connections, and drain on shutdown.
+//! The listener loops: accept, cap open connections (of all listeners together), and drain on shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,34 +9,75 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn;
 use crate::error;
 use crate::state::ProxyState;
+use crate::{conn, transparent};
 
-/// Serve the explicit proxy on an already bound listener until `shutdown` completes, then stop
-/// accepting, let in-flight requests and tunnels finish within `timeouts.drain`, and cut the rest.
+/// Which path a listener's connections take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The explicit proxy: absolute-form requests and CONNECT.
+    Explicit,
+    /// The transparent listener: connections redirected by the kernel.
+    Transparent,
+}
+
+/// Serve the explicit proxy on an already bound listener until `shutdown` completes (see `serve`).
 pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl Future<Output = ()>) {
+    serve(vec![(listener, Entry::Explicit)], state, shutdown).await;
+}
+
+/// Serve these listeners until `shutdown` completes, then stop accepting, let in-flight requests and
+/// tunnels finish within `timeouts.drain`, and cut the rest. `limits.max_connections` counts the
+/// connections of all of them together.
+pub async fn serve(listeners: Vec<(TcpListener, Entry)>, state: Arc<ProxyState>, shutdown: impl Future<Output = ()>) {
     // Sized once: `limits.max_connections` takes a restart to change.
     let max_connections = state.current().config.limits.max_connections;
     let slots = Arc::new(Semaphore::new(max_connections));
     let graceful = CancellationToken::new();
-    tokio::pin!(shutdown);
+    let accepting = CancellationToken::new();
+    let mut loops = tokio::task::JoinSet::new();
+    for (listener, entry) in listeners {
+        let (state, slots, graceful, accepting) = (state.clone(), slots.clone(), graceful.clone(), accepting.clone());
+        loops.spawn(async move {
+            tokio::select! {
+                () = accepting.cancelled() => {}
+                () = accept_loop(&listener, entry, &state, &slots, &graceful, max_connections) => {}
+            }
+        });
+    }
+    shutdown.await;
+    accepting.cancel();
+    while loops.join_next().await.is_some() {}
+    drain(&state, &graceful).await;
+}
+
+async fn accept_loop(
+    listener: &TcpListener,
+    entry: Entry,
+    state: &Arc<ProxyState>,
+    slots: &Arc<Semaphore>,
+    graceful: &CancellationToken,
+    max_connections: usize,
+) {
     loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, client)) => {
-                    let _ = stream.set_nodelay(true);
-                    match slots.clone().try_acquire_owned() {
-                        Ok(slot) => {
-                            let (state, graceful) = (state.clone(), graceful.clone());
-                            state.clone().tasks.spawn(async move {
-                                conn::serve(state, stream, client, graceful).await;
-                                drop(slot);
-                            });
-                        }
-                        Err(_) => {
-                            tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", max_connections);
+        match listener.accept().await {
+            Ok((stream, client)) => {
+                let _ = stream.set_nodelay(true);
+                match slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        let (state, graceful) = (state.clone(), graceful.clone());
+                        state.clone().tasks.spawn(async move {
+                            match entry {
+                                Entry::Explicit => conn::serve(state, stream, client, graceful).await,
+                                Entry::Transparent => transparent::serve(state, stream, client, graceful).await,
+                            }
+                            drop(slot);
+                        });
+                    }
+                    Err(_) => {
+                        tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", max_connections);
+                        if entry == Entry::Explicit {
                             state.tasks.spawn(async move {
                                 let mut stream = stream;
                                 let _ = stream.write_all(&error::render_overloaded()).await;
@@ -45,16 +86,14 @@ pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl F
                         }
                     }
                 }
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }
-    drop(listener);
-    drain(&state, &graceful).await;
 }
 
 async fn drain(state: &ProxyState, graceful: &CancellationToken) {

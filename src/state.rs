@@ -380,6 +380,21 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", old.listen.admin),
         format!("{:?}", new.listen.admin),
     );
+    same(
+        "listen.transparent",
+        format!("{:?}", old.listen.transparent),
+        format!("{:?}", new.listen.transparent),
+    );
+    same(
+        "listen.transparent_tproxy",
+        old.listen.transparent_tproxy.to_string(),
+        new.listen.transparent_tproxy.to_string(),
+    );
+    same(
+        "listen.dns",
+        format!("{:?}", old.listen.dns),
+        format!("{:?}", new.listen.dns),
+    );
     same("audit.path", format!("{:?}", old.audit), format!("{:?}", new.audit));
     same(
         "limits.max_connections",

@@ -1,14 +1,14 @@
 //! CONNECT: decide, check the destination, answer 200 only then; then intercept (the default) or, for a
 //! `tls: tunnel` rule, check the ClientHello's SNI and move bytes both ways.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::{Method, Request, Response};
 use hyper::body::Incoming;
-use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::admission::BudgetMeter;
@@ -26,8 +26,8 @@ use crate::target::Target;
 use crate::tls::sni;
 use crate::watch::{Activity, Stop};
 
-/// What a CONNECT turned into.
-enum Opened {
+/// What a CONNECT (or a transparently redirected TLS connection) turned into.
+pub enum Opened {
     /// Terminate TLS with the sandbox's CA.
     Intercept(Arc<Sandbox>, Target, OpenGuard),
     /// Pass bytes through to this dialled upstream.
@@ -46,42 +46,20 @@ pub async fn connect(
         Ok(opened) => {
             ex.record().status = Some(200);
             let on_upgrade = hyper::upgrade::on(&mut req);
-            let timeouts = (
-                ex.generation.config.timeouts.idle,
-                ex.generation.config.timeouts.tunnel_max,
-            );
-            let audit = ex.into_audit();
-            let activity = Activity::new(audit.up_counter(), audit.down_counter());
-            // Registered so that revocation, expiry, a spent budget or a reload that takes the rule away
-            // closes it; bounded by the idle and lifetime timeouts.
-            let stop = |sandbox: &Arc<Sandbox>, target: &Target, mode, open| {
-                let lease = state.sessions.open_tunnel(sandbox, target, mode);
-                let meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
-                Stop::new(lease, state.hard_stop.clone(), open, activity, meter, timeouts)
+            let io = async move {
+                on_upgrade
+                    .await
+                    .map(TokioIo::new)
+                    .map_err(|e| format!("the client connection was not handed over: {e}"))
             };
-            match opened {
-                Opened::Tunnel(sandbox, upstream, target, open) => {
-                    let stop = stop(&sandbox, &target, "tunnel", open);
-                    state.tasks.spawn(splice(on_upgrade, upstream, target, audit, stop));
-                }
-                Opened::Intercept(sandbox, target, open) => {
-                    let stop = stop(&sandbox, &target, "intercept", open);
-                    let st = state.clone();
-                    state.tasks.spawn(async move {
-                        match on_upgrade.await {
-                            Ok(upgraded) => mitm::intercept(st, client, sandbox, target, upgraded, audit, stop).await,
-                            Err(e) => handover_failed(audit, &e),
-                        }
-                    });
-                }
-            }
+            launch(state, client, ex, opened, io);
             error::connect_established()
         }
         Err(e) => ex.fail(e),
     }
 }
 
-/// Every check before the client hears 200: identity, the decision, and the address guard.
+/// Every check before the client hears 200: identity, then `open_for`.
 async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, ProxyError> {
     let target = Target::from_connect_uri(req.uri());
     if let Ok(t) = &target {
@@ -89,6 +67,12 @@ async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, Prox
     }
     let sandbox = ex.identify(req.headers())?;
     let target = target?;
+    open_for(ex, sandbox, target).await
+}
+
+/// The checks of a TLS destination once the sandbox is known: rates, the decision, the connection caps,
+/// and the address guard (dialling now for a `tls: tunnel` rule).
+pub async fn open_for(ex: &mut Exchange, sandbox: Arc<Sandbox>, target: Target) -> Result<Opened, ProxyError> {
     ex.admit(&sandbox, &target)?;
     let rule = ex.decide(&sandbox, &target, None)?;
     let mode = rule
@@ -114,18 +98,58 @@ async fn open(ex: &mut Exchange, req: &Request<Incoming>) -> Result<Opened, Prox
     }
 }
 
-fn handover_failed(mut audit: audit::Pending, e: &hyper::Error) {
-    audit.record().error = Some(format!("the client connection was not handed over: {e}"));
+/// Run an opened tunnel on the client stream `io` yields: registered so that revocation, expiry, a spent
+/// budget or a reload that takes the rule away closes it, and bounded by the idle and lifetime timeouts.
+pub fn launch<IO, F>(state: Arc<ProxyState>, client: SocketAddr, ex: Exchange, opened: Opened, io: F)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: Future<Output = Result<IO, String>> + Send + 'static,
+{
+    let timeouts = (
+        ex.generation.config.timeouts.idle,
+        ex.generation.config.timeouts.tunnel_max,
+    );
+    let audit = ex.into_audit();
+    let activity = Activity::new(audit.up_counter(), audit.down_counter());
+    let stop = |sandbox: &Arc<Sandbox>, target: &Target, mode, open| {
+        let lease = state.sessions.open_tunnel(sandbox, target, mode);
+        let meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
+        Stop::new(lease, state.hard_stop.clone(), open, activity, meter, timeouts)
+    };
+    match opened {
+        Opened::Tunnel(sandbox, upstream, target, open) => {
+            let stop = stop(&sandbox, &target, "tunnel", open);
+            state.tasks.spawn(splice(io, upstream, target, audit, stop));
+        }
+        Opened::Intercept(sandbox, target, open) => {
+            let stop = stop(&sandbox, &target, "intercept", open);
+            let st = state.clone();
+            state.tasks.spawn(async move {
+                match io.await {
+                    Ok(io) => mitm::intercept(st, client, sandbox, target, io, audit, stop).await,
+                    Err(e) => handover_failed(audit, e),
+                }
+            });
+        }
+    }
+}
+
+fn handover_failed(mut audit: audit::Pending, e: String) {
+    audit.record().error = Some(e);
     audit.finish();
 }
 
 /// Check the ClientHello, then move bytes until either side closes; one audit record at the end.
-async fn splice(on_upgrade: OnUpgrade, mut upstream: TcpStream, target: Target, mut audit: audit::Pending, stop: Stop) {
-    let upgraded = match on_upgrade.await {
-        Ok(u) => u,
-        Err(e) => return handover_failed(audit, &e),
+async fn splice<IO, F>(io: F, mut upstream: TcpStream, target: Target, mut audit: audit::Pending, stop: Stop)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    F: Future<Output = Result<IO, String>> + Send + 'static,
+{
+    let io = match io.await {
+        Ok(io) => io,
+        Err(e) => return handover_failed(audit, e),
     };
-    let mut client = stop.watch(TokioIo::new(upgraded));
+    let mut client = stop.watch(io);
     let hello = tokio::select! {
         h = sni::read_client_hello(&mut client) => h,
         (_, why) = stop.ended() => Err(sni::HelloError::Io(std::io::Error::other(why))),

@@ -6,24 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use http::StatusCode;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
 use crate::identity::{Origin, Sandbox, valid_id};
 use crate::state::{Generation, ProxyState};
-
-/// The variables naming the CA file, for the clients that read each.
-const CA_VARS: [&str; 7] = [
-    "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "GIT_SSL_CAINFO",
-    "PIP_CERT",
-    "CARGO_HTTP_CAINFO",
-    "CURL_CA_BUNDLE",
-];
 
 fn rfc3339(secs: i64) -> Value {
     let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
@@ -223,26 +212,13 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
         .placeholders_for(&r.id, &allowed)
         .into_iter()
         .collect();
-    let mut env = Map::new();
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
-        env.insert(var.into(), json!(proxy_url));
-    }
-    let no_proxy = c.no_proxy.join(",");
-    env.insert("NO_PROXY".into(), json!(no_proxy));
-    env.insert("no_proxy".into(), json!(no_proxy));
-    for var in CA_VARS {
-        env.insert(var.into(), json!(c.ca_file));
-    }
-    env.insert("NODE_USE_ENV_PROXY".into(), json!("1"));
-    for (name, value) in &placeholders {
-        env.insert(crate::credentials::placeholder::env_var(name), json!(value));
-    }
+    let env = crate::sandbox_env::sandbox_env(&proxy_url, &c.no_proxy, &c.ca_file, &placeholders);
     let mut view = record_view(state, r);
     view["ca_certificate"] = json!(ca);
     view["credential"] = json!(credential);
     view["proxy_url"] = json!(proxy_url);
     view["placeholders"] = json!(placeholders);
-    view["env"] = Value::Object(env);
+    view["env"] = json!(env);
     Ok(view)
 }
 

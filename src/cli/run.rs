@@ -49,8 +49,30 @@ async fn serve(config: Config, path: Option<PathBuf>) -> ExitCode {
         None => None,
     };
     let admin_bound = admin_listener.as_ref().and_then(|l| l.local_addr().ok());
+    let transparent = match config.listen.transparent {
+        Some(a) => match cordon::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("cordon: cannot listen on {a} (listen.transparent): {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let transparent_bound = transparent.as_ref().and_then(|l| l.local_addr().ok());
+    let dns = match config.listen.dns {
+        Some(a) => match cordon::dns::bind(a).await {
+            Ok(sockets) => Some(sockets),
+            Err(e) => {
+                eprintln!("cordon: cannot listen on {a} (listen.dns, UDP and TCP): {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let mut own = vec![bound];
     own.extend(admin_bound);
+    own.extend(transparent_bound);
     let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
     let watch = config.control.watch;
     let summary = format!(
@@ -80,7 +102,22 @@ async fn serve(config: Config, path: Option<PathBuf>) -> ExitCode {
         }
         _ => tracing::info!("admin API off (listen.admin is not set)"),
     }
-    server::run(listener, state, server::shutdown_signal()).await;
+    if let Some((udp, tcp)) = dns {
+        let addr = udp.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        tracing::info!("DNS responder on {addr} (UDP and TCP; answers only names the sandbox's policy allows)");
+        let (st, stop) = (state.clone(), stop_admin.clone());
+        tokio::spawn(async move {
+            if let Err(e) = cordon::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
+                tracing::error!("DNS responder stopped: {e}");
+            }
+        });
+    }
+    let mut listeners = vec![(listener, server::Entry::Explicit)];
+    if let (Some(l), Some(a)) = (transparent, transparent_bound) {
+        tracing::info!("transparent listener on {a} (sandboxes known by source address)");
+        listeners.push((l, server::Entry::Transparent));
+    }
+    server::serve(listeners, state, server::shutdown_signal()).await;
     stop_admin.cancel();
     ExitCode::SUCCESS
 }

@@ -104,6 +104,23 @@ pub struct Listen {
     pub proxy: SocketAddr,
     /// The admin API listener, if any.
     pub admin: Option<SocketAddr>,
+    /// The transparent listener, if any: connections redirected to it by the kernel (`REDIRECT`, `TPROXY`),
+    /// their sandbox known by source address.
+    pub transparent: Option<SocketAddr>,
+    /// Whether the transparent listener is opened with `IP_TRANSPARENT` (TPROXY; needs `CAP_NET_ADMIN`).
+    pub transparent_tproxy: bool,
+    /// The DNS responder's address (UDP and TCP), if any.
+    pub dns: Option<SocketAddr>,
+}
+
+impl Listen {
+    /// Every TCP or UDP address cordon listens on, named by its key, for checks of overlap.
+    pub fn all(&self) -> Vec<(&'static str, SocketAddr)> {
+        let mut all = vec![("listen.proxy", self.proxy)];
+        all.extend(self.admin.map(|a| ("listen.admin", a)));
+        all.extend(self.transparent.map(|a| ("listen.transparent", a)));
+        all
+    }
 }
 
 /// Where audit records go.

@@ -147,6 +147,12 @@ pub struct RawListen {
     pub proxy: Option<String>,
     /// Admin API listener, `host:port`.
     pub admin: Option<String>,
+    /// Transparent listener (REDIRECT / TPROXY), `host:port`.
+    pub transparent: Option<String>,
+    /// Set `IP_TRANSPARENT` on the transparent listener, for TPROXY rules.
+    pub transparent_tproxy: Option<bool>,
+    /// DNS responder (UDP and TCP), `host:port`.
+    pub dns: Option<String>,
 }
 
 /// `audit:`

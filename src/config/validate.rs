@@ -47,12 +47,33 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             .admin
             .as_deref()
             .map(|a| socket_addr(&mut errs, "listen.admin", Some(a), "")),
+        transparent: None,
+        transparent_tproxy: false,
+        dns: None,
     };
-    if listen.admin == Some(listen.proxy) {
+    let optional = |errs: &mut Errors, path: &str, raw: Option<&str>| raw.map(|a| socket_addr(errs, path, Some(a), ""));
+    let listen = Listen {
+        transparent: optional(&mut errs, "listen.transparent", raw.listen.transparent.as_deref()),
+        transparent_tproxy: raw.listen.transparent_tproxy.unwrap_or(false),
+        dns: optional(&mut errs, "listen.dns", raw.listen.dns.as_deref()),
+        ..listen
+    };
+    if listen.transparent_tproxy && listen.transparent.is_none() {
         errs.at(
-            "listen.admin",
-            "is the proxy's address; the admin API needs a listener of its own",
+            "listen.transparent_tproxy",
+            "is set but listen.transparent is not; give the transparent listener an address",
         );
+    }
+    // TCP listeners may not share an address (the DNS responder's TCP side is checked with them).
+    let mut tcp = listen.all();
+    tcp.extend(listen.dns.map(|a| ("listen.dns", a)));
+    for (i, (name, addr)) in tcp.iter().enumerate() {
+        if let Some((other, _)) = tcp[..i].iter().find(|(_, a)| a == addr && addr.port() != 0) {
+            errs.at(
+                *name,
+                format!("is {other}'s address too ({addr}); each listener needs its own"),
+            );
+        }
     }
     let control = control::control(&mut errs, std::mem::take(&mut raw.control), &listen);
     let approval = limits::approval(&mut errs, std::mem::take(&mut raw.approval));

@@ -163,6 +163,16 @@ impl Dialer {
         Ok(addrs)
     }
 
+    /// The addresses of `name`, every one passed by the guard (any refused refuses the name), for the DNS
+    /// responder: the same answer a dial would use.
+    pub async fn addresses(&self, name: &str) -> Result<Vec<IpAddr>, DialError> {
+        let target = Target {
+            host: Host::Name(name.to_string()),
+            port: 0,
+        };
+        Ok(self.resolve(&target).await?.into_iter().map(|a| a.ip()).collect())
+    }
+
     /// Resolve, check, and connect to the first address that answers. Returns the stream and the address.
     pub async fn dial(&self, target: &Target) -> Result<(TcpStream, SocketAddr), DialError> {
         let addrs = self.resolve(target).await?;

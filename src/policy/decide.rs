@@ -85,7 +85,7 @@ impl Policy {
     }
 
     /// The rules whose host part matches, in order.
-    fn candidates(&self, host: &Host) -> Vec<usize> {
+    pub(super) fn candidates(&self, host: &Host) -> Vec<usize> {
         match host {
             Host::Name(name) => {
                 let mut hits: Vec<usize> = self

@@ -62,6 +62,11 @@ impl Policy {
         })
     }
 
+    /// Whether any rule names this host (at any port): what the DNS responder answers for.
+    pub fn names_host(&self, name: &str) -> bool {
+        !self.candidates(&crate::target::Host::Name(name.to_string())).is_empty()
+    }
+
     /// Count of rules, for summaries.
     pub fn rule_count(&self) -> usize {
         self.rules.len()

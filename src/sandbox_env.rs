@@ -1,0 +1,40 @@
+//! The environment a sandbox is started with: the proxy, the CA file for every client that reads its own
+//! variable, and the placeholders of its credentials. Used by the admin API and by `cordon jail`.
+
+use std::collections::BTreeMap;
+
+/// The variables naming the CA file, for the clients that read each.
+pub const CA_VARS: [&str; 7] = [
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "PIP_CERT",
+    "CARGO_HTTP_CAINFO",
+    "CURL_CA_BUNDLE",
+];
+
+/// Every variable, by name: `proxy_url` for `HTTP(S)_PROXY` in both cases, `no_proxy` joined with commas,
+/// `ca_file` for each of `CA_VARS`, `NODE_USE_ENV_PROXY=1`, and one `CORDON_PLACEHOLDER_<NAME>` each.
+pub fn sandbox_env(
+    proxy_url: &str,
+    no_proxy: &[String],
+    ca_file: &str,
+    placeholders: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        env.insert(var.to_string(), proxy_url.to_string());
+    }
+    let no_proxy = no_proxy.join(",");
+    env.insert("NO_PROXY".into(), no_proxy.clone());
+    env.insert("no_proxy".into(), no_proxy);
+    for var in CA_VARS {
+        env.insert(var.into(), ca_file.to_string());
+    }
+    env.insert("NODE_USE_ENV_PROXY".into(), "1".into());
+    for (name, value) in placeholders {
+        env.insert(crate::credentials::placeholder::env_var(name), value.clone());
+    }
+    env
+}
