@@ -40,6 +40,7 @@ pub mod forward;
 pub mod framing;
 pub mod headers;
 pub mod identity;
+pub mod jail;
 pub mod limits;
 pub mod logging;
 pub mod metrics;

@@ -61,6 +61,8 @@ enum Command {
         #[arg(long)]
         sandbox: String,
     },
+    /// Run a command in a network namespace whose only way out is cordon (Linux, root).
+    Jail(cli::jail::JailArgs),
     /// Run-time sandboxes, through the admin API of a running cordon.
     Sandbox {
         #[command(flatten)]
@@ -151,6 +153,12 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
         Command::Run(arg) => match load(&arg) {
             Ok(config) => cli::run::run(config, arg.config.clone()),
+            Err(code) => code,
+        },
+        Command::Jail(args) => match load(&ConfigArg {
+            config: args.config.clone(),
+        }) {
+            Ok(config) => cli::jail::main(config, args),
             Err(code) => code,
         },
         Command::Sandbox { admin, command } => cli::sandbox::main(admin, command),

@@ -85,7 +85,11 @@ impl Upstream {
 /// Start an upstream on `ip:0`. `/slow` answers after 300 ms; `/big` sends 100 000 bytes; anything else
 /// answers `hello from upstream` with a `Proxy-Authenticate` header cordon must strip.
 pub async fn upstream(ip: &str) -> Upstream {
-    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    upstream_on(TcpListener::bind((ip, 0)).await.unwrap())
+}
+
+/// The same upstream on a listener already bound.
+pub fn upstream_on(listener: TcpListener) -> Upstream {
     let addr = listener.local_addr().unwrap();
     let accepts = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -47,7 +47,11 @@ impl TestCa {
 
 /// An HTTPS upstream (h2 or HTTP/1.1 by ALPN) on `ip:0`, with the same handler as the plain one.
 pub async fn https_upstream(ip: &str, tls: Arc<ServerConfig>) -> Upstream {
-    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    https_upstream_on(TcpListener::bind((ip, 0)).await.unwrap(), tls)
+}
+
+/// The same HTTPS upstream on a listener already bound (in another network namespace, say).
+pub fn https_upstream_on(listener: TcpListener, tls: Arc<ServerConfig>) -> Upstream {
     let addr: SocketAddr = listener.local_addr().unwrap();
     let accepts = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -1,0 +1,81 @@
+//! `cordon jail [--sandbox ID] -- CMD ...`: the command line of `cordon::jail`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cordon::config::Config;
+use cordon::jail::{self, Firewall, Options};
+
+/// Arguments of `cordon jail`.
+#[derive(clap::Args)]
+pub struct JailArgs {
+    /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
+    #[arg(long, env = "CORDON_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The declared sandbox to jail the command as (default: the config's only sandbox).
+    #[arg(long)]
+    pub sandbox: Option<String>,
+    /// The IPv4 range the jail's /30 link is taken from (by a hash of the sandbox id).
+    #[arg(long, default_value = jail::plan::DEFAULT_SUBNET)]
+    pub subnet: String,
+    /// Run the command as this user (name, uid or uid:gid); default: the user behind sudo.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Install the rules with nftables or iptables (default: nftables when the host has it).
+    #[arg(long, value_parser = ["nftables", "iptables"])]
+    pub firewall: Option<String>,
+    /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
+    #[arg(long)]
+    pub cleanup: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Run `cordon jail`; the exit code is the command's.
+pub fn main(config: Config, args: JailArgs) -> ExitCode {
+    let subnet = match args.subnet.parse() {
+        Ok(s) => s,
+        Err(_) => {
+            eprintln!(
+                "cordon jail: --subnet {:?} is not an IPv4 range such as 10.200.0.0/16",
+                args.subnet
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if args.cleanup {
+        return match jail::cleanup(&config, args.sandbox.as_deref(), subnet) {
+            Ok(found) if found.is_empty() => {
+                println!("nothing to remove");
+                ExitCode::SUCCESS
+            }
+            Ok(found) => {
+                println!("removed: {}", found.join(", "));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("cordon jail: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let firewall = args.firewall.as_deref().map(|f| match f {
+        "iptables" => Firewall::Iptables,
+        _ => Firewall::Nft,
+    });
+    let options = Options {
+        sandbox: args.sandbox,
+        subnet,
+        user: args.user,
+        firewall,
+        command: args.command,
+    };
+    match jail::run(config, options) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("cordon jail: {e}");
+            ExitCode::from(125)
+        }
+    }
+}

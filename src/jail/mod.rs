@@ -1,0 +1,312 @@
+//! `cordon jail -- CMD`: run a command in a network namespace whose only way out is cordon.
+//!
+//! The jail creates a namespace and a veth pair (names and a /30 derived from the sandbox id), starts
+//! cordon's explicit proxy, transparent listener and DNS responder on the host end, installs rules
+//! (nftables or iptables) that redirect every TCP connection to the transparent listener and DNS to the
+//! responder and drop everything else (UDP, QUIC, ICMP, IPv6), and runs the command inside with the
+//! sandbox's proxy, CA and placeholders in its environment. When the command exits or the jail is
+//! stopped, everything it created is removed; what a crashed jail left is removed by the next run for
+//! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
+//! outlives its jail reaches nothing.
+
+pub mod net;
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use ipnet::{IpNet, Ipv4Net};
+
+use crate::audit::TracingSink;
+use crate::config::Config;
+use crate::server::{self, Entry};
+use crate::state::ProxyState;
+pub use net::{Firewall, Ports};
+pub use plan::Plan;
+
+/// What to jail and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The declared sandbox (default: the only one the config declares).
+    pub sandbox: Option<String>,
+    /// The pool the jail's /30 is taken from.
+    pub subnet: Ipv4Net,
+    /// Run the command as this user (`name`, `uid` or `uid:gid`); default: the user behind sudo.
+    pub user: Option<String>,
+    /// nftables or iptables (default: whichever the host has, nftables first).
+    pub firewall: Option<Firewall>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// The sandbox the jail is for: named, or the config's only one.
+pub fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
+    match wanted {
+        Some(id) if config.sandboxes.iter().any(|s| s.id == id) => Ok(id.to_string()),
+        Some(id) => Err(format!(
+            "--sandbox {id}: the config declares no such sandbox (a jail is for a sandbox declared under \
+             `sandboxes:`, which it then knows by the jail's address)"
+        )),
+        None => match config.sandboxes.as_slice() {
+            [one] => Ok(one.id.clone()),
+            [] => Err("the config declares no sandboxes; declare one under `sandboxes:`".into()),
+            _ => Err("the config declares several sandboxes; say which with --sandbox ID".into()),
+        },
+    }
+}
+
+/// Whether this process runs with uid 0 (read from /proc, no unsafe).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            == Some("0")
+    })
+}
+
+/// Hold the jail's lock: one jail per sandbox at a time.
+fn lock(plan: &Plan) -> Result<File, String> {
+    std::fs::create_dir_all(&plan.run_dir).map_err(|e| format!("cannot create {}: {e}", plan.run_dir.display()))?;
+    let path = plan.run_dir.join("lock");
+    let file = File::create(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    file.try_lock().map_err(|_| {
+        format!(
+            "a jail for sandbox {} is already running (it holds {})",
+            plan.sandbox,
+            path.display()
+        )
+    })?;
+    Ok(file)
+}
+
+/// Remove what an earlier jail for this sandbox left; returns what was found.
+pub fn cleanup(config: &Config, sandbox: Option<&str>, subnet: Ipv4Net) -> Result<Vec<String>, String> {
+    let id = pick_sandbox(config, sandbox)?;
+    if !is_root() {
+        return Err("cordon jail --cleanup needs root".into());
+    }
+    let plan = Plan::new(&id, subnet)?;
+    let _lock = lock(&plan)?;
+    let found = net::leftovers(&plan);
+    let problems = net::teardown(&plan);
+    if problems.is_empty() {
+        Ok(found)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Jail `options.command`; returns its exit code (128 + signal if a signal ended it).
+pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
+    if options.command.is_empty() {
+        return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
+    }
+    let id = pick_sandbox(&config, options.sandbox.as_deref())?;
+    if !is_root() {
+        return Err(
+            "cordon jail needs root: it creates a network namespace, a veth pair and firewall rules \
+             (run it with sudo; the command itself runs as the user behind sudo)"
+                .into(),
+        );
+    }
+    let firewall = match options.firewall {
+        Some(f) => f,
+        None => Firewall::detect()?,
+    };
+    let runner = runner(options.user.as_deref())?;
+    let plan = Plan::new(&id, options.subnet)?;
+    let _lock = lock(&plan)?;
+    let stale = net::leftovers(&plan);
+    if !stale.is_empty() {
+        eprintln!("cordon jail: removing what an earlier jail left: {}", stale.join(", "));
+        let problems = net::teardown(&plan);
+        if !problems.is_empty() {
+            return Err(format!(
+                "cannot remove an earlier jail's leftovers: {}",
+                problems.join("; ")
+            ));
+        }
+    }
+    // The sandbox is known by the jail's address; nothing else changes in the config.
+    if let Some(spec) = config.sandboxes.iter_mut().find(|s| s.id == id) {
+        spec.source_cidrs
+            .push(IpNet::V4(Ipv4Net::new(plan.jail_ip, 32).map_err(|e| e.to_string())?));
+    }
+    config.control.watch = false;
+    crate::logging::init(&config.audit)?;
+    let result = net::create_link(&plan).and_then(|()| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        rt.block_on(serve(config, &plan, firewall, runner, options.command))
+    });
+    let problems = net::teardown(&plan);
+    if !problems.is_empty() {
+        eprintln!("cordon jail: could not remove everything: {}", problems.join("; "));
+    }
+    result
+}
+
+/// The command prefix that drops root inside the namespace, if there is a user to drop to.
+fn runner(user: Option<&str>) -> Result<Vec<String>, String> {
+    let (uid, gid) = match user {
+        Some(u) => match u.split_once(':') {
+            Some((uid, gid)) => (uid.to_string(), gid.to_string()),
+            None => (u.to_string(), String::new()),
+        },
+        None => match (std::env::var("SUDO_UID"), std::env::var("SUDO_GID")) {
+            (Ok(uid), Ok(gid)) => (uid, gid),
+            _ => {
+                eprintln!(
+                    "cordon jail: warning: the command runs as root inside the jail, and root can leave a \
+                     network namespace; give --user (or run the jail with sudo) to drop it"
+                );
+                return Ok(Vec::new());
+            }
+        },
+    };
+    let mut cmd = vec!["setpriv".to_string(), format!("--reuid={uid}")];
+    if gid.is_empty() {
+        cmd.push(format!("--regid={uid}"));
+        cmd.push("--init-groups".into());
+    } else {
+        cmd.push(format!("--regid={gid}"));
+        cmd.push("--clear-groups".into());
+    }
+    cmd.push("--".into());
+    Ok(cmd)
+}
+
+async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>, DnsSockets, Ports), String> {
+    let at = SocketAddr::from((plan.host_ip, 0));
+    let err = |what: &str, e: std::io::Error| format!("cannot listen on {} ({what}): {e}", plan.host_ip);
+    let proxy = tokio::net::TcpListener::bind(at).await.map_err(|e| err("proxy", e))?;
+    let transparent = crate::transparent::origdst::bind(at, false).map_err(|e| err("transparent", e))?;
+    let dns = crate::dns::bind(at).await.map_err(|e| err("DNS", e))?;
+    let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
+    let ports = Ports {
+        proxy: port(proxy.local_addr()),
+        transparent: port(transparent.local_addr()),
+        dns: port(dns.0.local_addr()),
+    };
+    Ok((
+        vec![(proxy, Entry::Explicit), (transparent, Entry::Transparent)],
+        dns,
+        ports,
+    ))
+}
+
+type DnsSockets = (tokio::net::UdpSocket, tokio::net::TcpListener);
+
+async fn serve(
+    config: Config,
+    plan: &Plan,
+    firewall: Firewall,
+    runner: Vec<String>,
+    command: Vec<String>,
+) -> Result<i32, String> {
+    let (listeners, (udp, tcp), ports) = bind_all(plan).await?;
+    let own: Vec<SocketAddr> = [ports.proxy, ports.transparent, ports.dns]
+        .into_iter()
+        .map(|p| SocketAddr::from((plan.host_ip, p)))
+        .collect();
+    let no_proxy = config.control.no_proxy.clone();
+    let state = ProxyState::new(config, Arc::new(TracingSink), own).await?;
+    net::install_rules(plan, ports, firewall)?;
+    let generation = state.current();
+    let sandbox = generation
+        .identities
+        .get(&plan.sandbox)
+        .ok_or_else(|| format!("sandbox {} vanished from the config", plan.sandbox))?;
+    let ca = state
+        .ca(&generation, &sandbox)
+        .map_err(|e| format!("the sandbox's CA: {e}"))?;
+    let ca_file = plan.run_dir.join("ca.pem");
+    write_public(&ca_file, ca.cert_pem())?;
+    let allowed = generation
+        .policy(&sandbox.policy)
+        .map(|p| p.credentials.clone())
+        .unwrap_or_default();
+    let placeholders: BTreeMap<String, String> = generation
+        .credentials
+        .placeholders_for(&sandbox.id, &allowed)
+        .into_iter()
+        .collect();
+    drop(generation);
+    let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
+    let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders);
+    eprintln!(
+        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}",
+        plan.sandbox,
+        plan.netns,
+        plan.jail_ip,
+        plan.host_ip,
+        firewall.name()
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    let st = state.clone();
+    let dns_stop = stop.clone();
+    tokio::spawn(async move { crate::dns::serve(udp, tcp, st, async move { dns_stop.cancelled().await }).await });
+    let server_stop = stop.clone();
+    let proxy = tokio::spawn(server::serve(
+        listeners,
+        state,
+        async move { server_stop.cancelled().await },
+    ));
+    let code = run_command(plan, &runner, &command, &env).await;
+    stop.cancel();
+    let _ = proxy.await;
+    code
+}
+
+fn write_public(path: &Path, pem: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // The CA certificate is public; the command may run as another user than the jail.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).map_err(|e| e.to_string())?;
+    if let Some(dir) = path.parent() {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Run the command in the namespace; SIGINT and SIGTERM are passed on to it.
+async fn run_command(
+    plan: &Plan,
+    runner: &[String],
+    command: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<i32, String> {
+    use std::os::unix::process::ExitStatusExt;
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut child = tokio::process::Command::new("ip")
+        .args(["netns", "exec", &plan.netns])
+        .args(runner)
+        .args(command)
+        .envs(env)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", command.join(" ")))?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.map_err(|e| e.to_string())?,
+            _ = term.recv() => forward(&child, "TERM"),
+            _ = int.recv() => forward(&child, "INT"),
+        }
+    };
+    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+fn forward(child: &tokio::process::Child, signal: &str) {
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status();
+    }
+}

@@ -1,0 +1,93 @@
+//! The names and addresses of one sandbox's jail, derived from its id alone, so that a later run can find
+//! and remove what a crashed one left behind.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use ipnet::Ipv4Net;
+use sha2::{Digest, Sha256};
+
+/// The default pool the jails' /30 links are carved from.
+pub const DEFAULT_SUBNET: &str = "10.200.0.0/16";
+
+/// Everything a jail creates, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The sandbox jailed.
+    pub sandbox: String,
+    /// Eight hex digits of SHA-256 of the sandbox id.
+    pub tag: String,
+    /// The network namespace.
+    pub netns: String,
+    /// The veth end that stays on the host (at most 15 characters, as Linux requires).
+    pub host_if: String,
+    /// The veth end inside the namespace.
+    pub jail_if: String,
+    /// The host end's address: cordon listens here.
+    pub host_ip: Ipv4Addr,
+    /// The namespace's address: cordon knows the sandbox by it.
+    pub jail_ip: Ipv4Addr,
+    /// The nftables table, or the prefix of the iptables chains.
+    pub table: String,
+    /// Where the lock and the CA file live.
+    pub run_dir: PathBuf,
+}
+
+impl Plan {
+    /// The plan for `sandbox`, its /30 chosen by the id's hash within `subnet` (a /29 or wider).
+    pub fn new(sandbox: &str, subnet: Ipv4Net) -> Result<Plan, String> {
+        if subnet.prefix_len() > 29 {
+            return Err(format!(
+                "--subnet {subnet} is too small; give a /29 or wider (jails take a /30 each)"
+            ));
+        }
+        let digest = Sha256::digest(sandbox.as_bytes());
+        let tag = hex::encode(&digest[..4]);
+        let slots = 1u64 << (30 - subnet.prefix_len());
+        let n = u64::from(u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])) % slots;
+        let base = u32::from(subnet.network()) + u32::try_from(n * 4).unwrap_or(0);
+        Ok(Plan {
+            sandbox: sandbox.to_string(),
+            netns: format!("cordon-jail-{tag}"),
+            host_if: format!("cjh-{tag}"),
+            jail_if: format!("cjs-{tag}"),
+            host_ip: Ipv4Addr::from(base + 1),
+            jail_ip: Ipv4Addr::from(base + 2),
+            table: format!("cordon_jail_{tag}"),
+            run_dir: PathBuf::from("/run/cordon/jail").join(&tag),
+            tag,
+        })
+    }
+
+    /// The iptables chain prefix (chain names are limited to 28 characters).
+    pub fn chain(&self) -> String {
+        format!("CORDON_JAIL_{}", self.tag.to_uppercase())
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_stable_short_and_per_sandbox() {
+        let net: Ipv4Net = DEFAULT_SUBNET.parse().unwrap();
+        let a = Plan::new("agent-1", net).unwrap();
+        assert_eq!(a, Plan::new("agent-1", net).unwrap());
+        let b = Plan::new("agent-2", net).unwrap();
+        assert_ne!(a.tag, b.tag);
+        assert!(a.host_if.len() <= 15 && a.jail_if.len() <= 15);
+        assert!(a.chain().len() <= 28);
+        assert!(net.contains(&a.host_ip) && net.contains(&a.jail_ip));
+        assert_eq!(u32::from(a.host_ip) % 4, 1);
+        assert_eq!(u32::from(a.jail_ip), u32::from(a.host_ip) + 1);
+    }
+
+    #[test]
+    fn a_subnet_too_small_is_refused() {
+        assert!(Plan::new("x", "10.0.0.0/30".parse().unwrap()).is_err());
+        let p = Plan::new("x", "10.9.9.0/29".parse().unwrap()).unwrap();
+        assert!(p.host_ip.octets()[3] == 1 || p.host_ip.octets()[3] == 5);
+    }
+}

