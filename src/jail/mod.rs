@@ -106,6 +106,7 @@ pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
         return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
     }
     let id = pick_sandbox(&config, options.sandbox.as_deref())?;
+    let plan = Plan::new(&id, options.subnet)?;
     if !is_root() {
         return Err(
             "cordon jail needs root: it creates a network namespace, a veth pair and firewall rules \
@@ -118,7 +119,6 @@ pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
         None => Firewall::detect()?,
     };
     let runner = runner(options.user.as_deref())?;
-    let plan = Plan::new(&id, options.subnet)?;
     let _lock = lock(&plan)?;
     let stale = net::leftovers(&plan);
     if !stale.is_empty() {

@@ -16,6 +16,7 @@ mod gateway;
 mod guard;
 mod http;
 mod intercept;
+mod jail;
 mod lifecycle;
 mod limits;
 mod netns;

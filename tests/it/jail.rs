@@ -1,0 +1,213 @@
+//! `cordon jail -- CMD`, run inside a test namespace standing in for the host (so the host's own network
+//! is never touched): the command reaches the allowed upstream by the proxy in its env and transparently,
+//! reaches nothing else, and nothing the jail made is left afterwards — also after the jail is killed.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use cordon::jail::Plan;
+
+use crate::cli::BIN;
+use crate::gateway::World;
+use crate::netns::available;
+
+/// What of a jail exists in the test's host namespace.
+fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
+    let net = &w.net;
+    let mut found = Vec::new();
+    if std::path::Path::new("/run/netns").join(&plan.netns).exists() {
+        found.push(plan.netns.clone());
+    }
+    if net.exec_ok(&net.gw, &["ip", "link"]).contains(&plan.host_if) {
+        found.push(plan.host_if.clone());
+    }
+    let nft = net.exec_ok(&net.gw, &["nft", "list", "ruleset"]);
+    if nft.contains(&plan.table) || nft.contains(&plan.chain()) {
+        found.push(format!("rules: {nft}"));
+    }
+    found
+}
+
+fn jail(w: &World, config: &std::path::Path, id: &str, extra: &[&str], cmd: &[&str]) -> (i32, String, String) {
+    let mut c = w.net.command(&w.net.gw, BIN);
+    c.args(["jail", "--sandbox", id, "--config"])
+        .arg(config)
+        .args(extra)
+        .arg("--")
+        .args(cmd);
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
+    if !available("a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing") {
+        return;
+    }
+    let w = World::new().await;
+    let inet = w.net.inet_ip();
+    let id = format!("jailed{}", w.net.n);
+    let plan = Plan::new(&id, cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap()).unwrap();
+    let config = w.config(&id, "", None);
+
+    // Through the proxy in its env (HTTPS_PROXY, and the sandbox CA in SSL_CERT_FILE/CURL_CA_BUNDLE).
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    assert!(err.contains("rules by nftables"), "{err}");
+    // Ignoring the proxy: DNS and the connection are taken by cordon all the same.
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    // Refused: another host by name, the upstream by address, UDP anywhere.
+    let (code, _, _) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "https://denied.test/"],
+    );
+    assert_ne!(code, 0);
+    let before = w.api.accepted();
+    let direct = format!("https://{inet}/hello");
+    let (code, _, _) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "-k", "--noproxy", "*", &direct],
+    );
+    assert_ne!(code, 0);
+    assert_eq!(w.api.accepted(), before, "the jail reached the upstream directly");
+    let sink = w.net.udp(&w.net.inet, &format!("{inet}:9999"));
+    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let udp = format!("echo x > /dev/udp/{inet}/9999");
+    jail(&w, &config, &id, &[], &["bash", "-c", &udp]);
+    assert!(sink.recv_from(&mut [0u8; 8]).is_err(), "UDP left the jail");
+    // The command's user and exit code.
+    let (code, out, _) = jail(
+        &w,
+        &config,
+        &id,
+        &["--user", "65534:65534"],
+        &["sh", "-c", "id -u; exit 7"],
+    );
+    assert_eq!((code, out.trim()), (7, "65534"));
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // The same with iptables.
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &["--firewall", "iptables"],
+        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    assert!(err.contains("rules by iptables"), "{err}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // Killed outright: the next run for the sandbox finds and removes what it left, then works.
+    let crash = |w: &World| {
+        let mut child = w
+            .net
+            .command(&w.net.gw, BIN)
+            .args(["jail", "--sandbox", &id, "--config"])
+            .arg(&config)
+            .args(["--", "sleep", "30"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if leftovers(w, &plan).len() >= 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(leftovers(w, &plan).len() >= 3, "{:?}", leftovers(w, &plan));
+    };
+    crash(&w);
+    let (code, _, err) = jail(&w, &config, &id, &[], &["true"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("removing what an earlier jail left"), "{err}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    // Or `--cleanup`.
+    crash(&w);
+    let (code, out, err) = jail(&w, &config, &id, &["--cleanup"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed"), "{out}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // And the audit has the records of it all.
+    let records = w.audit();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "connect" && r["sandbox"] == id.as_str() && r["host"] == "denied.test")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "transparent" && r["host"] == "api.test" && r["decision"] == "allow")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "transparent" && r["reason"] == "no_sni")
+    );
+}
+
+#[test]
+fn the_jail_refuses_without_a_command_or_an_unknown_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sandboxes:\n  - {{ id: a, user: u, policy: p, token_sha256: \"{}\" }}\npolicies:\n  p: {{ allow: [] }}\n",
+            crate::rig::hash("t")
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no command given"));
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--sandbox", "nope", "--config"])
+        .arg(&config)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("declares no such sandbox"));
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--subnet", "10.0.0.0/30", "--config"])
+        .arg(&config)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("too small"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
