@@ -350,6 +350,17 @@ fn print_summary(c: &Config) {
         Some(admin) => println!("listen   proxy {}, admin {admin}", c.listen.proxy),
         None => println!("listen   proxy {} (no admin API)", c.listen.proxy),
     }
+    if let Some(t) = c.listen.transparent {
+        let how = if c.listen.transparent_tproxy {
+            "TPROXY"
+        } else {
+            "REDIRECT"
+        };
+        println!("         transparent {t} ({how})");
+    }
+    if let Some(d) = c.listen.dns {
+        println!("         dns {d} (UDP and TCP)");
+    }
     let store = c
         .control
         .store

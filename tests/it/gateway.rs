@@ -214,6 +214,44 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     );
     assert!(String::from_utf8_lossy(&elsewhere.stdout).contains("REFUSED"));
 
+    // An address on the VM's link that no sandbox claims gets nothing: no DNS, no connection.
+    let stranger = net.stranger_ip();
+    net.exec_ok(
+        &net.sbx,
+        &[
+            "ip",
+            "addr",
+            "add",
+            &format!("{stranger}/29"),
+            "dev",
+            &format!("{}b", &net.sbx_if()[..net.sbx_if().len() - 1]),
+        ],
+    );
+    let out = net.exec(
+        &net.sbx,
+        &[
+            "dig",
+            "+tries=1",
+            "+time=2",
+            "-b",
+            &stranger,
+            &format!("@{gw}"),
+            "api.test",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REFUSED"));
+    let resolve = format!("api.test:443:{inet}");
+    let (code, _) = w.curl(&[
+        "--interface",
+        &stranger,
+        "--cacert",
+        ca,
+        "--resolve",
+        &resolve,
+        "https://api.test/hello",
+    ]);
+    assert_ne!(code, 0);
+
     // The allowed host over HTTPS, intercepted with the sandbox's CA, by name through cordon's DNS.
     let (code, body) = w.curl(&["--cacert", ca, "https://api.test/hello"]);
     assert_eq!((code, body.trim()), (0, "hello from upstream"));
@@ -221,6 +259,23 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     let (code, body) = w.curl(&["http://api.test/plain"]);
     assert_eq!((code, body.trim()), (0, "hello from upstream"));
     assert!(w.plain.seen().iter().any(|s| s.uri == "/plain"));
+    // Credentials a transparent client sends are not looked at (it is known by its address), nor passed on.
+    let (code, body) = w.curl(&[
+        "-H",
+        "Proxy-Authorization: Basic b3RoZXI6dG9rZW4=",
+        "http://api.test/creds",
+    ]);
+    assert_eq!((code, body.trim()), (0, "hello from upstream"));
+    let seen = w.plain.seen();
+    let creds = seen.iter().find(|s| s.uri == "/creds").unwrap();
+    assert_eq!(creds.header("proxy-authorization"), None);
+    // The port is the connection's: a Host naming another port is refused, not followed.
+    let (_, text) = w.curl(&["-i", "-H", "Host: api.test:443", "http://api.test/other-port"]);
+    assert!(
+        text.starts_with("HTTP/1.1 400") && text.contains("host_port_mismatch"),
+        "{text}"
+    );
+    assert!(!w.plain.seen().iter().any(|s| s.uri == "/other-port"));
 
     // A denied host, even at the allowed host's address: closed, nothing reaches the upstream.
     let before = w.api.accepted();
@@ -304,6 +359,16 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     assert!(transparent.iter().any(|r| r["reason"] == "no_sni"));
     assert!(transparent.iter().any(|r| r["reason"] == "not_tls_or_http"));
     assert!(
+        transparent
+            .iter()
+            .any(|r| r["reason"] == "unknown_source" && r["client"].as_str().unwrap().starts_with(&stranger))
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "dns" && r["reason"] == "unknown_source")
+    );
+    assert!(
         records
             .iter()
             .any(|r| r["kind"] == "dns" && r["host"] == "denied.test" && r["decision"] == "deny")
@@ -326,6 +391,21 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
             && r["dialled"] == format!("{inet}:80")),
         "{records:#?}"
     );
+    // Nothing of the test is left once it is done.
+    let names = [net.gw.clone(), net.sbx.clone(), net.inet.clone(), net.meta.clone()];
+    drop(_cordon);
+    drop(w);
+    let list = String::from_utf8_lossy(
+        &std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    for name in names {
+        assert!(!list.split_whitespace().any(|n| n == name), "{name} is left: {list}");
+    }
 }
 
 /// The sandbox link gets IPv6 too (fd00:cx::/64), for the IPv6 and TPROXY cases.

@@ -70,7 +70,8 @@ impl Net {
             ip(&["netns", "add", ns]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
         }
-        net.link("s", &net.sbx, &format!("10.203.{n}.1/30"), &format!("10.203.{n}.2/30"));
+        // A /29: .2 is the sandbox; .3 is an address on the same link that no sandbox claims.
+        net.link("s", &net.sbx, &format!("10.203.{n}.1/29"), &format!("10.203.{n}.2/29"));
         net.link("i", &net.inet, &format!("198.18.{n}.1/30"), &format!("198.18.{n}.2/30"));
         net.link("m", &net.meta, "169.254.169.1/24", "169.254.169.254/24");
         ip(&[
@@ -121,6 +122,9 @@ impl Net {
     }
     pub fn sbx_ip(&self) -> String {
         format!("10.203.{}.2", self.n)
+    }
+    pub fn stranger_ip(&self) -> String {
+        format!("10.203.{}.3", self.n)
     }
     pub fn inet_ip(&self) -> String {
         format!("198.18.{}.2", self.n)
