@@ -141,7 +141,7 @@ fn load_rules(net: &Net) {
 }
 
 /// A cordon process, killed when dropped (also when an assertion fails first).
-pub struct Running(Child);
+pub struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {

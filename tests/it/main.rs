@@ -11,6 +11,8 @@ mod control_procs;
 mod control_reload;
 mod control_rig;
 mod credentials;
+#[path = "../e2e/mod.rs"]
+mod e2e;
 mod framing;
 mod gateway;
 mod guard;

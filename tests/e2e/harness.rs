@@ -1,0 +1,313 @@
+//! The end-to-end harness: a local HTTPS site under a test CA that cordon trusts upstream, a cordon
+//! process with an admin API, a run-time sandbox created through `cordon sandbox create`, and real client
+//! processes started with nothing but that sandbox's environment (plus PATH and a private HOME).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use crate::cli::{BIN, spawn_cordon};
+use crate::gateway::Running;
+use crate::rig::{Seen, free_port};
+use crate::tls_rig::{TestCa, test_ca};
+
+/// What a site answers: status, headers, body.
+pub type Reply = (u16, Vec<(String, String)>, Vec<u8>);
+/// A site's request handler (called off the async threads, so it may run a process).
+pub type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+
+/// A local HTTPS site.
+pub struct Site {
+    /// The name cordon knows it by (`network.hosts` maps it to 127.0.0.1).
+    pub name: String,
+    pub addr: SocketAddr,
+    /// Every request it answered.
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Site {
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    /// `https://name:port` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://{}:{}{path}", self.name, self.port())
+    }
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Serve `handler` over HTTPS (h2 and HTTP/1.1) for `name`, with a certificate from `ca`.
+pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config(&[name]));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, handler, record) = (acceptor.clone(), handler.clone(), record.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                let svc = service_fn(move |req: hyper::Request<Incoming>| {
+                    let (handler, record) = (handler.clone(), record.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+                        let seen = Seen {
+                            method: parts.method.to_string(),
+                            uri: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+                            headers: parts
+                                .headers
+                                .iter()
+                                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                                .collect(),
+                            body,
+                        };
+                        let (s, reply) = (seen.clone(), handler.clone());
+                        let (status, headers, body) = tokio::task::spawn_blocking(move || reply(&s)).await.unwrap();
+                        record.lock().unwrap().push(seen);
+                        let mut resp = hyper::Response::builder().status(status);
+                        for (k, v) in headers {
+                            resp = resp.header(k, v);
+                        }
+                        Ok::<_, std::convert::Infallible>(resp.body(Full::new(Bytes::from(body))).unwrap())
+                    }
+                });
+                let io = TokioIo::new(tls);
+                if h2 {
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(io, svc)
+                        .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, svc)
+                        .await;
+                }
+            });
+        }
+    });
+    Site {
+        name: name.to_string(),
+        addr,
+        seen,
+    }
+}
+
+/// A handler serving the files under `root` (GET and HEAD), 404 otherwise, after `auth` accepts the request.
+pub fn files(root: PathBuf, auth: impl Fn(&Seen) -> bool + Send + Sync + 'static) -> Handler {
+    Arc::new(move |req: &Seen| {
+        if !auth(req) {
+            return (
+                401,
+                vec![("www-authenticate".into(), "Basic realm=\"e2e\"".into())],
+                b"unauthorized".to_vec(),
+            );
+        }
+        let path = req.uri.split('?').next().unwrap_or("/").trim_start_matches('/');
+        let mut file = root.join(path);
+        if file.is_dir() {
+            file = file.join("index.html");
+        }
+        if path.split('/').any(|p| p == "..") {
+            return (400, vec![], vec![]);
+        }
+        match std::fs::read(&file) {
+            Ok(body) => {
+                let kind = if path.ends_with(".json") || !path.contains('.') && !file.ends_with("index.html") {
+                    "application/json"
+                } else if file.ends_with("index.html") {
+                    "text/html"
+                } else {
+                    "application/octet-stream"
+                };
+                (200, vec![("content-type".into(), kind.into())], body)
+            }
+            Err(_) => (404, vec![], b"not found".to_vec()),
+        }
+    })
+}
+
+/// One case: the upstream CA, cordon, and a run-time sandbox.
+pub struct Case {
+    pub dir: tempfile::TempDir,
+    pub upstream_ca: TestCa,
+    pub proxy: SocketAddr,
+    pub admin: String,
+    pub sandbox: String,
+    /// The sandbox's environment, exactly as `cordon sandbox env --format json` printed it.
+    pub env: BTreeMap<String, String>,
+    _cordon: Running,
+}
+
+/// What a case's cordon is configured with.
+#[derive(Default)]
+pub struct Spec<'a> {
+    /// Rules under the policy's `allow:` (YAML list items, each starting with `- `).
+    pub rules: String,
+    /// The `credentials:` map (YAML, indented two spaces), and which of them the policy may use.
+    pub credentials: String,
+    pub policy_credentials: Vec<&'a str>,
+    /// Environment of cordon's process (where `source: { env: ... }` secrets live).
+    pub secrets: Vec<(&'a str, &'a str)>,
+    /// Names served locally (mapped to 127.0.0.1).
+    pub names: Vec<&'a str>,
+}
+
+impl Case {
+    /// The test CA first (sites need it before cordon's config can name their ports).
+    pub fn ca() -> TestCa {
+        test_ca("e2e upstream CA")
+    }
+
+    pub async fn start(upstream_ca: TestCa, spec: Spec<'_>) -> Case {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+        let (port, admin_port) = (free_port(), free_port());
+        let hosts: Vec<String> = spec.names.iter().map(|n| format!("{n}: [\"127.0.0.1\"]")).collect();
+        let yaml = format!(
+            "listen: {{ proxy: \"127.0.0.1:{port}\", admin: \"127.0.0.1:{admin_port}\" }}
+audit: {{ path: {d}/audit.log }}
+ca: {{ dir: {d}/cas }}
+upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}
+network:
+  allow_cidrs: [\"127.0.0.0/8\"]
+  hosts: {{ {hosts} }}
+control:
+  admin_token: {{ file: {d}/admin-token }}
+  signing_key: {{ file: {d}/signing-key }}
+  store: {d}/cordon.db
+  ca_file: {d}/sandbox-ca.pem
+  no_proxy: []
+approval: {{ timeout: 30s }}
+credentials:
+{credentials}
+policies:
+  e2e:
+    credentials: [{pc}]
+    allow:
+{rules}
+",
+            hosts = hosts.join(", "),
+            credentials = if spec.credentials.is_empty() {
+                "  {}".into()
+            } else {
+                spec.credentials.clone()
+            },
+            pc = spec.policy_credentials.join(", "),
+            rules = spec.rules,
+        );
+        let config = dir.path().join("cordon.yaml");
+        std::fs::write(&config, &yaml).unwrap();
+        let cordon = Running(spawn_cordon(&config, port, &spec.secrets).await);
+        let admin = format!("http://127.0.0.1:{admin_port}");
+        for _ in 0..50 {
+            if dir.path().join("admin-token").exists() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let created = admin_cli(
+            dir.path(),
+            &admin,
+            &["sandbox", "create", "--user", "e2e", "--policy", "e2e"],
+        );
+        let created: serde_json::Value = serde_json::from_str(&created).unwrap();
+        let sandbox = created["id"].as_str().unwrap().to_string();
+        std::fs::write(
+            dir.path().join("sandbox-ca.pem"),
+            created["ca_certificate"].as_str().unwrap(),
+        )
+        .unwrap();
+        // What a platform would run to start the sandbox: `cordon sandbox env`.
+        let env = admin_cli(dir.path(), &admin, &["sandbox", "env", &sandbox, "--format", "json"]);
+        let env: BTreeMap<String, String> = serde_json::from_str(&env).unwrap();
+        let proxy = SocketAddr::from(([127, 0, 0, 1], port));
+        Case {
+            dir,
+            upstream_ca,
+            proxy,
+            admin,
+            sandbox,
+            env,
+            _cordon: cordon,
+        }
+    }
+
+    /// A client process with the sandbox's environment only (and PATH, and a private HOME).
+    pub fn client(&self, program: &str) -> Command {
+        let home = self.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .envs(&self.env)
+            .current_dir(self.dir.path());
+        c
+    }
+
+    /// Every audit record so far.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.path().join("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Wait until an audit record matches (records are written when a connection ends).
+    pub async fn audited(&self, what: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        for _ in 0..100 {
+            if let Some(r) = self.audit().into_iter().find(|r| what(r)) {
+                return r;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("no such audit record in {:#?}", self.audit());
+    }
+
+    /// Run the admin CLI against this case's cordon.
+    pub fn admin(&self, args: &[&str]) -> String {
+        admin_cli(self.dir.path(), &self.admin, args)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn admin_cli(dir: &Path, admin: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .args(["--admin", admin, "--token-file"])
+        .arg(dir.join("admin-token"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cordon {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Output of a finished client, for assertions.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -1,0 +1,102 @@
+//! curl (HTTP/2) and Python requests (a JSON API, with the sandbox's placeholder swapped for the real token).
+
+use std::sync::Arc;
+
+use super::harness::{Case, Spec, site, text};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn curl_over_http2_and_requests_with_a_placeholder_swapped() {
+    let ca = Case::ca();
+    let api = site(
+        &ca,
+        "api.e2e.test",
+        Arc::new(|req| {
+            let auth = req.header("authorization").unwrap_or("").to_string();
+            let ok = auth == "Bearer real-api-token";
+            let body = format!("{{\"ok\": {ok}, \"path\": \"{}\"}}", req.uri);
+            (
+                if ok { 200 } else { 401 },
+                vec![("content-type".into(), "application/json".into())],
+                body.into_bytes(),
+            )
+        }),
+    )
+    .await;
+    let port = api.port();
+    let case = Case::start(
+        ca,
+        Spec {
+            rules: format!("      - host: api.e2e.test\n        ports: [{port}]\n"),
+            credentials: format!(
+                "  api:\n    source: {{ env: E2E_API_TOKEN }}\n    bind: {{ hosts: [api.e2e.test], ports: [{port}] }}\n    inject: {{ placeholder: {{}} }}\n"
+            ),
+            policy_credentials: vec!["api"],
+            secrets: vec![("E2E_API_TOKEN", "real-api-token")],
+            names: vec!["api.e2e.test"],
+        },
+    )
+    .await;
+    let placeholder = case
+        .env
+        .get("CORDON_PLACEHOLDER_API")
+        .expect("the env carries the placeholder")
+        .clone();
+    assert_ne!(placeholder, "real-api-token");
+
+    // curl, HTTP/2 inside the interception, the placeholder in a header.
+    let out = case
+        .client("curl")
+        .args(["-sS", "--http2", "-w", "\\n%{http_version}", "-H"])
+        .arg(format!("Authorization: Bearer {placeholder}"))
+        .arg(api.url("/v1/curl"))
+        .output()
+        .unwrap();
+    let got = text(&out);
+    assert!(out.status.success(), "{got}");
+    assert!(got.contains("\"ok\": true") && got.trim_end().ends_with('2'), "{got}");
+
+    // Python requests, reading the placeholder from its environment like an SDK would.
+    let script = r#"
+import os, requests
+r = requests.get(os.environ["URL"], headers={"Authorization": "Bearer " + os.environ["CORDON_PLACEHOLDER_API"]}, timeout=10)
+print(r.status_code, r.json()["ok"])
+"#;
+    let out = case
+        .client("python3")
+        .args(["-c", script])
+        .env("URL", api.url("/v1/requests"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out).trim(), "200 True", "{}", text(&out));
+    // The real token reached the API; the sandbox never had it.
+    assert!(
+        api.seen()
+            .iter()
+            .all(|s| s.header("authorization") == Some("Bearer real-api-token"))
+    );
+    assert!(!case.env.values().any(|v| v.contains("real-api-token")));
+
+    // A denied destination: each tool shows cordon's refusal.
+    let out = case
+        .client("curl")
+        .args(["-sS", "https://denied.e2e.test/"])
+        .output()
+        .unwrap();
+    let got = text(&out);
+    assert!(!out.status.success());
+    assert!(got.contains("403"), "curl shows: {got}");
+    let script = r#"
+import requests
+try:
+    requests.get("https://denied.e2e.test/", timeout=10)
+except requests.exceptions.ProxyError as e:
+    print("refused:", e)
+"#;
+    let out = case.client("python3").args(["-c", script]).output().unwrap();
+    let got = text(&out);
+    assert!(got.contains("refused:") && got.contains("403"), "requests shows: {got}");
+    case.audited(|r| {
+        r["host"] == "denied.e2e.test" && r["decision"] == "deny" && r["sandbox"] == case.sandbox.as_str()
+    })
+    .await;
+}

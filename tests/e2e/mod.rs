@@ -1,0 +1,9 @@
+//! End to end with the tools agents run: each case starts a local HTTPS server, a cordon with an admin API
+//! and a run-time sandbox, and runs the real client with nothing but the sandbox's environment.
+
+mod cargo_registry;
+mod git;
+pub mod harness;
+mod http_clients;
+mod npm;
+mod pip;
