@@ -3,8 +3,12 @@
 
 use std::collections::BTreeMap;
 
-/// The variables naming the CA file, for the clients that read each.
-pub const CA_VARS: [&str; 7] = [
+/// The variables naming the CA file, for the clients that read each. `npm_config_cafile` is npm's `cafile`
+/// setting (npm reads any `npm_config_<key>` from the environment, above every `.npmrc`): npm passes a
+/// configured CA list to Node's TLS in place of the default roots, so `NODE_EXTRA_CA_CERTS` alone is lost
+/// whenever a global npmrc sets `cafile` (NodeSource's packages ship `/usr/etc/npmrc` with
+/// `cafile=/etc/ssl/certs/ca-certificates.crt`).
+pub const CA_VARS: [&str; 8] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "NODE_EXTRA_CA_CERTS",
@@ -12,6 +16,7 @@ pub const CA_VARS: [&str; 7] = [
     "PIP_CERT",
     "CARGO_HTTP_CAINFO",
     "CURL_CA_BUNDLE",
+    "npm_config_cafile",
 ];
 
 /// Every variable, by name: `proxy_url` for `HTTP(S)_PROXY` in both cases, `no_proxy` joined with commas,

@@ -140,8 +140,6 @@ pub fn files(root: PathBuf, auth: impl Fn(&Seen) -> bool + Send + Sync + 'static
 /// One case: the upstream CA, cordon, and a run-time sandbox.
 pub struct Case {
     pub dir: tempfile::TempDir,
-    pub upstream_ca: TestCa,
-    pub proxy: SocketAddr,
     pub admin: String,
     pub sandbox: String,
     /// The sandbox's environment, exactly as `cordon sandbox env --format json` printed it.
@@ -169,6 +167,7 @@ impl Case {
         test_ca("e2e upstream CA")
     }
 
+    /// Start cordon for the sites of `upstream_ca` and create the case's sandbox.
     pub async fn start(upstream_ca: TestCa, spec: Spec<'_>) -> Case {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
@@ -232,11 +231,8 @@ policies:
         // What a platform would run to start the sandbox: `cordon sandbox env`.
         let env = admin_cli(dir.path(), &admin, &["sandbox", "env", &sandbox, "--format", "json"]);
         let env: BTreeMap<String, String> = serde_json::from_str(&env).unwrap();
-        let proxy = SocketAddr::from(([127, 0, 0, 1], port));
         Case {
             dir,
-            upstream_ca,
-            proxy,
             admin,
             sandbox,
             env,

@@ -1,1 +1,188 @@
-//! placeholder
+//! pip: `pip install` from a private PEP 503 simple index over HTTPS, whose token cordon injects as
+//! `Authorization: Basic base64(__token__:secret)` (the client has no credential at all), and what pip
+//! shows when cordon refuses the index.
+
+use std::process::Command;
+
+use base64::Engine;
+
+use super::harness::{Case, Spec, files, site, text};
+
+/// Writes `cordon_e2e_hello-0.1.0-py3-none-any.whl` (one module, `cordon_e2e_hello.py`) into the directory
+/// given as argv[1] and prints its sha256: a wheel is a zip with `<name>-<ver>.dist-info/{METADATA,WHEEL,RECORD}`.
+const BUILD_WHEEL: &str = r#"
+import base64, hashlib, os, sys, zipfile
+name, ver = "cordon_e2e_hello", "0.1.0"
+info = f"{name}-{ver}.dist-info"
+files = {
+    f"{name}.py": 'GREETING = "hello through cordon"\n',
+    f"{info}/METADATA": f"Metadata-Version: 2.1\nName: cordon-e2e-hello\nVersion: {ver}\nSummary: e2e\n",
+    f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: cordon-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for path, content in files.items():
+    data = content.encode()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    record.append(f"{path},sha256={digest},{len(data)}")
+record.append(f"{info}/RECORD,,")
+files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+whl = os.path.join(sys.argv[1], f"{name}-{ver}-py3-none-any.whl")
+with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+    for path, content in files.items():
+        z.writestr(path, content)
+print(hashlib.sha256(open(whl, "rb").read()).hexdigest())
+"#;
+
+const WHEEL: &str = "cordon_e2e_hello-0.1.0-py3-none-any.whl";
+const SECRET: &str = "pypi-real-index-token";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth() {
+    // The index: /simple/cordon-e2e-hello/ links the wheel under /packages/, with its sha256.
+    let root = tempfile::tempdir().unwrap();
+    let packages = root.path().join("packages");
+    let project = root.path().join("simple/cordon-e2e-hello");
+    std::fs::create_dir_all(&packages).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let built = Command::new("python3")
+        .args(["-c", BUILD_WHEEL])
+        .arg(&packages)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "building the wheel: {}", text(&built));
+    let sha256 = String::from_utf8_lossy(&built.stdout).trim().to_string();
+    std::fs::write(
+        project.join("index.html"),
+        format!(
+            "<!DOCTYPE html>\n<html><body>\n<a href=\"../../packages/{WHEEL}#sha256={sha256}\">{WHEEL}</a>\n</body></html>\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("simple/index.html"),
+        "<!DOCTYPE html>\n<html><body><a href=\"cordon-e2e-hello/\">cordon-e2e-hello</a></body></html>\n",
+    )
+    .unwrap();
+
+    // The index answers only with the real token as Basic auth.
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("__token__:{SECRET}"))
+    );
+    let expected = basic.clone();
+    let ca = Case::ca();
+    let index = site(
+        &ca,
+        "pypi.e2e.test",
+        files(root.path().to_path_buf(), move |req| {
+            req.header("authorization") == Some(expected.as_str())
+        }),
+    )
+    .await;
+    let port = index.port();
+    let case = Case::start(
+        ca,
+        Spec {
+            rules: format!("      - host: pypi.e2e.test\n        ports: [{port}]\n"),
+            credentials: format!(
+                "  pypi:\n    source: {{ env: E2E_PYPI_TOKEN }}\n    bind: {{ hosts: [pypi.e2e.test], ports: [{port}] }}\n    inject: {{ basic_user: __token__ }}\n"
+            ),
+            policy_credentials: vec!["pypi"],
+            secrets: vec![("E2E_PYPI_TOKEN", SECRET)],
+            names: vec!["pypi.e2e.test"],
+        },
+    )
+    .await;
+
+    // pip, with the sandbox's environment only and no credential of its own.
+    let target = case.path("site");
+    let out = case
+        .client("python3")
+        .args(["-m", "pip", "install", "--index-url"])
+        .arg(index.url("/simple/"))
+        .arg("--target")
+        .arg(&target)
+        .args([
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--retries",
+            "0",
+            "--timeout",
+            "10",
+            "cordon-e2e-hello",
+        ])
+        .output()
+        .unwrap();
+    let got = text(&out);
+    assert!(out.status.success(), "pip install failed: {got}");
+    assert!(
+        got.contains("Successfully installed cordon-e2e-hello-0.1.0"),
+        "pip shows: {got}"
+    );
+    let out = case
+        .client("python3")
+        .args(["-c", "import cordon_e2e_hello; print(cordon_e2e_hello.GREETING)"])
+        .env("PYTHONPATH", &target)
+        .output()
+        .unwrap();
+    assert_eq!(text(&out).trim(), "hello through cordon", "{}", text(&out));
+
+    // The index saw the page and the wheel, each with the real token; the sandbox never had it.
+    let seen = index.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.uri.as_str()).collect();
+    assert!(paths.contains(&"/simple/cordon-e2e-hello/"), "{paths:?}");
+    assert!(paths.contains(&format!("/packages/{WHEEL}").as_str()), "{paths:?}");
+    assert!(
+        seen.iter().all(|s| s.header("authorization") == Some(basic.as_str())),
+        "the index saw: {:?}",
+        seen.iter().map(|s| s.header("authorization")).collect::<Vec<_>>()
+    );
+    let b64 = basic.trim_start_matches("Basic ");
+    assert!(!case.env.values().any(|v| v.contains(SECRET) || v.contains(b64)));
+    case.audited(|r| {
+        r["host"] == "pypi.e2e.test"
+            && r["decision"] == "allow"
+            && r["credentials"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c == "pypi"))
+    })
+    .await;
+
+    // A denied index: pip shows cordon's refusal of the tunnel. pip reports why a fetch failed only in
+    // its retry warning (with `--retries 0` it prints just "No matching distribution found", the cause
+    // only at -vv), so this run allows one retry, which urllib3 makes at once (no backoff before it).
+    let out = case
+        .client("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--index-url",
+            "https://denied.e2e.test/simple/",
+            "--target",
+        ])
+        .arg(case.path("denied"))
+        .args([
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--retries",
+            "1",
+            "--timeout",
+            "10",
+            "cordon-e2e-hello",
+        ])
+        .output()
+        .unwrap();
+    let got = text(&out);
+    assert!(!out.status.success(), "pip should fail: {got}");
+    assert!(
+        got.contains("ProxyError('Cannot connect to proxy.'")
+            && got.contains("Tunnel connection failed: 403 Forbidden")
+            && got.contains("No matching distribution found for cordon-e2e-hello"),
+        "pip shows: {got}"
+    );
+    case.audited(|r| {
+        r["host"] == "denied.e2e.test" && r["decision"] == "deny" && r["sandbox"] == case.sandbox.as_str()
+    })
+    .await;
+}
