@@ -84,7 +84,7 @@ print(r.status_code, r.json()["ok"])
         .unwrap();
     let got = text(&out);
     assert!(!out.status.success());
-    assert!(got.contains("403"), "curl shows: {got}");
+    assert!(got.contains("CONNECT tunnel failed, response 403"), "curl shows: {got}");
     let script = r#"
 import requests
 try:
