@@ -194,8 +194,13 @@ impl Reloader {
         }
         if let (true, Some(path)) = (watch_file, self.path.clone()) {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+            let name = path.file_name().map(|n| n.to_os_string());
             let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok() {
+                // Only the config file itself (written, or renamed into place by an editor) and a ConfigMap's
+                // `..data` swap matter; other files in the folder (an audit log, say) are not a reason to reload.
+                if let Ok(event) = event
+                    && event.paths.iter().any(|p| concerns_config(p, name.as_deref()))
+                {
                     let _ = tx.send(());
                 }
             });
@@ -210,6 +215,16 @@ impl Reloader {
                     return tracing::warn!("cannot watch {} for changes ({e}); reload with SIGHUP", dir.display());
                 }
             };
+            if let Some(audit) = state.current().config.audit_file()
+                && same_folder(audit, &dir)
+            {
+                tracing::warn!(
+                    "audit.path {} is in the folder watched for configuration changes ({}): every audit record \
+                     wakes the watcher; write the audit log elsewhere, or set control.watch: false",
+                    audit.display(),
+                    dir.display()
+                );
+            }
             if let Err(e) = notify::Watcher::watch(&mut watcher, &dir, notify::RecursiveMode::NonRecursive) {
                 return tracing::warn!("cannot watch {} for changes ({e}); reload with SIGHUP", dir.display());
             }
@@ -225,5 +240,45 @@ impl Reloader {
                 }
             });
         }
+    }
+}
+
+/// Whether a changed path is the configuration file, or a Kubernetes ConfigMap's `..data` indirection.
+fn concerns_config(changed: &std::path::Path, config: Option<&std::ffi::OsStr>) -> bool {
+    match changed.file_name() {
+        Some(n) => Some(n) == config || n.to_string_lossy().starts_with(".."),
+        None => false,
+    }
+}
+
+fn same_folder(file: &std::path::Path, dir: &std::path::Path) -> bool {
+    let parent = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    match (parent.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => parent == dir,
+    }
+}
+
+#[cfg(test)]
+mod watch_filter_tests {
+    use super::*;
+
+    #[test]
+    fn only_the_config_file_and_configmap_swaps_trigger_a_reload() {
+        let name = Some(std::ffi::OsStr::new("cordon.yaml"));
+        assert!(concerns_config(std::path::Path::new("/etc/cordon/cordon.yaml"), name));
+        assert!(concerns_config(std::path::Path::new("/etc/cordon/..data"), name));
+        assert!(concerns_config(
+            std::path::Path::new("/etc/cordon/..2026_11_29_20_00_00.123"),
+            name
+        ));
+        assert!(!concerns_config(std::path::Path::new("/etc/cordon/audit.jsonl"), name));
+        assert!(!concerns_config(
+            std::path::Path::new("/etc/cordon/.cordon.yaml.swp"),
+            name
+        ));
     }
 }

@@ -25,7 +25,7 @@ BIN="$target_dir/release/cordon"
 
 work="$(mktemp -d)"
 out="$work/results"
-mkdir -p "$out"
+mkdir -p "$out" "$work/log"
 cordon_pid=""
 cleanup() {
   [ -n "$cordon_pid" ] && kill "$cordon_pid" 2>/dev/null || true

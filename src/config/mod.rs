@@ -113,6 +113,16 @@ pub struct Listen {
     pub dns: Option<SocketAddr>,
 }
 
+impl Config {
+    /// The audit log's file, when audit records go to one.
+    pub fn audit_file(&self) -> Option<&std::path::Path> {
+        match &self.audit {
+            AuditConfig::File(p) => Some(p),
+            AuditConfig::Stdout => None,
+        }
+    }
+}
+
 impl Listen {
     /// Every TCP or UDP address cordon listens on, named by its key, for checks of overlap.
     pub fn all(&self) -> Vec<(&'static str, SocketAddr)> {
