@@ -24,8 +24,10 @@ pub trait Meter: Send + Sync {
 /// What a watched stream shares with whoever watches it.
 pub struct Activity {
     started: Instant,
-    /// Milliseconds after `started` when bytes last moved.
+    /// Milliseconds after `started` when the watchdog last saw the byte count change.
     last: AtomicU64,
+    /// The byte count (both ways) the watchdog saw then.
+    seen: AtomicU64,
     /// Bytes from the client.
     pub up: Arc<AtomicU64>,
     /// Bytes to the client.
@@ -39,21 +41,23 @@ impl Activity {
         Arc::new(Activity {
             started: Instant::now(),
             last: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
             up,
             down,
             over_budget: AtomicBool::new(false),
         })
     }
 
-    fn touch(&self) {
-        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last.store(ms, Ordering::Relaxed);
-    }
-
-    /// How long nothing has moved.
+    /// How long nothing has moved, as seen from the calls of this method (the watchdog's ticks): moving bytes
+    /// costs two counter additions and no clock read, and idleness is known to within one tick.
     pub fn idle_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
-        self.started.elapsed().saturating_sub(last)
+        let now = self.started.elapsed();
+        let total = self.up.load(Ordering::Relaxed) + self.down.load(Ordering::Relaxed);
+        if self.seen.swap(total, Ordering::Relaxed) != total {
+            let ms = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
+            self.last.store(ms, Ordering::Relaxed);
+        }
+        now.saturating_sub(Duration::from_millis(self.last.load(Ordering::Relaxed)))
     }
 
     /// Whether the byte budget stopped it.
@@ -168,12 +172,10 @@ pub struct Watched<S> {
 impl<S> Watched<S> {
     /// Watch `inner`.
     pub fn new(inner: S, activity: Arc<Activity>, meter: Option<Arc<dyn Meter>>) -> Watched<S> {
-        activity.touch();
         Watched { inner, activity, meter }
     }
 
     fn moved(&self, up: u64, down: u64) -> io::Result<()> {
-        self.activity.touch();
         self.activity.up.fetch_add(up, Ordering::Relaxed);
         self.activity.down.fetch_add(down, Ordering::Relaxed);
         if let Some(m) = &self.meter
