@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Drive one scenario against a release cordon with oha, optionally under perf, and print req/s and p50.
+#
+#   PEER_RIG_ROOT=/some/scratch bash benches/load/profile.sh SCENARIO [seconds]
+#     SCENARIO: direct | directs | http | tunnel | intercept
+#     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
+#     PERF=1 ALL=1  `perf record -a` instead, the whole machine (-> /tmp/perf-all-SCENARIO.data;
+#                   `perf report --sort comm` shows where the cores go)
+#     C=50          connections
+# Needs the peer rig running (benches/load/run.sh sets it up; ../shared/peers/start-all.sh starts it) and a
+# release build (cargo build --release).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+: "${PEER_RIG_ROOT:?set PEER_RIG_ROOT to the peer rig's folder}"
+BIN=${BIN:-$repo/target/release/cordon}
+work=$(mktemp -d); mkdir -p "$work/log"
+pid=""
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+TOKEN=bench-token-0123456789abcdef
+HASH="$(printf %s "$TOKEN" | "$BIN" token hash)"
+PORT=14129
+sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -e "s#@PORT@#$PORT#g" \
+  "$repo/benches/load/cordon.yaml.in" > "$work/cordon.yaml"
+"$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
+BENCH_UPSTREAM_TOKEN=x "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &
+pid=$!
+sleep 1
+cp /etc/hosts "$work/hosts"; echo "127.0.0.1 upstream.test" >> "$work/hosts"
+AUTH="Proxy-Authorization: Basic $(printf %s "bench:$TOKEN" | base64 -w0)"
+CA="$PEER_RIG_ROOT/ca/upstream-ca.pem"
+case ${1:?scenario} in
+  direct) args=(http://127.0.0.1:18080/1k.txt);;
+  directs) args=(--cacert "$CA" https://localhost:18443/1k.txt);;
+  http) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" http://upstream.test:18080/1k.txt);;
+  tunnel) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/1k.txt);;
+  intercept) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
+  *) echo "unknown scenario $1" >&2; exit 2;;
+esac
+D=${2:-8}
+oha_() { unshare --mount -- sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$work/hosts" oha "$@"; }
+oha_ -z 2s -c "${C:-50}" --no-tui "${args[@]}" > /dev/null 2>&1 || true
+rec=""
+if [ "${PERF:-0}" = 1 ]; then
+  if [ "${ALL:-0}" = 1 ]; then perf record -F 499 -a -o "/tmp/perf-all-$1.data" -- sleep "$D" > /dev/null 2>&1 &
+  else perf record -F 999 -g -p "$pid" -o "/tmp/perf-$1.data" -- sleep "$D" > /dev/null 2>&1 & fi
+  rec=$!
+fi
+oha_ -z "${D}s" -c "${C:-50}" --no-tui --output-format json "${args[@]}" 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); print("rps=%.0f p50=%.2fms" % (d["summary"]["requestsPerSec"], d["latencyPercentiles"]["p50"]*1000))'
+[ -n "$rec" ] && wait "$rec" || true
