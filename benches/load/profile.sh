@@ -11,7 +11,7 @@
 # release build (cargo build --release).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-: "${PEER_RIG_ROOT:?set PEER_RIG_ROOT to the peer rig's folder}"
+: "${PEER_RIG_ROOT:?set PEER_RIG_ROOT to the folder of the peer rig}"
 BIN=${BIN:-$repo/target/release/cordon}
 work=$(mktemp -d); mkdir -p "$work/log"
 pid=""
