@@ -15,6 +15,7 @@ mod credentials;
 mod e2e;
 mod framing;
 mod gateway;
+mod gateway_tproxy;
 mod guard;
 mod http;
 mod intercept;
