@@ -56,6 +56,11 @@ impl PolicyAnswerer {
         r.sandbox = Some(sandbox.id.clone());
         r.user = Some(sandbox.user.clone());
         r.policy = Some(sandbox.policy.clone());
+        // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
+        // can neither exhaust the resolver nor stream data out at line rate through allowed names.
+        if let Err(refusal) = self.state.limits().request(&sandbox.id, &sandbox.user, &q.name) {
+            return Verdicts::Refused(refusal.reason, refusal.message);
+        }
         if let Err(refusal) = generation.dialer.guard().check_name(&q.name) {
             // SECURITY: metadata and local names are refused whatever the policy says.
             return Verdicts::Refused(refusal.code(), refusal.to_string());

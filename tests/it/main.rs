@@ -11,6 +11,7 @@ mod control_procs;
 mod control_reload;
 mod control_rig;
 mod credentials;
+mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
 mod framing;

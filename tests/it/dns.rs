@@ -1,0 +1,139 @@
+//! The DNS responder on cordon's real state, over real UDP sockets on loopback (no namespaces needed): it
+//! answers a sandbox's allowed names from cordon's own resolution, refuses the rest and unknown sources, holds
+//! a flood of queries to the sandbox's request rate, and audits every query.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cordon::config::Config;
+use cordon::state::ProxyState;
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use tokio::net::UdpSocket;
+
+use crate::rig::Capture;
+
+async fn ask(server: SocketAddr, from: &str, name: &str, rtype: RecordType) -> Message {
+    let mut msg = Message::query();
+    msg.metadata.recursion_desired = true;
+    msg.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
+    let sock = UdpSocket::bind((from, 0)).await.unwrap();
+    sock.send_to(&msg.to_vec().unwrap(), server).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let (len, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+        .await
+        .expect("the responder answered")
+        .unwrap();
+    Message::from_vec(&buf[..len]).unwrap()
+}
+
+#[tokio::test]
+async fn the_responder_answers_allowed_names_only_and_within_the_sandbox_rate() {
+    let yaml = r#"
+network:
+  allow_cidrs: ["127.0.0.0/8"]
+  hosts: { api.test: ["127.0.0.9"], private.test: ["10.1.2.3"] }
+limits:
+  per_sandbox:
+    requests: { per_second: 1, burst: 6 }
+sandboxes:
+  - { id: vm, user: alice, policy: p, source_cidrs: ["127.0.0.1/32"] }
+policies:
+  p:
+    allow:
+      - host: api.test
+      - host: private.test
+"#;
+    let config = Config::parse("dns.yaml", yaml).unwrap();
+    let audit = Capture::default();
+    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![]).await.unwrap();
+    let (udp, tcp) = cordon::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let server = udp.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(cordon::dns::serve(udp, tcp, state, async move {
+        let _ = stopped.await;
+    }));
+
+    let a = ask(server, "127.0.0.1", "api.test", RecordType::A).await;
+    assert_eq!(a.metadata.response_code, ResponseCode::NoError);
+    let ips: Vec<String> = a
+        .answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(ip) => Some(ip.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ips, ["127.0.0.9"]);
+    // Names no rule allows, and a name whose answer the guard refuses, are REFUSED.
+    assert_eq!(
+        ask(server, "127.0.0.1", "evil.test", RecordType::A)
+            .await
+            .metadata
+            .response_code,
+        ResponseCode::Refused
+    );
+    assert_eq!(
+        ask(server, "127.0.0.1", "private.test", RecordType::A)
+            .await
+            .metadata
+            .response_code,
+        ResponseCode::Refused
+    );
+    // An address no sandbox claims gets nothing.
+    assert_eq!(
+        ask(server, "127.0.0.2", "api.test", RecordType::A)
+            .await
+            .metadata
+            .response_code,
+        ResponseCode::Refused
+    );
+    // The sandbox's request rate (burst 6, three spent above) holds a flood, allowed names included.
+    let mut codes = Vec::new();
+    for _ in 0..6 {
+        codes.push(
+            ask(server, "127.0.0.1", "api.test", RecordType::A)
+                .await
+                .metadata
+                .response_code,
+        );
+    }
+    assert_eq!(
+        codes.iter().filter(|c| **c == ResponseCode::NoError).count(),
+        3,
+        "{codes:?}"
+    );
+    assert!(codes[3..].iter().all(|c| *c == ResponseCode::Refused), "{codes:?}");
+
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let records = audit.now();
+    let dns: Vec<_> = records.iter().filter(|r| r.kind == cordon::audit::Kind::Dns).collect();
+    assert_eq!(dns.len(), 10, "one record per query: {dns:#?}");
+    let reason = |host: &str| {
+        dns.iter()
+            .find(|r| r.host.as_deref() == Some(host))
+            .and_then(|r| r.reason.clone())
+    };
+    assert_eq!(reason("evil.test").as_deref(), Some("no_rule"));
+    assert!(
+        reason("private.test").is_some_and(|r| r != "no_rule"),
+        "{:?}",
+        reason("private.test")
+    );
+    assert!(
+        dns.iter()
+            .any(|r| r.reason.as_deref() == Some("unknown_source") && r.sandbox.is_none())
+    );
+    assert_eq!(
+        dns.iter()
+            .filter(|r| r.reason.as_deref() == Some("sandbox_rate"))
+            .count(),
+        3
+    );
+    assert!(
+        dns.iter()
+            .any(|r| r.qtype.as_deref() == Some("A") && r.dialled.as_deref() == Some("127.0.0.9"))
+    );
+    let _ = stop.send(());
+}
