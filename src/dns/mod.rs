@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use crate::audit::{self, Kind, Verdict};
 use crate::policy::Mode;
-use crate::state::ProxyState;
+use crate::state::{Generation, ProxyState};
+use crate::target::Target;
 pub use server::{Answer, Answerer, Query};
 
 /// How long clients may cache an answer. Short: the policy can change with a reload.
@@ -42,9 +43,9 @@ impl PolicyAnswerer {
         pending
     }
 
-    /// The sandbox by source address, the guard's view of the name, and the policy.
-    fn judge(&self, q: &Query, pending: &mut audit::Pending) -> Verdicts {
-        let generation = self.state.current();
+    /// The sandbox by source address, the name as the one destination parser sees it, the guard's view of
+    /// it, and the policy.
+    fn judge(&self, generation: &Generation, q: &Query, pending: &mut audit::Pending) -> Verdicts {
         let Some(sandbox) = generation.identities.by_source(q.src.ip()) else {
             // SECURITY: an address no sandbox claims gets no answers at all.
             return Verdicts::Refused(
@@ -60,6 +61,12 @@ impl PolicyAnswerer {
         // can neither exhaust the resolver nor stream data out at line rate through allowed names.
         if let Err(refusal) = self.state.limits().request(&sandbox.id, &sandbox.user, &q.name) {
             return Verdicts::Refused(refusal.reason, refusal.message);
+        }
+        // SECURITY: the name goes through target.rs like every host: a query for something that parses as an
+        // address (`169.254.169.254.`) is not a name and is refused, never looked up.
+        match Target::from_host_value(q.name.as_bytes(), 53) {
+            Ok(t) if t.host.as_name() == Some(q.name.as_str()) => {}
+            _ => return Verdicts::Refused("bad_host", format!("{:?} is not a host name", q.name)),
         }
         if let Err(refusal) = generation.dialer.guard().check_name(&q.name) {
             // SECURITY: metadata and local names are refused whatever the policy says.
@@ -93,15 +100,15 @@ fn finish(mut pending: audit::Pending, decision: Verdict, reason: Option<&str>, 
 impl Answerer for PolicyAnswerer {
     async fn answer(&self, q: &Query) -> Answer {
         let mut pending = self.start(q);
-        let decision = match self.judge(q, &mut pending) {
+        let generation = self.state.current();
+        let decision = match self.judge(&generation, q, &mut pending) {
             Verdicts::Refused(code, why) => {
                 finish(pending, Verdict::Deny, Some(code), Some(why));
                 return Answer::Refused;
             }
             Verdicts::Allowed(d) => d,
         };
-        let dialer = self.state.current().dialer.clone();
-        match dialer.addresses(&q.name).await {
+        match generation.dialer.addresses(&q.name).await {
             Ok(ips) => {
                 let list: Vec<String> = ips.iter().map(|ip| ip.to_string()).collect();
                 pending.record().dialled = Some(list.join(","));
@@ -122,7 +129,7 @@ impl Answerer for PolicyAnswerer {
 
     async fn other(&self, q: &Query) -> bool {
         let mut pending = self.start(q);
-        match self.judge(q, &mut pending) {
+        match self.judge(&self.state.current(), q, &mut pending) {
             Verdicts::Refused(code, why) => {
                 finish(pending, Verdict::Deny, Some(code), Some(why));
                 false

@@ -36,7 +36,7 @@ network:
   hosts: { api.test: ["127.0.0.9"], private.test: ["10.1.2.3"] }
 limits:
   per_sandbox:
-    requests: { per_second: 1, burst: 6 }
+    requests: { per_second: 1, burst: 8 }
 sandboxes:
   - { id: vm, user: alice, policy: p, source_cidrs: ["127.0.0.1/32"] }
 policies:
@@ -81,6 +81,14 @@ policies:
             .response_code,
         ResponseCode::Refused
     );
+    // An address written as a name is not a name, and a number no rule names is not looked up.
+    for disguised in ["169.254.169.254", "2852039166"] {
+        let code = ask(server, "127.0.0.1", disguised, RecordType::A)
+            .await
+            .metadata
+            .response_code;
+        assert_eq!(code, ResponseCode::Refused, "{disguised}");
+    }
     // An address no sandbox claims gets nothing.
     assert_eq!(
         ask(server, "127.0.0.2", "api.test", RecordType::A)
@@ -89,7 +97,7 @@ policies:
             .response_code,
         ResponseCode::Refused
     );
-    // The sandbox's request rate (burst 6, three spent above) holds a flood, allowed names included.
+    // The sandbox's request rate (burst 8, five spent above) holds a flood, allowed names included.
     let mut codes = Vec::new();
     for _ in 0..6 {
         codes.push(
@@ -109,17 +117,16 @@ policies:
     tokio::time::sleep(Duration::from_millis(100)).await;
     let records = audit.now();
     let dns: Vec<_> = records.iter().filter(|r| r.kind == cordon::audit::Kind::Dns).collect();
-    assert_eq!(dns.len(), 10, "one record per query: {dns:#?}");
-    let reason = |host: &str| {
-        dns.iter()
-            .find(|r| r.host.as_deref() == Some(host))
-            .and_then(|r| r.reason.clone())
-    };
-    assert_eq!(reason("evil.test").as_deref(), Some("no_rule"));
+    assert_eq!(dns.len(), 12, "one record per query: {dns:#?}");
+    assert_eq!(reason_of(&dns, "169.254.169.254").as_deref(), Some("bad_host"));
+    // A number is a name to the parser (the resolver would make it an address): no rule names it, so it is
+    // never looked up.
+    assert_eq!(reason_of(&dns, "2852039166").as_deref(), Some("no_rule"));
+    assert_eq!(reason_of(&dns, "evil.test").as_deref(), Some("no_rule"));
     assert!(
-        reason("private.test").is_some_and(|r| r != "no_rule"),
+        reason_of(&dns, "private.test").is_some_and(|r| r != "no_rule"),
         "{:?}",
-        reason("private.test")
+        reason_of(&dns, "private.test")
     );
     assert!(
         dns.iter()
@@ -136,4 +143,11 @@ policies:
             .any(|r| r.qtype.as_deref() == Some("A") && r.dialled.as_deref() == Some("127.0.0.9"))
     );
     let _ = stop.send(());
+}
+
+fn reason_of(records: &[&cordon::audit::Record], host: &str) -> Option<String> {
+    records
+        .iter()
+        .find(|r| r.host.as_deref() == Some(host))
+        .and_then(|r| r.reason.clone())
 }
