@@ -11,12 +11,11 @@ use std::sync::{Arc, Mutex};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::cli::{BIN, spawn_cordon};
 use crate::gateway::Running;
 use crate::rig::{Seen, free_port};
-use crate::tls_rig::{TestCa, test_ca};
+use crate::tls_rig::{TestCa, serve_by_alpn, test_ca};
 
 /// What a site answers: status, headers, body.
 pub type Reply = (u16, Vec<(String, String)>, Vec<u8>);
@@ -57,7 +56,6 @@ pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
             let (acceptor, handler, record) = (acceptor.clone(), handler.clone(), record.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(stream).await else { return };
-                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 let svc = service_fn(move |req: hyper::Request<Incoming>| {
                     let (handler, record) = (handler.clone(), record.clone());
                     async move {
@@ -83,16 +81,7 @@ pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
                         Ok::<_, std::convert::Infallible>(resp.body(Full::new(Bytes::from(body))).unwrap())
                     }
                 });
-                let io = TokioIo::new(tls);
-                if h2 {
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(io, svc)
-                        .await;
-                } else {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(io, svc)
-                        .await;
-                }
+                serve_by_alpn(tls, svc).await;
             });
         }
     });
@@ -101,6 +90,48 @@ pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
         addr,
         seen,
     }
+}
+
+/// The real token the placeholder cases' API expects (held by cordon, never by the sandbox).
+pub const API_TOKEN: &str = "real-api-token";
+
+/// A JSON API on `api.e2e.test` answering `{"ok": true, "path": ...}` only to `Bearer <API_TOKEN>`, and a case
+/// whose sandbox holds the placeholder of credential `api` (injected by placeholder) bound to it.
+pub async fn placeholder_api() -> (Site, Case) {
+    let ca = Case::ca();
+    let api = site(
+        &ca,
+        "api.e2e.test",
+        Arc::new(|req| {
+            let ok = req.header("authorization") == Some(format!("Bearer {API_TOKEN}").as_str());
+            let body = serde_json::json!({ "ok": ok, "path": req.uri }).to_string();
+            (
+                if ok { 200 } else { 401 },
+                vec![("content-type".into(), "application/json".into())],
+                body.into_bytes(),
+            )
+        }),
+    )
+    .await;
+    let port = api.port();
+    let case = Case::start(
+        ca,
+        Spec {
+            rules: format!("      - host: api.e2e.test\n        ports: [{port}]\n"),
+            credentials: format!(
+                "  api:\n    source: {{ env: E2E_API_TOKEN }}\n    bind: {{ hosts: [api.e2e.test], ports: [{port}] }}\n    inject: {{ placeholder: {{}} }}\n"
+            ),
+            policy_credentials: vec!["api"],
+            secrets: vec![("E2E_API_TOKEN", API_TOKEN)],
+            names: vec!["api.e2e.test"],
+        },
+    )
+    .await;
+    assert!(
+        !case.env.values().any(|v| v.contains(API_TOKEN)),
+        "the sandbox holds the real token"
+    );
+    (api, case)
 }
 
 /// A handler serving the files under `root` (GET and HEAD), 404 otherwise, after `auth` accepts the request.

@@ -1,47 +1,16 @@
 //! curl (HTTP/2) and Python requests (a JSON API, with the sandbox's placeholder swapped for the real token).
 
-use std::sync::Arc;
-
-use super::harness::{Case, Spec, site, text};
+use super::harness::{API_TOKEN, placeholder_api, text};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn curl_over_http2_and_requests_with_a_placeholder_swapped() {
-    let ca = Case::ca();
-    let api = site(
-        &ca,
-        "api.e2e.test",
-        Arc::new(|req| {
-            let auth = req.header("authorization").unwrap_or("").to_string();
-            let ok = auth == "Bearer real-api-token";
-            let body = format!("{{\"ok\": {ok}, \"path\": \"{}\"}}", req.uri);
-            (
-                if ok { 200 } else { 401 },
-                vec![("content-type".into(), "application/json".into())],
-                body.into_bytes(),
-            )
-        }),
-    )
-    .await;
-    let port = api.port();
-    let case = Case::start(
-        ca,
-        Spec {
-            rules: format!("      - host: api.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  api:\n    source: {{ env: E2E_API_TOKEN }}\n    bind: {{ hosts: [api.e2e.test], ports: [{port}] }}\n    inject: {{ placeholder: {{}} }}\n"
-            ),
-            policy_credentials: vec!["api"],
-            secrets: vec![("E2E_API_TOKEN", "real-api-token")],
-            names: vec!["api.e2e.test"],
-        },
-    )
-    .await;
+    let (api, case) = placeholder_api().await;
     let placeholder = case
         .env
         .get("CORDON_PLACEHOLDER_API")
         .expect("the env carries the placeholder")
         .clone();
-    assert_ne!(placeholder, "real-api-token");
+    assert_ne!(placeholder, API_TOKEN);
 
     // curl, HTTP/2 inside the interception, the placeholder in a header.
     let out = case
@@ -53,7 +22,7 @@ async fn curl_over_http2_and_requests_with_a_placeholder_swapped() {
         .unwrap();
     let got = text(&out);
     assert!(out.status.success(), "{got}");
-    assert!(got.contains("\"ok\": true") && got.trim_end().ends_with('2'), "{got}");
+    assert!(got.contains("\"ok\":true") && got.trim_end().ends_with('2'), "{got}");
 
     // Python requests, reading the placeholder from its environment like an SDK would.
     let script = r#"
@@ -72,9 +41,8 @@ print(r.status_code, r.json()["ok"])
     assert!(
         api.seen()
             .iter()
-            .all(|s| s.header("authorization") == Some("Bearer real-api-token"))
+            .all(|s| s.header("authorization") == Some(format!("Bearer {API_TOKEN}").as_str()))
     );
-    assert!(!case.env.values().any(|v| v.contains("real-api-token")));
 
     // A denied destination: each tool shows cordon's refusal.
     let out = case

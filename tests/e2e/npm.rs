@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use super::harness::{Case, Handler, Spec, files, site, text};
+use super::harness::{API_TOKEN, Case, Handler, Spec, files, placeholder_api, site, text};
 use crate::rig::Seen;
 
 /// Build `name@version` (`package/package.json` + `package/index.js`) with `npm pack` (offline, outside the
@@ -206,37 +206,8 @@ fn node_prefix() -> PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn node_fetch_through_the_proxy_with_a_placeholder_swapped() {
     let prefix = node_prefix();
-    let ca = Case::ca();
-    let api = site(
-        &ca,
-        "api.e2e.test",
-        Arc::new(|req| {
-            let ok = req.header("authorization") == Some("Bearer real-api-token");
-            let body = serde_json::json!({ "ok": ok, "path": req.uri }).to_string();
-            (
-                if ok { 200 } else { 401 },
-                vec![("content-type".into(), "application/json".into())],
-                body.into_bytes(),
-            )
-        }),
-    )
-    .await;
-    let port = api.port();
-    let case = Case::start(
-        ca,
-        Spec {
-            rules: format!("      - host: api.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  api:\n    source: {{ env: E2E_API_TOKEN }}\n    bind: {{ hosts: [api.e2e.test], ports: [{port}] }}\n    inject: {{ placeholder: {{}} }}\n"
-            ),
-            policy_credentials: vec!["api"],
-            secrets: vec![("E2E_API_TOKEN", "real-api-token")],
-            names: vec!["api.e2e.test"],
-        },
-    )
-    .await;
+    let (api, case) = placeholder_api().await;
     assert!(case.env.contains_key("CORDON_PLACEHOLDER_API"));
-    assert!(!case.env.values().any(|v| v.contains("real-api-token")));
 
     // Node 20's global fetch ignores HTTPS_PROXY even with NODE_USE_ENV_PROXY=1 (that came in Node 24 and
     // 22.21): it resolves the host itself (ENOTFOUND here). So the script does what Node 20 code must do,
@@ -274,7 +245,7 @@ fetch(process.env.URL, { headers: { authorization: 'Bearer ' + process.env.CORDO
     assert!(
         api.seen()
             .iter()
-            .all(|s| s.header("authorization") == Some("Bearer real-api-token")),
+            .all(|s| s.header("authorization") == Some(format!("Bearer {API_TOKEN}").as_str())),
         "{:#?}",
         api.seen()
     );

@@ -96,23 +96,7 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
 
     // pip, with the sandbox's environment only and no credential of its own.
     let target = case.path("site");
-    let out = case
-        .client("python3")
-        .args(["-m", "pip", "install", "--index-url"])
-        .arg(index.url("/simple/"))
-        .arg("--target")
-        .arg(&target)
-        .args([
-            "--no-cache-dir",
-            "--disable-pip-version-check",
-            "--retries",
-            "0",
-            "--timeout",
-            "10",
-            "cordon-e2e-hello",
-        ])
-        .output()
-        .unwrap();
+    let out = pip_install(&case, &index.url("/simple/"), &target, 0);
     let got = text(&out);
     assert!(out.status.success(), "pip install failed: {got}");
     assert!(
@@ -151,28 +135,7 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
     // A denied index: pip shows cordon's refusal of the tunnel. pip reports why a fetch failed only in
     // its retry warning (with `--retries 0` it prints just "No matching distribution found", the cause
     // only at -vv), so this run allows one retry, which urllib3 makes at once (no backoff before it).
-    let out = case
-        .client("python3")
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--index-url",
-            "https://denied.e2e.test/simple/",
-            "--target",
-        ])
-        .arg(case.path("denied"))
-        .args([
-            "--no-cache-dir",
-            "--disable-pip-version-check",
-            "--retries",
-            "1",
-            "--timeout",
-            "10",
-            "cordon-e2e-hello",
-        ])
-        .output()
-        .unwrap();
+    let out = pip_install(&case, "https://denied.e2e.test/simple/", &case.path("denied"), 1);
     let got = text(&out);
     assert!(!out.status.success(), "pip should fail: {got}");
     assert!(
@@ -185,4 +148,22 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
         r["host"] == "denied.e2e.test" && r["decision"] == "deny" && r["sandbox"] == case.sandbox.as_str()
     })
     .await;
+}
+
+/// `pip install cordon-e2e-hello` from `index` into `target`, as the sandbox (its env only).
+fn pip_install(case: &Case, index: &str, target: &std::path::Path, retries: u8) -> std::process::Output {
+    case.client("python3")
+        .args(["-m", "pip", "install", "--index-url", index, "--target"])
+        .arg(target)
+        .args([
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--timeout",
+            "10",
+            "--retries",
+        ])
+        .arg(retries.to_string())
+        .arg("cordon-e2e-hello")
+        .output()
+        .unwrap()
 }

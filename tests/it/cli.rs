@@ -295,7 +295,7 @@ async fn run_cordon(yaml: &str, port: u16) -> (std::process::Child, tempfile::Na
 /// Start `cordon run --config config` with extra environment (the secrets a test hands it), and wait until
 /// it listens on `port`.
 pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["run", "--config"])
         .arg(config)
         .envs(env.iter().copied())
@@ -303,16 +303,29 @@ pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &st
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Someone else's listener on the port must not pass for this cordon: await_listening checks it lives.
+    await_listening(child, &format!("127.0.0.1:{port}"), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await
+}
+
+/// Wait until `ready` says the cordon `child` listens on `addr`; panic with its stderr if it exits first or
+/// never does.
+pub async fn await_listening(
+    mut child: std::process::Child,
+    addr: &str,
+    ready: impl Fn() -> bool,
+) -> std::process::Child {
     for _ in 0..100 {
-        // Someone else's listener on the port must not pass for this cordon.
         if let Ok(Some(status)) = child.try_wait() {
             let out = child.wait_with_output().unwrap();
             panic!(
-                "cordon exited ({status}) before listening on {port}: {}",
+                "cordon exited ({status}) before listening on {addr}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if ready() {
             return child;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -320,7 +333,7 @@ pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &st
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
     panic!(
-        "cordon never listened on {port}: {}",
+        "cordon never listened on {addr}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }

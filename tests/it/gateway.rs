@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::cli::BIN;
+use crate::cli::{BIN, await_listening};
 use crate::netns::{Net, available, resolv_conf};
 use crate::rig::{Upstream, upstream_on};
 use crate::tls_rig::{https_upstream_on, test_ca};
@@ -150,8 +150,8 @@ impl Drop for Running {
     }
 }
 
-pub fn start_cordon(w: &World, config: &std::path::Path, proxy: &str) -> Running {
-    let mut child = w
+pub async fn start_cordon(w: &World, config: &std::path::Path, proxy: &str) -> Running {
+    let child = w
         .net
         .command(&w.net.gw, BIN)
         .args(["run", "--config"])
@@ -160,17 +160,7 @@ pub fn start_cordon(w: &World, config: &std::path::Path, proxy: &str) -> Running
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..100 {
-        if let Ok(Some(status)) = child.try_wait() {
-            let out = child.wait_with_output().unwrap();
-            panic!("cordon exited ({status}): {}", String::from_utf8_lossy(&out.stderr));
-        }
-        if w.net.connectable(&w.net.gw, proxy) {
-            return Running(child);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("cordon never listened on {proxy}");
+    Running(await_listening(child, proxy, || w.net.connectable(&w.net.gw, proxy)).await)
 }
 
 fn dig(w: &World, name: &str, qtype: &str) -> String {
@@ -199,7 +189,7 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     let config = w.config("vm1", &listen, Some(&format!("{}/32", net.sbx_ip())));
     let ca = w.sandbox_ca(&config, "vm1");
     let ca = ca.to_str().unwrap();
-    let _cordon = start_cordon(&w, &config, &format!("{gw}:3128"));
+    let _cordon = start_cordon(&w, &config, &format!("{gw}:3128")).await;
     resolv_conf(&net.sbx, &gw);
 
     // DNS: the allowed name is answered with cordon's resolution; others are refused, metadata too.

@@ -72,7 +72,7 @@ async fn ipv6_redirects_and_tproxy_give_the_original_destination() {
     let config = w.config("vm6", &six, Some(&sources));
     let ca = w.sandbox_ca(&config, "vm6");
     let ca = ca.to_str().unwrap();
-    let cordon6 = start_cordon(&w, &config, &format!("{gw}:3128"));
+    let cordon6 = start_cordon(&w, &config, &format!("{gw}:3128")).await;
     // The sandbox aims at an IPv6 address of its choosing; cordon dials api.test's own (IPv4) address.
     let resolve = "api.test:443:[fd00:99::7]";
     net.exec_ok(&net.sbx, &["ip", "-6", "route", "add", "fd00:99::/64", "via", &gw6]);
@@ -83,7 +83,7 @@ async fn ipv6_redirects_and_tproxy_give_the_original_destination() {
     let tproxy =
         format!("listen: {{ proxy: \"{gw}:3129\", transparent: \"0.0.0.0:15002\", transparent_tproxy: true }}");
     let config = w.config("vm6", &tproxy, Some(&sources));
-    let _tproxied = start_cordon(&w, &config, &format!("{gw}:3129"));
+    let _tproxied = start_cordon(&w, &config, &format!("{gw}:3129")).await;
     let before = w.api.accepted();
     let resolve = format!("api.test:443:{inet}");
     let (code, body) = w.curl(&["--cacert", ca, "--resolve", &resolve, "https://api.test/tproxy"]);

@@ -65,22 +65,39 @@ pub fn https_upstream_on(listener: TcpListener, tls: Arc<ServerConfig>) -> Upstr
             a.fetch_add(1, Ordering::SeqCst);
             let (acceptor, svc) = (acceptor.clone(), upstream_service(s.clone()));
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(stream).await else { return };
-                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                let io = hyper_util::rt::TokioIo::new(tls);
-                if h2 {
-                    let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                        .serve_connection(io, svc)
-                        .await;
-                } else {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(io, svc)
-                        .await;
+                if let Ok(tls) = acceptor.accept(stream).await {
+                    serve_by_alpn(tls, svc).await;
                 }
             });
         }
     });
     Upstream { addr, accepts, seen }
+}
+
+/// Serve one accepted TLS connection with `svc`, over h2 or HTTP/1.1 as ALPN chose.
+pub async fn serve_by_alpn<S, B>(tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>, svc: S)
+where
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let io = hyper_util::rt::TokioIo::new(tls);
+    if h2 {
+        let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection(io, svc)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, svc)
+            .await;
+    }
 }
 
 /// Everything an interception test needs.
