@@ -14,6 +14,10 @@ use tokio::net::UdpSocket;
 
 use crate::rig::Capture;
 
+async fn code(server: SocketAddr, from: &str, name: &str) -> ResponseCode {
+    ask(server, from, name, RecordType::A).await.metadata.response_code
+}
+
 async fn ask(server: SocketAddr, from: &str, name: &str, rtype: RecordType) -> Message {
     let mut msg = Message::query();
     msg.metadata.recursion_desired = true;
@@ -67,45 +71,19 @@ policies:
         .collect();
     assert_eq!(ips, ["127.0.0.9"]);
     // Names no rule allows, and a name whose answer the guard refuses, are REFUSED.
-    assert_eq!(
-        ask(server, "127.0.0.1", "evil.test", RecordType::A)
-            .await
-            .metadata
-            .response_code,
-        ResponseCode::Refused
-    );
-    assert_eq!(
-        ask(server, "127.0.0.1", "private.test", RecordType::A)
-            .await
-            .metadata
-            .response_code,
-        ResponseCode::Refused
-    );
+    assert_eq!(code(server, "127.0.0.1", "evil.test").await, ResponseCode::Refused);
+    assert_eq!(code(server, "127.0.0.1", "private.test").await, ResponseCode::Refused);
     // An address written as a name is not a name, and a number no rule names is not looked up.
     for disguised in ["169.254.169.254", "2852039166"] {
-        let code = ask(server, "127.0.0.1", disguised, RecordType::A)
-            .await
-            .metadata
-            .response_code;
+        let code = code(server, "127.0.0.1", disguised).await;
         assert_eq!(code, ResponseCode::Refused, "{disguised}");
     }
     // An address no sandbox claims gets nothing.
-    assert_eq!(
-        ask(server, "127.0.0.2", "api.test", RecordType::A)
-            .await
-            .metadata
-            .response_code,
-        ResponseCode::Refused
-    );
+    assert_eq!(code(server, "127.0.0.2", "api.test").await, ResponseCode::Refused);
     // The sandbox's request rate (burst 8, five spent above) holds a flood, allowed names included.
     let mut codes = Vec::new();
     for _ in 0..6 {
-        codes.push(
-            ask(server, "127.0.0.1", "api.test", RecordType::A)
-                .await
-                .metadata
-                .response_code,
-        );
+        codes.push(code(server, "127.0.0.1", "api.test").await);
     }
     assert_eq!(
         codes.iter().filter(|c| **c == ResponseCode::NoError).count(),

@@ -266,6 +266,10 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
         "{text}"
     );
     assert!(!w.plain.seen().iter().any(|s| s.uri == "/other-port"));
+    // An absolute-form target naming another host than Host is misdirected, not followed.
+    let (_, text) = w.curl(&["-i", "--request-target", "http://denied.test/x", "http://api.test/"]);
+    assert!(text.starts_with("HTTP/1.1 421"), "{text}");
+    assert!(!w.plain.seen().iter().any(|s| s.uri.contains("/x")));
 
     // A denied host, even at the allowed host's address: closed, nothing reaches the upstream.
     let before = w.api.accepted();
