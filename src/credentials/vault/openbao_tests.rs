@@ -103,6 +103,28 @@ impl Bao {
         value
     }
 
+    /// Wait (up to 10 s) until OpenBao refuses `token`, so a test never races a revocation.
+    async fn await_refused(&self, token: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let req = Request::builder()
+                .method(Method::GET)
+                .uri(format!("{}/v1/auth/token/lookup-self", self.addr))
+                .header("X-Vault-Token", token)
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let (status, _, _) = self.client.send(req, TIMEOUT).await.unwrap();
+            if status == StatusCode::FORBIDDEN {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the revoked token is still accepted ({status})"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn put_secret(&self, path: &str, data: Value) {
         self.ok(
             Method::POST,
@@ -226,6 +248,8 @@ async fn approle_login_cache_relogin_and_denial() {
         .to_owned();
     bao.ok(Method::POST, "auth/token/revoke", Some(json!({ "token": token })))
         .await;
+    // OpenBao may finish a revocation after answering: wait until the token is refused.
+    bao.await_refused(&token).await;
     assert_eq!(
         store.get("cordon/test#api_key").await.unwrap().expose_secret(),
         "sk-approle"
