@@ -7,6 +7,8 @@
 #     PERF=1 ALL=1  `perf record -a` instead, the whole machine (-> /tmp/perf-all-SCENARIO.data;
 #                   `perf report --sort comm` shows where the cores go)
 #     C=50          connections
+#     CALLGRAPH=...  perf's call-graph option (default -g; `--call-graph dwarf` for full stacks)
+# Prints requests per second, p50, and cordon's CPU time per request (steadier than req/s on a noisy machine).
 # Needs the peer rig running (benches/load/run.sh sets it up; ../shared/peers/start-all.sh starts it) and a
 # release build (cargo build --release).
 set -euo pipefail
@@ -42,9 +44,23 @@ oha_ -z 2s -c "${C:-50}" --no-tui "${args[@]}" > /dev/null 2>&1 || true
 rec=""
 if [ "${PERF:-0}" = 1 ]; then
   if [ "${ALL:-0}" = 1 ]; then perf record -F 499 -a -o "/tmp/perf-all-$1.data" -- sleep "$D" > /dev/null 2>&1 &
-  else perf record -F 999 -g -p "$pid" -o "/tmp/perf-$1.data" -- sleep "$D" > /dev/null 2>&1 & fi
+  else perf record -F 999 ${CALLGRAPH:--g} -p "$pid" -o "/tmp/perf-$1.data" -- sleep "$D" > /dev/null 2>&1 & fi
   rec=$!
 fi
-oha_ -z "${D}s" -c "${C:-50}" --no-tui --output-format json "${args[@]}" 2>/dev/null |
-  python3 -c 'import json,sys; d=json.load(sys.stdin); print("rps=%.0f p50=%.2fms" % (d["summary"]["requestsPerSec"], d["latencyPercentiles"]["p50"]*1000))'
+# cordon's CPU time (user + system, in clock ticks) around the measured run: CPU per request is far steadier
+# than requests per second on a shared machine.
+ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+t0=$(ticks)
+oha_ -z "${D}s" -c "${C:-50}" --no-tui --output-format json "${args[@]}" 2>/dev/null > "$work/oha.json"
+t1=$(ticks)
+python3 - "$work/oha.json" "$t0" "$t1" "$(getconf CLK_TCK)" "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t0, t1, hz = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = d["summary"]
+n = sum(d.get("statusCodeDistribution", {}).values()) or 1
+cpu = (t1 - t0) / hz / n * 1e6
+extra = "" if sys.argv[5] in ("direct", "directs") else " cordon_cpu_us_per_req=%.1f" % cpu
+print("rps=%.0f p50=%.2fms%s" % (s["requestsPerSec"], d["latencyPercentiles"]["p50"] * 1000, extra))
+PY
 [ -n "$rec" ] && wait "$rec" || true

@@ -13,10 +13,13 @@ use cordon::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
-    if let Err(e) = logging::init(&config.audit) {
-        eprintln!("cordon: {e}");
-        return ExitCode::FAILURE;
-    }
+    let _audit = match logging::init(&config.audit) {
+        Ok(flush) => flush,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

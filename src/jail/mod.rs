@@ -137,7 +137,7 @@ pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
             .push(IpNet::V4(Ipv4Net::new(plan.jail_ip, 32).map_err(|e| e.to_string())?));
     }
     config.control.watch = false;
-    crate::logging::init(&config.audit)?;
+    let _audit = crate::logging::init(&config.audit)?;
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

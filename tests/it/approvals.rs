@@ -164,7 +164,7 @@ async fn allow_once_then_deny_each_by_a_human() {
     let answer = held.await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(rig.up.seen().iter().any(|s| s.uri.ends_with("/ask/payments")));
-    let record = rig.audit.now().into_iter().find(|r| r.approval.is_some()).unwrap();
+    let record = rig.audit.wait_any(|r| r.approval.is_some()).await.unwrap();
     let ap = record.approval.unwrap();
     assert_eq!(
         (ap.outcome.as_str(), ap.by.as_deref(), ap.scope.as_deref()),
@@ -221,9 +221,9 @@ async fn always_grants_the_same_request_until_the_grant_is_removed() {
     assert!(again.starts_with("HTTP/1.1 200"), "{again}");
     assert!(
         rig.audit
-            .now()
-            .iter()
-            .any(|r| r.approval.as_ref().is_some_and(|a| a.outcome == "granted"))
+            .wait_any(|r| r.approval.as_ref().is_some_and(|a| a.outcome == "granted"))
+            .await
+            .is_some()
     );
     let (_, _, grants) = rig.raw("GET", "/v1/grants", Some(&rig.token), "").await;
     let grants: Value = serde_json::from_str(&grants).unwrap();
@@ -260,8 +260,8 @@ async fn nobody_deciding_is_a_403_that_says_the_approval_timed_out() {
     assert!(!rig.up.seen().iter().any(|s| s.uri.contains("delete-everything")));
     assert!(
         rig.audit
-            .now()
-            .iter()
-            .any(|r| r.approval.as_ref().is_some_and(|a| a.outcome == "timeout"))
+            .wait_any(|r| r.approval.as_ref().is_some_and(|a| a.outcome == "timeout"))
+            .await
+            .is_some()
     );
 }

@@ -86,9 +86,9 @@ async fn create_use_with_the_env_then_revoke_closes_the_open_tunnel() {
     assert!(!out.status.success());
     assert!(
         rig.audit
-            .now()
-            .iter()
-            .any(|r| r.reason.as_deref() == Some("auth_revoked"))
+            .wait_any(|r| r.reason.as_deref() == Some("auth_revoked"))
+            .await
+            .is_some()
     );
     // The id is gone from the API's point of view too.
     assert!(rig.client.credentials(&id).await.is_err());
@@ -110,9 +110,9 @@ async fn expiry_closes_the_tunnel_on_its_own_and_renewal_holds_it_off() {
     assert_eq!(connect_status(&rig, &sid, &scred, "allowed.test").await, 407);
     assert!(
         rig.audit
-            .now()
-            .iter()
-            .any(|r| r.reason.as_deref() == Some("auth_expired"))
+            .wait_any(|r| r.reason.as_deref() == Some("auth_expired"))
+            .await
+            .is_some()
     );
     // The renewed one, with the credential handed out before the renewal, carries on past its first expiry.
     // (An idle tunnel is not kept open to show it: `timeouts.request_headers` is 2s in the test config.)

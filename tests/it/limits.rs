@@ -37,10 +37,11 @@ async fn the_sandbox_rate_refuses_at_its_burst_and_not_before() {
     assert!(retry >= 1);
     // Another sandbox is unaffected.
     assert_eq!(status(&rig, ("sb2", "tok2")).await, 200);
-    let r = rig.audit.now();
     assert!(
-        r.iter()
-            .any(|r| r.reason.as_deref() == Some("sandbox_rate") && r.status == Some(429))
+        rig.audit
+            .wait_any(|r| r.reason.as_deref() == Some("sandbox_rate") && r.status == Some(429))
+            .await
+            .is_some()
     );
 }
 
@@ -175,13 +176,15 @@ async fn failed_authentication_is_throttled_per_address_and_audited_once_per_bur
         .unwrap();
     assert_eq!(read_response(&mut other).await.unwrap().status, 200);
     // Three single records for the 407s; the throttled attempts make one record with their count.
-    let singles = rig
-        .audit
-        .now()
-        .iter()
-        .filter(|r| r.reason.as_deref() == Some("auth_invalid"))
-        .count();
-    assert_eq!(singles, 3);
+    let singles = || {
+        rig.audit
+            .now()
+            .iter()
+            .filter(|r| r.reason.as_deref() == Some("auth_invalid"))
+            .count()
+    };
+    rig.until(Duration::from_secs(2), || singles() >= 3).await;
+    assert_eq!(singles(), 3);
     assert!(
         !rig.audit
             .now()

@@ -35,6 +35,18 @@ impl Capture {
         self.0.lock().unwrap().clone()
     }
 
+    /// Wait (up to 2 s) for a record that `pred` accepts: a record is emitted when its exchange ends, which
+    /// may be just after the client has read the response.
+    pub async fn wait_any(&self, pred: impl Fn(&Record) -> bool) -> Option<Record> {
+        for _ in 0..200 {
+            if let Some(r) = self.0.lock().unwrap().iter().find(|r| pred(r)) {
+                return Some(r.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
+
     /// Wait until at least `n` records arrived (records are emitted when bodies and tunnels end).
     pub async fn wait_for(&self, n: usize) -> Vec<Record> {
         for _ in 0..200 {
