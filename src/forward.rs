@@ -20,7 +20,7 @@ use crate::headers;
 use crate::net::DialError;
 use crate::state::ProxyState;
 use crate::target::{Target, check_path};
-use crate::tls::upstream::{Dialled, UpstreamClient};
+use crate::tls::upstream::{Dialled, SandboxClients, UpstreamClient};
 
 /// Serve one absolute-form `http://` request.
 pub async fn forward(
@@ -31,12 +31,15 @@ pub async fn forward(
 ) -> Response<ProxyBody> {
     let mut ex = Exchange::new(state, client, Kind::Http, req.method()).on_connection(scope);
     match police(&mut ex, req).await {
-        Ok((pool, outgoing)) => relay(ex, &pool, outgoing).await,
+        Ok((pools, outgoing)) => relay(ex, &pools.any, outgoing).await,
         Err(e) => ex.fail(e),
     }
 }
 
-async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamClient, Request<ProxyBody>), ProxyError> {
+async fn police(
+    ex: &mut Exchange,
+    req: Request<Incoming>,
+) -> Result<(Arc<SandboxClients>, Request<ProxyBody>), ProxyError> {
     if req.uri().scheme().is_none() {
         return Err(ProxyError::NotProxyRequest);
     }
@@ -56,12 +59,12 @@ async fn police(ex: &mut Exchange, req: Request<Incoming>) -> Result<(UpstreamCl
     let rule = ex.decide(&sandbox, &target, Some((req.method(), &path)))?;
     // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
     // dials the checked address, and its refusal comes back as the same 403.
-    let pool = ex.generation.upstreams.for_sandbox(&sandbox.id).any;
+    let pools = ex.generation.upstreams.for_sandbox(&sandbox.id);
     let mut out = outgoing(ex, req, Scheme::HTTP, &target, 80)?;
     ex.approve(&sandbox, &target, rule, &mut out).await?;
     // SECURITY: never over cleartext — plain HTTP gets no credential, and a placeholder in it is refused.
     ex.credentials(&sandbox, &target, false, &mut out).await?;
-    Ok((pool, out))
+    Ok((pools, out))
 }
 
 /// The request as it goes upstream: hop-by-hop headers stripped, Host from the target (RFC 9112 §3.2.2:

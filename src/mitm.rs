@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use http::header::{CONNECTION, HOST, UPGRADE};
 use http::uri::Scheme;
@@ -26,6 +26,7 @@ use crate::identity::Sandbox;
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target, check_path};
 use crate::tls::leaf::LeafName;
+use crate::tls::upstream::SandboxClients;
 use crate::watch::{Stop, Watched};
 
 /// What every request inside one intercepted CONNECT shares.
@@ -35,6 +36,24 @@ struct Tunnel {
     sandbox: Arc<Sandbox>,
     target: Target,
     stop: Stop,
+    /// The sandbox's upstream clients, looked up once per configuration generation instead of per request.
+    pools: Mutex<Option<(Weak<Generation>, Arc<SandboxClients>)>>,
+}
+
+impl Tunnel {
+    fn pools(&self, generation: &Arc<Generation>) -> Arc<SandboxClients> {
+        let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, pools)) = cached.as_ref()
+            && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))
+        {
+            return pools.clone();
+        }
+        let pools = generation.upstreams.for_sandbox(&self.sandbox.id);
+        // A Weak keeps the old generation's allocation (not the generation) alive, so its address is never
+        // reused while it is compared against.
+        *cached = Some((Arc::downgrade(generation), pools.clone()));
+        pools
+    }
 }
 
 /// Terminate TLS on the upgraded CONNECT stream and serve what is inside. `audit` is the CONNECT's own
@@ -78,6 +97,7 @@ pub async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         sandbox,
         target,
         stop,
+        pools: Mutex::new(None),
     });
     let stop = tunnel.clone();
     let service = service_fn(move |req: Request<Incoming>| {
@@ -207,13 +227,13 @@ async fn inner(tunnel: Arc<Tunnel>, mut req: Request<Incoming>) -> Response<Prox
     {
         return ex.fail(e);
     }
-    let clients = ex.generation.upstreams.for_sandbox(&tunnel.sandbox.id);
-    let pool = if websocket { clients.http1 } else { clients.any };
+    let clients = tunnel.pools(&ex.generation);
+    let pool = if websocket { &clients.http1 } else { &clients.any };
     let Some(client_upgrade) = client_upgrade else {
-        return forward::relay(ex, &pool, outgoing).await;
+        return forward::relay(ex, pool, outgoing).await;
     };
     // WebSocket: HTTP/1.1 end to end; after a 101 both upgraded streams are spliced.
-    let mut resp = match forward::send(&ex, &pool, outgoing).await {
+    let mut resp = match forward::send(&ex, pool, outgoing).await {
         Ok(r) => r,
         Err(e) => return ex.fail(e),
     };

@@ -180,7 +180,7 @@ pub struct Upstreams {
     tls: ClientConfig,
     pool_idle: Duration,
     connect_limit: Duration,
-    clients: moka::sync::Cache<String, SandboxClients>,
+    clients: moka::sync::Cache<String, Arc<SandboxClients>>,
 }
 
 impl Upstreams {
@@ -201,10 +201,15 @@ impl Upstreams {
     }
 
     /// The clients of one sandbox (created on first use).
-    pub fn for_sandbox(&self, sandbox: &str) -> SandboxClients {
-        self.clients.get_with(sandbox.to_string(), || SandboxClients {
-            any: self.client(true),
-            http1: self.client(false),
+    pub fn for_sandbox(&self, sandbox: &str) -> Arc<SandboxClients> {
+        if let Some(clients) = self.clients.get(sandbox) {
+            return clients;
+        }
+        self.clients.get_with(sandbox.to_owned(), || {
+            Arc::new(SandboxClients {
+                any: self.client(true),
+                http1: self.client(false),
+            })
         })
     }
 
