@@ -10,9 +10,6 @@ use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
-/// The tracing target audit records are emitted on; operational logs use other targets.
-pub const TARGET: &str = "cordon::audit";
-
 /// What kind of traffic a record describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -158,18 +155,38 @@ impl Sink for Metered {
     }
 }
 
-/// The production sink: a JSON line on the audit tracing target, which the subscriber routes to stdout or a file.
-#[derive(Debug, Default)]
-pub struct TracingSink;
+/// The production sink: one JSON line per record, handed to a writer (in `cordon run`, the queue of the
+/// audit thread that `logging::init` starts). Writing never blocks on the disk unless that queue is full.
+pub struct LineSink<M> {
+    make: M,
+}
 
-impl Sink for TracingSink {
+impl<M> LineSink<M> {
+    /// A sink writing each record through a writer made by `make`.
+    pub fn new(make: M) -> LineSink<M> {
+        LineSink { make }
+    }
+}
+
+impl<M> Sink for LineSink<M>
+where
+    M: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
     fn write(&self, record: &Record) {
-        match serde_json::to_string(record) {
-            Ok(line) => tracing::info!(target: TARGET, "{line}"),
-            Err(e) => tracing::error!("audit record could not be serialised: {e}"),
+        let mut line = Vec::with_capacity(LINE_CAPACITY);
+        if let Err(e) = serde_json::to_writer(&mut line, record) {
+            tracing::error!("audit record could not be serialised: {e}");
+            return;
+        }
+        line.push(b'\n');
+        if let Err(e) = std::io::Write::write_all(&mut self.make.make_writer(), &line) {
+            tracing::error!("audit record could not be written: {e}");
         }
     }
 }
+
+/// Room for a typical record, so serialising it does not grow the buffer.
+const LINE_CAPACITY: usize = 640;
 
 /// Builds a record through a request's life and emits it exactly once: on `finish`, or when dropped
 /// (a client that disconnects mid-stream still leaves a record).
@@ -269,31 +286,55 @@ impl Drop for Pending {
     }
 }
 
-/// Writes audit lines as they are: the message of each event on the audit target, nothing around it.
-pub struct LineFormat;
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use std::sync::Mutex;
 
-impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LineFormat
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
-{
-    fn format_event(
-        &self,
-        _ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
-        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
-        event: &tracing::Event<'_>,
-    ) -> std::fmt::Result {
-        struct Message<'w, 'a>(&'w mut tracing_subscriber::fmt::format::Writer<'a>, std::fmt::Result);
-        impl tracing::field::Visit for Message<'_, '_> {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.1 = write!(self.0, "{value:?}");
-                }
-            }
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    struct Guard<'a>(std::sync::MutexGuard<'a, Vec<u8>>);
+
+    impl std::io::Write for Guard<'_> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
         }
-        let mut visitor = Message(&mut writer, Ok(()));
-        event.record(&mut visitor);
-        visitor.1?;
-        writeln!(writer)
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Shared {
+        type Writer = Guard<'a>;
+        fn make_writer(&'a self) -> Guard<'a> {
+            Guard(self.0.lock().unwrap())
+        }
+    }
+
+    #[test]
+    fn line_sink_writes_one_json_line_per_record() {
+        let out = Shared::default();
+        let sink: Arc<dyn Sink> = Arc::new(LineSink::new(out.clone()));
+        let mut first = Pending::start(sink.clone(), "127.0.0.1:4000".parse().unwrap(), Kind::Https);
+        first.record().host = Some("api.test".into());
+        first.record().path = Some("/a \"quoted\"\nline".into());
+        first.finish();
+        // Dropped without finish: still exactly one record.
+        drop(Pending::start(sink, "[::1]:5000".parse().unwrap(), Kind::Connect));
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(text.ends_with('\n'));
+        let a: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let b: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(a["host"], "api.test");
+        assert_eq!(a["path"], "/a \"quoted\"\nline", "escaped inside its one line");
+        assert_eq!(a["kind"], "https");
+        assert_eq!(b["client"], "[::1]:5000");
+        assert_eq!(b["decision"], "deny");
     }
 }

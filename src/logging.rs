@@ -4,41 +4,45 @@
 //! through a buffer that is flushed whenever no more lines are waiting: a request never waits for the disk,
 //! a burst of records costs one `write` rather than one each, and a quiet proxy has every record on disk
 //! within moments of the request ending. When the queue is full (the disk cannot keep up), requests wait
-//! rather than lose records. [`AuditFlush`] flushes what is queued when cordon stops.
+//! rather than lose records. [`Audit`] flushes what is queued when cordon stops.
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, IsTerminal};
+use std::sync::Arc;
 
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-
-use tracing_subscriber::filter::{EnvFilter, filter_fn};
+use tracing_subscriber::filter::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, fmt};
 
-use crate::audit;
+use crate::audit::{self, LineSink};
 use crate::config::AuditConfig;
 
-/// Audit records queued when cordon stops are written out when this is dropped: keep it until the end.
+/// Where audit records go. Records still queued are written out when this is dropped: keep it until the
+/// end.
 #[must_use = "dropping it at once stops the audit writer"]
-pub struct AuditFlush(#[expect(dead_code, reason = "held for its Drop")] WorkerGuard);
+pub struct Audit {
+    /// The sink to hand to the proxy state.
+    pub sink: Arc<dyn audit::Sink>,
+    _flush: WorkerGuard,
+}
 
 /// Lines the audit writer holds before requests wait for it.
 const AUDIT_QUEUE: usize = 65_536;
 /// The audit writer's buffer: one `write` per this much, or per burst, whichever is smaller.
 const AUDIT_BUFFER: usize = 64 * 1024;
 
-/// Install the global subscriber. Operational verbosity comes from `CORDON_LOG` (default `info`).
-pub fn init(audit_to: &AuditConfig) -> Result<AuditFlush, String> {
+/// Install the global subscriber for operational logs (verbosity from `CORDON_LOG`, default `info`) and
+/// start the audit writer.
+pub fn init(audit_to: &AuditConfig) -> Result<Audit, String> {
     let ops_filter = EnvFilter::try_from_env("CORDON_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
     let ops = fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(filter_fn(|m| m.target() != audit::TARGET))
         .with_filter(ops_filter);
-    let only_audit = filter_fn(|m| m.target() == audit::TARGET);
     let writer = NonBlockingBuilder::default()
         .lossy(false)
         .buffered_lines_limit(AUDIT_QUEUE)
@@ -54,14 +58,12 @@ pub fn init(audit_to: &AuditConfig) -> Result<AuditFlush, String> {
             writer.finish(BufWriter::with_capacity(AUDIT_BUFFER, file))
         }
     };
-    let audit_layer = fmt::layer()
-        .event_format(audit::LineFormat)
-        .with_writer(writer)
-        .with_filter(only_audit);
     tracing_subscriber::registry()
-        .with(audit_layer)
         .with(ops)
         .try_init()
         .map_err(|e| format!("logging was already set up: {e}"))?;
-    Ok(AuditFlush(guard))
+    Ok(Audit {
+        sink: Arc::new(LineSink::new(writer)),
+        _flush: guard,
+    })
 }

@@ -38,9 +38,35 @@ struct Tunnel {
     stop: Stop,
     /// The sandbox's upstream clients, looked up once per configuration generation instead of per request.
     pools: Mutex<Option<(Weak<Generation>, Arc<SandboxClients>)>>,
+    /// How clients spell `target`, recognised without parsing.
+    canonical: Canonical,
+}
+
+/// `host:port`, and `host` alone when the port is 443: the spellings of a target clients send.
+struct Canonical(String, Option<String>);
+
+impl Canonical {
+    fn of(target: &Target) -> Canonical {
+        Canonical(
+            target.to_string(),
+            (target.port == 443).then(|| target.host.to_string()),
+        )
+    }
+}
+
+/// Whether an `:authority` or `Host` value names `target` (host and port, default 443). The canonical
+/// spellings match byte for byte; anything else is parsed and compared.
+fn names_target(target: &Target, canonical: &Canonical, value: &[u8]) -> bool {
+    value == canonical.0.as_bytes()
+        || canonical.1.as_ref().is_some_and(|b| value == b.as_bytes())
+        || Target::from_host_value(value, 443).is_ok_and(|t| t == *target)
 }
 
 impl Tunnel {
+    fn names_target(&self, value: &[u8]) -> bool {
+        names_target(&self.target, &self.canonical, value)
+    }
+
     fn pools(&self, generation: &Arc<Generation>) -> Arc<SandboxClients> {
         let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((seen, pools)) = cached.as_ref()
@@ -95,6 +121,7 @@ pub async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         state: state.clone(),
         client,
         sandbox,
+        canonical: Canonical::of(&target),
         target,
         stop,
         pools: Mutex::new(None),
@@ -292,15 +319,14 @@ fn police(
     let claimed = req
         .uri()
         .authority()
-        .map(|a| a.as_str().as_bytes().to_vec())
+        .map(|a| a.as_str().as_bytes())
         .into_iter()
-        .chain(req.headers().get(HOST).map(|h| h.as_bytes().to_vec()));
+        .chain(req.headers().get(HOST).map(|h| h.as_bytes()));
     let mut named = false;
     for value in claimed {
         named = true;
-        match Target::from_host_value(&value, 443) {
-            Ok(t) if t == tunnel.target => {}
-            _ => return Err(ProxyError::Misdirected(tunnel.target.clone())),
+        if !tunnel.names_target(value) {
+            return Err(ProxyError::Misdirected(tunnel.target.clone()));
         }
     }
     if !named {
@@ -309,10 +335,9 @@ fn police(
             message: "the request names no host".into(),
         });
     }
-    let path = req.uri().path().to_string();
-    check_path(&path)?;
+    check_path(req.uri().path())?;
     ex.admit(&tunnel.sandbox, &tunnel.target)?;
-    let rule = ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), &path)))?;
+    let rule = ex.decide(&tunnel.sandbox, &tunnel.target, Some((req.method(), req.uri().path())))?;
     let mut out = forward::outgoing(ex, req, Scheme::HTTPS, &tunnel.target, 443)?;
     if websocket {
         out.headers_mut()
@@ -320,4 +345,54 @@ fn police(
         out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
     }
     Ok((out, rule))
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    /// The byte-for-byte shortcut never says yes where parsing would say no, nor the other way round.
+    #[test]
+    fn canonical_spellings_agree_with_parsing() {
+        for target in [
+            "api.test:443",
+            "api.test:8443",
+            "10.1.2.3:443",
+            "[2001:db8::1]:443",
+            "[2001:db8::1]:8443",
+        ] {
+            let target = Target::from_authority_form(target).unwrap();
+            let canonical = Canonical::of(&target);
+            for value in [
+                "api.test",
+                "api.test:443",
+                "api.test:8443",
+                "API.test",
+                "api.test.",
+                "api.test:0443",
+                "api.test:443:443",
+                "api.test ",
+                "other.test",
+                "api.test.evil",
+                "10.1.2.3",
+                "10.1.2.3:443",
+                "010.1.2.3",
+                "[2001:db8::1]",
+                "[2001:db8::1]:443",
+                "[2001:db8::1]:8443",
+                "[2001:DB8::1]",
+                "2001:db8::1",
+                "",
+            ] {
+                let parsed = Target::from_host_value(value.as_bytes(), 443).is_ok_and(|t| t == target);
+                assert_eq!(
+                    names_target(&target, &canonical, value.as_bytes()),
+                    parsed,
+                    "{value:?} against {target}"
+                );
+            }
+            assert!(names_target(&target, &canonical, canonical.0.as_bytes()));
+        }
+    }
 }

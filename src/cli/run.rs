@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use cordon::audit::TracingSink;
 use cordon::config::Config;
 use cordon::reload::Reloader;
 use cordon::state::ProxyState;
@@ -13,8 +12,8 @@ use cordon::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
-    let _audit = match logging::init(&config.audit) {
-        Ok(flush) => flush,
+    let audit = match logging::init(&config.audit) {
+        Ok(audit) => audit,
         Err(e) => {
             eprintln!("cordon: {e}");
             return ExitCode::FAILURE;
@@ -27,7 +26,7 @@ pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(serve(config, path))
+    rt.block_on(serve(config, audit.sink.clone(), path))
 }
 
 async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ExitCode> {
@@ -37,7 +36,7 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpL
     })
 }
 
-async fn serve(config: Config, path: Option<PathBuf>) -> ExitCode {
+async fn serve(config: Config, audit: Arc<dyn cordon::audit::Sink>, path: Option<PathBuf>) -> ExitCode {
     let addr = config.listen.proxy;
     let listener = match bind(addr, "listen.proxy").await {
         Ok(l) => l,
@@ -84,7 +83,7 @@ async fn serve(config: Config, path: Option<PathBuf>) -> ExitCode {
         config.sandboxes.len(),
         config.policies.len()
     );
-    let state = match ProxyState::new(config, Arc::new(TracingSink), own).await {
+    let state = match ProxyState::new(config, audit, own).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cordon: {e}");

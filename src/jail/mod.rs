@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use ipnet::{IpNet, Ipv4Net};
 
-use crate::audit::TracingSink;
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
@@ -137,13 +136,20 @@ pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
             .push(IpNet::V4(Ipv4Net::new(plan.jail_ip, 32).map_err(|e| e.to_string())?));
     }
     config.control.watch = false;
-    let _audit = crate::logging::init(&config.audit)?;
+    let audit = crate::logging::init(&config.audit)?;
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
-        rt.block_on(serve(config, &plan, firewall, runner, options.command))
+        rt.block_on(serve(
+            config,
+            audit.sink.clone(),
+            &plan,
+            firewall,
+            runner,
+            options.command,
+        ))
     });
     let problems = net::teardown(&plan);
     if !problems.is_empty() {
@@ -205,6 +211,7 @@ type DnsSockets = (tokio::net::UdpSocket, tokio::net::TcpListener);
 
 async fn serve(
     config: Config,
+    audit: Arc<dyn crate::audit::Sink>,
     plan: &Plan,
     firewall: Firewall,
     runner: Vec<String>,
@@ -216,7 +223,7 @@ async fn serve(
         .map(|p| SocketAddr::from((plan.host_ip, p)))
         .collect();
     let no_proxy = config.control.no_proxy.clone();
-    let state = ProxyState::new(config, Arc::new(TracingSink), own).await?;
+    let state = ProxyState::new(config, audit, own).await?;
     net::install_rules(plan, ports, firewall)?;
     let generation = state.current();
     let sandbox = generation
