@@ -68,6 +68,11 @@ pub fn strip_response(headers: &mut HeaderMap) {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Most messages carry none of these: look before removing (a removal of an absent name still hashes
+    // and probes the map, nine times per message).
+    if !headers.keys().any(|k| HOP_BY_HOP.contains(k)) {
+        return;
+    }
     let nominated: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
