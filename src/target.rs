@@ -143,6 +143,35 @@ impl Target {
     }
 }
 
+/// The spellings clients usually give a target in `Host` or `:authority` (`host:port`, and `host` alone on
+/// the default port), so that a value can be recognised per request without parsing it.
+pub struct Spellings {
+    target: Target,
+    default_port: u16,
+    with_port: String,
+    bare: Option<String>,
+}
+
+impl Spellings {
+    /// The spellings of `target`, where a value without a port means `default_port`.
+    pub fn of(target: &Target, default_port: u16) -> Spellings {
+        Spellings {
+            target: target.clone(),
+            default_port,
+            with_port: target.to_string(),
+            bare: (target.port == default_port).then(|| target.host.to_string()),
+        }
+    }
+
+    /// Whether a `Host` / `:authority` value names the target: a usual spelling byte for byte, or anything
+    /// that parses to the same host and port.
+    pub fn named_by(&self, value: &[u8]) -> bool {
+        value == self.with_port.as_bytes()
+            || self.bare.as_ref().is_some_and(|b| value == b.as_bytes())
+            || Target::from_host_value(value, self.default_port).is_ok_and(|t| t == self.target)
+    }
+}
+
 impl fmt::Display for Target {
     /// Always `host:port`, `[v6]:port` for IPv6: for logs and dialling.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -427,3 +456,7 @@ fn hex_value(b: u8) -> Option<u8> {
 #[cfg(test)]
 #[path = "target_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "target_spellings_tests.rs"]
+mod spellings_tests;

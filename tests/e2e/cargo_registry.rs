@@ -114,15 +114,14 @@ async fn cargo_fetch_from_a_sparse_registry_with_an_injected_token() {
 
     let case = Case::start(
         ca,
-        Spec {
-            rules: format!("      - host: registry.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  registry:\n    source: {{ env: E2E_REGISTRY_TOKEN }}\n    bind: {{ hosts: [registry.e2e.test], ports: [{port}] }}\n    inject: {{ header: Authorization, value: \"{{secret}}\" }}\n"
-            ),
-            policy_credentials: vec!["registry"],
-            secrets: vec![("E2E_REGISTRY_TOKEN", TOKEN)],
-            names: vec!["registry.e2e.test"],
-        },
+        Spec::site(
+            "registry.e2e.test",
+            port,
+            "registry",
+            "E2E_REGISTRY_TOKEN",
+            TOKEN,
+            "{ header: Authorization, value: \"{secret}\" }",
+        ),
     )
     .await;
     assert!(

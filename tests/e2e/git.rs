@@ -167,12 +167,14 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
         action: ask
 "
             ),
-            credentials: format!(
-                "  git:\n    source: {{ env: E2E_GIT_TOKEN }}\n    bind: {{ hosts: [git.e2e.test], ports: [{port}] }}\n    inject: {{ basic_user: x-access-token }}\n"
-            ),
-            policy_credentials: vec!["git"],
-            secrets: vec![("E2E_GIT_TOKEN", TOKEN)],
-            names: vec!["git.e2e.test"],
+            ..Spec::site(
+                "git.e2e.test",
+                port,
+                "git",
+                "E2E_GIT_TOKEN",
+                TOKEN,
+                "{ basic_user: x-access-token }",
+            )
         },
     )
     .await;

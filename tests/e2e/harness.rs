@@ -116,15 +116,14 @@ pub async fn placeholder_api() -> (Site, Case) {
     let port = api.port();
     let case = Case::start(
         ca,
-        Spec {
-            rules: format!("      - host: api.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  api:\n    source: {{ env: E2E_API_TOKEN }}\n    bind: {{ hosts: [api.e2e.test], ports: [{port}] }}\n    inject: {{ placeholder: {{}} }}\n"
-            ),
-            policy_credentials: vec!["api"],
-            secrets: vec![("E2E_API_TOKEN", API_TOKEN)],
-            names: vec!["api.e2e.test"],
-        },
+        Spec::site(
+            "api.e2e.test",
+            port,
+            "api",
+            "E2E_API_TOKEN",
+            API_TOKEN,
+            "{ placeholder: {} }",
+        ),
     )
     .await;
     assert!(
@@ -190,6 +189,22 @@ pub struct Spec<'a> {
     pub secrets: Vec<(&'a str, &'a str)>,
     /// Names served locally (mapped to 127.0.0.1).
     pub names: Vec<&'a str>,
+}
+
+impl<'a> Spec<'a> {
+    /// The common case: one site `host:port`, allowed whole, and one credential `name` bound to it, read
+    /// from cordon's environment variable `env` (set to `secret`) and applied as `inject` (a YAML flow map).
+    pub fn site(host: &'a str, port: u16, name: &'a str, env: &'a str, secret: &'a str, inject: &str) -> Spec<'a> {
+        Spec {
+            rules: format!("      - host: {host}\n        ports: [{port}]\n"),
+            credentials: format!(
+                "  {name}:\n    source: {{ env: {env} }}\n    bind: {{ hosts: [{host}], ports: [{port}] }}\n    inject: {inject}\n"
+            ),
+            policy_credentials: vec![name],
+            secrets: vec![(env, secret)],
+            names: vec![host],
+        }
+    }
 }
 
 impl Case {

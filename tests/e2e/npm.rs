@@ -112,15 +112,14 @@ async fn npm_installs_from_a_local_registry_with_an_injected_token() {
     std::fs::write(root.path().join(format!("{name}.json")), packument.to_string()).unwrap();
     let case = Case::start(
         ca,
-        Spec {
-            rules: format!("      - host: registry.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  npm:\n    source: {{ env: E2E_NPM_TOKEN }}\n    bind: {{ hosts: [registry.e2e.test], ports: [{port}] }}\n    inject: {{ header: Authorization, value: \"Bearer {{secret}}\" }}\n"
-            ),
-            policy_credentials: vec!["npm"],
-            secrets: vec![("E2E_NPM_TOKEN", "real-npm-token")],
-            names: vec!["registry.e2e.test"],
-        },
+        Spec::site(
+            "registry.e2e.test",
+            port,
+            "npm",
+            "E2E_NPM_TOKEN",
+            "real-npm-token",
+            "{ header: Authorization, value: \"Bearer {secret}\" }",
+        ),
     )
     .await;
     assert!(!case.env.values().any(|v| v.contains("real-npm-token")));

@@ -82,15 +82,14 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
     let port = index.port();
     let case = Case::start(
         ca,
-        Spec {
-            rules: format!("      - host: pypi.e2e.test\n        ports: [{port}]\n"),
-            credentials: format!(
-                "  pypi:\n    source: {{ env: E2E_PYPI_TOKEN }}\n    bind: {{ hosts: [pypi.e2e.test], ports: [{port}] }}\n    inject: {{ basic_user: __token__ }}\n"
-            ),
-            policy_credentials: vec!["pypi"],
-            secrets: vec![("E2E_PYPI_TOKEN", SECRET)],
-            names: vec!["pypi.e2e.test"],
-        },
+        Spec::site(
+            "pypi.e2e.test",
+            port,
+            "pypi",
+            "E2E_PYPI_TOKEN",
+            SECRET,
+            "{ basic_user: __token__ }",
+        ),
     )
     .await;
 

@@ -86,11 +86,22 @@ impl Bao {
 
     /// A request with the root token.
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<(StatusCode, Value), String> {
+        self.call_as("root", method, path, body).await
+    }
+
+    /// A request with `token`.
+    async fn call_as(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(StatusCode, Value), String> {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let req = Request::builder()
             .method(method)
             .uri(format!("{}/v1/{path}", self.addr))
-            .header("X-Vault-Token", "root")
+            .header("X-Vault-Token", token)
             .body(Full::new(Bytes::from(body)))
             .unwrap();
         let (status, _, body) = self.client.send(req, TIMEOUT).await.map_err(|e| e.to_string())?;
@@ -107,13 +118,10 @@ impl Bao {
     async fn await_refused(&self, token: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let req = Request::builder()
-                .method(Method::GET)
-                .uri(format!("{}/v1/auth/token/lookup-self", self.addr))
-                .header("X-Vault-Token", token)
-                .body(Full::new(Bytes::new()))
+            let (status, _) = self
+                .call_as(token, Method::GET, "auth/token/lookup-self", None)
+                .await
                 .unwrap();
-            let (status, _, _) = self.client.send(req, TIMEOUT).await.unwrap();
             if status == StatusCode::FORBIDDEN {
                 return;
             }
