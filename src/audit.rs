@@ -155,23 +155,20 @@ impl Sink for Metered {
     }
 }
 
-/// The production sink: one JSON line per record, handed to a writer (in `cordon run`, the queue of the
-/// audit thread that `logging::init` starts). Writing never blocks on the disk unless that queue is full.
-pub struct LineSink<M> {
-    make: M,
+/// The production sink: one JSON line per record, handed to `out` (in `cordon run`, the queue of the audit
+/// thread that `logging::init` starts). Writing never blocks on the disk unless that queue is full.
+pub struct LineSink<L> {
+    out: L,
 }
 
-impl<M> LineSink<M> {
-    /// A sink writing each record through a writer made by `make`.
-    pub fn new(make: M) -> LineSink<M> {
-        LineSink { make }
+impl<L> LineSink<L> {
+    /// A sink handing each record's line to `out`.
+    pub fn new(out: L) -> LineSink<L> {
+        LineSink { out }
     }
 }
 
-impl<M> Sink for LineSink<M>
-where
-    M: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
-{
+impl<L: crate::audit_writer::Lines + 'static> Sink for LineSink<L> {
     fn write(&self, record: &Record) {
         let mut line = Vec::with_capacity(LINE_CAPACITY);
         if let Err(e) = serde_json::to_writer(&mut line, record) {
@@ -179,9 +176,7 @@ where
             return;
         }
         line.push(b'\n');
-        if let Err(e) = std::io::Write::write_all(&mut self.make.make_writer(), &line) {
-            tracing::error!("audit record could not be written: {e}");
-        }
+        self.out.line(line);
     }
 }
 
@@ -296,22 +291,9 @@ mod tests {
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
 
-    struct Guard<'a>(std::sync::MutexGuard<'a, Vec<u8>>);
-
-    impl std::io::Write for Guard<'_> {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Shared {
-        type Writer = Guard<'a>;
-        fn make_writer(&'a self) -> Guard<'a> {
-            Guard(self.0.lock().unwrap())
+    impl crate::audit_writer::Lines for Shared {
+        fn line(&self, line: Vec<u8>) {
+            self.0.lock().unwrap().extend_from_slice(&line);
         }
     }
 

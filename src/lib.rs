@@ -26,6 +26,7 @@ pub mod admin_client;
 pub mod admission;
 pub mod approval;
 pub mod audit;
+pub mod audit_writer;
 pub mod body;
 pub mod config;
 pub mod conn;
