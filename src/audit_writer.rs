@@ -13,7 +13,7 @@ use std::io::Write;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
 /// Where finished audit lines go.
 pub trait Lines: Send + Sync {
@@ -35,8 +35,26 @@ pub struct LineQueue {
 
 impl Lines for LineQueue {
     fn line(&self, line: Vec<u8>) {
-        // Fails only once the thread has ended, at shutdown, after its last flush.
-        if self.tx.send(Msg::Line(line)).is_err() {
+        let msg = match self.tx.try_send(Msg::Line(line)) {
+            Ok(()) => return,
+            Err(TrySendError::Full(msg)) => msg,
+            // Only once the thread has ended, at shutdown, after its last flush.
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::error!("audit record lost: the audit writer has stopped");
+                return;
+            }
+        };
+        // The queue is full: the disk is not keeping up, and this request waits for room. On a worker of
+        // the multi-threaded runtime the wait is announced, so the worker's other tasks move to another
+        // thread instead of waiting with it.
+        let send = || self.tx.send(msg);
+        let sent = match tokio::runtime::Handle::try_current() {
+            Ok(rt) if rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(send)
+            }
+            _ => send(),
+        };
+        if sent.is_err() {
             tracing::error!("audit record lost: the audit writer has stopped");
         }
     }
@@ -106,10 +124,7 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration) {
                 }
                 Msg::Stop(ack) => stop = Some(ack),
             }
-            next = match rx.try_recv() {
-                Ok(msg) => Some(msg),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-            };
+            next = rx.try_recv().ok();
         }
         if let Err(e) = out.flush() {
             failed = Some(e);
@@ -211,6 +226,50 @@ mod tests {
         }
         drop(flusher);
         assert_eq!(lines(&out).len(), 51);
+    }
+
+    #[test]
+    fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
+        // A disk that does not take anything until the test says so.
+        struct Stuck(std::sync::mpsc::Receiver<()>, Arc<Mutex<Vec<u8>>>);
+        impl Write for Stuck {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let _ = self.0.recv();
+                self.1.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (release, stuck) = std::sync::mpsc::channel();
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let (queue, flusher) = start("audit-test", Stuck(stuck, bytes.clone()), 1, Duration::ZERO).unwrap();
+        // One worker only: if the waiting request kept it, nothing else could run.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // The writer is stuck on the first line and the second fills the queue: the third must wait.
+        queue.line(b"1\n".to_vec());
+        queue.line(b"2\n".to_vec());
+        let q = queue.clone();
+        let waiting = rt.spawn(async move { q.line(b"3\n".to_vec()) });
+        std::thread::sleep(Duration::from_millis(50));
+        // Checked from this thread, not the runtime's: if the worker were stuck, so would be its timers.
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move { tx.send(42) });
+        let answered = rx.recv_timeout(Duration::from_secs(5));
+        let still_waiting = !waiting.is_finished();
+        for _ in 0..3 {
+            release.send(()).unwrap();
+        }
+        rt.block_on(waiting).unwrap();
+        assert_eq!(answered, Ok(42), "another task ran while the request waited");
+        assert!(still_waiting, "the request waited for room");
+        drop(flusher);
+        assert_eq!(String::from_utf8(bytes.lock().unwrap().clone()).unwrap(), "1\n2\n3\n");
     }
 
     #[test]

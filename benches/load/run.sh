@@ -2,8 +2,10 @@
 # The load harness: cordon against a direct connection and against squid and mitmdump, in one run, on this
 # machine. Writes the table (with ratios) to BENCHMARKS.md.
 #
-#   PEER_RIG_ROOT=/some/scratch bash benches/load/run.sh [DURATION=10s] [CONNECTIONS=50]
+#   PEER_RIG_ROOT=/some/scratch bash benches/load/run.sh [DURATION=10s] [CONNECTIONS=50] [ROUNDS=3]
 #
+# Every scenario runs once per round, the rounds one after the other, so that each meets the machine's changing
+# weather several times; the table gives medians and ranges over the rounds.
 # Needs the peer rig (../shared/peers: nginx upstream, squid, mitmdump, oha); it runs its setup.sh when the rig
 # is not there yet, and starts it when it is not running. Everything listens on 127.0.0.1.
 set -euo pipefail
@@ -12,6 +14,7 @@ peers="${PEERS:-$repo/../shared/peers}"
 export PEER_RIG_ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the peer rig}"
 D="${1:-10s}"
 CN="${2:-50}"
+ROUNDS="${3:-3}"
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 [ -f "$PEER_RIG_ROOT/ca/nginx.pem" ] && command -v oha >/dev/null || "$peers/setup.sh"
@@ -71,35 +74,37 @@ oha_() {
 }
 run() { # name, connections, duration, oha args...
   local name=$1 c=$2 d=$3; shift 3
-  echo ">> $name (c=$c, $d): $*"
+  echo ">> round $round: $name (c=$c, $d): $*"
   oha_ -z 2s -c "$c" --no-tui "$@" > /dev/null 2>&1 || true   # warm-up: caches, pools
-  oha_ -z "$d" -c "$c" --no-tui --output-format json "$@" > "$out/$name.json" 2> "$out/$name.err" || true
+  oha_ -z "$d" -c "$c" --no-tui --output-format json "$@" > "$out/$name.$round.json" 2> "$out/$name.$round.err" || true
   sleep 1
 }
 
-run direct-http "$CN" "$D" "$HTTP_DIRECT"
-run direct-https "$CN" "$D" --cacert "$CA" "$HTTPS_DIRECT"
-run direct-https-newconn "$CN" "$D" --disable-keepalive --cacert "$CA" "$HTTPS_DIRECT"
-run cordon-http "$CN" "$D" "${CORDON[@]}" "$HTTP_NAMED"
-run cordon-tunnel "$CN" "$D" "${CORDON[@]}" --cacert "$CA" "$HTTPS_IP"
-run cordon-intercept "$CN" "$D" "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
-run cordon-intercept-inject "$CN" "$D" "${CORDON_INJECT[@]}" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
-run cordon-intercept-newconn "$CN" "$D" --disable-keepalive "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
-if up 13128; then
-  run squid-http "$CN" "$D" -x http://127.0.0.1:13128 "$HTTP_DIRECT"
-  run squid-splice "$CN" "$D" -x http://127.0.0.1:13128 --cacert "$CA" "$HTTPS_DIRECT"
-fi
-if up 13129; then
-  run squid-bump "$CN" "$D" -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
-  run squid-bump-newconn "$CN" "$D" --disable-keepalive -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
-fi
-if up 18081; then
-  run mitmdump-mitm "$CN" "$D" -x http://127.0.0.1:18081 --cacert "$MCA" "$HTTPS_DIRECT"
-fi
-# Added latency at one connection.
-run direct-https-c1 1 5s --cacert "$CA" "$HTTPS_DIRECT"
-run cordon-intercept-c1 1 5s "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
-up 13129 && run squid-bump-c1 1 5s -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+for round in $(seq 1 "$ROUNDS"); do
+  run direct-http "$CN" "$D" "$HTTP_DIRECT"
+  run direct-https "$CN" "$D" --cacert "$CA" "$HTTPS_DIRECT"
+  run direct-https-newconn "$CN" "$D" --disable-keepalive --cacert "$CA" "$HTTPS_DIRECT"
+  run cordon-http "$CN" "$D" "${CORDON[@]}" "$HTTP_NAMED"
+  run cordon-tunnel "$CN" "$D" "${CORDON[@]}" --cacert "$CA" "$HTTPS_IP"
+  run cordon-intercept "$CN" "$D" "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+  run cordon-intercept-inject "$CN" "$D" "${CORDON_INJECT[@]}" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
+  run cordon-intercept-newconn "$CN" "$D" --disable-keepalive "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+  if up 13128; then
+    run squid-http "$CN" "$D" -x http://127.0.0.1:13128 "$HTTP_DIRECT"
+    run squid-splice "$CN" "$D" -x http://127.0.0.1:13128 --cacert "$CA" "$HTTPS_DIRECT"
+  fi
+  if up 13129; then
+    run squid-bump "$CN" "$D" -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+    run squid-bump-newconn "$CN" "$D" --disable-keepalive -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"
+  fi
+  if up 18081; then
+    run mitmdump-mitm "$CN" "$D" -x http://127.0.0.1:18081 --cacert "$MCA" "$HTTPS_DIRECT"
+  fi
+  # Added latency at one connection.
+  run direct-https-c1 1 5s --cacert "$CA" "$HTTPS_DIRECT"
+  run cordon-intercept-c1 1 5s "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
+  if up 13129; then run squid-bump-c1 1 5s -x http://127.0.0.1:13129 --cacert "$SQCA" "$HTTPS_DIRECT"; fi
+done
 
 echo "== memory: ${IDLE:-10000} idle intercepted connections"
 ulimit -n 65536 || true

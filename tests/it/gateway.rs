@@ -101,6 +101,20 @@ policies:
             .collect()
     }
 
+    /// The audit records once `all` of the conditions hold of them (a record is written when its
+    /// connection ends, a moment after the client has seen the answer), or after 10 s, for the assertions
+    /// that follow to report what is missing.
+    pub async fn audit_until(&self, all: &[&dyn Fn(&serde_json::Value) -> bool]) -> Vec<serde_json::Value> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let records = self.audit();
+            if all.iter().all(|want| records.iter().any(want)) || std::time::Instant::now() > deadline {
+                return records;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `curl` in the sandbox namespace, its output and exit code.
     pub fn curl(&self, args: &[&str]) -> (i32, String) {
         let mut full = vec!["curl", "-sS", "-m", "5"];
@@ -336,8 +350,15 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     );
 
     // The audit says what happened, with the address the sandbox chose.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let records = w.audit();
+    let records = w
+        .audit_until(&[
+            &|r| r["kind"] == "transparent" && r["host"] == "api.test" && r["decision"] == "allow",
+            &|r| r["kind"] == "transparent" && r["reason"] == "not_tls_or_http",
+            &|r| r["kind"] == "transparent" && r["reason"] == "unknown_source",
+            &|r| r["kind"] == "http" && r["original_dst"] == "169.254.169.254:80" && r["host"] == "api.test",
+            &|r| r["kind"] == "http" && r["original_dst"] == format!("{gw}:2222"),
+        ])
+        .await;
     let transparent: Vec<_> = records.iter().filter(|r| r["kind"] == "transparent").collect();
     assert!(
         transparent

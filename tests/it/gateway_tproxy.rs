@@ -1,8 +1,6 @@
 //! Transparent mode with IPv6 REDIRECT (the original destination read back with IP6T_SO_ORIGINAL_DST) and with
 //! IPv4 TPROXY (the socket's own address), in the namespaces of `gateway.rs`.
 
-use std::time::Duration;
-
 use crate::gateway::{World, start_cordon};
 use crate::netns::{Net, available};
 
@@ -94,8 +92,12 @@ async fn ipv6_redirects_and_tproxy_give_the_original_destination() {
         "exactly cordon's own connection reached the upstream"
     );
 
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let records = w.audit();
+    let records = w
+        .audit_until(&[
+            &|r| r["kind"] == "transparent" && r["original_dst"] == "[fd00:99::7]:443",
+            &|r| r["kind"] == "transparent" && r["original_dst"] == format!("{inet}:443"),
+        ])
+        .await;
     let t: Vec<_> = records.iter().filter(|r| r["kind"] == "transparent").collect();
     assert!(
         t.iter().any(|r| r["original_dst"] == "[fd00:99::7]:443"
