@@ -8,6 +8,7 @@
 //! (credentials) or sandbox names. Sandboxes come and go at run time, so their per-sandbox gauge
 //! series are dropped with [`Metrics::forget_sandbox`] once nothing of theirs is open.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, PoisonError, RwLock};
@@ -33,6 +34,10 @@ const LATENCY_BUCKETS: u16 = 18;
 
 /// A label set: fixed label names, each with this series' value.
 type Labels<const N: usize> = [(&'static str, String); N];
+
+/// Labels of the per-request series, whose values are nearly always constants: building them for a
+/// request then allocates nothing.
+type RequestLabels<const N: usize> = [(&'static str, Cow<'static, str>); N];
 
 /// The owned label set of `pairs`.
 fn labels<const N: usize>(pairs: [(&'static str, &str); N]) -> Labels<N> {
@@ -67,8 +72,8 @@ type U64Gauge = Gauge<u64, AtomicU64>;
 pub struct Metrics {
     /// Owns the descriptors; the handles below share their values with it.
     registry: Registry,
-    requests: Family<Labels<3>, Counter>,
-    durations: Family<Labels<2>, Histogram, fn() -> Histogram>,
+    requests: Family<RequestLabels<3>, Counter>,
+    durations: Family<RequestLabels<2>, Histogram, fn() -> Histogram>,
     connections: Family<Labels<1>, Gauge>,
     tunnels: Family<Labels<2>, Gauge>,
     cert_hits: Counter,
@@ -90,8 +95,8 @@ impl Metrics {
     /// Build every metric and register it; all counters start at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let requests = Family::<Labels<3>, Counter>::default();
-        let durations: Family<Labels<2>, Histogram, fn() -> Histogram> =
+        let requests = Family::<RequestLabels<3>, Counter>::default();
+        let durations: Family<RequestLabels<2>, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(latency_histogram);
         let connections = Family::<Labels<1>, Gauge>::default();
         let tunnels = Family::<Labels<2>, Gauge>::default();
@@ -188,14 +193,22 @@ impl Metrics {
     /// `kind` is `"http"`, `"connect"`, `"https"` or `"malformed"`; `decision` is `"allow"`,
     /// `"deny"`, `"would_deny"` or `"error"`; `reason` is a short code such as `"no_rule"` or
     /// `"auth_missing"`, empty for none (exported as `"none"`); `latency` runs from start to end.
-    pub fn request(&self, kind: &str, decision: &str, reason: &str, latency: Duration) {
-        let reason = if reason.is_empty() { "none" } else { reason };
-        inc(
-            &self.requests,
-            [("kind", kind), ("decision", decision), ("reason", reason)],
-        );
+    pub fn request(&self, kind: &'static str, decision: &'static str, reason: &str, latency: Duration) {
+        let reason = if reason.is_empty() {
+            Cow::Borrowed("none")
+        } else {
+            Cow::Owned(reason.to_owned())
+        };
+        let (kind, decision) = (Cow::Borrowed(kind), Cow::Borrowed(decision));
+        self.requests
+            .get_or_create(&[
+                ("kind", kind.clone()),
+                ("decision", decision.clone()),
+                ("reason", reason),
+            ])
+            .inc();
         self.durations
-            .get_or_create(&labels([("kind", kind), ("decision", decision)]))
+            .get_or_create(&[("kind", kind), ("decision", decision)])
             .observe(latency.as_secs_f64());
     }
 
