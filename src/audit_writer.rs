@@ -110,7 +110,8 @@ pub fn start<W: Write + Send + 'static>(
 }
 
 fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration) {
-    // Parked here while the proxy is quiet.
+    // Parked here while the proxy is quiet. Every batch ends flushed, and the queue cannot close before the
+    // `Stop` that the flusher sends when dropped.
     while let Ok(first) = rx.recv() {
         let mut stop = None;
         let mut next = Some(first);
@@ -138,9 +139,6 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration) {
         }
         std::thread::sleep(pause);
     }
-    if let Err(e) = out.flush() {
-        tracing::error!("audit records could not be written: {e}");
-    }
 }
 
 #[cfg(test)]
@@ -150,14 +148,23 @@ mod tests {
 
     use super::*;
 
-    /// A writer whose bytes the test can read.
+    /// A disk whose bytes the test can read; it can be made to hold each write until the test releases it,
+    /// or to fail its next write.
     #[derive(Clone, Default)]
     struct Out {
         bytes: Arc<Mutex<Vec<u8>>>,
+        stuck: Option<Arc<Mutex<std::sync::mpsc::Receiver<()>>>>,
+        fail_next: Arc<std::sync::atomic::AtomicBool>,
     }
 
     impl Write for Out {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Some(stuck) = &self.stuck {
+                let _ = stuck.lock().unwrap().recv();
+            }
+            if self.fail_next.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Err(std::io::Error::other("disk full"));
+            }
             self.bytes.lock().unwrap().extend_from_slice(buf);
             Ok(buf.len())
         }
@@ -166,9 +173,12 @@ mod tests {
         }
     }
 
+    fn text(out: &Out) -> String {
+        String::from_utf8(out.bytes.lock().unwrap().clone()).unwrap()
+    }
+
     fn lines(out: &Out) -> Vec<String> {
-        let text = String::from_utf8(out.bytes.lock().unwrap().clone()).unwrap();
-        text.lines().map(str::to_string).collect()
+        text(out).lines().map(str::to_string).collect()
     }
 
     #[test]
@@ -231,20 +241,12 @@ mod tests {
     #[test]
     fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
         // A disk that does not take anything until the test says so.
-        struct Stuck(std::sync::mpsc::Receiver<()>, Arc<Mutex<Vec<u8>>>);
-        impl Write for Stuck {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                let _ = self.0.recv();
-                self.1.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
         let (release, stuck) = std::sync::mpsc::channel();
-        let bytes = Arc::new(Mutex::new(Vec::new()));
-        let (queue, flusher) = start("audit-test", Stuck(stuck, bytes.clone()), 1, Duration::ZERO).unwrap();
+        let out = Out {
+            stuck: Some(Arc::new(Mutex::new(stuck))),
+            ..Out::default()
+        };
+        let (queue, flusher) = start("audit-test", out.clone(), 1, Duration::ZERO).unwrap();
         // One worker only: if the waiting request kept it, nothing else could run.
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -269,30 +271,18 @@ mod tests {
         assert_eq!(answered, Ok(42), "another task ran while the request waited");
         assert!(still_waiting, "the request waited for room");
         drop(flusher);
-        assert_eq!(String::from_utf8(bytes.lock().unwrap().clone()).unwrap(), "1\n2\n3\n");
+        assert_eq!(text(&out), "1\n2\n3\n");
     }
 
     #[test]
     fn a_write_error_is_survived_and_later_lines_still_go_out() {
-        struct Flaky(Arc<Mutex<Vec<u8>>>, bool);
-        impl Write for Flaky {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                if std::mem::take(&mut self.1) {
-                    return Err(std::io::Error::other("disk full"));
-                }
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let bytes = Arc::new(Mutex::new(Vec::new()));
-        let (queue, flusher) = start("audit-test", Flaky(bytes.clone(), true), 16, Duration::ZERO).unwrap();
+        let out = Out::default();
+        out.fail_next.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO).unwrap();
         queue.line(b"lost\n".to_vec());
         std::thread::sleep(Duration::from_millis(50));
         queue.line(b"kept\n".to_vec());
         drop(flusher);
-        assert_eq!(String::from_utf8(bytes.lock().unwrap().clone()).unwrap(), "kept\n");
+        assert_eq!(text(&out), "kept\n");
     }
 }
