@@ -76,6 +76,10 @@ async fn ipv6_redirects_and_tproxy_give_the_original_destination() {
     net.exec_ok(&net.sbx, &["ip", "-6", "route", "add", "fd00:99::/64", "via", &gw6]);
     let (code, body) = w.curl(&["--cacert", ca, "--resolve", resolve, "https://api.test/six"]);
     assert_eq!((code, body.trim()), (0, "hello from upstream"));
+    // The record is written when the connection closes, after curl has its answer: wait for it before
+    // the kill, or it can be lost with the process.
+    w.audit_until(&[&|r| r["kind"] == "transparent" && r["original_dst"] == "[fd00:99::7]:443"])
+        .await;
     drop(cordon6);
 
     let tproxy =
