@@ -129,11 +129,7 @@ fn token_hash_reads_stdin() {
 async fn run_with_curl_through_the_proxy() {
     let up = upstream("127.0.0.2").await;
     let (echo, _) = echo("127.0.0.3").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::rig::free_port();
     let yaml = format!(
         "listen:\n  proxy: 127.0.0.1:{port}\n{}",
         config(up.addr.port(), echo.port(), "")
@@ -194,11 +190,7 @@ async fn run_with_curl_through_the_proxy() {
 async fn audit_records_can_go_to_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::rig::free_port();
     let yaml = format!(
         "listen: {{ proxy: 127.0.0.1:{port} }}\naudit: {{ path: {} }}\n",
         audit.display()

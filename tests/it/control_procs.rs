@@ -55,10 +55,13 @@ async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
     let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, &yaml).unwrap();
     let child = spawn_cordon(&path, proxy, &[]).await;
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", admin)).await.is_ok() {
-            break;
-        }
+    let mut tries = 0;
+    while tokio::net::TcpStream::connect(("127.0.0.1", admin)).await.is_err() {
+        tries += 1;
+        assert!(
+            tries < 200,
+            "replica {name}: the admin API never listened on port {admin}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();

@@ -200,10 +200,7 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
     // Token mints: a credential whose token endpoint refuses; the failure is counted (and the request gets 503).
     let secret = rig.dir.path().join("client-secret");
     std::fs::write(&secret, "s3cret\n").unwrap();
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let dead = format!("127.0.0.1:{}", crate::rig::free_port());
     let credential = format!(
         "credentials:\n  dead:\n    source: {{ oauth2: {{ token_url: \"http://{dead}/token\", client_id: c, \
          client_secret: {{ file: {} }} }} }}\n    bind: {{ hosts: [allowed.test], ports: [{}] }}\n    \

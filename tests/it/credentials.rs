@@ -88,11 +88,7 @@ async fn start() -> Cred {
     let dir = tempfile::tempdir().unwrap();
     let roots = dir.path().join("upstream-ca.pem");
     std::fs::write(&roots, &upstream_ca.pem).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::rig::free_port();
     let (u, p, o) = (up.addr.port(), plain.addr.port(), up2.addr.port());
     let yaml = format!(
         r#"
