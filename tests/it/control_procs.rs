@@ -54,14 +54,16 @@ async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
     let yaml = config(up, 1, &top);
     let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, &yaml).unwrap();
-    let child = spawn_cordon(&path, proxy, &[]).await;
+    let mut child = spawn_cordon(&path, proxy, &[]).await;
+    // cordon binds its ports before it builds its state (and writes the admin token): a connection is
+    // accepted by the kernel early, so only an HTTP answer says the admin API is there.
     let mut tries = 0;
-    while tokio::net::TcpStream::connect(("127.0.0.1", admin)).await.is_err() {
+    while !answers_healthz(admin).await {
         tries += 1;
-        assert!(
-            tries < 200,
-            "replica {name}: the admin API never listened on port {admin}"
-        );
+        if tries == 200 {
+            let _ = child.kill();
+            panic!("replica {name}: the admin API never answered on port {admin}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();
@@ -73,6 +75,20 @@ async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
         path,
         yaml,
     }
+}
+
+/// Whether an admin API on `port` answers `GET /healthz` with 200.
+async fn answers_healthz(port: u16) -> bool {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let ask = b"GET /healthz HTTP/1.1\r\nHost: cordon\r\nConnection: close\r\n\r\n";
+    if s.write_all(ask).await.is_err() {
+        return false;
+    }
+    let answer = tokio::time::timeout(Duration::from_secs(2), crate::rig::read_response(&mut s)).await;
+    matches!(answer, Ok(Some(r)) if r.status == 200)
 }
 
 /// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).
