@@ -25,6 +25,7 @@ mod lifecycle;
 mod limits;
 mod netns;
 mod openapi;
+mod ports;
 mod rig;
 mod sources;
 mod tls_rig;
