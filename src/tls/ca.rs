@@ -8,7 +8,9 @@
 //! # On disk
 //!
 //! `<dir>/<sandbox>/ca.pem` (the certificate, PEM) and `<dir>/<sandbox>/ca.key` (its PKCS#8 key, PEM, mode 0600),
-//! in a folder of mode 0700. [`CaStore`] never regenerates an existing CA: a broken one is refused with an error
+//! in a folder of mode 0700. Every load, creation and rotation holds the exclusive lock (`flock`) on `<dir>/.lock`,
+//! so processes sharing the folder (replicas, `cordon ca export` beside a live proxy) make one CA per sandbox
+//! between them and never meet a half-installed pair. [`CaStore`] never regenerates an existing CA: a broken one is refused with an error
 //! that says what to do, and only [`CaStore::rotate`] replaces it.
 //!
 //! # Installing a new pair
@@ -248,8 +250,8 @@ fn generate(sandbox: &str, scope: &Scope) -> Result<(String, String), CaError> {
 #[derive(Debug)]
 pub struct CaStore {
     dir: PathBuf,
-    /// Serializes file operations: two connections of a new sandbox must not both create its CA. (One cordon
-    /// process is expected to own the directory; nothing locks it against other processes.)
+    /// Serializes file operations within this process: two connections of a new sandbox must not both create
+    /// its CA. Other processes sharing the folder are held off by its lock file (see [`lock_folder`]).
     lock: Mutex<()>,
 }
 
@@ -268,8 +270,10 @@ impl CaStore {
     /// certificate that is not a CA or has expired, and a folder writable by group or others, with an error that
     /// names the file and says what to do.
     pub fn load_or_create(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
-        let _guard = self.lock();
         let dir = self.sandbox_dir(sandbox)?;
+        // A scope that could never be installed is refused before anything is created.
+        scope.normalized()?;
+        let _guard = self.lock()?;
         if let Some(ca) = load_locked(sandbox, &dir)? {
             return Ok(ca);
         }
@@ -279,8 +283,11 @@ impl CaStore {
     /// Loads a sandbox's CA; `Ok(None)` if it has none yet. Completes or undoes an installation that a crash
     /// interrupted (see the module documentation), so it may rename or delete `.new` files.
     pub fn load(&self, sandbox: &str) -> Result<Option<Arc<SandboxCa>>, CaError> {
-        let _guard = self.lock();
         let dir = self.sandbox_dir(sandbox)?;
+        if !exists(&self.dir)? {
+            return Ok(None);
+        }
+        let _guard = self.lock()?;
         load_locked(sandbox, &dir)
     }
 
@@ -290,14 +297,18 @@ impl CaStore {
     /// [`LeafCache::invalidate_sandbox`](super::cache::LeafCache::invalidate_sandbox) is called (they are never
     /// served for the new CA, whose leaves are cached apart).
     pub fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
-        let _guard = self.lock();
         let dir = self.sandbox_dir(sandbox)?;
+        scope.normalized()?;
+        let _guard = self.lock()?;
         self.install_new(sandbox, &dir, scope)
     }
 
-    fn lock(&self) -> MutexGuard<'_, ()> {
+    /// Holds off this process's other threads, then every other process sharing the folder: replicas, and
+    /// `cordon ca export` or `rotate` run beside a live proxy.
+    fn lock(&self) -> Result<(MutexGuard<'_, ()>, Option<fs::File>), CaError> {
         // The guarded state is on disk and every step leaves it recoverable, so a panic elsewhere poisons nothing.
-        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok((guard, lock_folder(&self.dir)?))
     }
 
     fn sandbox_dir(&self, sandbox: &str) -> Result<PathBuf, CaError> {
@@ -446,3 +457,7 @@ fn read_pair(sandbox: &str, cert_path: &Path, key_path: &Path) -> Result<Sandbox
 #[cfg(test)]
 #[path = "ca_tests.rs"]
 pub(super) mod tests;
+
+#[cfg(test)]
+#[path = "ca_shared_tests.rs"]
+mod shared_tests;

@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use super::ca::{CaError, random_bytes};
@@ -108,4 +108,50 @@ pub(super) fn remove_if_present(path: &Path) -> Result<(), CaError> {
             source: e,
         }),
     }
+}
+
+/// The lock file in the CA folder that processes sharing the folder take around every load, creation and
+/// rotation.
+pub(super) const LOCK_FILE: &str = ".lock";
+
+/// Takes the exclusive lock on `dir`'s lock file, waiting for any other process that holds it; released
+/// when the returned file is dropped (or the process dies). `None` where this process may not create the
+/// lock file (a read-only file system or folder), so it can only read.
+///
+/// Without it, two replicas meeting a new sandbox at once would each generate a CA and install it over the
+/// other's: a replica could then sign with a CA that is no longer the one on disk, which is the one the
+/// sandbox is told to trust.
+pub(super) fn lock_folder(dir: &Path) -> Result<Option<File>, CaError> {
+    // SECURITY: the folder is private from its creation (mode 0700), like the sandboxes' folders in it.
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io_err("create", dir))?;
+    let path = dir.join(LOCK_FILE);
+    // Nothing is ever written to it; 0600 all the same, and never through a symbolic link.
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path);
+    let file = match opened {
+        Ok(file) => file,
+        // A folder this process cannot write: it can only read the CAs in it, which is safe without the
+        // lock (every file there appears whole); creating or rotating fails later with its own error.
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(io_err("open the lock file", &path)(e)),
+    };
+    file.lock().map_err(io_err("lock", &path))?;
+    Ok(Some(file))
 }
