@@ -50,6 +50,7 @@ pub mod net;
 pub mod policy;
 pub mod reload;
 pub mod sandbox_env;
+pub mod secret_file;
 pub mod server;
 pub mod state;
 pub mod target;

@@ -358,38 +358,12 @@ pub fn random_hex(n: usize) -> Result<String, String> {
     Ok(hex::encode(bytes))
 }
 
-/// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists. Returns
-/// whether it was created.
-///
-/// The file appears whole or not at all: the value is written and synced under a temporary name and then
-/// moved into place without replacing anything. Replicas starting together on a shared folder therefore
-/// all end up reading the one value that won, never an empty or half-written file.
+/// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists, whole or not
+/// at all ([`crate::secret_file`]). Returns whether this call created it.
 pub fn ensure_secret_file(path: &Path) -> Result<bool, String> {
-    if path.exists() {
-        return Ok(false);
-    }
-    let fail = |e: std::io::Error| format!("cannot create the secret file {}: {e}", path.display());
-    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => {
-            let mut b = std::fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-            b.create(dir).map_err(fail)?;
-            dir
-        }
-        None => Path::new("."),
-    };
-    // tempfile creates the file 0600 on Unix.
-    let mut f = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    std::io::Write::write_all(&mut f, format!("{}\n", random_hex(32)?).as_bytes()).map_err(fail)?;
-    f.as_file().sync_all().map_err(fail)?;
-    match f.persist_noclobber(path) {
-        Ok(_) => Ok(true),
-        // Another process made it first: theirs stands, and ours is removed with the temporary file.
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(fail(e.error)),
-    }
+    let value = format!("{}\n", random_hex(32)?);
+    crate::secret_file::create_once(path, value.as_bytes())
+        .map_err(|e| format!("cannot create the secret file {}: {e}", path.display()))
 }
 
 /// Unix seconds now.

@@ -130,40 +130,6 @@ fn another_key_is_refused() {
 }
 
 #[test]
-fn replicas_creating_a_secret_file_at_once_all_read_the_one_value() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("shared/signing-key");
-    for _ in 0..20 {
-        let _ = std::fs::remove_file(&p);
-        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
-        let racers: Vec<_> = (0..8)
-            .map(|_| {
-                let (p, barrier) = (p.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let made = ensure_secret_file(&p).unwrap();
-                    // Whoever finds the file in place must find it whole.
-                    (made, std::fs::read_to_string(&p).unwrap())
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|t| t.join().unwrap())
-            .collect::<Vec<_>>();
-        assert_eq!(
-            racers.iter().filter(|(made, _)| *made).count(),
-            1,
-            "exactly one made it"
-        );
-        let value = std::fs::read_to_string(&p).unwrap();
-        assert_eq!(value.trim().len(), 64);
-        assert!(racers.iter().all(|(_, seen)| *seen == value), "{racers:?}");
-    }
-    let leftovers = std::fs::read_dir(p.parent().unwrap()).unwrap().count();
-    assert_eq!(leftovers, 1, "no temporary file is left behind");
-}
-
-#[test]
 fn secret_files_are_made_once_and_private() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("sub/admin-token");

@@ -5,7 +5,6 @@
 //! lives in a file created 0600 on first use.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 
 use ring::hmac;
@@ -26,13 +25,7 @@ impl Placeholders {
     /// Load the key from `key_file` (creating it, 0600, on first use).
     pub fn load(key_file: &Path) -> Result<Placeholders, String> {
         let bytes = match std::fs::read(key_file) {
-            Ok(b) if b.len() == 32 => b,
-            Ok(_) => {
-                return Err(format!(
-                    "{}: not a placeholder key (expected 32 bytes)",
-                    key_file.display()
-                ));
-            }
+            Ok(b) => check_key(key_file, b)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key(key_file)?,
             Err(e) => return Err(format!("{}: {e}", key_file.display())),
         };
@@ -111,21 +104,22 @@ fn create_key(path: &Path) -> Result<Vec<u8>, String> {
     SystemRandom::new()
         .fill(&mut key)
         .map_err(|_| "the system random generator failed".to_string())?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Created 0600 and whole (crate::secret_file); if another process placed it first, theirs is the key.
+    match crate::secret_file::create_once(path, &key) {
+        Ok(true) => Ok(key),
+        Ok(false) => std::fs::read(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|theirs| check_key(path, theirs)),
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+}
+
+fn check_key(path: &Path, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    if bytes.len() == 32 {
+        Ok(bytes)
+    } else {
+        Err(format!("{}: not a placeholder key (expected 32 bytes)", path.display()))
     }
-    let mut f = opts.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    f.write_all(&key)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(key)
 }
 
 #[cfg(test)]
@@ -167,5 +161,25 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn replicas_loading_a_new_key_at_once_issue_the_same_placeholders() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/placeholder.key");
+        let barrier = std::sync::Barrier::new(8);
+        let values: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        Placeholders::load(&path).unwrap().value("a", "openai")
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(values.iter().all(|v| *v == values[0]), "{values:?}");
+        assert_eq!(Placeholders::load(&path).unwrap().value("a", "openai"), values[0]);
     }
 }

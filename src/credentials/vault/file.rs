@@ -118,20 +118,16 @@ fn load_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, VaultError> {
             parse_key(&text, source_name)
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            ensure_parent(path)?;
             let mut key = Zeroizing::new([0u8; 32]);
             OsRng.fill_bytes(key.as_mut_slice());
             let text = Zeroizing::new(format!("{}\n", hex::encode(key.as_slice())));
-            // SECURITY: created 0600 from the start, so there is no moment at which others can read the key.
-            let mut file = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
-                Ok(f) => f,
-                // Another process created it first: use theirs.
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => return load_key_file(path),
-                Err(e) => return Err(io_err("create", path, e)),
-            };
-            file.write_all(text.as_bytes()).map_err(|e| io_err("write", path, e))?;
-            file.sync_all().map_err(|e| io_err("sync", path, e))?;
-            Ok(key)
+            // Created 0600 and whole (crate::secret_file); another process may have placed it first, and
+            // then theirs is the key.
+            match crate::secret_file::create_once(path, text.as_bytes()) {
+                Ok(true) => Ok(key),
+                Ok(false) => load_key_file(path),
+                Err(e) => Err(io_err("create", path, e)),
+            }
         }
         Err(e) => Err(io_err("read", path, e)),
     }

@@ -1,0 +1,98 @@
+//! Files that cordon fills once with a fresh secret, the first time it needs one: the admin token, the
+//! signing key, the file vault's key and the placeholder key.
+//!
+//! Such a file appears whole or not at all. The secret is written and synced under a temporary name in the
+//! same folder (created 0600), then moved into place without replacing anything. Processes starting
+//! together on a shared folder (replicas) all end up reading the one value that was placed first, and none
+//! ever reads an empty or half-written file.
+
+use std::io::{ErrorKind, Write};
+use std::path::Path;
+
+/// Create `path` holding `contents` (mode 0600; a missing folder is created 0700) unless it exists.
+/// `Ok(true)` if this call placed it, `Ok(false)` if it was there already or another process placed
+/// it first: read it then.
+pub fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => {
+            let mut b = std::fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(dir)?;
+            dir
+        }
+        None => Path::new("."),
+    };
+    // SECURITY: tempfile creates the file 0600 (on Unix), so the secret is never readable by others, not
+    // even before it has its name.
+    let mut f = tempfile::NamedTempFile::new_in(dir)?;
+    f.write_all(contents)?;
+    f.as_file().sync_all()?;
+    match f.persist_noclobber(path) {
+        Ok(_) => {
+            // The new name is durable once the folder is synced.
+            std::fs::File::open(dir)?.sync_all()?;
+            Ok(true)
+        }
+        // Another process placed it first: theirs stands, ours goes with the temporary file.
+        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn processes_creating_it_at_once_all_read_the_one_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("shared/signing-key");
+        for round in 0..20 {
+            let _ = std::fs::remove_file(&p);
+            let barrier = std::sync::Barrier::new(8);
+            let racers: Vec<(bool, Vec<u8>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8u8)
+                    .map(|i| {
+                        let (p, barrier) = (&p, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            let made = create_once(p, &[i; 32]).unwrap();
+                            // Whoever finds the file in place finds it whole.
+                            (made, std::fs::read(p).unwrap())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(racers.iter().filter(|(made, _)| *made).count(), 1, "round {round}");
+            let value = std::fs::read(&p).unwrap();
+            assert_eq!(value.len(), 32);
+            assert!(
+                racers.iter().all(|(_, seen)| *seen == value),
+                "round {round}: {racers:?}"
+            );
+        }
+        let leftovers = std::fs::read_dir(p.parent().unwrap()).unwrap().count();
+        assert_eq!(leftovers, 1, "no temporary file is left behind");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn it_is_private_from_the_start_and_never_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/admin-token");
+        assert!(create_once(&p, b"first\n").unwrap());
+        assert!(!create_once(&p, b"second\n").unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"first\n");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(mode(p.parent().unwrap()), 0o700);
+    }
+}
