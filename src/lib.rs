@@ -36,6 +36,7 @@ pub mod dns;
 pub mod error;
 pub mod exchange;
 pub mod explain;
+pub mod file_lock;
 pub mod forward;
 
 pub mod framing;

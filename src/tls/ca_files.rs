@@ -114,9 +114,7 @@ pub(super) fn remove_if_present(path: &Path) -> Result<(), CaError> {
 /// rotation.
 pub(super) const LOCK_FILE: &str = ".lock";
 
-/// Takes the exclusive lock on `dir`'s lock file, waiting for any other process that holds it; released
-/// when the returned file is dropped (or the process dies). `None` where this process may not create the
-/// lock file (a read-only file system or folder), so it can only read.
+/// Takes the exclusive lock on `dir`'s lock file ([`crate::file_lock`]), creating the folder if needed.
 ///
 /// Without it, two replicas meeting a new sandbox at once would each generate a CA and install it over the
 /// other's: a replica could then sign with a CA that is no longer the one on disk, which is the one the
@@ -129,29 +127,5 @@ pub(super) fn lock_folder(dir: &Path) -> Result<Option<File>, CaError> {
         .create(dir)
         .map_err(io_err("create", dir))?;
     let path = dir.join(LOCK_FILE);
-    // Nothing is ever written to it; 0600 all the same, and never through a symbolic link.
-    let opened = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path);
-    let file = match opened {
-        Ok(file) => file,
-        // A folder this process cannot write: it can only read the CAs in it, which is safe without the
-        // lock (every file there appears whole); creating or rotating fails later with its own error.
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
-            ) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(io_err("open the lock file", &path)(e)),
-    };
-    file.lock().map_err(io_err("lock", &path))?;
-    Ok(Some(file))
+    crate::file_lock::exclusive(&path).map_err(io_err("lock", &path))
 }

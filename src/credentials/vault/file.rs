@@ -166,6 +166,7 @@ impl FileVault {
     pub fn set(&self, name: &str, value: SecretString) -> Result<(), VaultError> {
         check_name(name)?;
         let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _other_processes = self.inner.lock_file()?;
         let mut entries = self.inner.load()?;
         if let Some(old) = entries.0.get_mut(name) {
             old.zeroize();
@@ -178,6 +179,7 @@ impl FileVault {
     pub fn remove(&self, name: &str) -> Result<bool, VaultError> {
         check_name(name)?;
         let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _other_processes = self.inner.lock_file()?;
         let mut entries = self.inner.load()?;
         match entries.0.remove(name) {
             Some(mut old) => {
@@ -225,6 +227,16 @@ impl Inner {
     }
 
     /// Read and decrypt the vault; a missing file is empty.
+    /// Holds off other processes editing the same vault (two `cordon vault set` at once) from its read to
+    /// its write, so that neither drops the other's change. The lock file is `<vault>.lock`.
+    fn lock_file(&self) -> Result<Option<fs::File>, VaultError> {
+        ensure_parent(&self.path)?;
+        let mut name = self.path.clone().into_os_string();
+        name.push(".lock");
+        let path = PathBuf::from(name);
+        crate::file_lock::exclusive(&path).map_err(|e| io_err("lock", &path, e))
+    }
+
     fn load(&self) -> Result<Entries, VaultError> {
         let data = match fs::read(&self.path) {
             Ok(d) => d,

@@ -129,13 +129,22 @@ async fn leftover_temp_file_is_ignored() {
     reopened.set("k", secret("new")).unwrap();
     assert_eq!(reopened.get("k").await.unwrap().expose_secret(), "new");
     assert!(leftover.exists(), "not touched");
-    // The only other files are the key, the vault and the leftover: a write leaves no temporary behind.
+    // The only other files are the key, the vault, its lock file and the leftover: a write leaves no
+    // temporary behind.
     let mut names: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, vec![".vault.bin.tmp-00000000deadbeef", "vault.bin", "vault.key"]);
+    assert_eq!(
+        names,
+        vec![
+            ".vault.bin.tmp-00000000deadbeef",
+            "vault.bin",
+            "vault.bin.lock",
+            "vault.key"
+        ]
+    );
 }
 
 #[test]
@@ -304,4 +313,26 @@ async fn bad_names_are_refused() {
 fn debug_of_a_secret_does_not_show_it() {
     let s = secret("hunter2-value");
     assert!(!format!("{s:?}").contains("hunter2"));
+}
+
+#[test]
+fn edits_from_several_processes_at_once_all_survive() {
+    // Each FileVault stands for a process (`cordon vault set` run twice at once): their in-process locks
+    // are separate, and only the vault's lock file keeps one write from dropping the other's entry.
+    let dir = tempfile::tempdir().unwrap();
+    let vaults: Vec<FileVault> = (0..4).map(|_| vault_in(dir.path())).collect();
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let (vault, barrier) = (&vaults[i % 4], &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for j in 0..5 {
+                    vault.set(&format!("t{i}-{j}"), secret("v")).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(vault_in(dir.path()).list().unwrap().len(), 40);
+    assert_eq!(mode(&dir.path().join("vault.bin.lock")), 0o600);
 }

@@ -1,0 +1,83 @@
+//! Exclusive locks between processes that share files: replicas sharing a CA folder, and `cordon vault`
+//! commands editing one vault. A lock is `flock(2)` on a lock file beside what it guards, so a process
+//! that dies releases it with its files.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Takes the exclusive lock on the file `path` (created empty, 0600, if missing), waiting while another
+/// process holds it; released when the returned file is dropped.
+///
+/// `Ok(None)` where this process may not create the lock file (a read-only file system or folder): such a
+/// process can only read, and every file cordon writes appears whole, so reading needs no lock.
+pub fn exclusive(path: &Path) -> io::Result<Option<File>> {
+    // SECURITY: never through a symbolic link, so whoever can write the folder cannot have cordon create
+    // or hold a file elsewhere; nothing is ever written to it.
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    file.lock()?;
+    Ok(Some(file))
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests")]
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_second_holder_waits_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".lock");
+        let first = exclusive(&path).unwrap().unwrap();
+        let released = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let second = s.spawn(|| {
+                let _held = exclusive(&path).unwrap().unwrap();
+                released.load(Ordering::SeqCst)
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            released.store(true, Ordering::SeqCst);
+            drop(first);
+            assert!(
+                second.join().unwrap(),
+                "the second took the lock while the first held it"
+            );
+        });
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".lock");
+        let elsewhere = dir.path().join("not-cordons");
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        assert!(exclusive(&path).is_err());
+        assert!(!elsewhere.exists());
+    }
+}
