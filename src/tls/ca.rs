@@ -8,10 +8,10 @@
 //! # On disk
 //!
 //! `<dir>/<sandbox>/ca.pem` (the certificate, PEM) and `<dir>/<sandbox>/ca.key` (its PKCS#8 key, PEM, mode 0600),
-//! in a folder of mode 0700. Every load, creation and rotation holds the exclusive lock (`flock`) on `<dir>/.lock`,
-//! so processes sharing the folder (replicas, `cordon ca export` beside a live proxy) make one CA per sandbox
-//! between them and never meet a half-installed pair. [`CaStore`] never regenerates an existing CA: a broken one is refused with an error
-//! that says what to do, and only [`CaStore::rotate`] replaces it.
+//! in a folder of mode 0700. Every load, creation and rotation holds the exclusive lock (`flock`) on
+//! `<dir>/.lock`, so processes sharing the folder (replicas, `cordon ca export` beside a live proxy) make one CA
+//! per sandbox between them and never meet a half-installed pair. [`CaStore`] never regenerates an existing CA:
+//! a broken one is refused with an error that says what to do, and only [`CaStore::rotate`] replaces it.
 //!
 //! # Installing a new pair
 //!
@@ -271,8 +271,10 @@ impl CaStore {
     /// names the file and says what to do.
     pub fn load_or_create(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
-        // A scope that could never be installed is refused before anything is created.
-        scope.normalized()?;
+        if let Err(e) = scope.normalized() {
+            // Nothing can be created with this scope, so nothing is: a CA already there still loads.
+            return self.load(sandbox)?.ok_or(e);
+        }
         let _guard = self.lock()?;
         if let Some(ca) = load_locked(sandbox, &dir)? {
             return Ok(ca);

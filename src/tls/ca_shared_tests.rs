@@ -95,3 +95,20 @@ fn a_load_from_a_store_that_does_not_exist_creates_nothing() {
     assert!(store.load("sb").unwrap().is_none());
     assert!(!dir.path().join("ca").exists());
 }
+
+#[test]
+fn a_scope_that_cannot_be_installed_still_loads_an_existing_ca_and_creates_nothing() {
+    let (dir, store) = store();
+    let bad = Scope::Names {
+        dns: vec!["exa mple.com".into()],
+        ips: vec![],
+    };
+    assert!(matches!(
+        store.load_or_create("sb", &bad),
+        Err(CaError::InvalidScope { .. })
+    ));
+    assert!(!dir.path().join("ca").exists(), "nothing was created for it");
+    let made = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let again = CaStore::new(dir.path().join("ca")).load_or_create("sb", &bad).unwrap();
+    assert_eq!(again.cert_pem(), made.cert_pem());
+}

@@ -226,7 +226,6 @@ impl Inner {
         }
     }
 
-    /// Read and decrypt the vault; a missing file is empty.
     /// Holds off other processes editing the same vault (two `cordon vault set` at once) from its read to
     /// its write, so that neither drops the other's change. The lock file is `<vault>.lock`.
     fn lock_file(&self) -> Result<Option<fs::File>, VaultError> {
@@ -237,6 +236,7 @@ impl Inner {
         crate::file_lock::exclusive(&path).map_err(|e| io_err("lock", &path, e))
     }
 
+    /// Read and decrypt the vault; a missing file is empty.
     fn load(&self) -> Result<Entries, VaultError> {
         let data = match fs::read(&self.path) {
             Ok(d) => d,
