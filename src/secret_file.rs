@@ -1,5 +1,6 @@
-//! Files that cordon fills once with a fresh secret, the first time it needs one: the admin token, the
-//! signing key, the file vault's key and the placeholder key.
+//! Files holding secrets, written whole: the ones cordon fills once with a fresh secret the first time it
+//! needs one (the admin token, the signing key, the file vault's key and the placeholder key), and the
+//! file vault itself, which each edit replaces.
 //!
 //! Such a file appears whole or not at all. The secret is written and synced under a temporary name in the
 //! same folder (created 0600), then moved into place without replacing anything. Processes starting
@@ -16,6 +17,26 @@ pub fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
     if path.exists() {
         return Ok(false);
     }
+    let (f, dir) = written_aside(path, contents)?;
+    match f.persist_noclobber(path) {
+        Ok(_) => sync_dir(dir).map(|()| true),
+        // Another process placed it first: theirs stands, ours goes with the temporary file.
+        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error),
+    }
+}
+
+/// Replace `path` (or create it) with `contents`, mode 0600: a reader, or a crash, sees the old file or
+/// the new one, never a mix.
+pub fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let (f, dir) = written_aside(path, contents)?;
+    f.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// `contents` written and synced to a fresh temporary file beside `path` (its folder created 0700 if
+/// missing), not yet under its name; the file is removed if it is dropped unplaced.
+fn written_aside<'p>(path: &'p Path, contents: &[u8]) -> std::io::Result<(tempfile::NamedTempFile, &'p Path)> {
     let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) => {
             let mut b = std::fs::DirBuilder::new();
@@ -27,21 +48,17 @@ pub fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
         }
         None => Path::new("."),
     };
-    // SECURITY: tempfile creates the file 0600 (on Unix), so the secret is never readable by others, not
-    // even before it has its name.
+    // SECURITY: tempfile creates the file 0600 (on Unix) and never opens an existing one (O_EXCL), so the
+    // secret is never readable by others, not even before it has its name, and no planted link is followed.
     let mut f = tempfile::NamedTempFile::new_in(dir)?;
     f.write_all(contents)?;
     f.as_file().sync_all()?;
-    match f.persist_noclobber(path) {
-        Ok(_) => {
-            // The new name is durable once the folder is synced.
-            std::fs::File::open(dir)?.sync_all()?;
-            Ok(true)
-        }
-        // Another process placed it first: theirs stands, ours goes with the temporary file.
-        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e.error),
-    }
+    Ok((f, dir))
+}
+
+/// A new name is durable once its folder is synced.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -94,5 +111,18 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&p), 0o600);
         assert_eq!(mode(p.parent().unwrap()), 0o700);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_is_private_and_leaves_no_temporary() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/vault.bin");
+        replace(&p, b"one").unwrap();
+        replace(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
     }
 }

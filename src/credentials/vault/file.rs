@@ -6,9 +6,9 @@
 //! fsynced, renamed over the vault, and the directory is fsynced: a crash leaves the old or the new vault.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -289,41 +289,9 @@ impl Inner {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(nonce.as_slice());
         out.extend_from_slice(&ciphertext);
-        write_atomically(&self.path, &out)
+        // Whole or not at all, 0600 (crate::secret_file).
+        crate::secret_file::replace(&self.path, &out).map_err(|e| io_err("write", &self.path, e))
     }
-}
-
-/// Write `data` to `path` so that a crash leaves either the old or the new file, never a mix.
-fn write_atomically(path: &Path, data: &[u8]) -> Result<(), VaultError> {
-    ensure_parent(path)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp-{:016x}", OsRng.next_u64()));
-    let result = (|| {
-        // SECURITY: the temporary file is 0600 from creation and never an existing file (no symlink swap).
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| io_err("create", &tmp, e))?;
-        file.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
-        file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
-        drop(file);
-        fs::rename(&tmp, path).map_err(|e| io_err("replace", path, e))?;
-        let dir_handle = fs::File::open(&dir).map_err(|e| io_err("open directory", &dir, e))?;
-        dir_handle.sync_all().map_err(|e| io_err("sync directory", &dir, e))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 impl SecretStore for FileVault {

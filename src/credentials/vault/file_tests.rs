@@ -171,11 +171,16 @@ fn readers_always_see_the_old_or_the_new_vault() {
     });
     let last = format!("value-60-{}", "x".repeat(60));
     assert_eq!(reader.get_blocking("k").unwrap().expose_secret(), last);
-    let leftovers = fs::read_dir(dir.path())
+    let mut names: Vec<_> = fs::read_dir(dir.path())
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp-"))
-        .count();
-    assert_eq!(leftovers, 0, "no temporary file is left behind");
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["vault.bin", "vault.bin.lock", "vault.key"],
+        "no temporary file is left behind"
+    );
 }
 
 #[test]
