@@ -2,7 +2,6 @@
 //! is never touched): the command reaches the allowed upstream by the proxy in its env and transparently,
 //! reaches nothing else, and nothing the jail made is left afterwards — also after the jail is killed.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use cordon::jail::Plan;
@@ -123,24 +122,34 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
 
     // Killed outright: the next run for the sandbox finds and removes what it left, then works.
     let crash = |w: &World| {
+        // The jail's stderr goes to a file, to be shown if what it left is not what the test expects.
+        let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = w
             .net
             .command(&w.net.gw, BIN)
             .args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
             .args(["--", "sleep", "30"])
-            .stderr(Stdio::null())
+            .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
+        let mut seen = Vec::new();
         for _ in 0..100 {
-            if leftovers(w, &plan).len() >= 3 {
+            seen = leftovers(w, &plan);
+            if seen.len() >= 3 {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        assert!(leftovers(w, &plan).len() >= 3, "{:?}", leftovers(w, &plan));
+        let after = leftovers(w, &plan);
+        assert!(
+            after.len() >= 3,
+            "after the kill: {after:?}\nbefore it: {seen:?}\nlinks: {}\njail's stderr: {}",
+            w.net.exec_ok(&w.net.gw, &["ip", "link"]),
+            std::fs::read_to_string(log.path()).unwrap_or_default()
+        );
     };
     crash(&w);
     let (code, _, err) = jail(&w, &config, &id, &[], &["true"]);
