@@ -9,7 +9,7 @@
 #     C=50          connections
 #     CALLGRAPH=...  perf's call-graph option (default -g; `--call-graph dwarf` for full stacks)
 # Prints requests per second, p50, and cordon's CPU time per request (steadier than req/s on a noisy machine).
-# Needs the peer rig running (benches/load/run.sh sets it up; ../shared/peers/start-all.sh starts it) and a
+# Needs the rig running (benches/load/rig/setup.sh sets it up, benches/load/rig/start.sh starts it) and a
 # release build (cargo build --release).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -6,19 +6,20 @@
 #
 # Every scenario runs once per round, the rounds one after the other, so that each meets the machine's changing
 # weather several times; the table gives medians and ranges over the rounds.
-# Needs the peer rig (../shared/peers: nginx upstream, squid, mitmdump, oha); it runs its setup.sh when the rig
-# is not there yet, and starts it when it is not running. Everything listens on 127.0.0.1.
+# Uses the repository's own rig (benches/load/rig: nginx upstream, squid, mitmdump, oha): it runs the rig's
+# setup.sh when the rig is not there yet, and its start.sh when it is not running. Everything listens on 127.0.0.1.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-peers="${PEERS:-$repo/../shared/peers}"
+rig="$repo/benches/load/rig"
 export PEER_RIG_ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the peer rig}"
 D="${1:-10s}"
 CN="${2:-50}"
 ROUNDS="${3:-3}"
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-[ -f "$PEER_RIG_ROOT/ca/nginx.pem" ] && command -v oha >/dev/null || "$peers/setup.sh"
-up 18443 || "$peers/start-all.sh"
+[ -f "$PEER_RIG_ROOT/ca/nginx.pem" ] && [ -x "$PEER_RIG_ROOT/venv/bin/mitmdump" ] && command -v oha >/dev/null \
+  || bash "$rig/setup.sh"
+bash "$rig/start.sh"
 OHA="$(command -v oha)"
 
 echo "== building cordon (release)"

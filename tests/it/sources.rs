@@ -67,7 +67,8 @@ async fn openbao(home: &std::path::Path) -> (Killed, u16) {
     (child, port)
 }
 
-/// The oidc-provider client-credentials server from ../shared/peers.
+/// A real OAuth2 authorization server (npm `oidc-provider`) started by the repository's own
+/// `tests/servers/oauth2-cc.mjs` on a port it picks and prints.
 async fn oidc(dir: &std::path::Path) -> (Killed, u16) {
     let prefix = std::path::PathBuf::from(
         std::env::var_os("CORDON_OIDC_PREFIX").unwrap_or_else(|| "/root/.cache/cordon-oidc".into()),
@@ -77,21 +78,34 @@ async fn oidc(dir: &std::path::Path) -> (Killed, u16) {
         "npm oidc-provider is missing: npm install --prefix {} oidc-provider (.ci/run does)",
         prefix.display()
     );
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/oidc-cc.mjs");
-    let script = prefix.join(format!("cordon-it-oidc-{}.mjs", std::process::id()));
-    std::fs::copy(&source, &script).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
-    let port = free_port();
-    let child = Command::new("node")
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/oauth2-cc.mjs");
+    let mut child = Command::new("node")
         .arg(&script)
-        .arg(port.to_string())
+        .arg("0")
+        .env("CORDON_OIDC_PREFIX", &prefix)
         .current_dir(dir)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let stdout = child.stdout.take().unwrap();
     let child = Killed(child);
+    let port = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        for line in lines.by_ref() {
+            if let Some(port) = line.ok()?.strip_prefix("listening ") {
+                // Keep draining, so a later line never meets a closed pipe.
+                std::thread::spawn(move || lines.for_each(drop));
+                return port.trim().parse::<u16>().ok();
+            }
+        }
+        None
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|| panic!("{} did not start", script.display()));
     wait_http(&format!("http://127.0.0.1:{port}/.well-known/openid-configuration")).await;
-    let _ = std::fs::remove_file(&script);
     (child, port)
 }
 

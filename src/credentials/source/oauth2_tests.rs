@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -12,7 +11,8 @@ use tokio::process::{Child, Command};
 use super::*;
 use crate::credentials::source::test_server::{json, serve};
 
-/// A real authorization server (npm `oidc-provider`, started by shared/peers/oidc-cc.mjs) on a free port.
+/// A real authorization server (npm `oidc-provider`, started by the repository's own
+/// `tests/servers/oauth2-cc.mjs`) on a port it picks itself.
 struct Oidc {
     _child: Child,
     port: u16,
@@ -32,62 +32,48 @@ fn oidc_prefix() -> PathBuf {
     prefix
 }
 
-/// The script copied into the prefix, so that its `import 'oidc-provider'` resolves there (ESM ignores NODE_PATH).
-fn oidc_script() -> PathBuf {
-    static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
-    SCRIPT
-        .get_or_init(|| {
-            let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/oidc-cc.mjs");
-            let text = std::fs::read(&source)
-                .unwrap_or_else(|e| panic!("cannot read {} (shared/ beside the clone): {e}", source.display()));
-            let prefix = oidc_prefix();
-            let tmp = prefix.join(format!(".cordon-oidc-cc-{}.mjs", std::process::id()));
-            let dest = prefix.join("cordon-oidc-cc.mjs");
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, &dest).unwrap();
-            dest
-        })
-        .clone()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Oidc {
     async fn start() -> Oidc {
-        let script = oidc_script();
-        let port = free_port();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers/oauth2-cc.mjs");
         let mut child = Command::new("node")
             .arg(&script)
-            .arg(port.to_string())
-            .current_dir(script.parent().unwrap())
+            .arg("0")
+            .env("CORDON_OIDC_PREFIX", oidc_prefix())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run node: {e}"));
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(20), async {
+        let port = tokio::time::timeout(Duration::from_secs(20), async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if line.starts_with("listening") {
-                    return true;
+                if let Some(port) = line.strip_prefix("listening ") {
+                    return port.trim().parse::<u16>().ok();
                 }
             }
-            false
+            None
         })
         .await;
-        assert_eq!(ready, Ok(true), "oidc-provider did not start");
+        let Ok(Some(port)) = port else {
+            panic!("{} did not start: {port:?}", script.display());
+        };
+        // Keep draining, so a later line never meets a closed pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Oidc { _child: child, port }
     }
 
     fn token_url(&self) -> http::Uri {
         format!("http://127.0.0.1:{}/token", self.port).parse().unwrap()
     }
+}
+
+/// A port nothing listens on (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn client(token_url: http::Uri, secret: &str) -> ClientCredentials {
@@ -126,8 +112,9 @@ async fn real_server_issues_a_scoped_token_and_its_expiry_is_honoured() {
     let left = expires_in(&token);
     assert!((590..=600).contains(&left), "{left}");
 
-    // client_secret_post too, and each fetch is a new token.
+    // client_secret_post too (a client registered for it), and each fetch is a new token.
     cc.auth = ClientAuth::Post;
+    cc.client_id = "sandbox-post-client".into();
     let second = cc.fetch(&http()).await.unwrap();
     assert_ne!(second.value.expose_secret(), token.value.expose_secret());
 }

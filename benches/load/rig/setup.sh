@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up the load harness's rig in $PEER_RIG_ROOT (a scratch folder): the upstream every run shares and the
+# peer proxies cordon is measured against, all on 127.0.0.1.
+#
+#   nginx       :18080 HTTP, :18443 HTTPS (h2 and HTTP/1.1), serving /1k.txt (1024 bytes) and /health
+#   squid       :13128 HTTP forward and CONNECT splice; :13129 ssl_bump (TLS interception with its own CA)
+#   mitmdump    :18081 TLS interception (mitmproxy from PyPI, in a venv under the rig)
+#   oha         the load generator (crates.io)
+#
+# Installs from the registries (Debian: nginx, squid-openssl; PyPI: mitmproxy; crates.io: oha), writes the
+# configurations and a test PKI, and is safe to run again. Then: start.sh, and stop.sh when done.
+set -euo pipefail
+ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the rig}"
+here="$(cd "$(dirname "$0")" && pwd)"
+
+missing=()
+command -v nginx >/dev/null 2>&1 || missing+=(nginx)
+[ -x /usr/lib/squid/security_file_certgen ] || missing+=(squid-openssl)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+python3 -c 'import venv' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Debian starts the packaged services on install; the rig runs its own instances on its own ports.
+for unit in nginx squid; do
+  systemctl stop "$unit" >/dev/null 2>&1 || service "$unit" stop >/dev/null 2>&1 || true
+done
+
+mkdir -p "$ROOT"/{ca,nginx/tmp,squid,mitm/conf,www,run}
+for f in nginx squid; do sed "s#@ROOT@#$ROOT#g" "$here/$f.conf.in" > "$ROOT/$f/$f.conf"; done
+[ -s "$ROOT/www/1k.txt" ] || head -c 768 /dev/urandom | base64 -w0 > "$ROOT/www/1k.txt"
+[ -f "$ROOT/ca/nginx.pem" ] || bash "$here/certs.sh" "$ROOT/ca"
+# mitmdump's own CA, made once by mitmdump itself on first start, lives in $ROOT/mitm/conf.
+[ -x "$ROOT/venv/bin/mitmdump" ] || {
+  python3 -m venv "$ROOT/venv"
+  "$ROOT/venv/bin/pip" install --quiet 'mitmproxy==11.0.2'
+}
+command -v oha >/dev/null 2>&1 || cargo install --locked --quiet oha@1.16.0
+# squid's certificate generator keeps minted leaves in a database of its own.
+[ -d "$ROOT/squid/ssl_db" ] || /usr/lib/squid/security_file_certgen -c -s "$ROOT/squid/ssl_db" -M 16MB >/dev/null
+chown -R proxy:proxy "$ROOT/squid"
+echo "rig ready in $ROOT (start it with $here/start.sh)"
