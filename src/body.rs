@@ -33,7 +33,7 @@ pub struct Counted<B, T> {
     counter: Arc<AtomicU64>,
     keep: Option<T>,
     /// Also told of each frame: (meter, true for bytes from the client).
-    meter: Option<(Arc<dyn crate::watch::Meter>, bool)>,
+    meter: Option<(Arc<dyn crate::limits::Meter>, bool)>,
 }
 
 impl<B, T> Counted<B, T> {
@@ -48,7 +48,7 @@ impl<B, T> Counted<B, T> {
     }
 
     /// Also count the bytes against a budget (`up`: from the client); over it, the body ends in an error.
-    pub fn metered(mut self, meter: Option<Arc<dyn crate::watch::Meter>>, up: bool) -> Self {
+    pub fn metered(mut self, meter: Option<Arc<dyn crate::limits::Meter>>, up: bool) -> Self {
         self.meter = meter.map(|m| (m, up));
         self
     }

@@ -14,12 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
-use crate::control::sessions::Lease;
 use crate::error::{self, ProxyError};
 use crate::exchange::Exchange;
 use crate::framing::{FramingGuard, FramingReport};
 use crate::identity::Sandbox;
 use crate::limits::{Limits, OpenGuard, Refusal};
+use crate::session::leases::Lease;
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::{forward, tunnel};

@@ -11,7 +11,6 @@ use std::sync::atomic::AtomicU64;
 use http::{HeaderMap, Method, Response};
 use tokio::net::TcpStream;
 
-use crate::admission::BudgetMeter;
 use crate::approval::Outcome;
 use crate::audit::{self, Kind, Verdict};
 use crate::body::ProxyBody;
@@ -19,6 +18,7 @@ use crate::conn::ConnScope;
 use crate::error::ProxyError;
 use crate::identity::{AuthFailure, Sandbox};
 use crate::policy::Question;
+use crate::session::admission::BudgetMeter;
 use crate::state::{Generation, ProxyState};
 use crate::target::Target;
 
@@ -31,7 +31,7 @@ pub struct Exchange {
     /// The client connection, whose lifetime is tied to the sandboxes it serves.
     scope: Option<Arc<ConnScope>>,
     /// Counts plain-HTTP body bytes against the sandbox's byte budget (tunnels count at their stream).
-    pub meter: Option<Arc<dyn crate::watch::Meter>>,
+    pub meter: Option<Arc<dyn crate::limits::Meter>>,
     kind: Kind,
     /// Counted in an aggregate record instead of one of its own.
     suppressed: bool,

@@ -20,7 +20,7 @@ use crate::headers;
 use crate::net::DialError;
 use crate::state::ProxyState;
 use crate::target::{Target, check_path};
-use crate::tls::upstream::{Dialled, SandboxClients, UpstreamClient};
+use crate::upstream::pool::{Dialled, SandboxClients, UpstreamClient};
 
 /// Serve one absolute-form `http://` request.
 pub async fn forward(
@@ -155,7 +155,7 @@ pub fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
         if let Some(dial) = e.downcast_ref::<DialError>() {
             return ProxyError::Dial(dial.duplicate());
         }
-        if e.downcast_ref::<crate::tls::upstream::HandshakeTimedOut>().is_some() {
+        if e.downcast_ref::<crate::upstream::pool::HandshakeTimedOut>().is_some() {
             return ProxyError::HandshakeTimeout;
         }
         if let Some(rustls::Error::InvalidCertificate(reason)) = find_rustls(e) {

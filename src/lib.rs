@@ -22,12 +22,10 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
-pub mod admin_client;
-pub mod admission;
 pub mod approval;
 pub mod audit;
-pub mod audit_writer;
 pub mod body;
+pub mod cli;
 pub mod config;
 pub mod conn;
 pub mod control;
@@ -53,9 +51,10 @@ pub mod reload;
 pub mod sandbox_env;
 pub mod secret_file;
 pub mod server;
+pub mod session;
 pub mod state;
 pub mod target;
 pub mod tls;
 pub mod transparent;
 pub mod tunnel;
-pub mod watch;
+pub mod upstream;

@@ -1,6 +1,6 @@
 //! Two streams: audit records (one JSON line each, to stdout or a file) and operational logs (stderr).
 //!
-//! Audit lines are written by a thread of their own ([`crate::audit_writer`], never lossy) through a
+//! Audit lines are written by a thread of their own ([`crate::audit::writer`], never lossy) through a
 //! buffer, in batches: a request never waits for the disk, a burst of records costs one `write` rather
 //! than one each, and a quiet proxy has every record on disk within moments of the request ending. When the
 //! queue is full (the disk cannot keep up), requests wait rather than lose records. [`Audit`] flushes what
@@ -15,8 +15,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, fmt};
 
+use crate::audit::writer as audit_writer;
 use crate::audit::{self, LineSink};
-use crate::audit_writer;
 use crate::config::AuditConfig;
 
 /// Where audit records go. Records still queued are written out when this is dropped: keep it until the

@@ -23,11 +23,11 @@ use crate::exchange::Exchange;
 use crate::forward;
 use crate::framing::FramingGuard;
 use crate::identity::Sandbox;
+use crate::session::lifetime::{Stop, Watched};
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Spellings, Target, check_path};
 use crate::tls::leaf::LeafName;
-use crate::tls::upstream::SandboxClients;
-use crate::watch::{Stop, Watched};
+use crate::upstream::pool::SandboxClients;
 
 /// What every request inside one intercepted CONNECT shares.
 struct Tunnel {

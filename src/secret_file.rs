@@ -61,6 +61,23 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// `n` random bytes, hex-encoded.
+pub fn random_hex(n: usize) -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = vec![0u8; n];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the system random generator failed".to_string())?;
+    Ok(hex::encode(bytes))
+}
+
+/// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists, whole or not
+/// at all ([`crate::secret_file`]). Returns whether this call created it.
+pub fn ensure_secret_file(path: &Path) -> Result<bool, String> {
+    let value = format!("{}\n", random_hex(32)?);
+    create_once(path, value.as_bytes()).map_err(|e| format!("cannot create the secret file {}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     #![expect(clippy::unwrap_used, reason = "tests")]

@@ -17,24 +17,25 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::admission::AuthBursts;
 use crate::approval::Approvals;
 use crate::approval::webhook::Webhook;
 use crate::audit;
 use crate::config::Config;
-use crate::control::sessions::{Closed, Sessions, TunnelCheck};
-use crate::control::{self, Control, token};
+use crate::control::{self, Control};
 use crate::credentials::apply::Credentials;
 use crate::credentials::spec::SecretRef;
+use crate::identity::Closed;
 use crate::identity::{self, AuthFailure, Identities, Origin, Sandbox};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
 use crate::policy::{HostPattern, Mode, Policy, Question, TlsMode};
+use crate::session::admission::AuthBursts;
+use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
 use crate::tls::ca::{CaError, CaStore, SandboxCa, Scope};
 use crate::tls::cache::LeafCache;
-use crate::tls::upstream::{self, Upstreams};
+use crate::upstream::pool::{self, Upstreams};
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.
@@ -70,7 +71,7 @@ impl Generation {
             self_addrs.to_vec(),
         );
         let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
-        let tls = upstream::client_config(&config.upstream.extra_roots)?;
+        let tls = pool::client_config(&config.upstream.extra_roots)?;
         let mut credentials = Credentials::new(&config)?;
         credentials.set_metrics(metrics.clone());
         let admin_token = match &config.control.admin_token {
@@ -117,7 +118,7 @@ impl Generation {
 /// A `file:` secret cordon may create: made with a random value on first start.
 fn generate_if_file(r: &SecretRef) -> Result<(), String> {
     if let SecretRef::File(path) = r
-        && control::ensure_secret_file(path)?
+        && crate::secret_file::ensure_secret_file(path)?
     {
         tracing::info!("created {} with a new random secret (0600)", path.display());
     }
@@ -199,7 +200,7 @@ impl ProxyState {
                             .map_err(|e| format!("approval.webhook.secret: {e}"))?,
                     ),
                 };
-                let client = crate::credentials::http::HttpClient::new(&config.upstream.extra_roots)?;
+                let client = crate::upstream::outbound::HttpClient::new(&config.upstream.extra_roots)?;
                 Some(Webhook::new(w.url.clone(), secret, client))
             }
         };
@@ -296,7 +297,7 @@ impl ProxyState {
         client: IpAddr,
     ) -> Result<Arc<Sandbox>, AuthFailure> {
         match identity::credentials(headers)? {
-            Some((id, secret)) if token::looks_signed(&secret) => {
+            Some((id, secret)) if crate::identity::signed::looks_signed(&secret) => {
                 let sandbox = self.control.verify(&id, &secret, control::now())?;
                 if generation.identities.get(&id).is_some() {
                     // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.

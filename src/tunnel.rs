@@ -11,7 +11,6 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::admission::BudgetMeter;
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::conn::ConnScope;
@@ -21,10 +20,11 @@ use crate::identity::Sandbox;
 use crate::limits::OpenGuard;
 use crate::mitm;
 use crate::policy::TlsMode;
+use crate::session::admission::BudgetMeter;
+use crate::session::lifetime::{Activity, Stop};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
-use crate::watch::{Activity, Stop};
 
 /// What a CONNECT (or a transparently redirected TLS connection) turned into.
 pub enum Opened {

@@ -15,7 +15,7 @@ use ring::hmac;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::{Decision, Pending};
-use crate::credentials::http::{HttpClient, HttpError};
+use crate::upstream::outbound::{HttpClient, HttpError};
 
 /// The event of a new pending approval.
 pub const EVENT_REQUESTED: &str = "approval.requested";

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use cordon::admin_client::{self, AdminClient, ClientError};
+use crate::cli::admin_client::{self, AdminClient, ClientError};
 
 use super::sandbox::{AdminArgs, pretty};
 

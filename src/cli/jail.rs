@@ -1,10 +1,10 @@
-//! `cordon jail [--sandbox ID] -- CMD ...`: the command line of `cordon::jail`.
+//! `cordon jail [--sandbox ID] -- CMD ...`: the command line of `crate::jail`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cordon::config::Config;
-use cordon::jail::{self, Firewall, Options};
+use crate::config::Config;
+use crate::jail::{self, Firewall, Options};
 
 /// Arguments of `cordon jail`.
 #[derive(clap::Args)]

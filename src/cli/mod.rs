@@ -1,6 +1,190 @@
-//! The command line's longer commands: `run`, `jail`, and `sandbox` and `approvals` over the admin API.
+//! The `cordon` command line: every command, parsed by clap and run on the library. `main.rs` only calls
+//! [`main`].
 
+pub mod admin_client;
 pub mod approvals;
+mod ca;
+mod check;
 pub mod jail;
 pub mod run;
 pub mod sandbox;
+mod vault;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::{explain, identity};
+
+#[derive(Parser)]
+#[command(
+    name = "cordon",
+    version,
+    about = "A default-deny egress proxy for AI-agent sandboxes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy (the default when no command is given).
+    Run(ConfigArg),
+    /// Validate a configuration and print a summary; exit 2 listing every error.
+    Check(ConfigArg),
+    /// Say what cordon would do with a request from a sandbox, and why.
+    Explain {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
+        /// The request method.
+        #[arg(long, default_value = "GET")]
+        method: String,
+        /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
+        url: String,
+    },
+    /// Per-sandbox certificate authorities.
+    Ca {
+        #[command(subcommand)]
+        command: ca::CaCommand,
+    },
+    /// The file vault: `set NAME` (value on stdin), `list` (names only), `rm NAME`.
+    Vault {
+        #[command(subcommand)]
+        command: vault::VaultCommand,
+    },
+    /// Print the placeholders a sandbox may use, as environment variables (CORDON_PLACEHOLDER_<NAME>).
+    Placeholders {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The sandbox id.
+        #[arg(long)]
+        sandbox: String,
+    },
+    /// Run a command in a network namespace whose only way out is cordon (Linux, root).
+    Jail(jail::JailArgs),
+    /// Run-time sandboxes, through the admin API of a running cordon.
+    Sandbox {
+        #[command(flatten)]
+        admin: sandbox::AdminArgs,
+        #[command(subcommand)]
+        command: sandbox::SandboxCommand,
+    },
+    /// Requests held for a human (policy rules with `action: ask`) and standing grants, through the admin API.
+    Approvals {
+        #[command(flatten)]
+        admin: sandbox::AdminArgs,
+        #[command(subcommand)]
+        command: approvals::ApprovalsCommand,
+    },
+    /// Token helpers.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Read a token on stdin and print the `token_sha256` to put in the config.
+    Hash,
+}
+
+/// The configuration file a command reads.
+#[derive(clap::Args, Default)]
+pub struct ConfigArg {
+    /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
+    #[arg(long, env = "CORDON_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+pub(crate) fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
+    Config::load(arg.config.as_deref()).map_err(|errors| {
+        eprintln!("{errors}");
+        eprintln!("cordon: {} error(s); nothing was started", errors.0.len());
+        ExitCode::from(2)
+    })
+}
+
+/// Parse the command line and run the command; the exit code says how it went.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
+        Command::Run(arg) => match load(&arg) {
+            Ok(config) => run::run(config, arg.config.clone()),
+            Err(code) => code,
+        },
+        Command::Jail(args) => match load(&ConfigArg {
+            config: args.config.clone(),
+        }) {
+            Ok(config) => jail::main(config, args),
+            Err(code) => code,
+        },
+        Command::Sandbox { admin, command } => sandbox::main(admin, command),
+        Command::Approvals { admin, command } => approvals::main(admin, command),
+        Command::Check(arg) => match load(&arg) {
+            Ok(config) => {
+                check::print_summary(&config);
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Command::Explain {
+            config,
+            sandbox,
+            method,
+            url,
+        } => {
+            let config = match load(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("cordon: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match rt.block_on(explain::explain(&config, &sandbox, &method, &url)) {
+                Ok(e) => {
+                    print!("{}", e.text);
+                    if e.allowed {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                }
+                Err(msg) => {
+                    eprintln!("cordon: {msg}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::Ca { command } => ca::main(command),
+        Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
+        Command::Vault { command } => vault::main(command),
+        Command::Token {
+            command: TokenCommand::Hash,
+        } => {
+            let mut token = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut token) {
+                eprintln!("cordon: cannot read the token from stdin: {e}");
+                return ExitCode::from(2);
+            }
+            let token = token.trim_end_matches(['\r', '\n']);
+            if token.is_empty() {
+                eprintln!("cordon: no token on stdin (e.g. `openssl rand -hex 24 | cordon token hash`)");
+                return ExitCode::from(2);
+            }
+            println!("{}", identity::hash_token(token));
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use cordon::config::Config;
-use cordon::reload::Reloader;
-use cordon::state::ProxyState;
-use cordon::{admin, logging, server};
+use crate::config::Config;
+use crate::reload::Reloader;
+use crate::state::ProxyState;
+use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
@@ -36,7 +36,7 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpL
     })
 }
 
-async fn serve(config: Config, audit: Arc<dyn cordon::audit::Sink>, path: Option<PathBuf>) -> ExitCode {
+async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<PathBuf>) -> ExitCode {
     let addr = config.listen.proxy;
     let listener = match bind(addr, "listen.proxy").await {
         Ok(l) => l,
@@ -52,7 +52,7 @@ async fn serve(config: Config, audit: Arc<dyn cordon::audit::Sink>, path: Option
     };
     let admin_bound = admin_listener.as_ref().and_then(|l| l.local_addr().ok());
     let transparent = match config.listen.transparent {
-        Some(a) => match cordon::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
+        Some(a) => match crate::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("cordon: cannot listen on {a} (listen.transparent): {e}");
@@ -63,7 +63,7 @@ async fn serve(config: Config, audit: Arc<dyn cordon::audit::Sink>, path: Option
     };
     let transparent_bound = transparent.as_ref().and_then(|l| l.local_addr().ok());
     let dns = match config.listen.dns {
-        Some(a) => match cordon::dns::bind(a).await {
+        Some(a) => match crate::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
             Err(e) => {
                 eprintln!("cordon: cannot listen on {a} (listen.dns, UDP and TCP): {e}");
@@ -109,7 +109,7 @@ async fn serve(config: Config, audit: Arc<dyn cordon::audit::Sink>, path: Option
         tracing::info!("DNS responder on {addr} (UDP and TCP; answers only names the sandbox's policy allows)");
         let (st, stop) = (state.clone(), stop_admin.clone());
         tokio::spawn(async move {
-            if let Err(e) = cordon::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
+            if let Err(e) = crate::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
                 tracing::error!("DNS responder stopped: {e}");
             }
         });

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use secrecy::SecretString;
 
-use cordon::admin_client::{self, AdminClient, CreateRequest, EnvFormat};
-use cordon::config::Config;
-use cordon::credentials::spec::SecretRef;
+use crate::cli::admin_client::{self, AdminClient, CreateRequest, EnvFormat};
+use crate::config::Config;
+use crate::credentials::spec::SecretRef;
 
 /// Where the admin API is and how to authenticate to it.
 #[derive(clap::Args)]
@@ -90,10 +90,10 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
         return Ok(SecretString::from(t));
     }
     if let Some(path) = &args.token_file {
-        return cordon::credentials::secrets::file_secret(path);
+        return crate::credentials::secrets::file_secret(path);
     }
     match config.as_ref().and_then(|c| c.control.admin_token.clone()) {
-        Some(SecretRef::File(path)) => cordon::credentials::secrets::file_secret(&path),
+        Some(SecretRef::File(path)) => crate::credentials::secrets::file_secret(&path),
         Some(SecretRef::Env(var)) => std::env::var(&var)
             .ok()
             .filter(|v| !v.is_empty())

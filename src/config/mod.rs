@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+pub use crate::identity::SandboxSpec;
 use crate::policy::Policy;
 
 /// The embedded default configuration (`config/cordon.yaml`), used when no `--config` is given.
@@ -302,21 +303,6 @@ impl Default for UpstreamConfig {
             pool_idle: Duration::from_secs(90),
         }
     }
-}
-
-/// A sandbox as declared in the file.
-#[derive(Debug, Clone)]
-pub struct SandboxSpec {
-    /// Its id (the user name in `Proxy-Authorization: Basic`).
-    pub id: String,
-    /// The owner, for audit and per-user limits.
-    pub user: String,
-    /// SHA-256 of its proxy token; the token itself is never stored.
-    pub token_sha256: Option<[u8; 32]>,
-    /// Source ranges that identify it without a token (trustworthy only behind a gateway).
-    pub source_cidrs: Vec<IpNet>,
-    /// Its policy's name.
-    pub policy: String,
 }
 
 /// One problem found in a configuration.

@@ -293,7 +293,7 @@ fn upstream(errs: &mut Errors, raw: super::raw::RawUpstream) -> UpstreamConfig {
     up.pool_idle = duration(errs, "upstream.pool_idle", raw.pool_idle, up.pool_idle);
     for (i, file) in raw.extra_roots.iter().enumerate() {
         let path = format!("upstream.extra_roots[{i}]");
-        match crate::tls::upstream::read_pem_certs(std::path::Path::new(file)) {
+        match crate::tls::pem::read_pem_certs(std::path::Path::new(file)) {
             Ok(certs) if certs.is_empty() => errs.at(path, format!("{file}: holds no PEM certificate")),
             Ok(certs) => {
                 up.extra_root_files.push(PathBuf::from(file));

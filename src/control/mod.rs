@@ -6,9 +6,7 @@
 //! processes may share) is the shared revocation list and the record of renewals; each replica keeps it in
 //! memory and re-reads it when another process has written. See docs/control-plane.md.
 
-pub mod sessions;
 pub mod store;
-pub mod token;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -17,10 +15,9 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use crate::identity::{AuthFailure, Origin, Sandbox, valid_id};
-use sessions::Closed;
+use crate::identity::signed::Signer;
+use crate::identity::{AuthFailure, Closed, Origin, Sandbox, valid_id};
 use store::{Record, Store, StoreError};
-use token::Signer;
 
 /// What the admin API asks for.
 #[derive(Debug, Clone, Default)]
@@ -99,7 +96,7 @@ impl Control {
         .map_err(|e| e.to_string())?;
         let key = match key {
             Some(k) => k,
-            None => SecretString::from(random_hex(32)?),
+            None => SecretString::from(crate::secret_file::random_hex(32)?),
         };
         let control = Control {
             store,
@@ -156,7 +153,7 @@ impl Control {
                 ));
             }
             Some(id) => id,
-            None => format!("sb-{}", random_hex(8).map_err(ControlError::Store)?),
+            None => format!("sb-{}", crate::secret_file::random_hex(8).map_err(ControlError::Store)?),
         };
         if declared(&id) {
             return Err(ControlError::Exists(id));
@@ -169,7 +166,7 @@ impl Control {
         let life = lifetime(new.ttl, ttl)?;
         let record = Record {
             id,
-            nonce: random_hex(12).map_err(ControlError::Store)?,
+            nonce: crate::secret_file::random_hex(12).map_err(ControlError::Store)?,
             user: new.user,
             policy: new.policy,
             labels: new.labels,
@@ -346,24 +343,6 @@ fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ControlError> {
         }
     }
     Ok(())
-}
-
-/// `n` random bytes, hex-encoded.
-pub fn random_hex(n: usize) -> Result<String, String> {
-    use ring::rand::SecureRandom;
-    let mut bytes = vec![0u8; n];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| "the system random generator failed".to_string())?;
-    Ok(hex::encode(bytes))
-}
-
-/// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists, whole or not
-/// at all ([`crate::secret_file`]). Returns whether this call created it.
-pub fn ensure_secret_file(path: &Path) -> Result<bool, String> {
-    let value = format!("{}\n", random_hex(32)?);
-    crate::secret_file::create_once(path, value.as_bytes())
-        .map_err(|e| format!("cannot create the secret file {}: {e}", path.display()))
 }
 
 /// Unix seconds now.

@@ -133,10 +133,10 @@ fn another_key_is_refused() {
 fn secret_files_are_made_once_and_private() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("sub/admin-token");
-    assert!(ensure_secret_file(&p).unwrap());
+    assert!(crate::secret_file::ensure_secret_file(&p).unwrap());
     let first = std::fs::read_to_string(&p).unwrap();
     assert_eq!(first.trim().len(), 64);
-    assert!(!ensure_secret_file(&p).unwrap());
+    assert!(!crate::secret_file::ensure_secret_file(&p).unwrap());
     assert_eq!(std::fs::read_to_string(&p).unwrap(), first);
     #[cfg(unix)]
     {

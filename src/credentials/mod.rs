@@ -4,7 +4,6 @@
 pub mod apply;
 pub mod body;
 pub mod echo;
-pub mod http;
 pub mod placeholder;
 pub mod secrets;
 pub mod source;

@@ -6,16 +6,17 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::http::HttpClient;
 use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
 use super::source::oauth2::{ClientAuth, ClientCredentials};
 use super::source::{SourceError, Token};
-use super::spec::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, ScopeOverride, SecretRef, SecretSource};
+use super::spec::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, SecretRef, SecretSource};
 use super::vault::file::{FileVault, KeySource};
 use super::vault::openbao::{BaoAuth, OpenBao};
 use super::vault::{SecretStore, VaultError};
 use crate::config::Config;
+use crate::policy::ScopeOverride;
+use crate::upstream::outbound::HttpClient;
 
 /// Tokens are refreshed this long before they expire.
 const REFRESH_AHEAD: Duration = Duration::from_secs(60);

@@ -190,18 +190,3 @@ impl Default for FileVaultSpec {
         }
     }
 }
-
-/// A policy's narrowing of a token credential: what its sandboxes' tokens may do.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScopeOverride {
-    /// OAuth2 scope.
-    pub scope: Option<String>,
-    /// OAuth2 audience.
-    pub audience: Option<String>,
-    /// OAuth2 resource.
-    pub resource: Option<String>,
-    /// GitHub App repositories.
-    pub repositories: Option<Vec<String>>,
-    /// GitHub App permissions.
-    pub permissions: Option<std::collections::BTreeMap<String, String>>,
-}

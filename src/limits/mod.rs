@@ -35,6 +35,12 @@ pub use self::open::OpenGuard;
 use self::rate::{Keyed, describe};
 pub use self::refusal::Refusal;
 
+/// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
+pub trait Meter: Send + Sync {
+    /// `up` bytes from the client, `down` bytes to it. False: over budget.
+    fn add(&self, up: u64, down: u64) -> bool;
+}
+
 /// A rate: `per_second` sustained, `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {

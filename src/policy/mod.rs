@@ -42,7 +42,7 @@ pub struct Policy {
     /// Names of the credentials its sandboxes may use.
     pub credentials: Vec<String>,
     /// How this policy narrows token credentials for its sandboxes.
-    pub credential_scope: std::collections::BTreeMap<String, crate::credentials::spec::ScopeOverride>,
+    pub credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     hosts: GlobSet,
     host_owner: Vec<usize>,
 }
@@ -71,4 +71,19 @@ impl Policy {
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
+}
+
+/// A policy's narrowing of a token credential: what its sandboxes' tokens may do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeOverride {
+    /// OAuth2 scope.
+    pub scope: Option<String>,
+    /// OAuth2 audience.
+    pub audience: Option<String>,
+    /// OAuth2 resource.
+    pub resource: Option<String>,
+    /// GitHub App repositories.
+    pub repositories: Option<Vec<String>>,
+    /// GitHub App permissions.
+    pub permissions: Option<std::collections::BTreeMap<String, String>>,
 }

@@ -5,6 +5,6 @@ mod ca_error;
 mod ca_files;
 pub mod cache;
 pub mod leaf;
+pub mod pem;
 mod scope;
 pub mod sni;
-pub mod upstream;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use cordon::admin_client::{AdminClient, CreateRequest};
+use cordon::cli::admin_client::{AdminClient, CreateRequest};
 use secrecy::SecretString;
 use serde_json::Value;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cordon::admin_client::{AdminClient, CreateRequest};
+use cordon::cli::admin_client::{AdminClient, CreateRequest};
 use cordon::config::Config;
 use cordon::reload::Reloader;
 use cordon::state::ProxyState;

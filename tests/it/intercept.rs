@@ -42,7 +42,7 @@ pub async fn tls_as(
     s.write_all(raw.as_bytes()).await?;
     assert_eq!(read_connect_response(&mut s).await, 200);
     let mut roots = rustls::RootCertStore::empty();
-    for cert in cordon::tls::upstream::read_pem_certs(ca_file).unwrap() {
+    for cert in cordon::tls::pem::read_pem_certs(ca_file).unwrap() {
         roots.add(cert).unwrap();
     }
     let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))

@@ -9,10 +9,10 @@ use super::{Errors, methods, paths, ports};
 use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::credentials::spec::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
-    ScopeOverride, SecretRef, SecretSource,
+    SecretRef, SecretSource,
 };
-use crate::policy::HostPattern;
 use crate::policy::allowlist::host_set;
+use crate::policy::{HostPattern, ScopeOverride};
 
 /// Headers a credential may never be written into: they are cordon's own or framing.
 const FORBIDDEN_HEADERS: [&str; 6] = [

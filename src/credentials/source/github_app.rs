@@ -14,7 +14,7 @@ use super::{
     ExposeSecret, ISSUER_TIMEOUT, SecretString, SourceError, Token, check_token_value, check_url, issuer_name,
     json_error, sanitize, status_is_unavailable,
 };
-use crate::credentials::http::HttpClient;
+use crate::upstream::outbound::HttpClient;
 
 /// The JWT's `iat` is set this far in the past, allowing for clock drift (GitHub's recommendation).
 const JWT_BACKDATE: Duration = Duration::from_secs(60);

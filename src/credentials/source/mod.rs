@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use http::{StatusCode, Uri};
 
-use crate::credentials::http::HttpError;
+use crate::upstream::outbound::HttpError;
 
 pub use secrecy::{ExposeSecret, SecretString};
 

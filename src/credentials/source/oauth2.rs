@@ -13,7 +13,7 @@ use super::{
     ExposeSecret, ISSUER_TIMEOUT, SecretString, SourceError, Token, check_token_value, check_url, issuer_name,
     json_error, sanitize, status_is_unavailable,
 };
-use crate::credentials::http::HttpClient;
+use crate::upstream::outbound::HttpClient;
 
 /// How the client authenticates to the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -12,7 +12,7 @@ use std::future::Future;
 use http::StatusCode;
 pub use secrecy::{ExposeSecret, SecretString};
 
-use crate::credentials::http::HttpError;
+use crate::upstream::outbound::HttpError;
 
 pub mod env;
 pub mod file;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::{SecretStore, VaultError};
-use crate::credentials::http::HttpClient;
+use crate::upstream::outbound::HttpClient;
 
 /// Every request to the server is given this long.
 const TIMEOUT: Duration = Duration::from_secs(10);

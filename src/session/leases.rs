@@ -8,47 +8,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::Sandbox;
+use crate::identity::{Closed, Sandbox};
 use crate::metrics::Metrics;
 use crate::target::Target;
 
 /// Whether a sandbox's policy still allows a tunnel's destination.
 pub type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target) -> bool;
-
-/// Why a sandbox's connections were closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closed {
-    /// Revoked through the admin API.
-    Revoked,
-    /// Its time ran out.
-    Expired,
-    /// Gone from the configuration, or its policy is.
-    Removed,
-    /// A byte budget is spent.
-    Budget,
-}
-
-impl From<Closed> for crate::identity::AuthFailure {
-    fn from(c: Closed) -> Self {
-        match c {
-            Closed::Revoked => crate::identity::AuthFailure::Revoked,
-            Closed::Expired => crate::identity::AuthFailure::Expired,
-            Closed::Removed | Closed::Budget => crate::identity::AuthFailure::Invalid,
-        }
-    }
-}
-
-impl Closed {
-    /// Stable code for logs and metrics.
-    pub fn code(self) -> &'static str {
-        match self {
-            Closed::Revoked => "revoked",
-            Closed::Expired => "expired",
-            Closed::Removed => "removed",
-            Closed::Budget => "budget",
-        }
-    }
-}
 
 struct TunnelEntry {
     target: Target,
@@ -244,5 +209,5 @@ impl Sessions {
 }
 
 #[cfg(test)]
-#[path = "sessions_tests.rs"]
+#[path = "leases_tests.rs"]
 mod tests;

@@ -54,7 +54,7 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client trusting the built-in roots and `extra_roots`.
     pub fn new(extra_roots: &[CertificateDer<'static>]) -> Result<HttpClient, String> {
-        let tls = crate::tls::upstream::client_config(extra_roots)?;
+        let tls = crate::upstream::pool::client_config(extra_roots)?;
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

@@ -10,6 +10,8 @@ use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
+pub mod writer;
+
 /// What kind of traffic a record describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -168,7 +170,7 @@ impl<L> LineSink<L> {
     }
 }
 
-impl<L: crate::audit_writer::Lines + 'static> Sink for LineSink<L> {
+impl<L: crate::audit::writer::Lines + 'static> Sink for LineSink<L> {
     fn write(&self, record: &Record) {
         let mut line = Vec::with_capacity(LINE_CAPACITY);
         if let Err(e) = serde_json::to_writer(&mut line, record) {
@@ -291,7 +293,7 @@ mod tests {
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
 
-    impl crate::audit_writer::Lines for Shared {
+    impl crate::audit::writer::Lines for Shared {
         fn line(&self, line: Vec<u8>) {
             self.0.lock().unwrap().extend_from_slice(&line);
         }

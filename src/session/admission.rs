@@ -7,10 +7,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use crate::audit::{self, Kind, Verdict};
-use crate::control::sessions::{Closed, Sessions};
+use crate::identity::Closed;
 use crate::identity::Sandbox;
-use crate::limits::Limits;
-use crate::watch::Meter;
+use crate::limits::{Limits, Meter};
+use crate::session::leases::Sessions;
 
 /// Counts the bytes of one sandbox against its budgets; when one is spent, everything the sandbox has open
 /// is closed.

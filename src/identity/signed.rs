@@ -72,7 +72,7 @@ impl Signer {
             iat,
             exp,
             aud: AUDIENCE.into(),
-            jti: super::random_hex(12)?,
+            jti: crate::secret_file::random_hex(12)?,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| format!("cannot sign a credential: {e}"))

@@ -15,7 +15,7 @@ use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::SandboxSpec;
+pub mod signed;
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,21 @@ pub struct Sandbox {
     pub policy: String,
     /// Where it was declared.
     pub origin: Origin,
+}
+
+/// A sandbox as declared in the file.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    /// Its id (the user name in `Proxy-Authorization: Basic`).
+    pub id: String,
+    /// The owner, for audit and per-user limits.
+    pub user: String,
+    /// SHA-256 of its proxy token; the token itself is never stored.
+    pub token_sha256: Option<[u8; 32]>,
+    /// Source ranges that identify it without a token (trustworthy only behind a gateway).
+    pub source_cidrs: Vec<IpNet>,
+    /// Its policy's name.
+    pub policy: String,
 }
 
 /// Where a sandbox comes from.
@@ -83,6 +98,41 @@ impl AuthFailure {
             AuthFailure::Invalid => "auth_invalid",
             AuthFailure::Expired => "auth_expired",
             AuthFailure::Revoked => "auth_revoked",
+        }
+    }
+}
+
+/// Why a sandbox's connections were closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Revoked through the admin API.
+    Revoked,
+    /// Its time ran out.
+    Expired,
+    /// Gone from the configuration, or its policy is.
+    Removed,
+    /// A byte budget is spent.
+    Budget,
+}
+
+impl From<Closed> for AuthFailure {
+    fn from(c: Closed) -> Self {
+        match c {
+            Closed::Revoked => AuthFailure::Revoked,
+            Closed::Expired => AuthFailure::Expired,
+            Closed::Removed | Closed::Budget => AuthFailure::Invalid,
+        }
+    }
+}
+
+impl Closed {
+    /// Stable code for logs and metrics.
+    pub fn code(self) -> &'static str {
+        match self {
+            Closed::Revoked => "revoked",
+            Closed::Expired => "expired",
+            Closed::Removed => "removed",
+            Closed::Budget => "budget",
         }
     }
 }

@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,7 +17,6 @@ use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::ClientConfig;
 use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use tokio::net::TcpStream;
 
 use crate::body::ProxyBody;
@@ -28,13 +26,6 @@ use crate::target::Target;
 /// The address a pooled connection was dialled to, attached to each response's extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dialled(pub SocketAddr);
-
-/// Read every certificate in a PEM file.
-pub fn read_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let iter = CertificateDer::pem_file_iter(path).map_err(|e| format!("cannot read PEM certificates: {e}"))?;
-    iter.collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not a valid PEM certificate file: {e}"))
-}
 
 /// The TLS client configuration: verification always on, against the built-in roots and `extra`.
 pub fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientConfig, String> {

@@ -12,14 +12,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::control::sessions::Lease;
-use crate::limits::OpenGuard;
-
-/// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
-pub trait Meter: Send + Sync {
-    /// `up` bytes from the client, `down` bytes to it. False: over budget.
-    fn add(&self, up: u64, down: u64) -> bool;
-}
+use crate::limits::{Meter, OpenGuard};
+use crate::session::leases::Lease;
 
 /// What a watched stream shares with whoever watches it.
 pub struct Activity {
@@ -230,5 +224,5 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 }
 
 #[cfg(test)]
-#[path = "watch_tests.rs"]
+#[path = "lifetime_tests.rs"]
 mod tests;

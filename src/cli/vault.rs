@@ -1,0 +1,107 @@
+//! `cordon vault set|list|rm` (the file vault) and `cordon placeholders --sandbox ID`.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use super::{ConfigArg, load};
+
+#[derive(Subcommand)]
+pub enum VaultCommand {
+    /// Store a secret read from stdin (never from the command line, where it would be visible in `ps`).
+    Set {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The secret's name.
+        name: String,
+    },
+    /// Print the names of the stored secrets (never their values).
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Remove a secret.
+    Rm {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The secret's name.
+        name: String,
+    },
+}
+
+/// Run a `vault` command.
+pub(crate) fn main(command: VaultCommand) -> ExitCode {
+    let arg = match &command {
+        VaultCommand::Set { config, .. } | VaultCommand::List { config } | VaultCommand::Rm { config, .. } => config,
+    };
+    let config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let vault = match crate::credentials::secrets::open_vault(&config.vault) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match &command {
+        VaultCommand::Set { name, .. } => {
+            let mut value = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut value) {
+                eprintln!("cordon: cannot read the value from stdin: {e}");
+                return ExitCode::from(2);
+            }
+            let value = value.trim_end_matches(['\r', '\n']).to_string();
+            if value.is_empty() {
+                eprintln!("cordon: no value on stdin (e.g. `printf %s \"$TOKEN\" | cordon vault set {name}`)");
+                return ExitCode::from(2);
+            }
+            vault
+                .set(name, value.into())
+                .map(|()| eprintln!("cordon: stored {name:?}"))
+        }
+        VaultCommand::List { .. } => vault.list().map(|names| names.iter().for_each(|n| println!("{n}"))),
+        VaultCommand::Rm { name, .. } => vault.remove(name).map(|found| {
+            if !found {
+                eprintln!("cordon: {name:?} was not in the vault");
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Print a sandbox's placeholders as environment variables.
+pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
+    let config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Some(spec) = config.sandbox(sandbox) else {
+        eprintln!("cordon: no sandbox {sandbox:?} in {}", config.source);
+        return ExitCode::from(2);
+    };
+    let allowed = config
+        .policies
+        .get(&spec.policy)
+        .map(|p| p.credentials.clone())
+        .unwrap_or_default();
+    let creds = match crate::credentials::apply::Credentials::new(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (name, value) in creds.placeholders_for(sandbox, &allowed) {
+        println!("{}={value}", crate::credentials::placeholder::env_var(&name));
+    }
+    ExitCode::SUCCESS
+}
