@@ -60,13 +60,13 @@ fn limits(c: &mut Criterion) {
     let l = Limits::new(&spec);
     g.bench_function("request_default_rates", |b| {
         b.iter(|| {
-            let _ = l.request(black_box("sb1"), black_box("alice"), black_box("api.example.com"));
+            let _ = l.request(black_box("sb1"), black_box("alice"), black_box(Some("api.example.com")));
         })
     });
     let off = Limits::new(&LimitSpec::default());
     g.bench_function("request_unlimited", |b| {
         b.iter(|| {
-            let _ = off.request(black_box("sb1"), black_box("alice"), black_box("api.example.com"));
+            let _ = off.request(black_box("sb1"), black_box("alice"), black_box(Some("api.example.com")));
         })
     });
     g.bench_function("bytes", |b| b.iter(|| l.bytes(black_box("sb1"), 1500, 0)));

@@ -101,6 +101,12 @@ pub enum ProxyError {
     /// The upstream did not send a response head in time.
     #[error("the upstream did not answer in time")]
     UpstreamTimeout,
+    /// A transparent connection or DNS query from an address no sandbox's `source_cidrs` hold.
+    #[error("no sandbox's source_cidrs hold {0}")]
+    UnknownSource(std::net::IpAddr),
+    /// cordon itself went wrong (an entry handed the pipeline something it does not handle).
+    #[error("internal error")]
+    Internal,
 }
 
 impl ProxyError {
@@ -127,6 +133,8 @@ impl ProxyError {
             ProxyError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
+            ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -151,12 +159,33 @@ impl ProxyError {
             ProxyError::ApprovalDenied { .. } => "approval_denied",
             ProxyError::ApprovalTimedOut(..) => "approval_timeout",
             ProxyError::ApprovalQueueFull => "approval_queue_full",
+            ProxyError::UnknownSource(_) => "unknown_source",
+            ProxyError::Internal => "internal",
         }
     }
 
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub fn is_refusal(&self) -> bool {
         self.status().is_client_error()
+    }
+
+    /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,
+    /// which placeholder was out of place, or why something failed; nothing for a plain refusal, whose
+    /// reason code says it all.
+    pub fn audit_detail(&self) -> Option<String> {
+        match self {
+            ProxyError::Exfiltration { credential, why } => {
+                Some(format!("placeholder of credential {credential}: {why}"))
+            }
+            ProxyError::Limited(refusal) => Some(refusal.message.clone()),
+            _ if self.is_refusal() => None,
+            ProxyError::Dial(DialError::Connect { addr, source, .. }) => Some(format!("{addr}: {source}")),
+            ProxyError::Dial(DialError::Resolve { detail, .. }) => Some(detail.clone()),
+            ProxyError::CredentialUnavailable { credential, detail } => {
+                Some(format!("credential {credential}: {detail}"))
+            }
+            other => Some(other.to_string()),
+        }
     }
 
     /// The text sent to the client: what was refused, never internal detail.
@@ -196,6 +225,99 @@ impl ProxyError {
             );
         }
         resp
+    }
+}
+
+/// How a tunnel ended, or a connection that never became one, other than by its two ends closing cleanly:
+/// the one list of these reasons, with their codes and details for the audit record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TunnelEnd {
+    /// The sandbox lost access (revoked, expired or removed), spent its byte budget, or the policy no longer
+    /// allows the destination.
+    Closed,
+    /// Cut at shutdown after the drain deadline.
+    Shutdown,
+    /// Nothing moved for `timeouts.idle`.
+    Idle(std::time::Duration),
+    /// Open for `timeouts.tunnel_max`.
+    MaxLifetime(std::time::Duration),
+    /// The sandbox's byte budget is spent.
+    ByteBudget,
+    /// The TLS server name is not the tunnel's host (domain fronting).
+    SniMismatch(String),
+    /// The client did not start TLS where it had to.
+    NotTls(String),
+    /// The client's TLS handshake (or ClientHello) did not complete within `timeouts.tls_handshake`.
+    HandshakeTimeout(String),
+    /// The TLS handshake with the client failed.
+    HandshakeFailed(String),
+    /// No leaf certificate could be had from the sandbox's CA.
+    LeafUnavailable(String),
+    /// A transparent connection from an address no sandbox claims.
+    UnknownSource(std::net::IpAddr),
+    /// A transparent connection that is neither TLS nor HTTP.
+    NotTlsOrHttp(String),
+    /// A transparent TLS connection whose ClientHello names no server.
+    NoSni,
+    /// A transparent TLS connection whose server name is not a host name.
+    BadSni(String),
+    /// The client connection was not handed over after the 200 to CONNECT.
+    Handover(String),
+    /// The upstream closed before the first bytes reached it.
+    UpstreamClosed(String),
+    /// Either side failed while bytes were moving.
+    Failed(String),
+}
+
+impl TunnelEnd {
+    /// Stable reason code, as in the audit record (`None` for failures that carry only a detail).
+    pub fn code(&self) -> Option<&'static str> {
+        Some(match self {
+            TunnelEnd::Closed => "closed",
+            TunnelEnd::Shutdown => "shutdown",
+            TunnelEnd::Idle(_) => "idle_timeout",
+            TunnelEnd::MaxLifetime(_) => "tunnel_max_lifetime",
+            TunnelEnd::ByteBudget => "byte_budget",
+            TunnelEnd::SniMismatch(_) => "sni_mismatch",
+            TunnelEnd::NotTls(_) => "not_tls",
+            TunnelEnd::HandshakeTimeout(_) => "tls_handshake_timeout",
+            TunnelEnd::HandshakeFailed(_) => "tls_handshake_failed",
+            TunnelEnd::LeafUnavailable(_) => "leaf_unavailable",
+            TunnelEnd::UnknownSource(_) => "unknown_source",
+            TunnelEnd::NotTlsOrHttp(_) => "not_tls_or_http",
+            TunnelEnd::NoSni => "no_sni",
+            TunnelEnd::BadSni(_) => "bad_sni",
+            TunnelEnd::Handover(_) | TunnelEnd::UpstreamClosed(_) | TunnelEnd::Failed(_) => return None,
+        })
+    }
+
+    /// What happened, for operators.
+    pub fn detail(&self) -> String {
+        match self {
+            TunnelEnd::Closed => {
+                "closed: the sandbox lost access (revoked, expired or removed), spent its byte budget, \
+                or the policy no longer allows this destination"
+                    .into()
+            }
+            TunnelEnd::Shutdown => "cut at shutdown after the drain deadline".into(),
+            TunnelEnd::Idle(d) => format!("nothing moved for {d:?} (timeouts.idle)"),
+            TunnelEnd::MaxLifetime(d) => format!("open for {d:?} (timeouts.tunnel_max)"),
+            TunnelEnd::ByteBudget => "the sandbox's byte budget is spent (limits.per_sandbox)".into(),
+            TunnelEnd::SniMismatch(sni) => format!("the TLS server name {sni:?} is not the CONNECT host"),
+            TunnelEnd::UnknownSource(ip) => format!("no sandbox's source_cidrs hold {ip}"),
+            TunnelEnd::NoSni => {
+                "the TLS ClientHello names no server (SNI); transparent mode needs it to know the host".into()
+            }
+            TunnelEnd::BadSni(name) => format!("the TLS server name {name:?} is not a host name"),
+            TunnelEnd::Handover(e) => format!("the client connection was not handed over: {e}"),
+            TunnelEnd::UpstreamClosed(e) => format!("the upstream closed: {e}"),
+            TunnelEnd::Failed(e) => format!("tunnel ended with an error: {e}"),
+            TunnelEnd::NotTls(why)
+            | TunnelEnd::HandshakeTimeout(why)
+            | TunnelEnd::HandshakeFailed(why)
+            | TunnelEnd::LeafUnavailable(why)
+            | TunnelEnd::NotTlsOrHttp(why) => why.clone(),
+        }
     }
 }
 

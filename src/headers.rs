@@ -4,6 +4,7 @@
 //! headers `Connection` nominates, nor anything claiming to come from cordon. `Proxy-Authenticate` from an
 //! upstream never reaches the sandbox.
 
+use http::HeaderValue;
 use http::header::{self, HeaderMap, HeaderName};
 
 use crate::error::ProxyError;
@@ -28,17 +29,18 @@ static HOP_BY_HOP: [HeaderName; 9] = [
 /// Headers a `Connection` list may not strip: dropping them would change what the request means.
 const NOT_NOMINATABLE: [&str; 2] = ["host", "content-length"];
 
-/// Refuse requests whose headers are ambiguous. The byte-level framing guard has already refused
-/// CL+TE and duplicate Content-Length; these checks are for what survives into the header map.
-pub fn check_request(headers: &HeaderMap) -> Result<(), ProxyError> {
-    // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
-    if headers.get_all(header::HOST).iter().count() > 1 {
-        return Err(ProxyError::BadRequest {
+/// The request's one `Host` header, if it has one. The byte-level framing guard has already refused CL+TE
+/// and duplicate Content-Length; this is for what survives into the header map.
+pub fn single_host(headers: &HeaderMap) -> Result<Option<&HeaderValue>, ProxyError> {
+    let mut all = headers.get_all(header::HOST).iter();
+    match (all.next(), all.next()) {
+        // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
+        (_, Some(_)) => Err(ProxyError::BadRequest {
             code: "duplicate_host",
             message: "more than one Host header".into(),
-        });
+        }),
+        (one, None) => Ok(one),
     }
-    Ok(())
 }
 
 /// Remove what must not travel upstream, after reading what `Connection` nominates.
@@ -134,10 +136,11 @@ mod tests {
     #[test]
     fn duplicate_host_is_refused() {
         let mut h = HeaderMap::new();
+        assert_eq!(single_host(&h).unwrap(), None);
         h.append(header::HOST, HeaderValue::from_static("a.com"));
-        assert!(check_request(&h).is_ok());
+        assert_eq!(single_host(&h).unwrap().map(|v| v.as_bytes()), Some(&b"a.com"[..]));
         h.append(header::HOST, HeaderValue::from_static("b.com"));
-        assert!(check_request(&h).is_err());
+        assert!(single_host(&h).is_err());
     }
 
     #[test]

@@ -21,21 +21,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod admin;
 pub mod approval;
 pub mod audit;
 pub mod body;
 pub mod cli;
 pub mod config;
-pub mod conn;
 pub mod control;
 pub mod credentials;
 pub mod dns;
+pub mod entry;
 pub mod error;
-pub mod exchange;
-pub mod explain;
 pub mod file_lock;
-pub mod forward;
 
 pub mod framing;
 pub mod headers;
@@ -44,8 +42,8 @@ pub mod jail;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
-pub mod mitm;
 pub mod net;
+pub mod pipeline;
 pub mod policy;
 pub mod reload;
 pub mod sandbox_env;
@@ -55,6 +53,4 @@ pub mod session;
 pub mod state;
 pub mod target;
 pub mod tls;
-pub mod transparent;
-pub mod tunnel;
 pub mod upstream;

@@ -165,7 +165,7 @@ impl Reloader {
             return Ok(None);
         }
         let config = Config::parse(&self.source(), &text).map_err(ReloadError::Invalid)?;
-        let generation = state.reload(config).await.map_err(ReloadError::Refused)?;
+        let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
         *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
         Ok(Some(Reloaded {
             generation,
@@ -260,6 +260,63 @@ fn same_folder(file: &std::path::Path, dir: &std::path::Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => parent == dir,
     }
+}
+
+/// What a reload cannot change while cordon runs.
+fn restart_only(old: &Config, new: &Config) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut same = |what: &str, a: String, b: String| {
+        if a != b {
+            errors.push(format!("{what}: changed from {a} to {b}; this takes a restart"));
+        }
+    };
+    same(
+        "listen.proxy",
+        old.listen.proxy.to_string(),
+        new.listen.proxy.to_string(),
+    );
+    same(
+        "listen.admin",
+        format!("{:?}", old.listen.admin),
+        format!("{:?}", new.listen.admin),
+    );
+    same(
+        "listen.transparent",
+        format!("{:?}", old.listen.transparent),
+        format!("{:?}", new.listen.transparent),
+    );
+    same(
+        "listen.transparent_tproxy",
+        old.listen.transparent_tproxy.to_string(),
+        new.listen.transparent_tproxy.to_string(),
+    );
+    same(
+        "listen.dns",
+        format!("{:?}", old.listen.dns),
+        format!("{:?}", new.listen.dns),
+    );
+    same("audit.path", format!("{:?}", old.audit), format!("{:?}", new.audit));
+    same(
+        "limits.max_connections",
+        old.limits.max_connections.to_string(),
+        new.limits.max_connections.to_string(),
+    );
+    same(
+        "ca.dir",
+        old.ca.dir.display().to_string(),
+        new.ca.dir.display().to_string(),
+    );
+    same(
+        "control.store",
+        format!("{:?}", old.control.store),
+        format!("{:?}", new.control.store),
+    );
+    same(
+        "control.signing_key",
+        format!("{:?}", old.control.signing_key),
+        format!("{:?}", new.control.signing_key),
+    );
+    errors
 }
 
 #[cfg(test)]

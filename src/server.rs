@@ -9,9 +9,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::addr::ClientAddr;
+use crate::entry::{http, transparent};
 use crate::error;
 use crate::state::ProxyState;
-use crate::{conn, transparent};
 
 /// Which path a listener's connections take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +70,10 @@ async fn accept_loop(
                         let (state, graceful) = (state.clone(), graceful.clone());
                         state.clone().tasks.spawn(async move {
                             match entry {
-                                Entry::Explicit => conn::serve(state, stream, client, graceful).await,
-                                Entry::Transparent => transparent::serve(state, stream, client, graceful).await,
+                                Entry::Explicit => http::serve(state, stream, ClientAddr(client), graceful).await,
+                                Entry::Transparent => {
+                                    transparent::serve(state, stream, ClientAddr(client), graceful).await
+                                }
                             }
                             drop(slot);
                         });

@@ -4,13 +4,12 @@
 //! Every request loads the generation once when it starts and finishes on it, so a reload never changes
 //! the rules under a request in flight; the next request sees the new ones.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use http::HeaderMap;
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -18,23 +17,23 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::approval::Approvals;
-use crate::approval::webhook::Webhook;
 use crate::audit;
 use crate::config::Config;
 use crate::control::{self, Control};
 use crate::credentials::apply::Credentials;
 use crate::credentials::spec::SecretRef;
 use crate::identity::Closed;
-use crate::identity::{self, AuthFailure, Identities, Origin, Sandbox};
+use crate::identity::{Identities, Origin, Sandbox};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
-use crate::policy::{HostPattern, Mode, Policy, Question, TlsMode};
+use crate::policy::{Policy, Question};
 use crate::session::admission::AuthBursts;
 use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
-use crate::tls::ca::{CaError, CaStore, SandboxCa, Scope};
+use crate::tls::ca::{CaError, SandboxCa};
 use crate::tls::cache::LeafCache;
+use crate::tls::cas::SandboxCas;
 use crate::upstream::pool::{self, Upstreams};
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
@@ -65,13 +64,6 @@ impl Generation {
         self_addrs: &[SocketAddr],
         metrics: &Arc<Metrics>,
     ) -> Result<Generation, String> {
-        let guard = Guard::new(
-            config.network.allow_cidrs.clone(),
-            config.network.dangerous_allow_metadata.clone(),
-            self_addrs.to_vec(),
-        );
-        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
-        let tls = pool::client_config(&config.upstream.extra_roots)?;
         let mut credentials = Credentials::new(&config)?;
         credentials.set_metrics(metrics.clone());
         let admin_token = match &config.control.admin_token {
@@ -86,6 +78,31 @@ impl Generation {
                 Some(Sha256::digest(token.expose_secret().as_bytes()).into())
             }
         };
+        Generation::assemble(number, config, self_addrs, credentials, admin_token)
+    }
+
+    /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
+    /// listening on `listen.proxy` would build it, without a file read or made and no secret source opened.
+    pub fn dry(config: Config) -> Result<Generation, String> {
+        let credentials = Credentials::inert(&config)?;
+        let proxy = config.listen.proxy;
+        Generation::assemble(0, config, &[proxy], credentials, None)
+    }
+
+    fn assemble(
+        number: u64,
+        config: Config,
+        self_addrs: &[SocketAddr],
+        credentials: Credentials,
+        admin_token: Option<[u8; 32]>,
+    ) -> Result<Generation, String> {
+        let guard = Guard::new(
+            config.network.allow_cidrs.clone(),
+            config.network.dangerous_allow_metadata.clone(),
+            self_addrs.to_vec(),
+        );
+        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
+        let tls = pool::client_config(&config.upstream.extra_roots)?;
         Ok(Generation {
             number,
             identities: Identities::new(&config.sandboxes),
@@ -133,10 +150,8 @@ pub struct ProxyState {
     reloading: tokio::sync::Mutex<()>,
     /// Where audit records go (counted in the metrics on the way).
     pub audit: Arc<dyn audit::Sink>,
-    /// Per-sandbox CAs on disk.
-    pub cas: CaStore,
-    /// CAs loaded so far, by sandbox id.
-    loaded_cas: moka::sync::Cache<String, Arc<SandboxCa>>,
+    /// Per-sandbox CAs, loaded from `ca.dir` on first need.
+    pub cas: SandboxCas,
     /// Leaf certificates by (sandbox, host).
     pub leaves: LeafCache,
     /// Sandboxes created at run time.
@@ -186,29 +201,22 @@ impl ProxyState {
         if config.control.store.is_none() {
             tracing::info!("control.store is not set: sandboxes created at run time live in memory only");
         }
-        let webhook = match &config.approval.webhook {
+        let webhook_secret = match config.approval.webhook.as_ref().and_then(|w| w.secret.as_ref()) {
             None => None,
-            Some(w) => {
-                let secret = match &w.secret {
-                    None => None,
-                    Some(r) => Some(
-                        generation
-                            .credentials
-                            .secrets()
-                            .stored(r)
-                            .await
-                            .map_err(|e| format!("approval.webhook.secret: {e}"))?,
-                    ),
-                };
-                let client = crate::upstream::outbound::HttpClient::new(&config.upstream.extra_roots)?;
-                Some(Webhook::new(w.url.clone(), secret, client))
-            }
+            Some(r) => Some(
+                generation
+                    .credentials
+                    .secrets()
+                    .stored(r)
+                    .await
+                    .map_err(|e| format!("approval.webhook.secret: {e}"))?,
+            ),
         };
-        let approvals = Arc::new(Approvals::new(
-            config.approval.max_pending,
-            config.approval.timeout,
-            webhook,
-        ));
+        let approvals = Arc::new(Approvals::configured(
+            &config.approval,
+            &config.upstream.extra_roots,
+            webhook_secret,
+        )?);
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
@@ -221,8 +229,7 @@ impl ProxyState {
                 inner: sink,
                 metrics: metrics.clone(),
             }),
-            cas: CaStore::new(config.ca.dir.clone()),
-            loaded_cas: moka::sync::Cache::new(100_000),
+            cas: SandboxCas::new(config.ca.dir.clone()),
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
             control,
             sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
@@ -248,12 +255,17 @@ impl ProxyState {
     }
 
     /// Swap in a new configuration, fully validated and built first; on any error the running one stays.
-    /// Settings that only a restart can change are refused. Sessions the new configuration no longer
-    /// allows are closed at once. Returns the new generation number.
-    pub async fn reload(&self, config: Config) -> Result<u64, Vec<String>> {
+    /// `refuse` lists what the new configuration may not change against the old (what takes a restart);
+    /// ids that run-time sandboxes hold are refused too. Sessions the new configuration no longer allows
+    /// are closed at once. Returns the new generation number.
+    pub async fn reload(
+        &self,
+        config: Config,
+        refuse: impl FnOnce(&Config, &Config) -> Vec<String>,
+    ) -> Result<u64, Vec<String>> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.current();
-        let mut errors = restart_only(&old.config, &config);
+        let mut errors = refuse(&old.config, &config);
         let now = control::now();
         for (i, s) in config.sandboxes.iter().enumerate() {
             if self
@@ -282,32 +294,15 @@ impl ProxyState {
         self.generations.store(number, Ordering::SeqCst);
         self.live.store(Arc::new(generation));
         // Name constraints are judged again against the new policies when each CA is next needed.
-        self.loaded_cas.invalidate_all();
+        self.cas.reload();
         self.metrics.set_config_generation(number);
         self.sweep(true);
         Ok(number)
     }
 
-    /// Identify the sender of one request: a run-time sandbox by its signed credential, a declared one by
-    /// token or source address.
-    pub fn identify(
-        &self,
-        generation: &Generation,
-        headers: &HeaderMap,
-        client: IpAddr,
-    ) -> Result<Arc<Sandbox>, AuthFailure> {
-        match identity::credentials(headers)? {
-            Some((id, secret)) if crate::identity::signed::looks_signed(&secret) => {
-                let sandbox = self.control.verify(&id, &secret, control::now())?;
-                if generation.identities.get(&id).is_some() {
-                    // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
-                    return Err(AuthFailure::Invalid);
-                }
-                Ok(sandbox)
-            }
-            Some((id, secret)) => generation.identities.by_id_token(&id, &secret),
-            None => generation.identities.by_source(client).ok_or(AuthFailure::Missing),
-        }
+    /// The sandbox's CA, for the names its policy under `generation` allows.
+    pub fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+        self.cas.get(&sandbox.id, generation.policy(&sandbox.policy))
     }
 
     /// Whether `sandbox` may still use cordon under `generation`, and if not, why.
@@ -342,82 +337,6 @@ impl ProxyState {
             self.leaves.invalidate_sandbox(&id);
         }
     }
-
-    /// The sandbox's CA: loaded from `ca.dir` (created on first need), then kept in memory.
-    pub fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
-        self.loaded_cas.try_get_with(sandbox.id.clone(), || {
-            let wanted = generation
-                .policy(&sandbox.policy)
-                .map(scope_for)
-                .unwrap_or(Scope::Unconstrained);
-            let ca = self.cas.load_or_create(&sandbox.id, &wanted)?;
-            if wanted.normalized().ok().as_ref() != Some(ca.scope()) {
-                tracing::warn!(
-                    sandbox = %sandbox.id,
-                    "the CA on disk was issued for other names than the policy now allows; hosts outside it \
-                     will be refused until `cordon ca rotate --sandbox {}` issues a new CA", sandbox.id
-                );
-            }
-            Ok(ca)
-        })
-    }
-}
-
-/// What a reload cannot change while cordon runs.
-fn restart_only(old: &Config, new: &Config) -> Vec<String> {
-    let mut errors = Vec::new();
-    let mut same = |what: &str, a: String, b: String| {
-        if a != b {
-            errors.push(format!("{what}: changed from {a} to {b}; this takes a restart"));
-        }
-    };
-    same(
-        "listen.proxy",
-        old.listen.proxy.to_string(),
-        new.listen.proxy.to_string(),
-    );
-    same(
-        "listen.admin",
-        format!("{:?}", old.listen.admin),
-        format!("{:?}", new.listen.admin),
-    );
-    same(
-        "listen.transparent",
-        format!("{:?}", old.listen.transparent),
-        format!("{:?}", new.listen.transparent),
-    );
-    same(
-        "listen.transparent_tproxy",
-        old.listen.transparent_tproxy.to_string(),
-        new.listen.transparent_tproxy.to_string(),
-    );
-    same(
-        "listen.dns",
-        format!("{:?}", old.listen.dns),
-        format!("{:?}", new.listen.dns),
-    );
-    same("audit.path", format!("{:?}", old.audit), format!("{:?}", new.audit));
-    same(
-        "limits.max_connections",
-        old.limits.max_connections.to_string(),
-        new.limits.max_connections.to_string(),
-    );
-    same(
-        "ca.dir",
-        old.ca.dir.display().to_string(),
-        new.ca.dir.display().to_string(),
-    );
-    same(
-        "control.store",
-        format!("{:?}", old.control.store),
-        format!("{:?}", new.control.store),
-    );
-    same(
-        "control.signing_key",
-        format!("{:?}", old.control.signing_key),
-        format!("{:?}", new.control.signing_key),
-    );
-    errors
 }
 
 /// The background duty of a running proxy: notice other replicas' writes to the store, close what
@@ -451,30 +370,5 @@ async fn maintain(state: Weak<ProxyState>) {
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
         s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);
-    }
-}
-
-/// The names a sandbox's CA may sign for, from its policy: the hosts of its intercepted rules (`*.x` as the
-/// subtree `x`) and the ranges of its CIDR rules. A report-mode policy may allow anything, so its CA is
-/// unconstrained. A name a certificate cannot carry (e.g. with `_`) also leaves the CA unconstrained.
-pub fn scope_for(policy: &Policy) -> Scope {
-    if policy.mode == Mode::Report {
-        return Scope::Unconstrained;
-    }
-    let mut dns = Vec::new();
-    let mut ips = Vec::new();
-    for rule in policy.rules.iter().filter(|r| r.tls == TlsMode::Intercept) {
-        match &rule.host {
-            Some(HostPattern::Exact(name)) | Some(HostPattern::Subdomains(name)) => dns.push(name.clone()),
-            None => ips.extend(rule.cidrs.iter().copied()),
-        }
-    }
-    let scope = Scope::Names { dns, ips };
-    match scope.normalized() {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(policy = %policy.name, "the CA cannot be name-constrained ({e}); it will be unconstrained");
-            Scope::Unconstrained
-        }
     }
 }

@@ -54,6 +54,23 @@ pub struct Approvals {
 }
 
 impl Approvals {
+    /// Set up as `config` says: its bounds, and the webhook (with its signing `secret`, and a client that
+    /// trusts `extra_roots` beside the built-in roots) that announces each pending request.
+    pub fn configured(
+        config: &crate::config::ApprovalConfig,
+        extra_roots: &[rustls_pki_types::CertificateDer<'static>],
+        secret: Option<secrecy::SecretString>,
+    ) -> Result<Approvals, String> {
+        let webhook = match &config.webhook {
+            None => None,
+            Some(w) => {
+                let client = crate::upstream::outbound::HttpClient::new(extra_roots)?;
+                Some(Webhook::new(w.url.clone(), secret, client))
+            }
+        };
+        Ok(Approvals::new(config.max_pending, config.timeout, webhook))
+    }
+
     /// A registry holding at most `max_pending` asks at once, each waiting at most `timeout`, announced to `webhook`.
     pub fn new(max_pending: usize, timeout: Duration, webhook: Option<Webhook>) -> Approvals {
         Approvals {

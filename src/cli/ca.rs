@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::{ConfigArg, load};
-use crate::state::scope_for;
 use crate::tls::ca::{CaStore, Scope};
+use crate::tls::cas::scope_for;
 
 #[derive(Subcommand)]
 pub enum CaCommand {

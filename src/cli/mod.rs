@@ -17,7 +17,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
-use crate::{explain, identity};
+use crate::entry::explain;
+use crate::identity;
 
 #[derive(Parser)]
 #[command(

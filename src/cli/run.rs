@@ -52,7 +52,7 @@ async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<
     };
     let admin_bound = admin_listener.as_ref().and_then(|l| l.local_addr().ok());
     let transparent = match config.listen.transparent {
-        Some(a) => match crate::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
+        Some(a) => match crate::entry::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("cordon: cannot listen on {a} (listen.transparent): {e}");
@@ -63,7 +63,7 @@ async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<
     };
     let transparent_bound = transparent.as_ref().and_then(|l| l.local_addr().ok());
     let dns = match config.listen.dns {
-        Some(a) => match crate::dns::bind(a).await {
+        Some(a) => match crate::entry::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
             Err(e) => {
                 eprintln!("cordon: cannot listen on {a} (listen.dns, UDP and TCP): {e}");
@@ -109,7 +109,7 @@ async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<
         tracing::info!("DNS responder on {addr} (UDP and TCP; answers only names the sandbox's policy allows)");
         let (st, stop) = (state.clone(), stop_admin.clone());
         tokio::spawn(async move {
-            if let Err(e) = crate::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
+            if let Err(e) = crate::entry::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
                 tracing::error!("DNS responder stopped: {e}");
             }
         });

@@ -345,6 +345,12 @@ fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ControlError> {
     Ok(())
 }
 
+impl crate::identity::RunTime for Control {
+    fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure> {
+        Control::verify(self, id, credential, now())
+    }
+}
+
 /// Unix seconds now.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

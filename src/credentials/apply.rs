@@ -12,7 +12,7 @@ use base64::Engine;
 use http::header::AUTHORIZATION;
 use http::request::Parts;
 use http::uri::PathAndQuery;
-use http::{HeaderValue, Uri};
+use http::{HeaderValue, Method, Uri};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::body::{MAX_SCANNED_BODY, Read};
@@ -89,6 +89,21 @@ impl Credentials {
         })
     }
 
+    /// The credentials of `config` with no key file read or made and no secret source opened: for a dry run
+    /// (`cordon explain`), which only asks which credentials are bound where. Any secret asked of it is
+    /// unavailable.
+    pub fn inert(config: &Config) -> Result<Credentials, String> {
+        Ok(Credentials {
+            any_placeholders: config
+                .credentials
+                .values()
+                .any(|c| matches!(c.inject, Inject::Placeholder { .. })),
+            secrets: Secrets::inert(config)?,
+            specs: Arc::new(config.credentials.clone()),
+            placeholders: Placeholders::from_key(&[0u8; 32]),
+        })
+    }
+
     /// Count token mints in these metrics.
     pub fn set_metrics(&mut self, metrics: Arc<crate::metrics::Metrics>) {
         self.secrets.set_metrics(metrics);
@@ -113,15 +128,51 @@ impl Credentials {
             .collect()
     }
 
-    /// Check and apply credentials to a request going upstream. `intercepted` is false for plain HTTP,
-    /// where nothing is ever injected and any placeholder is refused. Returns the names of the credentials
-    /// applied.
+    /// The credentials of `policy` that may be applied to a request of `method` to `target` and `path`:
+    /// bound to it, and only `intercepted` (never over cleartext, where nothing is ever injected and any
+    /// placeholder is refused).
+    pub fn usable(
+        &self,
+        policy: &Policy,
+        target: &Target,
+        method: &Method,
+        path: &str,
+        intercepted: bool,
+    ) -> Vec<String> {
+        if !intercepted {
+            return Vec::new();
+        }
+        policy
+            .credentials
+            .iter()
+            .filter(|name| self.bound(name, target, method, path))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether credential `name` is bound to a request of `method` to `target` and `path`.
+    pub fn bound(&self, name: &str, target: &Target, method: &Method, path: &str) -> bool {
+        self.specs
+            .get(name)
+            .is_some_and(|s| s.binding.matches(target, method, path))
+    }
+
+    /// How credential `name` is attached, for explanations.
+    pub fn how(&self, name: &str) -> Option<String> {
+        Some(match &self.specs.get(name)?.inject {
+            Inject::Header { name: h, .. } => format!("header {h}"),
+            Inject::Basic { .. } => "Basic authorization".to_string(),
+            Inject::Placeholder { .. } => "placeholder swap".to_string(),
+        })
+    }
+
+    /// Check and apply credentials to a request going upstream: `usable` are the credentials the decision
+    /// found bound to it ([`Credentials::usable`]). Returns the names of the credentials applied.
     pub async fn apply(
         &self,
         sandbox: &Sandbox,
         policy: &Policy,
-        target: &Target,
-        intercepted: bool,
+        usable: &[String],
         parts: &mut Parts,
         body: ProxyBody,
     ) -> Result<Applied, ProxyError> {
@@ -134,16 +185,7 @@ impl Credentials {
                 echo: Vec::new(),
             });
         }
-        let path = parts.uri.path().to_string();
-        let method = parts.method.clone();
-        let usable = |name: &str| {
-            allowed.iter().any(|a| a == name)
-                && intercepted
-                && self
-                    .specs
-                    .get(name)
-                    .is_some_and(|s| s.binding.matches(target, &method, &path))
-        };
+        let usable = |name: &str| usable.iter().any(|u| u == name);
         let body_swaps_possible = allowed.iter().any(|n| {
             self.specs
                 .get(n)

@@ -94,6 +94,17 @@ impl Secrets {
         })
     }
 
+    /// Sources that open nothing: every vault and OpenBao read is unavailable (for dry runs).
+    pub fn inert(config: &Config) -> Result<Secrets, String> {
+        Ok(Secrets {
+            file: None,
+            openbao: None,
+            http: HttpClient::new(&config.upstream.extra_roots)?,
+            tokens: TokenCache::new(REFRESH_AHEAD, 16),
+            metrics: None,
+        })
+    }
+
     /// Count token mints (and failures) in these metrics.
     pub fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
         self.metrics = Some(metrics);

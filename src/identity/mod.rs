@@ -179,14 +179,6 @@ impl Identities {
         self.by_id.get(id).map(|e| e.sandbox.clone())
     }
 
-    /// Identify the sender of one request among the declared sandboxes.
-    pub fn identify(&self, headers: &HeaderMap, client: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
-        match credentials(headers)? {
-            Some((id, token)) => self.by_id_token(&id, &token),
-            None => self.by_source(client).ok_or(AuthFailure::Missing),
-        }
-    }
-
     /// A declared sandbox by id and token.
     pub fn by_id_token(&self, id: &str, token: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -224,6 +216,36 @@ impl Identities {
     /// Whether no sandbox is declared.
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
+    }
+}
+
+/// The run-time sandboxes' part in identification (the control plane's).
+pub trait RunTime {
+    /// The sandbox a signed credential stands for, if it verifies and the sandbox is neither revoked nor
+    /// expired.
+    fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure>;
+}
+
+/// Identify the sender of one request from what its `Proxy-Authorization` said ([`credentials`]): a
+/// run-time sandbox by its signed credential, a declared one by token, or, without credentials, the declared
+/// sandbox whose source range holds `client`.
+pub fn identify(
+    declared: &Identities,
+    run_time: &dyn RunTime,
+    credentials: Result<Option<(String, String)>, AuthFailure>,
+    client: IpAddr,
+) -> Result<Arc<Sandbox>, AuthFailure> {
+    match credentials? {
+        Some((id, secret)) if signed::looks_signed(&secret) => {
+            let sandbox = run_time.verify(&id, &secret)?;
+            if declared.get(&id).is_some() {
+                // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
+                return Err(AuthFailure::Invalid);
+            }
+            Ok(sandbox)
+        }
+        Some((id, secret)) => declared.by_id_token(&id, &secret),
+        None => declared.by_source(client).ok_or(AuthFailure::Missing),
     }
 }
 
@@ -276,6 +298,19 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
+    /// No run-time sandboxes.
+    struct NoRunTime;
+
+    impl RunTime for NoRunTime {
+        fn verify(&self, _: &str, _: &str) -> Result<Arc<Sandbox>, AuthFailure> {
+            Err(AuthFailure::Invalid)
+        }
+    }
+
+    fn id(i: &Identities, h: &HeaderMap, ip: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
+        identify(i, &NoRunTime, credentials(h), ip)
+    }
+
     fn ids() -> Identities {
         Identities::new(&[
             SandboxSpec {
@@ -306,42 +341,42 @@ mod tests {
 
     #[test]
     fn good_token_identifies() {
-        assert_eq!(ids().identify(&basic("a:secret-a"), LOCAL).unwrap().user, "alice");
+        assert_eq!(id(&ids(), &basic("a:secret-a"), LOCAL).unwrap().user, "alice");
     }
 
     #[test]
     fn failures() {
         let i = ids();
-        assert_eq!(i.identify(&HeaderMap::new(), LOCAL), Err(AuthFailure::Missing));
-        assert_eq!(i.identify(&basic("a:wrong"), LOCAL), Err(AuthFailure::Invalid));
-        assert_eq!(i.identify(&basic("nobody:secret-a"), LOCAL), Err(AuthFailure::Invalid));
-        assert_eq!(i.identify(&basic("a"), LOCAL), Err(AuthFailure::Malformed));
-        assert_eq!(i.identify(&basic("a:"), LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(id(&i, &HeaderMap::new(), LOCAL), Err(AuthFailure::Missing));
+        assert_eq!(id(&i, &basic("a:wrong"), LOCAL), Err(AuthFailure::Invalid));
+        assert_eq!(id(&i, &basic("nobody:secret-a"), LOCAL), Err(AuthFailure::Invalid));
+        assert_eq!(id(&i, &basic("a"), LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(id(&i, &basic("a:"), LOCAL), Err(AuthFailure::Malformed));
         // A sandbox with no token cannot be claimed by id.
-        assert_eq!(i.identify(&basic("gw:anything"), LOCAL), Err(AuthFailure::Invalid));
+        assert_eq!(id(&i, &basic("gw:anything"), LOCAL), Err(AuthFailure::Invalid));
         let mut h = HeaderMap::new();
         h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
-        assert_eq!(i.identify(&h, LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(id(&i, &h, LOCAL), Err(AuthFailure::Malformed));
         h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
-        assert_eq!(i.identify(&h, LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(id(&i, &h, LOCAL), Err(AuthFailure::Malformed));
     }
 
     #[test]
     fn two_credentials_are_refused() {
         let mut h = basic("a:secret-a");
         h.append(PROXY_AUTHORIZATION, h.get(PROXY_AUTHORIZATION).unwrap().clone());
-        assert_eq!(ids().identify(&h, LOCAL), Err(AuthFailure::Malformed));
+        assert_eq!(id(&ids(), &h, LOCAL), Err(AuthFailure::Malformed));
     }
 
     #[test]
     fn source_address_identifies_without_a_token() {
         let i = ids();
         let gw: IpAddr = "10.9.0.7".parse().unwrap();
-        assert_eq!(i.identify(&HeaderMap::new(), gw).unwrap().id, "gw");
+        assert_eq!(id(&i, &HeaderMap::new(), gw).unwrap().id, "gw");
         let mapped: IpAddr = "::ffff:10.9.0.7".parse().unwrap();
-        assert_eq!(i.identify(&HeaderMap::new(), mapped).unwrap().id, "gw");
+        assert_eq!(id(&i, &HeaderMap::new(), mapped).unwrap().id, "gw");
         // Wrong explicit credentials are not rescued by the source address.
-        assert_eq!(i.identify(&basic("a:wrong"), gw), Err(AuthFailure::Invalid));
+        assert_eq!(id(&i, &basic("a:wrong"), gw), Err(AuthFailure::Invalid));
     }
 
     #[test]
@@ -362,6 +397,6 @@ mod tests {
             base64::engine::general_purpose::STANDARD.encode("a:secret-a")
         );
         h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
-        assert!(ids().identify(&h, LOCAL).is_ok());
+        assert!(id(&ids(), &h, LOCAL).is_ok());
     }
 }

@@ -192,8 +192,8 @@ async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>,
     let at = SocketAddr::from((plan.host_ip, 0));
     let err = |what: &str, e: std::io::Error| format!("cannot listen on {} ({what}): {e}", plan.host_ip);
     let proxy = tokio::net::TcpListener::bind(at).await.map_err(|e| err("proxy", e))?;
-    let transparent = crate::transparent::origdst::bind(at, false).map_err(|e| err("transparent", e))?;
-    let dns = crate::dns::bind(at).await.map_err(|e| err("DNS", e))?;
+    let transparent = crate::entry::transparent::origdst::bind(at, false).map_err(|e| err("transparent", e))?;
+    let dns = crate::entry::dns::bind(at).await.map_err(|e| err("DNS", e))?;
     let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
     let ports = Ports {
         proxy: port(proxy.local_addr()),
@@ -258,7 +258,9 @@ async fn serve(
     let stop = tokio_util::sync::CancellationToken::new();
     let st = state.clone();
     let dns_stop = stop.clone();
-    tokio::spawn(async move { crate::dns::serve(udp, tcp, st, async move { dns_stop.cancelled().await }).await });
+    tokio::spawn(
+        async move { crate::entry::dns::serve(udp, tcp, st, async move { dns_stop.cancelled().await }).await },
+    );
     let server_stop = stop.clone();
     let proxy = tokio::spawn(server::serve(
         listeners,

@@ -50,7 +50,7 @@ fn default_spec_is_unlimited_with_an_hour_window() {
     let source: IpAddr = "192.0.2.1".parse().unwrap();
     let mut guards = Vec::new();
     for _ in 0..1_000 {
-        limits.request("sb-1", "alice", "a.com").unwrap();
+        limits.request("sb-1", "alice", Some("a.com")).unwrap();
         limits.connection("sb-1").unwrap();
         guards.push(limits.open("sb-1", "alice").unwrap());
         limits.bytes("sb-1", u64::MAX / 2, u64::MAX / 2).unwrap();
@@ -66,9 +66,9 @@ fn default_spec_is_unlimited_with_an_hour_window() {
 fn the_real_clock_limits_too() {
     let limits = Limits::new(&everything());
     for _ in 0..3 {
-        limits.request("sb-1", "alice", "a.com").unwrap();
+        limits.request("sb-1", "alice", Some("a.com")).unwrap();
     }
-    let refusal = limits.request("sb-1", "alice", "a.com").unwrap_err();
+    let refusal = limits.request("sb-1", "alice", Some("a.com")).unwrap_err();
     assert_eq!(refusal.reason, Refusal::SANDBOX_RATE);
     assert!(refusal.retry_after >= Duration::from_secs(1));
     assert!(format!("{limits:?}").contains("sandbox_requests"));
@@ -89,8 +89,8 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
     let clock = FakeRelativeClock::default();
     let limits = Limits::with_clock(&everything(), clock.clone());
     let source: IpAddr = "192.0.2.7".parse().unwrap();
-    limits.request("sb-1", "alice", "a.com").unwrap();
-    limits.request("sb-2", "bob", "b.com").unwrap();
+    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits.request("sb-2", "bob", Some("b.com")).unwrap();
     limits.connection("sb-1").unwrap();
     limits.bytes("sb-1", 10, 10).unwrap();
     limits.auth_failure(source).unwrap();
@@ -129,8 +129,8 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
 
     // Forgotten keys start fresh.
     for _ in 0..3 {
-        limits.request("sb-1", "alice", "a.com").unwrap();
+        limits.request("sb-1", "alice", Some("a.com")).unwrap();
     }
-    assert!(limits.request("sb-1", "alice", "a.com").is_err());
+    assert!(limits.request("sb-1", "alice", Some("a.com")).is_err());
     assert_eq!(limits.auth_blocked(source), None);
 }

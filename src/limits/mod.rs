@@ -154,8 +154,9 @@ impl<C: Clock + Clone> Limits<C> {
     /// refuses. A refused cell is not consumed, and a limiter after the refusing one is not asked;
     /// but governor consumes on success, so a request refused by the user rate has used one cell of
     /// its sandbox's rate, and one refused by the host rate one cell of both the sandbox's and the
-    /// user's. `host` is taken as given: pass it normalized (lower case, no trailing dot).
-    pub fn request(&self, sandbox: &str, user: &str, host: &str) -> Result<(), Refusal> {
+    /// user's. `host` is taken as given: pass it normalized (lower case, no trailing dot); `None` (a request
+    /// whose destination could not be read) skips the per-host rate.
+    pub fn request(&self, sandbox: &str, user: &str, host: Option<&str>) -> Result<(), Refusal> {
         if let Some(limiter) = &self.sandbox_requests {
             limiter.check(&sandbox.to_owned()).map_err(|denied| {
                 denied.refusal(
@@ -173,7 +174,7 @@ impl<C: Clock + Clone> Limits<C> {
                 )
             })?;
         }
-        if let Some(limiter) = &self.host_requests {
+        if let (Some(limiter), Some(host)) = (&self.host_requests, host) {
             limiter
                 .check(&(sandbox.to_owned(), host.to_owned()))
                 .map_err(|denied| {

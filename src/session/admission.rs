@@ -1,16 +1,17 @@
-//! Admission: the limits a request, connection or tunnel must pass (rates, open caps, byte budgets), the
-//! meter that counts a sandbox's bytes against its budget, and one audit record per burst of throttled
-//! authentication failures instead of one per attempt.
+//! Admission: the limits a request, query, connection or tunnel must pass (rates, open caps, byte budgets),
+//! the meter that counts a sandbox's bytes against its budget, and the count of throttled authentication
+//! failures per address (audited as one record per burst instead of one per attempt). The request path asks
+//! the limits only through here.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use crate::audit::{self, Kind, Verdict};
 use crate::identity::Closed;
 use crate::identity::Sandbox;
-use crate::limits::{Limits, Meter};
+use crate::limits::{Limits, Meter, OpenGuard, Refusal};
 use crate::session::leases::Sessions;
+use crate::target::Target;
 
 /// Counts the bytes of one sandbox against its budgets; when one is spent, everything the sandbox has open
 /// is closed.
@@ -70,19 +71,43 @@ impl AuthBursts {
     }
 
     /// One record per address with throttled attempts since the last flush.
-    pub fn flush(&self, sink: &Arc<dyn audit::Sink>) {
+    pub fn flush(&self, sink: &Arc<dyn crate::audit::Sink>) {
         let drained: Vec<(IpAddr, u64)> = self.counts.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
         for (ip, n) in drained {
-            let mut pending = audit::Pending::start(sink.clone(), SocketAddr::new(ip, 0), Kind::AuthFailures);
-            let r = pending.record();
-            r.decision = Verdict::Deny;
-            r.status = Some(429);
-            r.reason = Some(crate::limits::Refusal::AUTH_THROTTLED.to_string());
-            r.count = Some(n);
-            r.error = Some(format!(
-                "{n} proxy authentication attempts from {ip} refused while it was throttled (limits.auth_failures)"
-            ));
-            pending.finish();
+            crate::audit::auth_failures(sink, ip, n, Refusal::AUTH_THROTTLED);
         }
     }
+}
+
+/// The rates and the byte budget one request (or tunnel) of `sandbox` to `target` must pass; `None` for a
+/// destination that could not be read (it still counts against the sandbox's and user's rates).
+pub fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+    query(limits, sandbox, target).and_then(|()| limits.budget(&sandbox.id))
+}
+
+/// The rates one DNS query of `sandbox` must pass (bytes are not spent on it).
+pub fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+    // Names are used as they are; only an IP destination is written out.
+    let host: Option<std::borrow::Cow<'_, str>> = target.map(|t| match t.host.as_name() {
+        Some(name) => name.into(),
+        None => t.host.to_string().into(),
+    });
+    limits.request(&sandbox.id, &sandbox.user, host.as_deref())
+}
+
+/// A new connection or tunnel of `sandbox`: its connection rate, then a slot under the open caps of the
+/// sandbox and its user, held by the guard.
+pub fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, Refusal> {
+    limits.connection(&sandbox.id)?;
+    limits.open(&sandbox.id, &sandbox.user)
+}
+
+/// The refusal an address over its rate of failed authentications gets, while its block lasts.
+pub fn auth_blocked(limits: &Limits, source: IpAddr) -> Option<Refusal> {
+    limits.auth_blocked(source)
+}
+
+/// Count one failed authentication from `source`; a refusal when this one put it over the rate.
+pub fn auth_failed(limits: &Limits, source: IpAddr) -> Result<(), Refusal> {
+    limits.auth_failure(source)
 }

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::error::TunnelEnd;
 use crate::limits::{Meter, OpenGuard};
 use crate::session::leases::Lease;
 
@@ -60,35 +61,16 @@ impl Activity {
     }
 }
 
-/// Why a watched tunnel was ended by the watchdog.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    /// Nothing moved for `timeouts.idle`.
-    Idle,
-    /// Open for `timeouts.tunnel_max`.
-    MaxLifetime,
-}
-
-impl Ended {
-    /// Stable code for the audit record.
-    pub fn code(self) -> &'static str {
-        match self {
-            Ended::Idle => "idle_timeout",
-            Ended::MaxLifetime => "tunnel_max_lifetime",
-        }
-    }
-}
-
 /// Resolves when the tunnel has been idle for `idle` or open for `max`.
-pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) -> Ended {
+pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) -> TunnelEnd {
     let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         tokio::time::sleep(tick).await;
         if activity.started.elapsed() >= max {
-            return Ended::MaxLifetime;
+            return TunnelEnd::MaxLifetime(max);
         }
         if activity.idle_for() >= idle {
-            return Ended::Idle;
+            return TunnelEnd::Idle(idle);
         }
     }
 }
@@ -137,21 +119,17 @@ impl Stop {
         self.activity.over_budget()
     }
 
-    /// Resolves when the tunnel must end, with the reason code and detail for its audit record.
-    pub async fn ended(&self) -> (&'static str, String) {
+    /// Resolves when the tunnel must end, with why (for its audit record).
+    pub async fn ended(&self) -> TunnelEnd {
         tokio::select! {
             () = self.lease.token().cancelled() => {
                 if self.hard_stop.is_cancelled() {
-                    ("shutdown", "cut at shutdown after the drain deadline".into())
+                    TunnelEnd::Shutdown
                 } else {
-                    ("closed", "closed: the sandbox lost access (revoked, expired or removed), spent its byte \
-                        budget, or the policy no longer allows this destination".into())
+                    TunnelEnd::Closed
                 }
             }
-            ended = watchdog(self.activity.clone(), self.idle, self.max) => match ended {
-                Ended::Idle => (ended.code(), format!("nothing moved for {:?} (timeouts.idle)", self.idle)),
-                Ended::MaxLifetime => (ended.code(), format!("open for {:?} (timeouts.tunnel_max)", self.max)),
-            },
+            ended = watchdog(self.activity.clone(), self.idle, self.max) => ended,
         }
     }
 }

@@ -45,7 +45,7 @@ async fn the_watchdog_ends_idle_and_old_tunnels() {
     let act = activity();
     assert_eq!(
         watchdog(act.clone(), Duration::from_secs(10), Duration::from_secs(3600)).await,
-        Ended::Idle
+        TunnelEnd::Idle(Duration::from_secs(10))
     );
     let act = activity();
     let keep_busy = {
@@ -59,7 +59,7 @@ async fn the_watchdog_ends_idle_and_old_tunnels() {
     };
     assert_eq!(
         watchdog(act, Duration::from_secs(10), Duration::from_secs(60)).await,
-        Ended::MaxLifetime
+        TunnelEnd::MaxLifetime(Duration::from_secs(60))
     );
     keep_busy.abort();
 }

@@ -4,3 +4,4 @@
 pub mod admission;
 pub mod leases;
 pub mod lifetime;
+pub mod scope;

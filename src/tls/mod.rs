@@ -4,6 +4,7 @@ pub mod ca;
 mod ca_error;
 mod ca_files;
 pub mod cache;
+pub mod cas;
 pub mod leaf;
 pub mod pem;
 mod scope;

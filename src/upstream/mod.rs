@@ -3,3 +3,4 @@
 
 pub mod outbound;
 pub mod pool;
+pub mod send;

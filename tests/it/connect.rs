@@ -55,6 +55,6 @@ async fn unreachable_upstream_is_502_without_naming_the_address() {
     );
 }
 
-async fn p_wait(rig: &crate::tls_rig::TlsRig) -> Vec<cordon::audit::Record> {
+async fn p_wait(rig: &crate::tls_rig::TlsRig) -> Vec<crate::rig::Record> {
     rig.proxy.audit.wait_for(2).await
 }

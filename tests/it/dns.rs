@@ -52,10 +52,10 @@ policies:
     let config = Config::parse("dns.yaml", yaml).unwrap();
     let audit = Capture::default();
     let state = ProxyState::new(config, Arc::new(audit.clone()), vec![]).await.unwrap();
-    let (udp, tcp) = cordon::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (udp, tcp) = cordon::entry::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let server = udp.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(cordon::dns::serve(udp, tcp, state, async move {
+    tokio::spawn(cordon::entry::dns::serve(udp, tcp, state, async move {
         let _ = stopped.await;
     }));
 
@@ -123,7 +123,7 @@ policies:
     let _ = stop.send(());
 }
 
-fn reason_of(records: &[&cordon::audit::Record], host: &str) -> Option<String> {
+fn reason_of(records: &[&crate::rig::Record], host: &str) -> Option<String> {
     records
         .iter()
         .find(|r| r.host.as_deref() == Some(host))

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use cordon::audit::{Record, Sink};
+use cordon::audit::{Kind, Sink, Verdict};
 use cordon::config::Config;
 use cordon::state::ProxyState;
 use http_body_util::{BodyExt, Full};
@@ -19,13 +19,57 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-/// Audit records captured in memory.
+/// An audit record as a reader of the audit log sees it: the JSON line cordon writes, read back.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub time: String,
+    pub sandbox: Option<String>,
+    pub user: Option<String>,
+    pub client: String,
+    pub kind: Kind,
+    pub method: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub path: Option<String>,
+    pub decision: Verdict,
+    pub reason: Option<String>,
+    pub policy: Option<String>,
+    pub rule: Option<usize>,
+    pub dialled: Option<String>,
+    pub credentials: Option<Vec<String>>,
+    pub status: Option<u16>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub duration_ms: f64,
+    pub error: Option<String>,
+    pub approval: Option<ApprovalRecord>,
+    pub count: Option<u64>,
+    pub original_dst: Option<String>,
+    pub original_dst_differs: Option<bool>,
+    pub qtype: Option<String>,
+}
+
+/// The approval part of a record.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRecord {
+    pub id: String,
+    pub outcome: String,
+    pub by: Option<String>,
+    pub scope: Option<String>,
+    pub waited_ms: u64,
+}
+
+/// Audit records captured in memory, each through its JSON line.
 #[derive(Default, Clone)]
 pub struct Capture(pub Arc<Mutex<Vec<Record>>>);
 
 impl Sink for Capture {
-    fn write(&self, record: &Record) {
-        self.0.lock().unwrap().push(record.clone());
+    fn write(&self, record: &cordon::audit::Record) {
+        let line = serde_json::to_string(record).unwrap();
+        let read: Record = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        self.0.lock().unwrap().push(read);
     }
 }
 

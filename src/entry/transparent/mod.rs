@@ -3,28 +3,27 @@
 //!
 //! The sandbox is known by its source address (`source_cidrs`), the destination port by the original
 //! destination, and the host by what the client itself says: the TLS server name (SNI) or the HTTP `Host`
-//! header. cordon then walks the same path as for an explicit request — policy, interception with the
-//! sandbox's CA, credentials, limits, audit — and dials its own resolution of that name through the guard,
+//! header. The pipeline then takes the same steps as for an explicit request (policy, interception with the
+//! sandbox's CA, credentials, limits, audit) and dials its own resolution of that name through the guard,
 //! never the address the sandbox chose.
 
 pub mod origdst;
 mod replay;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Method;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
-use crate::exchange::Exchange;
+use crate::error::TunnelEnd;
 use crate::identity::Sandbox;
+use crate::pipeline::{self, Ask, Claim, Input, Outcome};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
-use crate::tunnel::{self, Opened};
 use replay::Replay;
 
 /// What the first bytes of a connection say it is.
@@ -91,104 +90,71 @@ pub async fn sniff(stream: &TcpStream, limit: Duration) -> Sniffed {
 }
 
 /// Serve one redirected connection.
-pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: SocketAddr, graceful: CancellationToken) {
+pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
     let original = match origdst::original_dst(&stream) {
-        Ok(a) => a,
+        Ok(a) => OriginalDst(a),
         Err(e) => {
             tracing::warn!(%client, "transparent connection without a destination: {e}");
             return;
         }
     };
-    let generation = state.current();
-    let limit = generation.config.timeouts.tls_handshake;
-    let sandbox = generation.identities.by_source(client.ip());
-    drop(generation);
-    let Some(sandbox) = sandbox else {
-        // SECURITY: a transparent connection carries no credential; an address no sandbox claims gets nothing.
-        let mut ex = record(&state, client, original);
-        refuse(
-            &mut ex,
-            "unknown_source",
-            format!("no sandbox's source_cidrs hold {}", client.ip()),
-        );
+    // Who: known by the source address alone, before a byte is read.
+    let Some(sandbox) = pipeline::by_source(&state, client, original) else {
         return;
     };
+    let limit = state.current().config.timeouts.tls_handshake;
     match sniff(&stream, limit).await {
-        Sniffed::Http => crate::conn::serve_transparent(state, stream, client, original, graceful).await,
+        Sniffed::Http => super::http::serve_transparent(state, stream, client, original, graceful).await,
         Sniffed::Tls => tls(state, stream, client, original, sandbox).await,
+        // SECURITY: a protocol cordon cannot police (SSH, SMTP, raw TCP) is closed, never relayed.
         Sniffed::Other(why) => {
-            let mut ex = record(&state, client, original);
-            ex.set_identity(&sandbox);
-            // SECURITY: a protocol cordon cannot police (SSH, SMTP, raw TCP) is closed, never relayed.
-            refuse(&mut ex, "not_tls_or_http", why);
+            pipeline::refuse_connection(&state, client, original, Some(&sandbox), &TunnelEnd::NotTlsOrHttp(why));
         }
     }
-}
-
-fn record(state: &Arc<ProxyState>, client: SocketAddr, original: SocketAddr) -> Exchange {
-    let mut ex = Exchange::new(state.clone(), client, Kind::Transparent, &Method::CONNECT);
-    let r = ex.record();
-    r.method = None;
-    r.original_dst = Some(original.to_string());
-    ex
-}
-
-fn refuse(ex: &mut Exchange, reason: &str, detail: String) {
-    let r = ex.record();
-    r.reason = Some(reason.into());
-    r.error = Some(detail);
 }
 
 /// TLS: the host is the SNI, the port the original destination's; then as a CONNECT to that target.
 async fn tls(
     state: Arc<ProxyState>,
     mut stream: TcpStream,
-    client: SocketAddr,
-    original: SocketAddr,
+    client: ClientAddr,
+    original: OriginalDst,
     sandbox: Arc<Sandbox>,
 ) {
-    let mut ex = record(&state, client, original);
-    ex.set_identity(&sandbox);
-    let limit = ex.generation.config.timeouts.tls_handshake;
+    let limit = state.current().config.timeouts.tls_handshake;
     let hello = match tokio::time::timeout(limit, sni::read_client_hello(&mut stream)).await {
-        Ok(Ok(hello)) => hello,
-        Ok(Err(e)) => return refuse(&mut ex, "not_tls", e.to_string()),
-        Err(_) => {
-            let why = format!("no whole TLS ClientHello within {limit:?} (timeouts.tls_handshake)");
-            return refuse(&mut ex, "tls_handshake_timeout", why);
-        }
+        Ok(Ok(hello)) => Ok(hello),
+        Ok(Err(e)) => Err(TunnelEnd::NotTls(e.to_string())),
+        Err(_) => Err(TunnelEnd::HandshakeTimeout(format!(
+            "no whole TLS ClientHello within {limit:?} (timeouts.tls_handshake)"
+        ))),
     };
-    let (head, Some(name)) = hello else {
+    let target = match hello {
         // SECURITY: without SNI there is no host to decide on; an IP the sandbox picked is never trusted.
-        return refuse(
-            &mut ex,
-            "no_sni",
-            "the TLS ClientHello names no server (SNI); transparent mode needs it to know the host".into(),
-        );
+        Ok((_, None)) => Err(TunnelEnd::NoSni),
+        Ok((head, Some(name))) => match Target::from_host_value(name.as_bytes(), original.port()) {
+            Ok(t) if t.host.as_name().is_some() => Ok((head, t)),
+            _ => Err(TunnelEnd::BadSni(name)),
+        },
+        Err(end) => Err(end),
     };
-    let target = match Target::from_host_value(name.as_bytes(), original.port()) {
-        Ok(t) if t.host.as_name().is_some() => t,
-        _ => {
-            return refuse(
-                &mut ex,
-                "bad_sni",
-                format!("the TLS server name {name:?} is not a host name"),
-            );
-        }
+    let (head, target) = match target {
+        Ok(found) => found,
+        Err(end) => return pipeline::refuse_connection(&state, client, original, Some(&sandbox), &end),
     };
-    ex.set_target(&target);
-    match tunnel::open_for(&mut ex, sandbox, target).await {
-        Ok(opened) => {
-            if let Opened::Intercept(_, target, _) = &opened {
-                // The pool dials later; say now whether the sandbox aimed somewhere cordon would not go.
-                let resolved = ex.generation.dialer.resolve(target).await.unwrap_or_default();
-                ex.record().original_dst_differs = Some(!resolved.contains(&original));
-            }
-            let io = Replay::new(head, stream);
-            tunnel::launch(state, client, ex, opened, async move { Ok(io) });
-        }
-        // Nothing to answer on a TLS connection cordon will not terminate: the record, then close.
-        Err(e) => drop(ex.fail(e)),
+    let input = Input {
+        kind: Kind::Transparent,
+        client,
+        original_dst: Some(original),
+        conn: None,
+        claim: Claim::Established(sandbox),
+        target: Ok(target),
+        ask: Ask::Tunnel,
+    };
+    // Nothing to answer on a TLS connection cordon will not open: the refusal's record is all there is.
+    if let Outcome::Open(opened) = pipeline::run(&state, input).await {
+        let io = Replay::new(head, stream);
+        super::tunnel::launch(state, client, *opened, async move { Ok(io) });
     }
 }
 

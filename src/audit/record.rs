@@ -1,0 +1,385 @@
+//! The audit record and the builder that fills it during a request's life and emits it exactly once.
+//!
+//! Field names live here and nowhere else. The fields are private: a record is filled through the typed
+//! setters of [`Pending`], which only the request pipeline calls (`tests/layers.rs` holds it to that), and
+//! read through the getters. A record never holds a credential, a token or a query string: paths are
+//! recorded without their query, and nothing from request headers is copied in.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use super::Sink;
+use crate::error::TunnelEnd;
+use crate::identity::Sandbox;
+use crate::target::Target;
+
+/// What kind of traffic a record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A plain HTTP request forwarded in absolute form.
+    Http,
+    /// A CONNECT tunnel (intercepted or not).
+    Connect,
+    /// A request inside an intercepted CONNECT.
+    Https,
+    /// Bytes that never became a request (refused framing, oversized head).
+    Malformed,
+    /// Failed proxy authentications from one address that were throttled, counted in one record.
+    AuthFailures,
+    /// A connection that reached the transparent listener (TLS, or refused before it was HTTP).
+    Transparent,
+    /// A DNS query to the responder.
+    Dns,
+}
+
+impl Kind {
+    /// The name used in the record and the metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Http => "http",
+            Kind::Connect => "connect",
+            Kind::Https => "https",
+            Kind::Malformed => "malformed",
+            Kind::AuthFailures => "auth_failures",
+            Kind::Transparent => "transparent",
+            Kind::Dns => "dns",
+        }
+    }
+}
+
+/// The outcome of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Allowed by a rule.
+    Allow,
+    /// Refused.
+    Deny,
+    /// Allowed only because the policy is in report mode.
+    WouldDeny,
+}
+
+/// One audit record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Record {
+    /// RFC 3339 time the request arrived.
+    time: String,
+    /// Sandbox id, once known.
+    sandbox: Option<String>,
+    /// The sandbox's user.
+    user: Option<String>,
+    /// Client address.
+    client: String,
+    /// Kind of traffic.
+    kind: Kind,
+    /// Request method.
+    method: Option<String>,
+    /// Normalised destination host.
+    host: Option<String>,
+    /// Destination port.
+    port: Option<u16>,
+    /// Request path without the query string.
+    path: Option<String>,
+    /// What was decided.
+    decision: Verdict,
+    /// Machine-readable reason for a refusal, a would-deny or a failure.
+    reason: Option<String>,
+    /// The policy consulted.
+    policy: Option<String>,
+    /// Index of the allowing rule in that policy.
+    rule: Option<usize>,
+    /// The address actually dialled (for DNS: the addresses answered).
+    dialled: Option<String>,
+    /// Names of the credentials applied (never their values).
+    credentials: Option<Vec<String>>,
+    /// Status returned to the client.
+    status: Option<u16>,
+    /// Bytes from the client (request body or tunnel upload).
+    bytes_up: u64,
+    /// Bytes to the client (response body or tunnel download).
+    bytes_down: u64,
+    /// Milliseconds from arrival to the end of the exchange.
+    duration_ms: f64,
+    /// Detail of a failure, for operators.
+    error: Option<String>,
+    /// The human approval the request waited for (`action: ask`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<ApprovalRecord>,
+    /// How many attempts one `auth_failures` record stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
+    /// Transparent mode: the address the sandbox connected to (cordon dials its own resolution instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_dst: Option<String>,
+    /// Transparent mode: whether that address is not one cordon resolved (or dialled) for the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_dst_differs: Option<bool>,
+    /// DNS: the record type asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qtype: Option<String>,
+}
+
+impl Record {
+    /// Kind of traffic.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// What was decided.
+    pub fn decision(&self) -> Verdict {
+        self.decision
+    }
+
+    /// Machine-readable reason, if any.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Whether the exchange failed (after being allowed) or was refused with a detail.
+    pub fn has_error(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Milliseconds from arrival to the end.
+    pub fn duration_ms(&self) -> f64 {
+        self.duration_ms
+    }
+}
+
+/// Who asked, who decided, when: the approval part of a record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ApprovalRecord {
+    /// The approval's id (or the grant's, for a request a standing grant let through).
+    pub id: String,
+    /// `allow`, `deny`, `timeout`, `granted` or `queue_full`.
+    pub outcome: String,
+    /// Who decided.
+    pub by: Option<String>,
+    /// `once` or `always`.
+    pub scope: Option<String>,
+    /// Milliseconds the request waited.
+    pub waited_ms: u64,
+}
+
+/// Builds a record through a request's life and emits it exactly once: on `finish`, or when dropped
+/// (a client that disconnects mid-stream still leaves a record).
+pub struct Pending {
+    record: Record,
+    started: Instant,
+    sink: Arc<dyn Sink>,
+    up: Arc<AtomicU64>,
+    down: Arc<AtomicU64>,
+    done: bool,
+}
+
+impl Pending {
+    /// Start a record for traffic from `client`.
+    pub fn start(sink: Arc<dyn Sink>, client: SocketAddr, kind: Kind) -> Pending {
+        Pending {
+            record: Record {
+                time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                sandbox: None,
+                user: None,
+                client: client.to_string(),
+                kind,
+                method: None,
+                host: None,
+                port: None,
+                path: None,
+                decision: Verdict::Deny,
+                reason: None,
+                policy: None,
+                rule: None,
+                dialled: None,
+                credentials: None,
+                status: None,
+                bytes_up: 0,
+                bytes_down: 0,
+                duration_ms: 0.0,
+                error: None,
+                approval: None,
+                count: None,
+                original_dst: None,
+                original_dst_differs: None,
+                qtype: None,
+            },
+            started: Instant::now(),
+            sink,
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
+            done: false,
+        }
+    }
+
+    /// The record so far.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// The request method (`None` for traffic that has none, e.g. a transparent TLS connection).
+    pub fn method(&mut self, method: Option<&str>) {
+        self.record.method = method.map(str::to_string);
+    }
+
+    /// Who is talking.
+    pub fn identity(&mut self, sandbox: &Sandbox) {
+        let r = &mut self.record;
+        r.sandbox = Some(sandbox.id.to_string());
+        r.user = Some(sandbox.user.clone());
+        r.policy = Some(sandbox.policy.clone());
+    }
+
+    /// Where to.
+    pub fn target(&mut self, target: &Target) {
+        self.record.host = Some(target.host.to_string());
+        self.record.port = Some(target.port);
+    }
+
+    /// A destination name that is not (yet) a target, e.g. a DNS query's.
+    pub fn host(&mut self, host: &str) {
+        self.record.host = Some(host.to_string());
+    }
+
+    /// The request path (without its query).
+    pub fn path(&mut self, path: &str) {
+        self.record.path = Some(path.to_string());
+    }
+
+    /// What the policy decided for a request that goes on: the allowing rule, or none with the reason it
+    /// would have been denied (report mode).
+    pub fn allowed(&mut self, rule: Option<usize>, would_deny: Option<&'static str>) {
+        let r = &mut self.record;
+        r.rule = rule;
+        r.decision = if would_deny.is_some() {
+            Verdict::WouldDeny
+        } else {
+            Verdict::Allow
+        };
+        r.reason = would_deny.map(str::to_string);
+    }
+
+    /// A refusal (`deny`: refused, as opposed to failing after being allowed) with its status, if an HTTP
+    /// answer was given, its reason code and the operator-facing detail.
+    pub fn refused(&mut self, deny: bool, status: Option<u16>, reason: &str, detail: Option<String>) {
+        let r = &mut self.record;
+        if deny {
+            r.decision = Verdict::Deny;
+        }
+        r.status = status.or(r.status);
+        r.reason = Some(reason.to_string());
+        r.error = detail;
+    }
+
+    /// How a tunnel (or a connection that never became one) ended.
+    pub fn ended(&mut self, end: &TunnelEnd) {
+        if let Some(code) = end.code() {
+            self.record.reason = Some(code.to_string());
+        }
+        self.record.error = Some(end.detail());
+    }
+
+    /// The address dialled (for DNS, the addresses answered).
+    pub fn dialled(&mut self, dialled: String) {
+        self.record.dialled = Some(dialled);
+    }
+
+    /// The names of the credentials applied.
+    pub fn credentials(&mut self, names: Vec<String>) {
+        if !names.is_empty() {
+            self.record.credentials = Some(names);
+        }
+    }
+
+    /// The status the client got.
+    pub fn status(&mut self, status: u16) {
+        self.record.status = Some(status);
+    }
+
+    /// The approval the request waited for.
+    pub fn approval(&mut self, approval: ApprovalRecord) {
+        self.record.approval = Some(approval);
+    }
+
+    /// Transparent mode: where the sandbox was connecting to.
+    pub fn original_dst(&mut self, original: SocketAddr) {
+        self.record.original_dst = Some(original.to_string());
+    }
+
+    /// Transparent mode: whether the sandbox aimed elsewhere than cordon's own resolution of the host.
+    pub fn original_dst_differs(&mut self, differs: bool) {
+        self.record.original_dst_differs = Some(differs);
+    }
+
+    /// DNS: the record type asked for.
+    pub fn qtype(&mut self, qtype: &str) {
+        self.record.qtype = Some(qtype.to_string());
+    }
+
+    /// How many attempts the record stands for.
+    pub fn count(&mut self, n: u64) {
+        self.record.count = Some(n);
+    }
+
+    /// Counter of bytes from the client.
+    pub fn up_counter(&self) -> Arc<AtomicU64> {
+        self.up.clone()
+    }
+
+    /// Counter of bytes to the client.
+    pub fn down_counter(&self) -> Arc<AtomicU64> {
+        self.down.clone()
+    }
+
+    /// Drop without a record (for attempts counted in an aggregate record instead).
+    pub fn discard(mut self) {
+        self.done = true;
+    }
+
+    /// Emit now.
+    pub fn finish(mut self) {
+        self.emit();
+    }
+
+    fn emit(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        self.record.bytes_up += self.up.load(Ordering::Relaxed);
+        self.record.bytes_down += self.down.load(Ordering::Relaxed);
+        self.record.duration_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        if self.record.original_dst_differs.is_none()
+            && let (Some(original), Some(dialled)) = (&self.record.original_dst, &self.record.dialled)
+        {
+            self.record.original_dst_differs = Some(original != dialled);
+        }
+        self.sink.write(&self.record);
+    }
+}
+
+/// The one record for `n` proxy authentication attempts from `ip` refused while it was throttled: an
+/// aggregate, not a request's record, written by the audit itself.
+pub fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, reason: &str) {
+    let mut pending = Pending::start(sink.clone(), SocketAddr::new(ip, 0), Kind::AuthFailures);
+    pending.refused(
+        true,
+        Some(429),
+        reason,
+        Some(format!(
+            "{n} proxy authentication attempts from {ip} refused while it was throttled (limits.auth_failures)"
+        )),
+    );
+    pending.count(n);
+    pending.finish();
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.emit();
+    }
+}

@@ -1,0 +1,20 @@
+//! The entries: each reads one kind of traffic, translates what it read into a [`crate::pipeline::Input`],
+//! and acts on the [`crate::pipeline::Outcome`]. None of them decides anything itself.
+//!
+//! - [`http`]: a client connection on the explicit proxy port (absolute-form HTTP and CONNECT), or plain
+//!   HTTP that reached the transparent listener;
+//! - [`connect`]: a CONNECT, answered 200 only once the pipeline opened the tunnel;
+//! - [`tunnel`]: an opened tunnel run to its end: bytes passed through (`tls: tunnel`, SNI checked) or
+//!   handed to [`intercept`];
+//! - [`intercept`]: TLS terminated with the sandbox's CA, and each request inside sent through the pipeline;
+//! - [`transparent`]: connections the kernel redirected (REDIRECT, TPROXY), known by their source address;
+//! - [`dns`]: the DNS responder's questions;
+//! - [`explain`]: `cordon explain`, a dry run of the pipeline.
+
+pub mod connect;
+pub mod dns;
+pub mod explain;
+pub mod http;
+pub mod intercept;
+pub mod transparent;
+pub mod tunnel;

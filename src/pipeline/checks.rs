@@ -1,0 +1,165 @@
+//! Steps 2, 4 and 5: the request is within its sandbox's rates, unambiguous, and allowed by its policy.
+
+use http::Method;
+
+use super::Ask;
+use super::dry::Note;
+use super::exchange::Exchange;
+use crate::error::ProxyError;
+use crate::headers;
+use crate::identity::Sandbox;
+use crate::policy::{Action, DenyReason, Mode, Question, TlsMode};
+use crate::session::admission;
+use crate::target::{Target, check_path};
+
+/// What the policy decided, with everything later steps need.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Decision {
+    /// The allowing rule (`None` when only report mode let it through).
+    pub(crate) rule: Option<usize>,
+    /// What happens to TLS after a CONNECT: intercepted or tunnelled.
+    pub(crate) tls: TlsMode,
+    /// Whether the request goes at once or waits for a human.
+    pub(crate) action: Action,
+    /// The credentials of the policy that may be applied to this request: bound to its destination,
+    /// method and path, and only inside an interception (never over cleartext).
+    pub(crate) credentials: Vec<String>,
+}
+
+impl Exchange {
+    /// Step 4: refuse what two parsers could read differently, before it is decided.
+    pub(super) fn hygiene(&mut self, target: &Target, ask: &Ask) -> Result<(), ProxyError> {
+        let Ask::Request { req, inside } = ask else {
+            return Ok(());
+        };
+        // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
+        let host = headers::single_host(req.headers())?;
+        if let Some(inside) = inside {
+            // SECURITY: a CONNECT inside an intercepted tunnel would open a second, unpoliced tunnel.
+            if req.method() == Method::CONNECT {
+                return Err(ProxyError::BadRequest {
+                    code: "connect_in_tunnel",
+                    message: "CONNECT inside an intercepted connection is not allowed".into(),
+                });
+            }
+            // SECURITY: host confusion: every request inside an interception must be for the host and port of
+            // its CONNECT, by :authority / absolute-form authority and by Host alike.
+            let claimed = req
+                .uri()
+                .authority()
+                .map(|a| a.as_str().as_bytes())
+                .into_iter()
+                .chain(host.map(|h| h.as_bytes()));
+            let mut named = false;
+            for value in claimed {
+                named = true;
+                if !inside.spellings.named_by(value) {
+                    return Err(ProxyError::Misdirected(target.clone()));
+                }
+            }
+            if !named {
+                return Err(ProxyError::BadRequest {
+                    code: "missing_host",
+                    message: "the request names no host".into(),
+                });
+            }
+        }
+        let path = check_path(req.uri().path()).map_err(ProxyError::from);
+        self.enforce(path)
+    }
+
+    /// Step 2: the sandbox's rates and byte budget, counted for everything it sends, readable or not
+    /// (nothing is counted in a dry run).
+    pub(super) fn admit(&mut self, sandbox: &Sandbox, target: Option<&Target>, ask: &Ask) -> Result<(), ProxyError> {
+        let Some(state) = self.state() else {
+            return Ok(());
+        };
+        let limits = state.limits();
+        match ask {
+            // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
+            // can neither exhaust the resolver nor stream data out at line rate through allowed names.
+            Ask::Name { .. } => admission::query(&limits, sandbox, target),
+            Ask::Tunnel | Ask::Request { .. } => admission::request(&limits, sandbox, target),
+        }
+        .map_err(ProxyError::Limited)
+    }
+
+    /// Step 5: the sandbox's policy, asked once. A refusal is recorded by [`Exchange::refuse`]; what is
+    /// allowed is recorded here.
+    pub(super) fn decide(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<Decision, ProxyError> {
+        let generation = self.generation.clone();
+        // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
+        let Some(policy) = generation.policy(&sandbox.policy) else {
+            return Err(ProxyError::Denied {
+                reason: DenyReason::NoRule,
+                target: target.clone(),
+            });
+        };
+        let (method, path) = match ask {
+            Ask::Request { req, .. } => (Some(req.method()), Some(req.uri().path())),
+            Ask::Tunnel | Ask::Name { .. } => (None, None),
+        };
+        let decided = match ask {
+            Ask::Name { .. } => self.decide_name(policy, target)?,
+            _ => policy.decide(Question {
+                target,
+                request: method.zip(path),
+            }),
+        };
+        self.note(Note::Decided {
+            rule: decided.rule,
+            deny: decided.deny.clone().map(|d| {
+                let why = d.describe(target);
+                (d, why)
+            }),
+            mode: policy.mode,
+        });
+        // A dry run goes on past a denial (noted above), to show what the later steps say too.
+        if !decided.allowed && self.state().is_some() {
+            return Err(ProxyError::Denied {
+                reason: decided.deny.unwrap_or(DenyReason::NoRule),
+                target: target.clone(),
+            });
+        }
+        self.audit
+            .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::code));
+        let rule = decided.rule.and_then(|i| policy.rules.get(i));
+        let credentials = match (ask, method, path) {
+            (Ask::Request { inside, .. }, Some(method), Some(path)) => {
+                generation
+                    .credentials
+                    .usable(policy, target, method, path, inside.is_some())
+            }
+            _ => Vec::new(),
+        };
+        Ok(Decision {
+            rule: decided.rule,
+            tls: rule.map(|r| r.tls).unwrap_or_default(),
+            action: rule.map(|r| r.action).unwrap_or_default(),
+            credentials,
+        })
+    }
+
+    /// A DNS name: metadata and local names are refused whatever the policy says; then any rule that names
+    /// the host (at any port) allows it.
+    fn decide_name(
+        &mut self,
+        policy: &crate::policy::Policy,
+        target: &Target,
+    ) -> Result<crate::policy::Decision, ProxyError> {
+        let name = target.host.as_name().unwrap_or_default();
+        // SECURITY: metadata and local names are refused whatever the policy says.
+        self.generation
+            .dialer
+            .guard()
+            .check_name(name)
+            .map_err(|r| ProxyError::Dial(crate::net::DialError::Refused(r)))?;
+        // SECURITY: DNS exfiltration: a name no rule allows is never looked up, so the query stops here.
+        let named = policy.names_host(name);
+        Ok(crate::policy::Decision {
+            allowed: named || policy.mode == Mode::Report,
+            rule: None,
+            deny: (!named).then_some(DenyReason::NoRule),
+        })
+    }
+}

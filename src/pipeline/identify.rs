@@ -1,0 +1,106 @@
+//! Step 1: who is talking.
+
+use std::sync::Arc;
+
+use super::exchange::Exchange;
+use super::{Claim, record};
+use crate::addr::{ClientAddr, OriginalDst};
+use crate::audit::Kind;
+use crate::error::{ProxyError, TunnelEnd};
+use crate::identity::{self, AuthFailure, Sandbox};
+use crate::limits::Refusal;
+use crate::session::admission::{self, BudgetMeter};
+use crate::state::ProxyState;
+
+impl Exchange {
+    /// Identify the sender from this request alone (never from an earlier request on the connection), tie
+    /// the client connection to the sandbox, and start counting a plain request's bytes against its budget.
+    pub(super) fn identify(&mut self, claim: Claim) -> Result<Arc<Sandbox>, ProxyError> {
+        let established = matches!(claim, Claim::Established(_));
+        let sandbox = match claim {
+            Claim::Credentials(credentials) => self.authenticate(credentials)?,
+            Claim::Source => {
+                let ip = self.client.ip();
+                self.generation
+                    .identities
+                    .by_source(ip)
+                    .ok_or(ProxyError::UnknownSource(ip))?
+            }
+            Claim::Established(sandbox) => {
+                self.audit.identity(&sandbox);
+                // SECURITY: the identity was established when the tunnel opened; each request inside checks it
+                // still holds (revoked, expired or removed by a reload), without waiting for the tunnel to close.
+                if let Some(state) = self.state() {
+                    state
+                        .entitled(&self.generation, &sandbox)
+                        .map_err(|why| ProxyError::Auth(why.into()))?;
+                }
+                sandbox
+            }
+            Claim::Named(id) => self
+                .generation
+                .identities
+                .get(&id)
+                .ok_or(ProxyError::Auth(AuthFailure::Invalid))?,
+        };
+        if !established {
+            self.audit.identity(&sandbox);
+        }
+        let Some(state) = self.state().cloned() else {
+            return Ok(sandbox);
+        };
+        if let Some(conn) = &self.conn {
+            // A CONNECT's connection turns into a tunnel, which is counted as such.
+            conn.attach(&state.sessions, &state.limits(), &sandbox, self.kind != Kind::Connect)
+                .map_err(ProxyError::Limited)?;
+        }
+        if self.kind == Kind::Http {
+            self.meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
+        }
+        Ok(sandbox)
+    }
+
+    /// A proxy credential, judged. Failed attempts count against the source address; over
+    /// `limits.auth_failures` the address gets 429 for a while, audited once per burst.
+    fn authenticate(
+        &mut self,
+        credentials: Result<Option<(String, String)>, AuthFailure>,
+    ) -> Result<Arc<Sandbox>, ProxyError> {
+        let Some(state) = self.state().cloned() else {
+            return Err(ProxyError::Auth(AuthFailure::Missing));
+        };
+        let ip = self.client.ip();
+        let limits = state.limits();
+        // SECURITY: an address over its rate of failed authentications is refused outright until its block
+        // ends, whatever it sends, so tokens cannot be guessed at line rate.
+        if let Some(refusal) = admission::auth_blocked(&limits, ip) {
+            return Err(self.throttled(&state, refusal));
+        }
+        match identity::identify(&self.generation.identities, &state.control, credentials, ip) {
+            Ok(sandbox) => Ok(sandbox),
+            // Clients commonly ask without credentials first and retry with them after the 407.
+            Err(AuthFailure::Missing) => Err(ProxyError::Auth(AuthFailure::Missing)),
+            Err(failure) => Err(match admission::auth_failed(&limits, ip) {
+                Ok(()) => ProxyError::Auth(failure),
+                Err(refusal) => self.throttled(&state, refusal),
+            }),
+        }
+    }
+
+    fn throttled(&mut self, state: &ProxyState, refusal: Refusal) -> ProxyError {
+        state.auth_bursts.count(self.client.ip());
+        self.suppressed = true;
+        ProxyError::Limited(refusal)
+    }
+}
+
+/// The sandbox whose source range holds `client`, for a transparent connection before anything is read
+/// from it. SECURITY: a transparent connection carries no credential; an address no sandbox claims gets
+/// nothing but its audit record.
+pub(crate) fn by_source(state: &Arc<ProxyState>, client: ClientAddr, original: OriginalDst) -> Option<Arc<Sandbox>> {
+    let sandbox = state.current().identities.by_source(client.ip());
+    if sandbox.is_none() {
+        record::refuse_connection(state, client, original, None, &TunnelEnd::UnknownSource(client.ip()));
+    }
+    sandbox
+}

@@ -1,0 +1,306 @@
+//! Step 6 for an HTTP request (plain, or inside an interception): shaped for the upstream, approved,
+//! given its credentials, sent through the sandbox's pool, and its response streamed back carrying the
+//! audit record.
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use http::header::{CONNECTION, HOST, UPGRADE};
+use http::uri::{PathAndQuery, Scheme};
+use http::{HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::Outcome;
+use super::checks::Decision;
+use super::dry::{CredentialUse, Note};
+use super::exchange::Exchange;
+use crate::approval::{self, Outcome as Approval};
+use crate::audit::ApprovalRecord;
+use crate::body::{Counted, ProxyBody};
+use crate::error::ProxyError;
+use crate::headers;
+use crate::identity::Sandbox;
+use crate::policy::Action;
+use crate::state::Generation;
+use crate::target::{Spellings, Target};
+use crate::upstream::pool::{Dialled, SandboxClients};
+use crate::upstream::send::send;
+
+/// What every request inside one interception shares.
+pub(crate) struct Inside {
+    /// How clients usually spell the tunnel's target, recognised without parsing.
+    pub(super) spellings: Spellings,
+    /// The sandbox's upstream clients, looked up once per configuration generation instead of per request.
+    pools: Mutex<Option<(Weak<Generation>, Arc<SandboxClients>)>>,
+}
+
+impl Inside {
+    /// For an interception of a tunnel to `target`.
+    pub(crate) fn new(target: &Target) -> Inside {
+        Inside {
+            spellings: Spellings::of(target, 443),
+            pools: Mutex::new(None),
+        }
+    }
+
+    fn pools(&self, generation: &Arc<Generation>, sandbox: &str) -> Arc<SandboxClients> {
+        let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, pools)) = cached.as_ref()
+            && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))
+        {
+            return pools.clone();
+        }
+        let pools = generation.upstreams.for_sandbox(sandbox);
+        // A Weak keeps the old generation's allocation (not the generation) alive, so its address is never
+        // reused while it is compared against.
+        *cached = Some((Arc::downgrade(generation), pools.clone()));
+        pools
+    }
+}
+
+/// A WebSocket handshake: HTTP/1.1 end to end, and after a 101 the two upgraded streams are spliced.
+pub(crate) fn is_websocket<B>(req: &Request<B>) -> bool {
+    req.version() == Version::HTTP_11
+        && req
+            .headers()
+            .get(UPGRADE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
+}
+
+/// Shape, approve, credential and send one request; the response carries the audit record to its end.
+pub(super) async fn forward(
+    mut ex: Exchange,
+    sandbox: Arc<Sandbox>,
+    target: Target,
+    decision: Decision,
+    req: Request<ProxyBody>,
+    inside: Option<Arc<Inside>>,
+) -> Outcome {
+    // Only inside an interception: a plain request that asks to upgrade is forwarded as a plain request.
+    let websocket = inside.is_some() && is_websocket(&req);
+    let prepared = async {
+        let mut out = ex.outgoing(req, &target, inside.is_some())?;
+        if websocket {
+            out.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+            out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+        }
+        // Before any credential is attached, so nothing secret is ever shown to the approver.
+        ex.approve(&sandbox, &target, &decision, &mut out).await?;
+        // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
+        ex.credentials(&sandbox, &target, &decision, &mut out).await?;
+        Ok(out)
+    }
+    .await;
+    let out = match prepared {
+        Ok(out) => out,
+        Err(e) => return ex.refuse(e),
+    };
+    if ex.state().is_none() {
+        // A dry run sends nothing; the pool's guard is what a plain request meets on its way out.
+        if inside.is_none() {
+            ex.dry_guard(&target).await;
+        }
+        return Outcome::Dry;
+    }
+    // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
+    // dials the checked address, and its refusal comes back as the same 403.
+    let clients = match &inside {
+        Some(inside) => inside.pools(&ex.generation, &sandbox.id),
+        None => ex.generation.upstreams.for_sandbox(&sandbox.id),
+    };
+    let pool = if websocket { &clients.http1 } else { &clients.any };
+    let timeout = ex.generation.config.timeouts.upstream_headers;
+    match send(pool, out, timeout).await {
+        Ok(resp) if websocket => Outcome::Respond(ex.respond_upgrade(resp)),
+        Ok(resp) if !ex.echo.is_empty() => {
+            let masked = crate::credentials::echo::mask(resp, &ex.echo).await;
+            Outcome::Respond(ex.respond(masked))
+        }
+        Ok(resp) => Outcome::Respond(ex.respond(resp.map(crate::body::boxed))),
+        Err(e) => ex.refuse(e),
+    }
+}
+
+impl Exchange {
+    /// The request as it goes upstream: hop-by-hop headers stripped, Host from the target (RFC 9112 §3.2.2:
+    /// the absolute-form authority wins over whatever Host said), absolute URI for the pool, body counted.
+    fn outgoing(
+        &self,
+        req: Request<ProxyBody>,
+        target: &Target,
+        intercepted: bool,
+    ) -> Result<Request<ProxyBody>, ProxyError> {
+        let (scheme, default_port) = if intercepted {
+            (Scheme::HTTPS, 443)
+        } else {
+            (Scheme::HTTP, 80)
+        };
+        let (mut parts, body) = req.into_parts();
+        headers::strip_request(&mut parts.headers);
+        parts.headers.remove(HOST);
+        let pq = parts
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        parts.uri = Uri::builder()
+            .scheme(scheme)
+            .authority(target.authority(default_port))
+            .path_and_query(pq)
+            .build()
+            .map_err(|e| ProxyError::BadRequest {
+                code: "bad_host",
+                message: format!("the destination cannot be written as a URI: {e}"),
+            })?;
+        parts.version = Version::HTTP_11;
+        let body = Counted::new(body, self.audit.up_counter(), None::<()>)
+            .metered(self.meter.clone(), true)
+            .boxed_unsync();
+        Ok(Request::from_parts(parts, body))
+    }
+
+    /// For a rule with `action: ask`: hold the request until a human decides (or a standing grant covers
+    /// it), showing them its start.
+    async fn approve(
+        &mut self,
+        sandbox: &Sandbox,
+        target: &Target,
+        decision: &Decision,
+        req: &mut Request<ProxyBody>,
+    ) -> Result<(), ProxyError> {
+        let (Action::Ask, Some(rule)) = (decision.action, decision.rule) else {
+            return Ok(());
+        };
+        let Some(state) = self.state().cloned() else {
+            self.note(Note::WouldAsk(rule));
+            return Ok(());
+        };
+        let body = std::mem::replace(req.body_mut(), crate::body::empty());
+        let (start, body) = crate::credentials::body::peek(body, approval::MAX_EXCERPT * 4)
+            .await
+            .map_err(|e| ProxyError::BadRequest {
+                code: "body_unreadable",
+                message: format!("the request body could not be read: {e}"),
+            })?;
+        *req.body_mut() = body;
+        let ask = approval::Ask {
+            sandbox: sandbox.id.to_string(),
+            user: sandbox.user.clone(),
+            policy: sandbox.policy.clone(),
+            method: req.method().to_string(),
+            host: target.host.to_string(),
+            port: target.port,
+            path: req.uri().path().to_string(),
+            excerpt: approval::excerpt(&start),
+            rule,
+        };
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let (record, result) = match state.approvals.ask(ask).await {
+            Approval::Allowed { id, decision, waited } => {
+                (approval_record(id, "allow", Some(&decision), ms(waited)), Ok(()))
+            }
+            Approval::Granted { grant } => (approval_record(grant, "granted", None, 0), Ok(())),
+            Approval::Denied { id, decision, waited } => (
+                approval_record(id.clone(), "deny", Some(&decision), ms(waited)),
+                Err(ProxyError::ApprovalDenied { id, by: decision.by }),
+            ),
+            Approval::TimedOut { id, waited } => (
+                approval_record(id.clone(), "timeout", None, ms(waited)),
+                Err(ProxyError::ApprovalTimedOut(
+                    self.generation.config.approval.timeout,
+                    id,
+                )),
+            ),
+            Approval::Full => (
+                approval_record(String::new(), "queue_full", None, 0),
+                Err(ProxyError::ApprovalQueueFull),
+            ),
+        };
+        self.audit.approval(record);
+        result
+    }
+
+    /// Check placeholders and apply the credentials the decision found usable; the audit record names the
+    /// credentials applied (never their values).
+    async fn credentials(
+        &mut self,
+        sandbox: &Sandbox,
+        target: &Target,
+        decision: &Decision,
+        req: &mut Request<ProxyBody>,
+    ) -> Result<(), ProxyError> {
+        let generation = self.generation.clone();
+        let Some(policy) = generation.policy(&sandbox.policy) else {
+            return Err(ProxyError::Internal);
+        };
+        if self.state().is_none() {
+            for name in &policy.credentials {
+                let how = generation.credentials.how(name);
+                let usage = match how {
+                    Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
+                    _ if generation
+                        .credentials
+                        .bound(name, target, req.method(), req.uri().path()) =>
+                    {
+                        CredentialUse::Cleartext
+                    }
+                    _ => CredentialUse::NotBound,
+                };
+                self.note(Note::Credential(name.clone(), usage));
+            }
+            return Ok(());
+        }
+        let (mut parts, body) = std::mem::replace(req, Request::new(crate::body::empty())).into_parts();
+        let applied = generation
+            .credentials
+            .apply(sandbox, policy, &decision.credentials, &mut parts, body)
+            .await?;
+        *req = Request::from_parts(parts, applied.body);
+        self.echo = applied.echo;
+        self.audit.credentials(applied.names);
+        Ok(())
+    }
+
+    /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when
+    /// the body ends).
+    fn respond(mut self, resp: Response<ProxyBody>) -> Response<ProxyBody> {
+        let (mut parts, body) = resp.into_parts();
+        if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
+            self.audit.dialled(addr.to_string());
+        }
+        headers::strip_response(&mut parts.headers);
+        self.audit.status(parts.status.as_u16());
+        let audit = self.audit;
+        let down = audit.down_counter();
+        Response::from_parts(
+            parts,
+            Counted::new(body, down, Some(audit))
+                .metered(self.meter, false)
+                .boxed_unsync(),
+        )
+    }
+
+    /// A WebSocket handshake's response: after a 101, the client is told it switched, and the upstream's
+    /// upgraded stream travels in the response's extensions (`hyper::upgrade::on`) for the entry to splice.
+    fn respond_upgrade(self, resp: Response<Incoming>) -> Response<ProxyBody> {
+        let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+        let mut out = self.respond(resp.map(crate::body::boxed));
+        if switching {
+            out.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+            out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+        }
+        out
+    }
+}
+
+fn approval_record(id: String, outcome: &str, decision: Option<&approval::Decision>, waited_ms: u64) -> ApprovalRecord {
+    ApprovalRecord {
+        id,
+        outcome: outcome.to_string(),
+        by: decision.map(|d| d.by.clone()),
+        scope: decision.map(|d| format!("{:?}", d.scope).to_lowercase()),
+        waited_ms,
+    }
+}

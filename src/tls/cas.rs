@@ -1,0 +1,71 @@
+//! The sandboxes' CAs as the running proxy uses them: each loaded from `ca.dir` (created on first need) for
+//! the names its policy allows, then kept in memory until a reload may have changed those names.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::ca::{CaError, CaStore, SandboxCa, Scope};
+use crate::policy::{HostPattern, Mode, Policy, TlsMode};
+
+/// The CAs of every sandbox, loaded on first need.
+pub struct SandboxCas {
+    /// The CA folder.
+    pub store: CaStore,
+    loaded: moka::sync::Cache<String, Arc<SandboxCa>>,
+}
+
+impl SandboxCas {
+    /// CAs kept in `dir`.
+    pub fn new(dir: PathBuf) -> SandboxCas {
+        SandboxCas {
+            store: CaStore::new(dir),
+            loaded: moka::sync::Cache::new(100_000),
+        }
+    }
+
+    /// The CA of sandbox `id` whose policy is `policy` (none: unconstrained).
+    pub fn get(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+        self.loaded.try_get_with(id.to_string(), || {
+            let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
+            let ca = self.store.load_or_create(id, &wanted)?;
+            if wanted.normalized().ok().as_ref() != Some(ca.scope()) {
+                tracing::warn!(
+                    sandbox = %id,
+                    "the CA on disk was issued for other names than the policy now allows; hosts outside it \
+                     will be refused until `cordon ca rotate --sandbox {id}` issues a new CA"
+                );
+            }
+            Ok(ca)
+        })
+    }
+
+    /// Forget the loaded CAs: name constraints are judged again against the policies when each is next needed.
+    pub fn reload(&self) {
+        self.loaded.invalidate_all();
+    }
+}
+
+/// The names a sandbox's CA may sign for, from its policy: the hosts of its intercepted rules (`*.x` as the
+/// subtree `x`) and the ranges of its CIDR rules. A report-mode policy may allow anything, so its CA is
+/// unconstrained. A name a certificate cannot carry (e.g. with `_`) also leaves the CA unconstrained.
+pub fn scope_for(policy: &Policy) -> Scope {
+    if policy.mode == Mode::Report {
+        return Scope::Unconstrained;
+    }
+    let mut dns = Vec::new();
+    let mut ips = Vec::new();
+    for rule in policy.rules.iter().filter(|r| r.tls == TlsMode::Intercept) {
+        match &rule.host {
+            Some(HostPattern::Exact(name)) | Some(HostPattern::Subdomains(name)) => dns.push(name.clone()),
+            None => ips.extend(rule.cidrs.iter().copied()),
+        }
+    }
+    let scope = Scope::Names { dns, ips };
+    match scope.normalized() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(policy = %policy.name, "the CA cannot be name-constrained ({e}); it will be unconstrained");
+            Scope::Unconstrained
+        }
+    }
+}
