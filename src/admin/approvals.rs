@@ -3,7 +3,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{AdminResponse, error, json_response};
+use super::response::{AdminResponse, error, json_response};
 use crate::approval::{DecideError, Scope, Verdict};
 use crate::state::ProxyState;
 

@@ -3,7 +3,10 @@
 //! needs the token. The OpenAPI description is `docs/openapi.yaml`.
 
 mod approvals;
+mod response;
 mod sandboxes;
+
+pub use response::{AdminResponse, error, json_response};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -43,9 +46,6 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/grants"),
     ("DELETE", "/v1/grants/{id}"),
 ];
-
-/// An admin response.
-pub type AdminResponse = Response<Full<Bytes>>;
 
 /// Serve the admin API until `shutdown` completes.
 pub async fn serve(
@@ -253,21 +253,6 @@ async fn reload(state: &Arc<ProxyState>, reloader: &Reloader) -> AdminResponse {
             json_response(e.status(), &body)
         }
     }
-}
-
-/// A JSON answer.
-pub fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
-    let text = serde_json::to_vec_pretty(body).unwrap_or_default();
-    let mut resp = Response::new(Full::new(Bytes::from(text)));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-/// A JSON error: `{"error": {"code", "message"}}`.
-pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> AdminResponse {
-    json_response(status, &json!({"error": {"code": code, "message": message.into()}}))
 }
 
 fn not_allowed(allow: &'static str) -> AdminResponse {

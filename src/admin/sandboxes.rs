@@ -8,7 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{AdminResponse, error, json_response};
+use super::response::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
 use crate::identity::{Origin, Sandbox, valid_id};

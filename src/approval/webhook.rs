@@ -14,7 +14,7 @@ use http_body_util::Full;
 use ring::hmac;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::{Decision, Pending};
+use super::types::{Decision, Pending};
 use crate::upstream::outbound::{HttpClient, HttpError};
 
 /// The event of a new pending approval.

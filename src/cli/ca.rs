@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{ConfigArg, load};
+use super::args::{ConfigArg, load};
 use crate::tls::ca::{CaStore, Scope};
 use crate::tls::cas::scope_for;
 

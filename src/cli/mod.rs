@@ -3,6 +3,7 @@
 
 pub mod admin_client;
 pub mod approvals;
+mod args;
 mod ca;
 mod check;
 pub mod jail;
@@ -11,14 +12,14 @@ pub mod sandbox;
 mod vault;
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::Config;
 use crate::entry::explain;
 use crate::identity;
+pub use args::ConfigArg;
+use args::load;
 
 #[derive(Parser)]
 #[command(
@@ -95,22 +96,6 @@ enum Command {
 enum TokenCommand {
     /// Read a token on stdin and print the `token_sha256` to put in the config.
     Hash,
-}
-
-/// The configuration file a command reads.
-#[derive(clap::Args, Default)]
-pub struct ConfigArg {
-    /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
-    #[arg(long, env = "CORDON_CONFIG")]
-    pub config: Option<PathBuf>,
-}
-
-pub(crate) fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
-    Config::load(arg.config.as_deref()).map_err(|errors| {
-        eprintln!("{errors}");
-        eprintln!("cordon: {} error(s); nothing was started", errors.0.len());
-        ExitCode::from(2)
-    })
 }
 
 /// Parse the command line and run the command; the exit code says how it went.

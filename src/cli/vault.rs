@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{ConfigArg, load};
+use super::args::{ConfigArg, load};
 
 #[derive(Subcommand)]
 pub enum VaultCommand {

@@ -1,39 +1,24 @@
 //! Raw mirror -> typed `Config`, collecting every error with the path of the offending value.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnet::IpNet;
 
+use super::model::{AuditConfig, CaConfig, Config, ConfigErrors, Listen, Network, SandboxSpec, UpstreamConfig};
 use super::raw::{RawAddrs, RawConfig, RawSandbox};
-use super::{AuditConfig, CaConfig, Config, ConfigError, ConfigErrors, Listen, Network, SandboxSpec, UpstreamConfig};
 use crate::policy::Policy;
-use crate::policy::allowlist::{compile_paths, parse_method, parse_port};
 use crate::target::{Host, Target};
 
 mod control;
 mod credentials;
+mod fields;
 mod limits;
 mod policies;
 
-/// Errors gathered while validating one file.
-struct Errors {
-    file: String,
-    list: Vec<ConfigError>,
-}
-
-impl Errors {
-    fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.list.push(ConfigError {
-            file: self.file.clone(),
-            location: None,
-            path: path.into(),
-            message: message.into(),
-        });
-    }
-}
+use fields::{Errors, cidr, duration, ip, socket_addr};
 
 pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut errs = Errors {
@@ -136,70 +121,6 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     } else {
         Err(ConfigErrors(errs.list))
     }
-}
-
-fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, default: &str) -> SocketAddr {
-    let text = raw.unwrap_or(default);
-    text.parse().unwrap_or_else(|_| {
-        errs.at(
-            path,
-            format!("{text:?} is not an address and port; write e.g. \"127.0.0.1:3128\" or \"[::1]:3128\""),
-        );
-        SocketAddr::from(([127, 0, 0, 1], 0))
-    })
-}
-
-fn duration(errs: &mut Errors, path: &str, raw: Option<String>, default: Duration) -> Duration {
-    let Some(text) = raw else { return default };
-    match humantime::parse_duration(&text) {
-        Ok(d) if !d.is_zero() => d,
-        Ok(_) => {
-            errs.at(
-                path,
-                format!("{text:?} is zero; give a positive duration such as \"30s\""),
-            );
-            default
-        }
-        Err(e) => {
-            errs.at(
-                path,
-                format!("{text:?} is not a duration ({e}); write e.g. \"500ms\", \"30s\", \"5m\""),
-            );
-            default
-        }
-    }
-}
-
-fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Some(IpNet::from(ip));
-    }
-    match text.parse::<IpNet>() {
-        Ok(net) if net.trunc() != net => {
-            errs.at(
-                path,
-                format!(
-                    "{text:?} has bits set below its prefix; did you mean \"{}\"?",
-                    net.trunc()
-                ),
-            );
-            None
-        }
-        Ok(net) => Some(net),
-        Err(_) => {
-            errs.at(
-                path,
-                format!("{text:?} is not a CIDR; write e.g. \"10.1.0.0/16\" or \"fd00::/8\""),
-            );
-            None
-        }
-    }
-}
-
-fn ip(errs: &mut Errors, path: &str, text: &str) -> Option<IpAddr> {
-    text.parse()
-        .map_err(|_| errs.at(path, format!("{text:?} is not an IP address")))
-        .ok()
 }
 
 fn network(errs: &mut Errors, raw: super::raw::RawNetwork) -> Network {
@@ -383,53 +304,4 @@ fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String
         });
     }
     out
-}
-
-/// `ports:` of a rule or a binding: `default` when absent; an empty list is an error (it would match nothing).
-fn ports(errs: &mut Errors, base: &str, raw: Option<Vec<i64>>, default: &[u16]) -> Vec<u16> {
-    let Some(list) = raw else { return default.to_vec() };
-    if list.is_empty() {
-        errs.at(
-            format!("{base}.ports"),
-            format!("is empty; leave it out for {default:?} or list ports"),
-        );
-    }
-    list.iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            parse_port(*p)
-                .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
-                .ok()
-        })
-        .collect()
-}
-
-/// `methods:` of a rule or a binding: `None` (any) when absent; an empty list is an error.
-fn methods(errs: &mut Errors, base: &str, raw: Option<Vec<String>>) -> Option<Vec<http::Method>> {
-    let list = raw?;
-    if list.is_empty() {
-        errs.at(format!("{base}.methods"), "is empty; leave it out to allow any method");
-    }
-    Some(
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                parse_method(m)
-                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
-                    .ok()
-            })
-            .collect(),
-    )
-}
-
-/// `paths:` of a rule or a binding: `None` (any) when absent; an empty list is an error.
-fn paths(errs: &mut Errors, base: &str, raw: Option<&[String]>) -> Option<globset::GlobSet> {
-    let list = raw?;
-    if list.is_empty() {
-        errs.at(format!("{base}.paths"), "is empty; leave it out to allow any path");
-        return None;
-    }
-    compile_paths(list)
-        .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
-        .ok()
 }

@@ -2,9 +2,9 @@
 
 use http::Method;
 
-use super::Ask;
 use super::dry::Note;
 use super::exchange::Exchange;
+use super::input::Ask;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;

@@ -6,7 +6,7 @@ use http::Response;
 use secrecy::SecretString;
 
 use super::dry::{Note, Notes};
-use super::{Ask, Input, Outcome};
+use super::input::{Ask, Input, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use super::exchange::Exchange;
-use super::{Claim, record};
+use super::input::Claim;
+use super::record;
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
 use crate::error::{ProxyError, TunnelEnd};

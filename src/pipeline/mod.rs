@@ -29,6 +29,7 @@ mod checks;
 mod dry;
 mod exchange;
 mod identify;
+mod input;
 mod name;
 mod record;
 mod request;
@@ -36,100 +37,15 @@ mod tunnel;
 
 use std::sync::Arc;
 
-use http::{Request, Response};
-
-use crate::addr::{ClientAddr, OriginalDst};
-use crate::audit::Kind;
-use crate::body::ProxyBody;
-use crate::dns::Answer;
 use crate::error::ProxyError;
-use crate::identity::{AuthFailure, Sandbox};
-use crate::session::scope::ConnScope;
 use crate::state::{Generation, ProxyState};
-use crate::target::Target;
 
 pub(crate) use dry::{CredentialUse, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
+pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord};
 pub(crate) use record::{malformed, refuse_connection};
-pub(crate) use request::{Inside, is_websocket};
-pub(crate) use tunnel::{Opened, TunnelRecord};
-
-/// What an entry read, translated: who, where, what.
-pub(crate) struct Input {
-    /// The kind of traffic, as the audit record names it.
-    pub(crate) kind: Kind,
-    /// The client's address.
-    pub(crate) client: ClientAddr,
-    /// For a connection the kernel redirected to the transparent listener: where it was going.
-    pub(crate) original_dst: Option<OriginalDst>,
-    /// The client connection, tied to the sandboxes it serves (closed when one loses access).
-    pub(crate) conn: Option<Arc<ConnScope>>,
-    /// Who the client says it is.
-    pub(crate) claim: Claim,
-    /// Where it wants to go, as the one target parser read it.
-    pub(crate) target: Result<Target, ProxyError>,
-    /// What it asks for.
-    pub(crate) ask: Ask,
-}
-
-/// Who the client says it is.
-pub(crate) enum Claim {
-    /// What its `Proxy-Authorization` said (`identity::credentials`): an id and a token or signed credential,
-    /// nothing (then the source address decides), or a malformed header.
-    Credentials(Result<Option<(String, String)>, AuthFailure>),
-    /// Nothing: it is known by its source address alone (transparent traffic, DNS).
-    Source,
-    /// The identity its tunnel was opened with, checked again for each request (revoked, expired, removed).
-    Established(Arc<Sandbox>),
-    /// The sandbox an operator names for a dry run.
-    Named(String),
-}
-
-/// What the client asks for.
-pub(crate) enum Ask {
-    /// A tunnel to the target: a CONNECT, or a transparent TLS connection.
-    Tunnel,
-    /// One HTTP request: plain (`inside` is `None`), or inside an interception.
-    Request {
-        /// The request as read (its body streams on).
-        req: Request<ProxyBody>,
-        /// What the interception it arrived on shares, if any.
-        inside: Option<Arc<Inside>>,
-    },
-    /// The target's host as a DNS name, for the responder.
-    Name {
-        /// The name as asked (recorded even when it is not a host name).
-        name: String,
-        /// The record type asked for, for the audit record.
-        qtype: String,
-        /// Whether to resolve it (A and AAAA); other types are only judged.
-        resolve: bool,
-    },
-}
-
-/// What the entry does next.
-pub(crate) enum Outcome {
-    /// Give the client this response: the upstream's, or a refusal's.
-    Respond(Response<ProxyBody>),
-    /// Open this tunnel (after answering 200 to a CONNECT).
-    Open(Box<Opened>),
-    /// Answer the DNS query so.
-    Answer(Answer),
-    /// A dry run ended; what it found is in its notes.
-    Dry,
-}
-
-impl Outcome {
-    /// The response for an entry that can only give one: a tunnel or a DNS answer where a response was
-    /// expected means the entry asked for something else than it handles.
-    pub(crate) fn into_response(self) -> Response<ProxyBody> {
-        match self {
-            Outcome::Respond(resp) => resp,
-            Outcome::Open(_) | Outcome::Answer(_) | Outcome::Dry => ProxyError::Internal.response(),
-        }
-    }
-}
+pub(crate) use request::is_websocket;
 
 /// Run the steps for live traffic.
 pub(crate) async fn run(state: &Arc<ProxyState>, input: Input) -> Outcome {

@@ -1,8 +1,8 @@
 //! Step 6 for a DNS query: the name resolved through the address guard, as a dial would resolve it.
 
-use super::Outcome;
 use super::checks::Decision;
 use super::exchange::Exchange;
+use super::input::Outcome;
 use crate::dns::Answer;
 use crate::error::ProxyError;
 use crate::net::DialError;

@@ -2,7 +2,7 @@
 //! given its credentials, sent through the sandbox's pool, and its response streamed back carrying the
 //! audit record.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 
 use http::header::{CONNECTION, HOST, UPGRADE};
 use http::uri::{PathAndQuery, Scheme};
@@ -10,10 +10,10 @@ use http::{HeaderValue, Request, Response, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::Outcome;
 use super::checks::Decision;
 use super::dry::{CredentialUse, Note};
 use super::exchange::Exchange;
+use super::input::{Inside, Outcome};
 use crate::approval::{self, Outcome as Approval};
 use crate::audit::ApprovalRecord;
 use crate::body::{Counted, ProxyBody};
@@ -21,42 +21,9 @@ use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
 use crate::policy::Action;
-use crate::state::Generation;
-use crate::target::{Spellings, Target};
-use crate::upstream::pool::{Dialled, SandboxClients};
+use crate::target::Target;
+use crate::upstream::pool::Dialled;
 use crate::upstream::send::send;
-
-/// What every request inside one interception shares.
-pub(crate) struct Inside {
-    /// How clients usually spell the tunnel's target, recognised without parsing.
-    pub(super) spellings: Spellings,
-    /// The sandbox's upstream clients, looked up once per configuration generation instead of per request.
-    pools: Mutex<Option<(Weak<Generation>, Arc<SandboxClients>)>>,
-}
-
-impl Inside {
-    /// For an interception of a tunnel to `target`.
-    pub(crate) fn new(target: &Target) -> Inside {
-        Inside {
-            spellings: Spellings::of(target, 443),
-            pools: Mutex::new(None),
-        }
-    }
-
-    fn pools(&self, generation: &Arc<Generation>, sandbox: &str) -> Arc<SandboxClients> {
-        let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((seen, pools)) = cached.as_ref()
-            && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))
-        {
-            return pools.clone();
-        }
-        let pools = generation.upstreams.for_sandbox(sandbox);
-        // A Weak keeps the old generation's allocation (not the generation) alive, so its address is never
-        // reused while it is compared against.
-        *cached = Some((Arc::downgrade(generation), pools.clone()));
-        pools
-    }
-}
 
 /// A WebSocket handshake: HTTP/1.1 end to end, and after a 101 the two upgraded streams are spliced.
 pub(crate) fn is_websocket<B>(req: &Request<B>) -> bool {

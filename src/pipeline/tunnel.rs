@@ -2,57 +2,17 @@
 //! dialled (`tls: tunnel`) or resolved (intercepted), and the record that travels with the tunnel.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
-use tokio::net::TcpStream;
-
-use super::Outcome;
 use super::checks::Decision;
 use super::dry::Note;
 use super::exchange::Exchange;
-use crate::audit::{self, Kind};
-use crate::error::{ProxyError, TunnelEnd};
+use super::input::{Opened, Outcome, TunnelRecord};
+use crate::audit::Kind;
+use crate::error::ProxyError;
 use crate::identity::Sandbox;
-use crate::limits::OpenGuard;
 use crate::policy::TlsMode;
 use crate::session::admission;
-use crate::state::Generation;
 use crate::target::Target;
-
-/// A tunnel the pipeline allowed, for its entry to run.
-pub(crate) struct Opened {
-    /// Whose tunnel.
-    pub(crate) sandbox: Arc<Sandbox>,
-    /// To where.
-    pub(crate) target: Target,
-    /// The dialled upstream for a `tls: tunnel` rule (bytes pass through); `None` to intercept.
-    pub(crate) upstream: Option<TcpStream>,
-    /// The tunnel's slot under the sandbox's and user's open caps, held while it is open.
-    pub(crate) open: OpenGuard,
-    /// The configuration it was allowed under (its timeouts bound it).
-    pub(crate) generation: Arc<Generation>,
-    /// Its audit record, written when it ends.
-    pub(crate) record: TunnelRecord,
-}
-
-/// A tunnel's audit record: its bytes are counted into it while it is open, and it is written once, when
-/// the tunnel ends (or is dropped).
-pub(crate) struct TunnelRecord(audit::Pending);
-
-impl TunnelRecord {
-    /// The counters of bytes from and to the client.
-    pub(crate) fn counters(&self) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
-        (self.0.up_counter(), self.0.down_counter())
-    }
-
-    /// The tunnel ended: cleanly (`None`), or so.
-    pub(crate) fn end(mut self, how: Option<&TunnelEnd>) {
-        if let Some(how) = how {
-            self.0.ended(how);
-        }
-        self.0.finish();
-    }
-}
 
 /// Caps, then dial or resolve: every check before the client hears 200.
 pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Decision) -> Outcome {

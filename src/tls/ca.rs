@@ -36,13 +36,12 @@ use std::fmt;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    PKCS_ECDSA_P256_SHA256, SerialNumber,
+    PKCS_ECDSA_P256_SHA256,
 };
-use rustls::crypto::CryptoProvider;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use time::OffsetDateTime;
@@ -50,6 +49,7 @@ use time::OffsetDateTime;
 pub use super::ca_error::CaError;
 use super::ca_error::io_err;
 use super::ca_files::*;
+use super::crypto::random_serial;
 pub use super::scope::Scope;
 use super::scope::{name_constraints, scope_from_cert};
 
@@ -67,31 +67,6 @@ const OLD_CERT_FILE: &str = "ca.pem.old";
 
 /// The longest sandbox id accepted.
 const MAX_SANDBOX_ID_LEN: usize = 64;
-
-/// The crypto provider for everything in this module tree, built here rather than taken from rustls' process-wide
-/// default so that nothing depends on what another part of the process installed.
-static PROVIDER: LazyLock<Arc<CryptoProvider>> = LazyLock::new(|| Arc::new(rustls::crypto::ring::default_provider()));
-
-/// The ring crypto provider shared by the TLS modules.
-pub(super) fn provider() -> Arc<CryptoProvider> {
-    Arc::clone(&PROVIDER)
-}
-
-/// `N` bytes from the provider's CSPRNG.
-pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N], CaError> {
-    let mut buf = [0u8; N];
-    PROVIDER.secure_random.fill(&mut buf).map_err(|_| CaError::Random)?;
-    Ok(buf)
-}
-
-/// A random, positive 128-bit certificate serial number (RFC 5280 allows 20 octets; CA/B forum wants 64 random
-/// bits).
-pub(super) fn random_serial() -> Result<SerialNumber, CaError> {
-    let mut bytes = random_bytes::<16>()?;
-    // Clear the sign bit (serials are positive) and set the next one, so the DER INTEGER is exactly 16 octets.
-    bytes[0] = (bytes[0] & 0x7f) | 0x40;
-    Ok(SerialNumber::from_slice(&bytes))
-}
 
 /// A sandbox's CA, ready to sign leaves.
 pub struct SandboxCa {

@@ -4,8 +4,6 @@
 //! valid from five minutes before it was minted (clock skew between cordon and the sandbox) for the validity the
 //! caller asks for, but never past its CA's expiry, and may only authenticate a TLS server.
 
-use std::fmt;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +12,12 @@ use rcgen::{
     PKCS_ECDSA_P256_SHA256, SanType,
 };
 use rustls::server::ServerSessionMemoryCache;
-use rustls_pki_types::{CertificateDer, DnsName, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use time::OffsetDateTime;
 
-use super::ca::{CaError, SandboxCa, provider, random_serial};
+use super::ca::{CaError, SandboxCa};
+use super::crypto::{provider, random_serial};
+pub use super::scope::LeafName;
 
 /// How far before its minting a leaf's validity starts, so that a sandbox whose clock is behind accepts it.
 pub const LEAF_BACKDATE: time::Duration = time::Duration::minutes(5);
@@ -26,57 +26,6 @@ pub const LEAF_BACKDATE: time::Duration = time::Duration::minutes(5);
 /// server identities would let a session made for one name be resumed for another; it is kept small because the
 /// leaf cache may hold thousands of configurations.
 const SESSIONS_PER_LEAF: usize = 32;
-
-/// The name a leaf certificate is made for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum LeafName {
-    /// A DNS name, e.g. `api.example.com`.
-    Dns(String),
-    /// An IP address, for clients that connect to one.
-    Ip(IpAddr),
-}
-
-impl LeafName {
-    /// The name for a host as a client wrote it (a CONNECT authority's host or an SNI value): an IP address if it
-    /// parses as one (with or without IPv6 brackets), else a DNS name. Does not validate; see
-    /// [`LeafName::normalized`].
-    pub fn from_host(host: &str) -> LeafName {
-        let unbracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-        match unbracketed.parse::<IpAddr>() {
-            Ok(ip) => LeafName::Ip(ip),
-            Err(_) => LeafName::Dns(host.to_owned()),
-        }
-    }
-
-    /// The canonical form: a DNS name lowercased without its trailing dot (a DNS name that is really an IP
-    /// address becomes [`LeafName::Ip`]), refused if it cannot be a certificate's DNS name (wildcards included).
-    pub fn normalized(&self) -> Result<LeafName, CaError> {
-        match self {
-            LeafName::Ip(ip) => Ok(LeafName::Ip(*ip)),
-            LeafName::Dns(host) => {
-                let lower = host.to_ascii_lowercase();
-                let name = lower.strip_suffix('.').unwrap_or(&lower);
-                if let Ok(ip) = name.parse::<IpAddr>() {
-                    return Ok(LeafName::Ip(ip));
-                }
-                DnsName::try_from(name).map_err(|_| CaError::InvalidName {
-                    name: host.clone(),
-                    reason: "not a valid DNS name",
-                })?;
-                Ok(LeafName::Dns(name.to_owned()))
-            }
-        }
-    }
-}
-
-impl fmt::Display for LeafName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LeafName::Dns(name) => f.write_str(name),
-            LeafName::Ip(ip) => write!(f, "{ip}"),
-        }
-    }
-}
 
 /// A leaf for `name`, signed by `ca`, with a fresh ECDSA P-256 key of its own: SAN = the DNS name or the IP
 /// address, EKU serverAuth, key usage digitalSignature, CA:FALSE, valid from now − [`LEAF_BACKDATE`] to

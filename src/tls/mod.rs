@@ -5,6 +5,7 @@ mod ca_error;
 mod ca_files;
 pub mod cache;
 pub mod cas;
+mod crypto;
 pub mod leaf;
 pub mod pem;
 mod scope;

@@ -1,6 +1,7 @@
 //! What a sandbox CA may sign for: the scope derived from a policy, the X.509 name constraints written
 //! for it, and the scope read back from a certificate on disk.
 
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
@@ -10,8 +11,58 @@ use rustls_pki_types::DnsName;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 
-use super::ca::CaError;
-use super::leaf::LeafName;
+use super::ca_error::CaError;
+
+/// The name a leaf certificate is made for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LeafName {
+    /// A DNS name, e.g. `api.example.com`.
+    Dns(String),
+    /// An IP address, for clients that connect to one.
+    Ip(IpAddr),
+}
+
+impl LeafName {
+    /// The name for a host as a client wrote it (a CONNECT authority's host or an SNI value): an IP address if it
+    /// parses as one (with or without IPv6 brackets), else a DNS name. Does not validate; see
+    /// [`LeafName::normalized`].
+    pub fn from_host(host: &str) -> LeafName {
+        let unbracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+        match unbracketed.parse::<IpAddr>() {
+            Ok(ip) => LeafName::Ip(ip),
+            Err(_) => LeafName::Dns(host.to_owned()),
+        }
+    }
+
+    /// The canonical form: a DNS name lowercased without its trailing dot (a DNS name that is really an IP
+    /// address becomes [`LeafName::Ip`]), refused if it cannot be a certificate's DNS name (wildcards included).
+    pub fn normalized(&self) -> Result<LeafName, CaError> {
+        match self {
+            LeafName::Ip(ip) => Ok(LeafName::Ip(*ip)),
+            LeafName::Dns(host) => {
+                let lower = host.to_ascii_lowercase();
+                let name = lower.strip_suffix('.').unwrap_or(&lower);
+                if let Ok(ip) = name.parse::<IpAddr>() {
+                    return Ok(LeafName::Ip(ip));
+                }
+                DnsName::try_from(name).map_err(|_| CaError::InvalidName {
+                    name: host.clone(),
+                    reason: "not a valid DNS name",
+                })?;
+                Ok(LeafName::Dns(name.to_owned()))
+            }
+        }
+    }
+}
+
+impl fmt::Display for LeafName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeafName::Dns(name) => f.write_str(name),
+            LeafName::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
+}
 
 /// What a CA may sign for, derived by the caller from the sandbox's policy.
 #[derive(Debug, Clone, PartialEq, Eq)]

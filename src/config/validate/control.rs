@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use super::{Errors, credentials::secret_ref, duration};
+use super::credentials::secret_ref;
+use super::fields::{Errors, duration};
+use crate::config::model::{ControlConfig, Listen};
 use crate::config::raw::RawControl;
-use crate::config::{ControlConfig, Listen};
 
 pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> ControlConfig {
     let mut c = ControlConfig {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use http::HeaderName;
 
-use super::{Errors, methods, paths, ports};
+use super::fields::{Errors, methods, paths, ports};
 use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::credentials::spec::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,

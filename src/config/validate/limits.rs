@@ -3,9 +3,10 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use super::{Errors, credentials::secret_ref, duration};
+use super::credentials::secret_ref;
+use super::fields::{Errors, duration};
+use crate::config::model::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
 use crate::config::raw::{RawApproval, RawLimits, RawRate, RawTimeouts};
-use crate::config::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
 use crate::limits::Rate;
 
 pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use ipnet::IpNet;
 
-use super::{Errors, cidr, methods, paths, ports};
+use super::fields::{Errors, cidr, methods, paths, ports};
 use crate::config::raw::{RawPolicy, RawRule};
 use crate::policy::allowlist::DEFAULT_PORTS;
 use crate::policy::{Action, HostPattern, Mode, Policy, Rule, TlsMode};

@@ -3,7 +3,7 @@
 use secrecy::SecretString;
 use secrecy::zeroize::Zeroize;
 
-use super::{SecretStore, VaultError};
+use super::store::{SecretStore, VaultError};
 
 /// Reads secrets from cordon's own environment variables (the variable's name is the secret's name).
 #[derive(Debug, Clone, Copy, Default)]

@@ -18,7 +18,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use secrecy::zeroize::{Zeroize, Zeroizing};
 use secrecy::{ExposeSecret, SecretString};
 
-use super::{SecretStore, VaultError};
+use super::store::{SecretStore, VaultError};
 
 /// The versioned header at the start of every vault file.
 const MAGIC: &[u8; 8] = b"CORDONV1";

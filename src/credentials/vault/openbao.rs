@@ -13,7 +13,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::{SecretStore, VaultError};
+use super::store::{SecretStore, VaultError};
 use crate::upstream::outbound::HttpClient;
 
 /// Every request to the server is given this long.

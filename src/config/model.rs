@@ -1,0 +1,338 @@
+//! The validated configuration's types.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ipnet::IpNet;
+
+pub use crate::identity::SandboxSpec;
+use crate::policy::Policy;
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where it came from, for messages.
+    pub source: String,
+    /// Listener addresses.
+    pub listen: Listen,
+    /// Audit sink.
+    pub audit: AuditConfig,
+    /// Address guard and name overrides.
+    pub network: Network,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Caps.
+    pub limits: Limits,
+    /// Per-sandbox certificate authorities.
+    pub ca: CaConfig,
+    /// cordon's connections to upstreams.
+    pub upstream: UpstreamConfig,
+    /// The file vault.
+    pub vault: crate::credentials::spec::FileVaultSpec,
+    /// An OpenBao / HashiCorp Vault server, if configured.
+    pub openbao: Option<crate::credentials::spec::OpenBaoSpec>,
+    /// Credentials by name.
+    pub credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
+    /// Sandboxes declared in the file.
+    pub sandboxes: Vec<SandboxSpec>,
+    /// Policies by name.
+    pub policies: BTreeMap<String, Policy>,
+    /// The control plane.
+    pub control: ControlConfig,
+    /// Human approval.
+    pub approval: ApprovalConfig,
+}
+
+/// `control:` — the admin API, run-time sandboxes and reload.
+#[derive(Debug, Clone)]
+pub struct ControlConfig {
+    /// The admin API's bearer token (required when `listen.admin` is set).
+    pub admin_token: Option<crate::credentials::spec::SecretRef>,
+    /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
+    /// per process (credentials die with it).
+    pub signing_key: Option<crate::credentials::spec::SecretRef>,
+    /// The sandbox store. `None`: in memory (run-time sandboxes die with the process).
+    pub store: Option<PathBuf>,
+    /// Lifetime of a run-time sandbox when the request names none.
+    pub default_ttl: Duration,
+    /// The longest lifetime a request may ask for.
+    pub max_ttl: Duration,
+    /// The proxy URL handed to sandboxes (`None`: `http://` + `listen.proxy`).
+    pub proxy_url: Option<String>,
+    /// `NO_PROXY` entries handed to sandboxes.
+    pub no_proxy: Vec<String>,
+    /// Where a sandbox finds its CA certificate, in its own file system.
+    pub ca_file: String,
+    /// Reload when the configuration file changes.
+    pub watch: bool,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            admin_token: None,
+            signing_key: None,
+            store: None,
+            default_ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(7 * 24 * 3600),
+            proxy_url: None,
+            no_proxy: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            ca_file: "/etc/cordon/ca.pem".into(),
+            watch: true,
+        }
+    }
+}
+
+/// `listen:`
+#[derive(Debug, Clone)]
+pub struct Listen {
+    /// The explicit proxy listener.
+    pub proxy: SocketAddr,
+    /// The admin API listener, if any.
+    pub admin: Option<SocketAddr>,
+    /// The transparent listener, if any: connections redirected to it by the kernel (`REDIRECT`, `TPROXY`),
+    /// their sandbox known by source address.
+    pub transparent: Option<SocketAddr>,
+    /// Whether the transparent listener is opened with `IP_TRANSPARENT` (TPROXY; needs `CAP_NET_ADMIN`).
+    pub transparent_tproxy: bool,
+    /// The DNS responder's address (UDP and TCP), if any.
+    pub dns: Option<SocketAddr>,
+}
+
+impl Config {
+    /// The audit log's file, when audit records go to one.
+    pub fn audit_file(&self) -> Option<&std::path::Path> {
+        match &self.audit {
+            AuditConfig::File(p) => Some(p),
+            AuditConfig::Stdout => None,
+        }
+    }
+}
+
+impl Listen {
+    /// Every TCP or UDP address cordon listens on, named by its key, for checks of overlap.
+    pub fn all(&self) -> Vec<(&'static str, SocketAddr)> {
+        let mut all = vec![("listen.proxy", self.proxy)];
+        all.extend(self.admin.map(|a| ("listen.admin", a)));
+        all.extend(self.transparent.map(|a| ("listen.transparent", a)));
+        all
+    }
+}
+
+/// Where audit records go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditConfig {
+    /// Standard output.
+    Stdout,
+    /// Appended to this file.
+    File(PathBuf),
+}
+
+/// `network:`
+#[derive(Debug, Clone, Default)]
+pub struct Network {
+    /// Exceptions to the special-range guard.
+    pub allow_cidrs: Vec<IpNet>,
+    /// Metadata addresses explicitly opted in to. Dangerous: a sandbox that reaches them can steal the
+    /// host's cloud credentials.
+    pub dangerous_allow_metadata: Vec<IpAddr>,
+    /// Static name overrides (still checked by the guard).
+    pub hosts: HashMap<String, Vec<IpAddr>>,
+}
+
+/// `timeouts:`
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    /// Dialling an upstream address.
+    pub connect: Duration,
+    /// Receiving a whole request head from a client (slow-header clients are cut off).
+    pub request_headers: Duration,
+    /// Waiting for an upstream's response head.
+    pub upstream_headers: Duration,
+    /// How long shutdown waits for in-flight requests and tunnels.
+    pub drain: Duration,
+    /// A TLS handshake, with the client (after CONNECT) or with the upstream.
+    pub tls_handshake: Duration,
+    /// A tunnel (intercepted or not) with no bytes either way is closed after this.
+    pub idle: Duration,
+    /// The longest a tunnel may stay open.
+    pub tunnel_max: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            request_headers: Duration::from_secs(30),
+            upstream_headers: Duration::from_secs(60),
+            drain: Duration::from_secs(10),
+            tls_handshake: Duration::from_secs(10),
+            idle: Duration::from_secs(300),
+            tunnel_max: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// `limits:`
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Client connections open at once; more are refused with 503.
+    pub max_connections: usize,
+    /// Request line plus headers; larger heads get 431.
+    pub max_request_header_bytes: usize,
+    /// Rates, caps and byte budgets per sandbox, per user and per source address.
+    pub rates: crate::limits::LimitSpec,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 4096,
+            max_request_header_bytes: 64 * 1024,
+            rates: default_rates(),
+        }
+    }
+}
+
+/// The rates and caps in force when the file sets none: generous for one agent, a bound for a runaway one.
+/// Byte budgets are off unless configured.
+pub fn default_rates() -> crate::limits::LimitSpec {
+    use crate::limits::Rate;
+    use std::num::NonZeroU32;
+    let rate = |per_second: u32, burst: u32| {
+        NonZeroU32::new(per_second)
+            .zip(NonZeroU32::new(burst))
+            .map(|(per_second, burst)| Rate { per_second, burst })
+    };
+    crate::limits::LimitSpec {
+        sandbox_requests: rate(100, 200),
+        user_requests: rate(500, 1000),
+        host_requests: None,
+        sandbox_connections: rate(50, 100),
+        sandbox_open: Some(512),
+        user_open: Some(2048),
+        budget_window: Duration::from_secs(3600),
+        sandbox_upload: None,
+        sandbox_download: None,
+        auth_failures: rate(5, 20),
+    }
+}
+
+/// `approval:` — requests of `action: ask` rules wait for a human.
+#[derive(Debug, Clone)]
+pub struct ApprovalConfig {
+    /// How long a request waits for a decision before it is refused.
+    pub timeout: Duration,
+    /// Requests waiting at once; more are refused at once.
+    pub max_pending: usize,
+    /// Where pending approvals are announced.
+    pub webhook: Option<WebhookSpec>,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        ApprovalConfig {
+            timeout: Duration::from_secs(300),
+            max_pending: 100,
+            webhook: None,
+        }
+    }
+}
+
+/// `approval.webhook:`
+#[derive(Debug, Clone)]
+pub struct WebhookSpec {
+    /// POSTed to.
+    pub url: http::Uri,
+    /// Signs each POST (`X-Cordon-Signature`).
+    pub secret: Option<crate::credentials::spec::SecretRef>,
+}
+
+/// `ca:`
+#[derive(Debug, Clone)]
+pub struct CaConfig {
+    /// Folder with one sub-folder per sandbox (`<dir>/<sandbox>/ca.pem`, `ca.key`).
+    pub dir: PathBuf,
+    /// Lifetime of minted leaves.
+    pub leaf_validity: Duration,
+    /// Leaves kept ready (entries of the (sandbox, host) cache).
+    pub leaf_cache: u64,
+}
+
+impl Default for CaConfig {
+    fn default() -> Self {
+        CaConfig {
+            dir: PathBuf::from("certs"),
+            leaf_validity: Duration::from_secs(24 * 3600),
+            leaf_cache: 10_000,
+        }
+    }
+}
+
+/// `upstream:`
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The files named in `extra_roots`.
+    pub extra_root_files: Vec<PathBuf>,
+    /// The certificates they hold, trusted besides the built-in roots.
+    pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+    /// How long an idle pooled connection is kept.
+    pub pool_idle: Duration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            extra_root_files: Vec::new(),
+            extra_roots: Vec::new(),
+            pool_idle: Duration::from_secs(90),
+        }
+    }
+}
+
+/// One problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// File name.
+    pub file: String,
+    /// Line and column, where the parser knows them.
+    pub location: Option<(usize, usize)>,
+    /// Path of the offending value, e.g. `policies.web.allow[2].host`.
+    pub path: String,
+    /// What is wrong and what would be right.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.location {
+            write!(f, ":{line}:{col}")?;
+        }
+        if self.path.is_empty() {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": {}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every problem found; a configuration with any is never used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
