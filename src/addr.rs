@@ -5,11 +5,11 @@ use std::net::{IpAddr, SocketAddr};
 
 /// The address of the client (the sandbox side) of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ClientAddr(pub SocketAddr);
+pub(crate) struct ClientAddr(pub SocketAddr);
 
 impl ClientAddr {
     /// The client's IP address (what source ranges and throttles key on).
-    pub fn ip(self) -> IpAddr {
+    pub(crate) fn ip(self) -> IpAddr {
         self.0.ip()
     }
 }
@@ -22,11 +22,11 @@ impl fmt::Display for ClientAddr {
 
 /// Where a connection redirected to the transparent listener was going before the kernel redirected it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OriginalDst(pub SocketAddr);
+pub(crate) struct OriginalDst(pub SocketAddr);
 
 impl OriginalDst {
     /// The destination port (the port transparent traffic is judged on).
-    pub fn port(self) -> u16 {
+    pub(crate) fn port(self) -> u16 {
         self.0.port()
     }
 }

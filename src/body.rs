@@ -11,24 +11,24 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 
 /// Boxed error for bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body of every response cordon sends and every request it forwards.
-pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+pub(crate) type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A complete body.
-pub fn full(text: impl Into<Bytes>) -> ProxyBody {
+pub(crate) fn full(text: impl Into<Bytes>) -> ProxyBody {
     Full::new(text.into()).map_err(|never| match never {}).boxed_unsync()
 }
 
 /// An empty body.
-pub fn empty() -> ProxyBody {
+pub(crate) fn empty() -> ProxyBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
 }
 
 /// Streams an inner body unchanged, adding the length of each data frame to a shared counter, and
 /// keeping `T` (e.g. an audit guard) alive until the body is finished or dropped.
-pub struct Counted<B, T> {
+pub(crate) struct Counted<B, T> {
     inner: B,
     counter: Arc<AtomicU64>,
     keep: Option<T>,
@@ -38,7 +38,7 @@ pub struct Counted<B, T> {
 
 impl<B, T> Counted<B, T> {
     /// Wrap `inner`; `keep` is dropped when the body ends.
-    pub fn new(inner: B, counter: Arc<AtomicU64>, keep: Option<T>) -> Self {
+    pub(crate) fn new(inner: B, counter: Arc<AtomicU64>, keep: Option<T>) -> Self {
         Counted {
             inner,
             counter,
@@ -48,7 +48,7 @@ impl<B, T> Counted<B, T> {
     }
 
     /// Also count the bytes against a budget (`up`: from the client); over it, the body ends in an error.
-    pub fn metered(mut self, meter: Option<Arc<dyn crate::limits::Meter>>, up: bool) -> Self {
+    pub(crate) fn metered(mut self, meter: Option<Arc<dyn crate::limits::Meter>>, up: bool) -> Self {
         self.meter = meter.map(|m| (m, up));
         self
     }
@@ -104,7 +104,7 @@ where
 }
 
 /// Box any body into a [`ProxyBody`].
-pub fn boxed<B>(body: B) -> ProxyBody
+pub(crate) fn boxed<B>(body: B) -> ProxyBody
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,

@@ -14,7 +14,7 @@ use crate::policy::DenyReason;
 use crate::target::{Target, TargetError};
 
 /// The response header carrying the machine-readable reason of a refusal.
-pub const REASON_HEADER: &str = "x-cordon-reason";
+pub(crate) const REASON_HEADER: &str = "x-cordon-reason";
 
 /// Why cordon did not (fully) serve a request.
 #[derive(Debug, thiserror::Error)]
@@ -334,12 +334,12 @@ fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
 }
 
 /// The answer to a request whose framing the byte-level guard refused (400, or 431 for an oversized head).
-pub fn render_framing(v: &FramingViolation) -> Vec<u8> {
+pub(crate) fn render_framing(v: &FramingViolation) -> Vec<u8> {
     raw_response(framing_status(v), v.code(), &format!("malformed request: {v}"))
 }
 
 /// The answer to a connection over the connection cap.
-pub fn render_overloaded() -> Vec<u8> {
+pub(crate) fn render_overloaded() -> Vec<u8> {
     raw_response(
         StatusCode::SERVICE_UNAVAILABLE,
         "too_many_connections",
@@ -348,7 +348,7 @@ pub fn render_overloaded() -> Vec<u8> {
 }
 
 /// The status a framing violation is answered with, for the audit record.
-pub fn framing_status(v: &FramingViolation) -> StatusCode {
+pub(crate) fn framing_status(v: &FramingViolation) -> StatusCode {
     match v {
         FramingViolation::HeadTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         _ => StatusCode::BAD_REQUEST,
@@ -356,7 +356,7 @@ pub fn framing_status(v: &FramingViolation) -> StatusCode {
 }
 
 /// The status hyper answered a request it could not parse with.
-pub fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
+pub(crate) fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
     if e.is_parse_too_large() {
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
     } else {
@@ -365,6 +365,6 @@ pub fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
 }
 
 /// Shown for an empty 200 to CONNECT.
-pub fn connect_established() -> Response<ProxyBody> {
+pub(crate) fn connect_established() -> Response<ProxyBody> {
     Response::new(body::empty())
 }

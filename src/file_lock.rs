@@ -12,7 +12,7 @@ use std::path::Path;
 ///
 /// `Ok(None)` where this process may not create the lock file (a read-only file system or folder): such a
 /// process can only read, and every file cordon writes appears whole, so reading needs no lock.
-pub fn exclusive(path: &Path) -> io::Result<Option<File>> {
+pub(crate) fn exclusive(path: &Path) -> io::Result<Option<File>> {
     // SECURITY: never through a symbolic link, so whoever can write the folder cannot have cordon create
     // or hold a file elsewhere; nothing is ever written to it.
     let opened = OpenOptions::new()

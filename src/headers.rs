@@ -10,7 +10,7 @@ use http::header::{self, HeaderMap, HeaderName};
 use crate::error::ProxyError;
 
 /// Request headers with this prefix claim to come from cordon; a sandbox may not send them.
-pub const CORDON_PREFIX: &str = "x-cordon-";
+pub(crate) const CORDON_PREFIX: &str = "x-cordon-";
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the proxy-specific ones, as names (removing by name skips
 /// parsing a string on every request).
@@ -31,7 +31,7 @@ const NOT_NOMINATABLE: [&str; 2] = ["host", "content-length"];
 
 /// The request's one `Host` header, if it has one. The byte-level framing guard has already refused CL+TE
 /// and duplicate Content-Length; this is for what survives into the header map.
-pub fn single_host(headers: &HeaderMap) -> Result<Option<&HeaderValue>, ProxyError> {
+pub(crate) fn single_host(headers: &HeaderMap) -> Result<Option<&HeaderValue>, ProxyError> {
     let mut all = headers.get_all(header::HOST).iter();
     match (all.next(), all.next()) {
         // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
@@ -44,7 +44,7 @@ pub fn single_host(headers: &HeaderMap) -> Result<Option<&HeaderValue>, ProxyErr
 }
 
 /// Remove what must not travel upstream, after reading what `Connection` nominates.
-pub fn strip_request(headers: &mut HeaderMap) {
+pub(crate) fn strip_request(headers: &mut HeaderMap) {
     // `TE: trailers` is the one TE value that is end-to-end in practice (gRPC needs it over h2).
     let te_trailers = headers
         .get(header::TE)
@@ -65,7 +65,7 @@ pub fn strip_request(headers: &mut HeaderMap) {
 }
 
 /// Remove what must not travel back to the sandbox.
-pub fn strip_response(headers: &mut HeaderMap) {
+pub(crate) fn strip_response(headers: &mut HeaderMap) {
     strip_hop_by_hop(headers);
 }
 

@@ -21,36 +21,36 @@
 
 #![forbid(unsafe_code)]
 
-pub mod addr;
+mod addr;
 pub mod admin;
 pub mod approval;
 pub mod audit;
-pub mod body;
+mod body;
 pub mod cli;
 pub mod config;
 pub mod control;
 pub mod credentials;
-pub mod dns;
+mod dns;
 pub mod entry;
-pub mod error;
-pub mod file_lock;
+mod error;
+mod file_lock;
 
-pub mod framing;
-pub mod headers;
+mod framing;
+mod headers;
 pub mod identity;
 pub mod jail;
 pub mod limits;
-pub mod logging;
-pub mod metrics;
+mod logging;
+mod metrics;
 pub mod net;
-pub mod pipeline;
+mod pipeline;
 pub mod policy;
 pub mod reload;
-pub mod sandbox_env;
-pub mod secret_file;
+mod sandbox_env;
+mod secret_file;
 pub mod server;
-pub mod session;
+mod session;
 pub mod state;
 pub mod target;
 pub mod tls;
-pub mod upstream;
+mod upstream;

@@ -22,7 +22,7 @@ use crate::config::AuditConfig;
 /// Where audit records go. Records still queued are written out when this is dropped: keep it until the
 /// end.
 #[must_use = "dropping it at once stops the audit writer"]
-pub struct Audit {
+pub(crate) struct Audit {
     /// The sink to hand to the proxy state.
     pub sink: Arc<dyn audit::Sink>,
     _flush: audit_writer::Flusher,
@@ -38,7 +38,7 @@ const AUDIT_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Install the global subscriber for operational logs (verbosity from `CORDON_LOG`, default `info`) and
 /// start the audit writer.
-pub fn init(audit_to: &AuditConfig) -> Result<Audit, String> {
+pub(crate) fn init(audit_to: &AuditConfig) -> Result<Audit, String> {
     let ops_filter = EnvFilter::try_from_env("CORDON_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
     let ops = fmt::layer()

@@ -23,7 +23,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 /// The Content-Type to serve [`Metrics::encode`] with: OpenMetrics text 1.0.0, which is what
 /// prometheus-client's text encoder produces (it ends with `# EOF`).
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Smallest latency bucket bound, in seconds (0.5 ms).
 const LATENCY_MIN_SECONDS: f64 = 0.000_5;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// configured CA list to Node's TLS in place of the default roots, so `NODE_EXTRA_CA_CERTS` alone is lost
 /// whenever a global npmrc sets `cafile` (NodeSource's packages ship `/usr/etc/npmrc` with
 /// `cafile=/etc/ssl/certs/ca-certificates.crt`).
-pub const CA_VARS: [&str; 8] = [
+pub(crate) const CA_VARS: [&str; 8] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "NODE_EXTRA_CA_CERTS",
@@ -21,7 +21,7 @@ pub const CA_VARS: [&str; 8] = [
 
 /// Every variable, by name: `proxy_url` for `HTTP(S)_PROXY` in both cases, `no_proxy` joined with commas,
 /// `ca_file` for each of `CA_VARS`, `NODE_USE_ENV_PROXY=1`, and one `CORDON_PLACEHOLDER_<NAME>` each.
-pub fn sandbox_env(
+pub(crate) fn sandbox_env(
     proxy_url: &str,
     no_proxy: &[String],
     ca_file: &str,

@@ -13,7 +13,7 @@ use std::path::Path;
 /// Create `path` holding `contents` (mode 0600; a missing folder is created 0700) unless it exists.
 /// `Ok(true)` if this call placed it, `Ok(false)` if it was there already or another process placed
 /// it first: read it then.
-pub fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
+pub(crate) fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
     if path.exists() {
         return Ok(false);
     }
@@ -28,7 +28,7 @@ pub fn create_once(path: &Path, contents: &[u8]) -> std::io::Result<bool> {
 
 /// Replace `path` (or create it) with `contents`, mode 0600: a reader, or a crash, sees the old file or
 /// the new one, never a mix.
-pub fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+pub(crate) fn replace(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let (f, dir) = written_aside(path, contents)?;
     f.persist(path).map_err(|e| e.error)?;
     sync_dir(dir)
@@ -62,7 +62,7 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// `n` random bytes, hex-encoded.
-pub fn random_hex(n: usize) -> Result<String, String> {
+pub(crate) fn random_hex(n: usize) -> Result<String, String> {
     use ring::rand::SecureRandom;
     let mut bytes = vec![0u8; n];
     ring::rand::SystemRandom::new()
@@ -73,7 +73,7 @@ pub fn random_hex(n: usize) -> Result<String, String> {
 
 /// Create a secret file with a fresh random value (0600, in a 0700 folder) unless it exists, whole or not
 /// at all ([`crate::secret_file`]). Returns whether this call created it.
-pub fn ensure_secret_file(path: &Path) -> Result<bool, String> {
+pub(crate) fn ensure_secret_file(path: &Path) -> Result<bool, String> {
     let value = format!("{}\n", random_hex(32)?);
     create_once(path, value.as_bytes()).map_err(|e| format!("cannot create the secret file {}: {e}", path.display()))
 }

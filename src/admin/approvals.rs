@@ -8,7 +8,7 @@ use crate::approval::{DecideError, Scope, Verdict};
 use crate::state::ProxyState;
 
 /// `GET /v1/approvals`: what is waiting, oldest first.
-pub fn list(state: &ProxyState) -> AdminResponse {
+pub(super) fn list(state: &ProxyState) -> AdminResponse {
     json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }))
 }
 
@@ -17,7 +17,7 @@ fn field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// `POST /v1/approvals/{id}` with `{"decision": "allow"|"deny", "scope": "once"|"always", "by": "..."}`.
-pub fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
+pub(super) fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
     if let Some(k) = body
         .as_object()
         .and_then(|o| o.keys().find(|k| !["decision", "scope", "by"].contains(&k.as_str())))
@@ -58,12 +58,12 @@ pub fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
 }
 
 /// `GET /v1/grants`: standing grants made by `always` decisions.
-pub fn grants(state: &ProxyState) -> AdminResponse {
+pub(super) fn grants(state: &ProxyState) -> AdminResponse {
     json_response(StatusCode::OK, &json!({ "grants": state.approvals.grants() }))
 }
 
 /// `DELETE /v1/grants/{id}`.
-pub fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
+pub(super) fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
     if state.approvals.revoke_grant(id) {
         tracing::info!(grant = %id, "grant removed");
         json_response(StatusCode::OK, &json!({"removed": id}))

@@ -96,7 +96,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
 }
 
 /// `GET /v1/sandboxes`: declared ones and run-time ones (revoked ones until they are purged).
-pub fn list(state: &ProxyState) -> AdminResponse {
+pub(super) fn list(state: &ProxyState) -> AdminResponse {
     let generation = state.current();
     let mut all: Vec<Value> = generation.identities.all().map(|s| declared_view(state, s)).collect();
     all.extend(state.control.list().iter().map(|r| record_view(state, r)));
@@ -105,7 +105,7 @@ pub fn list(state: &ProxyState) -> AdminResponse {
 }
 
 /// `GET /v1/sandboxes/{id}`, with its CA certificate.
-pub fn show(state: &ProxyState, id: &str) -> AdminResponse {
+pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
     let generation = state.current();
     let (mut view, sandbox) = if let Some(s) = generation.identities.get(id) {
         (declared_view(state, &s), (*s).clone())
@@ -234,7 +234,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// `POST /v1/sandboxes`.
-pub async fn create(state: &Arc<ProxyState>, body: Value) -> AdminResponse {
+pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminResponse {
     let new = match new_sandbox(&body) {
         Ok(n) => n,
         Err(e) => return failed(e),
@@ -270,7 +270,7 @@ fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
 }
 
 /// `POST /v1/sandboxes/{id}/renew`.
-pub async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
+pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
     let ttl = match check_id(state, id)
         .and_then(|()| unknown_fields(&body, &["ttl"]))
         .and_then(|()| ttl(&body))
@@ -287,7 +287,7 @@ pub async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminRespo
 }
 
 /// `DELETE /v1/sandboxes/{id}`: revoke, and close what it has open.
-pub async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
     if let Err(e) = check_id(state, id) {
         return failed(e);
     }
@@ -305,7 +305,7 @@ pub async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
 }
 
 /// `POST /v1/sandboxes/{id}/credentials`: a further credential for a live sandbox.
-pub async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
     if let Err(e) = check_id(state, id) {
         return failed(e);
     }

@@ -5,7 +5,7 @@
 
 mod record;
 mod sink;
-pub mod writer;
+pub(crate) mod writer;
 
 pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, auth_failures};
 pub use sink::{LineSink, Metered, Sink};

@@ -29,7 +29,7 @@ enum Msg {
 
 /// The requests' end of the queue.
 #[derive(Clone)]
-pub struct LineQueue {
+pub(crate) struct LineQueue {
     tx: Sender<Msg>,
 }
 
@@ -62,7 +62,7 @@ impl Lines for LineQueue {
 
 /// Stops the audit thread when dropped, after it has written out what is queued.
 #[must_use = "dropping it stops the audit thread"]
-pub struct Flusher {
+pub(crate) struct Flusher {
     tx: Sender<Msg>,
     thread: Option<JoinHandle<()>>,
 }
@@ -90,7 +90,7 @@ impl Drop for Flusher {
 
 /// Start the thread `name`, writing to `out`, holding at most `queue` lines, pausing `pause` after each
 /// batch.
-pub fn start<W: Write + Send + 'static>(
+pub(crate) fn start<W: Write + Send + 'static>(
     name: &str,
     out: W,
     queue: usize,

@@ -9,7 +9,7 @@ use super::sandbox::{AdminArgs, pretty};
 
 /// What to do.
 #[derive(clap::Subcommand)]
-pub enum ApprovalsCommand {
+pub(crate) enum ApprovalsCommand {
     /// List the requests waiting for a decision, oldest first.
     List {
         /// Print JSON instead of a table.
@@ -57,7 +57,7 @@ fn decider(by: Option<String>) -> Result<String, String> {
 }
 
 /// Run one `cordon approvals` command.
-pub fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
+pub(crate) fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
     if let ApprovalsCommand::Allow { by, .. } | ApprovalsCommand::Deny { by, .. } = &mut command {
         match decider(by.take()) {
             Ok(name) => *by = Some(name),

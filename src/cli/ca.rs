@@ -9,7 +9,7 @@ use crate::tls::ca::{CaStore, Scope};
 use crate::tls::cas::scope_for;
 
 #[derive(Subcommand)]
-pub enum CaCommand {
+pub(super) enum CaCommand {
     /// Print the sandbox's CA certificate (PEM), creating the CA if it does not exist yet.
     Export {
         #[command(flatten)]

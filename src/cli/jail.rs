@@ -8,7 +8,7 @@ use crate::jail::{self, Firewall, Options};
 
 /// Arguments of `cordon jail`.
 #[derive(clap::Args)]
-pub struct JailArgs {
+pub(crate) struct JailArgs {
     /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
     #[arg(long, env = "CORDON_CONFIG")]
     pub config: Option<PathBuf>,
@@ -33,7 +33,7 @@ pub struct JailArgs {
 }
 
 /// Run `cordon jail`; the exit code is the command's.
-pub fn main(config: Config, args: JailArgs) -> ExitCode {
+pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
     let subnet = match args.subnet.parse() {
         Ok(s) => s,
         Err(_) => {

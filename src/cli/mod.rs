@@ -2,13 +2,13 @@
 //! [`main`].
 
 pub mod admin_client;
-pub mod approvals;
+pub(crate) mod approvals;
 mod args;
 mod ca;
 mod check;
-pub mod jail;
-pub mod run;
-pub mod sandbox;
+pub(crate) mod jail;
+pub(crate) mod run;
+pub(crate) mod sandbox;
 mod vault;
 
 use std::io::Read;

@@ -11,7 +11,7 @@ use crate::state::ProxyState;
 use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
-pub fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
+pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
     let audit = match logging::init(&config.audit) {
         Ok(audit) => audit,
         Err(e) => {

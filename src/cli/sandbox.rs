@@ -11,7 +11,7 @@ use crate::credentials::spec::SecretRef;
 
 /// Where the admin API is and how to authenticate to it.
 #[derive(clap::Args)]
-pub struct AdminArgs {
+pub(crate) struct AdminArgs {
     /// The admin API's URL (default: `listen.admin` of the configuration).
     #[arg(long, env = "CORDON_ADMIN_URL", global = true)]
     admin: Option<String>,
@@ -26,7 +26,7 @@ pub struct AdminArgs {
 
 /// What to do.
 #[derive(clap::Subcommand)]
-pub enum SandboxCommand {
+pub(crate) enum SandboxCommand {
     /// Create a sandbox; prints its credential, CA, placeholders and environment (JSON), or only the
     /// environment with --format export|dotenv.
     Create {
@@ -125,7 +125,7 @@ fn client(args: &AdminArgs) -> Result<AdminClient, String> {
 }
 
 /// Run one `cordon sandbox` command.
-pub fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
+pub(crate) fn main(args: AdminArgs, command: SandboxCommand) -> ExitCode {
     over_admin(&args, |client| async move { execute(&client, command).await })
 }
 

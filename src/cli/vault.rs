@@ -8,7 +8,7 @@ use clap::Subcommand;
 use super::args::{ConfigArg, load};
 
 #[derive(Subcommand)]
-pub enum VaultCommand {
+pub(super) enum VaultCommand {
     /// Store a secret read from stdin (never from the command line, where it would be visible in `ps`).
     Set {
         #[command(flatten)]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfig {
+pub(super) struct RawConfig {
     /// Where cordon listens.
     #[serde(default)]
     pub listen: RawListen,
@@ -56,7 +56,7 @@ pub struct RawConfig {
 /// `approval:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawApproval {
+pub(super) struct RawApproval {
     /// How long a request waits for a decision.
     pub timeout: Option<String>,
     /// Requests waiting at once.
@@ -68,7 +68,7 @@ pub struct RawApproval {
 /// `approval.webhook:`
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawWebhook {
+pub(super) struct RawWebhook {
     /// The URL POSTed to.
     pub url: String,
     /// The HMAC key of the signature header.
@@ -78,7 +78,7 @@ pub struct RawWebhook {
 /// A rate: `{ per_second: 50, burst: 100 }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRate {
+pub(super) struct RawRate {
     /// Sustained rate.
     pub per_second: i64,
     /// At once (default: `per_second`).
@@ -88,7 +88,7 @@ pub struct RawRate {
 /// `limits.per_sandbox:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSandboxLimits {
+pub(super) struct RawSandboxLimits {
     /// Requests (and CONNECTs) per second.
     pub requests: Option<RawRate>,
     /// Requests per second to one host.
@@ -108,7 +108,7 @@ pub struct RawSandboxLimits {
 /// `limits.per_user:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawUserLimits {
+pub(super) struct RawUserLimits {
     /// Requests per second over all the user's sandboxes.
     pub requests: Option<RawRate>,
     /// Open connections plus tunnels over all the user's sandboxes.
@@ -118,7 +118,7 @@ pub struct RawUserLimits {
 /// `control:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawControl {
+pub(super) struct RawControl {
     /// The admin API's bearer token.
     pub admin_token: Option<RawSecretRef>,
     /// The key that signs run-time sandboxes' proxy credentials.
@@ -142,7 +142,7 @@ pub struct RawControl {
 /// `listen:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawListen {
+pub(super) struct RawListen {
     /// Explicit proxy listener, `host:port`.
     pub proxy: Option<String>,
     /// Admin API listener, `host:port`.
@@ -158,7 +158,7 @@ pub struct RawListen {
 /// `audit:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAudit {
+pub(super) struct RawAudit {
     /// `-` for stdout, or a file path (appended to).
     pub path: Option<String>,
 }
@@ -166,7 +166,7 @@ pub struct RawAudit {
 /// `network:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawNetwork {
+pub(super) struct RawNetwork {
     /// CIDRs exempted from the special-range guard.
     #[serde(default)]
     pub allow_cidrs: Vec<String>,
@@ -181,7 +181,7 @@ pub struct RawNetwork {
 /// One address or a list of them.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum RawAddrs {
+pub(super) enum RawAddrs {
     /// `name: 10.0.0.1`
     One(String),
     /// `name: [10.0.0.1, 10.0.0.2]`
@@ -191,7 +191,7 @@ pub enum RawAddrs {
 /// `timeouts:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTimeouts {
+pub(super) struct RawTimeouts {
     /// Dialling the upstream.
     pub connect: Option<String>,
     /// Receiving a complete request head from the client.
@@ -211,7 +211,7 @@ pub struct RawTimeouts {
 /// `limits:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawLimits {
+pub(super) struct RawLimits {
     /// Open client connections at once.
     pub max_connections: Option<i64>,
     /// Request line plus headers.
@@ -227,7 +227,7 @@ pub struct RawLimits {
 /// `ca:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCa {
+pub(super) struct RawCa {
     /// Folder holding one sub-folder per sandbox.
     pub dir: Option<String>,
     /// Lifetime of minted leaf certificates.
@@ -239,7 +239,7 @@ pub struct RawCa {
 /// `upstream:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawUpstream {
+pub(super) struct RawUpstream {
     /// PEM files of CAs trusted besides the built-in roots.
     #[serde(default)]
     pub extra_roots: Vec<String>,
@@ -250,7 +250,7 @@ pub struct RawUpstream {
 /// One entry of `sandboxes:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSandbox {
+pub(super) struct RawSandbox {
     /// Sandbox id.
     pub id: Option<String>,
     /// Owning user.
@@ -267,7 +267,7 @@ pub struct RawSandbox {
 /// One entry of `policies:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPolicy {
+pub(super) struct RawPolicy {
     /// `enforce` (default) or `report`.
     pub mode: Option<String>,
     /// Ordered allow rules.
@@ -285,7 +285,7 @@ pub struct RawPolicy {
 /// One entry of `credential_scope:`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawScope {
+pub(super) struct RawScope {
     /// OAuth2 scope.
     pub scope: Option<String>,
     /// OAuth2 audience.
@@ -301,7 +301,7 @@ pub struct RawScope {
 /// `vault:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawVault {
+pub(super) struct RawVault {
     /// The encrypted file vault.
     #[serde(default)]
     pub file: RawFileVault,
@@ -312,7 +312,7 @@ pub struct RawVault {
 /// `vault.openbao:`
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawOpenBao {
+pub(super) struct RawOpenBao {
     /// e.g. `https://vault.internal:8200`.
     pub addr: String,
     /// KV v2 mount (default `secret`).
@@ -326,7 +326,7 @@ pub struct RawOpenBao {
 /// `vault.openbao.approle:`
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawAppRole {
+pub(super) struct RawAppRole {
     /// The role id.
     pub role_id: String,
     /// The environment variable holding the secret id.
@@ -338,7 +338,7 @@ pub struct RawAppRole {
 /// `vault.file:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFileVault {
+pub(super) struct RawFileVault {
     /// The encrypted file.
     pub path: Option<String>,
     /// The key file (created 0600 on first use).
@@ -350,7 +350,7 @@ pub struct RawFileVault {
 /// One entry of `credentials:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCredential {
+pub(super) struct RawCredential {
     /// Where the secret comes from.
     pub source: Option<RawSource>,
     /// Where it may be sent.
@@ -366,7 +366,7 @@ pub struct RawCredential {
 /// `source:` of a credential: exactly one key.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSource {
+pub(super) struct RawSource {
     /// A name in the file vault.
     pub vault: Option<String>,
     /// An environment variable of cordon's process.
@@ -384,7 +384,7 @@ pub struct RawSource {
 /// A reference to a stored secret (for a client secret or a private key).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSecretRef {
+pub(super) struct RawSecretRef {
     /// A name in the file vault.
     pub vault: Option<String>,
     /// A file holding the secret (e.g. a mounted Kubernetes secret).
@@ -398,7 +398,7 @@ pub struct RawSecretRef {
 /// `source.oauth2:`
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawOAuth2 {
+pub(super) struct RawOAuth2 {
     /// The token endpoint.
     pub token_url: String,
     /// The client id.
@@ -418,7 +418,7 @@ pub struct RawOAuth2 {
 /// `source.github_app:`
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawGitHubApp {
+pub(super) struct RawGitHubApp {
     /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
     pub api_base: Option<String>,
     /// The App id.
@@ -438,7 +438,7 @@ pub struct RawGitHubApp {
 /// `bind:` of a credential.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawBinding {
+pub(super) struct RawBinding {
     /// Host patterns (policy semantics).
     #[serde(default)]
     pub hosts: Vec<String>,
@@ -453,7 +453,7 @@ pub struct RawBinding {
 /// `inject:` of a credential: a header, Basic auth, or a placeholder.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawInject {
+pub(super) struct RawInject {
     /// Header to set.
     pub header: Option<String>,
     /// Its value, with `{secret}` where the secret goes.
@@ -467,7 +467,7 @@ pub struct RawInject {
 /// `inject.placeholder:`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPlaceholder {
+pub(super) struct RawPlaceholder {
     /// Also replace it in the query string.
     #[serde(default)]
     pub query: bool,
@@ -479,7 +479,7 @@ pub struct RawPlaceholder {
 /// One allow rule.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRule {
+pub(super) struct RawRule {
     /// Exact host or `*.suffix`.
     pub host: Option<String>,
     /// CIDRs for IP-literal destinations.

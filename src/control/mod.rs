@@ -6,7 +6,7 @@
 //! processes may share) is the shared revocation list and the record of renewals; each replica keeps it in
 //! memory and re-reads it when another process has written. See docs/control-plane.md.
 
-pub mod store;
+pub(crate) mod store;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

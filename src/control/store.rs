@@ -82,7 +82,7 @@ struct Inner {
 }
 
 /// A handle on the sandbox store; share it between threads behind an `Arc`.
-pub struct Store {
+pub(crate) struct Store {
     /// The connection, one user at a time.
     inner: Mutex<Inner>,
     /// Where the store is, for messages.
@@ -92,7 +92,7 @@ pub struct Store {
 impl Store {
     /// Open (creating the file, its parent folder with 0700 perms, and the schema) a store at `path`; WAL mode,
     /// synchronous=FULL, busy_timeout 5 s. A file this creates is 0600 on unix.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         let location = path.display().to_string();
         let fail = |e: &dyn Display| StoreError::Db(format!("cannot open the sandbox store {location}: {e}"));
         prepare_file(path).map_err(|e| fail(&e))?;
@@ -113,7 +113,7 @@ impl Store {
     }
 
     /// A private in-memory store (nothing survives the process).
-    pub fn in_memory() -> Result<Store, StoreError> {
+    pub(crate) fn in_memory() -> Result<Store, StoreError> {
         let location = "memory".to_owned();
         let mut conn = Connection::open_in_memory()
             .map_err(|e| StoreError::Db(format!("cannot open the sandbox store {location}: {e}")))?;
@@ -122,13 +122,13 @@ impl Store {
     }
 
     /// Where it is, for messages ("memory" for in_memory).
-    pub fn location(&self) -> String {
+    pub(crate) fn location(&self) -> String {
         self.location.clone()
     }
 
     /// Insert a new record in one transaction. If a row with this id exists and is revoked or expired at `now`, it
     /// is replaced; otherwise [`StoreError::Exists`].
-    pub fn insert(&self, record: &Record, now: i64) -> Result<(), StoreError> {
+    pub(crate) fn insert(&self, record: &Record, now: i64) -> Result<(), StoreError> {
         let what = format!("add sandbox {:?} to", record.id);
         let labels = serde_json::to_string(&record.labels).map_err(|e| self.db(&what, e))?;
         let mut inner = self.lock()?;
@@ -165,13 +165,13 @@ impl Store {
     }
 
     /// The record with this id (revoked/expired ones included).
-    pub fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+    pub(crate) fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
         let inner = self.lock()?;
         select_one(&inner.conn, id).map_err(|e| self.db(&format!("read sandbox {id:?} from"), e))
     }
 
     /// Every record, ordered by id.
-    pub fn all(&self) -> Result<Vec<Record>, StoreError> {
+    pub(crate) fn all(&self) -> Result<Vec<Record>, StoreError> {
         let inner = self.lock()?;
         let read = || -> rusqlite::Result<Vec<Record>> {
             let mut stmt = inner
@@ -185,7 +185,7 @@ impl Store {
 
     /// Set `expires` of a live (not revoked, not expired at `now`) sandbox; [`StoreError::NotFound`] otherwise.
     /// Returns the updated record.
-    pub fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, StoreError> {
         self.update(
             &format!("renew sandbox {id:?} in"),
             id,
@@ -196,7 +196,7 @@ impl Store {
 
     /// Mark revoked at `now` (idempotent: revoking twice keeps the first time). [`StoreError::NotFound`] if no
     /// such id. Returns the record.
-    pub fn revoke(&self, id: &str, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<Record, StoreError> {
         self.update(
             &format!("revoke sandbox {id:?} in"),
             id,
@@ -206,7 +206,7 @@ impl Store {
     }
 
     /// Delete rows whose `expires` is before `before` (revoked or not). Returns how many.
-    pub fn purge(&self, before: i64) -> Result<usize, StoreError> {
+    pub(crate) fn purge(&self, before: i64) -> Result<usize, StoreError> {
         let what = "purge expired sandboxes from";
         let mut inner = self.lock()?;
         let tx = inner
@@ -224,7 +224,7 @@ impl Store {
     ///
     /// It reads `PRAGMA data_version`, which changes only for commits by other connections; this process's own
     /// writes go through this same store, so the caller already knows about those.
-    pub fn changed_elsewhere(&self) -> Result<bool, StoreError> {
+    pub(crate) fn changed_elsewhere(&self) -> Result<bool, StoreError> {
         let mut inner = self.lock()?;
         let version: i64 = inner
             .conn

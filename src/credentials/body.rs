@@ -11,10 +11,10 @@ use http_body_util::BodyExt;
 use crate::body::{BoxError, ProxyBody};
 
 /// Bodies up to this size are scanned for placeholders (and may have them swapped); larger ones are not.
-pub const MAX_SCANNED_BODY: usize = 1024 * 1024;
+pub(crate) const MAX_SCANNED_BODY: usize = 1024 * 1024;
 
 /// A request body after an attempt to read it whole.
-pub enum Read {
+pub(crate) enum Read {
     /// All of it (and its trailers), within the limit.
     Whole(Bytes, Option<HeaderMap>),
     /// Larger than the limit: what was read, put back in front of the rest.
@@ -22,7 +22,7 @@ pub enum Read {
 }
 
 /// Read `body` whole if it fits in `limit` bytes.
-pub async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxError> {
+pub(crate) async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxError> {
     let mut buf = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame?;
@@ -50,7 +50,7 @@ pub async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxError> {
 
 /// The first `n` bytes of `body` (fewer if it is shorter), and the body again, whole: for showing what a
 /// request sends without holding all of it.
-pub async fn peek(mut body: ProxyBody, n: usize) -> Result<(Bytes, ProxyBody), BoxError> {
+pub(crate) async fn peek(mut body: ProxyBody, n: usize) -> Result<(Bytes, ProxyBody), BoxError> {
     let mut buf = BytesMut::new();
     let mut trailers = None;
     let mut ended = true;
@@ -84,7 +84,7 @@ pub async fn peek(mut body: ProxyBody, n: usize) -> Result<(Bytes, ProxyBody), B
 }
 
 /// A whole body again, with its trailers.
-pub fn whole(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
+pub(crate) fn whole(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
     let frames = [Some(Frame::data(data)), trailers.map(Frame::trailers)];
     Frames {
         frames: frames.into_iter().flatten().collect(),
@@ -133,7 +133,7 @@ impl Body for Prefixed {
 }
 
 /// `data` with every occurrence of `from` replaced by `to`.
-pub fn replace(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+pub(crate) fn replace(data: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     if from.is_empty() {
         return data.to_vec();
     }

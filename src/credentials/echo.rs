@@ -11,7 +11,7 @@ use super::body::{MAX_SCANNED_BODY, Read, read, replace, whole};
 use crate::body::ProxyBody;
 
 /// The response with every echoed secret replaced by its placeholder.
-pub async fn mask(resp: Response<Incoming>, echo: &[(SecretString, String)]) -> Response<ProxyBody> {
+pub(crate) async fn mask(resp: Response<Incoming>, echo: &[(SecretString, String)]) -> Response<ProxyBody> {
     let (mut parts, body) = resp.into_parts();
     for value in parts.headers.values_mut() {
         if let Ok(text) = value.to_str() {

@@ -31,7 +31,7 @@ pub struct Secrets {
 }
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
-pub fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
+pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
     let key = match &spec.key {
         KeySpec::File(p) => KeySource::File(p.clone()),
         KeySpec::Env(v) => KeySource::Env(v.clone()),
@@ -210,7 +210,7 @@ fn env_secret(var: &str) -> Result<SecretString, String> {
 }
 
 /// A secret kept in a file (a mounted Kubernetes secret, say); one trailing newline is not part of it.
-pub fn file_secret(path: &std::path::Path) -> Result<SecretString, String> {
+pub(crate) fn file_secret(path: &std::path::Path) -> Result<SecretString, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let value = text.strip_suffix('\n').unwrap_or(&text);
@@ -226,7 +226,7 @@ pub fn file_secret(path: &std::path::Path) -> Result<SecretString, String> {
 }
 
 /// Whether a value is usable in a header (a token with a newline would split the request).
-pub fn header_safe(value: &SecretString) -> bool {
+pub(crate) fn header_safe(value: &SecretString) -> bool {
     value
         .expose_secret()
         .bytes()

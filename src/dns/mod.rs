@@ -1,6 +1,6 @@
 //! The DNS responder's wire side (hickory): queries in, answers out. What to answer is the pipeline's
 //! business, asked through [`Answerer`] by `entry::dns`.
 
-pub mod server;
+pub(crate) mod server;
 
-pub use server::{Answer, Answerer, Query};
+pub(crate) use server::{Answer, Answerer, Query};

@@ -30,7 +30,7 @@ const MAX_UDP_PAYLOAD: u16 = 1232;
 
 /// What the policy says about one query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Answer with these addresses (the responder keeps only the ones of the asked family: A → IPv4,
     /// AAAA → IPv6; none of that family → NOERROR with no records).
     Addrs(Vec<IpAddr>),
@@ -42,7 +42,7 @@ pub enum Answer {
 
 /// One query as the responder saw it, for the policy and the audit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Query {
+pub(crate) struct Query {
     /// Address and port the query came from.
     pub src: SocketAddr,
     /// Lowercased, no trailing dot, ASCII (punycode as received).
@@ -54,7 +54,7 @@ pub struct Query {
 }
 
 /// Decides each query. Implemented by cordon (policy lookup, resolution, audit).
-pub trait Answerer: Send + Sync + 'static {
+pub(crate) trait Answerer: Send + Sync + 'static {
     /// Called for A and AAAA queries only (ANY gets REFUSED without calling).
     fn answer(&self, q: &Query) -> impl Future<Output = Answer> + Send;
     /// Called for every query of another type; return true to answer NOERROR/no data (name allowed),
@@ -68,7 +68,7 @@ pub trait Answerer: Send + Sync + 'static {
 /// queries still in flight at that point are dropped (their answerer futures included). Returns an error
 /// if both of hickory's listener tasks end on their own before that (e.g. the sockets became unusable);
 /// if only one does, the other keeps serving and its error is reported when `serve` returns.
-pub async fn serve<A: Answerer>(
+pub(crate) async fn serve<A: Answerer>(
     udp: tokio::net::UdpSocket,
     tcp: tokio::net::TcpListener,
     answerer: Arc<A>,

@@ -19,7 +19,7 @@ use crate::state::ProxyState;
 use crate::target::Target;
 
 /// Handle one CONNECT request.
-pub async fn connect(
+pub(crate) async fn connect(
     state: Arc<ProxyState>,
     scope: Arc<ConnScope>,
     client: ClientAddr,

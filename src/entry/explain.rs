@@ -21,7 +21,7 @@ use crate::target::Target;
 
 /// The explanation, and whether the request would be allowed end to end.
 #[derive(Debug)]
-pub struct Explanation {
+pub(crate) struct Explanation {
     /// Lines for a person.
     pub text: String,
     /// Allowed by the policy and by the guard.
@@ -29,7 +29,7 @@ pub struct Explanation {
 }
 
 /// Explain a request of `method` to `url` from sandbox `sandbox_id`.
-pub async fn explain(config: &Config, sandbox_id: &str, method: &str, url: &str) -> Result<Explanation, String> {
+pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url: &str) -> Result<Explanation, String> {
     let sandbox = config.sandbox(sandbox_id).ok_or_else(|| {
         let ids: Vec<&str> = config.sandboxes.iter().map(|s| s.id.as_str()).collect();
         format!(

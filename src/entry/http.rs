@@ -28,12 +28,12 @@ use crate::target::Target;
 
 /// Serve a connection to the explicit proxy port until the client closes it, shutdown asks it to finish,
 /// the drain deadline cuts it, or a sandbox it served loses access.
-pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
+pub(crate) async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
     serve_http(state, stream, client, graceful, None).await;
 }
 
 /// Serve plain HTTP that reached the transparent listener, redirected from `original`.
-pub async fn serve_transparent(
+pub(crate) async fn serve_transparent(
     state: Arc<ProxyState>,
     stream: TcpStream,
     client: ClientAddr,

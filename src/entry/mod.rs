@@ -11,10 +11,10 @@
 //! - [`dns`]: the DNS responder's questions;
 //! - [`explain`]: `cordon explain`, a dry run of the pipeline.
 
-pub mod connect;
+pub(crate) mod connect;
 pub mod dns;
-pub mod explain;
-pub mod http;
-pub mod intercept;
-pub mod transparent;
-pub mod tunnel;
+pub(crate) mod explain;
+pub(crate) mod http;
+pub(crate) mod intercept;
+pub(crate) mod transparent;
+pub(crate) mod tunnel;

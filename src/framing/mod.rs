@@ -57,7 +57,7 @@ const LINGER_BYTES: usize = 1 << 20;
 
 /// Why the guard refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FramingViolation {
+pub(crate) enum FramingViolation {
     /// The head carries both `Content-Length` and `Transfer-Encoding`.
     #[error("request has both Content-Length and Transfer-Encoding")]
     ContentLengthWithTransferEncoding,
@@ -86,7 +86,7 @@ pub enum FramingViolation {
 
 impl FramingViolation {
     /// Stable machine-readable code, for logs and metrics.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Self::ContentLengthWithTransferEncoding => "cl_and_te",
             Self::DuplicateContentLength => "duplicate_content_length",
@@ -103,13 +103,13 @@ impl FramingViolation {
 /// Shared handle (Clone, Send, Sync) through which the connection handler
 /// learns, after hyper is done, whether (and why) the guard refused a request.
 #[derive(Debug, Clone, Default)]
-pub struct FramingReport {
+pub(crate) struct FramingReport {
     violation: Arc<OnceLock<FramingViolation>>,
 }
 
 impl FramingReport {
     /// The violation that made the guard refuse a request, if any.
-    pub fn violation(&self) -> Option<FramingViolation> {
+    pub(crate) fn violation(&self) -> Option<FramingViolation> {
         self.violation.get().cloned()
     }
 }
@@ -153,7 +153,7 @@ enum Closing {
 
 /// Wraps a client connection and refuses requests with ambiguous framing
 /// before hyper sees a byte of them; see the module documentation.
-pub struct FramingGuard<IO: AsyncRead + AsyncWrite + Unpin> {
+pub(crate) struct FramingGuard<IO: AsyncRead + AsyncWrite + Unpin> {
     io: IO,
     report: FramingReport,
     render: fn(&FramingViolation) -> Vec<u8>,
@@ -183,7 +183,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
     /// chunked body's trailer section). `render`: turns a violation into the
     /// complete raw HTTP/1.1 response (status line, headers including
     /// `connection: close` and `content-length`, body) sent to the client.
-    pub fn new(io: IO, max_head_bytes: usize, render: fn(&FramingViolation) -> Vec<u8>) -> (Self, FramingReport) {
+    pub(crate) fn new(io: IO, max_head_bytes: usize, render: fn(&FramingViolation) -> Vec<u8>) -> (Self, FramingReport) {
         let report = FramingReport::default();
         let guard = Self {
             io,
@@ -202,11 +202,6 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
             closing: Closing::Open,
         };
         (guard, report)
-    }
-
-    /// The wrapped connection.
-    pub fn get_ref(&self) -> &IO {
-        &self.io
     }
 
     #[cfg(test)]

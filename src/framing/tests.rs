@@ -669,7 +669,7 @@ async fn hyper_writes_pass_straight_through() {
     guard.flush().await.unwrap();
     guard.shutdown().await.unwrap();
     assert_eq!(read_all(&mut client).await, b"raw bytes");
-    assert!(!guard.get_ref().is_write_vectored() || guard.is_write_vectored());
+    assert!(!guard.io.is_write_vectored() || guard.is_write_vectored());
 }
 
 #[test]

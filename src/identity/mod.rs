@@ -15,7 +15,7 @@ use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-pub mod signed;
+pub(crate) mod signed;
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]

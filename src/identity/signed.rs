@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 const AUDIENCE: &str = "cordon-proxy";
 
 /// The shortest signing key accepted, in bytes (HMAC-SHA256's block of security).
-pub const MIN_KEY_BYTES: usize = 32;
+pub(crate) const MIN_KEY_BYTES: usize = 32;
 
 /// What a credential says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Claims {
+pub(crate) struct Claims {
     /// Sandbox id.
     pub sub: String,
     /// The creation nonce of the sandbox.
@@ -34,7 +34,7 @@ pub struct Claims {
 }
 
 /// Signs and verifies credentials.
-pub struct Signer {
+pub(crate) struct Signer {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
@@ -42,7 +42,7 @@ pub struct Signer {
 
 impl Signer {
     /// A signer with this key; at least [`MIN_KEY_BYTES`] bytes.
-    pub fn new(key: &SecretString) -> Result<Signer, String> {
+    pub(crate) fn new(key: &SecretString) -> Result<Signer, String> {
         let bytes = key.expose_secret().as_bytes();
         if bytes.len() < MIN_KEY_BYTES {
             return Err(format!(
@@ -63,7 +63,7 @@ impl Signer {
     }
 
     /// A credential for a sandbox.
-    pub fn mint(&self, sub: &str, nonce: &str, usr: &str, pol: &str, iat: i64, exp: i64) -> Result<String, String> {
+    pub(crate) fn mint(&self, sub: &str, nonce: &str, usr: &str, pol: &str, iat: i64, exp: i64) -> Result<String, String> {
         let claims = Claims {
             sub: sub.into(),
             nonce: nonce.into(),
@@ -80,7 +80,7 @@ impl Signer {
 
     /// The claims of a credential this key signed; `None` for anything else (forged, another algorithm,
     /// another audience, garbage). Expiry is not judged here.
-    pub fn verify(&self, token: &str) -> Option<Claims> {
+    pub(crate) fn verify(&self, token: &str) -> Option<Claims> {
         // SECURITY: only HS256 under our key is accepted — `alg: none` and algorithm confusion are refused
         // by the fixed `Validation`.
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
@@ -91,7 +91,7 @@ impl Signer {
 
 /// Whether a proxy token looks like a signed credential (three base64url parts) rather than a declared
 /// sandbox's token.
-pub fn looks_signed(token: &str) -> bool {
+pub(crate) fn looks_signed(token: &str) -> bool {
     token.starts_with("eyJ") && token.bytes().filter(|b| *b == b'.').count() == 2
 }
 

@@ -9,7 +9,7 @@
 //! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
 //! outlives its jail reaches nothing.
 
-pub mod net;
+pub(crate) mod net;
 pub mod plan;
 
 use std::collections::BTreeMap;

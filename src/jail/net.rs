@@ -89,7 +89,7 @@ fn run_with_input(program: &str, args: &[&str], input: Option<&str>) -> Result<(
 }
 
 /// Create the namespace and the link: the namespace's only route is to the host end.
-pub fn create_link(plan: &Plan) -> Result<(), String> {
+pub(crate) fn create_link(plan: &Plan) -> Result<(), String> {
     let (ns, h, j) = (plan.netns.as_str(), plan.host_if.as_str(), plan.jail_if.as_str());
     let host = format!("{}/30", plan.host_ip);
     let jail = format!("{}/30", plan.jail_ip);
@@ -119,7 +119,7 @@ pub fn create_link(plan: &Plan) -> Result<(), String> {
 }
 
 /// The nftables ruleset of a jail.
-pub fn nft_rules(plan: &Plan, ports: Ports) -> String {
+pub(crate) fn nft_rules(plan: &Plan, ports: Ports) -> String {
     let (h, ip, t) = (&plan.host_if, plan.host_ip, &plan.table);
     let Ports {
         proxy,
@@ -154,7 +154,7 @@ pub fn nft_rules(plan: &Plan, ports: Ports) -> String {
 }
 
 /// The iptables commands of a jail (each one `iptables` or `ip6tables` and its arguments).
-pub fn iptables_rules(plan: &Plan, ports: Ports) -> Vec<(&'static str, Vec<String>)> {
+pub(crate) fn iptables_rules(plan: &Plan, ports: Ports) -> Vec<(&'static str, Vec<String>)> {
     let (h, ip, c) = (plan.host_if.clone(), plan.host_ip.to_string(), plan.chain());
     let Ports {
         proxy,
@@ -208,7 +208,7 @@ pub fn iptables_rules(plan: &Plan, ports: Ports) -> Vec<(&'static str, Vec<Strin
 }
 
 /// Install the redirect and drop rules.
-pub fn install_rules(plan: &Plan, ports: Ports, firewall: Firewall) -> Result<(), String> {
+pub(crate) fn install_rules(plan: &Plan, ports: Ports, firewall: Firewall) -> Result<(), String> {
     match firewall {
         Firewall::Nft => run_with_input("nft", &["-f", "-"], Some(&nft_rules(plan, ports))),
         Firewall::Iptables => {
@@ -222,7 +222,7 @@ pub fn install_rules(plan: &Plan, ports: Ports, firewall: Firewall) -> Result<()
 }
 
 /// Remove everything a jail of this plan may have created; what could not be removed is returned.
-pub fn teardown(plan: &Plan) -> Vec<String> {
+pub(crate) fn teardown(plan: &Plan) -> Vec<String> {
     let mut problems = Vec::new();
     // Processes left in the namespace (a crashed jail's command) are killed before it goes.
     if let Ok(out) = Command::new("ip").args(["netns", "pids", &plan.netns]).output() {
@@ -283,7 +283,7 @@ pub fn teardown(plan: &Plan) -> Vec<String> {
 }
 
 /// What of this plan exists now (for `--cleanup` and for tests).
-pub fn leftovers(plan: &Plan) -> Vec<String> {
+pub(crate) fn leftovers(plan: &Plan) -> Vec<String> {
     let mut found = Vec::new();
     if std::path::Path::new("/run/netns").join(&plan.netns).exists() {
         found.push(format!("network namespace {}", plan.netns));

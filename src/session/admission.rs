@@ -15,7 +15,7 @@ use crate::target::Target;
 
 /// Counts the bytes of one sandbox against its budgets; when one is spent, everything the sandbox has open
 /// is closed.
-pub struct BudgetMeter {
+pub(crate) struct BudgetMeter {
     limits: Arc<Limits>,
     sessions: Arc<Sessions>,
     sandbox: Arc<Sandbox>,
@@ -24,7 +24,7 @@ pub struct BudgetMeter {
 impl BudgetMeter {
     /// A meter for `sandbox`, or none when no byte budget is configured: then nothing is counted, and no
     /// shared lock is taken for every chunk a tunnel moves.
-    pub fn for_sandbox(limits: Arc<Limits>, sessions: Arc<Sessions>, sandbox: Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
+    pub(crate) fn for_sandbox(limits: Arc<Limits>, sessions: Arc<Sessions>, sandbox: Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
         let spec = limits.spec();
         if spec.sandbox_upload.is_none() && spec.sandbox_download.is_none() {
             return None;
@@ -81,12 +81,12 @@ impl AuthBursts {
 
 /// The rates and the byte budget one request (or tunnel) of `sandbox` to `target` must pass; `None` for a
 /// destination that could not be read (it still counts against the sandbox's and user's rates).
-pub fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+pub(crate) fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
     query(limits, sandbox, target).and_then(|()| limits.budget(&sandbox.id))
 }
 
 /// The rates one DNS query of `sandbox` must pass (bytes are not spent on it).
-pub fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+pub(crate) fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
     // Names are used as they are; only an IP destination is written out.
     let host: Option<std::borrow::Cow<'_, str>> = target.map(|t| match t.host.as_name() {
         Some(name) => name.into(),
@@ -97,17 +97,17 @@ pub fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Res
 
 /// A new connection or tunnel of `sandbox`: its connection rate, then a slot under the open caps of the
 /// sandbox and its user, held by the guard.
-pub fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, Refusal> {
+pub(crate) fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, Refusal> {
     limits.connection(&sandbox.id)?;
     limits.open(&sandbox.id, &sandbox.user)
 }
 
 /// The refusal an address over its rate of failed authentications gets, while its block lasts.
-pub fn auth_blocked(limits: &Limits, source: IpAddr) -> Option<Refusal> {
+pub(crate) fn auth_blocked(limits: &Limits, source: IpAddr) -> Option<Refusal> {
     limits.auth_blocked(source)
 }
 
 /// Count one failed authentication from `source`; a refusal when this one put it over the rate.
-pub fn auth_failed(limits: &Limits, source: IpAddr) -> Result<(), Refusal> {
+pub(crate) fn auth_failed(limits: &Limits, source: IpAddr) -> Result<(), Refusal> {
     limits.auth_failure(source)
 }

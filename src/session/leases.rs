@@ -13,7 +13,7 @@ use crate::metrics::Metrics;
 use crate::target::Target;
 
 /// Whether a sandbox's policy still allows a tunnel's destination.
-pub type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target) -> bool;
+pub(crate) type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target) -> bool;
 
 struct TunnelEntry {
     target: Target,

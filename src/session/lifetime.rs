@@ -17,7 +17,7 @@ use crate::limits::{Meter, OpenGuard};
 use crate::session::leases::Lease;
 
 /// What a watched stream shares with whoever watches it.
-pub struct Activity {
+pub(crate) struct Activity {
     started: Instant,
     /// Milliseconds after `started` when the watchdog last saw the byte count change.
     last: AtomicU64,
@@ -32,7 +32,7 @@ pub struct Activity {
 
 impl Activity {
     /// Fresh, adding to these counters (the audit record's).
-    pub fn new(up: Arc<AtomicU64>, down: Arc<AtomicU64>) -> Arc<Activity> {
+    pub(crate) fn new(up: Arc<AtomicU64>, down: Arc<AtomicU64>) -> Arc<Activity> {
         Arc::new(Activity {
             started: Instant::now(),
             last: AtomicU64::new(0),
@@ -45,7 +45,7 @@ impl Activity {
 
     /// How long nothing has moved, as seen from the calls of this method (the watchdog's ticks): moving bytes
     /// costs two counter additions and no clock read, and idleness is known to within one tick.
-    pub fn idle_for(&self) -> Duration {
+    pub(crate) fn idle_for(&self) -> Duration {
         let now = self.started.elapsed();
         let total = self.up.load(Ordering::Relaxed) + self.down.load(Ordering::Relaxed);
         if self.seen.swap(total, Ordering::Relaxed) != total {
@@ -56,13 +56,13 @@ impl Activity {
     }
 
     /// Whether the byte budget stopped it.
-    pub fn over_budget(&self) -> bool {
+    pub(crate) fn over_budget(&self) -> bool {
         self.over_budget.load(Ordering::Relaxed)
     }
 }
 
 /// Resolves when the tunnel has been idle for `idle` or open for `max`.
-pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) -> TunnelEnd {
+pub(crate) async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) -> TunnelEnd {
     let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         tokio::time::sleep(tick).await;
@@ -77,7 +77,7 @@ pub async fn watchdog(activity: Arc<Activity>, idle: Duration, max: Duration) ->
 
 /// Everything that can end a tunnel besides its two ends: its sandbox or destination losing access, the
 /// drain deadline, idleness, age and the byte budget. Holds the tunnel's registration and open slot.
-pub struct Stop {
+pub(crate) struct Stop {
     lease: Lease,
     hard_stop: CancellationToken,
     _open: OpenGuard,
@@ -90,7 +90,7 @@ pub struct Stop {
 impl Stop {
     /// A tunnel registered as `lease`, holding `open` (its slot under the open caps), counting into
     /// `activity` and `meter`, bounded by the `idle` and `max` timeouts.
-    pub fn new(
+    pub(crate) fn new(
         lease: Lease,
         hard_stop: CancellationToken,
         open: OpenGuard,
@@ -110,17 +110,17 @@ impl Stop {
     }
 
     /// The client stream, watched.
-    pub fn watch<S>(&self, io: S) -> Watched<S> {
+    pub(crate) fn watch<S>(&self, io: S) -> Watched<S> {
         Watched::new(io, self.activity.clone(), self.meter.clone())
     }
 
     /// Whether the sandbox's byte budget ended it.
-    pub fn over_budget(&self) -> bool {
+    pub(crate) fn over_budget(&self) -> bool {
         self.activity.over_budget()
     }
 
     /// Resolves when the tunnel must end, with why (for its audit record).
-    pub async fn ended(&self) -> TunnelEnd {
+    pub(crate) async fn ended(&self) -> TunnelEnd {
         tokio::select! {
             () = self.lease.token().cancelled() => {
                 if self.hard_stop.is_cancelled() {
@@ -135,7 +135,7 @@ impl Stop {
 }
 
 /// A client stream whose bytes are counted, timed and metered.
-pub struct Watched<S> {
+pub(crate) struct Watched<S> {
     inner: S,
     activity: Arc<Activity>,
     meter: Option<Arc<dyn Meter>>,
@@ -143,7 +143,7 @@ pub struct Watched<S> {
 
 impl<S> Watched<S> {
     /// Watch `inner`.
-    pub fn new(inner: S, activity: Arc<Activity>, meter: Option<Arc<dyn Meter>>) -> Watched<S> {
+    pub(crate) fn new(inner: S, activity: Arc<Activity>, meter: Option<Arc<dyn Meter>>) -> Watched<S> {
         Watched { inner, activity, meter }
     }
 

@@ -12,7 +12,7 @@ use crate::identity::Sandbox;
 use crate::limits::{Limits, OpenGuard, Refusal};
 
 /// A client connection's registrations, one per sandbox incarnation it has served.
-pub struct ConnScope {
+pub(crate) struct ConnScope {
     cut: CancellationToken,
     leases: Mutex<Vec<(String, Lease, Option<OpenGuard>)>>,
     /// For a connection that reached the transparent listener: where the sandbox was connecting to.
@@ -21,7 +21,7 @@ pub struct ConnScope {
 
 impl ConnScope {
     /// A connection that has served nobody yet.
-    pub fn new(original_dst: Option<OriginalDst>) -> Arc<ConnScope> {
+    pub(crate) fn new(original_dst: Option<OriginalDst>) -> Arc<ConnScope> {
         Arc::new(ConnScope {
             cut: CancellationToken::new(),
             leases: Mutex::new(Vec::new()),
@@ -30,13 +30,13 @@ impl ConnScope {
     }
 
     /// Cancelled when a sandbox the connection served loses access, or when the connection ends.
-    pub fn cut(&self) -> &CancellationToken {
+    pub(crate) fn cut(&self) -> &CancellationToken {
         &self.cut
     }
 
     /// Register this connection under `sandbox` (once per sandbox incarnation); with `count`, it is a new
     /// connection of the sandbox and must pass its connection rate and open caps.
-    pub fn attach(
+    pub(crate) fn attach(
         &self,
         sessions: &Arc<Sessions>,
         limits: &Limits,

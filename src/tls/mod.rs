@@ -9,4 +9,4 @@ mod crypto;
 pub mod leaf;
 pub mod pem;
 mod scope;
-pub mod sni;
+pub(crate) mod sni;

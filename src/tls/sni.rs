@@ -9,7 +9,7 @@ const MAX_HELLO: usize = 64 * 1024;
 
 /// Why no ClientHello could be read.
 #[derive(Debug, thiserror::Error)]
-pub enum HelloError {
+pub(crate) enum HelloError {
     /// The bytes are not a TLS ClientHello.
     #[error("the client did not start TLS: {0}")]
     NotTls(String),
@@ -19,7 +19,7 @@ pub enum HelloError {
 }
 
 /// Read until rustls has a whole ClientHello; returns the bytes read and the SNI, if any.
-pub async fn read_client_hello<IO: AsyncRead + Unpin>(io: &mut IO) -> Result<(Vec<u8>, Option<String>), HelloError> {
+pub(crate) async fn read_client_hello<IO: AsyncRead + Unpin>(io: &mut IO) -> Result<(Vec<u8>, Option<String>), HelloError> {
     let mut acceptor = Acceptor::default();
     let mut buf = Vec::with_capacity(2048);
     let mut fed = 0;

@@ -25,10 +25,10 @@ use crate::target::Target;
 
 /// The address a pooled connection was dialled to, attached to each response's extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dialled(pub SocketAddr);
+pub(crate) struct Dialled(pub SocketAddr);
 
 /// The TLS client configuration: verification always on, against the built-in roots and `extra`.
-pub fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientConfig, String> {
+pub(crate) fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientConfig, String> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for (i, cert) in extra.iter().enumerate() {
@@ -116,12 +116,12 @@ impl hyper::rt::Write for GuardedStream {
 }
 
 /// A pooled client for one sandbox.
-pub type UpstreamClient = Client<Timed<HttpsConnector<GuardedConnector>>, ProxyBody>;
+pub(crate) type UpstreamClient = Client<Timed<HttpsConnector<GuardedConnector>>, ProxyBody>;
 
 /// The upstream's TLS handshake (with the connection before it) took longer than allowed.
 #[derive(Debug, thiserror::Error)]
 #[error("no TLS session with the upstream within {0:?}")]
-pub struct HandshakeTimedOut(pub Duration);
+pub(crate) struct HandshakeTimedOut(pub Duration);
 
 /// A connector bounded in time: dialling plus the TLS handshake must finish within `limit`.
 #[derive(Clone)]

@@ -11,7 +11,7 @@ use crate::error::ProxyError;
 use crate::net::DialError;
 
 /// Send within `timeout` (`timeouts.upstream_headers`: the response head must arrive by then).
-pub async fn send(
+pub(crate) async fn send(
     pool: &UpstreamClient,
     req: Request<ProxyBody>,
     timeout: Duration,
@@ -25,7 +25,7 @@ pub async fn send(
 
 /// Find what went wrong in a pool error: a guard refusal or dial failure from our connector, an
 /// untrusted upstream certificate, or anything else.
-pub fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
+pub(crate) fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut detail = Vec::new();
     while let Some(e) = source {

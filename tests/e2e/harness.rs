@@ -18,12 +18,12 @@ use crate::rig::{Seen, free_port};
 use crate::tls_rig::{TestCa, serve_by_alpn, test_ca};
 
 /// What a site answers: status, headers, body.
-pub type Reply = (u16, Vec<(String, String)>, Vec<u8>);
+pub(crate) type Reply = (u16, Vec<(String, String)>, Vec<u8>);
 /// A site's request handler (called off the async threads, so it may run a process).
-pub type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+pub(crate) type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
 /// A local HTTPS site.
-pub struct Site {
+pub(crate) struct Site {
     /// The name cordon knows it by (`network.hosts` maps it to 127.0.0.1).
     pub name: String,
     pub addr: SocketAddr,
@@ -32,20 +32,20 @@ pub struct Site {
 }
 
 impl Site {
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.addr.port()
     }
     /// `https://name:port` + `path`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://{}:{}{path}", self.name, self.port())
     }
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// Serve `handler` over HTTPS (h2 and HTTP/1.1) for `name`, with a certificate from `ca`.
-pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
+pub(crate) async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config(&[name]));
@@ -93,11 +93,11 @@ pub async fn site(ca: &TestCa, name: &str, handler: Handler) -> Site {
 }
 
 /// The real token the placeholder cases' API expects (held by cordon, never by the sandbox).
-pub const API_TOKEN: &str = "real-api-token";
+pub(crate) const API_TOKEN: &str = "real-api-token";
 
 /// A JSON API on `api.e2e.test` answering `{"ok": true, "path": ...}` only to `Bearer <API_TOKEN>`, and a case
 /// whose sandbox holds the placeholder of credential `api` (injected by placeholder) bound to it.
-pub async fn placeholder_api() -> (Site, Case) {
+pub(crate) async fn placeholder_api() -> (Site, Case) {
     let ca = Case::ca();
     let api = site(
         &ca,
@@ -134,7 +134,7 @@ pub async fn placeholder_api() -> (Site, Case) {
 }
 
 /// A handler serving the files under `root` (GET and HEAD), 404 otherwise, after `auth` accepts the request.
-pub fn files(root: PathBuf, auth: impl Fn(&Seen) -> bool + Send + Sync + 'static) -> Handler {
+pub(crate) fn files(root: PathBuf, auth: impl Fn(&Seen) -> bool + Send + Sync + 'static) -> Handler {
     Arc::new(move |req: &Seen| {
         if !auth(req) {
             return (
@@ -168,7 +168,7 @@ pub fn files(root: PathBuf, auth: impl Fn(&Seen) -> bool + Send + Sync + 'static
 }
 
 /// One case: the upstream CA, cordon, and a run-time sandbox.
-pub struct Case {
+pub(crate) struct Case {
     pub dir: tempfile::TempDir,
     pub admin: String,
     pub sandbox: String,
@@ -179,7 +179,7 @@ pub struct Case {
 
 /// What a case's cordon is configured with.
 #[derive(Default)]
-pub struct Spec<'a> {
+pub(crate) struct Spec<'a> {
     /// Rules under the policy's `allow:` (YAML list items, each starting with `- `).
     pub rules: String,
     /// The `credentials:` map (YAML, indented two spaces), and which of them the policy may use.
@@ -194,7 +194,7 @@ pub struct Spec<'a> {
 impl<'a> Spec<'a> {
     /// The common case: one site `host:port`, allowed whole, and one credential `name` bound to it, read
     /// from cordon's environment variable `env` (set to `secret`) and applied as `inject` (a YAML flow map).
-    pub fn site(host: &'a str, port: u16, name: &'a str, env: &'a str, secret: &'a str, inject: &str) -> Spec<'a> {
+    pub(crate) fn site(host: &'a str, port: u16, name: &'a str, env: &'a str, secret: &'a str, inject: &str) -> Spec<'a> {
         Spec {
             rules: format!("      - host: {host}\n        ports: [{port}]\n"),
             credentials: format!(
@@ -209,12 +209,12 @@ impl<'a> Spec<'a> {
 
 impl Case {
     /// The test CA first (sites need it before cordon's config can name their ports).
-    pub fn ca() -> TestCa {
+    pub(crate) fn ca() -> TestCa {
         test_ca("e2e upstream CA")
     }
 
     /// Start cordon for the sites of `upstream_ca` and create the case's sandbox.
-    pub async fn start(upstream_ca: TestCa, spec: Spec<'_>) -> Case {
+    pub(crate) async fn start(upstream_ca: TestCa, spec: Spec<'_>) -> Case {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
         std::fs::write(dir.path().join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
@@ -287,7 +287,7 @@ policies:
     }
 
     /// A client process with the sandbox's environment only (and PATH, and a private HOME).
-    pub fn client(&self, program: &str) -> Command {
+    pub(crate) fn client(&self, program: &str) -> Command {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let mut c = Command::new(program);
@@ -300,7 +300,7 @@ policies:
     }
 
     /// Every audit record so far.
-    pub fn audit(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.dir.path().join("audit.log"))
             .unwrap_or_default()
             .lines()
@@ -309,7 +309,7 @@ policies:
     }
 
     /// Wait until an audit record matches (records are written when a connection ends).
-    pub async fn audited(&self, what: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    pub(crate) async fn audited(&self, what: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
         for _ in 0..100 {
             if let Some(r) = self.audit().into_iter().find(|r| what(r)) {
                 return r;
@@ -320,11 +320,11 @@ policies:
     }
 
     /// Run the admin CLI against this case's cordon.
-    pub fn admin(&self, args: &[&str]) -> String {
+    pub(crate) fn admin(&self, args: &[&str]) -> String {
         admin_cli(self.dir.path(), &self.admin, args)
     }
 
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 }
@@ -346,7 +346,7 @@ fn admin_cli(dir: &Path, admin: &str, args: &[&str]) -> String {
 }
 
 /// Output of a finished client, for assertions.
-pub fn text(out: &std::process::Output) -> String {
+pub(crate) fn text(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -3,7 +3,7 @@
 
 mod cargo_registry;
 mod git;
-pub mod harness;
+pub(crate) mod harness;
 mod http_clients;
 mod npm;
 mod pip;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_cordon");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cordon");
 
 fn cordon(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
@@ -26,7 +26,7 @@ fn write_config(text: &str) -> tempfile::NamedTempFile {
     f
 }
 
-pub fn curl() -> Command {
+pub(crate) fn curl() -> Command {
     if Command::new("curl").arg("--version").output().is_err() {
         panic!("curl is not installed: these tests drive cordon with a real client (apt-get install curl)");
     }
@@ -286,7 +286,7 @@ async fn run_cordon(yaml: &str, port: u16) -> (std::process::Child, tempfile::Na
 
 /// Start `cordon run --config config` with extra environment (the secrets a test hands it), and wait until
 /// it listens on `port`.
-pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
+pub(crate) async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
     let child = Command::new(BIN)
         .args(["run", "--config"])
         .arg(config)
@@ -304,7 +304,7 @@ pub async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &st
 
 /// Wait until `ready` says the cordon `child` listens on `addr`; panic with its stderr if it exits first or
 /// never does.
-pub async fn await_listening(
+pub(crate) async fn await_listening(
     mut child: std::process::Child,
     addr: &str,
     ready: impl Fn() -> bool,

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::rig::{Capture, Upstream, config};
 use crate::tls_rig::{https_upstream, test_ca};
 
-pub struct ControlRig {
+pub(crate) struct ControlRig {
     pub proxy: SocketAddr,
     pub admin: SocketAddr,
     pub token: String,
@@ -40,7 +40,7 @@ impl Drop for ControlRig {
 }
 
 /// The control section every rig uses, with files under `dir`.
-pub fn control_yaml(dir: &std::path::Path, proxy: SocketAddr) -> String {
+pub(crate) fn control_yaml(dir: &std::path::Path, proxy: SocketAddr) -> String {
     format!(
         "control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
          store: {d}/cordon.db\n  proxy_url: http://{proxy}\n  ca_file: {d}/sandbox-ca.pem\n  max_ttl: 2h\n",
@@ -49,12 +49,12 @@ pub fn control_yaml(dir: &std::path::Path, proxy: SocketAddr) -> String {
 }
 
 /// Start one; `extra_top` is more top-level YAML.
-pub async fn control_rig(extra_top: &str) -> ControlRig {
+pub(crate) async fn control_rig(extra_top: &str) -> ControlRig {
     control_rig_edit(extra_top, |yaml, _| yaml).await
 }
 
 /// Start one with the configuration passed through `edit` (given the YAML and the upstream's port).
-pub async fn control_rig_edit(extra_top: &str, edit: impl Fn(String, u16) -> String) -> ControlRig {
+pub(crate) async fn control_rig_edit(extra_top: &str, edit: impl Fn(String, u16) -> String) -> ControlRig {
     let upstream_ca = test_ca("upstream test CA");
     let up = https_upstream(
         "127.0.0.2",
@@ -118,7 +118,7 @@ pub async fn control_rig_edit(extra_top: &str, edit: impl Fn(String, u16) -> Str
 
 impl ControlRig {
     /// Create a sandbox of `policy` living `ttl`.
-    pub async fn create(&self, policy: &str, ttl: &str) -> Value {
+    pub(crate) async fn create(&self, policy: &str, ttl: &str) -> Value {
         let req = CreateRequest {
             user: "alice".into(),
             policy: policy.into(),
@@ -130,7 +130,7 @@ impl ControlRig {
     }
 
     /// The sandbox's CA certificate in a file (as a platform hands it to the sandbox).
-    pub async fn ca_file(&self, id: &str) -> PathBuf {
+    pub(crate) async fn ca_file(&self, id: &str) -> PathBuf {
         let pem = self.client.show(id).await.unwrap()["ca_certificate"]
             .as_str()
             .unwrap()
@@ -141,7 +141,7 @@ impl ControlRig {
     }
 
     /// An intercepted TLS session to allowed.test through cordon as `who`, trusting that sandbox's CA.
-    pub async fn tls(&self, who: (&str, &str)) -> tokio_rustls::client::TlsStream<TcpStream> {
+    pub(crate) async fn tls(&self, who: (&str, &str)) -> tokio_rustls::client::TlsStream<TcpStream> {
         let ca = self.ca_file(who.0).await;
         let target = format!("allowed.test:{}", self.up.addr.port());
         crate::intercept::tls_as(self.proxy, who, &target, "allowed.test", &ca, b"http/1.1")
@@ -150,12 +150,12 @@ impl ControlRig {
     }
 
     /// Rewrite the configuration file.
-    pub fn write(&self, yaml: &str) {
+    pub(crate) fn write(&self, yaml: &str) {
         std::fs::write(&self.path, yaml).unwrap();
     }
 
     /// A raw admin request: (status, headers text, body).
-    pub async fn raw(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String, String) {
+    pub(crate) async fn raw(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String, String) {
         let mut s = TcpStream::connect(self.admin).await.unwrap();
         let auth = token
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
@@ -174,7 +174,7 @@ impl ControlRig {
     }
 
     /// Wait until `check` holds, for up to `limit`.
-    pub async fn until(&self, limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    pub(crate) async fn until(&self, limit: Duration, mut check: impl FnMut() -> bool) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         while tokio::time::Instant::now() < deadline {
             if check() {
@@ -187,7 +187,7 @@ impl ControlRig {
 }
 
 /// CONNECT as `who` to `host` on the upstream's port: the answer's head, and the stream (open on 200).
-pub async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (crate::rig::Resp, TcpStream) {
+pub(crate) async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (crate::rig::Resp, TcpStream) {
     let mut st = TcpStream::connect(rig.proxy).await.unwrap();
     let target = format!("{host}:{}", rig.up.addr.port());
     let raw = format!(
@@ -199,6 +199,6 @@ pub async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> (crate:
 }
 
 /// The upstream URL for a host.
-pub fn url(rig: &ControlRig, host: &str, path: &str) -> String {
+pub(crate) fn url(rig: &ControlRig, host: &str, path: &str) -> String {
     format!("https://{host}:{}{path}", rig.up.addr.port())
 }

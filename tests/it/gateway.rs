@@ -13,7 +13,7 @@ use crate::rig::{Upstream, upstream_on};
 use crate::tls_rig::{https_upstream_on, test_ca};
 
 /// The namespaces, the upstreams in them, and a folder for cordon's files.
-pub struct World {
+pub(crate) struct World {
     pub net: Net,
     pub api: Upstream,
     pub plain: Upstream,
@@ -22,7 +22,7 @@ pub struct World {
 }
 
 impl World {
-    pub async fn new() -> World {
+    pub(crate) async fn new() -> World {
         let net = Net::new();
         let upstream_ca = test_ca("netns upstream CA");
         let inet = net.inet_ip();
@@ -41,12 +41,12 @@ impl World {
         }
     }
 
-    pub fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// A config for sandbox `id` (known by `source`, if given), allowing api.test on 80 and 443.
-    pub fn config(&self, id: &str, listen: &str, source: Option<&str>) -> PathBuf {
+    pub(crate) fn config(&self, id: &str, listen: &str, source: Option<&str>) -> PathBuf {
         let d = self.dir.path().display();
         let inet = self.net.inet_ip();
         let identity = match source {
@@ -80,7 +80,7 @@ policies:
     }
 
     /// `cordon ca export`: the sandbox's CA file, for the sandbox's clients to trust.
-    pub fn sandbox_ca(&self, config: &std::path::Path, id: &str) -> PathBuf {
+    pub(crate) fn sandbox_ca(&self, config: &std::path::Path, id: &str) -> PathBuf {
         let out = std::process::Command::new(BIN)
             .args(["ca", "export", "--sandbox", id, "--config"])
             .arg(config)
@@ -93,7 +93,7 @@ policies:
     }
 
     /// Every audit record written so far.
-    pub fn audit(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn audit(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.path("audit.log"))
             .unwrap_or_default()
             .lines()
@@ -104,7 +104,7 @@ policies:
     /// The audit records once `all` of the conditions hold of them (a record is written when its
     /// connection ends, a moment after the client has seen the answer), or after 10 s, for the assertions
     /// that follow to report what is missing.
-    pub async fn audit_until(&self, all: &[&dyn Fn(&serde_json::Value) -> bool]) -> Vec<serde_json::Value> {
+    pub(crate) async fn audit_until(&self, all: &[&dyn Fn(&serde_json::Value) -> bool]) -> Vec<serde_json::Value> {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
             let records = self.audit();
@@ -116,7 +116,7 @@ policies:
     }
 
     /// `curl` in the sandbox namespace, its output and exit code.
-    pub fn curl(&self, args: &[&str]) -> (i32, String) {
+    pub(crate) fn curl(&self, args: &[&str]) -> (i32, String) {
         let mut full = vec!["curl", "-sS", "-m", "5"];
         full.extend_from_slice(args);
         let out = self.net.exec(&self.net.sbx, &full);
@@ -155,7 +155,7 @@ fn load_rules(net: &Net) {
 }
 
 /// A cordon process, killed when dropped (also when an assertion fails first).
-pub struct Running(pub Child);
+pub(crate) struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -164,7 +164,7 @@ impl Drop for Running {
     }
 }
 
-pub async fn start_cordon(w: &World, config: &std::path::Path, proxy: &str) -> Running {
+pub(crate) async fn start_cordon(w: &World, config: &std::path::Path, proxy: &str) -> Running {
     let child = w
         .net
         .command(&w.net.gw, BIN)

@@ -26,7 +26,7 @@ async fn tls_through(
 }
 
 /// CONNECT as `who`, then a rustls handshake for `sni` trusting `ca_file`, offering `alpn`.
-pub async fn tls_as(
+pub(crate) async fn tls_as(
     proxy: std::net::SocketAddr,
     who: (&str, &str),
     connect: &str,
@@ -185,7 +185,7 @@ async fn inner_host_must_match_the_connect_host_on_every_request() {
     assert_eq!(rig.up.seen().len(), 1);
 }
 
-pub async fn read_tls_response(tls: &mut tokio_rustls::client::TlsStream<TcpStream>) -> String {
+pub(crate) async fn read_tls_response(tls: &mut tokio_rustls::client::TlsStream<TcpStream>) -> String {
     let mut buf = vec![0u8; 4096];
     let n = tokio::time::timeout(std::time::Duration::from_secs(5), tls.read(&mut buf))
         .await

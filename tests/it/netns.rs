@@ -12,7 +12,7 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// Whether namespace tests can run here. When they cannot, say so loudly; with
 /// `CORDON_REQUIRE_NETNS=1` (set by .ci/run, which runs as root) that is a failure, not a skip.
-pub fn available(test: &str) -> bool {
+pub(crate) fn available(test: &str) -> bool {
     let probe = format!("cx-probe-{}", std::process::id());
     let ok = Command::new("ip")
         .args(["netns", "add", &probe])
@@ -31,7 +31,7 @@ pub fn available(test: &str) -> bool {
 }
 
 /// One test's namespaces and links.
-pub struct Net {
+pub(crate) struct Net {
     /// Where cordon runs (forwarding on, as on a real gateway host).
     pub gw: String,
     /// The jailed sandbox (or VM).
@@ -44,7 +44,7 @@ pub struct Net {
     pub n: u8,
 }
 
-pub fn ip(args: &[&str]) {
+pub(crate) fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -55,7 +55,7 @@ pub fn ip(args: &[&str]) {
 }
 
 impl Net {
-    pub fn new() -> Net {
+    pub(crate) fn new() -> Net {
         let n = (NEXT.fetch_add(1, Ordering::SeqCst) + std::process::id()) as u8;
         let p = format!("cx{}", u32::from(n) * 1000 + std::process::id() % 1000);
         let net = Net {
@@ -113,25 +113,25 @@ impl Net {
     }
 
     /// The gateway's end of the link to the sandbox.
-    pub fn sbx_if(&self) -> String {
+    pub(crate) fn sbx_if(&self) -> String {
         format!("{}sa", &self.gw[..self.gw.len() - 3])
     }
 
-    pub fn gw_ip(&self) -> String {
+    pub(crate) fn gw_ip(&self) -> String {
         format!("10.203.{}.1", self.n)
     }
-    pub fn sbx_ip(&self) -> String {
+    pub(crate) fn sbx_ip(&self) -> String {
         format!("10.203.{}.2", self.n)
     }
-    pub fn stranger_ip(&self) -> String {
+    pub(crate) fn stranger_ip(&self) -> String {
         format!("10.203.{}.3", self.n)
     }
-    pub fn inet_ip(&self) -> String {
+    pub(crate) fn inet_ip(&self) -> String {
         format!("198.18.{}.2", self.n)
     }
 
     /// Run a command in a namespace.
-    pub fn exec(&self, ns: &str, args: &[&str]) -> Output {
+    pub(crate) fn exec(&self, ns: &str, args: &[&str]) -> Output {
         Command::new("ip")
             .args(["netns", "exec", ns])
             .args(args)
@@ -139,7 +139,7 @@ impl Net {
             .unwrap()
     }
 
-    pub fn exec_ok(&self, ns: &str, args: &[&str]) -> String {
+    pub(crate) fn exec_ok(&self, ns: &str, args: &[&str]) -> String {
         let out = self.exec(ns, args);
         assert!(
             out.status.success(),
@@ -152,14 +152,14 @@ impl Net {
     }
 
     /// A command in a namespace, to spawn.
-    pub fn command(&self, ns: &str, program: &str) -> Command {
+    pub(crate) fn command(&self, ns: &str, program: &str) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns, program]);
         c
     }
 
     /// Run `f` on a thread that has entered namespace `ns` (sockets it creates stay in it).
-    pub fn within<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    pub(crate) fn within<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let path = format!("/run/netns/{ns}");
         std::thread::spawn(move || {
             let file = std::fs::File::open(&path).unwrap();
@@ -171,7 +171,7 @@ impl Net {
     }
 
     /// A tokio listener bound inside `ns`.
-    pub fn listen(&self, ns: &str, addr: &str) -> tokio::net::TcpListener {
+    pub(crate) fn listen(&self, ns: &str, addr: &str) -> tokio::net::TcpListener {
         let addr: SocketAddr = addr.parse().unwrap();
         let std = self.within(ns, move || TcpListener::bind(addr).unwrap());
         std.set_nonblocking(true).unwrap();
@@ -179,13 +179,13 @@ impl Net {
     }
 
     /// A UDP socket bound inside `ns`.
-    pub fn udp(&self, ns: &str, addr: &str) -> UdpSocket {
+    pub(crate) fn udp(&self, ns: &str, addr: &str) -> UdpSocket {
         let addr: SocketAddr = addr.parse().unwrap();
         self.within(ns, move || UdpSocket::bind(addr).unwrap())
     }
 
     /// Whether `addr` accepts a TCP connection from inside `ns`.
-    pub fn connectable(&self, ns: &str, addr: &str) -> bool {
+    pub(crate) fn connectable(&self, ns: &str, addr: &str) -> bool {
         let addr: SocketAddr = addr.parse().unwrap();
         self.within(ns, move || {
             std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(300)).is_ok()
@@ -203,7 +203,7 @@ impl Drop for Net {
 }
 
 /// Give a namespace a resolv.conf (`ip netns exec` mounts it over /etc/resolv.conf).
-pub fn resolv_conf(ns: &str, nameserver: &str) {
+pub(crate) fn resolv_conf(ns: &str, nameserver: &str) {
     let dir = format!("/etc/netns/{ns}");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(format!("{dir}/resolv.conf"), format!("nameserver {nameserver}\n")).unwrap();

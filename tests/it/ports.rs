@@ -8,7 +8,7 @@ use std::sync::Mutex;
 /// The ports come from below the kernel's ephemeral range: a port taken with `bind(:0)` and let go could
 /// be handed by the kernel to the next listener or outgoing connection of a test running alongside, and a
 /// readiness check would then find that one listening instead of the process it waits for.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     static NEXT: Mutex<Option<u16>> = Mutex::new(None);
     let floor = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 /// An audit record as a reader of the audit log sees it: the JSON line cordon writes, read back.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
+pub(crate) struct Record {
     pub time: String,
     pub sandbox: Option<String>,
     pub user: Option<String>,
@@ -53,7 +53,7 @@ pub struct Record {
 /// The approval part of a record.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalRecord {
+pub(crate) struct ApprovalRecord {
     pub id: String,
     pub outcome: String,
     pub by: Option<String>,
@@ -63,7 +63,7 @@ pub struct ApprovalRecord {
 
 /// Audit records captured in memory, each through its JSON line.
 #[derive(Default, Clone)]
-pub struct Capture(pub Arc<Mutex<Vec<Record>>>);
+pub(crate) struct Capture(pub Arc<Mutex<Vec<Record>>>);
 
 impl Sink for Capture {
     fn write(&self, record: &cordon::audit::Record) {
@@ -75,13 +75,13 @@ impl Sink for Capture {
 
 impl Capture {
     /// The records so far.
-    pub fn now(&self) -> Vec<Record> {
+    pub(crate) fn now(&self) -> Vec<Record> {
         self.0.lock().unwrap().clone()
     }
 
     /// Wait (up to 2 s) for a record that `pred` accepts: a record is emitted when its exchange ends, which
     /// may be just after the client has read the response.
-    pub async fn wait_any(&self, pred: impl Fn(&Record) -> bool) -> Option<Record> {
+    pub(crate) async fn wait_any(&self, pred: impl Fn(&Record) -> bool) -> Option<Record> {
         for _ in 0..200 {
             if let Some(r) = self.0.lock().unwrap().iter().find(|r| pred(r)) {
                 return Some(r.clone());
@@ -92,7 +92,7 @@ impl Capture {
     }
 
     /// Wait until at least `n` records arrived (records are emitted when bodies and tunnels end).
-    pub async fn wait_for(&self, n: usize) -> Vec<Record> {
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Record> {
         for _ in 0..200 {
             {
                 let recs = self.0.lock().unwrap();
@@ -109,7 +109,7 @@ impl Capture {
 
 /// What an upstream saw of one request.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub method: String,
     pub uri: String,
     pub headers: Vec<(String, String)>,
@@ -117,35 +117,35 @@ pub struct Seen {
 }
 
 impl Seen {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
 /// An HTTP/1.1 upstream that counts accepted connections and records requests.
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub addr: SocketAddr,
     pub accepts: Arc<AtomicUsize>,
     pub seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Upstream {
-    pub fn accepted(&self) -> usize {
+    pub(crate) fn accepted(&self) -> usize {
         self.accepts.load(Ordering::SeqCst)
     }
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// Start an upstream on `ip:0`. `/slow` answers after 300 ms; `/big` sends 100 000 bytes; anything else
 /// answers `hello from upstream` with a `Proxy-Authenticate` header cordon must strip.
-pub async fn upstream(ip: &str) -> Upstream {
+pub(crate) async fn upstream(ip: &str) -> Upstream {
     upstream_on(TcpListener::bind((ip, 0)).await.unwrap())
 }
 
 /// The same upstream on a listener already bound.
-pub fn upstream_on(listener: TcpListener) -> Upstream {
+pub(crate) fn upstream_on(listener: TcpListener) -> Upstream {
     let addr = listener.local_addr().unwrap();
     let accepts = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -168,7 +168,7 @@ pub fn upstream_on(listener: TcpListener) -> Upstream {
 }
 
 /// The upstream's request handler (HTTP/1.1 and h2 alike), recording what it saw.
-pub fn upstream_service(
+pub(crate) fn upstream_service(
     s: Arc<Mutex<Vec<Seen>>>,
 ) -> impl hyper::service::Service<Request<Incoming>, Response = Response<TestBody>, Error = Infallible, Future: Send>
 + Clone
@@ -226,10 +226,10 @@ pub fn upstream_service(
 }
 
 /// Response bodies of the test upstreams.
-pub type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+pub(crate) type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 /// Opens the gate `/stream` waits on before its last chunk.
-pub static STREAM_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+pub(crate) static STREAM_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// `/stream`: one chunk, then the last only after `STREAM_GATE` is opened (a proxy that buffered whole
 /// bodies would never deliver the first); `/trailers`: a body followed by a trailer field.
@@ -272,7 +272,7 @@ fn tokio_stream_from<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_
 }
 
 /// A TCP echo server (for tunnels), counting accepts.
-pub async fn echo(ip: &str) -> (SocketAddr, Arc<AtomicUsize>) {
+pub(crate) async fn echo(ip: &str) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accepts = Arc::new(AtomicUsize::new(0));
@@ -293,7 +293,7 @@ pub async fn echo(ip: &str) -> (SocketAddr, Arc<AtomicUsize>) {
 }
 
 /// A running proxy.
-pub struct Proxy {
+pub(crate) struct Proxy {
     pub addr: SocketAddr,
     pub audit: Capture,
     stop: Option<oneshot::Sender<()>>,
@@ -302,7 +302,7 @@ pub struct Proxy {
 
 impl Proxy {
     /// Ask it to shut down (drain) and return the task to await.
-    pub fn shutdown(&mut self) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn shutdown(&mut self) -> tokio::task::JoinHandle<()> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -311,7 +311,7 @@ impl Proxy {
 }
 
 /// Start cordon on 127.0.0.1:0 with this YAML.
-pub async fn proxy(yaml: &str) -> Proxy {
+pub(crate) async fn proxy(yaml: &str) -> Proxy {
     let config = Config::parse("test.yaml", yaml).unwrap_or_else(|e| panic!("test config: {e}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -331,10 +331,10 @@ pub async fn proxy(yaml: &str) -> Proxy {
     }
 }
 
-pub use crate::ports::free_port;
+pub(crate) use crate::ports::free_port;
 
 /// `Proxy-Authorization` header line for `id:token`.
-pub fn auth(id: &str, token: &str) -> String {
+pub(crate) fn auth(id: &str, token: &str) -> String {
     use base64::Engine;
     format!(
         "Proxy-Authorization: Basic {}\r\n",
@@ -343,32 +343,32 @@ pub fn auth(id: &str, token: &str) -> String {
 }
 
 /// The hex SHA-256 of a token.
-pub fn hash(token: &str) -> String {
+pub(crate) fn hash(token: &str) -> String {
     cordon::identity::hash_token(token)
 }
 
 /// A parsed response.
 #[derive(Debug)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// Read one response (head + Content-Length body, or to EOF without one) from `stream`.
-pub async fn read_response(stream: &mut TcpStream) -> Option<Resp> {
+pub(crate) async fn read_response(stream: &mut TcpStream) -> Option<Resp> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -422,12 +422,12 @@ pub async fn read_response(stream: &mut TcpStream) -> Option<Resp> {
 }
 
 /// Read the head of a response to CONNECT (a 2xx has no body; the tunnel starts right after).
-pub async fn read_connect_response(stream: &mut TcpStream) -> u16 {
+pub(crate) async fn read_connect_response(stream: &mut TcpStream) -> u16 {
     read_head(stream).await.status
 }
 
 /// The status line and headers of a response, without waiting for a body (a 200 to CONNECT has none).
-pub async fn read_head(stream: &mut TcpStream) -> Resp {
+pub(crate) async fn read_head(stream: &mut TcpStream) -> Resp {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -457,19 +457,19 @@ pub async fn read_head(stream: &mut TcpStream) -> Resp {
 }
 
 /// Open a connection to the proxy, send `raw`, read one response.
-pub async fn send(proxy: SocketAddr, raw: &str) -> Resp {
+pub(crate) async fn send(proxy: SocketAddr, raw: &str) -> Resp {
     let mut s = TcpStream::connect(proxy).await.unwrap();
     s.write_all(raw.as_bytes()).await.unwrap();
     read_response(&mut s).await.expect("a response")
 }
 
 /// Whether the peer closes `stream` (EOF within a short wait; anything sent before it, e.g. a TLS alert, is read).
-pub async fn closed(stream: &mut TcpStream) -> bool {
+pub(crate) async fn closed(stream: &mut TcpStream) -> bool {
     closed_within(stream, Duration::from_secs(3)).await
 }
 
 /// Whether the peer closes `stream` (plain or TLS) within `limit`, reading whatever comes before.
-pub async fn closed_within<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, limit: Duration) -> bool {
+pub(crate) async fn closed_within<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, limit: Duration) -> bool {
     let mut b = [0u8; 1024];
     let deadline = tokio::time::Instant::now() + limit;
     loop {
@@ -483,7 +483,7 @@ pub async fn closed_within<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, limi
 
 /// The standard test configuration: an upstream on 127.0.0.2 and an echo server on 127.0.0.3, reached
 /// through names in `network.hosts`, with the loopback range opened by `network.allow_cidrs`.
-pub fn config(up: u16, echo: u16, extra_top: &str) -> String {
+pub(crate) fn config(up: u16, echo: u16, extra_top: &str) -> String {
     format!(
         r#"
 network:
@@ -547,12 +547,12 @@ policies:
 }
 
 /// Upstream, echo server and proxy with the standard configuration.
-pub async fn rig() -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
+pub(crate) async fn rig() -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
     rig_with("").await
 }
 
 /// As `rig`, with extra top-level YAML (e.g. `limits:`).
-pub async fn rig_with(extra_top: &str) -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
+pub(crate) async fn rig_with(extra_top: &str) -> (Upstream, (SocketAddr, Arc<AtomicUsize>), Proxy) {
     let up = upstream("127.0.0.2").await;
     let echo = echo("127.0.0.3").await;
     let p = proxy(&config(up.addr.port(), echo.0.port(), extra_top)).await;

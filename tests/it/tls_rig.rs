@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 
 /// A CA of the test's own.
-pub struct TestCa {
+pub(crate) struct TestCa {
     pub pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
-pub fn test_ca(name: &str) -> TestCa {
+pub(crate) fn test_ca(name: &str) -> TestCa {
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, name);
@@ -29,7 +29,7 @@ pub fn test_ca(name: &str) -> TestCa {
 
 impl TestCa {
     /// A server config for these names, signed by this CA, ALPN h2 + http/1.1.
-    pub fn server_config(&self, names: &[&str]) -> Arc<ServerConfig> {
+    pub(crate) fn server_config(&self, names: &[&str]) -> Arc<ServerConfig> {
         let key = KeyPair::generate().unwrap();
         let params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
@@ -46,12 +46,12 @@ impl TestCa {
 }
 
 /// An HTTPS upstream (h2 or HTTP/1.1 by ALPN) on `ip:0`, with the same handler as the plain one.
-pub async fn https_upstream(ip: &str, tls: Arc<ServerConfig>) -> Upstream {
+pub(crate) async fn https_upstream(ip: &str, tls: Arc<ServerConfig>) -> Upstream {
     https_upstream_on(TcpListener::bind((ip, 0)).await.unwrap(), tls)
 }
 
 /// The same HTTPS upstream on a listener already bound (in another network namespace, say).
-pub fn https_upstream_on(listener: TcpListener, tls: Arc<ServerConfig>) -> Upstream {
+pub(crate) fn https_upstream_on(listener: TcpListener, tls: Arc<ServerConfig>) -> Upstream {
     let addr: SocketAddr = listener.local_addr().unwrap();
     let accepts = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -75,7 +75,7 @@ pub fn https_upstream_on(listener: TcpListener, tls: Arc<ServerConfig>) -> Upstr
 }
 
 /// Serve one accepted TLS connection with `svc`, over h2 or HTTP/1.1 as ALPN chose.
-pub async fn serve_by_alpn<S, B>(tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>, svc: S)
+pub(crate) async fn serve_by_alpn<S, B>(tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>, svc: S)
 where
     S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>>
         + Clone
@@ -101,7 +101,7 @@ where
 }
 
 /// Everything an interception test needs.
-pub struct TlsRig {
+pub(crate) struct TlsRig {
     pub yaml: String,
     pub up: Upstream,
     pub proxy: Proxy,
@@ -111,7 +111,7 @@ pub struct TlsRig {
 
 impl TlsRig {
     /// The PEM file of a sandbox's CA, as `cordon ca export` writes it (creating the CA for its policy).
-    pub fn sandbox_ca_file(&self, sandbox: &str) -> std::path::PathBuf {
+    pub(crate) fn sandbox_ca_file(&self, sandbox: &str) -> std::path::PathBuf {
         let config = cordon::config::Config::parse("test.yaml", &self.yaml).unwrap();
         let spec = config.sandbox(sandbox).unwrap();
         let scope = cordon::tls::cas::scope_for(&config.policies[&spec.policy]);
@@ -123,7 +123,7 @@ impl TlsRig {
     }
 
     /// `curl` through the proxy as `id:token`, trusting `cacert`.
-    pub fn curl(&self, id: &str, token: &str, cacert: &std::path::Path) -> std::process::Command {
+    pub(crate) fn curl(&self, id: &str, token: &str, cacert: &std::path::Path) -> std::process::Command {
         let mut c = crate::cli::curl();
         c.args(["-x", &format!("http://{id}:{token}@{}", self.proxy.addr)]);
         c.arg("--cacert").arg(cacert);
@@ -131,13 +131,13 @@ impl TlsRig {
     }
 
     /// The upstream's https URL for `host` and `path`.
-    pub fn url(&self, host: &str, path: &str) -> String {
+    pub(crate) fn url(&self, host: &str, path: &str) -> String {
         format!("https://{host}:{}{path}", self.up.addr.port())
     }
 }
 
 /// An HTTPS upstream on 127.0.0.2 for `allowed.test` and friends, and a proxy trusting its CA.
-pub async fn tls_rig(extra_top: &str) -> TlsRig {
+pub(crate) async fn tls_rig(extra_top: &str) -> TlsRig {
     let upstream_ca = test_ca("upstream test CA");
     let up = https_upstream(
         "127.0.0.2",
@@ -170,7 +170,7 @@ pub async fn tls_rig(extra_top: &str) -> TlsRig {
 }
 
 /// A WebSocket echo server over TLS on `ip:0`.
-pub async fn wss_echo(ip: &str, tls: Arc<ServerConfig>) -> SocketAddr {
+pub(crate) async fn wss_echo(ip: &str, tls: Arc<ServerConfig>) -> SocketAddr {
     use futures_util::{SinkExt, StreamExt};
     let listener = TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::{SourceError, Token};
 
 /// A token whose issuer gave no expiry is treated as expiring this long after it was fetched.
-pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
+pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
 
 /// After a failed refresh ahead of expiry, the still-valid token is served without retrying for
 /// `min(refresh_ahead / 4, this)`, so that a down issuer is not asked again on every request.
@@ -58,7 +58,7 @@ impl Slot {
 
 /// Tokens per key (e.g. "credential-name|scope|sandbox"), kept until shortly before they expire, refreshed
 /// ahead of expiry, one refresh at a time per key.
-pub struct TokenCache {
+pub(crate) struct TokenCache {
     refresh_ahead: Duration,
     slots: moka::sync::Cache<String, Arc<Slot>>,
     fetches: AtomicU64,
@@ -66,7 +66,7 @@ pub struct TokenCache {
 
 impl TokenCache {
     /// A cache refreshing tokens `refresh_ahead` before they expire, holding at most `capacity` keys.
-    pub fn new(refresh_ahead: Duration, capacity: u64) -> TokenCache {
+    pub(crate) fn new(refresh_ahead: Duration, capacity: u64) -> TokenCache {
         TokenCache {
             refresh_ahead,
             slots: moka::sync::Cache::new(capacity),
@@ -75,7 +75,8 @@ impl TokenCache {
     }
 
     /// Forget `key`'s token (e.g. when its sandbox ends, or an upstream rejected the token as revoked).
-    pub fn invalidate(&self, key: &str) {
+    #[cfg(test)]
+    pub(crate) fn invalidate(&self, key: &str) {
         self.slots.invalidate(key);
     }
 
@@ -83,15 +84,16 @@ impl TokenCache {
         (self.refresh_ahead / 4).min(MAX_REFRESH_RETRY)
     }
 
-    /// How many fetches have been started (for tests and metrics).
-    pub fn fetches(&self) -> u64 {
+    /// How many fetches have been started.
+    #[cfg(test)]
+    pub(crate) fn fetches(&self) -> u64 {
         self.fetches.load(Ordering::Relaxed)
     }
 
     /// A valid token for `key`, fetching with `fetch` when there is none or it is within `refresh_ahead` of
     /// expiry. If the refresh fails but the cached token is still valid (not yet expired), return the cached
     /// one; if it has expired (or there is none), return the error — never an expired token.
-    pub async fn get<F, Fut>(&self, key: &str, fetch: F) -> Result<Arc<Token>, SourceError>
+    pub(crate) async fn get<F, Fut>(&self, key: &str, fetch: F) -> Result<Arc<Token>, SourceError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Token, SourceError>>,

@@ -22,7 +22,7 @@ const JWT_BACKDATE: Duration = Duration::from_secs(60);
 const JWT_LIFETIME: Duration = Duration::from_secs(9 * 60);
 
 /// A GitHub App installation, as a token source.
-pub struct GitHubApp {
+pub(crate) struct GitHubApp {
     /// `https://api.github.com`, or an Enterprise (`https://ghe.example/api/v3`) or local URL.
     pub api_base: Uri,
     /// The App's id (or client id), the JWT's `iss`.
@@ -36,7 +36,7 @@ pub struct GitHubApp {
 /// What one sandbox's token may reach: a subset of the installation's repositories and permissions.
 /// Empty fields are omitted (the token then gets everything the installation has).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Narrowing {
+pub(crate) struct Narrowing {
     /// Repository names (without owner).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repositories: Vec<String>,
@@ -96,7 +96,7 @@ impl GitHubApp {
     }
 
     /// Mint an installation token narrowed by `narrow`.
-    pub async fn fetch(&self, http: &HttpClient, narrow: &Narrowing) -> Result<Token, SourceError> {
+    pub(crate) async fn fetch(&self, http: &HttpClient, narrow: &Narrowing) -> Result<Token, SourceError> {
         check_url(&self.api_base, "the GitHub API base URL")?;
         let url = self.endpoint()?;
         let issuer = issuer_name(&url);

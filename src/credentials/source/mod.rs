@@ -1,9 +1,9 @@
 //! Token sources: short-lived, narrowly scoped tokens that cordon fetches from an issuer (an OAuth2
 //! authorization server, GitHub) and attaches at the proxy, so that no long-lived secret lives in a sandbox.
 
-pub mod cache;
-pub mod github_app;
-pub mod oauth2;
+pub(crate) mod cache;
+pub(crate) mod github_app;
+pub(crate) mod oauth2;
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -12,7 +12,7 @@ use http::{StatusCode, Uri};
 
 use crate::upstream::outbound::HttpError;
 
-pub use secrecy::{ExposeSecret, SecretString};
+pub(crate) use secrecy::{ExposeSecret, SecretString};
 
 /// How long cordon waits for an issuer's answer.
 pub(crate) const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,7 +21,7 @@ pub(crate) const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ISSUER_TEXT: usize = 200;
 
 /// A token and when it stops being valid.
-pub struct Token {
+pub(crate) struct Token {
     /// The token itself (attached as `Authorization: Bearer <value>`).
     pub value: SecretString,
     /// When the issuer said it expires; `None` if it did not say.
@@ -40,7 +40,7 @@ impl fmt::Debug for Token {
 /// Why a token could not be had. Never contains a secret, a token, a client secret or a JWT; an issuer's
 /// error code and description may be included (sanitised and cut short).
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum SourceError {
+pub(crate) enum SourceError {
     /// The issuer could not be reached, timed out, or answered that it is overloaded or failing (5xx, 429).
     #[error("token issuer {issuer} is unavailable: {detail}")]
     Unavailable {
@@ -85,7 +85,8 @@ fn fmt_opt(prefix: &str, s: &Option<String>) -> String {
 impl SourceError {
     /// True when the issuer is down or timed out (cordon answers 503), false when it refused or the
     /// configuration or answer is wrong.
-    pub fn is_unavailable(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_unavailable(&self) -> bool {
         matches!(self, SourceError::Unavailable { .. })
     }
 

@@ -17,7 +17,7 @@ use crate::upstream::outbound::HttpClient;
 
 /// How the client authenticates to the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ClientAuth {
+pub(crate) enum ClientAuth {
     /// `client_secret_basic`: HTTP Basic with the form-encoded id and secret (RFC 6749 §2.3.1).
     #[default]
     Basic,
@@ -26,7 +26,7 @@ pub enum ClientAuth {
 }
 
 /// An OAuth2 client-credentials token source.
-pub struct ClientCredentials {
+pub(crate) struct ClientCredentials {
     /// The token endpoint (`https://`, or `http://` to a loopback address).
     pub token_url: Uri,
     /// The client id.
@@ -65,7 +65,7 @@ fn form_encode(value: &str) -> Result<String, SourceError> {
 
 impl ClientCredentials {
     /// Ask the token endpoint for a new access token.
-    pub async fn fetch(&self, http: &HttpClient) -> Result<Token, SourceError> {
+    pub(crate) async fn fetch(&self, http: &HttpClient) -> Result<Token, SourceError> {
         check_url(&self.token_url, "the OAuth2 token URL")?;
         let issuer = issuer_name(&self.token_url);
         let secret = self.client_secret.expose_secret();

@@ -28,7 +28,7 @@ const NAME_RULE: &str = "use 1-128 characters of A-Z a-z 0-9 . _ / -";
 
 /// Where the vault's 32-byte key comes from.
 #[derive(Debug, Clone)]
-pub enum KeySource {
+pub(crate) enum KeySource {
     /// A file holding the key in hex; created (mode 0600, random key) if it does not exist.
     File(PathBuf),
     /// An environment variable of cordon's holding the key in hex.
@@ -37,7 +37,7 @@ pub enum KeySource {
 
 /// An encrypted vault file. `get` runs its file I/O off the async runtime; `set`, `remove` and `list`
 /// block (they are for the command line). Writes from one process are serialised.
-pub struct FileVault {
+pub(crate) struct FileVault {
     inner: Arc<Inner>,
 }
 
@@ -59,7 +59,7 @@ impl Drop for Entries {
 }
 
 /// Check a secret name: 1-128 characters of `[A-Za-z0-9._/-]`.
-pub fn check_name(name: &str) -> Result<(), VaultError> {
+pub(crate) fn check_name(name: &str) -> Result<(), VaultError> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name
@@ -136,7 +136,7 @@ fn load_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, VaultError> {
 impl FileVault {
     /// Open the vault at `path` with the key from `key` (a key file is created on first use).
     /// The vault file itself need not exist yet: a missing file is an empty vault.
-    pub fn open(path: PathBuf, key: KeySource) -> Result<FileVault, VaultError> {
+    pub(crate) fn open(path: PathBuf, key: KeySource) -> Result<FileVault, VaultError> {
         let key = match key {
             KeySource::File(key_path) => load_key_file(&key_path)?,
             KeySource::Env(var) => {
@@ -157,13 +157,8 @@ impl FileVault {
         })
     }
 
-    /// The vault file's path.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
-    }
-
     /// Store `value` under `name`, replacing any previous value.
-    pub fn set(&self, name: &str, value: SecretString) -> Result<(), VaultError> {
+    pub(crate) fn set(&self, name: &str, value: SecretString) -> Result<(), VaultError> {
         check_name(name)?;
         let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let _other_processes = self.inner.lock_file()?;
@@ -176,7 +171,7 @@ impl FileVault {
     }
 
     /// Remove `name`; `Ok(false)` if it was not there.
-    pub fn remove(&self, name: &str) -> Result<bool, VaultError> {
+    pub(crate) fn remove(&self, name: &str) -> Result<bool, VaultError> {
         check_name(name)?;
         let _guard = self.inner.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let _other_processes = self.inner.lock_file()?;
@@ -192,12 +187,13 @@ impl FileVault {
     }
 
     /// The names in the vault, sorted (never the values).
-    pub fn list(&self) -> Result<Vec<String>, VaultError> {
+    pub(crate) fn list(&self) -> Result<Vec<String>, VaultError> {
         Ok(self.inner.load()?.0.keys().cloned().collect())
     }
 
-    /// Read `name` without leaving the current thread (for callers outside an async runtime).
-    pub fn get_blocking(&self, name: &str) -> Result<SecretString, VaultError> {
+    /// Read `name` without leaving the current thread.
+    #[cfg(test)]
+    pub(crate) fn get_blocking(&self, name: &str) -> Result<SecretString, VaultError> {
         self.inner.get(name)
     }
 }

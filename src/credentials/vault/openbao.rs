@@ -24,7 +24,7 @@ const PATH_RULE: &str = "use \"path#key\", the path made of segments of A-Z a-z 
      (no empty, '.' or '..' segment)";
 
 /// How cordon authenticates to the server.
-pub enum BaoAuth {
+pub(crate) enum BaoAuth {
     /// A fixed token, sent as `X-Vault-Token`.
     Token(SecretString),
     /// AppRole login: `POST /v1/auth/{mount}/login`.
@@ -40,7 +40,8 @@ pub enum BaoAuth {
 
 impl BaoAuth {
     /// AppRole login at the default mount `approle`.
-    pub fn approle(role_id: String, secret_id: SecretString) -> BaoAuth {
+    #[cfg(test)]
+    pub(crate) fn approle(role_id: String, secret_id: SecretString) -> BaoAuth {
         BaoAuth::AppRole {
             role_id,
             secret_id,
@@ -57,7 +58,7 @@ struct Cached {
 }
 
 /// A KV version 2 secrets engine on an OpenBao or HashiCorp Vault server.
-pub struct OpenBao {
+pub(crate) struct OpenBao {
     /// The server's base URL without a trailing slash.
     base: String,
     mount: String,
@@ -127,7 +128,7 @@ fn server_errors(body: &Bytes) -> String {
 
 impl OpenBao {
     /// A KV v2 store at `addr` (e.g. `https://bao.internal:8200`), engine mounted at `mount` (e.g. "secret").
-    pub fn new(addr: Uri, mount: String, auth: BaoAuth, client: HttpClient) -> OpenBao {
+    pub(crate) fn new(addr: Uri, mount: String, auth: BaoAuth, client: HttpClient) -> OpenBao {
         let base = addr.to_string().trim_end_matches('/').to_owned();
         OpenBao {
             base,

@@ -9,7 +9,7 @@ use crate::upstream::outbound::HttpError;
 
 /// Why a secret could not be read or written. No message ever contains a secret value or a token.
 #[derive(Debug, thiserror::Error)]
-pub enum VaultError {
+pub(crate) enum VaultError {
     /// The secret name is not acceptable for this backend.
     #[error("invalid secret name {name:?}: {rule}")]
     BadName {
@@ -92,7 +92,7 @@ pub enum VaultError {
 }
 
 /// One trait for every backend.
-pub trait SecretStore: Send + Sync {
+pub(crate) trait SecretStore: Send + Sync {
     /// The secret named `name` (for OpenBao: "path#key", e.g. "cordon/openai#api_key" under the KV v2 mount).
     fn get(&self, name: &str) -> impl Future<Output = Result<SecretString, VaultError>> + Send;
 }

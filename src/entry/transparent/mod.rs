@@ -7,7 +7,7 @@
 //! sandbox's CA, credentials, limits, audit) and dials its own resolution of that name through the guard,
 //! never the address the sandbox chose.
 
-pub mod origdst;
+pub(crate) mod origdst;
 mod replay;
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use replay::Replay;
 
 /// What the first bytes of a connection say it is.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Sniffed {
+pub(crate) enum Sniffed {
     /// A TLS record (a ClientHello, presumably).
     Tls,
     /// An HTTP/1 request line.
@@ -41,7 +41,7 @@ pub enum Sniffed {
 const MAX_METHOD: usize = 24;
 
 /// Classify the bytes seen so far; `None` while it cannot yet tell.
-pub fn classify(bytes: &[u8]) -> Option<Sniffed> {
+pub(crate) fn classify(bytes: &[u8]) -> Option<Sniffed> {
     let first = *bytes.first()?;
     if first == 0x16 {
         return Some(Sniffed::Tls);
@@ -62,7 +62,7 @@ pub fn classify(bytes: &[u8]) -> Option<Sniffed> {
 }
 
 /// Peek (without consuming) until the first bytes say what the connection is, or `limit` passes.
-pub async fn sniff(stream: &TcpStream, limit: Duration) -> Sniffed {
+pub(crate) async fn sniff(stream: &TcpStream, limit: Duration) -> Sniffed {
     let deadline = tokio::time::Instant::now() + limit;
     let mut buf = [0u8; MAX_METHOD + 1];
     loop {
@@ -90,7 +90,7 @@ pub async fn sniff(stream: &TcpStream, limit: Duration) -> Sniffed {
 }
 
 /// Serve one redirected connection.
-pub async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
+pub(crate) async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
     let original = match origdst::original_dst(&stream) {
         Ok(a) => OriginalDst(a),
         Err(e) => {

@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// The destination the client chose: conntrack's record of it, or the local address when there is none
 /// (TPROXY, or a client that connected to the listener directly).
-pub fn original_dst(stream: &TcpStream) -> io::Result<SocketAddr> {
+pub(crate) fn original_dst(stream: &TcpStream) -> io::Result<SocketAddr> {
     let local = stream.local_addr()?;
     let sock = SockRef::from(stream);
     let original = if local.is_ipv4() {
@@ -39,7 +39,7 @@ fn unmap(addr: SocketAddr) -> SocketAddr {
 
 /// A listener for connections redirected by `REDIRECT`/`DNAT`, or with `tproxy` by `TPROXY` rules
 /// (`IP_TRANSPARENT`, which needs `CAP_NET_ADMIN`).
-pub fn bind(addr: SocketAddr, tproxy: bool) -> io::Result<TcpListener> {
+pub(crate) fn bind(addr: SocketAddr, tproxy: bool) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     if tproxy {

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// `head` replayed before `inner`'s own bytes; writes go straight to `inner`.
-pub struct Replay<S> {
+pub(super) struct Replay<S> {
     head: Vec<u8>,
     at: usize,
     inner: S,
@@ -16,7 +16,7 @@ pub struct Replay<S> {
 
 impl<S> Replay<S> {
     /// Replay `head`, then read from `inner`.
-    pub fn new(head: Vec<u8>, inner: S) -> Replay<S> {
+    pub(super) fn new(head: Vec<u8>, inner: S) -> Replay<S> {
         Replay { head, at: 0, inner }
     }
 }
