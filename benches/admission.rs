@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use cordon::config::SandboxSpec;
 use cordon::control::{Control, NewSandbox, Ttl};
+use cordon::identity::SandboxSpec;
 use cordon::identity::{Identities, hash_token};
 use cordon::limits::{LimitSpec, Limits};
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -18,7 +18,7 @@ pub(crate) const REASON_HEADER: &str = "x-cordon-reason";
 
 /// Why cordon did not (fully) serve a request.
 #[derive(Debug, thiserror::Error)]
-pub enum ProxyError {
+pub(crate) enum ProxyError {
     /// No, malformed or wrong proxy credentials.
     #[error("proxy authentication required: {0}")]
     Auth(AuthFailure),
@@ -111,7 +111,7 @@ pub enum ProxyError {
 
 impl ProxyError {
     /// The HTTP status this failure is answered with.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ProxyError::Auth(_) => StatusCode::PROXY_AUTHENTICATION_REQUIRED,
             ProxyError::Target(_) | ProxyError::NotProxyRequest | ProxyError::BadRequest { .. } => {
@@ -139,7 +139,7 @@ impl ProxyError {
     }
 
     /// Stable machine-readable reason, as in the audit record and the `x-cordon-reason` header.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             ProxyError::Auth(a) => a.code(),
             ProxyError::Target(t) => t.code(),
@@ -165,14 +165,14 @@ impl ProxyError {
     }
 
     /// Whether the request was refused (as opposed to allowed and then failing).
-    pub fn is_refusal(&self) -> bool {
+    pub(crate) fn is_refusal(&self) -> bool {
         self.status().is_client_error()
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,
     /// which placeholder was out of place, or why something failed; nothing for a plain refusal, whose
     /// reason code says it all.
-    pub fn audit_detail(&self) -> Option<String> {
+    pub(crate) fn audit_detail(&self) -> Option<String> {
         match self {
             ProxyError::Exfiltration { credential, why } => {
                 Some(format!("placeholder of credential {credential}: {why}"))
@@ -189,7 +189,7 @@ impl ProxyError {
     }
 
     /// The text sent to the client: what was refused, never internal detail.
-    pub fn public_message(&self) -> String {
+    pub(crate) fn public_message(&self) -> String {
         match self {
             // Which address a name resolved to is the operator's business, not the sandbox's.
             ProxyError::Dial(DialError::Connect { target, .. }) | ProxyError::Dial(DialError::Timeout(target)) => {
@@ -201,7 +201,7 @@ impl ProxyError {
     }
 
     /// The response the client gets.
-    pub fn response(&self) -> Response<ProxyBody> {
+    pub(crate) fn response(&self) -> Response<ProxyBody> {
         let status = self.status();
         let mut resp = Response::new(body::full(format!("cordon: {}\n", self.public_message())));
         *resp.status_mut() = status;
@@ -231,7 +231,7 @@ impl ProxyError {
 /// How a tunnel ended, or a connection that never became one, other than by its two ends closing cleanly:
 /// the one list of these reasons, with their codes and details for the audit record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TunnelEnd {
+pub(crate) enum TunnelEnd {
     /// The sandbox lost access (revoked, expired or removed), spent its byte budget, or the policy no longer
     /// allows the destination.
     Closed,
@@ -271,7 +271,7 @@ pub enum TunnelEnd {
 
 impl TunnelEnd {
     /// Stable reason code, as in the audit record (`None` for failures that carry only a detail).
-    pub fn code(&self) -> Option<&'static str> {
+    pub(crate) fn code(&self) -> Option<&'static str> {
         Some(match self {
             TunnelEnd::Closed => "closed",
             TunnelEnd::Shutdown => "shutdown",
@@ -292,7 +292,7 @@ impl TunnelEnd {
     }
 
     /// What happened, for operators.
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             TunnelEnd::Closed => {
                 "closed: the sandbox lost access (revoked, expired or removed), spent its byte budget, \

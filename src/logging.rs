@@ -24,7 +24,7 @@ use crate::config::AuditConfig;
 #[must_use = "dropping it at once stops the audit writer"]
 pub(crate) struct Audit {
     /// The sink to hand to the proxy state.
-    pub sink: Arc<dyn audit::Sink>,
+    pub(crate) sink: Arc<dyn audit::Sink>,
     _flush: audit_writer::Flusher,
 }
 

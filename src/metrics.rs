@@ -69,7 +69,7 @@ type U64Gauge = Gauge<u64, AtomicU64>;
 
 /// Every metric cordon exports, registered once; cheap to update from many tasks.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Owns the descriptors; the handles below share their values with it.
     registry: Registry,
     requests: Family<RequestLabels<3>, Counter>,
@@ -93,7 +93,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Build every metric and register it; all counters start at zero.
-    pub fn new() -> Metrics {
+    pub(crate) fn new() -> Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels<3>, Counter>::default();
         let durations: Family<RequestLabels<2>, Histogram, fn() -> Histogram> =
@@ -193,7 +193,7 @@ impl Metrics {
     /// `kind` is `"http"`, `"connect"`, `"https"` or `"malformed"`; `decision` is `"allow"`,
     /// `"deny"`, `"would_deny"` or `"error"`; `reason` is a short code such as `"no_rule"` or
     /// `"auth_missing"`, empty for none (exported as `"none"`); `latency` runs from start to end.
-    pub fn request(&self, kind: &'static str, decision: &'static str, reason: &str, latency: Duration) {
+    pub(crate) fn request(&self, kind: &'static str, decision: &'static str, reason: &str, latency: Duration) {
         let reason = if reason.is_empty() {
             Cow::Borrowed("none")
         } else {
@@ -213,7 +213,7 @@ impl Metrics {
     }
 
     /// A client connection (plain proxy connection) attributed to `sandbox` opened.
-    pub fn connection_opened(&self, sandbox: &str) {
+    pub(crate) fn connection_opened(&self, sandbox: &str) {
         let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
         self.connections.get_or_create(&sandbox_labels(sandbox)).inc();
     }
@@ -222,7 +222,7 @@ impl Metrics {
     ///
     /// A close with no series (the sandbox was already forgotten) changes nothing, so a stray
     /// close cannot bring back a series at -1.
-    pub fn connection_closed(&self, sandbox: &str) {
+    pub(crate) fn connection_closed(&self, sandbox: &str) {
         let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(gauge) = self.connections.get(&sandbox_labels(sandbox)) {
             gauge.dec();
@@ -230,7 +230,7 @@ impl Metrics {
     }
 
     /// A CONNECT tunnel of `sandbox` opened; `mode` is `"intercept"` or `"tunnel"`.
-    pub fn tunnel_opened(&self, sandbox: &str, mode: &str) {
+    pub(crate) fn tunnel_opened(&self, sandbox: &str, mode: &str) {
         let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
         {
             let mut modes = self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -244,7 +244,7 @@ impl Metrics {
     /// A CONNECT tunnel of `sandbox` closed; `mode` as given when it opened.
     ///
     /// Like [`Metrics::connection_closed`], a close with no series changes nothing.
-    pub fn tunnel_closed(&self, sandbox: &str, mode: &str) {
+    pub(crate) fn tunnel_closed(&self, sandbox: &str, mode: &str) {
         let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(gauge) = self.tunnels.get(&tunnel_labels(sandbox, mode)) {
             gauge.dec();
@@ -252,45 +252,45 @@ impl Metrics {
     }
 
     /// Leaf certificate cache lookups: `hit` when a cached leaf was found.
-    pub fn cert_cache(&self, hit: bool) {
+    pub(crate) fn cert_cache(&self, hit: bool) {
         if hit { &self.cert_hits } else { &self.cert_misses }.inc();
     }
 
     /// Token mints by credential name: `ok` or failed.
-    pub fn token_mint(&self, credential: &str, ok: bool) {
+    pub(crate) fn token_mint(&self, credential: &str, ok: bool) {
         let result = if ok { "ok" } else { "failed" };
         inc(&self.token_mints, [("credential", credential), ("result", result)]);
     }
 
     /// A configuration reload: `trigger` is `"signal"`, `"file"` or `"api"`; `outcome` is `"ok"`,
     /// `"invalid"` or `"error"`.
-    pub fn reload(&self, trigger: &str, outcome: &str) {
+    pub(crate) fn reload(&self, trigger: &str, outcome: &str) {
         inc(&self.reloads, [("trigger", trigger), ("outcome", outcome)]);
     }
 
     /// The generation number of the configuration in force.
-    pub fn set_config_generation(&self, generation: u64) {
+    pub(crate) fn set_config_generation(&self, generation: u64) {
         self.config_generation.set(generation);
     }
 
     /// Requests held for approval now.
-    pub fn set_approvals_pending(&self, count: u64) {
+    pub(crate) fn set_approvals_pending(&self, count: u64) {
         self.approvals_pending.set(count);
     }
 
     /// Run-time sandboxes alive, set by the control plane.
-    pub fn set_sandboxes(&self, count: u64) {
+    pub(crate) fn set_sandboxes(&self, count: u64) {
         self.sandboxes.set(count);
     }
 
     /// A sandbox revoked, expired or removed whose connections were closed: `reason` is
     /// `"revoked"`, `"expired"` or `"removed"`.
-    pub fn sandbox_closed(&self, reason: &str) {
+    pub(crate) fn sandbox_closed(&self, reason: &str) {
         inc(&self.sandbox_closures, [("reason", reason)]);
     }
 
     /// Prometheus / OpenMetrics text exposition (what `GET /metrics` serves); ends with `# EOF`.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut text = String::new();
         if encode(&mut text, &self.registry).is_err() {
             // Writing to a String cannot fail and no metric here has a form the text encoder
@@ -303,7 +303,7 @@ impl Metrics {
 
     /// Forget the per-sandbox gauge series of a sandbox that is gone, so label sets do not grow
     /// forever. Does nothing while any connection or tunnel of the sandbox is still open.
-    pub fn forget_sandbox(&self, sandbox: &str) {
+    pub(crate) fn forget_sandbox(&self, sandbox: &str) {
         let _gate = self.sandbox_gate.write().unwrap_or_else(PoisonError::into_inner);
         let connection_key = sandbox_labels(sandbox);
         let tunnel_keys: Vec<Labels<2>> = (self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner).iter())

@@ -14,7 +14,7 @@ use crate::state::ProxyState;
 
 /// What asked for a reload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// SIGHUP.
     Signal,
     /// The file changed.
@@ -35,16 +35,16 @@ impl Trigger {
 
 /// A reload that took.
 #[derive(Debug)]
-pub struct Reloaded {
+pub(crate) struct Reloaded {
     /// The generation now in force.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// The file it came from.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// Why a reload did not take; the running configuration stays.
 #[derive(Debug, thiserror::Error)]
-pub enum ReloadError {
+pub(crate) enum ReloadError {
     /// cordon runs on its embedded configuration.
     #[error("cordon runs on its embedded configuration; start it with --config FILE to reload")]
     NoFile,
@@ -61,7 +61,7 @@ pub enum ReloadError {
 
 impl ReloadError {
     /// Stable code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             ReloadError::NoFile => "no_config_file",
             ReloadError::Read(_) => "unreadable_config",
@@ -71,7 +71,7 @@ impl ReloadError {
     }
 
     /// HTTP status for the admin API.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ReloadError::NoFile => StatusCode::CONFLICT,
             ReloadError::Read(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -80,7 +80,7 @@ impl ReloadError {
     }
 
     /// Every individual problem.
-    pub fn details(&self) -> Vec<String> {
+    pub(crate) fn details(&self) -> Vec<String> {
         match self {
             ReloadError::Invalid(errs) => errs.0.iter().map(ToString::to_string).collect(),
             ReloadError::Refused(list) => list.clone(),
@@ -110,7 +110,7 @@ impl Reloader {
     }
 
     /// Read, validate, build and swap. A file event whose text is unchanged does nothing.
-    pub async fn reload(&self, state: &ProxyState, trigger: Trigger) -> Result<Reloaded, ReloadError> {
+    pub(crate) async fn reload(&self, state: &ProxyState, trigger: Trigger) -> Result<Reloaded, ReloadError> {
         let _serial = self.serial.lock().await;
         let result = self.attempt(state, trigger).await;
         match &result {

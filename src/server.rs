@@ -16,7 +16,7 @@ use crate::state::ProxyState;
 
 /// Which path a listener's connections take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
+pub(crate) enum Entry {
     /// The explicit proxy: absolute-form requests and CONNECT.
     Explicit,
     /// The transparent listener: connections redirected by the kernel.
@@ -31,7 +31,11 @@ pub async fn run(listener: TcpListener, state: Arc<ProxyState>, shutdown: impl F
 /// Serve these listeners until `shutdown` completes, then stop accepting, let in-flight requests and
 /// tunnels finish within `timeouts.drain`, and cut the rest. `limits.max_connections` counts the
 /// connections of all of them together.
-pub async fn serve(listeners: Vec<(TcpListener, Entry)>, state: Arc<ProxyState>, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn serve(
+    listeners: Vec<(TcpListener, Entry)>,
+    state: Arc<ProxyState>,
+    shutdown: impl Future<Output = ()>,
+) {
     // Sized once: `limits.max_connections` takes a restart to change.
     let max_connections = state.current().config.limits.max_connections;
     let slots = Arc::new(Semaphore::new(max_connections));
@@ -116,7 +120,7 @@ async fn drain(state: &ProxyState, graceful: &CancellationToken) {
 }
 
 /// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -45,15 +45,15 @@ pub struct Generation {
     /// 1 for the configuration cordon started with, then one more per successful reload.
     pub number: u64,
     /// The configuration.
-    pub config: Arc<Config>,
+    pub(crate) config: Arc<Config>,
     /// The sandboxes declared in it.
-    pub identities: Identities,
+    pub(crate) identities: Identities,
     /// Resolution, address guard and dialling.
-    pub dialer: Dialer,
+    pub(crate) dialer: Dialer,
     /// Pooled, verified connections to upstreams, per sandbox.
-    pub upstreams: Upstreams,
+    pub(crate) upstreams: Upstreams,
     /// Credentials and placeholders.
-    pub credentials: Credentials,
+    pub(crate) credentials: Credentials,
     admin_token: Option<[u8; 32]>,
 }
 
@@ -83,7 +83,7 @@ impl Generation {
 
     /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
     /// listening on `listen.proxy` would build it, without a file read or made and no secret source opened.
-    pub fn dry(config: Config) -> Result<Generation, String> {
+    pub(crate) fn dry(config: Config) -> Result<Generation, String> {
         let credentials = Credentials::inert(&config)?;
         let proxy = config.listen.proxy;
         Generation::assemble(0, config, &[proxy], credentials, None)
@@ -120,12 +120,12 @@ impl Generation {
     }
 
     /// The policy with this name.
-    pub fn policy(&self, name: &str) -> Option<&Policy> {
+    pub(crate) fn policy(&self, name: &str) -> Option<&Policy> {
         self.config.policies.get(name)
     }
 
     /// Whether `presented` is the admin API's bearer token.
-    pub fn admin_token_matches(&self, presented: &str) -> bool {
+    pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
         let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         // SECURITY: constant-time comparison of the admin token's hash.
         self.admin_token.is_some_and(|t| bool::from(hash.ct_eq(&t)))
@@ -151,15 +151,15 @@ pub struct ProxyState {
     /// Where audit records go (counted in the metrics on the way).
     pub audit: Arc<dyn audit::Sink>,
     /// Per-sandbox CAs, loaded from `ca.dir` on first need.
-    pub cas: SandboxCas,
+    pub(crate) cas: SandboxCas,
     /// Leaf certificates by (sandbox, host).
-    pub leaves: LeafCache,
+    pub(crate) leaves: LeafCache,
     /// Sandboxes created at run time.
     pub control: Control,
     /// Open connections and tunnels by sandbox.
-    pub sessions: Arc<Sessions>,
+    pub(crate) sessions: Arc<Sessions>,
     /// What `/metrics` serves.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// Rates, caps and byte budgets (replaced on a reload that changes them).
     limits: ArcSwap<Limits>,
     /// Requests held for a human's approval, and standing grants.
@@ -167,9 +167,9 @@ pub struct ProxyState {
     /// Throttled authentication failures waiting to be audited.
     pub auth_bursts: AuthBursts,
     /// Every connection and tunnel task, so shutdown can wait for them.
-    pub tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
-    pub hard_stop: CancellationToken,
+    pub(crate) hard_stop: CancellationToken,
 }
 
 impl ProxyState {
@@ -250,7 +250,7 @@ impl ProxyState {
     }
 
     /// The limits in force.
-    pub fn limits(&self) -> Arc<Limits> {
+    pub(crate) fn limits(&self) -> Arc<Limits> {
         self.limits.load_full()
     }
 
@@ -258,7 +258,7 @@ impl ProxyState {
     /// `refuse` lists what the new configuration may not change against the old (what takes a restart);
     /// ids that run-time sandboxes hold are refused too. Sessions the new configuration no longer allows
     /// are closed at once. Returns the new generation number.
-    pub async fn reload(
+    pub(crate) async fn reload(
         &self,
         config: Config,
         refuse: impl FnOnce(&Config, &Config) -> Vec<String>,
@@ -301,7 +301,7 @@ impl ProxyState {
     }
 
     /// The sandbox's CA, for the names its policy under `generation` allows.
-    pub fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+    pub(crate) fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
         self.cas.get(&sandbox.id, generation.policy(&sandbox.policy))
     }
 
@@ -324,7 +324,7 @@ impl ProxyState {
 
     /// Close the sessions of sandboxes no longer entitled; with `redecide`, also tunnels whose destination
     /// the policy no longer allows.
-    pub fn sweep(&self, redecide: bool) {
+    pub(crate) fn sweep(&self, redecide: bool) {
         let generation = self.current();
         let allowed = |sandbox: &Sandbox, target: &Target| {
             generation

@@ -32,7 +32,7 @@ const HTTP_DEFAULT_PORT: u16 = 80;
 
 /// A normalised destination host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Host {
+pub(crate) enum Host {
     /// A DNS name: lowercase ASCII, no trailing dot, labels of `[a-z0-9_-]`.
     Name(String),
     /// An IPv4 literal in strict dotted-decimal form.
@@ -43,7 +43,7 @@ pub enum Host {
 
 impl Host {
     /// The DNS name, or `None` for an IP literal.
-    pub fn as_name(&self) -> Option<&str> {
+    pub(crate) fn as_name(&self) -> Option<&str> {
         match self {
             Host::Name(name) => Some(name),
             Host::V4(_) | Host::V6(_) => None,
@@ -51,7 +51,7 @@ impl Host {
     }
 
     /// The IP address of a literal, or `None` for a DNS name.
-    pub fn ip(&self) -> Option<IpAddr> {
+    pub(crate) fn ip(&self) -> Option<IpAddr> {
         match self {
             Host::Name(_) => None,
             Host::V4(ip) => Some(IpAddr::V4(*ip)),
@@ -75,9 +75,9 @@ impl fmt::Display for Host {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Target {
     /// Where to connect.
-    pub host: Host,
+    pub(crate) host: Host,
     /// The TCP port, 1–65535.
-    pub port: u16,
+    pub(crate) port: u16,
 }
 
 /// Whether a missing port is an error or takes a default.
@@ -100,7 +100,7 @@ impl Target {
     /// `http::Uri` also parses `CONNECT http://host:443/`, so this first checks
     /// the URI really is authority-form (no scheme, no path) and then applies
     /// [`Target::from_authority_form`] to the raw authority text.
-    pub fn from_connect_uri(uri: &http::Uri) -> Result<Target, TargetError> {
+    pub(crate) fn from_connect_uri(uri: &http::Uri) -> Result<Target, TargetError> {
         if uri.scheme().is_some() || uri.path_and_query().is_some() {
             return Err(TargetError::NotAuthorityForm);
         }
@@ -128,13 +128,13 @@ impl Target {
     ///
     /// Takes bytes because header values may hold non-ASCII, which is
     /// rejected as [`TargetError::NonAsciiHost`].
-    pub fn from_host_value(v: &[u8], default_port: u16) -> Result<Target, TargetError> {
+    pub(crate) fn from_host_value(v: &[u8], default_port: u16) -> Result<Target, TargetError> {
         parse_authority(v, PortRule::Default(default_port))
     }
 
     /// `host` or `host:port` (port omitted when equal to `default_port`),
     /// brackets for IPv6: for the Host header.
-    pub fn authority(&self, default_port: u16) -> String {
+    pub(crate) fn authority(&self, default_port: u16) -> String {
         if self.port == default_port {
             self.host.to_string()
         } else {
@@ -145,7 +145,7 @@ impl Target {
 
 /// The spellings clients usually give a target in `Host` or `:authority` (`host:port`, and `host` alone on
 /// the default port), so that a value can be recognised per request without parsing it.
-pub struct Spellings {
+pub(crate) struct Spellings {
     target: Target,
     default_port: u16,
     with_port: String,
@@ -154,7 +154,7 @@ pub struct Spellings {
 
 impl Spellings {
     /// The spellings of `target`, where a value without a port means `default_port`.
-    pub fn of(target: &Target, default_port: u16) -> Spellings {
+    pub(crate) fn of(target: &Target, default_port: u16) -> Spellings {
         Spellings {
             target: target.clone(),
             default_port,
@@ -165,7 +165,7 @@ impl Spellings {
 
     /// Whether a `Host` / `:authority` value names the target: a usual spelling byte for byte, or anything
     /// that parses to the same host and port.
-    pub fn named_by(&self, value: &[u8]) -> bool {
+    pub(crate) fn named_by(&self, value: &[u8]) -> bool {
         value == self.with_port.as_bytes()
             || self.bare.as_ref().is_some_and(|b| value == b.as_bytes())
             || Target::from_host_value(value, self.default_port).is_ok_and(|t| t == self.target)
@@ -249,7 +249,7 @@ pub enum TargetError {
 
 impl TargetError {
     /// Stable machine-readable reason, for logs, metrics and tests.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             TargetError::EmptyHost => "empty_host",
             TargetError::NonAsciiHost => "non_ascii_host",
@@ -393,7 +393,7 @@ fn parse_host(text: &str) -> Result<Host, TargetError> {
 ///
 /// SECURITY: a rule allowing `/public/**` must not be reachable with
 /// `/public/../admin` or `/public/%2e%2e/admin`.
-pub fn check_path(path: &str) -> Result<(), TargetError> {
+pub(crate) fn check_path(path: &str) -> Result<(), TargetError> {
     // `*` (OPTIONS) and relative paths have no place under a path rule.
     let rest = path.strip_prefix('/').ok_or(TargetError::RelativePath)?;
     // A query or fragment would be matched as if it were path segments.

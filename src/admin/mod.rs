@@ -6,7 +6,7 @@ mod approvals;
 mod response;
 mod sandboxes;
 
-pub use response::{AdminResponse, error, json_response};
+pub(crate) use response::{AdminResponse, error, json_response};
 
 use std::convert::Infallible;
 use std::future::Future;

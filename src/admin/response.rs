@@ -7,10 +7,10 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 
 /// An admin response.
-pub type AdminResponse = Response<Full<Bytes>>;
+pub(crate) type AdminResponse = Response<Full<Bytes>>;
 
 /// A JSON answer.
-pub fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
     let text = serde_json::to_vec_pretty(body).unwrap_or_default();
     let mut resp = Response::new(Full::new(Bytes::from(text)));
     *resp.status_mut() = status;
@@ -20,6 +20,6 @@ pub fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
 }
 
 /// A JSON error: `{"error": {"code", "message"}}`.
-pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> AdminResponse {
+pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> AdminResponse {
     json_response(status, &json!({"error": {"code": code, "message": message.into()}}))
 }

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use types::clean;
-pub use types::{Ask, DecideError, Decision, Grant, MAX_EXCERPT, Outcome, Pending, Scope, Verdict, excerpt};
+pub(crate) use types::{Ask, DecideError, Decision, Grant, MAX_EXCERPT, Outcome, Pending, Scope, Verdict, excerpt};
 use webhook::Webhook;
 
 /// The longest `by` accepted, in characters.
@@ -56,7 +56,7 @@ pub struct Approvals {
 impl Approvals {
     /// Set up as `config` says: its bounds, and the webhook (with its signing `secret`, and a client that
     /// trusts `extra_roots` beside the built-in roots) that announces each pending request.
-    pub fn configured(
+    pub(crate) fn configured(
         config: &crate::config::ApprovalConfig,
         extra_roots: &[rustls_pki_types::CertificateDer<'static>],
         secret: Option<secrecy::SecretString>,
@@ -72,7 +72,7 @@ impl Approvals {
     }
 
     /// A registry holding at most `max_pending` asks at once, each waiting at most `timeout`, announced to `webhook`.
-    pub fn new(max_pending: usize, timeout: Duration, webhook: Option<Webhook>) -> Approvals {
+    pub(crate) fn new(max_pending: usize, timeout: Duration, webhook: Option<Webhook>) -> Approvals {
         Approvals {
             max_pending,
             timeout,
@@ -84,7 +84,7 @@ impl Approvals {
     /// Ask and wait. A standing grant covering the request answers at once ([`Outcome::Granted`]); otherwise the ask
     /// is registered under a fresh id, announced to the webhook (in the background), and waits for a decision or
     /// the timeout. Dropping the returned future withdraws the ask.
-    pub async fn ask(&self, ask: Ask) -> Outcome {
+    pub(crate) async fn ask(&self, ask: Ask) -> Outcome {
         let ask = Ask {
             excerpt: clean(&ask.excerpt),
             ..ask
@@ -161,7 +161,7 @@ impl Approvals {
     /// Decide one pending approval and wake its request. `by` names who decided (1-128 characters, no control
     /// characters); an allow with scope `always` also creates a [`Grant`]; a deny cannot be `always`. Returns the
     /// pending approval as it was.
-    pub fn decide(&self, id: &str, verdict: Verdict, scope: Scope, by: &str) -> Result<Pending, DecideError> {
+    pub(crate) fn decide(&self, id: &str, verdict: Verdict, scope: Scope, by: &str) -> Result<Pending, DecideError> {
         if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
             return Err(DecideError::Invalid(format!(
                 "by must name who decides in 1-{MAX_BY} characters without control characters"
@@ -196,12 +196,12 @@ impl Approvals {
     }
 
     /// Every standing grant, oldest first.
-    pub fn grants(&self) -> Vec<Grant> {
+    pub(crate) fn grants(&self) -> Vec<Grant> {
         self.state().grants.clone()
     }
 
     /// Remove a grant; false if unknown.
-    pub fn revoke_grant(&self, id: &str) -> bool {
+    pub(crate) fn revoke_grant(&self, id: &str) -> bool {
         let mut state = self.state();
         let before = state.grants.len();
         state.grants.retain(|g| g.id != id);
@@ -213,7 +213,7 @@ impl Approvals {
     }
 
     /// Drop everything of a sandbox that is gone: its grants, and its pending asks, which end as denied by "cordon".
-    pub fn forget_sandbox(&self, sandbox: &str) {
+    pub(crate) fn forget_sandbox(&self, sandbox: &str) {
         let decision = Decision {
             verdict: Verdict::Deny,
             scope: Scope::Once,

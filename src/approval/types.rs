@@ -5,35 +5,35 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The longest excerpt kept, in characters.
-pub const MAX_EXCERPT: usize = 256;
+pub(crate) const MAX_EXCERPT: usize = 256;
 
 /// What is being asked about. Nothing secret: cordon's own credentials are attached only after approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Ask {
+pub(crate) struct Ask {
     /// The sandbox that sent the request.
-    pub sandbox: String,
+    pub(crate) sandbox: String,
     /// The user the sandbox belongs to.
-    pub user: String,
+    pub(crate) user: String,
     /// The policy that asked.
-    pub policy: String,
+    pub(crate) policy: String,
     /// The request method.
-    pub method: String,
+    pub(crate) method: String,
     /// The destination host.
-    pub host: String,
+    pub(crate) host: String,
     /// The destination port.
-    pub port: u16,
+    pub(crate) port: u16,
     /// The request path.
-    pub path: String,
+    pub(crate) path: String,
     /// At most [`MAX_EXCERPT`] printable characters of the body (see [`excerpt`]); cleaned again on [`Approvals::ask`](super::Approvals::ask).
-    pub excerpt: String,
+    pub(crate) excerpt: String,
     /// The index of the policy rule that asked.
-    pub rule: usize,
+    pub(crate) rule: usize,
 }
 
 /// Allow or deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Let the request through.
     Allow,
     /// Refuse it.
@@ -43,7 +43,7 @@ pub enum Verdict {
 /// How far a decision reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Scope {
+pub(crate) enum Scope {
     /// This request only.
     Once,
     /// This request and, from now on, every identical one from the same sandbox (allow only).
@@ -52,20 +52,20 @@ pub enum Scope {
 
 /// A human's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// Allow or deny.
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
     /// Once or always.
-    pub scope: Scope,
+    pub(crate) scope: Scope,
     /// Who decided.
-    pub by: String,
+    pub(crate) by: String,
     /// When (RFC 3339).
-    pub at: String,
+    pub(crate) at: String,
 }
 
 /// How an ask ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Someone allowed it.
     Allowed {
         /// The approval's id.
@@ -107,39 +107,39 @@ pub struct Pending {
     pub id: String,
     /// What is asked.
     #[serde(flatten)]
-    pub ask: Ask,
+    pub(crate) ask: Ask,
     /// When it was asked (RFC 3339).
-    pub asked_at: String,
+    pub(crate) asked_at: String,
     /// When it times out (RFC 3339).
-    pub expires_at: String,
+    pub(crate) expires_at: String,
 }
 
 /// A standing grant: requests with exactly this sandbox, method, host, port and path pass without asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Grant {
+pub(crate) struct Grant {
     /// The grant's id (`gr-` and 16 hex digits).
-    pub id: String,
+    pub(crate) id: String,
     /// The sandbox it applies to.
-    pub sandbox: String,
+    pub(crate) sandbox: String,
     /// The method.
-    pub method: String,
+    pub(crate) method: String,
     /// The host (compared without regard to ASCII case).
-    pub host: String,
+    pub(crate) host: String,
     /// The port.
-    pub port: u16,
+    pub(crate) port: u16,
     /// The path.
-    pub path: String,
+    pub(crate) path: String,
     /// Who granted it.
-    pub by: String,
+    pub(crate) by: String,
     /// When (RFC 3339).
-    pub at: String,
+    pub(crate) at: String,
     /// The approval it came from.
-    pub approval: String,
+    pub(crate) approval: String,
 }
 
 /// Why a decision was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum DecideError {
+pub(crate) enum DecideError {
     /// No such pending approval.
     #[error("no pending approval {0:?} (decided already, timed out, or never asked)")]
     NotFound(String),
@@ -150,7 +150,7 @@ pub enum DecideError {
 
 /// An excerpt of a request body for an [`Ask`]: its first [`MAX_EXCERPT`] characters (invalid UTF-8 replaced),
 /// printable only.
-pub fn excerpt(body: &[u8]) -> String {
+pub(crate) fn excerpt(body: &[u8]) -> String {
     let head = &body[..body.len().min(MAX_EXCERPT * 4)];
     clean(&String::from_utf8_lossy(head))
 }

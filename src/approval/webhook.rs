@@ -18,15 +18,15 @@ use super::types::{Decision, Pending};
 use crate::upstream::outbound::{HttpClient, HttpError};
 
 /// The event of a new pending approval.
-pub const EVENT_REQUESTED: &str = "approval.requested";
+pub(crate) const EVENT_REQUESTED: &str = "approval.requested";
 /// The event of a decision.
-pub const EVENT_DECIDED: &str = "approval.decided";
+pub(crate) const EVENT_DECIDED: &str = "approval.decided";
 /// The header naming the event.
-pub const HEADER_EVENT: &str = "x-cordon-event";
+pub(crate) const HEADER_EVENT: &str = "x-cordon-event";
 /// The header with the unix time of sending, in seconds.
-pub const HEADER_TIMESTAMP: &str = "x-cordon-timestamp";
+pub(crate) const HEADER_TIMESTAMP: &str = "x-cordon-timestamp";
 /// The header with the signature (only with a secret).
-pub const HEADER_SIGNATURE: &str = "x-cordon-signature";
+pub(crate) const HEADER_SIGNATURE: &str = "x-cordon-signature";
 
 /// The waits before each retry: one retry after each.
 const BACKOFF: [Duration; 3] = [
@@ -38,7 +38,7 @@ const BACKOFF: [Duration; 3] = [
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where and how to announce approvals.
-pub struct Webhook {
+pub(crate) struct Webhook {
     url: Uri,
     secret: Option<SecretString>,
     client: HttpClient,
@@ -50,7 +50,7 @@ pub struct Webhook {
 impl Webhook {
     /// A webhook POSTing to `url`, signed with `secret` if any. A failed delivery is retried 3 times (after 250 ms,
     /// 1 s and 4 s), each attempt limited to 10 s. Credentials in the URL's authority are not used (nor logged).
-    pub fn new(url: Uri, secret: Option<SecretString>, client: HttpClient) -> Webhook {
+    pub(crate) fn new(url: Uri, secret: Option<SecretString>, client: HttpClient) -> Webhook {
         Webhook {
             url,
             secret,
@@ -61,27 +61,20 @@ impl Webhook {
     }
 
     /// The same webhook retrying once after each of `waits` (none: no retry).
-    pub fn with_backoff(self, waits: Vec<Duration>) -> Webhook {
+    #[cfg(test)]
+    pub(crate) fn with_backoff(self, waits: Vec<Duration>) -> Webhook {
         Webhook { backoff: waits, ..self }
-    }
-
-    /// The same webhook giving each attempt at most `timeout`.
-    pub fn with_attempt_timeout(self, timeout: Duration) -> Webhook {
-        Webhook {
-            attempt_timeout: timeout,
-            ..self
-        }
     }
 
     /// POST `{"event": "approval.requested", "approval": <pending>}`. Success is a 2xx answer; transport errors and
     /// 5xx are retried, other answers are not. Failures are logged. Returns whether it was delivered.
-    pub async fn announce(&self, pending: &Pending) -> bool {
+    pub(crate) async fn announce(&self, pending: &Pending) -> bool {
         let body = serde_json::json!({ "event": EVENT_REQUESTED, "approval": pending });
         self.post(EVENT_REQUESTED, &pending.id, &body).await
     }
 
     /// POST `{"event": "approval.decided", "approval": <pending>, "decision": <decision>}`, as [`Webhook::announce`].
-    pub async fn decided(&self, pending: &Pending, decision: &Decision) -> bool {
+    pub(crate) async fn decided(&self, pending: &Pending, decision: &Decision) -> bool {
         let body = serde_json::json!({ "event": EVENT_DECIDED, "approval": pending, "decision": decision });
         self.post(EVENT_DECIDED, &pending.id, &body).await
     }

@@ -39,7 +39,7 @@ pub enum Kind {
 
 impl Kind {
     /// The name used in the record and the metrics.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Http => "http",
             Kind::Connect => "connect",
@@ -126,27 +126,27 @@ pub struct Record {
 
 impl Record {
     /// Kind of traffic.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
 
     /// What was decided.
-    pub fn decision(&self) -> Verdict {
+    pub(crate) fn decision(&self) -> Verdict {
         self.decision
     }
 
     /// Machine-readable reason, if any.
-    pub fn reason(&self) -> Option<&str> {
+    pub(crate) fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
 
     /// Whether the exchange failed (after being allowed) or was refused with a detail.
-    pub fn has_error(&self) -> bool {
+    pub(crate) fn has_error(&self) -> bool {
         self.error.is_some()
     }
 
     /// Milliseconds from arrival to the end.
-    pub fn duration_ms(&self) -> f64 {
+    pub(crate) fn duration_ms(&self) -> f64 {
         self.duration_ms
     }
 }
@@ -155,15 +155,15 @@ impl Record {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ApprovalRecord {
     /// The approval's id (or the grant's, for a request a standing grant let through).
-    pub id: String,
+    pub(crate) id: String,
     /// `allow`, `deny`, `timeout`, `granted` or `queue_full`.
-    pub outcome: String,
+    pub(crate) outcome: String,
     /// Who decided.
-    pub by: Option<String>,
+    pub(crate) by: Option<String>,
     /// `once` or `always`.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// Milliseconds the request waited.
-    pub waited_ms: u64,
+    pub(crate) waited_ms: u64,
 }
 
 /// Builds a record through a request's life and emits it exactly once: on `finish`, or when dropped
@@ -179,7 +179,7 @@ pub struct Pending {
 
 impl Pending {
     /// Start a record for traffic from `client`.
-    pub fn start(sink: Arc<dyn Sink>, client: SocketAddr, kind: Kind) -> Pending {
+    pub(crate) fn start(sink: Arc<dyn Sink>, client: SocketAddr, kind: Kind) -> Pending {
         Pending {
             record: Record {
                 time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
@@ -216,18 +216,13 @@ impl Pending {
         }
     }
 
-    /// The record so far.
-    pub fn record(&self) -> &Record {
-        &self.record
-    }
-
     /// The request method (`None` for traffic that has none, e.g. a transparent TLS connection).
-    pub fn method(&mut self, method: Option<&str>) {
+    pub(crate) fn method(&mut self, method: Option<&str>) {
         self.record.method = method.map(str::to_string);
     }
 
     /// Who is talking.
-    pub fn identity(&mut self, sandbox: &Sandbox) {
+    pub(crate) fn identity(&mut self, sandbox: &Sandbox) {
         let r = &mut self.record;
         r.sandbox = Some(sandbox.id.to_string());
         r.user = Some(sandbox.user.clone());
@@ -235,24 +230,24 @@ impl Pending {
     }
 
     /// Where to.
-    pub fn target(&mut self, target: &Target) {
+    pub(crate) fn target(&mut self, target: &Target) {
         self.record.host = Some(target.host.to_string());
         self.record.port = Some(target.port);
     }
 
     /// A destination name that is not (yet) a target, e.g. a DNS query's.
-    pub fn host(&mut self, host: &str) {
+    pub(crate) fn host(&mut self, host: &str) {
         self.record.host = Some(host.to_string());
     }
 
     /// The request path (without its query).
-    pub fn path(&mut self, path: &str) {
+    pub(crate) fn path(&mut self, path: &str) {
         self.record.path = Some(path.to_string());
     }
 
     /// What the policy decided for a request that goes on: the allowing rule, or none with the reason it
     /// would have been denied (report mode).
-    pub fn allowed(&mut self, rule: Option<usize>, would_deny: Option<&'static str>) {
+    pub(crate) fn allowed(&mut self, rule: Option<usize>, would_deny: Option<&'static str>) {
         let r = &mut self.record;
         r.rule = rule;
         r.decision = if would_deny.is_some() {
@@ -265,7 +260,7 @@ impl Pending {
 
     /// A refusal (`deny`: refused, as opposed to failing after being allowed) with its status, if an HTTP
     /// answer was given, its reason code and the operator-facing detail.
-    pub fn refused(&mut self, deny: bool, status: Option<u16>, reason: &str, detail: Option<String>) {
+    pub(crate) fn refused(&mut self, deny: bool, status: Option<u16>, reason: &str, detail: Option<String>) {
         let r = &mut self.record;
         if deny {
             r.decision = Verdict::Deny;
@@ -276,7 +271,7 @@ impl Pending {
     }
 
     /// How a tunnel (or a connection that never became one) ended.
-    pub fn ended(&mut self, end: &TunnelEnd) {
+    pub(crate) fn ended(&mut self, end: &TunnelEnd) {
         if let Some(code) = end.code() {
             self.record.reason = Some(code.to_string());
         }
@@ -284,64 +279,64 @@ impl Pending {
     }
 
     /// The address dialled (for DNS, the addresses answered).
-    pub fn dialled(&mut self, dialled: String) {
+    pub(crate) fn dialled(&mut self, dialled: String) {
         self.record.dialled = Some(dialled);
     }
 
     /// The names of the credentials applied.
-    pub fn credentials(&mut self, names: Vec<String>) {
+    pub(crate) fn credentials(&mut self, names: Vec<String>) {
         if !names.is_empty() {
             self.record.credentials = Some(names);
         }
     }
 
     /// The status the client got.
-    pub fn status(&mut self, status: u16) {
+    pub(crate) fn status(&mut self, status: u16) {
         self.record.status = Some(status);
     }
 
     /// The approval the request waited for.
-    pub fn approval(&mut self, approval: ApprovalRecord) {
+    pub(crate) fn approval(&mut self, approval: ApprovalRecord) {
         self.record.approval = Some(approval);
     }
 
     /// Transparent mode: where the sandbox was connecting to.
-    pub fn original_dst(&mut self, original: SocketAddr) {
+    pub(crate) fn original_dst(&mut self, original: SocketAddr) {
         self.record.original_dst = Some(original.to_string());
     }
 
     /// Transparent mode: whether the sandbox aimed elsewhere than cordon's own resolution of the host.
-    pub fn original_dst_differs(&mut self, differs: bool) {
+    pub(crate) fn original_dst_differs(&mut self, differs: bool) {
         self.record.original_dst_differs = Some(differs);
     }
 
     /// DNS: the record type asked for.
-    pub fn qtype(&mut self, qtype: &str) {
+    pub(crate) fn qtype(&mut self, qtype: &str) {
         self.record.qtype = Some(qtype.to_string());
     }
 
     /// How many attempts the record stands for.
-    pub fn count(&mut self, n: u64) {
+    pub(crate) fn count(&mut self, n: u64) {
         self.record.count = Some(n);
     }
 
     /// Counter of bytes from the client.
-    pub fn up_counter(&self) -> Arc<AtomicU64> {
+    pub(crate) fn up_counter(&self) -> Arc<AtomicU64> {
         self.up.clone()
     }
 
     /// Counter of bytes to the client.
-    pub fn down_counter(&self) -> Arc<AtomicU64> {
+    pub(crate) fn down_counter(&self) -> Arc<AtomicU64> {
         self.down.clone()
     }
 
     /// Drop without a record (for attempts counted in an aggregate record instead).
-    pub fn discard(mut self) {
+    pub(crate) fn discard(mut self) {
         self.done = true;
     }
 
     /// Emit now.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.emit();
     }
 

@@ -12,9 +12,9 @@ pub trait Sink: Send + Sync + 'static {
 /// A sink that counts every record in the metrics before passing it on.
 pub struct Metered {
     /// Where records go.
-    pub inner: std::sync::Arc<dyn Sink>,
+    pub(crate) inner: std::sync::Arc<dyn Sink>,
     /// What counts them.
-    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    pub(crate) metrics: std::sync::Arc<crate::metrics::Metrics>,
 }
 
 impl Sink for Metered {
@@ -40,7 +40,7 @@ pub struct LineSink<L> {
 
 impl<L> LineSink<L> {
     /// A sink handing each record's line to `out`.
-    pub fn new(out: L) -> LineSink<L> {
+    pub(crate) fn new(out: L) -> LineSink<L> {
         LineSink { out }
     }
 }

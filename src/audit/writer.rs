@@ -16,7 +16,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
 /// Where finished audit lines go.
-pub trait Lines: Send + Sync {
+pub(crate) trait Lines: Send + Sync {
     /// Take one line (with its newline).
     fn line(&self, line: Vec<u8>);
 }

@@ -16,7 +16,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 /// How long one request (connect, send, read the whole answer) may take by default.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest answer body the client reads.
 const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -124,13 +124,15 @@ impl AdminClient {
 
     /// The same client with another per-request timeout (the default is [`DEFAULT_TIMEOUT`]).
     #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> AdminClient {
+    #[cfg(test)]
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> AdminClient {
         self.timeout = timeout;
         self
     }
 
     /// The normalized base URL, without a trailing slash.
-    pub fn base(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn base(&self) -> &str {
         &self.base
     }
 
@@ -168,25 +170,25 @@ impl AdminClient {
     }
 
     /// `GET /v1/approvals`: `{"pending":[Pending,...]}`, oldest first.
-    pub async fn approvals(&self) -> Result<Value, ClientError> {
+    pub(crate) async fn approvals(&self) -> Result<Value, ClientError> {
         self.call(Method::GET, "/v1/approvals".to_owned(), None).await
     }
 
     /// `POST /v1/approvals/{id}`: decide a pending approval; `decision` is `allow` or `deny`, `scope` `once` or
     /// `always`, `by` who decides. The answer is `{"approval": Pending, "decision": {...}}`.
-    pub async fn decide(&self, id: &str, decision: &str, scope: &str, by: &str) -> Result<Value, ClientError> {
+    pub(crate) async fn decide(&self, id: &str, decision: &str, scope: &str, by: &str) -> Result<Value, ClientError> {
         let body = serde_json::json!({ "decision": decision, "scope": scope, "by": by });
         let path = item_path("/v1/approvals", "an approval", id, "")?;
         self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
     }
 
     /// `GET /v1/grants`: `{"grants":[Grant,...]}`, oldest first.
-    pub async fn grants(&self) -> Result<Value, ClientError> {
+    pub(crate) async fn grants(&self) -> Result<Value, ClientError> {
         self.call(Method::GET, "/v1/grants".to_owned(), None).await
     }
 
     /// `DELETE /v1/grants/{id}`: remove a standing grant; the answer is `{"removed": id}`.
-    pub async fn revoke_grant(&self, id: &str) -> Result<Value, ClientError> {
+    pub(crate) async fn revoke_grant(&self, id: &str) -> Result<Value, ClientError> {
         self.call(Method::DELETE, item_path("/v1/grants", "a grant", id, "")?, None)
             .await
     }
@@ -313,7 +315,7 @@ fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<Str
 }
 
 /// Percent-encode an id for use as a path segment: `[A-Za-z0-9._~-]` are kept, every other byte becomes `%XX`.
-pub fn encode_segment(id: &str) -> String {
+pub(crate) fn encode_segment(id: &str) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = String::with_capacity(id.len());
     for b in id.bytes() {
@@ -347,7 +349,7 @@ pub struct CreateRequest {
 }
 
 /// Parse `--label k=v` (clap value_parser fn): error text says what is wrong.
-pub fn parse_label(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
     let Some((key, value)) = s.split_once('=') else {
         return Err(format!("expected KEY=VALUE, got {s:?} (no '=')"));
     };
@@ -362,7 +364,7 @@ pub fn parse_label(s: &str) -> Result<(String, String), String> {
 
 /// Output formats for an env map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EnvFormat {
+pub(crate) enum EnvFormat {
     /// `export NAME='value'` lines, for `eval` in a POSIX shell.
     Export,
     /// `NAME="value"` lines, for a `.env` file.
@@ -375,7 +377,7 @@ pub enum EnvFormat {
 /// `export NAME='value'` lines with POSIX single-quote escaping (a `'` inside becomes `'\''`); Dotenv →
 /// `NAME="value"` with `\\ \" \n \$` escaped; Json → a pretty JSON object. Errors if `env` is missing, a value is not
 /// a string, or a name is not a valid environment variable name (so the output is always safe to `eval`).
-pub fn render_env(created: &Value, format: EnvFormat) -> Result<String, ClientError> {
+pub(crate) fn render_env(created: &Value, format: EnvFormat) -> Result<String, ClientError> {
     let Some(env) = created.get("env").and_then(Value::as_object) else {
         return Err(ClientError::BadResponse("the answer has no \"env\" object".to_owned()));
     };
@@ -427,7 +429,7 @@ fn dotenv_escape(value: &str) -> String {
 /// A person-readable table for `list` (ID, USER, POLICY, ORIGIN, EXPIRES, OPEN) — columns aligned. EXPIRES is
 /// `revoked` for a revoked sandbox and `never` without an expiry; OPEN counts connections plus tunnels. Accepts the
 /// `{"sandboxes":[...]}` answer or a bare array.
-pub fn render_table(list: &Value) -> String {
+pub(crate) fn render_table(list: &Value) -> String {
     let items = list.get("sandboxes").unwrap_or(list).as_array();
     let mut rows = vec![heading(&["ID", "USER", "POLICY", "ORIGIN", "EXPIRES", "OPEN"])];
     for item in items.into_iter().flatten() {
@@ -449,7 +451,7 @@ const EXCERPT_WIDTH: usize = 40;
 /// A person-readable table for `approvals list` (ID, SANDBOX, USER, METHOD, URL, EXPIRES, EXCERPT): URL is
 /// `host:port/path`, EXCERPT the body's start cut to 40 characters (ending in `…` when cut; `-` when empty). Accepts the
 /// `{"pending":[...]}` answer or a bare array.
-pub fn render_approvals(list: &Value) -> String {
+pub(crate) fn render_approvals(list: &Value) -> String {
     let items = list.get("pending").unwrap_or(list).as_array();
     let mut rows = vec![heading(&[
         "ID", "SANDBOX", "USER", "METHOD", "URL", "EXPIRES", "EXCERPT",
@@ -473,7 +475,7 @@ pub fn render_approvals(list: &Value) -> String {
 
 /// A person-readable table for `approvals grants` (ID, SANDBOX, METHOD, URL, BY, AT, APPROVAL). Accepts the
 /// `{"grants":[...]}` answer or a bare array.
-pub fn render_grants(list: &Value) -> String {
+pub(crate) fn render_grants(list: &Value) -> String {
     let items = list.get("grants").unwrap_or(list).as_array();
     let mut rows = vec![heading(&["ID", "SANDBOX", "METHOD", "URL", "BY", "AT", "APPROVAL"])];
     for item in items.into_iter().flatten() {

@@ -7,10 +7,10 @@ use crate::config::Config;
 
 /// The configuration file a command reads.
 #[derive(clap::Args, Default)]
-pub struct ConfigArg {
+pub(crate) struct ConfigArg {
     /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
     #[arg(long, env = "CORDON_CONFIG")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// Load the configuration `arg` names; on errors, print them all and give the exit code.

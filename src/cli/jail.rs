@@ -11,25 +11,25 @@ use crate::jail::{self, Firewall, Options};
 pub(crate) struct JailArgs {
     /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
     #[arg(long, env = "CORDON_CONFIG")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The declared sandbox to jail the command as (default: the config's only sandbox).
     #[arg(long)]
-    pub sandbox: Option<String>,
+    pub(crate) sandbox: Option<String>,
     /// The IPv4 range the jail's /30 link is taken from (by a hash of the sandbox id).
     #[arg(long, default_value = jail::plan::DEFAULT_SUBNET)]
-    pub subnet: String,
+    pub(crate) subnet: String,
     /// Run the command as this user (name, uid or uid:gid); default: the user behind sudo.
     #[arg(long)]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Install the rules with nftables or iptables (default: nftables when the host has it).
     #[arg(long, value_parser = ["nftables", "iptables"])]
-    pub firewall: Option<String>,
+    pub(crate) firewall: Option<String>,
     /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
     #[arg(long)]
-    pub cleanup: bool,
+    pub(crate) cleanup: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true)]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 /// Run `cordon jail`; the exit code is the command's.

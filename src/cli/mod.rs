@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 
 use crate::entry::explain;
 use crate::identity;
-pub use args::ConfigArg;
+pub(crate) use args::ConfigArg;
 use args::load;
 
 #[derive(Parser)]

@@ -13,10 +13,10 @@ use std::path::Path;
 pub use model::*;
 
 /// The embedded default configuration (`config/cordon.yaml`), used when no `--config` is given.
-pub const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
+pub(crate) const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
 
 /// The name errors use for the embedded configuration.
-pub const EMBEDDED_NAME: &str = "config/cordon.yaml (embedded)";
+pub(crate) const EMBEDDED_NAME: &str = "config/cordon.yaml (embedded)";
 
 impl Config {
     /// Parse and validate YAML text; `source` names it in errors.

@@ -7,66 +7,66 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-pub use crate::identity::SandboxSpec;
+pub(crate) use crate::identity::SandboxSpec;
 use crate::policy::Policy;
 
 /// A validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where it came from, for messages.
-    pub source: String,
+    pub(crate) source: String,
     /// Listener addresses.
-    pub listen: Listen,
+    pub(crate) listen: Listen,
     /// Audit sink.
-    pub audit: AuditConfig,
+    pub(crate) audit: AuditConfig,
     /// Address guard and name overrides.
-    pub network: Network,
+    pub(crate) network: Network,
     /// Timeouts.
-    pub timeouts: Timeouts,
+    pub(crate) timeouts: Timeouts,
     /// Caps.
-    pub limits: Limits,
+    pub(crate) limits: Limits,
     /// Per-sandbox certificate authorities.
     pub ca: CaConfig,
     /// cordon's connections to upstreams.
-    pub upstream: UpstreamConfig,
+    pub(crate) upstream: UpstreamConfig,
     /// The file vault.
-    pub vault: crate::credentials::spec::FileVaultSpec,
+    pub(crate) vault: crate::credentials::spec::FileVaultSpec,
     /// An OpenBao / HashiCorp Vault server, if configured.
-    pub openbao: Option<crate::credentials::spec::OpenBaoSpec>,
+    pub(crate) openbao: Option<crate::credentials::spec::OpenBaoSpec>,
     /// Credentials by name.
-    pub credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
+    pub(crate) credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
     /// Sandboxes declared in the file.
-    pub sandboxes: Vec<SandboxSpec>,
+    pub(crate) sandboxes: Vec<SandboxSpec>,
     /// Policies by name.
     pub policies: BTreeMap<String, Policy>,
     /// The control plane.
-    pub control: ControlConfig,
+    pub(crate) control: ControlConfig,
     /// Human approval.
-    pub approval: ApprovalConfig,
+    pub(crate) approval: ApprovalConfig,
 }
 
 /// `control:` — the admin API, run-time sandboxes and reload.
 #[derive(Debug, Clone)]
-pub struct ControlConfig {
+pub(crate) struct ControlConfig {
     /// The admin API's bearer token (required when `listen.admin` is set).
-    pub admin_token: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) admin_token: Option<crate::credentials::spec::SecretRef>,
     /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
     /// per process (credentials die with it).
-    pub signing_key: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) signing_key: Option<crate::credentials::spec::SecretRef>,
     /// The sandbox store. `None`: in memory (run-time sandboxes die with the process).
-    pub store: Option<PathBuf>,
+    pub(crate) store: Option<PathBuf>,
     /// Lifetime of a run-time sandbox when the request names none.
-    pub default_ttl: Duration,
+    pub(crate) default_ttl: Duration,
     /// The longest lifetime a request may ask for.
-    pub max_ttl: Duration,
+    pub(crate) max_ttl: Duration,
     /// The proxy URL handed to sandboxes (`None`: `http://` + `listen.proxy`).
-    pub proxy_url: Option<String>,
+    pub(crate) proxy_url: Option<String>,
     /// `NO_PROXY` entries handed to sandboxes.
-    pub no_proxy: Vec<String>,
+    pub(crate) no_proxy: Vec<String>,
     /// Where a sandbox finds its CA certificate, in its own file system.
-    pub ca_file: String,
+    pub(crate) ca_file: String,
     /// Reload when the configuration file changes.
-    pub watch: bool,
+    pub(crate) watch: bool,
 }
 
 impl Default for ControlConfig {
@@ -87,23 +87,23 @@ impl Default for ControlConfig {
 
 /// `listen:`
 #[derive(Debug, Clone)]
-pub struct Listen {
+pub(crate) struct Listen {
     /// The explicit proxy listener.
-    pub proxy: SocketAddr,
+    pub(crate) proxy: SocketAddr,
     /// The admin API listener, if any.
-    pub admin: Option<SocketAddr>,
+    pub(crate) admin: Option<SocketAddr>,
     /// The transparent listener, if any: connections redirected to it by the kernel (`REDIRECT`, `TPROXY`),
     /// their sandbox known by source address.
-    pub transparent: Option<SocketAddr>,
+    pub(crate) transparent: Option<SocketAddr>,
     /// Whether the transparent listener is opened with `IP_TRANSPARENT` (TPROXY; needs `CAP_NET_ADMIN`).
-    pub transparent_tproxy: bool,
+    pub(crate) transparent_tproxy: bool,
     /// The DNS responder's address (UDP and TCP), if any.
-    pub dns: Option<SocketAddr>,
+    pub(crate) dns: Option<SocketAddr>,
 }
 
 impl Config {
     /// The audit log's file, when audit records go to one.
-    pub fn audit_file(&self) -> Option<&std::path::Path> {
+    pub(crate) fn audit_file(&self) -> Option<&std::path::Path> {
         match &self.audit {
             AuditConfig::File(p) => Some(p),
             AuditConfig::Stdout => None,
@@ -113,7 +113,7 @@ impl Config {
 
 impl Listen {
     /// Every TCP or UDP address cordon listens on, named by its key, for checks of overlap.
-    pub fn all(&self) -> Vec<(&'static str, SocketAddr)> {
+    pub(crate) fn all(&self) -> Vec<(&'static str, SocketAddr)> {
         let mut all = vec![("listen.proxy", self.proxy)];
         all.extend(self.admin.map(|a| ("listen.admin", a)));
         all.extend(self.transparent.map(|a| ("listen.transparent", a)));
@@ -123,7 +123,7 @@ impl Listen {
 
 /// Where audit records go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuditConfig {
+pub(crate) enum AuditConfig {
     /// Standard output.
     Stdout,
     /// Appended to this file.
@@ -132,33 +132,33 @@ pub enum AuditConfig {
 
 /// `network:`
 #[derive(Debug, Clone, Default)]
-pub struct Network {
+pub(crate) struct Network {
     /// Exceptions to the special-range guard.
-    pub allow_cidrs: Vec<IpNet>,
+    pub(crate) allow_cidrs: Vec<IpNet>,
     /// Metadata addresses explicitly opted in to. Dangerous: a sandbox that reaches them can steal the
     /// host's cloud credentials.
-    pub dangerous_allow_metadata: Vec<IpAddr>,
+    pub(crate) dangerous_allow_metadata: Vec<IpAddr>,
     /// Static name overrides (still checked by the guard).
-    pub hosts: HashMap<String, Vec<IpAddr>>,
+    pub(crate) hosts: HashMap<String, Vec<IpAddr>>,
 }
 
 /// `timeouts:`
 #[derive(Debug, Clone)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// Dialling an upstream address.
-    pub connect: Duration,
+    pub(crate) connect: Duration,
     /// Receiving a whole request head from a client (slow-header clients are cut off).
-    pub request_headers: Duration,
+    pub(crate) request_headers: Duration,
     /// Waiting for an upstream's response head.
-    pub upstream_headers: Duration,
+    pub(crate) upstream_headers: Duration,
     /// How long shutdown waits for in-flight requests and tunnels.
-    pub drain: Duration,
+    pub(crate) drain: Duration,
     /// A TLS handshake, with the client (after CONNECT) or with the upstream.
-    pub tls_handshake: Duration,
+    pub(crate) tls_handshake: Duration,
     /// A tunnel (intercepted or not) with no bytes either way is closed after this.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// The longest a tunnel may stay open.
-    pub tunnel_max: Duration,
+    pub(crate) tunnel_max: Duration,
 }
 
 impl Default for Timeouts {
@@ -177,13 +177,13 @@ impl Default for Timeouts {
 
 /// `limits:`
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Client connections open at once; more are refused with 503.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Request line plus headers; larger heads get 431.
-    pub max_request_header_bytes: usize,
+    pub(crate) max_request_header_bytes: usize,
     /// Rates, caps and byte budgets per sandbox, per user and per source address.
-    pub rates: crate::limits::LimitSpec,
+    pub(crate) rates: crate::limits::LimitSpec,
 }
 
 impl Default for Limits {
@@ -222,13 +222,13 @@ pub fn default_rates() -> crate::limits::LimitSpec {
 
 /// `approval:` — requests of `action: ask` rules wait for a human.
 #[derive(Debug, Clone)]
-pub struct ApprovalConfig {
+pub(crate) struct ApprovalConfig {
     /// How long a request waits for a decision before it is refused.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Requests waiting at once; more are refused at once.
-    pub max_pending: usize,
+    pub(crate) max_pending: usize,
     /// Where pending approvals are announced.
-    pub webhook: Option<WebhookSpec>,
+    pub(crate) webhook: Option<WebhookSpec>,
 }
 
 impl Default for ApprovalConfig {
@@ -243,11 +243,11 @@ impl Default for ApprovalConfig {
 
 /// `approval.webhook:`
 #[derive(Debug, Clone)]
-pub struct WebhookSpec {
+pub(crate) struct WebhookSpec {
     /// POSTed to.
-    pub url: http::Uri,
+    pub(crate) url: http::Uri,
     /// Signs each POST (`X-Cordon-Signature`).
-    pub secret: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) secret: Option<crate::credentials::spec::SecretRef>,
 }
 
 /// `ca:`
@@ -256,9 +256,9 @@ pub struct CaConfig {
     /// Folder with one sub-folder per sandbox (`<dir>/<sandbox>/ca.pem`, `ca.key`).
     pub dir: PathBuf,
     /// Lifetime of minted leaves.
-    pub leaf_validity: Duration,
+    pub(crate) leaf_validity: Duration,
     /// Leaves kept ready (entries of the (sandbox, host) cache).
-    pub leaf_cache: u64,
+    pub(crate) leaf_cache: u64,
 }
 
 impl Default for CaConfig {
@@ -273,13 +273,13 @@ impl Default for CaConfig {
 
 /// `upstream:`
 #[derive(Debug, Clone)]
-pub struct UpstreamConfig {
+pub(crate) struct UpstreamConfig {
     /// The files named in `extra_roots`.
-    pub extra_root_files: Vec<PathBuf>,
+    pub(crate) extra_root_files: Vec<PathBuf>,
     /// The certificates they hold, trusted besides the built-in roots.
-    pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+    pub(crate) extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
     /// How long an idle pooled connection is kept.
-    pub pool_idle: Duration,
+    pub(crate) pool_idle: Duration,
 }
 
 impl Default for UpstreamConfig {
@@ -296,13 +296,13 @@ impl Default for UpstreamConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// File name.
-    pub file: String,
+    pub(crate) file: String,
     /// Line and column, where the parser knows them.
-    pub location: Option<(usize, usize)>,
+    pub(crate) location: Option<(usize, usize)>,
     /// Path of the offending value, e.g. `policies.web.allow[2].host`.
-    pub path: String,
+    pub(crate) path: String,
     /// What is wrong and what would be right.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl std::fmt::Display for ConfigError {

@@ -14,43 +14,43 @@ use serde::Deserialize;
 pub(super) struct RawConfig {
     /// Where cordon listens.
     #[serde(default)]
-    pub listen: RawListen,
+    pub(crate) listen: RawListen,
     /// Where audit records go.
     #[serde(default)]
-    pub audit: RawAudit,
+    pub(crate) audit: RawAudit,
     /// Address guard settings.
     #[serde(default)]
-    pub network: RawNetwork,
+    pub(crate) network: RawNetwork,
     /// Timeouts.
     #[serde(default)]
-    pub timeouts: RawTimeouts,
+    pub(crate) timeouts: RawTimeouts,
     /// Caps.
     #[serde(default)]
-    pub limits: RawLimits,
+    pub(crate) limits: RawLimits,
     /// Per-sandbox certificate authorities.
     #[serde(default)]
-    pub ca: RawCa,
+    pub(crate) ca: RawCa,
     /// cordon's own connections to upstreams.
     #[serde(default)]
-    pub upstream: RawUpstream,
+    pub(crate) upstream: RawUpstream,
     /// Where secrets come from.
     #[serde(default)]
-    pub vault: RawVault,
+    pub(crate) vault: RawVault,
     /// Named credentials.
     #[serde(default)]
-    pub credentials: BTreeMap<String, RawCredential>,
+    pub(crate) credentials: BTreeMap<String, RawCredential>,
     /// The sandboxes cordon knows.
     #[serde(default)]
-    pub sandboxes: Vec<RawSandbox>,
+    pub(crate) sandboxes: Vec<RawSandbox>,
     /// Named policies.
     #[serde(default)]
-    pub policies: BTreeMap<String, RawPolicy>,
+    pub(crate) policies: BTreeMap<String, RawPolicy>,
     /// The control plane: admin API, run-time sandboxes, reload.
     #[serde(default)]
-    pub control: RawControl,
+    pub(crate) control: RawControl,
     /// Human approval of `action: ask` rules.
     #[serde(default)]
-    pub approval: RawApproval,
+    pub(crate) approval: RawApproval,
 }
 
 /// `approval:`
@@ -58,11 +58,11 @@ pub(super) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawApproval {
     /// How long a request waits for a decision.
-    pub timeout: Option<String>,
+    pub(crate) timeout: Option<String>,
     /// Requests waiting at once.
-    pub max_pending: Option<i64>,
+    pub(crate) max_pending: Option<i64>,
     /// Where pending approvals are announced.
-    pub webhook: Option<RawWebhook>,
+    pub(crate) webhook: Option<RawWebhook>,
 }
 
 /// `approval.webhook:`
@@ -70,9 +70,9 @@ pub(super) struct RawApproval {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWebhook {
     /// The URL POSTed to.
-    pub url: String,
+    pub(crate) url: String,
     /// The HMAC key of the signature header.
-    pub secret: Option<RawSecretRef>,
+    pub(crate) secret: Option<RawSecretRef>,
 }
 
 /// A rate: `{ per_second: 50, burst: 100 }`.
@@ -80,9 +80,9 @@ pub(super) struct RawWebhook {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRate {
     /// Sustained rate.
-    pub per_second: i64,
+    pub(crate) per_second: i64,
     /// At once (default: `per_second`).
-    pub burst: Option<i64>,
+    pub(crate) burst: Option<i64>,
 }
 
 /// `limits.per_sandbox:`
@@ -90,19 +90,19 @@ pub(super) struct RawRate {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandboxLimits {
     /// Requests (and CONNECTs) per second.
-    pub requests: Option<RawRate>,
+    pub(crate) requests: Option<RawRate>,
     /// Requests per second to one host.
-    pub per_host: Option<RawRate>,
+    pub(crate) per_host: Option<RawRate>,
     /// New connections and tunnels per second.
-    pub connections: Option<RawRate>,
+    pub(crate) connections: Option<RawRate>,
     /// Open connections plus tunnels.
-    pub max_open: Option<i64>,
+    pub(crate) max_open: Option<i64>,
     /// Upload bytes per `budget_window`.
-    pub upload: Option<String>,
+    pub(crate) upload: Option<String>,
     /// Download bytes per `budget_window`.
-    pub download: Option<String>,
+    pub(crate) download: Option<String>,
     /// The byte budgets' window.
-    pub budget_window: Option<String>,
+    pub(crate) budget_window: Option<String>,
 }
 
 /// `limits.per_user:`
@@ -110,9 +110,9 @@ pub(super) struct RawSandboxLimits {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawUserLimits {
     /// Requests per second over all the user's sandboxes.
-    pub requests: Option<RawRate>,
+    pub(crate) requests: Option<RawRate>,
     /// Open connections plus tunnels over all the user's sandboxes.
-    pub max_open: Option<i64>,
+    pub(crate) max_open: Option<i64>,
 }
 
 /// `control:`
@@ -120,23 +120,23 @@ pub(super) struct RawUserLimits {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawControl {
     /// The admin API's bearer token.
-    pub admin_token: Option<RawSecretRef>,
+    pub(crate) admin_token: Option<RawSecretRef>,
     /// The key that signs run-time sandboxes' proxy credentials.
-    pub signing_key: Option<RawSecretRef>,
+    pub(crate) signing_key: Option<RawSecretRef>,
     /// The sandbox store (a file).
-    pub store: Option<String>,
+    pub(crate) store: Option<String>,
     /// Lifetime of a run-time sandbox when the request names none.
-    pub default_ttl: Option<String>,
+    pub(crate) default_ttl: Option<String>,
     /// The longest lifetime a request may ask for.
-    pub max_ttl: Option<String>,
+    pub(crate) max_ttl: Option<String>,
     /// The proxy URL sandboxes are told to use.
-    pub proxy_url: Option<String>,
+    pub(crate) proxy_url: Option<String>,
     /// `NO_PROXY` entries handed to sandboxes.
-    pub no_proxy: Option<Vec<String>>,
+    pub(crate) no_proxy: Option<Vec<String>>,
     /// Where a sandbox finds its CA certificate (the path in its own file system).
-    pub ca_file: Option<String>,
+    pub(crate) ca_file: Option<String>,
     /// Reload when the configuration file changes.
-    pub watch: Option<bool>,
+    pub(crate) watch: Option<bool>,
 }
 
 /// `listen:`
@@ -144,15 +144,15 @@ pub(super) struct RawControl {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawListen {
     /// Explicit proxy listener, `host:port`.
-    pub proxy: Option<String>,
+    pub(crate) proxy: Option<String>,
     /// Admin API listener, `host:port`.
-    pub admin: Option<String>,
+    pub(crate) admin: Option<String>,
     /// Transparent listener (REDIRECT / TPROXY), `host:port`.
-    pub transparent: Option<String>,
+    pub(crate) transparent: Option<String>,
     /// Set `IP_TRANSPARENT` on the transparent listener, for TPROXY rules.
-    pub transparent_tproxy: Option<bool>,
+    pub(crate) transparent_tproxy: Option<bool>,
     /// DNS responder (UDP and TCP), `host:port`.
-    pub dns: Option<String>,
+    pub(crate) dns: Option<String>,
 }
 
 /// `audit:`
@@ -160,7 +160,7 @@ pub(super) struct RawListen {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAudit {
     /// `-` for stdout, or a file path (appended to).
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
 }
 
 /// `network:`
@@ -169,13 +169,13 @@ pub(super) struct RawAudit {
 pub(super) struct RawNetwork {
     /// CIDRs exempted from the special-range guard.
     #[serde(default)]
-    pub allow_cidrs: Vec<String>,
+    pub(crate) allow_cidrs: Vec<String>,
     /// Metadata addresses an operator explicitly opts in to reaching.
     #[serde(default)]
-    pub dangerous_allow_metadata: Vec<String>,
+    pub(crate) dangerous_allow_metadata: Vec<String>,
     /// Static name -> address(es) overrides.
     #[serde(default)]
-    pub hosts: BTreeMap<String, RawAddrs>,
+    pub(crate) hosts: BTreeMap<String, RawAddrs>,
 }
 
 /// One address or a list of them.
@@ -193,19 +193,19 @@ pub(super) enum RawAddrs {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTimeouts {
     /// Dialling the upstream.
-    pub connect: Option<String>,
+    pub(crate) connect: Option<String>,
     /// Receiving a complete request head from the client.
-    pub request_headers: Option<String>,
+    pub(crate) request_headers: Option<String>,
     /// Waiting for the upstream's response head.
-    pub upstream_headers: Option<String>,
+    pub(crate) upstream_headers: Option<String>,
     /// Draining in-flight work on shutdown.
-    pub drain: Option<String>,
+    pub(crate) drain: Option<String>,
     /// A TLS handshake, with the client or with the upstream.
-    pub tls_handshake: Option<String>,
+    pub(crate) tls_handshake: Option<String>,
     /// A tunnel with no bytes either way.
-    pub idle: Option<String>,
+    pub(crate) idle: Option<String>,
     /// The longest a tunnel may stay open.
-    pub tunnel_max: Option<String>,
+    pub(crate) tunnel_max: Option<String>,
 }
 
 /// `limits:`
@@ -213,15 +213,15 @@ pub(super) struct RawTimeouts {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLimits {
     /// Open client connections at once.
-    pub max_connections: Option<i64>,
+    pub(crate) max_connections: Option<i64>,
     /// Request line plus headers.
-    pub max_request_header_bytes: Option<String>,
+    pub(crate) max_request_header_bytes: Option<String>,
     /// Per-sandbox rates, caps and byte budgets.
-    pub per_sandbox: Option<RawSandboxLimits>,
+    pub(crate) per_sandbox: Option<RawSandboxLimits>,
     /// Per-user rates and caps.
-    pub per_user: Option<RawUserLimits>,
+    pub(crate) per_user: Option<RawUserLimits>,
     /// Failed proxy authentications per source address.
-    pub auth_failures: Option<RawRate>,
+    pub(crate) auth_failures: Option<RawRate>,
 }
 
 /// `ca:`
@@ -229,11 +229,11 @@ pub(super) struct RawLimits {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCa {
     /// Folder holding one sub-folder per sandbox.
-    pub dir: Option<String>,
+    pub(crate) dir: Option<String>,
     /// Lifetime of minted leaf certificates.
-    pub leaf_validity: Option<String>,
+    pub(crate) leaf_validity: Option<String>,
     /// Leaf certificates kept ready.
-    pub leaf_cache: Option<i64>,
+    pub(crate) leaf_cache: Option<i64>,
 }
 
 /// `upstream:`
@@ -242,9 +242,9 @@ pub(super) struct RawCa {
 pub(super) struct RawUpstream {
     /// PEM files of CAs trusted besides the built-in roots.
     #[serde(default)]
-    pub extra_roots: Vec<String>,
+    pub(crate) extra_roots: Vec<String>,
     /// How long an idle pooled upstream connection is kept.
-    pub pool_idle: Option<String>,
+    pub(crate) pool_idle: Option<String>,
 }
 
 /// One entry of `sandboxes:`.
@@ -252,16 +252,16 @@ pub(super) struct RawUpstream {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSandbox {
     /// Sandbox id.
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// Owning user.
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Hex SHA-256 of the sandbox's proxy token.
-    pub token_sha256: Option<String>,
+    pub(crate) token_sha256: Option<String>,
     /// Source ranges that identify this sandbox without a token.
     #[serde(default)]
-    pub source_cidrs: Vec<String>,
+    pub(crate) source_cidrs: Vec<String>,
     /// Name of the policy.
-    pub policy: Option<String>,
+    pub(crate) policy: Option<String>,
 }
 
 /// One entry of `policies:`.
@@ -269,17 +269,17 @@ pub(super) struct RawSandbox {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPolicy {
     /// `enforce` (default) or `report`.
-    pub mode: Option<String>,
+    pub(crate) mode: Option<String>,
     /// Ordered allow rules.
     #[serde(default)]
-    pub allow: Vec<RawRule>,
+    pub(crate) allow: Vec<RawRule>,
     /// Credentials sandboxes of this policy may use.
     #[serde(default)]
-    pub credentials: Vec<String>,
+    pub(crate) credentials: Vec<String>,
     /// Per-credential narrowing for this policy's sandboxes (OAuth2 scope/audience/resource, GitHub App
     /// repositories/permissions).
     #[serde(default)]
-    pub credential_scope: BTreeMap<String, RawScope>,
+    pub(crate) credential_scope: BTreeMap<String, RawScope>,
 }
 
 /// One entry of `credential_scope:`.
@@ -287,15 +287,15 @@ pub(super) struct RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawScope {
     /// OAuth2 scope.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// OAuth2 audience.
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// OAuth2 resource.
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// GitHub App repositories.
-    pub repositories: Option<Vec<String>>,
+    pub(crate) repositories: Option<Vec<String>>,
     /// GitHub App permissions.
-    pub permissions: Option<BTreeMap<String, String>>,
+    pub(crate) permissions: Option<BTreeMap<String, String>>,
 }
 
 /// `vault:`
@@ -304,9 +304,9 @@ pub(super) struct RawScope {
 pub(super) struct RawVault {
     /// The encrypted file vault.
     #[serde(default)]
-    pub file: RawFileVault,
+    pub(crate) file: RawFileVault,
     /// A HashiCorp Vault / OpenBao server (KV v2).
-    pub openbao: Option<RawOpenBao>,
+    pub(crate) openbao: Option<RawOpenBao>,
 }
 
 /// `vault.openbao:`
@@ -314,13 +314,13 @@ pub(super) struct RawVault {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawOpenBao {
     /// e.g. `https://vault.internal:8200`.
-    pub addr: String,
+    pub(crate) addr: String,
     /// KV v2 mount (default `secret`).
-    pub mount: Option<String>,
+    pub(crate) mount: Option<String>,
     /// Token auth: the environment variable holding the token.
-    pub token_env: Option<String>,
+    pub(crate) token_env: Option<String>,
     /// AppRole auth.
-    pub approle: Option<RawAppRole>,
+    pub(crate) approle: Option<RawAppRole>,
 }
 
 /// `vault.openbao.approle:`
@@ -328,11 +328,11 @@ pub(super) struct RawOpenBao {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAppRole {
     /// The role id.
-    pub role_id: String,
+    pub(crate) role_id: String,
     /// The environment variable holding the secret id.
-    pub secret_id_env: String,
+    pub(crate) secret_id_env: String,
     /// Auth mount (default `approle`).
-    pub mount: Option<String>,
+    pub(crate) mount: Option<String>,
 }
 
 /// `vault.file:`
@@ -340,11 +340,11 @@ pub(super) struct RawAppRole {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFileVault {
     /// The encrypted file.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// The key file (created 0600 on first use).
-    pub key_file: Option<String>,
+    pub(crate) key_file: Option<String>,
     /// Or: an environment variable holding the key (hex).
-    pub key_env: Option<String>,
+    pub(crate) key_env: Option<String>,
 }
 
 /// One entry of `credentials:`.
@@ -352,15 +352,15 @@ pub(super) struct RawFileVault {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCredential {
     /// Where the secret comes from.
-    pub source: Option<RawSource>,
+    pub(crate) source: Option<RawSource>,
     /// Where it may be sent.
-    pub bind: Option<RawBinding>,
+    pub(crate) bind: Option<RawBinding>,
     /// How it is applied.
-    pub inject: Option<RawInject>,
+    pub(crate) inject: Option<RawInject>,
     /// If the upstream echoes the secret back (response headers, text bodies up to 1 MiB), replace it with
     /// the sandbox's placeholder.
     #[serde(default)]
-    pub mask_echo: bool,
+    pub(crate) mask_echo: bool,
 }
 
 /// `source:` of a credential: exactly one key.
@@ -368,17 +368,17 @@ pub(super) struct RawCredential {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSource {
     /// A name in the file vault.
-    pub vault: Option<String>,
+    pub(crate) vault: Option<String>,
     /// An environment variable of cordon's process.
-    pub env: Option<String>,
+    pub(crate) env: Option<String>,
     /// A `path#key` in the OpenBao KV v2 mount.
-    pub openbao: Option<String>,
+    pub(crate) openbao: Option<String>,
     /// A file holding the secret.
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
     /// OAuth2 client-credentials tokens.
-    pub oauth2: Option<RawOAuth2>,
+    pub(crate) oauth2: Option<RawOAuth2>,
     /// GitHub App installation tokens.
-    pub github_app: Option<RawGitHubApp>,
+    pub(crate) github_app: Option<RawGitHubApp>,
 }
 
 /// A reference to a stored secret (for a client secret or a private key).
@@ -386,13 +386,13 @@ pub(super) struct RawSource {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSecretRef {
     /// A name in the file vault.
-    pub vault: Option<String>,
+    pub(crate) vault: Option<String>,
     /// A file holding the secret (e.g. a mounted Kubernetes secret).
-    pub file: Option<String>,
+    pub(crate) file: Option<String>,
     /// An environment variable.
-    pub env: Option<String>,
+    pub(crate) env: Option<String>,
     /// A `path#key` in OpenBao.
-    pub openbao: Option<String>,
+    pub(crate) openbao: Option<String>,
 }
 
 /// `source.oauth2:`
@@ -400,19 +400,19 @@ pub(super) struct RawSecretRef {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawOAuth2 {
     /// The token endpoint.
-    pub token_url: String,
+    pub(crate) token_url: String,
     /// The client id.
-    pub client_id: String,
+    pub(crate) client_id: String,
     /// Where the client secret is.
-    pub client_secret: RawSecretRef,
+    pub(crate) client_secret: RawSecretRef,
     /// Requested scope.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// Requested audience.
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// Requested resource (RFC 8707).
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// `basic` (default) or `post`.
-    pub auth: Option<String>,
+    pub(crate) auth: Option<String>,
 }
 
 /// `source.github_app:`
@@ -420,19 +420,19 @@ pub(super) struct RawOAuth2 {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGitHubApp {
     /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
-    pub api_base: Option<String>,
+    pub(crate) api_base: Option<String>,
     /// The App id.
-    pub app_id: String,
+    pub(crate) app_id: String,
     /// The installation id.
-    pub installation_id: u64,
+    pub(crate) installation_id: u64,
     /// Where the App's private key (PEM) is.
-    pub private_key: RawSecretRef,
+    pub(crate) private_key: RawSecretRef,
     /// Repositories the token may touch.
     #[serde(default)]
-    pub repositories: Vec<String>,
+    pub(crate) repositories: Vec<String>,
     /// Permissions, e.g. `{contents: read}`.
     #[serde(default)]
-    pub permissions: BTreeMap<String, String>,
+    pub(crate) permissions: BTreeMap<String, String>,
 }
 
 /// `bind:` of a credential.
@@ -441,13 +441,13 @@ pub(super) struct RawGitHubApp {
 pub(super) struct RawBinding {
     /// Host patterns (policy semantics).
     #[serde(default)]
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     /// Ports (default [443]).
-    pub ports: Option<Vec<i64>>,
+    pub(crate) ports: Option<Vec<i64>>,
     /// Methods (default any).
-    pub methods: Option<Vec<String>>,
+    pub(crate) methods: Option<Vec<String>>,
     /// Path globs (default any).
-    pub paths: Option<Vec<String>>,
+    pub(crate) paths: Option<Vec<String>>,
 }
 
 /// `inject:` of a credential: a header, Basic auth, or a placeholder.
@@ -455,13 +455,13 @@ pub(super) struct RawBinding {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawInject {
     /// Header to set.
-    pub header: Option<String>,
+    pub(crate) header: Option<String>,
     /// Its value, with `{secret}` where the secret goes.
-    pub value: Option<String>,
+    pub(crate) value: Option<String>,
     /// `Authorization: Basic base64(user:secret)` with this user.
-    pub basic_user: Option<String>,
+    pub(crate) basic_user: Option<String>,
     /// Swap the sandbox's placeholder for the secret.
-    pub placeholder: Option<RawPlaceholder>,
+    pub(crate) placeholder: Option<RawPlaceholder>,
 }
 
 /// `inject.placeholder:`
@@ -470,10 +470,10 @@ pub(super) struct RawInject {
 pub(super) struct RawPlaceholder {
     /// Also replace it in the query string.
     #[serde(default)]
-    pub query: bool,
+    pub(crate) query: bool,
     /// Also replace it in request bodies up to 1 MiB (413 beyond).
     #[serde(default)]
-    pub body: bool,
+    pub(crate) body: bool,
 }
 
 /// One allow rule.
@@ -481,17 +481,17 @@ pub(super) struct RawPlaceholder {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRule {
     /// Exact host or `*.suffix`.
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// CIDRs for IP-literal destinations.
-    pub cidrs: Option<Vec<String>>,
+    pub(crate) cidrs: Option<Vec<String>>,
     /// Allowed ports.
-    pub ports: Option<Vec<i64>>,
+    pub(crate) ports: Option<Vec<i64>>,
     /// Allowed methods.
-    pub methods: Option<Vec<String>>,
+    pub(crate) methods: Option<Vec<String>>,
     /// Allowed path globs.
-    pub paths: Option<Vec<String>>,
+    pub(crate) paths: Option<Vec<String>>,
     /// `intercept` (default) or `tunnel`.
-    pub tls: Option<String>,
+    pub(crate) tls: Option<String>,
     /// `allow` (default) or `ask` (hold for a human's approval).
-    pub action: Option<String>,
+    pub(crate) action: Option<String>,
 }

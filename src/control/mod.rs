@@ -108,7 +108,7 @@ impl Control {
     }
 
     /// Where the store is, for messages.
-    pub fn location(&self) -> String {
+    pub(crate) fn location(&self) -> String {
         self.store.location()
     }
 
@@ -127,7 +127,7 @@ impl Control {
     }
 
     /// Re-read the store if another process wrote to it. Blocking (SQLite); true if anything was re-read.
-    pub fn refresh(&self) -> Result<bool, ControlError> {
+    pub(crate) fn refresh(&self) -> Result<bool, ControlError> {
         if self.store.changed_elsewhere()? {
             self.reload_view()?;
             return Ok(true);
@@ -187,7 +187,7 @@ impl Control {
     }
 
     /// A further credential for a live sandbox (e.g. for `cordon sandbox env`). Blocking.
-    pub fn issue(&self, id: &str, now: i64) -> Result<(Record, String), ControlError> {
+    pub(crate) fn issue(&self, id: &str, now: i64) -> Result<(Record, String), ControlError> {
         let record = self.live(id, now)?;
         let credential = self.mint(&record, now)?;
         Ok((record, credential))
@@ -195,7 +195,7 @@ impl Control {
 
     /// Extend a live sandbox to `now + ttl` (never shortening it, so no credential ever outlives its record).
     /// Blocking.
-    pub fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
+    pub(crate) fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
         let current = self.live(id, now)?;
         let life = lifetime(ttl, bounds)?;
         let expires = now.saturating_add(life).max(current.expires);
@@ -220,12 +220,12 @@ impl Control {
     }
 
     /// The record of `id` as this replica knows it.
-    pub fn get(&self, id: &str) -> Option<Record> {
+    pub(crate) fn get(&self, id: &str) -> Option<Record> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
     /// Every record this replica knows, by id.
-    pub fn list(&self) -> Vec<Record> {
+    pub(crate) fn list(&self) -> Vec<Record> {
         let mut all: Vec<Record> = self
             .view
             .read()
@@ -244,7 +244,7 @@ impl Control {
     }
 
     /// Forget records that expired before `before` (their credentials are all expired too). Blocking.
-    pub fn purge(&self, before: i64) -> Result<usize, ControlError> {
+    pub(crate) fn purge(&self, before: i64) -> Result<usize, ControlError> {
         let n = self.store.purge(before)?;
         if n > 0 {
             self.reload_view()?;
@@ -273,7 +273,7 @@ impl Control {
     }
 
     /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
-    pub fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
+    pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
         let Origin::Api { nonce, expires } = &sandbox.origin else {
             return Ok(());
         };

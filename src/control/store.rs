@@ -42,26 +42,26 @@ const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoke
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// The sandbox's name, unique among the records.
-    pub id: String,
+    pub(crate) id: String,
     /// Random per creation; credentials carry it, so a re-created id does not revive old credentials.
-    pub nonce: String,
+    pub(crate) nonce: String,
     /// Who created it.
-    pub user: String,
+    pub(crate) user: String,
     /// The name of the policy it runs under.
-    pub policy: String,
+    pub(crate) policy: String,
     /// Free-form labels given at creation.
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// Unix seconds.
-    pub created: i64,
+    pub(crate) created: i64,
     /// Unix seconds; renew moves it.
-    pub expires: i64,
+    pub(crate) expires: i64,
     /// Unix seconds when revoked, if it was.
-    pub revoked: Option<i64>,
+    pub(crate) revoked: Option<i64>,
 }
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// Inserting an id whose existing row is neither revoked nor expired.
     #[error("sandbox {0:?} already exists")]
     Exists(String),

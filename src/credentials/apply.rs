@@ -29,24 +29,24 @@ use bytes::Bytes;
 use http_body::Body as _;
 
 /// The configured credentials, their placeholders, and where their secrets come from.
-pub struct Credentials {
+pub(crate) struct Credentials {
     specs: Arc<BTreeMap<String, CredentialSpec>>,
     /// Whether any credential is a placeholder (otherwise bodies are never read).
     any_placeholders: bool,
     /// Where the values come from.
     secrets: Secrets,
     /// Placeholder computation and recognition.
-    pub placeholders: Placeholders,
+    pub(crate) placeholders: Placeholders,
 }
 
 /// What `apply` did.
-pub struct Applied {
+pub(crate) struct Applied {
     /// Names of the credentials applied.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// The request body (read and rewritten if placeholders were swapped in it).
-    pub body: ProxyBody,
+    pub(crate) body: ProxyBody,
     /// (secret, placeholder) of applied credentials with `mask_echo`, for the response.
-    pub echo: Vec<(SecretString, String)>,
+    pub(crate) echo: Vec<(SecretString, String)>,
 }
 
 /// Where in the request a placeholder was found.
@@ -63,7 +63,7 @@ enum Place {
 
 impl Credentials {
     /// Set up from the configuration: the placeholder key sits beside the vault file.
-    pub fn new(config: &Config) -> Result<Credentials, String> {
+    pub(crate) fn new(config: &Config) -> Result<Credentials, String> {
         let mut key = config.vault.path.clone();
         key.set_file_name("placeholder.key");
         let mut placeholders = if config.credentials.is_empty() {
@@ -92,7 +92,7 @@ impl Credentials {
     /// The credentials of `config` with no key file read or made and no secret source opened: for a dry run
     /// (`cordon explain`), which only asks which credentials are bound where. Any secret asked of it is
     /// unavailable.
-    pub fn inert(config: &Config) -> Result<Credentials, String> {
+    pub(crate) fn inert(config: &Config) -> Result<Credentials, String> {
         Ok(Credentials {
             any_placeholders: config
                 .credentials
@@ -105,18 +105,18 @@ impl Credentials {
     }
 
     /// Count token mints in these metrics.
-    pub fn set_metrics(&mut self, metrics: Arc<crate::metrics::Metrics>) {
+    pub(crate) fn set_metrics(&mut self, metrics: Arc<crate::metrics::Metrics>) {
         self.secrets.set_metrics(metrics);
     }
 
     /// Where secret values come from.
-    pub fn secrets(&self) -> &Secrets {
+    pub(crate) fn secrets(&self) -> &Secrets {
         &self.secrets
     }
 
     /// The placeholders a sandbox may use: (credential, placeholder) for each placeholder credential its
     /// policy allows.
-    pub fn placeholders_for(&self, sandbox: &str, allowed: &[String]) -> Vec<(String, String)> {
+    pub(crate) fn placeholders_for(&self, sandbox: &str, allowed: &[String]) -> Vec<(String, String)> {
         allowed
             .iter()
             .filter(|n| {
@@ -131,7 +131,7 @@ impl Credentials {
     /// The credentials of `policy` that may be applied to a request of `method` to `target` and `path`:
     /// bound to it, and only `intercepted` (never over cleartext, where nothing is ever injected and any
     /// placeholder is refused).
-    pub fn usable(
+    pub(crate) fn usable(
         &self,
         policy: &Policy,
         target: &Target,
@@ -151,14 +151,14 @@ impl Credentials {
     }
 
     /// Whether credential `name` is bound to a request of `method` to `target` and `path`.
-    pub fn bound(&self, name: &str, target: &Target, method: &Method, path: &str) -> bool {
+    pub(crate) fn bound(&self, name: &str, target: &Target, method: &Method, path: &str) -> bool {
         self.specs
             .get(name)
             .is_some_and(|s| s.binding.matches(target, method, path))
     }
 
     /// How credential `name` is attached, for explanations.
-    pub fn how(&self, name: &str) -> Option<String> {
+    pub(crate) fn how(&self, name: &str) -> Option<String> {
         Some(match &self.specs.get(name)?.inject {
             Inject::Header { name: h, .. } => format!("header {h}"),
             Inject::Basic { .. } => "Basic authorization".to_string(),
@@ -168,7 +168,7 @@ impl Credentials {
 
     /// Check and apply credentials to a request going upstream: `usable` are the credentials the decision
     /// found bound to it ([`Credentials::usable`]). Returns the names of the credentials applied.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         sandbox: &Sandbox,
         policy: &Policy,

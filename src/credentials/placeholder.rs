@@ -11,7 +11,7 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 
 /// Every placeholder starts with this.
-pub const PREFIX: &str = "cordon-ph-";
+pub(crate) const PREFIX: &str = "cordon-ph-";
 const HEX_LEN: usize = 32;
 
 /// Computes and recognises placeholders.
@@ -33,7 +33,7 @@ impl Placeholders {
     }
 
     /// From raw key bytes (tests).
-    pub fn from_key(bytes: &[u8]) -> Placeholders {
+    pub(crate) fn from_key(bytes: &[u8]) -> Placeholders {
         Placeholders {
             key: hmac::Key::new(hmac::HMAC_SHA256, bytes),
             known: HashMap::new(),
@@ -41,7 +41,7 @@ impl Placeholders {
     }
 
     /// Remember the placeholders of these (sandbox, credential) pairs so any of them can be recognised.
-    pub fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
         for (sandbox, credential) in pairs {
             let p = self.value(sandbox, credential);
             self.known.insert(p, (sandbox.to_string(), credential.to_string()));
@@ -60,14 +60,14 @@ impl Placeholders {
     }
 
     /// Whose placeholder this is, if it is one cordon issued.
-    pub fn owner(&self, placeholder: &str) -> Option<&(String, String)> {
+    pub(crate) fn owner(&self, placeholder: &str) -> Option<&(String, String)> {
         self.known.get(placeholder)
     }
 }
 
 /// The environment variable a sandbox finds a credential's placeholder in: `CORDON_PLACEHOLDER_<NAME>`, the
 /// name upper-cased with anything but letters and digits as `_`.
-pub fn env_var(credential: &str) -> String {
+pub(crate) fn env_var(credential: &str) -> String {
     let name: String = credential
         .chars()
         .map(|c| {

@@ -22,7 +22,7 @@ use crate::upstream::outbound::HttpClient;
 const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// The sources of every configured credential.
-pub struct Secrets {
+pub(crate) struct Secrets {
     file: Option<FileVault>,
     openbao: Option<OpenBao>,
     http: HttpClient,
@@ -49,7 +49,7 @@ fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
 
 impl Secrets {
     /// Open what the configured credentials need (the file vault only if one reads from it).
-    pub fn new(config: &Config) -> Result<Secrets, String> {
+    pub(crate) fn new(config: &Config) -> Result<Secrets, String> {
         let all: Vec<&SecretRef> = config
             .credentials
             .values()
@@ -95,7 +95,7 @@ impl Secrets {
     }
 
     /// Sources that open nothing: every vault and OpenBao read is unavailable (for dry runs).
-    pub fn inert(config: &Config) -> Result<Secrets, String> {
+    pub(crate) fn inert(config: &Config) -> Result<Secrets, String> {
         Ok(Secrets {
             file: None,
             openbao: None,
@@ -106,7 +106,7 @@ impl Secrets {
     }
 
     /// Count token mints (and failures) in these metrics.
-    pub fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
+    pub(crate) fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
         self.metrics = Some(metrics);
     }
 
@@ -117,7 +117,7 @@ impl Secrets {
     }
 
     /// A stored secret. Errors name where it was looked for, never a value.
-    pub async fn stored(&self, r: &SecretRef) -> Result<SecretString, String> {
+    pub(crate) async fn stored(&self, r: &SecretRef) -> Result<SecretString, String> {
         match r {
             SecretRef::Env(var) => env_secret(var),
             SecretRef::File(path) => file_secret(path),
@@ -134,7 +134,7 @@ impl Secrets {
 
     /// The value to apply for `spec` now: a stored secret, or a valid token (fetched or cached). `narrowed`
     /// is a policy's narrowing of a token credential: its tokens are cached apart from other policies'.
-    pub async fn value(
+    pub(crate) async fn value(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,

@@ -5,28 +5,27 @@ use std::path::PathBuf;
 use globset::GlobSet;
 use http::{HeaderName, Method};
 
-use crate::policy::HostPattern;
 use crate::policy::allowlist::host_matches;
 use crate::target::{Host, Target};
 
 /// One configured credential.
 #[derive(Debug, Clone)]
-pub struct CredentialSpec {
+pub(crate) struct CredentialSpec {
     /// Its name (what audit records and errors say; never the value).
-    pub name: String,
+    pub(crate) name: String,
     /// Where the secret comes from.
-    pub source: SecretSource,
+    pub(crate) source: SecretSource,
     /// Where it may be sent.
-    pub binding: Binding,
+    pub(crate) binding: Binding,
     /// How it is applied.
-    pub inject: Inject,
+    pub(crate) inject: Inject,
     /// Replace the secret with the sandbox's placeholder where the upstream echoes it back.
-    pub mask_echo: bool,
+    pub(crate) mask_echo: bool,
 }
 
 /// Where a stored secret is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecretRef {
+pub(crate) enum SecretRef {
     /// A name in the file vault.
     Vault(String),
     /// An environment variable of cordon's process.
@@ -39,7 +38,7 @@ pub enum SecretRef {
 
 /// Where a credential's value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecretSource {
+pub(crate) enum SecretSource {
     /// A stored secret, used as it is.
     Static(SecretRef),
     /// OAuth2 client-credentials tokens (RFC 6749 §4.4).
@@ -50,54 +49,54 @@ pub enum SecretSource {
 
 /// OAuth2 client credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OAuth2Spec {
+pub(crate) struct OAuth2Spec {
     /// Token endpoint.
-    pub token_url: http::Uri,
+    pub(crate) token_url: http::Uri,
     /// Client id.
-    pub client_id: String,
+    pub(crate) client_id: String,
     /// Client secret.
-    pub client_secret: SecretRef,
+    pub(crate) client_secret: SecretRef,
     /// Scope.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// Audience.
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// Resource.
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// `client_secret_post` instead of Basic.
-    pub post: bool,
+    pub(crate) post: bool,
 }
 
 /// A GitHub App.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitHubAppSpec {
+pub(crate) struct GitHubAppSpec {
     /// API base.
-    pub api_base: http::Uri,
+    pub(crate) api_base: http::Uri,
     /// App id.
-    pub app_id: String,
+    pub(crate) app_id: String,
     /// Installation id.
-    pub installation_id: u64,
+    pub(crate) installation_id: u64,
     /// The App's private key.
-    pub private_key: SecretRef,
+    pub(crate) private_key: SecretRef,
     /// Repositories the token may touch.
-    pub repositories: Vec<String>,
+    pub(crate) repositories: Vec<String>,
     /// Permissions.
-    pub permissions: std::collections::BTreeMap<String, String>,
+    pub(crate) permissions: std::collections::BTreeMap<String, String>,
 }
 
 /// An OpenBao server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenBaoSpec {
+pub(crate) struct OpenBaoSpec {
     /// Address.
-    pub addr: http::Uri,
+    pub(crate) addr: http::Uri,
     /// KV v2 mount.
-    pub mount: String,
+    pub(crate) mount: String,
     /// Authentication.
-    pub auth: OpenBaoAuthSpec,
+    pub(crate) auth: OpenBaoAuthSpec,
 }
 
 /// How cordon authenticates to OpenBao.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OpenBaoAuthSpec {
+pub(crate) enum OpenBaoAuthSpec {
     /// A token in this environment variable.
     TokenEnv(String),
     /// AppRole, with the secret id in an environment variable.
@@ -114,22 +113,20 @@ pub enum OpenBaoAuthSpec {
 /// The destinations a credential is bound to. Injection happens only on intercepted HTTPS to a destination
 /// matching all of these.
 #[derive(Debug, Clone)]
-pub struct Binding {
-    /// Host patterns, as written.
-    pub hosts: Vec<HostPattern>,
+pub(crate) struct Binding {
     /// The compiled host matcher (policy semantics: `*.x` is one or more labels under x).
-    pub host_set: GlobSet,
+    pub(crate) host_set: GlobSet,
     /// Ports (default 443).
-    pub ports: Vec<u16>,
+    pub(crate) ports: Vec<u16>,
     /// Methods, `None` = any.
-    pub methods: Option<Vec<Method>>,
+    pub(crate) methods: Option<Vec<Method>>,
     /// Path globs, `None` = any.
-    pub paths: Option<GlobSet>,
+    pub(crate) paths: Option<GlobSet>,
 }
 
 impl Binding {
     /// Whether a request to `target` with `method` and `path` is one this credential may be sent with.
-    pub fn matches(&self, target: &Target, method: &Method, path: &str) -> bool {
+    pub(crate) fn matches(&self, target: &Target, method: &Method, path: &str) -> bool {
         // An IP-literal destination never matches a host binding.
         let Host::Name(name) = &target.host else { return false };
         host_matches(&self.host_set, name)
@@ -141,7 +138,7 @@ impl Binding {
 
 /// How a credential is applied to a request that matches its binding.
 #[derive(Debug, Clone)]
-pub enum Inject {
+pub(crate) enum Inject {
     /// Set this header to the template with `{secret}` replaced, replacing whatever the sandbox sent.
     Header {
         /// The header.
@@ -166,16 +163,16 @@ pub enum Inject {
 
 /// The file vault's location and key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileVaultSpec {
+pub(crate) struct FileVaultSpec {
     /// The encrypted file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Its key.
-    pub key: KeySpec,
+    pub(crate) key: KeySpec,
 }
 
 /// Where the file vault's key is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeySpec {
+pub(crate) enum KeySpec {
     /// A key file, created 0600 on first use.
     File(PathBuf),
     /// An environment variable holding the key in hex.

@@ -44,13 +44,13 @@ pub(crate) enum Answer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Query {
     /// Address and port the query came from.
-    pub src: SocketAddr,
+    pub(crate) src: SocketAddr,
     /// Lowercased, no trailing dot, ASCII (punycode as received).
-    pub name: String,
+    pub(crate) name: String,
     /// "A", "AAAA", "TXT", ... (the record type's mnemonic; `TYPEn` for types hickory does not know).
-    pub qtype: String,
+    pub(crate) qtype: String,
     /// "udp" or "tcp"
-    pub protocol: &'static str,
+    pub(crate) protocol: &'static str,
 }
 
 /// Decides each query. Implemented by cordon (policy lookup, resolution, audit).

@@ -17,17 +17,17 @@ use crate::state::ProxyState;
 use crate::target::Target;
 
 /// How long clients may cache an answer. Short: the policy can change with a reload.
-pub const TTL: u32 = 30;
+pub(crate) const TTL: u32 = 30;
 
 /// Hands each query to the pipeline: the sandbox by source address, the name as the one target parser
 /// reads it, the rates, the guard and the policy; then the answer.
-pub struct PolicyAnswerer {
+pub(crate) struct PolicyAnswerer {
     state: Arc<ProxyState>,
 }
 
 impl PolicyAnswerer {
     /// An answerer over `state`.
-    pub fn new(state: Arc<ProxyState>) -> PolicyAnswerer {
+    pub(crate) fn new(state: Arc<ProxyState>) -> PolicyAnswerer {
         PolicyAnswerer { state }
     }
 

@@ -23,9 +23,9 @@ use crate::target::Target;
 #[derive(Debug)]
 pub(crate) struct Explanation {
     /// Lines for a person.
-    pub text: String,
+    pub(crate) text: String,
     /// Allowed by the policy and by the guard.
-    pub allowed: bool,
+    pub(crate) allowed: bool,
 }
 
 /// Explain a request of `method` to `url` from sandbox `sandbox_id`.

@@ -183,7 +183,11 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
     /// chunked body's trailer section). `render`: turns a violation into the
     /// complete raw HTTP/1.1 response (status line, headers including
     /// `connection: close` and `content-length`, body) sent to the client.
-    pub(crate) fn new(io: IO, max_head_bytes: usize, render: fn(&FramingViolation) -> Vec<u8>) -> (Self, FramingReport) {
+    pub(crate) fn new(
+        io: IO,
+        max_head_bytes: usize,
+        render: fn(&FramingViolation) -> Vec<u8>,
+    ) -> (Self, FramingReport) {
         let report = FramingReport::default();
         let guard = Self {
             io,

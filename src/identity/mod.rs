@@ -21,13 +21,13 @@ pub(crate) mod signed;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     /// Its id.
-    pub id: String,
+    pub(crate) id: String,
     /// The user who owns it.
-    pub user: String,
+    pub(crate) user: String,
     /// The name of its policy.
-    pub policy: String,
+    pub(crate) policy: String,
     /// Where it was declared.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
 }
 
 /// A sandbox as declared in the file.
@@ -47,7 +47,7 @@ pub struct SandboxSpec {
 
 /// Where a sandbox comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The configuration file.
     Config,
     /// The admin API, at run time.
@@ -61,7 +61,7 @@ pub enum Origin {
 
 impl Sandbox {
     /// The key its open connections are registered under: one incarnation of one id.
-    pub fn session_key(&self) -> String {
+    pub(crate) fn session_key(&self) -> String {
         match &self.origin {
             Origin::Config => self.id.clone(),
             Origin::Api { nonce, .. } => format!("{}#{nonce}", self.id),
@@ -91,7 +91,7 @@ pub enum AuthFailure {
 
 impl AuthFailure {
     /// Stable reason code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             AuthFailure::Missing => "auth_missing",
             AuthFailure::Malformed => "auth_malformed",
@@ -127,7 +127,7 @@ impl From<Closed> for AuthFailure {
 
 impl Closed {
     /// Stable code for logs and metrics.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Closed::Revoked => "revoked",
             Closed::Expired => "expired",
@@ -175,7 +175,7 @@ impl Identities {
     }
 
     /// The sandbox with this id, without authentication (for the CLI).
-    pub fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
         self.by_id.get(id).map(|e| e.sandbox.clone())
     }
 
@@ -194,7 +194,7 @@ impl Identities {
     }
 
     /// The declared sandbox whose source range holds `client`.
-    pub fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>> {
+    pub(crate) fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>> {
         // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.
         let client = client.to_canonical();
         self.by_source
@@ -204,23 +204,13 @@ impl Identities {
     }
 
     /// Every declared sandbox, by id.
-    pub fn all(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<Sandbox>> {
         self.by_id.values().map(|e| &e.sandbox)
-    }
-
-    /// Number of sandboxes.
-    pub fn len(&self) -> usize {
-        self.by_id.len()
-    }
-
-    /// Whether no sandbox is declared.
-    pub fn is_empty(&self) -> bool {
-        self.by_id.is_empty()
     }
 }
 
 /// The run-time sandboxes' part in identification (the control plane's).
-pub trait RunTime {
+pub(crate) trait RunTime {
     /// The sandbox a signed credential stands for, if it verifies and the sandbox is neither revoked nor
     /// expired.
     fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure>;
@@ -229,7 +219,7 @@ pub trait RunTime {
 /// Identify the sender of one request from what its `Proxy-Authorization` said ([`credentials`]): a
 /// run-time sandbox by its signed credential, a declared one by token, or, without credentials, the declared
 /// sandbox whose source range holds `client`.
-pub fn identify(
+pub(crate) fn identify(
     declared: &Identities,
     run_time: &dyn RunTime,
     credentials: Result<Option<(String, String)>, AuthFailure>,
@@ -250,7 +240,7 @@ pub fn identify(
 }
 
 /// The credentials of one request: `Basic` id and token, none (identify by source address), or refused.
-pub fn credentials(headers: &HeaderMap) -> Result<Option<(String, String)>, AuthFailure> {
+pub(crate) fn credentials(headers: &HeaderMap) -> Result<Option<(String, String)>, AuthFailure> {
     let mut values = headers.get_all(PROXY_AUTHORIZATION).iter();
     match (values.next(), values.next()) {
         // SECURITY: two credentials could be judged differently by two parsers; refuse rather than pick one.
@@ -279,7 +269,7 @@ fn parse_basic(value: &[u8]) -> Option<(String, String)> {
 /// Whether `id` can be a sandbox id: 1-64 letters, digits, '-', '_' or '.', but not `.` or `..`. Ids travel
 /// as the user part of Basic credentials, which ends at the first ':', as a path segment of the admin API,
 /// and name the sandbox's CA folder.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id != "."

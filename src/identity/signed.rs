@@ -16,21 +16,21 @@ pub(crate) const MIN_KEY_BYTES: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Claims {
     /// Sandbox id.
-    pub sub: String,
+    pub(crate) sub: String,
     /// The creation nonce of the sandbox.
-    pub nonce: String,
+    pub(crate) nonce: String,
     /// Owning user.
-    pub usr: String,
+    pub(crate) usr: String,
     /// Policy name.
-    pub pol: String,
+    pub(crate) pol: String,
     /// Issued at, Unix seconds.
-    pub iat: i64,
+    pub(crate) iat: i64,
     /// Expiry at issue, Unix seconds (a renewal recorded in the store moves it later).
-    pub exp: i64,
+    pub(crate) exp: i64,
     /// Always `cordon-proxy`.
-    pub aud: String,
+    pub(crate) aud: String,
     /// Random per credential, so two issued in the same second differ.
-    pub jti: String,
+    pub(crate) jti: String,
 }
 
 /// Signs and verifies credentials.
@@ -63,7 +63,15 @@ impl Signer {
     }
 
     /// A credential for a sandbox.
-    pub(crate) fn mint(&self, sub: &str, nonce: &str, usr: &str, pol: &str, iat: i64, exp: i64) -> Result<String, String> {
+    pub(crate) fn mint(
+        &self,
+        sub: &str,
+        nonce: &str,
+        usr: &str,
+        pol: &str,
+        iat: i64,
+        exp: i64,
+    ) -> Result<String, String> {
         let claims = Claims {
             sub: sub.into(),
             nonce: nonce.into(),

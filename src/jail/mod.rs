@@ -23,26 +23,26 @@ use ipnet::{IpNet, Ipv4Net};
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
-pub use net::{Firewall, Ports};
+pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
 
 /// What to jail and how.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The declared sandbox (default: the only one the config declares).
-    pub sandbox: Option<String>,
+    pub(crate) sandbox: Option<String>,
     /// The pool the jail's /30 is taken from.
-    pub subnet: Ipv4Net,
+    pub(crate) subnet: Ipv4Net,
     /// Run the command as this user (`name`, `uid` or `uid:gid`); default: the user behind sudo.
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// nftables or iptables (default: whichever the host has, nftables first).
-    pub firewall: Option<Firewall>,
+    pub(crate) firewall: Option<Firewall>,
     /// The command and its arguments.
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 /// The sandbox the jail is for: named, or the config's only one.
-pub fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
+pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
     match wanted {
         Some(id) if config.sandboxes.iter().any(|s| s.id == id) => Ok(id.to_string()),
         Some(id) => Err(format!(
@@ -83,7 +83,7 @@ fn lock(plan: &Plan) -> Result<File, String> {
 }
 
 /// Remove what an earlier jail for this sandbox left; returns what was found.
-pub fn cleanup(config: &Config, sandbox: Option<&str>, subnet: Ipv4Net) -> Result<Vec<String>, String> {
+pub(crate) fn cleanup(config: &Config, sandbox: Option<&str>, subnet: Ipv4Net) -> Result<Vec<String>, String> {
     let id = pick_sandbox(config, sandbox)?;
     if !is_root() {
         return Err("cordon jail --cleanup needs root".into());
@@ -100,7 +100,7 @@ pub fn cleanup(config: &Config, sandbox: Option<&str>, subnet: Ipv4Net) -> Resul
 }
 
 /// Jail `options.command`; returns its exit code (128 + signal if a signal ended it).
-pub fn run(mut config: Config, options: Options) -> Result<i32, String> {
+pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     if options.command.is_empty() {
         return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
     }

@@ -10,7 +10,7 @@ use super::plan::Plan;
 
 /// Which firewall tool installs the rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Firewall {
+pub(crate) enum Firewall {
     /// nftables (`nft`), one table per jail.
     Nft,
     /// iptables and ip6tables, chains per jail hooked into the built-in ones.
@@ -19,7 +19,7 @@ pub enum Firewall {
 
 impl Firewall {
     /// The tool's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Firewall::Nft => "nftables",
             Firewall::Iptables => "iptables",
@@ -27,7 +27,7 @@ impl Firewall {
     }
 
     /// `nft` when the host has it, else `iptables`; an error when it has neither.
-    pub fn detect() -> Result<Firewall, String> {
+    pub(crate) fn detect() -> Result<Firewall, String> {
         if runs("nft", &["--version"]) {
             Ok(Firewall::Nft)
         } else if runs("iptables", &["--version"]) {
@@ -40,13 +40,13 @@ impl Firewall {
 
 /// The ports cordon listens on at the host end.
 #[derive(Debug, Clone, Copy)]
-pub struct Ports {
+pub(crate) struct Ports {
     /// The explicit proxy (`HTTP_PROXY`).
-    pub proxy: u16,
+    pub(crate) proxy: u16,
     /// The transparent listener every other TCP connection is redirected to.
-    pub transparent: u16,
+    pub(crate) transparent: u16,
     /// The DNS responder (UDP and TCP), where port 53 is redirected to.
-    pub dns: u16,
+    pub(crate) dns: u16,
 }
 
 fn runs(program: &str, args: &[&str]) -> bool {

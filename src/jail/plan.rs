@@ -14,23 +14,23 @@ pub const DEFAULT_SUBNET: &str = "10.200.0.0/16";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The sandbox jailed.
-    pub sandbox: String,
+    pub(crate) sandbox: String,
     /// Eight hex digits of SHA-256 of the sandbox id.
-    pub tag: String,
+    pub(crate) tag: String,
     /// The network namespace.
     pub netns: String,
     /// The veth end that stays on the host (at most 15 characters, as Linux requires).
     pub host_if: String,
     /// The veth end inside the namespace.
-    pub jail_if: String,
+    pub(crate) jail_if: String,
     /// The host end's address: cordon listens here.
-    pub host_ip: Ipv4Addr,
+    pub(crate) host_ip: Ipv4Addr,
     /// The namespace's address: cordon knows the sandbox by it.
-    pub jail_ip: Ipv4Addr,
+    pub(crate) jail_ip: Ipv4Addr,
     /// The nftables table, or the prefix of the iptables chains.
     pub table: String,
     /// Where the lock and the CA file live.
-    pub run_dir: PathBuf,
+    pub(crate) run_dir: PathBuf,
 }
 
 impl Plan {

@@ -96,6 +96,7 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Bytes (up, down) counted in `sandbox`'s current window.
+    #[cfg(test)]
     pub(super) fn usage(&self, sandbox: &str, now: I) -> (u64, u64) {
         match self.lock().get(sandbox) {
             Some(window) if !self.expired(window, now) => (window.up, window.down),

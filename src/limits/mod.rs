@@ -31,48 +31,48 @@ use governor::clock::{Clock, MonotonicClock};
 use self::auth::Auth;
 use self::budget::Budgets;
 use self::open::Open;
-pub use self::open::OpenGuard;
+pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};
-pub use self::refusal::Refusal;
+pub(crate) use self::refusal::Refusal;
 
 /// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
-pub trait Meter: Send + Sync {
+pub(crate) trait Meter: Send + Sync {
     /// `up` bytes from the client, `down` bytes to it. False: over budget.
     fn add(&self, up: u64, down: u64) -> bool;
 }
 
 /// A rate: `per_second` sustained, `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
+pub(crate) struct Rate {
     /// Cells allowed per second, sustained.
-    pub per_second: NonZeroU32,
+    pub(crate) per_second: NonZeroU32,
     /// Cells allowed at once (the bucket size).
-    pub burst: NonZeroU32,
+    pub(crate) burst: NonZeroU32,
 }
 
 /// What the configuration sets; `None` = unlimited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitSpec {
     /// Requests per sandbox.
-    pub sandbox_requests: Option<Rate>,
+    pub(crate) sandbox_requests: Option<Rate>,
     /// Requests per user, over all of the user's sandboxes.
-    pub user_requests: Option<Rate>,
+    pub(crate) user_requests: Option<Rate>,
     /// Requests per (sandbox, host).
-    pub host_requests: Option<Rate>,
+    pub(crate) host_requests: Option<Rate>,
     /// New connections and tunnels per sandbox.
-    pub sandbox_connections: Option<Rate>,
+    pub(crate) sandbox_connections: Option<Rate>,
     /// Open connections and tunnels per sandbox.
-    pub sandbox_open: Option<u32>,
+    pub(crate) sandbox_open: Option<u32>,
     /// Open connections and tunnels per user, over all of the user's sandboxes.
-    pub user_open: Option<u32>,
+    pub(crate) user_open: Option<u32>,
     /// Length of one byte-budget window (default one hour).
-    pub budget_window: Duration,
+    pub(crate) budget_window: Duration,
     /// Bytes a sandbox may send upstream per window.
-    pub sandbox_upload: Option<u64>,
+    pub(crate) sandbox_upload: Option<u64>,
     /// Bytes a sandbox may receive from upstream per window.
-    pub sandbox_download: Option<u64>,
+    pub(crate) sandbox_download: Option<u64>,
     /// Failed proxy authentications per source address.
-    pub auth_failures: Option<Rate>,
+    pub(crate) auth_failures: Option<Rate>,
 }
 
 impl Default for LimitSpec {
@@ -128,7 +128,7 @@ impl Limits {
 
 impl<C: Clock + Clone> Limits<C> {
     /// Limits for `spec` on `clock` (every limiter gets a clone, so all see the same time).
-    pub fn with_clock(spec: &LimitSpec, clock: C) -> Limits<C> {
+    pub(crate) fn with_clock(spec: &LimitSpec, clock: C) -> Limits<C> {
         let keyed = |rate: Option<Rate>| rate.map(|rate| Keyed::new(rate, clock.clone()));
         Limits {
             spec: spec.clone(),
@@ -144,7 +144,7 @@ impl<C: Clock + Clone> Limits<C> {
     }
 
     /// The configuration these limits were built from.
-    pub fn spec(&self) -> &LimitSpec {
+    pub(crate) fn spec(&self) -> &LimitSpec {
         &self.spec
     }
 
@@ -189,7 +189,7 @@ impl<C: Clock + Clone> Limits<C> {
     }
 
     /// A new connection or tunnel of `sandbox`.
-    pub fn connection(&self, sandbox: &str) -> Result<(), Refusal> {
+    pub(crate) fn connection(&self, sandbox: &str) -> Result<(), Refusal> {
         let Some(limiter) = &self.sandbox_connections else {
             return Ok(());
         };
@@ -206,13 +206,14 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// The returned guard gives the slot back when dropped. Refused when the sandbox (checked first)
     /// or the user already has as many open as its cap allows; a refusal takes no slot.
-    pub fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, Refusal> {
+    pub(crate) fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, Refusal> {
         self.open
             .open(sandbox, user, self.spec.sandbox_open, self.spec.user_open)
     }
 
     /// Open connections and tunnels of `sandbox` and of `user` now (for views and tests).
-    pub fn open_counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
+    #[cfg(test)]
+    pub(crate) fn open_counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
         self.open.counts(sandbox, user)
     }
 
@@ -220,7 +221,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
     /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
-    pub fn budget(&self, sandbox: &str) -> Result<(), Refusal> {
+    pub(crate) fn budget(&self, sandbox: &str) -> Result<(), Refusal> {
         self.budgets.check(sandbox, self.clock.now())
     }
 
@@ -236,14 +237,15 @@ impl<C: Clock + Clone> Limits<C> {
     }
 
     /// Bytes (up, down) counted for `sandbox` in its current window.
-    pub fn usage(&self, sandbox: &str) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn usage(&self, sandbox: &str) -> (u64, u64) {
         self.budgets.usage(sandbox, self.clock.now())
     }
 
     /// A failed proxy authentication from `source`: `Ok` while under the rate, `auth_throttled` when over.
     ///
     /// A refusal also blocks `source` until its next failure would be allowed (see [`Limits::auth_blocked`]).
-    pub fn auth_failure(&self, source: IpAddr) -> Result<(), Refusal> {
+    pub(crate) fn auth_failure(&self, source: IpAddr) -> Result<(), Refusal> {
         self.auth.failure(source)
     }
 
@@ -251,7 +253,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// An address is throttled from a refused [`Limits::auth_failure`] until its next failure would be
     /// allowed; an address that used its burst but was not refused yet is not.
-    pub fn auth_blocked(&self, source: IpAddr) -> Option<Refusal> {
+    pub(crate) fn auth_blocked(&self, source: IpAddr) -> Option<Refusal> {
         self.auth.blocked(source, self.clock.now())
     }
 
@@ -259,7 +261,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// Drops rate states that are back to fresh (governor's `retain_recent`, then `shrink_to_fit`),
     /// byte windows that are over, auth blocks that expired and zero open counts. Call periodically.
-    pub fn housekeep(&self) {
+    pub(crate) fn housekeep(&self) {
         let limiters = [&self.sandbox_requests, &self.user_requests, &self.sandbox_connections];
         for limiter in limiters.into_iter().flatten() {
             limiter.housekeep();

@@ -74,6 +74,7 @@ impl Open {
     }
 
     /// Open counts of `sandbox` and of `user` now.
+    #[cfg(test)]
     pub(super) fn counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
         let table = self.lock();
         (
@@ -122,7 +123,7 @@ fn decrement(map: &mut HashMap<String, u32>, key: &str) {
 ///
 /// Dropping it releases one open slot of its sandbox and of its user. It holds only an `Arc` to the
 /// shared counts, so it can move into any task and outlive the [`super::Limits`] that gave it out.
-pub struct OpenGuard {
+pub(crate) struct OpenGuard {
     /// The shared counts to give the slot back to.
     table: Arc<Mutex<Table>>,
     /// The sandbox the slot was taken from.
@@ -133,12 +134,14 @@ pub struct OpenGuard {
 
 impl OpenGuard {
     /// The sandbox this slot counts against.
-    pub fn sandbox(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn sandbox(&self) -> &str {
         &self.sandbox
     }
 
     /// The user this slot counts against.
-    pub fn user(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn user(&self) -> &str {
         &self.user
     }
 }

@@ -7,30 +7,30 @@ use std::time::Duration;
 #[error("{message}")]
 pub struct Refusal {
     /// Stable reason code (one of the associated constants), for audit records, metrics and clients.
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
     /// When to try again, in whole seconds (at least one): what the `Retry-After` header says.
-    pub retry_after: Duration,
+    pub(crate) retry_after: Duration,
     /// A short sentence a person can act on.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl Refusal {
     /// The sandbox is over its request rate.
-    pub const SANDBOX_RATE: &'static str = "sandbox_rate";
+    pub(crate) const SANDBOX_RATE: &'static str = "sandbox_rate";
     /// The user is over its request rate, over all of its sandboxes.
-    pub const USER_RATE: &'static str = "user_rate";
+    pub(crate) const USER_RATE: &'static str = "user_rate";
     /// The sandbox is over its request rate to one host.
-    pub const HOST_RATE: &'static str = "host_rate";
+    pub(crate) const HOST_RATE: &'static str = "host_rate";
     /// The sandbox is opening connections or tunnels too fast.
-    pub const CONNECTION_RATE: &'static str = "connection_rate";
+    pub(crate) const CONNECTION_RATE: &'static str = "connection_rate";
     /// The sandbox has as many connections and tunnels open as allowed.
-    pub const SANDBOX_OPEN_LIMIT: &'static str = "sandbox_open_limit";
+    pub(crate) const SANDBOX_OPEN_LIMIT: &'static str = "sandbox_open_limit";
     /// The user has as many connections and tunnels open as allowed.
-    pub const USER_OPEN_LIMIT: &'static str = "user_open_limit";
+    pub(crate) const USER_OPEN_LIMIT: &'static str = "user_open_limit";
     /// The sandbox has used its upload budget of the current window.
-    pub const UPLOAD_BUDGET: &'static str = "upload_budget";
+    pub(crate) const UPLOAD_BUDGET: &'static str = "upload_budget";
     /// The sandbox has used its download budget of the current window.
-    pub const DOWNLOAD_BUDGET: &'static str = "download_budget";
+    pub(crate) const DOWNLOAD_BUDGET: &'static str = "download_budget";
     /// The source address failed proxy authentication too often.
-    pub const AUTH_THROTTLED: &'static str = "auth_throttled";
+    pub(crate) const AUTH_THROTTLED: &'static str = "auth_throttled";
 }

@@ -18,7 +18,7 @@ use ipnet::{IpNet, Ipv4Net};
 /// Refused even when an `allow_cidrs` entry covers them, because handing an
 /// agent the instance's cloud credentials is never what a broad CIDR exception
 /// was meant to do. Only an exact `dangerous_allow_metadata` entry opens one.
-pub const METADATA_ADDRESSES: [IpAddr; 8] = [
+pub(crate) const METADATA_ADDRESSES: [IpAddr; 8] = [
     // AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle, ... instance metadata.
     IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
     // AWS ECS task metadata and task-role credentials.
@@ -43,7 +43,7 @@ pub const METADATA_ADDRESSES: [IpAddr; 8] = [
 /// Several are single labels that only resolve through the resolver's search
 /// list (`metadata` -> `metadata.google.internal`, `kubernetes` -> the API
 /// server), which is why they are listed on their own.
-pub const METADATA_NAMES: [&str; 18] = [
+pub(crate) const METADATA_NAMES: [&str; 18] = [
     "metadata.google.internal",
     "metadata",
     "instance-data",
@@ -199,7 +199,7 @@ impl Refusal {
 /// Exposed so config validation can reject `dangerous_allow_metadata` entries
 /// that are not metadata addresses (the guard ignores those).
 #[must_use]
-pub fn is_metadata_address(ip: IpAddr) -> bool {
+pub(crate) fn is_metadata_address(ip: IpAddr) -> bool {
     METADATA_ADDRESSES.contains(&ip.to_canonical())
 }
 
@@ -249,7 +249,7 @@ impl Guard {
     /// `*.svc.cluster.local`: other in-cluster services resolve to cluster IPs
     /// that [`Guard::check_addr`] refuses by default, and an operator who adds
     /// the service CIDR to `allow_cidrs` expects those names to work.
-    pub fn check_name(&self, host: &str) -> Result<(), Refusal> {
+    pub(crate) fn check_name(&self, host: &str) -> Result<(), Refusal> {
         // SECURITY: a caller that skipped normalisation must not slip
         // "METADATA.google.internal." past the exact-match list.
         let name = host.trim_end_matches('.');

@@ -1,6 +1,6 @@
 //! The network edge: the only place that resolves names, knows IP ranges, or dials.
 
-pub mod ipguard;
+pub(crate) mod ipguard;
 mod resolve;
 
 pub use ipguard::{Guard, Refusal};

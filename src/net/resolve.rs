@@ -51,7 +51,7 @@ pub enum DialError {
 
 impl DialError {
     /// A copy (the I/O error inside is not `Clone`), for errors that come back shared through the pool.
-    pub fn duplicate(&self) -> DialError {
+    pub(crate) fn duplicate(&self) -> DialError {
         match self {
             DialError::Refused(r) => DialError::Refused(r.clone()),
             DialError::Resolve { target, detail } => DialError::Resolve {
@@ -69,7 +69,7 @@ impl DialError {
     }
 
     /// Stable reason code.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             DialError::Refused(r) => r.code(),
             DialError::Resolve { .. } => "resolve_failed",
@@ -84,7 +84,7 @@ impl DialError {
 #[derive(Debug)]
 pub struct Resolution {
     /// Each resolved address and whether the guard lets it be dialled.
-    pub addrs: Vec<(SocketAddr, Result<(), Refusal>)>,
+    pub(crate) addrs: Vec<(SocketAddr, Result<(), Refusal>)>,
 }
 
 /// Resolves through static overrides or the system resolver, guards, and dials.
@@ -106,7 +106,7 @@ impl Dialer {
     }
 
     /// The guard in use.
-    pub fn guard(&self) -> &Guard {
+    pub(crate) fn guard(&self) -> &Guard {
         &self.guard
     }
 
@@ -142,7 +142,7 @@ impl Dialer {
     }
 
     /// Resolve and classify without refusing (for explanations).
-    pub async fn explain(&self, target: &Target) -> Result<Resolution, DialError> {
+    pub(crate) async fn explain(&self, target: &Target) -> Result<Resolution, DialError> {
         let addrs = self.lookup(target).await?;
         Ok(Resolution {
             addrs: addrs.into_iter().map(|a| (a, self.guard.check_addr(a))).collect(),
@@ -165,7 +165,7 @@ impl Dialer {
 
     /// The addresses of `name`, every one passed by the guard (any refused refuses the name), for the DNS
     /// responder: the same answer a dial would use.
-    pub async fn addresses(&self, name: &str) -> Result<Vec<IpAddr>, DialError> {
+    pub(crate) async fn addresses(&self, name: &str) -> Result<Vec<IpAddr>, DialError> {
         let target = Target {
             host: Host::Name(name.to_string()),
             port: 0,
@@ -174,7 +174,7 @@ impl Dialer {
     }
 
     /// Resolve, check, and connect to the first address that answers. Returns the stream and the address.
-    pub async fn dial(&self, target: &Target) -> Result<(TcpStream, SocketAddr), DialError> {
+    pub(crate) async fn dial(&self, target: &Target) -> Result<(TcpStream, SocketAddr), DialError> {
         let addrs = self.resolve(target).await?;
         let mut last: Option<(SocketAddr, io::Error)> = None;
         for addr in addrs {

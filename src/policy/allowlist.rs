@@ -115,12 +115,12 @@ fn check_labels(raw: &str, name: &str) -> Result<(), String> {
 }
 
 /// `a.b.c` -> `a/b/c`: labels become path components so `*` cannot cross a dot.
-pub fn labels_as_path(name: &str) -> String {
+pub(crate) fn labels_as_path(name: &str) -> String {
     name.replace('.', "/")
 }
 
 /// Parse and check a port as written in `ports:`.
-pub fn parse_port(n: i64) -> Result<u16, String> {
+pub(crate) fn parse_port(n: i64) -> Result<u16, String> {
     u16::try_from(n)
         .ok()
         .filter(|p| *p != 0)
@@ -128,7 +128,7 @@ pub fn parse_port(n: i64) -> Result<u16, String> {
 }
 
 /// Parse a method token, upper-casing it (methods are case-sensitive on the wire; rules are written loosely).
-pub fn parse_method(raw: &str) -> Result<Method, String> {
+pub(crate) fn parse_method(raw: &str) -> Result<Method, String> {
     let upper = raw.trim().to_ascii_uppercase();
     if upper == "CONNECT" {
         return Err("CONNECT is not a method a rule can allow: a rule with a host already allows tunnels to it".into());
@@ -142,7 +142,7 @@ pub fn parse_method(raw: &str) -> Result<Method, String> {
 }
 
 /// Compile path globs: `*` stays within one segment, `**` spans segments.
-pub fn compile_paths(raw: &[String]) -> Result<GlobSet, (usize, String)> {
+pub(crate) fn compile_paths(raw: &[String]) -> Result<GlobSet, (usize, String)> {
     let mut set = GlobSetBuilder::new();
     for (i, p) in raw.iter().enumerate() {
         if !p.starts_with('/') {
@@ -200,7 +200,7 @@ pub enum TlsMode {
 }
 
 /// A matcher for a list of host patterns (the same semantics as policy rules), for credential bindings.
-pub fn host_set(patterns: &[HostPattern]) -> Result<GlobSet, globset::Error> {
+pub(crate) fn host_set(patterns: &[HostPattern]) -> Result<GlobSet, globset::Error> {
     let mut set = GlobSetBuilder::new();
     for p in patterns {
         set.add(p.glob()?);
@@ -209,12 +209,12 @@ pub fn host_set(patterns: &[HostPattern]) -> Result<GlobSet, globset::Error> {
 }
 
 /// Whether `host` (a normalised name) matches a set built by [`host_set`] or [`compile_hosts`].
-pub fn host_matches(set: &GlobSet, host: &str) -> bool {
+pub(crate) fn host_matches(set: &GlobSet, host: &str) -> bool {
     set.is_match(labels_as_path(host))
 }
 
 /// Build the one host matcher for a policy: returns the set and, for each glob, the rule it belongs to.
-pub fn compile_hosts(rules: &[Rule]) -> Result<(GlobSet, Vec<usize>), globset::Error> {
+pub(crate) fn compile_hosts(rules: &[Rule]) -> Result<(GlobSet, Vec<usize>), globset::Error> {
     let mut set = GlobSetBuilder::new();
     let mut owners = Vec::new();
     for (i, rule) in rules.iter().enumerate() {

@@ -30,7 +30,7 @@ pub enum DenyReason {
 
 impl DenyReason {
     /// Stable machine-readable reason.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             DenyReason::NoRule => "no_rule",
             DenyReason::Port => "port_not_allowed",
@@ -40,7 +40,7 @@ impl DenyReason {
     }
 
     /// A short sentence for people.
-    pub fn describe(&self, target: &Target) -> String {
+    pub(crate) fn describe(&self, target: &Target) -> String {
         match self {
             DenyReason::NoRule => format!("no rule allows {}", target.host),
             DenyReason::Port => format!("port {} is not allowed for {}", target.port, target.host),
@@ -54,11 +54,11 @@ impl DenyReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// Whether the request may proceed (true in report mode even when a rule would deny).
-    pub allowed: bool,
+    pub(crate) allowed: bool,
     /// Index of the rule that allowed it.
-    pub rule: Option<usize>,
+    pub(crate) rule: Option<usize>,
     /// Why it is (or, in report mode, would be) denied.
-    pub deny: Option<DenyReason>,
+    pub(crate) deny: Option<DenyReason>,
 }
 
 impl Policy {

@@ -22,7 +22,7 @@ pub enum Mode {
 
 impl Mode {
     /// The name used in config and audit.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Enforce => "enforce",
             Mode::Report => "report",
@@ -34,15 +34,15 @@ impl Mode {
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// The policy's name in the config.
-    pub name: String,
+    pub(crate) name: String,
     /// Enforce or report.
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// Rules in the order written; a decision names the first rule that allows.
-    pub rules: Vec<Rule>,
+    pub(crate) rules: Vec<Rule>,
     /// Names of the credentials its sandboxes may use.
-    pub credentials: Vec<String>,
+    pub(crate) credentials: Vec<String>,
     /// How this policy narrows token credentials for its sandboxes.
-    pub credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
+    pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     hosts: GlobSet,
     host_owner: Vec<usize>,
 }
@@ -63,27 +63,27 @@ impl Policy {
     }
 
     /// Whether any rule names this host (at any port): what the DNS responder answers for.
-    pub fn names_host(&self, name: &str) -> bool {
+    pub(crate) fn names_host(&self, name: &str) -> bool {
         !self.candidates(&crate::target::Host::Name(name.to_string())).is_empty()
     }
 
     /// Count of rules, for summaries.
-    pub fn rule_count(&self) -> usize {
+    pub(crate) fn rule_count(&self) -> usize {
         self.rules.len()
     }
 }
 
 /// A policy's narrowing of a token credential: what its sandboxes' tokens may do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScopeOverride {
+pub(crate) struct ScopeOverride {
     /// OAuth2 scope.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// OAuth2 audience.
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// OAuth2 resource.
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// GitHub App repositories.
-    pub repositories: Option<Vec<String>>,
+    pub(crate) repositories: Option<Vec<String>>,
     /// GitHub App permissions.
-    pub permissions: Option<std::collections::BTreeMap<String, String>>,
+    pub(crate) permissions: Option<std::collections::BTreeMap<String, String>>,
 }

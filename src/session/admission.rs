@@ -24,7 +24,11 @@ pub(crate) struct BudgetMeter {
 impl BudgetMeter {
     /// A meter for `sandbox`, or none when no byte budget is configured: then nothing is counted, and no
     /// shared lock is taken for every chunk a tunnel moves.
-    pub(crate) fn for_sandbox(limits: Arc<Limits>, sessions: Arc<Sessions>, sandbox: Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
+    pub(crate) fn for_sandbox(
+        limits: Arc<Limits>,
+        sessions: Arc<Sessions>,
+        sandbox: Arc<Sandbox>,
+    ) -> Option<Arc<dyn Meter>> {
         let spec = limits.spec();
         if spec.sandbox_upload.is_none() && spec.sandbox_download.is_none() {
             return None;
@@ -61,7 +65,7 @@ pub struct AuthBursts {
 
 impl AuthBursts {
     /// One more throttled attempt from `ip`.
-    pub fn count(&self, ip: IpAddr) {
+    pub(crate) fn count(&self, ip: IpAddr) {
         *self
             .counts
             .lock()

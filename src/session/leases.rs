@@ -29,7 +29,7 @@ struct Session {
 }
 
 /// The registry of open connections and tunnels by sandbox.
-pub struct Sessions {
+pub(crate) struct Sessions {
     inner: Mutex<HashMap<String, Session>>,
     next: AtomicU64,
     root: CancellationToken,
@@ -38,7 +38,7 @@ pub struct Sessions {
 
 /// One registered connection or tunnel; deregisters when dropped. Its token is cancelled when the sandbox
 /// loses access (or, for a tunnel, when its destination does).
-pub struct Lease {
+pub(crate) struct Lease {
     sessions: Arc<Sessions>,
     key: String,
     sandbox: String,
@@ -48,7 +48,7 @@ pub struct Lease {
 
 impl Lease {
     /// Cancelled when this connection or tunnel must close.
-    pub fn token(&self) -> &CancellationToken {
+    pub(crate) fn token(&self) -> &CancellationToken {
         &self.token
     }
 }
@@ -85,7 +85,7 @@ impl Drop for Lease {
 
 impl Sessions {
     /// An empty registry; every token is a child of `root` (cancelled at the drain deadline).
-    pub fn new(root: CancellationToken, metrics: Arc<Metrics>) -> Sessions {
+    pub(crate) fn new(root: CancellationToken, metrics: Arc<Metrics>) -> Sessions {
         Sessions {
             inner: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
@@ -109,7 +109,7 @@ impl Sessions {
     }
 
     /// Register a client connection that has served this sandbox.
-    pub fn attach_connection(self: &Arc<Self>, sandbox: &Arc<Sandbox>) -> Lease {
+    pub(crate) fn attach_connection(self: &Arc<Self>, sandbox: &Arc<Sandbox>) -> Lease {
         let mut map = self.lock();
         let s = self.session(&mut map, sandbox);
         s.conns += 1;
@@ -126,7 +126,7 @@ impl Sessions {
     }
 
     /// Register a tunnel (`mode` "intercept" or "tunnel") of this sandbox to `target`.
-    pub fn open_tunnel(self: &Arc<Self>, sandbox: &Arc<Sandbox>, target: &Target, mode: &'static str) -> Lease {
+    pub(crate) fn open_tunnel(self: &Arc<Self>, sandbox: &Arc<Sandbox>, target: &Target, mode: &'static str) -> Lease {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
         let s = self.session(&mut map, sandbox);
@@ -153,7 +153,7 @@ impl Sessions {
     /// Close everything of each sandbox `check` finds no longer entitled (returning why); with
     /// `tunnel_allowed`, also close each tunnel whose destination its sandbox's policy no longer allows.
     /// Returns the sandboxes closed, with why.
-    pub fn sweep(
+    pub(crate) fn sweep(
         &self,
         check: impl Fn(&Sandbox) -> Result<(), Closed>,
         tunnel_allowed: Option<TunnelCheck<'_>>,
@@ -186,7 +186,7 @@ impl Sessions {
     }
 
     /// Close everything registered under `key` (a sandbox's session key) at once. False if nothing was open.
-    pub fn close(&self, key: &str, why: Closed) -> bool {
+    pub(crate) fn close(&self, key: &str, why: Closed) -> bool {
         let removed = self.lock().remove(key);
         match removed {
             Some(s) => {
@@ -200,7 +200,7 @@ impl Sessions {
     }
 
     /// Open connections and tunnels of every incarnation of sandbox `id`.
-    pub fn counts(&self, id: &str) -> (usize, usize) {
+    pub(crate) fn counts(&self, id: &str) -> (usize, usize) {
         self.lock()
             .values()
             .filter(|s| s.sandbox.id == id)

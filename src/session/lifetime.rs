@@ -24,9 +24,9 @@ pub(crate) struct Activity {
     /// The byte count (both ways) the watchdog saw then.
     seen: AtomicU64,
     /// Bytes from the client.
-    pub up: Arc<AtomicU64>,
+    pub(crate) up: Arc<AtomicU64>,
     /// Bytes to the client.
-    pub down: Arc<AtomicU64>,
+    pub(crate) down: Arc<AtomicU64>,
     over_budget: AtomicBool,
 }
 

@@ -16,7 +16,7 @@ pub(crate) struct ConnScope {
     cut: CancellationToken,
     leases: Mutex<Vec<(String, Lease, Option<OpenGuard>)>>,
     /// For a connection that reached the transparent listener: where the sandbox was connecting to.
-    pub original_dst: Option<OriginalDst>,
+    pub(crate) original_dst: Option<OriginalDst>,
 }
 
 impl ConnScope {

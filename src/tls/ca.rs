@@ -46,7 +46,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use time::OffsetDateTime;
 
-pub use super::ca_error::CaError;
+pub(crate) use super::ca_error::CaError;
 use super::ca_error::io_err;
 use super::ca_files::*;
 use super::crypto::random_serial;
@@ -54,7 +54,7 @@ pub use super::scope::Scope;
 use super::scope::{name_constraints, scope_from_cert};
 
 /// How long a CA certificate is valid, in days (ten years and the leap days in them).
-pub const CA_VALIDITY_DAYS: i64 = 3652;
+pub(crate) const CA_VALIDITY_DAYS: i64 = 3652;
 /// How far before its creation a CA certificate's validity starts, so that a sandbox whose clock is behind
 /// cordon's still accepts it.
 const CA_BACKDATE: time::Duration = time::Duration::hours(1);
@@ -93,7 +93,7 @@ impl fmt::Debug for SandboxCa {
 
 impl SandboxCa {
     /// The sandbox this CA belongs to.
-    pub fn sandbox(&self) -> &str {
+    pub(crate) fn sandbox(&self) -> &str {
         &self.sandbox
     }
 
@@ -103,18 +103,18 @@ impl SandboxCa {
     }
 
     /// The CA certificate in DER, the second element of every leaf chain.
-    pub fn cert_der(&self) -> &CertificateDer<'static> {
+    pub(crate) fn cert_der(&self) -> &CertificateDer<'static> {
         &self.cert_der
     }
 
     /// What the CA may sign for, as read back from the certificate (normalized, see [`Scope::normalized`]), so
     /// the caller can compare it with what the policy needs now.
-    pub fn scope(&self) -> &Scope {
+    pub(crate) fn scope(&self) -> &Scope {
         &self.scope
     }
 
     /// When the CA certificate expires.
-    pub fn not_after(&self) -> OffsetDateTime {
+    pub(crate) fn not_after(&self) -> OffsetDateTime {
         self.not_after
     }
 
@@ -259,7 +259,7 @@ impl CaStore {
 
     /// Loads a sandbox's CA; `Ok(None)` if it has none yet. Completes or undoes an installation that a crash
     /// interrupted (see the module documentation), so it may rename or delete `.new` files.
-    pub fn load(&self, sandbox: &str) -> Result<Option<Arc<SandboxCa>>, CaError> {
+    pub(crate) fn load(&self, sandbox: &str) -> Result<Option<Arc<SandboxCa>>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
         if !exists(&self.dir)? {
             return Ok(None);
@@ -273,7 +273,7 @@ impl CaStore {
     /// previous key is not kept. Leaves minted by the old CA stay cached until
     /// [`LeafCache::invalidate_sandbox`](super::cache::LeafCache::invalidate_sandbox) is called (they are never
     /// served for the new CA, whose leaves are cached apart).
-    pub fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    pub(crate) fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
         scope.normalized()?;
         let _guard = self.lock()?;

@@ -11,7 +11,7 @@ use super::ca::{CaError, SandboxCa};
 use super::leaf::{LeafName, mint_config};
 
 /// The longest time a leaf stays cached (moka refuses anything near 1000 years; a leaf needs far less).
-pub const MAX_TTL: Duration = Duration::from_secs(365 * 86_400);
+pub(crate) const MAX_TTL: Duration = Duration::from_secs(365 * 86_400);
 
 /// What a cached leaf is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -66,7 +66,11 @@ impl LeafCache {
     }
 
     /// As [`LeafCache::get`], also telling whether the leaf was already there (a hit) or minted now.
-    pub fn lookup(&self, ca: &Arc<SandboxCa>, name: &LeafName) -> Result<(Arc<rustls::ServerConfig>, bool), CaError> {
+    pub(crate) fn lookup(
+        &self,
+        ca: &Arc<SandboxCa>,
+        name: &LeafName,
+    ) -> Result<(Arc<rustls::ServerConfig>, bool), CaError> {
         let name = name.normalized()?;
         // Checked here too, not only in `mint`, so that the caller gets this error as such rather than wrapped in
         // `CaError::Shared` (moka hands errors of the minting closure out behind an `Arc`).
@@ -96,7 +100,7 @@ impl LeafCache {
     }
 
     /// Drops every leaf of one sandbox (after its CA was rotated, or the sandbox removed).
-    pub fn invalidate_sandbox(&self, sandbox: &str) {
+    pub(crate) fn invalidate_sandbox(&self, sandbox: &str) {
         let keys: Vec<Arc<CacheKey>> = self
             .configs
             .iter()
@@ -109,12 +113,13 @@ impl LeafCache {
     }
 
     /// How many leaves this cache has minted: for tests and metrics.
-    pub fn mints(&self) -> u64 {
+    pub(crate) fn mints(&self) -> u64 {
         self.mints.load(Ordering::Relaxed)
     }
 
     /// The time-to-live in use, after clamping.
-    pub fn ttl(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn ttl(&self) -> Duration {
         self.ttl
     }
 }

@@ -8,15 +8,15 @@ use super::ca::{CaError, CaStore, SandboxCa, Scope};
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
 
 /// The CAs of every sandbox, loaded on first need.
-pub struct SandboxCas {
+pub(crate) struct SandboxCas {
     /// The CA folder.
-    pub store: CaStore,
+    pub(crate) store: CaStore,
     loaded: moka::sync::Cache<String, Arc<SandboxCa>>,
 }
 
 impl SandboxCas {
     /// CAs kept in `dir`.
-    pub fn new(dir: PathBuf) -> SandboxCas {
+    pub(crate) fn new(dir: PathBuf) -> SandboxCas {
         SandboxCas {
             store: CaStore::new(dir),
             loaded: moka::sync::Cache::new(100_000),
@@ -24,7 +24,7 @@ impl SandboxCas {
     }
 
     /// The CA of sandbox `id` whose policy is `policy` (none: unconstrained).
-    pub fn get(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+    pub(crate) fn get(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
         self.loaded.try_get_with(id.to_string(), || {
             let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
             let ca = self.store.load_or_create(id, &wanted)?;
@@ -40,7 +40,7 @@ impl SandboxCas {
     }
 
     /// Forget the loaded CAs: name constraints are judged again against the policies when each is next needed.
-    pub fn reload(&self) {
+    pub(crate) fn reload(&self) {
         self.loaded.invalidate_all();
     }
 }

@@ -20,7 +20,7 @@ use super::crypto::{provider, random_serial};
 pub use super::scope::LeafName;
 
 /// How far before its minting a leaf's validity starts, so that a sandbox whose clock is behind accepts it.
-pub const LEAF_BACKDATE: time::Duration = time::Duration::minutes(5);
+pub(crate) const LEAF_BACKDATE: time::Duration = time::Duration::minutes(5);
 
 /// TLS sessions remembered per leaf for resumption. Each leaf has its own store, because sharing one between
 /// server identities would let a session made for one name be resumed for another; it is kept small because the

@@ -26,7 +26,8 @@ impl LeafName {
     /// The name for a host as a client wrote it (a CONNECT authority's host or an SNI value): an IP address if it
     /// parses as one (with or without IPv6 brackets), else a DNS name. Does not validate; see
     /// [`LeafName::normalized`].
-    pub fn from_host(host: &str) -> LeafName {
+    #[cfg(test)]
+    pub(crate) fn from_host(host: &str) -> LeafName {
         let unbracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
         match unbracketed.parse::<IpAddr>() {
             Ok(ip) => LeafName::Ip(ip),
@@ -36,7 +37,7 @@ impl LeafName {
 
     /// The canonical form: a DNS name lowercased without its trailing dot (a DNS name that is really an IP
     /// address becomes [`LeafName::Ip`]), refused if it cannot be a certificate's DNS name (wildcards included).
-    pub fn normalized(&self) -> Result<LeafName, CaError> {
+    pub(crate) fn normalized(&self) -> Result<LeafName, CaError> {
         match self {
             LeafName::Ip(ip) => Ok(LeafName::Ip(*ip)),
             LeafName::Dns(host) => {
@@ -88,7 +89,7 @@ impl Scope {
     /// The canonical form of this scope: DNS names lowercased without a trailing dot, IP ranges truncated to their
     /// network address, both sorted and deduplicated. This is the form written into certificates and returned by
     /// [`SandboxCa::scope`], so `ca.scope() == &wanted.normalized()?` tells whether a CA matches a policy.
-    pub fn normalized(&self) -> Result<Scope, CaError> {
+    pub(crate) fn normalized(&self) -> Result<Scope, CaError> {
         match self {
             Scope::Unconstrained => Ok(Scope::Unconstrained),
             Scope::Names { dns, ips } => {
@@ -108,7 +109,7 @@ impl Scope {
 
     /// Whether a certificate for `name` issued under this scope passes RFC 5280 name-constraint checks. cordon
     /// uses it to refuse minting leaves that clients would reject anyway.
-    pub fn permits(&self, name: &LeafName) -> bool {
+    pub(crate) fn permits(&self, name: &LeafName) -> bool {
         match (self, name) {
             (Scope::Unconstrained, _) => true,
             (Scope::Names { dns, .. }, LeafName::Dns(host)) => dns.iter().any(|base| dns_in_subtree(host, base)),

@@ -19,7 +19,9 @@ pub(crate) enum HelloError {
 }
 
 /// Read until rustls has a whole ClientHello; returns the bytes read and the SNI, if any.
-pub(crate) async fn read_client_hello<IO: AsyncRead + Unpin>(io: &mut IO) -> Result<(Vec<u8>, Option<String>), HelloError> {
+pub(crate) async fn read_client_hello<IO: AsyncRead + Unpin>(
+    io: &mut IO,
+) -> Result<(Vec<u8>, Option<String>), HelloError> {
     let mut acceptor = Acceptor::default();
     let mut buf = Vec::with_capacity(2048);
     let mut fed = 0;

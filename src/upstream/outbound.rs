@@ -18,7 +18,7 @@ const MAX_BODY: usize = 1024 * 1024;
 
 /// Why a request to a vault or issuer failed. Messages never contain request bodies or secrets.
 #[derive(Debug, thiserror::Error)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     /// Connecting or sending failed.
     #[error("{url}: {detail}")]
     Transport {
@@ -47,13 +47,13 @@ pub enum HttpError {
 
 /// A verified HTTP(S) client for cordon's own requests.
 #[derive(Clone)]
-pub struct HttpClient {
+pub(crate) struct HttpClient {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 
 impl HttpClient {
     /// A client trusting the built-in roots and `extra_roots`.
-    pub fn new(extra_roots: &[CertificateDer<'static>]) -> Result<HttpClient, String> {
+    pub(crate) fn new(extra_roots: &[CertificateDer<'static>]) -> Result<HttpClient, String> {
         let tls = crate::upstream::pool::client_config(extra_roots)?;
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
@@ -66,7 +66,7 @@ impl HttpClient {
     }
 
     /// Send `req` and read the whole response (at most 1 MiB) within `timeout`.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         req: Request<Full<Bytes>>,
         timeout: Duration,

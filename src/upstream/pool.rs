@@ -46,12 +46,12 @@ pub(crate) fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientC
 
 /// Resolves through the guard and dials the checked address (a tower `Service<Uri>` for hyper's pool).
 #[derive(Clone)]
-pub struct GuardedConnector {
+pub(crate) struct GuardedConnector {
     dialer: Dialer,
 }
 
 /// A dialled TCP connection that remembers where it went.
-pub struct GuardedStream {
+pub(crate) struct GuardedStream {
     io: TokioIo<TcpStream>,
     addr: SocketAddr,
 }
@@ -125,7 +125,7 @@ pub(crate) struct HandshakeTimedOut(pub Duration);
 
 /// A connector bounded in time: dialling plus the TLS handshake must finish within `limit`.
 #[derive(Clone)]
-pub struct Timed<C> {
+pub(crate) struct Timed<C> {
     inner: C,
     limit: Duration,
 }
@@ -158,15 +158,15 @@ where
 
 /// The two clients of one sandbox.
 #[derive(Clone)]
-pub struct SandboxClients {
+pub(crate) struct SandboxClients {
     /// Negotiates h2 or HTTP/1.1 with the upstream, whatever the sandbox spoke.
-    pub any: UpstreamClient,
+    pub(crate) any: UpstreamClient,
     /// HTTP/1.1 only: for requests that upgrade the connection (WebSocket), which need HTTP/1.1 end to end.
-    pub http1: UpstreamClient,
+    pub(crate) http1: UpstreamClient,
 }
 
 /// Per-sandbox connection pools.
-pub struct Upstreams {
+pub(crate) struct Upstreams {
     dialer: Dialer,
     tls: ClientConfig,
     pool_idle: Duration,
@@ -177,7 +177,7 @@ pub struct Upstreams {
 impl Upstreams {
     /// Pools dialling through `dialer`, verifying TLS with `tls`; a new connection (dial and TLS handshake)
     /// must be ready within `connect_limit`.
-    pub fn new(dialer: Dialer, tls: ClientConfig, pool_idle: Duration, connect_limit: Duration) -> Upstreams {
+    pub(crate) fn new(dialer: Dialer, tls: ClientConfig, pool_idle: Duration, connect_limit: Duration) -> Upstreams {
         Upstreams {
             dialer,
             tls,
@@ -192,7 +192,7 @@ impl Upstreams {
     }
 
     /// The clients of one sandbox (created on first use).
-    pub fn for_sandbox(&self, sandbox: &str) -> Arc<SandboxClients> {
+    pub(crate) fn for_sandbox(&self, sandbox: &str) -> Arc<SandboxClients> {
         if let Some(clients) = self.clients.get(sandbox) {
             return clients;
         }

@@ -194,7 +194,14 @@ pub(crate) struct Spec<'a> {
 impl<'a> Spec<'a> {
     /// The common case: one site `host:port`, allowed whole, and one credential `name` bound to it, read
     /// from cordon's environment variable `env` (set to `secret`) and applied as `inject` (a YAML flow map).
-    pub(crate) fn site(host: &'a str, port: u16, name: &'a str, env: &'a str, secret: &'a str, inject: &str) -> Spec<'a> {
+    pub(crate) fn site(
+        host: &'a str,
+        port: u16,
+        name: &'a str,
+        env: &'a str,
+        secret: &'a str,
+        inject: &str,
+    ) -> Spec<'a> {
         Spec {
             rules: format!("      - host: {host}\n        ports: [{port}]\n"),
             credentials: format!(

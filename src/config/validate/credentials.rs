@@ -237,7 +237,6 @@ fn binding(errs: &mut Errors, base: &str, raw: crate::config::raw::RawBinding) -
         .map_err(|e| errs.at(format!("{base}.hosts"), e.to_string()))
         .ok()?;
     (errs.list.len() == before).then_some(Binding {
-        hosts,
         host_set,
         ports,
         methods,

@@ -24,13 +24,13 @@ const JWT_LIFETIME: Duration = Duration::from_secs(9 * 60);
 /// A GitHub App installation, as a token source.
 pub(crate) struct GitHubApp {
     /// `https://api.github.com`, or an Enterprise (`https://ghe.example/api/v3`) or local URL.
-    pub api_base: Uri,
+    pub(crate) api_base: Uri,
     /// The App's id (or client id), the JWT's `iss`.
-    pub app_id: String,
+    pub(crate) app_id: String,
     /// The App's RSA private key, PEM (PKCS#1 `RSA PRIVATE KEY` as GitHub issues it, or PKCS#8).
-    pub private_key_pem: SecretString,
+    pub(crate) private_key_pem: SecretString,
     /// The installation to mint tokens for.
-    pub installation_id: u64,
+    pub(crate) installation_id: u64,
 }
 
 /// What one sandbox's token may reach: a subset of the installation's repositories and permissions.
@@ -39,10 +39,10 @@ pub(crate) struct GitHubApp {
 pub(crate) struct Narrowing {
     /// Repository names (without owner).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub repositories: Vec<String>,
+    pub(crate) repositories: Vec<String>,
     /// Permission name to level, e.g. `"contents": "read"`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub permissions: BTreeMap<String, String>,
+    pub(crate) permissions: BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]

@@ -23,9 +23,9 @@ const MAX_ISSUER_TEXT: usize = 200;
 /// A token and when it stops being valid.
 pub(crate) struct Token {
     /// The token itself (attached as `Authorization: Bearer <value>`).
-    pub value: SecretString,
+    pub(crate) value: SecretString,
     /// When the issuer said it expires; `None` if it did not say.
-    pub expires_at: Option<SystemTime>,
+    pub(crate) expires_at: Option<SystemTime>,
 }
 
 impl fmt::Debug for Token {

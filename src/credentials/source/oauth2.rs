@@ -28,19 +28,19 @@ pub(crate) enum ClientAuth {
 /// An OAuth2 client-credentials token source.
 pub(crate) struct ClientCredentials {
     /// The token endpoint (`https://`, or `http://` to a loopback address).
-    pub token_url: Uri,
+    pub(crate) token_url: Uri,
     /// The client id.
-    pub client_id: String,
+    pub(crate) client_id: String,
     /// The client secret.
-    pub client_secret: SecretString,
+    pub(crate) client_secret: SecretString,
     /// Space-separated scopes to ask for.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// The `audience` parameter (non-standard, used by Auth0, Okta and others).
-    pub audience: Option<String>,
+    pub(crate) audience: Option<String>,
     /// The `resource` parameter (RFC 8707 resource indicator).
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// How the client authenticates.
-    pub auth: ClientAuth,
+    pub(crate) auth: ClientAuth,
 }
 
 #[derive(Deserialize)]

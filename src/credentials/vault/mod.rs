@@ -8,7 +8,6 @@
 //!
 //! Error messages name files, variables, paths and HTTP statuses, never a secret value or a token.
 
-
 pub(crate) mod file;
 pub(crate) mod openbao;
 mod store;
