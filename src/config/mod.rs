@@ -70,5 +70,5 @@ fn strip_location(msg: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;

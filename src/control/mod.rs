@@ -360,5 +360,5 @@ pub fn now() -> i64 {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;

@@ -587,4 +587,5 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Drop for FramingGuard<IO> {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

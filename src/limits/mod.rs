@@ -324,5 +324,5 @@ struct Tracked {
 }
 
 #[cfg(test)]
-#[path = "limits_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;

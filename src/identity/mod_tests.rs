@@ -1,0 +1,105 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+use super::*;
+use http::HeaderValue;
+
+/// No run-time sandboxes.
+struct NoRunTime;
+
+impl RunTime for NoRunTime {
+    fn verify(&self, _: &str, _: &str) -> Result<Arc<Sandbox>, AuthFailure> {
+        Err(AuthFailure::Invalid)
+    }
+}
+
+fn id(i: &Identities, h: &HeaderMap, ip: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
+    identify(i, &NoRunTime, credentials(h), ip)
+}
+
+fn ids() -> Identities {
+    Identities::new(&[
+        SandboxSpec {
+            id: "a".into(),
+            user: "alice".into(),
+            token_sha256: hex::decode(hash_token("secret-a")).unwrap().try_into().ok(),
+            source_cidrs: vec![],
+            policy: "p".into(),
+        },
+        SandboxSpec {
+            id: "gw".into(),
+            user: "bob".into(),
+            token_sha256: None,
+            source_cidrs: vec!["10.9.0.0/24".parse().unwrap()],
+            policy: "p".into(),
+        },
+    ])
+}
+
+fn basic(s: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    let v = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(s));
+    h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
+    h
+}
+
+const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+#[test]
+fn good_token_identifies() {
+    assert_eq!(id(&ids(), &basic("a:secret-a"), LOCAL).unwrap().user, "alice");
+}
+
+#[test]
+fn failures() {
+    let i = ids();
+    assert_eq!(id(&i, &HeaderMap::new(), LOCAL), Err(AuthFailure::Missing));
+    assert_eq!(id(&i, &basic("a:wrong"), LOCAL), Err(AuthFailure::Invalid));
+    assert_eq!(id(&i, &basic("nobody:secret-a"), LOCAL), Err(AuthFailure::Invalid));
+    assert_eq!(id(&i, &basic("a"), LOCAL), Err(AuthFailure::Malformed));
+    assert_eq!(id(&i, &basic("a:"), LOCAL), Err(AuthFailure::Malformed));
+    // A sandbox with no token cannot be claimed by id.
+    assert_eq!(id(&i, &basic("gw:anything"), LOCAL), Err(AuthFailure::Invalid));
+    let mut h = HeaderMap::new();
+    h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+    assert_eq!(id(&i, &h, LOCAL), Err(AuthFailure::Malformed));
+    h.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+    assert_eq!(id(&i, &h, LOCAL), Err(AuthFailure::Malformed));
+}
+
+#[test]
+fn two_credentials_are_refused() {
+    let mut h = basic("a:secret-a");
+    h.append(PROXY_AUTHORIZATION, h.get(PROXY_AUTHORIZATION).unwrap().clone());
+    assert_eq!(id(&ids(), &h, LOCAL), Err(AuthFailure::Malformed));
+}
+
+#[test]
+fn source_address_identifies_without_a_token() {
+    let i = ids();
+    let gw: IpAddr = "10.9.0.7".parse().unwrap();
+    assert_eq!(id(&i, &HeaderMap::new(), gw).unwrap().id, "gw");
+    let mapped: IpAddr = "::ffff:10.9.0.7".parse().unwrap();
+    assert_eq!(id(&i, &HeaderMap::new(), mapped).unwrap().id, "gw");
+    // Wrong explicit credentials are not rescued by the source address.
+    assert_eq!(id(&i, &basic("a:wrong"), gw), Err(AuthFailure::Invalid));
+}
+
+#[test]
+fn ids_that_would_name_a_folder_above_are_not_ids() {
+    for bad in ["", ".", "..", "a/b", "a:b", "a b", &"x".repeat(65)] {
+        assert!(!valid_id(bad), "{bad:?}");
+    }
+    for good in ["a", "...", "sb-1.x_y", &"x".repeat(64)] {
+        assert!(valid_id(good), "{good:?}");
+    }
+}
+
+#[test]
+fn scheme_is_case_insensitive() {
+    let mut h = HeaderMap::new();
+    let v = format!(
+        "bAsIc {}",
+        base64::engine::general_purpose::STANDARD.encode("a:secret-a")
+    );
+    h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
+    assert!(id(&ids(), &h, LOCAL).is_ok());
+}
