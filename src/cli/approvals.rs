@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use crate::cli::admin_client::{self, AdminClient, ClientError};
+use crate::cli::admin_client::{AdminClient, ClientError};
+use crate::cli::render;
 
 use super::sandbox::{AdminArgs, pretty};
 
@@ -73,7 +74,7 @@ pub(crate) fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
 async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<String, ClientError> {
     Ok(match command {
         ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
-        ApprovalsCommand::List { json: false } => admin_client::render_approvals(&client.approvals().await?),
+        ApprovalsCommand::List { json: false } => render::render_approvals(&client.approvals().await?),
         ApprovalsCommand::Allow { id, always, by } => {
             let scope = if always { "always" } else { "once" };
             pretty(
@@ -88,7 +89,7 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
                 .await?,
         ),
         ApprovalsCommand::Grants { json: true } => pretty(&client.grants().await?),
-        ApprovalsCommand::Grants { json: false } => admin_client::render_grants(&client.grants().await?),
+        ApprovalsCommand::Grants { json: false } => render::render_grants(&client.grants().await?),
         ApprovalsCommand::RevokeGrant { id } => pretty(&client.revoke_grant(&id).await?),
     })
 }

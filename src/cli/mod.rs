@@ -7,6 +7,7 @@ mod args;
 mod ca;
 mod check;
 pub(crate) mod jail;
+mod render;
 pub(crate) mod run;
 pub(crate) mod sandbox;
 mod vault;

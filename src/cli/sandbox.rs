@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use secrecy::SecretString;
 
-use crate::cli::admin_client::{self, AdminClient, CreateRequest, EnvFormat};
+use crate::cli::admin_client::{self, AdminClient, CreateRequest};
+use crate::cli::render::{self, EnvFormat};
 use crate::config::Config;
 use crate::credentials::spec::SecretRef;
 
@@ -43,7 +44,7 @@ pub(crate) enum SandboxCommand {
         #[arg(long)]
         ttl: Option<String>,
         /// A label, key=value (repeatable).
-        #[arg(long = "label", value_parser = admin_client::parse_label)]
+        #[arg(long = "label", value_parser = render::parse_label)]
         labels: Vec<(String, String)>,
         /// Print only the environment, in this format.
         #[arg(long)]
@@ -186,7 +187,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
             };
             let created = client.create(&req).await?;
             match format {
-                Some(f) => admin_client::render_env(&created, f)?,
+                Some(f) => render::render_env(&created, f)?,
                 None => pretty(&created),
             }
         }
@@ -195,12 +196,12 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
             if json {
                 pretty(&list)
             } else {
-                admin_client::render_table(&list)
+                render::render_table(&list)
             }
         }
         SandboxCommand::Show { id } => pretty(&client.show(&id).await?),
         SandboxCommand::Renew { id, ttl } => pretty(&client.renew(&id, ttl.as_deref()).await?),
         SandboxCommand::Revoke { id } => pretty(&client.revoke(&id).await?),
-        SandboxCommand::Env { id, format } => admin_client::render_env(&client.credentials(&id).await?, format)?,
+        SandboxCommand::Env { id, format } => render::render_env(&client.credentials(&id).await?, format)?,
     })
 }

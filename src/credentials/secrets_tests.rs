@@ -1,4 +1,3 @@
-
 #![expect(clippy::unwrap_used, reason = "tests")]
 use super::*;
 use std::convert::Infallible;

@@ -31,16 +31,18 @@
 //! either upgrades the connection or closes it, and never parses another
 //! request on it.
 
-use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 mod inspect;
+mod stream;
+mod violation;
+
 use inspect::{Body, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
+pub(crate) use violation::{FramingReport, FramingViolation};
 
 /// Header slots for one request head; more headers count as a too-large head.
 const MAX_HEADERS: usize = 128;
@@ -54,65 +56,6 @@ const CONNECTION_CLOSE: &[u8] = b"connection: close\r\n";
 const LINGER_TIME: Duration = Duration::from_secs(2);
 /// How many of the client's remaining bytes, at most, are drained after a rejection.
 const LINGER_BYTES: usize = 1 << 20;
-
-/// Why the guard refused a request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum FramingViolation {
-    /// The head carries both `Content-Length` and `Transfer-Encoding`.
-    #[error("request has both Content-Length and Transfer-Encoding")]
-    ContentLengthWithTransferEncoding,
-    /// The head carries more than one `Content-Length` line, even identical ones.
-    #[error("request has more than one Content-Length")]
-    DuplicateContentLength,
-    /// The `Content-Length` value is not plain decimal digits.
-    #[error("request has an invalid Content-Length")]
-    InvalidContentLength,
-    /// `Transfer-Encoding` is present but not exactly one line reading `chunked`.
-    #[error("request Transfer-Encoding is not exactly `chunked`")]
-    TransferEncodingNotChunked,
-    /// `Transfer-Encoding` in an HTTP/1.0 request.
-    #[error("HTTP/1.0 request has a Transfer-Encoding")]
-    TransferEncodingInHttp10,
-    /// `httparse` refused the head (obs-fold, CR/NUL in values, bad request line, ...).
-    #[error("malformed request head: {0}")]
-    MalformedHead(String),
-    /// A bad chunk-size line, a missing CRLF after chunk data, or a bad trailer section.
-    #[error("malformed chunked body")]
-    MalformedChunk,
-    /// The head exceeds the configured size or header count.
-    #[error("request head too large")]
-    HeadTooLarge,
-}
-
-impl FramingViolation {
-    /// Stable machine-readable code, for logs and metrics.
-    pub(crate) fn code(&self) -> &'static str {
-        match self {
-            Self::ContentLengthWithTransferEncoding => "cl_and_te",
-            Self::DuplicateContentLength => "duplicate_content_length",
-            Self::InvalidContentLength => "invalid_content_length",
-            Self::TransferEncodingNotChunked => "te_not_chunked",
-            Self::TransferEncodingInHttp10 => "te_in_http10",
-            Self::MalformedHead(_) => "malformed_head",
-            Self::MalformedChunk => "malformed_chunk",
-            Self::HeadTooLarge => "head_too_large",
-        }
-    }
-}
-
-/// Shared handle (Clone, Send, Sync) through which the connection handler
-/// learns, after hyper is done, whether (and why) the guard refused a request.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct FramingReport {
-    violation: Arc<OnceLock<FramingViolation>>,
-}
-
-impl FramingReport {
-    /// The violation that made the guard refuse a request, if any.
-    pub(crate) fn violation(&self) -> Option<FramingViolation> {
-        self.violation.get().cloned()
-    }
-}
 
 /// Where the guard is in the client-to-server byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -460,129 +403,6 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 Closing::Done => return Poll::Ready(()),
             };
         }
-    }
-}
-
-impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.release > 0 {
-                let n = this.release.min(out.remaining());
-                out.put_slice(&this.buf[this.start..this.start + n]);
-                this.start += n;
-                this.release -= n;
-                return Poll::Ready(Ok(()));
-            }
-            match this.state {
-                State::Rejected { crlf_left } => {
-                    let n = crlf_left.min(out.remaining());
-                    out.put_slice(&b"\r\n"[2 - crlf_left..2 - crlf_left + n]);
-                    this.state = State::Rejected {
-                        crlf_left: crlf_left - n,
-                    };
-                    return Poll::Ready(Ok(()));
-                }
-                State::Passthrough if this.start < this.end => {
-                    this.release = this.end - this.start;
-                    continue;
-                }
-                State::Passthrough => return Pin::new(&mut this.io).poll_read(cx, out),
-                State::AwaitUpgrade => {
-                    this.upgrade_waker = Some(cx.waker().clone());
-                    return Poll::Pending;
-                }
-                _ => {}
-            }
-            match this.advance() {
-                Ok(true) => continue,
-                Ok(false) => {}
-                Err(violation) => {
-                    this.reject(violation);
-                    continue;
-                }
-            }
-            if this.client_eof {
-                return Poll::Ready(Ok(()));
-            }
-            if !this.make_room() {
-                this.reject(FramingViolation::HeadTooLarge);
-                continue;
-            }
-            let mut into = ReadBuf::new(&mut this.buf[this.end..]);
-            match Pin::new(&mut this.io).poll_read(cx, &mut into) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if into.filled().is_empty() => this.client_eof = true,
-                Poll::Ready(Ok(())) => this.end += into.filled().len(),
-            }
-        }
-    }
-}
-
-impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for FramingGuard<IO> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.observe_response(data);
-        let polled = Pin::new(&mut this.io).poll_write(cx, data);
-        this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
-        polled
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
-            this.observe_response(first);
-        }
-        let polled = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        this.wrote |= matches!(polled, Poll::Ready(Ok(n)) if n > 0);
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        match this.report.violation.get().cloned() {
-            None => Pin::new(&mut this.io).poll_shutdown(cx),
-            Some(v) => this.poll_close_rejected(cx, &v).map(Ok),
-        }
-    }
-}
-
-impl<IO: AsyncRead + AsyncWrite + Unpin> Drop for FramingGuard<IO> {
-    /// Fallback for a guard dropped without `poll_shutdown` (e.g. the
-    /// connection task was cancelled): if hyper never wrote a byte, no partial
-    /// response can be on the wire, so try once, without blocking, to send the
-    /// rejection.
-    fn drop(&mut self) {
-        let Some(v) = self.report.violation.get() else {
-            return;
-        };
-        if self.wrote || !matches!(self.closing, Closing::Open) {
-            return;
-        }
-        let out = (self.render)(v);
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut off = 0;
-        while off < out.len() {
-            match Pin::new(&mut self.io).poll_write(&mut cx, &out[off..]) {
-                Poll::Ready(Ok(n)) if n > 0 => off += n,
-                _ => return,
-            }
-        }
-        let _ = Pin::new(&mut self.io).poll_flush(&mut cx);
-        let _ = Pin::new(&mut self.io).poll_shutdown(&mut cx);
     }
 }
 

@@ -1,7 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use std::convert::Infallible;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::inspect::decimal;
 use http_body_util::{BodyExt, Full};

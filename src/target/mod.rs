@@ -23,6 +23,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use http::uri::Authority;
 
+mod error;
+mod path;
+
+pub use error::TargetError;
+pub(crate) use path::check_path;
+
 /// Longest hostname allowed, without the trailing dot (RFC 1035 §2.3.4).
 const MAX_NAME_LEN: usize = 253;
 /// Longest label allowed (RFC 1035 §2.3.4).
@@ -179,102 +185,6 @@ impl fmt::Display for Target {
     }
 }
 
-/// Why a destination or path was rejected.
-///
-/// The `Display` text is short and safe to send back as a 400 body; the
-/// [`TargetError::code`] is the stable value for logs and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TargetError {
-    /// Nothing where a host was expected.
-    #[error("empty host")]
-    EmptyHost,
-    /// A byte outside ASCII in the host or port.
-    #[error("host must be ASCII (use punycode xn-- labels)")]
-    NonAsciiHost,
-    /// A character no hostname may contain.
-    #[error("host contains a character not allowed in a hostname")]
-    BadHost,
-    /// `a..b`, a leading dot, or more than one trailing dot.
-    #[error("hostname has an empty label")]
-    EmptyLabel,
-    /// A label longer than 63 characters.
-    #[error("hostname label longer than 63 characters")]
-    LabelTooLong,
-    /// A name longer than 253 characters.
-    #[error("hostname longer than 253 characters")]
-    HostTooLong,
-    /// Brackets holding something that is not an IPv6 address.
-    #[error("invalid IPv6 literal")]
-    BadIpv6,
-    /// An IPv6 literal with a zone id such as `%25eth0`.
-    #[error("IPv6 zone ids are not allowed")]
-    ZoneId,
-    /// An IPv6 literal written without brackets.
-    #[error("IPv6 literals must be in brackets")]
-    UnbracketedIpv6,
-    /// `user@host` or `user:pw@host`.
-    #[error("userinfo (user@host) is not allowed")]
-    Userinfo,
-    /// A port that is not plain decimal 1–65535.
-    #[error("port must be plain decimal 1-65535")]
-    BadPort,
-    /// A CONNECT target without a port.
-    #[error("CONNECT target must include a port")]
-    MissingPort,
-    /// A CONNECT request-target that is not `host:port`.
-    #[error("CONNECT target must be host:port")]
-    NotAuthorityForm,
-    /// A forward-proxy request-target without a scheme.
-    #[error("request target must be an absolute http:// URI")]
-    NotAbsolute,
-    /// A scheme other than `http`.
-    #[error("only http:// can be proxied; use CONNECT for https")]
-    BadScheme,
-    /// An absolute URI without an authority.
-    #[error("URI has no host")]
-    MissingAuthority,
-    /// A path that does not start with `/`.
-    #[error("path must start with /")]
-    RelativePath,
-    /// A `.` or `..` segment, plain or percent-encoded.
-    #[error("path contains a . or .. segment")]
-    DotSegment,
-    /// Backslash, NUL (plain or encoded), `?` or `#` in a path.
-    #[error("path contains a forbidden character")]
-    BadPath,
-    /// A `%` not followed by two hex digits.
-    #[error("path contains a malformed percent-escape")]
-    BadEscape,
-}
-
-impl TargetError {
-    /// Stable machine-readable reason, for logs, metrics and tests.
-    pub(crate) fn code(&self) -> &'static str {
-        match self {
-            TargetError::EmptyHost => "empty_host",
-            TargetError::NonAsciiHost => "non_ascii_host",
-            TargetError::BadHost => "bad_host",
-            TargetError::EmptyLabel => "empty_label",
-            TargetError::LabelTooLong => "label_too_long",
-            TargetError::HostTooLong => "host_too_long",
-            TargetError::BadIpv6 => "bad_ipv6",
-            TargetError::ZoneId => "zone_id",
-            TargetError::UnbracketedIpv6 => "unbracketed_ipv6",
-            TargetError::Userinfo => "userinfo",
-            TargetError::BadPort => "bad_port",
-            TargetError::MissingPort => "missing_port",
-            TargetError::NotAuthorityForm => "not_authority_form",
-            TargetError::NotAbsolute => "not_absolute",
-            TargetError::BadScheme => "bad_scheme",
-            TargetError::MissingAuthority => "missing_authority",
-            TargetError::RelativePath => "relative_path",
-            TargetError::DotSegment => "dot_segment",
-            TargetError::BadPath => "bad_path",
-            TargetError::BadEscape => "bad_escape",
-        }
-    }
-}
-
 /// Parse `host[:port]` from raw authority bytes; the shared core of every
 /// entry point, so all of them apply the same rules.
 fn parse_authority(raw: &[u8], rule: PortRule) -> Result<Target, TargetError> {
@@ -383,80 +293,10 @@ fn parse_host(text: &str) -> Result<Host, TargetError> {
     Ok(Host::Name(name))
 }
 
-/// Validate a request path (origin-form path, no query) for policy matching.
-///
-/// Rejects what an upstream could read as a different path than the policy
-/// matcher does: `.`/`..` segments (also percent-encoded, also hidden behind
-/// `;params` or an encoded `%2F`), backslashes, NUL, malformed escapes, and a
-/// `?` or `#` (which mean the caller passed more than the path). `%2F` itself
-/// is allowed and stays literal (GitLab uses it in project paths).
-///
-/// SECURITY: a rule allowing `/public/**` must not be reachable with
-/// `/public/../admin` or `/public/%2e%2e/admin`.
-pub(crate) fn check_path(path: &str) -> Result<(), TargetError> {
-    // `*` (OPTIONS) and relative paths have no place under a path rule.
-    let rest = path.strip_prefix('/').ok_or(TargetError::RelativePath)?;
-    // A query or fragment would be matched as if it were path segments.
-    if rest.contains(['?', '#']) {
-        return Err(TargetError::BadPath);
-    }
-    rest.split('/').try_for_each(check_segment)
-}
-
-/// Check one `/`-separated path segment.
-fn check_segment(segment: &str) -> Result<(), TargetError> {
-    let decoded = percent_decode(segment)?;
-    // SECURITY: some servers treat `\` (or `%5c`) as `/`, turning `..\` into
-    // a traversal, and NUL (or `%00`) truncates paths in C-based upstreams.
-    if decoded.iter().any(|&b| b == b'\\' || b == 0) {
-        return Err(TargetError::BadPath);
-    }
-    // SECURITY: upstreams that decode `%2F` before normalising see
-    // `..%2fadmin` as `../admin`, and Tomcat strips `;params` so `..;x` is
-    // `..`; check every piece such an upstream would see.
-    for piece in decoded.split(|&b| b == b'/') {
-        let name = piece.split(|&b| b == b';').next().unwrap_or(piece);
-        if name == b"." || name == b".." {
-            return Err(TargetError::DotSegment);
-        }
-    }
-    Ok(())
-}
-
-/// Decode `%XX` escapes once; a `%` not followed by two hex digits is an error.
-fn percent_decode(text: &str) -> Result<Vec<u8>, TargetError> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            // SECURITY: upstreams disagree on what `%2` or `%%2e` mean; refuse
-            // to guess.
-            let hi = bytes.get(i + 1).and_then(|&b| hex_value(b));
-            let lo = bytes.get(i + 2).and_then(|&b| hex_value(b));
-            match (hi, lo) {
-                (Some(hi), Some(lo)) => out.push((hi << 4) | lo),
-                _ => return Err(TargetError::BadEscape),
-            }
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
-}
-
-/// The value of one hex digit, either case.
-fn hex_value(b: u8) -> Option<u8> {
-    // `to_digit(16)` returns at most 15, so the narrowing cannot lose bits.
-    char::from(b).to_digit(16).and_then(|d| u8::try_from(d).ok())
-}
-
 #[cfg(test)]
-#[path = "target_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "target_spellings_tests.rs"]
+#[path = "spellings_tests.rs"]
 mod spellings_tests;

@@ -1,0 +1,125 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::cli::admin_client::tests::{grant, pending, view};
+
+fn tricky() -> Value {
+    json!({"env": {"ZED": "it's $HOME\nnext \"q\" \\", "A_PROXY": "http://x:y@h:1"}, "id": "sb"})
+}
+
+#[test]
+fn env_export() {
+    let out = render_env(&tricky(), EnvFormat::Export).unwrap();
+    assert_eq!(
+        out,
+        "export A_PROXY='http://x:y@h:1'\nexport ZED='it'\\''s $HOME\nnext \"q\" \\'\n"
+    );
+}
+
+#[test]
+fn env_dotenv() {
+    let out = render_env(&tricky(), EnvFormat::Dotenv).unwrap();
+    assert_eq!(
+        out,
+        "A_PROXY=\"http://x:y@h:1\"\nZED=\"it's \\$HOME\\nnext \\\"q\\\" \\\\\"\n"
+    );
+}
+
+#[test]
+fn env_json() {
+    let out = render_env(&tricky(), EnvFormat::Json).unwrap();
+    assert!(out.ends_with("}\n"));
+    let back: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(back, tricky()["env"]);
+    assert!(out.find("A_PROXY").unwrap() < out.find("ZED").unwrap());
+}
+
+#[test]
+fn env_errors() {
+    for bad in [
+        json!({}),
+        json!({"env": "x"}),
+        json!({"env": {"A": 1}}),
+        json!({"env": {"$(rm)": "x"}}),
+    ] {
+        assert!(
+            matches!(render_env(&bad, EnvFormat::Export), Err(ClientError::BadResponse(_))),
+            "{bad}"
+        );
+    }
+    assert_eq!(render_env(&json!({"env": {}}), EnvFormat::Export).unwrap(), "");
+}
+
+#[test]
+fn labels() {
+    assert_eq!(parse_label("team=infra").unwrap(), ("team".into(), "infra".into()));
+    assert_eq!(parse_label("k=a=b").unwrap(), ("k".into(), "a=b".into()));
+    assert_eq!(parse_label("k=").unwrap(), ("k".into(), String::new()));
+    assert!(parse_label("team").unwrap_err().contains("KEY=VALUE"));
+    assert!(parse_label("=v").unwrap_err().contains("empty"));
+    assert!(parse_label("a b=v").unwrap_err().contains("whitespace"));
+}
+
+#[test]
+fn table_is_aligned() {
+    let mut revoked = view("a-much-longer-id");
+    revoked["revoked_at"] = json!("2025-01-01T00:30:00Z");
+    let mut forever = view("x\u{1b}[2J");
+    forever["expires_at"] = Value::Null;
+    forever["origin"] = json!("config");
+    forever.as_object_mut().unwrap().remove("open_tunnels");
+    let out = render_table(&json!({"sandboxes": [view("sb-1"), revoked, forever]}));
+    let expected = "\
+ID                USER   POLICY   ORIGIN  EXPIRES               OPEN
+sb-1              alice  default  api     2025-01-01T01:00:00Z  3
+a-much-longer-id  alice  default  api     revoked               3
+x?[2J             alice  default  config  never                 2
+";
+    assert_eq!(out, expected);
+    assert_eq!(
+        render_table(&json!({"sandboxes": []})),
+        "ID  USER  POLICY  ORIGIN  EXPIRES  OPEN\n"
+    );
+}
+
+#[test]
+fn approvals_table() {
+    let mut long = pending("ap-2");
+    long["excerpt"] = json!("0123456789".repeat(5));
+    long["host"] = json!("::1");
+    long["port"] = json!(8080);
+    long["path"] = json!("/");
+    let mut odd = pending("ap-\u{1b}[2J");
+    odd["excerpt"] = json!("é".repeat(40));
+    let mut bare = pending("ap-4");
+    bare["excerpt"] = json!("");
+    let out = render_approvals(&json!({"pending": [pending("ap-1"), long, odd, bare]}));
+    let expected = "\
+ID       SANDBOX  USER   METHOD  URL                            EXPIRES               EXCERPT
+ap-1     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  {\"title\": \"hello\"}
+ap-2     sb-1     alice  POST    [::1]:8080/                    2025-01-01T00:05:00Z  012345678901234567890123456789012345678…
+ap-?[2J  sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  éééééééééééééééééééééééééééééééééééééééé
+ap-4     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  -
+";
+    assert_eq!(out, expected);
+    assert_eq!(
+        render_approvals(&json!({"pending": []})),
+        "ID  SANDBOX  USER  METHOD  URL  EXPIRES  EXCERPT\n"
+    );
+}
+
+#[test]
+fn grants_table() {
+    let out = render_grants(&json!({"grants": [grant("gr-0123456789abcdef")]}));
+    let expected = "\
+ID                   SANDBOX  METHOD  URL                            BY   AT                    APPROVAL
+gr-0123456789abcdef  sb-1     POST    api.example.com:443/v1/issues  bob  2025-01-01T00:01:00Z  ap-0123456789abcdef
+";
+    assert_eq!(out, expected);
+    assert_eq!(
+        render_grants(&json!([])),
+        "ID  SANDBOX  METHOD  URL  BY  AT  APPROVAL\n"
+    );
+}

@@ -1,0 +1,183 @@
+//! The serde mirror of `vault:` and `credentials:`: where secrets come from and where they may go.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// `vault:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawVault {
+    /// The encrypted file vault.
+    #[serde(default)]
+    pub(crate) file: RawFileVault,
+    /// A HashiCorp Vault / OpenBao server (KV v2).
+    pub(crate) openbao: Option<RawOpenBao>,
+}
+
+/// `vault.openbao:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawOpenBao {
+    /// e.g. `https://vault.internal:8200`.
+    pub(crate) addr: String,
+    /// KV v2 mount (default `secret`).
+    pub(crate) mount: Option<String>,
+    /// Token auth: the environment variable holding the token.
+    pub(crate) token_env: Option<String>,
+    /// AppRole auth.
+    pub(crate) approle: Option<RawAppRole>,
+}
+
+/// `vault.openbao.approle:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawAppRole {
+    /// The role id.
+    pub(crate) role_id: String,
+    /// The environment variable holding the secret id.
+    pub(crate) secret_id_env: String,
+    /// Auth mount (default `approle`).
+    pub(crate) mount: Option<String>,
+}
+
+/// `vault.file:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawFileVault {
+    /// The encrypted file.
+    pub(crate) path: Option<String>,
+    /// The key file (created 0600 on first use).
+    pub(crate) key_file: Option<String>,
+    /// Or: an environment variable holding the key (hex).
+    pub(crate) key_env: Option<String>,
+}
+
+/// One entry of `credentials:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawCredential {
+    /// Where the secret comes from.
+    pub(crate) source: Option<RawSource>,
+    /// Where it may be sent.
+    pub(crate) bind: Option<RawBinding>,
+    /// How it is applied.
+    pub(crate) inject: Option<RawInject>,
+    /// If the upstream echoes the secret back (response headers, text bodies up to 1 MiB), replace it with
+    /// the sandbox's placeholder.
+    #[serde(default)]
+    pub(crate) mask_echo: bool,
+}
+
+/// `source:` of a credential: exactly one key.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawSource {
+    /// A name in the file vault.
+    pub(crate) vault: Option<String>,
+    /// An environment variable of cordon's process.
+    pub(crate) env: Option<String>,
+    /// A `path#key` in the OpenBao KV v2 mount.
+    pub(crate) openbao: Option<String>,
+    /// A file holding the secret.
+    pub(crate) file: Option<String>,
+    /// OAuth2 client-credentials tokens.
+    pub(crate) oauth2: Option<RawOAuth2>,
+    /// GitHub App installation tokens.
+    pub(crate) github_app: Option<RawGitHubApp>,
+}
+
+/// A reference to a stored secret (for a client secret or a private key).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawSecretRef {
+    /// A name in the file vault.
+    pub(crate) vault: Option<String>,
+    /// A file holding the secret (e.g. a mounted Kubernetes secret).
+    pub(crate) file: Option<String>,
+    /// An environment variable.
+    pub(crate) env: Option<String>,
+    /// A `path#key` in OpenBao.
+    pub(crate) openbao: Option<String>,
+}
+
+/// `source.oauth2:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawOAuth2 {
+    /// The token endpoint.
+    pub(crate) token_url: String,
+    /// The client id.
+    pub(crate) client_id: String,
+    /// Where the client secret is.
+    pub(crate) client_secret: RawSecretRef,
+    /// Requested scope.
+    pub(crate) scope: Option<String>,
+    /// Requested audience.
+    pub(crate) audience: Option<String>,
+    /// Requested resource (RFC 8707).
+    pub(crate) resource: Option<String>,
+    /// `basic` (default) or `post`.
+    pub(crate) auth: Option<String>,
+}
+
+/// `source.github_app:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawGitHubApp {
+    /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
+    pub(crate) api_base: Option<String>,
+    /// The App id.
+    pub(crate) app_id: String,
+    /// The installation id.
+    pub(crate) installation_id: u64,
+    /// Where the App's private key (PEM) is.
+    pub(crate) private_key: RawSecretRef,
+    /// Repositories the token may touch.
+    #[serde(default)]
+    pub(crate) repositories: Vec<String>,
+    /// Permissions, e.g. `{contents: read}`.
+    #[serde(default)]
+    pub(crate) permissions: BTreeMap<String, String>,
+}
+
+/// `bind:` of a credential.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawBinding {
+    /// Host patterns (policy semantics).
+    #[serde(default)]
+    pub(crate) hosts: Vec<String>,
+    /// Ports (default [443]).
+    pub(crate) ports: Option<Vec<i64>>,
+    /// Methods (default any).
+    pub(crate) methods: Option<Vec<String>>,
+    /// Path globs (default any).
+    pub(crate) paths: Option<Vec<String>>,
+}
+
+/// `inject:` of a credential: a header, Basic auth, or a placeholder.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawInject {
+    /// Header to set.
+    pub(crate) header: Option<String>,
+    /// Its value, with `{secret}` where the secret goes.
+    pub(crate) value: Option<String>,
+    /// `Authorization: Basic base64(user:secret)` with this user.
+    pub(crate) basic_user: Option<String>,
+    /// Swap the sandbox's placeholder for the secret.
+    pub(crate) placeholder: Option<RawPlaceholder>,
+}
+
+/// `inject.placeholder:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawPlaceholder {
+    /// Also replace it in the query string.
+    #[serde(default)]
+    pub(crate) query: bool,
+    /// Also replace it in request bodies up to 1 MiB (413 beyond).
+    #[serde(default)]
+    pub(crate) body: bool,
+}
