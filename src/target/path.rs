@@ -1,7 +1,7 @@
 //! Request paths: refused when a dot-segment, raw or percent-encoded, could make two parsers disagree on
 //! which path the upstream serves.
 
-use super::TargetError;
+use super::error::TargetError;
 
 /// Validate a request path (origin-form path, no query) for policy matching.
 ///
