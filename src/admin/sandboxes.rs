@@ -35,7 +35,7 @@ fn failed(e: ControlError) -> AdminResponse {
 
 fn sandbox_of(r: &Record) -> Sandbox {
     Sandbox {
-        id: r.id.clone(),
+        id: r.id.as_str().into(),
         user: r.user.clone(),
         policy: r.policy.clone(),
         origin: Origin::Api {

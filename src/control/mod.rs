@@ -260,7 +260,7 @@ impl Control {
             return Err(AuthFailure::Invalid);
         }
         let sandbox = Sandbox {
-            id: claims.sub,
+            id: claims.sub.into(),
             user: claims.usr,
             policy: claims.pol,
             origin: Origin::Api {
@@ -280,7 +280,7 @@ impl Control {
         let view = self.view.read().unwrap_or_else(|p| p.into_inner());
         // The store's record wins: it knows renewals and revocations. Without one (created on another
         // replica a moment ago), the credential's own expiry stands.
-        let expires = match view.get(&sandbox.id) {
+        let expires = match view.get(sandbox.id.as_str()) {
             Some(r) if &r.nonce != nonce => return Err(Closed::Revoked),
             Some(r) if r.revoked.is_some() => return Err(Closed::Revoked),
             Some(r) => r.expires,

@@ -15,13 +15,16 @@ use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+mod id;
 pub(crate) mod signed;
+
+pub use id::SandboxId;
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     /// Its id.
-    pub(crate) id: String,
+    pub(crate) id: SandboxId,
     /// The user who owns it.
     pub(crate) user: String,
     /// The name of its policy.
@@ -63,7 +66,7 @@ impl Sandbox {
     /// The key its open connections are registered under: one incarnation of one id.
     pub(crate) fn session_key(&self) -> String {
         match &self.origin {
-            Origin::Config => self.id.clone(),
+            Origin::Config => self.id.to_string(),
             Origin::Api { nonce, .. } => format!("{}#{nonce}", self.id),
         }
     }
@@ -155,7 +158,7 @@ impl Identities {
         let mut by_source = Vec::new();
         for spec in specs {
             let sandbox = Arc::new(Sandbox {
-                id: spec.id.clone(),
+                id: spec.id.as_str().into(),
                 user: spec.user.clone(),
                 policy: spec.policy.clone(),
                 origin: Origin::Config,

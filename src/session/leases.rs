@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::{Closed, Sandbox};
+use crate::identity::{Closed, Sandbox, SandboxId};
 use crate::metrics::Metrics;
 use crate::target::Target;
 
@@ -41,7 +41,7 @@ pub(crate) struct Sessions {
 pub(crate) struct Lease {
     sessions: Arc<Sessions>,
     key: String,
-    sandbox: String,
+    sandbox: SandboxId,
     tunnel: Option<(u64, &'static str)>,
     token: CancellationToken,
 }
@@ -157,7 +157,7 @@ impl Sessions {
         &self,
         check: impl Fn(&Sandbox) -> Result<(), Closed>,
         tunnel_allowed: Option<TunnelCheck<'_>>,
-    ) -> Vec<(String, Closed)> {
+    ) -> Vec<(SandboxId, Closed)> {
         let mut closed = Vec::new();
         let mut map = self.lock();
         map.retain(|_, s| match check(&s.sandbox) {

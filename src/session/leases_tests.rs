@@ -1,6 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 use super::*;
 use crate::identity::Origin;
+use crate::identity::SandboxId;
 
 fn sandbox(id: &str) -> Arc<Sandbox> {
     Arc::new(Sandbox {
@@ -42,7 +43,7 @@ fn a_sweep_cancels_only_the_sandbox_that_lost_access() {
     let ta = s.open_tunnel(&a, &target("x.test"), "tunnel");
     let cb = s.attach_connection(&b);
     let closed = s.sweep(|sb| if sb.id == "a" { Err(Closed::Revoked) } else { Ok(()) }, None);
-    assert_eq!(closed, vec![("a".to_string(), Closed::Revoked)]);
+    assert_eq!(closed, vec![(SandboxId::from("a"), Closed::Revoked)]);
     assert!(ca.token().is_cancelled() && ta.token().is_cancelled());
     assert!(!cb.token().is_cancelled());
     assert!(
