@@ -1,23 +1,33 @@
 //! cordon: a default-deny egress proxy for AI-agent sandboxes.
 //!
-//! The path of one request, and the module that owns each step:
+//! # The path of a request
 //!
-//! ```text
-//! server  accept, connection cap, drain on shutdown
-//!  conn   hyper HTTP/1.1 behind the byte-level framing guard (framing)
-//!   forward (absolute-form http://)
-//!   tunnel (CONNECT): decide, guard, 200; then mitm (terminate TLS with the sandbox's CA: tls::ca,
-//!          tls::leaf, tls::cache; serve h1/h2 inside) or splice (tls: tunnel, SNI checked: tls::sni)
-//!    exchange   identify (identity) -> parse target (target) -> decide (policy)
-//!               -> resolve, guard every address, dial the checked one (net)
-//!    forward    every request (plain or inside TLS) goes upstream through the sandbox's verified,
-//!               pooled client (tls::upstream)
-//!    headers    hop-by-hop and proxy headers never cross
-//!    audit      exactly one record per request or tunnel, also on every error path (error: statuses)
-//! ```
+//! Every kind of traffic enters through an entry (`entry`), which reads it, translates it into one
+//! `pipeline::Input` and acts on one `pipeline::Outcome`. The `pipeline` runs the steps, in one order, for
+//! every kind: identify, admit (rates and budget), target, hygiene, decide, then open a tunnel, forward a
+//! request or answer a DNS query. The whole path of each kind can be read top to bottom in
+//! `src/pipeline/mod.rs`; `cordon explain` is a dry run of the same steps.
 //!
-//! Imports run one way: `server -> conn -> tunnel -> mitm -> forward -> exchange -> {policy, net, identity,
-//! tls} -> {target, audit, error}`. Configuration (`config`) is the only module that knows YAML.
+//! # The map
+//!
+//! Modules by rank, bottom to top. A module imports only modules of a lower rank (`tests/it/layers.rs`
+//! holds the tree to it, and to no file over 450 lines).
+//!
+//! | rank | modules | what they do |
+//! |---:|---|---|
+//! | 10 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 9 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 8 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 7 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 6 | `pipeline`, `reload` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration |
+//! | 5 | `state`, `sandbox_env` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with |
+//! | 4 | `session`, `credentials`, `approval`, `logging` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output |
+//! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
+//! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
+//! | 1 | `identity`, `policy`, `net`, `body` | who is talking; the pure decision; resolution, the address guard, dialling; body types |
+//! | 0 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files |
+//!
+//! The invariants every module keeps are in `docs/architecture.md`.
 
 #![forbid(unsafe_code)]
 
@@ -34,7 +44,6 @@ mod dns;
 pub mod entry;
 mod error;
 mod file_lock;
-
 mod framing;
 mod headers;
 pub mod identity;

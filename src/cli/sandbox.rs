@@ -8,7 +8,7 @@ use secrecy::SecretString;
 use crate::cli::admin_client::{self, AdminClient, CreateRequest};
 use crate::cli::render::{self, EnvFormat};
 use crate::config::Config;
-use crate::credentials::spec::SecretRef;
+use crate::config::credentials::SecretRef;
 
 /// Where the admin API is and how to authenticate to it.
 #[derive(clap::Args)]

@@ -4,6 +4,7 @@
 //! and collects every problem with the path of the offending value. This is the only module that knows YAML
 //! (serde_yaml is deprecated upstream; keeping it here means a move to a fork touches one place).
 
+pub(crate) mod credentials;
 mod model;
 mod raw;
 mod validate;

@@ -30,11 +30,11 @@ pub struct Config {
     /// cordon's connections to upstreams.
     pub(crate) upstream: UpstreamConfig,
     /// The file vault.
-    pub(crate) vault: crate::credentials::spec::FileVaultSpec,
+    pub(crate) vault: crate::config::credentials::FileVaultSpec,
     /// An OpenBao / HashiCorp Vault server, if configured.
-    pub(crate) openbao: Option<crate::credentials::spec::OpenBaoSpec>,
+    pub(crate) openbao: Option<crate::config::credentials::OpenBaoSpec>,
     /// Credentials by name.
-    pub(crate) credentials: BTreeMap<String, crate::credentials::spec::CredentialSpec>,
+    pub(crate) credentials: BTreeMap<String, crate::config::credentials::CredentialSpec>,
     /// Sandboxes declared in the file.
     pub(crate) sandboxes: Vec<SandboxSpec>,
     /// Policies by name.
@@ -49,10 +49,10 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub(crate) struct ControlConfig {
     /// The admin API's bearer token (required when `listen.admin` is set).
-    pub(crate) admin_token: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) admin_token: Option<crate::config::credentials::SecretRef>,
     /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
     /// per process (credentials die with it).
-    pub(crate) signing_key: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
     /// The sandbox store. `None`: in memory (run-time sandboxes die with the process).
     pub(crate) store: Option<PathBuf>,
     /// Lifetime of a run-time sandbox when the request names none.
@@ -247,7 +247,7 @@ pub(crate) struct WebhookSpec {
     /// POSTed to.
     pub(crate) url: http::Uri,
     /// Signs each POST (`X-Cordon-Signature`).
-    pub(crate) secret: Option<crate::credentials::spec::SecretRef>,
+    pub(crate) secret: Option<crate::config::credentials::SecretRef>,
 }
 
 /// `ca:`

@@ -7,5 +7,4 @@ pub(crate) mod echo;
 pub mod placeholder;
 pub(crate) mod secrets;
 pub(crate) mod source;
-pub(crate) mod spec;
 pub(crate) mod vault;

@@ -10,11 +10,11 @@ use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
 use super::source::oauth2::{ClientAuth, ClientCredentials};
 use super::source::{SourceError, Token};
-use super::spec::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, SecretRef, SecretSource};
 use super::vault::file::{FileVault, KeySource};
 use super::vault::openbao::{BaoAuth, OpenBao};
 use super::vault::{SecretStore, VaultError};
 use crate::config::Config;
+use crate::config::credentials::{CredentialSpec, FileVaultSpec, KeySpec, OpenBaoAuthSpec, SecretRef, SecretSource};
 use crate::policy::ScopeOverride;
 use crate::upstream::outbound::HttpClient;
 

@@ -21,6 +21,7 @@ mod guard;
 mod http;
 mod intercept;
 mod jail;
+mod layers;
 mod lifecycle;
 mod limits;
 mod netns;

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use http::HeaderName;
 
 use super::fields::{Errors, methods, paths, ports};
-use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
-use crate::credentials::spec::{
+use crate::config::credentials::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
     SecretRef, SecretSource,
 };
+use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::policy::allowlist::host_set;
 use crate::policy::{HostPattern, ScopeOverride};
 

@@ -156,7 +156,7 @@ pub(crate) enum Inject {
     Placeholder {
         /// Also in the query string.
         query: bool,
-        /// Also in request bodies up to [`crate::credentials::body::MAX_SCANNED_BODY`] (413 beyond).
+        /// Also in request bodies up to 1 MiB (413 beyond).
         body: bool,
     },
 }

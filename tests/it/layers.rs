@@ -1,0 +1,204 @@
+//! The source tree keeps the shape `src/lib.rs` maps: every module imports only modules of a lower rank, the
+//! audit record is filled by the pipeline alone, and no source file grows past the size a reader can hold.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
+const RANKS: &[&[&str]] = &[
+    &[
+        "addr",
+        "target",
+        "limits",
+        "framing",
+        "dns",
+        "metrics",
+        "file_lock",
+        "secret_file",
+    ],
+    &["body", "identity", "net", "policy"],
+    &["control", "error", "tls"],
+    &["audit", "config", "headers", "upstream"],
+    &["approval", "credentials", "session", "logging"],
+    &["sandbox_env", "state"],
+    &["pipeline", "reload"],
+    &["entry", "admin"],
+    &["server"],
+    &["jail"],
+    &["cli"],
+];
+
+/// The longest a source file (tests aside) may be.
+const MAX_LINES: usize = 450;
+
+fn rank(module: &str) -> Option<usize> {
+    RANKS.iter().position(|r| r.contains(&module))
+}
+
+/// Every non-test source file under `src/`, with its top-level module and its text before any inline tests.
+fn sources() -> Vec<(PathBuf, String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            !name.ends_with("_tests.rs") && name != "lib.rs" && name != "main.rs"
+        })
+        .map(|p| {
+            let rel = p.strip_prefix(&src).unwrap();
+            let top = rel.components().next().unwrap().as_os_str().to_str().unwrap();
+            let module = top.trim_end_matches(".rs").to_string();
+            let text = std::fs::read_to_string(&p).unwrap();
+            (rel.to_path_buf(), module, text)
+        })
+        .collect()
+}
+
+/// The text without comments (a doc comment may name any module) and without an inline test module.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules `text` names as `crate::<module>` or in `crate::{a, b::c}`.
+fn imports(text: &str) -> Vec<String> {
+    let word = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        let after = &rest[i + "crate::".len()..];
+        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            if let Some(group) = after.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                out.extend(group.split(',').map(word).filter(|w| !w.is_empty()));
+            } else {
+                let name = word(after);
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        }
+        rest = after;
+    }
+    out
+}
+
+#[test]
+fn every_module_is_on_the_map_of_lib_rs() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let mut declared: Vec<String> = lib
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("pub mod ")
+                .or_else(|| l.trim().strip_prefix("mod "))
+        })
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect();
+    declared.sort();
+    let mut mapped: Vec<String> = RANKS.iter().flat_map(|r| r.iter().map(|m| m.to_string())).collect();
+    mapped.sort();
+    assert_eq!(
+        declared, mapped,
+        "src/lib.rs declares other modules than its map (and this test) rank"
+    );
+    for module in &declared {
+        assert!(
+            lib.contains(&format!("`{module}`")),
+            "src/lib.rs's map does not name `{module}`"
+        );
+    }
+}
+
+#[test]
+fn modules_import_only_downward() {
+    let mut wrong: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, module, text) in sources() {
+        let Some(own) = rank(&module) else {
+            wrong
+                .entry(path.display().to_string())
+                .or_default()
+                .push(format!("{module} is on no rank"));
+            continue;
+        };
+        for imported in imports(&code(&text)) {
+            if imported == module {
+                continue;
+            }
+            match rank(&imported) {
+                Some(r) if r < own => {}
+                Some(r) => wrong
+                    .entry(path.display().to_string())
+                    .or_default()
+                    .push(format!("{module} (rank {own}) imports {imported} (rank {r})")),
+                None => wrong
+                    .entry(path.display().to_string())
+                    .or_default()
+                    .push(format!("imports {imported}, which is on no rank")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against the map of src/lib.rs: {wrong:#?}");
+}
+
+#[test]
+fn only_the_pipeline_fills_audit_records() {
+    let fillers: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, module, text)| module != "pipeline" && module != "audit" && code(text).contains("Pending::start"))
+        .map(|(path, _, _)| path.display().to_string())
+        .collect();
+    assert!(
+        fillers.is_empty(),
+        "audit records started outside the pipeline: {fillers:?}"
+    );
+}
+
+#[test]
+fn no_source_file_is_longer_than_a_reader_can_hold() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, _, text)| text.lines().count() > MAX_LINES)
+        .map(|(path, _, text)| format!("{} ({} lines)", path.display(), text.lines().count()))
+        .collect();
+    assert!(long.is_empty(), "source files over {MAX_LINES} lines: {long:?}");
+}
+
+#[test]
+fn the_import_scanner_sees_what_it_must() {
+    assert_eq!(imports("use crate::audit::{self, Kind};"), ["audit"]);
+    assert_eq!(imports("x = crate::pipeline::run(a); y::crate::not"), ["pipeline"]);
+    assert_eq!(
+        imports("use crate::{admin, logging::init, server};"),
+        ["admin", "logging", "server"]
+    );
+    assert_eq!(
+        code("use crate::a; // crate::b\n#[cfg(test)]\nuse crate::c;"),
+        "use crate::a; "
+    );
+}
