@@ -78,30 +78,27 @@ impl Credentials {
             .flat_map(|s| config.credentials.keys().map(move |c| (s.id.as_str(), c.as_str())))
             .collect();
         placeholders.learn(pairs);
-        Ok(Credentials {
-            any_placeholders: config
-                .credentials
-                .values()
-                .any(|c| matches!(c.inject, Inject::Placeholder { .. })),
-            secrets: Secrets::new(config)?,
-            specs: Arc::new(config.credentials.clone()),
-            placeholders,
-        })
+        Ok(Credentials::with(config, Secrets::new(config)?, placeholders))
     }
 
     /// The credentials of `config` with no key file read or made and no secret source opened: for a dry run
     /// (`cordon explain`), which only asks which credentials are bound where. Any secret asked of it is
     /// unavailable.
     pub(crate) fn inert(config: &Config) -> Result<Credentials, String> {
-        Ok(Credentials {
+        let placeholders = Placeholders::from_key(&[0u8; 32]);
+        Ok(Credentials::with(config, Secrets::inert(config)?, placeholders))
+    }
+
+    fn with(config: &Config, secrets: Secrets, placeholders: Placeholders) -> Credentials {
+        Credentials {
             any_placeholders: config
                 .credentials
                 .values()
                 .any(|c| matches!(c.inject, Inject::Placeholder { .. })),
-            secrets: Secrets::inert(config)?,
+            secrets,
             specs: Arc::new(config.credentials.clone()),
-            placeholders: Placeholders::from_key(&[0u8; 32]),
-        })
+            placeholders,
+        }
     }
 
     /// Count token mints in these metrics.
