@@ -58,6 +58,16 @@ pub(crate) enum ProxyError {
         /// Why it is out of place.
         why: String,
     },
+    /// A real secret was sent where its credential is not bound.
+    #[error("refused: the request carries the secret of credential {credential:?}, which may not go here")]
+    SecretExfiltration {
+        /// The credential's name (never its value).
+        credential: String,
+    },
+    /// The upstream's response is in a content coding cordon cannot read, toward a destination whose secrets
+    /// it must mask.
+    #[error("the upstream answered in a content coding cordon cannot read: {0}")]
+    UpstreamEncoding(String),
     /// A body to a destination whose placeholder may be in it is too large to scan.
     #[error("the request body is larger than {limit} bytes, the most cordon scans for placeholders")]
     PayloadTooLarge {
@@ -117,7 +127,10 @@ impl ProxyError {
             ProxyError::Target(_) | ProxyError::NotProxyRequest | ProxyError::BadRequest { .. } => {
                 StatusCode::BAD_REQUEST
             }
-            ProxyError::Denied { .. } | ProxyError::Exfiltration { .. } => StatusCode::FORBIDDEN,
+            ProxyError::Denied { .. } | ProxyError::Exfiltration { .. } | ProxyError::SecretExfiltration { .. } => {
+                StatusCode::FORBIDDEN
+            }
+            ProxyError::UpstreamEncoding(_) => StatusCode::BAD_GATEWAY,
             ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::Dial(d) => match d {
@@ -149,6 +162,8 @@ impl ProxyError {
             ProxyError::Dial(d) => d.code(),
             ProxyError::Misdirected(_) => "misdirected",
             ProxyError::Exfiltration { .. } => "credential_exfiltration",
+            ProxyError::SecretExfiltration { .. } => "secret_exfiltration",
+            ProxyError::UpstreamEncoding(_) => "upstream_encoding",
             ProxyError::CredentialUnavailable { .. } => "credential_unavailable",
             ProxyError::PayloadTooLarge { .. } => "body_too_large",
             ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
@@ -267,6 +282,13 @@ pub(crate) enum TunnelEnd {
     UpstreamClosed(String),
     /// Either side failed while bytes were moving.
     Failed(String),
+    /// What the sandbox sent on it was refused (a placeholder or a secret in a WebSocket frame).
+    Refused {
+        /// The refusal's reason code.
+        code: &'static str,
+        /// What was refused.
+        detail: String,
+    },
 }
 
 impl TunnelEnd {
@@ -287,6 +309,7 @@ impl TunnelEnd {
             TunnelEnd::NotTlsOrHttp(_) => "not_tls_or_http",
             TunnelEnd::NoSni => "no_sni",
             TunnelEnd::BadSni(_) => "bad_sni",
+            TunnelEnd::Refused { code, .. } => code,
             TunnelEnd::Handover(_) | TunnelEnd::UpstreamClosed(_) | TunnelEnd::Failed(_) => return None,
         })
     }
@@ -312,6 +335,7 @@ impl TunnelEnd {
             TunnelEnd::Handover(e) => format!("the client connection was not handed over: {e}"),
             TunnelEnd::UpstreamClosed(e) => format!("the upstream closed: {e}"),
             TunnelEnd::Failed(e) => format!("tunnel ended with an error: {e}"),
+            TunnelEnd::Refused { detail, .. } => detail.clone(),
             TunnelEnd::NotTls(why)
             | TunnelEnd::HandshakeTimeout(why)
             | TunnelEnd::HandshakeFailed(why)

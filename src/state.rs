@@ -66,6 +66,8 @@ impl Generation {
     ) -> Result<Generation, String> {
         let mut credentials = Credentials::new(&config)?;
         credentials.set_metrics(metrics.clone());
+        // The exfiltration scan knows the stored secrets before any request has used them.
+        credentials.learn_stored().await;
         let admin_token = match &config.control.admin_token {
             None => None,
             Some(r) => {

@@ -134,6 +134,11 @@ impl Binding {
             && self.methods.as_ref().is_none_or(|m| m.contains(method))
             && self.paths.as_ref().is_none_or(|p| p.is_match(path))
     }
+
+    /// Whether `host` is one this credential is bound to (at any port, for any method and path).
+    pub(crate) fn matches_host(&self, host: &Host) -> bool {
+        matches!(host, Host::Name(name) if host_matches(&self.host_set, name))
+    }
 }
 
 /// How a credential is applied to a request that matches its binding.

@@ -1,4 +1,5 @@
-//! Request bodies for placeholder scanning: read up to a limit; the rest streams on untouched.
+//! Request bodies read whole up to a limit (where a placeholder may be swapped in them), or their first bytes
+//! (to show an approver).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -10,15 +11,15 @@ use http_body_util::BodyExt;
 
 use crate::body::{BoxError, ProxyBody};
 
-/// Bodies up to this size are scanned for placeholders (and may have them swapped); larger ones are not.
+/// Bodies up to this size may have placeholders swapped in them (413 beyond); every body is scanned.
 pub(crate) const MAX_SCANNED_BODY: usize = 1024 * 1024;
 
 /// A request body after an attempt to read it whole.
 pub(crate) enum Read {
     /// All of it (and its trailers), within the limit.
     Whole(Bytes, Option<HeaderMap>),
-    /// Larger than the limit: what was read, put back in front of the rest.
-    TooLarge(ProxyBody),
+    /// Larger than the limit (what was read is dropped).
+    TooLarge,
 }
 
 /// Read `body` whole if it fits in `limit` bytes.
@@ -30,13 +31,7 @@ pub(crate) async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxE
             Ok(data) => {
                 buf.extend_from_slice(&data);
                 if buf.len() > limit {
-                    return Ok(Read::TooLarge(
-                        Prefixed {
-                            prefix: Some(buf.freeze()),
-                            rest: body,
-                        }
-                        .boxed_unsync(),
-                    ));
+                    return Ok(Read::TooLarge);
                 }
             }
             Err(frame) => {

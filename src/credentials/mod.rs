@@ -3,8 +3,16 @@
 
 pub(crate) mod apply;
 pub(crate) mod body;
-pub(crate) mod echo;
+mod book;
+pub(crate) mod decode;
+pub(crate) mod detect;
+mod forms;
+pub(crate) mod mask;
+pub(crate) mod masked_body;
+pub(crate) mod outgoing;
 pub mod placeholder;
+pub(crate) mod scan_body;
 pub(crate) mod secrets;
 pub(crate) mod source;
 pub(crate) mod vault;
+pub(crate) mod views;

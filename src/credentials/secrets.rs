@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 
+use super::book::Book;
 use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
 use super::source::oauth2::{ClientAuth, ClientCredentials};
@@ -28,6 +29,8 @@ pub(crate) struct Secrets {
     http: HttpClient,
     tokens: TokenCache,
     metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+    /// Every value obtained for a credential, for the exfiltration scan and masking.
+    pub(crate) book: Book,
 }
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
@@ -91,6 +94,7 @@ impl Secrets {
             http,
             tokens: TokenCache::new(REFRESH_AHEAD, 100_000),
             metrics: None,
+            book: Book::default(),
         })
     }
 
@@ -102,6 +106,7 @@ impl Secrets {
             http: HttpClient::new(&config.upstream.extra_roots)?,
             tokens: TokenCache::new(REFRESH_AHEAD, 16),
             metrics: None,
+            book: Book::default(),
         })
     }
 
@@ -145,7 +150,11 @@ impl Secrets {
         };
         let o = narrowed.map(|(_, o)| o.clone()).unwrap_or_default();
         let token = match &spec.source {
-            SecretSource::Static(r) => return self.stored(r).await,
+            SecretSource::Static(r) => {
+                let value = self.stored(r).await?;
+                self.book.record(&spec.name, &value);
+                return Ok(value);
+            }
             SecretSource::OAuth2(spec_o) => {
                 self.tokens
                     .get(&key, || async {
@@ -192,9 +201,11 @@ impl Secrets {
                     .await
             }
         };
-        token
+        let value = token
             .map(|t: std::sync::Arc<Token>| t.value.clone())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.book.record(&spec.name, &value);
+        Ok(value)
     }
 }
 

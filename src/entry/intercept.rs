@@ -13,13 +13,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::LazyConfigAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use super::websocket;
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::body::{self, ProxyBody};
 use crate::error::{self, TunnelEnd};
 use crate::framing::FramingGuard;
 use crate::identity::Sandbox;
-use crate::pipeline::{self, Ask, Claim, Input, Inside, TunnelRecord};
+use crate::pipeline::{self, Ask, Claim, Input, Inside, TunnelRecord, WebSocketGuard};
 use crate::session::lifetime::{Stop, Watched};
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target};
@@ -180,15 +181,13 @@ async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> R
     let mut resp = pipeline::run(&interception.state, input).await.into_response();
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (resp.status(), client_upgrade) {
         let upstream_upgrade = hyper::upgrade::on(&mut resp);
-        let spliced = interception.clone();
+        let guard = resp.extensions_mut().remove::<WebSocketGuard>();
+        let relayed = interception.clone();
         interception.state.tasks.spawn(async move {
-            if let (Ok(c), Ok(u)) = (client_upgrade.await, upstream_upgrade.await) {
-                let (mut c, mut u) = (TokioIo::new(c), TokioIo::new(u));
-                tokio::select! {
-                    _ = tokio::io::copy_bidirectional(&mut c, &mut u) => {}
-                    _ = spliced.stop.ended() => {}
-                }
-            }
+            let (Ok(c), Ok(u), Some(guard)) = (client_upgrade.await, upstream_upgrade.await, guard) else {
+                return;
+            };
+            websocket::relay(c, u, guard, &relayed.stop).await;
         });
     }
     resp

@@ -18,3 +18,4 @@ pub(crate) mod http;
 pub(crate) mod intercept;
 pub(crate) mod transparent;
 pub(crate) mod tunnel;
+mod websocket;

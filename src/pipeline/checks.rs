@@ -24,6 +24,9 @@ pub(crate) struct Decision {
     /// The credentials of the policy that may be applied to this request: bound to its destination,
     /// method and path, and only inside an interception (never over cleartext).
     pub(crate) credentials: Vec<String>,
+    /// The policy's `mask_echo` credentials bound to the destination's host: their secrets are masked in
+    /// whatever comes back.
+    pub(crate) masked: Vec<String>,
 }
 
 impl Exchange {
@@ -124,19 +127,21 @@ impl Exchange {
         self.audit
             .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::code));
         let rule = decided.rule.and_then(|i| policy.rules.get(i));
-        let credentials = match (ask, method, path) {
-            (Ask::Request { inside, .. }, Some(method), Some(path)) => {
+        let (credentials, masked) = match (ask, method, path) {
+            (Ask::Request { inside, .. }, Some(method), Some(path)) => (
                 generation
                     .credentials
-                    .usable(policy, target, method, path, inside.is_some())
-            }
-            _ => Vec::new(),
+                    .usable(policy, target, method, path, inside.is_some()),
+                generation.credentials.masked(policy, target),
+            ),
+            _ => (Vec::new(), Vec::new()),
         };
         Ok(Decision {
             rule: decided.rule,
             tls: rule.map(|r| r.tls).unwrap_or_default(),
             action: rule.map(|r| r.action).unwrap_or_default(),
             credentials,
+            masked,
         })
     }
 

@@ -3,13 +3,14 @@
 use std::sync::Arc;
 
 use http::Response;
-use secrecy::SecretString;
 
 use super::dry::{Note, Notes};
 use super::input::{Ask, Input, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
+use crate::credentials::mask::Masker;
+use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
 use crate::limits::Meter;
 use crate::session::scope::ConnScope;
@@ -36,8 +37,10 @@ pub(super) struct Exchange {
     pub(super) conn: Option<Arc<ConnScope>>,
     /// Counts plain-HTTP body bytes against the sandbox's byte budget (tunnels count at their stream).
     pub(super) meter: Option<Arc<dyn Meter>>,
-    /// Secrets applied with `mask_echo`, and the placeholder each is masked with in the response.
-    pub(super) echo: Vec<(SecretString, String)>,
+    /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
+    pub(super) masker: Option<Arc<Masker>>,
+    /// What the request body's scan found, if it ended the upload.
+    pub(super) verdict: Option<Verdict>,
     /// Counted in an aggregate record instead of one of its own.
     pub(super) suppressed: bool,
     pub(super) audit: audit::Pending,
@@ -95,7 +98,8 @@ impl Exchange {
             original_dst,
             conn: input.conn.clone(),
             meter: None,
-            echo: Vec::new(),
+            masker: None,
+            verdict: None,
             suppressed: false,
             audit,
         }

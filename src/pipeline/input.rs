@@ -9,6 +9,8 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit;
 use crate::audit::Kind;
 use crate::body::ProxyBody;
+use crate::credentials::detect::Detector;
+use crate::credentials::mask::Masker;
 use crate::dns::Answer;
 use crate::error::ProxyError;
 use crate::error::TunnelEnd;
@@ -160,5 +162,27 @@ impl TunnelRecord {
             self.0.ended(how);
         }
         self.0.finish();
+    }
+}
+
+/// What a WebSocket relay needs, handed to the entry with the 101: the secrets to mask in frames from the
+/// upstream, the scanner for frames from the sandbox, the credentials whose secrets may go out on it, and
+/// its audit record (written when the WebSocket closes). Cloned along with the response's extensions; the
+/// record goes to whoever takes it first.
+#[derive(Clone)]
+pub(crate) struct WebSocketGuard {
+    /// Masks what the upstream sends, if its destination's secrets are masked.
+    pub(crate) masker: Option<Arc<Masker>>,
+    /// Scans what the sandbox sends.
+    pub(crate) detector: Arc<Detector>,
+    /// Credentials whose secrets may be sent on this WebSocket.
+    pub(crate) allowed: Vec<String>,
+    pub(super) record: Arc<Mutex<Option<TunnelRecord>>>,
+}
+
+impl WebSocketGuard {
+    /// The WebSocket's audit record (once).
+    pub(crate) fn take_record(&self) -> Option<TunnelRecord> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }

@@ -33,6 +33,7 @@ mod input;
 mod name;
 mod record;
 mod request;
+mod respond;
 mod tunnel;
 
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use crate::state::{Generation, ProxyState};
 pub(crate) use dry::{CredentialUse, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
-pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord};
+pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord, WebSocketGuard};
 pub(crate) use record::{malformed, refuse_connection};
 pub(crate) use request::is_websocket;
 

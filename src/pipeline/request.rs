@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use http::header::{CONNECTION, HOST, UPGRADE};
+use http::header::{ACCEPT_ENCODING, CONNECTION, HOST, IF_RANGE, RANGE, SEC_WEBSOCKET_EXTENSIONS, UPGRADE};
 use http::uri::{PathAndQuery, Scheme};
-use http::{HeaderValue, Request, Response, StatusCode, Uri, Version};
+use http::{HeaderValue, Request, Uri, Version};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 
 use super::checks::Decision;
 use super::dry::{CredentialUse, Note};
@@ -22,7 +21,6 @@ use crate::headers;
 use crate::identity::Sandbox;
 use crate::policy::Action;
 use crate::target::Target;
-use crate::upstream::pool::Dialled;
 use crate::upstream::send::send;
 
 /// A WebSocket handshake: HTTP/1.1 end to end, and after a 101 the two upgraded streams are spliced.
@@ -51,6 +49,16 @@ pub(super) async fn forward(
             out.headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("upgrade"));
             out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
+            // SECURITY: frames are masked and scanned one by one, so no compression may hide what they say.
+            out.headers_mut().remove(SEC_WEBSOCKET_EXTENSIONS);
+        }
+        if !decision.masked.is_empty() {
+            // SECURITY: what comes back from a destination whose secrets are masked comes whole (no Range
+            // may split a secret over two answers) and, preferably, uncompressed (a compressed answer is
+            // decompressed to be masked).
+            for name in [ACCEPT_ENCODING, RANGE, IF_RANGE] {
+                out.headers_mut().remove(name);
+            }
         }
         // Before any credential is attached, so nothing secret is ever shown to the approver.
         ex.approve(&sandbox, &target, &decision, &mut out).await?;
@@ -79,13 +87,13 @@ pub(super) async fn forward(
     let pool = if websocket { &clients.http1 } else { &clients.any };
     let timeout = ex.generation.config.timeouts.upstream_headers;
     match send(pool, out, timeout).await {
-        Ok(resp) if websocket => Outcome::Respond(ex.respond_upgrade(resp)),
-        Ok(resp) if !ex.echo.is_empty() => {
-            let masked = crate::credentials::echo::mask(resp, &ex.echo).await;
-            Outcome::Respond(ex.respond(masked))
+        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials),
+        Ok(resp) => ex.respond(resp.map(crate::body::boxed)),
+        Err(e) => {
+            // The body scan ended the upload: the sandbox hears why, not that the upstream failed.
+            let e = ex.scan_refusal(&sandbox).unwrap_or(e);
+            ex.refuse(e)
         }
-        Ok(resp) => Outcome::Respond(ex.respond(resp.map(crate::body::boxed))),
-        Err(e) => ex.refuse(e),
     }
 }
 
@@ -224,41 +232,10 @@ impl Exchange {
             .apply(sandbox, policy, &decision.credentials, &mut parts, body)
             .await?;
         *req = Request::from_parts(parts, applied.body);
-        self.echo = applied.echo;
+        self.verdict = applied.verdict;
         self.audit.credentials(applied.names);
+        self.masker = generation.credentials.masker(sandbox, policy, &decision.masked).await?;
         Ok(())
-    }
-
-    /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when
-    /// the body ends).
-    fn respond(mut self, resp: Response<ProxyBody>) -> Response<ProxyBody> {
-        let (mut parts, body) = resp.into_parts();
-        if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
-            self.audit.dialled(addr.to_string());
-        }
-        headers::strip_response(&mut parts.headers);
-        self.audit.status(parts.status.as_u16());
-        let audit = self.audit;
-        let down = audit.down_counter();
-        Response::from_parts(
-            parts,
-            Counted::new(body, down, Some(audit))
-                .metered(self.meter, false)
-                .boxed_unsync(),
-        )
-    }
-
-    /// A WebSocket handshake's response: after a 101, the client is told it switched, and the upstream's
-    /// upgraded stream travels in the response's extensions (`hyper::upgrade::on`) for the entry to splice.
-    fn respond_upgrade(self, resp: Response<Incoming>) -> Response<ProxyBody> {
-        let switching = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
-        let mut out = self.respond(resp.map(crate::body::boxed));
-        if switching {
-            out.headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
-            out.headers_mut().insert(UPGRADE, HeaderValue::from_static("websocket"));
-        }
-        out
     }
 }
 

@@ -326,11 +326,15 @@ async fn websocket_through_interception() {
         .unwrap()
         .unwrap();
     assert_eq!(echoed, Message::text("ping through cordon"));
-    let recs = rig.proxy.audit.wait_for(1).await;
-    assert!(
-        recs.iter().any(|r| r.kind == Kind::Https && r.status == Some(101)),
-        "{recs:#?}"
-    );
+    // A WebSocket's record is written when it closes, with what moved both ways.
+    socket.close(None).await.unwrap();
+    let rec = rig
+        .proxy
+        .audit
+        .wait_any(|r| r.kind == Kind::Https && r.status == Some(101))
+        .await
+        .unwrap_or_else(|| panic!("{:#?}", rig.proxy.audit.now()));
+    assert!(rec.bytes_up >= 19 && rec.bytes_down >= 19, "{rec:#?}");
 }
 
 fn test_ca_config(rig: &TlsRig) -> Arc<rustls::ServerConfig> {

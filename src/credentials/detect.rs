@@ -1,0 +1,160 @@
+//! The exfiltration scan: every placeholder and every real secret in a text the sandbox sends, in the raw
+//! bytes and in every reading decoding makes of them ([`super::views`]), case-insensitively, in one pass of
+//! one automaton per reading.
+
+use aho_corasick::automaton::Automaton;
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::{Anchored, Input, MatchKind};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::forms::forms;
+use super::placeholder::PREFIX;
+use super::views::views;
+
+/// Hex digits after the prefix in a placeholder.
+const PLACEHOLDER_HEX: usize = 32;
+
+/// What one scan found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Placeholders as cordon issued them (lower case, not encoded), one entry per occurrence.
+    pub(crate) plain: Vec<String>,
+    /// Placeholders that only a decoding reveals, or written in another case: never where they may be swapped.
+    pub(crate) disguised: Vec<String>,
+    /// Credentials whose real secret is in the text (in any of its forms).
+    pub(crate) secrets: Vec<String>,
+}
+
+impl Found {
+    /// Whether nothing was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.plain.is_empty() && self.disguised.is_empty() && self.secrets.is_empty()
+    }
+
+    /// Add what another scan found.
+    pub(crate) fn merge(&mut self, other: Found) {
+        self.plain.extend(other.plain);
+        self.disguised.extend(other.disguised);
+        for s in other.secrets {
+            if !self.secrets.contains(&s) {
+                self.secrets.push(s);
+            }
+        }
+    }
+}
+
+/// The scanner for one set of known secrets.
+pub(crate) struct Detector {
+    nfa: NFA,
+    /// For each pattern: `None` for the placeholder prefix, the credential for a form of its secret.
+    owners: Vec<Option<String>>,
+    /// The longest pattern.
+    longest: usize,
+}
+
+impl Detector {
+    /// A scanner for placeholders and for these secrets (credential, value).
+    pub(crate) fn new(secrets: &[(String, SecretString)]) -> Result<Detector, aho_corasick::BuildError> {
+        let mut patterns: Vec<Vec<u8>> = vec![PREFIX.as_bytes().to_vec()];
+        let mut owners = vec![None];
+        for (credential, secret) in secrets {
+            for form in forms(secret.expose_secret().as_bytes()) {
+                if !patterns.iter().any(|p| p.eq_ignore_ascii_case(&form)) {
+                    patterns.push(form);
+                    owners.push(Some(credential.clone()));
+                }
+            }
+        }
+        let longest = patterns.iter().map(Vec::len).max().unwrap_or(PREFIX.len());
+        let nfa = NFA::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)?;
+        Ok(Detector { nfa, owners, longest })
+    }
+
+    /// How many trailing bytes a streaming scan must keep between chunks: enough for the longest pattern
+    /// written in its longest encoding (percent-encoded twice: five bytes a byte).
+    pub(crate) fn window(&self) -> usize {
+        (self.longest + PLACEHOLDER_HEX) * 5 + 64
+    }
+
+    /// Every placeholder and secret in `text` and its readings.
+    pub(crate) fn scan(&self, text: &[u8]) -> Found {
+        let mut found = Found::default();
+        let mut raw_counts: Vec<String> = Vec::new();
+        for (i, view) in views(text).iter().enumerate() {
+            let mut in_view: Vec<String> = Vec::new();
+            for m in self.nfa.try_find_iter(Input::new(view.as_ref())).into_iter().flatten() {
+                match &self.owners[m.pattern().as_usize()] {
+                    Some(credential) => {
+                        if !found.secrets.contains(credential) {
+                            found.secrets.push(credential.clone());
+                        }
+                    }
+                    None => {
+                        let token = token_at(view, m.start());
+                        let as_issued = &view[m.start()..m.end()] == PREFIX.as_bytes()
+                            && view[m.end()..]
+                                .iter()
+                                .take(PLACEHOLDER_HEX)
+                                .all(|b| !b.is_ascii_uppercase());
+                        if i == 0 && as_issued {
+                            raw_counts.push(token.clone());
+                            found.plain.push(token);
+                        } else if i == 0 {
+                            found.disguised.push(token);
+                        } else {
+                            in_view.push(token);
+                        }
+                    }
+                }
+            }
+            // A reading holds more of a placeholder than the raw text: some of it was encoded.
+            for token in &in_view {
+                let here = in_view.iter().filter(|t| *t == token).count();
+                let raw = raw_counts.iter().filter(|t| *t == token).count();
+                if here > raw && !found.disguised.contains(token) {
+                    found.disguised.push(token.clone());
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Detector {
+    /// Whether the end of `text`, or of a reading of it, could be the start of a placeholder or a secret:
+    /// then the next bytes must be scanned with it before any of it is sent.
+    pub(crate) fn open_ended(&self, text: &[u8]) -> bool {
+        let Ok(anchored) = self.nfa.start_state(Anchored::Yes) else {
+            return true;
+        };
+        views(text).iter().any(|view| {
+            let from = view.len().saturating_sub(self.longest + PLACEHOLDER_HEX);
+            (from..view.len()).any(|i| {
+                let mut sid = anchored;
+                view[i..].iter().all(|&b| {
+                    sid = self.nfa.next_state(Anchored::Yes, sid, b);
+                    !self.nfa.is_dead(sid)
+                })
+            })
+        })
+    }
+}
+
+/// The placeholder-shaped token starting at `start` (the prefix and the hex digits after it), lower-cased.
+fn token_at(view: &[u8], start: usize) -> String {
+    let after = &view[start + PREFIX.len()..];
+    let hex: String = after
+        .iter()
+        .take(PLACEHOLDER_HEX)
+        .take_while(|b| b.is_ascii_hexdigit())
+        .map(|b| char::from(b.to_ascii_lowercase()))
+        .collect();
+    format!("{PREFIX}{hex}")
+}
+
+#[cfg(test)]
+#[path = "detect_tests.rs"]
+mod tests;

@@ -1,0 +1,174 @@
+//! Masking secrets on their way back to a sandbox: every form of every secret ([`super::forms`]) found in a
+//! response is replaced with the sandbox's placeholder for that credential, in one pass of one multi-pattern
+//! automaton, as the bytes stream through.
+//!
+//! Streaming holds back only what could still become a secret: after each chunk, the output ends where the
+//! longest tail of the bytes seen that is the start of some form begins. A response that pauses between
+//! events (server-sent events, streamed completions) reaches the sandbox without waiting for the next
+//! chunk, unless its last bytes could begin a secret.
+
+use std::sync::Arc;
+
+use aho_corasick::automaton::Automaton;
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::{Anchored, Input, MatchKind};
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::forms::forms;
+
+/// The secrets of one set of credentials, ready to be masked.
+pub(crate) struct Masker {
+    nfa: NFA,
+    /// What each pattern is replaced with (its credential's placeholder).
+    replacements: Vec<Bytes>,
+    /// The longest pattern, in bytes.
+    longest: usize,
+}
+
+impl Masker {
+    /// A masker replacing every form of each secret with its placeholder; `None` when there is nothing to
+    /// mask.
+    pub(crate) fn new(secrets: &[(SecretString, String)]) -> Option<Masker> {
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut replacements = Vec::new();
+        for (secret, placeholder) in secrets {
+            let secret = secret.expose_secret().as_bytes();
+            if secret.is_empty() {
+                continue;
+            }
+            for form in forms(secret) {
+                if !patterns.contains(&form) {
+                    patterns.push(form);
+                    replacements.push(Bytes::copy_from_slice(placeholder.as_bytes()));
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return None;
+        }
+        let longest = patterns.iter().map(Vec::len).max().unwrap_or(1);
+        let nfa = NFA::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .map_err(|e| tracing::error!("cannot build the masking automaton: {e}"))
+            .ok()?;
+        Some(Masker {
+            nfa,
+            replacements,
+            longest,
+        })
+    }
+
+    /// `bytes` with every secret replaced, or `None` if it holds none (nothing is copied then).
+    pub(crate) fn mask(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut out: Option<Vec<u8>> = None;
+        let mut pos = 0;
+        for m in self.matches(bytes) {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
+            o.extend_from_slice(&bytes[pos..m.start()]);
+            o.extend_from_slice(&self.replacements[m.pattern().as_usize()]);
+            pos = m.end();
+        }
+        let mut out = out?;
+        out.extend_from_slice(&bytes[pos..]);
+        Some(out)
+    }
+
+    /// Mask every header value (values that are not text included); a value that would no longer be a
+    /// valid header is replaced by its placeholders alone.
+    pub(crate) fn mask_headers(&self, headers: &mut HeaderMap) {
+        for value in headers.values_mut() {
+            if let Some(masked) = self.mask(value.as_bytes()) {
+                *value = HeaderValue::from_bytes(&masked).unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
+            }
+        }
+    }
+
+    /// A stream masking a body chunk by chunk.
+    pub(crate) fn stream(self: &Arc<Self>) -> MaskStream {
+        MaskStream {
+            masker: self.clone(),
+            carry: BytesMut::new(),
+        }
+    }
+
+    fn matches<'h>(&'h self, bytes: &'h [u8]) -> impl Iterator<Item = aho_corasick::Match> + 'h {
+        self.nfa.try_find_iter(Input::new(bytes)).into_iter().flatten()
+    }
+
+    /// Where the longest tail of `bytes[from..]` that is the start of some pattern begins (`bytes.len()` if
+    /// none is): what must be held back until the next chunk shows whether it becomes a secret.
+    fn held_from(&self, bytes: &[u8], from: usize) -> usize {
+        let start = from.max(bytes.len().saturating_sub(self.longest - 1));
+        let Ok(anchored) = self.nfa.start_state(Anchored::Yes) else {
+            return start;
+        };
+        (start..bytes.len())
+            .find(|&i| {
+                let mut sid = anchored;
+                bytes[i..].iter().all(|&b| {
+                    sid = self.nfa.next_state(Anchored::Yes, sid, b);
+                    !self.nfa.is_dead(sid)
+                })
+            })
+            .unwrap_or(bytes.len())
+    }
+}
+
+/// A body being masked: what is ready goes out at once, what could still become a secret is carried.
+pub(crate) struct MaskStream {
+    masker: Arc<Masker>,
+    carry: BytesMut,
+}
+
+impl MaskStream {
+    /// Mask the next chunk; returns what may be sent now (possibly empty).
+    pub(crate) fn push(&mut self, chunk: Bytes) -> Bytes {
+        let buf = if self.carry.is_empty() {
+            chunk
+        } else {
+            self.carry.extend_from_slice(&chunk);
+            self.carry.split().freeze()
+        };
+        // Matches that start before the earliest tail that could still grow into a secret are final (no
+        // longer or earlier match can appear with more bytes); the rest waits for the next chunk.
+        let open = self.masker.held_from(&buf, 0);
+        let mut out = BytesMut::new();
+        let mut pos = 0;
+        for m in self.masker.matches(&buf) {
+            if m.start() >= open {
+                break;
+            }
+            out.extend_from_slice(&buf[pos..m.start()]);
+            out.extend_from_slice(&self.masker.replacements[m.pattern().as_usize()]);
+            pos = m.end();
+        }
+        let cut = if pos > open {
+            self.masker.held_from(&buf, pos)
+        } else {
+            open
+        };
+        self.carry.extend_from_slice(&buf[cut..]);
+        if out.is_empty() {
+            // No secret in this chunk: send its safe part without copying it.
+            return buf.slice(pos..cut);
+        }
+        out.extend_from_slice(&buf[pos..cut]);
+        out.freeze()
+    }
+
+    /// The end of the body: the carried bytes, masked.
+    pub(crate) fn finish(&mut self) -> Bytes {
+        let rest = self.carry.split().freeze();
+        match self.masker.mask(&rest) {
+            Some(masked) => Bytes::from(masked),
+            None => rest,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "mask_tests.rs"]
+mod tests;

@@ -1,0 +1,100 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use base64::Engine;
+
+use super::*;
+
+const SECRET: &str = "sk-live-4f9a1c7e2b8d6a03";
+const PLACEHOLDER: &str = "cordon-ph-00112233445566778899aabbccddeeff";
+
+fn masker() -> Arc<Masker> {
+    Arc::new(Masker::new(&[(SecretString::from(SECRET), PLACEHOLDER.to_string())]).unwrap())
+}
+
+/// Feed `text` to a stream in pieces of `size` bytes and collect everything it lets out.
+fn streamed(masker: &Arc<Masker>, text: &[u8], size: usize) -> Vec<u8> {
+    let mut stream = masker.stream();
+    let mut out = Vec::new();
+    for piece in text.chunks(size) {
+        out.extend_from_slice(&stream.push(Bytes::copy_from_slice(piece)));
+    }
+    out.extend_from_slice(&stream.finish());
+    out
+}
+
+#[test]
+fn the_secret_and_its_encodings_are_masked_in_one_pass() {
+    let m = masker();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{SECRET}"));
+    let text = format!(
+        "a {SECRET} b {} c {} d {b64} e",
+        hex::encode(SECRET),
+        SECRET.replace('-', "\\u002d")
+    );
+    let masked = String::from_utf8(m.mask(text.as_bytes()).unwrap()).unwrap();
+    assert!(!masked.contains(SECRET), "{masked}");
+    assert!(!masked.contains(&hex::encode(SECRET)), "{masked}");
+    assert_eq!(masked.matches(PLACEHOLDER).count(), 3, "{masked}");
+    // The \u002d spelling is not a JSON encoder's: the raw-dash form does not occur in it.
+    assert!(masked.contains("\\u002d"));
+    assert!(m.mask(b"nothing here").is_none());
+}
+
+#[test]
+fn a_secret_split_anywhere_across_chunks_never_gets_out() {
+    let m = masker();
+    let text = format!("event: x\ndata: {{\"k\": \"{SECRET}\"}}\n\n{SECRET}{SECRET} tail {SECRET}");
+    let whole = m.mask(text.as_bytes()).unwrap();
+    for size in 1..=text.len() {
+        let out = streamed(&m, text.as_bytes(), size);
+        assert_eq!(out, whole, "chunks of {size}");
+    }
+}
+
+#[test]
+fn only_what_could_begin_a_secret_is_held_back() {
+    let m = masker();
+    let mut stream = m.stream();
+    // An SSE event ends with a blank line, which starts no secret: all of it goes out now.
+    let event = b"data: hello\n\n";
+    assert_eq!(&stream.push(Bytes::from_static(event))[..], event);
+    // A chunk ending in the first bytes of the secret holds exactly those back.
+    let out = stream.push(Bytes::from(format!("data: {}", &SECRET[..7])));
+    assert_eq!(&out[..], b"data: ");
+    let out = stream.push(Bytes::from(format!("{}\n\n", &SECRET[7..])));
+    assert_eq!(out, Bytes::from(format!("{PLACEHOLDER}\n\n")));
+    // A held prefix that turns out not to be a secret goes out with what follows it.
+    let out = stream.push(Bytes::from_static(b"sk-li"));
+    assert!(out.is_empty());
+    let out = stream.push(Bytes::from_static(b"ne!\n"));
+    assert_eq!(&out[..], b"sk-line!\n");
+    assert!(stream.finish().is_empty());
+}
+
+#[test]
+fn several_secrets_each_get_their_own_placeholder_and_headers_are_masked() {
+    let m = Masker::new(&[
+        (SecretString::from("first-secret-value-1"), "PH1".to_string()),
+        (SecretString::from("second-secret-value-2"), "PH2".to_string()),
+    ])
+    .unwrap();
+    let masked = m.mask(b"first-secret-value-1/second-secret-value-2").unwrap();
+    assert_eq!(masked, b"PH1/PH2");
+    let mut headers = HeaderMap::new();
+    headers.insert("x-echo", HeaderValue::from_static("Bearer first-secret-value-1"));
+    headers.insert(
+        "x-raw",
+        HeaderValue::from_bytes(b"\xffsecond-secret-value-2\xfe").unwrap(),
+    );
+    headers.insert("x-plain", HeaderValue::from_static("nothing"));
+    m.mask_headers(&mut headers);
+    assert_eq!(headers["x-echo"], "Bearer PH1");
+    assert_eq!(headers["x-raw"].as_bytes(), b"\xffPH2\xfe");
+    assert_eq!(headers["x-plain"], "nothing");
+}
+
+#[test]
+fn nothing_to_mask_builds_no_masker() {
+    assert!(Masker::new(&[]).is_none());
+    assert!(Masker::new(&[(SecretString::from(""), "PH".to_string())]).is_none());
+}

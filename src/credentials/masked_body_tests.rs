@@ -1,0 +1,56 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::io::Write;
+
+use http::HeaderMap;
+use http_body_util::{BodyExt, StreamBody};
+use secrecy::SecretString;
+
+use super::*;
+
+const SECRET: &str = "sk-live-4f9a1c7e2b8d6a03";
+const PH: &str = "cordon-ph-00112233445566778899aabbccddeeff";
+
+fn masker() -> Arc<Masker> {
+    Arc::new(Masker::new(&[(SecretString::from(SECRET), PH.to_string())]).unwrap())
+}
+
+fn body(frames: Vec<Frame<Bytes>>) -> ProxyBody {
+    let stream = futures_util::stream::iter(frames.into_iter().map(Ok::<_, BoxError>));
+    StreamBody::new(stream).boxed_unsync()
+}
+
+async fn collect(b: MaskedBody) -> (Vec<u8>, Option<HeaderMap>) {
+    let collected = b.collect().await.unwrap();
+    let trailers = collected.trailers().cloned();
+    (collected.to_bytes().to_vec(), trailers)
+}
+
+#[tokio::test]
+async fn data_split_across_frames_and_trailers_are_masked() {
+    let half = SECRET.len() / 2;
+    let mut trailers = HeaderMap::new();
+    trailers.insert("x-echo", SECRET.parse().unwrap());
+    let frames = vec![
+        Frame::data(Bytes::from(format!("a{}", &SECRET[..half]))),
+        Frame::data(Bytes::from(format!("{}b", &SECRET[half..]))),
+        Frame::trailers(trailers),
+    ];
+    let (data, trailers) = collect(MaskedBody::new(body(frames), masker(), None)).await;
+    assert_eq!(data, format!("a{PH}b").as_bytes());
+    assert_eq!(trailers.unwrap()["x-echo"], PH);
+}
+
+#[tokio::test]
+async fn a_compressed_body_is_decompressed_then_masked() {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(format!("{{\"echo\": \"{SECRET}\"}}").repeat(1000).as_bytes())
+        .unwrap();
+    let gz = e.finish().unwrap();
+    let frames = gz.chunks(100).map(|c| Frame::data(Bytes::copy_from_slice(c))).collect();
+    let decoder = Decoder::for_coding("gzip").unwrap();
+    let (data, _) = collect(MaskedBody::new(body(frames), masker(), decoder)).await;
+    let text = String::from_utf8(data).unwrap();
+    assert!(!text.contains(SECRET));
+    assert_eq!(text.matches(PH).count(), 1000);
+}

@@ -1,0 +1,191 @@
+//! The readings of a text that a receiver might decode: what the exfiltration scan looks through besides
+//! the raw bytes. A placeholder or a secret hidden by encoding is found in one of them.
+//!
+//! Decoders, each applied where its text could be one, up to two deep (percent-encoding inside base64,
+//! base64 inside a percent-encoded field): percent-decoding (repeated: `%2563` is `%63` is `c`), `+` as
+//! space, JSON string escapes (`\u002d`, `\/`), base64 (standard and URL-safe alphabets, at every starting
+//! offset of every run of base64 characters long enough to hold a placeholder), and the values of a form or
+//! query string joined together (a placeholder split over two fields).
+
+use std::borrow::Cow;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+
+/// The shortest run of base64 characters decoded (a placeholder encodes to 56).
+const MIN_BASE64_RUN: usize = 16;
+
+/// How many decoders deep a reading goes.
+const DEPTH: usize = 2;
+
+/// The text itself first, then every reading decoding makes of it.
+pub(crate) fn views(text: &[u8]) -> Vec<Cow<'_, [u8]>> {
+    let mut out = vec![Cow::Borrowed(text)];
+    let mut frontier = vec![text.to_vec()];
+    for _ in 0..DEPTH {
+        let mut next = Vec::new();
+        for t in &frontier {
+            for decoded in decodings(t) {
+                if decoded.as_slice() != text && !out.iter().any(|v| v.as_ref() == decoded.as_slice()) {
+                    next.push(decoded.clone());
+                    out.push(Cow::Owned(decoded));
+                }
+            }
+        }
+        frontier = next;
+    }
+    out
+}
+
+/// One decoder's step over `text`, for each decoder that applies.
+fn decodings(text: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    if text.contains(&b'%') || text.contains(&b'+') {
+        let decoded = percent_decode(text);
+        if decoded != text {
+            out.push(decoded);
+        }
+    }
+    if text.contains(&b'\\') {
+        let unescaped = json_unescape(text);
+        if unescaped != text {
+            out.push(unescaped);
+        }
+    }
+    if text.contains(&b'=') && text.contains(&b'&') {
+        out.push(form_values_joined(text));
+    }
+    out.extend(base64_runs(text));
+    out
+}
+
+/// `%XX` decoded (invalid escapes kept as they are), and `+` as a space.
+fn percent_decode(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'%' if i + 2 < text.len() => match (hex(text[i + 1]), hex(text[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+/// JSON string escapes undone (`\uXXXX` including surrogate pairs, `\/`, `\n` and the rest); anything that
+/// is not a valid escape is kept as it is.
+fn json_unescape(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        let simple = match text[i + 1] {
+            b'/' => Some(b'/'),
+            b'\\' => Some(b'\\'),
+            b'"' => Some(b'"'),
+            b'n' => Some(b'\n'),
+            b't' => Some(b'\t'),
+            b'r' => Some(b'\r'),
+            b'b' => Some(8),
+            b'f' => Some(12),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            i += 2;
+            continue;
+        }
+        if let Some((c, used)) = unicode_escape(&text[i..]) {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            i += used;
+            continue;
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
+}
+
+/// `\uXXXX` (or a surrogate pair `\uD83D\uDE00`) at the start of `text`: the character and the bytes used.
+fn unicode_escape(text: &[u8]) -> Option<(char, usize)> {
+    let unit = |t: &[u8]| -> Option<u32> {
+        let digits = t.get(2..6)?;
+        (t.get(..2)? == b"\\u").then_some(())?;
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let first = unit(text)?;
+    if (0xD800..0xDC00).contains(&first)
+        && let Some(second) = text.get(6..).and_then(unit)
+        && (0xDC00..0xE000).contains(&second)
+    {
+        let c = char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))?;
+        return Some((c, 12));
+    }
+    Some((char::from_u32(first)?, 6))
+}
+
+/// The values of `a=1&b=2` (each percent-decoded) joined with nothing between them.
+fn form_values_joined(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for pair in text.split(|&b| b == b'&') {
+        let value = pair.splitn(2, |&b| b == b'=').nth(1).unwrap_or(pair);
+        out.extend_from_slice(&percent_decode(value));
+    }
+    out
+}
+
+/// Each long run of base64 characters decoded, in both alphabets, from each of its first four offsets (a
+/// run glued to other letters need not start on a group boundary).
+fn base64_runs(text: &[u8]) -> Vec<Vec<u8>> {
+    let is_b64 = |b: &u8| b.is_ascii_alphanumeric() || b"+/-_".contains(b);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        if !is_b64(&text[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len() && is_b64(&text[i]) {
+            i += 1;
+        }
+        let run = &text[start..i];
+        if run.len() < MIN_BASE64_RUN {
+            continue;
+        }
+        for offset in 0..4 {
+            let part = &run[offset..];
+            // The whole run if it can end there (a run of 4n+1 characters cannot), else its whole groups.
+            let whole = &part[..part.len() - usize::from(part.len() % 4 == 1)];
+            let groups = &part[..part.len() - part.len() % 4];
+            for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+                if let Ok(decoded) = engine.decode(whole).or_else(|_| engine.decode(groups)) {
+                    out.push(decoded);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;

@@ -1,0 +1,98 @@
+//! The upstream's answer on its way back: hop-by-hop headers stripped, every secret of a masked destination
+//! masked (headers, 1xx and 101 headers, body as it streams, decompressed first if need be, trailers), and
+//! the audit record carried to the end of the body, or of the WebSocket.
+
+use std::sync::{Arc, Mutex};
+
+use http::header::{CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, SEC_WEBSOCKET_EXTENSIONS, UPGRADE};
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use super::exchange::Exchange;
+use super::input::{Outcome, TunnelRecord, WebSocketGuard};
+use crate::body::{Counted, ProxyBody};
+use crate::credentials::decode::Decoder;
+use crate::credentials::masked_body::MaskedBody;
+use crate::credentials::outgoing::refusal;
+use crate::error::ProxyError;
+use crate::headers;
+use crate::identity::Sandbox;
+use crate::upstream::pool::Dialled;
+
+impl Exchange {
+    /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when
+    /// the body ends).
+    pub(super) fn respond(mut self, resp: Response<ProxyBody>) -> Outcome {
+        let (mut parts, mut body) = resp.into_parts();
+        if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
+            self.audit.dialled(addr.to_string());
+        }
+        headers::strip_response(&mut parts.headers);
+        if let Some(masker) = self.masker.clone() {
+            let decoder = match parts.headers.get(CONTENT_ENCODING) {
+                None => None,
+                Some(coding) => match Decoder::for_coding(&String::from_utf8_lossy(coding.as_bytes())) {
+                    Ok(decoder) => decoder,
+                    // SECURITY: a body cordon cannot read cannot be masked: refused, not passed on.
+                    Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e.to_string())),
+                },
+            };
+            masker.mask_headers(&mut parts.headers);
+            // The body the sandbox gets is decoded and masked: its coding and length are no longer the upstream's.
+            parts.headers.remove(CONTENT_ENCODING);
+            parts.headers.remove(CONTENT_LENGTH);
+            body = MaskedBody::new(body, masker, decoder).boxed_unsync();
+        }
+        self.audit.status(parts.status.as_u16());
+        let audit = self.audit;
+        let down = audit.down_counter();
+        Outcome::Respond(Response::from_parts(
+            parts,
+            Counted::new(body, down, Some(audit))
+                .metered(self.meter, false)
+                .boxed_unsync(),
+        ))
+    }
+
+    /// A WebSocket handshake's response. After a 101 the client is told it switched, its headers masked, and
+    /// the WebSocket's audit record, masker and scanner travel in the response's extensions (beside the
+    /// upstream's upgraded stream, `hyper::upgrade::on`) for the entry to relay the frames with; `allowed`
+    /// are the credentials whose secrets may be sent on it.
+    pub(super) fn respond_upgrade(mut self, resp: Response<Incoming>, allowed: Vec<String>) -> Outcome {
+        if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+            return self.respond(resp.map(crate::body::boxed));
+        }
+        let (mut parts, _) = resp.into_parts();
+        if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
+            self.audit.dialled(addr.to_string());
+        }
+        headers::strip_response(&mut parts.headers);
+        if let Some(masker) = &self.masker {
+            masker.mask_headers(&mut parts.headers);
+        }
+        if parts.headers.contains_key(SEC_WEBSOCKET_EXTENSIONS) {
+            // SECURITY: compressed frames cannot be scanned or masked; cordon never offered an extension.
+            return self.refuse(ProxyError::UpstreamEncoding(
+                "the upstream switched to a WebSocket extension cordon did not offer".into(),
+            ));
+        }
+        parts.headers.insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        parts.headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+        self.audit.status(parts.status.as_u16());
+        let detector = self.generation.credentials.detector();
+        parts.extensions.insert(WebSocketGuard {
+            masker: self.masker.clone(),
+            detector,
+            allowed,
+            record: Arc::new(Mutex::new(Some(TunnelRecord(self.audit)))),
+        });
+        Outcome::Respond(Response::from_parts(parts, crate::body::empty()))
+    }
+
+    /// The refusal a request body scan ended the upload with, if it did.
+    pub(super) fn scan_refusal(&mut self, sandbox: &Sandbox) -> Option<ProxyError> {
+        let found = self.verdict.take()?.take()?;
+        Some(refusal(&found, sandbox, &self.generation.credentials))
+    }
+}
