@@ -192,6 +192,7 @@ impl ProxyError {
             ProxyError::Exfiltration { credential, why } => {
                 Some(format!("placeholder of credential {credential}: {why}"))
             }
+            ProxyError::SecretExfiltration { credential } => Some(format!("the secret of credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             _ if self.is_refusal() => None,
             ProxyError::Dial(DialError::Connect { addr, source, .. }) => Some(format!("{addr}: {source}")),

@@ -13,15 +13,15 @@ use crate::error::ProxyError;
 pub(crate) const CORDON_PREFIX: &str = "x-cordon-";
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the proxy-specific ones, as names (removing by name skips
-/// parsing a string on every request).
-static HOP_BY_HOP: [HeaderName; 9] = [
+/// parsing a string on every request). `Trailer` is end to end (RFC 9110 §6.6.2): it announces the trailers
+/// an HTTP/1.1 receiver will get, and without it hyper sends none.
+static HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("proxy-connection"),
     HeaderName::from_static("keep-alive"),
     header::PROXY_AUTHORIZATION,
     header::PROXY_AUTHENTICATE,
     header::TE,
-    header::TRAILER,
     header::TRANSFER_ENCODING,
     header::UPGRADE,
 ];

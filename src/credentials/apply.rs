@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
 use super::detect::Detector;
-use super::mask::Masker;
+use super::mask::{Forms, Masker};
 use super::placeholder::Placeholders;
 use super::secrets::Secrets;
 use crate::config::Config;
@@ -21,8 +21,9 @@ use crate::identity::Sandbox;
 use crate::policy::Policy;
 use crate::target::Target;
 
-/// How many maskers (one per sandbox and set of secret values) are kept built.
-const MASKERS: u64 = 4096;
+/// How many sets of secrets' forms are kept built (a set per destination's masked credentials and their
+/// current values; every sandbox masking the same secrets shares one).
+const FORMS: u64 = 256;
 
 /// The configured credentials, their placeholders, and where their secrets come from.
 pub(crate) struct Credentials {
@@ -35,8 +36,8 @@ pub(crate) struct Credentials {
     pub(crate) placeholders: Placeholders,
     /// The exfiltration scanner for what the book knew, and the book's version it was built at.
     detector: ArcSwap<(u64, Arc<Detector>)>,
-    /// Maskers by sandbox and secret values.
-    maskers: moka::sync::Cache<[u8; 32], Arc<Masker>>,
+    /// The forms of sets of secrets, by a digest of their values.
+    forms: moka::sync::Cache<[u8; 32], Arc<Forms>>,
 }
 
 impl Credentials {
@@ -75,7 +76,7 @@ impl Credentials {
             specs: Arc::new(config.credentials.clone()),
             placeholders,
             detector: ArcSwap::from_pointee((0, Arc::new(detector))),
-            maskers: moka::sync::Cache::new(MASKERS),
+            forms: moka::sync::Cache::new(FORMS),
         })
     }
 
@@ -193,43 +194,49 @@ impl Credentials {
 
     /// The masker for `names` (credentials of `sandbox`'s `policy`): every value known for each, replaced
     /// with the sandbox's placeholder for it. A stored secret not yet known is read now; a token never
-    /// obtained has nothing to mask.
+    /// obtained has nothing to mask. The forms of a set of values are built once, whoever masks them.
     pub(crate) async fn masker(
         &self,
         sandbox: &Sandbox,
         policy: &Policy,
         names: &[String],
     ) -> Result<Option<Arc<Masker>>, ProxyError> {
-        let mut pairs: Vec<(SecretString, String)> = Vec::new();
+        let mut values: Vec<SecretString> = Vec::new();
+        let mut placeholders: Vec<String> = Vec::new();
         for name in names {
             let Some(spec) = self.specs.get(name) else { continue };
-            let mut values = self.secrets.book.of(name);
-            if values.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
-                values.push(self.secret(spec, policy).await?);
+            let mut known = self.secrets.book.of(name);
+            if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
+                known.push(self.secret(spec, policy).await?);
             }
             let placeholder = self.placeholders.value(&sandbox.id, name);
-            pairs.extend(values.into_iter().map(|v| (v, placeholder.clone())));
+            placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
+            values.extend(known);
         }
-        if pairs.is_empty() {
+        if values.is_empty() {
             return Ok(None);
         }
-        let mut key = Sha256::new();
-        for (value, placeholder) in &pairs {
-            key.update(value.expose_secret().as_bytes());
-            key.update([0]);
-            key.update(placeholder.as_bytes());
-            key.update([0]);
+        let mut digest = Sha256::new();
+        for value in &values {
+            digest.update(value.expose_secret().as_bytes());
+            digest.update([0]);
         }
-        let key: [u8; 32] = key.finalize().into();
-        if let Some(m) = self.maskers.get(&key) {
-            return Ok(Some(m));
-        }
-        let Some(masker) = Masker::new(&pairs) else {
-            return Ok(None);
+        let key: [u8; 32] = digest.finalize().into();
+        let forms = match self.forms.get(&key) {
+            Some(forms) => forms,
+            None => {
+                let Some(forms) = Forms::new(&values) else {
+                    return Ok(None);
+                };
+                let forms = Arc::new(forms);
+                self.forms.insert(key, forms.clone());
+                forms
+            }
         };
-        let masker = Arc::new(masker);
-        self.maskers.insert(key, masker.clone());
-        Ok(Some(masker))
+        Ok(Some(Arc::new(Masker::with(
+            forms,
+            placeholders.iter().map(String::as_str).collect(),
+        ))))
     }
 
     /// The value to apply for `spec` now, narrowed as `policy` says.

@@ -4,7 +4,7 @@
 
 use aho_corasick::automaton::Automaton;
 use aho_corasick::nfa::contiguous::NFA;
-use aho_corasick::{Anchored, Input, MatchKind};
+use aho_corasick::{AhoCorasick, Anchored, MatchKind};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::forms::forms;
@@ -16,23 +16,23 @@ const PLACEHOLDER_HEX: usize = 32;
 
 /// What one scan found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Found {
+pub struct Found {
     /// Placeholders as cordon issued them (lower case, not encoded), one entry per occurrence.
-    pub(crate) plain: Vec<String>,
+    pub plain: Vec<String>,
     /// Placeholders that only a decoding reveals, or written in another case: never where they may be swapped.
-    pub(crate) disguised: Vec<String>,
+    pub disguised: Vec<String>,
     /// Credentials whose real secret is in the text (in any of its forms).
-    pub(crate) secrets: Vec<String>,
+    pub secrets: Vec<String>,
 }
 
 impl Found {
     /// Whether nothing was found.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.plain.is_empty() && self.disguised.is_empty() && self.secrets.is_empty()
     }
 
     /// Add what another scan found.
-    pub(crate) fn merge(&mut self, other: Found) {
+    pub fn merge(&mut self, other: Found) {
         self.plain.extend(other.plain);
         self.disguised.extend(other.disguised);
         for s in other.secrets {
@@ -44,7 +44,10 @@ impl Found {
 }
 
 /// The scanner for one set of known secrets.
-pub(crate) struct Detector {
+pub struct Detector {
+    /// Finds the forms, case-insensitively.
+    ac: AhoCorasick,
+    /// The same forms, walked byte by byte to see whether a tail could still become one.
     nfa: NFA,
     /// For each pattern: `None` for the placeholder prefix, the credential for a form of its secret.
     owners: Vec<Option<String>>,
@@ -54,9 +57,17 @@ pub(crate) struct Detector {
 
 impl Detector {
     /// A scanner for placeholders and for these secrets (credential, value).
-    pub(crate) fn new(secrets: &[(String, SecretString)]) -> Result<Detector, aho_corasick::BuildError> {
+    pub fn new(secrets: &[(String, SecretString)]) -> Result<Detector, aho_corasick::BuildError> {
+        // The prefix as written, then its encoded forms (base64 at every alignment, hex): a placeholder
+        // hidden in Basic credentials or a base64 field is found without decoding every run of letters.
         let mut patterns: Vec<Vec<u8>> = vec![PREFIX.as_bytes().to_vec()];
         let mut owners = vec![None];
+        for form in forms(PREFIX.as_bytes()) {
+            if !patterns.iter().any(|p| p.eq_ignore_ascii_case(&form)) {
+                patterns.push(form);
+                owners.push(None);
+            }
+        }
         for (credential, secret) in secrets {
             for form in forms(secret.expose_secret().as_bytes()) {
                 if !patterns.iter().any(|p| p.eq_ignore_ascii_case(&form)) {
@@ -66,26 +77,37 @@ impl Detector {
             }
         }
         let longest = patterns.iter().map(Vec::len).max().unwrap_or(PREFIX.len());
+        let ac = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .prefilter(patterns.len() <= super::mask::PREFILTER_MAX)
+            .build(&patterns)?;
         let nfa = NFA::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .build(&patterns)?;
-        Ok(Detector { nfa, owners, longest })
+        Ok(Detector {
+            ac,
+            nfa,
+            owners,
+            longest,
+        })
     }
 
     /// How many trailing bytes a streaming scan must keep between chunks: enough for the longest pattern
     /// written in its longest encoding (percent-encoded twice: five bytes a byte).
-    pub(crate) fn window(&self) -> usize {
+    pub fn window(&self) -> usize {
         (self.longest + PLACEHOLDER_HEX) * 5 + 64
     }
 
     /// Every placeholder and secret in `text` and its readings.
-    pub(crate) fn scan(&self, text: &[u8]) -> Found {
+    pub fn scan(&self, text: &[u8]) -> Found {
         let mut found = Found::default();
         let mut raw_counts: Vec<String> = Vec::new();
         for (i, view) in views(text).iter().enumerate() {
             let mut in_view: Vec<String> = Vec::new();
-            for m in self.nfa.try_find_iter(Input::new(view.as_ref())).into_iter().flatten() {
+            for m in self.ac.find_iter(view.as_ref()) {
                 match &self.owners[m.pattern().as_usize()] {
                     Some(credential) => {
                         if !found.secrets.contains(credential) {
@@ -93,7 +115,7 @@ impl Detector {
                         }
                     }
                     None => {
-                        let token = token_at(view, m.start());
+                        let token = token_at(view, m.start(), m.end());
                         let as_issued = &view[m.start()..m.end()] == PREFIX.as_bytes()
                             && view[m.end()..]
                                 .iter()
@@ -126,7 +148,7 @@ impl Detector {
 impl Detector {
     /// Whether the end of `text`, or of a reading of it, could be the start of a placeholder or a secret:
     /// then the next bytes must be scanned with it before any of it is sent.
-    pub(crate) fn open_ended(&self, text: &[u8]) -> bool {
+    pub fn open_ended(&self, text: &[u8]) -> bool {
         let Ok(anchored) = self.nfa.start_state(Anchored::Yes) else {
             return true;
         };
@@ -143,9 +165,13 @@ impl Detector {
     }
 }
 
-/// The placeholder-shaped token starting at `start` (the prefix and the hex digits after it), lower-cased.
-fn token_at(view: &[u8], start: usize) -> String {
-    let after = &view[start + PREFIX.len()..];
+/// The placeholder-shaped token at `start..end` (the prefix and the hex digits after it), lower-cased; a
+/// prefix found in an encoded form gives the prefix alone.
+fn token_at(view: &[u8], start: usize, end: usize) -> String {
+    if !view[start..end].eq_ignore_ascii_case(PREFIX.as_bytes()) {
+        return PREFIX.to_string();
+    }
+    let after = &view[end..];
     let hex: String = after
         .iter()
         .take(PLACEHOLDER_HEX)

@@ -40,7 +40,8 @@ fn encoded_or_recased_placeholders_are_disguised() {
         format!("{PH} and {pct}"),
     ] {
         let f = detector().scan(text.as_bytes());
-        assert_eq!(f.disguised, [PH], "{text}: {f:?}");
+        // Decoded, the whole placeholder shows; found in its base64 form, its prefix does.
+        assert!(f.disguised == [PH] || f.disguised == ["cordon-ph-"], "{text}: {f:?}");
     }
 }
 

@@ -11,29 +11,38 @@ use std::sync::Arc;
 
 use aho_corasick::automaton::Automaton;
 use aho_corasick::nfa::contiguous::NFA;
-use aho_corasick::{Anchored, Input, MatchKind};
+use aho_corasick::{AhoCorasick, Anchored, MatchKind};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::forms::forms;
 
-/// The secrets of one set of credentials, ready to be masked.
-pub(crate) struct Masker {
+/// The most patterns for which the SIMD prefilter pays off (measured: 6 patterns 9 GiB/s with it; 60 patterns
+/// 190 MiB/s with it, several times that without).
+pub(crate) const PREFILTER_MAX: usize = 16;
+
+/// The forms of a set of secrets, found in one pass: built once for those secrets and shared by every
+/// sandbox that masks them (each with its own placeholders, [`Masker::with`]).
+pub struct Forms {
+    /// Finds the forms.
+    ac: AhoCorasick,
+    /// The same forms, walked byte by byte to see whether a tail could still become one.
     nfa: NFA,
-    /// What each pattern is replaced with (its credential's placeholder).
-    replacements: Vec<Bytes>,
+    /// For each pattern, the secret (by index) it is a form of.
+    owner: Vec<usize>,
+    /// How many secrets.
+    secrets: usize,
     /// The longest pattern, in bytes.
     longest: usize,
 }
 
-impl Masker {
-    /// A masker replacing every form of each secret with its placeholder; `None` when there is nothing to
-    /// mask.
-    pub(crate) fn new(secrets: &[(SecretString, String)]) -> Option<Masker> {
+impl Forms {
+    /// The forms of these secrets; `None` when there is nothing to find.
+    pub fn new(secrets: &[SecretString]) -> Option<Forms> {
         let mut patterns: Vec<Vec<u8>> = Vec::new();
-        let mut replacements = Vec::new();
-        for (secret, placeholder) in secrets {
+        let mut owner = Vec::new();
+        for (i, secret) in secrets.iter().enumerate() {
             let secret = secret.expose_secret().as_bytes();
             if secret.is_empty() {
                 continue;
@@ -41,7 +50,7 @@ impl Masker {
             for form in forms(secret) {
                 if !patterns.contains(&form) {
                     patterns.push(form);
-                    replacements.push(Bytes::copy_from_slice(placeholder.as_bytes()));
+                    owner.push(i);
                 }
             }
         }
@@ -49,26 +58,67 @@ impl Masker {
             return None;
         }
         let longest = patterns.iter().map(Vec::len).max().unwrap_or(1);
-        let nfa = NFA::builder()
+        let built = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .prefilter(patterns.len() <= PREFILTER_MAX)
             .build(&patterns)
+            .and_then(|ac| {
+                Ok((
+                    ac,
+                    NFA::builder().match_kind(MatchKind::LeftmostLongest).build(&patterns)?,
+                ))
+            });
+        let (ac, nfa) = built
             .map_err(|e| tracing::error!("cannot build the masking automaton: {e}"))
             .ok()?;
-        Some(Masker {
+        Some(Forms {
+            ac,
             nfa,
-            replacements,
+            owner,
+            secrets: secrets.len(),
             longest,
         })
     }
+}
+
+/// The forms of some secrets, each replaced with one sandbox's placeholder for its credential.
+pub struct Masker {
+    forms: Arc<Forms>,
+    /// What each secret (by index) is replaced with.
+    replacements: Vec<Bytes>,
+}
+
+impl Masker {
+    /// A masker replacing every form of each secret with its placeholder; `None` when there is nothing to
+    /// mask.
+    pub fn new(secrets: &[(SecretString, String)]) -> Option<Masker> {
+        let values: Vec<SecretString> = secrets.iter().map(|(s, _)| s.clone()).collect();
+        let forms = Arc::new(Forms::new(&values)?);
+        Some(Masker::with(forms, secrets.iter().map(|(_, p)| p.as_str()).collect()))
+    }
+
+    /// The masker of `forms` with these placeholders, one per secret `forms` was built from, in order (a
+    /// missing one masks with `cordon-masked`).
+    pub fn with(forms: Arc<Forms>, placeholders: Vec<&str>) -> Masker {
+        let replacements = (0..forms.secrets)
+            .map(|i| Bytes::copy_from_slice(placeholders.get(i).copied().unwrap_or("cordon-masked").as_bytes()))
+            .collect();
+        Masker { forms, replacements }
+    }
+
+    fn replacement(&self, m: &aho_corasick::Match) -> &[u8] {
+        &self.replacements[self.forms.owner[m.pattern().as_usize()]]
+    }
 
     /// `bytes` with every secret replaced, or `None` if it holds none (nothing is copied then).
-    pub(crate) fn mask(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+    pub fn mask(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let mut out: Option<Vec<u8>> = None;
         let mut pos = 0;
         for m in self.matches(bytes) {
             let o = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
             o.extend_from_slice(&bytes[pos..m.start()]);
-            o.extend_from_slice(&self.replacements[m.pattern().as_usize()]);
+            o.extend_from_slice(self.replacement(&m));
             pos = m.end();
         }
         let mut out = out?;
@@ -78,7 +128,7 @@ impl Masker {
 
     /// Mask every header value (values that are not text included); a value that would no longer be a
     /// valid header is replaced by its placeholders alone.
-    pub(crate) fn mask_headers(&self, headers: &mut HeaderMap) {
+    pub fn mask_headers(&self, headers: &mut HeaderMap) {
         for value in headers.values_mut() {
             if let Some(masked) = self.mask(value.as_bytes()) {
                 *value = HeaderValue::from_bytes(&masked).unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
@@ -87,7 +137,7 @@ impl Masker {
     }
 
     /// A stream masking a body chunk by chunk.
-    pub(crate) fn stream(self: &Arc<Self>) -> MaskStream {
+    pub fn stream(self: &Arc<Self>) -> MaskStream {
         MaskStream {
             masker: self.clone(),
             carry: BytesMut::new(),
@@ -95,22 +145,23 @@ impl Masker {
     }
 
     fn matches<'h>(&'h self, bytes: &'h [u8]) -> impl Iterator<Item = aho_corasick::Match> + 'h {
-        self.nfa.try_find_iter(Input::new(bytes)).into_iter().flatten()
+        self.forms.ac.find_iter(bytes)
     }
 
     /// Where the longest tail of `bytes[from..]` that is the start of some pattern begins (`bytes.len()` if
     /// none is): what must be held back until the next chunk shows whether it becomes a secret.
     fn held_from(&self, bytes: &[u8], from: usize) -> usize {
-        let start = from.max(bytes.len().saturating_sub(self.longest - 1));
-        let Ok(anchored) = self.nfa.start_state(Anchored::Yes) else {
+        let forms = &self.forms;
+        let start = from.max(bytes.len().saturating_sub(forms.longest - 1));
+        let Ok(anchored) = forms.nfa.start_state(Anchored::Yes) else {
             return start;
         };
         (start..bytes.len())
             .find(|&i| {
                 let mut sid = anchored;
                 bytes[i..].iter().all(|&b| {
-                    sid = self.nfa.next_state(Anchored::Yes, sid, b);
-                    !self.nfa.is_dead(sid)
+                    sid = forms.nfa.next_state(Anchored::Yes, sid, b);
+                    !forms.nfa.is_dead(sid)
                 })
             })
             .unwrap_or(bytes.len())
@@ -118,14 +169,14 @@ impl Masker {
 }
 
 /// A body being masked: what is ready goes out at once, what could still become a secret is carried.
-pub(crate) struct MaskStream {
+pub struct MaskStream {
     masker: Arc<Masker>,
     carry: BytesMut,
 }
 
 impl MaskStream {
     /// Mask the next chunk; returns what may be sent now (possibly empty).
-    pub(crate) fn push(&mut self, chunk: Bytes) -> Bytes {
+    pub fn push(&mut self, chunk: Bytes) -> Bytes {
         let buf = if self.carry.is_empty() {
             chunk
         } else {
@@ -142,7 +193,7 @@ impl MaskStream {
                 break;
             }
             out.extend_from_slice(&buf[pos..m.start()]);
-            out.extend_from_slice(&self.masker.replacements[m.pattern().as_usize()]);
+            out.extend_from_slice(self.masker.replacement(&m));
             pos = m.end();
         }
         let cut = if pos > open {
@@ -160,7 +211,7 @@ impl MaskStream {
     }
 
     /// The end of the body: the carried bytes, masked.
-    pub(crate) fn finish(&mut self) -> Bytes {
+    pub fn finish(&mut self) -> Bytes {
         let rest = self.carry.split().freeze();
         match self.masker.mask(&rest) {
             Some(masked) => Bytes::from(masked),

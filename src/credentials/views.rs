@@ -1,19 +1,13 @@
 //! The readings of a text that a receiver might decode: what the exfiltration scan looks through besides
 //! the raw bytes. A placeholder or a secret hidden by encoding is found in one of them.
 //!
-//! Decoders, each applied where its text could be one, up to two deep (percent-encoding inside base64,
-//! base64 inside a percent-encoded field): percent-decoding (repeated: `%2563` is `%63` is `c`), `+` as
-//! space, JSON string escapes (`\u002d`, `\/`), base64 (standard and URL-safe alphabets, at every starting
-//! offset of every run of base64 characters long enough to hold a placeholder), and the values of a form or
-//! query string joined together (a placeholder split over two fields).
+//! Decoders, each applied where its text could be one, up to two deep (JSON escapes inside a
+//! percent-encoded field, say): percent-decoding (repeated: `%2563` is `%63` is `c`), `+` as space, JSON
+//! string escapes (`\u002d`, `\/`), and the values of a form or query string joined together (a placeholder
+//! split over two fields). Base64 and hex are not decoded here: the scanner looks for their forms of what it
+//! seeks directly, which costs nothing on text that holds none.
 
 use std::borrow::Cow;
-
-use base64::Engine;
-use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-
-/// The shortest run of base64 characters decoded (a placeholder encodes to 56).
-const MIN_BASE64_RUN: usize = 16;
 
 /// How many decoders deep a reading goes.
 const DEPTH: usize = 2;
@@ -55,7 +49,6 @@ fn decodings(text: &[u8]) -> Vec<Vec<u8>> {
     if text.contains(&b'=') && text.contains(&b'&') {
         out.push(form_values_joined(text));
     }
-    out.extend(base64_runs(text));
     out
 }
 
@@ -148,40 +141,6 @@ fn form_values_joined(text: &[u8]) -> Vec<u8> {
     for pair in text.split(|&b| b == b'&') {
         let value = pair.splitn(2, |&b| b == b'=').nth(1).unwrap_or(pair);
         out.extend_from_slice(&percent_decode(value));
-    }
-    out
-}
-
-/// Each long run of base64 characters decoded, in both alphabets, from each of its first four offsets (a
-/// run glued to other letters need not start on a group boundary).
-fn base64_runs(text: &[u8]) -> Vec<Vec<u8>> {
-    let is_b64 = |b: &u8| b.is_ascii_alphanumeric() || b"+/-_".contains(b);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < text.len() {
-        if !is_b64(&text[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < text.len() && is_b64(&text[i]) {
-            i += 1;
-        }
-        let run = &text[start..i];
-        if run.len() < MIN_BASE64_RUN {
-            continue;
-        }
-        for offset in 0..4 {
-            let part = &run[offset..];
-            // The whole run if it can end there (a run of 4n+1 characters cannot), else its whole groups.
-            let whole = &part[..part.len() - usize::from(part.len() % 4 == 1)];
-            let groups = &part[..part.len() - part.len() % 4];
-            for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
-                if let Ok(decoded) = engine.decode(whole).or_else(|_| engine.decode(groups)) {
-                    out.push(decoded);
-                }
-            }
-        }
     }
     out
 }

@@ -184,7 +184,9 @@ async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> R
         let guard = resp.extensions_mut().remove::<WebSocketGuard>();
         let relayed = interception.clone();
         interception.state.tasks.spawn(async move {
-            let (Ok(c), Ok(u), Some(guard)) = (client_upgrade.await, upstream_upgrade.await, guard) else {
+            let (c, u) = (client_upgrade.await, upstream_upgrade.await);
+            let (Ok(c), Ok(u), Some(guard)) = (c, u, guard) else {
+                tracing::debug!("the WebSocket could not be relayed: an upgrade failed");
                 return;
             };
             websocket::relay(c, u, guard, &relayed.stop).await;

@@ -28,5 +28,8 @@ mod netns;
 mod openapi;
 mod ports;
 mod rig;
+mod secrets_mask;
+mod secrets_rig;
+mod secrets_scan;
 mod sources;
 mod tls_rig;

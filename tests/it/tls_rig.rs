@@ -96,6 +96,7 @@ where
     } else {
         let _ = hyper::server::conn::http1::Builder::new()
             .serve_connection(io, svc)
+            .with_upgrades()
             .await;
     }
 }
