@@ -2,7 +2,8 @@
 # Drive one scenario against a release cordon with oha, optionally under perf, and print req/s and p50.
 #
 #   PEER_RIG_ROOT=/some/scratch bash benches/load/profile.sh SCENARIO [seconds]
-#     SCENARIO: direct | directs | http | tunnel | intercept
+#     SCENARIO: direct | directs | http | tunnel | intercept | inject (a header credential) | masked (the same,
+#               mask_echo: every answer masked)
 #     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
 #     PERF=1 ALL=1  `perf record -a` instead, the whole machine (-> /tmp/perf-all-SCENARIO.data;
 #                   `perf report --sort comm` shows where the cores go)
@@ -24,7 +25,7 @@ PORT=14129
 sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -e "s#@PORT@#$PORT#g" \
   "$repo/benches/load/cordon.yaml.in" > "$work/cordon.yaml"
 "$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
-BENCH_UPSTREAM_TOKEN=x "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &
+BENCH_UPSTREAM_TOKEN=bench-upstream-token-7f3a91c2e4d5b6a8 "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &
 pid=$!
 sleep 1
 cp /etc/hosts "$work/hosts"; echo "127.0.0.1 upstream.test" >> "$work/hosts"
@@ -36,6 +37,10 @@ case ${1:?scenario} in
   http) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" http://upstream.test:18080/1k.txt);;
   tunnel) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/1k.txt);;
   intercept) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
+  inject|masked)
+    "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$1" > "$work/$1-ca.pem"
+    SANDBOX_AUTH="Proxy-Authorization: Basic $(printf %s "$1:$TOKEN" | base64 -w0)"
+    args=(-x "http://127.0.0.1:$PORT" --proxy-header "$SANDBOX_AUTH" --cacert "$work/$1-ca.pem" https://upstream.test:18443/1k.txt);;
   *) echo "unknown scenario $1" >&2; exit 2;;
 esac
 D=${2:-8}
@@ -61,6 +66,10 @@ s = d["summary"]
 n = sum(d.get("statusCodeDistribution", {}).values()) or 1
 cpu = (t1 - t0) / hz / n * 1e6
 extra = "" if sys.argv[5] in ("direct", "directs") else " cordon_cpu_us_per_req=%.1f" % cpu
+codes = d.get("statusCodeDistribution", {})
+other = {k: v for k, v in codes.items() if k != "200"}
+if other:
+    extra += " NON-200=%s" % other
 print("rps=%.0f p50=%.2fms%s" % (s["requestsPerSec"], d["latencyPercentiles"]["p50"] * 1000, extra))
 PY
 [ -n "$rec" ] && wait "$rec" || true

@@ -25,6 +25,9 @@ use crate::target::Target;
 /// current values; every sandbox masking the same secrets shares one).
 const FORMS: u64 = 256;
 
+/// How many sandboxes' maskers are kept ready (each holds only its placeholders and a shared set of forms).
+const MASKERS: u64 = 16_384;
+
 /// The configured credentials, their placeholders, and where their secrets come from.
 pub(crate) struct Credentials {
     pub(super) specs: Arc<BTreeMap<String, CredentialSpec>>,
@@ -38,6 +41,8 @@ pub(crate) struct Credentials {
     detector: ArcSwap<(u64, Arc<Detector>)>,
     /// The forms of sets of secrets, by a digest of their values.
     forms: moka::sync::Cache<[u8; 32], Arc<Forms>>,
+    /// Maskers ready for a sandbox, by sandbox, the credentials masked and the book's version.
+    maskers: moka::sync::Cache<String, Arc<Masker>>,
 }
 
 impl Credentials {
@@ -77,6 +82,10 @@ impl Credentials {
             placeholders,
             detector: ArcSwap::from_pointee((0, Arc::new(detector))),
             forms: moka::sync::Cache::new(FORMS),
+            maskers: moka::sync::Cache::builder()
+                .max_capacity(MASKERS)
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
         })
     }
 
@@ -201,6 +210,13 @@ impl Credentials {
         policy: &Policy,
         names: &[String],
     ) -> Result<Option<Arc<Masker>>, ProxyError> {
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let ready = format!("{}\0{}\0{}", sandbox.id, self.secrets.book.version(), names.join("\0"));
+        if let Some(m) = self.maskers.get(&ready) {
+            return Ok(Some(m));
+        }
         let mut values: Vec<SecretString> = Vec::new();
         let mut placeholders: Vec<String> = Vec::new();
         for name in names {
@@ -233,10 +249,11 @@ impl Credentials {
                 forms
             }
         };
-        Ok(Some(Arc::new(Masker::with(
-            forms,
-            placeholders.iter().map(String::as_str).collect(),
-        ))))
+        let masker = Arc::new(Masker::with(forms, placeholders.iter().map(String::as_str).collect()));
+        // Keyed by the book's version from before the values were read: a value learnt meanwhile only means
+        // one more build next time.
+        self.maskers.insert(ready, masker.clone());
+        Ok(Some(masker))
     }
 
     /// The value to apply for `spec` now, narrowed as `policy` says.

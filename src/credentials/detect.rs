@@ -21,14 +21,23 @@ pub struct Found {
     pub plain: Vec<String>,
     /// Placeholders that only a decoding reveals, or written in another case: never where they may be swapped.
     pub disguised: Vec<String>,
-    /// Credentials whose real secret is in the text (in any of its forms).
-    pub secrets: Vec<String>,
+    /// Real secrets in the text (in any of their forms): for each, the credentials it is the secret of.
+    pub secrets: Vec<Vec<String>>,
 }
 
 impl Found {
     /// Whether nothing was found.
     pub fn is_empty(&self) -> bool {
         self.plain.is_empty() && self.disguised.is_empty() && self.secrets.is_empty()
+    }
+
+    /// The first secret found that none of its credentials may carry here (by `usable`), named by one of them.
+    pub fn off_binding(&self, usable: &dyn Fn(&str) -> bool) -> Option<&str> {
+        self.secrets
+            .iter()
+            .find(|owners| !owners.iter().any(|c| usable(c)))
+            .and_then(|owners| owners.first())
+            .map(String::as_str)
     }
 
     /// Add what another scan found.
@@ -49,8 +58,9 @@ pub struct Detector {
     ac: AhoCorasick,
     /// The same forms, walked byte by byte to see whether a tail could still become one.
     nfa: NFA,
-    /// For each pattern: `None` for the placeholder prefix, the credential for a form of its secret.
-    owners: Vec<Option<String>>,
+    /// For each pattern: nothing for a form of the placeholder prefix, else the credentials whose secret it
+    /// is a form of.
+    owners: Vec<Vec<String>>,
     /// The longest pattern.
     longest: usize,
 }
@@ -61,18 +71,27 @@ impl Detector {
         // The prefix as written, then its encoded forms (base64 at every alignment, hex): a placeholder
         // hidden in Basic credentials or a base64 field is found without decoding every run of letters.
         let mut patterns: Vec<Vec<u8>> = vec![PREFIX.as_bytes().to_vec()];
-        let mut owners = vec![None];
+        let mut owners: Vec<Vec<String>> = vec![Vec::new()];
         for form in forms(PREFIX.as_bytes()) {
             if !patterns.iter().any(|p| p.eq_ignore_ascii_case(&form)) {
                 patterns.push(form);
-                owners.push(None);
+                owners.push(Vec::new());
             }
         }
         for (credential, secret) in secrets {
             for form in forms(secret.expose_secret().as_bytes()) {
-                if !patterns.iter().any(|p| p.eq_ignore_ascii_case(&form)) {
-                    patterns.push(form);
-                    owners.push(Some(credential.clone()));
+                match patterns.iter().position(|p| p.eq_ignore_ascii_case(&form)) {
+                    // Two credentials with one secret: it may go wherever either may.
+                    Some(i) if !owners[i].is_empty() => {
+                        if !owners[i].contains(credential) {
+                            owners[i].push(credential.clone());
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        patterns.push(form);
+                        owners.push(vec![credential.clone()]);
+                    }
                 }
             }
         }
@@ -109,12 +128,12 @@ impl Detector {
             let mut in_view: Vec<String> = Vec::new();
             for m in self.ac.find_iter(view.as_ref()) {
                 match &self.owners[m.pattern().as_usize()] {
-                    Some(credential) => {
-                        if !found.secrets.contains(credential) {
-                            found.secrets.push(credential.clone());
+                    owners if !owners.is_empty() => {
+                        if !found.secrets.contains(owners) {
+                            found.secrets.push(owners.clone());
                         }
                     }
-                    None => {
+                    _ => {
                         let token = token_at(view, m.start(), m.end());
                         let as_issued = &view[m.start()..m.end()] == PREFIX.as_bytes()
                             && view[m.end()..]

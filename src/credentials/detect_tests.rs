@@ -56,9 +56,22 @@ fn secrets_are_found_in_their_forms_and_split_fields() {
         format!("a={}&b={}", &SECRET[..6], &SECRET[6..]),
         SECRET.bytes().map(|b| format!("%{b:02X}")).collect(),
     ] {
-        assert_eq!(d.scan(text.as_bytes()).secrets, ["openai"], "{text}");
+        assert_eq!(d.scan(text.as_bytes()).secrets, [["openai"]], "{text}");
     }
     assert!(d.scan(b"sk-real-but-not-it").is_empty());
+}
+
+#[test]
+fn a_secret_two_credentials_share_may_go_where_either_may() {
+    let d = Detector::new(&[
+        ("a".to_string(), SecretString::from(SECRET)),
+        ("b".to_string(), SecretString::from(SECRET)),
+    ])
+    .unwrap();
+    let f = d.scan(SECRET.as_bytes());
+    assert_eq!(f.secrets, [["a", "b"]]);
+    assert_eq!(f.off_binding(&|c| c == "b"), None);
+    assert_eq!(f.off_binding(&|_| false), Some("a"));
 }
 
 #[test]

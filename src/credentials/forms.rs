@@ -10,24 +10,30 @@
 //!   `\uXXXX`;
 //! - hex, lower- and upper-case.
 //!
-//! An encoded form shorter than [`MIN_FORM`] bytes is left out: it would match ordinary text.
+//! A form shorter than [`MIN_FORM`] bytes is left out: it would match ordinary text.
 
 use std::collections::BTreeSet;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
-/// The shortest encoded form worth looking for (the raw secret is always kept).
+/// The shortest form worth looking for.
 pub(crate) const MIN_FORM: usize = 8;
 
-/// The raw secret and every encoded form of it, without duplicates, longest first.
+/// The raw secret and every encoded form of it, without duplicates, longest first; nothing for a secret
+/// shorter than [`MIN_FORM`] (it would be found in ordinary text: such a secret is neither masked nor
+/// scanned for).
 pub(crate) fn forms(secret: &[u8]) -> Vec<Vec<u8>> {
+    if secret.len() < MIN_FORM {
+        return Vec::new();
+    }
     let mut out: BTreeSet<Vec<u8>> = BTreeSet::new();
     let mut add = |form: Vec<u8>| {
         if form.len() >= MIN_FORM {
             out.insert(form);
         }
     };
+    add(secret.to_vec());
     for engine in [&STANDARD, &URL_SAFE] {
         for align in 0..3 {
             add(base64_core(engine, secret, align));
@@ -42,9 +48,6 @@ pub(crate) fn forms(secret: &[u8]) -> Vec<Vec<u8>> {
     add(hex::encode(secret).into_bytes());
     add(hex::encode_upper(secret).into_bytes());
     let mut all: Vec<Vec<u8>> = out.into_iter().collect();
-    if !all.iter().any(|f| f == secret) {
-        all.push(secret.to_vec());
-    }
     all.sort_by_key(|f| std::cmp::Reverse(f.len()));
     all
 }

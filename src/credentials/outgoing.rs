@@ -202,9 +202,9 @@ impl Credentials {
         usable: &dyn Fn(&str) -> bool,
         swaps: &mut Vec<(String, String)>,
     ) -> Result<(), ProxyError> {
-        if let Some(credential) = found.secrets.iter().find(|c| !usable(c)) {
+        if let Some(credential) = found.off_binding(usable) {
             return Err(ProxyError::SecretExfiltration {
-                credential: credential.clone(),
+                credential: credential.to_string(),
             });
         }
         if let Some(token) = found.disguised.first() {
@@ -327,7 +327,9 @@ impl Credentials {
 fn streamed_refuses(usable: &[String]) -> Refuses {
     let usable = usable.to_vec();
     Box::new(move |found: &Found| {
-        !found.plain.is_empty() || !found.disguised.is_empty() || found.secrets.iter().any(|s| !usable.contains(s))
+        !found.plain.is_empty()
+            || !found.disguised.is_empty()
+            || found.off_binding(&|c: &str| usable.iter().any(|u| u == c)).is_some()
     })
 }
 
@@ -365,7 +367,7 @@ fn exfiltration(credential: &str, why: &str) -> ProxyError {
 
 /// Map a streaming scan's finding to the refusal the sandbox gets.
 pub(crate) fn refusal(found: &Found, sandbox: &Sandbox, credentials: &Credentials) -> ProxyError {
-    if let Some(credential) = found.secrets.first() {
+    if let Some(credential) = found.secrets.first().and_then(|owners| owners.first()) {
         return ProxyError::SecretExfiltration {
             credential: credential.clone(),
         };

@@ -100,7 +100,7 @@ async fn a_secret_in_a_gzip_body_is_found_and_its_compressed_bytes_held() {
     .await;
     assert!(failed);
     assert!(sent.len() < gz.len());
-    assert_eq!(verdict.take().unwrap().secrets, ["openai"]);
+    assert_eq!(verdict.take().unwrap().secrets, [["openai"]]);
 }
 
 #[tokio::test]

@@ -71,7 +71,7 @@ fn refused(guard: &WebSocketGuard, message: &Message) -> Option<TunnelEnd> {
         Message::Close(None) | Message::Frame(_) => return None,
     };
     let found = guard.detector.scan(payload);
-    if let Some(credential) = found.secrets.iter().find(|c| !guard.allowed.contains(c)) {
+    if let Some(credential) = found.off_binding(&|c: &str| guard.allowed.iter().any(|a| a == c)) {
         return Some(TunnelEnd::Refused {
             code: "secret_exfiltration",
             detail: format!("a WebSocket message carried the secret of credential {credential}"),
