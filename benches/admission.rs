@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the per-request admission work: identifying a declared sandbox by token and a
-//! run-time sandbox by its signed credential, the rate limiters, and placeholder scanning per MiB of body.
+//! run-time sandbox by its signed credential, and the rate limiters (scanning and masking bodies:
+//! `benches/secrets.rs`).
 //! `cargo bench --bench admission`.
 #![expect(clippy::unwrap_used, missing_docs, reason = "benchmark")]
 
@@ -73,20 +74,5 @@ fn limits(c: &mut Criterion) {
     g.finish();
 }
 
-fn placeholder_scan(c: &mut Criterion) {
-    let mut g = c.benchmark_group("placeholder_scan");
-    // 1 MiB of JSON-ish text with one placeholder near the end: what a body to a swapping destination costs.
-    let mut body = String::with_capacity(1 << 20);
-    while body.len() < (1 << 20) - 200 {
-        body.push_str("{\"model\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"hello there\"}]},\n");
-    }
-    body.push_str("cordon-ph-0123456789abcdef0123456789abcdef");
-    g.throughput(criterion::Throughput::Bytes(body.len() as u64));
-    g.bench_function("find_1MiB", |b| {
-        b.iter(|| cordon::credentials::placeholder::find(black_box(&body)).len())
-    });
-    g.finish();
-}
-
-criterion_group!(benches, identify, limits, placeholder_scan);
+criterion_group!(benches, identify, limits);
 criterion_main!(benches);

@@ -45,7 +45,8 @@ sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -
 "$BIN" check --config "$work/cordon.yaml" > /dev/null
 "$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
 "$BIN" ca export --config "$work/cordon.yaml" --sandbox inject > "$work/inject-ca.pem"
-BENCH_UPSTREAM_TOKEN=injected-secret "$BIN" run --config "$work/cordon.yaml" > "$work/cordon.out" 2> "$work/cordon.err" &
+"$BIN" ca export --config "$work/cordon.yaml" --sandbox masked > "$work/masked-ca.pem"
+BENCH_UPSTREAM_TOKEN=bench-upstream-token-7f3a91c2e4d5b6a8 "$BIN" run --config "$work/cordon.yaml" > "$work/cordon.out" 2> "$work/cordon.err" &
 cordon_pid=$!
 for _ in $(seq 50); do up "$PROXY_PORT" && break; sleep 0.1; done
 
@@ -60,6 +61,7 @@ HTTPS_IP=https://127.0.0.1:18443/1k.txt
 # oha sends proxy credentials as a header (not from the proxy URL's userinfo).
 CORDON=(-x "http://127.0.0.1:$PROXY_PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "bench:$TOKEN" | base64 -w0)")
 CORDON_INJECT=(-x "http://127.0.0.1:$PROXY_PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "inject:$TOKEN" | base64 -w0)")
+CORDON_MASKED=(-x "http://127.0.0.1:$PROXY_PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "masked:$TOKEN" | base64 -w0)")
 
 # oha resolves the target name itself even through a proxy (and cordon refuses `localhost` by design), so it
 # runs with a private /etc/hosts naming upstream.test (a mount namespace: nothing on the host changes).
@@ -89,6 +91,7 @@ for round in $(seq 1 "$ROUNDS"); do
   run cordon-tunnel "$CN" "$D" "${CORDON[@]}" --cacert "$CA" "$HTTPS_IP"
   run cordon-intercept "$CN" "$D" "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
   run cordon-intercept-inject "$CN" "$D" "${CORDON_INJECT[@]}" --cacert "$work/inject-ca.pem" "$HTTPS_NAMED"
+  run cordon-intercept-masked "$CN" "$D" "${CORDON_MASKED[@]}" --cacert "$work/masked-ca.pem" "$HTTPS_NAMED"
   run cordon-intercept-newconn "$CN" "$D" --disable-keepalive "${CORDON[@]}" --cacert "$work/bench-ca.pem" "$HTTPS_NAMED"
   if up 13128; then
     run squid-http "$CN" "$D" -x http://127.0.0.1:13128 "$HTTP_DIRECT"

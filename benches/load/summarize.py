@@ -66,6 +66,7 @@ rows = [
     ("cordon-tunnel", "direct-https", "squid-splice"),
     ("cordon-intercept", "direct-https", "squid-bump"),
     ("cordon-intercept-inject", "direct-https", "squid-bump"),
+    ("cordon-intercept-masked", "direct-https", "squid-bump"),
     ("cordon-intercept-newconn", "direct-https-newconn", "squid-bump-newconn"),
     ("squid-http", "direct-http", None),
     ("squid-splice", "direct-https", None),

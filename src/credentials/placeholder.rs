@@ -81,24 +81,6 @@ pub(crate) fn env_var(credential: &str) -> String {
     format!("CORDON_PLACEHOLDER_{name}")
 }
 
-/// Every placeholder-shaped token in `text`, including ones cordon never issued (a forged or stale
-/// placeholder is refused like any other out of place).
-pub fn find(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    let mut offset = 0;
-    while let Some(i) = rest.find(PREFIX) {
-        let start = offset + i;
-        let tail = &text[start + PREFIX.len()..];
-        let len = tail.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
-        let end = start + PREFIX.len() + len;
-        out.push(&text[start..end]);
-        offset = end;
-        rest = &text[end..];
-    }
-    out
-}
-
 fn create_key(path: &Path) -> Result<Vec<u8>, String> {
     let mut key = vec![0u8; 32];
     SystemRandom::new()

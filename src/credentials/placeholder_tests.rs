@@ -16,14 +16,6 @@ fn placeholders_differ_per_sandbox_and_credential_and_are_recognised() {
 }
 
 #[test]
-fn find_extracts_every_token() {
-    let t = "Bearer cordon-ph-abc123 and cordon-ph-ffff, x";
-    assert_eq!(find(t), vec!["cordon-ph-abc123", "cordon-ph-ffff"]);
-    assert!(find("nothing here").is_empty());
-    assert_eq!(find("cordon-ph-"), vec!["cordon-ph-"]);
-}
-
-#[test]
 fn key_file_is_created_0600_and_reused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sub/placeholder.key");
