@@ -1,11 +1,13 @@
 //! Body types: the one response body type cordon serves, and a wrapper that counts bytes as they stream.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
@@ -110,4 +112,106 @@ where
     B::Error: Into<BoxError>,
 {
     body.map_err(Into::into).boxed_unsync()
+}
+
+/// What a [`Filtered`] body does to its inner body's frames as they stream.
+pub(crate) trait Filter {
+    /// Take in one data frame; push onto `out` what may go on now.
+    fn data(&mut self, data: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError>;
+    /// The data has ended (trailers follow, or nothing): push whatever is still held.
+    fn end(&mut self, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError>;
+    /// The trailers, after [`Filter::end`]: what goes on in their place.
+    fn trailers(&mut self, trailers: HeaderMap) -> Result<HeaderMap, BoxError> {
+        Ok(trailers)
+    }
+    /// Whether the filtered body is as long as the inner one (then its size hint is kept).
+    fn keeps_length(&self) -> bool {
+        false
+    }
+}
+
+/// A body passed through a [`Filter`]: the one streaming loop that masking and scanning share. An error from
+/// the filter ends the body with it.
+pub(crate) struct Filtered<F> {
+    inner: ProxyBody,
+    filter: F,
+    /// Frames ready to hand out.
+    ready: VecDeque<Frame<Bytes>>,
+    done: bool,
+}
+
+impl<F: Filter> Filtered<F> {
+    /// Pass `inner` through `filter`.
+    pub(crate) fn with(inner: ProxyBody, filter: F) -> Self {
+        Filtered {
+            inner,
+            filter,
+            ready: VecDeque::new(),
+            done: false,
+        }
+    }
+}
+
+impl<F: Filter + Unpin> Body for Filtered<F> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            if let Some(frame) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut this.inner).poll_frame(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(e))) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Poll::Ready(Some(Ok(frame))) => {
+                    let step = match frame.into_data() {
+                        Ok(data) => this.filter.data(data, &mut this.ready),
+                        Err(frame) => {
+                            // Trailers end the data: what is held goes first, then the trailers.
+                            let step = this.filter.end(&mut this.ready);
+                            match (step, frame.into_trailers()) {
+                                (Ok(()), Ok(trailers)) => this
+                                    .filter
+                                    .trailers(trailers)
+                                    .map(|t| this.ready.push_back(Frame::trailers(t))),
+                                (step, _) => step,
+                            }
+                        }
+                    };
+                    if let Err(e) = step {
+                        this.done = true;
+                        this.ready.clear();
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    if let Err(e) = this.filter.end(&mut this.ready) {
+                        this.ready.clear();
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.ready.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if self.filter.keeps_length() {
+            self.inner.size_hint()
+        } else {
+            SizeHint::default()
+        }
+    }
 }

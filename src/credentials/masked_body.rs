@@ -2,121 +2,77 @@
 //! [`MaskStream`] (decompressed first when the upstream compressed it), trailers masked like headers.
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http::HeaderMap;
+use http_body::Frame;
 
 use super::decode::Decoder;
 use super::mask::{MaskStream, Masker};
-use crate::body::{BoxError, ProxyBody};
+use crate::body::{BoxError, Filter, Filtered, ProxyBody};
 
 /// The masked body.
-pub(crate) struct MaskedBody {
-    inner: ProxyBody,
+pub(crate) type MaskedBody = Filtered<Mask>;
+
+/// Masking as a body [`Filter`].
+pub(crate) struct Mask {
     decoder: Option<Decoder>,
     stream: MaskStream,
     masker: Arc<Masker>,
-    /// Frames ready to hand out.
-    ready: VecDeque<Frame<Bytes>>,
-    done: bool,
 }
 
 impl MaskedBody {
     /// Mask `inner`, undoing its content coding with `decoder` first.
     pub(crate) fn new(inner: ProxyBody, masker: Arc<Masker>, decoder: Option<Decoder>) -> MaskedBody {
-        MaskedBody {
+        Filtered::with(
             inner,
-            decoder,
-            stream: masker.stream(),
-            masker,
-            ready: VecDeque::new(),
-            done: false,
-        }
+            Mask {
+                decoder,
+                stream: masker.stream(),
+                masker,
+            },
+        )
     }
+}
 
-    fn data(&mut self, data: Bytes) -> Result<(), BoxError> {
+/// Push `data` through the mask stream, queueing what it lets go.
+fn push(stream: &mut MaskStream, data: Bytes, out: &mut VecDeque<Frame<Bytes>>) {
+    let masked = stream.push(data);
+    if !masked.is_empty() {
+        out.push_back(Frame::data(masked));
+    }
+}
+
+impl Filter for Mask {
+    fn data(&mut self, data: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         match &mut self.decoder {
             Some(decoder) => {
-                let (stream, ready) = (&mut self.stream, &mut self.ready);
-                decoder.push(&data, |decoded| {
-                    let out = stream.push(Bytes::from(decoded));
-                    if !out.is_empty() {
-                        ready.push_back(Frame::data(out));
-                    }
-                })?;
+                let stream = &mut self.stream;
+                decoder.push(&data, |decoded| push(stream, Bytes::from(decoded), out))?;
             }
-            None => {
-                let out = self.stream.push(data);
-                if !out.is_empty() {
-                    self.ready.push_back(Frame::data(out));
-                }
-            }
+            None => push(&mut self.stream, data, out),
         }
         Ok(())
     }
 
     /// The end of the data: what the decoder and the mask stream still hold.
-    fn flush(&mut self) -> Result<(), BoxError> {
+    fn end(&mut self, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         if let Some(decoder) = self.decoder.take() {
             let rest = decoder.finish()?;
-            let out = self.stream.push(Bytes::from(rest));
-            if !out.is_empty() {
-                self.ready.push_back(Frame::data(out));
-            }
+            push(&mut self.stream, Bytes::from(rest), out);
         }
         let rest = self.stream.finish();
         if !rest.is_empty() {
-            self.ready.push_back(Frame::data(rest));
+            out.push_back(Frame::data(rest));
         }
         Ok(())
     }
-}
 
-impl Body for MaskedBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        loop {
-            if let Some(frame) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(frame)));
-            }
-            if this.done {
-                return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.inner).poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => this.data(data)?,
-                    Err(frame) => {
-                        // Trailers end the data: flush it first, then the trailers, masked like headers.
-                        this.flush()?;
-                        if let Ok(mut trailers) = frame.into_trailers() {
-                            this.masker.mask_headers(&mut trailers);
-                            this.ready.push_back(Frame::trailers(trailers));
-                        }
-                    }
-                },
-                Poll::Ready(None) => {
-                    this.flush()?;
-                    this.done = true;
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.done && self.ready.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        // Masking may change the length.
-        SizeHint::default()
+    /// Trailers are masked like headers.
+    fn trailers(&mut self, mut trailers: HeaderMap) -> Result<HeaderMap, BoxError> {
+        self.masker.mask_headers(&mut trailers);
+        Ok(trailers)
     }
 }
 

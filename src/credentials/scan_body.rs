@@ -7,16 +7,15 @@
 //! in the [`Verdict`] for the pipeline to answer the sandbox with.
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
-use http_body::{Body, Frame, SizeHint};
+use http::HeaderMap;
+use http_body::Frame;
 
 use super::decode::Decoder;
 use super::detect::{Detector, Found};
-use crate::body::{BoxError, ProxyBody};
+use crate::body::{BoxError, Filter, Filtered, ProxyBody};
 
 /// What a body scan found that refuses the request, once it has.
 #[derive(Clone, Default)]
@@ -37,8 +36,10 @@ impl Verdict {
 pub(crate) type Refuses = Box<dyn Fn(&Found) -> bool + Send + Sync>;
 
 /// The scanned body.
-pub(crate) struct ScanBody {
-    inner: ProxyBody,
+pub(crate) type ScanBody = Filtered<Scan>;
+
+/// Scanning as a body [`Filter`].
+pub(crate) struct Scan {
     detector: Arc<Detector>,
     refuses: Refuses,
     verdict: Verdict,
@@ -51,8 +52,6 @@ pub(crate) struct ScanBody {
     scanned: usize,
     /// Scanned bytes after which nothing can begin a finding that is not yet whole.
     settled: usize,
-    ready: VecDeque<Frame<Bytes>>,
-    done: bool,
 }
 
 impl ScanBody {
@@ -64,34 +63,23 @@ impl ScanBody {
         refuses: Refuses,
         verdict: Verdict,
     ) -> ScanBody {
-        ScanBody {
+        Filtered::with(
             inner,
-            detector,
-            refuses,
-            verdict,
-            decoder,
-            context: BytesMut::new(),
-            held: VecDeque::new(),
-            scanned: 0,
-            settled: 0,
-            ready: VecDeque::new(),
-            done: false,
-        }
+            Scan {
+                detector,
+                refuses,
+                verdict,
+                decoder,
+                context: BytesMut::new(),
+                held: VecDeque::new(),
+                scanned: 0,
+                settled: 0,
+            },
+        )
     }
+}
 
-    /// Scan what `raw` adds; on a refusal, the error that ends the body.
-    fn take_in(&mut self, raw: Bytes) -> Result<(), BoxError> {
-        let mut fresh = Vec::new();
-        match &mut self.decoder {
-            Some(decoder) => decoder.push(&raw, |decoded| fresh.extend_from_slice(&decoded))?,
-            None => fresh.extend_from_slice(&raw),
-        }
-        self.scan(&fresh)?;
-        self.held.push_back((raw, self.scanned));
-        self.release(false);
-        Ok(())
-    }
-
+impl Scan {
     fn scan(&mut self, fresh: &[u8]) -> Result<(), BoxError> {
         if fresh.is_empty() {
             return Ok(());
@@ -123,78 +111,56 @@ impl ScanBody {
     /// Send the raw chunks whose scanned bytes are followed by a whole window of scanned bytes, or after which
     /// nothing can begin a finding (all of them at the end): nothing that could begin a finding leaves
     /// unscanned, and a body whose end begins nothing is not held at all (streamed uploads flow).
-    fn release(&mut self, all: bool) {
+    fn release(&mut self, all: bool, out: &mut VecDeque<Frame<Bytes>>) {
         let window = self.detector.window();
         while let Some((_, end)) = self.held.front() {
             if !all && *end > self.settled && end + window > self.scanned {
                 break;
             }
             if let Some((raw, _)) = self.held.pop_front() {
-                self.ready.push_back(Frame::data(raw));
+                out.push_back(Frame::data(raw));
             }
         }
     }
+}
 
-    fn finish(&mut self) -> Result<(), BoxError> {
+impl Filter for Scan {
+    /// Scan what `raw` adds; on a refusal, the error that ends the body.
+    fn data(&mut self, raw: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
+        let mut fresh = Vec::new();
+        match &mut self.decoder {
+            Some(decoder) => decoder.push(&raw, |decoded| fresh.extend_from_slice(&decoded))?,
+            None => fresh.extend_from_slice(&raw),
+        }
+        self.scan(&fresh)?;
+        self.held.push_back((raw, self.scanned));
+        self.release(false, out);
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         if let Some(decoder) = self.decoder.take() {
             let rest = decoder.finish()?;
             self.scan(&rest)?;
         }
-        self.release(true);
+        self.release(true, out);
         Ok(())
     }
-}
 
-impl Body for ScanBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        loop {
-            if let Some(frame) = this.ready.pop_front() {
-                return Poll::Ready(Some(Ok(frame)));
-            }
-            if this.done {
-                return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.inner).poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => this.take_in(data)?,
-                    Err(frame) => {
-                        this.finish()?;
-                        if let Some(trailers) = frame.trailers_ref() {
-                            for value in trailers.values() {
-                                let found = this.detector.scan(value.as_bytes());
-                                if !found.is_empty() && (this.refuses)(&found) {
-                                    this.verdict.set(found);
-                                    return Poll::Ready(Some(Err(
-                                        "a request trailer carries a placeholder or a secret".into(),
-                                    )));
-                                }
-                            }
-                        }
-                        this.ready.push_back(frame);
-                        this.done = true;
-                    }
-                },
-                Poll::Ready(None) => {
-                    this.finish()?;
-                    this.done = true;
-                }
+    fn trailers(&mut self, trailers: HeaderMap) -> Result<HeaderMap, BoxError> {
+        for value in trailers.values() {
+            let found = self.detector.scan(value.as_bytes());
+            if !found.is_empty() && (self.refuses)(&found) {
+                self.verdict.set(found);
+                return Err("a request trailer carries a placeholder or a secret".into());
             }
         }
+        Ok(trailers)
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.done && self.ready.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        // Scanning changes nothing: the length is the inner body's.
-        self.inner.size_hint()
+    /// Scanning changes nothing: the length is the inner body's.
+    fn keeps_length(&self) -> bool {
+        true
     }
 }
 

@@ -36,6 +36,14 @@ fn sandbox_ipv6(net: &Net) -> (String, String) {
     );
     net.exec_ok(&net.sbx, &["ip", "-6", "route", "add", "default", "via", &gw6]);
     net.exec_ok(&net.gw, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+    // The link is ready once the sandbox has the gateway as a neighbour: a first connection sent before
+    // then can time out in neighbour discovery (turning forwarding on resets it).
+    let ready = (0..20).any(|_| {
+        net.exec(&net.sbx, &["ping", "-6", "-c", "1", "-W", "1", &gw6])
+            .status
+            .success()
+    });
+    assert!(ready, "the sandbox never reached the gateway over IPv6 ({gw6})");
     (gw6, sbx6)
 }
 

@@ -28,7 +28,7 @@ fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
 }
 
 fn jail(w: &World, config: &std::path::Path, id: &str, extra: &[&str], cmd: &[&str]) -> (i32, String, String) {
-    let mut c = w.net.command(&w.net.gw, BIN);
+    let mut c = w.net.enter(&w.net.gw, BIN);
     c.args(["jail", "--sandbox", id, "--config"])
         .arg(config)
         .args(extra)
@@ -126,7 +126,7 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = w
             .net
-            .command(&w.net.gw, BIN)
+            .enter(&w.net.gw, BIN)
             .args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
             .args(["--", "sleep", "30"])

@@ -158,6 +158,15 @@ impl Net {
         c
     }
 
+    /// A command to run in namespace `ns`'s network only, in this mount namespace (`ip netns exec` makes a
+    /// private one, where a namespace the program names with `ip netns add` dies with the program): the
+    /// way a program runs on a host that has only the one network.
+    pub(crate) fn enter(&self, ns: &str, program: &str) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net=/run/netns/{ns}")).arg("--").arg(program);
+        c
+    }
+
     /// Run `f` on a thread that has entered namespace `ns` (sockets it creates stay in it).
     pub(crate) fn within<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let path = format!("/run/netns/{ns}");
