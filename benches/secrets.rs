@@ -77,5 +77,38 @@ fn scan(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, mask, scan);
+/// What every request toward any host pays once credentials are configured: its header values scanned one
+/// by one and joined, its path and its query (a curl-like GET with an Authorization header).
+fn head(c: &mut Criterion) {
+    let values: Vec<&[u8]> = vec![
+        b"api.example.com",
+        b"curl/8.5.0",
+        b"*/*",
+        b"Bearer cordon-ph-0123456789abcdef0123456789abcdef",
+        b"application/json",
+        b"gzip, deflate, br",
+    ];
+    let joined: Vec<u8> = values.concat();
+    let mut g = c.benchmark_group("head");
+    for n in [1, 10] {
+        let secrets: Vec<(String, SecretString)> = (0..n)
+            .map(|i| (format!("cred{i}"), SecretString::from(secret(i))))
+            .collect();
+        let detector = Detector::new(&secrets).unwrap();
+        g.bench_function(format!("{n}_credentials"), |b| {
+            b.iter(|| {
+                let mut found = 0;
+                for v in &values {
+                    found += detector.scan(black_box(v)).plain.len();
+                }
+                found += detector.scan(black_box(&joined)).plain.len();
+                found += detector.scan(black_box(b"/v1/models/gpt-4/completions")).plain.len();
+                found + detector.scan(black_box(b"page=2&limit=50")).plain.len()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, mask, scan, head);
 criterion_main!(benches);

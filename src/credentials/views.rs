@@ -15,6 +15,10 @@ const DEPTH: usize = 2;
 /// The text itself first, then every reading decoding makes of it.
 pub(crate) fn views(text: &[u8]) -> Vec<Cow<'_, [u8]>> {
     let mut out = vec![Cow::Borrowed(text)];
+    if !decodable(text) {
+        // Most header values and paths: nothing to decode, nothing to copy.
+        return out;
+    }
     let mut frontier = vec![text.to_vec()];
     for _ in 0..DEPTH {
         let mut next = Vec::new();
@@ -29,6 +33,20 @@ pub(crate) fn views(text: &[u8]) -> Vec<Cow<'_, [u8]>> {
         frontier = next;
     }
     out
+}
+
+/// Whether any decoder applies to `text` (each looks for its own sign first).
+fn decodable(text: &[u8]) -> bool {
+    let (mut sign, mut eq, mut amp) = (false, false, false);
+    for &b in text {
+        match b {
+            b'%' | b'+' | b'\\' => sign = true,
+            b'=' => eq = true,
+            b'&' => amp = true,
+            _ => {}
+        }
+    }
+    sign || (eq && amp)
 }
 
 /// One decoder's step over `text`, for each decoder that applies.
