@@ -26,6 +26,7 @@ fn failed(e: ControlError) -> AdminResponse {
         ControlError::Declared(_) => (StatusCode::CONFLICT, "declared_in_config"),
         ControlError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
         ControlError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_failed"),
+        ControlError::Ca(_) => (StatusCode::INTERNAL_SERVER_ERROR, "ca_unavailable"),
     };
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!("admin API: {e}");
@@ -106,6 +107,9 @@ pub(super) fn list(state: &ProxyState) -> AdminResponse {
 
 /// `GET /v1/sandboxes/{id}`, with its CA certificate.
 pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
+    if let Err(e) = id_in_path(id) {
+        return failed(e);
+    }
     let generation = state.current();
     let (mut view, sandbox) = if let Some(s) = generation.identities.get(id) {
         (declared_view(state, &s), (*s).clone())
@@ -244,8 +248,14 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     let made = blocking(state, move |s| {
         let policy_known = |p: &str| g.policy(p).is_some();
         let declared = |id: &str| g.identities.get(id).is_some();
+        // The CA is made before the record is stored: no stored sandbox without its CA.
+        let prepare = |r: &Record| {
+            s.ca(&g, &sandbox_of(r))
+                .map(|_| ())
+                .map_err(|e| ControlError::Ca(e.to_string()))
+        };
         s.control
-            .create(new, bounds(&g), policy_known, declared, control::now())
+            .create(new, bounds(&g), policy_known, declared, prepare, control::now())
     })
     .await;
     let (record, credential) = match made {
@@ -259,10 +269,20 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     }
 }
 
-fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
-    if !valid_id(id) {
-        return Err(ControlError::NotFound(id.to_string()));
+/// A sandbox id from a path: 422 when it cannot be one.
+fn id_in_path(id: &str) -> Result<(), ControlError> {
+    if valid_id(id) {
+        Ok(())
+    } else {
+        Err(ControlError::Invalid {
+            field: "id",
+            message: format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
+        })
     }
+}
+
+fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
+    id_in_path(id)?;
     if state.current().identities.get(id).is_some() {
         return Err(ControlError::Declared(id.to_string()));
     }

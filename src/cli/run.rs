@@ -72,9 +72,14 @@ async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<
         },
         None => None,
     };
+    // SECURITY: every listener cordon opens is its own address, which no rule can send a sandbox to.
     let mut own = vec![bound];
     own.extend(admin_bound);
     own.extend(transparent_bound);
+    if let Some((udp, tcp)) = &dns {
+        own.extend(udp.local_addr().ok());
+        own.extend(tcp.local_addr().ok());
+    }
     let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
     let watch = config.control.watch;
     let summary = format!(

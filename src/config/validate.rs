@@ -235,7 +235,7 @@ fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String
         if !crate::identity::valid_id(&id) {
             errs.at(
                 format!("{base}.id"),
-                format!("{id:?} is not a sandbox id; use 1-64 letters, digits, '-', '_' or '.'"),
+                format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
             );
         } else if !seen.insert(id.clone()) {
             errs.at(format!("{base}.id"), format!("{id:?} is declared twice"));

@@ -57,6 +57,9 @@ pub enum ControlError {
     /// The store failed.
     #[error("the sandbox store failed: {0}")]
     Store(String),
+    /// What the sandbox needs besides its record (its CA) could not be made; nothing was stored.
+    #[error("cannot load or create the sandbox's CA: {0}")]
+    Ca(String),
 }
 
 impl From<StoreError> for ControlError {
@@ -136,20 +139,22 @@ impl Control {
     }
 
     /// Create a sandbox and its first credential. `declared` tells whether the configuration file has
-    /// this id; `policy_known` whether the policy exists. Blocking.
+    /// this id; `policy_known` whether the policy exists; `prepare` makes what the sandbox needs besides its
+    /// record (its CA) before the record is stored, so a failure there leaves nothing behind. Blocking.
     pub fn create(
         &self,
         new: NewSandbox,
         ttl: Ttl,
         policy_known: impl Fn(&str) -> bool,
         declared: impl Fn(&str) -> bool,
+        prepare: impl FnOnce(&Record) -> Result<(), ControlError>,
         now: i64,
     ) -> Result<(Record, String), ControlError> {
         let id = match new.id {
             Some(id) if !valid_id(&id) => {
                 return Err(invalid(
                     "id",
-                    format!("{id:?} is not a sandbox id; use 1-64 letters, digits, '-', '_' or '.'"),
+                    format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
                 ));
             }
             Some(id) => id,
@@ -174,6 +179,11 @@ impl Control {
             expires: now.saturating_add(life),
             revoked: None,
         };
+        if self.live(&record.id, now).is_ok() {
+            return Err(ControlError::Exists(record.id));
+        }
+        // All or nothing: what the sandbox needs first, then its record.
+        prepare(&record)?;
         self.store.insert(&record, now)?;
         self.remember(&record);
         let credential = self.mint(&record, now)?;
@@ -274,19 +284,38 @@ impl Control {
 
     /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
     pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
-        let Origin::Api { nonce, expires } = &sandbox.origin else {
+        let Origin::Api { nonce, .. } = &sandbox.origin else {
             return Ok(());
         };
-        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
-        // The store's record wins: it knows renewals and revocations. Without one (created on another
-        // replica a moment ago), the credential's own expiry stands.
-        let expires = match view.get(sandbox.id.as_str()) {
-            Some(r) if &r.nonce != nonce => return Err(Closed::Revoked),
-            Some(r) if r.revoked.is_some() => return Err(Closed::Revoked),
-            Some(r) => r.expires,
-            None => *expires,
+        let known = self.get(sandbox.id.as_str());
+        // Not in this replica's view: created on another replica a moment ago, or unknown to the store. One
+        // read of the store tells which.
+        let record = match known {
+            Some(r) => r,
+            None => match self.store.get(sandbox.id.as_str()) {
+                Ok(Some(r)) => {
+                    self.remember(&r);
+                    r
+                }
+                // SECURITY: a credential whose sandbox the store does not know is refused, however well it is
+                // signed: the store holds the revocations, and one that lost them must not let revoked
+                // credentials back in.
+                Ok(None) => return Err(Closed::Removed),
+                Err(e) => {
+                    tracing::warn!(sandbox = %sandbox.id, "cannot read the sandbox store: {e}; refused");
+                    return Err(Closed::Removed);
+                }
+            },
         };
-        if expires <= now { Err(Closed::Expired) } else { Ok(()) }
+        // The store's record decides: it knows renewals and revocations.
+        if &record.nonce != nonce || record.revoked.is_some() {
+            return Err(Closed::Revoked);
+        }
+        if record.expires <= now {
+            Err(Closed::Expired)
+        } else {
+            Ok(())
+        }
     }
 }
 

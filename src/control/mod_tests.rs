@@ -22,7 +22,7 @@ fn new(id: Option<&str>) -> NewSandbox {
 }
 
 fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(Record, String), ControlError> {
-    c.create(new(id), TTL, |p| p == "web", |id| id == "declared", now)
+    c.create(new(id), TTL, |p| p == "web", |id| id == "declared", |_| Ok(()), now)
 }
 
 #[test]
@@ -82,20 +82,23 @@ fn bad_requests_say_what_is_wrong() {
     // Lengths are in characters, as the messages say.
     let mut n = new(None);
     n.user = "é".repeat(128);
-    assert!(c.create(n, TTL, |_| true, |_| false, 1).is_ok());
+    assert!(c.create(n, TTL, |_| true, |_| false, |_| Ok(()), 1).is_ok());
     assert!(matches!(create(&c, Some("declared"), 1), Err(ControlError::Exists(_))));
     let mut n = new(None);
     n.policy = "nope".into();
-    assert_eq!(field(c.create(n, TTL, |p| p == "web", |_| false, 1)), "policy");
+    assert_eq!(
+        field(c.create(n, TTL, |p| p == "web", |_| false, |_| Ok(()), 1)),
+        "policy"
+    );
     let mut n = new(None);
     n.ttl = Some(Duration::from_secs(99_999));
-    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, 1)), "ttl");
+    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, |_| Ok(()), 1)), "ttl");
     let mut n = new(None);
     n.user = String::new();
-    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, 1)), "user");
+    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, |_| Ok(()), 1)), "user");
     let mut n = new(None);
     n.labels.insert("bad key".into(), "v".into());
-    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, 1)), "labels");
+    assert_eq!(field(c.create(n, TTL, |_| true, |_| false, |_| Ok(()), 1)), "labels");
     create(&c, Some("dup"), 1).unwrap();
     assert!(matches!(create(&c, Some("dup"), 2), Err(ControlError::Exists(_))));
 }

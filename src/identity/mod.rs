@@ -269,14 +269,17 @@ fn parse_basic(value: &[u8]) -> Option<(String, String)> {
     Some((id.to_string(), token.to_string()))
 }
 
-/// Whether `id` can be a sandbox id: 1-64 letters, digits, '-', '_' or '.', but not `.` or `..`. Ids travel
-/// as the user part of Basic credentials, which ends at the first ':', as a path segment of the admin API,
-/// and name the sandbox's CA folder.
+/// What a sandbox id may be, for messages.
+pub(crate) const ID_RULE: &str = "use 1-64 letters, digits, '-', '_' or '.', not starting with '.'";
+
+/// Whether `id` can be a sandbox id ([`ID_RULE`]). Ids travel as the user part of Basic credentials, which
+/// ends at the first ':', as a path segment of the admin API, and name the sandbox's CA folder.
 pub(crate) fn valid_id(id: &str) -> bool {
+    // SECURITY: an id never starts with '.': not `.` or `..`, and not a name cordon gives its own files in
+    // the CA folder (`.lock`), which a sandbox's folder would collide with.
     !id.is_empty()
         && id.len() <= 64
-        && id != "."
-        && id != ".."
+        && !id.starts_with('.')
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 

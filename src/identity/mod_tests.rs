@@ -84,11 +84,22 @@ fn source_address_identifies_without_a_token() {
 }
 
 #[test]
-fn ids_that_would_name_a_folder_above_are_not_ids() {
-    for bad in ["", ".", "..", "a/b", "a:b", "a b", &"x".repeat(65)] {
+fn ids_that_would_name_a_folder_above_or_a_file_of_cordon_are_not_ids() {
+    for bad in [
+        "",
+        ".",
+        "..",
+        "...",
+        ".lock",
+        ".x",
+        "a/b",
+        "a:b",
+        "a b",
+        &"x".repeat(65),
+    ] {
         assert!(!valid_id(bad), "{bad:?}");
     }
-    for good in ["a", "...", "sb-1.x_y", &"x".repeat(64)] {
+    for good in ["a", "a..", "sb-1.x_y", &"x".repeat(64)] {
         assert!(valid_id(good), "{good:?}");
     }
 }

@@ -14,12 +14,13 @@ use crate::cli::spawn_cordon;
 use crate::rig::{config, free_port};
 use crate::tls_rig::{https_upstream, test_ca};
 
-struct Replica {
-    child: Child,
-    proxy: u16,
-    admin: AdminClient,
-    path: std::path::PathBuf,
-    yaml: String,
+pub(crate) struct Replica {
+    pub(crate) child: Child,
+    pub(crate) proxy: u16,
+    pub(crate) admin_port: u16,
+    pub(crate) admin: AdminClient,
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) yaml: String,
 }
 
 impl Drop for Replica {
@@ -30,7 +31,7 @@ impl Drop for Replica {
 }
 
 /// The HTTPS upstream every replica reaches, its CA written to `dir/upstream-ca.pem` for them to trust.
-async fn upstream(dir: &Path) -> crate::rig::Upstream {
+pub(crate) async fn upstream(dir: &Path) -> crate::rig::Upstream {
     let upstream_ca = test_ca("upstream test CA");
     let up = https_upstream(
         "127.0.0.2",
@@ -42,7 +43,7 @@ async fn upstream(dir: &Path) -> crate::rig::Upstream {
 }
 
 /// A cordon process on its own ports, sharing everything under `dir`.
-async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
+pub(crate) async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
     let (proxy, admin) = (free_port(), free_port());
     let top = format!(
         "listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin} }}\nca: {{ dir: {d}/cas }}\n\
@@ -67,10 +68,12 @@ async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();
+    let admin_port = admin;
     let admin = AdminClient::new(&format!("http://127.0.0.1:{admin}"), SecretString::from(token)).unwrap();
     Replica {
         child,
         proxy,
+        admin_port,
         admin,
         path,
         yaml,
@@ -92,7 +95,7 @@ async fn answers_healthz(port: u16) -> bool {
 }
 
 /// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).
-fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> u16 {
+pub(crate) fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> u16 {
     let out = crate::cli::curl()
         .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
         .args(["-x", &format!("http://{id}:{credential}@127.0.0.1:{}", r.proxy)])
@@ -104,7 +107,7 @@ fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) ->
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
 }
 
-async fn create(r: &Replica, dir: &Path) -> (String, String, std::path::PathBuf) {
+pub(crate) async fn create(r: &Replica, dir: &Path) -> (String, String, std::path::PathBuf) {
     let req = CreateRequest {
         user: "alice".into(),
         policy: "web".into(),

@@ -18,6 +18,7 @@ mod framing;
 mod gateway;
 mod gateway_tproxy;
 mod guard;
+mod hardening;
 mod http;
 mod intercept;
 mod jail;

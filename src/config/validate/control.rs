@@ -26,6 +26,17 @@ pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> Co
         }
         c.store = Some(PathBuf::from(store));
     }
+    if c.signing_key.is_some() && c.store.is_none() {
+        // SECURITY: revocations live only in the store; a key that outlives the process with a store that does
+        // not would make every revoked credential verify again after a restart.
+        errs.at(
+            "control.signing_key",
+            "is set but control.store is not: revocations are kept in the store, so after a restart a revoked \
+             credential signed with this key would be accepted again. Set `control.store` (e.g. \
+             \"state/cordon.db\", the same file for every replica sharing the key), or remove `signing_key` so the \
+             key dies with the process",
+        );
+    }
     c.default_ttl = duration(errs, "control.default_ttl", raw.default_ttl, c.default_ttl);
     c.max_ttl = duration(errs, "control.max_ttl", raw.max_ttl, c.max_ttl);
     if c.default_ttl > c.max_ttl {
