@@ -48,7 +48,7 @@ fn identify(c: &mut Criterion) {
         labels: BTreeMap::new(),
     };
     let now = cordon::control::now();
-    let (_, credential) = control.create(new, ttl, |_| true, |_| false, now).unwrap();
+    let (_, credential) = control.create(new, ttl, |_| true, |_| false, |_| Ok(()), now).unwrap();
     g.bench_function("signed_credential", |b| {
         b.iter(|| control.verify(black_box("rt1"), black_box(&credential), now))
     });
