@@ -311,6 +311,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", old.control.store),
         format!("{:?}", new.control.store),
     );
+    same("approval", format!("{:?}", old.approval), format!("{:?}", new.approval));
     same(
         "control.signing_key",
         format!("{:?}", old.control.signing_key),

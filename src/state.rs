@@ -338,6 +338,14 @@ impl ProxyState {
         for (id, _) in closed {
             self.leaves.invalidate_sandbox(&id);
         }
+        // Held asks and standing grants end with their sandbox's incarnation and with the rule that asked.
+        self.approvals.sweep(|sandbox, rule, fingerprint| {
+            self.entitled(&generation, sandbox).is_ok()
+                && generation
+                    .policy(&sandbox.policy)
+                    .and_then(|p| p.rules.get(rule))
+                    .is_some_and(|r| r.fingerprint() == fingerprint)
+        });
     }
 }
 

@@ -34,7 +34,14 @@ pub(super) fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminRespons
         Some(v) => match v.as_str() {
             Some("once") => Scope::Once,
             Some("always") => Scope::Always,
-            _ => return invalid("scope: write \"once\" (the default) or \"always\"".into()),
+            Some("exact") => Scope::Exact,
+            _ => {
+                return invalid(
+                    "scope: write \"once\" (the default), \"always\" (same method and path) or \"exact\" (same \
+                     method, URL with query, and body)"
+                        .into(),
+                );
+            }
         },
     };
     let Some(by) = field(body, "by") else {

@@ -1,11 +1,18 @@
 //! Human approval of held requests. A policy rule with `action: ask` makes cordon hold the request, record a pending
 //! approval here, announce it to an optional webhook and wait, up to a timeout, for a person to allow or deny it
-//! through the admin API. An allow with scope `always` becomes a standing grant: the same request from the same
-//! sandbox then passes without asking.
+//! through the admin API. An allow with scope `always` or `exact` becomes a standing grant: the same request from
+//! the same sandbox then passes without asking (see [`Scope`]).
 //!
 //! Nothing here is secret: an [`Ask`] describes the request as the sandbox sent it, before cordon attaches any
-//! credential of its own.
+//! credential of its own, with the sandbox's own credentials and placeholders redacted.
+//!
+//! Pending asks are bounded three ways: per sandbox, per user, and overall, so that one sandbox cannot fill the
+//! queue every other sandbox's asks need. Asks and grants belong to one incarnation of a sandbox and to the rule
+//! that asked: [`Approvals::sweep`] ends them when either is gone.
 
+mod grants;
+mod ids;
+mod shown;
 mod types;
 pub mod webhook;
 
@@ -18,8 +25,12 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use types::clean;
-pub(crate) use types::{Ask, DecideError, Decision, Grant, MAX_EXCERPT, Outcome, Pending, Scope, Verdict, excerpt};
+use crate::identity::Sandbox;
+
+use grants::Grants;
+use ids::fresh_id;
+pub(crate) use shown::{excerpt, unmisleading};
+pub(crate) use types::{Ask, BodySeen, DecideError, Decision, Grant, Header, Outcome, Over, Pending, Scope, Verdict};
 use webhook::Webhook;
 
 /// The longest `by` accepted, in characters.
@@ -34,20 +45,24 @@ struct Entry {
     wake: oneshot::Sender<Decision>,
     /// The webhook announcement, so that the decision is announced after it.
     announced: Option<JoinHandle<bool>>,
+    /// When it times out.
+    deadline: Instant,
 }
 
 #[derive(Default)]
 struct State {
     seq: u64,
     pending: HashMap<String, Entry>,
-    /// In the order granted.
-    grants: Vec<Grant>,
+    /// The standing grants.
+    grants: Grants,
 }
 
 /// The approvals registry: pending asks and standing grants. Shared through `Arc`; every method may be called from
 /// any task at any time.
 pub struct Approvals {
     max_pending: usize,
+    per_sandbox: usize,
+    per_user: usize,
     timeout: Duration,
     webhook: Option<Arc<Webhook>>,
     state: Mutex<State>,
@@ -68,16 +83,29 @@ impl Approvals {
                 Some(Webhook::new(w.url.clone(), secret, client))
             }
         };
-        Ok(Approvals::new(config.max_pending, config.timeout, webhook))
+        Ok(Approvals::new(config.max_pending, config.timeout, webhook)
+            .with_caps(config.max_pending_per_sandbox, config.max_pending_per_user))
     }
 
-    /// A registry holding at most `max_pending` asks at once, each waiting at most `timeout`, announced to `webhook`.
+    /// A registry holding at most `max_pending` asks at once (however many of one sandbox or user: see
+    /// [`Approvals::with_caps`]), each waiting at most `timeout`, announced to `webhook`.
     pub(crate) fn new(max_pending: usize, timeout: Duration, webhook: Option<Webhook>) -> Approvals {
         Approvals {
             max_pending,
+            per_sandbox: usize::MAX,
+            per_user: usize::MAX,
             timeout,
             webhook: webhook.map(Arc::new),
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The same registry holding at most `per_sandbox` asks of one sandbox and `per_user` of one user at once.
+    pub(crate) fn with_caps(self, per_sandbox: usize, per_user: usize) -> Approvals {
+        Approvals {
+            per_sandbox,
+            per_user,
+            ..self
         }
     }
 
@@ -85,19 +113,20 @@ impl Approvals {
     /// is registered under a fresh id, announced to the webhook (in the background), and waits for a decision or
     /// the timeout. Dropping the returned future withdraws the ask.
     pub(crate) async fn ask(&self, ask: Ask) -> Outcome {
-        let ask = Ask {
-            excerpt: clean(&ask.excerpt),
-            ..ask
-        };
         let started = Instant::now();
         let (wake, mut woken) = oneshot::channel();
         let id = {
             let mut state = self.state();
-            if let Some(grant) = state.grants.iter().find(|g| covers(g, &ask)) {
+            if let Some(grant) = state.grants.covering(&ask) {
                 tracing::debug!(grant = %grant.id, sandbox = %ask.sandbox, "approval: a standing grant covers it");
                 return Outcome::Granted {
                     grant: grant.id.clone(),
                 };
+            }
+            // SECURITY: one sandbox, or one user's sandboxes, cannot hold every slot of the queue that every
+            // other sandbox's asks need.
+            if let Some(limited) = self.over_cap(&state, &ask, started) {
+                return limited;
             }
             if state.pending.len() >= self.max_pending {
                 tracing::warn!(sandbox = %ask.sandbox, max = self.max_pending, "approval: too many pending, refused");
@@ -123,6 +152,7 @@ impl Approvals {
                 pending,
                 wake,
                 announced,
+                deadline: started + self.timeout,
             };
             state.pending.insert(id.clone(), entry);
             id
@@ -159,17 +189,17 @@ impl Approvals {
     }
 
     /// Decide one pending approval and wake its request. `by` names who decided (1-128 characters, no control
-    /// characters); an allow with scope `always` also creates a [`Grant`]; a deny cannot be `always`. Returns the
-    /// pending approval as it was.
+    /// characters); an allow with scope `always` or `exact` also creates a [`Grant`]; a deny is `once` only.
+    /// Returns the pending approval as it was.
     pub(crate) fn decide(&self, id: &str, verdict: Verdict, scope: Scope, by: &str) -> Result<Pending, DecideError> {
         if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
             return Err(DecideError::Invalid(format!(
                 "by must name who decides in 1-{MAX_BY} characters without control characters"
             )));
         }
-        if verdict == Verdict::Deny && scope == Scope::Always {
+        if verdict == Verdict::Deny && scope != Scope::Once {
             return Err(DecideError::Invalid(
-                "always applies to allow only; add a policy rule to refuse for good".to_string(),
+                "always and exact apply to allow only; add a policy rule to refuse for good".to_string(),
             ));
         }
         let decision = Decision {
@@ -184,8 +214,8 @@ impl Approvals {
             let entry = state.pending.remove(id).ok_or_else(not_found)?;
             // Fails only if the request went away just now (its withdrawal is waiting for the lock).
             entry.wake.send(decision.clone()).map_err(|_| not_found())?;
-            if verdict == Verdict::Allow && scope == Scope::Always {
-                let grant = state.grant(&entry.pending, &decision);
+            if verdict == Verdict::Allow && scope != Scope::Once {
+                let grant = state.grants.add(&entry.pending, &decision, scope);
                 tracing::info!(grant = %grant, approval = %id, by = %by, "approval: standing grant created");
             }
             (entry.pending, entry.announced)
@@ -197,15 +227,13 @@ impl Approvals {
 
     /// Every standing grant, oldest first.
     pub(crate) fn grants(&self) -> Vec<Grant> {
-        self.state().grants.clone()
+        self.state().grants.all()
     }
 
     /// Remove a grant; false if unknown.
     pub(crate) fn revoke_grant(&self, id: &str) -> bool {
         let mut state = self.state();
-        let before = state.grants.len();
-        state.grants.retain(|g| g.id != id);
-        let revoked = state.grants.len() != before;
+        let revoked = state.grants.remove(id);
         if revoked {
             tracing::info!(grant = %id, "approval: standing grant revoked");
         }
@@ -214,25 +242,60 @@ impl Approvals {
 
     /// Drop everything of a sandbox that is gone: its grants, and its pending asks, which end as denied by "cordon".
     pub(crate) fn forget_sandbox(&self, sandbox: &str) {
+        self.sweep(|who, _, _| who.id.as_str() != sandbox);
+    }
+
+    /// Keep only the asks and grants for which `keep(sandbox incarnation, rule index, rule fingerprint)` holds:
+    /// the others' grants are dropped and their asks end as denied by "cordon". Run when a sandbox is revoked,
+    /// expires, or a reload changes its policy.
+    pub(crate) fn sweep(&self, keep: impl Fn(&Sandbox, usize, &str) -> bool) {
         let decision = Decision {
             verdict: Verdict::Deny,
             scope: Scope::Once,
             by: CORDON.to_string(),
             at: rfc3339(SystemTime::now()),
         };
+        let kept = |ask: &Ask| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
         let ended: Vec<(Pending, Option<JoinHandle<bool>>)> = {
             let mut state = self.state();
-            state.grants.retain(|g| g.sandbox != sandbox);
+            state.grants.retain(|g| {
+                let held = keep(&g.who, g.rule, &g.rule_fingerprint);
+                if !held {
+                    tracing::info!(grant = %g.id, sandbox = %g.sandbox, "approval: grant dropped, its sandbox or rule is gone");
+                }
+                held
+            });
             state
                 .pending
-                .extract_if(|_, e| e.pending.ask.sandbox == sandbox)
+                .extract_if(|_, e| !kept(&e.pending.ask))
                 .filter_map(|(_, e)| e.wake.send(decision.clone()).ok().map(|()| (e.pending, e.announced)))
                 .collect()
         };
         for (pending, announced) in ended {
-            tracing::info!(id = %pending.id, sandbox = %sandbox, "approval: denied, the sandbox is gone");
+            tracing::info!(id = %pending.id, sandbox = %pending.ask.sandbox, "approval: denied, its sandbox or rule is gone");
             self.announce_decision(&pending, decision.clone(), announced);
         }
+    }
+
+    /// The refusal for an ask over the sandbox's or the user's cap, if it is.
+    fn over_cap(&self, state: &State, ask: &Ask, now: Instant) -> Option<Outcome> {
+        let check = |over: Over, max: usize, same: &dyn Fn(&Ask) -> bool| {
+            let mine = state.pending.values().filter(|e| same(&e.pending.ask));
+            let (count, first) = mine.fold((0usize, None::<Instant>), |(n, first), e| {
+                (n + 1, Some(first.map_or(e.deadline, |f| f.min(e.deadline))))
+            });
+            (count >= max).then(|| {
+                // A slot frees when the oldest of them times out, if nobody decides before.
+                let retry_after = first
+                    .unwrap_or(now)
+                    .saturating_duration_since(now)
+                    .max(Duration::from_secs(1));
+                tracing::warn!(sandbox = %ask.sandbox, user = %ask.user, ?over, max, "approval: too many pending, refused");
+                Outcome::Limited { over, max, retry_after }
+            })
+        };
+        check(Over::Sandbox, self.per_sandbox, &|a| a.sandbox == ask.sandbox)
+            .or_else(|| check(Over::User, self.per_user, &|a| a.user == ask.user))
     }
 
     /// Number pending (for a metrics gauge).
@@ -272,30 +335,6 @@ impl Approvals {
     }
 }
 
-impl State {
-    /// Record a standing grant for the request of `pending` (or find the identical one); returns its id.
-    fn grant(&mut self, pending: &Pending, decision: &Decision) -> String {
-        if let Some(existing) = self.grants.iter().find(|g| covers(g, &pending.ask)) {
-            return existing.id.clone();
-        }
-        self.seq += 1;
-        let id = fresh_id("gr-", self.seq, |id| self.grants.iter().any(|g| g.id == id));
-        let ask = &pending.ask;
-        self.grants.push(Grant {
-            id: id.clone(),
-            sandbox: ask.sandbox.clone(),
-            method: ask.method.clone(),
-            host: ask.host.clone(),
-            port: ask.port,
-            path: ask.path.clone(),
-            by: decision.by.clone(),
-            at: decision.at.clone(),
-            approval: pending.id.clone(),
-        });
-        id
-    }
-}
-
 /// Withdraws an ask when its waiting ends in any way, including the future being dropped.
 struct Withdraw<'a> {
     approvals: &'a Approvals,
@@ -306,31 +345,6 @@ impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         if self.approvals.state().pending.remove(&self.id).is_some() {
             tracing::debug!(id = %self.id, "approval: withdrawn (the request went away)");
-        }
-    }
-}
-
-/// Whether `grant` covers `ask`: the same sandbox, method, host (ASCII case aside), port and path.
-fn covers(grant: &Grant, ask: &Ask) -> bool {
-    grant.sandbox == ask.sandbox
-        && grant.method == ask.method
-        && grant.host.eq_ignore_ascii_case(&ask.host)
-        && grant.port == ask.port
-        && grant.path == ask.path
-}
-
-/// `prefix` and 16 random hex digits, not `taken`. Should the system generator fail, `seq` stands in (still unique).
-fn fresh_id(prefix: &str, seq: u64, taken: impl Fn(&str) -> bool) -> String {
-    use ring::rand::SecureRandom;
-    let rng = ring::rand::SystemRandom::new();
-    loop {
-        let mut bytes = [0u8; 8];
-        let id = match rng.fill(&mut bytes) {
-            Ok(()) => format!("{prefix}{}", hex::encode(bytes)),
-            Err(_) => format!("{prefix}{seq:016x}"),
-        };
-        if !taken(&id) {
-            return id;
         }
     }
 }

@@ -1,33 +1,83 @@
 //! The approval types: what is asked, what was decided, how an ask ended, and the standing grants.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// The longest excerpt kept, in characters.
-pub(crate) const MAX_EXCERPT: usize = 256;
+use super::shown::{shown, shown_query};
+use crate::identity::Sandbox;
 
-/// What is being asked about. Nothing secret: cordon's own credentials are attached only after approval.
+/// What is being asked about: the request as the sandbox sent it, with what the approver must not see
+/// (credentials, placeholders) redacted by the one who asks. Nothing secret: cordon's own credentials are attached only after
+/// approval. Every text a sandbox chose is escaped visibly when shown ([`visible`]), never here: grants match
+/// on what was sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Ask {
-    /// The sandbox that sent the request.
+    /// The sandbox incarnation that sent the request (not shown: `sandbox`, `user` and `policy` say it).
+    #[serde(skip)]
+    pub(crate) who: Arc<Sandbox>,
+    /// The sandbox's id.
+    #[serde(serialize_with = "shown")]
     pub(crate) sandbox: String,
     /// The user the sandbox belongs to.
+    #[serde(serialize_with = "shown")]
     pub(crate) user: String,
     /// The policy that asked.
+    #[serde(serialize_with = "shown")]
     pub(crate) policy: String,
     /// The request method.
+    #[serde(serialize_with = "shown")]
     pub(crate) method: String,
     /// The destination host.
+    #[serde(serialize_with = "shown")]
     pub(crate) host: String,
     /// The destination port.
     pub(crate) port: u16,
     /// The request path.
+    #[serde(serialize_with = "shown")]
     pub(crate) path: String,
-    /// At most [`MAX_EXCERPT`] printable characters of the body (see [`excerpt`]); cleaned again on [`Approvals::ask`](super::Approvals::ask).
+    /// The query, without its `?`, as sent (not shown: `shown_query` is).
+    #[serde(skip)]
+    pub(crate) query: Option<String>,
+    /// The query with placeholders redacted.
+    #[serde(rename = "query", serialize_with = "shown_query")]
+    pub(crate) shown_query: Option<String>,
+    /// The whole URL (scheme, authority, path and query), placeholders redacted.
+    #[serde(serialize_with = "shown")]
+    pub(crate) url: String,
+    /// The request headers in order, credentials and placeholders already redacted.
+    pub(crate) headers: Vec<Header>,
+    /// The body's length and digest.
+    pub(crate) body: BodySeen,
+    /// The body's first [`MAX_EXCERPT`](super::shown::MAX_EXCERPT) characters (invalid UTF-8 replaced), placeholders redacted.
+    #[serde(serialize_with = "shown")]
     pub(crate) excerpt: String,
     /// The index of the policy rule that asked.
     pub(crate) rule: usize,
+    /// What that rule said, digested: a grant holds only while its rule does (not shown).
+    #[serde(skip)]
+    pub(crate) rule_fingerprint: String,
+}
+
+/// A request header as the approver sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Header {
+    /// Its name (lower case).
+    #[serde(serialize_with = "shown")]
+    pub(crate) name: String,
+    /// Its value, or `[redacted: N bytes]` for a credential.
+    #[serde(serialize_with = "shown")]
+    pub(crate) value: String,
+}
+
+/// What the approver learns of the whole body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct BodySeen {
+    /// Its length in bytes.
+    pub(crate) length: u64,
+    /// Its SHA-256, in hex.
+    pub(crate) sha256: String,
 }
 
 /// Allow or deny.
@@ -40,14 +90,19 @@ pub(crate) enum Verdict {
     Deny,
 }
 
-/// How far a decision reaches.
+/// How far a decision reaches. Every grant holds for one incarnation of one sandbox (not a later sandbox given
+/// the same id) and only while the rule that asked stays as it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Scope {
     /// This request only.
     Once,
-    /// This request and, from now on, every identical one from the same sandbox (allow only).
+    /// This request and, from now on, every one with the same method, host, port and path, whatever its query
+    /// and body (allow only).
     Always,
+    /// This request and, from now on, every one with the same method, host, port, path, query and body (by its
+    /// SHA-256) (allow only).
+    Exact,
 }
 
 /// A human's decision.
@@ -98,6 +153,24 @@ pub(crate) enum Outcome {
     },
     /// Too many approvals pending already (bounded); refused at once.
     Full,
+    /// The sandbox, or its user, has as many approvals pending as allowed; refused at once.
+    Limited {
+        /// Which cap.
+        over: Over,
+        /// The cap.
+        max: usize,
+        /// When the oldest of those asks times out, so a slot will be free.
+        retry_after: Duration,
+    },
+}
+
+/// Whose cap on pending approvals was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Over {
+    /// `approval.max_pending_per_sandbox`.
+    Sandbox,
+    /// `approval.max_pending_per_user`.
+    User,
 }
 
 /// A pending approval as the API shows it.
@@ -114,22 +187,49 @@ pub struct Pending {
     pub(crate) expires_at: String,
 }
 
-/// A standing grant: requests with exactly this sandbox, method, host, port and path pass without asking.
+/// A standing grant, made by an `always` or `exact` allow: requests it [covers](super::grants) pass without
+/// asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Grant {
     /// The grant's id (`gr-` and 16 hex digits).
     pub(crate) id: String,
-    /// The sandbox it applies to.
+    /// The sandbox incarnation it applies to (not shown).
+    #[serde(skip)]
+    pub(crate) who: Arc<Sandbox>,
+    /// The sandbox's id.
+    #[serde(serialize_with = "shown")]
     pub(crate) sandbox: String,
+    /// `always` or `exact`.
+    pub(crate) reach: Scope,
     /// The method.
+    #[serde(serialize_with = "shown")]
     pub(crate) method: String,
     /// The host (compared without regard to ASCII case).
+    #[serde(serialize_with = "shown")]
     pub(crate) host: String,
     /// The port.
     pub(crate) port: u16,
     /// The path.
+    #[serde(serialize_with = "shown")]
     pub(crate) path: String,
+    /// For `exact`: the query as sent (none: a request without one; not shown: `shown_query` is).
+    #[serde(skip)]
+    pub(crate) query: Option<String>,
+    /// For `exact`: the query with placeholders redacted.
+    #[serde(rename = "query", serialize_with = "shown_query")]
+    pub(crate) shown_query: Option<String>,
+    /// For `exact`: the body's SHA-256.
+    pub(crate) body_sha256: Option<String>,
+    /// The policy, and the index of its rule, it was given under.
+    #[serde(serialize_with = "shown")]
+    pub(crate) policy: String,
+    /// The rule's index.
+    pub(crate) rule: usize,
+    /// What the rule said (not shown).
+    #[serde(skip)]
+    pub(crate) rule_fingerprint: String,
     /// Who granted it.
+    #[serde(serialize_with = "shown")]
     pub(crate) by: String,
     /// When (RFC 3339).
     pub(crate) at: String,
@@ -146,25 +246,4 @@ pub(crate) enum DecideError {
     /// The decision itself is not acceptable.
     #[error("{0}")]
     Invalid(String),
-}
-
-/// An excerpt of a request body for an [`Ask`]: its first [`MAX_EXCERPT`] characters (invalid UTF-8 replaced),
-/// printable only.
-pub(crate) fn excerpt(body: &[u8]) -> String {
-    let head = &body[..body.len().min(MAX_EXCERPT * 4)];
-    clean(&String::from_utf8_lossy(head))
-}
-
-/// At most [`MAX_EXCERPT`] characters; line breaks and tabs become spaces, and other control characters, bidi
-/// overrides and invisible characters (which could mislead the person deciding) become `.`.
-pub(super) fn clean(text: &str) -> String {
-    text.chars()
-        .take(MAX_EXCERPT)
-        .map(|c| match c {
-            '\n' | '\r' | '\t' => ' ',
-            '\u{61C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' => '.',
-            c if c.is_control() => '.',
-            c => c,
-        })
-        .collect()
 }

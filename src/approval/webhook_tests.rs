@@ -67,15 +67,12 @@ fn pending() -> Pending {
     Pending {
         id: "ap-0123456789abcdef".to_string(),
         ask: Ask {
-            sandbox: "sb-1".to_string(),
-            user: "alice".to_string(),
-            policy: "default".to_string(),
-            method: "POST".to_string(),
-            host: "slack.com".to_string(),
-            port: 443,
             path: "/api/chat.postMessage".to_string(),
+            host: "slack.com".to_string(),
+            url: "https://slack.com/api/chat.postMessage".to_string(),
             excerpt: "{\"channel\":\"C1\",\"text\":\"hi\"}".to_string(),
             rule: 2,
+            ..crate::approval::tests::ask("sb-1", "/api/chat.postMessage")
         },
         asked_at: "2026-01-01T00:00:00Z".to_string(),
         expires_at: "2026-01-01T00:05:00Z".to_string(),

@@ -156,11 +156,11 @@ impl Record {
 pub struct ApprovalRecord {
     /// The approval's id (or the grant's, for a request a standing grant let through).
     pub(crate) id: String,
-    /// `allow`, `deny`, `timeout`, `granted` or `queue_full`.
+    /// `allow`, `deny`, `timeout`, `granted`, `queue_full`, `approval_sandbox_limit` or `approval_user_limit`.
     pub(crate) outcome: String,
     /// Who decided.
     pub(crate) by: Option<String>,
-    /// `once` or `always`.
+    /// `once`, `always` or `exact`.
     pub(crate) scope: Option<String>,
     /// Milliseconds the request waited.
     pub(crate) waited_ms: u64,

@@ -48,8 +48,8 @@ pub(in crate::cli) fn pending(id: &str) -> Value {
 
 pub(in crate::cli) fn grant(id: &str) -> Value {
     json!({
-        "id": id, "sandbox": "sb-1", "method": "POST", "host": "api.example.com", "port": 443, "path": "/v1/issues",
-        "by": "bob", "at": "2025-01-01T00:01:00Z", "approval": "ap-0123456789abcdef"
+        "id": id, "sandbox": "sb-1", "reach": "always", "method": "POST", "host": "api.example.com", "port": 443,
+        "path": "/v1/issues", "query": null, "body_sha256": null, "policy": "default", "rule": 0, "by": "bob", "at": "2025-01-01T00:01:00Z", "approval": "ap-0123456789abcdef"
     })
 }
 

@@ -21,10 +21,14 @@ pub(crate) enum ApprovalsCommand {
     Allow {
         /// The approval's id (`ap-...`).
         id: String,
-        /// Also let every identical request (sandbox, method, host, port, path) through from now on, without
-        /// asking: a standing grant.
-        #[arg(long)]
+        /// Also let every request of this sandbox with the same method, host, port and path (whatever its query
+        /// and body) through from now on, without asking: a standing grant.
+        #[arg(long, conflicts_with = "exact")]
         always: bool,
+        /// Also let every request of this sandbox with the same method, URL (with its query) and body through
+        /// from now on, without asking: a standing grant that nothing else passes.
+        #[arg(long)]
+        exact: bool,
         /// Who decides, for the audit record (default: $USER).
         #[arg(long)]
         by: Option<String>,
@@ -75,8 +79,12 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
     Ok(match command {
         ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
         ApprovalsCommand::List { json: false } => render::render_approvals(&client.approvals().await?),
-        ApprovalsCommand::Allow { id, always, by } => {
-            let scope = if always { "always" } else { "once" };
+        ApprovalsCommand::Allow { id, always, exact, by } => {
+            let scope = match (always, exact) {
+                (true, _) => "always",
+                (_, true) => "exact",
+                _ => "once",
+            };
             pretty(
                 &client
                     .decide(&id, "allow", scope, by.as_deref().unwrap_or_default())

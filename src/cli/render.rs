@@ -132,25 +132,39 @@ pub(crate) fn render_approvals(list: &Value) -> String {
     align(&rows)
 }
 
-/// A person-readable table for `approvals grants` (ID, SANDBOX, METHOD, URL, BY, AT, APPROVAL). Accepts the
+/// A person-readable table for `approvals grants` (ID, SANDBOX, REACH, METHOD, URL, BODY, BY, AT, APPROVAL). Accepts the
 /// `{"grants":[...]}` answer or a bare array.
 pub(crate) fn render_grants(list: &Value) -> String {
     let items = list.get("grants").unwrap_or(list).as_array();
-    let mut rows = vec![heading(&["ID", "SANDBOX", "METHOD", "URL", "BY", "AT", "APPROVAL"])];
+    let mut rows = vec![heading(&[
+        "ID", "SANDBOX", "REACH", "METHOD", "URL", "BODY", "BY", "AT", "APPROVAL",
+    ])];
     for item in items.into_iter().flatten() {
-        let [id, sandbox, method, by, at, approval] =
-            ["id", "sandbox", "method", "by", "at", "approval"].map(|key| cell(item, key));
-        rows.push(vec![id, sandbox, method, url(item), by, at, approval]);
+        let [id, sandbox, reach, method, by, at, approval] =
+            ["id", "sandbox", "reach", "method", "by", "at", "approval"].map(|key| cell(item, key));
+        let body = match item.get("body_sha256").and_then(Value::as_str) {
+            Some(sha) => format!("sha256:{}", clean(&sha.chars().take(12).collect::<String>())),
+            None => "any".to_owned(),
+        };
+        rows.push(vec![id, sandbox, reach, method, url(item), body, by, at, approval]);
     }
     align(&rows)
 }
 
-/// `host:port/path` of an approval or grant (an IPv6 host in brackets).
+/// The URL of an approval (as cordon shows it, with its query), or `host:port/path` (and `?query` for an
+/// `exact` grant) of a grant; an IPv6 host in brackets.
 fn url(item: &Value) -> String {
+    if let Some(url) = item.get("url").and_then(Value::as_str) {
+        return clean(url);
+    }
     let host = cell(item, "host");
     let host = if host.contains(':') { format!("[{host}]") } else { host };
     let path = item.get("path").and_then(Value::as_str).map_or_else(String::new, clean);
-    format!("{host}:{}{path}", cell(item, "port"))
+    let query = item
+        .get("query")
+        .and_then(Value::as_str)
+        .map_or_else(String::new, |q| format!("?{}", clean(q)));
+    format!("{host}:{}{path}{query}", cell(item, "port"))
 }
 
 /// A table's heading row.
@@ -193,9 +207,10 @@ fn text(value: &Value) -> String {
     value.as_str().map_or_else(|| value.to_string(), str::to_owned)
 }
 
-/// Replaces control characters so a cell cannot break the table or drive the terminal.
+/// Escapes control characters and bidirectional overrides visibly (as `\u{202e}`), so that a cell can neither
+/// break the table, drive the terminal, nor reorder what is read.
 fn clean(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+    crate::approval::unmisleading(text)
 }
 
 #[cfg(test)]

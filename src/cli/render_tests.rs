@@ -75,7 +75,7 @@ fn table_is_aligned() {
 ID                USER   POLICY   ORIGIN  EXPIRES               OPEN
 sb-1              alice  default  api     2025-01-01T01:00:00Z  3
 a-much-longer-id  alice  default  api     revoked               3
-x?[2J             alice  default  config  never                 2
+x\\u{001b}[2J      alice  default  config  never                 2
 ";
     assert_eq!(out, expected);
     assert_eq!(
@@ -97,11 +97,11 @@ fn approvals_table() {
     bare["excerpt"] = json!("");
     let out = render_approvals(&json!({"pending": [pending("ap-1"), long, odd, bare]}));
     let expected = "\
-ID       SANDBOX  USER   METHOD  URL                            EXPIRES               EXCERPT
-ap-1     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  {\"title\": \"hello\"}
-ap-2     sb-1     alice  POST    [::1]:8080/                    2025-01-01T00:05:00Z  012345678901234567890123456789012345678…
-ap-?[2J  sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  éééééééééééééééééééééééééééééééééééééééé
-ap-4     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  -
+ID              SANDBOX  USER   METHOD  URL                            EXPIRES               EXCERPT
+ap-1            sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  {\"title\": \"hello\"}
+ap-2            sb-1     alice  POST    [::1]:8080/                    2025-01-01T00:05:00Z  012345678901234567890123456789012345678…
+ap-\\u{001b}[2J  sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  éééééééééééééééééééééééééééééééééééééééé
+ap-4            sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05:00Z  -
 ";
     assert_eq!(out, expected);
     assert_eq!(
@@ -112,14 +112,31 @@ ap-4     sb-1     alice  POST    api.example.com:443/v1/issues  2025-01-01T00:05
 
 #[test]
 fn grants_table() {
-    let out = render_grants(&json!({"grants": [grant("gr-0123456789abcdef")]}));
+    let mut exact = grant("gr-1");
+    exact["reach"] = json!("exact");
+    exact["query"] = json!("to=bob&amount=5");
+    exact["body_sha256"] = json!("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+    let out = render_grants(&json!({"grants": [grant("gr-0123456789abcdef"), exact]}));
     let expected = "\
-ID                   SANDBOX  METHOD  URL                            BY   AT                    APPROVAL
-gr-0123456789abcdef  sb-1     POST    api.example.com:443/v1/issues  bob  2025-01-01T00:01:00Z  ap-0123456789abcdef
+ID                   SANDBOX  REACH   METHOD  URL                                            BODY                 BY   AT                    APPROVAL
+gr-0123456789abcdef  sb-1     always  POST    api.example.com:443/v1/issues                  any                  bob  2025-01-01T00:01:00Z  ap-0123456789abcdef
+gr-1                 sb-1     exact   POST    api.example.com:443/v1/issues?to=bob&amount=5  sha256:2cf24dba5fb0  bob  2025-01-01T00:01:00Z  ap-0123456789abcdef
 ";
     assert_eq!(out, expected);
     assert_eq!(
         render_grants(&json!([])),
-        "ID  SANDBOX  METHOD  URL  BY  AT  APPROVAL\n"
+        "ID  SANDBOX  REACH  METHOD  URL  BODY  BY  AT  APPROVAL\n"
     );
+}
+
+#[test]
+fn an_approval_shows_its_url_with_the_query_and_nothing_raw_that_misleads() {
+    let mut full = pending("ap-1");
+    full["url"] = json!("https://api.example.com/v1/send?to=x\u{202e}moc.live");
+    let out = render_approvals(&json!({"pending": [full]}));
+    assert!(
+        out.contains("https://api.example.com/v1/send?to=x\\u{202e}moc.live"),
+        "{out}"
+    );
+    assert!(!out.contains('\u{202e}'), "{out}");
 }

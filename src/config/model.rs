@@ -227,6 +227,10 @@ pub(crate) struct ApprovalConfig {
     pub(crate) timeout: Duration,
     /// Requests waiting at once; more are refused at once.
     pub(crate) max_pending: usize,
+    /// Requests of one sandbox waiting at once.
+    pub(crate) max_pending_per_sandbox: usize,
+    /// Requests of one user's sandboxes waiting at once.
+    pub(crate) max_pending_per_user: usize,
     /// Where pending approvals are announced.
     pub(crate) webhook: Option<WebhookSpec>,
 }
@@ -236,6 +240,8 @@ impl Default for ApprovalConfig {
         ApprovalConfig {
             timeout: Duration::from_secs(300),
             max_pending: 100,
+            max_pending_per_sandbox: 10,
+            max_pending_per_user: 50,
             webhook: None,
         }
     }

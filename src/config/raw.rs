@@ -65,6 +65,10 @@ pub(super) struct RawApproval {
     pub(crate) timeout: Option<String>,
     /// Requests waiting at once.
     pub(crate) max_pending: Option<i64>,
+    /// Requests of one sandbox waiting at once.
+    pub(crate) max_pending_per_sandbox: Option<i64>,
+    /// Requests of one user's sandboxes waiting at once.
+    pub(crate) max_pending_per_user: Option<i64>,
     /// Where pending approvals are announced.
     pub(crate) webhook: Option<RawWebhook>,
 }

@@ -1,5 +1,5 @@
-//! Request bodies read whole up to a limit (where a placeholder may be swapped in them), or their first bytes
-//! (to show an approver).
+//! Request bodies read whole up to a limit: where a placeholder may be swapped in them, and to show an approver
+//! the whole of what they approve.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -43,41 +43,6 @@ pub(crate) async fn read(mut body: ProxyBody, limit: usize) -> Result<Read, BoxE
     Ok(Read::Whole(buf.freeze(), None))
 }
 
-/// The first `n` bytes of `body` (fewer if it is shorter), and the body again, whole: for showing what a
-/// request sends without holding all of it.
-pub(crate) async fn peek(mut body: ProxyBody, n: usize) -> Result<(Bytes, ProxyBody), BoxError> {
-    let mut buf = BytesMut::new();
-    let mut trailers = None;
-    let mut ended = true;
-    while buf.len() < n {
-        match body.frame().await {
-            None => break,
-            Some(frame) => match frame?.into_data() {
-                Ok(data) => buf.extend_from_slice(&data),
-                Err(frame) => {
-                    trailers = frame.into_trailers().ok();
-                    break;
-                }
-            },
-        }
-    }
-    if buf.len() >= n && trailers.is_none() {
-        ended = false;
-    }
-    let seen = buf.freeze();
-    let shown = seen.slice(..seen.len().min(n));
-    let again = if ended {
-        whole(seen, trailers)
-    } else {
-        Prefixed {
-            prefix: Some(seen),
-            rest: body,
-        }
-        .boxed_unsync()
-    };
-    Ok((shown, again))
-}
-
 /// A whole body again, with its trailers.
 pub(crate) fn whole(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
     let frames = [Some(Frame::data(data)), trailers.map(Frame::trailers)];
@@ -108,22 +73,6 @@ impl Body for Frames {
             .map(|d| d.len() as u64)
             .sum();
         SizeHint::with_exact(n)
-    }
-}
-
-struct Prefixed {
-    prefix: Option<Bytes>,
-    rest: ProxyBody,
-}
-
-impl Body for Prefixed {
-    type Data = Bytes;
-    type Error = BoxError;
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        if let Some(p) = self.prefix.take() {
-            return Poll::Ready(Some(Ok(Frame::data(p))));
-        }
-        Pin::new(&mut self.rest).poll_frame(cx)
     }
 }
 

@@ -65,6 +65,25 @@ impl Placeholders {
     }
 }
 
+/// `text` with the secret part of every placeholder hidden (`cordon-ph-[redacted]`), for showing a request to
+/// a person.
+pub(crate) fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(PREFIX) {
+        let after = at + PREFIX.len();
+        out.push_str(&rest[..after]);
+        let tail = &rest[after..];
+        let hex = tail.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 {
+            out.push_str("[redacted]");
+        }
+        rest = &tail[hex..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The environment variable a sandbox finds a credential's placeholder in: `CORDON_PLACEHOLDER_<NAME>`, the
 /// name upper-cased with anything but letters and digits as `_`.
 pub(crate) fn env_var(credential: &str) -> String {

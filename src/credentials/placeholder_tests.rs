@@ -48,3 +48,14 @@ fn replicas_loading_a_new_key_at_once_issue_the_same_placeholders() {
     assert!(values.iter().all(|v| *v == values[0]), "{values:?}");
     assert_eq!(Placeholders::load(&path).unwrap().value("a", "openai"), values[0]);
 }
+
+#[test]
+fn placeholders_are_redacted_wherever_they_appear() {
+    let p = "cordon-ph-0123456789abcdef0123456789abcdef";
+    assert_eq!(
+        redact(&format!("key={p}&b={p}x")),
+        "key=cordon-ph-[redacted]&b=cordon-ph-[redacted]x"
+    );
+    assert_eq!(redact("cordon-ph-"), "cordon-ph-");
+    assert_eq!(redact("no placeholder"), "no placeholder");
+}

@@ -25,6 +25,7 @@
 //! ends, or when the tunnel closes. A dry run (`cordon explain`) takes the same steps with nothing counted,
 //! held, attached or sent, notes what each step found, and goes on past refusals to show every reason.
 
+mod ask;
 mod checks;
 mod dry;
 mod exchange;

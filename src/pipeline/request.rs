@@ -3,6 +3,7 @@
 //! audit record.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::header::{ACCEPT_ENCODING, CONNECTION, HOST, IF_RANGE, RANGE, SEC_WEBSOCKET_EXTENSIONS, UPGRADE};
 use http::uri::{PathAndQuery, Scheme};
@@ -16,9 +17,11 @@ use super::input::{Inside, Outcome};
 use crate::approval::{self, Outcome as Approval};
 use crate::audit::ApprovalRecord;
 use crate::body::{Counted, ProxyBody};
+use crate::credentials::body::Read;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
+use crate::limits::Refusal;
 use crate::policy::Action;
 use crate::target::Target;
 use crate::upstream::send::send;
@@ -151,25 +154,26 @@ impl Exchange {
             self.note(Note::WouldAsk(rule));
             return Ok(());
         };
+        // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
+        // is read whole first (bounded, as a scanned body is).
+        let limit = crate::credentials::body::MAX_SCANNED_BODY;
         let body = std::mem::replace(req.body_mut(), crate::body::empty());
-        let (start, body) = crate::credentials::body::peek(body, approval::MAX_EXCERPT * 4)
-            .await
-            .map_err(|e| ProxyError::BadRequest {
-                code: "body_unreadable",
-                message: format!("the request body could not be read: {e}"),
-            })?;
-        *req.body_mut() = body;
-        let ask = approval::Ask {
-            sandbox: sandbox.id.to_string(),
-            user: sandbox.user.clone(),
-            policy: sandbox.policy.clone(),
-            method: req.method().to_string(),
-            host: target.host.to_string(),
-            port: target.port,
-            path: req.uri().path().to_string(),
-            excerpt: approval::excerpt(&start),
-            rule,
+        let (data, trailers) = match crate::credentials::body::read(body, limit).await {
+            Ok(Read::Whole(data, trailers)) => (data, trailers),
+            Ok(Read::TooLarge) => return Err(ProxyError::PayloadTooLarge { limit }),
+            Err(e) => {
+                return Err(ProxyError::BadRequest {
+                    code: "body_unreadable",
+                    message: format!("the request body could not be read: {e}"),
+                });
+            }
         };
+        let policy = self.generation.policy(&sandbox.policy);
+        let Some(asking) = policy.and_then(|p| p.rules.get(rule)) else {
+            return Err(ProxyError::Internal);
+        };
+        let ask = super::ask::ask(sandbox, target, req, &data, rule, asking);
+        *req.body_mut() = crate::credentials::body::whole(data, trailers);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
             Approval::Allowed { id, decision, waited } => {
@@ -191,6 +195,31 @@ impl Exchange {
                 approval_record(String::new(), "queue_full", None, 0),
                 Err(ProxyError::ApprovalQueueFull),
             ),
+            Approval::Limited { over, max, retry_after } => {
+                let (reason, whose, setting) = match over {
+                    approval::Over::Sandbox => (
+                        Refusal::APPROVAL_SANDBOX_LIMIT,
+                        "this sandbox",
+                        "approval.max_pending_per_sandbox",
+                    ),
+                    approval::Over::User => (
+                        Refusal::APPROVAL_USER_LIMIT,
+                        "this sandbox's user",
+                        "approval.max_pending_per_user",
+                    ),
+                };
+                (
+                    approval_record(String::new(), reason, None, 0),
+                    Err(ProxyError::Limited(Refusal {
+                        reason,
+                        // Whole seconds, rounded up: a slot is free by then.
+                        retry_after: Duration::from_secs(
+                            retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0),
+                        ),
+                        message: format!("{max} requests of {whose} already wait for approval ({setting})"),
+                    })),
+                )
+            }
         };
         self.audit.approval(record);
         result

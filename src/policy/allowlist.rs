@@ -179,6 +179,18 @@ pub struct Rule {
     pub action: Action,
 }
 
+impl Rule {
+    /// A digest of everything the rule says, to tell whether a later configuration still has the same rule
+    /// (a standing approval grant holds only while the rule it was given under does).
+    pub(crate) fn fingerprint(&self) -> String {
+        let said = format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            self.host, self.cidrs, self.ports, self.methods, self.path_texts, self.tls, self.action
+        );
+        hex::encode(ring::digest::digest(&ring::digest::SHA256, said.as_bytes()))
+    }
+}
+
 /// What a rule does with a request it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Action {

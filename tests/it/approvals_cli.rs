@@ -117,7 +117,7 @@ async fn the_approvals_command_decides_held_requests() {
     let row = table.lines().nth(1).unwrap_or_default();
     assert!(
         row.starts_with(&format!(
-            "{approval}  {id}  alice  POST    unlisted.test:{port}/v1/issues  "
+            "{approval}  {id}  alice  POST    https://unlisted.test:{port}/v1/issues  "
         )),
         "{table}"
     );
@@ -149,7 +149,7 @@ async fn the_approvals_command_decides_held_requests() {
     assert!(ok, "{err}");
     assert!(
         table.contains(&format!(
-            "{grant}  {id}  POST    unlisted.test:{port}/v1/issues  dana  "
+            "{grant}  {id}  always  POST    unlisted.test:{port}/v1/issues  any   dana  "
         )),
         "{table}"
     );

@@ -44,15 +44,27 @@ pub(crate) async fn upstream(dir: &Path) -> crate::rig::Upstream {
 
 /// A cordon process on its own ports, sharing everything under `dir`.
 pub(crate) async fn replica(dir: &Path, name: &str, up: u16, watch: bool) -> Replica {
+    replica_with(dir, name, up, watch, "", |yaml| yaml).await
+}
+
+/// [`replica`] with `extra_top` more top-level YAML, and the whole configuration passed through `edit`.
+pub(crate) async fn replica_with(
+    dir: &Path,
+    name: &str,
+    up: u16,
+    watch: bool,
+    extra_top: &str,
+    edit: impl Fn(String) -> String,
+) -> Replica {
     let (proxy, admin) = (free_port(), free_port());
     let top = format!(
         "listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin} }}\nca: {{ dir: {d}/cas }}\n\
          upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}\nvault: {{ file: {{ path: {d}/vault.bin }} }}\n\
          control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
-         store: {d}/cordon.db\n  watch: {watch}\n",
+         store: {d}/cordon.db\n  watch: {watch}\n{extra_top}",
         d = dir.display()
     );
-    let yaml = config(up, 1, &top);
+    let yaml = edit(config(up, 1, &top));
     let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, &yaml).unwrap();
     let mut child = spawn_cordon(&path, proxy, &[]).await;

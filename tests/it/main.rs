@@ -3,6 +3,7 @@
 
 mod approvals;
 mod approvals_cli;
+mod approvals_held;
 mod auth;
 mod cli;
 mod connect;

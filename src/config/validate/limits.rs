@@ -132,11 +132,38 @@ pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
             "is over a day; a held request keeps a connection open all that time",
         );
     }
-    if let Some(n) = raw.max_pending {
-        match usize::try_from(n) {
-            Ok(n) if n >= 1 => a.max_pending = n,
-            _ => errs.at("approval.max_pending", format!("{n} must be at least 1")),
+    for (path, raw, slot) in [
+        ("approval.max_pending", raw.max_pending, &mut a.max_pending),
+        (
+            "approval.max_pending_per_sandbox",
+            raw.max_pending_per_sandbox,
+            &mut a.max_pending_per_sandbox,
+        ),
+        (
+            "approval.max_pending_per_user",
+            raw.max_pending_per_user,
+            &mut a.max_pending_per_user,
+        ),
+    ] {
+        if let Some(n) = raw {
+            match usize::try_from(n) {
+                Ok(n) if n >= 1 => *slot = n,
+                _ => errs.at(path, format!("{n} must be at least 1")),
+            }
         }
+    }
+    if raw.max_pending_per_sandbox.is_none() {
+        // The default gives way to a smaller per-user cap.
+        a.max_pending_per_sandbox = a.max_pending_per_sandbox.min(a.max_pending_per_user);
+    }
+    if a.max_pending_per_sandbox > a.max_pending_per_user {
+        errs.at(
+            "approval.max_pending_per_sandbox",
+            format!(
+                "{} is over approval.max_pending_per_user ({}); a sandbox's asks count towards its user's",
+                a.max_pending_per_sandbox, a.max_pending_per_user
+            ),
+        );
     }
     if let Some(w) = raw.webhook {
         let url = match w.url.parse::<http::Uri>() {

@@ -1,0 +1,163 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+#![expect(clippy::panic, reason = "tests")]
+
+use std::time::Duration;
+
+use super::super::tests::{ask, incarnation};
+use super::super::*;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Ask `first`, allow it with `reach` once it is pending; the grant's id.
+async fn granted(approvals: &Approvals, first: Ask, reach: Scope) -> String {
+    let (outcome, ()) = tokio::join!(approvals.ask(first), async {
+        while approvals.pending_count() < 1 {
+            tokio::task::yield_now().await;
+        }
+        let id = approvals.pending()[0].id.clone();
+        approvals.decide(&id, Verdict::Allow, reach, "bob").unwrap();
+    });
+    assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
+    let grants = approvals.grants();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].reach, reach);
+    grants[0].id.clone()
+}
+
+fn with_query_and_body(query: Option<&str>, body: &[u8]) -> Ask {
+    let mut a = ask("sb-1", "/api/send");
+    a.query = query.map(String::from);
+    a.shown_query = a.query.clone();
+    a.body = BodySeen {
+        length: body.len() as u64,
+        sha256: hex::encode(ring::digest::digest(&ring::digest::SHA256, body)),
+    };
+    a
+}
+
+#[tokio::test(start_paused = true)]
+async fn exact_passes_only_the_same_query_and_body() {
+    let approvals = Approvals::new(8, MINUTE, None);
+    let first = with_query_and_body(Some("to=bob&amount=5"), b"note=hello");
+    let grant = granted(&approvals, first.clone(), Scope::Exact).await;
+    assert_eq!(approvals.ask(first).await, Outcome::Granted { grant });
+    for other in [
+        with_query_and_body(Some("to=attacker&amount=99999"), b"note=hello"),
+        with_query_and_body(None, b"note=hello"),
+        with_query_and_body(Some("to=bob&amount=5"), b"note=hello, and more"),
+    ] {
+        assert!(matches!(approvals.ask(other).await, Outcome::TimedOut { .. }));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn always_passes_any_query_and_body_on_the_same_path() {
+    let approvals = Approvals::new(8, MINUTE, None);
+    let grant = granted(&approvals, with_query_and_body(Some("a=1"), b"x"), Scope::Always).await;
+    let other = with_query_and_body(Some("to=attacker"), b"anything");
+    assert_eq!(approvals.ask(other).await, Outcome::Granted { grant });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
+    let approvals = Approvals::new(8, MINUTE, None);
+    granted(&approvals, ask("gx", "/x"), Scope::Always).await;
+    // The same id created again (another nonce, another user): not covered.
+    let mut again = ask("gx", "/x");
+    again.who = incarnation("gx", "n2");
+    again.user = "bob".to_string();
+    assert!(matches!(approvals.ask(again).await, Outcome::TimedOut { .. }));
+    // The rule was edited: not covered.
+    let mut edited = ask("gx", "/x");
+    edited.rule_fingerprint = "rule-3-edited".to_string();
+    assert!(matches!(approvals.ask(edited).await, Outcome::TimedOut { .. }));
+    // A sweep that finds the incarnation gone drops the grant.
+    approvals.sweep(|who, _, _| who.session_key() != "gx#n1");
+    assert!(approvals.grants().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sweep_denies_the_asks_of_what_is_gone() {
+    let approvals = Approvals::new(8, MINUTE, None);
+    let (gone, kept, ()) = tokio::join!(
+        approvals.ask(ask("sb-1", "/x")),
+        approvals.ask(ask("sb-2", "/x")),
+        async {
+            while approvals.pending_count() < 2 {
+                tokio::task::yield_now().await;
+            }
+            approvals.sweep(|who, _, _| who.id.as_str() != "sb-1");
+        }
+    );
+    let Outcome::Denied { decision, .. } = gone else {
+        panic!("{gone:?}")
+    };
+    assert_eq!(decision.by, "cordon");
+    assert!(matches!(kept, Outcome::TimedOut { .. }), "{kept:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_sandbox_or_one_user_cannot_fill_the_queue() {
+    let approvals = Approvals::new(100, MINUTE, None).with_caps(2, 3);
+    let mut other_user = ask("sb-9", "/x");
+    other_user.user = "carol".to_string();
+    let (a, b, c, d, e, f, ()) = tokio::join!(
+        approvals.ask(ask("sb-1", "/a")),
+        approvals.ask(ask("sb-1", "/b")),
+        async {
+            while approvals.pending_count() < 2 {
+                tokio::task::yield_now().await;
+            }
+            tokio::time::advance(Duration::from_secs(20)).await;
+            // The sandbox's third: refused, with when its oldest ask times out.
+            approvals.ask(ask("sb-1", "/c")).await
+        },
+        async {
+            while approvals.pending_count() < 2 {
+                tokio::task::yield_now().await;
+            }
+            approvals.ask(ask("sb-2", "/a")).await
+        },
+        async {
+            while approvals.pending_count() < 3 {
+                tokio::task::yield_now().await;
+            }
+            // The user's fourth, from yet another sandbox: refused.
+            approvals.ask(ask("sb-3", "/a")).await
+        },
+        async {
+            while approvals.pending_count() < 3 {
+                tokio::task::yield_now().await;
+            }
+            // Another user is not held back.
+            approvals.ask(other_user).await
+        },
+        async {
+            while approvals.pending_count() < 4 {
+                tokio::task::yield_now().await;
+            }
+        }
+    );
+    assert_eq!(
+        c,
+        Outcome::Limited {
+            over: Over::Sandbox,
+            max: 2,
+            retry_after: Duration::from_secs(40)
+        }
+    );
+    assert!(
+        matches!(
+            e,
+            Outcome::Limited {
+                over: Over::User,
+                max: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    for held in [a, b, d, f] {
+        assert!(matches!(held, Outcome::TimedOut { .. }), "{held:?}");
+    }
+}
