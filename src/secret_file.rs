@@ -78,6 +78,50 @@ pub(crate) fn ensure_secret_file(path: &Path) -> Result<bool, String> {
     create_once(path, value.as_bytes()).map_err(|e| format!("cannot create the secret file {}: {e}", path.display()))
 }
 
+/// Whether the folder `dir` (a symbolic link is followed) may hold what cordon keeps private: it must be owned
+/// by cordon's user (or by root, who can read everything anyway) and writable by nobody else. `what` names it
+/// in the error, which says how to fix it. A folder that does not exist passes (cordon creates it, 0700).
+pub(crate) fn check_private_dir(dir: &Path, what: &str) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = match std::fs::metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{what} {}: cannot inspect it: {e}", dir.display())),
+    };
+    if !meta.is_dir() {
+        return Err(format!("{what} {} is not a folder", dir.display()));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    let (owner, mode) = (meta.uid(), meta.permissions().mode() & 0o7777);
+    // SECURITY: whoever owns or can write the folder can put files of their choosing in it (a CA and key
+    // cordon would sign with, a store that forgot revocations, a vault of their secrets).
+    if owner != me && owner != 0 {
+        return Err(format!(
+            "{what} {} belongs to uid {owner}, not to cordon's user (uid {me}): another user could have put \
+             files in it. If they are yours, run `chown -R {me} {}`; otherwise remove the folder",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "{what} {} is writable by group or others (mode {mode:04o}): another user could put files in it. \
+             Run `chmod go-w {}` (cordon makes its folders 0700), or use a folder of cordon's own",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The folder `path` is in (`.` for a bare file name).
+pub(crate) fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 #[cfg(test)]
 #[path = "secret_file_tests.rs"]
 mod tests;

@@ -182,6 +182,10 @@ impl ProxyState {
         sink: Arc<dyn audit::Sink>,
         self_addrs: Vec<SocketAddr>,
     ) -> Result<Arc<ProxyState>, String> {
+        // SECURITY: a CA folder another user owns or can write holds CAs cordon did not make: refused at start.
+        crate::tls::ca::CaStore::new(config.ca.dir.clone())
+            .check_folders()
+            .map_err(|e| e.to_string())?;
         let metrics = Arc::new(Metrics::new());
         let generation = Generation::build(1, config, &self_addrs, &metrics).await?;
         let config = generation.config.clone();

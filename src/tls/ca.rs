@@ -239,6 +239,12 @@ impl CaStore {
         }
     }
 
+    /// Whether the folder and every sandbox folder in it are private to cordon: owned by its user (or root)
+    /// and writable by nobody else. A folder that does not exist yet passes.
+    pub fn check_folders(&self) -> Result<(), CaError> {
+        super::ca_files::check_folders(&self.dir)
+    }
+
     /// Loads `dir/<sandbox>/ca.pem` and `ca.key` if present (never regenerating them), else creates them with
     /// `scope`. A loaded CA keeps the scope it was made with: compare [`SandboxCa::scope`] with what the policy
     /// needs now. Refuses a certificate that does not match its key, a key file readable by group or others, a

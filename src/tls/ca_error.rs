@@ -59,6 +59,24 @@ pub enum CaError {
         /// Its permission bits.
         mode: u32,
     },
+    /// A CA folder, or a key, belongs to another user than cordon's (and not to root).
+    #[error(
+        "{} belongs to uid {owner}, not to cordon's user (uid {me}): another user could have made the CA in it. \
+         If it is yours, run `chown -R {me} {}`; otherwise remove it (`cordon ca rotate` makes a new CA)",
+        path.display(),
+        path.display()
+    )]
+    Owner {
+        /// The folder or file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// cordon's (effective) user.
+        me: u32,
+    },
+    /// `ca.dir` itself is not private to cordon (the message says why and what to do).
+    #[error("{0}")]
+    Folder(String),
     /// Something that should be a folder is not.
     #[error("{} is not a directory", path.display())]
     NotADirectory {

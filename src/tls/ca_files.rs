@@ -19,6 +19,7 @@ pub(super) fn read_key(path: &Path) -> Result<String, CaError> {
             reason: "not a regular file".into(),
         });
     }
+    check_owner(path, &meta)?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         // SECURITY: a CA key other local users can read lets them mint certificates the sandbox trusts.
@@ -39,6 +40,7 @@ pub(super) fn check_dir(dir: &Path) -> Result<(), CaError> {
             path: dir.to_path_buf(),
         });
     }
+    check_owner(dir, &meta)?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o022 != 0 {
         // SECURITY: whoever can write the folder can swap in a CA and key of their own, which cordon would then
@@ -47,6 +49,39 @@ pub(super) fn check_dir(dir: &Path) -> Result<(), CaError> {
             path: dir.to_path_buf(),
             mode,
         });
+    }
+    Ok(())
+}
+
+/// A CA's folder or key must be cordon's (or root's, who can read everything anyway).
+fn check_owner(path: &Path, meta: &fs::Metadata) -> Result<(), CaError> {
+    use std::os::unix::fs::MetadataExt;
+    let (owner, me) = (meta.uid(), nix::unistd::geteuid().as_raw());
+    if owner != me && owner != 0 {
+        // SECURITY: a CA another user made, in a folder they own, would be adopted as the sandbox's: they hold
+        // its key.
+        return Err(CaError::Owner {
+            path: path.to_path_buf(),
+            owner,
+            me,
+        });
+    }
+    Ok(())
+}
+
+/// `ca.dir` itself, and every sandbox folder in it, must be private to cordon.
+pub(super) fn check_folders(dir: &Path) -> Result<(), CaError> {
+    crate::secret_file::check_private_dir(dir, "ca.dir").map_err(CaError::Folder)?;
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("list", dir)(e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(io_err("list", dir))?;
+        if entry.file_type().map_err(io_err("inspect", &entry.path()))?.is_dir() {
+            check_dir(&entry.path())?;
+        }
     }
     Ok(())
 }
@@ -126,6 +161,7 @@ pub(super) fn lock_folder(dir: &Path) -> Result<Option<File>, CaError> {
         .mode(0o700)
         .create(dir)
         .map_err(io_err("create", dir))?;
+    crate::secret_file::check_private_dir(dir, "ca.dir").map_err(CaError::Folder)?;
     let path = dir.join(LOCK_FILE);
     crate::file_lock::exclusive(&path).map_err(io_err("lock", &path))
 }

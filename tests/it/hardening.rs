@@ -198,3 +198,129 @@ async fn every_listener_of_cordon_is_its_own_address() {
     let _ = child.wait();
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
+
+/// `cordon ARGS` with a deadline: (exit success, stderr). A cordon that keeps running past it is killed and
+/// counts as success (it accepted what it was given).
+fn cordon_for_a_while(args: &[&str], config: &Path) -> (bool, String) {
+    let mut child = std::process::Command::new(BIN)
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            return (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    (true, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn owner(path: &Path, uid: u32) {
+    for entry in walk(path) {
+        std::os::unix::fs::lchown(&entry, Some(uid), Some(uid)).unwrap();
+    }
+}
+
+fn walk(path: &Path) -> Vec<std::path::PathBuf> {
+    let mut all = vec![path.to_path_buf()];
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).unwrap() {
+            all.extend(walk(&e.unwrap().path()));
+        }
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn folders_another_user_owns_or_can_write_are_refused() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test makes folders owned by another user: run it as root (CI does)"
+    );
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mode(d, 0o755);
+    let port = free_port();
+    let write = |name: &str, top: &str| {
+        let path = d.join(name);
+        let top = format!(
+            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {}/cas }}\n{top}",
+            d.display()
+        );
+        std::fs::write(&path, config(1, 1, &top)).unwrap();
+        path
+    };
+    let plain = write("plain.yaml", "");
+    let export = ["ca", "export", "--sandbox", "sb1"];
+    let (ok, err) = cordon_for_a_while(&export, &plain);
+    assert!(ok, "{err}");
+    let cas = d.join("cas");
+
+    // ca.dir writable by others (as /tmp is): someone could plant a sandbox's CA in it.
+    mode(&cas, 0o1777);
+    for args in [&export[..], &["run"]] {
+        let (ok, err) = cordon_for_a_while(args, &plain);
+        assert!(
+            !ok && err.contains("ca.dir") && err.contains("chmod go-w"),
+            "{args:?}: {err}"
+        );
+    }
+    mode(&cas, 0o700);
+
+    // A sandbox's CA folder (and CA) that another user made: never adopted.
+    owner(&cas.join("sb1"), NOBODY);
+    for args in [&export[..], &["run"]] {
+        let (ok, err) = cordon_for_a_while(args, &plain);
+        assert!(
+            !ok && err.contains("belongs to uid 65534") && err.contains("chown"),
+            "{args:?}: {err}"
+        );
+    }
+    owner(&cas.join("sb1"), 0);
+    assert!(cordon_for_a_while(&export, &plain).0);
+
+    // The vault's folder, owned by another user.
+    let vault = d.join("vault");
+    std::fs::create_dir(&vault).unwrap();
+    mode(&vault, 0o700);
+    owner(&vault, NOBODY);
+    let with_vault = write(
+        "vault.yaml",
+        &format!(
+            "vault: {{ file: {{ path: {}/vault/v.bin }} }}\ncontrol:\n  admin_token: {{ vault: admin-token }}\n",
+            d.display()
+        ),
+    );
+    let (ok, err) = cordon_for_a_while(&["run"], &with_vault);
+    assert!(!ok && err.contains("vault.file.path") && err.contains("65534"), "{err}");
+
+    // The store's folder, writable by everyone.
+    let state = d.join("state");
+    std::fs::create_dir(&state).unwrap();
+    mode(&state, 0o777);
+    let with_store = write(
+        "store.yaml",
+        &format!("control:\n  store: {}/state/cordon.db\n", d.display()),
+    );
+    let (ok, err) = cordon_for_a_while(&["run"], &with_store);
+    assert!(
+        !ok && err.contains("control.store") && err.contains("writable by group or others"),
+        "{err}"
+    );
+    mode(&state, 0o700);
+    let (ok, err) = cordon_for_a_while(&["run"], &with_store);
+    assert!(ok, "a private store folder was refused: {err}");
+}

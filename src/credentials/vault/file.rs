@@ -137,6 +137,11 @@ impl FileVault {
     /// Open the vault at `path` with the key from `key` (a key file is created on first use).
     /// The vault file itself need not exist yet: a missing file is an empty vault.
     pub(crate) fn open(path: PathBuf, key: KeySource) -> Result<FileVault, VaultError> {
+        use crate::secret_file::{check_private_dir, folder_of};
+        check_private_dir(folder_of(&path), "the folder of vault.file.path").map_err(VaultError::Folder)?;
+        if let KeySource::File(key_path) = &key {
+            check_private_dir(folder_of(key_path), "the folder of vault.file.key_file").map_err(VaultError::Folder)?;
+        }
         let key = match key {
             KeySource::File(key_path) => load_key_file(&key_path)?,
             KeySource::Env(var) => {

@@ -37,6 +37,9 @@ pub(crate) enum VaultError {
         detail: String,
     },
     /// A key file others could read.
+    /// A folder of the vault's is not private to cordon (the message says why and what to do).
+    #[error("{0}")]
+    Folder(String),
     #[error("vault key file {path} is readable or writable by group or others: run `chmod 600 {path}`")]
     KeyPermissions {
         /// The key file.
