@@ -372,6 +372,22 @@ pub(crate) fn render_overloaded() -> Vec<u8> {
     )
 }
 
+/// The answer to a connection from an address with `limits.per_source.unauthenticated` connections that
+/// have not authenticated yet.
+pub(crate) fn render_unauthenticated_limit() -> Vec<u8> {
+    let answer = raw_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        "unauthenticated_limit",
+        "too many connections from this address have not authenticated yet (limits.per_source.unauthenticated); \
+         send a request on the ones open, or close them",
+    );
+    // A place frees as soon as one of them sends its first request or closes.
+    let mut with_retry = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\n".to_vec();
+    let status_line = b"HTTP/1.1 429 Too Many Requests\r\n".len();
+    with_retry.extend_from_slice(answer.get(status_line..).unwrap_or_default());
+    with_retry
+}
+
 /// The status a framing violation is answered with, for the audit record.
 pub(crate) fn framing_status(v: &FramingViolation) -> StatusCode {
     match v {

@@ -69,12 +69,30 @@ async fn accept_loop(
         match listener.accept().await {
             Ok((stream, client)) => {
                 let _ = stream.set_nodelay(true);
+                // SECURITY: one address cannot hold every slot with connections that never authenticate. (A
+                // transparent connection is known by its address at once, and counted by its sandbox's caps.)
+                let waiting = match entry {
+                    Entry::Explicit => {
+                        let cap = state.current().config.limits.unauthenticated_per_source;
+                        match state.unauthenticated.enter(client.ip(), cap) {
+                            Some(waiting) => Some(waiting),
+                            None => {
+                                tracing::debug!(%client, cap, "connection refused: limits.per_source.unauthenticated");
+                                refuse(state, stream, error::render_unauthenticated_limit());
+                                continue;
+                            }
+                        }
+                    }
+                    Entry::Transparent => None,
+                };
                 match slots.clone().try_acquire_owned() {
                     Ok(slot) => {
                         let (state, graceful) = (state.clone(), graceful.clone());
                         state.clone().tasks.spawn(async move {
                             match entry {
-                                Entry::Explicit => http::serve(state, stream, ClientAddr(client), graceful).await,
+                                Entry::Explicit => {
+                                    http::serve(state, stream, ClientAddr(client), graceful, waiting).await;
+                                }
                                 Entry::Transparent => {
                                     transparent::serve(state, stream, ClientAddr(client), graceful).await
                                 }
@@ -85,11 +103,7 @@ async fn accept_loop(
                     Err(_) => {
                         tracing::warn!(%client, "connection refused: {} connections are open (limits.max_connections)", max_connections);
                         if entry == Entry::Explicit {
-                            state.tasks.spawn(async move {
-                                let mut stream = stream;
-                                let _ = stream.write_all(&error::render_overloaded()).await;
-                                let _ = stream.shutdown().await;
-                            });
+                            refuse(state, stream, error::render_overloaded());
                         }
                     }
                 }
@@ -101,6 +115,14 @@ async fn accept_loop(
             }
         }
     }
+}
+
+/// Answer a connection that is not taken with `answer`, and close it.
+fn refuse(state: &ProxyState, mut stream: tokio::net::TcpStream, answer: Vec<u8>) {
+    state.tasks.spawn(async move {
+        let _ = stream.write_all(&answer).await;
+        let _ = stream.shutdown().await;
+    });
 }
 
 async fn drain(state: &ProxyState, graceful: &CancellationToken) {

@@ -168,6 +168,8 @@ pub struct ProxyState {
     pub approvals: Arc<Approvals>,
     /// Throttled authentication failures waiting to be audited.
     pub auth_bursts: AuthBursts,
+    /// Connections that have not authenticated yet, per source address.
+    pub(crate) unauthenticated: Arc<crate::limits::Unauthenticated>,
     /// Every connection and tunnel task, so shutdown can wait for them.
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
@@ -243,6 +245,7 @@ impl ProxyState {
             limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates)),
             approvals,
             auth_bursts: AuthBursts::default(),
+            unauthenticated: Arc::default(),
             tasks: TaskTracker::new(),
             hard_stop,
         });

@@ -149,6 +149,8 @@ pub(crate) struct Timeouts {
     pub(crate) connect: Duration,
     /// Receiving a whole request head from a client (slow-header clients are cut off).
     pub(crate) request_headers: Duration,
+    /// Receiving the first request head of a connection, counted from the accept (at most `request_headers`).
+    pub(crate) first_request_headers: Duration,
     /// Waiting for an upstream's response head.
     pub(crate) upstream_headers: Duration,
     /// How long shutdown waits for in-flight requests and tunnels.
@@ -166,6 +168,7 @@ impl Default for Timeouts {
         Timeouts {
             connect: Duration::from_secs(10),
             request_headers: Duration::from_secs(30),
+            first_request_headers: Duration::from_secs(10),
             upstream_headers: Duration::from_secs(60),
             drain: Duration::from_secs(10),
             tls_handshake: Duration::from_secs(10),
@@ -182,6 +185,8 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
     /// Request line plus headers; larger heads get 431.
     pub(crate) max_request_header_bytes: usize,
+    /// Connections from one source address that have not authenticated yet; more are refused.
+    pub(crate) unauthenticated_per_source: usize,
     /// Rates, caps and byte budgets per sandbox, per user and per source address.
     pub(crate) rates: crate::limits::LimitSpec,
 }
@@ -191,6 +196,7 @@ impl Default for Limits {
         Limits {
             max_connections: 4096,
             max_request_header_bytes: 64 * 1024,
+            unauthenticated_per_source: 256,
             rates: default_rates(),
         }
     }
@@ -217,6 +223,7 @@ pub fn default_rates() -> crate::limits::LimitSpec {
         sandbox_upload: None,
         sandbox_download: None,
         auth_failures: rate(5, 20),
+        source_auth_failures: rate(50, 200),
     }
 }
 

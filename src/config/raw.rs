@@ -204,6 +204,8 @@ pub(super) struct RawTimeouts {
     pub(crate) connect: Option<String>,
     /// Receiving a complete request head from the client.
     pub(crate) request_headers: Option<String>,
+    /// Receiving the first request head of a connection.
+    pub(crate) first_request_headers: Option<String>,
     /// Waiting for the upstream's response head.
     pub(crate) upstream_headers: Option<String>,
     /// Draining in-flight work on shutdown.
@@ -228,7 +230,19 @@ pub(super) struct RawLimits {
     pub(crate) per_sandbox: Option<RawSandboxLimits>,
     /// Per-user rates and caps.
     pub(crate) per_user: Option<RawUserLimits>,
-    /// Failed proxy authentications per source address.
+    /// Failed proxy authentications per (source address, claimed sandbox id).
+    pub(crate) auth_failures: Option<RawRate>,
+    /// Per source address, before a sandbox is known.
+    pub(crate) per_source: Option<RawSourceLimits>,
+}
+
+/// `limits.per_source:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSourceLimits {
+    /// Connections from one address that have not authenticated yet.
+    pub(crate) unauthenticated: Option<i64>,
+    /// Failed proxy authentications from one address, whatever sandbox they name.
     pub(crate) auth_failures: Option<RawRate>,
 }
 

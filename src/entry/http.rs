@@ -21,15 +21,23 @@ use crate::error::{self, ProxyError};
 use crate::framing::FramingGuard;
 use crate::headers;
 use crate::identity;
+use crate::limits::Waiting;
 use crate::pipeline::{self, Ask, Claim, Input};
 use crate::session::scope::ConnScope;
 use crate::state::ProxyState;
 use crate::target::Target;
 
 /// Serve a connection to the explicit proxy port until the client closes it, shutdown asks it to finish,
-/// the drain deadline cuts it, or a sandbox it served loses access.
-pub(crate) async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: ClientAddr, graceful: CancellationToken) {
-    serve_http(state, stream, client, graceful, None).await;
+/// the drain deadline cuts it, or a sandbox it served loses access. `waiting` is its place among its
+/// address's unauthenticated connections, given back once it authenticates.
+pub(crate) async fn serve(
+    state: Arc<ProxyState>,
+    stream: TcpStream,
+    client: ClientAddr,
+    graceful: CancellationToken,
+    waiting: Option<Waiting>,
+) {
+    serve_http(state, stream, client, graceful, None, waiting).await;
 }
 
 /// Serve plain HTTP that reached the transparent listener, redirected from `original`.
@@ -40,7 +48,7 @@ pub(crate) async fn serve_transparent(
     original: OriginalDst,
     graceful: CancellationToken,
 ) {
-    serve_http(state, stream, client, graceful, Some(original)).await;
+    serve_http(state, stream, client, graceful, Some(original), None).await;
 }
 
 async fn serve_http(
@@ -49,14 +57,16 @@ async fn serve_http(
     client: ClientAddr,
     graceful: CancellationToken,
     original: Option<OriginalDst>,
+    waiting: Option<Waiting>,
 ) {
     let generation = state.current();
+    let first_head = generation.config.timeouts.first_request_headers;
     let (guarded, report) = FramingGuard::new(
         stream,
         generation.config.limits.max_request_header_bytes,
         error::render_framing,
     );
-    let scope = ConnScope::new(original);
+    let scope = ConnScope::new(original, waiting);
     let svc_state = state.clone();
     let svc_scope = scope.clone();
     let service = service_fn(move |req: Request<Incoming>| {
@@ -72,8 +82,21 @@ async fn serve_http(
     let conn = builder.serve_connection(TokioIo::new(guarded), service).with_upgrades();
     tokio::pin!(conn);
     let cut = scope.cut().clone();
+    // SECURITY: a connection that says nothing is closed sooner than a slow head of a known client: until its
+    // first request head it costs a slot and has proven nothing.
+    let heard = scope.heard().clone();
+    let silent = async move {
+        tokio::select! {
+            () = tokio::time::sleep(first_head) => {}
+            () = heard.cancelled() => std::future::pending::<()>().await,
+        }
+    };
     let result = tokio::select! {
         r = conn.as_mut() => r,
+        () = silent => {
+            tracing::debug!(%client, "no request head within timeouts.first_request_headers; closed");
+            Ok(())
+        }
         // SECURITY: a revoked sandbox's keep-alive connection is closed, not left to carry on.
         () = cut.cancelled() => Ok(()),
         () = graceful.cancelled() => {
@@ -99,6 +122,7 @@ async fn route(
     client: ClientAddr,
     req: Request<Incoming>,
 ) -> Response<ProxyBody> {
+    scope.heard_one();
     let input = match scope.original_dst {
         Some(original) => transparent(req, original, client, scope),
         None if req.method() == Method::CONNECT => return connect::connect(state, scope, client, req).await,

@@ -8,7 +8,8 @@
 //! - new connections and tunnels per second per sandbox ([`Limits::connection`]);
 //! - open connections and tunnels per sandbox and per user ([`Limits::open`], released by [`OpenGuard`]);
 //! - upload and download bytes per sandbox per fixed window ([`Limits::bytes`], [`Limits::budget`]);
-//! - failed proxy authentications per source address ([`Limits::auth_failure`], [`Limits::auth_blocked`]).
+//! - failed proxy authentications per (source address, claimed sandbox id), under a ceiling per source address
+//!   ([`Limits::auth_failure`], [`Limits::auth_blocked`]).
 //!
 //! Rates are governor's keyed GCRA limiters. Time comes from a governor [`Clock`], so tests drive a
 //! [`governor::clock::FakeRelativeClock`] instead of sleeping. A refusal is a [`Refusal`]: a stable
@@ -20,6 +21,7 @@ mod budget;
 mod open;
 mod rate;
 mod refusal;
+mod unauthenticated;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -34,6 +36,7 @@ use self::open::Open;
 pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};
 pub(crate) use self::refusal::Refusal;
+pub use self::unauthenticated::{Unauthenticated, Waiting};
 
 /// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
 pub(crate) trait Meter: Send + Sync {
@@ -71,8 +74,10 @@ pub struct LimitSpec {
     pub(crate) sandbox_upload: Option<u64>,
     /// Bytes a sandbox may receive from upstream per window.
     pub(crate) sandbox_download: Option<u64>,
-    /// Failed proxy authentications per source address.
+    /// Failed proxy authentications per (source address, claimed sandbox id).
     pub(crate) auth_failures: Option<Rate>,
+    /// Failed proxy authentications per source address, whatever the claimed id (a ceiling above the former).
+    pub(crate) source_auth_failures: Option<Rate>,
 }
 
 impl Default for LimitSpec {
@@ -89,6 +94,7 @@ impl Default for LimitSpec {
             sandbox_upload: None,
             sandbox_download: None,
             auth_failures: None,
+            source_auth_failures: None,
         }
     }
 }
@@ -138,7 +144,7 @@ impl<C: Clock + Clone> Limits<C> {
             sandbox_connections: keyed(spec.sandbox_connections),
             open: Open::default(),
             budgets: Budgets::new(spec.budget_window, spec.sandbox_upload, spec.sandbox_download),
-            auth: Auth::new(spec.auth_failures, clock.clone()),
+            auth: Auth::new(spec.auth_failures, spec.source_auth_failures, clock.clone()),
             clock,
         }
     }
@@ -242,19 +248,21 @@ impl<C: Clock + Clone> Limits<C> {
         self.budgets.usage(sandbox, self.clock.now())
     }
 
-    /// A failed proxy authentication from `source`: `Ok` while under the rate, `auth_throttled` when over.
+    /// A failed proxy authentication from `source` naming sandbox `claim` (if it named one): `Ok` while under
+    /// both rates, `auth_throttled` when over either.
     ///
-    /// A refusal also blocks `source` until its next failure would be allowed (see [`Limits::auth_blocked`]).
-    pub(crate) fn auth_failure(&self, source: IpAddr) -> Result<(), Refusal> {
-        self.auth.failure(source)
+    /// A refusal also blocks the (source, claim), or the whole source when its ceiling was passed, until its
+    /// next failure would be allowed (see [`Limits::auth_blocked`]).
+    pub(crate) fn auth_failure(&self, source: IpAddr, claim: Option<&str>) -> Result<(), Refusal> {
+        self.auth.failure(source, claim)
     }
 
     /// The `auth_throttled` refusal if `source` is currently throttled, without counting anything.
     ///
     /// An address is throttled from a refused [`Limits::auth_failure`] until its next failure would be
     /// allowed; an address that used its burst but was not refused yet is not.
-    pub(crate) fn auth_blocked(&self, source: IpAddr) -> Option<Refusal> {
-        self.auth.blocked(source, self.clock.now())
+    pub(crate) fn auth_blocked(&self, source: IpAddr, claim: Option<&str>) -> Option<Refusal> {
+        self.auth.blocked(source, claim, self.clock.now())
     }
 
     /// Forget idle keys so memory does not grow with sandboxes, users and addresses that are gone.

@@ -30,6 +30,7 @@ fn everything() -> LimitSpec {
         sandbox_upload: Some(100),
         sandbox_download: Some(100),
         auth_failures: Some(rate(1, 1)),
+        source_auth_failures: Some(rate(10, 10)),
     }
 }
 
@@ -55,8 +56,8 @@ fn default_spec_is_unlimited_with_an_hour_window() {
         guards.push(limits.open("sb-1", "alice").unwrap());
         limits.bytes("sb-1", u64::MAX / 2, u64::MAX / 2).unwrap();
         limits.budget("sb-1").unwrap();
-        limits.auth_failure(source).unwrap();
-        assert_eq!(limits.auth_blocked(source), None);
+        limits.auth_failure(source, Some("sb-1")).unwrap();
+        assert_eq!(limits.auth_blocked(source, Some("sb-1")), None);
     }
     assert_eq!(limits.open_counts("sb-1", "alice"), (1_000, 1_000));
     assert_eq!(limits.usage("sb-1"), (u64::MAX, u64::MAX), "counts saturate");
@@ -93,8 +94,8 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
     limits.request("sb-2", "bob", Some("b.com")).unwrap();
     limits.connection("sb-1").unwrap();
     limits.bytes("sb-1", 10, 10).unwrap();
-    limits.auth_failure(source).unwrap();
-    limits.auth_failure(source).unwrap_err();
+    limits.auth_failure(source, Some("sb-1")).unwrap();
+    limits.auth_failure(source, Some("sb-1")).unwrap_err();
     let guard = limits.open("sb-1", "alice").unwrap();
 
     let live = Tracked {
@@ -103,7 +104,7 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
         host_requests: 2,
         sandbox_connections: 1,
         budgets: 1,
-        auth_states: 1,
+        auth_states: 2,
         auth_blocks: 1,
         open: (1, 1),
     };
@@ -132,5 +133,5 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
         limits.request("sb-1", "alice", Some("a.com")).unwrap();
     }
     assert!(limits.request("sb-1", "alice", Some("a.com")).is_err());
-    assert_eq!(limits.auth_blocked(source), None);
+    assert_eq!(limits.auth_blocked(source, Some("sb-1")), None);
 }

@@ -209,36 +209,73 @@ fn retry_after_rounds_a_partial_second_up() {
 }
 
 #[test]
-fn auth_failures_are_throttled_per_source() {
+fn auth_failures_are_throttled_per_source_and_claimed_id() {
     let (limits, clock) = fake(LimitSpec {
         auth_failures: Some(rate(1, 2)),
         ..LimitSpec::default()
     });
     let source: IpAddr = "10.0.0.1".parse().unwrap();
     let other: IpAddr = "2001:db8::1".parse().unwrap();
+    let guess = Some("sb-guessed");
 
     // Looking does not count.
     for _ in 0..10 {
-        assert_eq!(limits.auth_blocked(source), None);
+        assert_eq!(limits.auth_blocked(source, guess), None);
     }
-    limits.auth_failure(source).unwrap();
-    limits.auth_failure(source).unwrap();
-    assert_eq!(limits.auth_blocked(source), None, "not refused yet, so not blocked");
-    let refusal = limits.auth_failure(source).unwrap_err();
+    limits.auth_failure(source, guess).unwrap();
+    limits.auth_failure(source, guess).unwrap();
+    assert_eq!(
+        limits.auth_blocked(source, guess),
+        None,
+        "not refused yet, so not blocked"
+    );
+    let refusal = limits.auth_failure(source, guess).unwrap_err();
     assert_eq!(refusal.reason, Refusal::AUTH_THROTTLED);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
-    assert!(refusal.message.contains("10.0.0.1"), "{}", refusal.message);
+    assert!(
+        refusal.message.contains("10.0.0.1") && refusal.message.contains("sb-guessed"),
+        "{}",
+        refusal.message
+    );
 
     for _ in 0..10 {
-        assert_eq!(limits.auth_blocked(source), Some(refusal.clone()));
+        assert_eq!(limits.auth_blocked(source, guess), Some(refusal.clone()));
     }
-    assert_eq!(limits.auth_blocked(other), None);
-    limits.auth_failure(other).unwrap();
+    // The same address naming another sandbox (a neighbour behind the NAT), and another address: not blocked.
+    assert_eq!(limits.auth_blocked(source, Some("sb-neighbour")), None);
+    assert_eq!(limits.auth_blocked(source, None), None);
+    assert_eq!(limits.auth_blocked(other, guess), None);
+    limits.auth_failure(other, guess).unwrap();
 
     clock.advance(Duration::from_millis(999));
-    assert!(limits.auth_blocked(source).is_some());
+    assert!(limits.auth_blocked(source, guess).is_some());
     clock.advance(Duration::from_millis(1));
-    assert_eq!(limits.auth_blocked(source), None);
-    limits.auth_failure(source).unwrap();
-    assert!(limits.auth_failure(source).is_err());
+    assert_eq!(limits.auth_blocked(source, guess), None);
+    limits.auth_failure(source, guess).unwrap();
+    assert!(limits.auth_failure(source, guess).is_err());
+}
+
+#[test]
+fn guessing_across_ids_meets_the_sources_ceiling() {
+    let (limits, _clock) = fake(LimitSpec {
+        auth_failures: Some(rate(1, 2)),
+        source_auth_failures: Some(rate(1, 5)),
+        ..LimitSpec::default()
+    });
+    let source: IpAddr = "10.0.0.1".parse().unwrap();
+    for i in 0..5 {
+        limits.auth_failure(source, Some(&format!("sb-{i}"))).unwrap();
+    }
+    let refusal = limits.auth_failure(source, Some("sb-5")).unwrap_err();
+    assert!(
+        refusal.message.contains("limits.per_source.auth_failures"),
+        "{}",
+        refusal.message
+    );
+    // Now the whole address is refused, whatever it names.
+    assert!(limits.auth_blocked(source, Some("sb-valid")).is_some());
+    assert!(limits.auth_blocked(source, None).is_some());
+    // An id that cannot be one, however long, is keyed as no id at all.
+    let long = "x".repeat(10_000);
+    assert_eq!(limits.auth_blocked("10.0.0.2".parse().unwrap(), Some(&long)), None);
 }

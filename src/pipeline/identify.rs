@@ -61,8 +61,10 @@ impl Exchange {
         Ok(sandbox)
     }
 
-    /// A proxy credential, judged. Failed attempts count against the source address; over
-    /// `limits.auth_failures` the address gets 429 for a while, audited once per burst.
+    /// A proxy credential, judged. Failed attempts count against the (source address, claimed sandbox id) and,
+    /// under a higher ceiling, the source address; over `limits.auth_failures` that claim from that address
+    /// gets 429 for a while (over `limits.per_source.auth_failures`, everything from it), audited once per
+    /// burst.
     fn authenticate(
         &mut self,
         credentials: Result<Option<(String, String)>, AuthFailure>,
@@ -72,16 +74,23 @@ impl Exchange {
         };
         let ip = self.client.ip();
         let limits = state.limits();
-        // SECURITY: an address over its rate of failed authentications is refused outright until its block
-        // ends, whatever it sends, so tokens cannot be guessed at line rate.
-        if let Some(refusal) = admission::auth_blocked(&limits, ip) {
+        let claimed: Option<String> = credentials
+            .as_ref()
+            .ok()
+            .and_then(|c| c.as_ref())
+            .map(|(id, _)| id.clone());
+        let claim = claimed.as_deref();
+        // SECURITY: an address over its rate of failed authentications for one sandbox id is refused outright
+        // for that id until its block ends (over its ceiling, for every id), whatever it sends, so tokens
+        // cannot be guessed at line rate; its neighbours behind the same address keep working.
+        if let Some(refusal) = admission::auth_blocked(&limits, ip, claim) {
             return Err(self.throttled(&state, refusal));
         }
         match identity::identify(&self.generation.identities, &state.control, credentials, ip) {
             Ok(sandbox) => Ok(sandbox),
             // Clients commonly ask without credentials first and retry with them after the 407.
             Err(AuthFailure::Missing) => Err(ProxyError::Auth(AuthFailure::Missing)),
-            Err(failure) => Err(match admission::auth_failed(&limits, ip) {
+            Err(failure) => Err(match admission::auth_failed(&limits, ip, claim) {
                 Ok(()) => ProxyError::Auth(failure),
                 Err(refusal) => self.throttled(&state, refusal),
             }),

@@ -106,12 +106,14 @@ pub(crate) fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, Re
     limits.open(&sandbox.id, &sandbox.user)
 }
 
-/// The refusal an address over its rate of failed authentications gets, while its block lasts.
-pub(crate) fn auth_blocked(limits: &Limits, source: IpAddr) -> Option<Refusal> {
-    limits.auth_blocked(source)
+/// The refusal an address (or an address naming sandbox `claim`) over its rate of failed authentications
+/// gets, while its block lasts.
+pub(crate) fn auth_blocked(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Option<Refusal> {
+    limits.auth_blocked(source, claim)
 }
 
-/// Count one failed authentication from `source`; a refusal when this one put it over the rate.
-pub(crate) fn auth_failed(limits: &Limits, source: IpAddr) -> Result<(), Refusal> {
-    limits.auth_failure(source)
+/// Count one failed authentication from `source` naming sandbox `claim`; a refusal when this one put it over
+/// a rate.
+pub(crate) fn auth_failed(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Result<(), Refusal> {
+    limits.auth_failure(source, claim)
 }

@@ -9,7 +9,7 @@ use super::admission;
 use super::leases::{Lease, Sessions};
 use crate::addr::OriginalDst;
 use crate::identity::Sandbox;
-use crate::limits::{Limits, OpenGuard, Refusal};
+use crate::limits::{Limits, OpenGuard, Refusal, Waiting};
 
 /// A client connection's registrations, one per sandbox incarnation it has served.
 pub(crate) struct ConnScope {
@@ -17,16 +17,32 @@ pub(crate) struct ConnScope {
     leases: Mutex<Vec<(String, Lease, Option<OpenGuard>)>>,
     /// For a connection that reached the transparent listener: where the sandbox was connecting to.
     pub(crate) original_dst: Option<OriginalDst>,
+    /// The connection's place among its address's unauthenticated ones, given back once it authenticates.
+    waiting: Mutex<Option<Waiting>>,
+    /// Cancelled when the connection's first request head has been read.
+    heard: CancellationToken,
 }
 
 impl ConnScope {
-    /// A connection that has served nobody yet.
-    pub(crate) fn new(original_dst: Option<OriginalDst>) -> Arc<ConnScope> {
+    /// A connection that has served nobody yet, holding `waiting` until it authenticates.
+    pub(crate) fn new(original_dst: Option<OriginalDst>, waiting: Option<Waiting>) -> Arc<ConnScope> {
         Arc::new(ConnScope {
             cut: CancellationToken::new(),
             leases: Mutex::new(Vec::new()),
             original_dst,
+            waiting: Mutex::new(waiting),
+            heard: CancellationToken::new(),
         })
+    }
+
+    /// Cancelled once the connection's first request head has been read ([`ConnScope::heard_one`]).
+    pub(crate) fn heard(&self) -> &CancellationToken {
+        &self.heard
+    }
+
+    /// A request head has been read.
+    pub(crate) fn heard_one(&self) {
+        self.heard.cancel();
     }
 
     /// Cancelled when a sandbox the connection served loses access, or when the connection ends.
@@ -62,6 +78,8 @@ impl ConnScope {
             }
         });
         leases.push((key, lease, guard));
+        // Authenticated: no longer one of its address's unauthenticated connections.
+        drop(self.waiting.lock().unwrap_or_else(PoisonError::into_inner).take());
         Ok(())
     }
 }

@@ -20,6 +20,7 @@ mod gateway;
 mod gateway_tproxy;
 mod guard;
 mod hardening;
+mod hardening_sources;
 mod http;
 mod intercept;
 mod jail;

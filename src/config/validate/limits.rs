@@ -11,9 +11,16 @@ use crate::limits::Rate;
 
 pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {
     let d = Timeouts::default();
-    Timeouts {
+    let first_given = raw.first_request_headers.is_some();
+    let mut t = Timeouts {
         connect: duration(errs, "timeouts.connect", raw.connect, d.connect),
         request_headers: duration(errs, "timeouts.request_headers", raw.request_headers, d.request_headers),
+        first_request_headers: duration(
+            errs,
+            "timeouts.first_request_headers",
+            raw.first_request_headers,
+            d.first_request_headers,
+        ),
         upstream_headers: duration(
             errs,
             "timeouts.upstream_headers",
@@ -24,7 +31,21 @@ pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {
         tls_handshake: duration(errs, "timeouts.tls_handshake", raw.tls_handshake, d.tls_handshake),
         idle: duration(errs, "timeouts.idle", raw.idle, d.idle),
         tunnel_max: duration(errs, "timeouts.tunnel_max", raw.tunnel_max, d.tunnel_max),
+    };
+    if t.first_request_headers > t.request_headers {
+        if first_given {
+            errs.at(
+                "timeouts.first_request_headers",
+                format!(
+                    "{:?} is longer than timeouts.request_headers ({:?}); the first head's deadline is the shorter one",
+                    t.first_request_headers, t.request_headers
+                ),
+            );
+        }
+        // The default gives way to a shorter request_headers.
+        t.first_request_headers = t.request_headers;
     }
+    t
 }
 
 fn count(errs: &mut Errors, path: &str, n: i64, what: &str) -> Option<u32> {
@@ -118,6 +139,20 @@ pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
         }
     }
     r.auth_failures = rate(errs, "limits.auth_failures", raw.auth_failures, r.auth_failures);
+    if let Some(p) = raw.per_source {
+        if let Some(n) = p.unauthenticated {
+            match usize::try_from(n) {
+                Ok(n) if n >= 1 => limits.unauthenticated_per_source = n,
+                _ => errs.at("limits.per_source.unauthenticated", format!("{n} must be at least 1")),
+            }
+        }
+        r.source_auth_failures = rate(
+            errs,
+            "limits.per_source.auth_failures",
+            p.auth_failures,
+            r.source_auth_failures,
+        );
+    }
     limits
 }
 
