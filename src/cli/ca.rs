@@ -60,7 +60,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
     };
     match result {
         Ok(ca) => {
-            print!("{}", ca.cert_pem());
+            out!("{}", ca.cert_pem());
             if rotate {
                 eprintln!(
                     "cordon: a new CA was issued for sandbox {sandbox:?}; give it to the sandbox (a running cordon picks it up on restart)"

@@ -4,10 +4,10 @@ use crate::config::Config;
 
 /// Print what the configuration sets up.
 pub(crate) fn print_summary(c: &Config) {
-    println!("{}: ok", c.source);
+    outln!("{}: ok", c.source);
     match c.listen.admin {
-        Some(admin) => println!("listen   proxy {}, admin {admin}", c.listen.proxy),
-        None => println!("listen   proxy {} (no admin API)", c.listen.proxy),
+        Some(admin) => outln!("listen   proxy {}, admin {admin}", c.listen.proxy),
+        None => outln!("listen   proxy {} (no admin API)", c.listen.proxy),
     }
     if let Some(t) = c.listen.transparent {
         let how = if c.listen.transparent_tproxy {
@@ -15,10 +15,10 @@ pub(crate) fn print_summary(c: &Config) {
         } else {
             "REDIRECT"
         };
-        println!("         transparent {t} ({how})");
+        outln!("         transparent {t} ({how})");
     }
     if let Some(d) = c.listen.dns {
-        println!("         dns {d} (UDP and TCP)");
+        outln!("         dns {d} (UDP and TCP)");
     }
     let store = c
         .control
@@ -26,7 +26,7 @@ pub(crate) fn print_summary(c: &Config) {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "in memory".into());
-    println!(
+    outln!(
         "control  store {store}, sandbox lifetime {} (at most {})",
         humantime::format_duration(c.control.default_ttl),
         humantime::format_duration(c.control.max_ttl)
@@ -36,7 +36,7 @@ pub(crate) fn print_summary(c: &Config) {
             .unwrap_or_else(|| "unlimited".into())
     };
     let l = &c.limits.rates;
-    println!(
+    outln!(
         "limits   per sandbox {} requests, {} open; per user {} requests; budgets {}",
         rate(l.sandbox_requests),
         l.sandbox_open
@@ -53,24 +53,24 @@ pub(crate) fn print_summary(c: &Config) {
         crate::config::AuditConfig::Stdout => "stdout".to_string(),
         crate::config::AuditConfig::File(p) => p.display().to_string(),
     };
-    println!("audit    {audit}");
-    println!(
+    outln!("audit    {audit}");
+    outln!(
         "network  {} allowed CIDRs, {} dangerous metadata exceptions, {} host overrides",
         c.network.allow_cidrs.len(),
         c.network.dangerous_allow_metadata.len(),
         c.network.hosts.len()
     );
-    println!("sandboxes {}", c.sandboxes.len());
+    outln!("sandboxes {}", c.sandboxes.len());
     for s in &c.sandboxes {
         let how = match (s.token_sha256.is_some(), s.source_cidrs.is_empty()) {
             (true, true) => "token".to_string(),
             (true, false) => format!("token or source {:?}", s.source_cidrs),
             (false, _) => format!("source {:?}", s.source_cidrs),
         };
-        println!("  {:<16} user {:<16} policy {:<12} by {how}", s.id, s.user, s.policy);
+        outln!("  {:<16} user {:<16} policy {:<12} by {how}", s.id, s.user, s.policy);
     }
-    println!("policies {}", c.policies.len());
+    outln!("policies {}", c.policies.len());
     for (name, p) in &c.policies {
-        println!("  {:<16} {:<8} {} rules", name, p.mode.as_str(), p.rule_count());
+        outln!("  {:<16} {:<8} {} rules", name, p.mode.as_str(), p.rule_count());
     }
 }

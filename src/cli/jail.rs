@@ -21,6 +21,10 @@ pub(crate) struct JailArgs {
     /// Run the command as this user (name, uid or uid:gid); default: the user behind sudo.
     #[arg(long)]
     pub(crate) user: Option<String>,
+    /// Let the command run as root when no other user is given (it is still confined and has no
+    /// capabilities, but root owns every file it can reach).
+    #[arg(long)]
+    pub(crate) allow_root: bool,
     /// Install the rules with nftables or iptables (default: nftables when the host has it).
     #[arg(long, value_parser = ["nftables", "iptables"])]
     pub(crate) firewall: Option<String>,
@@ -47,11 +51,11 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
     if args.cleanup {
         return match jail::cleanup(&config, args.sandbox.as_deref(), subnet) {
             Ok(found) if found.is_empty() => {
-                println!("nothing to remove");
+                outln!("nothing to remove");
                 ExitCode::SUCCESS
             }
             Ok(found) => {
-                println!("removed: {}", found.join(", "));
+                outln!("removed: {}", found.join(", "));
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -68,6 +72,8 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
         sandbox: args.sandbox,
         subnet,
         user: args.user,
+        allow_root: args.allow_root,
+        config_file: args.config.clone(),
         firewall,
         command: args.command,
     };

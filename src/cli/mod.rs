@@ -1,12 +1,23 @@
 //! The `cordon` command line: every command, parsed by clap and run on the library. `main.rs` only calls
 //! [`main`].
 
+/// `println!` to standard output, without a panic when the reader has gone (see [`output`]).
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::output::write(format_args!($($arg)*), true) };
+}
+
+/// `print!` to standard output, without a panic when the reader has gone (see [`output`]).
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::output::write(format_args!($($arg)*), false) };
+}
+
 pub mod admin_client;
 pub(crate) mod approvals;
 mod args;
 mod ca;
 mod check;
 pub(crate) mod jail;
+mod output;
 mod render;
 pub(crate) mod run;
 pub(crate) mod sandbox;
@@ -141,7 +152,7 @@ pub fn main() -> ExitCode {
             };
             match rt.block_on(explain::explain(&config, &sandbox, &method, &url)) {
                 Ok(e) => {
-                    print!("{}", e.text);
+                    out!("{}", e.text);
                     if e.allowed {
                         ExitCode::SUCCESS
                     } else {
@@ -170,7 +181,7 @@ pub fn main() -> ExitCode {
                 eprintln!("cordon: no token on stdin (e.g. `openssl rand -hex 24 | cordon token hash`)");
                 return ExitCode::from(2);
             }
-            println!("{}", identity::hash_token(token));
+            outln!("{}", identity::hash_token(token));
             ExitCode::SUCCESS
         }
     }

@@ -153,7 +153,7 @@ where
     };
     match rt.block_on(call(client)) {
         Ok(text) => {
-            print!("{text}");
+            out!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -62,7 +62,7 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
                 .set(name, value.into())
                 .map(|()| eprintln!("cordon: stored {name:?}"))
         }
-        VaultCommand::List { .. } => vault.list().map(|names| names.iter().for_each(|n| println!("{n}"))),
+        VaultCommand::List { .. } => vault.list().map(|names| names.iter().for_each(|n| outln!("{n}"))),
         VaultCommand::Rm { name, .. } => vault.remove(name).map(|found| {
             if !found {
                 eprintln!("cordon: {name:?} was not in the vault");
@@ -101,7 +101,7 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
         }
     };
     for (name, value) in creds.placeholders_for(sandbox, &allowed) {
-        println!("{}={value}", crate::credentials::placeholder::env_var(&name));
+        outln!("{}={value}", crate::credentials::placeholder::env_var(&name));
     }
     ExitCode::SUCCESS
 }

@@ -42,7 +42,8 @@ pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> 
     FileVault::open(spec.path.clone(), key)
 }
 
-fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
+/// The secrets a credential reads.
+pub(crate) fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
     match &spec.source {
         SecretSource::Static(r) => vec![r],
         SecretSource::OAuth2(o) => vec![&o.client_secret],

@@ -9,6 +9,7 @@
 //! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
 //! outlives its jail reaches nothing.
 
+mod confine;
 pub(crate) mod net;
 pub mod plan;
 
@@ -35,6 +36,10 @@ pub(crate) struct Options {
     pub(crate) subnet: Ipv4Net,
     /// Run the command as this user (`name`, `uid` or `uid:gid`); default: the user behind sudo.
     pub(crate) user: Option<String>,
+    /// Let the command run as root (still confined, without capabilities).
+    pub(crate) allow_root: bool,
+    /// The configuration file, hidden from the command like cordon's other files.
+    pub(crate) config_file: Option<std::path::PathBuf>,
     /// nftables or iptables (default: whichever the host has, nftables first).
     pub(crate) firewall: Option<Firewall>,
     /// The command and its arguments.
@@ -113,11 +118,26 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 .into(),
         );
     }
+    if !net::available("bwrap") {
+        return Err(
+            "cordon jail runs the command under bubblewrap, which is not installed (apt-get install \
+                    bubblewrap, dnf install bubblewrap)"
+                .into(),
+        );
+    }
     let firewall = match options.firewall {
         Some(f) => f,
         None => Firewall::detect()?,
     };
-    let runner = runner(options.user.as_deref())?;
+    let sudo = |k: &str| std::env::var(k).ok();
+    let who = confine::who(
+        options.user.as_deref(),
+        sudo("SUDO_UID").as_deref(),
+        sudo("SUDO_GID").as_deref(),
+        options.allow_root,
+    )?;
+    let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
+    hidden.extend(confine::host_sockets());
     let _lock = lock(&plan)?;
     let stale = net::leftovers(&plan);
     if !stale.is_empty() {
@@ -147,8 +167,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
             audit.sink.clone(),
             &plan,
             firewall,
-            runner,
-            options.command,
+            Confined {
+                who,
+                hidden,
+                command: options.command,
+            },
         ))
     });
     let problems = net::teardown(&plan);
@@ -158,34 +181,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     result
 }
 
-/// The command prefix that drops root inside the namespace, if there is a user to drop to.
-fn runner(user: Option<&str>) -> Result<Vec<String>, String> {
-    let (uid, gid) = match user {
-        Some(u) => match u.split_once(':') {
-            Some((uid, gid)) => (uid.to_string(), gid.to_string()),
-            None => (u.to_string(), String::new()),
-        },
-        None => match (std::env::var("SUDO_UID"), std::env::var("SUDO_GID")) {
-            (Ok(uid), Ok(gid)) => (uid, gid),
-            _ => {
-                eprintln!(
-                    "cordon jail: warning: the command runs as root inside the jail, and root can leave a \
-                     network namespace; give --user (or run the jail with sudo) to drop it"
-                );
-                return Ok(Vec::new());
-            }
-        },
-    };
-    let mut cmd = vec!["setpriv".to_string(), format!("--reuid={uid}")];
-    if gid.is_empty() {
-        cmd.push(format!("--regid={uid}"));
-        cmd.push("--init-groups".into());
-    } else {
-        cmd.push(format!("--regid={gid}"));
-        cmd.push("--clear-groups".into());
-    }
-    cmd.push("--".into());
-    Ok(cmd)
+/// The command and how it is confined.
+struct Confined {
+    who: confine::Who,
+    hidden: Vec<std::path::PathBuf>,
+    command: Vec<String>,
 }
 
 async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>, DnsSockets, Ports), String> {
@@ -214,8 +214,7 @@ async fn serve(
     audit: Arc<dyn crate::audit::Sink>,
     plan: &Plan,
     firewall: Firewall,
-    runner: Vec<String>,
-    command: Vec<String>,
+    confined: Confined,
 ) -> Result<i32, String> {
     let (listeners, (udp, tcp), ports) = bind_all(plan).await?;
     let own: Vec<SocketAddr> = [ports.proxy, ports.transparent, ports.dns]
@@ -267,7 +266,21 @@ async fn serve(
         state,
         async move { server_stop.cancelled().await },
     ));
-    let code = run_command(plan, &runner, &command, &env).await;
+    let env = confine::environment(&env, &confined.who);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    // What hidden files show instead: nothing.
+    let empty = plan.run_dir.join("empty");
+    write_public(&empty, "")?;
+    let line = confine::command_line(
+        &confined.who,
+        &empty,
+        &confined.hidden,
+        std::slice::from_ref(&ca_file),
+        &env,
+        &cwd,
+        &confined.command,
+    );
+    let code = run_command(plan, &line).await;
     stop.cancel();
     let _ = proxy.await;
     code
@@ -284,22 +297,19 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Run the command in the namespace; SIGINT and SIGTERM are passed on to it.
-async fn run_command(
-    plan: &Plan,
-    runner: &[String],
-    command: &[String],
-    env: &BTreeMap<String, String>,
-) -> Result<i32, String> {
+/// Run the confined command line in the namespace; SIGINT and SIGTERM are passed on to it.
+async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
     let mut child = tokio::process::Command::new("ip")
         .args(["netns", "exec", &plan.netns])
-        .args(runner)
-        .args(command)
-        .envs(env)
+        .args(line)
+        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
+        // nor bubblewrap's own environment, which a root command could read.
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", command.join(" ")))?;
+        .map_err(|e| format!("cannot start {}: {e}", line.join(" ")))?;
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let status = loop {

@@ -49,6 +49,11 @@ pub(crate) struct Ports {
     pub(crate) dns: u16,
 }
 
+/// Whether `program --version` runs.
+pub(crate) fn available(program: &str) -> bool {
+    runs(program, &["--version"])
+}
+
 fn runs(program: &str, args: &[&str]) -> bool {
     Command::new(program)
         .args(args)
@@ -224,6 +229,13 @@ pub(crate) fn install_rules(plan: &Plan, ports: Ports, firewall: Firewall) -> Re
 /// Remove everything a jail of this plan may have created; what could not be removed is returned.
 pub(crate) fn teardown(plan: &Plan) -> Vec<String> {
     let mut problems = Vec::new();
+    let (h, c) = (plan.host_if.as_str(), plan.chain());
+    // SECURITY: the link goes first: while the rest is undone, nothing left inside can reach anything.
+    if runs("ip", &["link", "show", h])
+        && let Err(e) = run("ip", &["link", "del", h])
+    {
+        problems.push(e);
+    }
     // Processes left in the namespace (a crashed jail's command) are killed before it goes.
     if let Ok(out) = Command::new("ip").args(["netns", "pids", &plan.netns]).output() {
         for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
@@ -235,7 +247,6 @@ pub(crate) fn teardown(plan: &Plan) -> Vec<String> {
     {
         problems.push(e);
     }
-    let (h, c) = (plan.host_if.as_str(), plan.chain());
     let (nat, input) = (format!("{c}_NAT"), format!("{c}_IN"));
     if runs("iptables", &["--version"]) {
         // Each jump may be there once; delete until it is not.
@@ -262,11 +273,6 @@ pub(crate) fn teardown(plan: &Plan) -> Vec<String> {
                 }
             }
         }
-    }
-    if runs("ip", &["link", "show", h])
-        && let Err(e) = run("ip", &["link", "del", h])
-    {
-        problems.push(e);
     }
     if std::path::Path::new("/run/netns").join(&plan.netns).exists()
         && let Err(e) = run("ip", &["netns", "del", &plan.netns])

@@ -75,6 +75,17 @@ fn check_reports_every_error_with_its_location_and_exits_2() {
 }
 
 #[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    // `cordon check | head`: the reader is gone before cordon writes.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN).arg("check").stdout(writer).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}
+
+#[test]
 fn explain_says_why() {
     let (code, out, _) = cordon(&["explain", "--sandbox", "demo", "http://169.254.169.254/"]);
     assert_eq!(code, 1);

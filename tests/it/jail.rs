@@ -11,7 +11,7 @@ use crate::gateway::World;
 use crate::netns::available;
 
 /// What of a jail exists in the test's host namespace.
-fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
+pub(crate) fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
     let net = &w.net;
     let mut found = Vec::new();
     if std::path::Path::new("/run/netns").join(&plan.netns).exists() {
@@ -27,13 +27,23 @@ fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
     found
 }
 
-fn jail(w: &World, config: &std::path::Path, id: &str, extra: &[&str], cmd: &[&str]) -> (i32, String, String) {
+pub(crate) fn jail(
+    w: &World,
+    config: &std::path::Path,
+    id: &str,
+    extra: &[&str],
+    cmd: &[&str],
+) -> (i32, String, String) {
     let mut c = w.net.enter(&w.net.gw, BIN);
-    c.args(["jail", "--sandbox", id, "--config"])
-        .arg(config)
-        .args(extra)
-        .arg("--")
-        .args(cmd);
+    c.args(["jail", "--sandbox", id, "--config"]).arg(config).args(extra);
+    // The command runs as nobody unless the test says whom (root is refused without --allow-root).
+    if !extra
+        .iter()
+        .any(|a| ["--user", "--allow-root", "--cleanup"].contains(a))
+    {
+        c.args(["--user", "65534:65534"]);
+    }
+    c.arg("--").args(cmd);
     let out = c.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -129,7 +139,7 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
             .enter(&w.net.gw, BIN)
             .args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
-            .args(["--", "sleep", "30"])
+            .args(["--user", "65534:65534", "--", "sleep", "30"])
             .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();

@@ -24,6 +24,7 @@ mod hardening_sources;
 mod http;
 mod intercept;
 mod jail;
+mod jail_confine;
 mod layers;
 mod lifecycle;
 mod limits;

@@ -1,0 +1,288 @@
+//! What the jailed command may touch besides the network: it runs under bubblewrap, inside the jail's network
+//! namespace, in its own mount, PID, IPC and UTS namespaces, in a new session, with no capabilities, no new
+//! privileges and a clean environment, as an unprivileged user unless root is asked for explicitly.
+//!
+//! - **Files**: the host's file system as it is, except a private `/tmp`, `/run`, `/var/tmp` and `/dev/shm`,
+//!   a minimal `/dev` and the PID namespace's own `/proc`; every Unix socket bound by path on the host (as the
+//!   `/proc/PID/net/unix` of every network namespace list them when the jail starts) and every file of cordon's (its configuration, CA
+//!   folder, vault and its key, store, secret files, audit log) is hidden behind an empty file or folder.
+//! - **Processes**: bubblewrap is the PID namespace's init and dies with cordon (`--die-with-parent`); when it
+//!   ends, the kernel kills every process left in the namespace, so nothing outlives the jail.
+//! - **Terminal**: `setsid` (`--new-session`): the command has no controlling terminal, so `TIOCSTI` cannot
+//!   push input into the caller's.
+//! - **Privileges**: `PR_SET_NO_NEW_PRIVS` and an empty bounding, inheritable and ambient set (setuid and
+//!   file capabilities give nothing), then `setpriv` to the user.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::config::credentials::{KeySpec, SecretRef};
+
+/// Folders the command gets empty and private.
+const PRIVATE: [&str; 4] = ["/tmp", "/run", "/var/tmp", "/dev/shm"];
+
+/// Whom the command runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// This uid, with this gid (and no supplementary groups), or with the user's groups when no gid was given.
+    User {
+        /// The uid.
+        uid: u32,
+        /// The gid (`None`: the user's own, with `--init-groups`).
+        gid: Option<u32>,
+    },
+    /// root, asked for with `--allow-root` (still without capabilities).
+    Root,
+}
+
+/// Who runs the command: `--user` (name, uid or uid:gid), else the user behind sudo; root only with
+/// `allow_root`, whatever `SUDO_UID` says.
+pub(crate) fn who(
+    user: Option<&str>,
+    sudo_uid: Option<&str>,
+    sudo_gid: Option<&str>,
+    allow_root: bool,
+) -> Result<Who, String> {
+    let parse = |what: &str, v: &str| -> Result<u32, String> {
+        if let Ok(n) = v.parse() {
+            return Ok(n);
+        }
+        match nix::unistd::User::from_name(v) {
+            Ok(Some(u)) => Ok(u.uid.as_raw()),
+            _ => Err(format!("{what} {v:?} is neither a uid nor a user on this host")),
+        }
+    };
+    let (uid, gid) = match (user, sudo_uid) {
+        (Some(u), _) => match u.split_once(':') {
+            Some((uid, gid)) => (parse("--user", uid)?, Some(parse("--user", gid)?)),
+            None => (parse("--user", u)?, None),
+        },
+        (None, Some(uid)) => (
+            parse("SUDO_UID", uid)?,
+            sudo_gid.map(|g| parse("SUDO_GID", g)).transpose()?,
+        ),
+        (None, None) if allow_root => return Ok(Who::Root),
+        (None, None) => {
+            return Err(
+                "the command would run as root, and root is not confined the way a user is; give \
+                        --user NAME (or run cordon jail through sudo as that user), or --allow-root"
+                    .into(),
+            );
+        }
+    };
+    match uid {
+        0 if allow_root => Ok(Who::Root),
+        0 => Err("the command would run as root (uid 0); give --user with another user, or --allow-root".into()),
+        uid => Ok(Who::User { uid, gid }),
+    }
+}
+
+/// The environment the command gets: the sandbox's, plus the few variables of the caller's that say nothing
+/// secret (search path, terminal, locale, time zone), and the user's name and home.
+pub(crate) fn environment(sandbox: &BTreeMap<String, String>, who: &Who) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = ["PATH", "TERM", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ"]
+        .into_iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    env.entry("PATH".into())
+        .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let uid = match who {
+        Who::User { uid, .. } => *uid,
+        Who::Root => 0,
+    };
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        env.insert("USER".into(), user.name.clone());
+        env.insert("LOGNAME".into(), user.name);
+        env.insert("HOME".into(), user.dir.to_string_lossy().into_owned());
+    }
+    env.extend(sandbox.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
+}
+
+/// Every file and folder of cordon's that the configuration names (and the configuration itself).
+pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = config_file.map(Path::to_path_buf).into_iter().collect();
+    paths.push(config.ca.dir.clone());
+    paths.push(config.vault.path.clone());
+    let mut placeholder_key = config.vault.path.clone();
+    placeholder_key.set_file_name("placeholder.key");
+    paths.push(placeholder_key);
+    if let KeySpec::File(key) = &config.vault.key {
+        paths.push(key.clone());
+    }
+    if let Some(store) = &config.control.store {
+        for suffix in ["", "-wal", "-shm"] {
+            paths.push(PathBuf::from(format!("{}{suffix}", store.display())));
+        }
+    }
+    let refs = config
+        .control
+        .admin_token
+        .iter()
+        .chain(config.control.signing_key.iter())
+        .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
+        .chain(config.credentials.values().flat_map(crate::credentials::secrets::refs));
+    paths.extend(refs.filter_map(|r| match r {
+        SecretRef::File(p) => Some(p.clone()),
+        _ => None,
+    }));
+    paths.extend(config.audit_file().map(Path::to_path_buf));
+    paths
+}
+
+/// Unix sockets bound by path on the host, in any network namespace that has a process (each one's
+/// `/proc/PID/net/unix`), outside the folders made private.
+pub(crate) fn host_sockets() -> Vec<PathBuf> {
+    let mut namespaces = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in procs.flatten() {
+        let pid = entry.file_name();
+        if !pid.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // One table per network namespace: path sockets are reachable from any of them.
+        let Ok(ns) = std::fs::read_link(entry.path().join("ns/net")) else {
+            continue;
+        };
+        if !namespaces.insert(ns) {
+            continue;
+        }
+        let Ok(table) = std::fs::read_to_string(entry.path().join("net/unix")) else {
+            continue;
+        };
+        found.extend(
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| line.split_whitespace().nth(7))
+                .filter(|path| path.starts_with('/'))
+                .map(PathBuf::from)
+                .filter(|path| !PRIVATE.iter().any(|p| path.starts_with(p))),
+        );
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// The bubblewrap and setpriv command line that runs `command` confined, hiding `hidden` (what exists of it;
+/// a file behind the empty file `empty`, a folder behind an empty one), with `visible` files bound back in
+/// (the CA file in the private `/run`), in `cwd` (or `/` when it was made private), with exactly `env`.
+pub(crate) fn command_line(
+    who: &Who,
+    empty: &Path,
+    hidden: &[PathBuf],
+    visible: &[PathBuf],
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    command: &[String],
+) -> Vec<String> {
+    let mut a: Vec<String> = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        .map(String::from)
+        .to_vec();
+    for dir in PRIVATE {
+        if Path::new(dir).is_dir() {
+            a.extend(["--tmpfs".into(), dir.into()]);
+        }
+    }
+    for path in hidden {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
+        if PRIVATE.iter().any(|p| path.starts_with(p)) {
+            continue;
+        }
+        let path = path.to_string_lossy().into_owned();
+        // SECURITY: cordon's keys, vault, store and configuration, and the host's Unix sockets, are not
+        // reachable from inside, whoever the command runs as.
+        if meta.is_dir() {
+            a.extend(["--tmpfs".into(), path]);
+        } else {
+            a.extend(["--ro-bind".into(), empty.to_string_lossy().into_owned(), path]);
+        }
+    }
+    for path in visible {
+        // Its folders in the private tmpfs are made readable (bubblewrap would make them 0700, root's).
+        let mut folders: Vec<&Path> = path.ancestors().skip(1).filter(|f| f.parent().is_some()).collect();
+        folders.reverse();
+        for folder in folders {
+            if PRIVATE.iter().any(|p| folder.starts_with(p) && folder != Path::new(p)) {
+                a.extend([
+                    "--perms".into(),
+                    "0755".into(),
+                    "--dir".into(),
+                    folder.to_string_lossy().into_owned(),
+                ]);
+            }
+        }
+        let path = path.to_string_lossy().into_owned();
+        a.extend(["--ro-bind".into(), path.clone(), path]);
+    }
+    let cwd = if PRIVATE.iter().any(|p| cwd.starts_with(p)) || hidden.iter().any(|h| cwd.starts_with(h)) {
+        Path::new("/")
+    } else {
+        cwd
+    };
+    a.extend(["--chdir".into(), cwd.to_string_lossy().into_owned()]);
+    // SECURITY: its own processes (all killed when the jail ends), a new session (no TIOCSTI into the caller's
+    // terminal), no capabilities and a clean environment.
+    a.extend(
+        [
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+        ]
+        .map(String::from),
+    );
+    // Only what setpriv needs to become the user and to empty the bounding set; it gives them up.
+    for cap in ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"] {
+        a.extend(["--cap-add".into(), cap.into()]);
+    }
+    for (k, v) in env {
+        a.extend(["--setenv".into(), k.clone(), v.clone()]);
+    }
+    a.extend(["--".into(), "setpriv".into()]);
+    match who {
+        Who::User { uid, gid: Some(gid) } => {
+            a.extend([
+                format!("--reuid={uid}"),
+                format!("--regid={gid}"),
+                "--clear-groups".into(),
+            ]);
+        }
+        Who::User { uid, gid: None } => {
+            a.extend([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--init-groups".into(),
+            ]);
+        }
+        Who::Root => {}
+    }
+    a.extend(
+        [
+            "--no-new-privs",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+            "--",
+        ]
+        .map(String::from),
+    );
+    a.extend(command.iter().cloned());
+    a
+}
+
+#[cfg(test)]
+#[path = "confine_tests.rs"]
+mod tests;
