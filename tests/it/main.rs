@@ -17,6 +17,7 @@ mod dns;
 mod e2e;
 mod framing;
 mod gateway;
+mod gateway_bridge;
 mod gateway_tproxy;
 mod guard;
 mod hardening;
