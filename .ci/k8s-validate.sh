@@ -18,7 +18,10 @@
 # 6. with CORDON_BIN as well (a cordon built from this tree): the sidecar end to end in such a namespace:
 #    redirect.sh, prepare.sh and `cordon run` with the shipped cordon.yaml (its state moved to a temporary
 #    folder, one local upstream opened), then the app's UID fetches over HTTP and intercepted HTTPS (trusting
-#    the CA the way the pod's variables say), resolves names and tries the admin port.
+#    the CA the way the pod's variables say), resolves names (a raw query, dig and glibc's getent), tries the
+#    admin port, and a peer outside the pod connects in to an allowed port and to others;
+# 7. the admission policy's CEL (cel-python, .ci/admission-check.py) against the shipped sidecar pod
+#    (admitted) and every way to run a second container as cordon's UID (refused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,8 @@ cd "$(dirname "$0")/.."
 # pod uses) are GA from this version on. kubernetes-validate 1.37.0 has schemas for 1.25 to 1.37.
 K8S_VERSION=1.33.0
 KV_VERSION=1.37.0
+# cel-python evaluates the admission policy's CEL expressions (step 7).
+CEL_VERSION=0.5.0
 DEPLOY=deploy/kubernetes
 SCRIPTS=$DEPLOY/scripts
 
@@ -43,7 +48,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== tools"
-python3 -m pip install --quiet --disable-pip-version-check "kubernetes-validate==$KV_VERSION" 2>&1 |
+python3 -m pip install --quiet --disable-pip-version-check "kubernetes-validate==$KV_VERSION" \
+    "cel-python==$CEL_VERSION" 2>&1 |
     grep -v "Running pip as the 'root' user" || true
 KV=(python3 -m kubernetes_validate)
 "${KV[@]}" --version >/dev/null 2>&1 || KV=(kubernetes-validate)
@@ -306,7 +312,6 @@ iptables -t filter -A CORDON_EGRESS -o lo -p tcp --dport 9090 -m owner ! --uid-o
 iptables -t filter -A CORDON_EGRESS -m owner --uid-owner 1337 -j RETURN
 iptables -t filter -A CORDON_EGRESS -d 127.0.0.0/8 -j RETURN
 iptables -t filter -A CORDON_EGRESS -o lo -j RETURN
-iptables -t filter -A CORDON_EGRESS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
 iptables -t filter -A CORDON_EGRESS -p udp -j DROP
 iptables -t filter -A CORDON_EGRESS -p icmp -j DROP
 iptables -t filter -A CORDON_EGRESS -j DROP
@@ -587,6 +592,39 @@ def sh(*cmd):
     subprocess.run(cmd, check=True)
 
 
+# The app's servers: TCP 8081 and 7777 send data to whoever connects; UDP 7778 answers every datagram.
+APP_SERVER = """
+import socket, sys, threading
+def tcp(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], port))
+    s.listen()
+    while True:
+        c, _ = s.accept(); c.sendall(b"the app's data"); c.close()
+for port in (8081, 7777):
+    threading.Thread(target=tcp, args=(port,), daemon=True).start()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((sys.argv[1], 7778))
+while True:
+    data, peer = u.recvfrom(100); u.sendto(b"the app's data", peer)
+"""
+
+# The peer: what it gets out of each.
+PEER = """
+import socket, sys
+for port in (8081, 7777):
+    try:
+        c = socket.create_connection((sys.argv[1], port), timeout=2); c.settimeout(2)
+        print(f"tcp{port}=" + ("data" if c.recv(100) else "none"))
+    except OSError:
+        print(f"tcp{port}=none")
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2)
+u.sendto(b"hello", (sys.argv[1], 7778))
+try:
+    print("udp7778=" + ("data" if u.recv(100) else "none"))
+except OSError:
+    print("udp7778=none")
+"""
+
+
 def as_uid(uid):
     def demote():
         os.setgroups([])
@@ -601,6 +639,8 @@ pod = docs[0]["spec"]["template"]["spec"]
 by_name = {c["name"]: c for c in pod["initContainers"] + pod["containers"]}
 env_of = lambda c: {e["name"]: e["value"] for e in by_name[c].get("env", []) if "value" in e}
 redirect_env, prepare_env = env_of("cordon-redirect"), env_of("cordon-prepare")
+# The app below serves TCP 8081 (declared, as a Service's targetPort would be) and 7777 and UDP 7778 (not).
+redirect_env["CORDON_INBOUND_PORTS"] = "8081"
 cordon_uid = by_name["cordon"]["securityContext"]["runAsUser"]
 app = pod["containers"][0]
 app_uid = app["securityContext"]["runAsUser"]
@@ -747,6 +787,44 @@ try:
     check("DNS for an allowed name answers its address", got == f"rcode 0 {POD_IP}", got)
     got = dns("evil.test")
     check("DNS for another name gets no address", got.startswith("rcode") and got.endswith(" -"), got)
+
+    # Clients with a connected UDP socket accept an answer only from the address and port they asked.
+    out = subprocess.run(["dig", "+time=2", "+tries=1", "+short", "@198.51.100.53", UPSTREAM],
+                         capture_output=True, text=True, preexec_fn=as_uid(app_uid))
+    check("dig (a connected UDP socket) gets the answer", out.stdout.strip() == POD_IP,
+          f"exit {out.returncode} {out.stdout}{out.stderr}")
+    with open(f"{work}/resolv.conf", "w") as f:
+        f.write("nameserver 198.51.100.53\noptions timeout:2 attempts:1\n")
+    os.chmod(f"{work}/resolv.conf", 0o644)
+    out = subprocess.run(["unshare", "-m", "sh", "-c",
+                          f"mount --bind {work}/resolv.conf /etc/resolv.conf && exec setpriv --reuid={app_uid} "
+                          f"--regid={app_uid} --clear-groups getent ahostsv4 {UPSTREAM}"],
+                         capture_output=True, text=True)
+    check("glibc's getent resolves through cordon", out.stdout.startswith(POD_IP),
+          f"exit {out.returncode} {out.stdout}{out.stderr}")
+
+    # A peer outside the pod (the pod's link moved into a namespace of its own) connects in.
+    peer = subprocess.Popen(["unshare", "-n", "sleep", "120"])
+    try:
+        time.sleep(0.3)
+        sh("ip", "link", "set", "cordon-v1", "netns", str(peer.pid))
+        into_peer = ["nsenter", "-t", str(peer.pid), "-n"]
+        sh(*into_peer, "ip", "addr", "add", "192.0.2.2/24", "dev", "cordon-v1")
+        sh(*into_peer, "ip", "link", "set", "cordon-v1", "up")
+        server = subprocess.Popen(["python3", "-c", APP_SERVER, POD_IP], preexec_fn=as_uid(app_uid),
+                                  stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        out = subprocess.run([*into_peer, "python3", "-c", PEER, POD_IP], capture_output=True, text=True,
+                             timeout=30)
+        server.kill()
+        got = out.stdout.split()
+        check("a peer connecting in to a port the app serves (CORDON_INBOUND_PORTS) is answered",
+              "tcp8081=data" in got, out.stdout + out.stderr)
+        check("a peer connecting in to any other port gets nothing out of the app",
+              "tcp7777=none" in got, out.stdout + out.stderr)
+        check("a peer's UDP gets no reply out of the app", "udp7778=none" in got, out.stdout + out.stderr)
+    finally:
+        peer.kill()
 finally:
     proxy.send_signal(signal.SIGTERM)
     try:
@@ -773,6 +851,18 @@ EOF
     done <"$work/e2e.out"
     [ "$rc" -eq 0 ] || grep -q '^FAIL ' "$work/e2e.out" || bad "the sidecar end-to-end run exited $rc"
 fi
+
+echo "== 7. the admission policy's CEL, against the shipped sidecar pod and the ways around it"
+rc=0
+python3 .ci/admission-check.py "$DEPLOY" >"$work/admission.out" 2>&1 || rc=$?
+while IFS= read -r line; do
+    case $line in
+        "ok   "*) ok "${line#ok   }" ;;
+        "FAIL "*) bad "${line#FAIL }" ;;
+        *) [ -z "$line" ] || echo "         $line" ;;
+    esac
+done <"$work/admission.out"
+[ "$rc" -eq 0 ] || grep -q '^FAIL ' "$work/admission.out" || bad "the admission check exited $rc"
 
 echo
 echo "k8s-validate: $passed passed, $failed failed"

@@ -15,7 +15,9 @@
 #     from cordon's UID                                   RETURN
 #     to loopback (every redirected connection: REDIRECT rewrote it to 127.0.0.1 / ::1)   RETURN
 #     routed through lo (the pod's own addresses)         RETURN
-#     replies to connections made to the pod (conntrack ESTABLISHED,RELATED)   RETURN
+#     replies to connections made to the pod on CORDON_INBOUND_PORTS (conntrack, reply direction, original
+#     destination port one of them)                    RETURN     every other inbound connection gets no
+#                                                                 answer, so no peer can pull data out of the app
 #     IPv6 neighbour discovery (sent by the kernel)       RETURN
 #     other UDP (QUIC then falls back to TCP), ICMP, anything else (TCP that escaped the nat table as an
 #     INVALID packet, SCTP, raw IP)                       DROP
@@ -29,6 +31,9 @@
 #   CORDON_TRANSPARENT_PORT [15001]  listen.transparent
 #   CORDON_DNS_PORT [15053]          listen.dns
 #   CORDON_ADMIN_PORT [9090]         listen.admin's port, closed to the app on loopback ("" = leave open)
+#   CORDON_INBOUND_PORTS []          the TCP ports the app serves (a Service's targetPort, the app's probes),
+#                                    separated by commas or spaces: only connections made to the pod on these
+#                                    ports are answered by the app ("" = none)
 #   CORDON_IPTABLES                  force one binary (iptables, iptables-nft or iptables-legacy); by default
 #                                    the first of these that can program the nat table here is used
 set -eu
@@ -37,6 +42,7 @@ PROXY_UID=${CORDON_UID:-1337}
 TRANSPARENT_PORT=${CORDON_TRANSPARENT_PORT:-15001}
 DNS_PORT=${CORDON_DNS_PORT:-15053}
 ADMIN_PORT=${CORDON_ADMIN_PORT-9090}
+INBOUND_PORTS=$(printf '%s' "${CORDON_INBOUND_PORTS:-}" | tr ',' ' ')
 DRY_RUN=false
 
 say() { printf 'cordon-redirect: %s\n' "$*"; }
@@ -63,6 +69,12 @@ for pair in "CORDON_UID=$PROXY_UID" "CORDON_TRANSPARENT_PORT=$TRANSPARENT_PORT" 
     "CORDON_ADMIN_PORT=${ADMIN_PORT:-0}"; do
     case ${pair#*=} in
         '' | *[!0-9]*) die "${pair%%=*} must be a number, not '${pair#*=}'" ;;
+    esac
+done
+
+for port in $INBOUND_PORTS; do
+    case $port in
+        '' | *[!0-9]*) die "CORDON_INBOUND_PORTS must list port numbers, not '$port'" ;;
     esac
 done
 
@@ -114,7 +126,12 @@ filter_rules() {
     run "$1" -t filter -A CORDON_EGRESS -m owner --uid-owner "$PROXY_UID" -j RETURN
     run "$1" -t filter -A CORDON_EGRESS -d "$2" -j RETURN
     run "$1" -t filter -A CORDON_EGRESS -o lo -j RETURN
-    run "$1" -t filter -A CORDON_EGRESS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+    # Replies only to connections made to the ports the app serves: a peer connecting in elsewhere gets nothing,
+    # so it cannot pull the app's data out past cordon (replies to cordon's own connections left above).
+    for port in $INBOUND_PORTS; do
+        run "$1" -t filter -A CORDON_EGRESS -p tcp -m conntrack --ctstate ESTABLISHED,RELATED --ctdir REPLY \
+            --ctorigdstport "$port" -j RETURN
+    done
     if [ "$3" = ipv6-icmp ]; then
         # Neighbour discovery and multicast listener reports come from the kernel, not from a socket with
         # cordon's UID; without them IPv6 stops working for cordon too.
@@ -164,7 +181,7 @@ IP6T=ip6tables${IPT#iptables}
 if [ "$DRY_RUN" = true ]; then
     say "dry run: the commands for a fresh pod (nothing is run)"
 fi
-say "cordon UID $PROXY_UID; TCP -> :$TRANSPARENT_PORT, DNS (port 53) -> :$DNS_PORT; admin port ${ADMIN_PORT:-(not closed)}"
+say "cordon UID $PROXY_UID; TCP -> :$TRANSPARENT_PORT, DNS (port 53) -> :$DNS_PORT; admin port ${ADMIN_PORT:-(not closed)}; inbound TCP ports answered: ${INBOUND_PORTS:-none}"
 
 say "IPv4 ($IPT)"
 nat_rules "$IPT" 127.0.0.0/8

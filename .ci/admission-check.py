@@ -1,0 +1,87 @@
+"""Evaluate deploy/kubernetes/admission/policy.yaml's CEL (with cel-python) the way the API server does: the
+match conditions, then the variables in order, then every validation; one ok/FAIL line per case.
+
+    python3 .ci/admission-check.py deploy/kubernetes
+"""
+import copy
+import sys
+
+import celpy
+import yaml
+
+deploy = sys.argv[1]
+policy = next(d for d in yaml.safe_load_all(open(f"{deploy}/admission/policy.yaml"))
+              if d and d["kind"] == "ValidatingAdmissionPolicy")["spec"]
+env = celpy.Environment()
+
+
+def compiled(expression):
+    return env.program(env.compile(expression))
+
+
+match = [compiled(m["expression"]) for m in policy["matchConditions"]]
+variables = [(v["name"], compiled(v["expression"])) for v in policy["variables"]]
+validations = [compiled(v["expression"]) for v in policy["validations"]]
+
+
+def activation(pod, bound):
+    act = celpy.json_to_cel({"object": pod})
+    act["variables"] = celpy.celtypes.MapType(bound)
+    return act
+
+
+def admitted(pod):
+    if not all(bool(m.evaluate(activation(pod, {}))) for m in match):
+        return True
+    bound = {}
+    for name, program in variables:
+        bound[celpy.celtypes.StringType(name)] = program.evaluate(activation(pod, bound))
+    return all(bool(v.evaluate(activation(pod, bound))) for v in validations)
+
+
+docs = [d for d in yaml.safe_load_all(open(f"{deploy}/sidecar/deployment.yaml")) if d]
+shipped = {"spec": docs[0]["spec"]["template"]["spec"]}
+failures = 0
+
+
+def case(name, pod, want):
+    global failures
+    got = admitted(pod)
+    failures += got != want
+    print(f"{'ok  ' if got == want else 'FAIL'} admission: {name}: {'admitted' if got else 'refused'}")
+
+
+def variant(change):
+    pod = copy.deepcopy(shipped)
+    change(pod["spec"])
+    return pod
+
+
+def app(spec):
+    return next(c for c in spec["containers"] if c["name"] == "app")
+
+
+def pod_user(spec, uid):
+    app(spec)["securityContext"].pop("runAsUser")
+    spec.setdefault("securityContext", {})["runAsUser"] = uid
+
+
+def busybox(name, uid):
+    return {"name": name, "image": "busybox", "securityContext": {"runAsUser": uid}}
+
+
+case("the shipped sidecar pod", shipped, True)
+case("the app as UID 1337", variant(lambda s: app(s)["securityContext"].update(runAsUser=1337)), False)
+case("the app with no runAsUser (its image decides)",
+     variant(lambda s: app(s)["securityContext"].pop("runAsUser")), False)
+case("the pod's runAsUser 1337, inherited by the app", variant(lambda s: pod_user(s, 1337)), False)
+case("the pod's runAsUser 1000, inherited by the app", variant(lambda s: pod_user(s, 1000)), True)
+case("a second container as UID 1337", variant(lambda s: s["containers"].append(busybox("helper", 1337))), False)
+case("another init container as UID 1337",
+     variant(lambda s: s["initContainers"].insert(0, busybox("setup", 1337))), False)
+case("an ephemeral debug container as UID 1337",
+     variant(lambda s: s.setdefault("ephemeralContainers", []).append(busybox("debugger", 1337))), False)
+case("a regular container named cordon as UID 1337",
+     variant(lambda s: s["containers"].append(busybox("cordon", 1337))), False)
+case("a pod without the sidecar (not this policy's business)", {"spec": {"containers": [busybox("x", 1337)]}}, True)
+sys.exit(1 if failures else 0)
