@@ -334,3 +334,6 @@ struct Tracked {
 #[cfg(test)]
 #[path = "mod_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

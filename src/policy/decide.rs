@@ -170,3 +170,7 @@ fn check_rule(rule: &Rule, q: Question<'_>) -> Result<(), DenyReason> {
 #[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "decide_proptests.rs"]
+mod proptests;

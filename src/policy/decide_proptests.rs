@@ -1,0 +1,127 @@
+//! Property tests of the decision against a reference matcher written the obvious way: a rule names an exact
+//! host, or every name one or more labels under a suffix (`*` is a whole label and never crosses a dot), a list
+//! of ports and, optionally, of methods; the first rule that allows wins.
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use http::Method;
+use proptest::prelude::*;
+
+use super::*;
+use crate::policy::allowlist::{Action, HostPattern, TlsMode};
+use crate::target::{Host, Target};
+
+/// Names from a tiny alphabet, so that rules and hosts meet often.
+fn label() -> impl Strategy<Value = String> {
+    "[ab]{1,2}"
+}
+
+fn name() -> impl Strategy<Value = String> {
+    prop::collection::vec(label(), 1..4).prop_map(|labels| labels.join("."))
+}
+
+fn pattern() -> impl Strategy<Value = HostPattern> {
+    (any::<bool>(), name()).prop_map(|(wild, n)| {
+        if wild {
+            HostPattern::Subdomains(n)
+        } else {
+            HostPattern::Exact(n)
+        }
+    })
+}
+
+fn method() -> impl Strategy<Value = Method> {
+    prop::sample::select(vec![Method::GET, Method::POST, Method::PUT])
+}
+
+/// (pattern, ports, methods) of one rule.
+type Spec = (HostPattern, Vec<u16>, Option<Vec<Method>>);
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        pattern(),
+        prop::collection::vec(prop::sample::select(vec![80u16, 443, 8080]), 1..3),
+        prop::option::of(prop::collection::vec(method(), 1..3)),
+    )
+}
+
+fn policy(specs: &[Spec]) -> Policy {
+    let rules = specs
+        .iter()
+        .map(|(host, ports, methods)| Rule {
+            host: Some(host.clone()),
+            cidrs: vec![],
+            ports: ports.clone(),
+            methods: methods.clone(),
+            paths: None,
+            path_texts: vec![],
+            tls: TlsMode::default(),
+            action: Action::Allow,
+        })
+        .collect();
+    Policy::new("p".into(), Mode::Enforce, rules).unwrap()
+}
+
+/// The reference: does `pattern` name `host`?
+fn names(pattern: &HostPattern, host: &str) -> bool {
+    match pattern {
+        HostPattern::Exact(n) => host == n,
+        HostPattern::Subdomains(suffix) => {
+            host.len() > suffix.len() + 1 && host.ends_with(suffix.as_str()) && {
+                let cut = host.len() - suffix.len() - 1;
+                host.as_bytes()[cut] == b'.'
+            }
+        }
+    }
+}
+
+/// The reference decision: the first rule naming the host, port and method.
+fn reference(specs: &[Spec], host: &str, port: u16, m: &Method) -> Option<usize> {
+    specs.iter().position(|(pattern, ports, methods)| {
+        names(pattern, host) && ports.contains(&port) && methods.as_ref().is_none_or(|ms| ms.contains(m))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn the_decision_is_the_first_rule_the_reference_finds(
+        specs in prop::collection::vec(spec(), 1..6),
+        host in name(),
+        port in prop::sample::select(vec![80u16, 443, 8080, 22]),
+        m in method(),
+    ) {
+        let p = policy(&specs);
+        let target = Target { host: Host::Name(host.clone()), port };
+        let d = p.decide(Question { target: &target, request: Some((&m, "/")) });
+        let want = reference(&specs, &host, port, &m);
+        prop_assert_eq!(d.rule, want, "{} {:?}", &host, &specs);
+        prop_assert_eq!(d.allowed, want.is_some());
+    }
+
+    #[test]
+    fn a_wildcard_never_crosses_a_dot_nor_matches_its_own_suffix(
+        suffix in name(),
+        glued in "[ab]{1,3}",
+        extra in name(),
+    ) {
+        let p = policy(&[(HostPattern::Subdomains(suffix.clone()), vec![443], None)]);
+        let allowed = |host: String| {
+            let target = Target { host: Host::Name(host), port: 443 };
+            p.decide(Question { target: &target, request: None }).allowed
+        };
+        // Glued to the suffix without a dot, and the suffix itself: never.
+        let glued_on = format!("{glued}{suffix}");
+        prop_assert!(!allowed(glued_on));
+        prop_assert!(!allowed(suffix.clone()));
+        // The suffix followed by more labels: only where that happens to end with `.suffix` again.
+        let after = format!("{suffix}.{extra}");
+        let wanted = names(&HostPattern::Subdomains(suffix.clone()), &after);
+        prop_assert_eq!(allowed(after), wanted);
+        // One or more whole labels under it: always.
+        let one = format!("{glued}.{suffix}");
+        let two = format!("{extra}.{glued}.{suffix}");
+        prop_assert!(allowed(one));
+        prop_assert!(allowed(two));
+    }
+}
