@@ -48,9 +48,14 @@ pub(crate) enum ReloadError {
     /// cordon runs on its embedded configuration.
     #[error("cordon runs on its embedded configuration; start it with --config FILE to reload")]
     NoFile,
-    /// The file cannot be read.
-    #[error("{0}")]
+    /// The file cannot be read (or is gone).
+    #[error("{0}; the running configuration stays")]
     Read(String),
+    /// The file is empty (or only white space and comments): most likely caught half-written.
+    #[error(
+        "{0} is empty; the running configuration stays (a file with no sandboxes and no policies must say so, e.g. `sandboxes: []`)"
+    )]
+    Empty(String),
     /// The file is not a valid configuration.
     #[error("the new configuration is invalid; the running one stays")]
     Invalid(ConfigErrors),
@@ -65,6 +70,7 @@ impl ReloadError {
         match self {
             ReloadError::NoFile => "no_config_file",
             ReloadError::Read(_) => "unreadable_config",
+            ReloadError::Empty(_) => "empty_config",
             ReloadError::Invalid(_) => "invalid_config",
             ReloadError::Refused(_) => "reload_refused",
         }
@@ -75,7 +81,9 @@ impl ReloadError {
         match self {
             ReloadError::NoFile => StatusCode::CONFLICT,
             ReloadError::Read(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ReloadError::Invalid(_) | ReloadError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ReloadError::Invalid(_) | ReloadError::Refused(_) | ReloadError::Empty(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
         }
     }
 
@@ -125,7 +133,10 @@ impl Reloader {
             }
             Ok(None) => {}
             Err(e) => {
-                let outcome = if matches!(e, ReloadError::Invalid(_) | ReloadError::Refused(_)) {
+                let outcome = if matches!(
+                    e,
+                    ReloadError::Invalid(_) | ReloadError::Refused(_) | ReloadError::Empty(_)
+                ) {
                     "invalid"
                 } else {
                     "error"
@@ -163,6 +174,14 @@ impl Reloader {
         let unchanged = *self.applied.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
         if unchanged && trigger == Trigger::File {
             return Ok(None);
+        }
+        // SECURITY: an emptied file (an editor caught mid-write, a truncated ConfigMap) would otherwise be a valid
+        // configuration of nothing at all; it is refused like a broken one.
+        if text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+        {
+            return Err(ReloadError::Empty(path.display().to_string()));
         }
         let config = Config::parse(&self.source(), &text).map_err(ReloadError::Invalid)?;
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;

@@ -9,6 +9,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::cli::spawn_cordon;
+use crate::gateway::Running;
 use crate::rig::{auth, closed_within, config, free_port, read_response, upstream};
 
 /// A connection to `proxy` from the local address `ip` (127.0.0.0/8 is all ours).
@@ -35,7 +36,7 @@ async fn get(ip: &str, proxy: SocketAddr, up: u16, id: &str, token: &str) -> (u1
 }
 
 /// A cordon process with `top` more top-level YAML: (the child, its proxy address, the upstream's port).
-async fn cordon(dir: &std::path::Path, top: &str) -> (std::process::Child, SocketAddr, crate::rig::Upstream) {
+async fn cordon(dir: &std::path::Path, top: &str) -> (Running, SocketAddr, crate::rig::Upstream) {
     let up = upstream("127.0.0.2").await;
     let port = free_port();
     let yaml = config(
@@ -51,14 +52,14 @@ async fn cordon(dir: &std::path::Path, top: &str) -> (std::process::Child, Socke
     let path = dir.join("cordon.yaml");
     std::fs::write(&path, yaml).unwrap();
     let child = spawn_cordon(&path, port, &[]).await;
-    (child, ([127, 0, 0, 1], port).into(), up)
+    (Running(child), ([127, 0, 0, 1], port).into(), up)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn silent_connections_from_one_address_do_not_starve_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let top = "limits: { max_connections: 40, per_source: { unauthenticated: 20 } }\n";
-    let (mut child, proxy, up) = cordon(dir.path(), top).await;
+    let (child, proxy, up) = cordon(dir.path(), top).await;
     let up = up.addr.port();
 
     // 60 connections from one address that never say a word: 20 are held, the rest answered 429 at once.
@@ -108,15 +109,14 @@ async fn silent_connections_from_one_address_do_not_starve_the_others() {
         );
     }
     assert!(start.elapsed() < Duration::from_secs(4), "{:?}", start.elapsed());
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_sandboxs_bad_tokens_do_not_lock_out_its_neighbours() {
     let dir = tempfile::tempdir().unwrap();
     let top = "limits: { auth_failures: { per_second: 1, burst: 3 }, per_source: { auth_failures: { per_second: 1, burst: 12 } } }\n";
-    let (mut child, proxy, up) = cordon(dir.path(), top).await;
+    let (child, proxy, up) = cordon(dir.path(), top).await;
     let up = up.addr.port();
     let nat = "127.0.0.11";
 
@@ -152,6 +152,5 @@ async fn one_sandboxs_bad_tokens_do_not_lock_out_its_neighbours() {
         (429, "auth_throttled".to_string())
     );
     assert_eq!(get("127.0.0.12", proxy, up, "sb2", "tok2").await.0, 200);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }

@@ -15,6 +15,7 @@ mod credentials;
 mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
+mod faults;
 mod framing;
 mod gateway;
 mod gateway_bridge;
