@@ -16,6 +16,7 @@ mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
 mod faults;
+mod faults_process;
 mod framing;
 mod gateway;
 mod gateway_bridge;

@@ -1,0 +1,269 @@
+//! Faults of cordon's own process, through the binary: killed outright under load (it restarts clean: no stale
+//! lock, no corrupt CA, vault or store), out of file descriptors (it refuses new connections with a log line and
+//! recovers when they free), and its store locked by another process (writes fail with 500, what is known keeps
+//! working, and it recovers when the lock goes).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::cli::BIN;
+use crate::control_procs::{create, curl_status, replica, upstream};
+use crate::hardening::admin;
+
+fn token(d: &Path) -> String {
+    std::fs::read_to_string(d.join("admin-token"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_under_load_cordon_restarts_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let up = upstream(d).await;
+    let port = up.addr.port();
+    let url = format!("https://allowed.test:{port}/hello");
+    let a = replica(d, "a", port, false).await;
+    // A secret in the vault, a run-time sandbox with its CA.
+    let mut set = Command::new(BIN)
+        .args(["vault", "set", "kept-secret", "--config"])
+        .arg(&a.path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    set.stdin.take().unwrap().write_all(b"s3cret-value").unwrap();
+    assert!(set.wait().unwrap().success());
+    let (id, cred, ca) = create(&a, d).await;
+    assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 200);
+    let ca_before = std::fs::read_to_string(&ca).unwrap();
+
+    // Load: requests in flight and sandboxes being created (CAs and store writes) when the SIGKILL comes.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..4 {
+        let (stop, url, id, cred, ca, proxy) =
+            (stop.clone(), url.clone(), id.clone(), cred.clone(), ca.clone(), a.proxy);
+        load.push(std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = crate::cli::curl()
+                    .args(["-s", "-o", "/dev/null", "--max-time", "2"])
+                    .args(["-x", &format!("http://{id}:{cred}@127.0.0.1:{proxy}")])
+                    .arg("--cacert")
+                    .arg(&ca)
+                    .arg(&url)
+                    .output();
+            }
+        }));
+    }
+    let (admin_port, tok) = (a.admin_port, token(d));
+    let creating = tokio::spawn(async move {
+        for i in 0..200 {
+            let body = format!(r#"{{"user": "alice", "policy": "web", "id": "load-{i}"}}"#);
+            let _ = admin(admin_port, &tok, "POST", "/v1/sandboxes", &body).await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut a = a;
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in load {
+        t.join().unwrap();
+    }
+    let _ = creating.await;
+    drop(a);
+
+    // Restarted: the old sandbox's credential and CA, the store, the CA folder's lock and the vault all work.
+    let a = replica(d, "a", port, false).await;
+    assert_eq!(
+        curl_status(&a, &id, &cred, &ca, &url),
+        200,
+        "the run-time sandbox did not survive"
+    );
+    let out = Command::new(BIN)
+        .args(["ca", "export", "--sandbox", "sb1", "--config"])
+        .arg(&a.path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the CA folder: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (status, v) = admin(a.admin_port, &token(d), "GET", &format!("/v1/sandboxes/{id}"), "").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["ca_certificate"].as_str().map(str::to_string),
+        Some(ca_before),
+        "the sandbox's CA changed"
+    );
+    let (status, all) = admin(a.admin_port, &token(d), "GET", "/v1/sandboxes", "").await;
+    assert_eq!(status, 200);
+    // Every sandbox the store lists has a usable CA (none was left half-made).
+    for s in all["sandboxes"].as_array().unwrap() {
+        let sid = s["id"].as_str().unwrap();
+        let (status, v) = admin(a.admin_port, &token(d), "GET", &format!("/v1/sandboxes/{sid}"), "").await;
+        assert!(
+            status == 200 && v["ca_certificate"].as_str().is_some_and(|c| c.contains("BEGIN")),
+            "{sid}: {v}"
+        );
+    }
+    let (status, v) = admin(
+        a.admin_port,
+        &token(d),
+        "POST",
+        "/v1/sandboxes",
+        r#"{"user": "alice", "policy": "web"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let out = Command::new(BIN)
+        .args(["vault", "list", "--config"])
+        .arg(&a.path)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "kept-secret", "{out:?}");
+}
+
+/// cordon's stderr, collected as it comes.
+fn follow(child: &mut std::process::Child) -> Arc<Mutex<String>> {
+    let stderr = child.stderr.take().unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    log
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn out_of_file_descriptors_it_refuses_with_a_log_line_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let up = crate::rig::upstream("127.0.0.2").await;
+    let port = crate::rig::free_port();
+    let yaml = crate::rig::config(up.addr.port(), 1, &format!("listen: {{ proxy: 127.0.0.1:{port} }}\n"));
+    let path = d.join("cordon.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    // 64 descriptors in all: a few dozen connections exhaust them.
+    let mut child = Command::new("prlimit")
+        .args(["--nofile=64:64", "--", BIN, "run", "--config"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = follow(&mut child);
+    let mut child = crate::cli::await_listening(child, &format!("127.0.0.1:{port}"), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+    let proxy: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let get = || async move {
+        let req = format!(
+            "GET http://allowed.test:{u}/ok HTTP/1.1\r\nHost: allowed.test:{u}\r\n{}Connection: close\r\n\r\n",
+            crate::rig::auth("sb1", "tok1"),
+            u = up.addr.port()
+        );
+        let mut s = tokio::net::TcpStream::connect(proxy).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut s, req.as_bytes())
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(1), crate::rig::read_response(&mut s))
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.status)
+    };
+    assert_eq!(get().await, Some(200));
+    // Idle connections until cordon has no descriptor left.
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        held.push(tokio::net::TcpStream::connect(proxy).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(get().await, None, "a request was served with no descriptor to spare");
+    let said = log.lock().unwrap().clone();
+    assert!(
+        said.contains("accept failed") && said.contains("Too many open files"),
+        "{said}"
+    );
+    // They go (the client closes them; cordon would also close them after the first head's deadline).
+    drop(held);
+    let mut back = false;
+    for _ in 0..50 {
+        if get().await == Some(200) {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "cordon did not recover: {}", log.lock().unwrap());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let up = upstream(d).await;
+    let port = up.addr.port();
+    let url = format!("https://allowed.test:{port}/hello");
+    let a = replica(d, "a", port, false).await;
+    let (id, cred, ca) = create(&a, d).await;
+    // Another process holds the store's write lock (an exclusive transaction).
+    let mut locker = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             c.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\ntime.sleep(60)",
+        ])
+        .arg(d.join("cordon.db"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(locker.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    // A write waits out the busy timeout, then fails with 500 and says why.
+    let (status, v): (u16, Value) = admin(
+        a.admin_port,
+        &token(d),
+        "POST",
+        "/v1/sandboxes",
+        r#"{"user": "alice", "policy": "web"}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (500, Some("store_failed")),
+        "{v}"
+    );
+    // What the replica knows keeps working.
+    assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 200);
+    // The lock goes: writes work again.
+    locker.kill().unwrap();
+    locker.wait().unwrap();
+    let (status, v) = admin(
+        a.admin_port,
+        &token(d),
+        "POST",
+        "/v1/sandboxes",
+        r#"{"user": "alice", "policy": "web"}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+}
