@@ -3,7 +3,7 @@
 load, exactly one audit record per request, no error beyond what the load generator caused. Prints a Markdown
 report (for RELIABILITY.md) and exits 1 if any check fails.
 
-usage: check.py WORK_DIR WARMUP_FRACTION
+usage: check.py WORK_DIR WARMUP_FRACTION CONNECTIONS
   WORK_DIR holds samples.jsonl, baseline.json, after.json, oha-*.json and log/audit.jsonl
 """
 import collections
@@ -12,7 +12,7 @@ import json
 import statistics
 import sys
 
-work, warmup = sys.argv[1], float(sys.argv[2])
+work, warmup, connections = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 samples = [json.loads(line) for line in open(f"{work}/samples.jsonl") if line.strip()]
 baseline = json.load(open(f"{work}/baseline.json"))
 after = json.load(open(f"{work}/after.json"))
@@ -59,9 +59,9 @@ checks = [
      f"{dict(errors)})", ok == sent and not errors),
 ]
 print(f"- requests: {sent:,} intercepted HTTPS requests, with credential injection and masking, from "
-      f"{len(load)} sandboxes at {sum(r.get('_connections', 0) for r in load) or '?'} connections in all, "
+      f"{len(load)} sandboxes at {connections:,} connections in all, "
       f"in {seconds:.0f} s ({rps:,.0f} req/s)")
-print(f"- peak: {peak_conn} client connections and {peak_tun} tunnels open, {peak_fds} descriptors, "
+print(f"- peak: {peak_conn} plain client connections and {peak_tun} intercepted ones open, {peak_fds} descriptors, "
       f"{max((s['threads'] for s in samples), default=0)} threads")
 print(f"- RSS: baseline {baseline['rss_kib'] / 1024:.0f} MiB, steady {med / 1024:.0f} MiB, after the load "
       f"{after['rss_kib'] / 1024:.0f} MiB")

@@ -46,7 +46,7 @@ control: { admin_token: { file: $work/admin-token }, watch: false }
 audit: { path: $work/log/audit.jsonl }
 ca: { dir: $work/certs }
 vault: { file: { path: $work/vault.bin } }
-upstream: { extra_roots: [$PEER_RIG_ROOT/ca/upstream-ca.pem] }
+upstream: { extra_roots: [$PEER_RIG_ROOT/ca/upstream-ca.pem], pool_idle: 5s }   # idle upstream connections go before the check
 network:
   allow_cidrs: ["127.0.0.0/8"]
   hosts: { upstream.test: 127.0.0.1 }
@@ -131,7 +131,7 @@ status=0
 {
   echo "Run on $(date -u +%Y-%m-%d) with \`PEER_RIG_ROOT=... bash benches/soak/run.sh $N $C $S\` ($(nproc) cores):"
   echo
-  python3 "$repo/benches/soak/check.py" "$work" 0.2 || status=$?
+  python3 "$repo/benches/soak/check.py" "$work" 0.2 "$C" || status=$?
 } > "$report"
 cat "$report"
 python3 - "$repo/RELIABILITY.md" "$report" <<'PY'

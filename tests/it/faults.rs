@@ -190,7 +190,11 @@ async fn upstreams_that_reset_or_stall_get_their_status_and_their_record() {
     let (_, status) = c.curl(&ca, &url(port));
     assert_eq!(status, 502);
     let r = c.record_for(port).await;
-    assert_eq!((r["status"].as_u64(), r["reason"].as_str()), (Some(502), Some("upstream_failed")), "{r}");
+    assert_eq!(
+        (r["status"].as_u64(), r["reason"].as_str()),
+        (Some(502), Some("upstream_failed")),
+        "{r}"
+    );
     // A handshake that never ends: 504 after timeouts.tls_handshake.
     let port = faulty(Fault::StallHandshake, tls.clone()).await;
     let started = Instant::now();

@@ -267,3 +267,66 @@ async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
     .await;
     assert_eq!(status, 201, "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openbao_down_then_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bao_port = crate::rig::free_port();
+    let bao = crate::sources::openbao_on(d, bao_port).await;
+    let upstream_ca = crate::tls_rig::test_ca("upstream test CA");
+    let up = crate::tls_rig::https_upstream("127.0.0.2", upstream_ca.server_config(&["allowed.test"])).await;
+    std::fs::write(d.join("upstream-ca.pem"), &upstream_ca.pem).unwrap();
+    let (port, u) = (crate::rig::free_port(), up.addr.port());
+    let top = format!(
+        "listen: {{ proxy: 127.0.0.1:{port} }}\naudit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
+         upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}\n\
+         vault:\n  file: {{ path: {d}/vault/v.bin }}\n  openbao: {{ addr: \"http://127.0.0.1:{bao_port}\", token_env: BAO_TOKEN }}\n\
+         credentials:\n  baoed:\n    source: {{ openbao: \"cordon/test#api_key\" }}\n    bind: {{ hosts: [allowed.test], ports: [{u}] }}\n    \
+         inject: {{ header: X-Bao, value: \"{{secret}}\" }}\n",
+        d = d.display()
+    );
+    let yaml = crate::rig::config(u, 1, &top)
+        .replace("  web:\n    allow:\n", "  web:\n    credentials: [baoed]\n    allow:\n");
+    let path = d.join("cordon.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let _cordon = crate::gateway::Running(crate::cli::spawn_cordon(&path, port, &[("BAO_TOKEN", "root")]).await);
+    let out = Command::new(BIN)
+        .args(["ca", "export", "--sandbox", "sb1", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let ca = d.join("sb1.pem");
+    std::fs::write(&ca, out.stdout).unwrap();
+    let get = || {
+        let out = crate::cli::curl()
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{port}")])
+            .arg("--cacert")
+            .arg(&ca)
+            .arg(format!("https://allowed.test:{u}/bao"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(get(), "200");
+    assert!(
+        up.seen().iter().any(|s| s.header("x-bao").is_some()),
+        "the secret was not injected"
+    );
+    // Down: 503 credential_unavailable, and nothing goes upstream without its credential.
+    drop(bao);
+    let before = up.seen().len();
+    assert_eq!(get(), "503");
+    assert_eq!(up.seen().len(), before, "a request went upstream without its credential");
+    let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"reason\":\"credential_unavailable\"")),
+        "{audit}"
+    );
+    // Back: served again.
+    let _bao = crate::sources::openbao_on(d, bao_port).await;
+    assert_eq!(get(), "200");
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 const BAO_SECRET: &str = "s3cr3t-from-openbao-4e1f";
 
-struct Killed(Child);
+pub(crate) struct Killed(Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -34,10 +34,15 @@ async fn wait_http(url: &str) {
 
 /// A real OpenBao dev server with `cordon/test#api_key` written.
 async fn openbao(home: &std::path::Path) -> (Killed, u16) {
+    let port = free_port();
+    (openbao_on(home, port).await, port)
+}
+
+/// [`openbao`] on `port` (a dev server keeps nothing: the secret is written again at each start).
+pub(crate) async fn openbao_on(home: &std::path::Path, port: u16) -> Killed {
     let bin = std::env::var_os("BAO_BIN")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "bao".into());
-    let port = free_port();
     let child = Command::new(&bin)
         .args([
             "server",
@@ -64,7 +69,7 @@ async fn openbao(home: &std::path::Path) -> (Killed, u16) {
         .status()
         .unwrap();
     assert!(ok.success());
-    (child, port)
+    child
 }
 
 /// A real OAuth2 authorization server (npm `oidc-provider`) started by the repository's own
