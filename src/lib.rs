@@ -15,6 +15,7 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
+//! | 11 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
 //! | 10 | `cli` | the command line: every `cordon` command, and the admin API's client |
 //! | 9 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
 //! | 8 | `server` | the listeners: accept, cap open connections, drain on shutdown |
@@ -45,6 +46,9 @@ pub mod entry;
 mod error;
 mod file_lock;
 mod framing;
+/// Entry points into the parsers for the cargo-fuzz targets under `fuzz/` (see `docs/fuzzing.md`).
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod headers;
 pub mod identity;
 pub mod jail;

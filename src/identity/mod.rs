@@ -253,14 +253,18 @@ pub(crate) fn credentials(headers: &HeaderMap) -> Result<Option<(String, String)
     }
 }
 
-/// `Basic base64(id:token)` -> (id, token). The scheme is case-insensitive (RFC 9110 §11.1).
+/// `Basic base64(id:token)` -> (id, token). The scheme is case-insensitive (RFC 9110 §11.1); only HTTP's
+/// whitespace (space, tab) may surround the parts, not any Unicode space.
 fn parse_basic(value: &[u8]) -> Option<(String, String)> {
-    let text = std::str::from_utf8(value).ok()?.trim();
+    const OWS: [char; 2] = [' ', '\t'];
+    let text = std::str::from_utf8(value).ok()?.trim_matches(OWS);
     let (scheme, rest) = text.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
     }
-    let decoded = base64::engine::general_purpose::STANDARD.decode(rest.trim()).ok()?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim_matches(OWS))
+        .ok()?;
     let decoded = String::from_utf8(decoded).ok()?;
     let (id, token) = decoded.split_once(':')?;
     if id.is_empty() || token.is_empty() {

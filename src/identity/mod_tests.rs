@@ -114,3 +114,24 @@ fn scheme_is_case_insensitive() {
     h.insert(PROXY_AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
     assert!(id(&ids(), &h, LOCAL).is_ok());
 }
+
+/// Found by the `proxy_auth` fuzz target (`fuzz/`): a no-break space (U+00A0, allowed in a header value as
+/// obs-text) before the scheme was trimmed like HTTP whitespace, so `\u{a0}Basic ...` was accepted.
+#[test]
+fn only_http_whitespace_surrounds_the_credentials() {
+    let b64 = base64::engine::general_purpose::STANDARD.encode("a:secret-a");
+    for ok in [format!(" Basic {b64}\t"), format!("Basic  \t{b64}")] {
+        assert_eq!(
+            parse_basic(ok.as_bytes()),
+            Some(("a".into(), "secret-a".into())),
+            "{ok:?}"
+        );
+    }
+    for bad in [
+        format!("\u{a0}Basic {b64}"),
+        format!("Basic {b64}\u{a0}"),
+        format!("Basic \u{3000}{b64}"),
+    ] {
+        assert_eq!(parse_basic(bad.as_bytes()), None, "{bad:?}");
+    }
+}

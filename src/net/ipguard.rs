@@ -73,7 +73,7 @@ const LOCALHOST_SUFFIX: &str = ".localhost";
 /// Kept as text so the CIDR shown in a [`Refusal`] is exactly what the table
 /// says; [`SPECIAL_RANGES`] parses it once and a unit test proves that every
 /// row parses, so the table cannot silently lose an entry.
-const RANGE_TABLE: [(&str, &str); 34] = [
+const RANGE_TABLE: [(&str, &str); 35] = [
     ("0.0.0.0/8", "this network"),
     ("10.0.0.0/8", "private network"),
     ("100.64.0.0/10", "carrier-grade NAT"),
@@ -98,6 +98,7 @@ const RANGE_TABLE: [(&str, &str); 34] = [
     ("64:ff9b::/96", "NAT64"),
     ("64:ff9b:1::/48", "local-use NAT64"),
     ("100::/64", "discard-only"),
+    ("100:0:0:1::/64", "dummy IPv6 prefix"),
     ("2001::/23", "IETF protocol assignments"),
     // Inside 2001::/23; listed only so refusals name Teredo specifically.
     ("2001::/32", "Teredo"),

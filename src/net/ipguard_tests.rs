@@ -148,7 +148,8 @@ fn just_outside_default_ranges_allowed() {
         "::1:0:0:0",
         "64:ff9b::1:0:0",
         "64:ff9b:2::1",
-        "100:0:0:1::1",
+        // Past 100::/64 (discard-only) and 100:0:0:1::/64 (dummy prefix).
+        "100:0:0:2::1",
         "2001:200::1",
         "2001:db9::1",
         "2003::1",
@@ -516,4 +517,19 @@ fn codes_are_stable() {
     for (refusal, code) in cases {
         assert_eq!(refusal.code(), code, "{refusal}");
     }
+}
+
+/// Found by the `ip_guard` fuzz target (`fuzz/`): the IANA registry's Dummy IPv6 Prefix (RFC 9780,
+/// 100:0:0:1::/64, not globally reachable) was let through, as it lies outside the discard-only 100::/64.
+#[test]
+fn dummy_ipv6_prefix_is_refused() {
+    let addr = "100::1:a900:0:0:a900";
+    assert_eq!(
+        guard(&[], &[], &[]).check_addr(sa(addr)),
+        Err(Refusal::SpecialRange {
+            addr: ip(addr),
+            range: "100:0:0:1::/64",
+            what: "dummy IPv6 prefix",
+        })
+    );
 }

@@ -318,7 +318,11 @@ async fn openbao_down_then_back() {
     drop(bao);
     let before = up.seen().len();
     assert_eq!(get(), "503");
-    assert_eq!(up.seen().len(), before, "a request went upstream without its credential");
+    assert_eq!(
+        up.seen().len(),
+        before,
+        "a request went upstream without its credential"
+    );
     let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
     assert!(
         audit

@@ -26,6 +26,7 @@ const RANKS: &[&[&str]] = &[
     &["server"],
     &["jail"],
     &["cli"],
+    &["fuzzing"],
 ];
 
 /// The longest a source file (tests aside) may be.
