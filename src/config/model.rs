@@ -33,6 +33,8 @@ pub struct Config {
     pub(crate) vault: crate::config::credentials::FileVaultSpec,
     /// An OpenBao / HashiCorp Vault server, if configured.
     pub(crate) openbao: Option<crate::config::credentials::OpenBaoSpec>,
+    /// How long a secret read from the file vault or OpenBao is kept (`vault.cache_ttl`; zero: read every time).
+    pub(crate) secret_cache: std::time::Duration,
     /// Credentials by name.
     pub(crate) credentials: BTreeMap<String, crate::config::credentials::CredentialSpec>,
     /// Sandboxes declared in the file.

@@ -89,6 +89,12 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let ca = ca(&mut errs, raw.ca);
     let upstream = upstream(&mut errs, raw.upstream);
     let openbao = credentials::openbao(&mut errs, raw.vault.openbao.take());
+    let secret_cache = fields::duration(
+        &mut errs,
+        "vault.cache_ttl",
+        raw.vault.cache_ttl.take(),
+        std::time::Duration::from_secs(300),
+    );
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
     let mut policies = policies::policies(&mut errs, raw.policies);
@@ -112,6 +118,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             upstream,
             vault,
             openbao,
+            secret_cache,
             credentials: creds,
             sandboxes,
             policies,

@@ -14,5 +14,6 @@ pub mod placeholder;
 pub(crate) mod scan_body;
 pub(crate) mod secrets;
 pub(crate) mod source;
+mod stored_cache;
 pub(crate) mod vault;
 pub(crate) mod views;

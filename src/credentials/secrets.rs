@@ -2,7 +2,8 @@
 //! and short-lived tokens (OAuth2 client credentials, GitHub App installations), cached until shortly
 //! before they expire and never served expired.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -11,6 +12,7 @@ use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
 use super::source::oauth2::{ClientAuth, ClientCredentials};
 use super::source::{SourceError, Token};
+use super::stored_cache::{Cached, StoredCache};
 use super::vault::file::{FileVault, KeySource};
 use super::vault::openbao::{BaoAuth, OpenBao};
 use super::vault::{SecretStore, VaultError};
@@ -24,13 +26,31 @@ const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// The sources of every configured credential.
 pub(crate) struct Secrets {
-    file: Option<FileVault>,
-    openbao: Option<OpenBao>,
+    file: Option<Arc<FileVault>>,
+    openbao: Option<Arc<OpenBao>>,
+    /// What the file vault and OpenBao gave, kept `vault.cache_ttl`.
+    cache: Arc<StoredCache>,
     http: HttpClient,
     tokens: TokenCache,
     metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
     /// Every value obtained for a credential, for the exfiltration scan and masking.
     pub(crate) book: Book,
+}
+
+/// Read a file vault or OpenBao secret from its source.
+async fn read(file: Option<&FileVault>, bao: Option<&OpenBao>, r: &SecretRef) -> Result<SecretString, String> {
+    match r {
+        SecretRef::Vault(name) => match file {
+            Some(v) => v.get(name).await.map_err(|e| e.to_string()),
+            None => Err("the file vault is not open".into()),
+        },
+        SecretRef::OpenBao(name) => match bao {
+            Some(b) => b.get(name).await.map_err(|e| e.to_string()),
+            None => Err("OpenBao is not configured".into()),
+        },
+        SecretRef::Env(var) => env_secret(var),
+        SecretRef::File(path) => file_secret(path),
+    }
 }
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
@@ -63,7 +83,7 @@ impl Secrets {
             .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
             .collect();
         let file = if all.iter().any(|r| matches!(r, SecretRef::Vault(_))) {
-            Some(open_vault(&config.vault).map_err(|e| e.to_string())?)
+            Some(Arc::new(open_vault(&config.vault).map_err(|e| e.to_string())?))
         } else {
             None
         };
@@ -83,7 +103,12 @@ impl Secrets {
                         mount: mount.clone(),
                     },
                 };
-                Some(OpenBao::new(spec.addr.clone(), spec.mount.clone(), auth, http.clone()))
+                Some(Arc::new(OpenBao::new(
+                    spec.addr.clone(),
+                    spec.mount.clone(),
+                    auth,
+                    http.clone(),
+                )))
             }
         };
         if openbao.is_none() && all.iter().any(|r| matches!(r, SecretRef::OpenBao(_))) {
@@ -92,6 +117,7 @@ impl Secrets {
         Ok(Secrets {
             file,
             openbao,
+            cache: Arc::new(StoredCache::new(config.secret_cache)),
             http,
             tokens: TokenCache::new(REFRESH_AHEAD, 100_000),
             metrics: None,
@@ -104,6 +130,7 @@ impl Secrets {
         Ok(Secrets {
             file: None,
             openbao: None,
+            cache: Arc::new(StoredCache::new(config.secret_cache)),
             http: HttpClient::new(&config.upstream.extra_roots)?,
             tokens: TokenCache::new(REFRESH_AHEAD, 16),
             metrics: None,
@@ -127,14 +154,38 @@ impl Secrets {
         match r {
             SecretRef::Env(var) => env_secret(var),
             SecretRef::File(path) => file_secret(path),
-            SecretRef::Vault(name) => match &self.file {
-                Some(v) => v.get(name).await.map_err(|e| e.to_string()),
-                None => Err("the file vault is not open".into()),
-            },
-            SecretRef::OpenBao(name) => match &self.openbao {
-                Some(b) => b.get(name).await.map_err(|e| e.to_string()),
-                None => Err("OpenBao is not configured".into()),
-            },
+            SecretRef::Vault(_) | SecretRef::OpenBao(_) => self.cached(r).await,
+        }
+    }
+
+    /// A file vault or OpenBao secret, through the cache (see [`StoredCache`]).
+    async fn cached(&self, r: &SecretRef) -> Result<SecretString, String> {
+        let key = format!("{r:?}");
+        match self.cache.lookup(&key, Instant::now()) {
+            Cached::Fresh(value) => Ok(value),
+            Cached::RefreshAhead(value) => {
+                let (file, bao, cache, r) = (self.file.clone(), self.openbao.clone(), self.cache.clone(), r.clone());
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(async move {
+                            match read(file.as_deref(), bao.as_deref(), &r).await {
+                                Ok(fresh) => cache.put(&key, fresh, Instant::now()),
+                                Err(e) => {
+                                    tracing::warn!("cannot read {key} again ({e}); the value read last is used until vault.cache_ttl");
+                                    cache.refresh_failed(&key);
+                                }
+                            }
+                        });
+                    }
+                    Err(_) => self.cache.refresh_failed(&key),
+                }
+                Ok(value)
+            }
+            Cached::Miss => {
+                let value = read(self.file.as_deref(), self.openbao.as_deref(), r).await?;
+                self.cache.put(&key, value.clone(), Instant::now());
+                Ok(value)
+            }
         }
     }
 

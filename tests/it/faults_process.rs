@@ -281,7 +281,8 @@ async fn openbao_down_then_back() {
     let top = format!(
         "listen: {{ proxy: 127.0.0.1:{port} }}\naudit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
          upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}\n\
-         vault:\n  file: {{ path: {d}/vault/v.bin }}\n  openbao: {{ addr: \"http://127.0.0.1:{bao_port}\", token_env: BAO_TOKEN }}\n\
+         vault:\n  file: {{ path: {d}/vault/v.bin }}\n  cache_ttl: 2s\n  \
+         openbao: {{ addr: \"http://127.0.0.1:{bao_port}\", token_env: BAO_TOKEN }}\n\
          credentials:\n  baoed:\n    source: {{ openbao: \"cordon/test#api_key\" }}\n    bind: {{ hosts: [allowed.test], ports: [{u}] }}\n    \
          inject: {{ header: X-Bao, value: \"{{secret}}\" }}\n",
         d = d.display()
@@ -314,8 +315,16 @@ async fn openbao_down_then_back() {
         up.seen().iter().any(|s| s.header("x-bao").is_some()),
         "the secret was not injected"
     );
-    // Down: 503 credential_unavailable, and nothing goes upstream without its credential.
+    // Down: the value read last is used while it is younger than vault.cache_ttl (2 s)...
     drop(bao);
+    let down = std::time::Instant::now();
+    assert_eq!(
+        get(),
+        "200",
+        "an OpenBao outage failed a request while the cached value was fresh"
+    );
+    // ...and never after: 503 credential_unavailable, and nothing goes upstream without its credential.
+    tokio::time::sleep(Duration::from_millis(2200).saturating_sub(down.elapsed())).await;
     let before = up.seen().len();
     assert_eq!(get(), "503");
     assert_eq!(

@@ -13,6 +13,8 @@ pub(in crate::config) struct RawVault {
     pub(crate) file: RawFileVault,
     /// A HashiCorp Vault / OpenBao server (KV v2).
     pub(crate) openbao: Option<RawOpenBao>,
+    /// How long a secret read from the file vault or OpenBao is kept between requests.
+    pub(crate) cache_ttl: Option<String>,
 }
 
 /// `vault.openbao:`

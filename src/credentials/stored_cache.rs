@@ -1,0 +1,133 @@
+//! Secrets read from the file vault or OpenBao, kept between requests (`vault.cache_ttl`): a credentialed request
+//! neither decrypts the vault nor asks OpenBao each time, and an outage of either does not fail requests while
+//! the value read last is younger than the TTL. Past half the TTL, a value is served and read again in the
+//! background (refresh-ahead); past the whole TTL it is read before it is used, and a failure then fails the
+//! request: no value older than the TTL is ever used.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use secrecy::SecretString;
+
+/// What the cache has for a key now.
+pub(crate) enum Cached {
+    /// Young enough: use it.
+    Fresh(SecretString),
+    /// Past half its TTL: use it, and read it again in the background (this caller was chosen to).
+    RefreshAhead(SecretString),
+    /// Nothing usable: read it now.
+    Miss,
+}
+
+struct Entry {
+    value: SecretString,
+    read: Instant,
+    /// A background read is under way (only one at a time per key).
+    refreshing: bool,
+}
+
+/// The cache of stored secrets, by the reference's text.
+pub(crate) struct StoredCache {
+    ttl: Duration,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+impl StoredCache {
+    /// A cache keeping values `ttl`.
+    pub(crate) fn new(ttl: Duration) -> StoredCache {
+        StoredCache {
+            ttl,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What to do for `key` at `now`.
+    pub(crate) fn lookup(&self, key: &str, now: Instant) -> Cached {
+        let mut entries = self.lock();
+        let Some(entry) = entries.get_mut(key) else {
+            return Cached::Miss;
+        };
+        let age = now.saturating_duration_since(entry.read);
+        if age >= self.ttl {
+            return Cached::Miss;
+        }
+        if age >= self.ttl / 2 && !entry.refreshing {
+            entry.refreshing = true;
+            return Cached::RefreshAhead(entry.value.clone());
+        }
+        Cached::Fresh(entry.value.clone())
+    }
+
+    /// `value` was read for `key` at `now`.
+    pub(crate) fn put(&self, key: &str, value: SecretString, now: Instant) {
+        self.lock().insert(
+            key.to_string(),
+            Entry {
+                value,
+                read: now,
+                refreshing: false,
+            },
+        );
+    }
+
+    /// A background read for `key` failed: the value stays until its TTL, and a later request tries again.
+    pub(crate) fn refresh_failed(&self, key: &str) {
+        if let Some(entry) = self.lock().get_mut(key) {
+            entry.refreshing = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use secrecy::ExposeSecret;
+
+    use super::*;
+
+    fn value(c: Cached) -> Option<(bool, String)> {
+        match c {
+            Cached::Fresh(v) => Some((false, v.expose_secret().to_string())),
+            Cached::RefreshAhead(v) => Some((true, v.expose_secret().to_string())),
+            Cached::Miss => None,
+        }
+    }
+
+    #[test]
+    fn fresh_then_refreshed_ahead_once_then_gone_at_the_ttl() {
+        let cache = StoredCache::new(Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert!(value(cache.lookup("k", t0)).is_none());
+        cache.put("k", SecretString::from("v1"), t0);
+        assert_eq!(
+            value(cache.lookup("k", t0 + Duration::from_secs(29))),
+            Some((false, "v1".into()))
+        );
+        // Past half the TTL: one caller refreshes, the others keep using the value.
+        assert_eq!(
+            value(cache.lookup("k", t0 + Duration::from_secs(31))),
+            Some((true, "v1".into()))
+        );
+        assert_eq!(
+            value(cache.lookup("k", t0 + Duration::from_secs(32))),
+            Some((false, "v1".into()))
+        );
+        // The refresh failed: the next caller tries again; the value is never used at or past the TTL.
+        cache.refresh_failed("k");
+        assert_eq!(
+            value(cache.lookup("k", t0 + Duration::from_secs(40))),
+            Some((true, "v1".into()))
+        );
+        assert!(value(cache.lookup("k", t0 + Duration::from_secs(60))).is_none());
+        // A successful read starts over.
+        cache.put("k", SecretString::from("v2"), t0 + Duration::from_secs(61));
+        assert_eq!(
+            value(cache.lookup("k", t0 + Duration::from_secs(62))),
+            Some((false, "v2".into()))
+        );
+    }
+}
