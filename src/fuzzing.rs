@@ -197,7 +197,7 @@ pub fn proxy_identify(value: &[u8]) -> Option<Result<String, AuthFailure>> {
     let mut headers = HeaderMap::new();
     headers.insert(PROXY_AUTHORIZATION, HeaderValue::from_bytes(value).ok()?);
     let client = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    Some(identify(&DECLARED, &NoRunTime, credentials(&headers), client).map(|s| s.id.to_string()))
+    Some(identify(&DECLARED, &NoRunTime, &credentials(&headers), client).map(|s| s.id.to_string()))
 }
 
 /// The address guard's verdict on dialling `ip` (port 443), with these `network.allow_cidrs` and no

@@ -225,19 +225,19 @@ pub(crate) trait RunTime {
 pub(crate) fn identify(
     declared: &Identities,
     run_time: &dyn RunTime,
-    credentials: Result<Option<(String, String)>, AuthFailure>,
+    credentials: &Result<Option<(String, String)>, AuthFailure>,
     client: IpAddr,
 ) -> Result<Arc<Sandbox>, AuthFailure> {
-    match credentials? {
-        Some((id, secret)) if signed::looks_signed(&secret) => {
-            let sandbox = run_time.verify(&id, &secret)?;
-            if declared.get(&id).is_some() {
+    match credentials.as_ref().map_err(|e| *e)? {
+        Some((id, secret)) if signed::looks_signed(secret) => {
+            let sandbox = run_time.verify(id, secret)?;
+            if declared.get(id).is_some() {
                 // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
                 return Err(AuthFailure::Invalid);
             }
             Ok(sandbox)
         }
-        Some((id, secret)) => declared.by_id_token(&id, &secret),
+        Some((id, secret)) => declared.by_id_token(id, secret),
         None => declared.by_source(client).ok_or(AuthFailure::Missing),
     }
 }

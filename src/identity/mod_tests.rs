@@ -12,7 +12,7 @@ impl RunTime for NoRunTime {
 }
 
 fn id(i: &Identities, h: &HeaderMap, ip: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {
-    identify(i, &NoRunTime, credentials(h), ip)
+    identify(i, &NoRunTime, &credentials(h), ip)
 }
 
 fn ids() -> Identities {

@@ -81,16 +81,21 @@ impl<C: Clock> Auth<C> {
 
     /// The refusal for `source` claiming `claim` if either is blocked at `now`; counts nothing.
     pub(super) fn blocked(&self, source: IpAddr, claim: Option<&str>, now: C::Instant) -> Option<Refusal> {
-        let claim = claim_key(claim);
         let blocked = self.lock();
+        // Nothing blocked, the usual case on every request: no key is built.
+        if blocked.is_empty() {
+            return None;
+        }
         let active = |what: &Blocked| blocked.get(what).copied().filter(|u| *u > now);
-        let found = match (&self.per_source, &self.per_claim) {
-            (Some(l), _) if active(&Blocked::Source(source)).is_some() => Some((Blocked::Source(source), l.rate())),
-            (_, Some(l)) => Some((Blocked::Claim(source, claim), l.rate())),
-            _ => None,
+        let (what, rate, until_instant) = match &self.per_source {
+            Some(l) if let Some(u) = active(&Blocked::Source(source)) => (Blocked::Source(source), l.rate(), u),
+            _ => {
+                let l = self.per_claim.as_ref()?;
+                let what = Blocked::Claim(source, claim_key(claim));
+                let u = active(&what)?;
+                (what, l.rate(), u)
+            }
         };
-        let (what, rate) = found?;
-        let until_instant = active(&what)?;
         drop(blocked);
         Some(refusal(&what, rate, whole_seconds(until(now, until_instant))))
     }

@@ -74,19 +74,18 @@ impl Exchange {
         };
         let ip = self.client.ip();
         let limits = state.limits();
-        let claimed: Option<String> = credentials
+        let claim = credentials
             .as_ref()
             .ok()
-            .and_then(|c| c.as_ref())
-            .map(|(id, _)| id.clone());
-        let claim = claimed.as_deref();
+            .and_then(Option::as_ref)
+            .map(|(id, _)| id.as_str());
         // SECURITY: an address over its rate of failed authentications for one sandbox id is refused outright
         // for that id until its block ends (over its ceiling, for every id), whatever it sends, so tokens
         // cannot be guessed at line rate; its neighbours behind the same address keep working.
         if let Some(refusal) = admission::auth_blocked(&limits, ip, claim) {
             return Err(self.throttled(&state, refusal));
         }
-        match identity::identify(&self.generation.identities, &state.control, credentials, ip) {
+        match identity::identify(&self.generation.identities, &state.control, &credentials, ip) {
             Ok(sandbox) => Ok(sandbox),
             // Clients commonly ask without credentials first and retry with them after the 407.
             Err(AuthFailure::Missing) => Err(ProxyError::Auth(AuthFailure::Missing)),

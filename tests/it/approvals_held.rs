@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::control_procs::{Replica, replica_with, upstream};
-use crate::hardening::admin;
+use crate::hardening::{admin, token};
 
 /// The ask rule put first in the `web` policy: every request to unlisted.test under /api/ waits for a human.
 fn ask_rule(up: u16, methods: &str) -> String {
@@ -29,13 +29,6 @@ async fn replica_asking(d: &Path, up: u16, approval: &str) -> Replica {
         )
     })
     .await
-}
-
-fn token(d: &Path) -> String {
-    std::fs::read_to_string(d.join("admin-token"))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 /// A run-time sandbox `id` of `user` on policy web living `ttl`: (credential, CA file).

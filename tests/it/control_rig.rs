@@ -156,21 +156,7 @@ impl ControlRig {
 
     /// A raw admin request: (status, headers text, body).
     pub(crate) async fn raw(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String, String) {
-        let mut s = TcpStream::connect(self.admin).await.unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: admin\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = Vec::new();
-        s.read_to_end(&mut out).await.unwrap();
-        let text = String::from_utf8_lossy(&out).to_string();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap();
-        (status, head.to_string(), body.to_string())
+        admin_request(self.admin, method, path, token, body).await
     }
 
     /// Wait until `check` holds, for up to `limit`.
@@ -201,4 +187,29 @@ pub(crate) async fn connect(rig: &ControlRig, who: (&str, &str), host: &str) -> 
 /// The upstream URL for a host.
 pub(crate) fn url(rig: &ControlRig, host: &str, path: &str) -> String {
     format!("https://{host}:{}{path}", rig.up.addr.port())
+}
+
+/// A raw request to the admin API at `admin`: (status, headers text, body).
+pub(crate) async fn admin_request(
+    admin: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(admin).await.unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: admin\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap();
+    (status, head.to_string(), body.to_string())
 }

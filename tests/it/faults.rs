@@ -237,10 +237,10 @@ async fn upstreams_that_reset_or_stall_get_their_status_and_their_record() {
 }
 
 /// cordon's stderr, read line by line as it comes.
-struct Log(Arc<std::sync::Mutex<Vec<String>>>);
+pub(crate) struct Log(Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Log {
-    fn follow(child: &mut Child) -> Log {
+    pub(crate) fn follow(child: &mut Child) -> Log {
         let stderr = child.stderr.take().unwrap();
         let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = lines.clone();
@@ -250,6 +250,11 @@ impl Log {
             }
         });
         Log(lines)
+    }
+
+    /// Every line so far.
+    pub(crate) fn text(&self) -> String {
+        self.0.lock().unwrap().join("\n")
     }
 
     /// Wait until `n` lines contain `wanted`; all the lines then.

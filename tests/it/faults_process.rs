@@ -6,20 +6,25 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::cli::BIN;
 use crate::control_procs::{create, curl_status, replica, upstream};
-use crate::hardening::admin;
+use crate::hardening::{admin, token};
 
-fn token(d: &Path) -> String {
-    std::fs::read_to_string(d.join("admin-token"))
-        .unwrap()
-        .trim()
-        .to_string()
+/// `POST /v1/sandboxes` for a sandbox of alice on policy web: (status, answer).
+async fn create_any(admin_port: u16, d: &Path) -> (u16, Value) {
+    admin(
+        admin_port,
+        &token(d),
+        "POST",
+        "/v1/sandboxes",
+        r#"{"user": "alice", "policy": "web"}"#,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -114,14 +119,7 @@ async fn killed_under_load_cordon_restarts_clean() {
             "{sid}: {v}"
         );
     }
-    let (status, v) = admin(
-        a.admin_port,
-        &token(d),
-        "POST",
-        "/v1/sandboxes",
-        r#"{"user": "alice", "policy": "web"}"#,
-    )
-    .await;
+    let (status, v) = create_any(a.admin_port, d).await;
     assert_eq!(status, 201, "{v}");
     let out = Command::new(BIN)
         .args(["vault", "list", "--config"])
@@ -129,21 +127,6 @@ async fn killed_under_load_cordon_restarts_clean() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "kept-secret", "{out:?}");
-}
-
-/// cordon's stderr, collected as it comes.
-fn follow(child: &mut std::process::Child) -> Arc<Mutex<String>> {
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
-        }
-    });
-    log
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -163,7 +146,7 @@ async fn out_of_file_descriptors_it_refuses_with_a_log_line_and_recovers() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let log = follow(&mut child);
+    let log = crate::faults::Log::follow(&mut child);
     let mut child = crate::cli::await_listening(child, &format!("127.0.0.1:{port}"), || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     })
@@ -193,7 +176,7 @@ async fn out_of_file_descriptors_it_refuses_with_a_log_line_and_recovers() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(get().await, None, "a request was served with no descriptor to spare");
-    let said = log.lock().unwrap().clone();
+    let said = log.text();
     assert!(
         said.contains("accept failed") && said.contains("Too many open files"),
         "{said}"
@@ -208,7 +191,7 @@ async fn out_of_file_descriptors_it_refuses_with_a_log_line_and_recovers() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(back, "cordon did not recover: {}", log.lock().unwrap());
+    assert!(back, "cordon did not recover: {}", log.text());
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -239,14 +222,7 @@ async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
         .unwrap();
     assert_eq!(line.trim(), "locked");
     // A write waits out the busy timeout, then fails with 500 and says why.
-    let (status, v): (u16, Value) = admin(
-        a.admin_port,
-        &token(d),
-        "POST",
-        "/v1/sandboxes",
-        r#"{"user": "alice", "policy": "web"}"#,
-    )
-    .await;
+    let (status, v) = create_any(a.admin_port, d).await;
     assert_eq!(
         (status, v["error"]["code"].as_str()),
         (500, Some("store_failed")),
@@ -257,14 +233,7 @@ async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
     // The lock goes: writes work again.
     locker.kill().unwrap();
     locker.wait().unwrap();
-    let (status, v) = admin(
-        a.admin_port,
-        &token(d),
-        "POST",
-        "/v1/sandboxes",
-        r#"{"user": "alice", "policy": "web"}"#,
-    )
-    .await;
+    let (status, v) = create_any(a.admin_port, d).await;
     assert_eq!(status, 201, "{v}");
 }
 

@@ -6,8 +6,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::cli::BIN;
 use crate::control_procs::{create, curl_status, replica, upstream};
@@ -15,22 +13,13 @@ use crate::rig::{config, free_port};
 
 /// A raw admin request to a cordon on `port`: (status, body as JSON or Null).
 pub(crate) async fn admin(port: u16, token: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: admin\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let (status, _, body) = crate::control_rig::admin_request(at, method, path, Some(token), body).await;
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
-fn token(dir: &Path) -> String {
+/// The admin token a cordon under `dir` made.
+pub(crate) fn token(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("admin-token"))
         .unwrap()
         .trim()
