@@ -8,9 +8,12 @@
 #    a kind it has no schema for fails too (the tool itself only warns);
 # 2. when kubectl is installed: each kustomization rendered (`kubectl kustomize`, offline), validated the same;
 # 3. the files agree with each other: the ports and UID redirect.sh is given are the ones cordon.yaml listens
-#    on and cordon runs as, the app never runs as cordon's UID, the exported sandbox exists, ...;
+#    on and cordon runs as, the app never runs as cordon's UID, the exported sandbox exists, ...; the gateway
+#    runs at least 3 replicas on PostgreSQL (control.store a postgres:// URL with sslmode=require) with no
+#    volume shared between pods, and every Secret key it references is in the example Secret;
 #    with CORDON_BIN=path/to/cordon also `cordon check` on every embedded cordon.yaml;
-# 4. redirect.sh and prepare.sh parse as POSIX sh, and `redirect.sh --dry-run` prints the expected rules;
+# 4. redirect.sh and prepare.sh parse as POSIX sh, prepare.sh stops on a REPLACE-ME value in its environment,
+#    and `redirect.sh --dry-run` prints the expected rules;
 # 5. when run as root with unshare, ip and iptables: redirect.sh for real in a private network namespace made
 #    for the test (veth, documentation addresses, nothing leaves it), with each iptables backend installed:
 #    twice (the same rules: idempotent), then an app UID and cordon's UID try TCP, DNS, UDP, ICMP and the
@@ -130,7 +133,7 @@ fi
 
 echo "== 3. the files agree with each other"
 if python3 - "$DEPLOY" >"$work/agree.out" 2>&1 <<'EOF'; then
-import sys, yaml
+import sys, urllib.parse, yaml
 
 root = sys.argv[1]
 problems = []
@@ -168,6 +171,22 @@ def containers(pod):
 
 def by_name(pod, name):
     return next(c for c in containers(pod) if c["name"] == name)
+
+
+def secret_refs(container):
+    """{variable: its secretKeyRef} for the variables a container takes from a Secret."""
+    return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container.get("env", [])
+            if "secretKeyRef" in e.get("valueFrom", {})}
+
+
+def secret_keys(secret):
+    return set(secret.get("stringData", {})) | set(secret.get("data", {}))
+
+
+def under(path, folder):
+    """Whether path is folder or lies inside it."""
+    folder = folder.rstrip("/")
+    return path == folder or path.startswith(folder + "/")
 
 
 for flavour, cm_name in (("sidecar", "cordon-agent-config"), ("gateway", "cordon-gateway-config")):
@@ -246,9 +265,90 @@ for flavour, cm_name in (("sidecar", "cordon-agent-config"), ("gateway", "cordon
         for key, name in (("proxy", "proxy"), ("transparent", "transparent"), ("dns", "dns")):
             expect(cports[name] == port(config["listen"][key]), f"gateway: container port {name} != listen.{key}")
             expect(str(config["listen"][key]).startswith("0.0.0.0:"), f"gateway: listen.{key} is not 0.0.0.0")
+        deployment = one(load("gateway/deployment.yaml"), "Deployment")
+        replicas = deployment["spec"]["replicas"]
+        expect(replicas >= 3, f"gateway: the Deployment runs {replicas} replicas, fewer than 3")
         hpa = one(load("gateway/hpa.yaml"), "HorizontalPodAutoscaler")
         expect(hpa["spec"]["scaleTargetRef"]["name"] == "cordon-gateway", "gateway: HPA targets another name")
-        expect(hpa["spec"]["minReplicas"] >= 2, "gateway: HPA below 2 replicas")
+        least = hpa["spec"]["minReplicas"]
+        expect(least >= 3, f"gateway: HPA minReplicas {least}, fewer than 3")
+        expect(hpa["spec"]["maxReplicas"] >= least, "gateway: HPA maxReplicas below minReplicas")
+        # The PodDisruptionBudget selects the gateway's pods, lets a drain proceed (one pod at least may go at the
+        # smallest size) and keeps two serving meanwhile.
+        pdb = one(load("gateway/pdb.yaml"), "PodDisruptionBudget")["spec"]
+        expect(pdb["selector"] == deployment["spec"]["selector"], "gateway: the PDB selects other pods")
+        smallest = min(replicas, least)
+        may_go = pdb["maxUnavailable"] if "maxUnavailable" in pdb else smallest - pdb["minAvailable"]
+        expect(isinstance(may_go, int) and may_go >= 1 and smallest - may_go >= 2,
+               f"gateway: the PDB lets {may_go} of {smallest} replicas go (needs at least 1, and 2 left serving)")
+
+        # The store: PostgreSQL over TLS, no password in the URL (it comes from the Secret).
+        control = config["control"]
+        store = str(control.get("store", ""))
+        url = urllib.parse.urlsplit(store)
+        expect(url.scheme in ("postgres", "postgresql"), f"gateway: control.store {store!r} is not a postgres:// URL")
+        expect(bool(url.hostname), "gateway: control.store names no host")
+        expect(url.password is None, "gateway: control.store carries a password (use control.store_password)")
+        expect(urllib.parse.parse_qs(url.query).get("sslmode") == ["require"],
+               "gateway: control.store lacks sslmode=require")
+        for field in ("store_password", "store_key", "signing_key", "admin_token"):
+            expect(field in control, f"gateway: control.{field} is not set")
+
+        # No volume shared between pods: only ConfigMaps, Secrets and the pod's own emptyDirs; none mounted for
+        # the store or ca.dir, which lies in the pod's private state volume.
+        for v in pod["volumes"]:
+            kind = sorted(set(v) - {"name"})
+            expect(kind in (["configMap"], ["secret"], ["emptyDir"]),
+                   f"gateway: volume {v['name']} is {kind}: only configMap, secret and a pod's own emptyDir")
+        expect("shared" not in volumes, "gateway: a volume named shared is back (replicas share PostgreSQL)")
+        ca_dir = config["ca"]["dir"]
+        for c in containers(pod):
+            mounts = c.get("volumeMounts", [])
+            holding = [m for m in mounts if under(ca_dir, m["mountPath"])]
+            deepest = max(holding, key=lambda m: len(m["mountPath"]), default=None)
+            expect(deepest is not None and deepest["name"] == "state" and deepest["mountPath"] != ca_dir,
+                   f"gateway/{c['name']}: ca.dir {ca_dir} must lie in the state volume, not on a volume of its own")
+            expect(not any(under(m["mountPath"], ca_dir) for m in mounts),
+                   f"gateway/{c['name']}: a volume is mounted for ca.dir {ca_dir}")
+        expect(volumes["state"].get("emptyDir") is not None, "gateway: the state volume is not the pod's own")
+        if "store_ca_file" in control:
+            expect(any(under(control["store_ca_file"], m["mountPath"]) and m["name"] not in ("state", "tmp")
+                       for m in cordon.get("volumeMounts", [])),
+                   "gateway: no volume of the cordon container holds control.store_ca_file")
+
+        # Every Secret key referenced is in the example Secret, which holds only placeholders.
+        secrets = {d["metadata"]["name"]: d for d in load("gateway/secret.yaml") if d["kind"] == "Secret"}
+        secret_text = open(f"{root}/gateway/secret.yaml").read()
+        for c in containers(pod):
+            for var, ref in secret_refs(c).items():
+                expect(ref["key"] in secret_keys(secrets.get(ref["name"], {})),
+                       f"gateway/{c['name']}: {var} takes key {ref['key']} of Secret {ref['name']}, "
+                       "which secret.yaml lacks")
+                expect(not ref.get("optional"), f"gateway/{c['name']}: {var}'s secretKeyRef must not be optional")
+        for v in pod["volumes"]:
+            if "secret" in v:
+                name = v["secret"]["secretName"]
+                expect(name in secrets, f"gateway: volume {v['name']} mounts Secret {name}, not in secret.yaml")
+                for item in v["secret"].get("items", []):
+                    # A key the example lacks only if it is optional: named in secret.yaml's comments (which
+                    # say how to add it) and mounted from an optional volume (the kubelet then skips it).
+                    expect(item["key"] in secret_keys(secrets.get(name, {})) or (
+                        v["secret"].get("optional") is True and f" {item['key']}" in secret_text),
+                           f"gateway: volume {v['name']} takes key {item['key']}, which {name} lacks")
+        for name, secret in secrets.items():
+            values = {**secret.get("stringData", {}), **secret.get("data", {})}
+            expect(all(str(val).startswith("REPLACE-ME") for val in values.values()),
+                   f"gateway: Secret {name} in secret.yaml holds a value that is not a REPLACE-ME placeholder")
+
+        # The config's `{ env: X }` under control.* is set in cordon's environment from a Secret, and given to
+        # cordon-prepare too (which stops the pod on a placeholder).
+        cordon_refs, prepare_refs = secret_refs(cordon), secret_refs(prepare)
+        for field, ref in control.items():
+            if isinstance(ref, dict) and "env" in ref:
+                var = ref["env"]
+                expect(var in cordon_refs, f"gateway: control.{field} reads {var}, which no secretKeyRef sets")
+                expect(prepare_refs.get(var) == cordon_refs.get(var),
+                       f"gateway: cordon-prepare does not get {var} as cordon does (its placeholder check)")
 
 print(f"{checks} checks")
 for p in problems:
@@ -261,9 +361,17 @@ else
     sed 's/^/         /' "$work/agree.out"
 fi
 if [ -n "${CORDON_BIN:-}" ]; then
+    # cordon reads control.store_ca_file when it loads the configuration: a certificate made here stands in for
+    # the one the pod mounts, so that a configuration with it set can be checked too.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/store-ca.key" \
+        -out "$work/store-ca.pem" -days 1 -subj /CN=postgres-ca >/dev/null 2>&1 || true
     for cm in "$DEPLOY"/*/configmap.yaml; do
-        python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["cordon.yaml"], end="")' \
-            "$cm" >"$work/cordon.yaml"
+        python3 - "$cm" "$work/store-ca.pem" >"$work/cordon.yaml" <<'EOF'
+import sys, yaml
+text = yaml.safe_load(open(sys.argv[1]))["data"]["cordon.yaml"]
+ca_file = (yaml.safe_load(text).get("control") or {}).get("store_ca_file")
+print(text.replace(ca_file, sys.argv[2]) if ca_file else text, end="")
+EOF
         if "$CORDON_BIN" check --config "$work/cordon.yaml" >"$work/check.out" 2>&1; then
             ok "cordon check: $cm"
         else
@@ -341,6 +449,22 @@ else
     bad "redirect.sh --dry-run failed:"
     sed 's/^/         /' "$work/dry.out"
 fi
+# prepare.sh stops the pod on a template's placeholder handed over as an environment variable (a secretKeyRef).
+prepare_env=(env -i "PATH=$PATH" "CORDON_STATE=$work/prepare-state" "CORDON_SECRETS=$work/none")
+mkdir "$work/prepare-state"
+rc=0
+"${prepare_env[@]}" CORDON_STORE_KEY=REPLACE-ME-with-openssl-rand-hex-32 sh "$SCRIPTS/prepare.sh" \
+    >"$work/prepare.out" 2>&1 || rc=$?
+if [ "$rc" -eq 1 ] && grep -q 'CORDON_STORE_KEY still hold' "$work/prepare.out"; then
+    ok "prepare.sh stops the pod on a REPLACE-ME placeholder in its environment"
+else
+    bad "prepare.sh with CORDON_STORE_KEY=REPLACE-ME... exited $rc: $(cat "$work/prepare.out")"
+fi
+rc=0
+"${prepare_env[@]}" CORDON_STORE_KEY=0123456789abcdef0123456789abcdef sh "$SCRIPTS/prepare.sh" \
+    >"$work/prepare.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && ok "prepare.sh runs with real values in its environment" ||
+    bad "prepare.sh with a real CORDON_STORE_KEY exited $rc: $(cat "$work/prepare.out")"
 rc=0
 sh "$SCRIPTS/redirect.sh" --no-such-flag >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] && ok "redirect.sh refuses an unknown argument (exit 2)" || bad "redirect.sh --no-such-flag exited $rc"

@@ -25,7 +25,7 @@
 //! | 4 | `session`, `credentials`, `approval`, `logging` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output |
 //! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
-//! | 1 | `identity`, `policy`, `net`, `body` | who is talking; the pure decision; resolution, the address guard, dialling; body types |
+//! | 1 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
 //! | 0 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
@@ -56,6 +56,7 @@ pub mod limits;
 mod logging;
 mod metrics;
 pub mod net;
+mod pg;
 mod pipeline;
 pub mod policy;
 pub mod reload;

@@ -330,6 +330,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", old.control.store),
         format!("{:?}", new.control.store),
     );
+    same(
+        "control.store (PostgreSQL)",
+        format!("{:?}", old.control.postgres),
+        format!("{:?}", new.control.postgres),
+    );
     same("approval", format!("{:?}", old.approval), format!("{:?}", new.approval));
     same(
         "control.signing_key",

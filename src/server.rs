@@ -138,6 +138,10 @@ async fn drain(state: &ProxyState, graceful: &CancellationToken) {
         state.hard_stop.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), state.tasks.wait()).await;
     }
+    if let Some(shared) = state.shared() {
+        // The others' shares of the limits grow at once instead of after the heartbeat times out.
+        let _ = tokio::time::timeout(Duration::from_secs(2), shared.registry.leave()).await;
+    }
     tracing::info!("stopped");
 }
 

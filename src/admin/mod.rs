@@ -45,6 +45,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/approvals/{id}"),
     ("GET", "/v1/grants"),
     ("DELETE", "/v1/grants/{id}"),
+    ("GET", "/v1/replicas"),
 ];
 
 /// Serve the admin API until `shutdown` completes.
@@ -129,6 +130,8 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "sandboxes", id, "credentials"], &Method::POST) => sandboxes::credentials(state, id).await,
         (["v1", "sandboxes", _, "renew" | "credentials"], _) => not_allowed("POST"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
+        (["v1", "replicas"], &Method::GET) => replicas(state).await,
+        (["v1", "replicas"], _) => not_allowed("GET"),
         (["v1", "approvals"], &Method::GET) => approvals::list(state),
         (["v1", "approvals"], _) => not_allowed("GET"),
         (["v1", "approvals", id], &Method::POST) => {
@@ -222,13 +225,36 @@ fn ready(state: &ProxyState) -> AdminResponse {
     if state.hard_stop.is_cancelled() {
         problems.push("shutting down".to_string());
     }
+    // A PostgreSQL store that is down leaves the replica ready: known sandboxes keep working (writes get 503),
+    // and taking every replica out of service at once would stop them all. It is reported, not failed.
+    let store = state.shared().map(|s| s.state());
     if problems.is_empty() {
-        json_response(StatusCode::OK, &json!({"ready": true, "generation": generation.number}))
+        json_response(
+            StatusCode::OK,
+            &json!({"ready": true, "generation": generation.number, "store": store}),
+        )
     } else {
         json_response(
             StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"ready": false, "problems": problems}),
+            &json!({"ready": false, "problems": problems, "store": store}),
         )
+    }
+}
+
+/// `GET /v1/replicas`: the replicas sharing the PostgreSQL store, from its registry (this one alone otherwise).
+async fn replicas(state: &ProxyState) -> AdminResponse {
+    let Some(shared) = state.shared() else {
+        return json_response(
+            StatusCode::OK,
+            &json!({"shared": false, "live": 1, "replicas": [{"id": "local", "self": true, "live": true}]}),
+        );
+    };
+    match shared.registry.list().await {
+        Ok(list) => {
+            let live = list.iter().filter(|r| r.live).count();
+            json_response(StatusCode::OK, &json!({"shared": true, "live": live, "replicas": list}))
+        }
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
     }
 }
 

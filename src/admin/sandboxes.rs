@@ -27,7 +27,11 @@ fn failed(e: ControlError) -> AdminResponse {
         ControlError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
         ControlError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_failed"),
         ControlError::Ca(_) => (StatusCode::INTERNAL_SERVER_ERROR, "ca_unavailable"),
+        ControlError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
     };
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        tracing::warn!("admin API: {e}");
+    }
     if status == StatusCode::INTERNAL_SERVER_ERROR {
         tracing::error!("admin API: {e}");
     }
@@ -250,9 +254,13 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
         let declared = |id: &str| g.identities.get(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
         let prepare = |r: &Record| {
-            s.ca(&g, &sandbox_of(r))
-                .map(|_| ())
-                .map_err(|e| ControlError::Ca(e.to_string()))
+            s.prepare_ca(&g, &sandbox_of(r)).map_err(|e| {
+                if s.shared().is_some_and(|x| x.state().state == "down") {
+                    ControlError::Unavailable(e)
+                } else {
+                    ControlError::Ca(e)
+                }
+            })
         };
         s.control
             .create(new, bounds(&g), policy_known, declared, prepare, control::now())

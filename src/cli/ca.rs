@@ -52,16 +52,25 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
         .get(&spec.policy)
         .map(scope_for)
         .unwrap_or(Scope::Unconstrained);
-    let store = CaStore::new(config.ca.dir.clone());
-    let result = if rotate {
-        store.rotate(&sandbox, &scope)
+    let result = if config.control.postgres.is_some() {
+        in_database(&config, &sandbox, &scope, rotate)
     } else {
-        store.load_or_create(&sandbox, &scope)
+        let store = CaStore::new(config.ca.dir.clone());
+        if rotate {
+            store.rotate(&sandbox, &scope)
+        } else {
+            store.load_or_create(&sandbox, &scope)
+        }
+        .map_err(|e| e.to_string())
     };
     match result {
         Ok(ca) => {
             out!("{}", ca.cert_pem());
-            if rotate {
+            if rotate && config.control.postgres.is_some() {
+                eprintln!(
+                    "cordon: a new CA was issued for sandbox {sandbox:?}; every running replica uses it at once; give it to the sandbox"
+                );
+            } else if rotate {
                 eprintln!(
                     "cordon: a new CA was issued for sandbox {sandbox:?}; give it to the sandbox (a running cordon picks it up on restart)"
                 );
@@ -73,4 +82,50 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Export or rotate a CA kept in PostgreSQL (`control.store: postgres://…`): a rotation is announced, so every
+/// running replica uses the new CA at once.
+fn in_database(
+    config: &crate::config::Config,
+    sandbox: &str,
+    scope: &Scope,
+    rotate: bool,
+) -> Result<std::sync::Arc<crate::tls::ca::SandboxCa>, String> {
+    let Some(pg) = &config.control.postgres else {
+        return Err("the store is not PostgreSQL".into());
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let secrets = crate::credentials::secrets::Secrets::new(config)?;
+        let password = match &pg.password {
+            Some(r) => Some(
+                secrets
+                    .stored(r)
+                    .await
+                    .map_err(|e| format!("control.store_password: {e}"))?,
+            ),
+            None => None,
+        };
+        let key = secrets
+            .stored(&pg.key)
+            .await
+            .map_err(|e| format!("control.store_key: {e}"))?;
+        let db = crate::pg::Db::connect(crate::pg::Target {
+            dsn: &pg.dsn,
+            password,
+            roots: &pg.roots,
+        })
+        .await?;
+        let cas = crate::tls::cas::SharedCas::new(db, crate::pg::Sealer::new(&key)?);
+        if rotate {
+            cas.rotate(sandbox, scope).await
+        } else {
+            cas.ensure(sandbox, scope).await
+        }
+        .map_err(|e| e.to_string())
+    })
 }

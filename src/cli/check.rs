@@ -25,6 +25,7 @@ pub(crate) fn print_summary(c: &Config) {
         .store
         .as_ref()
         .map(|p| p.display().to_string())
+        .or_else(|| c.control.postgres.as_ref().map(|p| p.dsn.clone()))
         .unwrap_or_else(|| "in memory".into());
     outln!(
         "control  store {store}, sandbox lifetime {} (at most {})",

@@ -55,8 +55,10 @@ pub(crate) struct ControlConfig {
     /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
     /// per process (credentials die with it).
     pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
-    /// The sandbox store. `None`: in memory (run-time sandboxes die with the process).
+    /// The SQLite sandbox store. `None` (and no `postgres`): in memory (run-time sandboxes die with the process).
     pub(crate) store: Option<PathBuf>,
+    /// The PostgreSQL store shared by replicas on many hosts, instead of `store`.
+    pub(crate) postgres: Option<PostgresConfig>,
     /// Lifetime of a run-time sandbox when the request names none.
     pub(crate) default_ttl: Duration,
     /// The longest lifetime a request may ask for.
@@ -77,6 +79,7 @@ impl Default for ControlConfig {
             admin_token: None,
             signing_key: None,
             store: None,
+            postgres: None,
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(7 * 24 * 3600),
             proxy_url: None,
@@ -85,6 +88,19 @@ impl Default for ControlConfig {
             watch: true,
         }
     }
+}
+
+/// `control.store: postgres://…` and what goes with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PostgresConfig {
+    /// The DSN as written (it carries no password).
+    pub(crate) dsn: String,
+    /// The password, from a secret source.
+    pub(crate) password: Option<crate::config::credentials::SecretRef>,
+    /// Extra roots for the server's certificate (besides the built-in web roots), from `store_ca_file`.
+    pub(crate) roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+    /// Encrypts the sandboxes' CA keys at rest in the database.
+    pub(crate) key: crate::config::credentials::SecretRef,
 }
 
 /// `listen:`

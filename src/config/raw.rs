@@ -131,8 +131,14 @@ pub(super) struct RawControl {
     pub(crate) admin_token: Option<RawSecretRef>,
     /// The key that signs run-time sandboxes' proxy credentials.
     pub(crate) signing_key: Option<RawSecretRef>,
-    /// The sandbox store (a file).
+    /// The sandbox store: a SQLite file, or a `postgres://` DSN.
     pub(crate) store: Option<String>,
+    /// The PostgreSQL password (a secret reference), for a `postgres://` store.
+    pub(crate) store_password: Option<RawSecretRef>,
+    /// PEM roots that sign the PostgreSQL server's certificate.
+    pub(crate) store_ca_file: Option<String>,
+    /// The key that encrypts the CAs' keys kept in PostgreSQL (a secret reference).
+    pub(crate) store_key: Option<RawSecretRef>,
     /// Lifetime of a run-time sandbox when the request names none.
     pub(crate) default_ttl: Option<String>,
     /// The longest lifetime a request may ask for.

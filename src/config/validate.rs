@@ -17,6 +17,7 @@ mod credentials;
 mod fields;
 mod limits;
 mod policies;
+mod postgres;
 
 use fields::{Errors, cidr, duration, ip, socket_addr};
 

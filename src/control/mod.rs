@@ -6,6 +6,9 @@
 //! processes may share) is the shared revocation list and the record of renewals; each replica keeps it in
 //! memory and re-reads it when another process has written. See docs/control-plane.md.
 
+mod backend;
+mod fields;
+mod pg_store;
 pub(crate) mod store;
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +20,8 @@ use secrecy::SecretString;
 
 use crate::identity::signed::Signer;
 use crate::identity::{AuthFailure, Closed, Origin, Sandbox, valid_id};
+use backend::Backend;
+use fields::{check_labels, check_user};
 use store::{Record, Store, StoreError};
 
 /// What the admin API asks for.
@@ -57,6 +62,9 @@ pub enum ControlError {
     /// The store failed.
     #[error("the sandbox store failed: {0}")]
     Store(String),
+    /// The shared store cannot be reached now; nothing was changed. Try again later.
+    #[error("the sandbox store is unavailable, so nothing was changed; try again later: {0}")]
+    Unavailable(String),
     /// What the sandbox needs besides its record (its CA) could not be made; nothing was stored.
     #[error("cannot load or create the sandbox's CA: {0}")]
     Ca(String),
@@ -68,6 +76,7 @@ impl From<StoreError> for ControlError {
             StoreError::Exists(id) => ControlError::Exists(id),
             StoreError::NotFound(id) => ControlError::NotFound(id),
             StoreError::Db(m) => ControlError::Store(m),
+            StoreError::Unavailable(m) => ControlError::Unavailable(m),
         }
     }
 }
@@ -83,7 +92,7 @@ pub struct Ttl {
 
 /// Run-time sandboxes: store, in-memory view and credential signer.
 pub struct Control {
-    store: Store,
+    store: Backend,
     view: RwLock<HashMap<String, Record>>,
     signer: Signer,
 }
@@ -97,17 +106,64 @@ impl Control {
             None => Store::in_memory(),
         }
         .map_err(|e| e.to_string())?;
+        let control = Control::with(Backend::Sqlite(store), key)?;
+        control.reload_view().map_err(|e| e.to_string())?;
+        Ok(control)
+    }
+
+    /// Use the PostgreSQL store `db`, shared with other replicas, and load what it holds.
+    pub(crate) async fn open_shared(db: Arc<crate::pg::Db>, key: Option<SecretString>) -> Result<Control, String> {
+        let control = Control::with(Backend::Postgres(pg_store::PgStore::new(db)), key)?;
+        control.resync().await.map_err(|e| e.to_string())?;
+        Ok(control)
+    }
+
+    fn with(store: Backend, key: Option<SecretString>) -> Result<Control, String> {
         let key = match key {
             Some(k) => k,
             None => SecretString::from(crate::secret_file::random_hex(32)?),
         };
-        let control = Control {
+        Ok(Control {
             store,
             view: RwLock::new(HashMap::new()),
             signer: Signer::new(&key)?,
+        })
+    }
+
+    /// Whether the store is shared through PostgreSQL (whose writes are announced, not polled).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.store.shared().is_some()
+    }
+
+    /// Re-read every record from the shared store (after a missed announcement). Async; PostgreSQL only.
+    pub(crate) async fn resync(&self) -> Result<(), ControlError> {
+        let Some(pg) = self.store.shared() else {
+            return Ok(());
         };
-        control.reload_view().map_err(|e| e.to_string())?;
-        Ok(control)
+        let all = pg.all().await.map_err(StoreError::from)?;
+        let map = all.into_iter().map(|r| (r.id.clone(), r)).collect();
+        *self.view.write().unwrap_or_else(|p| p.into_inner()) = map;
+        Ok(())
+    }
+
+    /// Re-read one record from the shared store (it was announced as changed, or a credential names a sandbox
+    /// this replica has not heard of yet). Async; PostgreSQL only. True if the sandbox is known afterwards.
+    pub(crate) async fn learn(&self, id: &str) -> Result<bool, ControlError> {
+        let Some(pg) = self.store.shared() else {
+            return Ok(self.get(id).is_some());
+        };
+        let record = pg.get(id).await.map_err(StoreError::from)?;
+        let mut view = self.view.write().unwrap_or_else(|p| p.into_inner());
+        Ok(match record {
+            Some(r) => {
+                view.insert(r.id.clone(), r);
+                true
+            }
+            None => {
+                view.remove(id);
+                false
+            }
+        })
     }
 
     /// Where the store is, for messages.
@@ -282,6 +338,11 @@ impl Control {
         Ok(Arc::new(sandbox))
     }
 
+    /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
+    pub(crate) fn signed_for(&self, id: &str, credential: &str) -> bool {
+        self.signer.verify(credential).is_some_and(|c| c.sub == id)
+    }
+
     /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
     pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
         let Origin::Api { nonce, .. } = &sandbox.origin else {
@@ -292,6 +353,8 @@ impl Control {
         // read of the store tells which.
         let record = match known {
             Some(r) => r,
+            // Shared: what this replica has not heard of does not exist for it (it learns before asking).
+            None if self.is_shared() => return Err(Closed::Removed),
             None => match self.store.get(sandbox.id.as_str()) {
                 Ok(Some(r)) => {
                     self.remember(&r);
@@ -342,36 +405,6 @@ fn lifetime(ttl: Option<Duration>, bounds: Ttl) -> Result<i64, ControlError> {
         ));
     }
     Ok(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))
-}
-
-fn check_user(user: &str) -> Result<(), ControlError> {
-    if user.is_empty() || user.chars().count() > 128 || user.chars().any(char::is_control) {
-        return Err(invalid("user", "must be 1-128 characters without control characters"));
-    }
-    Ok(())
-}
-
-fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ControlError> {
-    if labels.len() > 32 {
-        return Err(invalid("labels", "at most 32 labels"));
-    }
-    for (k, v) in labels {
-        let key_ok =
-            !k.is_empty() && k.len() <= 63 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
-        if !key_ok {
-            return Err(invalid(
-                "labels",
-                format!("{k:?} is not a label key; use 1-63 letters, digits, '-', '_', '.' or '/'"),
-            ));
-        }
-        if v.chars().count() > 256 || v.chars().any(char::is_control) {
-            return Err(invalid(
-                "labels",
-                format!("the value of {k:?} must be at most 256 characters without control characters"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 impl crate::identity::RunTime for Control {

@@ -71,6 +71,9 @@ pub(crate) enum StoreError {
     /// Any database failure, with what was being done.
     #[error("{0}")]
     Db(String),
+    /// The shared store cannot be reached now; nothing was done.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// The connection and what `changed_elsewhere` last saw.

@@ -21,6 +21,7 @@ mod budget;
 mod open;
 mod rate;
 mod refusal;
+mod share;
 mod unauthenticated;
 
 use std::fmt;

@@ -130,7 +130,7 @@ impl SandboxCa {
 
     /// Builds a CA from its PEM files' contents, checking everything [`CaStore::load`] promises; the paths are
     /// for error messages.
-    fn from_pem(
+    pub(super) fn from_pem(
         sandbox: &str,
         cert_pem: String,
         key_pem: &str,
@@ -197,7 +197,7 @@ impl SandboxCa {
 }
 
 /// Generates a CA certificate and key for `sandbox` limited to `scope` (normalized); returns their PEM.
-fn generate(sandbox: &str, scope: &Scope) -> Result<(String, String), CaError> {
+pub(super) fn generate(sandbox: &str, scope: &Scope) -> Result<(String, String), CaError> {
     let generate_err = |what| move |source| CaError::Generate { what, source };
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(generate_err("a CA key"))?;
     let mut params = CertificateParams::default();

@@ -180,6 +180,9 @@ pub enum CaError {
     /// rustls refused the certificate chain or key.
     #[error("cannot build a TLS server configuration: {0}")]
     Tls(#[from] rustls::Error),
+    /// The shared CA store (PostgreSQL) failed, or does not hold this sandbox's CA yet.
+    #[error("the shared CA store: {0}")]
+    Store(String),
     /// The same error, shared by several callers that waited for one leaf to be minted.
     #[error("{0}")]
     Shared(Arc<CaError>),

@@ -1,10 +1,12 @@
 //! The sandboxes' CAs as the running proxy uses them: each loaded from `ca.dir` (created on first need) for
-//! the names its policy allows, then kept in memory until a reload may have changed those names.
+//! the names its policy allows, then kept in memory until a reload may have changed those names; or, with a
+//! PostgreSQL store, held in memory from the database ([`SharedCas`]), made when a sandbox is created.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::ca::{CaError, CaStore, SandboxCa, Scope};
+pub(crate) use super::ca_shared::SharedCas;
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
 
 /// The CAs of every sandbox, loaded on first need.
@@ -12,6 +14,8 @@ pub(crate) struct SandboxCas {
     /// The CA folder.
     pub(crate) store: CaStore,
     loaded: moka::sync::Cache<String, Arc<SandboxCa>>,
+    /// The CAs kept in PostgreSQL, when the store is there (then `ca.dir` is not used).
+    shared: Option<SharedCas>,
 }
 
 impl SandboxCas {
@@ -20,11 +24,33 @@ impl SandboxCas {
         SandboxCas {
             store: CaStore::new(dir),
             loaded: moka::sync::Cache::new(100_000),
+            shared: None,
         }
+    }
+
+    /// CAs kept in PostgreSQL.
+    pub(crate) fn shared(dir: PathBuf, shared: SharedCas) -> SandboxCas {
+        SandboxCas {
+            shared: Some(shared),
+            ..SandboxCas::new(dir)
+        }
+    }
+
+    /// The PostgreSQL CA store, if that is where CAs are.
+    pub(crate) fn in_db(&self) -> Option<&SharedCas> {
+        self.shared.as_ref()
     }
 
     /// The CA of sandbox `id` whose policy is `policy` (none: unconstrained).
     pub(crate) fn get(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+        if let Some(shared) = &self.shared {
+            // Memory only: a CA is made with its sandbox and announced; one not held yet is not invented here.
+            return shared.get(id).ok_or_else(|| {
+                Arc::new(CaError::Store(format!(
+                    "this replica holds no CA for sandbox {id:?} yet (made when the sandbox is created or first used)"
+                )))
+            });
+        }
         self.loaded.try_get_with(id.to_string(), || {
             let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
             let ca = self.store.load_or_create(id, &wanted)?;

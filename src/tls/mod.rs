@@ -3,6 +3,7 @@
 pub mod ca;
 mod ca_error;
 mod ca_files;
+mod ca_shared;
 pub mod cache;
 pub mod cas;
 mod crypto;

@@ -21,6 +21,19 @@ pub(crate) struct Replica {
     pub(crate) admin: AdminClient,
     pub(crate) path: std::path::PathBuf,
     pub(crate) yaml: String,
+    pub(crate) token: String,
+}
+
+impl Replica {
+    /// The admin token.
+    pub(crate) fn admin_token(&self) -> String {
+        self.token.clone()
+    }
+
+    /// The admin API's address.
+    pub(crate) fn admin_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.admin_port))
+    }
 }
 
 impl Drop for Replica {
@@ -79,10 +92,14 @@ pub(crate) async fn replica_with(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let token = std::fs::read_to_string(dir.join("admin-token")).unwrap();
+    let token = std::fs::read_to_string(dir.join("admin-token"))
+        .unwrap()
+        .trim()
+        .to_owned();
     let admin_port = admin;
-    let admin = AdminClient::new(&format!("http://127.0.0.1:{admin}"), SecretString::from(token)).unwrap();
+    let admin = AdminClient::new(&format!("http://127.0.0.1:{admin}"), SecretString::from(token.clone())).unwrap();
     Replica {
+        token,
         child,
         proxy,
         admin_port,

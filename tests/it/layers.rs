@@ -16,7 +16,7 @@ const RANKS: &[&[&str]] = &[
         "file_lock",
         "secret_file",
     ],
-    &["body", "identity", "net", "policy"],
+    &["body", "identity", "net", "policy", "pg"],
     &["control", "error", "tls"],
     &["audit", "config", "headers", "upstream"],
     &["approval", "credentials", "session", "logging"],

@@ -17,7 +17,10 @@
 #                                          (ca.dir: a sandbox's CA made ahead, the same on every replica)
 #
 #    A file that is not there is skipped: cordon then makes its own (random, for this pod only) on first use.
-#    A value still starting with REPLACE-ME (the templates' placeholders) stops the pod.
+#    A value still starting with REPLACE-ME (the templates' placeholders) stops the pod, and so does an
+#    environment variable of this container whose value starts with REPLACE-ME: the gateway hands cordon's
+#    PostgreSQL password, store key, signing key and admin token over as environment variables (secretKeyRef)
+#    and gives this container the same ones, so that a template's placeholder never reaches cordon.
 #
 # 2. With CORDON_EXPORT_SANDBOX=<sandbox id> (the sidecar), writes into $CORDON_PUBLIC, the volume the app
 #    container mounts read-only:
@@ -71,6 +74,13 @@ copy() {
     mv -f "$tmp" "$2" || die "cannot rename $tmp to $2"
     say "$2 <- $1"
 }
+
+# Secret values given as environment variables (secretKeyRef) are checked here, since nothing is copied for them.
+placeholders=$(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=REPLACE-ME.*$/\1/p' | tr '\n' ' ')
+if [ -n "$placeholders" ]; then
+    die "${placeholders% } still hold the template's placeholder value: put real values in the Secret" \
+        "(docs/kubernetes.md)"
+fi
 
 [ -d "$STATE" ] && [ -w "$STATE" ] || die "$STATE is not a writable folder: mount the state volume there"
 private_dir "$STATE/vault"

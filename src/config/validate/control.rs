@@ -20,13 +20,24 @@ pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> Co
         );
     }
     c.signing_key = raw.signing_key.and_then(|r| secret_ref(errs, "control.signing_key", r));
-    if let Some(store) = raw.store {
-        if store.trim().is_empty() {
-            errs.at("control.store", "is empty; name a file, e.g. \"state/cordon.db\"");
+    let store_given = raw.store.is_some();
+    match raw.store {
+        Some(store) if super::postgres::is_dsn(&store) => {
+            c.postgres = super::postgres::postgres(errs, store, raw.store_password, raw.store_ca_file, raw.store_key);
         }
-        c.store = Some(PathBuf::from(store));
+        Some(store) => {
+            if store.trim().is_empty() {
+                errs.at(
+                    "control.store",
+                    "is empty; name a file, e.g. \"state/cordon.db\", or a postgres:// DSN",
+                );
+            }
+            c.store = Some(PathBuf::from(store));
+            super::postgres::only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key);
+        }
+        None => super::postgres::only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key),
     }
-    if c.signing_key.is_some() && c.store.is_none() {
+    if c.signing_key.is_some() && !store_given {
         // SECURITY: revocations live only in the store; a key that outlives the process with a store that does
         // not would make every revoked credential verify again after a restart.
         errs.at(

@@ -10,139 +10,34 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use secrecy::ExposeSecret;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::approval::Approvals;
 use crate::audit;
 use crate::config::Config;
-use crate::config::credentials::SecretRef;
 use crate::control::{self, Control};
-use crate::credentials::apply::Credentials;
 use crate::identity::Closed;
-use crate::identity::{Identities, Origin, Sandbox};
+use crate::identity::{Origin, Sandbox};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::net::{Dialer, Guard};
-use crate::policy::{Policy, Question};
+use crate::policy::Question;
 use crate::session::admission::AuthBursts;
 use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
 use crate::tls::ca::{CaError, SandboxCa};
 use crate::tls::cache::LeafCache;
 use crate::tls::cas::SandboxCas;
-use crate::upstream::pool::{self, Upstreams};
+
+mod generation;
+mod shared;
+
+pub use generation::Generation;
+use generation::generate_if_file;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
-
-/// One configuration in force, with everything built from it.
-pub struct Generation {
-    /// 1 for the configuration cordon started with, then one more per successful reload.
-    pub number: u64,
-    /// The configuration.
-    pub(crate) config: Arc<Config>,
-    /// The sandboxes declared in it.
-    pub(crate) identities: Identities,
-    /// Resolution, address guard and dialling.
-    pub(crate) dialer: Dialer,
-    /// Pooled, verified connections to upstreams, per sandbox.
-    pub(crate) upstreams: Upstreams,
-    /// Credentials and placeholders.
-    pub(crate) credentials: Credentials,
-    admin_token: Option<[u8; 32]>,
-}
-
-impl Generation {
-    async fn build(
-        number: u64,
-        config: Config,
-        self_addrs: &[SocketAddr],
-        metrics: &Arc<Metrics>,
-    ) -> Result<Generation, String> {
-        let mut credentials = Credentials::new(&config)?;
-        credentials.set_metrics(metrics.clone());
-        // The exfiltration scan knows the stored secrets before any request has used them.
-        credentials.learn_stored().await;
-        let admin_token = match &config.control.admin_token {
-            None => None,
-            Some(r) => {
-                generate_if_file(r)?;
-                let token = credentials
-                    .secrets()
-                    .stored(r)
-                    .await
-                    .map_err(|e| format!("control.admin_token: {e}"))?;
-                Some(Sha256::digest(token.expose_secret().as_bytes()).into())
-            }
-        };
-        Generation::assemble(number, config, self_addrs, credentials, admin_token)
-    }
-
-    /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
-    /// listening on `listen.proxy` would build it, without a file read or made and no secret source opened.
-    pub(crate) fn dry(config: Config) -> Result<Generation, String> {
-        let credentials = Credentials::inert(&config)?;
-        let proxy = config.listen.proxy;
-        Generation::assemble(0, config, &[proxy], credentials, None)
-    }
-
-    fn assemble(
-        number: u64,
-        config: Config,
-        self_addrs: &[SocketAddr],
-        credentials: Credentials,
-        admin_token: Option<[u8; 32]>,
-    ) -> Result<Generation, String> {
-        let guard = Guard::new(
-            config.network.allow_cidrs.clone(),
-            config.network.dangerous_allow_metadata.clone(),
-            self_addrs.to_vec(),
-        );
-        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
-        let tls = pool::client_config(&config.upstream.extra_roots)?;
-        Ok(Generation {
-            number,
-            identities: Identities::new(&config.sandboxes),
-            upstreams: Upstreams::new(
-                dialer.clone(),
-                tls,
-                config.upstream.pool_idle,
-                config.timeouts.connect + config.timeouts.tls_handshake,
-            ),
-            dialer,
-            credentials,
-            admin_token,
-            config: Arc::new(config),
-        })
-    }
-
-    /// The policy with this name.
-    pub(crate) fn policy(&self, name: &str) -> Option<&Policy> {
-        self.config.policies.get(name)
-    }
-
-    /// Whether `presented` is the admin API's bearer token.
-    pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
-        let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        // SECURITY: constant-time comparison of the admin token's hash.
-        self.admin_token.is_some_and(|t| bool::from(hash.ct_eq(&t)))
-    }
-}
-
-/// A `file:` secret cordon may create: made with a random value on first start.
-fn generate_if_file(r: &SecretRef) -> Result<(), String> {
-    if let SecretRef::File(path) = r
-        && crate::secret_file::ensure_secret_file(path)?
-    {
-        tracing::info!("created {} with a new random secret (0600)", path.display());
-    }
-    Ok(())
-}
 
 /// Shared by every connection of one running proxy.
 pub struct ProxyState {
@@ -158,12 +53,17 @@ pub struct ProxyState {
     pub(crate) leaves: LeafCache,
     /// Sandboxes created at run time.
     pub control: Control,
+    /// The PostgreSQL store this replica shares state through, if any.
+    shared: Option<Arc<shared::Shared>>,
     /// Open connections and tunnels by sandbox.
     pub(crate) sessions: Arc<Sessions>,
     /// What `/metrics` serves.
     pub(crate) metrics: Arc<Metrics>,
-    /// Rates, caps and byte budgets (replaced on a reload that changes them).
+    /// Rates, caps and byte budgets (replaced on a reload that changes them, and when the number of live
+    /// replicas sharing a store changes: each enforces its share).
     limits: ArcSwap<Limits>,
+    /// Live replicas sharing the store (1 without one), which the limits are divided by.
+    replicas: std::sync::atomic::AtomicUsize,
     /// Requests held for a human's approval, and standing grants.
     pub approvals: Arc<Approvals>,
     /// Throttled authentication failures waiting to be audited.
@@ -205,10 +105,7 @@ impl ProxyState {
                 Some(key.map_err(|e| format!("control.signing_key: {e}"))?)
             }
         };
-        let control = Control::open(config.control.store.as_deref(), key)?;
-        if config.control.store.is_none() {
-            tracing::info!("control.store is not set: sandboxes created at run time live in memory only");
-        }
+        let opened = shared::open(&config, &generation, key).await?;
         let webhook_secret = match config.approval.webhook.as_ref().and_then(|w| w.secret.as_ref()) {
             None => None,
             Some(r) => Some(
@@ -237,18 +134,22 @@ impl ProxyState {
                 inner: sink,
                 metrics: metrics.clone(),
             }),
-            cas: SandboxCas::new(config.ca.dir.clone()),
+            cas: opened.cas,
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
-            control,
+            control: opened.control,
+            shared: opened.shared,
             sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
             metrics,
             limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates)),
+            replicas: std::sync::atomic::AtomicUsize::new(1),
             approvals,
             auth_bursts: AuthBursts::default(),
             unauthenticated: Arc::default(),
             tasks: TaskTracker::new(),
             hard_stop,
         });
+        state.ensure_declared_cas(&state.current()).await?;
+        shared::start(&state, opened.events);
         tokio::spawn(maintain(Arc::downgrade(&state)));
         Ok(state)
     }
@@ -295,10 +196,16 @@ impl ProxyState {
         let generation = Generation::build(number, config, &self.self_addrs, &self.metrics)
             .await
             .map_err(|e| vec![e])?;
+        // Replicas sharing a store: the CAs of newly declared sandboxes exist before the configuration is in force.
+        self.ensure_declared_cas(&generation).await.map_err(|e| vec![e])?;
         if generation.config.limits.rates != old.config.limits.rates {
             // New bounds start from fresh counters; open guards give their slots back to the old ones.
-            self.limits
-                .store(Arc::new(Limits::new(&generation.config.limits.rates)));
+            let share = generation
+                .config
+                .limits
+                .rates
+                .share(self.replicas.load(Ordering::Relaxed));
+            self.limits.store(Arc::new(Limits::new(&share)));
         }
         self.generations.store(number, Ordering::SeqCst);
         self.live.store(Arc::new(generation));

@@ -1,0 +1,69 @@
+//! A replica's share of the limits when several replicas share a PostgreSQL store: each enforces the rates
+//! and open-connection caps divided by the number of live replicas, so that together they allow what the
+//! configuration says. Byte budgets and the authentication throttle are not divided (see docs/control-plane.md).
+
+use std::num::NonZeroU32;
+
+use super::{LimitSpec, Rate};
+
+impl LimitSpec {
+    /// This configuration's limits for one of `replicas` live replicas (rounded up, never below 1).
+    pub(crate) fn share(&self, replicas: usize) -> LimitSpec {
+        let n = u32::try_from(replicas.max(1)).unwrap_or(u32::MAX);
+        if n == 1 {
+            return self.clone();
+        }
+        let part = |v: NonZeroU32| NonZeroU32::new(v.get().div_ceil(n)).unwrap_or(NonZeroU32::MIN);
+        let rate = |r: Option<Rate>| {
+            r.map(|r| Rate {
+                per_second: part(r.per_second),
+                burst: part(r.burst),
+            })
+        };
+        let cap = |c: Option<u32>| c.map(|c| c.div_ceil(n).max(1));
+        LimitSpec {
+            sandbox_requests: rate(self.sandbox_requests),
+            user_requests: rate(self.user_requests),
+            host_requests: rate(self.host_requests),
+            sandbox_connections: rate(self.sandbox_connections),
+            sandbox_open: cap(self.sandbox_open),
+            user_open: cap(self.user_open),
+            ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn rate(per_second: u32, burst: u32) -> Option<Rate> {
+        Some(Rate {
+            per_second: NonZeroU32::new(per_second).unwrap(),
+            burst: NonZeroU32::new(burst).unwrap(),
+        })
+    }
+
+    #[test]
+    fn divided_by_live_replicas_rounded_up() {
+        let spec = LimitSpec {
+            sandbox_requests: rate(100, 10),
+            user_requests: rate(7, 1),
+            sandbox_open: Some(10),
+            sandbox_upload: Some(1000),
+            auth_failures: rate(5, 5),
+            ..LimitSpec::default()
+        };
+        assert_eq!(spec.share(1), spec);
+        assert_eq!(spec.share(0), spec);
+        let third = spec.share(3);
+        assert_eq!(third.sandbox_requests, rate(34, 4));
+        assert_eq!(third.user_requests, rate(3, 1));
+        assert_eq!(third.sandbox_open, Some(4));
+        // Budgets and the authentication throttle are not divided.
+        assert_eq!(third.sandbox_upload, Some(1000));
+        assert_eq!(third.auth_failures, rate(5, 5));
+        assert_eq!(spec.share(1000).user_requests, rate(1, 1));
+    }
+}

@@ -1,0 +1,121 @@
+//! One configuration generation: the configuration in force and everything built from it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use secrecy::ExposeSecret;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::config::Config;
+use crate::config::credentials::SecretRef;
+use crate::credentials::apply::Credentials;
+use crate::identity::Identities;
+use crate::metrics::Metrics;
+use crate::net::{Dialer, Guard};
+use crate::policy::Policy;
+use crate::upstream::pool::{self, Upstreams};
+
+/// One configuration in force, with everything built from it.
+pub struct Generation {
+    /// 1 for the configuration cordon started with, then one more per successful reload.
+    pub number: u64,
+    /// The configuration.
+    pub(crate) config: Arc<Config>,
+    /// The sandboxes declared in it.
+    pub(crate) identities: Identities,
+    /// Resolution, address guard and dialling.
+    pub(crate) dialer: Dialer,
+    /// Pooled, verified connections to upstreams, per sandbox.
+    pub(crate) upstreams: Upstreams,
+    /// Credentials and placeholders.
+    pub(crate) credentials: Credentials,
+    admin_token: Option<[u8; 32]>,
+}
+
+impl Generation {
+    pub(super) async fn build(
+        number: u64,
+        config: Config,
+        self_addrs: &[SocketAddr],
+        metrics: &Arc<Metrics>,
+    ) -> Result<Generation, String> {
+        let mut credentials = Credentials::new(&config)?;
+        credentials.set_metrics(metrics.clone());
+        // The exfiltration scan knows the stored secrets before any request has used them.
+        credentials.learn_stored().await;
+        let admin_token = match &config.control.admin_token {
+            None => None,
+            Some(r) => {
+                generate_if_file(r)?;
+                let token = credentials
+                    .secrets()
+                    .stored(r)
+                    .await
+                    .map_err(|e| format!("control.admin_token: {e}"))?;
+                Some(Sha256::digest(token.expose_secret().as_bytes()).into())
+            }
+        };
+        Generation::assemble(number, config, self_addrs, credentials, admin_token)
+    }
+
+    /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
+    /// listening on `listen.proxy` would build it, without a file read or made and no secret source opened.
+    pub(crate) fn dry(config: Config) -> Result<Generation, String> {
+        let credentials = Credentials::inert(&config)?;
+        let proxy = config.listen.proxy;
+        Generation::assemble(0, config, &[proxy], credentials, None)
+    }
+
+    fn assemble(
+        number: u64,
+        config: Config,
+        self_addrs: &[SocketAddr],
+        credentials: Credentials,
+        admin_token: Option<[u8; 32]>,
+    ) -> Result<Generation, String> {
+        let guard = Guard::new(
+            config.network.allow_cidrs.clone(),
+            config.network.dangerous_allow_metadata.clone(),
+            self_addrs.to_vec(),
+        );
+        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
+        let tls = pool::client_config(&config.upstream.extra_roots)?;
+        Ok(Generation {
+            number,
+            identities: Identities::new(&config.sandboxes),
+            upstreams: Upstreams::new(
+                dialer.clone(),
+                tls,
+                config.upstream.pool_idle,
+                config.timeouts.connect + config.timeouts.tls_handshake,
+            ),
+            dialer,
+            credentials,
+            admin_token,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The policy with this name.
+    pub(crate) fn policy(&self, name: &str) -> Option<&Policy> {
+        self.config.policies.get(name)
+    }
+
+    /// Whether `presented` is the admin API's bearer token.
+    pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
+        let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        // SECURITY: constant-time comparison of the admin token's hash.
+        self.admin_token.is_some_and(|t| bool::from(hash.ct_eq(&t)))
+    }
+}
+
+/// A `file:` secret cordon may create: made with a random value on first start.
+pub(super) fn generate_if_file(r: &SecretRef) -> Result<(), String> {
+    if let SecretRef::File(path) = r
+        && crate::secret_file::ensure_secret_file(path)?
+    {
+        tracing::info!("created {} with a new random secret (0600)", path.display());
+    }
+    Ok(())
+}
