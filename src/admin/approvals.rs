@@ -4,12 +4,18 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
-use crate::approval::{DecideError, Scope, Verdict};
+use crate::approval::{DecideError, Scope, Verdict, Written, check_decision};
 use crate::state::ProxyState;
 
-/// `GET /v1/approvals`: what is waiting, oldest first.
-pub(super) fn list(state: &ProxyState) -> AdminResponse {
-    json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }))
+/// `GET /v1/approvals`: what is waiting, oldest first (on every replica sharing a PostgreSQL store).
+pub(super) async fn list(state: &ProxyState) -> AdminResponse {
+    let Some(mirror) = state.approvals.mirror() else {
+        return json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }));
+    };
+    match mirror.list().await {
+        Ok(all) => json_response(StatusCode::OK, &json!({ "pending": all })),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+    }
 }
 
 fn field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
@@ -17,7 +23,7 @@ fn field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// `POST /v1/approvals/{id}` with `{"decision": "allow"|"deny", "scope": "once"|"always", "by": "..."}`.
-pub(super) fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
+pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
     if let Some(k) = body
         .as_object()
         .and_then(|o| o.keys().find(|k| !["decision", "scope", "by"].contains(&k.as_str())))
@@ -47,6 +53,30 @@ pub(super) fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminRespons
     let Some(by) = field(body, "by") else {
         return invalid("by: say who decides (a name, for the audit record)".into());
     };
+    if let Err(e) = check_decision(verdict, scope, by) {
+        return failed(id, e);
+    }
+    // Held by another replica sharing the store: the decision is written there and that replica applies it.
+    if let Some(mirror) = state.approvals.mirror()
+        && !state.approvals.holds(id)
+    {
+        let written = Written {
+            verdict,
+            scope,
+            by: by.to_owned(),
+        };
+        return match mirror.decide(id, &written).await {
+            Ok(Some(pending)) => {
+                tracing::info!(approval = %id, by, ?verdict, ?scope, "approval decided for another replica");
+                json_response(
+                    StatusCode::OK,
+                    &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
+                )
+            }
+            Ok(None) => failed(id, DecideError::NotFound(id.to_owned())),
+            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+        };
+    }
     match state.approvals.decide(id, verdict, scope, by) {
         Ok(pending) => {
             tracing::info!(approval = %pending.id, sandbox = %pending.ask.sandbox, by, ?verdict, ?scope, "approval decided");
@@ -55,12 +85,18 @@ pub(super) fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminRespons
                 &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
             )
         }
-        Err(DecideError::NotFound(_)) => error(
+        Err(e) => failed(id, e),
+    }
+}
+
+fn failed(id: &str, e: DecideError) -> AdminResponse {
+    match e {
+        DecideError::NotFound(_) => error(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no pending approval {id:?} (decided already, timed out, or never asked)"),
         ),
-        Err(DecideError::Invalid(m)) => invalid(m),
+        DecideError::Invalid(m) => invalid(m),
     }
 }
 

@@ -132,12 +132,12 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
         (["v1", "replicas"], &Method::GET) => replicas(state).await,
         (["v1", "replicas"], _) => not_allowed("GET"),
-        (["v1", "approvals"], &Method::GET) => approvals::list(state),
+        (["v1", "approvals"], &Method::GET) => approvals::list(state).await,
         (["v1", "approvals"], _) => not_allowed("GET"),
         (["v1", "approvals", id], &Method::POST) => {
             let id = id.to_string();
             match body(req).await {
-                Ok(v) => approvals::decide(state, &id, &v),
+                Ok(v) => approvals::decide(state, &id, &v).await,
                 Err(resp) => resp,
             }
         }

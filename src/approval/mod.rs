@@ -12,6 +12,7 @@
 
 mod grants;
 mod ids;
+mod shared;
 mod shown;
 mod types;
 pub mod webhook;
@@ -29,6 +30,7 @@ use crate::identity::Sandbox;
 
 use grants::Grants;
 use ids::fresh_id;
+pub(crate) use shared::{Mirror, Written};
 pub(crate) use shown::{excerpt, unmisleading};
 pub(crate) use types::{Ask, BodySeen, DecideError, Decision, Grant, Header, Outcome, Over, Pending, Scope, Verdict};
 use webhook::Webhook;
@@ -66,6 +68,8 @@ pub struct Approvals {
     timeout: Duration,
     webhook: Option<Arc<Webhook>>,
     state: Mutex<State>,
+    /// Where asks are shared with other replicas (a PostgreSQL store), if anywhere.
+    mirror: Option<Arc<Mirror>>,
 }
 
 impl Approvals {
@@ -97,7 +101,31 @@ impl Approvals {
             timeout,
             webhook: webhook.map(Arc::new),
             state: Mutex::new(State::default()),
+            mirror: None,
         }
+    }
+
+    /// The same registry sharing its asks through `mirror`.
+    pub(crate) fn with_mirror(self, mirror: Mirror) -> Approvals {
+        Approvals {
+            mirror: Some(Arc::new(mirror)),
+            ..self
+        }
+    }
+
+    /// Where asks are shared, if anywhere.
+    pub(crate) fn mirror(&self) -> Option<&Arc<Mirror>> {
+        self.mirror.as_ref()
+    }
+
+    /// The ids of the asks this replica holds.
+    pub(crate) fn held(&self) -> Vec<String> {
+        self.state().pending.keys().cloned().collect()
+    }
+
+    /// Whether this replica holds the ask `id`.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        self.state().pending.contains_key(id)
     }
 
     /// The same registry holding at most `per_sandbox` asks of one sandbox and `per_user` of one user at once.
@@ -154,13 +182,18 @@ impl Approvals {
                 announced,
                 deadline: started + self.timeout,
             };
+            let shown = self.mirror.is_some().then(|| entry.pending.clone());
             state.pending.insert(id.clone(), entry);
-            id
+            (id, shown)
         };
+        let (id, shown) = id;
         let _withdraw = Withdraw {
             approvals: self,
             id: id.clone(),
         };
+        if let (Some(mirror), Some(pending)) = (&self.mirror, shown) {
+            mirror.publish(&pending).await;
+        }
         let decision = match tokio::time::timeout(self.timeout, &mut woken).await {
             Ok(Ok(decision)) => Some(decision),
             // Timed out, unless a decision came in meanwhile: `decide` takes the entry and wakes under the lock.
@@ -192,16 +225,7 @@ impl Approvals {
     /// characters); an allow with scope `always` or `exact` also creates a [`Grant`]; a deny is `once` only.
     /// Returns the pending approval as it was.
     pub(crate) fn decide(&self, id: &str, verdict: Verdict, scope: Scope, by: &str) -> Result<Pending, DecideError> {
-        if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
-            return Err(DecideError::Invalid(format!(
-                "by must name who decides in 1-{MAX_BY} characters without control characters"
-            )));
-        }
-        if verdict == Verdict::Deny && scope != Scope::Once {
-            return Err(DecideError::Invalid(
-                "always and exact apply to allow only; add a policy rule to refuse for good".to_string(),
-            ));
-        }
+        check_decision(verdict, scope, by)?;
         let decision = Decision {
             verdict,
             scope,
@@ -335,6 +359,21 @@ impl Approvals {
     }
 }
 
+/// Whether a decision may be taken as it is: who decides is named, and a deny is `once`.
+pub(crate) fn check_decision(verdict: Verdict, scope: Scope, by: &str) -> Result<(), DecideError> {
+    if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
+        return Err(DecideError::Invalid(format!(
+            "by must name who decides in 1-{MAX_BY} characters without control characters"
+        )));
+    }
+    if verdict == Verdict::Deny && scope != Scope::Once {
+        return Err(DecideError::Invalid(
+            "always and exact apply to allow only; add a policy rule to refuse for good".to_string(),
+        ));
+    }
+    Ok(())
+}
+
 /// Withdraws an ask when its waiting ends in any way, including the future being dropped.
 struct Withdraw<'a> {
     approvals: &'a Approvals,
@@ -345,6 +384,11 @@ impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         if self.approvals.state().pending.remove(&self.id).is_some() {
             tracing::debug!(id = %self.id, "approval: withdrawn (the request went away)");
+        }
+        // Shared asks leave the shared list however they ended.
+        if let (Some(mirror), Ok(runtime)) = (self.approvals.mirror.clone(), tokio::runtime::Handle::try_current()) {
+            let id = std::mem::take(&mut self.id);
+            runtime.spawn(async move { mirror.withdraw(&id).await });
         }
     }
 }

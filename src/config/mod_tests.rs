@@ -180,3 +180,35 @@ credentials:
         has(&errs, needle);
     }
 }
+
+#[test]
+fn a_postgres_store_is_checked_before_anything_connects() {
+    // A password in the URL, plain text off loopback, no store key: each named with its path.
+    let e = errors("control:\n  store: \"postgres://cordon:hunter2@db.internal/cordon\"\n  signing_key: { env: K }\n");
+    has(&e, "control.store: carries a password");
+    has(
+        &e,
+        "control.store: reaches a server off this host without `sslmode=require`",
+    );
+    has(&e, "control.store_key: is required with a postgres:// store");
+    // The store is set, so the signing key is not said to lack one.
+    assert!(!e.iter().any(|m| m.contains("control.signing_key")), "{e:?}");
+    let e = errors("control:\n  store: \"postgres://c@db.internal/c?sslmode=bogus\"\n  store_key: { env: K }\n");
+    has(&e, "control.store: is not a PostgreSQL connection URL");
+    // Loopback may go in clear; a good one is accepted.
+    assert!(errors("control:\n  store: \"postgres://c@127.0.0.1:5432/c\"\n  store_key: { env: K }\n").is_empty());
+    assert!(
+        errors("control:\n  store: \"postgres://c@db.internal/c?sslmode=require\"\n  store_password: { env: P }\n  store_key: { file: /k }\n")
+            .is_empty()
+    );
+    // The companions of a PostgreSQL store make no sense with a file.
+    let e = errors("control:\n  store: state/x.db\n  store_key: { env: K }\n  store_ca_file: /nope.pem\n");
+    has(
+        &e,
+        "control.store_key: is set but control.store is not a postgres:// URL",
+    );
+    has(
+        &e,
+        "control.store_ca_file: is set but control.store is not a postgres:// URL",
+    );
+}

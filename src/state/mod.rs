@@ -13,7 +13,7 @@ use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::approval::Approvals;
+use crate::approval::{Approvals, Mirror};
 use crate::audit;
 use crate::config::Config;
 use crate::control::{self, Control};
@@ -117,11 +117,16 @@ impl ProxyState {
                     .map_err(|e| format!("approval.webhook.secret: {e}"))?,
             ),
         };
-        let approvals = Arc::new(Approvals::configured(
-            &config.approval,
-            &config.upstream.extra_roots,
-            webhook_secret,
-        )?);
+        let mut approvals = Approvals::configured(&config.approval, &config.upstream.extra_roots, webhook_secret)?;
+        if let Some(shared) = &opened.shared {
+            let mirror = Mirror::new(
+                shared.db.clone(),
+                shared.registry.id().to_owned(),
+                config.approval.timeout,
+            );
+            approvals = approvals.with_mirror(mirror);
+        }
+        let approvals = Arc::new(approvals);
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);

@@ -248,11 +248,27 @@ impl ProxyState {
 impl ProxyState {
     /// Re-read the decisions of the asks this replica holds (after missed announcements).
     async fn resync_approvals(&self) -> Result<(), String> {
+        for id in self.approvals.held() {
+            self.approval_decided(&id).await?;
+        }
         Ok(())
     }
 
     /// A pending approval was decided on some replica: release the request if this replica holds it.
-    async fn approval_decided(&self, _id: &str) -> Result<(), String> {
+    async fn approval_decided(&self, id: &str) -> Result<(), String> {
+        let Some(mirror) = self.approvals.mirror() else {
+            return Ok(());
+        };
+        if !self.approvals.holds(id) {
+            return Ok(());
+        }
+        let Some(written) = mirror.decision(id).await.map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        match self.approvals.decide(id, written.verdict, written.scope, &written.by) {
+            Ok(_) => tracing::info!(approval = %id, by = %written.by, "approval decided on another replica, applied"),
+            Err(e) => tracing::debug!(approval = %id, "a decision from another replica: {e}"),
+        }
         Ok(())
     }
 

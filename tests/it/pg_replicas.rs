@@ -15,6 +15,17 @@ use crate::pg_rig::Pg;
 /// One replica on `pg`, with a folder of its own (no CA folder or store file shared), the admin token and
 /// signing key shared through `shared`.
 pub(crate) async fn pg_replica(pg: &Pg, shared: &Path, name: &str, up: u16) -> Replica {
+    pg_replica_edit(pg, shared, name, up, |y| y).await
+}
+
+/// [`pg_replica`] with its configuration passed through `edit` at the end.
+pub(crate) async fn pg_replica_edit(
+    pg: &Pg,
+    shared: &Path,
+    name: &str,
+    up: u16,
+    edit: impl Fn(String) -> String,
+) -> Replica {
     let own = shared.join(name);
     std::fs::create_dir_all(&own).unwrap();
     std::fs::write(shared.join("pg-password"), Pg::PASSWORD).unwrap();
@@ -34,6 +45,7 @@ pub(crate) async fn pg_replica(pg: &Pg, shared: &Path, name: &str, up: u16) -> R
             ),
         )
         .replace(&format!("ca: {{ dir: {d}/cas }}"), &format!("ca: {{ dir: {own}/cas }}"))
+        .pipe(&edit)
     })
     .await
 }
@@ -61,6 +73,14 @@ async fn tunnel(r: &Replica, id: &str, credential: &str, port: u16) -> tokio::ne
     assert_eq!(crate::rig::read_connect_response(&mut s).await, 200);
     s
 }
+
+/// `x.pipe(f)` is `f(x)`.
+trait Pipe: Sized {
+    fn pipe(self, f: &impl Fn(Self) -> Self) -> Self {
+        f(self)
+    }
+}
+impl Pipe for String {}
 
 fn ca_of(dir: &Path, id: &str, v: &Value) -> PathBuf {
     let p = dir.join(format!("{id}-ca.pem"));
@@ -293,4 +313,100 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_another() {
+    let pg = Pg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path()).await;
+    let port = up.addr.port();
+    let ask = move |yaml: String| {
+        yaml.replace(
+            "  web:\n    allow:\n",
+            &format!(
+                "  web:\n    allow:\n      - host: unlisted.test\n        ports: [{port}]\n        paths: [\"/api/**\"]\n        action: ask\n"
+            ),
+        )
+    };
+    let a = pg_replica_edit(&pg, dir.path(), "a", port, ask).await;
+    let b = pg_replica_edit(&pg, dir.path(), "b", port, ask).await;
+    let (_, shown) = admin_get(&a, "/v1/sandboxes/sb1").await;
+    let ca = ca_of(dir.path(), "sb1", &shown);
+    // Held on b.
+    let held = {
+        let (proxy, ca) = (b.proxy, ca.clone());
+        std::thread::spawn(move || {
+            let out = crate::cli::curl()
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30"])
+                .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{proxy}")])
+                .arg("--cacert")
+                .arg(&ca)
+                .arg(format!("https://unlisted.test:{port}/api/deploy"))
+                .output()
+                .unwrap();
+            (String::from_utf8_lossy(&out.stdout).trim().to_owned(), Instant::now())
+        })
+    };
+    // Listed on a, which does not hold it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        let (status, list) = admin_get(&a, "/v1/approvals").await;
+        assert_eq!(status, 200, "{list}");
+        if let Some(p) = list["pending"].as_array().and_then(|l| l.first()) {
+            assert_eq!(p["sandbox"], "sb1", "{p}");
+            assert_eq!(p["path"], "/api/deploy", "{p}");
+            break p["id"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the ask held on b never showed on a");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // A decision that is not acceptable is refused on a before anything is written.
+    let token = a.admin_token();
+    let (status, _, text) = crate::control_rig::admin_request(
+        a.admin_addr(),
+        "POST",
+        &format!("/v1/approvals/{id}"),
+        Some(&token),
+        r#"{"decision":"deny","scope":"always","by":"ops"}"#,
+    )
+    .await;
+    assert_eq!(status, 422, "{text}");
+    // Allowed through a: b releases the request within a second.
+    let (status, _, text) = crate::control_rig::admin_request(
+        a.admin_addr(),
+        "POST",
+        &format!("/v1/approvals/{id}"),
+        Some(&token),
+        r#"{"decision":"allow","by":"ops"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let decided = Instant::now();
+    let (code, done) = tokio::task::spawn_blocking(move || held.join().unwrap()).await.unwrap();
+    assert_eq!(code, "200");
+    let took = done.saturating_duration_since(decided);
+    assert!(
+        took < Duration::from_secs(1),
+        "b released the request {took:?} after the decision on a"
+    );
+    // Decided: gone from every replica's list, and a second decision finds nothing.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (_, list) = admin_get(&b, "/v1/approvals").await;
+        if list["pending"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a decided ask stayed listed: {list}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, _, _) = crate::control_rig::admin_request(
+        b.admin_addr(),
+        "POST",
+        &format!("/v1/approvals/{id}"),
+        Some(&token),
+        r#"{"decision":"allow","by":"ops"}"#,
+    )
+    .await;
+    assert_eq!(status, 404);
 }
