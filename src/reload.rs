@@ -336,6 +336,14 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", new.control.postgres),
     );
     same("approval", format!("{:?}", old.approval), format!("{:?}", new.approval));
+    if new.control.postgres.is_some() {
+        // Replicas count bytes in the same wall-clock slots; a slot of another length would not add up.
+        same(
+            "limits.per_sandbox.budget_window (with a PostgreSQL store)",
+            format!("{:?}", old.limits.rates.budget_window),
+            format!("{:?}", new.limits.rates.budget_window),
+        );
+    }
     same(
         "control.signing_key",
         format!("{:?}", old.control.signing_key),

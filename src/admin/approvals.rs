@@ -105,9 +105,17 @@ pub(super) fn grants(state: &ProxyState) -> AdminResponse {
     json_response(StatusCode::OK, &json!({ "grants": state.approvals.grants() }))
 }
 
-/// `DELETE /v1/grants/{id}`.
-pub(super) fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
-    if state.approvals.revoke_grant(id) {
+/// `DELETE /v1/grants/{id}` (on every replica sharing a PostgreSQL store).
+pub(super) async fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
+    let here = state.approvals.revoke_grant(id);
+    let stored = match state.approvals.mirror() {
+        None => false,
+        Some(mirror) => match mirror.remove_grant(id).await {
+            Ok(stored) => stored,
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+        },
+    };
+    if here || stored {
         tracing::info!(grant = %id, "grant removed");
         json_response(StatusCode::OK, &json!({"removed": id}))
     } else {

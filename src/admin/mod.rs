@@ -144,7 +144,7 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "approvals", _], _) => not_allowed("POST"),
         (["v1", "grants"], &Method::GET) => approvals::grants(state),
         (["v1", "grants"], _) => not_allowed("GET"),
-        (["v1", "grants", id], &Method::DELETE) => approvals::revoke_grant(state, id),
+        (["v1", "grants", id], &Method::DELETE) => approvals::revoke_grant(state, id).await,
         (["v1", "grants", _], _) => not_allowed("DELETE"),
         (["v1", "reload"], _) => not_allowed("POST"),
         _ => error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}")),

@@ -48,6 +48,24 @@ impl Grants {
         self.list.len() != before
     }
 
+    /// Add `grant`, or replace the one with its id (a grant another replica made).
+    pub(super) fn put(&mut self, grant: Grant) {
+        match self.list.iter_mut().find(|g| g.id == grant.id) {
+            Some(g) => *g = grant,
+            None => self.list.push(grant),
+        }
+    }
+
+    /// The one with this id.
+    pub(super) fn get(&self, id: &str) -> Option<&Grant> {
+        self.list.iter().find(|g| g.id == id)
+    }
+
+    /// Replace them all (with what the shared store holds).
+    pub(super) fn replace(&mut self, all: Vec<Grant>) {
+        self.list = all;
+    }
+
     /// Keep only the grants `keep` says still hold.
     pub(super) fn retain(&mut self, keep: impl FnMut(&Grant) -> bool) {
         self.list.retain(keep);

@@ -13,6 +13,7 @@
 mod grants;
 mod ids;
 mod shared;
+mod shared_grants;
 mod shown;
 mod types;
 pub mod webhook;
@@ -241,6 +242,9 @@ impl Approvals {
             if verdict == Verdict::Allow && scope != Scope::Once {
                 let grant = state.grants.add(&entry.pending, &decision, scope);
                 tracing::info!(grant = %grant, approval = %id, by = %by, "approval: standing grant created");
+                if let Some(made) = state.grants.get(&grant) {
+                    self.share_grant(made.clone());
+                }
             }
             (entry.pending, entry.announced)
         };
@@ -264,6 +268,33 @@ impl Approvals {
         revoked
     }
 
+    /// A grant another replica made (`Some`) or removed (`None` for `id`), applied here.
+    pub(crate) fn grant_elsewhere(&self, id: &str, grant: Option<Grant>) {
+        let mut state = self.state();
+        match grant {
+            Some(g) => state.grants.put(g),
+            None => {
+                state.grants.remove(id);
+            }
+        }
+    }
+
+    /// Every grant, as the shared store holds them.
+    pub(crate) fn grants_elsewhere(&self, all: Vec<Grant>) {
+        self.state().grants.replace(all);
+    }
+
+    /// Store a grant made here for the other replicas, in the background.
+    fn share_grant(&self, grant: Grant) {
+        if let (Some(mirror), Ok(runtime)) = (self.mirror.clone(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
+                if let Err(e) = mirror.publish_grant(&grant).await {
+                    tracing::warn!(grant = %grant.id, "a grant holds on this replica only: {e}");
+                }
+            });
+        }
+    }
+
     /// Drop everything of a sandbox that is gone: its grants, and its pending asks, which end as denied by "cordon".
     pub(crate) fn forget_sandbox(&self, sandbox: &str) {
         self.sweep(|who, _, _| who.id.as_str() != sandbox);
@@ -282,13 +313,26 @@ impl Approvals {
         let kept = |ask: &Ask| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
         let ended: Vec<(Pending, Option<JoinHandle<bool>>)> = {
             let mut state = self.state();
+            let mut dropped = Vec::new();
             state.grants.retain(|g| {
                 let held = keep(&g.who, g.rule, &g.rule_fingerprint);
                 if !held {
                     tracing::info!(grant = %g.id, sandbox = %g.sandbox, "approval: grant dropped, its sandbox or rule is gone");
+                    dropped.push(g.id.clone());
                 }
                 held
             });
+            if let (Some(mirror), Ok(runtime), false) = (
+                self.mirror.clone(),
+                tokio::runtime::Handle::try_current(),
+                dropped.is_empty(),
+            ) {
+                runtime.spawn(async move {
+                    for id in dropped {
+                        let _ = mirror.remove_grant(&id).await;
+                    }
+                });
+            }
             state
                 .pending
                 .extract_if(|_, e| !kept(&e.pending.ask))

@@ -43,6 +43,11 @@ impl Mirror {
         }
     }
 
+    /// The database.
+    pub(super) fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// Publish an ask this replica holds (bounded: a store that is down delays nobody by more than a second).
     pub(crate) async fn publish(&self, pending: &Pending) {
         let write = async {

@@ -22,6 +22,7 @@ mod open;
 mod rate;
 mod refusal;
 mod share;
+mod shared_bytes;
 mod unauthenticated;
 
 use std::fmt;
@@ -37,6 +38,7 @@ use self::open::Open;
 pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};
 pub(crate) use self::refusal::Refusal;
+pub use self::shared_bytes::{Counts, SharedBytes};
 pub use self::unauthenticated::{Unauthenticated, Waiting};
 
 /// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
@@ -124,6 +126,8 @@ pub struct Limits<C: Clock = MonotonicClock> {
     budgets: Budgets<C::Instant>,
     /// Failed-authentication throttle.
     auth: Auth<C>,
+    /// Byte counts shared with other replicas: budgets are then enforced on them instead.
+    shared_bytes: Option<std::sync::Arc<SharedBytes>>,
 }
 
 impl Limits {
@@ -146,7 +150,16 @@ impl<C: Clock + Clone> Limits<C> {
             open: Open::default(),
             budgets: Budgets::new(spec.budget_window, spec.sandbox_upload, spec.sandbox_download),
             auth: Auth::new(spec.auth_failures, spec.source_auth_failures, clock.clone()),
+            shared_bytes: None,
             clock,
+        }
+    }
+
+    /// The same limits enforcing byte budgets on counts shared with other replicas.
+    pub(crate) fn with_shared_bytes(self, shared: Option<std::sync::Arc<SharedBytes>>) -> Limits<C> {
+        Limits {
+            shared_bytes: shared,
+            ..self
         }
     }
 
@@ -229,6 +242,11 @@ impl<C: Clock + Clone> Limits<C> {
     /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
     /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
     pub(crate) fn budget(&self, sandbox: &str) -> Result<(), Refusal> {
+        if let Some(shared) = &self.shared_bytes {
+            return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
+                u >= b
+            });
+        }
         self.budgets.check(sandbox, self.clock.now())
     }
 
@@ -240,6 +258,12 @@ impl<C: Clock + Clone> Limits<C> {
     /// are counted even when no budget is set (for [`Limits::usage`]). Cheap: one lock and one lookup,
     /// no allocation once the sandbox has a window.
     pub fn bytes(&self, sandbox: &str, up: u64, down: u64) -> Result<(), Refusal> {
+        if let Some(shared) = &self.shared_bytes {
+            shared.add(sandbox, up, down);
+            return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
+                u > b
+            });
+        }
         self.budgets.count(sandbox, up, down, self.clock.now())
     }
 

@@ -41,10 +41,10 @@ CREATE TABLE grants (
 );
 CREATE TABLE budgets (
     sandbox    text NOT NULL,
-    day        bigint NOT NULL,
+    slot       bigint NOT NULL,
     up_bytes   bigint NOT NULL DEFAULT 0,
     down_bytes bigint NOT NULL DEFAULT 0,
-    PRIMARY KEY (sandbox, day)
+    PRIMARY KEY (sandbox, slot)
 );
 CREATE TABLE replicas (
     id      text PRIMARY KEY,

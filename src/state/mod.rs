@@ -29,6 +29,7 @@ use crate::tls::ca::{CaError, SandboxCa};
 use crate::tls::cache::LeafCache;
 use crate::tls::cas::SandboxCas;
 
+mod budgets;
 mod generation;
 mod shared;
 
@@ -62,6 +63,8 @@ pub struct ProxyState {
     /// Rates, caps and byte budgets (replaced on a reload that changes them, and when the number of live
     /// replicas sharing a store changes: each enforces its share).
     limits: ArcSwap<Limits>,
+    /// Byte counts shared with the other replicas (a PostgreSQL store), which budgets are enforced on.
+    shared_bytes: Option<Arc<crate::limits::SharedBytes>>,
     /// Live replicas sharing the store (1 without one), which the limits are divided by.
     replicas: std::sync::atomic::AtomicUsize,
     /// Requests held for a human's approval, and standing grants.
@@ -127,6 +130,11 @@ impl ProxyState {
             approvals = approvals.with_mirror(mirror);
         }
         let approvals = Arc::new(approvals);
+        // With a shared store, byte budgets are enforced on every replica's counts.
+        let shared_bytes = opened
+            .shared
+            .as_ref()
+            .map(|_| Arc::new(crate::limits::SharedBytes::new(config.limits.rates.budget_window)));
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
@@ -145,7 +153,8 @@ impl ProxyState {
             shared: opened.shared,
             sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
             metrics,
-            limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates)),
+            limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates).with_shared_bytes(shared_bytes.clone())),
+            shared_bytes,
             replicas: std::sync::atomic::AtomicUsize::new(1),
             approvals,
             auth_bursts: AuthBursts::default(),
@@ -155,6 +164,9 @@ impl ProxyState {
         });
         state.ensure_declared_cas(&state.current()).await?;
         shared::start(&state, opened.events);
+        if state.shared_bytes.is_some() {
+            tokio::spawn(budgets::flush_forever(Arc::downgrade(&state)));
+        }
         tokio::spawn(maintain(Arc::downgrade(&state)));
         Ok(state)
     }
@@ -210,7 +222,9 @@ impl ProxyState {
                 .limits
                 .rates
                 .share(self.replicas.load(Ordering::Relaxed));
-            self.limits.store(Arc::new(Limits::new(&share)));
+            self.limits.store(Arc::new(
+                Limits::new(&share).with_shared_bytes(self.shared_bytes.clone()),
+            ));
         }
         self.generations.store(number, Ordering::SeqCst);
         self.live.store(Arc::new(generation));

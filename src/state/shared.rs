@@ -165,6 +165,10 @@ impl ProxyState {
                 if let Some(cas) = cas {
                     cas.load_all().await.map_err(|e| e.to_string())?;
                 }
+                if let Some(mirror) = self.approvals.mirror() {
+                    let all = mirror.grants().await.map_err(|e| e.to_string())?;
+                    self.approvals.grants_elsewhere(all);
+                }
                 self.resync_approvals().await
             }
             Event::Sandbox(id) => {
@@ -273,7 +277,12 @@ impl ProxyState {
     }
 
     /// A grant was made or withdrawn on some replica.
-    async fn grant_changed(&self, _id: &str) -> Result<(), String> {
+    async fn grant_changed(&self, id: &str) -> Result<(), String> {
+        let Some(mirror) = self.approvals.mirror() else {
+            return Ok(());
+        };
+        let grant = mirror.grant(id).await.map_err(|e| e.to_string())?;
+        self.approvals.grant_elsewhere(id, grant);
         Ok(())
     }
 
@@ -288,7 +297,8 @@ impl ProxyState {
                 live,
                 "live replicas changed: this replica enforces 1/{live} of each rate limit"
             );
-            self.limits.store(Arc::new(crate::limits::Limits::new(&spec)));
+            let limits = crate::limits::Limits::new(&spec).with_shared_bytes(self.shared_bytes.clone());
+            self.limits.store(Arc::new(limits));
         }
     }
 }

@@ -331,36 +331,13 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
     };
     let a = pg_replica_edit(&pg, dir.path(), "a", port, ask).await;
     let b = pg_replica_edit(&pg, dir.path(), "b", port, ask).await;
+    let c = pg_replica_edit(&pg, dir.path(), "c", port, ask).await;
     let (_, shown) = admin_get(&a, "/v1/sandboxes/sb1").await;
     let ca = ca_of(dir.path(), "sb1", &shown);
     // Held on b.
-    let held = {
-        let (proxy, ca) = (b.proxy, ca.clone());
-        std::thread::spawn(move || {
-            let out = crate::cli::curl()
-                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30"])
-                .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{proxy}")])
-                .arg("--cacert")
-                .arg(&ca)
-                .arg(format!("https://unlisted.test:{port}/api/deploy"))
-                .output()
-                .unwrap();
-            (String::from_utf8_lossy(&out.stdout).trim().to_owned(), Instant::now())
-        })
-    };
+    let held = held_request(b.proxy, ca.clone(), port);
     // Listed on a, which does not hold it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let id = loop {
-        let (status, list) = admin_get(&a, "/v1/approvals").await;
-        assert_eq!(status, 200, "{list}");
-        if let Some(p) = list["pending"].as_array().and_then(|l| l.first()) {
-            assert_eq!(p["sandbox"], "sb1", "{p}");
-            assert_eq!(p["path"], "/api/deploy", "{p}");
-            break p["id"].as_str().unwrap().to_owned();
-        }
-        assert!(Instant::now() < deadline, "the ask held on b never showed on a");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let id = pending_on(&a).await;
     // A decision that is not acceptable is refused on a before anything is written.
     let token = a.admin_token();
     let (status, _, text) = crate::control_rig::admin_request(
@@ -378,7 +355,7 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
         "POST",
         &format!("/v1/approvals/{id}"),
         Some(&token),
-        r#"{"decision":"allow","by":"ops"}"#,
+        r#"{"decision":"allow","scope":"always","by":"ops"}"#,
     )
     .await;
     assert_eq!(status, 200, "{text}");
@@ -409,4 +386,153 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
     )
     .await;
     assert_eq!(status, 404);
+
+    // The standing grant the decision made (on b, which held the request) applies on c at once.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let grant = loop {
+        let (_, grants) = admin_get(&c, "/v1/grants").await;
+        if let Some(id) = grants["grants"][0]["id"].as_str() {
+            break id.to_owned();
+        }
+        let rows = pg.psql("SELECT id, sandbox FROM grants");
+        assert!(Instant::now() < deadline, "no grant on c: {grants}; stored: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let through_c = held_request(c.proxy, ca.clone(), port);
+    let (code, _) = tokio::task::spawn_blocking(move || through_c.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code, "200", "the grant made on b did not apply on c");
+    // Removed through a: asked again everywhere (here on b; denied through a).
+    let (status, _, text) = crate::control_rig::admin_request(
+        a.admin_addr(),
+        "DELETE",
+        &format!("/v1/grants/{grant}"),
+        Some(&token),
+        "",
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = held_request(b.proxy, ca.clone(), port);
+    let id = pending_on(&a).await;
+    let (status, _, text) = crate::control_rig::admin_request(
+        a.admin_addr(),
+        "POST",
+        &format!("/v1/approvals/{id}"),
+        Some(&token),
+        r#"{"decision":"deny","by":"ops"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let (code, _) = tokio::task::spawn_blocking(move || again.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code, "403", "a removed grant still let the request through");
+}
+
+/// `POST https://unlisted.test/api/deploy` as sb1 through the proxy on `proxy`, in a thread: (status, when done).
+fn held_request(proxy: u16, ca: PathBuf, port: u16) -> std::thread::JoinHandle<(String, Instant)> {
+    std::thread::spawn(move || {
+        let out = crate::cli::curl()
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{proxy}")])
+            .arg("--cacert")
+            .arg(&ca)
+            .arg(format!("https://unlisted.test:{port}/api/deploy"))
+            .output()
+            .unwrap();
+        (String::from_utf8_lossy(&out.stdout).trim().to_owned(), Instant::now())
+    })
+}
+
+/// The id of the first pending approval listed on `r`, waiting up to 10 s for one.
+async fn pending_on(r: &Replica) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, list) = admin_get(r, "/v1/approvals").await;
+        assert_eq!(status, 200, "{list}");
+        if let Some(p) = list["pending"].as_array().and_then(|l| l.first()) {
+            assert_eq!(p["sandbox"], "sb1", "{p}");
+            assert_eq!(p["path"], "/api/deploy", "{p}");
+            return p["id"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "no pending approval showed on the replica");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// curl `url` through `r` as `id:credential`: (HTTP status, CONNECT status, bytes of body received).
+fn fetch(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> (u16, u16, u64) {
+    let out = crate::cli::curl()
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{http_connect} %{size_download}",
+        ])
+        .args(["--max-time", "10"])
+        .args(["-x", &format!("http://{id}:{credential}@127.0.0.1:{}", r.proxy)])
+        .arg("--cacert")
+        .arg(ca)
+        .arg(url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    (next() as u16, next() as u16, next())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_byte_budget_holds_across_replicas_within_the_written_bound() {
+    let pg = Pg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path()).await;
+    let port = up.addr.port();
+    // 250 KiB a window; /big is 100 000 bytes.
+    let budget = |yaml: String| {
+        yaml.replace(
+            "timeouts:\n",
+            "limits:\n  per_sandbox:\n    download: 250KiB\n    budget_window: 1h\ntimeouts:\n",
+        )
+    };
+    let a = pg_replica_edit(&pg, dir.path(), "a", port, budget).await;
+    let b = pg_replica_edit(&pg, dir.path(), "b", port, budget).await;
+    let c = pg_replica_edit(&pg, dir.path(), "c", port, budget).await;
+    let (id, cred, ca) = create(&a, dir.path()).await;
+    let big = format!("https://allowed.test:{port}/big");
+    // 200 000 bytes through a.
+    for _ in 0..2 {
+        assert_eq!(fetch(&a, &id, &cred, &ca, &big), (200, 200, 100_000));
+    }
+    // After a flush interval (1 s) the others know: c lets through only what is left of the budget (56 000
+    // bytes; the bound allows one chunk more), then cuts.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (_, _, got) = fetch(&c, &id, &cred, &ca, &big);
+    assert!(
+        got < 100_000,
+        "c let the whole body through a spent budget ({got} bytes)"
+    );
+    // And then every replica refuses the sandbox.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for r in [&a, &b, &c] {
+        let (_, connect, got) = fetch(r, &id, &cred, &ca, &big);
+        assert_eq!(
+            (connect, got),
+            (429, 0),
+            "a replica still served a sandbox over its budget"
+        );
+    }
+    // The counts live in PostgreSQL, per window slot.
+    let total: u64 = pg
+        .psql(&format!("SELECT sum(down_bytes) FROM budgets WHERE sandbox = '{id}'"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((200_000..=400_000).contains(&total), "{total}");
+    // Another sandbox is unaffected.
+    let (other, other_cred, other_ca) = create(&b, dir.path()).await;
+    assert_eq!(fetch(&c, &other, &other_cred, &other_ca, &big), (200, 200, 100_000));
 }

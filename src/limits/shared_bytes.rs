@@ -1,0 +1,170 @@
+//! Byte budgets enforced across replicas sharing a store: each replica counts what it moves here, a flusher
+//! (outside this module) adds those counts to the shared totals of the current window every second and brings
+//! back every replica's totals. A sandbox is over its budget when the last shared totals plus what this replica
+//! moved since reach it. Windows are fixed slots of wall-clock time (`unix seconds / window`), the same on every
+//! replica.
+//!
+//! Overshoot bound: what other replicas moved since their last flush is unseen here, so a sandbox whose traffic is
+//! spread over N replicas can pass its budget by at most what the other N-1 replicas move for it in one flush
+//! interval (plus the one chunk in flight on each, as without sharing).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::Refusal;
+
+/// Bytes (up, down) per sandbox.
+pub type Counts = HashMap<String, (u64, u64)>;
+
+#[derive(Default)]
+struct Inner {
+    /// The slot `totals` are for.
+    slot: u64,
+    /// Every replica's bytes in `slot`, as of the last flush.
+    totals: Counts,
+    /// Bytes counted here since the last flush.
+    unflushed: Counts,
+}
+
+/// The shared byte counts of one replica.
+pub struct SharedBytes {
+    window: Duration,
+    inner: Mutex<Inner>,
+}
+
+impl SharedBytes {
+    /// Counts for windows of `window` (at least one second).
+    pub fn new(window: Duration) -> SharedBytes {
+        SharedBytes {
+            window: window.max(Duration::from_secs(1)),
+            inner: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The slot of wall-clock time now.
+    pub fn slot_now(&self) -> u64 {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        now.as_secs() / self.window.as_secs().max(1)
+    }
+
+    /// How long until the current slot ends.
+    fn left(&self) -> Duration {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let w = self.window.as_secs().max(1);
+        Duration::from_secs(w - now.as_secs() % w)
+    }
+
+    /// Count bytes moved here.
+    pub(crate) fn add(&self, sandbox: &str, up: u64, down: u64) {
+        if up == 0 && down == 0 {
+            return;
+        }
+        let mut inner = self.lock();
+        match inner.unflushed.get_mut(sandbox) {
+            Some(c) => *c = (c.0.saturating_add(up), c.1.saturating_add(down)),
+            None => {
+                inner.unflushed.insert(sandbox.to_owned(), (up, down));
+            }
+        }
+    }
+
+    /// Every replica's bytes of `sandbox` in the current slot, as far as this replica knows.
+    pub(crate) fn used(&self, sandbox: &str) -> (u64, u64) {
+        let inner = self.lock();
+        let slot_ok = inner.slot == self.slot_now();
+        let t = if slot_ok {
+            inner.totals.get(sandbox).copied().unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        };
+        let u = inner.unflushed.get(sandbox).copied().unwrap_or((0, 0));
+        (t.0.saturating_add(u.0), t.1.saturating_add(u.1))
+    }
+
+    /// Take what was counted here since the last flush (to add it to the shared totals).
+    pub fn take(&self) -> Counts {
+        std::mem::take(&mut self.lock().unflushed)
+    }
+
+    /// Put back counts a flush could not write (the store is down): they go with the next one.
+    pub fn give_back(&self, counts: Counts) {
+        for (sandbox, (up, down)) in counts {
+            self.add(&sandbox, up, down);
+        }
+    }
+
+    /// The shared totals of `slot`, after a flush.
+    pub fn settle(&self, slot: u64, totals: Counts) {
+        let mut inner = self.lock();
+        inner.slot = slot;
+        inner.totals = totals;
+    }
+
+    /// The refusal when `sandbox` has used a budget (`exceeds(used, budget)`), as for one replica alone.
+    pub(crate) fn over(
+        &self,
+        sandbox: &str,
+        upload: Option<u64>,
+        download: Option<u64>,
+        exceeds: impl Fn(u64, u64) -> bool,
+    ) -> Result<(), Refusal> {
+        let (up, down) = self.used(sandbox);
+        let (reason, direction, budget) = match (upload, download) {
+            (Some(budget), _) if exceeds(up, budget) => (Refusal::UPLOAD_BUDGET, "upload", budget),
+            (_, Some(budget)) if exceeds(down, budget) => (Refusal::DOWNLOAD_BUDGET, "download", budget),
+            _ => return Ok(()),
+        };
+        let left = self.left();
+        Err(Refusal {
+            reason,
+            retry_after: left,
+            message: format!(
+                "sandbox {sandbox} has used its {direction} budget of {budget} bytes per {} (over all replicas); it \
+                 renews in {}s",
+                humantime::format_duration(self.window),
+                left.as_secs()
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_and_what_is_unflushed_add_up_and_a_failed_flush_loses_nothing() {
+        let s = SharedBytes::new(Duration::from_secs(3600));
+        s.add("a", 10, 1);
+        s.add("a", 5, 0);
+        s.add("b", 0, 0);
+        assert_eq!(s.used("a"), (15, 1));
+        let taken = s.take();
+        assert_eq!(taken.get("a"), Some(&(15, 1)));
+        assert!(!taken.contains_key("b"));
+        assert_eq!(s.used("a"), (0, 0));
+        s.give_back(taken);
+        assert_eq!(s.used("a"), (15, 1));
+        let flushed = s.take();
+        // Another replica moved 100 up for a in this slot.
+        let mut totals = Counts::new();
+        totals.insert("a".into(), (115, 1));
+        s.settle(s.slot_now(), totals);
+        drop(flushed);
+        s.add("a", 1, 0);
+        assert_eq!(s.used("a"), (116, 1));
+        assert!(s.over("a", Some(200), None, |u, b| u >= b).is_ok());
+        let r = s.over("a", Some(116), None, |u, b| u >= b).unwrap_err();
+        assert_eq!(r.reason, Refusal::UPLOAD_BUDGET);
+        assert!(r.retry_after <= Duration::from_secs(3600) && r.message.contains("over all replicas"));
+        // Totals of another slot do not count.
+        s.settle(s.slot_now() - 1, Counts::new());
+        assert_eq!(s.used("a"), (1, 0));
+    }
+}
