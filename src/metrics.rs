@@ -83,6 +83,8 @@ pub(crate) struct Metrics {
     config_generation: U64Gauge,
     sandboxes: U64Gauge,
     approvals_pending: U64Gauge,
+    store_up: U64Gauge,
+    replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
     /// and removes, so no open can slip in between the "is it zero" check and the removal.
@@ -106,6 +108,10 @@ impl Metrics {
         let config_generation = U64Gauge::default();
         let sandboxes = U64Gauge::default();
         let approvals_pending = U64Gauge::default();
+        let store_up = U64Gauge::default();
+        store_up.set(1);
+        let replicas_live = U64Gauge::default();
+        replicas_live.set(1);
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
 
         registry.register(
@@ -160,6 +166,16 @@ impl Metrics {
             approvals_pending.clone(),
         );
         registry.register(
+            "cordon_store_up",
+            "1 while the shared PostgreSQL store is reachable, 0 while it is down (always 1 without one)",
+            store_up.clone(),
+        );
+        registry.register(
+            "cordon_replicas_live",
+            "Replicas with a recent heartbeat in the shared store's registry (1 without one)",
+            replicas_live.clone(),
+        );
+        registry.register(
             "cordon_sandbox_closures",
             "Sandboxes whose connections were closed because they were revoked, expired or removed",
             sandbox_closures.clone(),
@@ -182,6 +198,8 @@ impl Metrics {
             config_generation,
             sandboxes,
             approvals_pending,
+            store_up,
+            replicas_live,
             sandbox_closures,
             sandbox_gate: RwLock::new(()),
             tunnel_modes: Mutex::new(BTreeSet::new()),
@@ -281,6 +299,12 @@ impl Metrics {
     /// Run-time sandboxes alive, set by the control plane.
     pub(crate) fn set_sandboxes(&self, count: u64) {
         self.sandboxes.set(count);
+    }
+
+    /// The shared store's state and the live replicas, set by the replica's maintenance.
+    pub(crate) fn set_store(&self, up: bool, replicas: u64) {
+        self.store_up.set(u64::from(up));
+        self.replicas_live.set(replicas);
     }
 
     /// A sandbox revoked, expired or removed whose connections were closed: `reason` is

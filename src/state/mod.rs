@@ -313,5 +313,9 @@ async fn maintain(state: Weak<ProxyState>) {
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
         s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);
+        if let Some(shared) = s.shared() {
+            let live = s.replicas.load(Ordering::Relaxed) as u64;
+            s.metrics.set_store(shared.state().state == "up", live);
+        }
     }
 }

@@ -208,6 +208,17 @@ async fn postgres_down_known_sandboxes_work_writes_503_and_it_converges() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // The metric an alert would watch says so too.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (_, _, metrics) = crate::control_rig::admin_request(a.admin_addr(), "GET", "/metrics", None, "").await;
+        if metrics.contains("cordon_store_up 0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "cordon_store_up never went to 0");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // Back: cordon reconnects by itself, writes work again, and a write on one reaches the other.
     pg.start_again();
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -535,4 +546,32 @@ async fn a_byte_budget_holds_across_replicas_within_the_written_bound() {
     // Another sandbox is unaffected.
     let (other, other_cred, other_ca) = create(&b, dir.path()).await;
     assert_eq!(fetch(&c, &other, &other_cred, &other_ca, &big), (200, 200, 100_000));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn made_up_or_misused_credentials_never_reach_the_database() {
+    let pg = Pg::start();
+    // Every statement is logged with its parameters.
+    pg.psql("ALTER SYSTEM SET log_statement = 'all'; SELECT pg_reload_conf();");
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path()).await;
+    let port = up.addr.port();
+    let a = pg_replica(&pg, dir.path(), "a", port).await;
+    let b = pg_replica(&pg, dir.path(), "b", port).await;
+    let (id, cred, ca) = create(&a, dir.path()).await;
+    let url = format!("https://allowed.test:{port}/hello");
+    // An id nobody created with a made-up credential, and a real credential presented for another id.
+    for _ in 0..10 {
+        assert_eq!(
+            curl_status(&b, "sb-madeup0001", "eyJhbGciOiJIUzI1NiJ9.e30.bad", &ca, &url),
+            0
+        );
+        assert_eq!(curl_status(&b, "sb-borrowed01", &cred, &ca, &url), 0);
+    }
+    assert_eq!(curl_status(&b, &id, &cred, &ca, &url), 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = pg.log();
+    // The log shows parameters (the real sandbox's id is there, from its creation), and never the others.
+    assert!(log.contains(&id), "the server log does not show parameters");
+    assert!(!log.contains("sb-madeup0001") && !log.contains("sb-borrowed01"));
 }
