@@ -325,6 +325,8 @@ fn fresh_exposition_lists_only_families_with_series() {
         "# TYPE cordon_config_generation gauge",
         "# TYPE cordon_sandboxes gauge",
         "# TYPE cordon_approvals_pending gauge",
+        "# TYPE cordon_store_up gauge",
+        "# TYPE cordon_replicas_live gauge",
     ];
     assert_eq!(types, expected, "{text}");
     assert!(text.ends_with("\n# EOF\n"), "{text}");

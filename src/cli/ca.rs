@@ -101,26 +101,8 @@ fn in_database(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let secrets = crate::credentials::secrets::Secrets::new(config)?;
-        let password = match &pg.password {
-            Some(r) => Some(
-                secrets
-                    .stored(r)
-                    .await
-                    .map_err(|e| format!("control.store_password: {e}"))?,
-            ),
-            None => None,
-        };
-        let key = secrets
-            .stored(&pg.key)
-            .await
-            .map_err(|e| format!("control.store_key: {e}"))?;
-        let db = crate::pg::Db::connect(crate::pg::Target {
-            dsn: &pg.dsn,
-            password,
-            roots: &pg.roots,
-        })
-        .await?;
-        let cas = crate::tls::cas::SharedCas::new(db, crate::pg::Sealer::new(&key)?);
+        let (db, sealer) = crate::state::connect_store(pg, &secrets).await?;
+        let cas = crate::tls::cas::SharedCas::new(db, sealer);
         if rotate {
             cas.rotate(sandbox, scope).await
         } else {

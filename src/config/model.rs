@@ -103,6 +103,23 @@ pub(crate) struct PostgresConfig {
     pub(crate) key: crate::config::credentials::SecretRef,
 }
 
+impl ControlConfig {
+    /// The secrets it reads: the admin token, the signing key, and the PostgreSQL store's.
+    pub(crate) fn refs(&self) -> impl Iterator<Item = &crate::config::credentials::SecretRef> {
+        self.admin_token
+            .iter()
+            .chain(self.signing_key.iter())
+            .chain(self.postgres.iter().flat_map(PostgresConfig::refs))
+    }
+}
+
+impl PostgresConfig {
+    /// The secrets it reads: the password, if any, and the store key.
+    pub(crate) fn refs(&self) -> impl Iterator<Item = &crate::config::credentials::SecretRef> {
+        self.password.iter().chain([&self.key])
+    }
+}
+
 /// `listen:`
 #[derive(Debug, Clone)]
 pub(crate) struct Listen {

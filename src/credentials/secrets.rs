@@ -78,15 +78,7 @@ impl Secrets {
             .credentials
             .values()
             .flat_map(refs)
-            .chain(config.control.admin_token.iter())
-            .chain(config.control.signing_key.iter())
-            .chain(
-                config
-                    .control
-                    .postgres
-                    .iter()
-                    .flat_map(|p| p.password.iter().chain([&p.key])),
-            )
+            .chain(config.control.refs())
             .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
             .collect();
         let file = if all.iter().any(|r| matches!(r, SecretRef::Vault(_))) {

@@ -118,16 +118,7 @@ pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<
     }
     let refs = config
         .control
-        .admin_token
-        .iter()
-        .chain(config.control.signing_key.iter())
-        .chain(
-            config
-                .control
-                .postgres
-                .iter()
-                .flat_map(|p| p.password.iter().chain([&p.key])),
-        )
+        .refs()
         .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
         .chain(config.credentials.values().flat_map(crate::credentials::secrets::refs));
     paths.extend(refs.filter_map(|r| match r {

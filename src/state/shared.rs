@@ -69,27 +69,7 @@ pub(super) async fn open(
             events: None,
         });
     };
-    let secrets = generation.credentials.secrets();
-    let password = match &pg.password {
-        Some(r) => Some(
-            secrets
-                .stored(r)
-                .await
-                .map_err(|e| format!("control.store_password: {e}"))?,
-        ),
-        None => None,
-    };
-    let store_key = secrets
-        .stored(&pg.key)
-        .await
-        .map_err(|e| format!("control.store_key: {e}"))?;
-    let sealer = Sealer::new(&store_key)?;
-    let db = Db::connect(Target {
-        dsn: &pg.dsn,
-        password,
-        roots: &pg.roots,
-    })
-    .await?;
+    let (db, sealer) = connect(pg, generation.credentials.secrets()).await?;
     let stop = CancellationToken::new();
     let (tx, events) = unbounded_channel();
     // Listening before the first read: nothing written in between is missed.
@@ -111,6 +91,35 @@ pub(super) async fn open(
         shared: Some(Arc::new(Shared { db, registry, stop })),
         events: Some(events),
     })
+}
+
+/// Connect to the PostgreSQL store `pg` (its password and key read from their secret sources) and make the sealer
+/// of CA keys.
+pub(crate) async fn connect(
+    pg: &crate::config::PostgresConfig,
+    secrets: &crate::credentials::secrets::Secrets,
+) -> Result<(Arc<Db>, Sealer), String> {
+    let password = match &pg.password {
+        Some(r) => Some(
+            secrets
+                .stored(r)
+                .await
+                .map_err(|e| format!("control.store_password: {e}"))?,
+        ),
+        None => None,
+    };
+    let key = secrets
+        .stored(&pg.key)
+        .await
+        .map_err(|e| format!("control.store_key: {e}"))?;
+    let sealer = Sealer::new(&key)?;
+    let db = Db::connect(Target {
+        dsn: &pg.dsn,
+        password,
+        roots: &pg.roots,
+    })
+    .await?;
+    Ok((db, sealer))
 }
 
 /// Start applying announcements, the heartbeat and the periodic re-read. Each stops when the state is dropped.

@@ -82,6 +82,29 @@ trait Pipe: Sized {
 }
 impl Pipe for String {}
 
+/// A PostgreSQL cluster, a folder, and the HTTPS upstream every replica reaches.
+struct Setup {
+    pg: Pg,
+    dir: tempfile::TempDir,
+    _up: crate::rig::Upstream,
+    port: u16,
+    url: String,
+}
+
+async fn setup() -> Setup {
+    let pg = Pg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path()).await;
+    let port = up.addr.port();
+    Setup {
+        pg,
+        dir,
+        _up: up,
+        port,
+        url: format!("https://allowed.test:{port}/hello"),
+    }
+}
+
 fn ca_of(dir: &Path, id: &str, v: &Value) -> PathBuf {
     let p = dir.join(format!("{id}-ca.pem"));
     std::fs::write(&p, v["ca_certificate"].as_str().unwrap()).unwrap();
@@ -90,11 +113,13 @@ fn ca_of(dir: &Path, id: &str, v: &Value) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_replicas_share_sandboxes_cas_and_revocations() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
-    let url = format!("https://allowed.test:{port}/hello");
+    let Setup {
+        pg,
+        dir,
+        _up,
+        port,
+        url,
+    } = setup().await;
     let a = pg_replica(&pg, dir.path(), "a", port).await;
     let b = pg_replica(&pg, dir.path(), "b", port).await;
     let c = pg_replica(&pg, dir.path(), "c", port).await;
@@ -155,11 +180,13 @@ async fn three_replicas_share_sandboxes_cas_and_revocations() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn postgres_down_known_sandboxes_work_writes_503_and_it_converges() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
-    let url = format!("https://allowed.test:{port}/hello");
+    let Setup {
+        pg,
+        dir,
+        _up,
+        port,
+        url,
+    } = setup().await;
     let a = pg_replica(&pg, dir.path(), "a", port).await;
     let b = pg_replica(&pg, dir.path(), "b", port).await;
     let (id, cred, ca) = create(&a, dir.path()).await;
@@ -250,11 +277,13 @@ async fn postgres_down_known_sandboxes_work_writes_503_and_it_converges() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_registry() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
-    let url = format!("https://allowed.test:{port}/hello");
+    let Setup {
+        pg,
+        dir,
+        _up,
+        port,
+        url,
+    } = setup().await;
     // Three replicas started at once: they run the migration together, and exactly once.
     let (a, b, c) = tokio::join!(
         pg_replica(&pg, dir.path(), "a", port),
@@ -328,10 +357,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_another() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
+    let Setup { pg, dir, _up, port, .. } = setup().await;
     let ask = move |yaml: String| {
         yaml.replace(
             "  web:\n    allow:\n",
@@ -498,10 +524,7 @@ fn fetch(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> (u16,
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_byte_budget_holds_across_replicas_within_the_written_bound() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
+    let Setup { pg, dir, _up, port, .. } = setup().await;
     // 250 KiB a window; /big is 100 000 bytes.
     let budget = |yaml: String| {
         yaml.replace(
