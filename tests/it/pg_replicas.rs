@@ -598,3 +598,57 @@ async fn made_up_or_misused_credentials_never_reach_the_database() {
     assert!(log.contains(&id), "the server log does not show parameters");
     assert!(!log.contains("sb-madeup0001") && !log.contains("sb-borrowed01"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_ca_rotated_with_the_cli_is_used_by_every_replica_at_once() {
+    let Setup {
+        pg,
+        dir,
+        _up,
+        port,
+        url,
+    } = setup().await;
+    let a = pg_replica(&pg, dir.path(), "a", port).await;
+    let b = pg_replica(&pg, dir.path(), "b", port).await;
+    let (_, shown) = admin_get(&a, "/v1/sandboxes/sb1").await;
+    let old = ca_of(dir.path(), "sb1-old", &shown);
+    assert_eq!(curl_status(&b, "sb1", "tok1", &old, &url), 200);
+    // `cordon ca export` reads the CA from PostgreSQL (the same one the replicas serve).
+    let export = std::process::Command::new(crate::cli::BIN)
+        .args(["ca", "export", "--config"])
+        .arg(&a.path)
+        .args(["--sandbox", "sb1"])
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&export.stdout),
+        std::fs::read_to_string(&old).unwrap()
+    );
+    // Rotated from the command line: both replicas sign with the new CA at once, and not with the old one.
+    let rotate = std::process::Command::new(crate::cli::BIN)
+        .args(["ca", "rotate", "--config"])
+        .arg(&a.path)
+        .args(["--sandbox", "sb1"])
+        .output()
+        .unwrap();
+    assert!(rotate.status.success(), "{}", String::from_utf8_lossy(&rotate.stderr));
+    let new = dir.path().join("sb1-new.pem");
+    std::fs::write(&new, &rotate.stdout).unwrap();
+    assert_ne!(std::fs::read(&new).unwrap(), std::fs::read(&old).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for r in [&b, &a] {
+        while curl_status(r, "sb1", "tok1", &new, &url) != 200 {
+            assert!(
+                Instant::now() < deadline,
+                "a replica still signs with the rotated-out CA"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            curl_status(r, "sb1", "tok1", &old, &url),
+            0,
+            "the old CA still verifies"
+        );
+    }
+}
