@@ -184,6 +184,9 @@ impl Reloader {
             return Err(ReloadError::Empty(path.display().to_string()));
         }
         let config = Config::parse(&self.source(), &text).map_err(ReloadError::Invalid)?;
+        for w in &config.warnings {
+            tracing::warn!("{w}");
+        }
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
         *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
         Ok(Some(Reloaded {

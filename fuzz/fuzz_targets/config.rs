@@ -2,7 +2,7 @@
 //!
 //! Checks that the loader never panics (nor runs away: libFuzzer's time and memory limits apply), and that
 //! when it refuses a file, it says why with at least one error, each with a message and with where: a line
-//! and column, or the path of the offending value. The one exception is what serde_yaml reports without a
+//! and column, or the path of the offending value. The one exception is what serde_yaml_ng reports without a
 //! position about a file it cannot read as one YAML value (several documents, a bad merge, too many alias
 //! expansions, ...): then that is the only error, about the whole file.
 #![no_main]
@@ -10,7 +10,7 @@
 use cordon::fuzzing::config;
 use libfuzzer_sys::fuzz_target;
 
-/// What serde_yaml (0.9) says, without a position, about a text it cannot read as one YAML value: cordon
+/// What serde_yaml_ng (0.10) says, without a position, about a text it cannot read as one YAML value: cordon
 /// passes it on as the one error about the whole file.
 const WHOLE_FILE: &[&str] = &[
     "EOF while parsing a value",

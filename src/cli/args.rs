@@ -14,10 +14,15 @@ pub(crate) struct ConfigArg {
 }
 
 /// Load the configuration `arg` names; on errors, print them all and give the exit code.
+/// Warnings (what is accepted but probably not meant) go to standard error.
 pub(crate) fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
-    Config::load(arg.config.as_deref()).map_err(|errors| {
+    let config = Config::load(arg.config.as_deref()).map_err(|errors| {
         eprintln!("{errors}");
         eprintln!("cordon: {} error(s); nothing was started", errors.0.len());
         ExitCode::from(2)
-    })
+    })?;
+    for w in &config.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(config)
 }

@@ -2,7 +2,7 @@
 //!
 //! `raw.rs` mirrors the file (unknown keys are errors); `validate.rs` turns it into the types of `model.rs`
 //! and collects every problem with the path of the offending value. This is the only module that knows YAML
-//! (serde_yaml is deprecated upstream; keeping it here means a move to a fork touches one place).
+//! (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same serde model).
 
 pub(crate) mod credentials;
 mod model;
@@ -25,7 +25,7 @@ impl Config {
         let raw: raw::RawConfig = if text.trim().is_empty() {
             raw::RawConfig::default()
         } else {
-            serde_yaml::from_str(text).map_err(|e| {
+            serde_yaml_ng::from_str(text).map_err(|e| {
                 ConfigErrors(vec![ConfigError {
                     file: source.to_string(),
                     location: e.location().map(|l| (l.line(), l.column())),
@@ -62,7 +62,7 @@ impl Config {
     }
 }
 
-/// serde_yaml appends "at line L column C"; the location is printed in front instead.
+/// serde_yaml_ng appends "at line L column C"; the location is printed in front instead.
 fn strip_location(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),

@@ -212,3 +212,29 @@ fn a_postgres_store_is_checked_before_anything_connects() {
         "control.store_ca_file: is set but control.store is not a postgres:// URL",
     );
 }
+
+#[test]
+fn methods_are_case_sensitive_tokens_and_typos_of_known_ones_are_refused() {
+    let rule =
+        |methods: &str| format!("policies:\n  web:\n    allow:\n      - host: a.test\n        methods: {methods}\n");
+    let e = errors(&rule("[GETT, get, POST]"));
+    has(
+        &e,
+        "policies.web.allow[0].methods[0]: \"GETT\" is not a method cordon knows; did you mean GET?",
+    );
+    has(
+        &e,
+        "policies.web.allow[0].methods[1]: \"get\": methods are case-sensitive (RFC 9110); write GET",
+    );
+    assert_eq!(e.len(), 2, "{e:?}");
+    // An extension method is accepted as written, with a warning that names where it is.
+    let c = Config::parse("t.yaml", &rule("[GET, FROBNICATE]")).unwrap();
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(c.warnings[0].starts_with("t.yaml: policies.web.allow[0].methods[1]: \"FROBNICATE\""));
+    assert!(
+        Config::parse("t.yaml", &rule("[GET, PATCH, PROPFIND]"))
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
+}

@@ -45,6 +45,9 @@ pub struct Config {
     pub(crate) control: ControlConfig,
     /// Human approval.
     pub(crate) approval: ApprovalConfig,
+    /// What was accepted but is probably not meant (`FILE: PATH: message`): printed by `cordon check`, logged at
+    /// start and reload.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// `control:` — the admin API, run-time sandboxes and reload.

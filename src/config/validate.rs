@@ -25,6 +25,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let mut errs = Errors {
         file: source.to_string(),
         list: Vec::new(),
+        warnings: Vec::new(),
     };
     let listen = Listen {
         proxy: socket_addr(&mut errs, "listen.proxy", raw.listen.proxy.as_deref(), "127.0.0.1:3128"),
@@ -125,6 +126,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             policies,
             control,
             approval,
+            warnings: errs.warnings,
         })
     } else {
         Err(ConfigErrors(errs.list))

@@ -128,17 +128,74 @@ pub(crate) fn parse_port(n: i64) -> Result<u16, String> {
 }
 
 /// Parse a method token, upper-casing it (methods are case-sensitive on the wire; rules are written loosely).
-pub(crate) fn parse_method(raw: &str) -> Result<Method, String> {
-    let upper = raw.trim().to_ascii_uppercase();
-    if upper == "CONNECT" {
-        return Err("CONNECT is not a method a rule can allow: a rule with a host already allows tunnels to it".into());
-    }
-    if upper.is_empty() || !upper.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_') {
+/// The methods cordon knows by name: RFC 9110's (CONNECT aside), PATCH (RFC 5789), QUERY, WebDAV's and
+/// CalDAV's, and PURGE (caches).
+const KNOWN_METHODS: &[&str] = &[
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "OPTIONS",
+    "TRACE",
+    "PATCH",
+    "QUERY",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+    "REPORT",
+    "SEARCH",
+    "MKCALENDAR",
+    "PURGE",
+];
+
+/// A method as written in a rule: an RFC 9110 token, case-sensitive. A known method in the wrong case, or a
+/// name one letter away from a known one (`GETT`, `DELTE`), is refused as the typo it almost surely is; another
+/// unknown name is accepted (extension methods exist) with a warning, returned beside it.
+pub(crate) fn parse_method_checked(raw: &str) -> Result<(Method, Option<String>), String> {
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if raw.is_empty() || !raw.bytes().all(tchar) {
         return Err(format!(
-            "{raw:?} is not an HTTP method; write e.g. GET, POST, PUT, DELETE"
+            "{raw:?} is not an HTTP method (a token of letters, digits and !#$%&'*+-.^_`|~); write e.g. GET, POST"
         ));
     }
-    Method::from_bytes(upper.as_bytes()).map_err(|_| format!("{raw:?} is not an HTTP method"))
+    if raw.eq_ignore_ascii_case("CONNECT") {
+        return Err("CONNECT is not a method a rule can allow: a rule with a host already allows tunnels to it".into());
+    }
+    let upper = raw.to_ascii_uppercase();
+    if let Some(known) = KNOWN_METHODS.iter().find(|k| **k == upper) {
+        if *known != raw {
+            return Err(format!("{raw:?}: methods are case-sensitive (RFC 9110); write {known}"));
+        }
+    } else if let Some(near) = KNOWN_METHODS.iter().find(|k| one_edit_apart(k, &upper)) {
+        return Err(format!("{raw:?} is not a method cordon knows; did you mean {near}?"));
+    }
+    let method = Method::from_bytes(raw.as_bytes()).map_err(|_| format!("{raw:?} is not an HTTP method"))?;
+    let warning = (!KNOWN_METHODS.contains(&raw)).then(|| {
+        format!("{raw:?} is not a method cordon knows (an extension method?); it is allowed as written, case and all")
+    });
+    Ok((method, warning))
+}
+
+/// Whether `a` and `b` differ by one inserted, deleted, replaced or two swapped neighbouring letters.
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a == b {
+        return false;
+    }
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match ra.len().cmp(&rb.len()) {
+        std::cmp::Ordering::Equal => {
+            ra.get(1..) == rb.get(1..) || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        std::cmp::Ordering::Less => ra == &rb[1..],
+        std::cmp::Ordering::Greater => &ra[1..] == rb,
+    }
 }
 
 /// Compile path globs: `*` stays within one segment, `**` spans segments.

@@ -1,3 +1,4 @@
+#![expect(clippy::unwrap_used, clippy::panic, reason = "tests")]
 use super::*;
 
 fn matches(pattern: &str, host: &str) -> bool {
@@ -64,9 +65,36 @@ fn ports_and_methods() {
     assert!(parse_port(0).is_err());
     assert!(parse_port(65536).is_err());
     assert!(parse_port(-1).is_err());
-    assert_eq!(parse_method("get").ok(), Some(Method::GET));
-    assert!(parse_method("CONNECT").is_err());
-    assert!(parse_method("GE T").is_err());
+    let ok = |m: &str| parse_method_checked(m).map_err(|e| panic!("{m}: {e}")).unwrap();
+    let refused = |m: &str| parse_method_checked(m).unwrap_err();
+    assert_eq!(ok("GET"), (Method::GET, None));
+    assert_eq!(ok("PROPFIND").1, None);
+    assert!(refused("CONNECT").contains("tunnels"));
+    assert!(refused("connect").contains("tunnels"));
+    assert!(refused("GE T").contains("not an HTTP method"));
+    assert!(refused("").contains("not an HTTP method"));
+    // Methods are case-sensitive: a known one in the wrong case is a typo.
+    assert!(refused("get").contains("case-sensitive") && refused("get").contains("write GET"));
+    assert!(refused("Post").contains("write POST"));
+    // One letter away from a known method: inserted, deleted, replaced, swapped.
+    for (typo, meant) in [
+        ("GETT", "GET"),
+        ("DELTE", "DELETE"),
+        ("PITCH", "PATCH"),
+        ("PSOT", "POST"),
+        ("gett", "GET"),
+    ] {
+        assert!(
+            refused(typo).contains(&format!("did you mean {meant}")),
+            "{typo}: {}",
+            refused(typo)
+        );
+    }
+    // Another token is an extension method: accepted as written, with a warning.
+    let (m, warning) = ok("FROBNICATE");
+    assert_eq!(m.as_str(), "FROBNICATE");
+    assert!(warning.unwrap().contains("not a method cordon knows"));
+    assert_eq!(ok("X-Custom_1").0.as_str(), "X-Custom_1");
 }
 
 #[test]

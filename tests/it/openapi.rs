@@ -3,14 +3,14 @@
 
 use std::collections::BTreeSet;
 
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 fn document() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
 }
 
 /// Follow a local `$ref` (`#/components/...`), repeatedly.

@@ -7,15 +7,23 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 use crate::config::model::ConfigError;
-use crate::policy::allowlist::{compile_paths, parse_method, parse_port};
+use crate::policy::allowlist::{compile_paths, parse_method_checked, parse_port};
 
 /// Errors gathered while validating one file.
 pub(super) struct Errors {
     pub(super) file: String,
     pub(super) list: Vec<ConfigError>,
+    /// What is accepted but probably not meant, with where.
+    pub(super) warnings: Vec<String>,
 }
 
 impl Errors {
+    /// Note something accepted but probably not meant: `FILE: PATH: message`.
+    pub(super) fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.warnings
+            .push(format!("{}: {}: {}", self.file, path.into(), message.into()));
+    }
+
     pub(super) fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.list.push(ConfigError {
             file: self.file.clone(),
@@ -119,9 +127,19 @@ pub(super) fn methods(errs: &mut Errors, base: &str, raw: Option<Vec<String>>) -
         list.iter()
             .enumerate()
             .filter_map(|(i, m)| {
-                parse_method(m)
-                    .map_err(|e| errs.at(format!("{base}.methods[{i}]"), e))
-                    .ok()
+                let at = format!("{base}.methods[{i}]");
+                match parse_method_checked(m) {
+                    Ok((method, warning)) => {
+                        if let Some(w) = warning {
+                            errs.warn(at, w);
+                        }
+                        Some(method)
+                    }
+                    Err(e) => {
+                        errs.at(at, e);
+                        None
+                    }
+                }
             })
             .collect(),
     )
