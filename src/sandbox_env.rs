@@ -1,5 +1,11 @@
-//! The environment a sandbox is started with: the proxy, the CA file for every client that reads its own
+//! The environment a sandbox is started with: the proxy, the CA bundle for every client that reads its own
 //! variable, and the placeholders of its credentials. Used by the admin API and by `cordon jail`.
+//!
+//! The CA variables point at one bundle, not at the sandbox's CA alone: most clients replace their roots with
+//! the file a variable names, so a bundle of the sandbox's CA alone would make every destination under a
+//! `tls: tunnel` rule (which presents its real certificate) fail to verify. The bundle is the sandbox's CA, the
+//! roots cordon itself trusts upstream (Mozilla's, from `webpki-root-certs`, the same list as `webpki-roots`) and
+//! `upstream.extra_roots`.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +24,22 @@ pub(crate) const CA_VARS: [&str; 8] = [
     "CURL_CA_BUNDLE",
     "npm_config_cafile",
 ];
+
+/// The CA bundle: `ca_pem` (the sandbox's CA) first, then Mozilla's roots and `extra` roots, each a PEM block.
+pub(crate) fn ca_bundle(ca_pem: &str, extra: &[rustls_pki_types::CertificateDer<'static>]) -> String {
+    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .chain(extra)
+        .map(|c| pem::Pem::new("CERTIFICATE", c.as_ref()))
+        .collect::<Vec<_>>();
+    let config = pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF);
+    let mut out = String::with_capacity(ca_pem.len() + roots.len() * 2048);
+    out.push_str("# The sandbox's CA (cordon intercepts with it)\n");
+    out.push_str(ca_pem.trim_end());
+    out.push_str("\n# The roots cordon trusts upstream: Mozilla's, then upstream.extra_roots\n");
+    out.push_str(&pem::encode_many_config(&roots, config));
+    out
+}
 
 /// Every variable, by name: `proxy_url` for `HTTP(S)_PROXY` in both cases, `no_proxy` joined with commas,
 /// `ca_file` for each of `CA_VARS`, `NODE_USE_ENV_PROXY=1`, and one `CORDON_PLACEHOLDER_<NAME>` each.

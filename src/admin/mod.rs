@@ -40,6 +40,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/v1/sandboxes/{id}"),
     ("POST", "/v1/sandboxes/{id}/renew"),
     ("POST", "/v1/sandboxes/{id}/credentials"),
+    ("GET", "/v1/sandboxes/{id}/ca-bundle"),
     ("POST", "/v1/reload"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
@@ -129,6 +130,8 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         }
         (["v1", "sandboxes", id, "credentials"], &Method::POST) => sandboxes::credentials(state, id).await,
         (["v1", "sandboxes", _, "renew" | "credentials"], _) => not_allowed("POST"),
+        (["v1", "sandboxes", id, "ca-bundle"], &Method::GET) => sandboxes::ca_bundle(state, id),
+        (["v1", "sandboxes", _, "ca-bundle"], _) => not_allowed("GET"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
         (["v1", "replicas"], &Method::GET) => replicas(state).await,
         (["v1", "replicas"], _) => not_allowed("GET"),

@@ -23,3 +23,11 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
 pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> AdminResponse {
     json_response(status, &json!({"error": {"code": code, "message": message.into()}}))
 }
+
+/// A PEM answer (`application/x-pem-file`).
+pub(crate) fn pem_response(text: String) -> AdminResponse {
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/x-pem-file"));
+    resp
+}

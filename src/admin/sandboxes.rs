@@ -129,6 +129,29 @@ pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
     json_response(StatusCode::OK, &view)
 }
 
+/// `GET /v1/sandboxes/{id}/ca-bundle`: the PEM bundle a sandbox's CA variables point at (its CA, the roots cordon
+/// trusts upstream, and `upstream.extra_roots`), so intercepted and tunnelled destinations both verify.
+pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
+    if let Err(e) = id_in_path(id) {
+        return failed(e);
+    }
+    let generation = state.current();
+    let sandbox = if let Some(s) = generation.identities.get(id) {
+        (*s).clone()
+    } else if let Some(r) = state.control.get(id).filter(|r| r.revoked.is_none()) {
+        sandbox_of(&r)
+    } else {
+        return failed(ControlError::NotFound(id.to_string()));
+    };
+    match ca_pem(state, &generation, &sandbox) {
+        Ok(pem) => {
+            let bundle = crate::sandbox_env::ca_bundle(&pem, &generation.config.upstream.extra_roots);
+            super::response::pem_response(bundle)
+        }
+        Err(resp) => resp,
+    }
+}
+
 fn text(body: &Value, field: &'static str) -> Result<Option<String>, ControlError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),

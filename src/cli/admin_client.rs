@@ -214,8 +214,26 @@ impl AdminClient {
         }
     }
 
-    /// Sends `request`, reads the whole answer and maps it to a JSON object or an error.
-    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<Value, ClientError> {
+    /// `GET /v1/sandboxes/{id}/ca-bundle`: the PEM bundle the sandbox's CA variables point at.
+    pub async fn ca_bundle(&self, id: &str) -> Result<String, ClientError> {
+        let url = format!("{}{}", self.base, sandbox_path(id, "/ca-bundle")?);
+        let uri = Uri::try_from(url.as_str()).map_err(|e| bad_url(&url, &e.to_string()))?;
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(uri)
+            .header(AUTHORIZATION, bearer(&self.token)?)
+            .header(ACCEPT, "application/x-pem-file")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| ClientError::Invalid(format!("cannot build request: {e}")))?;
+        let (_, bytes) = match tokio::time::timeout(self.timeout, self.answer(request)).await {
+            Ok(result) => result?,
+            Err(_) => return Err(ClientError::Timeout(self.timeout)),
+        };
+        String::from_utf8(bytes.to_vec()).map_err(|_| ClientError::BadResponse("the bundle is not text".into()))
+    }
+
+    /// Sends `request` and reads the whole answer; an error status becomes [`ClientError::Api`].
+    async fn answer(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), ClientError> {
         let response = self
             .client
             .request(request)
@@ -230,6 +248,12 @@ impl AdminClient {
         if !status.is_success() {
             return Err(api_error(status, &bytes));
         }
+        Ok((status, bytes))
+    }
+
+    /// Sends `request`, reads the whole answer and maps it to a JSON object or an error.
+    async fn exchange(&self, request: Request<Full<Bytes>>) -> Result<Value, ClientError> {
+        let (status, bytes) = self.answer(request).await?;
         let value: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ClientError::BadResponse(format!("HTTP {}, body is not JSON: {e}", status.as_u16())))?;
         if value.is_object() {

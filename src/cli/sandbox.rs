@@ -74,6 +74,11 @@ pub(crate) enum SandboxCommand {
         /// Its id.
         id: String,
     },
+    /// Print the CA bundle (PEM) the sandbox's CA variables point at: write it at `control.ca_file` in the sandbox.
+    CaBundle {
+        /// Its id.
+        id: String,
+    },
     /// Issue a further credential and print the environment to start the sandbox with.
     Env {
         /// Its id.
@@ -191,6 +196,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
                 None => pretty(&created),
             }
         }
+        SandboxCommand::CaBundle { id } => client.ca_bundle(&id).await?,
         SandboxCommand::List { json } => {
             let list = client.list().await?;
             if json {

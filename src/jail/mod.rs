@@ -232,8 +232,10 @@ async fn serve(
     let ca = state
         .ca(&generation, &sandbox)
         .map_err(|e| format!("the sandbox's CA: {e}"))?;
+    // The bundle (the sandbox's CA and the roots cordon trusts upstream), so tunnelled destinations verify too.
     let ca_file = plan.run_dir.join("ca.pem");
-    write_public(&ca_file, ca.cert_pem())?;
+    let bundle = crate::sandbox_env::ca_bundle(ca.cert_pem(), &generation.config.upstream.extra_roots);
+    write_public(&ca_file, &bundle)?;
     let allowed = generation
         .policy(&sandbox.policy)
         .map(|p| p.credentials.clone())

@@ -276,11 +276,11 @@ policies:
         );
         let created: serde_json::Value = serde_json::from_str(&created).unwrap();
         let sandbox = created["id"].as_str().unwrap().to_string();
-        std::fs::write(
-            dir.path().join("sandbox-ca.pem"),
-            created["ca_certificate"].as_str().unwrap(),
-        )
-        .unwrap();
+        // The file the sandbox's CA variables name holds the bundle: its CA and the roots cordon trusts upstream,
+        // so tunnelled destinations (real certificates) verify as well as intercepted ones.
+        let bundle = admin_cli(dir.path(), &admin, &["sandbox", "ca-bundle", &sandbox]);
+        assert!(bundle.contains(created["ca_certificate"].as_str().unwrap().trim()));
+        std::fs::write(dir.path().join("sandbox-ca.pem"), bundle).unwrap();
         // What a platform would run to start the sandbox: `cordon sandbox env`.
         let env = admin_cli(dir.path(), &admin, &["sandbox", "env", &sandbox, "--format", "json"]);
         let env: BTreeMap<String, String> = serde_json::from_str(&env).unwrap();

@@ -1,6 +1,7 @@
 //! End to end with the tools agents run: each case starts a local HTTPS server, a cordon with an admin API
 //! and a run-time sandbox, and runs the real client with nothing but the sandbox's environment.
 
+mod bundle;
 mod cargo_registry;
 mod git;
 pub(crate) mod harness;

@@ -188,7 +188,7 @@ async fn npm_installs_from_a_local_registry_with_an_injected_token() {
 }
 
 /// Where CI installs undici (`.ci/run`): `$CORDON_E2E_NODE_PREFIX`, by default `~/.cache/cordon-e2e-node`.
-fn node_prefix() -> PathBuf {
+pub(crate) fn node_prefix() -> PathBuf {
     let prefix = std::env::var_os("CORDON_E2E_NODE_PREFIX")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/cordon-e2e-node"));
