@@ -17,7 +17,7 @@ use tracing_subscriber::{Layer, fmt};
 
 use crate::audit::writer as audit_writer;
 use crate::audit::{self, LineSink};
-use crate::config::AuditConfig;
+use crate::config::{AuditConfig, LogFormat};
 
 /// Where audit records go. Records still queued are written out when this is dropped: keep it until the
 /// end.
@@ -38,14 +38,27 @@ const AUDIT_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Install the global subscriber for operational logs (verbosity from `CORDON_LOG`, default `info`) and
 /// start the audit writer.
-pub(crate) fn init(audit_to: &AuditConfig) -> Result<Audit, String> {
+/// `format` (`log.format`) chooses human-readable lines or one JSON object per line.
+pub(crate) fn init(audit_to: &AuditConfig, format: LogFormat) -> Result<Audit, String> {
     let ops_filter = EnvFilter::try_from_env("CORDON_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
-    let ops = fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(ops_filter);
+    let ops = match format {
+        LogFormat::Text => fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(ops_filter)
+            .boxed(),
+        LogFormat::Json => fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_filter(ops_filter)
+            .boxed(),
+    };
     let out: Box<dyn std::io::Write + Send> = match audit_to {
         AuditConfig::Stdout => Box::new(BufWriter::with_capacity(AUDIT_BUFFER, std::io::stdout())),
         AuditConfig::File(path) => {

@@ -339,6 +339,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", new.control.postgres),
     );
     same("approval", format!("{:?}", old.approval), format!("{:?}", new.approval));
+    same(
+        "log.format",
+        format!("{:?}", old.log_format),
+        format!("{:?}", new.log_format),
+    );
     if new.control.postgres.is_some() {
         // Replicas count bytes in the same wall-clock slots; a slot of another length would not add up.
         same(

@@ -12,7 +12,7 @@ use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
-    let audit = match logging::init(&config.audit) {
+    let audit = match logging::init(&config.audit, config.log_format) {
         Ok(audit) => audit,
         Err(e) => {
             eprintln!("cordon: {e}");

@@ -45,6 +45,8 @@ pub struct Config {
     pub(crate) control: ControlConfig,
     /// Human approval.
     pub(crate) approval: ApprovalConfig,
+    /// Operational logs' format.
+    pub(crate) log_format: LogFormat,
     /// What was accepted but is probably not meant (`FILE: PATH: message`): printed by `cordon check`, logged at
     /// start and reload.
     pub(crate) warnings: Vec<String>,
@@ -121,6 +123,16 @@ impl PostgresConfig {
     pub(crate) fn refs(&self) -> impl Iterator<Item = &crate::config::credentials::SecretRef> {
         self.password.iter().chain([&self.key])
     }
+}
+
+/// `log.format`: how operational logs (stderr) are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (timestamp, level, message, fields), for a log pipeline.
+    Json,
 }
 
 /// `listen:`

@@ -55,6 +55,17 @@ pub(super) struct RawConfig {
     /// Human approval of `action: ask` rules.
     #[serde(default)]
     pub(crate) approval: RawApproval,
+    /// Operational logs.
+    #[serde(default)]
+    pub(crate) log: RawLog,
+}
+
+/// `log:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLog {
+    /// `text` (default) or `json`.
+    pub(crate) format: Option<String>,
 }
 
 /// `approval:`

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::model::{AuditConfig, CaConfig, Config, ConfigErrors, Listen, Network, SandboxSpec, UpstreamConfig};
+use super::model::{
+    AuditConfig, CaConfig, Config, ConfigErrors, Listen, LogFormat, Network, SandboxSpec, UpstreamConfig,
+};
 use super::raw::{RawAddrs, RawConfig, RawSandbox};
 use crate::policy::Policy;
 use crate::target::{Host, Target};
@@ -108,6 +110,17 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         }
     }
     let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
+    let log_format = match raw.log.format.as_deref() {
+        None | Some("text") => LogFormat::Text,
+        Some("json") => LogFormat::Json,
+        Some(other) => {
+            errs.at(
+                "log.format",
+                format!("{other:?} is not a log format; write text or json"),
+            );
+            LogFormat::Text
+        }
+    };
     if errs.list.is_empty() {
         Ok(Config {
             source: source.to_string(),
@@ -126,6 +139,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             policies,
             control,
             approval,
+            log_format,
             warnings: errs.warnings,
         })
     } else {
