@@ -152,6 +152,44 @@ pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
     }
 }
 
+/// `POST /v1/sandboxes/{id}/rotate-ca`: a new CA for the names the sandbox's policy allows now; the old one is
+/// no longer used (its leaves are forgotten) and its key is gone. Returns the new CA.
+pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+    if let Err(e) = id_in_path(id) {
+        return failed(e);
+    }
+    let generation = state.current();
+    let sandbox = if let Some(s) = generation.identities.get(id) {
+        (*s).clone()
+    } else if let Some(r) = state
+        .control
+        .get(id)
+        .filter(|r| r.revoked.is_none() && r.expires > control::now())
+    {
+        sandbox_of(&r)
+    } else {
+        return failed(ControlError::NotFound(id.to_string()));
+    };
+    let (s, g) = (state.clone(), generation.clone());
+    let rotated = tokio::task::spawn_blocking(move || {
+        let policy = g.policy(&sandbox.policy);
+        tokio::runtime::Handle::current().block_on(s.cas.rotate(&sandbox.id, policy))
+    })
+    .await;
+    match rotated {
+        Ok(Ok(ca)) => {
+            state.leaves.invalidate_sandbox(id);
+            tracing::info!(sandbox = %id, "CA rotated through the admin API");
+            json_response(
+                StatusCode::OK,
+                &json!({"id": id, "rotated": true, "ca_certificate": ca.cert_pem()}),
+            )
+        }
+        Ok(Err(e)) => failed(ControlError::Ca(e.to_string())),
+        Err(e) => failed(ControlError::Ca(format!("the rotation task failed: {e}"))),
+    }
+}
+
 fn text(body: &Value, field: &'static str) -> Result<Option<String>, ControlError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),

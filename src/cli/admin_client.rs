@@ -214,6 +214,11 @@ impl AdminClient {
         }
     }
 
+    /// `POST /v1/sandboxes/{id}/rotate-ca`: a new CA for the sandbox (the answer carries `ca_certificate`).
+    pub async fn rotate_ca(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(Method::POST, sandbox_path(id, "/rotate-ca")?, None).await
+    }
+
     /// `GET /v1/sandboxes/{id}/ca-bundle`: the PEM bundle the sandbox's CA variables point at.
     pub async fn ca_bundle(&self, id: &str) -> Result<String, ClientError> {
         let url = format!("{}{}", self.base, sandbox_path(id, "/ca-bundle")?);

@@ -39,9 +39,13 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
         Err(code) => return code,
     };
     let Some(spec) = config.sandbox(&sandbox) else {
+        // Not declared: a sandbox created at run time, whose CA the running cordon's admin API exports or rotates.
+        if config.listen.admin.is_some() {
+            return through_admin(arg.config.clone(), sandbox, rotate);
+        }
         let ids: Vec<&str> = config.sandboxes.iter().map(|s| s.id.as_str()).collect();
         eprintln!(
-            "cordon: no sandbox {sandbox:?} in {}; the sandboxes are: {}",
+            "cordon: no sandbox {sandbox:?} in {}; the sandboxes are: {} (a sandbox created at run time is reached              through the admin API, which this configuration does not have: listen.admin)",
             config.source,
             ids.join(", ")
         );
@@ -109,5 +113,21 @@ fn in_database(
             cas.ensure(sandbox, scope).await
         }
         .map_err(|e| e.to_string())
+    })
+}
+
+/// Export or rotate the CA of a run-time sandbox through the running cordon's admin API.
+fn through_admin(config: Option<std::path::PathBuf>, sandbox: String, rotate: bool) -> ExitCode {
+    let args = crate::cli::sandbox::AdminArgs::of_config(config);
+    crate::cli::sandbox::over_admin(&args, |client| async move {
+        let answer = if rotate {
+            client.rotate_ca(&sandbox).await?
+        } else {
+            client.show(&sandbox).await?
+        };
+        if rotate {
+            eprintln!("cordon: a new CA was issued for sandbox {sandbox:?} and is in use; give it to the sandbox");
+        }
+        Ok(answer["ca_certificate"].as_str().unwrap_or_default().to_owned())
     })
 }

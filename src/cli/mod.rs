@@ -16,6 +16,7 @@ pub(crate) mod approvals;
 mod args;
 mod ca;
 mod check;
+mod explain;
 pub(crate) mod jail;
 mod output;
 mod render;
@@ -28,7 +29,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::entry::explain;
 use crate::identity;
 pub(crate) use args::ConfigArg;
 use args::load;
@@ -138,33 +138,7 @@ pub fn main() -> ExitCode {
             sandbox,
             method,
             url,
-        } => {
-            let config = match load(&config) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("cordon: cannot start the runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            match rt.block_on(explain::explain(&config, &sandbox, &method, &url)) {
-                Ok(e) => {
-                    out!("{}", e.text);
-                    if e.allowed {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::from(1)
-                    }
-                }
-                Err(msg) => {
-                    eprintln!("cordon: {msg}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        } => explain::main(&config, &sandbox, &method, &url),
         Command::Ca { command } => ca::main(command),
         Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
         Command::Vault { command } => vault::main(command),

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::config::credentials::SecretRef;
 
 /// Where the admin API is and how to authenticate to it.
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 pub(crate) struct AdminArgs {
     /// The admin API's URL (default: `listen.admin` of the configuration).
     #[arg(long, env = "CORDON_ADMIN_URL", global = true)]
@@ -116,7 +116,17 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
     }
 }
 
-fn client(args: &AdminArgs) -> Result<AdminClient, String> {
+impl AdminArgs {
+    /// The admin API named by the configuration at `config` (and the environment's overrides).
+    pub(crate) fn of_config(config: Option<PathBuf>) -> AdminArgs {
+        AdminArgs {
+            config,
+            ..AdminArgs::default()
+        }
+    }
+}
+
+pub(crate) fn client(args: &AdminArgs) -> Result<AdminClient, String> {
     // The configuration is only a source of defaults; with both flags given it is not needed.
     let config = match (&args.admin, &args.token_file) {
         (Some(_), Some(_)) => None,

@@ -65,6 +65,19 @@ impl SandboxCas {
         })
     }
 
+    /// Replace the CA of sandbox `id` with a new one for what `policy` allows now (the old key is not kept). With
+    /// PostgreSQL the new CA is announced, so every replica uses it at once. Blocking on the file store: call it
+    /// from a blocking thread.
+    pub(crate) async fn rotate(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, CaError> {
+        let scope = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
+        let ca = match &self.shared {
+            Some(shared) => shared.rotate(id, &scope).await?,
+            None => self.store.rotate(id, &scope)?,
+        };
+        self.loaded.invalidate(id);
+        Ok(ca)
+    }
+
     /// Forget the loaded CAs: name constraints are judged again against the policies when each is next needed.
     pub(crate) fn reload(&self) {
         self.loaded.invalidate_all();

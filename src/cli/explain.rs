@@ -1,0 +1,78 @@
+//! `cordon explain`: a dry run of the pipeline for a request from a sandbox, declared in the file or created at
+//! run time (then its user and policy come from the running cordon's admin API).
+
+use std::process::ExitCode;
+
+use super::args::{ConfigArg, load};
+use super::sandbox::{AdminArgs, client};
+use crate::identity::SandboxSpec;
+
+/// Explain `method url` from sandbox `id`; exit 0 when allowed, 1 when refused, 2 when it cannot say.
+pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCode {
+    let mut config = match load(arg) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // A sandbox created at run time is not in the file: its user and policy come from the admin API.
+    if config.sandbox(id).is_none() && config.listen.admin.is_some() {
+        match rt.block_on(run_time_spec(&AdminArgs::of_config(arg.config.clone()), id)) {
+            Ok(Some(spec)) => {
+                eprintln!(
+                    "cordon: {id} is a sandbox created at run time (user {}, policy {}), from the admin API",
+                    spec.user, spec.policy
+                );
+                config.sandboxes.push(spec);
+            }
+            Ok(None) => {}
+            // Not reachable: say so, and go on to the file's sandboxes (the error below lists them).
+            Err(e) => eprintln!("cordon: the admin API was not asked about {id:?}: {e}"),
+        }
+    }
+    match rt.block_on(crate::entry::explain::explain(&config, id, method, url)) {
+        Ok(e) => {
+            out!("{}", e.text);
+            if e.allowed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(msg) => {
+            eprintln!("cordon: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The run-time sandbox `id` as a declared one would be (no token, no source ranges), if the admin API knows a
+/// live one; `Ok(None)` if it does not.
+async fn run_time_spec(args: &AdminArgs, id: &str) -> Result<Option<SandboxSpec>, String> {
+    let admin = client(args)?;
+    let shown = match admin.show(id).await {
+        Ok(v) => v,
+        Err(crate::cli::admin_client::ClientError::Api { status, .. }) if status == http::StatusCode::NOT_FOUND => {
+            return Ok(None);
+        }
+        Err(e) => return Err(format!("cannot ask the admin API about {id:?}: {e}")),
+    };
+    let field = |name: &str| shown[name].as_str().map(str::to_owned);
+    match (field("user"), field("policy")) {
+        (Some(user), Some(policy)) => Ok(Some(SandboxSpec {
+            id: id.to_owned(),
+            user,
+            token_sha256: None,
+            source_cidrs: Vec::new(),
+            policy,
+        })),
+        _ => Err(format!(
+            "the admin API's answer about {id:?} names no user or policy: {shown}"
+        )),
+    }
+}
