@@ -46,6 +46,7 @@ fn identify(c: &mut Criterion) {
         policy: "web".into(),
         ttl: None,
         labels: BTreeMap::new(),
+        source_cidrs: Vec::new(),
     };
     let now = cordon::control::now();
     let (_, credential) = control.create(new, ttl, |_| true, |_| false, |_| Ok(()), now).unwrap();

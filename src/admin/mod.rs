@@ -5,6 +5,7 @@
 mod approvals;
 mod response;
 mod sandboxes;
+mod sources;
 
 pub(crate) use response::{AdminResponse, error, json_response};
 

@@ -23,6 +23,7 @@ fn failed(e: ControlError) -> AdminResponse {
     let (status, code) = match &e {
         ControlError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
         ControlError::Exists(_) => (StatusCode::CONFLICT, "exists"),
+        ControlError::Overlap { .. } => (StatusCode::CONFLICT, "overlap"),
         ControlError::Declared(_) => (StatusCode::CONFLICT, "declared_in_config"),
         ControlError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
         ControlError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_failed"),
@@ -79,6 +80,7 @@ fn record_view(state: &ProxyState, r: &Record) -> Value {
         "created_at": rfc3339(r.created),
         "expires_at": rfc3339(r.expires),
         "revoked_at": r.revoked.map(rfc3339),
+        "source_cidrs": r.source_cidrs,
         "open_connections": connections,
         "open_tunnels": tunnels,
     })
@@ -95,6 +97,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "created_at": null,
         "expires_at": null,
         "revoked_at": null,
+        "source_cidrs": state.current().config.sandbox(&s.id).map(|x| x.source_cidrs.clone()).unwrap_or_default(),
         "open_connections": connections,
         "open_tunnels": tunnels,
     })
@@ -226,7 +229,7 @@ fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), ControlError> {
 }
 
 fn new_sandbox(body: &Value) -> Result<NewSandbox, ControlError> {
-    unknown_fields(body, &["user", "policy", "id", "ttl", "labels"])?;
+    unknown_fields(body, &["user", "policy", "id", "ttl", "labels", "source_cidrs"])?;
     let required = |field: &'static str| {
         text(body, field)?.ok_or(ControlError::Invalid {
             field,
@@ -248,6 +251,7 @@ fn new_sandbox(body: &Value) -> Result<NewSandbox, ControlError> {
         id: text(body, "id")?,
         ttl: ttl(body)?,
         labels,
+        source_cidrs: super::sources::source_cidrs(body)?,
     })
 }
 
@@ -309,6 +313,9 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
         Err(e) => return failed(e),
     };
     let generation = state.current();
+    if let Some(overlap) = super::sources::declared_overlap(&generation, &new.source_cidrs) {
+        return failed(overlap);
+    }
     let g = generation.clone();
     let made = blocking(state, move |s| {
         let policy_known = |p: &str| g.policy(p).is_some();

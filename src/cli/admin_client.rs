@@ -380,6 +380,9 @@ pub struct CreateRequest {
     /// Free-form labels.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Source ranges that identify the sandbox without a credential (a VM or container known by address).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub source_cidrs: Vec<String>,
 }
 
 #[cfg(test)]

@@ -177,6 +177,7 @@ async fn create_sends_the_request_body() {
         id: Some("sb-9".into()),
         ttl: Some("1h".into()),
         labels: BTreeMap::from([("team".into(), "infra".into())]),
+        source_cidrs: Vec::new(),
     };
     let v = c.create(&req).await.unwrap();
     assert_eq!(v["_seen"]["method"], "POST");

@@ -46,6 +46,10 @@ pub(crate) enum SandboxCommand {
         /// A label, key=value (repeatable).
         #[arg(long = "label", value_parser = render::parse_label)]
         labels: Vec<(String, String)>,
+        /// A source range that identifies the sandbox without a credential, e.g. 10.0.0.2/32 (repeatable): a VM
+        /// or container known by its address.
+        #[arg(long = "source-cidr")]
+        source_cidrs: Vec<String>,
         /// Print only the environment, in this format.
         #[arg(long)]
         format: Option<EnvFormat>,
@@ -191,6 +195,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
             id,
             ttl,
             labels,
+            source_cidrs,
             format,
         } => {
             let req = CreateRequest {
@@ -199,6 +204,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
                 id,
                 ttl,
                 labels: labels.into_iter().collect(),
+                source_cidrs,
             };
             let created = client.create(&req).await?;
             match format {

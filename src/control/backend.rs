@@ -20,6 +20,7 @@ impl From<PgStoreError> for StoreError {
         match e {
             PgStoreError::Exists(id) => StoreError::Exists(id),
             PgStoreError::NotFound(id) => StoreError::NotFound(id),
+            PgStoreError::Overlap(a, b, id) => StoreError::Overlap(a, b, id),
             PgStoreError::Db(e) => e.into(),
         }
     }

@@ -9,6 +9,7 @@
 mod backend;
 mod fields;
 mod pg_store;
+mod sources;
 pub(crate) mod store;
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,6 +38,8 @@ pub struct NewSandbox {
     pub ttl: Option<Duration>,
     /// Free-form labels.
     pub labels: BTreeMap<String, String>,
+    /// Source ranges that identify it without a credential (a VM or container known by address).
+    pub source_cidrs: Vec<ipnet::IpNet>,
 }
 
 /// Why a control-plane call failed.
@@ -53,6 +56,16 @@ pub enum ControlError {
     /// The id is taken by a live sandbox.
     #[error("a sandbox {0:?} already exists; choose another id or revoke it first")]
     Exists(String),
+    /// A source range is another sandbox's already.
+    #[error("source_cidrs: {mine} overlaps {theirs} of sandbox {other:?}; an address identifies one sandbox only")]
+    Overlap {
+        /// The range asked for.
+        mine: ipnet::IpNet,
+        /// The range it meets.
+        theirs: ipnet::IpNet,
+        /// Whose that is.
+        other: String,
+    },
     /// No such (live) sandbox.
     #[error("no sandbox {0:?}")]
     NotFound(String),
@@ -75,6 +88,7 @@ impl From<StoreError> for ControlError {
         match e {
             StoreError::Exists(id) => ControlError::Exists(id),
             StoreError::NotFound(id) => ControlError::NotFound(id),
+            StoreError::Overlap(mine, theirs, other) => ControlError::Overlap { mine, theirs, other },
             StoreError::Db(m) => ControlError::Store(m),
             StoreError::Unavailable(m) => ControlError::Unavailable(m),
         }
@@ -234,6 +248,7 @@ impl Control {
             created: now,
             expires: now.saturating_add(life),
             revoked: None,
+            source_cidrs: new.source_cidrs,
         };
         if self.live(&record.id, now).is_ok() {
             return Err(ControlError::Exists(record.id));
@@ -410,6 +425,9 @@ fn lifetime(ttl: Option<Duration>, bounds: Ttl) -> Result<i64, ControlError> {
 impl crate::identity::RunTime for Control {
     fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         Control::verify(self, id, credential, now())
+    }
+    fn by_source(&self, client: std::net::IpAddr) -> Option<Arc<Sandbox>> {
+        Control::by_source(self, client, now())
     }
 }
 

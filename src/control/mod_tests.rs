@@ -18,6 +18,7 @@ fn new(id: Option<&str>) -> NewSandbox {
         policy: "web".into(),
         ttl: None,
         labels: BTreeMap::from([("task".to_string(), "42".to_string())]),
+        source_cidrs: Vec::new(),
     }
 }
 

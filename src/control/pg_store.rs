@@ -9,7 +9,10 @@ use super::store::Record;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
-const COLUMNS: &str = "id, nonce, owner, policy, labels, created, expires, revoked";
+const COLUMNS: &str = "id, nonce, owner, policy, labels, created, expires, revoked, source_cidrs";
+
+/// The advisory lock that serializes the creations of sandboxes known by address (no two take one address).
+const SOURCES_LOCK: i64 = 0x636f_7264_6f6e_0002;
 
 /// Why a write was not done.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +20,9 @@ pub(crate) enum PgStoreError {
     /// The id is held by a live sandbox.
     #[error("sandbox {0:?} already exists")]
     Exists(String),
+    /// A source range overlaps one a live sandbox holds: (this one, that one, its id).
+    #[error("{0} overlaps {1} of live sandbox {2:?}")]
+    Overlap(ipnet::IpNet, ipnet::IpNet, String),
     /// No such (live, for renew) sandbox.
     #[error("no sandbox {0:?}")]
     NotFound(String),
@@ -55,13 +61,35 @@ impl PgStore {
         if self.db.outcome(what, live)?.is_some() {
             return Err(PgStoreError::Exists(record.id.clone()));
         }
+        if !record.source_cidrs.is_empty() {
+            // SECURITY: one creation by address at a time across replicas, so two cannot take one address.
+            self.db.outcome(
+                what,
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SOURCES_LOCK]).await,
+            )?;
+            let rows = self.db.outcome(
+                what,
+                tx.query(
+                    &format!(
+                        "SELECT {COLUMNS} FROM sandboxes WHERE revoked IS NULL AND expires > $1 AND source_cidrs != '[]'"
+                    ),
+                    &[&now],
+                )
+                .await,
+            )?;
+            let others = rows.iter().map(|r| self.record(r)).collect::<Result<Vec<_>, _>>()?;
+            if let Some((mine, theirs, id)) = super::store::first_overlap(record, &others) {
+                return Err(PgStoreError::Overlap(mine, theirs, id));
+            }
+        }
+        let cidrs = serde_json::to_value(&record.source_cidrs).map_err(|e| self.db.corrupt("sandbox", e))?;
         let r = tx
             .execute(
                 &format!(
-                    "INSERT INTO sandboxes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    "INSERT INTO sandboxes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10)
                      ON CONFLICT (id) DO UPDATE SET nonce = excluded.nonce, owner = excluded.owner,
                        policy = excluded.policy, labels = excluded.labels, created = excluded.created,
-                       expires = excluded.expires, revoked = excluded.revoked
+                       expires = excluded.expires, revoked = excluded.revoked, source_cidrs = excluded.source_cidrs
                      WHERE sandboxes.revoked IS NOT NULL OR sandboxes.expires <= $9"
                 ),
                 &[
@@ -74,6 +102,7 @@ impl PgStore {
                     &record.expires,
                     &record.revoked,
                     &now,
+                    &cidrs,
                 ],
             )
             .await;
@@ -177,6 +206,10 @@ impl PgStore {
             created: row.try_get(5).map_err(|e| self.db.corrupt("sandbox", e))?,
             expires: row.try_get(6).map_err(|e| self.db.corrupt("sandbox", e))?,
             revoked: row.try_get(7).map_err(|e| self.db.corrupt("sandbox", e))?,
+            source_cidrs: {
+                let v: serde_json::Value = row.try_get(8).map_err(|e| self.db.corrupt("sandbox", e))?;
+                serde_json::from_value(v).map_err(|e| self.db.corrupt("sandbox", e))?
+            },
         })
     }
 }

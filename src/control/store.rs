@@ -14,7 +14,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 /// The schema this code writes and understands (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// How long a statement waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,8 +35,14 @@ CREATE INDEX IF NOT EXISTS sandboxes_expires ON sandboxes (expires);
 PRAGMA user_version = 1;
 ";
 
+/// Schema version 2: sandboxes known by source address (a JSON list of CIDRs).
+const SCHEMA_V2: &str = "
+ALTER TABLE sandboxes ADD COLUMN source_cidrs TEXT NOT NULL DEFAULT '[]';
+PRAGMA user_version = 2;
+";
+
 /// The columns of a record, in the order [`record_from_row`] reads them.
-const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoked";
+const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoked, source_cidrs";
 
 /// One sandbox created at run time.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -57,6 +63,9 @@ pub struct Record {
     pub(crate) expires: i64,
     /// Unix seconds when revoked, if it was.
     pub(crate) revoked: Option<i64>,
+    /// Source ranges that identify it without a credential (VMs and containers known by address).
+    #[serde(default)]
+    pub(crate) source_cidrs: Vec<ipnet::IpNet>,
 }
 
 /// Why a store operation failed.
@@ -68,6 +77,9 @@ pub(crate) enum StoreError {
     /// No such sandbox (or, for renew, none that is still live).
     #[error("no sandbox {0:?}")]
     NotFound(String),
+    /// A source range overlaps one that a live sandbox holds.
+    #[error("{0} overlaps {1} of live sandbox {2:?}")]
+    Overlap(ipnet::IpNet, ipnet::IpNet, String),
     /// Any database failure, with what was being done.
     #[error("{0}")]
     Db(String),
@@ -152,8 +164,24 @@ impl Store {
         if live.is_some() {
             return Err(StoreError::Exists(record.id.clone()));
         }
+        if !record.source_cidrs.is_empty() {
+            // In the same transaction as the insert: two creations cannot both take one address.
+            let mut stmt = tx
+                .prepare(&format!(
+                    "SELECT {COLUMNS} FROM sandboxes WHERE revoked IS NULL AND expires > ?1 AND source_cidrs != '[]'"
+                ))
+                .map_err(|e| self.db(&what, e))?;
+            let others = stmt
+                .query_map(params![now], record_from_row)
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Record>>>())
+                .map_err(|e| self.db(&what, e))?;
+            if let Some((mine, theirs, id)) = first_overlap(record, &others) {
+                return Err(StoreError::Overlap(mine, theirs, id));
+            }
+        }
+        let cidrs = serde_json::to_string(&record.source_cidrs).map_err(|e| self.db(&what, e))?;
         tx.execute(
-            &format!("INSERT OR REPLACE INTO sandboxes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+            &format!("INSERT OR REPLACE INTO sandboxes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
             params![
                 record.id,
                 record.nonce,
@@ -162,7 +190,8 @@ impl Store {
                 labels,
                 record.created,
                 record.expires,
-                record.revoked
+                record.revoked,
+                cidrs
             ],
         )
         .map_err(|e| self.db(&what, e))?;
@@ -333,6 +362,9 @@ fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
         }
         tx.execute_batch(SCHEMA_V1).map_err(|e| fail(&e))?;
     }
+    if version < 2 {
+        tx.execute_batch(SCHEMA_V2).map_err(|e| fail(&e))?;
+    }
     tx.commit().map_err(|e| fail(&e))
 }
 
@@ -360,6 +392,24 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
         created: row.get(5)?,
         expires: row.get(6)?,
         revoked: row.get(7)?,
+        source_cidrs: {
+            let text: String = row.get(8)?;
+            serde_json::from_str(&text)
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(8, Type::Text, Box::new(e)))?
+        },
+    })
+}
+
+/// The first of `record`'s source ranges that overlaps one of `others` (another sandbox than itself): (its
+/// range, the other's, the other's id).
+pub(crate) fn first_overlap(record: &Record, others: &[Record]) -> Option<(ipnet::IpNet, ipnet::IpNet, String)> {
+    others.iter().filter(|o| o.id != record.id).find_map(|o| {
+        record.source_cidrs.iter().find_map(|mine| {
+            o.source_cidrs
+                .iter()
+                .find(|theirs| mine.contains(*theirs) || theirs.contains(mine))
+                .map(|theirs| (*mine, *theirs, o.id.clone()))
+        })
     })
 }
 

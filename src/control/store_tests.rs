@@ -19,6 +19,7 @@ fn record(id: &str) -> Record {
         created: 100,
         expires: 1000,
         revoked: None,
+        source_cidrs: Vec::new(),
     }
 }
 
@@ -207,7 +208,8 @@ fn newer_schema_version_is_refused() {
     let (_dir, path) = db_path();
     drop(Store::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.pragma_update(None, "user_version", 2).unwrap();
+    conn.pragma_update(None, "user_version", super::SCHEMA_VERSION + 1)
+        .unwrap();
     drop(conn);
     let err = Store::open(&path).err().unwrap();
     let message = err.to_string();
@@ -234,4 +236,33 @@ fn file_and_folder_modes() {
 fn store_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Store>();
+}
+
+#[test]
+fn a_version_1_store_is_migrated_and_keeps_its_records() {
+    let (_dir, path) = db_path();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(super::SCHEMA_V1).unwrap();
+    conn.execute(
+        "INSERT INTO sandboxes (id, nonce, user, policy, labels, created, expires, revoked)
+         VALUES ('old', 'n', 'alice', 'web', '{}', 1, 2000000000, NULL)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let store = Store::open(&path).unwrap();
+    let old = store.get("old").unwrap().unwrap();
+    assert_eq!((old.user.as_str(), old.source_cidrs.len()), ("alice", 0));
+    // And a new record with ranges round-trips.
+    let mut r = record("vm");
+    r.source_cidrs = vec!["10.0.0.2/32".parse().unwrap()];
+    store.insert(&r, 500).unwrap();
+    assert_eq!(store.get("vm").unwrap().unwrap().source_cidrs, r.source_cidrs);
+    // Another live sandbox cannot take an overlapping range; a revoked one gives it back.
+    let mut twin = record("twin");
+    twin.source_cidrs = vec!["10.0.0.0/24".parse().unwrap()];
+    assert!(matches!(store.insert(&twin, 500), Err(StoreError::Overlap(_, _, id)) if id == "vm"));
+    store.revoke("vm", 600).unwrap();
+    store.insert(&twin, 700).unwrap();
 }

@@ -217,6 +217,8 @@ pub(crate) trait RunTime {
     /// The sandbox a signed credential stands for, if it verifies and the sandbox is neither revoked nor
     /// expired.
     fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure>;
+    /// The live run-time sandbox known by this source address, if any.
+    fn by_source(&self, client: IpAddr) -> Option<Arc<Sandbox>>;
 }
 
 /// Identify the sender of one request from what its `Proxy-Authorization` said ([`credentials`]): a
@@ -238,7 +240,10 @@ pub(crate) fn identify(
             Ok(sandbox)
         }
         Some((id, secret)) => declared.by_id_token(id, secret),
-        None => declared.by_source(client).ok_or(AuthFailure::Missing),
+        None => declared
+            .by_source(client)
+            .or_else(|| run_time.by_source(client))
+            .ok_or(AuthFailure::Missing),
     }
 }
 

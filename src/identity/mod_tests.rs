@@ -9,6 +9,9 @@ impl RunTime for NoRunTime {
     fn verify(&self, _: &str, _: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         Err(AuthFailure::Invalid)
     }
+    fn by_source(&self, _: IpAddr) -> Option<Arc<Sandbox>> {
+        None
+    }
 }
 
 fn id(i: &Identities, h: &HeaderMap, ip: IpAddr) -> Result<Arc<Sandbox>, AuthFailure> {

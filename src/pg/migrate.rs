@@ -5,10 +5,11 @@
 const LOCK: i64 = 0x636f_7264_6f6e; // "cordon"
 
 /// Each migration: version, description, SQL. Append only; never edit one that shipped.
-const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "sandboxes, CAs, approvals, grants, byte budgets and replicas",
-    "
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "sandboxes, CAs, approvals, grants, byte budgets and replicas",
+        "
 CREATE TABLE sandboxes (
     id      text PRIMARY KEY,
     nonce   text NOT NULL,
@@ -54,7 +55,13 @@ CREATE TABLE replicas (
     seen    bigint NOT NULL
 );
 ",
-)];
+    ),
+    (
+        2,
+        "sandboxes known by source address",
+        "ALTER TABLE sandboxes ADD COLUMN source_cidrs jsonb NOT NULL DEFAULT '[]';",
+    ),
+];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.
 pub(super) async fn migrate(client: &mut deadpool_postgres::Object, location: &str) -> Result<(), String> {

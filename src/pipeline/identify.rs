@@ -22,9 +22,14 @@ impl Exchange {
             Claim::Credentials(credentials) => self.authenticate(credentials)?,
             Claim::Source => {
                 let ip = self.client.ip();
+                let run_time = || {
+                    self.state()
+                        .and_then(|s| s.control.by_source(ip, crate::control::now()))
+                };
                 self.generation
                     .identities
                     .by_source(ip)
+                    .or_else(run_time)
                     .ok_or(ProxyError::UnknownSource(ip))?
             }
             Claim::Established(sandbox) => {
@@ -107,7 +112,11 @@ impl Exchange {
 /// from it. SECURITY: a transparent connection carries no credential; an address no sandbox claims gets
 /// nothing but its audit record.
 pub(crate) fn by_source(state: &Arc<ProxyState>, client: ClientAddr, original: OriginalDst) -> Option<Arc<Sandbox>> {
-    let sandbox = state.current().identities.by_source(client.ip());
+    let sandbox = state
+        .current()
+        .identities
+        .by_source(client.ip())
+        .or_else(|| state.control.by_source(client.ip(), crate::control::now()));
     if sandbox.is_none() {
         record::refuse_connection(state, client, original, None, &TunnelEnd::UnknownSource(client.ip()));
     }

@@ -206,6 +206,14 @@ impl ProxyState {
                     s.id
                 ));
             }
+            for (j, net) in s.source_cidrs.iter().enumerate() {
+                if let Some((other, theirs)) = self.control.holding(net, now) {
+                    errors.push(format!(
+                        "sandboxes[{i}].source_cidrs[{j}]: {net} overlaps {theirs} of {other:?}, a sandbox created at \
+                         run time; revoke it first or choose another range"
+                    ));
+                }
+            }
         }
         if !errors.is_empty() {
             return Err(errors);

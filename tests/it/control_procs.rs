@@ -143,6 +143,7 @@ pub(crate) async fn create(r: &Replica, dir: &Path) -> (String, String, std::pat
         id: None,
         ttl: Some("1h".into()),
         labels: Default::default(),
+        source_cidrs: Vec::new(),
     };
     let v: Value = r.admin.create(&req).await.unwrap();
     let id = v["id"].as_str().unwrap().to_string();

@@ -125,6 +125,7 @@ impl ControlRig {
             id: None,
             ttl: Some(ttl.into()),
             labels: [("task".to_string(), "t-1".to_string())].into(),
+            source_cidrs: Vec::new(),
         };
         self.client.create(&req).await.unwrap()
     }

@@ -130,7 +130,7 @@ policies:
 }
 
 /// Load the gateway ruleset from deploy/ for the link to the sandbox namespace.
-fn load_rules(net: &Net) {
+pub(crate) fn load_rules(net: &Net) {
     let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/gateway/cordon-gateway.nft");
     let vm_if = format!("VM_IF=\"{}\"", net.sbx_if());
     let ip = format!("CORDON_IP={}", net.gw_ip());

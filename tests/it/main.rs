@@ -11,6 +11,7 @@ mod control;
 mod control_procs;
 mod control_reload;
 mod control_rig;
+mod control_sources;
 mod credentials;
 mod dns;
 #[path = "../e2e/mod.rs"]
@@ -20,6 +21,7 @@ mod faults_process;
 mod framing;
 mod gateway;
 mod gateway_bridge;
+mod gateway_runtime;
 mod gateway_tproxy;
 mod guard;
 mod hardening;

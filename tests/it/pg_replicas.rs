@@ -28,11 +28,6 @@ pub(crate) async fn pg_replica_edit(
 ) -> Replica {
     let own = shared.join(name);
     std::fs::create_dir_all(&own).unwrap();
-    std::fs::write(shared.join("pg-password"), Pg::PASSWORD).unwrap();
-    std::fs::write(shared.join("pg-ca.pem"), pg.ca_pem()).unwrap();
-    if !shared.join("store-key").exists() {
-        std::fs::write(shared.join("store-key"), "0123456789abcdef0123456789abcdef-test").unwrap();
-    }
     let d = shared.display().to_string();
     let dsn = pg.dsn();
     let own = own.display().to_string();
@@ -96,6 +91,10 @@ async fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let up = upstream(dir.path()).await;
     let port = up.addr.port();
+    // Written once, before any replica starts (replicas started together must not read a half-written file).
+    std::fs::write(dir.path().join("pg-password"), Pg::PASSWORD).unwrap();
+    std::fs::write(dir.path().join("pg-ca.pem"), pg.ca_pem()).unwrap();
+    std::fs::write(dir.path().join("store-key"), "0123456789abcdef0123456789abcdef-test").unwrap();
     Setup {
         pg,
         dir,
@@ -290,7 +289,12 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
         pg_replica(&pg, dir.path(), "b", port),
         pg_replica(&pg, dir.path(), "c", port),
     );
-    assert_eq!(pg.psql("SELECT count(*) FROM cordon_schema").trim(), "1");
+    // (All three started: none failed on a table another had just created.)
+    assert_eq!(
+        pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM cordon_schema")
+            .trim(),
+        "1,2"
+    );
     let (id, cred, ca) = create(&a, dir.path()).await;
     let mut c = c;
     let traffic = {
@@ -573,16 +577,18 @@ async fn a_byte_budget_holds_across_replicas_within_the_written_bound() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn made_up_or_misused_credentials_never_reach_the_database() {
-    let pg = Pg::start();
+    let Setup {
+        pg,
+        dir,
+        _up,
+        port,
+        url,
+    } = setup().await;
     // Every statement is logged with its parameters.
     pg.psql("ALTER SYSTEM SET log_statement = 'all'; SELECT pg_reload_conf();");
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
     let a = pg_replica(&pg, dir.path(), "a", port).await;
     let b = pg_replica(&pg, dir.path(), "b", port).await;
     let (id, cred, ca) = create(&a, dir.path()).await;
-    let url = format!("https://allowed.test:{port}/hello");
     // An id nobody created with a made-up credential, and a real credential presented for another id.
     for _ in 0..10 {
         assert_eq!(

@@ -1,0 +1,44 @@
+//! Run-time sandboxes known by source address (`source_cidrs`): VMs and containers created through the admin
+//! API whose traffic reaches cordon without a credential (transparent mode, a gateway, DNS).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::Control;
+use crate::identity::{Origin, Sandbox};
+
+impl Control {
+    /// The live run-time sandbox whose `source_cidrs` hold `client`, if one does. Memory only: safe on the hot path.
+    pub(crate) fn by_source(&self, client: IpAddr, now: i64) -> Option<Arc<Sandbox>> {
+        // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.
+        let client = client.to_canonical();
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.values()
+            .filter(|r| r.revoked.is_none() && r.expires > now)
+            .find(|r| r.source_cidrs.iter().any(|net| net.contains(&client)))
+            .map(|r| {
+                Arc::new(Sandbox {
+                    id: r.id.as_str().into(),
+                    user: r.user.clone(),
+                    policy: r.policy.clone(),
+                    origin: Origin::Api {
+                        nonce: r.nonce.clone(),
+                        expires: r.expires,
+                    },
+                })
+            })
+    }
+
+    /// The live run-time sandbox whose `source_cidrs` meet `net`, and the range that does.
+    pub(crate) fn holding(&self, net: &ipnet::IpNet, now: i64) -> Option<(String, ipnet::IpNet)> {
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.values()
+            .filter(|r| r.revoked.is_none() && r.expires > now)
+            .find_map(|r| {
+                r.source_cidrs
+                    .iter()
+                    .find(|theirs| theirs.contains(net) || net.contains(*theirs))
+                    .map(|theirs| (r.id.clone(), *theirs))
+            })
+    }
+}
