@@ -166,6 +166,9 @@ impl RunTime for NoRunTime {
     fn verify(&self, _: &str, _: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         Err(AuthFailure::Invalid)
     }
+    fn by_source(&self, _: std::net::IpAddr) -> Option<Arc<Sandbox>> {
+        None
+    }
 }
 
 /// The one declared sandbox [`proxy_identify`] knows: id `fuzz`, token `fuzz-token`.
