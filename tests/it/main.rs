@@ -7,6 +7,7 @@ mod approvals_held;
 mod auth;
 mod cli;
 mod connect;
+mod containers;
 mod control;
 mod control_procs;
 mod control_reload;
