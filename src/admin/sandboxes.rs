@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::response::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
-use crate::identity::{Origin, Sandbox, valid_id};
+use crate::identity::{Sandbox, valid_id};
 use crate::state::{Generation, ProxyState};
 
 fn rfc3339(secs: i64) -> Value {
@@ -40,15 +40,7 @@ fn failed(e: ControlError) -> AdminResponse {
 }
 
 fn sandbox_of(r: &Record) -> Sandbox {
-    Sandbox {
-        id: r.id.as_str().into(),
-        user: r.user.clone(),
-        policy: r.policy.clone(),
-        origin: Origin::Api {
-            nonce: r.nonce.clone(),
-            expires: r.expires,
-        },
-    }
+    r.incarnation()
 }
 
 #[expect(

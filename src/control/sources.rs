@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::Control;
+use super::store::Record;
 use crate::identity::{Origin, Sandbox};
 
 impl Control {
@@ -16,17 +17,7 @@ impl Control {
         view.values()
             .filter(|r| r.revoked.is_none() && r.expires > now)
             .find(|r| r.source_cidrs.iter().any(|net| net.contains(&client)))
-            .map(|r| {
-                Arc::new(Sandbox {
-                    id: r.id.as_str().into(),
-                    user: r.user.clone(),
-                    policy: r.policy.clone(),
-                    origin: Origin::Api {
-                        nonce: r.nonce.clone(),
-                        expires: r.expires,
-                    },
-                })
-            })
+            .map(|r| Arc::new(r.incarnation()))
     }
 
     /// The live run-time sandbox whose `source_cidrs` meet `net`, and the range that does.
@@ -40,5 +31,20 @@ impl Control {
                     .find(|theirs| theirs.contains(net) || net.contains(*theirs))
                     .map(|theirs| (r.id.clone(), *theirs))
             })
+    }
+}
+
+impl Record {
+    /// The sandbox this record stands for, as requests and sessions carry it (this incarnation: its nonce).
+    pub(crate) fn incarnation(&self) -> Sandbox {
+        Sandbox {
+            id: self.id.as_str().into(),
+            user: self.user.clone(),
+            policy: self.policy.clone(),
+            origin: Origin::Api {
+                nonce: self.nonce.clone(),
+                expires: self.expires,
+            },
+        }
     }
 }

@@ -24,22 +24,14 @@ async fn a_container_on_an_internal_network_gets_out_only_through_cordon() {
 
     let listen = format!("listen: {{ proxy: \"{gw}:3128\", admin: \"{gw}:9090\" }}");
     let config = w.config("unused", &listen, None);
-    let d = w.dir.path().display();
-    let mut yaml = std::fs::read_to_string(&config).unwrap();
-    yaml.push_str(&format!(
-        "control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
-         store: {d}/state/cordon.db\n  proxy_url: http://{gw}:3128\n  ca_file: {d}/container-ca.pem\n  \
-         no_proxy: []\n"
-    ));
-    std::fs::write(&config, yaml).unwrap();
+    let ca_file = w.path("container-ca.pem");
+    let extra = format!(
+        "  proxy_url: http://{gw}:3128\n  ca_file: {}\n  no_proxy: []\n",
+        ca_file.display()
+    );
+    w.with_control(&config, &extra);
     let _cordon = start_cordon(&w, &config, &format!("{gw}:3128")).await;
-    let token = std::fs::read_to_string(w.path("admin-token")).unwrap();
-    let admin = |args: &[&str]| {
-        let auth = format!("Authorization: Bearer {}", token.trim());
-        let mut full = vec!["curl", "-sS", "-m", "5", "-H", &auth];
-        full.extend_from_slice(args);
-        String::from_utf8_lossy(&net.exec(&net.gw, &full).stdout).into_owned()
-    };
+    let admin = |args: &[&str]| w.admin(args);
     // What a platform does per container: create a sandbox, write its bundle where its env says, start the
     // container with that env.
     let made: serde_json::Value = serde_json::from_str(&admin(&[

@@ -79,6 +79,27 @@ policies:
         path
     }
 
+    /// Give the configuration at `config` a control plane (admin token, signing key, store) and `extra` more
+    /// lines of `control:`.
+    pub(crate) fn with_control(&self, config: &std::path::Path, extra: &str) {
+        let d = self.dir.path().display();
+        let mut yaml = std::fs::read_to_string(config).unwrap();
+        yaml.push_str(&format!(
+            "control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
+             store: {d}/state/cordon.db\n{extra}"
+        ));
+        std::fs::write(config, yaml).unwrap();
+    }
+
+    /// curl to the admin API (on the gateway's address) from the gateway's namespace, with the admin token.
+    pub(crate) fn admin(&self, args: &[&str]) -> String {
+        let token = std::fs::read_to_string(self.path("admin-token")).unwrap();
+        let auth = format!("Authorization: Bearer {}", token.trim());
+        let mut full = vec!["curl", "-sS", "-m", "5", "-H", &auth];
+        full.extend_from_slice(args);
+        String::from_utf8_lossy(&self.net.exec(&self.net.gw, &full).stdout).into_owned()
+    }
+
     /// `cordon ca export`: the sandbox's CA file, for the sandbox's clients to trust.
     pub(crate) fn sandbox_ca(&self, config: &std::path::Path, id: &str) -> PathBuf {
         let out = std::process::Command::new(BIN)

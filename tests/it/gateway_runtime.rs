@@ -19,22 +19,10 @@ async fn a_vm_created_at_run_time_by_address_goes_through_the_transparent_listen
     );
     // The file declares another sandbox only (by token); the VM is made at run time.
     let config = w.config("declared", &listen, None);
-    let d = w.dir.path().display();
-    let mut yaml = std::fs::read_to_string(&config).unwrap();
-    yaml.push_str(&format!(
-        "control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
-         store: {d}/state/cordon.db\n"
-    ));
-    std::fs::write(&config, yaml).unwrap();
+    w.with_control(&config, "");
     let _cordon = start_cordon(&w, &config, &format!("{gw}:3128")).await;
     resolv_conf(&net.sbx, &gw);
-    let token = std::fs::read_to_string(w.path("admin-token")).unwrap();
-    let admin = |args: &[&str]| {
-        let auth = format!("Authorization: Bearer {}", token.trim());
-        let mut full = vec!["curl", "-sS", "-m", "5", "-H", &auth];
-        full.extend_from_slice(args);
-        String::from_utf8_lossy(&net.exec(&net.gw, &full).stdout).into_owned()
-    };
+    let admin = |args: &[&str]| w.admin(args);
 
     // Before: the VM's address is nobody's.
     let (code, _) = w.curl(&["https://api.test/"]);
