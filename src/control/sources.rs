@@ -9,6 +9,11 @@ use super::store::Record;
 use crate::identity::{Origin, Sandbox};
 
 impl Control {
+    /// Whether this replica's view holds a record for `id` (any state). Memory only, no copy.
+    pub(crate) fn knows(&self, id: &str) -> bool {
+        self.view.read().unwrap_or_else(|p| p.into_inner()).contains_key(id)
+    }
+
     /// The live run-time sandbox whose `source_cidrs` hold `client`, if one does. Memory only: safe on the hot path.
     pub(crate) fn by_source(&self, client: IpAddr, now: i64) -> Option<Arc<Sandbox>> {
         // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.

@@ -171,7 +171,7 @@ pub(crate) fn parse_method_checked(raw: &str) -> Result<(Method, Option<String>)
         if *known != raw {
             return Err(format!("{raw:?}: methods are case-sensitive (RFC 9110); write {known}"));
         }
-    } else if let Some(near) = KNOWN_METHODS.iter().find(|k| one_edit_apart(k, &upper)) {
+    } else if let Some(near) = KNOWN_METHODS.iter().find(|k| strsim::osa_distance(k, &upper) == 1) {
         return Err(format!("{raw:?} is not a method cordon knows; did you mean {near}?"));
     }
     let method = Method::from_bytes(raw.as_bytes()).map_err(|_| format!("{raw:?} is not an HTTP method"))?;
@@ -179,23 +179,6 @@ pub(crate) fn parse_method_checked(raw: &str) -> Result<(Method, Option<String>)
         format!("{raw:?} is not a method cordon knows (an extension method?); it is allowed as written, case and all")
     });
     Ok((method, warning))
-}
-
-/// Whether `a` and `b` differ by one inserted, deleted, replaced or two swapped neighbouring letters.
-fn one_edit_apart(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a == b {
-        return false;
-    }
-    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let (ra, rb) = (&a[prefix..], &b[prefix..]);
-    match ra.len().cmp(&rb.len()) {
-        std::cmp::Ordering::Equal => {
-            ra.get(1..) == rb.get(1..) || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
-        }
-        std::cmp::Ordering::Less => ra == &rb[1..],
-        std::cmp::Ordering::Greater => &ra[1..] == rb,
-    }
 }
 
 /// Compile path globs: `*` stays within one segment, `**` spans segments.

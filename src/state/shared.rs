@@ -206,8 +206,13 @@ impl ProxyState {
     /// is judged: one read of the shared store, bounded. Nothing happens with a SQLite store, or when the
     /// sandbox is known.
     pub(crate) async fn learn_sandbox(&self, id: &str, credential: &str) {
+        // Every credentialed request passes here: the cheap tests first (no copy, no signature check for a
+        // declared sandbox's token or a sandbox already known).
+        if !self.control.is_shared() || !crate::identity::signed::looks_signed(credential) || self.control.knows(id) {
+            return;
+        }
         // SECURITY: only a credential signed for this id makes a read: made-up ids cannot load the database.
-        if !self.control.is_shared() || self.control.get(id).is_some() || !self.control.signed_for(id, credential) {
+        if !self.control.signed_for(id, credential) {
             return;
         }
         let learn = async {

@@ -7,10 +7,14 @@ use std::time::Duration;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cordon");
 
-fn cordon(args: &[&str]) -> (i32, String, String) {
+/// `cordon ARGS` without the environment's defaults (configuration, admin URL and token): (exit code, stdout,
+/// stderr).
+pub(crate) fn cordon(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env_remove("CORDON_CONFIG")
+        .env_remove("CORDON_ADMIN_TOKEN")
+        .env_remove("CORDON_ADMIN_URL")
         .output()
         .unwrap();
     (

@@ -326,22 +326,6 @@ async fn the_sandbox_command_drives_the_admin_api() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));
 }
 
-/// `cordon ARGS` with the environment's admin overrides removed: (exit code, stdout, stderr).
-fn cordon_cli(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(crate::cli::BIN)
-        .args(args)
-        .env_remove("CORDON_ADMIN_TOKEN")
-        .env_remove("CORDON_ADMIN_URL")
-        .env_remove("CORDON_CONFIG")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn explain_and_ca_rotation_work_for_sandboxes_created_at_run_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -353,14 +337,14 @@ async fn explain_and_ca_rotation_work_for_sandboxes_created_at_run_time() {
     let url = format!("https://allowed.test:{port}/hello");
 
     // explain finds the run-time sandbox's user and policy through the admin API.
-    let (code, out, err) = cordon_cli(&["explain", "--config", config, "--sandbox", &id, &url]);
+    let (code, out, err) = crate::cli::cordon(&["explain", "--config", config, "--sandbox", &id, &url]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("verdict  ALLOW") && out.contains("policy \"web\""),
         "{out}"
     );
     assert!(err.contains("created at run time"), "{err}");
-    let (code, out, _) = cordon_cli(&[
+    let (code, out, _) = crate::cli::cordon(&[
         "explain",
         "--config",
         config,
@@ -370,15 +354,15 @@ async fn explain_and_ca_rotation_work_for_sandboxes_created_at_run_time() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("verdict  DENY"), "{out}");
-    let (code, _, err) = cordon_cli(&["explain", "--config", config, "--sandbox", "sb-nobody", &url]);
+    let (code, _, err) = crate::cli::cordon(&["explain", "--config", config, "--sandbox", "sb-nobody", &url]);
     assert_eq!(code, 2, "{err}");
 
     // ca export and rotate go through the admin API too; the running cordon uses the new CA at once.
-    let (code, exported, err) = cordon_cli(&["ca", "export", "--config", config, "--sandbox", &id]);
+    let (code, exported, err) = crate::cli::cordon(&["ca", "export", "--config", config, "--sandbox", &id]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(exported.trim(), std::fs::read_to_string(&ca).unwrap().trim());
     assert_eq!(curl_status(&r, &id, &cred, &ca, &url), 200);
-    let (code, rotated, err) = cordon_cli(&["ca", "rotate", "--config", config, "--sandbox", &id]);
+    let (code, rotated, err) = crate::cli::cordon(&["ca", "rotate", "--config", config, "--sandbox", &id]);
     assert_eq!(code, 0, "{err}");
     assert_ne!(rotated.trim(), exported.trim());
     let new_ca = dir.path().join("rotated.pem");
@@ -389,7 +373,7 @@ async fn explain_and_ca_rotation_work_for_sandboxes_created_at_run_time() {
         "the new CA is not in use"
     );
     assert_eq!(curl_status(&r, &id, &cred, &ca, &url), 0, "the old CA still verifies");
-    let (_, again, _) = cordon_cli(&["ca", "export", "--config", config, "--sandbox", &id]);
+    let (_, again, _) = crate::cli::cordon(&["ca", "export", "--config", config, "--sandbox", &id]);
     assert_eq!(again.trim(), rotated.trim());
     // The endpoint refuses what is not a live sandbox.
     let token = r.admin_token();
