@@ -47,6 +47,7 @@ fn identify(c: &mut Criterion) {
         ttl: None,
         labels: BTreeMap::new(),
         source_cidrs: Vec::new(),
+        inline_policy: None,
     };
     let now = cordon::control::now();
     let (_, credential) = control.create(new, ttl, |_| true, |_| false, |_| Ok(()), now).unwrap();

@@ -3,6 +3,8 @@
 //! needs the token. The OpenAPI description is `docs/openapi.yaml`.
 
 mod approvals;
+mod patch;
+mod policy;
 mod response;
 mod sandboxes;
 mod sources;
@@ -38,6 +40,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sandboxes"),
     ("POST", "/v1/sandboxes"),
     ("GET", "/v1/sandboxes/{id}"),
+    ("PATCH", "/v1/sandboxes/{id}"),
     ("DELETE", "/v1/sandboxes/{id}"),
     ("POST", "/v1/sandboxes/{id}/renew"),
     ("POST", "/v1/sandboxes/{id}/credentials"),
@@ -122,7 +125,14 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "sandboxes"], _) => not_allowed("GET, POST"),
         (["v1", "sandboxes", id], &Method::GET) => sandboxes::show(state, id),
         (["v1", "sandboxes", id], &Method::DELETE) => sandboxes::revoke(state, id).await,
-        (["v1", "sandboxes", _], _) => not_allowed("GET, DELETE"),
+        (["v1", "sandboxes", id], &Method::PATCH) => {
+            let id = id.to_string();
+            match body(req).await {
+                Ok(v) => patch::patch(state, &id, v).await,
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "sandboxes", _], _) => not_allowed("GET, PATCH, DELETE"),
         (["v1", "sandboxes", id, "renew"], &Method::POST) => {
             let id = id.to_string();
             match body(req).await {

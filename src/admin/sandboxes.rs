@@ -19,7 +19,7 @@ fn rfc3339(secs: i64) -> Value {
     json!(humantime::format_rfc3339_seconds(t).to_string())
 }
 
-fn failed(e: ControlError) -> AdminResponse {
+pub(super) fn failed(e: ControlError) -> AdminResponse {
     let (status, code) = match &e {
         ControlError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
         ControlError::Exists(_) => (StatusCode::CONFLICT, "exists"),
@@ -61,12 +61,14 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
         })
 }
 
-fn record_view(state: &ProxyState, r: &Record) -> Value {
+pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
     let (connections, tunnels) = state.sessions.counts(&r.id);
+    let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
         "id": r.id,
         "user": r.user,
-        "policy": r.policy,
+        "policy": policy,
+        "inline_policy": inline,
         "labels": r.labels,
         "origin": "api",
         "created_at": rfc3339(r.created),
@@ -84,6 +86,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "id": s.id,
         "user": s.user,
         "policy": s.policy,
+        "inline_policy": null,
         "labels": {},
         "origin": "config",
         "created_at": null,
@@ -167,8 +170,8 @@ pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminRespons
     };
     let (s, g) = (state.clone(), generation.clone());
     let rotated = tokio::task::spawn_blocking(move || {
-        let policy = g.policy(&sandbox.policy);
-        tokio::runtime::Handle::current().block_on(s.cas.rotate(&sandbox.id, policy))
+        let policy = g.policy_for(&sandbox, Some(&s.control));
+        tokio::runtime::Handle::current().block_on(s.cas.rotate(&sandbox.id, policy.as_deref()))
     })
     .await;
     match rotated {
@@ -208,7 +211,7 @@ fn ttl(body: &Value) -> Result<Option<Duration>, ControlError> {
     }
 }
 
-fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), ControlError> {
+pub(super) fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), ControlError> {
     if let Some(obj) = body.as_object()
         && let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str()))
     {
@@ -220,7 +223,7 @@ fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), ControlError> {
     Ok(())
 }
 
-fn new_sandbox(body: &Value) -> Result<NewSandbox, ControlError> {
+fn new_sandbox(body: &Value, asked: &super::policy::Asked) -> Result<NewSandbox, ControlError> {
     unknown_fields(body, &["user", "policy", "id", "ttl", "labels", "source_cidrs"])?;
     let required = |field: &'static str| {
         text(body, field)?.ok_or(ControlError::Invalid {
@@ -239,7 +242,8 @@ fn new_sandbox(body: &Value) -> Result<NewSandbox, ControlError> {
     };
     Ok(NewSandbox {
         user: required("user")?,
-        policy: required("policy")?,
+        policy: asked.of.name.clone(),
+        inline_policy: asked.of.inline.clone(),
         id: text(body, "id")?,
         ttl: ttl(body)?,
         labels,
@@ -269,7 +273,7 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
         .unwrap_or_else(|| format!("http://{}", generation.config.listen.proxy));
     let proxy_url = base.replacen("http://", &format!("http://{}:{credential}@", r.id), 1);
     let allowed = generation
-        .policy(&r.policy)
+        .policy_for(&sandbox, Some(&state.control))
         .map(|p| p.credentials.clone())
         .unwrap_or_default();
     let placeholders: BTreeMap<String, String> = generation
@@ -288,7 +292,7 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
 }
 
 /// Run a blocking store call off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     state: &Arc<ProxyState>,
     f: impl FnOnce(&ProxyState) -> Result<T, ControlError> + Send + 'static,
 ) -> Result<T, ControlError> {
@@ -300,21 +304,30 @@ async fn blocking<T: Send + 'static>(
 
 /// `POST /v1/sandboxes`.
 pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminResponse {
-    let new = match new_sandbox(&body) {
+    let generation = state.current();
+    let name = body
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("new sandbox")
+        .to_string();
+    let asked = match super::policy::asked(&generation, &name, &body) {
+        Ok(a) => a,
+        Err(resp) => return resp,
+    };
+    let new = match new_sandbox(&body, &asked) {
         Ok(n) => n,
         Err(e) => return failed(e),
     };
-    let generation = state.current();
     if let Some(overlap) = super::sources::declared_overlap(&generation, &new.source_cidrs) {
         return failed(overlap);
     }
     let g = generation.clone();
     let made = blocking(state, move |s| {
-        let policy_known = |p: &str| g.policy(p).is_some();
+        let policy_known = |p: &str| g.named_policy(p).is_some();
         let declared = |id: &str| g.identities.get(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
         let prepare = |r: &Record| {
-            s.prepare_ca(&g, &sandbox_of(r)).map_err(|e| {
+            s.prepare_ca(&sandbox_of(r), &asked.policy).map_err(|e| {
                 if s.shared().is_some_and(|x| x.state().state == "down") {
                     ControlError::Unavailable(e)
                 } else {
@@ -332,7 +345,10 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     };
     tracing::info!(sandbox = %record.id, user = %record.user, policy = %record.policy, "sandbox created");
     match created(state, &generation, &record, &credential) {
-        Ok(view) => json_response(StatusCode::CREATED, &view),
+        Ok(mut view) => {
+            view["warnings"] = json!(asked.warnings);
+            json_response(StatusCode::CREATED, &view)
+        }
         Err(resp) => resp,
     }
 }
@@ -349,7 +365,7 @@ fn id_in_path(id: &str) -> Result<(), ControlError> {
     }
 }
 
-fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
+pub(super) fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
     id_in_path(id)?;
     if state.current().identities.get(id).is_some() {
         return Err(ControlError::Declared(id.to_string()));

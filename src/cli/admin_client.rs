@@ -159,6 +159,18 @@ impl AdminClient {
         self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
     }
 
+    /// `PATCH /v1/sandboxes/{id}`: another policy (a name, or the sandbox's own); the answer is its View with
+    /// `ca_reissued` and the CA in force.
+    pub async fn set_policy(&self, id: &str, policy: &Value) -> Result<Value, ClientError> {
+        let body = serde_json::json!({ "policy": policy });
+        self.call(
+            Method::PATCH,
+            sandbox_path(id, "")?,
+            Some(body.to_string().into_bytes()),
+        )
+        .await
+    }
+
     /// `DELETE /v1/sandboxes/{id}`: revoke the sandbox; the answer is its View with `revoked_at` set.
     pub async fn revoke(&self, id: &str) -> Result<Value, ClientError> {
         self.call(Method::DELETE, sandbox_path(id, "")?, None).await
@@ -369,8 +381,8 @@ pub(crate) fn encode_segment(id: &str) -> String {
 pub struct CreateRequest {
     /// The user the sandbox acts for.
     pub user: String,
-    /// The policy name.
-    pub policy: String,
+    /// The policy: a name of the file's policies, or the sandbox's own (an object that `extends` one).
+    pub policy: Value,
     /// A chosen sandbox id; the server makes one up if `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,

@@ -22,12 +22,15 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCo
     };
     // A sandbox created at run time is not in the file: its user and policy come from the admin API.
     if config.sandbox(id).is_none() && config.listen.admin.is_some() {
-        match rt.block_on(run_time_spec(&AdminArgs::of_config(arg.config.clone()), id)) {
-            Ok(Some(spec)) => {
+        match rt.block_on(run_time_spec(&AdminArgs::of_config(arg.config.clone()), id, &config)) {
+            Ok(Some((spec, own))) => {
                 eprintln!(
                     "cordon: {id} is a sandbox created at run time (user {}, policy {}), from the admin API",
                     spec.user, spec.policy
                 );
+                if let Some(own) = own {
+                    config.policies.insert(spec.policy.clone(), own);
+                }
                 config.sandboxes.push(spec);
             }
             Ok(None) => {}
@@ -53,7 +56,13 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCo
 
 /// The run-time sandbox `id` as a declared one would be (no token, no source ranges), if the admin API knows a
 /// live one; `Ok(None)` if it does not.
-async fn run_time_spec(args: &AdminArgs, id: &str) -> Result<Option<SandboxSpec>, String> {
+/// A run-time sandbox as the admin API shows it, with its own policy compiled against this file (under the name
+/// `BASE+inline`) when it has one.
+async fn run_time_spec(
+    args: &AdminArgs,
+    id: &str,
+    config: &crate::config::Config,
+) -> Result<Option<(SandboxSpec, Option<crate::policy::Policy>)>, String> {
     let admin = client(args)?;
     let shown = match admin.show(id).await {
         Ok(v) => v,
@@ -63,14 +72,32 @@ async fn run_time_spec(args: &AdminArgs, id: &str) -> Result<Option<SandboxSpec>
         Err(e) => return Err(format!("cannot ask the admin API about {id:?}: {e}")),
     };
     let field = |name: &str| shown[name].as_str().map(str::to_owned);
+    let own = match &shown["inline_policy"] {
+        serde_json::Value::Null => None,
+        doc => Some(
+            crate::config::inline_policy(config, id, "inline_policy", doc)
+                .map_err(|errors| {
+                    let all: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect();
+                    format!("{id}'s own policy does not hold under this file: {}", all.join("; "))
+                })?
+                .policy,
+        ),
+    };
     match (field("user"), field("policy")) {
-        (Some(user), Some(policy)) => Ok(Some(SandboxSpec {
-            id: id.to_owned(),
-            user,
-            token_sha256: None,
-            source_cidrs: Vec::new(),
-            policy,
-        })),
+        (Some(user), Some(policy)) => Ok(Some((
+            SandboxSpec {
+                id: id.to_owned(),
+                user,
+                token_sha256: None,
+                source_cidrs: Vec::new(),
+                policy: if own.is_some() {
+                    format!("{policy}+inline")
+                } else {
+                    policy
+                },
+            },
+            own,
+        ))),
         _ => Err(format!(
             "the admin API's answer about {id:?} names no user or policy: {shown}"
         )),

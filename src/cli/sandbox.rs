@@ -25,6 +25,35 @@ pub(crate) struct AdminArgs {
     config: Option<PathBuf>,
 }
 
+/// A sandbox's policy on the command line: a name, or its own from a file.
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct PolicyArg {
+    /// One of the file's policies.
+    #[arg(long)]
+    policy: Option<String>,
+    /// The sandbox's own policy: a YAML or JSON file with `extends` (the file's policy it narrows), `allow`
+    /// rules written as under `policies:`, and optionally `credentials` and `mode`.
+    #[arg(long)]
+    policy_file: Option<PathBuf>,
+}
+
+impl PolicyArg {
+    /// The `policy` value of the request body.
+    fn value(&self) -> Result<serde_json::Value, String> {
+        match (&self.policy, &self.policy_file) {
+            (Some(name), _) => Ok(serde_json::Value::String(name.clone())),
+            (None, Some(path)) => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| format!("--policy-file {}: {e}", path.display()))?;
+                // YAML is a superset of JSON: one parser reads both, with the line of a mistake.
+                crate::config::document(&path.display().to_string(), &text)
+            }
+            (None, None) => Err("give --policy NAME or --policy-file FILE".into()),
+        }
+    }
+}
+
 /// What to do.
 #[derive(clap::Subcommand)]
 pub(crate) enum SandboxCommand {
@@ -34,9 +63,8 @@ pub(crate) enum SandboxCommand {
         /// The user it belongs to.
         #[arg(long)]
         user: String,
-        /// Its policy.
-        #[arg(long)]
-        policy: String,
+        #[command(flatten)]
+        policy: PolicyArg,
         /// Its id (default: generated).
         #[arg(long)]
         id: Option<String>,
@@ -53,6 +81,14 @@ pub(crate) enum SandboxCommand {
         /// Print only the environment, in this format.
         #[arg(long)]
         format: Option<EnvFormat>,
+    },
+    /// Give a run-time sandbox another policy (a name, or its own from a file): tunnels it no longer allows are
+    /// closed, and its CA is re-issued when the names it may sign change (printed with the answer).
+    SetPolicy {
+        /// The sandbox.
+        id: String,
+        #[command(flatten)]
+        policy: PolicyArg,
     },
     /// List sandboxes.
     List {
@@ -200,7 +236,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
         } => {
             let req = CreateRequest {
                 user,
-                policy,
+                policy: policy.value().map_err(admin_client::ClientError::Invalid)?,
                 id,
                 ttl,
                 labels: labels.into_iter().collect(),
@@ -211,6 +247,10 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
                 Some(f) => render::render_env(&created, f)?,
                 None => pretty(&created),
             }
+        }
+        SandboxCommand::SetPolicy { id, policy } => {
+            let policy = policy.value().map_err(admin_client::ClientError::Invalid)?;
+            pretty(&client.set_policy(&id, &policy).await?)
         }
         SandboxCommand::CaBundle { id } => client.ca_bundle(&id).await?,
         SandboxCommand::List { json } => {

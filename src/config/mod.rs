@@ -12,6 +12,7 @@ mod validate;
 use std::path::Path;
 
 pub use model::*;
+pub(crate) use validate::inline_policy;
 
 /// The embedded default configuration (`config/cordon.yaml`), used when no `--config` is given.
 pub(crate) const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
@@ -60,6 +61,20 @@ impl Config {
     pub fn sandbox(&self, id: &str) -> Option<&SandboxSpec> {
         self.sandboxes.iter().find(|s| s.id == id)
     }
+}
+
+/// A YAML (or JSON) document as a JSON value, e.g. a sandbox's own policy written in a file for the CLI; the
+/// error names `source` with the line and column.
+pub(crate) fn document(source: &str, text: &str) -> Result<serde_json::Value, String> {
+    serde_yaml_ng::from_str(text).map_err(|e| match e.location() {
+        Some(l) => format!(
+            "{source}:{}:{}: {}",
+            l.line(),
+            l.column(),
+            strip_location(&e.to_string())
+        ),
+        None => format!("{source}: {e}"),
+    })
 }
 
 /// serde_yaml_ng appends "at line L column C"; the location is printed in front instead.

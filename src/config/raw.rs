@@ -356,3 +356,21 @@ pub(super) struct RawRule {
     /// `allow` (default) or `ask` (hold for a human's approval).
     pub(crate) action: Option<String>,
 }
+
+/// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the
+/// named policy it narrows, and rules written exactly as under `policies:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawInline {
+    /// The policy of the file it narrows (its ceiling).
+    pub(crate) extends: String,
+    /// `enforce` (default) or `report` (only where the base reports).
+    pub(crate) mode: Option<String>,
+    /// Ordered allow rules.
+    #[serde(default)]
+    pub(crate) allow: Vec<RawRule>,
+    /// Credentials it may use; absent: the base's.
+    pub(crate) credentials: Option<Vec<String>>,
+    /// Refused with a message: the base's narrowing applies.
+    pub(crate) credential_scope: Option<serde_json::Value>,
+}

@@ -17,11 +17,13 @@ use crate::target::{Host, Target};
 mod control;
 mod credentials;
 mod fields;
+mod inline;
 mod limits;
 mod policies;
 mod postgres;
 
 use fields::{Errors, cidr, duration, ip, socket_addr};
+pub(crate) use inline::inline_policy;
 
 pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut errs = Errors {

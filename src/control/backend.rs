@@ -89,6 +89,19 @@ impl Backend {
         }
     }
 
+    pub(crate) fn set_policy(
+        &self,
+        id: &str,
+        policy: &str,
+        inline: Option<&str>,
+        now: i64,
+    ) -> Result<Record, StoreError> {
+        match self {
+            Backend::Sqlite(s) => s.set_policy(id, policy, inline, now),
+            Backend::Postgres(p) => wait(async { Ok(p.set_policy(id, policy, inline, now).await?) }),
+        }
+    }
+
     pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<Record, StoreError> {
         match self {
             Backend::Sqlite(s) => s.revoke(id, now),

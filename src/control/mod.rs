@@ -8,7 +8,9 @@
 
 mod backend;
 mod fields;
+mod judge;
 mod pg_store;
+mod policy;
 mod sources;
 pub(crate) mod store;
 
@@ -20,7 +22,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 
 use crate::identity::signed::Signer;
-use crate::identity::{AuthFailure, Closed, Origin, Sandbox, valid_id};
+use crate::identity::valid_id;
 use backend::Backend;
 use fields::{check_labels, check_user};
 use store::{Record, Store, StoreError};
@@ -40,6 +42,17 @@ pub struct NewSandbox {
     pub labels: BTreeMap<String, String>,
     /// Source ranges that identify it without a credential (a VM or container known by address).
     pub source_cidrs: Vec<ipnet::IpNet>,
+    /// Its own policy (a JSON document narrowing `policy`), validated by the caller.
+    pub inline_policy: Option<Arc<str>>,
+}
+
+/// The policy of a run-time sandbox as its record says now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PolicyOf {
+    /// A policy of the file: the one it runs under, or the base its own policy narrows.
+    pub(crate) name: String,
+    /// Its own policy (a JSON document), if it has one.
+    pub(crate) inline: Option<Arc<str>>,
 }
 
 /// Why a control-plane call failed.
@@ -249,6 +262,7 @@ impl Control {
             expires: now.saturating_add(life),
             revoked: None,
             source_cidrs: new.source_cidrs,
+            inline_policy: new.inline_policy,
         };
         if self.live(&record.id, now).is_ok() {
             return Err(ControlError::Exists(record.id));
@@ -332,69 +346,6 @@ impl Control {
         }
         Ok(n)
     }
-
-    /// The sandbox a signed credential names, if the credential is good now. Memory only: safe on the hot path.
-    pub fn verify(&self, id: &str, credential: &str, now: i64) -> Result<Arc<Sandbox>, AuthFailure> {
-        let claims = self.signer.verify(credential).ok_or(AuthFailure::Invalid)?;
-        // SECURITY: a credential is good only for the id it was issued to.
-        if claims.sub != id {
-            return Err(AuthFailure::Invalid);
-        }
-        let sandbox = Sandbox {
-            id: claims.sub.into(),
-            user: claims.usr,
-            policy: claims.pol,
-            origin: Origin::Api {
-                nonce: claims.nonce,
-                expires: claims.exp,
-            },
-        };
-        self.check(&sandbox, now).map_err(AuthFailure::from)?;
-        Ok(Arc::new(sandbox))
-    }
-
-    /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
-    pub(crate) fn signed_for(&self, id: &str, credential: &str) -> bool {
-        self.signer.verify(credential).is_some_and(|c| c.sub == id)
-    }
-
-    /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
-    pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
-        let Origin::Api { nonce, .. } = &sandbox.origin else {
-            return Ok(());
-        };
-        let known = self.get(sandbox.id.as_str());
-        // Not in this replica's view: created on another replica a moment ago, or unknown to the store. One
-        // read of the store tells which.
-        let record = match known {
-            Some(r) => r,
-            // Shared: what this replica has not heard of does not exist for it (it learns before asking).
-            None if self.is_shared() => return Err(Closed::Removed),
-            None => match self.store.get(sandbox.id.as_str()) {
-                Ok(Some(r)) => {
-                    self.remember(&r);
-                    r
-                }
-                // SECURITY: a credential whose sandbox the store does not know is refused, however well it is
-                // signed: the store holds the revocations, and one that lost them must not let revoked
-                // credentials back in.
-                Ok(None) => return Err(Closed::Removed),
-                Err(e) => {
-                    tracing::warn!(sandbox = %sandbox.id, "cannot read the sandbox store: {e}; refused");
-                    return Err(Closed::Removed);
-                }
-            },
-        };
-        // The store's record decides: it knows renewals and revocations.
-        if &record.nonce != nonce || record.revoked.is_some() {
-            return Err(Closed::Revoked);
-        }
-        if record.expires <= now {
-            Err(Closed::Expired)
-        } else {
-            Ok(())
-        }
-    }
 }
 
 fn invalid(field: &'static str, message: impl Into<String>) -> ControlError {
@@ -420,15 +371,6 @@ fn lifetime(ttl: Option<Duration>, bounds: Ttl) -> Result<i64, ControlError> {
         ));
     }
     Ok(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX))
-}
-
-impl crate::identity::RunTime for Control {
-    fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure> {
-        Control::verify(self, id, credential, now())
-    }
-    fn by_source(&self, client: std::net::IpAddr) -> Option<Arc<Sandbox>> {
-        Control::by_source(self, client, now())
-    }
 }
 
 /// Unix seconds now.

@@ -1,5 +1,6 @@
 #![expect(clippy::unwrap_used, clippy::panic, reason = "tests")]
 use super::*;
+use crate::identity::AuthFailure;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef-test";
 const TTL: Ttl = Ttl {
@@ -19,6 +20,7 @@ fn new(id: Option<&str>) -> NewSandbox {
         ttl: None,
         labels: BTreeMap::from([("task".to_string(), "42".to_string())]),
         source_cidrs: Vec::new(),
+        inline_policy: None,
     }
 }
 

@@ -9,7 +9,7 @@ use super::store::Record;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
-const COLUMNS: &str = "id, nonce, owner, policy, labels, created, expires, revoked, source_cidrs";
+const COLUMNS: &str = "id, nonce, owner, policy, labels, created, expires, revoked, source_cidrs, inline_policy";
 
 /// The advisory lock that serializes the creations of sandboxes known by address (no two take one address).
 const SOURCES_LOCK: i64 = 0x636f_7264_6f6e_0002;
@@ -86,10 +86,11 @@ impl PgStore {
         let r = tx
             .execute(
                 &format!(
-                    "INSERT INTO sandboxes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10)
+                    "INSERT INTO sandboxes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11)
                      ON CONFLICT (id) DO UPDATE SET nonce = excluded.nonce, owner = excluded.owner,
                        policy = excluded.policy, labels = excluded.labels, created = excluded.created,
-                       expires = excluded.expires, revoked = excluded.revoked, source_cidrs = excluded.source_cidrs
+                       expires = excluded.expires, revoked = excluded.revoked, source_cidrs = excluded.source_cidrs,
+                       inline_policy = excluded.inline_policy
                      WHERE sandboxes.revoked IS NOT NULL OR sandboxes.expires <= $9"
                 ),
                 &[
@@ -103,6 +104,7 @@ impl PgStore {
                     &record.revoked,
                     &now,
                     &cidrs,
+                    &record.inline_policy.as_deref(),
                 ],
             )
             .await;
@@ -150,6 +152,26 @@ impl PgStore {
                 "UPDATE sandboxes SET expires = $2 WHERE id = $1 AND revoked IS NULL AND expires > $3 RETURNING {COLUMNS}"
             ),
             &[&id, &expires, &now],
+        )
+        .await
+    }
+
+    /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`).
+    pub(crate) async fn set_policy(
+        &self,
+        id: &str,
+        policy: &str,
+        inline: Option<&str>,
+        now: i64,
+    ) -> Result<Record, PgStoreError> {
+        self.update(
+            "changing a sandbox's policy",
+            id,
+            &format!(
+                "UPDATE sandboxes SET policy = $2, inline_policy = $3 WHERE id = $1 AND revoked IS NULL AND expires > $4 \
+                 RETURNING {COLUMNS}"
+            ),
+            &[&id, &policy, &inline, &now],
         )
         .await
     }
@@ -210,6 +232,10 @@ impl PgStore {
                 let v: serde_json::Value = row.try_get(8).map_err(|e| self.db.corrupt("sandbox", e))?;
                 serde_json::from_value(v).map_err(|e| self.db.corrupt("sandbox", e))?
             },
+            inline_policy: row
+                .try_get::<_, Option<String>>(9)
+                .map_err(|e| self.db.corrupt("sandbox", e))?
+                .map(Arc::from),
         })
     }
 }

@@ -40,12 +40,21 @@ impl Control {
 }
 
 impl Record {
+    /// The policy as audit records and approvals name it: the file's policy, or `BASE+inline` for a sandbox's own
+    /// policy narrowing BASE (rule indexes then refer to its own rules).
+    pub(crate) fn policy_label(&self) -> String {
+        match &self.inline_policy {
+            None => self.policy.clone(),
+            Some(_) => format!("{}+inline", self.policy),
+        }
+    }
+
     /// The sandbox this record stands for, as requests and sessions carry it (this incarnation: its nonce).
     pub(crate) fn incarnation(&self) -> Sandbox {
         Sandbox {
             id: self.id.as_str().into(),
             user: self.user.clone(),
-            policy: self.policy.clone(),
+            policy: self.policy_label(),
             origin: Origin::Api {
                 nonce: self.nonce.clone(),
                 expires: self.expires,

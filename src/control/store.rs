@@ -14,7 +14,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
 /// The schema this code writes and understands (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// How long a statement waits for another connection's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,8 +41,14 @@ ALTER TABLE sandboxes ADD COLUMN source_cidrs TEXT NOT NULL DEFAULT '[]';
 PRAGMA user_version = 2;
 ";
 
+/// Schema version 3: sandboxes with their own policy (the JSON document, narrowing `policy`).
+const SCHEMA_V3: &str = "
+ALTER TABLE sandboxes ADD COLUMN inline_policy TEXT;
+PRAGMA user_version = 3;
+";
+
 /// The columns of a record, in the order [`record_from_row`] reads them.
-const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoked, source_cidrs";
+const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoked, source_cidrs, inline_policy";
 
 /// One sandbox created at run time.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -66,6 +72,9 @@ pub struct Record {
     /// Source ranges that identify it without a credential (VMs and containers known by address).
     #[serde(default)]
     pub(crate) source_cidrs: Vec<ipnet::IpNet>,
+    /// Its own policy (a JSON document that narrows `policy`, which is then the base), if it has one.
+    #[serde(default)]
+    pub(crate) inline_policy: Option<std::sync::Arc<str>>,
 }
 
 /// Why a store operation failed.
@@ -181,7 +190,7 @@ impl Store {
         }
         let cidrs = serde_json::to_string(&record.source_cidrs).map_err(|e| self.db(&what, e))?;
         tx.execute(
-            &format!("INSERT OR REPLACE INTO sandboxes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+            &format!("INSERT OR REPLACE INTO sandboxes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             params![
                 record.id,
                 record.nonce,
@@ -191,7 +200,8 @@ impl Store {
                 record.created,
                 record.expires,
                 record.revoked,
-                cidrs
+                cidrs,
+                record.inline_policy.as_deref()
             ],
         )
         .map_err(|e| self.db(&what, e))?;
@@ -225,6 +235,22 @@ impl Store {
             id,
             "UPDATE sandboxes SET expires = ?2 WHERE id = ?1 AND revoked IS NULL AND expires > ?3",
             params![id, expires, now],
+        )
+    }
+
+    /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`). Returns the record.
+    pub(crate) fn set_policy(
+        &self,
+        id: &str,
+        policy: &str,
+        inline: Option<&str>,
+        now: i64,
+    ) -> Result<Record, StoreError> {
+        self.update(
+            &format!("change the policy of sandbox {id:?} in"),
+            id,
+            "UPDATE sandboxes SET policy = ?2, inline_policy = ?3 WHERE id = ?1 AND revoked IS NULL AND expires > ?4",
+            params![id, policy, inline, now],
         )
     }
 
@@ -365,6 +391,9 @@ fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
     if version < 2 {
         tx.execute_batch(SCHEMA_V2).map_err(|e| fail(&e))?;
     }
+    if version < 3 {
+        tx.execute_batch(SCHEMA_V3).map_err(|e| fail(&e))?;
+    }
     tx.commit().map_err(|e| fail(&e))
 }
 
@@ -397,6 +426,7 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
             serde_json::from_str(&text)
                 .map_err(|e| rusqlite::Error::FromSqlConversionFailure(8, Type::Text, Box::new(e)))?
         },
+        inline_policy: row.get::<_, Option<String>>(9)?.map(std::sync::Arc::from),
     })
 }
 

@@ -20,6 +20,7 @@ fn record(id: &str) -> Record {
         expires: 1000,
         revoked: None,
         source_cidrs: Vec::new(),
+        inline_policy: None,
     }
 }
 
@@ -254,6 +255,7 @@ fn a_version_1_store_is_migrated_and_keeps_its_records() {
     let store = Store::open(&path).unwrap();
     let old = store.get("old").unwrap().unwrap();
     assert_eq!((old.user.as_str(), old.source_cidrs.len()), ("alice", 0));
+    assert_eq!(old.inline_policy, None);
     // And a new record with ranges round-trips.
     let mut r = record("vm");
     r.source_cidrs = vec!["10.0.0.2/32".parse().unwrap()];
@@ -265,4 +267,37 @@ fn a_version_1_store_is_migrated_and_keeps_its_records() {
     assert!(matches!(store.insert(&twin, 500), Err(StoreError::Overlap(_, _, id)) if id == "vm"));
     store.revoke("vm", 600).unwrap();
     store.insert(&twin, 700).unwrap();
+}
+
+#[test]
+fn a_policy_is_changed_on_live_sandboxes_only_and_round_trips() {
+    let (_dir, path) = db_path();
+    let store = Store::open(&path).unwrap();
+    let mut r = record("task");
+    r.inline_policy = Some(r#"{"extends":"default","allow":[{"host":"a.example"}]}"#.into());
+    store.insert(&r, 500).unwrap();
+    assert_eq!(store.get("task").unwrap().unwrap().inline_policy, r.inline_policy);
+    let changed = store.set_policy("task", "other", None, 500).unwrap();
+    assert_eq!((changed.policy.as_str(), changed.inline_policy), ("other", None));
+    let doc = r#"{"extends":"other","allow":[]}"#;
+    let changed = store.set_policy("task", "other", Some(doc), 500).unwrap();
+    assert_eq!(changed.inline_policy.as_deref(), Some(doc));
+    // Reopened: it was written down.
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.get("task").unwrap().unwrap().inline_policy.as_deref(), Some(doc));
+    // Expired or revoked: nothing to change.
+    assert!(matches!(
+        store.set_policy("task", "x", None, 1000),
+        Err(StoreError::NotFound(_))
+    ));
+    store.revoke("task", 600).unwrap();
+    assert!(matches!(
+        store.set_policy("task", "x", None, 700),
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.set_policy("none", "x", None, 700),
+        Err(StoreError::NotFound(_))
+    ));
 }

@@ -237,7 +237,7 @@ async fn serve(
     let bundle = crate::sandbox_env::ca_bundle(ca.cert_pem(), &generation.config.upstream.extra_roots);
     write_public(&ca_file, &bundle)?;
     let allowed = generation
-        .policy(&sandbox.policy)
+        .policy_for(&sandbox, Some(&state.control))
         .map(|p| p.credentials.clone())
         .unwrap_or_default();
     let placeholders: BTreeMap<String, String> = generation

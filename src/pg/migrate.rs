@@ -61,6 +61,11 @@ CREATE TABLE replicas (
         "sandboxes known by source address",
         "ALTER TABLE sandboxes ADD COLUMN source_cidrs jsonb NOT NULL DEFAULT '[]';",
     ),
+    (
+        3,
+        "sandboxes with their own policy",
+        "ALTER TABLE sandboxes ADD COLUMN inline_policy text;",
+    ),
 ];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.

@@ -92,7 +92,7 @@ impl Exchange {
     pub(super) fn decide(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<Decision, ProxyError> {
         let generation = self.generation.clone();
         // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
-        let Some(policy) = generation.policy(&sandbox.policy) else {
+        let Some(policy) = generation.policy_for(sandbox, self.state().map(|s| &s.control)) else {
             return Err(ProxyError::Denied {
                 reason: DenyReason::NoRule,
                 target: target.clone(),
@@ -103,7 +103,7 @@ impl Exchange {
             Ask::Tunnel | Ask::Name { .. } => (None, None),
         };
         let decided = match ask {
-            Ask::Name { .. } => self.decide_name(policy, target)?,
+            Ask::Name { .. } => self.decide_name(&policy, target)?,
             _ => policy.decide(Question {
                 target,
                 request: method.zip(path),
@@ -131,8 +131,8 @@ impl Exchange {
             (Ask::Request { inside, .. }, Some(method), Some(path)) => (
                 generation
                     .credentials
-                    .usable(policy, target, method, path, inside.is_some()),
-                generation.credentials.masked(policy, target),
+                    .usable(&policy, target, method, path, inside.is_some()),
+                generation.credentials.masked(&policy, target),
             ),
             _ => (Vec::new(), Vec::new()),
         };

@@ -4,6 +4,7 @@
 //! port) and for each inner request (method and path). For plain HTTP both are known at once.
 
 pub mod allowlist;
+pub(crate) mod ceiling;
 mod decide;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};

@@ -30,6 +30,8 @@ pub struct Generation {
     pub(crate) upstreams: Upstreams,
     /// Credentials and placeholders.
     pub(crate) credentials: Credentials,
+    /// Run-time sandboxes' own policies, compiled against this configuration.
+    pub(super) inline: super::policies::InlineCache,
     admin_token: Option<[u8; 32]>,
 }
 
@@ -92,13 +94,15 @@ impl Generation {
             ),
             dialer,
             credentials,
+            inline: super::policies::InlineCache::new(),
             admin_token,
             config: Arc::new(config),
         })
     }
 
-    /// The policy with this name.
-    pub(crate) fn policy(&self, name: &str) -> Option<&Policy> {
+    /// The file's policy with this name. A sandbox's policy is [`Generation::policy_for`]'s: a run-time
+    /// sandbox's may be its own.
+    pub(crate) fn named_policy(&self, name: &str) -> Option<&Policy> {
         self.config.policies.get(name)
     }
 

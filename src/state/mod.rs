@@ -31,6 +31,7 @@ use crate::tls::cas::SandboxCas;
 
 mod budgets;
 mod generation;
+mod policies;
 mod shared;
 
 pub use generation::Generation;
@@ -239,6 +240,19 @@ impl ProxyState {
         self.live.store(Arc::new(generation));
         // Name constraints are judged again against the new policies when each CA is next needed.
         self.cas.reload();
+        // Sandboxes' own policies are held to their (possibly narrowed) bases now; one that no longer holds is
+        // logged here and its sandbox refused (closed by the sweep below).
+        let current = self.current();
+        for r in self
+            .control
+            .list()
+            .iter()
+            .filter(|r| r.revoked.is_none() && r.expires > now)
+        {
+            if let Some(doc) = &r.inline_policy {
+                let _ = current.inline(&r.id, &r.policy, doc);
+            }
+        }
         self.metrics.set_config_generation(number);
         self.sweep(true);
         Ok(number)
@@ -246,7 +260,10 @@ impl ProxyState {
 
     /// The sandbox's CA, for the names its policy under `generation` allows.
     pub(crate) fn ca(&self, generation: &Generation, sandbox: &Sandbox) -> Result<Arc<SandboxCa>, Arc<CaError>> {
-        self.cas.get(&sandbox.id, generation.policy(&sandbox.policy))
+        self.cas.get(
+            &sandbox.id,
+            generation.policy_for(sandbox, Some(&self.control)).as_deref(),
+        )
     }
 
     /// Whether `sandbox` may still use cordon under `generation`, and if not, why.
@@ -258,7 +275,7 @@ impl ProxyState {
             },
             Origin::Api { .. } => {
                 self.control.check(sandbox, control::now())?;
-                match generation.policy(&sandbox.policy) {
+                match generation.policy_for(sandbox, Some(&self.control)) {
                     Some(_) => Ok(()),
                     None => Err(Closed::Removed),
                 }
@@ -272,7 +289,7 @@ impl ProxyState {
         let generation = self.current();
         let allowed = |sandbox: &Sandbox, target: &Target| {
             generation
-                .policy(&sandbox.policy)
+                .policy_for(sandbox, Some(&self.control))
                 .is_some_and(|p| p.decide(Question { target, request: None }).allowed)
         };
         let tunnel_check: Option<TunnelCheck<'_>> = if redecide { Some(&allowed) } else { None };
@@ -284,9 +301,8 @@ impl ProxyState {
         self.approvals.sweep(|sandbox, rule, fingerprint| {
             self.entitled(&generation, sandbox).is_ok()
                 && generation
-                    .policy(&sandbox.policy)
-                    .and_then(|p| p.rules.get(rule))
-                    .is_some_and(|r| r.fingerprint() == fingerprint)
+                    .policy_for(sandbox, Some(&self.control))
+                    .is_some_and(|p| p.rules.get(rule).is_some_and(|r| r.fingerprint() == fingerprint))
         });
     }
 }
@@ -302,10 +318,16 @@ async fn maintain(state: Weak<ProxyState>) {
             let s = s.clone();
             tokio::task::spawn_blocking(move || s.control.refresh()).await
         };
-        if let Ok(Err(e)) = refreshed {
-            tracing::warn!("cannot read the sandbox store {}: {e}", s.control.location());
-        }
-        s.sweep(false);
+        let changed = match refreshed {
+            Ok(Ok(changed)) => changed,
+            Ok(Err(e)) => {
+                tracing::warn!("cannot read the sandbox store {}: {e}", s.control.location());
+                false
+            }
+            Err(_) => false,
+        };
+        // Another process's writes may have changed a sandbox's policy: its tunnels are decided again.
+        s.sweep(changed);
         ticks += 1;
         if ticks.is_multiple_of(20) {
             // Every 5 s: one record per address whose failed authentications were throttled.

@@ -181,7 +181,12 @@ impl ProxyState {
                 self.resync_approvals().await
             }
             Event::Sandbox(id) => {
+                let before = self.control.policy_of(id);
                 self.control.learn(id).await.map_err(|e| e.to_string())?;
+                if self.control.policy_of(id) != before {
+                    // Another replica changed its policy: tunnels it no longer allows close here too.
+                    self.sweep(true);
+                }
                 if let Some(cas) = cas
                     && cas.get(id).is_none()
                 {
@@ -232,14 +237,20 @@ impl ProxyState {
     }
 
     /// Make (or load) the CA of `sandbox` before its record is stored. Blocking: call it from a blocking thread.
-    pub(crate) fn prepare_ca(&self, generation: &Generation, sandbox: &crate::identity::Sandbox) -> Result<(), String> {
+    /// `policy` is the one it is being created with (its record is not stored yet).
+    pub(crate) fn prepare_ca(
+        &self,
+        sandbox: &crate::identity::Sandbox,
+        policy: &crate::policy::Policy,
+    ) -> Result<(), String> {
         let Some(cas) = self.cas.in_db() else {
-            return self.ca(generation, sandbox).map(|_| ()).map_err(|e| e.to_string());
+            return self
+                .cas
+                .get(&sandbox.id, Some(policy))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
         };
-        let scope = generation
-            .policy(&sandbox.policy)
-            .map(scope_for)
-            .unwrap_or(crate::tls::ca::Scope::Unconstrained);
+        let scope = scope_for(policy);
         let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
         handle
             .block_on(cas.ensure(&sandbox.id, &scope))
@@ -252,7 +263,7 @@ impl ProxyState {
         let Some(cas) = self.cas.in_db() else { return Ok(()) };
         for spec in &generation.config.sandboxes {
             let scope = generation
-                .policy(&spec.policy)
+                .named_policy(&spec.policy)
                 .map(scope_for)
                 .unwrap_or(crate::tls::ca::Scope::Unconstrained);
             cas.ensure(&spec.id, &scope)

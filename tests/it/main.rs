@@ -9,6 +9,7 @@ mod cli;
 mod connect;
 mod containers;
 mod control;
+mod control_policies;
 mod control_procs;
 mod control_reload;
 mod control_rig;

@@ -16,31 +16,45 @@ pub(super) fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> B
         if name.is_empty() {
             errs.at("policies", "a policy has an empty name");
         }
-        let mode = match p.mode.as_deref() {
-            None | Some("enforce") => Mode::Enforce,
-            Some("report") => Mode::Report,
-            Some(other) => {
-                errs.at(
-                    format!("{base}.mode"),
-                    format!("{other:?} is not a mode; write \"enforce\" or \"report\""),
-                );
-                Mode::Enforce
-            }
-        };
-        let rules: Vec<Rule> = p
-            .allow
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, r)| rule(errs, &format!("{base}.allow[{i}]"), r))
-            .collect();
-        match Policy::new(name.clone(), mode, rules) {
-            Ok(policy) => {
-                out.insert(name, policy);
-            }
-            Err(e) => errs.at(base, format!("the host patterns do not compile: {e}")),
+        if let Some(policy) = policy(errs, &base, name.clone(), p.mode.as_deref(), p.allow) {
+            out.insert(name, policy);
         }
     }
     out
+}
+
+/// One policy's mode and rules, validated at `base` (`policies.web` in the file, `policy` in the admin API): the
+/// same checks and messages wherever a policy is written.
+pub(super) fn policy(
+    errs: &mut Errors,
+    base: &str,
+    name: String,
+    mode: Option<&str>,
+    allow: Vec<RawRule>,
+) -> Option<Policy> {
+    let mode = match mode {
+        None | Some("enforce") => Mode::Enforce,
+        Some("report") => Mode::Report,
+        Some(other) => {
+            errs.at(
+                format!("{base}.mode"),
+                format!("{other:?} is not a mode; write \"enforce\" or \"report\""),
+            );
+            Mode::Enforce
+        }
+    };
+    let rules: Vec<Rule> = allow
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| rule(errs, &format!("{base}.allow[{i}]"), r))
+        .collect();
+    match Policy::new(name, mode, rules) {
+        Ok(policy) => Some(policy),
+        Err(e) => {
+            errs.at(base, format!("the host patterns do not compile: {e}"));
+            None
+        }
+    }
 }
 
 fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {

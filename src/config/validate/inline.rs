@@ -1,0 +1,119 @@
+//! A sandbox's own policy, sent to the admin API as JSON: validated by the code that validates `policies:` in
+//! the file (the same messages), with the JSON path of each offending value, then held to its ceiling: the
+//! named policy it `extends`, which it may only narrow.
+
+use super::fields::Errors;
+use super::policies::policy;
+use crate::config::model::Config;
+use crate::config::raw::RawInline;
+use crate::policy::Policy;
+
+/// What is wrong with an inline policy, at which JSON path (`policy.allow[0].host`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FieldError {
+    /// The offending value's path, from the request body's root.
+    pub(crate) path: String,
+    /// What is wrong and what would be right.
+    pub(crate) message: String,
+    /// True when the value is valid but goes past the base policy (the ceiling).
+    pub(crate) exceeds: bool,
+}
+
+/// A validated inline policy, within its base.
+#[derive(Debug, Clone)]
+pub(crate) struct InlinePolicy {
+    /// The base's name.
+    pub(crate) extends: String,
+    /// The compiled policy (named `id (inline, extends base)` in logs), with the base's credential narrowing.
+    pub(crate) policy: Policy,
+    /// What is accepted but probably not meant (`policy.allow[0].methods[0]: …`).
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Validate `doc` (the value of the body's `policy` field, at JSON path `at`) as the inline policy of sandbox
+/// `id` under `config`. Every error is returned, none applied.
+pub(crate) fn inline_policy(
+    config: &Config,
+    id: &str,
+    at: &str,
+    doc: &serde_json::Value,
+) -> Result<InlinePolicy, Vec<FieldError>> {
+    let invalid = |path: String, message: String| FieldError {
+        path,
+        message,
+        exceeds: false,
+    };
+    let raw: RawInline = serde_path_to_error::deserialize(doc).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = if inner == "." {
+            at.to_string()
+        } else {
+            format!("{at}.{inner}")
+        };
+        vec![invalid(path, e.into_inner().to_string())]
+    })?;
+    let Some(base) = config.policies.get(&raw.extends) else {
+        let known: Vec<&str> = config.policies.keys().map(String::as_str).collect();
+        return Err(vec![invalid(
+            format!("{at}.extends"),
+            format!(
+                "there is no policy {:?} to extend; the policies are: {}",
+                raw.extends,
+                known.join(", ")
+            ),
+        )]);
+    };
+    let mut errs = Errors {
+        file: String::new(),
+        list: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if raw.credential_scope.is_some() {
+        errs.at(
+            format!("{at}.credential_scope"),
+            format!(
+                "cannot be set inline: {:?}'s credential_scope applies to the credentials this policy keeps",
+                raw.extends
+            ),
+        );
+    }
+    let name = format!("{id} (inline, extends {})", raw.extends);
+    let compiled = policy(&mut errs, at, name, raw.mode.as_deref(), raw.allow);
+    let mut errors: Vec<FieldError> = errs.list.into_iter().map(|e| invalid(e.path, e.message)).collect();
+    let Some(mut compiled) = compiled.filter(|_| errors.is_empty()) else {
+        return Err(errors);
+    };
+    compiled.credentials = raw.credentials.unwrap_or_else(|| base.credentials.clone());
+    errors.extend(
+        crate::policy::ceiling::exceeds(&compiled, base, at)
+            .into_iter()
+            .map(|e| FieldError {
+                path: e.path,
+                message: e.message,
+                exceeds: true,
+            }),
+    );
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    compiled.credential_scope = base
+        .credential_scope
+        .iter()
+        .filter(|(c, _)| compiled.credentials.contains(c))
+        .map(|(c, s)| (c.clone(), s.clone()))
+        .collect();
+    let warnings = errs
+        .warnings
+        .into_iter()
+        .map(|w| w.trim_start_matches(": ").to_string())
+        .collect();
+    Ok(InlinePolicy {
+        extends: raw.extends,
+        policy: compiled,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+#[path = "inline_tests.rs"]
+mod tests;

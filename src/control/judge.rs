@@ -1,0 +1,94 @@
+//! Judging a run-time sandbox's credential on the hot path: the signature, then the store's record (renewals,
+//! revocations, and the policy it runs under now), all from memory.
+
+use std::sync::Arc;
+
+use super::store::Record;
+use super::{Control, now};
+use crate::identity::{AuthFailure, Closed, Origin, Sandbox};
+
+impl Control {
+    /// The sandbox a signed credential names, if the credential is good now. Memory only: safe on the hot path.
+    /// Its policy is the record's (a PATCH changes it without re-issuing credentials), not the credential's.
+    pub fn verify(&self, id: &str, credential: &str, now: i64) -> Result<Arc<Sandbox>, AuthFailure> {
+        let claims = self.signer.verify(credential).ok_or(AuthFailure::Invalid)?;
+        // SECURITY: a credential is good only for the id it was issued to.
+        if claims.sub != id {
+            return Err(AuthFailure::Invalid);
+        }
+        let sandbox = Sandbox {
+            id: claims.sub.into(),
+            user: claims.usr,
+            policy: claims.pol,
+            origin: Origin::Api {
+                nonce: claims.nonce,
+                expires: claims.exp,
+            },
+        };
+        let record = self.current(&sandbox, now).map_err(AuthFailure::from)?;
+        Ok(Arc::new(Sandbox {
+            policy: record.policy_label(),
+            ..sandbox
+        }))
+    }
+
+    /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
+    pub(crate) fn signed_for(&self, id: &str, credential: &str) -> bool {
+        self.signer.verify(credential).is_some_and(|c| c.sub == id)
+    }
+
+    /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
+    pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
+        match &sandbox.origin {
+            Origin::Config => Ok(()),
+            Origin::Api { .. } => self.current(sandbox, now).map(|_| ()),
+        }
+    }
+
+    /// The record of this incarnation of a run-time sandbox, if it may still use cordon.
+    fn current(&self, sandbox: &Sandbox, now: i64) -> Result<Record, Closed> {
+        let Origin::Api { nonce, .. } = &sandbox.origin else {
+            return Err(Closed::Removed);
+        };
+        let known = self.get(sandbox.id.as_str());
+        // Not in this replica's view: created on another replica a moment ago, or unknown to the store. One
+        // read of the store tells which.
+        let record = match known {
+            Some(r) => r,
+            // Shared: what this replica has not heard of does not exist for it (it learns before asking).
+            None if self.is_shared() => return Err(Closed::Removed),
+            None => match self.store.get(sandbox.id.as_str()) {
+                Ok(Some(r)) => {
+                    self.remember(&r);
+                    r
+                }
+                // SECURITY: a credential whose sandbox the store does not know is refused, however well it is
+                // signed: the store holds the revocations, and one that lost them must not let revoked
+                // credentials back in.
+                Ok(None) => return Err(Closed::Removed),
+                Err(e) => {
+                    tracing::warn!(sandbox = %sandbox.id, "cannot read the sandbox store: {e}; refused");
+                    return Err(Closed::Removed);
+                }
+            },
+        };
+        // The store's record decides: it knows renewals and revocations.
+        if &record.nonce != nonce || record.revoked.is_some() {
+            return Err(Closed::Revoked);
+        }
+        if record.expires <= now {
+            Err(Closed::Expired)
+        } else {
+            Ok(record)
+        }
+    }
+}
+
+impl crate::identity::RunTime for Control {
+    fn verify(&self, id: &str, credential: &str) -> Result<Arc<Sandbox>, AuthFailure> {
+        Control::verify(self, id, credential, now())
+    }
+    fn by_source(&self, client: std::net::IpAddr) -> Option<Arc<Sandbox>> {
+        Control::by_source(self, client, now())
+    }
+}
