@@ -130,12 +130,16 @@ values = ["default", "agents"]
 values = ["90s", "30m", "2h", "1day 12h", "7d"]
 
 [[operations]]
-include-operation-id = ["createSandbox", "renewSandbox"]
+include-operation-id = ["createSandbox", "renewSandbox", "changeSandboxPolicy"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "404", "409", "422"]
 
 [[operations]]
 include-operation-id = "createSandbox"
 parameters = { "body.policy" = { dictionary = "policies", probability = 0.8 }, "body.ttl" = { dictionary = "ttls", probability = 0.5 } }
+
+[[operations]]
+include-operation-id = "changeSandboxPolicy"
+parameters = { "body.policy" = { dictionary = "policies", probability = 0.5 } }
 
 [[operations]]
 include-operation-id = "renewSandbox"

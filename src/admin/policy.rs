@@ -57,38 +57,47 @@ pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<A
                     .join(", ")
             ))),
         },
-        Some(doc @ Value::Object(_)) => match crate::config::inline_policy(&generation.config, id, "policy", doc) {
-            Ok(inline) => Ok(Asked {
-                of: PolicyOf {
-                    name: inline.extends,
-                    inline: Some(Arc::from(doc.to_string())),
-                },
-                policy: Arc::new(inline.policy),
-                warnings: inline.warnings,
-            }),
-            Err(errors) => {
-                let exceeds = errors.iter().any(|e| e.exceeds);
-                let details: Vec<Value> = errors
-                    .iter()
-                    .map(|e| json!({"path": e.path, "message": e.message}))
-                    .collect();
-                let message = errors
-                    .iter()
-                    .map(|e| format!("{}: {}", e.path, e.message))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                let code = if exceeds { "exceeds_base" } else { "invalid" };
-                Err(json_response(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    &json!({"error": {"code": code, "message": message, "details": details}}),
-                ))
-            }
-        },
+        Some(doc @ Value::Object(_)) => inline(generation, id, doc),
         Some(_) => Err(invalid(
             "must be the name of a policy, or an object that `extends` one (e.g. {\"extends\": \"web\", \"allow\": \
              [{\"host\": \"github.com\"}]})"
                 .into(),
         )),
+    }
+}
+
+/// A sandbox's own policy `doc`, validated and held to its base.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is the answer itself, built once per failed call"
+)]
+fn inline(generation: &Generation, id: &str, doc: &Value) -> Result<Asked, AdminResponse> {
+    match crate::config::inline_policy(&generation.config, id, "policy", doc) {
+        Ok(inline) => Ok(Asked {
+            of: PolicyOf {
+                name: inline.extends,
+                inline: Some(Arc::from(doc.to_string())),
+            },
+            policy: Arc::new(inline.policy),
+            warnings: inline.warnings,
+        }),
+        Err(errors) => {
+            let exceeds = errors.iter().any(|e| e.exceeds);
+            let details: Vec<Value> = errors
+                .iter()
+                .map(|e| json!({"path": e.path, "message": e.message}))
+                .collect();
+            let message = errors
+                .iter()
+                .map(|e| format!("{}: {}", e.path, e.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let code = if exceeds { "exceeds_base" } else { "invalid" };
+            Err(json_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &json!({"error": {"code": code, "message": message, "details": details}}),
+            ))
+        }
     }
 }
 

@@ -371,6 +371,12 @@ pub(super) struct RawInline {
     pub(crate) allow: Vec<RawRule>,
     /// Credentials it may use; absent: the base's.
     pub(crate) credentials: Option<Vec<String>>,
-    /// Refused with a message: the base's narrowing applies.
-    pub(crate) credential_scope: Option<serde_json::Value>,
+    /// Refused with a message when present at all (even `null`): the base's narrowing applies.
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) credential_scope: bool,
+}
+
+/// True for a member that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }

@@ -295,13 +295,18 @@ policies:
 
     /// A client process with the sandbox's environment only (and PATH, and a private HOME).
     pub(crate) fn client(&self, program: &str) -> Command {
+        self.client_of(&self.env, program)
+    }
+
+    /// A client process with another sandbox's environment `env` only (and PATH, and a private HOME).
+    pub(crate) fn client_of(&self, env: &BTreeMap<String, String>, program: &str) -> Command {
         let home = self.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let mut c = Command::new(program);
         c.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &home)
-            .envs(&self.env)
+            .envs(env)
             .current_dir(self.dir.path());
         c
     }
@@ -329,6 +334,16 @@ policies:
     /// Run the admin CLI against this case's cordon.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
         admin_cli(self.dir.path(), &self.admin, args)
+    }
+
+    /// Run the admin CLI against this case's cordon, however it ends.
+    pub(crate) fn admin_output(&self, args: &[&str]) -> std::process::Output {
+        Command::new(BIN)
+            .args(args)
+            .args(["--admin", &self.admin, "--token-file"])
+            .arg(self.dir.path().join("admin-token"))
+            .output()
+            .unwrap()
     }
 
     pub(crate) fn path(&self, name: &str) -> PathBuf {

@@ -7,4 +7,5 @@ mod git;
 pub(crate) mod harness;
 mod http_clients;
 mod npm;
+mod per_task;
 mod pip;

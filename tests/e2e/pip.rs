@@ -34,10 +34,17 @@ print(hashlib.sha256(open(whl, "rb").read()).hexdigest())
 "#;
 
 const WHEEL: &str = "cordon_e2e_hello-0.1.0-py3-none-any.whl";
-const SECRET: &str = "pypi-real-index-token";
+pub(super) const SECRET: &str = "pypi-real-index-token";
 
-#[tokio::test(flavor = "multi_thread")]
-async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth() {
+/// A private PEP 503 index at `name` (HTTPS, a certificate from `ca`) serving one wheel, answering only requests
+/// with the real token as Basic auth; and that header's value.
+pub(super) struct Index {
+    pub(super) site: super::harness::Site,
+    pub(super) basic: String,
+    _root: tempfile::TempDir,
+}
+
+pub(super) async fn private_index(ca: &crate::tls_rig::TestCa, name: &str) -> Index {
     // The index: /simple/cordon-e2e-hello/ links the wheel under /packages/, with its sha256.
     let root = tempfile::tempdir().unwrap();
     let packages = root.path().join("packages");
@@ -70,15 +77,29 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
         base64::engine::general_purpose::STANDARD.encode(format!("__token__:{SECRET}"))
     );
     let expected = basic.clone();
-    let ca = Case::ca();
     let index = site(
-        &ca,
-        "pypi.e2e.test",
+        ca,
+        name,
         files(root.path().to_path_buf(), move |req| {
             req.header("authorization") == Some(expected.as_str())
         }),
     )
     .await;
+    Index {
+        site: index,
+        basic,
+        _root: root,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth() {
+    let ca = Case::ca();
+    let Index {
+        site: index,
+        basic,
+        _root,
+    } = private_index(&ca, "pypi.e2e.test").await;
     let port = index.port();
     let case = Case::start(
         ca,
@@ -150,8 +171,18 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
 }
 
 /// `pip install cordon-e2e-hello` from `index` into `target`, as the sandbox (its env only).
-fn pip_install(case: &Case, index: &str, target: &std::path::Path, retries: u8) -> std::process::Output {
-    case.client("python3")
+pub(super) fn pip_install(case: &Case, index: &str, target: &std::path::Path, retries: u8) -> std::process::Output {
+    pip_install_as(case.client("python3"), index, target, retries)
+}
+
+/// `pip install cordon-e2e-hello` from `index` into `target`, with `python` (a client of some sandbox).
+pub(super) fn pip_install_as(
+    mut python: Command,
+    index: &str,
+    target: &std::path::Path,
+    retries: u8,
+) -> std::process::Output {
+    python
         .args(["-m", "pip", "install", "--index-url", index, "--target"])
         .arg(target)
         .args([

@@ -10,6 +10,7 @@ mod connect;
 mod containers;
 mod control;
 mod control_policies;
+mod control_policies_shared;
 mod control_procs;
 mod control_reload;
 mod control_rig;

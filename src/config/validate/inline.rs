@@ -68,7 +68,7 @@ pub(crate) fn inline_policy(
         list: Vec::new(),
         warnings: Vec::new(),
     };
-    if raw.credential_scope.is_some() {
+    if raw.credential_scope {
         errs.at(
             format!("{at}.credential_scope"),
             format!(
@@ -84,6 +84,8 @@ pub(crate) fn inline_policy(
         return Err(errors);
     };
     compiled.credentials = raw.credentials.unwrap_or_else(|| base.credentials.clone());
+    // SECURITY: a sandbox's own policy never allows what its base does not: every rule, credential and the mode
+    // are held to the base here, at creation, at each PATCH and again under every new configuration.
     errors.extend(
         crate::policy::ceiling::exceeds(&compiled, base, at)
             .into_iter()

@@ -141,3 +141,57 @@ fn a_report_base_lets_the_inline_policy_report() {
     let p = check(json!({"extends": "loose", "mode": "report", "allow": [{"host": "example.com"}]})).expect("ok");
     assert_eq!(p.policy.mode, crate::policy::Mode::Report);
 }
+
+#[test]
+fn spellings_that_would_widen_are_refused_or_normalised() {
+    // Normalised to what the base names (case, a trailing dot): accepted, and the same name.
+    let p = check(json!({"extends": "web", "allow": [{"host": "PyPI.org.", "ports": [443]}]})).expect("normalised");
+    assert_eq!(
+        p.policy.rules[0].host.as_ref().map(ToString::to_string).as_deref(),
+        Some("pypi.org")
+    );
+    for (allow, path) in [
+        // A wider or look-alike name.
+        (json!({"host": "*.org", "ports": [443]}), "policy.allow[0].host"),
+        (
+            json!({"host": "pypi.org.evil.example", "ports": [443]}),
+            "policy.allow[0].host",
+        ),
+        (json!({"host": "pythonhosted.org"}), "policy.allow[0].host"),
+        // The same range in another family, or a wider one.
+        (
+            json!({"cidrs": ["::ffff:10.1.0.0/112"], "ports": [8080]}),
+            "policy.allow[0].cidrs",
+        ),
+        (
+            json!({"cidrs": ["10.0.0.0/15"], "ports": [8080]}),
+            "policy.allow[0].cidrs",
+        ),
+        // Paths out of the base's prefix by globbing the prefix itself.
+        (
+            json!({"host": "github.com", "methods": ["GET"], "paths": ["/acm?/**"]}),
+            "policy.allow[0].paths",
+        ),
+        (
+            json!({"host": "github.com", "methods": ["GET"], "paths": ["/{acme,other}/**"]}),
+            "policy.allow[0].paths",
+        ),
+        (
+            json!({"host": "github.com", "methods": ["GET"], "paths": ["/**"]}),
+            "policy.allow[0].paths",
+        ),
+        // An extension method the base does not list.
+        (
+            json!({"host": "github.com", "methods": ["PROPFIND"], "paths": ["/acme/**"]}),
+            "policy.allow[0].methods",
+        ),
+    ] {
+        let got = errors(json!({"extends": "web", "allow": [allow.clone()]}));
+        assert_eq!(got, vec![(path.to_string(), true)], "{allow}");
+    }
+    // A lower-case method is refused as the file refuses it.
+    assert_eq!(
+        errors(json!({"extends": "web", "allow": [{"host": "github.com", "methods": ["get"], "paths": ["/acme/**"]}]})),
+        vec![("policy.allow[0].methods[0]".to_string(), false)]
+    );
+}
