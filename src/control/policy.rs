@@ -1,5 +1,7 @@
 //! The policy a run-time sandbox runs under, and changing it (`PATCH /v1/sandboxes/{id}`).
 
+use std::sync::Arc;
+
 use super::store::Record;
 use super::{Control, ControlError, PolicyOf};
 
@@ -11,6 +13,13 @@ impl Control {
             name: r.policy.clone(),
             inline: r.inline_policy.clone(),
         })
+    }
+
+    /// `f` of the policy name and own policy sandbox `id` runs under as this replica knows it, without copying
+    /// either (the hot path's lookup). Memory only.
+    pub(crate) fn with_policy<R>(&self, id: &str, f: impl FnOnce(&str, Option<&Arc<str>>) -> R) -> Option<R> {
+        let view = self.view.read().unwrap_or_else(|p| p.into_inner());
+        view.get(id).map(|r| f(&r.policy, r.inline_policy.as_ref()))
     }
 
     /// Give a live sandbox another policy (validated by the caller). Blocking.

@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use super::Generation;
-use crate::control::{Control, PolicyOf};
+use crate::control::Control;
 use crate::identity::{Origin, Sandbox};
 use crate::policy::Policy;
 
@@ -14,7 +14,7 @@ use crate::policy::Policy;
 const INLINE_CACHE: u64 = 100_000;
 
 /// A sandbox's policy: one of the file's, or its own.
-pub(crate) enum PolicyRef<'g> {
+pub enum PolicyRef<'g> {
     /// A policy of the configuration file.
     Named(&'g Policy),
     /// A run-time sandbox's own policy, within its base.
@@ -49,30 +49,32 @@ impl InlineCache {
 impl Generation {
     /// The policy `sandbox` runs under in this generation; `None` when it has none (a run-time sandbox without
     /// `control`, in a dry run; a policy gone from the file; an inline policy that exceeds its base now).
-    pub(crate) fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<PolicyRef<'_>> {
+    pub fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<PolicyRef<'_>> {
         match (&sandbox.origin, control) {
             (Origin::Config, _) => self.named_policy(&sandbox.policy).map(PolicyRef::Named),
             // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).
             (Origin::Api { .. }, Some(control)) => {
-                self.resolve(sandbox.id.as_str(), &control.policy_of(sandbox.id.as_str())?)
+                let id = sandbox.id.as_str();
+                control.with_policy(id, |name, inline| self.resolve_parts(id, name, inline))?
             }
             (Origin::Api { .. }, None) => None,
         }
     }
 
-    /// The policy a record's `of` stands for in this generation.
-    pub(crate) fn resolve(&self, id: &str, of: &PolicyOf) -> Option<PolicyRef<'_>> {
-        match &of.inline {
-            None => self.named_policy(&of.name).map(PolicyRef::Named),
-            Some(doc) => self.inline(id, &of.name, doc).ok().map(PolicyRef::Inline),
+    /// The policy a record's name and own policy stand for in this generation.
+    fn resolve_parts(&self, id: &str, name: &str, inline: Option<&Arc<str>>) -> Option<PolicyRef<'_>> {
+        match inline {
+            None => self.named_policy(name).map(PolicyRef::Named),
+            Some(doc) => self.inline(id, name, doc).ok().map(PolicyRef::Inline),
         }
     }
 
     /// Sandbox `id`'s own policy `doc`, compiled against this generation and held to `base`; the error says why
     /// it no longer holds (logged once per generation and document).
     pub(crate) fn inline(&self, id: &str, base: &str, doc: &Arc<str>) -> Result<Arc<Policy>, String> {
+        // The record's document is shared with the cache entry made from it: a pointer comparison, usually.
         if let Some(hit) = self.inline.0.get(id)
-            && *hit.doc == **doc
+            && (Arc::ptr_eq(&hit.doc, doc) || *hit.doc == **doc)
             && hit.base == base
         {
             return hit.policy.clone();

@@ -381,3 +381,69 @@ async fn operational_logs_can_be_json_lines_for_a_log_pipeline() {
         "{err}"
     );
 }
+
+#[test]
+fn a_policy_file_that_is_missing_or_not_yaml_is_named_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t").unwrap();
+    let token = token.to_str().unwrap();
+    // Neither or both of --policy and --policy-file: clap says which.
+    let (code, _, err) = cordon(&[
+        "sandbox",
+        "set-policy",
+        "sb-1",
+        "--admin",
+        "http://127.0.0.1:1",
+        "--token-file",
+        token,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--policy") && err.contains("--policy-file"), "{err}");
+    let (code, _, err) = cordon(&[
+        "sandbox",
+        "create",
+        "--user",
+        "u",
+        "--policy",
+        "p",
+        "--policy-file",
+        "x.yaml",
+        "--admin",
+        "http://127.0.0.1:1",
+        "--token-file",
+        token,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+    // A missing file, and a file that is not YAML (with its line and column); nothing reaches the (absent) API.
+    let missing = dir.path().join("missing.yaml");
+    let (code, _, err) = cordon(&[
+        "sandbox",
+        "set-policy",
+        "sb-1",
+        "--policy-file",
+        missing.to_str().unwrap(),
+        "--admin",
+        "http://127.0.0.1:1",
+        "--token-file",
+        token,
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("missing.yaml") && !err.contains("connect"), "{err}");
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, "extends: web\nallow: [\n  - host: a\n").unwrap();
+    let (code, _, err) = cordon(&[
+        "sandbox",
+        "set-policy",
+        "sb-1",
+        "--policy-file",
+        broken.to_str().unwrap(),
+        "--admin",
+        "http://127.0.0.1:1",
+        "--token-file",
+        token,
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("broken.yaml:") && !err.contains("connect"), "{err}");
+}

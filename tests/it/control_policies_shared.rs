@@ -23,7 +23,7 @@ async fn connect(r: &Replica, who: (&str, &str), host: &str, port: u16) -> (u16,
 
 /// Created on `a` with its own policy (allowed.test, and the pinned tunnel); a tunnel to pinned.test open on `b`;
 /// narrowed on `a`: `b` closes that tunnel and refuses a new one, and still serves what is left.
-async fn narrowed_on_one_holds_on_the_other(a: &Replica, b: &Replica, dir: &std::path::Path, port: u16) {
+async fn narrowed_on_one_holds_on_the_other(a: &Replica, b: &Replica, dir: &std::path::Path, port: u16) -> String {
     let own = json!({"extends": "web", "allow": [
         {"host": "allowed.test", "ports": [port]},
         {"host": "pinned.test", "ports": [port], "tls": "tunnel"},
@@ -64,6 +64,7 @@ async fn narrowed_on_one_holds_on_the_other(a: &Replica, b: &Replica, dir: &std:
     let (_, shown) = crate::pg_replicas::admin_get(b, &format!("/v1/sandboxes/{id}")).await;
     assert_eq!(shown["inline_policy"], narrow);
     eprintln!("b closed the tunnel {took:?} after the PATCH on a");
+    id
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -73,7 +74,31 @@ async fn a_policy_changed_on_one_sqlite_replica_holds_on_the_other() {
     let port = up.addr.port();
     let a = replica(dir.path(), "a", port, true).await;
     let b = replica(dir.path(), "b", port, true).await;
-    narrowed_on_one_holds_on_the_other(&a, &b, dir.path(), port).await;
+    let id = narrowed_on_one_holds_on_the_other(&a, &b, dir.path(), port).await;
+    // `cordon explain` decides with the sandbox's own policy, as the running cordon does.
+    let config = a.path.to_str().unwrap();
+    let (code, out, err) = crate::cli::cordon(&[
+        "explain",
+        "--config",
+        config,
+        "--sandbox",
+        &id,
+        &format!("https://allowed.test:{port}/hello"),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("(inline, extends web)"), "{out}");
+    let (code, out, _) = crate::cli::cordon(&[
+        "explain",
+        "--config",
+        config,
+        "--sandbox",
+        &id,
+        &format!("https://pinned.test:{port}/"),
+    ]);
+    assert_eq!(
+        code, 1,
+        "explained as allowed (the base allows it; the sandbox's own policy does not): {out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
