@@ -315,6 +315,32 @@ impl TunnelEnd {
         })
     }
 
+    /// Whether cordon refused what the sandbox did (a `deny` in the audit record, whatever status it had been
+    /// given before): a TLS or transparent connection it would not serve, bytes it would not pass, or a tunnel it
+    /// closed because the sandbox lost access or spent its budget. Timeouts, shutdown and failures are not.
+    pub(crate) fn is_refusal(&self) -> bool {
+        match self {
+            TunnelEnd::Closed
+            | TunnelEnd::ByteBudget
+            | TunnelEnd::SniMismatch(_)
+            | TunnelEnd::NotTls(_)
+            | TunnelEnd::UnknownSource(_)
+            | TunnelEnd::NotTlsOrHttp(_)
+            | TunnelEnd::NoSni
+            | TunnelEnd::BadSni(_)
+            | TunnelEnd::Refused { .. } => true,
+            TunnelEnd::Shutdown
+            | TunnelEnd::Idle(_)
+            | TunnelEnd::MaxLifetime(_)
+            | TunnelEnd::HandshakeTimeout(_)
+            | TunnelEnd::HandshakeFailed(_)
+            | TunnelEnd::LeafUnavailable(_)
+            | TunnelEnd::Handover(_)
+            | TunnelEnd::UpstreamClosed(_)
+            | TunnelEnd::Failed(_) => false,
+        }
+    }
+
     /// What happened, for operators.
     pub(crate) fn detail(&self) -> String {
         match self {

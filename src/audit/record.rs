@@ -275,6 +275,11 @@ impl Pending {
         if let Some(code) = end.code() {
             self.record.reason = Some(code.to_string());
         }
+        // SECURITY: a refusal at any stage (after a 200 to CONNECT too) is a `deny`, so a search for denials
+        // finds it.
+        if end.is_refusal() {
+            self.record.decision = Verdict::Deny;
+        }
         self.record.error = Some(end.detail());
     }
 

@@ -219,6 +219,16 @@ async fn a_patch_narrows_a_live_sandbox_closes_its_tunnel_and_reissues_its_ca() 
         closed_within(&mut pinned, Duration::from_secs(2)).await,
         "the tunnel outlived its rule"
     );
+    // Recorded as a denial: the sandbox may no longer go there.
+    let closed = rig
+        .audit
+        .wait_any(|r| r.host.as_deref() == Some("pinned.test") && r.sandbox.as_deref() == Some(id.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (closed.reason.as_deref(), closed.decision),
+        (Some("closed"), cordon::audit::Verdict::Deny)
+    );
     let mut b = [0u8; 1];
     assert!(
         tokio::time::timeout(Duration::from_millis(300), kept.read(&mut b))

@@ -146,6 +146,11 @@ async fn sni_must_match_the_connect_host() {
     );
     let recs = rig.proxy.audit.wait_for(1).await;
     assert_eq!(recs[0].reason.as_deref(), Some("sni_mismatch"), "{recs:#?}");
+    assert_eq!(
+        recs[0].decision,
+        cordon::audit::Verdict::Deny,
+        "a refused handshake is a denial"
+    );
     assert!(rig.up.seen().is_empty());
 }
 
@@ -253,6 +258,7 @@ async fn tunnel_rule_checks_the_sni() {
     );
     let recs = rig.proxy.audit.wait_for(1).await;
     assert_eq!(recs[0].reason.as_deref(), Some("sni_mismatch"));
+    assert_eq!(recs[0].decision, cordon::audit::Verdict::Deny);
     assert!(rig.up.seen().is_empty());
 }
 
@@ -273,6 +279,7 @@ async fn plain_bytes_after_an_intercepted_connect_are_closed() {
     assert!(closed(&mut s).await);
     let recs = rig.proxy.audit.wait_for(1).await;
     assert_eq!(recs[0].reason.as_deref(), Some("not_tls"));
+    assert_eq!(recs[0].decision, cordon::audit::Verdict::Deny);
     assert!(rig.up.seen().is_empty());
 }
 

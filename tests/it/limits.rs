@@ -137,13 +137,13 @@ async fn a_spent_download_budget_closes_the_sandboxs_tunnels_and_refuses_new_one
         "another sandbox is unaffected"
     );
     assert!(
-        rig.until(Duration::from_secs(2), || rig
-            .audit
-            .now()
-            .iter()
-            .any(|r| r.reason.as_deref() == Some("byte_budget")))
+        rig.until(Duration::from_secs(2), || rig.audit.now().iter().any(|r| r
+            .reason
+            .as_deref()
+            == Some("byte_budget")
+            && r.decision == cordon::audit::Verdict::Deny))
             .await,
-        "no record says the budget closed a tunnel"
+        "no record says (as a denial) that the budget closed a tunnel"
     );
 }
 
