@@ -17,7 +17,7 @@ use tracing_subscriber::{Layer, fmt};
 
 use crate::audit::writer as audit_writer;
 use crate::audit::{self, LineSink};
-use crate::config::{AuditConfig, LogFormat};
+use crate::config::{AuditChain, AuditConfig, LogFormat};
 
 /// Where audit records go. Records still queued are written out when this is dropped: keep it until the
 /// end.
@@ -25,7 +25,16 @@ use crate::config::{AuditConfig, LogFormat};
 pub(crate) struct Audit {
     /// The sink to hand to the proxy state.
     pub(crate) sink: Arc<dyn audit::Sink>,
+    /// The writer's queue, to hand it the checkpoints' key once secrets can be read.
+    queue: audit_writer::LineQueue,
     _flush: audit_writer::Flusher,
+}
+
+impl Audit {
+    /// Have the writer sign its checkpoints with `signer` from now on.
+    pub(crate) fn sign_checkpoints(&self, signer: audit::chain::Signer) {
+        self.queue.sign_with(signer);
+    }
 }
 
 /// Lines the audit writer holds before requests wait for it.
@@ -39,7 +48,7 @@ const AUDIT_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
 /// Install the global subscriber for operational logs (verbosity from `CORDON_LOG`, default `info`) and
 /// start the audit writer.
 /// `format` (`log.format`) chooses human-readable lines or one JSON object per line.
-pub(crate) fn init(audit_to: &AuditConfig, format: LogFormat) -> Result<Audit, String> {
+pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat) -> Result<Audit, String> {
     let ops_filter = EnvFilter::try_from_env("CORDON_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
     let ops = match format {
@@ -59,25 +68,67 @@ pub(crate) fn init(audit_to: &AuditConfig, format: LogFormat) -> Result<Audit, S
             .with_filter(ops_filter)
             .boxed(),
     };
-    let out: Box<dyn std::io::Write + Send> = match audit_to {
-        AuditConfig::Stdout => Box::new(BufWriter::with_capacity(AUDIT_BUFFER, std::io::stdout())),
+    let (out, tail): (Box<dyn std::io::Write + Send>, _) = match audit_to {
+        AuditConfig::Stdout => (
+            Box::new(BufWriter::with_capacity(AUDIT_BUFFER, std::io::stdout())),
+            None,
+        ),
         AuditConfig::File(path) => {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot open the audit file {}: {e}", path.display()))?;
-            Box::new(BufWriter::with_capacity(AUDIT_BUFFER, file))
+            let fail = |e: std::io::Error| format!("cannot open the audit file {}: {e}", path.display());
+            let tail = continued_tail(path).map_err(fail)?;
+            let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
+            if tail.cut_short {
+                // The last run was killed in the middle of a line: end it, so the next line stands alone.
+                std::io::Write::write_all(&mut file, b"\n").map_err(fail)?;
+            }
+            (Box::new(BufWriter::with_capacity(AUDIT_BUFFER, file)), tail.tail)
         }
     };
-    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE)
+    let chaining = audit_writer::Chaining {
+        chain: audit::chain::Chain::after(tail),
+        checkpoint_every: chain.checkpoint_interval,
+        continued: tail.is_some(),
+    };
+    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE, Some(chaining))
         .map_err(|e| format!("cannot start the audit thread: {e}"))?;
     tracing_subscriber::registry()
         .with(ops)
         .try_init()
         .map_err(|e| format!("logging was already set up: {e}"))?;
     Ok(Audit {
-        sink: Arc::new(LineSink::new(queue)),
+        sink: Arc::new(LineSink::new(queue.clone())),
+        queue,
         _flush: flusher,
+    })
+}
+
+/// What the end of an existing audit file says.
+struct Ending {
+    /// The chain to continue, if the file has one.
+    tail: Option<audit::chain::Tail>,
+    /// Whether the file ends in the middle of a line.
+    cut_short: bool,
+}
+
+/// Read the end of the audit file at `path` (the last 1 MiB at most), if it exists.
+fn continued_tail(path: &std::path::Path) -> std::io::Result<Ending> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Ending {
+                tail: None,
+                cut_short: false,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(1 << 20)))?;
+    let mut end = Vec::new();
+    file.read_to_end(&mut end)?;
+    Ok(Ending {
+        tail: audit::chain::tail_of(&end),
+        cut_short: end.last().is_some_and(|b| *b != b'\n'),
     })
 }

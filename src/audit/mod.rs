@@ -3,8 +3,10 @@
 //! [`record`] holds the record and the builder the request pipeline fills it through; [`sink`] where
 //! records go; [`writer`] the thread that writes them out.
 
+pub(crate) mod chain;
 mod record;
 mod sink;
+pub(crate) mod verify;
 pub(crate) mod writer;
 
 pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, auth_failures};

@@ -8,12 +8,18 @@
 //!
 //! Nothing is dropped: when the queue is full (the disk cannot keep up), requests wait for room. A
 //! [`Flusher`] that is dropped writes out everything queued before it returns.
+//!
+//! With a [`Chain`], the thread links every line into the hash chain as it writes it, starts with an
+//! `audit_start` line, writes a checkpoint at each interval in which it wrote anything, and a final one when
+//! it stops.
 
 use std::io::Write;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+
+use super::chain::{Chain, Signer};
 
 /// Where finished audit lines go.
 pub(crate) trait Lines: Send + Sync {
@@ -23,6 +29,8 @@ pub(crate) trait Lines: Send + Sync {
 
 enum Msg {
     Line(Vec<u8>),
+    /// Sign checkpoints with this key from now on.
+    Key(Signer),
     /// Write out everything queued, then acknowledge and end.
     Stop(Sender<()>),
 }
@@ -60,6 +68,15 @@ impl Lines for LineQueue {
     }
 }
 
+impl LineQueue {
+    /// Sign the chain's checkpoints with `signer` from now on (its key is read once the secret sources are up).
+    pub(crate) fn sign_with(&self, signer: Signer) {
+        if self.tx.send(Msg::Key(signer)).is_err() {
+            tracing::error!("the audit writer has stopped; its checkpoints cannot be signed");
+        }
+    }
+}
+
 /// Stops the audit thread when dropped, after it has written out what is queued.
 #[must_use = "dropping it stops the audit thread"]
 pub(crate) struct Flusher {
@@ -88,18 +105,27 @@ impl Drop for Flusher {
     }
 }
 
+/// The chain a writer links its lines into, and how often it writes a checkpoint.
+pub(crate) struct Chaining {
+    pub(crate) chain: Chain,
+    pub(crate) checkpoint_every: Duration,
+    /// Whether the chain continues lines already in the file.
+    pub(crate) continued: bool,
+}
+
 /// Start the thread `name`, writing to `out`, holding at most `queue` lines, pausing `pause` after each
-/// batch.
+/// batch; with `chaining`, every line is linked into its chain.
 pub(crate) fn start<W: Write + Send + 'static>(
     name: &str,
     out: W,
     queue: usize,
     pause: Duration,
+    chaining: Option<Chaining>,
 ) -> std::io::Result<(LineQueue, Flusher)> {
     let (tx, rx) = crossbeam_channel::bounded(queue);
     let thread = std::thread::Builder::new()
         .name(name.to_string())
-        .spawn(move || run(rx, out, pause))?;
+        .spawn(move || run(rx, out, pause, chaining))?;
     Ok((
         LineQueue { tx: tx.clone() },
         Flusher {
@@ -109,23 +135,57 @@ pub(crate) fn start<W: Write + Send + 'static>(
     ))
 }
 
-fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration) {
-    // Parked here while the proxy is quiet. Every batch ends flushed, and the queue cannot close before the
-    // `Stop` that the flusher sends when dropped.
-    while let Ok(first) = rx.recv() {
+fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>) {
+    if let Some(c) = &mut chaining {
+        let line = c.chain.start_line(&now_rfc3339(), c.continued);
+        write_out(&mut out, &line);
+    }
+    let mut last_checkpoint = std::time::Instant::now();
+    // Parked here while the proxy is quiet (until the next checkpoint is due, with a chain). Every batch ends
+    // flushed, and the queue cannot close before the `Stop` that the flusher sends when dropped.
+    loop {
+        let first = match &chaining {
+            Some(c) => match rx.recv_timeout(c.checkpoint_every.saturating_sub(last_checkpoint.elapsed())) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            },
+            None => match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => return,
+            },
+        };
         let mut stop = None;
-        let mut next = Some(first);
+        let mut next = first;
         let mut failed = None;
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Line(line) => {
+                Msg::Line(mut line) => {
+                    if let Some(c) = &mut chaining {
+                        c.chain.link(&mut line);
+                    }
                     if let Err(e) = out.write_all(&line) {
                         failed = Some(e);
+                    }
+                }
+                Msg::Key(signer) => {
+                    if let Some(c) = &mut chaining {
+                        c.chain.sign_with(signer);
                     }
                 }
                 Msg::Stop(ack) => stop = Some(ack),
             }
             next = rx.try_recv().ok();
+        }
+        if let Some(c) = &mut chaining
+            && (stop.is_some() || last_checkpoint.elapsed() >= c.checkpoint_every)
+        {
+            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), stop.is_some())
+                && let Err(e) = out.write_all(line.as_slice())
+            {
+                failed = Some(e);
+            }
+            last_checkpoint = std::time::Instant::now();
         }
         if let Err(e) = out.flush() {
             failed = Some(e);
@@ -139,6 +199,17 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration) {
         }
         std::thread::sleep(pause);
     }
+}
+
+fn write_out<W: Write>(out: &mut W, line: &[u8]) {
+    if let Err(e) = out.write_all(line).and_then(|()| out.flush()) {
+        tracing::error!("audit records could not be written: {e}");
+    }
+}
+
+/// Now, as audit records write time.
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 #[cfg(test)]

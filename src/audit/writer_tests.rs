@@ -39,7 +39,7 @@ fn lines(out: &Out) -> Vec<String> {
 #[test]
 fn a_lone_line_is_written_at_once_and_everything_queued_survives_the_stop() {
     let out = Out::default();
-    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::from_millis(1)).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::from_millis(1), None).unwrap();
     queue.line(b"first\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while lines(&out).is_empty() {
@@ -78,7 +78,7 @@ fn a_lone_line_is_written_at_once_and_everything_queued_survives_the_stop() {
 #[test]
 fn lines_that_arrive_during_a_pause_go_out_with_the_next_batch() {
     let out = Out::default();
-    let (queue, flusher) = start("audit-test", out.clone(), 1024, Duration::from_millis(200)).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 1024, Duration::from_millis(200), None).unwrap();
     queue.line(b"wake\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while lines(&out).is_empty() {
@@ -101,7 +101,7 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
         stuck: Some(Arc::new(Mutex::new(stuck))),
         ..Out::default()
     };
-    let (queue, flusher) = start("audit-test", out.clone(), 1, Duration::ZERO).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 1, Duration::ZERO, None).unwrap();
     // One worker only: if the waiting request kept it, nothing else could run.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -133,7 +133,7 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
 fn a_write_error_is_survived_and_later_lines_still_go_out() {
     let out = Out::default();
     out.fail_next.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO, None).unwrap();
     queue.line(b"lost\n".to_vec());
     std::thread::sleep(Duration::from_millis(50));
     queue.line(b"kept\n".to_vec());

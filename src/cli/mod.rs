@@ -14,6 +14,7 @@ macro_rules! out {
 pub mod admin_client;
 pub(crate) mod approvals;
 mod args;
+mod audit;
 mod ca;
 mod check;
 mod explain;
@@ -62,6 +63,11 @@ enum Command {
         method: String,
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
+    },
+    /// The audit log: the checkpoints' public key, and verifying audit files.
+    Audit {
+        #[command(subcommand)]
+        command: audit::AuditCommand,
     },
     /// Per-sandbox certificate authorities.
     Ca {
@@ -140,6 +146,7 @@ pub fn main() -> ExitCode {
             url,
         } => explain::main(&config, &sandbox, &method, &url),
         Command::Ca { command } => ca::main(command),
+        Command::Audit { command } => audit::main(command),
         Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
         Command::Vault { command } => vault::main(command),
         Command::Token {

@@ -12,7 +12,7 @@ use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
-    let audit = match logging::init(&config.audit, config.log_format) {
+    let audit = match logging::init(&config.audit, &config.audit_chain, config.log_format) {
         Ok(audit) => audit,
         Err(e) => {
             eprintln!("cordon: {e}");
@@ -26,7 +26,26 @@ pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(serve(config, audit.sink.clone(), path))
+    rt.block_on(serve(config, &audit, path))
+}
+
+/// The key of the audit checkpoints from `audit.signing_key` (a `file:` one is created with a random secret on
+/// first start); `None` without one (checkpoints stay unsigned).
+async fn audit_signer(
+    key: Option<&crate::config::credentials::SecretRef>,
+    secrets: &crate::credentials::secrets::Secrets,
+) -> Result<Option<crate::audit::chain::Signer>, String> {
+    use secrecy::ExposeSecret;
+    let Some(r) = key else { return Ok(None) };
+    if let crate::config::credentials::SecretRef::File(path) = r
+        && crate::secret_file::ensure_secret_file(path)?
+    {
+        tracing::info!("created {} with a new random secret (0600)", path.display());
+    }
+    let secret = secrets.stored(r).await.map_err(|e| format!("audit.signing_key: {e}"))?;
+    let signer = crate::audit::chain::Signer::from_secret(secret.expose_secret())?;
+    tracing::info!(public_key = %signer.public_hex(), "audit checkpoints are signed");
+    Ok(Some(signer))
 }
 
 async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ExitCode> {
@@ -36,7 +55,9 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpL
     })
 }
 
-async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<PathBuf>) -> ExitCode {
+async fn serve(config: Config, audit_out: &logging::Audit, path: Option<PathBuf>) -> ExitCode {
+    let audit = audit_out.sink.clone();
+    let audit_key = config.audit_chain.signing_key.clone();
     let addr = config.listen.proxy;
     let listener = match bind(addr, "listen.proxy").await {
         Ok(l) => l,
@@ -95,6 +116,14 @@ async fn serve(config: Config, audit: Arc<dyn crate::audit::Sink>, path: Option<
             return ExitCode::FAILURE;
         }
     };
+    match audit_signer(audit_key.as_ref(), state.current().credentials.secrets()).await {
+        Ok(Some(signer)) => audit_out.sign_checkpoints(signer),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));
     let reloader = Arc::new(Reloader::new(path, text.as_deref()));
     reloader.clone().spawn_watchers(&state, watch);

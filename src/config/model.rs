@@ -19,6 +19,8 @@ pub struct Config {
     pub(crate) listen: Listen,
     /// Audit sink.
     pub(crate) audit: AuditConfig,
+    /// The audit log's chain: checkpoint interval and signing key.
+    pub(crate) audit_chain: AuditChain,
     /// Address guard and name overrides.
     pub(crate) network: Network,
     /// Timeouts.
@@ -169,6 +171,15 @@ impl Listen {
         all.extend(self.transparent.map(|a| ("listen.transparent", a)));
         all
     }
+}
+
+/// `audit.signing_key` and `audit.checkpoint_interval`.
+#[derive(Debug, Clone)]
+pub(crate) struct AuditChain {
+    /// The secret the checkpoints' key is derived from; `None`: checkpoints are written unsigned.
+    pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
+    /// How often a checkpoint is written while records are (and always when cordon stops).
+    pub(crate) checkpoint_interval: Duration,
 }
 
 /// Where audit records go.

@@ -186,6 +186,10 @@ pub(super) struct RawListen {
 pub(super) struct RawAudit {
     /// `-` for stdout, or a file path (appended to).
     pub(crate) path: Option<String>,
+    /// The secret the checkpoints' Ed25519 key is derived from.
+    pub(crate) signing_key: Option<RawSecretRef>,
+    /// How often a checkpoint is written while records are.
+    pub(crate) checkpoint_interval: Option<String>,
 }
 
 /// `network:`

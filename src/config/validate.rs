@@ -76,6 +76,19 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         }
         Some(p) => AuditConfig::File(PathBuf::from(p)),
     };
+    let audit_chain = super::model::AuditChain {
+        signing_key: raw
+            .audit
+            .signing_key
+            .take()
+            .and_then(|r| credentials::secret_ref(&mut errs, "audit.signing_key", r)),
+        checkpoint_interval: fields::duration(
+            &mut errs,
+            "audit.checkpoint_interval",
+            raw.audit.checkpoint_interval.take(),
+            Duration::from_secs(10),
+        ),
+    };
     let network = network(&mut errs, raw.network);
     let timeouts = limits::timeouts(&mut errs, std::mem::take(&mut raw.timeouts));
     let limits = limits::limits(&mut errs, std::mem::take(&mut raw.limits));
@@ -128,6 +141,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             source: source.to_string(),
             listen,
             audit,
+            audit_chain,
             network,
             timeouts,
             limits,

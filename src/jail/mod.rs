@@ -156,7 +156,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
             .push(IpNet::V4(Ipv4Net::new(plan.jail_ip, 32).map_err(|e| e.to_string())?));
     }
     config.control.watch = false;
-    let audit = crate::logging::init(&config.audit, config.log_format)?;
+    let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -187,7 +187,17 @@ async fn run_with_curl_through_the_proxy() {
         .unwrap();
     assert!(status.status.success(), "exit on SIGTERM: {:?}", status.status);
     let stdout = String::from_utf8_lossy(&status.stdout);
-    let records: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The chain's own lines (the start and the checkpoints) frame the records.
+    assert_eq!(lines[0]["kind"], "audit_start");
+    assert_eq!(
+        (&lines[lines.len() - 1]["kind"], &lines[lines.len() - 1]["final"]),
+        (&serde_json::json!("checkpoint"), &serde_json::json!(true))
+    );
+    let records: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|r| r["kind"] != "audit_start" && r["kind"] != "checkpoint")
+        .collect();
     assert_eq!(records.len(), 3, "one JSON record per request on stdout:\n{stdout}");
     assert_eq!(records[0]["kind"], "http");
     assert_eq!(records[0]["sandbox"], "sb1");
@@ -235,7 +245,10 @@ async fn audit_records_can_go_to_a_file() {
         .unwrap();
     assert!(out.stdout.is_empty(), "nothing on stdout when audit goes to a file");
     let text = std::fs::read_to_string(&audit).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"kind\":\"checkpoint\"") && !l.contains("\"kind\":\"audit_start\""))
+        .collect();
     assert_eq!(lines.len(), 1, "{text}");
     let rec: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(rec["status"], 407);

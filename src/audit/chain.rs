@@ -1,0 +1,152 @@
+//! Tamper evidence for the audit log: one hash chain per writer, and signed checkpoints.
+//!
+//! Every line the writer emits carries `seq` (one more than the line before) and `prev` (the SHA-256, in hex, of
+//! the line before, exactly as written, without its newline). A run starts with an `audit_start` line linked to
+//! the last line already in the file (so the chain goes on across restarts); at intervals, and when cordon
+//! stops, a `checkpoint` line is written and signed with Ed25519: its signature covers its `seq` and `prev`, so
+//! it vouches for every line before it. `cordon audit verify` checks both (`verify.rs`).
+
+use ring::signature::{Ed25519KeyPair, KeyPair};
+use sha2::{Digest, Sha256};
+
+/// The hash a chain starts from when there is nothing before it.
+pub(crate) const GENESIS: [u8; 32] = [0; 32];
+
+/// Signs checkpoints: an Ed25519 key derived from a secret of any source cordon reads.
+pub(crate) struct Signer {
+    key: Ed25519KeyPair,
+}
+
+impl Signer {
+    /// The key for `secret` (any text; the same secret gives the same key on every replica and restart).
+    pub(crate) fn from_secret(secret: &str) -> Result<Signer, String> {
+        let seed = Sha256::new()
+            .chain_update(b"cordon audit checkpoint key\0")
+            .chain_update(secret.as_bytes())
+            .finalize();
+        let key = Ed25519KeyPair::from_seed_unchecked(&seed)
+            .map_err(|e| format!("cannot make the audit signing key: {e}"))?;
+        Ok(Signer { key })
+    }
+
+    /// The public key, in hex, as `cordon audit public-key` prints it and `verify --public-key` takes it.
+    pub(crate) fn public_hex(&self) -> String {
+        hex::encode(self.key.public_key().as_ref())
+    }
+}
+
+/// The chain of one writer.
+pub(crate) struct Chain {
+    /// The `seq` of the next line.
+    next: u64,
+    /// The hash of the last line written.
+    prev: [u8; 32],
+    /// Lines since the last checkpoint (the start line included).
+    since_checkpoint: u64,
+    signer: Option<Signer>,
+}
+
+/// What the end of an existing audit file says about the chain to continue: the last line's `seq` and hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tail {
+    pub(crate) seq: u64,
+    pub(crate) hash: [u8; 32],
+}
+
+impl Chain {
+    /// A chain continuing `tail` (none: a new chain from seq 0).
+    pub(crate) fn after(tail: Option<Tail>) -> Chain {
+        Chain {
+            next: tail.map_or(0, |t| t.seq + 1),
+            prev: tail.map_or(GENESIS, |t| t.hash),
+            since_checkpoint: 0,
+            signer: None,
+        }
+    }
+
+    /// Sign checkpoints with `signer` from now on.
+    pub(crate) fn sign_with(&mut self, signer: Signer) {
+        self.signer = Some(signer);
+    }
+
+    /// Add `seq` and `prev` to one finished JSON line (`{...}\n`) and advance the chain.
+    pub(crate) fn link(&mut self, line: &mut Vec<u8>) {
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.last() == Some(&b'}') {
+            line.pop();
+            let empty = line.last() == Some(&b'{');
+            let sep = if empty { "" } else { "," };
+            line.extend_from_slice(
+                format!("{sep}\"seq\":{},\"prev\":\"{}\"}}", self.next, hex::encode(self.prev)).as_bytes(),
+            );
+        }
+        self.prev = Sha256::digest(&line[..]).into();
+        self.next += 1;
+        self.since_checkpoint += 1;
+        line.push(b'\n');
+    }
+
+    /// The line a run starts with: when, why (`start`), and the chain it continues.
+    pub(crate) fn start_line(&mut self, time: &str, continued: bool) -> Vec<u8> {
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "kind": "audit_start",
+            "time": time,
+            "continues": continued,
+            "version": env!("CARGO_PKG_VERSION"),
+        }))
+        .unwrap_or_default();
+        self.link(&mut line);
+        line
+    }
+
+    /// A checkpoint line vouching for every line so far (`final` when cordon stops), or `None` when nothing was
+    /// written since the last one (and it is not the final one).
+    pub(crate) fn checkpoint_line(&mut self, time: &str, last: bool) -> Option<Vec<u8>> {
+        if self.since_checkpoint == 0 && !last {
+            return None;
+        }
+        let body = serde_json::json!({
+            "kind": "checkpoint",
+            "time": time,
+            "records": self.since_checkpoint,
+            "final": last,
+            "key": self.signer.as_ref().map(Signer::public_hex),
+            "seq": self.next,
+            "prev": hex::encode(self.prev),
+        });
+        let mut line = serde_json::to_vec(&body).unwrap_or_default();
+        // SECURITY: the signature covers the checkpoint's whole body (its `seq` and the hash of the line before
+        // it among them), so it vouches for the chain up to here; it is appended last, outside what it signs.
+        if let (Some(signer), Some(b'}')) = (&self.signer, line.last()) {
+            let sig = signer.key.sign(&line);
+            line.pop();
+            line.extend_from_slice(format!(",\"sig\":\"{}\"}}", hex::encode(sig.as_ref())).as_bytes());
+        }
+        self.prev = Sha256::digest(&line[..]).into();
+        self.next += 1;
+        self.since_checkpoint = 0;
+        line.push(b'\n');
+        Some(line)
+    }
+}
+
+/// The chain's state at the end of `text` (the last whole line with a `seq`), if there is one.
+pub(crate) fn tail_of(text: &[u8]) -> Option<Tail> {
+    let whole = match text.iter().rposition(|b| *b == b'\n') {
+        Some(end) => &text[..end],
+        None => return None,
+    };
+    let start = whole.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let line = &whole[start..];
+    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    Some(Tail {
+        seq: value.get("seq")?.as_u64()?,
+        hash: Sha256::digest(line).into(),
+    })
+}
+
+#[cfg(test)]
+#[path = "chain_tests.rs"]
+mod tests;

@@ -1,0 +1,49 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use super::*;
+
+#[test]
+fn lines_carry_their_place_and_the_hash_of_the_line_before() {
+    let mut chain = Chain::after(None);
+    let mut a = b"{\"x\":1}\n".to_vec();
+    chain.link(&mut a);
+    assert_eq!(
+        a,
+        format!("{{\"x\":1,\"seq\":0,\"prev\":\"{}\"}}\n", hex::encode(GENESIS)).into_bytes()
+    );
+    let mut b = b"{}\n".to_vec();
+    chain.link(&mut b);
+    let hash_a = hex::encode(Sha256::digest(&a[..a.len() - 1]));
+    assert_eq!(b, format!("{{\"seq\":1,\"prev\":\"{hash_a}\"}}\n").into_bytes());
+    // The end of a file gives the chain to continue.
+    let tail = tail_of(&[a.clone(), b.clone()].concat()).unwrap();
+    assert_eq!(tail.seq, 1);
+    assert_eq!(tail.hash, <[u8; 32]>::from(Sha256::digest(&b[..b.len() - 1])));
+    let mut next = Chain::after(Some(tail));
+    let start = next.start_line("t", true);
+    let v: serde_json::Value = serde_json::from_slice(&start).unwrap();
+    assert_eq!((v["seq"].as_u64(), v["continues"].as_bool()), (Some(2), Some(true)));
+    // A cut line at the end is not the tail; a file without chained lines has none.
+    assert_eq!(tail_of(&[a.clone(), b"{\"seq\":9".to_vec()].concat()).unwrap().seq, 0);
+    assert_eq!(tail_of(b"{\"old\":\"format\"}\n"), None);
+}
+
+#[test]
+fn checkpoints_are_written_when_something_happened_or_at_the_end() {
+    let mut chain = Chain::after(None);
+    assert!(chain.checkpoint_line("t", false).is_none());
+    let mut a = b"{}\n".to_vec();
+    chain.link(&mut a);
+    let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", false).unwrap()).unwrap();
+    assert_eq!((c["records"].as_u64(), c["sig"].is_null()), (Some(1), true));
+    assert!(chain.checkpoint_line("t", false).is_none());
+    chain.sign_with(Signer::from_secret("s").unwrap());
+    let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", true).unwrap()).unwrap();
+    assert_eq!(c["final"], true);
+    assert_eq!(c["sig"].as_str().map(str::len), Some(128));
+    // The same secret gives the same key.
+    assert_eq!(
+        Signer::from_secret("s").unwrap().public_hex(),
+        Signer::from_secret("s").unwrap().public_hex()
+    );
+}

@@ -1,0 +1,167 @@
+//! `cordon audit`: the audit log's checkpoint key, and verifying audit files.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::args::{ConfigArg, load};
+use crate::audit::verify::{Outcome, verify};
+
+/// Exit status: every line in place and the end sealed by cordon's final checkpoint.
+const INTACT: u8 = 0;
+/// Exit status: edited, deleted, inserted or reordered lines, or a signature that does not hold.
+const TAMPERED: u8 = 1;
+/// Exit status: the files cannot be read, or the arguments are wrong.
+const UNUSABLE: u8 = 2;
+/// Exit status: nothing changed, but the end is not sealed (truncated after the last checkpoint, an unclean
+/// stop, or a log still being written).
+const UNSEALED: u8 = 3;
+
+/// What to do.
+#[derive(clap::Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Print the public key (hex) of the audit checkpoints' signatures, from `audit.signing_key`.
+    PublicKey {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Check audit files (rotated ones too, `.gz` included; any order): the hash chain and the checkpoint
+    /// signatures. Exit 0 intact and sealed; 1 tampered (edited, deleted, inserted, reordered, a bad
+    /// signature); 3 unsealed (nothing changed, but lines after the last checkpoint are not signed: truncated,
+    /// an unclean stop, or still being written); 2 unusable input.
+    Verify {
+        /// The trusted public key (hex), as `cordon audit public-key` prints it.
+        #[arg(long, conflicts_with = "config")]
+        public_key: Option<String>,
+        /// Take the key from this configuration's `audit.signing_key` instead.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Check the chain only, not the signatures (anyone can rewrite a chain; only the signatures prove
+        /// who wrote it).
+        #[arg(long, conflicts_with_all = ["public_key", "config"])]
+        no_signatures: bool,
+        /// The audit files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Run an `audit` command.
+pub(crate) fn main(command: AuditCommand) -> ExitCode {
+    match command {
+        AuditCommand::PublicKey { config } => match key_of(&config) {
+            Ok(key) => {
+                outln!("{}", hex::encode(key));
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        AuditCommand::Verify {
+            public_key,
+            config,
+            no_signatures,
+            files,
+        } => {
+            let key = match (public_key, config) {
+                (Some(hex_key), _) => match hex::decode(hex_key.trim()).ok().filter(|k| k.len() == 32) {
+                    Some(k) => Some(k),
+                    None => return fail("--public-key: not 32 bytes of hex, as `cordon audit public-key` prints"),
+                },
+                (None, Some(path)) => match key_of(&ConfigArg { config: Some(path) }) {
+                    Ok(k) => Some(k),
+                    Err(e) => return fail(&e),
+                },
+                (None, None) if no_signatures => None,
+                (None, None) => {
+                    return fail(
+                        "give the trusted key (--public-key HEX, or --config FILE with audit.signing_key), or \
+                         --no-signatures to check the chain alone",
+                    );
+                }
+            };
+            run_verify(&files, key.as_deref())
+        }
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("cordon: {message}");
+    ExitCode::from(UNUSABLE)
+}
+
+fn run_verify(paths: &[PathBuf], key: Option<&[u8]>) -> ExitCode {
+    let mut files = Vec::new();
+    for path in paths {
+        match read(path) {
+            Ok(text) => files.push((path.display().to_string(), text)),
+            Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+        }
+    }
+    // Oldest first, by the first `seq` each holds (rotated files may be given in any order).
+    files.sort_by_key(|(_, text)| first_seq(text));
+    let report = verify(&files, key);
+    for t in &report.tampering {
+        outln!("TAMPERED {t}");
+    }
+    for n in &report.notes {
+        outln!("note     {n}");
+    }
+    let outcome = report.outcome();
+    let verdict = match outcome {
+        Outcome::Intact => "intact: every line in place, the end sealed by cordon's final checkpoint",
+        Outcome::Unsealed => "no change found, but the end is not sealed (see the note)",
+        Outcome::Tampered => "TAMPERED",
+    };
+    outln!(
+        "verdict  {verdict} ({} lines in {} file(s), {} signed checkpoint(s))",
+        report.lines,
+        files.len(),
+        report.signed
+    );
+    ExitCode::from(match outcome {
+        Outcome::Intact => INTACT,
+        Outcome::Unsealed => UNSEALED,
+        Outcome::Tampered => TAMPERED,
+    })
+}
+
+/// A file's bytes, decompressed when it is gzip.
+fn read(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let raw = std::fs::read(path)?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut text)?;
+        return Ok(text);
+    }
+    Ok(raw)
+}
+
+fn first_seq(text: &[u8]) -> u64 {
+    text.split(|b| *b == b'\n')
+        .find_map(|l| {
+            serde_json::from_slice::<serde_json::Value>(l)
+                .ok()?
+                .get("seq")?
+                .as_u64()
+        })
+        .unwrap_or(u64::MAX)
+}
+
+/// The checkpoints' public key from the configuration's `audit.signing_key`.
+fn key_of(arg: &ConfigArg) -> Result<Vec<u8>, String> {
+    use secrecy::ExposeSecret;
+    let config = load(arg).map_err(|_| "the configuration has errors (printed above)".to_string())?;
+    let Some(r) = config.audit_chain.signing_key.clone() else {
+        return Err("the configuration sets no audit.signing_key: its checkpoints are not signed".into());
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let credentials = crate::credentials::apply::Credentials::new(&config)?;
+    let secret = rt
+        .block_on(credentials.secrets().stored(&r))
+        .map_err(|e| format!("audit.signing_key: {e}"))?;
+    let signer = crate::audit::chain::Signer::from_secret(secret.expose_secret())?;
+    hex::decode(signer.public_hex()).map_err(|e| e.to_string())
+}
