@@ -188,6 +188,8 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
         .audited(|r| r["sandbox"] == "task-42" && r["host"] == "pypi.e2e.test" && r["decision"] == "deny")
         .await;
     assert_eq!(record["policy"], "e2e+inline");
+    // Every line (connect, https with credentials, denials) is what docs/audit.schema.json says.
+    crate::audit_chain::assert_schema(&case.path("audit.log"));
     // The sandbox the case made with the base policy itself is untouched by any of this.
     let out = case
         .client("curl")

@@ -394,6 +394,8 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     );
     assert!(transparent.iter().any(|r| r["reason"] == "no_sni"));
     assert!(transparent.iter().any(|r| r["reason"] == "not_tls_or_http"));
+    // Every line (transparent, dns, http) is what docs/audit.schema.json says.
+    crate::audit_chain::assert_schema(&w.path("audit.log"));
     // Every refusal is a denial, whatever stage it came at.
     for reason in ["no_sni", "not_tls_or_http", "unknown_source", "no_rule"] {
         assert!(

@@ -4,6 +4,7 @@
 mod approvals;
 mod approvals_cli;
 mod approvals_held;
+mod audit_chain;
 mod auth;
 mod cli;
 mod connect;

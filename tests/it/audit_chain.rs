@@ -1,0 +1,212 @@
+//! The audit log as evidence, through the binary: three runs of cordon (a clean stop, a SIGKILL, a clean stop)
+//! append one chain to one file; `cordon audit verify` finds it intact with every checkpoint signed, and on copies
+//! pinpoints each kind of tampering: an edit, a deletion, an insertion, a reordering, a truncation.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cli::{BIN, curl, spawn_cordon};
+
+/// Requests that each leave one record (407: no credentials), then stop with `signal`.
+async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
+    let mut child = spawn_cordon(config, port, &[]).await;
+    for i in 0..requests {
+        let out = curl()
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-x",
+                &format!("http://127.0.0.1:{port}"),
+            ])
+            .arg(format!("http://host-{i}.test/"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
+    }
+    // A checkpoint falls due within the run (audit.checkpoint_interval is 300ms).
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// `cordon audit verify ARGS FILES`: exit code and stdout.
+fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(["audit", "verify"])
+        .args(args)
+        .args(files)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// A copy of `lines` as a file `name` in `dir`.
+fn copy(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let port = crate::rig::free_port();
+    let config = dir.path().join("cordon.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {d}/cas }}\naudit:\n  path: {d}/audit.jsonl\n  \
+             signing_key: {{ file: {d}/audit-key }}\n  checkpoint_interval: 300ms\n"
+        ),
+    )
+    .unwrap();
+    run_once(&config, port, 5, "-TERM").await;
+    run_once(&config, port, 4, "-KILL").await;
+    run_once(&config, port, 3, "-TERM").await;
+    let log = dir.path().join("audit.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let starts: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("\"kind\":\"audit_start\""))
+        .collect();
+    assert_eq!(starts.len(), 3, "{text}");
+    assert!(
+        starts[1].contains("\"continues\":true"),
+        "a restart continues the chain: {text}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("\"status\":407")).count(),
+        12,
+        "{text}"
+    );
+
+    assert_schema(&log);
+    let config = config.to_str().unwrap();
+    let (code, out) = verify(&["--config", config], &[&log]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("intact"), "{out}");
+    // The key as `cordon audit public-key` prints it does the same.
+    let key = Command::new(BIN)
+        .args(["audit", "public-key", "--config", config])
+        .output()
+        .unwrap();
+    let key = String::from_utf8_lossy(&key.stdout).trim().to_string();
+    assert_eq!(key.len(), 64);
+    assert_eq!(verify(&["--public-key", &key], &[&log]).0, 0);
+    // Another key: no checkpoint holds.
+    let (code, out) = verify(&["--public-key", &"ab".repeat(32)], &[&log]);
+    assert_eq!(code, 1, "{out}");
+    // No key at all: refused unless the chain alone is asked for.
+    assert_eq!(verify(&[], &[&log]).0, 2);
+    assert_eq!(verify(&["--no-signatures"], &[&log]).0, 0);
+
+    // The 3rd request record of the first run, and its line number.
+    let k = lines.iter().position(|l| l.contains("host-2.test")).unwrap();
+    let n = k + 1;
+    let p = dir.path();
+    let edited: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == k {
+                l.replace("host-2.test", "innocent.test")
+            } else {
+                l.clone()
+            }
+        })
+        .collect();
+    let (code, out) = verify(&["--config", config], &[&copy(p, "edit", &edited)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("edit:{n}: edited")), "{out}");
+
+    let mut deleted = lines.clone();
+    deleted.remove(k);
+    let (code, out) = verify(&["--config", config], &[&copy(p, "delete", &deleted)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("delete:{}: deleted", n - 1)), "{out}");
+
+    let mut inserted = lines.clone();
+    inserted.insert(k + 1, lines[k].replace("host-2.test", "forged.test"));
+    let (code, out) = verify(&["--config", config], &[&copy(p, "insert", &inserted)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("insert:{}: inserted", n + 1)), "{out}");
+
+    let mut reordered = lines.clone();
+    reordered.swap(k, k + 1);
+    let (code, out) = verify(&["--config", config], &[&copy(p, "reorder", &reordered)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&format!("reorder:{}: reordered", n + 1)), "{out}");
+
+    // Cut after the last request records: nothing changed before, but the end is not sealed.
+    let cut = &lines[..lines.len() - 1];
+    let (code, out) = verify(&["--config", config], &[&copy(p, "truncate", cut)]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("not covered by a signature"), "{out}");
+    // Cut in the middle of a line.
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.truncate(bytes.len() - 20);
+    std::fs::write(p.join("cut"), bytes).unwrap();
+    let (code, out) = verify(&["--config", config], &[&p.join("cut")]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("a line cut short"), "{out}");
+    // An unreadable file is bad input.
+    assert_eq!(verify(&["--config", config], &[&p.join("missing")]).0, 2);
+}
+
+/// Every line of the audit file at `path` is valid against docs/audit.schema.json (checked by the `jsonschema`
+/// Python package, Draft 2020-12, with formats checked), and there is at least one line.
+pub(crate) fn assert_schema(path: &Path) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/audit.schema.json");
+    let script = r#"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+n = 0
+for i, line in enumerate(open(sys.argv[2]), 1):
+    for e in v.iter_errors(json.loads(line)):
+        print(f"line {i}: {e.message} at {list(e.absolute_path)}")
+        sys.exit(1)
+    n += 1
+print(n)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&schema)
+        .arg(path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{} against the audit schema: {said}",
+        path.display()
+    );
+    assert!(
+        said.trim().parse::<u32>().unwrap_or(0) > 0,
+        "no line in {}",
+        path.display()
+    );
+}
