@@ -31,6 +31,22 @@ pub(crate) struct Audit {
 }
 
 impl Audit {
+    /// Reopen the audit file at its path on every SIGUSR1 (an external logrotate moved it away), until the
+    /// runtime ends. Call it from within the runtime.
+    pub(crate) fn reopen_on_sigusr1(&self) {
+        let queue = self.queue.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+                tracing::warn!("cannot listen for SIGUSR1: the audit file is not reopened on it");
+                return;
+            };
+            while usr1.recv().await.is_some() {
+                queue.reopen();
+            }
+        });
+    }
+
     /// Have the writer sign its checkpoints with `signer` from now on.
     pub(crate) fn sign_checkpoints(&self, signer: audit::chain::Signer) {
         self.queue.sign_with(signer);
@@ -68,7 +84,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
             .with_filter(ops_filter)
             .boxed(),
     };
-    let (out, tail): (Box<dyn std::io::Write + Send>, _) = match audit_to {
+    let (out, tail): (Box<dyn audit_writer::Output>, _) = match audit_to {
         AuditConfig::Stdout => (
             Box::new(BufWriter::with_capacity(AUDIT_BUFFER, std::io::stdout())),
             None,
@@ -76,12 +92,23 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
         AuditConfig::File(path) => {
             let fail = |e: std::io::Error| format!("cannot open the audit file {}: {e}", path.display());
             let tail = continued_tail(path).map_err(fail)?;
-            let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(fail)?;
             if tail.cut_short {
                 // The last run was killed in the middle of a line: end it, so the next line stands alone.
+                let mut file = OpenOptions::new().append(true).open(path).map_err(fail)?;
                 std::io::Write::write_all(&mut file, b"\n").map_err(fail)?;
             }
-            (Box::new(BufWriter::with_capacity(AUDIT_BUFFER, file)), tail.tail)
+            let r = &chain.rotation;
+            let rotation = audit::file::Rotation {
+                size: r.size,
+                every: r.every,
+                keep_files: r.keep_files,
+                keep_for: r.keep_for,
+                compress: r.compress,
+            };
+            (
+                Box::new(audit::file::AuditFile::open(path, rotation).map_err(fail)?),
+                tail.tail,
+            )
         }
     };
     let chaining = audit_writer::Chaining {

@@ -4,6 +4,7 @@
 //! records go; [`writer`] the thread that writes them out.
 
 pub(crate) mod chain;
+pub(crate) mod file;
 mod record;
 mod sink;
 pub(crate) mod verify;

@@ -21,6 +21,36 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
 use super::chain::{Chain, Signer};
 
+/// Where the thread writes: a stream, or a file it may rotate and reopen.
+pub(crate) trait Output: Write + Send {
+    /// Whether the file is due to be rotated (by size or age).
+    fn rotation_due(&self) -> bool {
+        false
+    }
+    /// Set the file aside and go on in a fresh one at the same path; the name it was set aside as.
+    fn rotate(&mut self) -> std::io::Result<Option<String>> {
+        Ok(None)
+    }
+    /// Open the path again (an external logrotate moved the file away).
+    fn reopen(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Output for std::io::BufWriter<std::io::Stdout> {}
+
+impl<T: Output + ?Sized> Output for Box<T> {
+    fn rotation_due(&self) -> bool {
+        (**self).rotation_due()
+    }
+    fn rotate(&mut self) -> std::io::Result<Option<String>> {
+        (**self).rotate()
+    }
+    fn reopen(&mut self) -> std::io::Result<()> {
+        (**self).reopen()
+    }
+}
+
 /// Where finished audit lines go.
 pub(crate) trait Lines: Send + Sync {
     /// Take one line (with its newline).
@@ -31,6 +61,8 @@ enum Msg {
     Line(Vec<u8>),
     /// Sign checkpoints with this key from now on.
     Key(Signer),
+    /// Reopen the file (SIGUSR1, after an external logrotate).
+    Reopen,
     /// Write out everything queued, then acknowledge and end.
     Stop(Sender<()>),
 }
@@ -69,6 +101,11 @@ impl Lines for LineQueue {
 }
 
 impl LineQueue {
+    /// Reopen the audit file at its path after the current batch (an external logrotate moved it away).
+    pub(crate) fn reopen(&self) {
+        let _ = self.tx.send(Msg::Reopen);
+    }
+
     /// Sign the chain's checkpoints with `signer` from now on (its key is read once the secret sources are up).
     pub(crate) fn sign_with(&self, signer: Signer) {
         if self.tx.send(Msg::Key(signer)).is_err() {
@@ -115,7 +152,7 @@ pub(crate) struct Chaining {
 
 /// Start the thread `name`, writing to `out`, holding at most `queue` lines, pausing `pause` after each
 /// batch; with `chaining`, every line is linked into its chain.
-pub(crate) fn start<W: Write + Send + 'static>(
+pub(crate) fn start<W: Output + 'static>(
     name: &str,
     out: W,
     queue: usize,
@@ -135,7 +172,7 @@ pub(crate) fn start<W: Write + Send + 'static>(
     ))
 }
 
-fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>) {
+fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>) {
     if let Some(c) = &mut chaining {
         let line = c.chain.start_line(&now_rfc3339(), c.continued);
         write_out(&mut out, &line);
@@ -156,6 +193,7 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: O
             },
         };
         let mut stop = None;
+        let mut reopen = false;
         let mut next = first;
         let mut failed = None;
         while let Some(msg) = next.take() {
@@ -173,9 +211,16 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: O
                         c.chain.sign_with(signer);
                     }
                 }
+                Msg::Reopen => reopen = true,
                 Msg::Stop(ack) => stop = Some(ack),
             }
             next = rx.try_recv().ok();
+        }
+        if stop.is_none() && (reopen || out.rotation_due()) {
+            if let Err(e) = turn_over(&mut out, &mut chaining, reopen) {
+                tracing::error!("cannot rotate or reopen the audit file: {e}");
+            }
+            last_checkpoint = std::time::Instant::now();
         }
         if let Some(c) = &mut chaining
             && (stop.is_some() || last_checkpoint.elapsed() >= c.checkpoint_every)
@@ -199,6 +244,28 @@ fn run<W: Write>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: O
         }
         std::thread::sleep(pause);
     }
+}
+
+/// Close the file with a checkpoint, set it aside (rotation) or let it go (an external logrotate moved it), and
+/// start the next one with a line that continues the chain.
+fn turn_over<W: Output>(out: &mut W, chaining: &mut Option<Chaining>, reopen: bool) -> std::io::Result<()> {
+    if let Some(c) = chaining.as_mut()
+        && let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), false)
+    {
+        out.write_all(&line)?;
+    }
+    out.flush()?;
+    if reopen {
+        out.reopen()?;
+        tracing::info!("audit file reopened");
+    } else if let Some(name) = out.rotate()? {
+        tracing::info!(rotated_to = %name, "audit file rotated");
+    }
+    if let Some(c) = chaining.as_mut() {
+        let line = c.chain.start_line(&now_rfc3339(), true);
+        out.write_all(&line)?;
+    }
+    out.flush()
 }
 
 fn write_out<W: Write>(out: &mut W, line: &[u8]) {

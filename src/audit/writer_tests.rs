@@ -28,6 +28,8 @@ impl Write for Out {
     }
 }
 
+impl Output for Out {}
+
 fn text(out: &Out) -> String {
     String::from_utf8(out.bytes.lock().unwrap().clone()).unwrap()
 }

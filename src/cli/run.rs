@@ -116,6 +116,7 @@ async fn serve(config: Config, audit_out: &logging::Audit, path: Option<PathBuf>
             return ExitCode::FAILURE;
         }
     };
+    audit_out.reopen_on_sigusr1();
     match audit_signer(audit_key.as_ref(), state.current().credentials.secrets()).await {
         Ok(Some(signer)) => audit_out.sign_checkpoints(signer),
         Ok(None) => {}

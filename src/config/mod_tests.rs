@@ -238,3 +238,27 @@ fn methods_are_case_sensitive_tokens_and_typos_of_known_ones_are_refused() {
             .is_empty()
     );
 }
+
+#[test]
+fn audit_rotation_and_retention_are_checked_with_their_paths() {
+    let errs = errors(
+        "audit:\n  path: \"-\"\n  rotate: { size: 0, every: soon }\n  retain: { files: 0 }\n  checkpoint_interval: 0s\n",
+    );
+    for needle in [
+        "audit.rotate.size",
+        "audit.rotate.every",
+        "audit.retain.files: 0 must be at least 1",
+        "audit.checkpoint_interval",
+        "audit.rotate: rotation and retention apply to an audit file",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    let ok = Config::parse(
+        "t.yaml",
+        "audit:\n  path: /tmp/a.jsonl\n  rotate: { size: 100MiB, every: 1d }\n  retain: { files: 30, age: 90d }\n",
+    )
+    .unwrap();
+    assert_eq!(ok.audit_chain.rotation.size, Some(100 * 1024 * 1024));
+    assert_eq!(ok.audit_chain.rotation.keep_files, Some(30));
+    assert!(ok.audit_chain.rotation.compress);
+}

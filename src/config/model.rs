@@ -180,6 +180,23 @@ pub(crate) struct AuditChain {
     pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
     /// How often a checkpoint is written while records are (and always when cordon stops).
     pub(crate) checkpoint_interval: Duration,
+    /// `audit.rotate`, `audit.retain`, `audit.compress` (a file only).
+    pub(crate) rotation: AuditRotation,
+}
+
+/// When the audit file is rotated, and which rotated files are kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AuditRotation {
+    /// Rotate once the file holds this many bytes.
+    pub(crate) size: Option<u64>,
+    /// Rotate once the file has been written to for this long.
+    pub(crate) every: Option<Duration>,
+    /// Keep at most this many rotated files.
+    pub(crate) keep_files: Option<usize>,
+    /// Delete rotated files older than this.
+    pub(crate) keep_for: Option<Duration>,
+    /// Compress rotated files (gzip).
+    pub(crate) compress: bool,
 }
 
 /// Where audit records go.

@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-use super::model::{
-    AuditConfig, CaConfig, Config, ConfigErrors, Listen, LogFormat, Network, SandboxSpec, UpstreamConfig,
-};
+use super::model::{CaConfig, Config, ConfigErrors, Listen, LogFormat, Network, SandboxSpec, UpstreamConfig};
 use super::raw::{RawAddrs, RawConfig, RawSandbox};
 use crate::policy::Policy;
 use crate::target::{Host, Target};
 
+mod audit;
 mod control;
 mod credentials;
 mod fields;
@@ -68,27 +67,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     }
     let control = control::control(&mut errs, std::mem::take(&mut raw.control), &listen);
     let approval = limits::approval(&mut errs, std::mem::take(&mut raw.approval));
-    let audit = match raw.audit.path.as_deref() {
-        None | Some("-") => AuditConfig::Stdout,
-        Some("") => {
-            errs.at("audit.path", "is empty; write \"-\" for standard output or a file path");
-            AuditConfig::Stdout
-        }
-        Some(p) => AuditConfig::File(PathBuf::from(p)),
-    };
-    let audit_chain = super::model::AuditChain {
-        signing_key: raw
-            .audit
-            .signing_key
-            .take()
-            .and_then(|r| credentials::secret_ref(&mut errs, "audit.signing_key", r)),
-        checkpoint_interval: fields::duration(
-            &mut errs,
-            "audit.checkpoint_interval",
-            raw.audit.checkpoint_interval.take(),
-            Duration::from_secs(10),
-        ),
-    };
+    let (audit, audit_chain) = audit::audit(&mut errs, std::mem::take(&mut raw.audit));
     let network = network(&mut errs, raw.network);
     let timeouts = limits::timeouts(&mut errs, std::mem::take(&mut raw.timeouts));
     let limits = limits::limits(&mut errs, std::mem::take(&mut raw.limits));

@@ -171,6 +171,8 @@ impl ProxyState {
         match event {
             Event::Resync => {
                 self.control.resync().await.map_err(|e| e.to_string())?;
+                // Whatever changed while announcements were missed (a policy among it) is decided again.
+                self.sweep(true);
                 if let Some(cas) = cas {
                     cas.load_all().await.map_err(|e| e.to_string())?;
                 }

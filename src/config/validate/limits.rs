@@ -72,7 +72,7 @@ fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rat
     })
 }
 
-fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
+pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
     let text = raw?;
     match text.parse::<bytesize::ByteSize>() {
         Ok(size) if size.as_u64() > 0 => Some(size.as_u64()),

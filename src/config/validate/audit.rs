@@ -1,0 +1,66 @@
+//! Validation of `audit:`: where records go, the chain's checkpoints, rotation and retention.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::credentials::secret_ref;
+use super::fields::{Errors, duration};
+use super::limits::bytes;
+use crate::config::model::{AuditChain, AuditConfig, AuditRotation};
+use crate::config::raw::RawAudit;
+
+pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChain) {
+    let to = match raw.path.as_deref() {
+        None | Some("-") => AuditConfig::Stdout,
+        Some("") => {
+            errs.at("audit.path", "is empty; write \"-\" for standard output or a file path");
+            AuditConfig::Stdout
+        }
+        Some(p) => AuditConfig::File(PathBuf::from(p)),
+    };
+    let optional = |errs: &mut Errors, path: &str, text: Option<String>| {
+        text.map(|t| duration(errs, path, Some(t), Duration::from_secs(1)))
+    };
+    let keep_files = raw.retain.files.and_then(|n| match usize::try_from(n) {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            errs.at(
+                "audit.retain.files",
+                format!("{n} must be at least 1 (leave it out to keep every rotated file)"),
+            );
+            None
+        }
+    });
+    let rotation = AuditRotation {
+        size: bytes(errs, "audit.rotate.size", raw.rotate.size),
+        every: optional(errs, "audit.rotate.every", raw.rotate.every),
+        keep_files,
+        keep_for: optional(errs, "audit.retain.age", raw.retain.age),
+        compress: raw.compress.unwrap_or(true),
+    };
+    let rotates = rotation.size.is_some() || rotation.every.is_some();
+    if to == AuditConfig::Stdout && (rotates || keep_files.is_some() || rotation.keep_for.is_some()) {
+        errs.at(
+            "audit.rotate",
+            "rotation and retention apply to an audit file; set audit.path to a file, or remove them",
+        );
+    }
+    if !rotates && (keep_files.is_some() || rotation.keep_for.is_some()) {
+        errs.warn(
+            "audit.retain",
+            "applies to rotated files, and audit.rotate is not set: cordon rotates nothing (an external logrotate's \
+             files are its own to delete)",
+        );
+    }
+    let chain = AuditChain {
+        signing_key: raw.signing_key.and_then(|r| secret_ref(errs, "audit.signing_key", r)),
+        checkpoint_interval: duration(
+            errs,
+            "audit.checkpoint_interval",
+            raw.checkpoint_interval,
+            Duration::from_secs(10),
+        ),
+        rotation,
+    };
+    (to, chain)
+}
