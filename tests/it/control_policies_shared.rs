@@ -9,7 +9,6 @@ use tokio::io::AsyncWriteExt;
 
 use crate::control_procs::{Replica, curl_status, replica, upstream};
 use crate::pg_replicas::pg_replica;
-use crate::pg_rig::Pg;
 use crate::rig::closed_within;
 
 /// A CONNECT to `host` on port `port` through `r` as `who`: the status, and the stream.
@@ -103,13 +102,7 @@ async fn a_policy_changed_on_one_sqlite_replica_holds_on_the_other() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_policy_changed_on_one_postgres_replica_holds_on_the_other() {
-    let pg = Pg::start();
-    let dir = tempfile::tempdir().unwrap();
-    let up = upstream(dir.path()).await;
-    let port = up.addr.port();
-    std::fs::write(dir.path().join("pg-password"), Pg::PASSWORD).unwrap();
-    std::fs::write(dir.path().join("pg-ca.pem"), pg.ca_pem()).unwrap();
-    std::fs::write(dir.path().join("store-key"), "0123456789abcdef0123456789abcdef-test").unwrap();
+    let crate::pg_replicas::Setup { pg, dir, _up, port, .. } = crate::pg_replicas::setup().await;
     let a = pg_replica(&pg, dir.path(), "a", port).await;
     let b = pg_replica(&pg, dir.path(), "b", port).await;
     narrowed_on_one_holds_on_the_other(&a, &b, dir.path(), port).await;

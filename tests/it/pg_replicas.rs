@@ -78,15 +78,15 @@ trait Pipe: Sized {
 impl Pipe for String {}
 
 /// A PostgreSQL cluster, a folder, and the HTTPS upstream every replica reaches.
-struct Setup {
-    pg: Pg,
-    dir: tempfile::TempDir,
-    _up: crate::rig::Upstream,
-    port: u16,
-    url: String,
+pub(crate) struct Setup {
+    pub(crate) pg: Pg,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) _up: crate::rig::Upstream,
+    pub(crate) port: u16,
+    pub(crate) url: String,
 }
 
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     let pg = Pg::start();
     let dir = tempfile::tempdir().unwrap();
     let up = upstream(dir.path()).await;
