@@ -229,24 +229,21 @@ fn check_order(entries: &[Entry], report: &mut Report) {
         ));
     }
     // Order, among the genuine lines, as the files hold them.
+    let genuine_lines = || entries.iter().zip(&kept).filter(|(_, k)| **k).map(|(e, _)| e);
     let mut highest: Option<(u64, &str)> = None;
-    for (i, e) in entries.iter().enumerate().filter(|(i, _)| kept[*i]) {
+    for e in genuine_lines() {
         match highest {
             Some((h, at)) if e.seq < h => {
                 report
                     .tampering
                     .push(format!("{}: reordered: seq {} comes after seq {h} ({at})", e.at, e.seq));
             }
-            _ => highest = Some((e.seq, entries[i].at.as_str())),
+            _ => highest = Some((e.seq, e.at.as_str())),
         }
     }
     // Links: each line names the hash of the one before it.
-    for (i, e) in entries.iter().enumerate().filter(|(i, _)| kept[*i]) {
-        let before = e
-            .seq
-            .checked_sub(1)
-            .and_then(|s| genuine(s).filter(|_| by_seq.contains_key(&s)));
-        match before {
+    for e in genuine_lines() {
+        match e.seq.checked_sub(1).and_then(genuine) {
             Some(p) if entries[p].hash != e.prev => report.tampering.push(format!(
                 "{}: edited: its content is not what seq {} ({}) links to",
                 entries[p].at, e.seq, e.at
@@ -254,7 +251,7 @@ fn check_order(entries: &[Entry], report: &mut Report) {
             None if e.seq == 0 && e.prev != GENESIS => {
                 report
                     .tampering
-                    .push(format!("{}: edited: seq 0 must start from nothing", entries[i].at));
+                    .push(format!("{}: edited: seq 0 must start from nothing", e.at));
             }
             _ => {}
         }

@@ -25,11 +25,10 @@ impl Control {
                 expires: claims.exp,
             },
         };
-        let record = self.current(&sandbox, now).map_err(AuthFailure::from)?;
-        Ok(Arc::new(Sandbox {
-            policy: record.policy_label(),
-            ..sandbox
-        }))
+        let policy = self
+            .judged(&sandbox, now, Record::policy_label)
+            .map_err(AuthFailure::from)?;
+        Ok(Arc::new(Sandbox { policy, ..sandbox }))
     }
 
     /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
@@ -41,45 +40,53 @@ impl Control {
     pub(crate) fn check(&self, sandbox: &Sandbox, now: i64) -> Result<(), Closed> {
         match &sandbox.origin {
             Origin::Config => Ok(()),
-            Origin::Api { .. } => self.current(sandbox, now).map(|_| ()),
+            Origin::Api { .. } => self.judged(sandbox, now, |_| ()),
         }
     }
 
-    /// The record of this incarnation of a run-time sandbox, if it may still use cordon.
-    fn current(&self, sandbox: &Sandbox, now: i64) -> Result<Record, Closed> {
+    /// `what` of the record of this incarnation of a run-time sandbox, if it may still use cordon. The record is
+    /// judged where it lies in the view, not copied (every request of a run-time sandbox passes here).
+    fn judged<T>(&self, sandbox: &Sandbox, now: i64, what: impl Fn(&Record) -> T) -> Result<T, Closed> {
         let Origin::Api { nonce, .. } = &sandbox.origin else {
             return Err(Closed::Removed);
         };
-        let known = self.get(sandbox.id.as_str());
-        // Not in this replica's view: created on another replica a moment ago, or unknown to the store. One
-        // read of the store tells which.
-        let record = match known {
-            Some(r) => r,
-            // Shared: what this replica has not heard of does not exist for it (it learns before asking).
-            None if self.is_shared() => return Err(Closed::Removed),
-            None => match self.store.get(sandbox.id.as_str()) {
-                Ok(Some(r)) => {
-                    self.remember(&r);
-                    r
-                }
-                // SECURITY: a credential whose sandbox the store does not know is refused, however well it is
-                // signed: the store holds the revocations, and one that lost them must not let revoked
-                // credentials back in.
-                Ok(None) => return Err(Closed::Removed),
-                Err(e) => {
-                    tracing::warn!(sandbox = %sandbox.id, "cannot read the sandbox store: {e}; refused");
-                    return Err(Closed::Removed);
-                }
-            },
+        let judge = |r: &Record| {
+            // The store's record decides: it knows renewals and revocations.
+            if &r.nonce != nonce || r.revoked.is_some() {
+                Err(Closed::Revoked)
+            } else if r.expires <= now {
+                Err(Closed::Expired)
+            } else {
+                Ok(what(r))
+            }
         };
-        // The store's record decides: it knows renewals and revocations.
-        if &record.nonce != nonce || record.revoked.is_some() {
-            return Err(Closed::Revoked);
+        let seen = self
+            .view
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sandbox.id.as_str())
+            .map(&judge);
+        if let Some(judged) = seen {
+            return judged;
         }
-        if record.expires <= now {
-            Err(Closed::Expired)
-        } else {
-            Ok(record)
+        // Not in this replica's view: created on another replica a moment ago, or unknown to the store.
+        // Shared: what this replica has not heard of does not exist for it (it learns before asking).
+        if self.is_shared() {
+            return Err(Closed::Removed);
+        }
+        // One read of the store tells which.
+        match self.store.get(sandbox.id.as_str()) {
+            Ok(Some(r)) => {
+                self.remember(&r);
+                judge(&r)
+            }
+            // SECURITY: a credential whose sandbox the store does not know is refused, however well it is signed:
+            // the store holds the revocations, and one that lost them must not let revoked credentials back in.
+            Ok(None) => Err(Closed::Removed),
+            Err(e) => {
+                tracing::warn!(sandbox = %sandbox.id, "cannot read the sandbox store: {e}; refused");
+                Err(Closed::Removed)
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::cli::{BIN, curl, spawn_cordon};
 
 /// Requests that each leave one record (407: no credentials), then stop with `signal`.
 async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
-    let mut child = spawn_cordon(config, port, &[]).await;
+    let child = spawn_cordon(config, port, &[]).await;
     for i in 0..requests {
         let out = curl()
             .args([
@@ -28,14 +28,7 @@ async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
     }
     // A checkpoint falls due within the run (audit.checkpoint_interval is 300ms).
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    crate::cli::signal_and_wait(child, signal).await;
 }
 
 /// `cordon audit verify ARGS FILES`: exit code and stdout.

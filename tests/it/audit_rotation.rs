@@ -96,14 +96,7 @@ fn config(dir: &Path, port: u16, extra: &str) -> PathBuf {
 }
 
 async fn stop(child: std::process::Child) {
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = crate::cli::signal_and_wait(child, "-TERM").await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

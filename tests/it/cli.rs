@@ -177,14 +177,7 @@ async fn run_with_curl_through_the_proxy() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
 
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = signal_and_wait(child, "-TERM").await;
     assert!(status.status.success(), "exit on SIGTERM: {:?}", status.status);
     let stdout = String::from_utf8_lossy(&status.stdout);
     let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -235,14 +228,7 @@ async fn audit_records_can_go_to_a_file() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = signal_and_wait(child, "-TERM").await;
     assert!(out.stdout.is_empty(), "nothing on stdout when audit goes to a file");
     let text = std::fs::read_to_string(&audit).unwrap();
     let lines: Vec<&str> = text
@@ -314,6 +300,18 @@ async fn run_cordon(yaml: &str, port: u16) -> (std::process::Child, tempfile::Na
 
 /// Start `cordon run --config config` with extra environment (the secrets a test hands it), and wait until
 /// it listens on `port`.
+/// Send `signal` (e.g. `-TERM`) to a cordon process and wait for it to end; its output.
+pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) -> std::process::Output {
+    Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 pub(crate) async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
     let child = Command::new(BIN)
         .args(["run", "--config"])

@@ -28,14 +28,19 @@ fn task(port: u16) -> Value {
     })
 }
 
-async fn create(rig: &ControlRig, policy: Value) -> (String, String, String) {
-    let (status, v) = call(
+/// `POST /v1/sandboxes` for alice with `policy`.
+async fn post(rig: &ControlRig, policy: Value) -> (u16, Value) {
+    call(
         rig,
         "POST",
         "/v1/sandboxes",
         &json!({"user": "alice", "policy": policy}),
     )
-    .await;
+    .await
+}
+
+async fn create(rig: &ControlRig, policy: Value) -> (String, String, String) {
+    let (status, v) = post(rig, policy).await;
     assert_eq!(status, 201, "{v}");
     let id = v["id"].as_str().unwrap().to_string();
     let credential = v["credential"].as_str().unwrap().to_string();
@@ -111,13 +116,7 @@ async fn what_goes_past_the_base_is_422_naming_each_value_and_nothing_is_stored(
         {"host": "pinned.test", "ports": [port]},
         {"cidrs": ["127.0.0.0/24"], "ports": [port]},
     ]});
-    let (status, v) = call(
-        &rig,
-        "POST",
-        "/v1/sandboxes",
-        &json!({"user": "alice", "policy": wider}),
-    )
-    .await;
+    let (status, v) = post(&rig, wider).await;
     assert_eq!(status, 422, "{v}");
     assert_eq!(v["error"]["code"], "exceeds_base");
     let paths: Vec<&str> = v["error"]["details"]
@@ -139,11 +138,9 @@ async fn what_goes_past_the_base_is_422_naming_each_value_and_nothing_is_stored(
     );
     assert!(v["error"]["message"].as_str().unwrap().contains("unlisted.test"), "{v}");
     // Invalid values get the file's messages at JSON paths.
-    let (status, v) = call(
+    let (status, v) = post(
         &rig,
-        "POST",
-        "/v1/sandboxes",
-        &json!({"user": "alice", "policy": {"extends": "web", "allow": [{"host": "allowed.test", "methods": ["GETT"]}]}}),
+        json!({"extends": "web", "allow": [{"host": "allowed.test", "methods": ["GETT"]}]}),
     )
     .await;
     assert_eq!(status, 422, "{v}");
@@ -162,13 +159,7 @@ async fn what_goes_past_the_base_is_422_naming_each_value_and_nothing_is_stored(
         (json!(7), "policy:"),
         (json!("nothing"), "no policy \"nothing\""),
     ] {
-        let (status, v) = call(
-            &rig,
-            "POST",
-            "/v1/sandboxes",
-            &json!({"user": "alice", "policy": policy}),
-        )
-        .await;
+        let (status, v) = post(&rig, policy).await;
         assert_eq!(status, 422, "{v}");
         assert!(
             v["error"]["message"].as_str().unwrap().contains(needle),
