@@ -254,6 +254,11 @@ def regressions():
             "01c002000000000000000c001c0001"
         ),
     )
+    write(
+        "dns_query",
+        "found-pointer-into-the-header",
+        bytes.fromhex("123401000001000000000000" "076578000000000001c002" "00010001"),
+    )
     write("config", "found-two-documents.yaml", "\n  \n!\n  \n!e")
 
 

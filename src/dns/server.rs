@@ -13,10 +13,11 @@ use std::time::Duration;
 use hickory_proto::op::{Edns, Header, HeaderCounts, Metadata, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
+use hickory_proto::serialize::binary::{BinDecoder, BinEncodable, BinEncoder, NameEncoding};
 use hickory_server::Server;
 use hickory_server::net::runtime::Time;
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
-use hickory_server::zone_handler::MessageResponseBuilder;
+use hickory_server::zone_handler::{MessageResponseBuilder, Queries};
 use tracing::warn;
 
 /// How long a TCP connection may stay idle between two queries before it is closed.
@@ -186,7 +187,8 @@ impl<A: Answerer> RequestHandler for Handler<A> {
             edns.set_max_payload(req.max_payload().clamp(512, MAX_UDP_PAYLOAD));
             edns
         });
-        let response = MessageResponseBuilder::new(&request.queries, edns.as_ref()).build(
+        let echoed = uncompressed(&request.queries);
+        let response = MessageResponseBuilder::new(echoed.as_ref().unwrap_or(&request.queries), edns.as_ref()).build(
             metadata,
             records.iter(),
             std::iter::empty(),
@@ -206,6 +208,23 @@ impl<A: Answerer> RequestHandler for Handler<A> {
             }
         }
     }
+}
+
+/// The question section to echo when the one received used name compression: each question written out in
+/// full. hickory echoes the question as received, and a compression pointer there can only point back into the
+/// header (or an earlier question), whose bytes the answer changes: echoed, it would make the answer unreadable.
+/// `None` when the question as received is already in full.
+fn uncompressed(queries: &Queries) -> Option<Queries> {
+    let mut bytes = Vec::new();
+    let mut encoder = BinEncoder::new(&mut bytes);
+    encoder.set_name_encoding(NameEncoding::Uncompressed);
+    for q in queries.queries() {
+        q.original().emit(&mut encoder).ok()?;
+    }
+    if bytes == queries.as_bytes() {
+        return None;
+    }
+    Queries::read(&mut BinDecoder::new(&bytes), queries.len()).ok()
 }
 
 /// The name as the policy sees it: labels lowercased and joined by dots, no trailing dot.

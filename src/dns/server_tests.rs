@@ -363,3 +363,30 @@ async fn idle_tcp_connections_are_closed_after_ten_seconds() {
     let idle = idle_since.elapsed();
     assert!(idle >= Duration::from_millis(9_500), "closed after {idle:?}");
 }
+
+/// A question whose name ends in a compression pointer into the header (found by the `dns_query` fuzzer): the
+/// answer changes the header's bytes, so echoing the question as received made the answer unreadable. It is
+/// echoed written out in full, and the answer parses with the question as it was read.
+#[tokio::test]
+async fn a_question_compressed_into_the_header_gets_an_answer_that_parses() {
+    let h = start().await;
+    let raw: &[u8] = &[
+        0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // header: one question
+        0x07, b'e', b'x', 0x00, 0x00, 0x00, 0x00, 0x01, 0xc0, 0x02, // a label, then a pointer to offset 2
+        0x00, 0x01, 0x00, 0x01, // A, IN
+    ];
+    let asked = Message::from_vec(raw).unwrap();
+    let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    sock.send_to(raw, h.udp).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let (len, _) = timeout(WAIT, sock.recv_from(&mut buf)).await.unwrap().unwrap();
+    let reply = Message::from_vec(&buf[..len]).unwrap();
+    assert_eq!(reply.metadata.id, 0x1234);
+    assert_eq!(reply.queries, asked.queries);
+    assert_eq!(reply.metadata.response_code, ResponseCode::Refused);
+    assert!(reply.answers.is_empty());
+    // A question sent in full is echoed exactly as sent (case included).
+    let req = query("AlLoWeD.test.", RecordType::A);
+    let reply = udp_ask(h.udp, &req).await;
+    assert_eq!(reply.queries, req.queries);
+}
