@@ -114,6 +114,9 @@ pub(crate) enum ProxyError {
     /// A transparent connection or DNS query from an address no sandbox's `source_cidrs` hold.
     #[error("no sandbox's source_cidrs hold {0}")]
     UnknownSource(std::net::IpAddr),
+    /// Audit records cannot be written (the disk failed or is full): nothing is served unrecorded.
+    #[error("cordon cannot write its audit records right now, so it serves nothing; try again later")]
+    AuditUnavailable,
     /// cordon itself went wrong (an entry handed the pipeline something it does not handle).
     #[error("internal error")]
     Internal,
@@ -147,6 +150,7 @@ impl ProxyError {
             ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
+            ProxyError::AuditUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -175,13 +179,14 @@ impl ProxyError {
             ProxyError::ApprovalTimedOut(..) => "approval_timeout",
             ProxyError::ApprovalQueueFull => "approval_queue_full",
             ProxyError::UnknownSource(_) => "unknown_source",
+            ProxyError::AuditUnavailable => "audit_unavailable",
             ProxyError::Internal => "internal",
         }
     }
 
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub(crate) fn is_refusal(&self) -> bool {
-        self.status().is_client_error()
+        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable)
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,

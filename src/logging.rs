@@ -7,7 +7,7 @@
 //! is queued when cordon stops.
 
 use std::fs::OpenOptions;
-use std::io::{BufWriter, IsTerminal};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tracing_subscriber::filter::EnvFilter;
@@ -55,8 +55,6 @@ impl Audit {
 
 /// Lines the audit writer holds before requests wait for it.
 const AUDIT_QUEUE: usize = 65_536;
-/// The audit writer's buffer: one `write` per this much, or per burst, whichever is smaller.
-const AUDIT_BUFFER: usize = 64 * 1024;
 /// How long the audit thread rests after each batch: under load, records handed over meanwhile wake
 /// nobody and go out together in the next batch.
 const AUDIT_PAUSE: std::time::Duration = std::time::Duration::from_millis(2);
@@ -85,10 +83,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
             .boxed(),
     };
     let (out, tail): (Box<dyn audit_writer::Output>, _) = match audit_to {
-        AuditConfig::Stdout => (
-            Box::new(BufWriter::with_capacity(AUDIT_BUFFER, std::io::stdout())),
-            None,
-        ),
+        AuditConfig::Stdout => (Box::new(std::io::stdout()), None),
         AuditConfig::File(path) => {
             let fail = |e: std::io::Error| format!("cannot open the audit file {}: {e}", path.display());
             let tail = continued_tail(path).map_err(fail)?;

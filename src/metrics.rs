@@ -84,6 +84,8 @@ pub(crate) struct Metrics {
     sandboxes: U64Gauge,
     approvals_pending: U64Gauge,
     store_up: U64Gauge,
+    audit_up: U64Gauge,
+    audit_dropped: Counter,
     replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
@@ -112,6 +114,9 @@ impl Metrics {
         store_up.set(1);
         let replicas_live = U64Gauge::default();
         replicas_live.set(1);
+        let audit_up = U64Gauge::default();
+        audit_up.set(1);
+        let audit_dropped = Counter::default();
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
 
         registry.register(
@@ -171,6 +176,16 @@ impl Metrics {
             store_up.clone(),
         );
         registry.register(
+            "cordon_audit_up",
+            "1 while audit records are written, 0 while the audit output fails (requests are refused meanwhile)",
+            audit_up.clone(),
+        );
+        registry.register(
+            "cordon_audit_records_dropped",
+            "Records of refused requests not kept while the audit output failed, past what cordon holds in memory",
+            audit_dropped.clone(),
+        );
+        registry.register(
             "cordon_replicas_live",
             "Replicas with a recent heartbeat in the shared store's registry (1 without one)",
             replicas_live.clone(),
@@ -199,6 +214,8 @@ impl Metrics {
             sandboxes,
             approvals_pending,
             store_up,
+            audit_up,
+            audit_dropped,
             replicas_live,
             sandbox_closures,
             sandbox_gate: RwLock::new(()),
@@ -305,6 +322,15 @@ impl Metrics {
     pub(crate) fn set_store(&self, up: bool, replicas: u64) {
         self.store_up.set(u64::from(up));
         self.replicas_live.set(replicas);
+    }
+
+    /// The audit output's state, read when the metrics are scraped: up or not, and records dropped in total.
+    pub(crate) fn set_audit(&self, up: bool, dropped: u64) {
+        self.audit_up.set(u64::from(up));
+        let counted = self.audit_dropped.get();
+        if dropped > counted {
+            self.audit_dropped.inc_by(dropped - counted);
+        }
     }
 
     /// A sandbox revoked, expired or removed whose connections were closed: `reason` is

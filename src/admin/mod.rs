@@ -242,18 +242,23 @@ fn ready(state: &ProxyState) -> AdminResponse {
     if state.hard_stop.is_cancelled() {
         problems.push("shutting down".to_string());
     }
+    let audit = state.audit.health().map(crate::audit::Health::state);
+    if let Some(a) = audit.as_ref().filter(|a| a.state != "up") {
+        let why = a.error.as_deref().unwrap_or("unknown");
+        problems.push(format!("audit records cannot be written ({why}): requests are refused"));
+    }
     // A PostgreSQL store that is down leaves the replica ready: known sandboxes keep working (writes get 503),
     // and taking every replica out of service at once would stop them all. It is reported, not failed.
     let store = state.shared().map(|s| s.state());
     if problems.is_empty() {
         json_response(
             StatusCode::OK,
-            &json!({"ready": true, "generation": generation.number, "store": store}),
+            &json!({"ready": true, "generation": generation.number, "store": store, "audit": audit}),
         )
     } else {
         json_response(
             StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"ready": false, "problems": problems, "store": store}),
+            &json!({"ready": false, "problems": problems, "store": store, "audit": audit}),
         )
     }
 }
@@ -276,6 +281,9 @@ async fn replicas(state: &ProxyState) -> AdminResponse {
 }
 
 fn metrics(state: &ProxyState) -> AdminResponse {
+    if let Some(audit) = state.audit.health().map(crate::audit::Health::state) {
+        state.metrics.set_audit(audit.state == "up", audit.dropped);
+    }
     let mut resp = Response::new(Full::new(Bytes::from(state.metrics.encode())));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));

@@ -101,6 +101,19 @@ impl Chain {
         line
     }
 
+    /// The line that says `dropped` records were not kept while the output failed (cordon holds what it may,
+    /// then drops the records of the requests it refuses meanwhile), written where they would have been.
+    pub(crate) fn gap_line(&mut self, time: &str, dropped: u64) -> Vec<u8> {
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "kind": "audit_gap",
+            "time": time,
+            "dropped": dropped,
+        }))
+        .unwrap_or_default();
+        self.link(&mut line);
+        line
+    }
+
     /// A checkpoint line vouching for every line so far (`final` when cordon stops), or `None` when nothing was
     /// written since the last one (and it is not the final one).
     pub(crate) fn checkpoint_line(&mut self, time: &str, last: bool) -> Option<Vec<u8>> {

@@ -26,7 +26,7 @@ pub(crate) struct Rotation {
 /// The audit file being written.
 pub(crate) struct AuditFile {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: File,
     written: u64,
     opened: Instant,
     rotation: Rotation,
@@ -42,9 +42,6 @@ impl Drop for AuditFile {
     }
 }
 
-/// The writer's buffer: one `write` per this much, or per burst, whichever is smaller.
-const BUFFER: usize = 64 * 1024;
-
 impl AuditFile {
     /// Open (append to) the file at `path`.
     pub(crate) fn open(path: &Path, rotation: Rotation) -> std::io::Result<AuditFile> {
@@ -52,7 +49,9 @@ impl AuditFile {
         let written = file.metadata()?.len();
         Ok(AuditFile {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(BUFFER, file),
+            // Unbuffered: the audit thread gathers each batch and writes it whole, and must know exactly what
+            // a failing disk took.
+            out: file,
             written,
             opened: Instant::now(),
             rotation,
@@ -121,7 +120,7 @@ impl Write for AuditFile {
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        Ok(())
     }
 }
 
@@ -132,8 +131,7 @@ impl Output for AuditFile {
     }
 
     fn rotate(&mut self) -> std::io::Result<Option<String>> {
-        self.out.flush()?;
-        self.out.get_ref().sync_all()?;
+        self.out.sync_all()?;
         let stamp = humantime::format_rfc3339_millis(SystemTime::now())
             .to_string()
             .replace(':', "-");
@@ -170,7 +168,6 @@ impl Output for AuditFile {
     }
 
     fn reopen(&mut self) -> std::io::Result<()> {
-        self.out.flush()?;
         let compressing = std::mem::take(&mut self.compressing);
         *self = AuditFile::open(&self.path, std::mem::take(&mut self.rotation))?;
         self.compressing = compressing;

@@ -5,10 +5,13 @@
 
 pub(crate) mod chain;
 pub(crate) mod file;
+mod health;
 mod record;
 mod sink;
+mod unwritten;
 pub(crate) mod verify;
 pub(crate) mod writer;
 
+pub use health::{AuditState, Health};
 pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, auth_failures};
 pub use sink::{LineSink, Metered, Sink};

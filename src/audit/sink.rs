@@ -7,6 +7,10 @@ use super::{Record, Verdict};
 pub trait Sink: Send + Sync + 'static {
     /// Write one record.
     fn write(&self, record: &Record);
+    /// Whether records can be written now, if the sink knows (the pipeline serves nothing while they cannot).
+    fn health(&self) -> Option<&super::Health> {
+        None
+    }
 }
 
 /// A sink that counts every record in the metrics before passing it on.
@@ -29,6 +33,9 @@ impl Sink for Metered {
         self.metrics
             .request(r.kind().as_str(), decision, r.reason().unwrap_or(""), latency);
         self.inner.write(r);
+    }
+    fn health(&self) -> Option<&super::Health> {
+        self.inner.health()
     }
 }
 
@@ -54,6 +61,9 @@ impl<L: super::writer::Lines + 'static> Sink for LineSink<L> {
         }
         line.push(b'\n');
         self.out.line(line);
+    }
+    fn health(&self) -> Option<&super::Health> {
+        self.out.health()
     }
 }
 

@@ -7,19 +7,24 @@
 //! has the thread parked on the queue, and a lone record is written the moment it arrives.
 //!
 //! Nothing is dropped: when the queue is full (the disk cannot keep up), requests wait for room. A
-//! [`Flusher`] that is dropped writes out everything queued before it returns.
+//! [`Flusher`] that is dropped writes out everything queued before it returns. When a write fails (a disk
+//! that fails or fills), what it did not take is held ([`Unwritten`]) and tried again every 250 ms, and the
+//! [`Health`] it reports makes the pipeline refuse requests (503 `audit_unavailable`) until a write succeeds.
 //!
 //! With a [`Chain`], the thread links every line into the hash chain as it writes it, starts with an
 //! `audit_start` line, writes a checkpoint at each interval in which it wrote anything, and a final one when
 //! it stops.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
 use super::chain::{Chain, Signer};
+use super::health::Health;
+use super::unwritten::Unwritten;
 
 /// Where the thread writes: a stream, or a file it may rotate and reopen.
 pub(crate) trait Output: Write + Send {
@@ -37,7 +42,7 @@ pub(crate) trait Output: Write + Send {
     }
 }
 
-impl Output for std::io::BufWriter<std::io::Stdout> {}
+impl Output for std::io::Stdout {}
 
 impl<T: Output + ?Sized> Output for Box<T> {
     fn rotation_due(&self) -> bool {
@@ -55,6 +60,10 @@ impl<T: Output + ?Sized> Output for Box<T> {
 pub(crate) trait Lines: Send + Sync {
     /// Take one line (with its newline).
     fn line(&self, line: Vec<u8>);
+    /// Whether lines can be written now, if the destination knows.
+    fn health(&self) -> Option<&Health> {
+        None
+    }
 }
 
 enum Msg {
@@ -71,9 +80,14 @@ enum Msg {
 #[derive(Clone)]
 pub(crate) struct LineQueue {
     tx: Sender<Msg>,
+    health: Arc<Health>,
 }
 
 impl Lines for LineQueue {
+    fn health(&self) -> Option<&Health> {
+        Some(&self.health)
+    }
+
     fn line(&self, line: Vec<u8>) {
         let msg = match self.tx.try_send(Msg::Line(line)) {
             Ok(()) => return,
@@ -121,6 +135,9 @@ pub(crate) struct Flusher {
     thread: Option<JoinHandle<()>>,
 }
 
+/// How soon the thread writes again after a write failed.
+const RETRY: Duration = Duration::from_millis(250);
+
 /// How long the thread waits at most, when cordon stops, for the queue to be written out.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
@@ -160,11 +177,13 @@ pub(crate) fn start<W: Output + 'static>(
     chaining: Option<Chaining>,
 ) -> std::io::Result<(LineQueue, Flusher)> {
     let (tx, rx) = crossbeam_channel::bounded(queue);
+    let health = Arc::new(Health::default());
+    let thread_health = health.clone();
     let thread = std::thread::Builder::new()
         .name(name.to_string())
-        .spawn(move || run(rx, out, pause, chaining))?;
+        .spawn(move || run(rx, out, pause, chaining, Unwritten::new(thread_health)))?;
     Ok((
-        LineQueue { tx: tx.clone() },
+        LineQueue { tx: tx.clone(), health },
         Flusher {
             tx,
             thread: Some(thread),
@@ -172,17 +191,24 @@ pub(crate) fn start<W: Output + 'static>(
     ))
 }
 
-fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>) {
+fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>, mut held: Unwritten) {
     if let Some(c) = &mut chaining {
-        let line = c.chain.start_line(&now_rfc3339(), c.continued);
-        write_out(&mut out, &line);
+        held.push(&c.chain.start_line(&now_rfc3339(), c.continued));
     }
     let mut last_checkpoint = std::time::Instant::now();
-    // Parked here while the proxy is quiet (until the next checkpoint is due, with a chain). Every batch ends
-    // flushed, and the queue cannot close before the `Stop` that the flusher sends when dropped.
+    let mut reopen = false;
+    // Parked here while the proxy is quiet (until the next checkpoint is due, with a chain; until the next try
+    // while the output fails). Every batch ends written out, and the queue cannot close before the `Stop` that
+    // the flusher sends when dropped.
     loop {
-        let first = match &chaining {
-            Some(c) => match rx.recv_timeout(c.checkpoint_every.saturating_sub(last_checkpoint.elapsed())) {
+        let mut wait = chaining
+            .as_ref()
+            .map(|c| c.checkpoint_every.saturating_sub(last_checkpoint.elapsed()));
+        if held.waiting() {
+            wait = Some(wait.map_or(RETRY, |w| w.min(RETRY)));
+        }
+        let first = match wait {
+            Some(wait) => match rx.recv_timeout(wait) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -193,19 +219,10 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
             },
         };
         let mut stop = None;
-        let mut reopen = false;
         let mut next = first;
-        let mut failed = None;
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Line(mut line) => {
-                    if let Some(c) = &mut chaining {
-                        c.chain.link(&mut line);
-                    }
-                    if let Err(e) = out.write_all(&line) {
-                        failed = Some(e);
-                    }
-                }
+                Msg::Line(line) => take(&mut held, &mut chaining, line),
                 Msg::Key(signer) => {
                     if let Some(c) = &mut chaining {
                         c.chain.sign_with(signer);
@@ -217,28 +234,29 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
             next = rx.try_recv().ok();
         }
         if stop.is_none() && (reopen || out.rotation_due()) {
-            if let Err(e) = turn_over(&mut out, &mut chaining, reopen) {
-                tracing::error!("cannot rotate or reopen the audit file: {e}");
+            match turn_over(&mut out, &mut chaining, &mut held, reopen) {
+                Ok(()) => reopen = false,
+                Err(e) => tracing::error!("cannot rotate or reopen the audit file: {e}"),
             }
             last_checkpoint = std::time::Instant::now();
         }
         if let Some(c) = &mut chaining
             && (stop.is_some() || last_checkpoint.elapsed() >= c.checkpoint_every)
         {
-            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), stop.is_some())
-                && let Err(e) = out.write_all(line.as_slice())
-            {
-                failed = Some(e);
+            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), stop.is_some()) {
+                held.push(&line);
             }
             last_checkpoint = std::time::Instant::now();
         }
-        if let Err(e) = out.flush() {
-            failed = Some(e);
-        }
-        if let Some(e) = failed {
-            tracing::error!("audit records could not be written: {e}");
-        }
+        // A failure is reported by the health (once, and to every request); what was not written is tried again.
+        let written = held.write_to(&mut out);
         if let Some(ack) = stop {
+            if let Err(e) = written {
+                tracing::error!(
+                    "{} bytes of audit records could not be written when cordon stopped: {e}",
+                    held.len()
+                );
+            }
             let _ = ack.send(());
             return;
         }
@@ -246,15 +264,38 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
     }
 }
 
+/// Take one record's line: linked into the chain and held for the next write, or, while the output fails and
+/// the thread holds all it may, dropped and counted; the first line taken after a drop is preceded by an
+/// `audit_gap` line that says how many.
+fn take(held: &mut Unwritten, chaining: &mut Option<Chaining>, mut line: Vec<u8>) {
+    if !held.room() {
+        return;
+    }
+    let dropped = held.take_dropped();
+    if let Some(c) = chaining {
+        if dropped > 0 {
+            held.push(&c.chain.gap_line(&now_rfc3339(), dropped));
+        }
+        c.chain.link(&mut line);
+    }
+    held.push(&line);
+}
+
 /// Close the file with a checkpoint, set it aside (rotation) or let it go (an external logrotate moved it), and
-/// start the next one with a line that continues the chain.
-fn turn_over<W: Output>(out: &mut W, chaining: &mut Option<Chaining>, reopen: bool) -> std::io::Result<()> {
+/// start the next one with a line that continues the chain. Nothing turns over until what the old file should
+/// hold is written.
+fn turn_over<W: Output>(
+    out: &mut W,
+    chaining: &mut Option<Chaining>,
+    held: &mut Unwritten,
+    reopen: bool,
+) -> std::io::Result<()> {
     if let Some(c) = chaining.as_mut()
         && let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), false)
     {
-        out.write_all(&line)?;
+        held.push(&line);
     }
-    out.flush()?;
+    held.write_to(out)?;
     if reopen {
         out.reopen()?;
         tracing::info!("audit file reopened");
@@ -262,16 +303,9 @@ fn turn_over<W: Output>(out: &mut W, chaining: &mut Option<Chaining>, reopen: bo
         tracing::info!(rotated_to = %name, "audit file rotated");
     }
     if let Some(c) = chaining.as_mut() {
-        let line = c.chain.start_line(&now_rfc3339(), true);
-        out.write_all(&line)?;
+        held.push(&c.chain.start_line(&now_rfc3339(), true));
     }
-    out.flush()
-}
-
-fn write_out<W: Write>(out: &mut W, line: &[u8]) {
-    if let Err(e) = out.write_all(line).and_then(|()| out.flush()) {
-        tracing::error!("audit records could not be written: {e}");
-    }
+    Ok(())
 }
 
 /// Now, as audit records write time.

@@ -132,13 +132,23 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
 }
 
 #[test]
-fn a_write_error_is_survived_and_later_lines_still_go_out() {
+fn a_failed_write_is_tried_again_and_nothing_is_lost_or_repeated() {
     let out = Out::default();
     out.fail_next.store(true, std::sync::atomic::Ordering::SeqCst);
     let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO, None).unwrap();
-    queue.line(b"lost\n".to_vec());
-    std::thread::sleep(Duration::from_millis(50));
-    queue.line(b"kept\n".to_vec());
+    let health = || queue.health().unwrap().is_up();
+    queue.line(b"first\n".to_vec());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    // The first write fails: the output is down until the retry (250 ms later) succeeds.
+    let mut saw_down = false;
+    while text(&out).is_empty() {
+        saw_down |= !health();
+        assert!(std::time::Instant::now() < deadline, "the line was not written again");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(saw_down, "the failure was reported");
+    assert!(health(), "and the success after it");
+    queue.line(b"second\n".to_vec());
     drop(flusher);
-    assert_eq!(text(&out), "kept\n");
+    assert_eq!(text(&out), "first\nsecond\n");
 }

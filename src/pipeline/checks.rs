@@ -72,7 +72,7 @@ impl Exchange {
     }
 
     /// Step 2: the sandbox's rates and byte budget, counted for everything it sends, readable or not
-    /// (nothing is counted in a dry run).
+    /// (nothing is counted in a dry run); and whether its records can be written.
     pub(super) fn admit(&mut self, sandbox: &Sandbox, target: Option<&Target>, ask: &Ask) -> Result<(), ProxyError> {
         let Some(state) = self.state() else {
             return Ok(());
@@ -84,7 +84,13 @@ impl Exchange {
             Ask::Name { .. } => admission::query(&limits, sandbox, target),
             Ask::Tunnel | Ask::Request { .. } => admission::request(&limits, sandbox, target),
         }
-        .map_err(ProxyError::Limited)
+        .map_err(ProxyError::Limited)?;
+        // SECURITY: nothing is served that cannot be recorded: while the audit output fails (a disk that failed
+        // or filled), every request, tunnel and query is refused until a write succeeds again.
+        match state.audit.health() {
+            Some(health) if !health.is_up() => Err(ProxyError::AuditUnavailable),
+            _ => Ok(()),
+        }
     }
 
     /// Step 5: the sandbox's policy, asked once. A refusal is recorded by [`Exchange::refuse`]; what is

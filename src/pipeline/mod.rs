@@ -8,6 +8,7 @@
 //!    are throttled per source address.
 //! 2. **admit**: the sandbox's request rates and byte budget. Everything an identified sandbox sends counts,
 //!    refused or unreadable alike: a sandbox hammering a denied host, or sending garbage, is still hammering.
+//!    And the audit output: while records cannot be written, nothing is served (503 `audit_unavailable`).
 //! 3. **target**: where to, as the one target parser read it. Its errors are reported only now, so a client
 //!    that is not identified learns nothing from them.
 //! 4. **hygiene**: the request is unambiguous: a clean path, one Host that names the tunnel's host, no

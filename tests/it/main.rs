@@ -5,6 +5,7 @@ mod approvals;
 mod approvals_cli;
 mod approvals_held;
 mod audit_chain;
+mod audit_durability;
 mod audit_rotation;
 mod auth;
 mod cli;

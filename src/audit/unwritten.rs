@@ -1,0 +1,98 @@
+//! The lines the audit thread has taken but not yet handed to the operating system. A batch is gathered here
+//! and written with as few `write`s as the output takes; what a failing or full disk did not take stays here,
+//! byte for byte, and is written first when the disk takes writes again: a line cut by a partial write is
+//! completed, none is written twice.
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+
+use super::health::Health;
+use super::writer::Output;
+
+/// How much the thread holds while the output fails before it stops taking lines (the records of requests
+/// refused meanwhile; requests are not served while the output fails, so this is what they were refused).
+pub(crate) const HOLD_AT_MOST: usize = 16 << 20;
+
+/// The lines not yet written, and the output's health as the last write found it.
+pub(crate) struct Unwritten {
+    buf: Vec<u8>,
+    health: Arc<Health>,
+    limit: usize,
+    /// Lines not taken since the last one that was.
+    dropped: u64,
+}
+
+impl Unwritten {
+    pub(crate) fn new(health: Arc<Health>) -> Unwritten {
+        Unwritten::with_limit(health, HOLD_AT_MOST)
+    }
+
+    pub(crate) fn with_limit(health: Arc<Health>, limit: usize) -> Unwritten {
+        Unwritten {
+            buf: Vec::new(),
+            health,
+            limit,
+            dropped: 0,
+        }
+    }
+
+    /// Whether there is room for another line; if not, the line is counted as dropped.
+    pub(crate) fn room(&mut self) -> bool {
+        if self.buf.len() < self.limit {
+            return true;
+        }
+        self.dropped += 1;
+        self.health.count_dropped();
+        false
+    }
+
+    /// How many lines were dropped since the last one taken, now that one is taken again (zero: none).
+    pub(crate) fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// Add one finished line.
+    pub(crate) fn push(&mut self, line: &[u8]) {
+        self.buf.extend_from_slice(line);
+    }
+
+    /// Whether lines are waiting (the last write failed).
+    pub(crate) fn waiting(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// Bytes waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Write out everything held and flush; what the output did not take stays.
+    pub(crate) fn write_to<W: Output + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        let mut done = 0;
+        let result = loop {
+            if done == self.buf.len() {
+                break out.flush();
+            }
+            match out.write(&self.buf[done..]) {
+                Ok(0) => break Err(ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..done);
+        if self.buf.is_empty() && self.buf.capacity() > 4 << 20 {
+            // After an outage, give back what holding it took.
+            self.buf = Vec::new();
+        }
+        match &result {
+            Ok(()) => self.health.up(),
+            Err(e) => self.health.down(e),
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+#[path = "unwritten_tests.rs"]
+mod tests;
