@@ -21,7 +21,7 @@
 //! | 8 | `server` | the listeners: accept, cap open connections, drain on shutdown |
 //! | 7 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
 //! | 6 | `pipeline`, `reload` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration |
-//! | 5 | `state`, `sandbox_env` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with |
+//! | 5 | `state`, `sandbox_env`, `otlp` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
 //! | 4 | `session`, `credentials`, `approval`, `logging` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output |
 //! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
@@ -56,6 +56,7 @@ pub mod limits;
 mod logging;
 mod metrics;
 pub mod net;
+mod otlp;
 mod pg;
 mod pipeline;
 pub mod policy;

@@ -27,6 +27,8 @@ pub(crate) struct Audit {
     pub(crate) sink: Arc<dyn audit::Sink>,
     /// The writer's queue, to hand it the checkpoints' key once secrets can be read.
     queue: audit_writer::LineQueue,
+    /// The export spool every line is copied to (`audit.export.otlp`), for the exporter to read.
+    pub(crate) spool: Option<Arc<audit::spool::Spool>>,
     _flush: audit_writer::Flusher,
 }
 
@@ -111,7 +113,21 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
         checkpoint_every: chain.checkpoint_interval,
         continued: tail.is_some(),
     };
-    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE, Some(chaining))
+    let spool = match &chain.otlp {
+        Some(otlp) => {
+            let fail = |e: std::io::Error| format!("audit.export.otlp.spool: cannot use {}: {e}", otlp.spool.display());
+            Some(audit::spool::Spool::open(&otlp.spool, otlp.spool_max).map_err(fail)?)
+        }
+        None => None,
+    };
+    let tee = match &spool {
+        Some(s) => Some(
+            audit::spool::SpoolWriter::new(s.clone())
+                .map_err(|e| format!("audit.export.otlp.spool: cannot read its folder: {e}"))?,
+        ),
+        None => None,
+    };
+    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE, Some(chaining), tee)
         .map_err(|e| format!("cannot start the audit thread: {e}"))?;
     tracing_subscriber::registry()
         .with(ops)
@@ -120,6 +136,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
     Ok(Audit {
         sink: Arc::new(LineSink::new(queue.clone())),
         queue,
+        spool,
         _flush: flusher,
     })
 }

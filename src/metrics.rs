@@ -14,6 +14,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+mod audit;
+
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -84,8 +86,8 @@ pub(crate) struct Metrics {
     sandboxes: U64Gauge,
     approvals_pending: U64Gauge,
     store_up: U64Gauge,
-    audit_up: U64Gauge,
-    audit_dropped: Counter,
+    /// The audit output and its export.
+    pub(crate) audit: audit::AuditMetrics,
     replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
@@ -114,9 +116,6 @@ impl Metrics {
         store_up.set(1);
         let replicas_live = U64Gauge::default();
         replicas_live.set(1);
-        let audit_up = U64Gauge::default();
-        audit_up.set(1);
-        let audit_dropped = Counter::default();
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
 
         registry.register(
@@ -175,16 +174,7 @@ impl Metrics {
             "1 while the shared PostgreSQL store is reachable, 0 while it is down (always 1 without one)",
             store_up.clone(),
         );
-        registry.register(
-            "cordon_audit_up",
-            "1 while audit records are written, 0 while the audit output fails (requests are refused meanwhile)",
-            audit_up.clone(),
-        );
-        registry.register(
-            "cordon_audit_records_dropped",
-            "Records of refused requests not kept while the audit output failed, past what cordon holds in memory",
-            audit_dropped.clone(),
-        );
+        let audit = audit::AuditMetrics::register(&mut registry);
         registry.register(
             "cordon_replicas_live",
             "Replicas with a recent heartbeat in the shared store's registry (1 without one)",
@@ -214,8 +204,7 @@ impl Metrics {
             sandboxes,
             approvals_pending,
             store_up,
-            audit_up,
-            audit_dropped,
+            audit,
             replicas_live,
             sandbox_closures,
             sandbox_gate: RwLock::new(()),
@@ -322,15 +311,6 @@ impl Metrics {
     pub(crate) fn set_store(&self, up: bool, replicas: u64) {
         self.store_up.set(u64::from(up));
         self.replicas_live.set(replicas);
-    }
-
-    /// The audit output's state, read when the metrics are scraped: up or not, and records dropped in total.
-    pub(crate) fn set_audit(&self, up: bool, dropped: u64) {
-        self.audit_up.set(u64::from(up));
-        let counted = self.audit_dropped.get();
-        if dropped > counted {
-            self.audit_dropped.inc_by(dropped - counted);
-        }
     }
 
     /// A sandbox revoked, expired or removed whose connections were closed: `reason` is

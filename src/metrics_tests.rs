@@ -326,6 +326,11 @@ fn fresh_exposition_lists_only_families_with_series() {
         "# TYPE cordon_sandboxes gauge",
         "# TYPE cordon_approvals_pending gauge",
         "# TYPE cordon_store_up gauge",
+        "# TYPE cordon_audit_up gauge",
+        "# TYPE cordon_audit_records_dropped counter",
+        "# TYPE cordon_audit_export_failures counter",
+        "# TYPE cordon_audit_export_backlog_bytes gauge",
+        "# TYPE cordon_audit_export_dropped_bytes counter",
         "# TYPE cordon_replicas_live gauge",
     ];
     assert_eq!(types, expected, "{text}");

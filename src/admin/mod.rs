@@ -282,7 +282,7 @@ async fn replicas(state: &ProxyState) -> AdminResponse {
 
 fn metrics(state: &ProxyState) -> AdminResponse {
     if let Some(audit) = state.audit.health().map(crate::audit::Health::state) {
-        state.metrics.set_audit(audit.state == "up", audit.dropped);
+        state.metrics.audit.set_output(audit.state == "up", audit.dropped);
     }
     let mut resp = Response::new(Full::new(Bytes::from(state.metrics.encode())));
     resp.headers_mut()

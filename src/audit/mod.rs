@@ -8,6 +8,7 @@ pub(crate) mod file;
 mod health;
 mod record;
 mod sink;
+pub(crate) mod spool;
 mod unwritten;
 pub(crate) mod verify;
 pub(crate) mod writer;

@@ -7,6 +7,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 
 use super::health::Health;
+use super::spool::SpoolWriter;
 use super::writer::Output;
 
 /// How much the thread holds while the output fails before it stops taking lines (the records of requests
@@ -20,6 +21,8 @@ pub(crate) struct Unwritten {
     limit: usize,
     /// Lines not taken since the last one that was.
     dropped: u64,
+    /// The export spool, which gets every line taken, also while the output fails.
+    tee: Option<SpoolWriter>,
 }
 
 impl Unwritten {
@@ -33,7 +36,14 @@ impl Unwritten {
             health,
             limit,
             dropped: 0,
+            tee: None,
         }
+    }
+
+    /// Copy every line taken to the export spool too.
+    pub(crate) fn tee(mut self, spool: Option<SpoolWriter>) -> Unwritten {
+        self.tee = spool;
+        self
     }
 
     /// Whether there is room for another line; if not, the line is counted as dropped.
@@ -54,6 +64,9 @@ impl Unwritten {
     /// Add one finished line.
     pub(crate) fn push(&mut self, line: &[u8]) {
         self.buf.extend_from_slice(line);
+        if let Some(tee) = &mut self.tee {
+            tee.push(line);
+        }
     }
 
     /// Whether lines are waiting (the last write failed).
@@ -66,8 +79,11 @@ impl Unwritten {
         self.buf.len()
     }
 
-    /// Write out everything held and flush; what the output did not take stays.
+    /// Write out everything held and flush; what the output did not take stays. The spool gets its copy.
     pub(crate) fn write_to<W: Output + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        if let Some(tee) = &mut self.tee {
+            tee.flush();
+        }
         let mut done = 0;
         let result = loop {
             if done == self.buf.len() {

@@ -168,20 +168,22 @@ pub(crate) struct Chaining {
 }
 
 /// Start the thread `name`, writing to `out`, holding at most `queue` lines, pausing `pause` after each
-/// batch; with `chaining`, every line is linked into its chain.
+/// batch; with `chaining`, every line is linked into its chain; with `spool`, every line is also appended to
+/// the export spool.
 pub(crate) fn start<W: Output + 'static>(
     name: &str,
     out: W,
     queue: usize,
     pause: Duration,
     chaining: Option<Chaining>,
+    spool: Option<super::spool::SpoolWriter>,
 ) -> std::io::Result<(LineQueue, Flusher)> {
     let (tx, rx) = crossbeam_channel::bounded(queue);
     let health = Arc::new(Health::default());
     let thread_health = health.clone();
     let thread = std::thread::Builder::new()
         .name(name.to_string())
-        .spawn(move || run(rx, out, pause, chaining, Unwritten::new(thread_health)))?;
+        .spawn(move || run(rx, out, pause, chaining, Unwritten::new(thread_health).tee(spool)))?;
     Ok((
         LineQueue { tx: tx.clone(), health },
         Flusher {

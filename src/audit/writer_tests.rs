@@ -41,7 +41,7 @@ fn lines(out: &Out) -> Vec<String> {
 #[test]
 fn a_lone_line_is_written_at_once_and_everything_queued_survives_the_stop() {
     let out = Out::default();
-    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::from_millis(1), None).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::from_millis(1), None, None).unwrap();
     queue.line(b"first\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while lines(&out).is_empty() {
@@ -80,7 +80,7 @@ fn a_lone_line_is_written_at_once_and_everything_queued_survives_the_stop() {
 #[test]
 fn lines_that_arrive_during_a_pause_go_out_with_the_next_batch() {
     let out = Out::default();
-    let (queue, flusher) = start("audit-test", out.clone(), 1024, Duration::from_millis(200), None).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 1024, Duration::from_millis(200), None, None).unwrap();
     queue.line(b"wake\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while lines(&out).is_empty() {
@@ -103,7 +103,7 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
         stuck: Some(Arc::new(Mutex::new(stuck))),
         ..Out::default()
     };
-    let (queue, flusher) = start("audit-test", out.clone(), 1, Duration::ZERO, None).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 1, Duration::ZERO, None, None).unwrap();
     // One worker only: if the waiting request kept it, nothing else could run.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -135,7 +135,7 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
 fn a_failed_write_is_tried_again_and_nothing_is_lost_or_repeated() {
     let out = Out::default();
     out.fail_next.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO, None).unwrap();
+    let (queue, flusher) = start("audit-test", out.clone(), 16, Duration::ZERO, None, None).unwrap();
     let health = || queue.health().unwrap().is_up();
     queue.line(b"first\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

@@ -54,7 +54,11 @@ pub(crate) fn print_summary(c: &Config) {
         crate::config::AuditConfig::Stdout => "stdout".to_string(),
         crate::config::AuditConfig::File(p) => p.display().to_string(),
     };
-    outln!("audit    {audit}");
+    let export = match &c.audit_chain.otlp {
+        Some(o) => format!("; exported to {} (spool {})", o.endpoint, o.spool.display()),
+        None => String::new(),
+    };
+    outln!("audit    {audit}{export}");
     outln!(
         "network  {} allowed CIDRs, {} dangerous metadata exceptions, {} host overrides",
         c.network.allow_cidrs.len(),

@@ -12,6 +12,8 @@ use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain.
 pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
+    // Declared before the audit writer, so it is dropped after it: the writer's last lines reach the spool first.
+    let mut exporter = None;
     let audit = match logging::init(&config.audit, &config.audit_chain, config.log_format) {
         Ok(audit) => audit,
         Err(e) => {
@@ -26,7 +28,7 @@ pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(serve(config, &audit, path))
+    rt.block_on(serve(config, &audit, path, &mut exporter))
 }
 
 /// The key of the audit checkpoints from `audit.signing_key` (a `file:` one is created with a random secret on
@@ -55,9 +57,15 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpL
     })
 }
 
-async fn serve(config: Config, audit_out: &logging::Audit, path: Option<PathBuf>) -> ExitCode {
+async fn serve(
+    config: Config,
+    audit_out: &logging::Audit,
+    path: Option<PathBuf>,
+    exporter: &mut Option<crate::otlp::Exporter>,
+) -> ExitCode {
     let audit = audit_out.sink.clone();
     let audit_key = config.audit_chain.signing_key.clone();
+    let otlp = config.audit_chain.otlp.clone();
     let addr = config.listen.proxy;
     let listener = match bind(addr, "listen.proxy").await {
         Ok(l) => l,
@@ -123,6 +131,23 @@ async fn serve(config: Config, audit_out: &logging::Audit, path: Option<PathBuf>
         Err(e) => {
             eprintln!("cordon: {e}");
             return ExitCode::FAILURE;
+        }
+    }
+    if let (Some(otlp), Some(spool)) = (&otlp, &audit_out.spool) {
+        let generation = state.current();
+        match crate::otlp::start(
+            otlp,
+            spool.clone(),
+            generation.credentials.secrets(),
+            state.metrics.clone(),
+        )
+        .await
+        {
+            Ok(x) => *exporter = Some(x),
+            Err(e) => {
+                eprintln!("cordon: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     }
     tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));

@@ -5,12 +5,14 @@
 //! (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same serde model).
 
 pub(crate) mod credentials;
+mod export;
 mod model;
 mod raw;
 mod validate;
 
 use std::path::Path;
 
+pub(crate) use export::OtlpExport;
 pub use model::*;
 pub(crate) use validate::inline_policy;
 

@@ -262,3 +262,48 @@ fn audit_rotation_and_retention_are_checked_with_their_paths() {
     assert_eq!(ok.audit_chain.rotation.keep_files, Some(30));
     assert!(ok.audit_chain.rotation.compress);
 }
+
+#[test]
+fn audit_export_is_checked_with_its_paths() {
+    let errs = errors(
+        "audit:\n  path: \"-\"\n  export:\n    otlp:\n      endpoint: \"http://collector.example:4318/v1/logs?x=1\"\n      \
+         batch: 0\n      interval: soon\n      headers: { \"bad header\": { env: X } }\n",
+    );
+    for needle in [
+        "audit.export.otlp.endpoint: http://collector.example:4318/v1/logs?x=1 must be an http:// or https:// URL",
+        "audit.export.otlp.batch: 0 must be between 1 and 10000",
+        "audit.export.otlp.interval",
+        "audit.export.otlp.headers.bad header: \"bad header\" is not a header name",
+        "audit.export.otlp.spool.path: is needed when audit records go to standard output",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    // A secret header in plaintext off this host is refused; without one, plaintext is a warning.
+    let errs = errors(
+        "audit:\n  path: /tmp/a.jsonl\n  export:\n    otlp:\n      endpoint: http://collector.example:4318/v1/logs\n      \
+         headers: { authorization: { env: OTLP_TOKEN } }\n",
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("audit.export.otlp.endpoint: would send the headers' secrets in plaintext")),
+        "{errs:#?}"
+    );
+    let warned = Config::parse(
+        "t.yaml",
+        "audit:\n  path: /tmp/a.jsonl\n  export: { otlp: { endpoint: \"http://collector.example:4318/v1/logs\" } }\n",
+    )
+    .unwrap();
+    assert!(
+        warned.warnings.iter().any(|w| w.contains("plaintext")),
+        "{:?}",
+        warned.warnings
+    );
+    let otlp = warned.audit_chain.otlp.unwrap();
+    assert_eq!(otlp.spool, std::path::PathBuf::from("/tmp/a.jsonl.spool"));
+    assert_eq!((otlp.batch, otlp.spool_max), (512, 256 << 20));
+    assert!(
+        errors("audit:\n  export: { otlp: {} }\n")
+            .iter()
+            .any(|e| e.contains("audit.export.otlp.endpoint: is missing"))
+    );
+}

@@ -182,6 +182,8 @@ pub(crate) struct AuditChain {
     pub(crate) checkpoint_interval: Duration,
     /// `audit.rotate`, `audit.retain`, `audit.compress` (a file only).
     pub(crate) rotation: AuditRotation,
+    /// `audit.export.otlp`: records shipped as OpenTelemetry logs.
+    pub(crate) otlp: Option<super::export::OtlpExport>,
 }
 
 /// When the audit file is rotated, and which rotated files are kept.

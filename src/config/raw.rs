@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+mod audit;
 mod credentials;
 
+pub(super) use audit::*;
 pub(super) use credentials::*;
 
 /// The whole file.
@@ -178,46 +180,6 @@ pub(super) struct RawListen {
     pub(crate) transparent_tproxy: Option<bool>,
     /// DNS responder (UDP and TCP), `host:port`.
     pub(crate) dns: Option<String>,
-}
-
-/// `audit:`
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawAudit {
-    /// `-` for stdout, or a file path (appended to).
-    pub(crate) path: Option<String>,
-    /// The secret the checkpoints' Ed25519 key is derived from.
-    pub(crate) signing_key: Option<RawSecretRef>,
-    /// How often a checkpoint is written while records are.
-    pub(crate) checkpoint_interval: Option<String>,
-    /// When the file is rotated.
-    #[serde(default)]
-    pub(crate) rotate: RawRotate,
-    /// Which rotated files are kept.
-    #[serde(default)]
-    pub(crate) retain: RawRetain,
-    /// Whether rotated files are compressed (gzip; default true).
-    pub(crate) compress: Option<bool>,
-}
-
-/// `audit.rotate:`
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawRotate {
-    /// A size, e.g. `100MiB`.
-    pub(crate) size: Option<String>,
-    /// A duration, e.g. `1d`.
-    pub(crate) every: Option<String>,
-}
-
-/// `audit.retain:`
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawRetain {
-    /// How many rotated files.
-    pub(crate) files: Option<i64>,
-    /// How old, e.g. `30d`.
-    pub(crate) age: Option<String>,
 }
 
 /// `network:`

@@ -15,6 +15,7 @@ use crate::target::{Host, Target};
 mod audit;
 mod control;
 mod credentials;
+mod export;
 mod fields;
 mod inline;
 mod limits;

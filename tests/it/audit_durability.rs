@@ -18,17 +18,18 @@ use crate::cli::{BIN, spawn_cordon};
 use crate::control_rig::admin_request;
 use crate::rig::{auth, free_port, hash, read_response, upstream};
 
-struct Cordon {
-    config: PathBuf,
-    proxy: u16,
+pub(crate) struct Cordon {
+    pub(crate) config: PathBuf,
+    pub(crate) proxy: u16,
     admin: u16,
     up: u16,
     dir: PathBuf,
 }
 
 /// A configuration for one sandbox (`sb1`, token `tok1`) allowed to `allowed.test` (the upstream on
-/// 127.0.0.2) with no rate to speak of, its audit file at `audit`.
-fn setup(dir: &Path, audit: &Path, up: u16) -> Cordon {
+/// 127.0.0.2) with no rate to speak of, its audit file at `audit`, `audit_extra` more keys of `audit:` (flow
+/// style, each followed by a comma).
+pub(crate) fn setup(dir: &Path, audit: &Path, up: u16, audit_extra: &str) -> Cordon {
     let (proxy, admin) = (free_port(), free_port());
     let d = dir.display();
     let yaml = format!(
@@ -36,7 +37,7 @@ fn setup(dir: &Path, audit: &Path, up: u16) -> Cordon {
          network: {{ allow_cidrs: [127.0.0.0/8], hosts: {{ allowed.test: 127.0.0.2 }} }}\n\
          control: {{ watch: false, admin_token: {{ file: {d}/admin-token }} }}\n\
          limits: {{ per_sandbox: {{ requests: {{ per_second: 100000, burst: 100000 }} }}, per_user: {{ requests: {{ per_second: 100000, burst: 100000 }} }} }}\n\
-         audit: {{ path: {}, signing_key: {{ file: {d}/audit-key }} }}\n\
+         audit: {{ {audit_extra} path: {}, signing_key: {{ file: {d}/audit-key }} }}\n\
          sandboxes: [{{ id: sb1, user: alice, token_sha256: {}, policy: web }}]\n\
          policies: {{ web: {{ allow: [{{ host: allowed.test, ports: [{up}] }}] }} }}\n",
         audit.display(),
@@ -55,7 +56,7 @@ fn setup(dir: &Path, audit: &Path, up: u16) -> Cordon {
 
 impl Cordon {
     /// One request for `path` on `conn` (opened when none): the status, or `None` when the connection failed.
-    async fn get(&self, conn: &mut Option<TcpStream>, path: &str) -> Option<(u16, Option<String>)> {
+    pub(crate) async fn get(&self, conn: &mut Option<TcpStream>, path: &str) -> Option<(u16, Option<String>)> {
         if conn.is_none() {
             *conn = TcpStream::connect(("127.0.0.1", self.proxy)).await.ok();
         }
@@ -81,7 +82,7 @@ impl Cordon {
         Some((resp.status, resp.header("x-cordon-reason").map(str::to_string)))
     }
 
-    async fn admin(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn admin(&self, path: &str) -> (u16, String) {
         let token = std::fs::read_to_string(self.dir.join("admin-token")).unwrap();
         let at = SocketAddr::from(([127, 0, 0, 1], self.admin));
         let (status, _, body) = admin_request(at, "GET", path, Some(token.trim()), "").await;
@@ -105,7 +106,7 @@ impl Cordon {
 }
 
 /// The records in `path` (lines with a `status`), parsed.
-fn records(path: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn records(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -119,7 +120,7 @@ async fn killed_under_load_every_record_but_the_last_moments_is_kept_and_the_cha
     let dir = tempfile::tempdir().unwrap();
     let up = upstream("127.0.0.2").await;
     let audit = dir.path().join("audit.jsonl");
-    let c = Arc::new(setup(dir.path(), &audit, up.addr.port()));
+    let c = Arc::new(setup(dir.path(), &audit, up.addr.port(), ""));
     let child = spawn_cordon(&c.config, c.proxy, &[]).await;
 
     // Eight clients on keep-alive connections, each request for its own path, each answer's time noted.
@@ -233,7 +234,7 @@ async fn a_full_disk_refuses_requests_until_it_has_room_and_no_record_is_lost() 
     let disk = SmallDisk::mount(&dir.path().join("disk"), "1m");
     let audit = disk.0.join("audit.jsonl");
     let up = upstream("127.0.0.2").await;
-    let c = setup(dir.path(), &audit, up.addr.port());
+    let c = setup(dir.path(), &audit, up.addr.port(), "");
     let child = spawn_cordon(&c.config, c.proxy, &[]).await;
     let (mut ok, mut refused) = (0, 0);
     let mut conn = None;

@@ -20,7 +20,7 @@ const RANKS: &[&[&str]] = &[
     &["control", "error", "tls"],
     &["audit", "config", "headers", "upstream"],
     &["approval", "credentials", "session", "logging"],
-    &["sandbox_env", "state"],
+    &["sandbox_env", "state", "otlp"],
     &["pipeline", "reload"],
     &["entry", "admin"],
     &["server"],

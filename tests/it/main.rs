@@ -6,6 +6,7 @@ mod approvals_cli;
 mod approvals_held;
 mod audit_chain;
 mod audit_durability;
+mod audit_export;
 mod audit_rotation;
 mod auth;
 mod cli;

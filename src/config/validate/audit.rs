@@ -1,4 +1,5 @@
-//! Validation of `audit:`: where records go, the chain's checkpoints, rotation and retention.
+//! Validation of `audit:`: where records go, the chain's checkpoints, rotation and retention (and, in
+//! `export.rs`, shipping).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,6 +53,7 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
              files are its own to delete)",
         );
     }
+    let otlp = raw.export.otlp.and_then(|o| super::export::otlp(errs, o, &to));
     let chain = AuditChain {
         signing_key: raw.signing_key.and_then(|r| secret_ref(errs, "audit.signing_key", r)),
         checkpoint_interval: duration(
@@ -61,6 +63,7 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
             Duration::from_secs(10),
         ),
         rotation,
+        otlp,
     };
     (to, chain)
 }

@@ -87,7 +87,7 @@ fn check_dsn(errs: &mut Errors, parsed: &tokio_postgres::Config) {
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(super) fn is_loopback(host: &str) -> bool {
     host == "localhost"
         || host
             .trim_matches(['[', ']'])

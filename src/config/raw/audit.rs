@@ -1,0 +1,92 @@
+//! `audit:` as written.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::RawSecretRef;
+
+/// `audit:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawAudit {
+    /// `-` for stdout, or a file path (appended to).
+    pub(crate) path: Option<String>,
+    /// The secret the checkpoints' Ed25519 key is derived from.
+    pub(crate) signing_key: Option<RawSecretRef>,
+    /// How often a checkpoint is written while records are.
+    pub(crate) checkpoint_interval: Option<String>,
+    /// When the file is rotated.
+    #[serde(default)]
+    pub(crate) rotate: RawRotate,
+    /// Which rotated files are kept.
+    #[serde(default)]
+    pub(crate) retain: RawRetain,
+    /// Whether rotated files are compressed (gzip; default true).
+    pub(crate) compress: Option<bool>,
+    /// Where records are shipped besides.
+    #[serde(default)]
+    pub(crate) export: RawExport,
+}
+
+/// `audit.rotate:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawRotate {
+    /// A size, e.g. `100MiB`.
+    pub(crate) size: Option<String>,
+    /// A duration, e.g. `1d`.
+    pub(crate) every: Option<String>,
+}
+
+/// `audit.retain:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawRetain {
+    /// How many rotated files.
+    pub(crate) files: Option<i64>,
+    /// How old, e.g. `30d`.
+    pub(crate) age: Option<String>,
+}
+
+/// `audit.export:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawExport {
+    /// OpenTelemetry logs over OTLP/HTTP.
+    pub(crate) otlp: Option<RawOtlp>,
+}
+
+/// `audit.export.otlp:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawOtlp {
+    /// The collector's logs URL, e.g. `https://collector:4318/v1/logs`.
+    pub(crate) endpoint: Option<String>,
+    /// Headers sent with every export (an API key), their values from secret sources.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, RawSecretRef>,
+    /// PEM roots to trust for the collector, besides the web's.
+    pub(crate) ca_file: Option<String>,
+    /// Records per export request at most.
+    pub(crate) batch: Option<i64>,
+    /// How long records wait at most for a batch to fill.
+    pub(crate) interval: Option<String>,
+    /// How long one export request may take.
+    pub(crate) timeout: Option<String>,
+    /// `service.instance.id` of the records (default: the host name).
+    pub(crate) instance: Option<String>,
+    /// Where records wait for the collector.
+    #[serde(default)]
+    pub(crate) spool: RawSpool,
+}
+
+/// `audit.export.otlp.spool:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawSpool {
+    /// A folder of its own.
+    pub(crate) path: Option<String>,
+    /// The most it holds, e.g. `256MiB`.
+    pub(crate) max: Option<String>,
+}
