@@ -108,11 +108,11 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
             )
         }
     };
-    let chaining = audit_writer::Chaining {
+    let chaining = chain.enabled.then(|| audit_writer::Chaining {
         chain: audit::chain::Chain::after(tail),
         checkpoint_every: chain.checkpoint_interval,
         continued: tail.is_some(),
-    };
+    });
     let spool = match &chain.otlp {
         Some(otlp) => {
             let fail = |e: std::io::Error| format!("audit.export.otlp.spool: cannot use {}: {e}", otlp.spool.display());
@@ -127,7 +127,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
         ),
         None => None,
     };
-    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE, Some(chaining), tee)
+    let (queue, flusher) = audit_writer::start("cordon-audit", out, AUDIT_QUEUE, AUDIT_PAUSE, chaining, tee)
         .map_err(|e| format!("cannot start the audit thread: {e}"))?;
     tracing_subscriber::registry()
         .with(ops)

@@ -4,14 +4,18 @@
 #   PEER_RIG_ROOT=/some/scratch bash benches/load/ab.sh BIN_A BIN_B SCENARIO [rounds] [seconds]
 #
 # Prints each run and the medians of req/s and of cordon's CPU time per request for A and B.
+# A_AUDIT / B_AUDIT: one more key of `audit:` for A's / B's runs (profile.sh's AUDIT), e.g. to compare the
+# same binary with the audit chain off and on:
+#   A_AUDIT='chain: false' B_AUDIT='signing_key: { file: @WORK@/audit-key }' bash benches/load/ab.sh BIN BIN intercept
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 a=${1:?BIN_A}; b=${2:?BIN_B}; scenario=${3:?SCENARIO}; rounds=${4:-4}; secs=${5:-6}
 out=$(mktemp)
 for i in $(seq 1 "$rounds"); do
   for which in A B; do
-    bin=$a; [ "$which" = B ] && bin=$b
-    line=$(BIN=$bin bash "$here/profile.sh" "$scenario" "$secs")
+    bin=$a; extra=${A_AUDIT:-}
+    [ "$which" = B ] && { bin=$b; extra=${B_AUDIT:-}; }
+    line=$(AUDIT=$extra BIN=$bin bash "$here/profile.sh" "$scenario" "$secs")
     echo "$which $line" | tee -a "$out"
   done
 done

@@ -9,6 +9,7 @@
 #                   `perf report --sort comm` shows where the cores go)
 #     C=50          connections
 #     CALLGRAPH=...  perf's call-graph option (default -g; `--call-graph dwarf` for full stacks)
+#     AUDIT='...'   one more key of the configuration's `audit:` (e.g. 'chain: false', or a signing_key)
 # Prints requests per second, p50, and cordon's CPU time per request (steadier than req/s on a noisy machine).
 # Needs the rig running (benches/load/rig/setup.sh sets it up, benches/load/rig/start.sh starts it) and a
 # release build (cargo build --release).
@@ -18,11 +19,13 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 BIN=${BIN:-$repo/target/release/cordon}
 work=$(mktemp -d); mkdir -p "$work/log"
 pid=""
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; rm -rf "$work"' EXIT
 TOKEN=bench-token-0123456789abcdef
 HASH="$(printf %s "$TOKEN" | "$BIN" token hash)"
 PORT=14129
+audit_extra=${AUDIT:-}; audit_extra=${audit_extra//@WORK@/$work}
 sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -e "s#@PORT@#$PORT#g" \
+  -e "s%#@AUDIT@.*%${audit_extra}%" \
   "$repo/benches/load/cordon.yaml.in" > "$work/cordon.yaml"
 "$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
 BENCH_UPSTREAM_TOKEN=bench-upstream-token-7f3a91c2e4d5b6a8 "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &

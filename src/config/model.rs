@@ -176,6 +176,8 @@ impl Listen {
 /// `audit.signing_key` and `audit.checkpoint_interval`.
 #[derive(Debug, Clone)]
 pub(crate) struct AuditChain {
+    /// Whether lines carry `seq`/`prev` and checkpoints are written (`audit.chain`, default true).
+    pub(crate) enabled: bool,
     /// The secret the checkpoints' key is derived from; `None`: checkpoints are written unsigned.
     pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
     /// How often a checkpoint is written while records are (and always when cordon stops).

@@ -12,6 +12,8 @@ use super::RawSecretRef;
 pub(in crate::config) struct RawAudit {
     /// `-` for stdout, or a file path (appended to).
     pub(crate) path: Option<String>,
+    /// Whether lines are chained and checkpointed (default true).
+    pub(crate) chain: Option<bool>,
     /// The secret the checkpoints' Ed25519 key is derived from.
     pub(crate) signing_key: Option<RawSecretRef>,
     /// How often a checkpoint is written while records are.

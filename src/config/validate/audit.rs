@@ -54,7 +54,26 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
         );
     }
     let otlp = raw.export.otlp.and_then(|o| super::export::otlp(errs, o, &to));
+    let enabled = raw.chain.unwrap_or(true);
+    if !enabled {
+        if otlp.is_some() {
+            errs.at(
+                "audit.chain",
+                "false leaves records without the seq a collector de-duplicates on; keep the chain with audit.export",
+            );
+        } else {
+            errs.warn(
+                "audit.chain",
+                "is false: records carry no seq or prev and no checkpoints are written, so editing, deleting or \
+                 reordering them cannot be detected (`cordon audit verify` has nothing to check)",
+            );
+        }
+        if raw.signing_key.is_some() {
+            errs.at("audit.signing_key", "signs the chain's checkpoints, and audit.chain is false");
+        }
+    }
     let chain = AuditChain {
+        enabled,
         signing_key: raw.signing_key.and_then(|r| secret_ref(errs, "audit.signing_key", r)),
         checkpoint_interval: duration(
             errs,
