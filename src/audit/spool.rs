@@ -6,7 +6,7 @@
 //! cursor says where to go on, so a line may be sent twice (at-least-once; `seq` tells a receiver it has it).
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -165,18 +165,7 @@ impl SpoolWriter {
                     .open(self.spool.segment(self.segment))?,
             ),
         };
-        let mut done = 0;
-        let result = loop {
-            if done == self.buf.len() {
-                break Ok(());
-            }
-            match file.write(&self.buf[done..]) {
-                Ok(0) => break Err(ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
-            }
-        };
+        let (done, result) = super::unwritten::write_taken(file, &self.buf);
         self.buf.drain(..done);
         self.len += done as u64;
         self.spool.bytes.fetch_add(done as u64, Ordering::Relaxed);

@@ -84,18 +84,8 @@ impl Unwritten {
         if let Some(tee) = &mut self.tee {
             tee.flush();
         }
-        let mut done = 0;
-        let result = loop {
-            if done == self.buf.len() {
-                break out.flush();
-            }
-            match out.write(&self.buf[done..]) {
-                Ok(0) => break Err(ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
-            }
-        };
+        let (done, result) = write_taken(out, &self.buf);
+        let result = result.and_then(|()| out.flush());
         self.buf.drain(..done);
         if self.buf.is_empty() && self.buf.capacity() > 4 << 20 {
             // After an outage, give back what holding it took.
@@ -107,6 +97,20 @@ impl Unwritten {
         }
         result
     }
+}
+
+/// Write `buf` to `out` until all of it is taken or a write fails: how much was taken, and the failure.
+pub(crate) fn write_taken<W: std::io::Write + ?Sized>(out: &mut W, buf: &[u8]) -> (usize, std::io::Result<()>) {
+    let mut done = 0;
+    while done < buf.len() {
+        match out.write(&buf[done..]) {
+            Ok(0) => return (done, Err(ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return (done, Err(e)),
+        }
+    }
+    (done, Ok(()))
 }
 
 #[cfg(test)]

@@ -312,10 +312,22 @@ fn audit_export_is_checked_with_its_paths() {
 fn turning_the_chain_off_is_a_warning_and_refused_where_something_needs_it() {
     let off = Config::parse("t.yaml", "audit:\n  chain: false\n").unwrap();
     assert!(!off.audit_chain.enabled);
-    assert!(off.warnings.iter().any(|w| w.contains("audit.chain: is false")), "{:?}", off.warnings);
+    assert!(
+        off.warnings.iter().any(|w| w.contains("audit.chain: is false")),
+        "{:?}",
+        off.warnings
+    );
     let errs = errors(
         "audit:\n  path: /tmp/a.jsonl\n  chain: false\n  signing_key: { env: K }\n  export: { otlp: { endpoint: \"http://127.0.0.1:4318/v1/logs\" } }\n",
     );
-    assert!(errs.iter().any(|e| e.contains("audit.chain: false leaves records without the seq")), "{errs:#?}");
-    assert!(errs.iter().any(|e| e.contains("audit.signing_key: signs the chain's checkpoints")), "{errs:#?}");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("audit.chain: false leaves records without the seq")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("audit.signing_key: signs the chain's checkpoints")),
+        "{errs:#?}"
+    );
 }

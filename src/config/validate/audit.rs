@@ -69,7 +69,10 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
             );
         }
         if raw.signing_key.is_some() {
-            errs.at("audit.signing_key", "signs the chain's checkpoints, and audit.chain is false");
+            errs.at(
+                "audit.signing_key",
+                "signs the chain's checkpoints, and audit.chain is false",
+            );
         }
     }
     let chain = AuditChain {
