@@ -114,6 +114,11 @@ pub(crate) enum ProxyError {
     /// A transparent connection or DNS query from an address no sandbox's `source_cidrs` hold.
     #[error("no sandbox's source_cidrs hold {0}")]
     UnknownSource(std::net::IpAddr),
+    /// A tunnel of a sandbox held for violations: there would be no request to ask a person about.
+    #[error(
+        "this sandbox is held for violations: every request needs approval, and a tunnel cordon cannot look into is refused"
+    )]
+    Held,
     /// Audit records cannot be written (the disk failed or is full): nothing is served unrecorded.
     #[error("cordon cannot write its audit records right now, so it serves nothing; try again later")]
     AuditUnavailable,
@@ -151,6 +156,7 @@ impl ProxyError {
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
             ProxyError::AuditUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::Held => StatusCode::FORBIDDEN,
             ProxyError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -180,6 +186,7 @@ impl ProxyError {
             ProxyError::ApprovalQueueFull => "approval_queue_full",
             ProxyError::UnknownSource(_) => "unknown_source",
             ProxyError::AuditUnavailable => "audit_unavailable",
+            ProxyError::Held => "sandbox_held",
             ProxyError::Internal => "internal",
         }
     }

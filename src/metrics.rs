@@ -90,6 +90,7 @@ pub(crate) struct Metrics {
     pub(crate) audit: audit::AuditMetrics,
     replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
+    violations: Family<Labels<2>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
     /// and removes, so no open can slip in between the "is it zero" check and the removal.
     sandbox_gate: RwLock<()>,
@@ -117,6 +118,12 @@ impl Metrics {
         let replicas_live = U64Gauge::default();
         replicas_live.set(1);
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
+        let violations = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "cordon_violations",
+            "on_violation actions taken, by the kind of refusal counted and the action (revoke, hold)",
+            violations.clone(),
+        );
 
         registry.register(
             "cordon_requests",
@@ -207,6 +214,7 @@ impl Metrics {
             audit,
             replicas_live,
             sandbox_closures,
+            violations,
             sandbox_gate: RwLock::new(()),
             tunnel_modes: Mutex::new(BTreeSet::new()),
         }
@@ -311,6 +319,11 @@ impl Metrics {
     pub(crate) fn set_store(&self, up: bool, replicas: u64) {
         self.store_up.set(u64::from(up));
         self.replicas_live.set(replicas);
+    }
+
+    /// An `on_violation` action taken.
+    pub(crate) fn violation(&self, kind: &str, action: &str) {
+        inc(&self.violations, [("kind", kind), ("action", action)]);
     }
 
     /// A sandbox revoked, expired or removed whose connections were closed: `reason` is

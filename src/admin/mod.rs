@@ -46,6 +46,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sandboxes/{id}/credentials"),
     ("GET", "/v1/sandboxes/{id}/ca-bundle"),
     ("POST", "/v1/sandboxes/{id}/rotate-ca"),
+    ("DELETE", "/v1/sandboxes/{id}/hold"),
     ("POST", "/v1/reload"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
@@ -146,6 +147,8 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "sandboxes", _, "ca-bundle"], _) => not_allowed("GET"),
         (["v1", "sandboxes", id, "rotate-ca"], &Method::POST) => sandboxes::rotate_ca(state, id).await,
         (["v1", "sandboxes", _, "rotate-ca"], _) => not_allowed("POST"),
+        (["v1", "sandboxes", id, "hold"], &Method::DELETE) => lift_hold(state, id),
+        (["v1", "sandboxes", _, "hold"], _) => not_allowed("DELETE"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
         (["v1", "replicas"], &Method::GET) => replicas(state).await,
         (["v1", "replicas"], _) => not_allowed("GET"),
@@ -277,6 +280,21 @@ async fn replicas(state: &ProxyState) -> AdminResponse {
             json_response(StatusCode::OK, &json!({"shared": true, "live": live, "replicas": list}))
         }
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+    }
+}
+
+/// `DELETE /v1/sandboxes/{id}/hold`: lift what `on_violation` did to a sandbox (a hold, or a declared sandbox's
+/// suspension). A run-time sandbox it revoked stays revoked, as one revoked through the API does.
+fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
+    if state.violations.lift(id) {
+        tracing::info!(sandbox = id, "on_violation: lifted through the admin API");
+        json_response(StatusCode::OK, &json!({"sandbox": id, "lifted": true}))
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("sandbox {id:?} is neither held nor suspended for violations"),
+        )
     }
 }
 

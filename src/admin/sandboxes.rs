@@ -77,7 +77,17 @@ pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
         "source_cidrs": r.source_cidrs,
         "open_connections": connections,
         "open_tunnels": tunnels,
+        "violation": violation(state, &r.id),
     })
+}
+
+/// What `on_violation` did to a sandbox: `held`, `suspended`, or nothing.
+fn violation(state: &ProxyState, id: &str) -> Option<&'static str> {
+    if state.violations.suspended(id) {
+        Some("suspended")
+    } else {
+        state.violations.held(id).then_some("held")
+    }
 }
 
 fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
@@ -95,6 +105,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "source_cidrs": state.current().config.sandbox(&s.id).map(|x| x.source_cidrs.clone()).unwrap_or_default(),
         "open_connections": connections,
         "open_tunnels": tunnels,
+        "violation": violation(state, &s.id),
     })
 }
 

@@ -387,7 +387,7 @@ impl Approvals {
     }
 
     /// Run `call` with the webhook in the background, if there is a webhook (and a runtime to run it on).
-    fn spawn_webhook<F, Fut>(&self, call: F) -> Option<JoinHandle<bool>>
+    pub(crate) fn spawn_webhook<F, Fut>(&self, call: F) -> Option<JoinHandle<bool>>
     where
         F: FnOnce(Arc<Webhook>) -> Fut,
         Fut: Future<Output = bool> + Send + 'static,

@@ -79,6 +79,12 @@ impl Webhook {
         self.post(EVENT_DECIDED, &pending.id, &body).await
     }
 
+    /// POST an `on_violation` announcement (`{"event": "sandbox.violation", ...}`) about `sandbox`, as
+    /// [`Webhook::announce`].
+    pub(crate) async fn violation(&self, sandbox: &str, body: &serde_json::Value) -> bool {
+        self.post("sandbox.violation", sandbox, body).await
+    }
+
     async fn post(&self, event: &str, id: &str, body: &serde_json::Value) -> bool {
         let url = shown(&self.url);
         let body = match serde_json::to_vec(body) {

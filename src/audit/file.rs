@@ -6,7 +6,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::writer::Output;
+use super::output::Output;
 
 /// When to rotate and what to keep (`audit.rotate`, `audit.retain`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

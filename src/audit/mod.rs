@@ -6,6 +6,7 @@
 pub(crate) mod chain;
 pub(crate) mod file;
 mod health;
+mod output;
 mod record;
 mod sink;
 pub(crate) mod spool;
@@ -14,5 +15,5 @@ pub(crate) mod verify;
 pub(crate) mod writer;
 
 pub use health::{AuditState, Health};
-pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, auth_failures};
+pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, Violation, auth_failures, violation};
 pub use sink::{LineSink, Metered, Sink};

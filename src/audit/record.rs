@@ -35,6 +35,8 @@ pub enum Kind {
     Transparent,
     /// A DNS query to the responder.
     Dns,
+    /// An `on_violation` action taken on a sandbox (not a request's record).
+    Violation,
 }
 
 impl Kind {
@@ -48,6 +50,7 @@ impl Kind {
             Kind::AuthFailures => "auth_failures",
             Kind::Transparent => "transparent",
             Kind::Dns => "dns",
+            Kind::Violation => "violation",
         }
     }
 }
@@ -141,6 +144,26 @@ impl Record {
     }
 
     /// Whether the exchange failed (after being allowed) or was refused with a detail.
+    pub(crate) fn sandbox(&self) -> Option<&str> {
+        self.sandbox.as_deref()
+    }
+
+    pub(crate) fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    pub(crate) fn policy(&self) -> Option<&str> {
+        self.policy.as_deref()
+    }
+
+    pub(crate) fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    pub(crate) fn port(&self) -> Option<u16> {
+        self.port
+    }
+
     pub(crate) fn has_error(&self) -> bool {
         self.error.is_some()
     }
@@ -375,6 +398,35 @@ pub fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, reason:
         )),
     );
     pending.count(n);
+    pending.finish();
+}
+
+/// An `on_violation` action, as its record says it.
+pub struct Violation<'a> {
+    /// The sandbox acted on.
+    pub sandbox: &'a str,
+    /// Its user.
+    pub user: Option<&'a str>,
+    /// Its policy.
+    pub policy: &'a str,
+    /// The action (`revoke`, `hold`).
+    pub action: &'a str,
+    /// Refusals counted.
+    pub count: u64,
+    /// What happened, in a sentence.
+    pub detail: String,
+}
+
+/// The one record of an `on_violation` action (kind `violation`): a `deny` with reason `on_violation_revoke` or
+/// `on_violation_hold`, the refusals counted in `count`, and the kind and window in `error`.
+pub fn violation(sink: &Arc<dyn Sink>, v: Violation<'_>) {
+    let mut pending = Pending::start(sink.clone(), SocketAddr::from(([0, 0, 0, 0], 0)), Kind::Violation);
+    pending.record.sandbox = Some(v.sandbox.to_owned());
+    pending.record.user = v.user.map(str::to_owned);
+    pending.record.policy = Some(v.policy.to_owned());
+    let reason = format!("on_violation_{}", v.action);
+    pending.refused(true, None, &reason, Some(v.detail));
+    pending.count(v.count);
     pending.finish();
 }
 

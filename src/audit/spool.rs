@@ -165,7 +165,7 @@ impl SpoolWriter {
                     .open(self.spool.segment(self.segment))?,
             ),
         };
-        let (done, result) = super::unwritten::write_taken(file, &self.buf);
+        let (done, result) = super::output::write_taken(file, &self.buf);
         self.buf.drain(..done);
         self.len += done as u64;
         self.spool.bytes.fetch_add(done as u64, Ordering::Relaxed);

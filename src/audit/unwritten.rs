@@ -3,12 +3,11 @@
 //! byte for byte, and is written first when the disk takes writes again: a line cut by a partial write is
 //! completed, none is written twice.
 
-use std::io::ErrorKind;
 use std::sync::Arc;
 
 use super::health::Health;
+use super::output::{Output, write_taken};
 use super::spool::SpoolWriter;
-use super::writer::Output;
 
 /// How much the thread holds while the output fails before it stops taking lines (the records of requests
 /// refused meanwhile; requests are not served while the output fails, so this is what they were refused).
@@ -97,20 +96,6 @@ impl Unwritten {
         }
         result
     }
-}
-
-/// Write `buf` to `out` until all of it is taken or a write fails: how much was taken, and the failure.
-pub(crate) fn write_taken<W: std::io::Write + ?Sized>(out: &mut W, buf: &[u8]) -> (usize, std::io::Result<()>) {
-    let mut done = 0;
-    while done < buf.len() {
-        match out.write(&buf[done..]) {
-            Ok(0) => return (done, Err(ErrorKind::WriteZero.into())),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return (done, Err(e)),
-        }
-    }
-    (done, Ok(()))
 }
 
 #[cfg(test)]

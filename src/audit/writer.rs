@@ -15,7 +15,6 @@
 //! `audit_start` line, writes a checkpoint at each interval in which it wrote anything, and a final one when
 //! it stops.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -26,35 +25,7 @@ use super::chain::{Chain, Signer};
 use super::health::Health;
 use super::unwritten::Unwritten;
 
-/// Where the thread writes: a stream, or a file it may rotate and reopen.
-pub(crate) trait Output: Write + Send {
-    /// Whether the file is due to be rotated (by size or age).
-    fn rotation_due(&self) -> bool {
-        false
-    }
-    /// Set the file aside and go on in a fresh one at the same path; the name it was set aside as.
-    fn rotate(&mut self) -> std::io::Result<Option<String>> {
-        Ok(None)
-    }
-    /// Open the path again (an external logrotate moved the file away).
-    fn reopen(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Output for std::io::Stdout {}
-
-impl<T: Output + ?Sized> Output for Box<T> {
-    fn rotation_due(&self) -> bool {
-        (**self).rotation_due()
-    }
-    fn rotate(&mut self) -> std::io::Result<Option<String>> {
-        (**self).rotate()
-    }
-    fn reopen(&mut self) -> std::io::Result<()> {
-        (**self).reopen()
-    }
-}
+pub(crate) use super::output::Output;
 
 /// Where finished audit lines go.
 pub(crate) trait Lines: Send + Sync {

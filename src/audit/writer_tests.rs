@@ -1,4 +1,5 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::*;

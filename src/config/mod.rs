@@ -9,6 +9,7 @@ mod export;
 mod model;
 mod raw;
 mod validate;
+pub(crate) mod violations;
 
 use std::path::Path;
 

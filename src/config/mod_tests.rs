@@ -331,3 +331,29 @@ fn turning_the_chain_off_is_a_warning_and_refused_where_something_needs_it() {
         "{errs:#?}"
     );
 }
+
+#[test]
+fn on_violation_is_checked_with_its_paths() {
+    let errs = errors(
+        "policies:\n  p:\n    on_violation: { metadata: 0, window: soon, action: ban }\n    allow: []\n  q:\n    \
+         on_violation: { action: hold }\n    allow: []\n",
+    );
+    for needle in [
+        "policies.p.on_violation.metadata: 0 must be at least 1",
+        "policies.p.on_violation.window",
+        "policies.p.on_violation.action: \"ban\" is not an action; write revoke or hold",
+        "policies.q.on_violation: counts nothing",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    let ok = Config::parse(
+        "t.yaml",
+        "policies:\n  p:\n    on_violation: { exfiltration: 1, denied: 20, action: revoke }\n    allow: []\n",
+    )
+    .unwrap();
+    let rules = &ok.on_violation["p"];
+    use crate::config::violations::ViolationKind;
+    assert_eq!(rules.threshold(ViolationKind::Exfiltration), Some(1));
+    assert_eq!(rules.threshold(ViolationKind::Metadata), None);
+    assert_eq!(rules.window, std::time::Duration::from_secs(600));
+}

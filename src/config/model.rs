@@ -21,6 +21,8 @@ pub struct Config {
     pub(crate) audit: AuditConfig,
     /// The audit log's chain: checkpoint interval and signing key.
     pub(crate) audit_chain: AuditChain,
+    /// Each policy's `on_violation`, by policy name.
+    pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
     /// Address guard and name overrides.
     pub(crate) network: Network,
     /// Timeouts.

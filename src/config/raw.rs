@@ -313,6 +313,26 @@ pub(super) struct RawPolicy {
     /// repositories/permissions).
     #[serde(default)]
     pub(crate) credential_scope: BTreeMap<String, RawScope>,
+    /// What happens to a sandbox that keeps being refused for probing.
+    pub(crate) on_violation: Option<RawOnViolation>,
+}
+
+/// `policies.NAME.on_violation:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOnViolation {
+    /// The window the thresholds count in.
+    pub(crate) window: Option<String>,
+    /// Placeholders or secrets sent off their binding.
+    pub(crate) exfiltration: Option<i64>,
+    /// Metadata names or addresses.
+    pub(crate) metadata: Option<i64>,
+    /// Private and special ranges, cordon itself.
+    pub(crate) private: Option<i64>,
+    /// Any other refusal by the policy.
+    pub(crate) denied: Option<i64>,
+    /// `revoke` or `hold`.
+    pub(crate) action: Option<String>,
 }
 
 /// One entry of `credential_scope:`.

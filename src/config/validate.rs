@@ -21,6 +21,7 @@ mod inline;
 mod limits;
 mod policies;
 mod postgres;
+mod violations;
 
 use fields::{Errors, cidr, duration, ip, socket_addr};
 pub(crate) use inline::inline_policy;
@@ -72,6 +73,14 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let network = network(&mut errs, raw.network);
     let timeouts = limits::timeouts(&mut errs, std::mem::take(&mut raw.timeouts));
     let limits = limits::limits(&mut errs, std::mem::take(&mut raw.limits));
+    let on_violation: BTreeMap<String, super::violations::OnViolation> = raw
+        .policies
+        .iter_mut()
+        .filter_map(|(name, p)| {
+            let raw = p.on_violation.take()?;
+            violations::on_violation(&mut errs, &format!("policies.{name}"), raw).map(|o| (name.clone(), o))
+        })
+        .collect();
     let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()
@@ -122,6 +131,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             listen,
             audit,
             audit_chain,
+            on_violation,
             network,
             timeouts,
             limits,

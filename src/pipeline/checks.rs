@@ -77,6 +77,10 @@ impl Exchange {
         let Some(state) = self.state() else {
             return Ok(());
         };
+        // SECURITY: a declared sandbox revoked for violations (on_violation: revoke) is refused as revoked.
+        if state.violations.suspended(&sandbox.id) {
+            return Err(ProxyError::Auth(crate::identity::AuthFailure::Revoked));
+        }
         let limits = state.limits();
         match ask {
             // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
@@ -142,10 +146,23 @@ impl Exchange {
             ),
             _ => (Vec::new(), Vec::new()),
         };
+        let tls = rule.map(|r| r.tls).unwrap_or_default();
+        let mut action = rule.map(|r| r.action).unwrap_or_default();
+        // SECURITY: a sandbox held for violations (on_violation: hold): every request waits for a person, and a
+        // tunnel cordon cannot look into is refused (there would be no request to ask about).
+        if let Some(state) = self.state()
+            && state.violations.held(&sandbox.id)
+        {
+            match ask {
+                Ask::Request { .. } => action = Action::Ask,
+                Ask::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),
+                Ask::Tunnel | Ask::Name { .. } => {}
+            }
+        }
         Ok(Decision {
             rule: decided.rule,
-            tls: rule.map(|r| r.tls).unwrap_or_default(),
-            action: rule.map(|r| r.action).unwrap_or_default(),
+            tls,
+            action,
             credentials,
             masked,
         })

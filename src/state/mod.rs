@@ -33,6 +33,8 @@ mod budgets;
 mod generation;
 mod policies;
 mod shared;
+pub(crate) mod violations;
+mod violations_act;
 
 pub use generation::Generation;
 use generation::generate_if_file;
@@ -80,6 +82,8 @@ pub struct ProxyState {
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
     pub(crate) hard_stop: CancellationToken,
+    /// `on_violation`: counts refusals on their way to the audit, and the sandboxes it suspended or held.
+    pub(crate) violations: Arc<violations::Watch>,
 }
 
 impl ProxyState {
@@ -141,29 +145,35 @@ impl ProxyState {
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
-        let state = Arc::new(ProxyState {
-            live: ArcSwap::from_pointee(generation),
-            generations: AtomicU64::new(1),
-            self_addrs,
-            reloading: tokio::sync::Mutex::new(()),
-            audit: Arc::new(audit::Metered {
-                inner: sink,
-                metrics: metrics.clone(),
-            }),
-            cas: opened.cas,
-            leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
-            control: opened.control,
-            shared: opened.shared,
-            sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
-            metrics,
-            limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates).with_shared_bytes(shared_bytes.clone())),
-            shared_bytes,
-            replicas: std::sync::atomic::AtomicUsize::new(1),
-            approvals,
-            auth_bursts: AuthBursts::default(),
-            unauthenticated: Arc::default(),
-            tasks: TaskTracker::new(),
-            hard_stop,
+        let state = Arc::new_cyclic(|weak| {
+            let violations = Arc::new(violations::Watch::new(sink, weak.clone()));
+            ProxyState {
+                live: ArcSwap::from_pointee(generation),
+                generations: AtomicU64::new(1),
+                self_addrs,
+                reloading: tokio::sync::Mutex::new(()),
+                audit: Arc::new(audit::Metered {
+                    inner: violations.clone(),
+                    metrics: metrics.clone(),
+                }),
+                violations,
+                cas: opened.cas,
+                leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
+                control: opened.control,
+                shared: opened.shared,
+                sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
+                metrics,
+                limits: ArcSwap::from_pointee(
+                    Limits::new(&config.limits.rates).with_shared_bytes(shared_bytes.clone()),
+                ),
+                shared_bytes,
+                replicas: std::sync::atomic::AtomicUsize::new(1),
+                approvals,
+                auth_bursts: AuthBursts::default(),
+                unauthenticated: Arc::default(),
+                tasks: TaskTracker::new(),
+                hard_stop,
+            }
         });
         state.ensure_declared_cas(&state.current()).await?;
         shared::start(&state, opened.events);
@@ -269,6 +279,9 @@ impl ProxyState {
 
     /// Whether `sandbox` may still use cordon under `generation`, and if not, why.
     pub fn entitled(&self, generation: &Generation, sandbox: &Sandbox) -> Result<(), Closed> {
+        if self.violations.suspended(&sandbox.id) {
+            return Err(Closed::Revoked);
+        }
         match &sandbox.origin {
             Origin::Config => match generation.identities.get(&sandbox.id) {
                 Some(now) if now.policy == sandbox.policy && now.user == sandbox.user => Ok(()),

@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use crate::control_rig::*;
 use crate::intercept::{read_tls_response, tls_as};
 
-const SECRET: &str = "webhook-secret-for-the-test";
+pub(crate) const SECRET: &str = "webhook-secret-for-the-test";
 
 /// A webhook receiver: every POST whose signature verifies is handed over as (event, JSON).
-async fn receiver() -> (u16, mpsc::UnboundedReceiver<(String, Value)>) {
+pub(crate) async fn receiver() -> (u16, mpsc::UnboundedReceiver<(String, Value)>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::unbounded_channel();

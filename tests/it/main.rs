@@ -52,3 +52,4 @@ mod secrets_rig;
 mod secrets_scan;
 mod sources;
 mod tls_rig;
+mod violations;

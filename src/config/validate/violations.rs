@@ -1,0 +1,59 @@
+//! Validation of `policies.NAME.on_violation`.
+
+use std::time::Duration;
+
+use super::fields::{Errors, duration};
+use crate::config::raw::RawOnViolation;
+use crate::config::violations::{OnViolation, ViolationAction, ViolationKind};
+
+pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -> Option<OnViolation> {
+    let at = format!("{base}.on_violation");
+    let window = duration(errs, &format!("{at}.window"), raw.window, Duration::from_secs(600));
+    let mut thresholds = Vec::new();
+    for (kind, n) in [
+        (ViolationKind::Exfiltration, raw.exfiltration),
+        (ViolationKind::Metadata, raw.metadata),
+        (ViolationKind::Private, raw.private),
+        (ViolationKind::Denied, raw.denied),
+    ] {
+        match n.map(u32::try_from) {
+            None => {}
+            Some(Ok(n)) if n >= 1 => thresholds.push((kind, n)),
+            Some(_) => errs.at(
+                format!("{at}.{}", kind.as_str()),
+                format!(
+                    "{} must be at least 1 (refusals within the window); leave it out not to count {}",
+                    n.unwrap_or_default(),
+                    kind.as_str()
+                ),
+            ),
+        }
+    }
+    let action = match raw.action.as_deref() {
+        Some("revoke") => Some(ViolationAction::Revoke),
+        Some("hold") => Some(ViolationAction::Hold),
+        Some(other) => {
+            errs.at(
+                format!("{at}.action"),
+                format!("{other:?} is not an action; write revoke or hold"),
+            );
+            None
+        }
+        None => {
+            errs.at(format!("{at}.action"), "is missing; write revoke or hold");
+            None
+        }
+    };
+    if thresholds.is_empty() {
+        errs.at(
+            &at,
+            "counts nothing; give at least one threshold: exfiltration, metadata, private or denied",
+        );
+        return None;
+    }
+    Some(OnViolation {
+        window,
+        thresholds,
+        action: action?,
+    })
+}

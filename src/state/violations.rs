@@ -1,0 +1,206 @@
+//! `on_violation`: a sandbox that keeps being refused for what looks like probing for secrets is treated as
+//! compromised. Every record passes through [`Watch`] on its way to the audit; a refusal is classed (a metadata
+//! or private destination by the address guard, whatever the reason it was refused with; an exfiltration or a
+//! policy refusal by its reason), counted per (sandbox, kind) within the policy's window, and at the threshold
+//! the policy's action is taken once: the sandbox revoked (as through the admin API; a declared one is refused
+//! until cordon restarts or the admin API lifts it), or held (every further request needs a person's approval).
+//! The action is audited, counted, and announced through the approval webhook with the records that triggered
+//! it.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Instant;
+
+use crate::audit::{Record, Sink, Verdict};
+use crate::config::violations::{ViolationAction, ViolationKind};
+
+use super::ProxyState;
+
+/// At most this many triggering records are kept per (sandbox, kind) to be announced.
+const SHOWN: usize = 20;
+
+/// The refusals of one sandbox of one kind within the window.
+#[derive(Default)]
+struct Seen {
+    at: VecDeque<Instant>,
+    records: VecDeque<serde_json::Value>,
+}
+
+/// The watcher: a sink in front of the audit's, and the sandboxes it acted on.
+pub(crate) struct Watch {
+    inner: Arc<dyn Sink>,
+    state: Weak<ProxyState>,
+    seen: Mutex<HashMap<(String, ViolationKind), Seen>>,
+    /// Declared sandboxes revoked for violations: refused until restart or lifted.
+    suspended: RwLock<HashSet<String>>,
+    /// Sandboxes held for violations: every request needs approval.
+    held: RwLock<HashSet<String>>,
+}
+
+impl Watch {
+    /// Watch the records on their way to `inner`; act on `state`.
+    pub(crate) fn new(inner: Arc<dyn Sink>, state: Weak<ProxyState>) -> Watch {
+        Watch {
+            inner,
+            state,
+            seen: Mutex::default(),
+            suspended: RwLock::default(),
+            held: RwLock::default(),
+        }
+    }
+
+    /// Whether `sandbox` was revoked for violations while declared (its requests are refused as revoked).
+    pub(crate) fn suspended(&self, sandbox: &str) -> bool {
+        let set = self.suspended.read().unwrap_or_else(PoisonError::into_inner);
+        !set.is_empty() && set.contains(sandbox)
+    }
+
+    /// Whether `sandbox` is held: every request needs approval.
+    pub(crate) fn held(&self, sandbox: &str) -> bool {
+        let set = self.held.read().unwrap_or_else(PoisonError::into_inner);
+        !set.is_empty() && set.contains(sandbox)
+    }
+
+    /// Lift a suspension or a hold (the admin API); whether there was one.
+    pub(crate) fn lift(&self, sandbox: &str) -> bool {
+        let a = self
+            .suspended
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(sandbox);
+        let b = self
+            .held
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(sandbox);
+        a || b
+    }
+
+    /// Count `record` if it is a refusal of a watched kind; act if it reaches its threshold.
+    fn observe(&self, record: &Record) {
+        let (Verdict::Deny, Some(sandbox), Some(policy), Some(reason)) =
+            (record.decision(), record.sandbox(), record.policy(), record.reason())
+        else {
+            return;
+        };
+        let Some(state) = self.state.upgrade() else { return };
+        let generation = state.current();
+        // A sandbox's own (inline) policy is held to its base's on_violation.
+        let base = policy.split('+').next().unwrap_or(policy);
+        let Some(rules) = generation.config.on_violation.get(base) else {
+            return;
+        };
+        let Some(kind) = classify(&generation, record.host(), record.port(), reason) else {
+            return;
+        };
+        let Some(threshold) = rules.threshold(kind) else { return };
+        let now = Instant::now();
+        let triggered = {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = seen.entry((sandbox.to_owned(), kind)).or_default();
+            while entry.at.front().is_some_and(|t| now.duration_since(*t) > rules.window) {
+                entry.at.pop_front();
+            }
+            entry.at.push_back(now);
+            if entry.records.len() == SHOWN {
+                entry.records.pop_front();
+            }
+            entry
+                .records
+                .push_back(serde_json::to_value(record).unwrap_or_default());
+            if entry.at.len() < threshold as usize {
+                None
+            } else {
+                // Counted afresh after an action, so it is taken once per threshold reached.
+                seen.remove(&(sandbox.to_owned(), kind))
+                    .map(|s| (s.at.len() as u64, s.records))
+            }
+        };
+        let Some((count, records)) = triggered else { return };
+        let already = match rules.action {
+            ViolationAction::Hold => self.held(sandbox),
+            ViolationAction::Revoke => self.suspended(sandbox),
+        };
+        if already {
+            return;
+        }
+        let trigger = Trigger {
+            sandbox: sandbox.to_owned(),
+            user: record.user().map(str::to_owned),
+            policy: policy.to_owned(),
+            kind,
+            count,
+            window: rules.window,
+            action: rules.action,
+            records: records.into(),
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(super::violations_act::act(state, trigger));
+            }
+            Err(_) => tracing::error!(sandbox, "on_violation: no runtime to act on"),
+        }
+    }
+
+    /// Mark `sandbox` suspended or held (the action taken).
+    pub(crate) fn mark(&self, sandbox: &str, action: ViolationAction) {
+        let set = match action {
+            ViolationAction::Revoke => &self.suspended,
+            ViolationAction::Hold => &self.held,
+        };
+        set.write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sandbox.to_owned());
+    }
+}
+
+/// What reached a threshold.
+pub(crate) struct Trigger {
+    pub(crate) sandbox: String,
+    pub(crate) user: Option<String>,
+    pub(crate) policy: String,
+    pub(crate) kind: ViolationKind,
+    pub(crate) count: u64,
+    pub(crate) window: std::time::Duration,
+    pub(crate) action: ViolationAction,
+    pub(crate) records: Vec<serde_json::Value>,
+}
+
+impl Sink for Watch {
+    fn write(&self, record: &Record) {
+        self.inner.write(record);
+        self.observe(record);
+    }
+
+    fn health(&self) -> Option<&crate::audit::Health> {
+        self.inner.health()
+    }
+}
+
+/// The kind a refusal counts as: a metadata or private destination by what the address guard says of it (so a
+/// metadata address refused for having no rule still counts as metadata), else by the reason.
+fn classify(
+    generation: &super::Generation,
+    host: Option<&str>,
+    port: Option<u16>,
+    reason: &str,
+) -> Option<ViolationKind> {
+    let by_reason = ViolationKind::of(reason);
+    if by_reason == Some(ViolationKind::Exfiltration) {
+        return by_reason;
+    }
+    if let Some(host) = host {
+        let guard = generation.dialer.guard();
+        let refused = match host.trim_matches(['[', ']']).parse::<IpAddr>() {
+            Ok(ip) => guard.check_addr(SocketAddr::new(ip, port.unwrap_or(0))).err(),
+            Err(_) => guard.check_name(host).err(),
+        };
+        match refused.as_ref().map(crate::net::Refusal::code) {
+            Some("metadata_name" | "metadata_address") => return Some(ViolationKind::Metadata),
+            Some("special_range" | "self_address") => return Some(ViolationKind::Private),
+            _ => {}
+        }
+    }
+    by_reason
+}
