@@ -76,6 +76,24 @@ pub(crate) fn print_summary(c: &Config) {
     }
     outln!("policies {}", c.policies.len());
     for (name, p) in &c.policies {
-        outln!("  {:<16} {:<8} {} rules", name, p.mode.as_str(), p.rule_count());
+        let on_violation = c.on_violation.get(name).map_or(String::new(), |o| {
+            let kinds: Vec<String> = o
+                .thresholds
+                .iter()
+                .map(|(k, n)| format!("{} {n}", k.as_str()))
+                .collect();
+            format!(
+                "; on_violation {} within {} -> {}",
+                kinds.join(", "),
+                humantime::format_duration(o.window),
+                o.action.as_str()
+            )
+        });
+        outln!(
+            "  {:<16} {:<8} {} rules{on_violation}",
+            name,
+            p.mode.as_str(),
+            p.rule_count()
+        );
     }
 }

@@ -19,6 +19,8 @@ use super::ProxyState;
 
 /// At most this many triggering records are kept per (sandbox, kind) to be announced.
 const SHOWN: usize = 20;
+/// Past this many (sandbox, kind) counts, those with nothing recent are forgotten.
+const PRUNE_AT: usize = 4096;
 
 /// The refusals of one sandbox of one kind within the window.
 #[derive(Default)]
@@ -98,6 +100,10 @@ impl Watch {
         let now = Instant::now();
         let triggered = {
             let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            // Sandboxes come and go: once the map is large, forget those with nothing in the last window.
+            if seen.len() >= PRUNE_AT {
+                seen.retain(|_, s| s.at.back().is_some_and(|t| now.duration_since(*t) <= rules.window));
+            }
             let entry = seen.entry((sandbox.to_owned(), kind)).or_default();
             while entry.at.front().is_some_and(|t| now.duration_since(*t) > rules.window) {
                 entry.at.pop_front();

@@ -49,6 +49,24 @@ fn check_embedded_config_prints_a_summary() {
 }
 
 #[test]
+fn check_summarises_audit_export_and_on_violation() {
+    let f = write_config(
+        "audit:\n  path: /tmp/cordon-check-test.jsonl\n  export: { otlp: { endpoint: \"http://127.0.0.1:4318/v1/logs\" } }\n\
+         policies:\n  agents:\n    on_violation: { metadata: 3, denied: 50, window: 5m, action: hold }\n    allow: []\n",
+    );
+    let (code, out, err) = cordon(&["check", "--config", f.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("exported to http://127.0.0.1:4318/v1/logs (spool /tmp/cordon-check-test.jsonl.spool)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("agents           enforce  0 rules; on_violation metadata 3, denied 50 within 5m -> hold"),
+        "{out}"
+    );
+}
+
+#[test]
 fn check_reports_every_error_with_its_location_and_exits_2() {
     let f = write_config("policies:\n  web:\n    allow:\n      - hots: example.com\n");
     let (code, _out, err) = cordon(&["check", "--config", f.path().to_str().unwrap()]);
