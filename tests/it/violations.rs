@@ -65,6 +65,19 @@ async fn cordon(d: &Path, up: u16, hook: u16) -> Replica {
     .await
 }
 
+/// The CA of the declared sandbox `id`, exported with `cordon ca export` into `d`.
+fn declared_ca(r: &Replica, d: &Path, id: &str) -> std::path::PathBuf {
+    let ca = d.join(format!("{id}-ca.pem"));
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["ca", "export", "--sandbox", id, "--config"])
+        .arg(&r.path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&ca, out.stdout).unwrap();
+    ca
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sandbox_probing_for_metadata_is_revoked_and_its_neighbour_is_untouched() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,14 +164,7 @@ async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
     let port = up.addr.port();
     let (hook, mut hooks) = receiver().await;
     let r = cordon(d, port, hook).await;
-    let ca = d.join("sb2-ca.pem");
-    let out = std::process::Command::new(crate::cli::BIN)
-        .args(["ca", "export", "--sandbox", "sb2", "--config"])
-        .arg(&r.path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::write(&ca, out.stdout).unwrap();
+    let ca = declared_ca(&r, d, "sb2");
     let ok = format!("https://allowed.test:{port}/hello");
     assert_eq!(probe(&r, ("sb2", "tok2"), Some(&ca), &ok).0, 200);
     for host in ["exfil-1.example", "exfil-2.example"] {
@@ -225,13 +231,7 @@ async fn a_declared_sandbox_revoked_for_violations_is_refused_until_lifted() {
     let port = up.addr.port();
     let (hook, mut hooks) = receiver().await;
     let r = cordon(d, port, hook).await;
-    let ca = d.join("sb1-ca.pem");
-    let out = std::process::Command::new(crate::cli::BIN)
-        .args(["ca", "export", "--sandbox", "sb1", "--config"])
-        .arg(&r.path)
-        .output()
-        .unwrap();
-    std::fs::write(&ca, out.stdout).unwrap();
+    let ca = declared_ca(&r, d, "sb1");
     let ok = format!("https://allowed.test:{port}/hello");
     assert_eq!(probe(&r, ("sb1", "tok1"), Some(&ca), &ok).0, 200);
     for _ in 0..3 {
