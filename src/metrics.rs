@@ -91,6 +91,7 @@ pub(crate) struct Metrics {
     replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     violations: Family<Labels<2>, Counter>,
+    budgets_spent: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
     /// and removes, so no open can slip in between the "is it zero" check and the removal.
     sandbox_gate: RwLock<()>,
@@ -119,6 +120,12 @@ impl Metrics {
         replicas_live.set(1);
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
         let violations = Family::<Labels<2>, Counter>::default();
+        let budgets_spent = Family::<Labels<1>, Counter>::default();
+        registry.register(
+            "cordon_credential_budgets_spent",
+            "Credential budgets spent: once per (sandbox or user, credential) and window, by credential",
+            budgets_spent.clone(),
+        );
         registry.register(
             "cordon_violations",
             "on_violation actions taken, by the kind of refusal counted and the action (revoke, hold)",
@@ -215,6 +222,7 @@ impl Metrics {
             replicas_live,
             sandbox_closures,
             violations,
+            budgets_spent,
             sandbox_gate: RwLock::new(()),
             tunnel_modes: Mutex::new(BTreeSet::new()),
         }
@@ -319,6 +327,11 @@ impl Metrics {
     pub(crate) fn set_store(&self, up: bool, replicas: u64) {
         self.store_up.set(u64::from(up));
         self.replicas_live.set(replicas);
+    }
+
+    /// A credential budget spent (the first refusal of its window).
+    pub(crate) fn credential_budget_spent(&self, credential: &str) {
+        inc(&self.budgets_spent, [("credential", credential)]);
     }
 
     /// An `on_violation` action taken.

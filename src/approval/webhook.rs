@@ -79,10 +79,10 @@ impl Webhook {
         self.post(EVENT_DECIDED, &pending.id, &body).await
     }
 
-    /// POST an `on_violation` announcement (`{"event": "sandbox.violation", ...}`) about `sandbox`, as
+    /// POST another event about `sandbox` (`sandbox.violation`, `credential.budget_spent`), as
     /// [`Webhook::announce`].
-    pub(crate) async fn violation(&self, sandbox: &str, body: &serde_json::Value) -> bool {
-        self.post("sandbox.violation", sandbox, body).await
+    pub(crate) async fn event(&self, event: &str, sandbox: &str, body: &serde_json::Value) -> bool {
+        self.post(event, sandbox, body).await
     }
 
     async fn post(&self, event: &str, id: &str, body: &serde_json::Value) -> bool {

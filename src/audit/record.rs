@@ -164,6 +164,18 @@ impl Record {
         self.port
     }
 
+    pub(crate) fn credentials(&self) -> Option<&[String]> {
+        self.credentials.as_deref().filter(|c| !c.is_empty())
+    }
+
+    pub(crate) fn bytes_up(&self) -> u64 {
+        self.bytes_up
+    }
+
+    pub(crate) fn bytes_down(&self) -> u64 {
+        self.bytes_down
+    }
+
     pub(crate) fn has_error(&self) -> bool {
         self.error.is_some()
     }

@@ -96,4 +96,22 @@ pub(crate) fn print_summary(c: &Config) {
             p.rule_count()
         );
     }
+    let budgets = &c.credential_budgets;
+    let shown = budgets.credentials.iter().map(|(cred, b)| (cred.clone(), b)).chain(
+        budgets
+            .policies
+            .iter()
+            .map(|((p, cred), b)| (format!("{cred} in {p}"), b)),
+    );
+    for (what, b) in shown {
+        let mut limits = Vec::new();
+        limits.extend(b.budget.requests.map(|n| format!("{n} requests")));
+        limits.extend(b.budget.bytes.map(|n| format!("{n} bytes")));
+        outln!(
+            "budget   {what}: {} per {} per {}",
+            limits.join(", "),
+            humantime::format_duration(b.budget.window),
+            if b.per_user { "user" } else { "sandbox" }
+        );
+    }
 }

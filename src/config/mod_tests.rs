@@ -357,3 +357,46 @@ fn on_violation_is_checked_with_its_paths() {
     assert_eq!(rules.threshold(ViolationKind::Metadata), None);
     assert_eq!(rules.window, std::time::Duration::from_secs(600));
 }
+
+#[test]
+fn credential_budgets_are_checked_with_their_paths() {
+    let base = "credentials:\n  gh:\n    source: { env: GH }\n    bind: { hosts: [api.github.com] }\n    \
+                inject: { header: Authorization, value: \"token {secret}\" }\n";
+    let errs = errors(&format!(
+        "{base}    budget: {{ requests: 0, bytes: lots, window: soon, per: team }}\npolicies:\n  p:\n    \
+         credentials: [gh]\n    credential_budget: {{ other: {{ requests: 1 }}, gh: {{ window: 1h }} }}\n    allow: []\n"
+    ));
+    for needle in [
+        "credentials.gh.budget.requests: 0 must be at least 1",
+        "credentials.gh.budget.bytes",
+        "credentials.gh.budget.window",
+        "credentials.gh.budget.per: \"team\" is not a subject; write sandbox or user",
+        "policies.p.credential_budget.other: \"other\" is not one of this policy's credentials",
+        "policies.p.credential_budget.gh: limits nothing; give requests, bytes or both",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    let ok = Config::parse(
+        "t.yaml",
+        &format!(
+            "{base}    budget: {{ requests: 10 }}\npolicies:\n  p:\n    credentials: [gh]\n    credential_budget: \
+             {{ gh: {{ bytes: 1MiB, per: user, window: 1d }} }}\n    allow: []\n  q:\n    credentials: [gh]\n    allow: []\n"
+        ),
+    )
+    .unwrap();
+    let b = &ok.credential_budgets;
+    assert_eq!(b.of("q", "gh").unwrap().budget.requests, Some(10));
+    let p = b.of("p+inline", "gh").unwrap();
+    assert!(p.per_user);
+    assert_eq!((p.budget.requests, p.budget.bytes), (None, Some(1 << 20)));
+    // With a PostgreSQL store (several replicas), budgets counted per replica are refused.
+    let errs = errors(&format!(
+        "{base}    budget: {{ requests: 10 }}\ncontrol:\n  store: \"postgres://cordon@127.0.0.1/cordon\"\n  \
+         store_password: {{ env: P }}\n  store_key: {{ env: K }}\n"
+    ));
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("credentials: credential budgets are counted in cordon's memory")),
+        "{errs:#?}"
+    );
+}

@@ -23,6 +23,8 @@ pub struct Config {
     pub(crate) audit_chain: AuditChain,
     /// Each policy's `on_violation`, by policy name.
     pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
+    /// Credential usage budgets.
+    pub(crate) credential_budgets: super::violations::CredentialBudgets,
     /// Address guard and name overrides.
     pub(crate) network: Network,
     /// Timeouts.

@@ -315,6 +315,9 @@ pub(super) struct RawPolicy {
     pub(crate) credential_scope: BTreeMap<String, RawScope>,
     /// What happens to a sandbox that keeps being refused for probing.
     pub(crate) on_violation: Option<RawOnViolation>,
+    /// Credential budgets for this policy's sandboxes, replacing the credentials' own.
+    #[serde(default)]
+    pub(crate) credential_budget: BTreeMap<String, RawBudget>,
 }
 
 /// `policies.NAME.on_violation:`

@@ -81,6 +81,33 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             violations::on_violation(&mut errs, &format!("policies.{name}"), raw).map(|o| (name.clone(), o))
         })
         .collect();
+    let mut credential_budgets = super::violations::CredentialBudgets::default();
+    for (name, c) in raw.credentials.iter_mut() {
+        if let Some(b) = c.budget.take() {
+            let at = format!("credentials.{name}.budget");
+            if let Some(b) = violations::budget(&mut errs, &at, b) {
+                credential_budgets.credentials.insert(name.clone(), b);
+            }
+        }
+    }
+    for (policy, p) in raw.policies.iter_mut() {
+        for (name, b) in std::mem::take(&mut p.credential_budget) {
+            let at = format!("policies.{policy}.credential_budget.{name}");
+            if !p.credentials.contains(&name) {
+                errs.at(&at, format!("{name:?} is not one of this policy's credentials"));
+            } else if let Some(b) = violations::budget(&mut errs, &at, b) {
+                credential_budgets.policies.insert((policy.clone(), name), b);
+            }
+        }
+    }
+    if control.postgres.is_some() && credential_budgets != Default::default() {
+        // SECURITY: a budget each replica counts alone would let a sandbox spread its use over N replicas.
+        errs.at(
+            "credentials",
+            "credential budgets are counted in cordon's memory and not yet shared through a PostgreSQL store: with \
+             control.store a postgres:// DSN, remove `budget` and `credential_budget` (or run one replica on SQLite)",
+        );
+    }
     let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()
@@ -132,6 +159,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             audit,
             audit_chain,
             on_violation,
+            credential_budgets,
             network,
             timeouts,
             limits,

@@ -1,5 +1,6 @@
-//! `policies.NAME.on_violation`: what happens to a sandbox that keeps being refused for what looks like
-//! probing for secrets (a compromised sandbox), counted per kind within a window.
+//! What bounds a sandbox beyond its rules: `policies.NAME.on_violation` (what happens to a sandbox that keeps being
+//! refused for what looks like probing for secrets, counted per kind within a window), and credential usage
+//! budgets (`credentials.NAME.budget`, `policies.NAME.credential_budget`).
 
 use std::time::Duration;
 
@@ -76,5 +77,36 @@ impl OnViolation {
     /// The threshold for `kind`, if it is counted.
     pub(crate) fn threshold(&self, kind: ViolationKind) -> Option<u32> {
         self.thresholds.iter().find(|(k, _)| *k == kind).map(|(_, n)| *n)
+    }
+}
+
+/// A credential's usage budget (`credentials.NAME.budget`, or a policy's `credential_budget.NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CredentialBudget {
+    /// Requests and bytes per window.
+    pub(crate) budget: crate::limits::Budget,
+    /// Counted per user (over all of the user's sandboxes) rather than per sandbox.
+    pub(crate) per_user: bool,
+}
+
+/// Every credential budget: each credential's own, and the policies' overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CredentialBudgets {
+    /// By credential.
+    pub(crate) credentials: std::collections::BTreeMap<String, CredentialBudget>,
+    /// By (policy, credential): replaces the credential's own for that policy's sandboxes.
+    pub(crate) policies: std::collections::BTreeMap<(String, String), CredentialBudget>,
+}
+
+impl CredentialBudgets {
+    /// The budget of `credential` for a sandbox of `policy` (its base's, for a sandbox's own policy).
+    pub(crate) fn of(&self, policy: &str, credential: &str) -> Option<&CredentialBudget> {
+        if self.credentials.is_empty() && self.policies.is_empty() {
+            return None;
+        }
+        let base = policy.split('+').next().unwrap_or(policy);
+        self.policies
+            .get(&(base.to_owned(), credential.to_owned()))
+            .or_else(|| self.credentials.get(credential))
     }
 }

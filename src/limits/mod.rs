@@ -18,6 +18,7 @@
 
 mod auth;
 mod budget;
+mod credential_budget;
 mod open;
 mod rate;
 mod refusal;
@@ -34,6 +35,7 @@ use governor::clock::{Clock, MonotonicClock};
 
 use self::auth::Auth;
 use self::budget::Budgets;
+pub(crate) use self::credential_budget::{Budget, CredentialBudgets};
 use self::open::Open;
 pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};

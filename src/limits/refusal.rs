@@ -19,6 +19,8 @@ impl Refusal {
     pub(crate) const APPROVAL_SANDBOX_LIMIT: &'static str = "approval_sandbox_limit";
     /// The user's sandboxes have as many requests waiting for approval as `approval.max_pending_per_user` allows.
     pub(crate) const APPROVAL_USER_LIMIT: &'static str = "approval_user_limit";
+    /// A credential's usage budget for the sandbox (or its user) is spent in this window.
+    pub(crate) const CREDENTIAL_BUDGET: &'static str = "credential_budget";
     /// The sandbox is over its request rate.
     pub(crate) const SANDBOX_RATE: &'static str = "sandbox_rate";
     /// The user is over its request rate, over all of its sandboxes.

@@ -27,6 +27,7 @@
 //! held, attached or sent, notes what each step found, and goes on past refusals to show every reason.
 
 mod ask;
+mod budget;
 mod checks;
 mod dry;
 mod exchange;

@@ -262,6 +262,9 @@ impl Exchange {
             .await?;
         *req = Request::from_parts(parts, applied.body);
         self.verdict = applied.verdict;
+        if let Some(state) = self.state() {
+            super::budget::take(state, &generation, sandbox, &applied.names)?;
+        }
         self.audit.credentials(applied.names);
         self.masker = generation
             .credentials

@@ -84,6 +84,8 @@ pub struct ProxyState {
     pub(crate) hard_stop: CancellationToken,
     /// `on_violation`: counts refusals on their way to the audit, and the sandboxes it suspended or held.
     pub(crate) violations: Arc<violations::Watch>,
+    /// What each (sandbox or user, credential) used of its budget in the current window.
+    pub(crate) credential_budgets: crate::limits::CredentialBudgets,
 }
 
 impl ProxyState {
@@ -157,6 +159,7 @@ impl ProxyState {
                     metrics: metrics.clone(),
                 }),
                 violations,
+                credential_budgets: crate::limits::CredentialBudgets::default(),
                 cas: opened.cas,
                 leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
                 control: opened.control,
@@ -355,6 +358,7 @@ async fn maintain(state: Weak<ProxyState>) {
                 tracing::warn!("cannot purge the sandbox store: {e}");
             }
             s.limits().housekeep();
+            s.credential_budgets.housekeep();
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
         s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);

@@ -5,7 +5,7 @@
 //! the policy's action is taken once: the sandbox revoked (as through the admin API; a declared one is refused
 //! until cordon restarts or the admin API lifts it), or held (every further request needs a person's approval).
 //! The action is audited, counted, and announced through the approval webhook with the records that triggered
-//! it.
+//! it. The same observer adds each finished exchange's bytes to the budgets of the credentials applied to it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -149,6 +149,27 @@ impl Watch {
         }
     }
 
+    /// Add the bytes of a finished exchange to the budgets of the credentials applied to it.
+    fn count_bytes(&self, record: &Record) {
+        let (Some(names), Some(sandbox), Some(policy)) = (record.credentials(), record.sandbox(), record.policy())
+        else {
+            return;
+        };
+        let Some(state) = self.state.upgrade() else { return };
+        let generation = state.current();
+        for name in names {
+            if let Some(b) = generation.config.credential_budgets.of(policy, name) {
+                let subject = if b.per_user {
+                    record.user().unwrap_or_default()
+                } else {
+                    sandbox
+                };
+                let bytes = record.bytes_up().saturating_add(record.bytes_down());
+                state.credential_budgets.add_bytes(name, subject, &b.budget, bytes);
+            }
+        }
+    }
+
     /// Mark `sandbox` suspended or held (the action taken).
     pub(crate) fn mark(&self, sandbox: &str, action: ViolationAction) {
         let set = match action {
@@ -177,6 +198,7 @@ impl Sink for Watch {
     fn write(&self, record: &Record) {
         self.inner.write(record);
         self.observe(record);
+        self.count_bytes(record);
     }
 
     fn health(&self) -> Option<&crate::audit::Health> {

@@ -65,5 +65,5 @@ pub(super) async fn act(state: Arc<ProxyState>, t: Trigger) {
     let sandbox = t.sandbox.clone();
     let _ = state
         .approvals
-        .spawn_webhook(move |hook| async move { hook.violation(&sandbox, &body).await });
+        .spawn_webhook(move |hook| async move { hook.event("sandbox.violation", &sandbox, &body).await });
 }

@@ -49,10 +49,13 @@ fn check_embedded_config_prints_a_summary() {
 }
 
 #[test]
-fn check_summarises_audit_export_and_on_violation() {
+fn check_summarises_audit_export_on_violation_and_budgets() {
     let f = write_config(
         "audit:\n  path: /tmp/cordon-check-test.jsonl\n  export: { otlp: { endpoint: \"http://127.0.0.1:4318/v1/logs\" } }\n\
-         policies:\n  agents:\n    on_violation: { metadata: 3, denied: 50, window: 5m, action: hold }\n    allow: []\n",
+         credentials:\n  gh:\n    source: { env: GH }\n    bind: { hosts: [api.github.com] }\n    inject: { header: \
+         Authorization, value: \"token {secret}\" }\n    budget: { requests: 100, bytes: 1000, window: 1h }\n\
+         policies:\n  agents:\n    credentials: [gh]\n    credential_budget: { gh: { requests: 5, per: user } }\n    \
+         on_violation: { metadata: 3, denied: 50, window: 5m, action: hold }\n    allow: []\n",
     );
     let (code, out, err) = cordon(&["check", "--config", f.path().to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -62,6 +65,14 @@ fn check_summarises_audit_export_and_on_violation() {
     );
     assert!(
         out.contains("agents           enforce  0 rules; on_violation metadata 3, denied 50 within 5m -> hold"),
+        "{out}"
+    );
+    assert!(
+        out.contains("budget   gh: 100 requests, 1000 bytes per 1h per sandbox"),
+        "{out}"
+    );
+    assert!(
+        out.contains("budget   gh in agents: 5 requests per 1h per user"),
         "{out}"
     );
 }

@@ -19,6 +19,7 @@ mod control_procs;
 mod control_reload;
 mod control_rig;
 mod control_sources;
+mod credential_budgets;
 mod credentials;
 mod dns;
 #[path = "../e2e/mod.rs"]

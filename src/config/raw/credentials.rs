@@ -69,6 +69,22 @@ pub(in crate::config) struct RawCredential {
     /// the sandbox's placeholder.
     #[serde(default)]
     pub(crate) mask_echo: bool,
+    /// How much each sandbox (or user) may use it per window.
+    pub(crate) budget: Option<RawBudget>,
+}
+
+/// `budget:` of a credential (or a policy's override).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawBudget {
+    /// Requests it may be applied to per window.
+    pub(crate) requests: Option<i64>,
+    /// Bytes (both ways) per window, e.g. `100MiB`.
+    pub(crate) bytes: Option<String>,
+    /// The window, e.g. `1h`.
+    pub(crate) window: Option<String>,
+    /// `sandbox` (default) or `user`.
+    pub(crate) per: Option<String>,
 }
 
 /// `source:` of a credential: exactly one key.

@@ -1,10 +1,10 @@
-//! Validation of `policies.NAME.on_violation`.
+//! Validation of `policies.NAME.on_violation` and of credential budgets.
 
 use std::time::Duration;
 
 use super::fields::{Errors, duration};
-use crate::config::raw::RawOnViolation;
-use crate::config::violations::{OnViolation, ViolationAction, ViolationKind};
+use crate::config::raw::{RawBudget, RawOnViolation};
+use crate::config::violations::{CredentialBudget, OnViolation, ViolationAction, ViolationKind};
 
 pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -> Option<OnViolation> {
     let at = format!("{base}.on_violation");
@@ -55,5 +55,44 @@ pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -
         window,
         thresholds,
         action: action?,
+    })
+}
+
+/// `credentials.NAME.budget` or `policies.P.credential_budget.NAME`, at `at`.
+pub(super) fn budget(errs: &mut Errors, at: &str, raw: RawBudget) -> Option<CredentialBudget> {
+    let requests = raw.requests.and_then(|n| match u64::try_from(n) {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            errs.at(format!("{at}.requests"), format!("{n} must be at least 1"));
+            None
+        }
+    });
+    let bytes = super::limits::bytes(errs, &format!("{at}.bytes"), raw.bytes);
+    let window = duration(errs, &format!("{at}.window"), raw.window, Duration::from_secs(3600));
+    if window < Duration::from_secs(1) {
+        errs.at(format!("{at}.window"), "must be at least 1s");
+    }
+    let per_user = match raw.per.as_deref() {
+        None | Some("sandbox") => false,
+        Some("user") => true,
+        Some(other) => {
+            errs.at(
+                format!("{at}.per"),
+                format!("{other:?} is not a subject; write sandbox or user"),
+            );
+            false
+        }
+    };
+    if raw.requests.is_none() && bytes.is_none() {
+        errs.at(at, "limits nothing; give requests, bytes or both");
+        return None;
+    }
+    Some(CredentialBudget {
+        budget: crate::limits::Budget {
+            requests,
+            bytes,
+            window,
+        },
+        per_user,
     })
 }
