@@ -389,14 +389,4 @@ fn credential_budgets_are_checked_with_their_paths() {
     let p = b.of("p+inline", "gh").unwrap();
     assert!(p.per_user);
     assert_eq!((p.budget.requests, p.budget.bytes), (None, Some(1 << 20)));
-    // With a PostgreSQL store (several replicas), budgets counted per replica are refused.
-    let errs = errors(&format!(
-        "{base}    budget: {{ requests: 10 }}\ncontrol:\n  store: \"postgres://cordon@127.0.0.1/cordon\"\n  \
-         store_password: {{ env: P }}\n  store_key: {{ env: K }}\n"
-    ));
-    assert!(
-        errs.iter()
-            .any(|e| e.contains("credentials: credential budgets are counted in cordon's memory")),
-        "{errs:#?}"
-    );
 }

@@ -100,14 +100,6 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             }
         }
     }
-    if control.postgres.is_some() && credential_budgets != Default::default() {
-        // SECURITY: a budget each replica counts alone would let a sandbox spread its use over N replicas.
-        errs.at(
-            "credentials",
-            "credential budgets are counted in cordon's memory and not yet shared through a PostgreSQL store: with \
-             control.store a postgres:// DSN, remove `budget` and `credential_budget` (or run one replica on SQLite)",
-        );
-    }
     let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()

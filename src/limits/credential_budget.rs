@@ -6,6 +6,12 @@
 //! so concurrent requests cannot all slip under the count); its bytes are added when the exchange ends
 //! ([`CredentialBudgets::add_bytes`]), so the exchange that crosses a byte budget completes and the next is
 //! refused.
+//!
+//! With replicas sharing a store, a flusher (outside this module) takes what was counted here
+//! ([`CredentialBudgets::take_unflushed`]), adds it to the shared totals, and brings back every replica's
+//! ([`CredentialBudgets::settle`]), as byte budgets are shared: a (subject, credential) is over its budget when the
+//! last shared totals plus what this replica counted since reach it. The bound on overshoot is the same: what the
+//! other replicas let through in one flush interval.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -24,14 +30,57 @@ pub(crate) struct Budget {
     pub(crate) window: Duration,
 }
 
-/// What a subject used of one credential in one slot.
+/// Requests and bytes.
+type Pair = (u64, u64);
+
+/// What a subject used of one credential in one slot, by where the counts are.
 #[derive(Debug, Clone, Copy, Default)]
 struct Used {
     slot: u64,
-    requests: u64,
-    bytes: u64,
+    /// Every replica's counts as the store last said.
+    shared: Pair,
+    /// Written to the store since, not yet in `shared`.
+    written: Pair,
+    /// Being written now.
+    in_flight: Pair,
+    /// Counted here, not yet written.
+    unflushed: Pair,
     /// Whether a refusal was already reported in this slot (the first one is announced).
     refused: bool,
+}
+
+impl Used {
+    fn in_slot(slot: u64) -> Used {
+        Used {
+            slot,
+            ..Used::default()
+        }
+    }
+
+    fn total(&self) -> Pair {
+        let sum = |f: fn(&Pair) -> u64| {
+            [self.shared, self.written, self.in_flight, self.unflushed]
+                .iter()
+                .map(f)
+                .fold(0_u64, u64::saturating_add)
+        };
+        (sum(|p| p.0), sum(|p| p.1))
+    }
+}
+
+/// Counts of one (subject, credential) to add to the shared totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unflushed {
+    /// The key the counts are shared under.
+    pub(crate) key: String,
+    /// The slot they are for.
+    pub(crate) slot: u64,
+    /// When that slot ends (unix seconds).
+    pub(crate) ends: u64,
+    /// Requests counted.
+    pub(crate) requests: u64,
+    /// Bytes counted.
+    pub(crate) bytes: u64,
 }
 
 /// The counts, keyed by (credential, subject, budget).
@@ -55,16 +104,14 @@ impl CredentialBudgets {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let u = used.entry(key(credential, subject, budget)).or_default();
         if u.slot != slot {
-            *u = Used {
-                slot,
-                ..Used::default()
-            };
+            *u = Used::in_slot(slot);
         }
+        let (requests, bytes) = u.total();
         let over = budget
             .requests
-            .filter(|n| u.requests >= *n)
+            .filter(|n| requests >= *n)
             .map(|n| format!("{n} requests"))
-            .or_else(|| budget.bytes.filter(|n| u.bytes >= *n).map(|n| format!("{n} bytes")));
+            .or_else(|| budget.bytes.filter(|n| bytes >= *n).map(|n| format!("{n} bytes")));
         if let Some(what) = over {
             let first = !u.refused;
             u.refused = true;
@@ -81,7 +128,7 @@ impl CredentialBudgets {
                 first,
             });
         }
-        u.requests += 1;
+        u.unflushed.0 += 1;
         Ok(())
     }
 
@@ -91,22 +138,81 @@ impl CredentialBudgets {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let u = used.entry(key(credential, subject, budget)).or_default();
         if u.slot != slot {
-            *u = Used {
-                slot,
-                ..Used::default()
-            };
+            *u = Used::in_slot(slot);
         }
-        u.bytes = u.bytes.saturating_add(bytes);
+        u.unflushed.1 = u.unflushed.1.saturating_add(bytes);
+    }
+
+    /// Take what was counted here since the last flush, to add it to the shared totals.
+    pub(crate) fn take_unflushed(&self) -> Vec<Unflushed> {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = Vec::new();
+        for (k, u) in used.iter_mut() {
+            if u.unflushed == (0, 0) {
+                continue;
+            }
+            out.push(Unflushed {
+                key: k.clone(),
+                slot: u.slot,
+                ends: (u.slot + 1).saturating_mul(window_of(k)),
+                requests: u.unflushed.0,
+                bytes: u.unflushed.1,
+            });
+            u.in_flight = add(u.in_flight, u.unflushed);
+            u.unflushed = (0, 0);
+        }
+        out
+    }
+
+    /// The counts taken by [`CredentialBudgets::take_unflushed`] were written (`true`) or not (`false`: they
+    /// go with the next flush).
+    pub(crate) fn flushed(&self, written: bool) {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        for u in used.values_mut() {
+            if written {
+                u.written = add(u.written, u.in_flight);
+            } else {
+                u.unflushed = add(u.unflushed, u.in_flight);
+            }
+            u.in_flight = (0, 0);
+        }
+    }
+
+    /// Every replica's totals of the current slots, `(key, slot, requests, bytes)`, read after the last write.
+    pub(crate) fn settle(&self, totals: Vec<(String, u64, u64, u64)>) {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        for u in used.values_mut() {
+            u.written = (0, 0);
+        }
+        for (k, slot, requests, bytes) in totals {
+            let u = used.entry(k).or_default();
+            if u.slot < slot {
+                *u = Used::in_slot(slot);
+            }
+            if u.slot == slot {
+                u.shared = (requests, bytes);
+            }
+        }
     }
 
     /// Forget counts of past windows (run now and then).
     pub(crate) fn housekeep(&self) {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        used.retain(|k, u| {
-            let window = k.rsplit('\u{1f}').next().and_then(|w| w.parse().ok()).unwrap_or(1);
-            slot(Duration::from_secs(window)).0 == u.slot
-        });
+        used.retain(|k, u| slot(Duration::from_secs(window_of(k))).0 == u.slot);
     }
+}
+
+/// The window, in seconds, a key counts in (its last part).
+fn window_of(key: &str) -> u64 {
+    key.rsplit('\u{1f}')
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn add(a: Pair, b: Pair) -> Pair {
+    (a.0.saturating_add(b.0), a.1.saturating_add(b.1))
 }
 
 /// The key of a (credential, subject) under a budget: a budget with another window counts apart.

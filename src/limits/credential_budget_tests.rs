@@ -71,3 +71,34 @@ fn concurrent_takes_never_pass_more_than_the_budget() {
         .sum();
     assert_eq!(passed, 500);
 }
+
+#[test]
+fn shared_totals_count_with_what_is_counted_here_and_a_failed_write_goes_again() {
+    let b = CredentialBudgets::default();
+    let budget = Budget {
+        requests: Some(10),
+        bytes: None,
+        window: HOUR,
+    };
+    for _ in 0..3 {
+        b.take("gh", "sb", &budget).unwrap();
+    }
+    let sent = b.take_unflushed();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].requests, 3);
+    assert_eq!(sent[0].ends % 3600, 0);
+    // The write failed: the counts wait for the next flush, and still count here meanwhile.
+    b.flushed(false);
+    assert_eq!(b.take_unflushed()[0].requests, 3);
+    b.flushed(true);
+    // Another replica used 6 more: the store says 9 in all; one is left.
+    let key = sent[0].key.clone();
+    b.settle(vec![(key.clone(), sent[0].slot, 9, 0)]);
+    b.take("gh", "sb", &budget).unwrap();
+    assert!(b.take("gh", "sb", &budget).is_err());
+    // A key only other replicas used is known here too.
+    let other = key.replace("\u{1f}sb\u{1f}", "\u{1f}sb2\u{1f}");
+    b.settle(vec![(other, sent[0].slot, 10, 0)]);
+    assert!(b.take("gh", "sb2", &budget).is_err());
+    assert!(b.take_unflushed().iter().all(|u| u.key == key));
+}

@@ -66,6 +66,21 @@ CREATE TABLE replicas (
         "sandboxes with their own policy",
         "ALTER TABLE sandboxes ADD COLUMN inline_policy text;",
     ),
+    (
+        4,
+        "credential usage budgets",
+        "
+CREATE TABLE credential_budgets (
+    key      text NOT NULL,
+    slot     bigint NOT NULL,
+    ends     bigint NOT NULL,
+    requests bigint NOT NULL DEFAULT 0,
+    bytes    bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (key, slot)
+);
+CREATE INDEX credential_budgets_ends ON credential_budgets (ends);
+",
+    ),
 ];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.

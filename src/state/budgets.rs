@@ -1,7 +1,8 @@
 //! Byte budgets across replicas sharing a PostgreSQL store: every second, this replica adds what it counted to
 //! the shared totals of the current slot and reads back every replica's (see [`SharedBytes`] for the bound on
 //! overshoot). While the store is down the counts wait and go with the next flush that works; meanwhile each
-//! replica enforces the budget on the last totals it read plus what it moved itself.
+//! replica enforces the budget on the last totals it read plus what it moved itself. Credential budgets are
+//! flushed in the same beat (`budgets_credential.rs`).
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub(super) async fn flush_forever(state: Weak<ProxyState>) {
         ticks += 1;
         if let Err(e) = flush(&shared.db, &bytes, ticks.is_multiple_of(600)).await {
             tracing::debug!("byte counts not shared this time: {e}");
+        }
+        if let Err(e) = super::budgets_credential::flush(&shared.db, &s.credential_budgets).await {
+            tracing::debug!("credential budget counts not shared this time: {e}");
         }
     }
 }

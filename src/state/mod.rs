@@ -30,6 +30,7 @@ use crate::tls::cache::LeafCache;
 use crate::tls::cas::SandboxCas;
 
 mod budgets;
+mod budgets_credential;
 mod generation;
 mod policies;
 mod shared;

@@ -43,6 +43,7 @@ mod lifecycle;
 mod limits;
 mod netns;
 mod openapi;
+mod pg_credential_budgets;
 mod pg_replicas;
 mod pg_rig;
 mod pg_smoke;

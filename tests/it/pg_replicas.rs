@@ -293,7 +293,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
     assert_eq!(
         pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM cordon_schema")
             .trim(),
-        "1,2,3"
+        "1,2,3,4"
     );
     let (id, cred, ca) = create(&a, dir.path()).await;
     let mut c = c;
