@@ -73,6 +73,11 @@ impl Unwritten {
         !self.buf.is_empty()
     }
 
+    /// Whether the last write failed.
+    pub(crate) fn failing(&self) -> bool {
+        !self.health.is_up()
+    }
+
     /// Bytes waiting.
     pub(crate) fn len(&self) -> usize {
         self.buf.len()

@@ -206,7 +206,8 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
             }
             next = rx.try_recv().ok();
         }
-        if stop.is_none() && (reopen || out.rotation_due()) {
+        // No turning over while the output fails: the lines held belong to the file as it is.
+        if stop.is_none() && !held.failing() && (reopen || out.rotation_due()) {
             match turn_over(&mut out, &mut chaining, &mut held, reopen) {
                 Ok(()) => reopen = false,
                 Err(e) => tracing::error!("cannot rotate or reopen the audit file: {e}"),
