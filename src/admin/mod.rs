@@ -284,18 +284,22 @@ async fn replicas(state: &ProxyState) -> AdminResponse {
 }
 
 /// `DELETE /v1/sandboxes/{id}/hold`: lift what `on_violation` did to a sandbox (a hold, or a declared sandbox's
-/// suspension). A run-time sandbox it revoked stays revoked, as one revoked through the API does.
+/// suspension); `lifted` says whether there was anything to lift. A run-time sandbox it revoked stays revoked, as one
+/// revoked through the API does.
 fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
-    if state.violations.lift(id) {
-        tracing::info!(sandbox = id, "on_violation: lifted through the admin API");
-        json_response(StatusCode::OK, &json!({"sandbox": id, "lifted": true}))
-    } else {
-        error(
+    let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
+    if !known {
+        return error(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("sandbox {id:?} is neither held nor suspended for violations"),
-        )
+            format!("no sandbox has the id {id:?}"),
+        );
     }
+    let lifted = state.violations.lift(id);
+    if lifted {
+        tracing::info!(sandbox = id, "on_violation: lifted through the admin API");
+    }
+    json_response(StatusCode::OK, &json!({"sandbox": id, "lifted": lifted}))
 }
 
 fn metrics(state: &ProxyState) -> AdminResponse {

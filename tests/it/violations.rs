@@ -215,11 +215,24 @@ async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
     let (status, reason) = probe(&r, ("sb2", "tok2"), Some(&ca), &format!("https://pinned.test:{port}/"));
     assert_eq!((status, reason.as_str()), (403, "sandbox_held"));
 
-    // Lifted through the admin API: served without asking again; a second lift finds nothing.
+    // Lifted through the admin API: served without asking again; a second lift finds nothing to lift.
     let (status, _) = admin(r.admin_port, &r.admin_token(), "DELETE", "/v1/sandboxes/sb2/hold", "").await;
     assert_eq!(status, 200);
     assert_eq!(probe(&r, ("sb2", "tok2"), Some(&ca), &ok).0, 200);
-    let (status, _) = admin(r.admin_port, &r.admin_token(), "DELETE", "/v1/sandboxes/sb2/hold", "").await;
+    let (status, v) = admin(r.admin_port, &r.admin_token(), "DELETE", "/v1/sandboxes/sb2/hold", "").await;
+    assert_eq!(
+        (status, &v["lifted"]),
+        (200, &Value::from(false)),
+        "lifting twice is harmless"
+    );
+    let (status, _) = admin(
+        r.admin_port,
+        &r.admin_token(),
+        "DELETE",
+        "/v1/sandboxes/nobody/hold",
+        "",
+    )
+    .await;
     assert_eq!(status, 404);
 }
 
