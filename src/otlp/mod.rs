@@ -159,7 +159,17 @@ impl Job {
             }
             last_send = Instant::now();
             let n = batch.lines.len();
-            match self.send(&batch.lines).await {
+            // A collector that takes the connection and never answers must not hold cordon's stop up to the
+            // timeout: once stopping, a send gets what is left of the stop's wait (its lines stay in the spool).
+            let stopped = async {
+                self.stop.cancelled().await;
+                tokio::time::sleep(STOP_WAIT).await;
+            };
+            let sent = tokio::select! {
+                sent = self.send(&batch.lines) => sent,
+                () = stopped => Sent::Failed("cordon stopped while the collector had not answered".into(), None),
+            };
+            match sent {
                 Sent::Taken { rejected } => {
                     if let Err(e) = reader.commit(batch.end) {
                         tracing::warn!("cannot move the audit export spool's cursor: {e}");
@@ -197,7 +207,7 @@ impl Job {
                         down_since = Some(Instant::now());
                     }
                     self.metrics.audit.export_failed();
-                    if stop_by.is_some() {
+                    if stop_by.is_some() || self.stop.is_cancelled() {
                         return;
                     }
                     self.pause(after.unwrap_or(backoff).min(BACKOFF_MAX)).await;

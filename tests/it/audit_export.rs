@@ -17,12 +17,20 @@ use crate::rig::upstream;
 
 /// The receiver, writing what it decoded to `out`, on `port` (0: any); the child and its port.
 fn receiver(out: &Path, port: u16, answer: Option<u16>) -> (Child, u16) {
+    receiver_with(
+        out,
+        port,
+        answer
+            .map(|s| vec!["--answer".to_string(), s.to_string()])
+            .unwrap_or_default(),
+    )
+}
+
+/// The receiver with more arguments.
+fn receiver_with(out: &Path, port: u16, args: Vec<String>) -> (Child, u16) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/otlp_logs_receiver.py");
     let mut cmd = Command::new("python3");
-    cmd.arg(script).arg(out).arg(port.to_string());
-    if let Some(status) = answer {
-        cmd.args(["--answer", &status.to_string()]);
-    }
+    cmd.arg(script).arg(out).arg(port.to_string()).args(args);
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -242,4 +250,40 @@ async fn a_denial_is_shipped_with_its_reason_and_a_collector_answering_503_is_re
     let stopped = crate::cli::signal_and_wait(child, "-TERM").await;
     assert!(stopped.status.success());
     stop(rx);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_collector_that_never_answers_does_not_hold_up_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("received.jsonl");
+    let audit = d.join("audit.jsonl");
+    let (rx, port) = receiver_with(&out, 0, vec!["--stall".into()]);
+    let up = upstream("127.0.0.2").await;
+    // A long request timeout: only the stop's own wait may end the hanging send.
+    let otlp = otlp(port, &d.join("spool")).replace("interval: 100ms,", "interval: 100ms, timeout: 60s,");
+    let c = setup(d, &audit, up.addr.port(), &otlp);
+    let child = start(&c).await;
+    requests(&c, 0, 5).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let began = Instant::now();
+    let stopped = crate::cli::signal_and_wait(child, "-TERM").await;
+    stop(rx);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "the stop waited {:?} on a collector that never answers",
+        began.elapsed()
+    );
+    // The exporter itself ended within the stop's wait (it was not left behind mid-send).
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(!stderr.contains("did not finish in time"), "{stderr}");
+    // What was not taken waits in the spool for the next start.
+    let spooled: usize = std::fs::read_dir(d.join("spool"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap().lines().count())
+        .sum();
+    assert!(spooled >= 5, "{spooled} lines in the spool");
 }

@@ -5,7 +5,8 @@ it answers), and answers with an ExportLogsServiceResponse.
 
     otlp_logs_receiver.py OUT [PORT]    # prints "listening on PORT" once it accepts connections
 
-With --answer STATUS it answers every request with that status instead (a collector refusing or overloaded).
+With --answer STATUS it answers every request with that status instead (a collector refusing or overloaded);
+with --stall it reads each request and never answers (a collector that hangs).
 """
 
 import argparse
@@ -39,6 +40,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        if self.server.stall:
+            threading.Event().wait()
         if self.server.answer:
             self.send_response(self.server.answer)
             self.send_header("content-length", "0")
@@ -85,10 +88,12 @@ def main():
     p.add_argument("out")
     p.add_argument("port", nargs="?", type=int, default=0)
     p.add_argument("--answer", type=int, default=0)
+    p.add_argument("--stall", action="store_true")
     a = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.out = a.out
     server.answer = a.answer
+    server.stall = a.stall
     print(f"listening on {server.server_address[1]}", flush=True)
     server.serve_forever()
 
