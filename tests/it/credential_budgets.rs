@@ -10,8 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::approvals::{SECRET, receiver};
-use crate::cli::curl;
-use crate::control_procs::{Replica, create, replica_with, upstream};
+use crate::control_procs::{Replica, create, curl_head, replica_with, upstream};
 use crate::control_rig::admin_request;
 
 const TOKEN: &str = "upstream-token-4d1c9e";
@@ -47,32 +46,12 @@ async fn cordon(d: &Path, up: u16, hook: u16) -> Replica {
 
 /// curl through `r` as `who` with `ca`: (status, x-cordon-reason, retry-after).
 fn get(r: &Replica, who: (&str, &str), ca: &Path, url: &str) -> (u16, String, String) {
-    let out = curl()
-        .args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"])
-        .args(["-x", &format!("http://{}:{}@127.0.0.1:{}", who.0, who.1, r.proxy)])
-        .arg("--cacert")
-        .arg(ca)
-        .arg(url)
-        .output()
-        .unwrap();
-    let head = String::from_utf8_lossy(&out.stdout).to_string();
-    let field = |name: &str| {
-        head.lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix(&format!("{name}: "))
-                    .map(|v| v.trim().to_string())
-            })
-            .unwrap_or_default()
-    };
-    let status = head
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("HTTP/"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, field("x-cordon-reason"), field("retry-after"))
+    let head = curl_head(r, who, Some(ca), url);
+    (
+        head.status(),
+        head.header("x-cordon-reason"),
+        head.header("retry-after"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,33 +12,13 @@ use serde_json::Value;
 
 use crate::approvals::{SECRET, receiver};
 use crate::cli::curl;
-use crate::control_procs::{Replica, create, curl_status, replica_with, upstream};
+use crate::control_procs::{Replica, create, curl_head, curl_status, replica_with, upstream};
 use crate::hardening::admin;
 
-/// curl through `r` as `id:credential` to `url` (plain HTTP or HTTPS); (status, x-cordon-reason).
+/// curl through `r` as `who` to `url` (plain HTTP or HTTPS): (status, x-cordon-reason).
 fn probe(r: &Replica, who: (&str, &str), ca: Option<&Path>, url: &str) -> (u16, String) {
-    let mut cmd = curl();
-    cmd.args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"])
-        .args(["-x", &format!("http://{}:{}@127.0.0.1:{}", who.0, who.1, r.proxy)]);
-    if let Some(ca) = ca {
-        cmd.arg("--cacert").arg(ca);
-    }
-    let out = cmd.arg(url).output().unwrap();
-    let head = String::from_utf8_lossy(&out.stdout).to_string();
-    let status = head
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("HTTP/"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let reason = head
-        .lines()
-        .find_map(|l| l.strip_prefix("x-cordon-reason: "))
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    (status, reason)
+    let head = curl_head(r, who, ca, url);
+    (head.status(), head.header("x-cordon-reason"))
 }
 
 /// A cordon whose policy `web` revokes at 3 metadata refusals and whose policy `everything` (sandbox `sb2`,
@@ -78,14 +58,40 @@ fn declared_ca(r: &Replica, d: &Path, id: &str) -> std::path::PathBuf {
     ca
 }
 
+/// A [`cordon`] in a folder of its own, with its upstream and the receiver of its webhook.
+struct Rig {
+    dir: tempfile::TempDir,
+    _up: crate::rig::Upstream,
+    port: u16,
+    hooks: tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
+    r: Replica,
+}
+
+async fn rig() -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path()).await;
+    let port = up.addr.port();
+    let (hook, hooks) = receiver().await;
+    let r = cordon(dir.path(), port, hook).await;
+    Rig {
+        dir,
+        _up: up,
+        port,
+        hooks,
+        r,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sandbox_probing_for_metadata_is_revoked_and_its_neighbour_is_untouched() {
-    let dir = tempfile::tempdir().unwrap();
+    let Rig {
+        dir,
+        _up,
+        port,
+        mut hooks,
+        r,
+    } = rig().await;
     let d = dir.path();
-    let up = upstream(d).await;
-    let port = up.addr.port();
-    let (hook, mut hooks) = receiver().await;
-    let r = cordon(d, port, hook).await;
     let (bad, bad_cred, bad_ca) = create(&r, d).await;
     let (good, good_cred, good_ca) = create(&r, d).await;
     let ok = format!("https://allowed.test:{port}/hello");
@@ -158,12 +164,14 @@ async fn a_sandbox_probing_for_metadata_is_revoked_and_its_neighbour_is_untouche
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
-    let dir = tempfile::tempdir().unwrap();
+    let Rig {
+        dir,
+        _up,
+        port,
+        mut hooks,
+        r,
+    } = rig().await;
     let d = dir.path();
-    let up = upstream(d).await;
-    let port = up.addr.port();
-    let (hook, mut hooks) = receiver().await;
-    let r = cordon(d, port, hook).await;
     let ca = declared_ca(&r, d, "sb2");
     let ok = format!("https://allowed.test:{port}/hello");
     assert_eq!(probe(&r, ("sb2", "tok2"), Some(&ca), &ok).0, 200);
@@ -238,12 +246,14 @@ async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_declared_sandbox_revoked_for_violations_is_refused_until_lifted() {
-    let dir = tempfile::tempdir().unwrap();
+    let Rig {
+        dir,
+        _up,
+        port,
+        mut hooks,
+        r,
+    } = rig().await;
     let d = dir.path();
-    let up = upstream(d).await;
-    let port = up.addr.port();
-    let (hook, mut hooks) = receiver().await;
-    let r = cordon(d, port, hook).await;
     let ca = declared_ca(&r, d, "sb1");
     let ok = format!("https://allowed.test:{port}/hello");
     assert_eq!(probe(&r, ("sb1", "tok1"), Some(&ca), &ok).0, 200);
