@@ -54,13 +54,41 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
-/// What the receiver got, one decoded log record each, in arrival order.
+/// What the receiver got, one decoded log record each, in arrival order. The receiver may be writing while
+/// this reads: a last line without its newline is not complete yet and is left for the next look.
 fn received(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The value of one metric line of cordon's `/metrics`.
+fn metric(metrics: &str, name: &str) -> u64 {
+    let prefix = format!("{name} ");
+    metrics
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {name}: {metrics}"))
+        .parse()
+        .unwrap()
+}
+
+/// Wait until cordon has counted at least `n` lines as sent: the receiver writes a batch before it answers, so
+/// seeing the lines is not yet cordon knowing they arrived (a receiver stopped in between gets them again).
+async fn until_sent(c: &Cordon, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, metrics) = c.admin("/metrics").await;
+        let sent = metric(&metrics, "cordon_audit_export_records_total{outcome=\"sent\"}");
+        if sent >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {sent} lines counted as sent: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Every line of the audit file, by seq.
@@ -130,25 +158,18 @@ async fn every_line_reaches_the_collector_in_order_across_an_outage_and_a_restar
     requests(&c, 0, 100).await;
     let last = *audit_lines(&audit).keys().last().unwrap();
     until_received(&out, last, Duration::from_secs(10)).await;
+    until_sent(&c, 100).await;
 
     // The collector goes away; cordon serves on, the lines wait in the spool, the failures are counted.
     stop(rx);
     requests(&c, 100, 300).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let (_, metrics) = c.admin("/metrics").await;
-    let metric = |name: &str| -> u64 {
-        let prefix = format!("{name} ");
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .unwrap_or_else(|| panic!("no {name}: {metrics}"))
-            .parse()
-            .unwrap()
-    };
-    assert!(metric("cordon_audit_export_backlog_bytes") > 0, "{metrics}");
-    assert!(metric("cordon_audit_export_failures_total") > 0, "{metrics}");
+    let value = |name: &str| metric(&metrics, name);
+    assert!(value("cordon_audit_export_backlog_bytes") > 0, "{metrics}");
+    assert!(value("cordon_audit_export_failures_total") > 0, "{metrics}");
     assert!(
-        metric("cordon_audit_export_records_total{outcome=\"sent\"}") >= 100,
+        value("cordon_audit_export_records_total{outcome=\"sent\"}") >= 100,
         "{metrics}"
     );
     // cordon restarts while the collector is still down: what waits is kept for the next run.
