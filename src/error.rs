@@ -7,11 +7,15 @@
 use http::{HeaderValue, Response, StatusCode, header};
 
 use crate::body::{self, ProxyBody};
-use crate::framing::FramingViolation;
 use crate::identity::AuthFailure;
 use crate::net::DialError;
 use crate::policy::DenyReason;
 use crate::target::{Target, TargetError};
+
+mod raw;
+pub(crate) use raw::{
+    framing_status, hyper_parse_status, render_framing, render_overloaded, render_unauthenticated_limit,
+};
 
 /// The response header carrying the machine-readable reason of a refusal.
 pub(crate) const REASON_HEADER: &str = "x-cordon-reason";
@@ -50,6 +54,14 @@ pub(crate) enum ProxyError {
     /// An intercepted request names another host than its CONNECT.
     #[error("this connection is for {0}; send requests for other hosts through their own CONNECT")]
     Misdirected(Target),
+    /// A signature the sandbox made is not what its credential takes (AWS: wrong key, altered, expired).
+    #[error("refused: {message}")]
+    Signature {
+        /// Stable reason code.
+        code: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// A placeholder was sent where its credential is not bound (or by another sandbox).
     #[error("refused: the request carries a placeholder of credential {credential:?} ({why})")]
     Exfiltration {
@@ -135,9 +147,10 @@ impl ProxyError {
             ProxyError::Target(_) | ProxyError::NotProxyRequest | ProxyError::BadRequest { .. } => {
                 StatusCode::BAD_REQUEST
             }
-            ProxyError::Denied { .. } | ProxyError::Exfiltration { .. } | ProxyError::SecretExfiltration { .. } => {
-                StatusCode::FORBIDDEN
-            }
+            ProxyError::Denied { .. }
+            | ProxyError::Exfiltration { .. }
+            | ProxyError::SecretExfiltration { .. }
+            | ProxyError::Signature { .. } => StatusCode::FORBIDDEN,
             ProxyError::UpstreamEncoding(_) => StatusCode::BAD_GATEWAY,
             ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -167,7 +180,7 @@ impl ProxyError {
             ProxyError::Auth(a) => a.code(),
             ProxyError::Target(t) => t.code(),
             ProxyError::NotProxyRequest => "not_proxy_request",
-            ProxyError::BadRequest { code, .. } => code,
+            ProxyError::BadRequest { code, .. } | ProxyError::Signature { code, .. } => code,
             ProxyError::Denied { reason, .. } => reason.code(),
             ProxyError::Dial(d) => d.code(),
             ProxyError::Misdirected(_) => "misdirected",
@@ -381,65 +394,6 @@ impl TunnelEnd {
             | TunnelEnd::LeafUnavailable(why)
             | TunnelEnd::NotTlsOrHttp(why) => why.clone(),
         }
-    }
-}
-
-/// A complete raw HTTP/1.1 response that closes the connection, for answers written below hyper.
-fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
-    let body = format!("cordon: {message}\n");
-    format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\n{REASON_HEADER}: {code}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or(""),
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// The answer to a request whose framing the byte-level guard refused (400, or 431 for an oversized head).
-pub(crate) fn render_framing(v: &FramingViolation) -> Vec<u8> {
-    raw_response(framing_status(v), v.code(), &format!("malformed request: {v}"))
-}
-
-/// The answer to a connection over the connection cap.
-pub(crate) fn render_overloaded() -> Vec<u8> {
-    raw_response(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too_many_connections",
-        "too many open connections; try again shortly",
-    )
-}
-
-/// The answer to a connection from an address with `limits.per_source.unauthenticated` connections that
-/// have not authenticated yet.
-pub(crate) fn render_unauthenticated_limit() -> Vec<u8> {
-    let answer = raw_response(
-        StatusCode::TOO_MANY_REQUESTS,
-        "unauthenticated_limit",
-        "too many connections from this address have not authenticated yet (limits.per_source.unauthenticated); \
-         send a request on the ones open, or close them",
-    );
-    // A place frees as soon as one of them sends its first request or closes.
-    let mut with_retry = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\n".to_vec();
-    let status_line = b"HTTP/1.1 429 Too Many Requests\r\n".len();
-    with_retry.extend_from_slice(answer.get(status_line..).unwrap_or_default());
-    with_retry
-}
-
-/// The status a framing violation is answered with, for the audit record.
-pub(crate) fn framing_status(v: &FramingViolation) -> StatusCode {
-    match v {
-        FramingViolation::HeadTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-        _ => StatusCode::BAD_REQUEST,
-    }
-}
-
-/// The status hyper answered a request it could not parse with.
-pub(crate) fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
-    if e.is_parse_too_large() {
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
-    } else {
-        StatusCode::BAD_REQUEST
     }
 }
 

@@ -42,12 +42,14 @@ pub(crate) fn ca_bundle(ca_pem: &str, extra: &[rustls_pki_types::CertificateDer<
 }
 
 /// Every variable, by name: `proxy_url` for `HTTP(S)_PROXY` in both cases, `no_proxy` joined with commas,
-/// `ca_file` for each of `CA_VARS`, `NODE_USE_ENV_PROXY=1`, and one `CORDON_PLACEHOLDER_<NAME>` each.
+/// `ca_file` for each of `CA_VARS`, `NODE_USE_ENV_PROXY=1`, one `CORDON_PLACEHOLDER_<NAME>` each, and the
+/// placeholder keys of AWS credentials (`aws`: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`...).
 pub(crate) fn sandbox_env(
     proxy_url: &str,
     no_proxy: &[String],
     ca_file: &str,
     placeholders: &BTreeMap<String, String>,
+    aws: BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
@@ -63,5 +65,6 @@ pub(crate) fn sandbox_env(
     for (name, value) in placeholders {
         env.insert(crate::credentials::placeholder::env_var(name), value.clone());
     }
+    env.extend(aws);
     env
 }

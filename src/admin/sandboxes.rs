@@ -292,7 +292,8 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
         .placeholders_for(&r.id, &allowed)
         .into_iter()
         .collect();
-    let env = crate::sandbox_env::sandbox_env(&proxy_url, &c.no_proxy, &c.ca_file, &placeholders);
+    let aws = generation.credentials.aws_env(&r.id, &allowed);
+    let env = crate::sandbox_env::sandbox_env(&proxy_url, &c.no_proxy, &c.ca_file, &placeholders, aws);
     let mut view = record_view(state, r);
     view["ca_certificate"] = json!(ca);
     view["credential"] = json!(credential);

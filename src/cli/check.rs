@@ -96,6 +96,9 @@ pub(crate) fn print_summary(c: &Config) {
             p.rule_count()
         );
     }
+    for (name, spec) in &c.credentials {
+        outln!("credential {name}: {}", credential_kind(spec));
+    }
     let budgets = &c.credential_budgets;
     let shown = budgets.credentials.iter().map(|(cred, b)| (cred.clone(), b)).chain(
         budgets
@@ -114,4 +117,39 @@ pub(crate) fn print_summary(c: &Config) {
             if b.per_user { "user" } else { "sandbox" }
         );
     }
+}
+
+/// Where a credential's value comes from and how it is applied, in a few words.
+fn credential_kind(spec: &crate::config::credentials::CredentialSpec) -> String {
+    use crate::config::credentials::{Inject, SecretSource};
+    let source = match &spec.source {
+        SecretSource::Static(_) => "stored secret".to_string(),
+        SecretSource::OAuth2(o) => format!("OAuth2 tokens from {}", o.token_url),
+        SecretSource::GitHubApp(g) => format!("GitHub App {} tokens", g.app_id),
+        SecretSource::Aws(a) => match &a.assume_role {
+            None => "AWS keys".to_string(),
+            Some(r) => format!(
+                "AWS keys of role {} ({}, from {}{})",
+                r.role_arn,
+                humantime::format_duration(r.duration),
+                r.endpoint,
+                if r.session_policy.is_some() {
+                    ", session policy"
+                } else {
+                    ""
+                }
+            ),
+        },
+    };
+    let how = match &spec.inject {
+        Inject::Header { name, .. } => format!("header {name}"),
+        Inject::Basic { .. } => "Basic authorization".to_string(),
+        Inject::Placeholder { .. } => "placeholder swap".to_string(),
+        Inject::AwsSigV4 { region, service } => format!(
+            "SigV4 re-signed for region {}, service {}",
+            region.as_deref().unwrap_or("as signed"),
+            service.as_deref().unwrap_or("as signed")
+        ),
+    };
+    format!("{source}, {how}")
 }

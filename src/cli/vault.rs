@@ -103,5 +103,8 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
     for (name, value) in creds.placeholders_for(sandbox, &allowed) {
         outln!("{}={value}", crate::credentials::placeholder::env_var(&name));
     }
+    for (var, value) in creds.aws_env(sandbox, &allowed) {
+        outln!("{var}={value}");
+    }
     ExitCode::SUCCESS
 }

@@ -45,6 +45,40 @@ pub(crate) enum SecretSource {
     OAuth2(Box<OAuth2Spec>),
     /// GitHub App installation tokens, narrowed.
     GitHubApp(Box<GitHubAppSpec>),
+    /// AWS keys (stored, or short-lived from STS AssumeRole) that cordon signs requests with (SigV4).
+    Aws(Box<AwsSpec>),
+}
+
+/// AWS credentials: an access key, and optionally a role assumed with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AwsSpec {
+    /// The access key id.
+    pub(crate) access_key_id: SecretRef,
+    /// The secret access key.
+    pub(crate) secret_access_key: SecretRef,
+    /// A session token, for keys that are themselves temporary.
+    pub(crate) session_token: Option<SecretRef>,
+    /// Assume this role with the key and sign with the role's short-lived keys.
+    pub(crate) assume_role: Option<AssumeRoleSpec>,
+}
+
+/// STS AssumeRole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AssumeRoleSpec {
+    /// The role's ARN.
+    pub(crate) role_arn: String,
+    /// `RoleSessionName` (what CloudTrail shows).
+    pub(crate) session_name: String,
+    /// How long the keys live (900 s to 12 h).
+    pub(crate) duration: std::time::Duration,
+    /// `ExternalId`, if the role's trust policy asks for one.
+    pub(crate) external_id: Option<String>,
+    /// The STS endpoint.
+    pub(crate) endpoint: http::Uri,
+    /// The region STS requests are signed for.
+    pub(crate) region: String,
+    /// A session policy narrowing the role for every policy that does not set its own (JSON).
+    pub(crate) session_policy: Option<String>,
 }
 
 /// OAuth2 client credentials.
@@ -163,6 +197,14 @@ pub(crate) enum Inject {
         query: bool,
         /// Also in request bodies up to 1 MiB (413 beyond).
         body: bool,
+    },
+    /// AWS Signature Version 4: the sandbox signs with its placeholder keys; cordon checks that signature,
+    /// removes it and signs the request again with the real keys.
+    AwsSigV4 {
+        /// The region to sign for; `None`: read from the host (`service.region.amazonaws.com`).
+        region: Option<String>,
+        /// The service to sign for (`s3`, `sts`, `bedrock`...); `None`: read from the host.
+        service: Option<String>,
     },
 }
 

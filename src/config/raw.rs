@@ -352,6 +352,8 @@ pub(super) struct RawScope {
     pub(crate) repositories: Option<Vec<String>>,
     /// GitHub App permissions.
     pub(crate) permissions: Option<BTreeMap<String, String>>,
+    /// AWS AssumeRole session policy (an IAM policy document).
+    pub(crate) session_policy: Option<serde_json::Value>,
 }
 
 /// One allow rule.

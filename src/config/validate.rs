@@ -13,6 +13,7 @@ use crate::policy::Policy;
 use crate::target::{Host, Target};
 
 mod audit;
+mod aws;
 mod control;
 mod credentials;
 mod export;

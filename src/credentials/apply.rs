@@ -122,7 +122,7 @@ impl Credentials {
             .filter(|n| {
                 self.specs
                     .get(*n)
-                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. }))
+                    .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. } | Inject::AwsSigV4 { .. }))
             })
             .map(|n| (n.clone(), self.placeholders.value(sandbox, n)))
             .collect()
@@ -178,6 +178,7 @@ impl Credentials {
             Inject::Header { name: h, .. } => format!("header {h}"),
             Inject::Basic { .. } => "Basic authorization".to_string(),
             Inject::Placeholder { .. } => "placeholder swap".to_string(),
+            Inject::AwsSigV4 { .. } => "AWS SigV4 signature".to_string(),
         })
     }
 

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use secrecy::{ExposeSecret, SecretString};
 
 /// How many values of one credential are remembered (its newest).
-const KEPT: usize = 4;
+const KEPT: usize = 8;
 
 /// The values, and a version that changes whenever one is added.
 #[derive(Default)]

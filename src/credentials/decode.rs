@@ -17,13 +17,15 @@ pub(crate) enum Decoder {
     Brotli(Box<brotli::DecompressorWriter<Vec<u8>>>),
     /// `zstd`.
     Zstd(zstd::stream::write::Decoder<'static, Vec<u8>>),
+    /// `aws-chunked` (AWS SDKs' streaming uploads): framing, not compression.
+    AwsChunked(super::aws_chunked::AwsChunked),
 }
 
 /// Why a body could not be decoded.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DecodeError {
     /// A coding cordon does not know (so it cannot see what the body says).
-    #[error("content coding {0:?} is not one cordon can read (gzip, deflate, br, zstd)")]
+    #[error("content coding {0:?} is not one cordon can read (gzip, deflate, br, zstd, aws-chunked)")]
     Unknown(String),
     /// The bytes are not what the coding says.
     #[error("the {coding} body is corrupt: {source}")]
@@ -49,6 +51,7 @@ impl Decoder {
                 zstd::stream::write::Decoder::new(Vec::new())
                     .map_err(|source| DecodeError::Corrupt { coding: "zstd", source })?,
             ),
+            "aws-chunked" => Decoder::AwsChunked(super::aws_chunked::AwsChunked::new()),
             _ => return Err(DecodeError::Unknown(coding)),
         }))
     }
@@ -59,23 +62,28 @@ impl Decoder {
             Decoder::Deflate(_) => "deflate",
             Decoder::Brotli(_) => "br",
             Decoder::Zstd(_) => "zstd",
+            Decoder::AwsChunked(_) => "aws-chunked",
         }
     }
 
     /// Feed compressed bytes; returns what they decompressed to so far, in pieces.
     pub(crate) fn push(&mut self, compressed: &[u8], mut out: impl FnMut(Vec<u8>)) -> Result<(), DecodeError> {
+        if let Decoder::AwsChunked(d) = self {
+            return d.push(compressed, out).map_err(framing);
+        }
         for step in compressed.chunks(STEP) {
             let written = match self {
                 Decoder::Gzip(d) => d.write_all(step).and_then(|()| d.flush()),
                 Decoder::Deflate(d) => d.write_all(step).and_then(|()| d.flush()),
                 Decoder::Brotli(d) => d.write_all(step).and_then(|()| d.flush()),
                 Decoder::Zstd(d) => d.write_all(step).and_then(|()| d.flush()),
+                Decoder::AwsChunked(_) => Ok(()),
             };
             written.map_err(|source| DecodeError::Corrupt {
                 coding: self.name(),
                 source,
             })?;
-            let decoded = std::mem::take(self.buffer());
+            let decoded = self.buffer().map(std::mem::take).unwrap_or_default();
             if !decoded.is_empty() {
                 out(decoded);
             }
@@ -92,16 +100,27 @@ impl Decoder {
             Decoder::Deflate(d) => d.finish().map_err(corrupt),
             Decoder::Brotli(d) => d.into_inner().map_err(|_| corrupt(std::io::Error::other("truncated"))),
             Decoder::Zstd(mut d) => d.flush().map(|()| d.into_inner()).map_err(corrupt),
+            Decoder::AwsChunked(d) => d.finish().map_err(framing),
         }
     }
 
-    fn buffer(&mut self) -> &mut Vec<u8> {
-        match self {
+    /// What a decompressor wrote so far (`aws-chunked` hands its bytes on as it reads them).
+    fn buffer(&mut self) -> Option<&mut Vec<u8>> {
+        Some(match self {
             Decoder::Gzip(d) => d.get_mut(),
             Decoder::Deflate(d) => d.get_mut(),
             Decoder::Brotli(d) => d.get_mut(),
             Decoder::Zstd(d) => d.get_mut(),
-        }
+            Decoder::AwsChunked(_) => return None,
+        })
+    }
+}
+
+/// An `aws-chunked` framing error as a decoding error.
+fn framing(detail: String) -> DecodeError {
+    DecodeError::Corrupt {
+        coding: "aws-chunked",
+        source: std::io::Error::other(detail),
     }
 }
 

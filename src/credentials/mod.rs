@@ -2,6 +2,9 @@
 //! long-lived secret ever lives inside a sandbox.
 
 pub(crate) mod apply;
+mod aws;
+mod aws_chunked;
+mod aws_step;
 pub(crate) mod body;
 mod book;
 pub(crate) mod decode;

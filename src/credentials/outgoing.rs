@@ -116,9 +116,13 @@ impl Credentials {
             .and_then(|v| v.parse::<usize>().ok());
         let mut whole = None;
         let mut verdict = None;
-        let body = if body.is_end_stream() {
+        // A body is read whole where a placeholder may be swapped in it, or where an AWS signature covers its
+        // hash without saying it.
+        let read_whole = body_swaps_possible || self.aws_needs_body(usable, parts);
+        let empty = body.is_end_stream();
+        let body = if empty {
             body
-        } else if body_swaps_possible && decoder.is_none() && declared.is_none_or(|n| n <= MAX_SCANNED_BODY)
+        } else if read_whole && decoder.is_none() && declared.is_none_or(|n| n <= MAX_SCANNED_BODY)
             || declared.is_some_and(|n| n <= MAX_SCANNED_BODY)
         {
             // A body of known, bounded length (or one a placeholder may be swapped in) is read and scanned
@@ -155,8 +159,13 @@ impl Credentials {
                     }
                     super::body::whole(data, trailers)
                 }
-                None if body_swaps_possible => {
-                    judge(detector.scan(&data), Place::Body)?;
+                None if read_whole => {
+                    let place = if body_swaps_possible {
+                        Place::Body
+                    } else {
+                        Place::Elsewhere
+                    };
+                    judge(detector.scan(&data), place)?;
                     whole = Some((data, trailers));
                     crate::body::empty()
                 }
@@ -166,8 +175,9 @@ impl Credentials {
                     super::body::whole(data, trailers)
                 }
             }
-        } else if body_swaps_possible && decoder.is_none() {
-            // A placeholder may be swapped in this body, and it is larger than cordon reads whole.
+        } else if read_whole && decoder.is_none() {
+            // A placeholder may be swapped in this body (or an AWS signature needs its hash), and it is larger
+            // than cordon reads whole.
             return Err(ProxyError::PayloadTooLarge {
                 limit: MAX_SCANNED_BODY,
             });
@@ -178,8 +188,14 @@ impl Credentials {
             verdict = Some(v.clone());
             ScanBody::new(body, detector.clone(), decoder, streamed_refuses(usable), v).boxed_unsync()
         };
+        let sent: Option<Bytes> = whole.as_ref().map(|(data, _)| data.clone()).or(empty.then(Bytes::new));
+        let aws = self.aws_check(sandbox, usable, parts, sent.as_deref())?;
         let names = self.inject(policy, usable, parts).await?;
-        let names = self.swap(policy, swaps, parts, &mut whole, names).await?;
+        let mut names = self.swap(policy, swaps, parts, &mut whole, names).await?;
+        if let Some(checked) = aws {
+            let now: Option<Bytes> = whole.as_ref().map(|(data, _)| data.clone()).or(empty.then(Bytes::new));
+            names.push(self.aws_sign(policy, checked, parts, now.as_deref()).await?);
+        }
         let body = match whole {
             Some((data, trailers)) => {
                 if parts.headers.contains_key(CONTENT_LENGTH) {
@@ -228,6 +244,9 @@ impl Credentials {
                     Place::Body => *body,
                     Place::Elsewhere => false,
                 },
+                // The AWS access key id: in the Authorization header or a presigned URL's X-Amz-Credential
+                // (anywhere else is refused once the signature is replaced).
+                Some(Inject::AwsSigV4 { .. }) => matches!(place, Place::Header | Place::Query),
                 _ => false,
             };
             if !(swappable && usable(&credential)) {
@@ -264,7 +283,7 @@ impl Credentials {
                     let pair = format!("{user}:{}", secret.expose_secret());
                     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
                 }
-                Inject::Placeholder { .. } => continue,
+                Inject::Placeholder { .. } | Inject::AwsSigV4 { .. } => continue,
             };
             let header = match &spec.inject {
                 Inject::Header { name, .. } => name.clone(),
@@ -289,6 +308,9 @@ impl Credentials {
             let Some(spec) = self.specs.get(&credential) else {
                 continue;
             };
+            if matches!(spec.inject, Inject::AwsSigV4 { .. }) {
+                continue; // signed, not swapped: see aws_step.rs
+            }
             let secret = self.secret(spec, policy).await?;
             for value in parts.headers.values_mut() {
                 if let Ok(text) = value.to_str()

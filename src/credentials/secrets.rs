@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
 
+use super::aws::AwsKeys;
+use super::aws::sts::AssumeRole;
 use super::book::Book;
 use super::source::cache::TokenCache;
 use super::source::github_app::{GitHubApp, Narrowing};
@@ -68,6 +70,10 @@ pub(crate) fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
         SecretSource::Static(r) => vec![r],
         SecretSource::OAuth2(o) => vec![&o.client_secret],
         SecretSource::GitHubApp(g) => vec![&g.private_key],
+        SecretSource::Aws(a) => [&a.access_key_id, &a.secret_access_key]
+            .into_iter()
+            .chain(a.session_token.as_ref())
+            .collect(),
     }
 }
 
@@ -230,6 +236,11 @@ impl Secrets {
                     })
                     .await
             }
+            SecretSource::Aws(_) => {
+                // Applied by signing, never as a value: the keys are `aws_keys`'.
+                let keys = self.aws_keys(spec, narrowed).await?;
+                return Ok(keys.secret);
+            }
             SecretSource::GitHubApp(g) => {
                 self.tokens
                     .get(&key, || async {
@@ -258,6 +269,91 @@ impl Secrets {
         self.book.record(&spec.name, &value);
         Ok(value)
     }
+}
+
+impl Secrets {
+    /// The AWS keys to sign with for `spec` now: its stored keys, or the keys of the role it assumes with
+    /// them (cached, refreshed ahead of expiry; one set per policy that narrows it with a session policy).
+    /// Every part is learnt by the exfiltration scan.
+    pub(crate) async fn aws_keys(
+        &self,
+        spec: &CredentialSpec,
+        narrowed: Option<(&str, &ScopeOverride)>,
+    ) -> Result<AwsKeys, String> {
+        let SecretSource::Aws(aws) = &spec.source else {
+            return Err(format!("credential {} has no AWS keys", spec.name));
+        };
+        let stored = async || -> Result<AwsKeys, String> {
+            let id = self.stored(&aws.access_key_id).await?;
+            let secret = self.stored(&aws.secret_access_key).await?;
+            let token = match &aws.session_token {
+                Some(t) => Some(self.stored(t).await?),
+                None => None,
+            };
+            for value in [&id, &secret].into_iter().chain(token.as_ref()) {
+                self.book.record(&spec.name, value);
+            }
+            Ok(AwsKeys {
+                id: id.expose_secret().to_string(),
+                secret,
+                token,
+            })
+        };
+        let Some(role) = &aws.assume_role else {
+            return stored().await;
+        };
+        let policy = narrowed.and_then(|(_, o)| o.session_policy.as_deref());
+        let key = match (narrowed, policy) {
+            (Some((name, _)), Some(_)) => format!("{}\u{0}{name}", spec.name),
+            _ => spec.name.clone(),
+        };
+        let token = self
+            .tokens
+            .get(&key, || async {
+                let base = stored().await.map_err(SourceError::Config)?;
+                AssumeRole {
+                    endpoint: &role.endpoint,
+                    region: &role.region,
+                    role_arn: &role.role_arn,
+                    session_name: &role.session_name,
+                    duration_secs: role.duration.as_secs(),
+                    external_id: role.external_id.as_deref(),
+                    session_policy: policy.or(role.session_policy.as_deref()),
+                }
+                .fetch(&self.http, &base)
+                .await
+                .map(|(keys, expires_at)| Token {
+                    value: encode(&keys),
+                    expires_at: Some(expires_at),
+                })
+                .inspect(|_| self.minted(&spec.name, true))
+                .inspect_err(|_| self.minted(&spec.name, false))
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let keys = decode(&token.value).ok_or("the cached AWS keys do not read back")?;
+        let id = SecretString::from(keys.id.clone());
+        for value in [&id, &keys.secret].into_iter().chain(keys.token.as_ref()) {
+            self.book.record(&spec.name, value);
+        }
+        Ok(keys)
+    }
+}
+
+/// AWS keys as one cached value (the token cache keeps one secret per key).
+fn encode(keys: &AwsKeys) -> SecretString {
+    let token = keys.token.as_ref().map(|t| t.expose_secret().to_string());
+    let value = serde_json::json!([keys.id, keys.secret.expose_secret(), token]);
+    SecretString::from(value.to_string())
+}
+
+fn decode(value: &SecretString) -> Option<AwsKeys> {
+    let (id, secret, token): (String, String, Option<String>) = serde_json::from_str(value.expose_secret()).ok()?;
+    Some(AwsKeys {
+        id,
+        secret: SecretString::from(secret),
+        token: token.map(SecretString::from),
+    })
 }
 
 fn narrowed_or(policy: &Option<String>, credential: &Option<String>) -> Option<String> {

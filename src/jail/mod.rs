@@ -245,9 +245,10 @@ async fn serve(
         .placeholders_for(&sandbox.id, &allowed)
         .into_iter()
         .collect();
+    let aws = generation.credentials.aws_env(&sandbox.id, &allowed);
     drop(generation);
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
-    let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders);
+    let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);
     eprintln!(
         "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}",
         plan.sandbox,

@@ -87,4 +87,6 @@ pub(crate) struct ScopeOverride {
     pub(crate) repositories: Option<Vec<String>>,
     /// GitHub App permissions.
     pub(crate) permissions: Option<std::collections::BTreeMap<String, String>>,
+    /// AWS AssumeRole session policy, as JSON.
+    pub(crate) session_policy: Option<String>,
 }

@@ -103,6 +103,42 @@ pub(in crate::config) struct RawSource {
     pub(crate) oauth2: Option<RawOAuth2>,
     /// GitHub App installation tokens.
     pub(crate) github_app: Option<RawGitHubApp>,
+    /// AWS keys, optionally assuming a role.
+    pub(crate) aws: Option<RawAws>,
+}
+
+/// `source.aws:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawAws {
+    /// Where the access key id is.
+    pub(crate) access_key_id: RawSecretRef,
+    /// Where the secret access key is.
+    pub(crate) secret_access_key: RawSecretRef,
+    /// Where a session token is (keys that are themselves temporary).
+    pub(crate) session_token: Option<RawSecretRef>,
+    /// Assume a role with these keys.
+    pub(crate) assume_role: Option<RawAssumeRole>,
+}
+
+/// `source.aws.assume_role:`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawAssumeRole {
+    /// The role's ARN.
+    pub(crate) role_arn: String,
+    /// `RoleSessionName` (default `cordon`).
+    pub(crate) session_name: Option<String>,
+    /// Lifetime of the keys, e.g. `1h` (default; 15m to 12h).
+    pub(crate) duration: Option<String>,
+    /// `ExternalId`.
+    pub(crate) external_id: Option<String>,
+    /// STS endpoint (default `https://sts.<region>.amazonaws.com`).
+    pub(crate) endpoint: Option<String>,
+    /// Region of the STS endpoint (default `us-east-1`).
+    pub(crate) region: Option<String>,
+    /// A session policy (an IAM policy document) narrowing the role.
+    pub(crate) session_policy: Option<serde_json::Value>,
 }
 
 /// A reference to a stored secret (for a client secret or a private key).
@@ -186,6 +222,18 @@ pub(in crate::config) struct RawInject {
     pub(crate) basic_user: Option<String>,
     /// Swap the sandbox's placeholder for the secret.
     pub(crate) placeholder: Option<RawPlaceholder>,
+    /// Check the sandbox's AWS signature and sign again with the real keys.
+    pub(crate) aws_sigv4: Option<RawAwsSigV4>,
+}
+
+/// `inject.aws_sigv4:`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(in crate::config) struct RawAwsSigV4 {
+    /// The region (default: from the host).
+    pub(crate) region: Option<String>,
+    /// The service (default: from the host).
+    pub(crate) service: Option<String>,
 }
 
 /// `inject.placeholder:`

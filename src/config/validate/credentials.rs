@@ -69,7 +69,7 @@ pub(super) fn openbao(errs: &mut Errors, raw: Option<RawOpenBao>) -> Option<Open
     })
 }
 
-fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
+pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
     match text.parse::<http::Uri>() {
         Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
         _ => {
@@ -103,6 +103,7 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
         s.file.is_some(),
         s.oauth2.is_some(),
         s.github_app.is_some(),
+        s.aws.is_some(),
     ]
     .iter()
     .filter(|b| **b)
@@ -110,8 +111,8 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
     if count != 1 {
         errs.at(
             base,
-            "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `file: PATH`, `oauth2: {...}` or \
-             `github_app: {...}`",
+            "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `file: PATH`, `oauth2: {...}`, \
+             `github_app: {...}` or `aws: {...}`",
         );
         return None;
     }
@@ -138,6 +139,9 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
             resource: o.resource,
             post,
         })));
+    }
+    if let Some(a) = s.aws {
+        return super::aws::source(errs, &format!("{base}.aws"), a).map(|a| SecretSource::Aws(Box::new(a)));
     }
     if let Some(g) = s.github_app {
         let api_base = url(
@@ -193,7 +197,26 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             }
             Some(b) => binding(errs, &format!("{base}.bind"), b),
         };
-        let inject = inject(errs, &format!("{base}.inject"), c.inject.unwrap_or_default());
+        let is_aws = matches!(source, Some(SecretSource::Aws(_)));
+        let inject = match c.inject {
+            // AWS keys are only ever applied by signing: that is what an absent `inject` means for them.
+            None if is_aws => Some(Inject::AwsSigV4 {
+                region: None,
+                service: None,
+            }),
+            raw => inject(errs, &format!("{base}.inject"), raw.unwrap_or_default()),
+        };
+        match (&inject, is_aws) {
+            (Some(Inject::AwsSigV4 { .. }), false) if source.is_some() => errs.at(
+                format!("{base}.inject.aws_sigv4"),
+                "signs with AWS keys: it needs `source: { aws: {access_key_id, secret_access_key} }`",
+            ),
+            (Some(i), true) if !matches!(i, Inject::AwsSigV4 { .. }) => errs.at(
+                format!("{base}.inject"),
+                "AWS keys are applied by signing the request (`aws_sigv4: {}`), never as a header or placeholder",
+            ),
+            _ => {}
+        }
         if let (Some(source), Some(binding), Some(inject)) = (source, binding, inject)
             && errs.list.len() == before
         {
@@ -245,6 +268,16 @@ fn binding(errs: &mut Errors, base: &str, raw: crate::config::raw::RawBinding) -
 }
 
 fn inject(errs: &mut Errors, base: &str, raw: crate::config::raw::RawInject) -> Option<Inject> {
+    if let Some(aws) = raw.aws_sigv4 {
+        if raw.header.is_some() || raw.value.is_some() || raw.basic_user.is_some() || raw.placeholder.is_some() {
+            errs.at(
+                base,
+                "`aws_sigv4` signs the request; it takes no `header`, `basic_user` or `placeholder`",
+            );
+            return None;
+        }
+        return super::aws::inject(errs, &format!("{base}.aws_sigv4"), aws);
+    }
     match (raw.header, raw.value, raw.basic_user, raw.placeholder) {
         (Some(header), value, None, None) => {
             let lower = header.to_ascii_lowercase();
@@ -286,7 +319,8 @@ fn inject(errs: &mut Errors, base: &str, raw: crate::config::raw::RawInject) -> 
         _ => {
             errs.at(
                 base,
-                "needs exactly one of: `header` (with `value: \"Bearer {secret}\"`), `basic_user`, or `placeholder: {}`",
+                "needs exactly one of: `header` (with `value: \"Bearer {secret}\"`), `basic_user`, `placeholder: {}` or \
+                 `aws_sigv4: {}`",
             );
             None
         }
@@ -311,12 +345,20 @@ pub(super) fn scopes(
         }
         let oauth = s.scope.is_some() || s.audience.is_some() || s.resource.is_some();
         let github = s.repositories.is_some() || s.permissions.is_some();
+        let aws = s.session_policy.is_some();
         match credentials.get(&name).map(|c| &c.source) {
-            Some(SecretSource::OAuth2(_)) if github => {
+            Some(SecretSource::OAuth2(_)) if github || aws => {
                 errs.at(&path, "an OAuth2 credential takes `scope`, `audience` or `resource`");
             }
-            Some(SecretSource::GitHubApp(_)) if oauth => {
+            Some(SecretSource::GitHubApp(_)) if oauth || aws => {
                 errs.at(&path, "a GitHub App credential takes `repositories` or `permissions`");
+            }
+            Some(SecretSource::Aws(a)) if oauth || github || a.assume_role.is_none() => {
+                errs.at(
+                    &path,
+                    "an AWS credential takes only `session_policy`, and only with `assume_role` (a session policy \
+                     narrows an assumed role)",
+                );
             }
             Some(SecretSource::Static(_)) => {
                 errs.at(
@@ -334,6 +376,9 @@ pub(super) fn scopes(
                 resource: s.resource,
                 repositories: s.repositories,
                 permissions: s.permissions,
+                session_policy: s
+                    .session_policy
+                    .and_then(|p| super::aws::session_policy(errs, &format!("{path}.session_policy"), p)),
             },
         );
     }

@@ -1,0 +1,306 @@
+//! AWS credentials on the request path. The sandbox holds placeholder keys: the access key id is its
+//! placeholder of the credential (so the exfiltration scan knows it everywhere) and the secret access key a
+//! second value derived the same way. SECURITY: a request to an AWS binding is signed upstream only if the
+//! sandbox signed it with its own placeholder keys for that credential; the signature is checked by signing the
+//! request as received with those keys, then removed, and the request is signed again with the real keys, which
+//! never enter the sandbox. Unsigned requests, other keys, altered or stale signatures, SigV2, SigV4a and
+//! chunk-signed payloads are refused.
+
+use std::time::{Duration, SystemTime};
+
+use http::request::Parts;
+use http::uri::PathAndQuery;
+use http::{HeaderName, HeaderValue, Uri};
+
+use super::apply::{Credentials, unavailable};
+use super::aws::AwsKeys;
+use super::aws::sign::{Canonical, Payload, canonical, same, sign, unsigned_query};
+use super::aws::signature::{Location, Signed, Unfit, read};
+use crate::config::credentials::Inject;
+use crate::error::ProxyError;
+use crate::identity::Sandbox;
+use crate::policy::Policy;
+
+/// How far a signature's time may be from cordon's clock (what AWS allows).
+const SKEW: Duration = Duration::from_secs(15 * 60);
+
+/// A sandbox's signature, checked, to be replaced.
+pub(super) struct AwsSigned {
+    credential: String,
+    signed: Signed,
+    authority: String,
+    /// The sandbox's key id (its placeholder), which must be nowhere once the request is signed again.
+    key_id: String,
+}
+
+impl Credentials {
+    /// Whether a request to which `usable` credentials apply must be read whole for AWS: one of them signs
+    /// and the sandbox's signature does not give the payload's hash (`x-amz-content-sha256`).
+    pub(super) fn aws_needs_body(&self, usable: &[String], parts: &Parts) -> bool {
+        !parts.headers.contains_key("x-amz-content-sha256") && self.aws_usable(usable).next().is_some()
+    }
+
+    fn aws_usable<'a>(&'a self, usable: &'a [String]) -> impl Iterator<Item = &'a String> {
+        usable.iter().filter(|n| {
+            self.specs
+                .get(*n)
+                .is_some_and(|s| matches!(s.inject, Inject::AwsSigV4 { .. }))
+        })
+    }
+
+    /// The sandbox's placeholder secret access key for `credential`.
+    pub(crate) fn aws_placeholder_secret(&self, sandbox: &str, credential: &str) -> String {
+        self.placeholders
+            .value(sandbox, &format!("{credential}\0aws-secret-access-key"))
+    }
+
+    /// The AWS variables of `sandbox`, whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY` of the first AWS credential (by name), and for each
+    /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
+    pub(crate) fn aws_env(&self, sandbox: &str, allowed: &[String]) -> std::collections::BTreeMap<String, String> {
+        let mut env = std::collections::BTreeMap::new();
+        let mut names: Vec<&String> = self.aws_usable(allowed).collect();
+        names.sort();
+        for (i, name) in names.into_iter().enumerate() {
+            let (id, secret) = (
+                self.placeholders.value(sandbox, name),
+                self.aws_placeholder_secret(sandbox, name),
+            );
+            let var =
+                super::placeholder::env_var(name).replacen("CORDON_PLACEHOLDER_", "CORDON_AWS_SECRET_ACCESS_KEY_", 1);
+            env.insert(var, secret.clone());
+            if i == 0 {
+                env.insert("AWS_ACCESS_KEY_ID".into(), id);
+                env.insert("AWS_SECRET_ACCESS_KEY".into(), secret);
+            }
+        }
+        env
+    }
+
+    /// Check the sandbox's signature of a request to which AWS credentials among `usable` apply, before
+    /// anything of it changes; `body` is the body read whole, when it was.
+    pub(super) fn aws_check(
+        &self,
+        sandbox: &Sandbox,
+        usable: &[String],
+        parts: &Parts,
+        body: Option<&[u8]>,
+    ) -> Result<Option<AwsSigned>, ProxyError> {
+        let aws: Vec<&String> = self.aws_usable(usable).collect();
+        if aws.is_empty() {
+            return Ok(None);
+        }
+        let signed = match read(parts) {
+            Ok(Some(signed)) => signed,
+            Ok(None) => return Err(refused("aws_unsigned", "an AWS destination takes only requests signed with this sandbox's AWS keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from `cordon sandbox env`)".into())),
+            Err(Unfit::Unsupported(why)) => {
+                return Err(ProxyError::BadRequest {
+                    code: "aws_signature_unsupported",
+                    message: why,
+                });
+            }
+            Err(Unfit::Malformed(why)) => {
+                return Err(ProxyError::BadRequest {
+                    code: "aws_signature_malformed",
+                    message: why,
+                });
+            }
+        };
+        let Some(credential) = aws
+            .into_iter()
+            .find(|c| self.placeholders.value(&sandbox.id, c) == signed.key_id)
+        else {
+            return Err(refused(
+                "aws_signature_key",
+                "the request is not signed with this sandbox's AWS access key for this destination".into(),
+            ));
+        };
+        if signed.signed_headers.iter().any(|h| h == "x-amz-security-token") {
+            return Err(refused(
+                "aws_signature_key",
+                "the sandbox's AWS keys have no session token: unset AWS_SESSION_TOKEN".into(),
+            ));
+        }
+        if let Some(Inject::AwsSigV4 { region, service }) = self.specs.get(credential).map(|s| &s.inject) {
+            for (what, pinned, asked) in [
+                ("region", region, &signed.region),
+                ("service", service, &signed.service),
+            ] {
+                if let Some(pinned) = pinned
+                    && pinned != asked
+                {
+                    return Err(refused(
+                        "aws_signature_scope",
+                        format!("signed for {what} {asked}; credential {credential} signs only for {pinned}"),
+                    ));
+                }
+            }
+        }
+        fresh(&signed)?;
+        let authority = authority(parts)?;
+        let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
+        let keys = AwsKeys {
+            id: signed.key_id.clone(),
+            secret: self.aws_placeholder_secret(&sandbox.id, credential).into(),
+            token: None,
+        };
+        let payload = payload(&signed, body)?;
+        let made = sign(
+            &request,
+            &keys,
+            (&signed.region, &signed.service),
+            signed.time,
+            signed.location,
+            &payload,
+        )
+        .map_err(|e| malformed(&e))?;
+        if !same(&made.signature, &signed.signature) {
+            return Err(refused(
+                "aws_signature_mismatch",
+                "the AWS signature does not match the request: it was altered, or signed with other keys".into(),
+            ));
+        }
+        Ok(Some(AwsSigned {
+            credential: credential.clone(),
+            key_id: signed.key_id.clone(),
+            signed,
+            authority,
+        }))
+    }
+
+    /// Remove the sandbox's signature and sign the request as it now is with the real keys; the
+    /// credential's name.
+    pub(super) async fn aws_sign(
+        &self,
+        policy: &Policy,
+        checked: AwsSigned,
+        parts: &mut Parts,
+        body: Option<&[u8]>,
+    ) -> Result<String, ProxyError> {
+        let AwsSigned {
+            credential,
+            signed,
+            authority,
+            key_id,
+        } = checked;
+        let spec = self.specs.get(&credential).ok_or(ProxyError::Internal)?;
+        let narrowed = policy
+            .credential_scope
+            .get(&credential)
+            .map(|o| (policy.name.as_str(), o));
+        let keys = self.secrets.aws_keys(spec, narrowed).await.map_err(|detail| {
+            tracing::warn!(credential = %credential, "credential unavailable: {detail}");
+            unavailable(&credential, detail)
+        })?;
+        let request: Canonical = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
+        let made = sign(
+            &request,
+            &keys,
+            (&signed.region, &signed.service),
+            signed.time,
+            signed.location,
+            &payload(&signed, body)?,
+        )
+        .map_err(|e| unavailable(&credential, e))?;
+        for name in [
+            "authorization",
+            "x-amz-date",
+            "x-amz-security-token",
+            "x-amz-content-sha256",
+        ] {
+            parts.headers.remove(name);
+        }
+        for (name, value, sensitive) in made.headers {
+            let mut value =
+                HeaderValue::from_str(&value).map_err(|_| unavailable(&credential, "not a header value".into()))?;
+            value.set_sensitive(sensitive || name == "authorization" || name == "x-amz-security-token");
+            parts.headers.insert(HeaderName::from_static(name), value);
+        }
+        if let Location::Query { .. } = signed.location {
+            let mut query = unsigned_query(parts.uri.query().unwrap_or_default());
+            for (name, value) in made.params {
+                let value: String = form_urlencoded::byte_serialize(value.as_bytes()).collect();
+                if !query.is_empty() {
+                    query.push('&');
+                }
+                query.push_str(&format!("{name}={value}"));
+            }
+            let mut uri = parts.uri.clone().into_parts();
+            uri.path_and_query = Some(
+                PathAndQuery::try_from(format!("{}?{query}", parts.uri.path()))
+                    .map_err(|_| unavailable(&credential, "not valid in a URI".into()))?,
+            );
+            parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
+        }
+        // The sandbox's key id was only ever allowed where the signature names it.
+        let left = parts.headers.values().any(|v| contains(v.as_bytes(), &key_id))
+            || parts.uri.query().is_some_and(|q| q.contains(&key_id));
+        if left {
+            return Err(ProxyError::Exfiltration {
+                credential,
+                why: "the AWS access key id sent outside its signature".into(),
+            });
+        }
+        Ok(credential)
+    }
+}
+
+/// The signature's time is near enough to now: AWS's 15 minutes for a header, the URL's life for a query.
+fn fresh(signed: &Signed) -> Result<(), ProxyError> {
+    let now = SystemTime::now();
+    let (earliest, latest) = match signed.location {
+        Location::Header => (signed.time.checked_sub(SKEW), signed.time.checked_add(SKEW)),
+        Location::Query { expires } => (
+            signed.time.checked_sub(SKEW),
+            signed.time.checked_add(Duration::from_secs(expires)),
+        ),
+    };
+    if earliest.is_some_and(|t| now < t) || latest.is_some_and(|t| now > t) {
+        return Err(refused(
+            "aws_signature_expired",
+            "the AWS signature's time is too far from now (or the presigned URL has expired)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The payload hash the sandbox signed: given in `x-amz-content-sha256`, else the body's.
+fn payload<'a>(signed: &Signed, body: Option<&'a [u8]>) -> Result<Payload<'a>, ProxyError> {
+    Ok(match (&signed.payload, signed.location) {
+        (Some(given), _) => Payload::Given(given.clone()),
+        (None, Location::Query { .. }) if signed.service == "s3" => Payload::Unsigned,
+        (None, _) => Payload::Bytes(body.ok_or(ProxyError::PayloadTooLarge {
+            limit: super::body::MAX_SCANNED_BODY,
+        })?),
+    })
+}
+
+/// The host the sandbox signed: its `Host` header, or the HTTP/2 `:authority`.
+fn authority(parts: &Parts) -> Result<String, ProxyError> {
+    match parts.headers.get(http::header::HOST) {
+        Some(h) => h
+            .to_str()
+            .map(str::to_string)
+            .map_err(|_| malformed("the Host header is not text")),
+        None => parts
+            .uri
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .ok_or_else(|| malformed("the request names no host")),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+fn refused(code: &'static str, message: String) -> ProxyError {
+    ProxyError::Signature { code, message }
+}
+
+fn malformed(why: &str) -> ProxyError {
+    ProxyError::BadRequest {
+        code: "aws_signature_malformed",
+        message: why.to_string(),
+    }
+}
