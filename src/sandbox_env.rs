@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 /// setting (npm reads any `npm_config_<key>` from the environment, above every `.npmrc`): npm passes a
 /// configured CA list to Node's TLS in place of the default roots, so `NODE_EXTRA_CA_CERTS` alone is lost
 /// whenever a global npmrc sets `cafile` (NodeSource's packages ship `/usr/etc/npmrc` with
-/// `cafile=/etc/ssl/certs/ca-certificates.crt`).
-pub(crate) const CA_VARS: [&str; 8] = [
+/// `cafile=/etc/ssl/certs/ca-certificates.crt`). `AWS_CA_BUNDLE` is what the AWS SDKs and CLI read.
+pub(crate) const CA_VARS: [&str; 9] = [
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
     "NODE_EXTRA_CA_CERTS",
@@ -23,6 +23,7 @@ pub(crate) const CA_VARS: [&str; 8] = [
     "CARGO_HTTP_CAINFO",
     "CURL_CA_BUNDLE",
     "npm_config_cafile",
+    "AWS_CA_BUNDLE",
 ];
 
 /// The CA bundle: `ca_pem` (the sandbox's CA) first, then Mozilla's roots and `extra` roots, each a PEM block.

@@ -89,8 +89,20 @@ pub(crate) fn print_summary(c: &Config) {
                 o.action.as_str()
             )
         });
+        let narrowed: Vec<String> = p
+            .credential_scope
+            .iter()
+            .map(|(cred, o)| match o.session_policy {
+                Some(_) => format!("{cred} (session policy)"),
+                None => cred.clone(),
+            })
+            .collect();
+        let narrowed = match narrowed.is_empty() {
+            true => String::new(),
+            false => format!("; narrows {}", narrowed.join(", ")),
+        };
         outln!(
-            "  {:<16} {:<8} {} rules{on_violation}",
+            "  {:<16} {:<8} {} rules{narrowed}{on_violation}",
             name,
             p.mode.as_str(),
             p.rule_count()

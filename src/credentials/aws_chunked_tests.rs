@@ -1,3 +1,5 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
 use super::*;
 
 fn decode(pieces: &[&[u8]]) -> Result<Vec<u8>, String> {

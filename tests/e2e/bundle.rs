@@ -44,6 +44,7 @@ async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environme
         "CARGO_HTTP_CAINFO",
         "CURL_CA_BUNDLE",
         "npm_config_cafile",
+        "AWS_CA_BUNDLE",
     ];
     for var in ca_vars {
         assert_eq!(case.env[var], case.env["SSL_CERT_FILE"], "{var}");

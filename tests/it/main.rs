@@ -9,6 +9,7 @@ mod audit_durability;
 mod audit_export;
 mod audit_rotation;
 mod auth;
+mod aws_sigv4;
 mod cli;
 mod connect;
 mod containers;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 const BAO_SECRET: &str = "s3cr3t-from-openbao-4e1f";
 
-pub(crate) struct Killed(Child);
+pub(crate) struct Killed(pub(crate) Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();

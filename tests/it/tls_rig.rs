@@ -28,6 +28,14 @@ pub(crate) fn test_ca(name: &str) -> TestCa {
 }
 
 impl TestCa {
+    /// A certificate for these names signed by this CA and its key, both PEM (for servers the tests start).
+    pub(crate) fn pem_pair(&self, names: &[&str]) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// A server config for these names, signed by this CA, ALPN h2 + http/1.1.
     pub(crate) fn server_config(&self, names: &[&str]) -> Arc<ServerConfig> {
         let key = KeyPair::generate().unwrap();

@@ -1,3 +1,5 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
 use std::time::{Duration, SystemTime};
 
 use secrecy::SecretString;

@@ -54,9 +54,17 @@ struct StsCredentials {
     expiration: String,
 }
 
+/// `<ErrorResponse><Error>` (AWS) or `<ErrorResponse><Errors><Error>` (some look-alikes).
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct ErrorResponse {
+    error: Option<StsError>,
+    errors: Option<StsErrors>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct StsErrors {
     error: StsError,
 }
 
@@ -65,6 +73,29 @@ struct ErrorResponse {
 struct StsError {
     code: Option<String>,
     message: Option<String>,
+}
+
+/// Everything but RFC 3986's unreserved characters is percent-encoded: the form AWS SDKs send (a server that
+/// hashes the form it re-encodes, as moto does, gets the same bytes).
+const FORM: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `key=value&...`, encoded as [`FORM`] says.
+pub(crate) fn form_encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                percent_encoding::utf8_percent_encode(k, FORM),
+                percent_encoding::utf8_percent_encode(v, FORM)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 impl AssumeRole<'_> {
@@ -90,13 +121,17 @@ impl AssumeRole<'_> {
         if let Some(policy) = self.session_policy {
             form.push(("Policy", policy));
         }
-        let body = serde_urlencoded::to_string(&form)
-            .map_err(|e| SourceError::Config(format!("cannot form-encode the AssumeRole request: {e}")))?;
+        let body = form_encode(&form);
         let content_type = "application/x-www-form-urlencoded; charset=utf-8";
+        // Every header sent is signed (a server that recomputes over what it received, as moto does, agrees).
+        let length = body.len().to_string();
         let canonical = Canonical {
             method: "POST".into(),
             uri: issuer.clone(),
-            headers: vec![("content-type".into(), content_type.into())],
+            headers: vec![
+                ("content-type".into(), content_type.into()),
+                ("content-length".into(), length.clone()),
+            ],
         };
         let made = sign(
             &canonical,
@@ -107,7 +142,9 @@ impl AssumeRole<'_> {
             &Payload::Bytes(body.as_bytes()),
         )
         .map_err(SourceError::Config)?;
-        let mut builder = http::Request::post(self.endpoint.clone()).header(header::CONTENT_TYPE, content_type);
+        let mut builder = http::Request::post(self.endpoint.clone())
+            .header(header::CONTENT_TYPE, content_type)
+            .header(header::CONTENT_LENGTH, length);
         for (name, value, sensitive) in made.headers {
             let mut value = http::HeaderValue::from_str(&value)
                 .map_err(|_| SourceError::Config("the AWS keys cannot form a header".into()))?;
@@ -124,7 +161,10 @@ impl AssumeRole<'_> {
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             let error: Option<ErrorResponse> = quick_xml::de::from_str(&text).ok();
-            let (code, message) = error.map(|e| (e.error.code, e.error.message)).unwrap_or_default();
+            let (code, message) = error
+                .and_then(|e| e.error.or(e.errors.map(|e| e.error)))
+                .map(|e| (e.code, e.message))
+                .unwrap_or_default();
             let cut = |s: Option<String>| s.map(|s| s.chars().filter(|c| !c.is_control()).take(200).collect());
             if status.is_server_error() || status == http::StatusCode::TOO_MANY_REQUESTS {
                 return Err(SourceError::Unavailable {
@@ -162,3 +202,7 @@ impl AssumeRole<'_> {
         ))
     }
 }
+
+#[cfg(test)]
+#[path = "sts_tests.rs"]
+mod tests;

@@ -1,0 +1,126 @@
+"""An agent's AWS calls, with boto3 (PyPI), for cordon's SigV4 tests (tests/it/aws_sigv4.rs).
+
+    aws_agent.py setup ENDPOINT        as an administrator, straight to the server (moto): an IAM user with a
+                                       key and an allow-all policy, a role it may assume (S3 only), a bucket;
+                                       prints {"key_id", "secret", "role_arn"}
+    aws_agent.py s3 ENDPOINT BUCKET    as the agent, with the keys and proxy of its environment: put (small, and
+                                       large enough to go aws-chunked), get, list; prints what each gave
+    aws_agent.py presign URL           a presigned GET of URL (host/bucket/key) with the environment's keys,
+                                       fetched through the proxy; prints {"status", "body", "url"}
+    aws_agent.py call ENDPOINT BUCKET WHAT   one call that should fail; prints {"error": CODE or HTTP status}
+        WHAT: iam (ListUsers), put (PutObject), list (ListObjectsV2), stale (a GET signed 20 minutes ago), expired (a presigned URL past its life)
+
+Every output is one JSON object on stdout. TLS is verified against AWS_CA_BUNDLE (the sandbox's bundle, or
+the test CA for `setup`).
+"""
+
+import datetime
+import json
+import os
+import sys
+import time
+from unittest import mock
+
+import boto3
+import botocore.auth
+import requests
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+REGION = "us-east-1"
+
+
+def client(service, endpoint, **kw):
+    cfg = Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+    region = os.environ.get("AWS_DEFAULT_REGION", REGION)
+    return boto3.client(service, endpoint_url=endpoint, region_name=region, config=cfg, **kw)
+
+
+def setup(endpoint):
+    admin = {"aws_access_key_id": "admin", "aws_secret_access_key": "admin"}
+    iam = client("iam", endpoint, **admin)
+    iam.create_user(UserName="agent")
+    key = iam.create_access_key(UserName="agent")["AccessKey"]
+    allow_all = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    iam.put_user_policy(UserName="agent", PolicyName="all", PolicyDocument=json.dumps(allow_all))
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:user/agent"}, "Action": "sts:AssumeRole"}],
+    }
+    role = iam.create_role(RoleName="agent-s3", AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+    s3_only = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_role_policy(RoleName="agent-s3", PolicyName="s3", PolicyDocument=json.dumps(s3_only))
+    client("s3", endpoint, **admin).create_bucket(Bucket="agent-bucket")
+    print(json.dumps({"key_id": key["AccessKeyId"], "secret": key["SecretAccessKey"], "role_arn": role["Arn"]}))
+
+
+def s3(endpoint, bucket):
+    c = client("s3", endpoint)
+    out = {}
+    c.put_object(Bucket=bucket, Key="notes/a.txt", Body=b"written through cordon\n")
+    # A body past botocore's streaming threshold goes aws-chunked with a checksum trailer.
+    big = b"x" * (300 * 1024)
+    c.upload_fileobj(__import__("io").BytesIO(big), bucket, "notes/big.bin")
+    out["get"] = c.get_object(Bucket=bucket, Key="notes/a.txt")["Body"].read().decode()
+    out["big"] = len(c.get_object(Bucket=bucket, Key="notes/big.bin")["Body"].read())
+    out["list"] = sorted(o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", []))
+    print(json.dumps(out))
+
+
+def call(endpoint, bucket, what):
+    c = client("s3", endpoint)
+    try:
+        if what == "iam":
+            client("iam", endpoint).list_users()
+        elif what == "put":
+            c.put_object(Bucket=bucket, Key="denied.txt", Body=b"no")
+        elif what == "list":
+            c.list_objects_v2(Bucket=bucket)
+        elif what == "stale":
+            past = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(minutes=20)
+            creds = boto3.Session().get_credentials().get_frozen_credentials()
+            req = AWSRequest(method="GET", url=f"{endpoint}/{bucket}/notes/a.txt")
+            req.headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD"
+            with mock.patch.object(botocore.auth, "get_current_datetime", return_value=past):
+                botocore.auth.S3SigV4Auth(creds, "s3", REGION).add_auth(req)
+            r = requests.get(req.url, headers=dict(req.headers), timeout=20)
+            print(json.dumps({"error": r.status_code, "reason": r.headers.get("x-cordon-reason")}))
+            return
+        elif what == "expired":
+            url = c.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "notes/a.txt"}, ExpiresIn=1)
+            time.sleep(2.5)
+            r = requests.get(url, timeout=20)
+            print(json.dumps({"error": r.status_code, "reason": r.headers.get("x-cordon-reason")}))
+            return
+        print(json.dumps({"error": None}))
+    except ClientError as e:
+        meta = e.response.get("ResponseMetadata", {})
+        print(json.dumps({
+            "error": e.response.get("Error", {}).get("Code") or meta.get("HTTPStatusCode"),
+            "status": meta.get("HTTPStatusCode"),
+            "reason": meta.get("HTTPHeaders", {}).get("x-cordon-reason"),
+        }))
+
+
+def presign(url):
+    endpoint, _, rest = url.partition("://")[2].partition("/")
+    bucket, _, key = rest.partition("/")
+    c = client("s3", "https://" + endpoint)
+    signed = c.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=300)
+    r = requests.get(signed, timeout=20)
+    print(json.dumps({"status": r.status_code, "body": r.text, "url": signed, "reason": r.headers.get("x-cordon-reason")}))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "setup":
+        setup(sys.argv[2])
+    elif cmd == "s3":
+        s3(sys.argv[2], sys.argv[3])
+    elif cmd == "presign":
+        presign(sys.argv[2])
+    elif cmd == "call":
+        call(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(f"unknown command {cmd}")
