@@ -1,6 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
+use crate::config::credentials::{Inject, SecretSource};
 
 fn errors(yaml: &str) -> Vec<String> {
     match Config::parse("t.yaml", yaml) {
@@ -389,4 +390,62 @@ fn credential_budgets_are_checked_with_their_paths() {
     let p = b.of("p+inline", "gh").unwrap();
     assert!(p.per_user);
     assert_eq!((p.budget.requests, p.budget.bytes), (None, Some(1 << 20)));
+}
+
+#[test]
+fn aws_credentials_are_checked_with_their_paths() {
+    let yaml = r#"
+credentials:
+  a:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S }, assume_role: { role_arn: "role/x", session_name: "a b", duration: 13h, region: mars, session_policy: [1] } } }
+    bind: { hosts: [s3.amazonaws.com] }
+  b:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S } } }
+    bind: { hosts: [s3.amazonaws.com] }
+    inject: { header: Authorization }
+  c:
+    source: { env: C }
+    bind: { hosts: [s3.amazonaws.com] }
+    inject: { aws_sigv4: { region: "US-EAST-1", service: "S3!" } }
+  d:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: {} } }
+    bind: { hosts: [sts.amazonaws.com] }
+    inject: { aws_sigv4: {}, placeholder: {} }
+  e:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S } } }
+    bind: { hosts: [sts.amazonaws.com] }
+policies:
+  p:
+    credentials: [e]
+    credential_scope: { e: { session_policy: { Version: "2012-10-17" } } }
+    allow: []
+"#;
+    let errs = errors(yaml);
+    for needle in [
+        "credentials.a.source.aws.assume_role.role_arn: \"role/x\" is not a role ARN",
+        "credentials.a.source.aws.assume_role.session_name: \"a b\" is not a session name",
+        "credentials.a.source.aws.assume_role.duration: must be between 15m and 12h",
+        "credentials.a.source.aws.assume_role.region: \"mars\" is not an AWS region name",
+        "credentials.a.source.aws.assume_role.session_policy: must be an IAM policy document",
+        "credentials.b.inject: AWS keys are applied by signing the request",
+        "credentials.c.inject.aws_sigv4.region: \"US-EAST-1\" is not an AWS region name",
+        "credentials.c.inject.aws_sigv4.service: \"S3!\" is not an AWS service signing name",
+        "credentials.d.source.aws.secret_access_key: needs exactly one of",
+        "credentials.d.inject: `aws_sigv4` signs the request; it takes no",
+        "policies.p.credential_scope.e: an AWS credential takes only `session_policy`, and only with `assume_role`",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    let ok = Config::parse(
+        "t.yaml",
+        "credentials:\n  s3:\n    source: { aws: { access_key_id: { env: K }, secret_access_key: { vault: aws }, \
+         assume_role: { role_arn: \"arn:aws:iam::123456789012:role/agent\" } } }\n    bind: { hosts: [\"*.amazonaws.com\"] }\n",
+    )
+    .unwrap();
+    let spec = &ok.credentials["s3"];
+    assert!(matches!(spec.inject, Inject::AwsSigV4 { region: None, service: None }));
+    let SecretSource::Aws(aws) = &spec.source else { panic!("not AWS") };
+    let role = aws.assume_role.as_ref().unwrap();
+    assert_eq!((role.session_name.as_str(), role.duration.as_secs(), role.region.as_str()), ("cordon", 3600, "us-east-1"));
+    assert_eq!(role.endpoint.to_string(), "https://sts.us-east-1.amazonaws.com/");
 }

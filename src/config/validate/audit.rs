@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::credentials::secret_ref;
+use super::fields::secret_ref;
 use super::fields::{Errors, duration};
 use super::limits::bytes;
 use crate::config::model::{AuditChain, AuditConfig, AuditRotation};

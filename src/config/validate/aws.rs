@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use super::credentials::{secret_ref, url};
-use super::fields::{Errors, duration};
+use super::fields::{Errors, duration, secret_ref, url};
 use crate::config::credentials::{AssumeRoleSpec, AwsSpec, Inject};
 use crate::config::raw::{RawAws, RawAwsSigV4};
 

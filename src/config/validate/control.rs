@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::credentials::secret_ref;
+use super::fields::secret_ref;
 use super::fields::{Errors, duration};
 use crate::config::model::{ControlConfig, Listen};
 use crate::config::raw::RawControl;

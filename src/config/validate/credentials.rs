@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use http::HeaderName;
 
-use super::fields::{Errors, methods, paths, ports};
+use super::fields::{Errors, methods, paths, ports, secret_ref, url};
 use crate::config::credentials::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
-    SecretRef, SecretSource,
+    SecretSource,
 };
 use crate::config::raw::{RawCredential, RawOpenBao, RawSecretRef, RawSource, RawVault};
 use crate::policy::allowlist::host_set;
@@ -67,32 +67,6 @@ pub(super) fn openbao(errs: &mut Errors, raw: Option<RawOpenBao>) -> Option<Open
         mount: raw.mount.unwrap_or_else(|| "secret".into()),
         auth,
     })
-}
-
-pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
-    match text.parse::<http::Uri>() {
-        Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
-        _ => {
-            errs.at(path, format!("{text:?} is not an http(s) URL"));
-            None
-        }
-    }
-}
-
-pub(super) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
-    match (raw.vault, raw.env, raw.openbao, raw.file) {
-        (Some(v), None, None, None) => Some(SecretRef::Vault(v)),
-        (None, Some(e), None, None) => Some(SecretRef::Env(e)),
-        (None, None, Some(b), None) => Some(SecretRef::OpenBao(b)),
-        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(PathBuf::from(f))),
-        _ => {
-            errs.at(
-                path,
-                "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY` or `file: PATH`",
-            );
-            None
-        }
-    }
 }
 
 fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {

@@ -1,12 +1,14 @@
 //! The helpers every part of validation shares: the error list, and the readers of addresses, durations,
-//! ranges, ports, methods and path globs, each naming the offending value's path.
+//! ranges, ports, methods, path globs, URLs and secret references, each naming the offending value's path.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use ipnet::IpNet;
 
+use crate::config::credentials::SecretRef;
 use crate::config::model::ConfigError;
+use crate::config::raw::RawSecretRef;
 use crate::policy::allowlist::{compile_paths, parse_method_checked, parse_port};
 
 /// Errors gathered while validating one file.
@@ -155,4 +157,30 @@ pub(super) fn paths(errs: &mut Errors, base: &str, raw: Option<&[String]>) -> Op
     compile_paths(list)
         .map_err(|(i, e)| errs.at(format!("{base}.paths[{i}]"), e))
         .ok()
+}
+
+pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
+    match text.parse::<http::Uri>() {
+        Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
+        _ => {
+            errs.at(path, format!("{text:?} is not an http(s) URL"));
+            None
+        }
+    }
+}
+
+pub(super) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
+    match (raw.vault, raw.env, raw.openbao, raw.file) {
+        (Some(v), None, None, None) => Some(SecretRef::Vault(v)),
+        (None, Some(e), None, None) => Some(SecretRef::Env(e)),
+        (None, None, Some(b), None) => Some(SecretRef::OpenBao(b)),
+        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(std::path::PathBuf::from(f))),
+        _ => {
+            errs.at(
+                path,
+                "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY` or `file: PATH`",
+            );
+            None
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use super::credentials::secret_ref;
+use super::fields::secret_ref;
 use super::fields::{Errors, duration};
 use crate::config::model::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
 use crate::config::raw::{RawApproval, RawLimits, RawRate, RawTimeouts};

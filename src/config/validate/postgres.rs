@@ -2,8 +2,8 @@
 
 use std::str::FromStr;
 
-use super::credentials::secret_ref;
 use super::fields::Errors;
+use super::fields::secret_ref;
 use crate::config::model::PostgresConfig;
 use crate::config::raw::RawSecretRef;
 
