@@ -443,9 +443,24 @@ policies:
     )
     .unwrap();
     let spec = &ok.credentials["s3"];
-    assert!(matches!(spec.inject, Inject::AwsSigV4 { region: None, service: None }));
-    let SecretSource::Aws(aws) = &spec.source else { panic!("not AWS") };
+    assert!(matches!(
+        spec.inject,
+        Inject::AwsSigV4 {
+            region: None,
+            service: None
+        }
+    ));
+    let SecretSource::Aws(aws) = &spec.source else {
+        panic!("not AWS")
+    };
     let role = aws.assume_role.as_ref().unwrap();
-    assert_eq!((role.session_name.as_str(), role.duration.as_secs(), role.region.as_str()), ("cordon", 3600, "us-east-1"));
+    assert_eq!(
+        (
+            role.session_name.as_str(),
+            role.duration.as_secs(),
+            role.region.as_str()
+        ),
+        ("cordon", 3600, "us-east-1")
+    );
     assert_eq!(role.endpoint.to_string(), "https://sts.us-east-1.amazonaws.com/");
 }

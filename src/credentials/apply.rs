@@ -95,7 +95,12 @@ impl Credentials {
         for spec in self
             .specs
             .values()
-            .filter(|s| matches!(s.source, SecretSource::Static(_)))
+            // Stored secrets, and stored AWS keys that are used as they are (a role's are learnt when assumed).
+            .filter(|s| match &s.source {
+                SecretSource::Static(_) => true,
+                SecretSource::Aws(a) => a.assume_role.is_none(),
+                _ => false,
+            })
         {
             let read = tokio::time::timeout(std::time::Duration::from_secs(2), self.secrets.value(spec, None)).await;
             if !matches!(read, Ok(Ok(_))) {

@@ -264,8 +264,8 @@ policies:
     real_in_sandbox.insert("AWS_SECRET_ACCESS_KEY".into(), real_secret.into());
     let r = refused(&real_in_sandbox, "list");
     assert_eq!(
-        r["status"].as_i64(),
-        Some(403),
+        (r["status"].as_i64(), r["reason"].as_str()),
+        (Some(403), Some("aws_signature_key")),
         "the real keys are not this sandbox's: {r}"
     );
     let mut elsewhere = env1.clone();
