@@ -414,6 +414,10 @@ credentials:
   e:
     source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S } } }
     bind: { hosts: [sts.amazonaws.com] }
+  f:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S } } }
+    bind: { hosts: [sts.amazonaws.com] }
+    mask_echo: true
 policies:
   p:
     credentials: [e]
@@ -433,6 +437,7 @@ policies:
         "credentials.d.source.aws.secret_access_key: needs exactly one of",
         "credentials.d.inject: `aws_sigv4` signs the request; it takes no",
         "policies.p.credential_scope.e: an AWS credential takes only `session_policy`, and only with `assume_role`",
+        "credentials.f.mask_echo: an AWS secret never leaves cordon",
     ] {
         assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
     }
@@ -450,10 +455,11 @@ policies:
             service: None
         }
     ));
-    let SecretSource::Aws(aws) = &spec.source else {
-        panic!("not AWS")
+    let role = match &spec.source {
+        SecretSource::Aws(aws) => aws.assume_role.clone(),
+        _ => None,
     };
-    let role = aws.assume_role.as_ref().unwrap();
+    let role = role.unwrap();
     assert_eq!(
         (
             role.session_name.as_str(),

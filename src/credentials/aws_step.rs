@@ -86,10 +86,10 @@ impl Credentials {
         parts: &Parts,
         body: Option<&[u8]>,
     ) -> Result<Option<AwsSigned>, ProxyError> {
-        let aws: Vec<&String> = self.aws_usable(usable).collect();
-        if aws.is_empty() {
+        if self.aws_usable(usable).next().is_none() {
             return Ok(None);
         }
+        let aws: Vec<&String> = self.aws_usable(usable).collect();
         let signed = match read(parts) {
             Ok(Some(signed)) => signed,
             Ok(None) => return Err(refused("aws_unsigned", "an AWS destination takes only requests signed with this sandbox's AWS keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from `cordon sandbox env`)".into())),

@@ -180,6 +180,13 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             }),
             raw => inject(errs, &format!("{base}.inject"), raw.unwrap_or_default()),
         };
+        if is_aws && c.mask_echo {
+            errs.at(
+                format!("{base}.mask_echo"),
+                "an AWS secret never leaves cordon (only signatures made with it do), so there is nothing to mask; \
+                 and masking removes the Range headers S3 clients sign. Remove `mask_echo`",
+            );
+        }
         match (&inject, is_aws) {
             (Some(Inject::AwsSigV4 { .. }), false) if source.is_some() => errs.at(
                 format!("{base}.inject.aws_sigv4"),
