@@ -45,6 +45,8 @@ free_port() {
 proxy_port="$(free_port)"
 admin_port="$(free_port)"
 while [ "$admin_port" = "$proxy_port" ]; do admin_port="$(free_port)"; done
+preview_port="$(free_port)"
+while [ "$preview_port" = "$proxy_port" ] || [ "$preview_port" = "$admin_port" ]; do preview_port="$(free_port)"; done
 admin="http://127.0.0.1:$admin_port"
 
 # The shape of config/cordon.yaml, with everything in $tmp, a second policy, and a credential injected by
@@ -53,6 +55,10 @@ cat >"$tmp/cordon.yaml" <<EOF
 listen:
   proxy: 127.0.0.1:$proxy_port
   admin: 127.0.0.1:$admin_port
+  preview: 127.0.0.1:$preview_port
+
+previews:
+  domain: preview.localhost
 
 control:
   admin_token: { file: $tmp/admin-token }
@@ -96,10 +102,12 @@ sandboxes:
     user: demo-user
     token_sha256: 7c43ef5ae21d43ce2743f770c68e24def1a43ee2f416d2438410c8af7af2ff2c
     policy: default
+    source_cidrs: ["127.0.0.77/32"]
 
 policies:
   default:
     mode: enforce
+    expose: [3000]
     allow:
       - host: example.com
       - host: "*.example.com"
@@ -117,6 +125,8 @@ EOF
 #   a duration between 1s and control.max_ttl. The dictionaries make most generated bodies name a real policy and a
 #   real duration, so that sandboxes do get created (and renewed, revoked, shown) rather than refused.
 # - A revoked sandbox stays visible (with `revoked_at`) until it is purged, so GET after DELETE is 200, not 404.
+# - makePreview answers 422 to a port the sandbox's policy does not expose, and 409 for a sandbox without an address
+#   of its own; the dictionaries make some bodies name the demo sandbox's exposed port.
 cat >"$tmp/schemathesis.toml" <<'EOF'
 # Every check (what `--checks all` says, but given here, since the command line would override the
 # per-operation settings below).
@@ -144,6 +154,20 @@ parameters = { "body.policy" = { dictionary = "policies", probability = 0.5 } }
 [[operations]]
 include-operation-id = "renewSandbox"
 parameters = { "body.ttl" = { dictionary = "ttls", probability = 0.5 } }
+
+[dictionaries.ports]
+values = [3000]
+
+[dictionaries.sandboxes]
+values = ["demo"]
+
+[[operations]]
+include-operation-id = ["makePreview", "closePreview"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = "makePreview"
+parameters = { "path.id" = { dictionary = "sandboxes", probability = 0.5 }, "body.port" = { dictionary = "ports", probability = 0.5 } }
 
 [[operations]]
 include-operation-id = "getSandbox"

@@ -22,7 +22,7 @@
 //! | 7 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
 //! | 6 | `pipeline`, `reload` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration |
 //! | 5 | `state`, `sandbox_env`, `otlp` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
-//! | 4 | `session`, `credentials`, `approval`, `logging` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output |
+//! | 4 | `session`, `credentials`, `approval`, `logging`, `preview` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output; preview links, sessions and their names |
 //! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
 //! | 1 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
@@ -60,6 +60,7 @@ mod otlp;
 mod pg;
 mod pipeline;
 pub mod policy;
+mod preview;
 pub mod reload;
 mod sandbox_env;
 mod secret_file;

@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::addr::ClientAddr;
-use crate::entry::{http, transparent};
+use crate::entry::{http, preview, transparent};
 use crate::error;
 use crate::state::ProxyState;
 
@@ -21,6 +21,8 @@ pub(crate) enum Entry {
     Explicit,
     /// The transparent listener: connections redirected by the kernel.
     Transparent,
+    /// The preview listener: people opening preview URLs into sandboxes.
+    Preview,
 }
 
 /// Serve the explicit proxy on an already bound listener until `shutdown` completes (see `serve`).
@@ -83,7 +85,7 @@ async fn accept_loop(
                             }
                         }
                     }
-                    Entry::Transparent => None,
+                    Entry::Transparent | Entry::Preview => None,
                 };
                 match slots.clone().try_acquire_owned() {
                     Ok(slot) => {
@@ -96,6 +98,7 @@ async fn accept_loop(
                                 Entry::Transparent => {
                                     transparent::serve(state, stream, ClientAddr(client), graceful).await
                                 }
+                                Entry::Preview => preview::serve(state, stream, ClientAddr(client), graceful).await,
                             }
                             drop(slot);
                         });

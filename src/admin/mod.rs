@@ -5,6 +5,7 @@
 mod approvals;
 mod patch;
 mod policy;
+mod previews;
 mod response;
 mod sandboxes;
 mod sources;
@@ -47,6 +48,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/sandboxes/{id}/ca-bundle"),
     ("POST", "/v1/sandboxes/{id}/rotate-ca"),
     ("DELETE", "/v1/sandboxes/{id}/hold"),
+    ("POST", "/v1/sandboxes/{id}/previews"),
+    ("DELETE", "/v1/sandboxes/{id}/previews/{preview}"),
     ("POST", "/v1/reload"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
@@ -147,6 +150,16 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "sandboxes", _, "ca-bundle"], _) => not_allowed("GET"),
         (["v1", "sandboxes", id, "rotate-ca"], &Method::POST) => sandboxes::rotate_ca(state, id).await,
         (["v1", "sandboxes", _, "rotate-ca"], _) => not_allowed("POST"),
+        (["v1", "sandboxes", id, "previews"], &Method::POST) => {
+            let id = id.to_string();
+            match body(req).await {
+                Ok(v) => previews::create(state, &id, v),
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "sandboxes", _, "previews"], _) => not_allowed("POST"),
+        (["v1", "sandboxes", id, "previews", pid], &Method::DELETE) => previews::revoke(state, id, pid),
+        (["v1", "sandboxes", _, "previews", _], _) => not_allowed("DELETE"),
         (["v1", "sandboxes", id, "hold"], &Method::DELETE) => lift_hold(state, id),
         (["v1", "sandboxes", _, "hold"], _) => not_allowed("DELETE"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,

@@ -6,6 +6,7 @@
 pub(crate) mod chain;
 pub(crate) mod file;
 mod health;
+mod kind;
 mod output;
 mod record;
 mod sink;

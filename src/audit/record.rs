@@ -10,62 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Sink;
+pub use super::kind::{Kind, Verdict};
 use crate::error::TunnelEnd;
 use crate::identity::Sandbox;
 use crate::target::Target;
-
-/// What kind of traffic a record describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A plain HTTP request forwarded in absolute form.
-    Http,
-    /// A CONNECT tunnel (intercepted or not).
-    Connect,
-    /// A request inside an intercepted CONNECT.
-    Https,
-    /// Bytes that never became a request (refused framing, oversized head).
-    Malformed,
-    /// Failed proxy authentications from one address that were throttled, counted in one record.
-    AuthFailures,
-    /// A connection that reached the transparent listener (TLS, or refused before it was HTTP).
-    Transparent,
-    /// A DNS query to the responder.
-    Dns,
-    /// An `on_violation` action taken on a sandbox (not a request's record).
-    Violation,
-}
-
-impl Kind {
-    /// The name used in the record and the metrics.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Http => "http",
-            Kind::Connect => "connect",
-            Kind::Https => "https",
-            Kind::Malformed => "malformed",
-            Kind::AuthFailures => "auth_failures",
-            Kind::Transparent => "transparent",
-            Kind::Dns => "dns",
-            Kind::Violation => "violation",
-        }
-    }
-}
-
-/// The outcome of the policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Allowed by a rule.
-    Allow,
-    /// Refused.
-    Deny,
-    /// Allowed only because the policy is in report mode.
-    WouldDeny,
-}
 
 /// One audit record.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -262,6 +213,12 @@ impl Pending {
         r.sandbox = Some(sandbox.id.to_string());
         r.user = Some(sandbox.user.clone());
         r.policy = Some(sandbox.policy.clone());
+    }
+
+    /// The person a preview request comes from (the user its link was made for), in place of the sandbox's
+    /// owner.
+    pub(crate) fn visitor(&mut self, user: &str) {
+        self.record.user = Some(user.to_string());
     }
 
     /// Where to.

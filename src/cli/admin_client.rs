@@ -181,6 +181,28 @@ impl AdminClient {
         self.call(Method::POST, sandbox_path(id, "/credentials")?, None).await
     }
 
+    /// `POST /v1/sandboxes/{id}/previews`: a link to `port` of the sandbox for `user` (a Preview object).
+    pub(crate) async fn preview(
+        &self,
+        id: &str,
+        port: u16,
+        user: &str,
+        ttl: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut body = serde_json::json!({ "port": port, "user": user });
+        if let Some(ttl) = ttl {
+            body["ttl"] = serde_json::json!(ttl);
+        }
+        let path = sandbox_path(id, "/previews")?;
+        self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
+    }
+
+    /// `DELETE /v1/sandboxes/{id}/previews/{preview}`: end a preview at once.
+    pub(crate) async fn close_preview(&self, id: &str, preview: &str) -> Result<Value, ClientError> {
+        let path = item_path(&sandbox_path(id, "/previews")?, "a preview", preview, "")?;
+        self.call(Method::DELETE, path, None).await
+    }
+
     /// `GET /v1/approvals`: `{"pending":[Pending,...]}`, oldest first.
     pub(crate) async fn approvals(&self) -> Result<Value, ClientError> {
         self.call(Method::GET, "/v1/approvals".to_owned(), None).await

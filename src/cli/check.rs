@@ -20,6 +20,19 @@ pub(crate) fn print_summary(c: &Config) {
     if let Some(d) = c.listen.dns {
         outln!("         dns {d} (UDP and TCP)");
     }
+    if let (Some(a), Some(p)) = (c.listen.preview, &c.previews) {
+        outln!(
+            "         preview {a} ({}, <port>-<sandbox>.{}; links live {}, sessions {})",
+            if p.tls.is_some() {
+                "HTTPS"
+            } else {
+                "plain HTTP on loopback"
+            },
+            p.domain,
+            humantime::format_duration(p.link_ttl),
+            humantime::format_duration(p.session_ttl)
+        );
+    }
     let store = c
         .control
         .store
@@ -101,8 +114,15 @@ pub(crate) fn print_summary(c: &Config) {
             true => String::new(),
             false => format!("; narrows {}", narrowed.join(", ")),
         };
+        let exposed = match p.expose.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; exposes {}",
+                p.expose.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
         outln!(
-            "  {:<16} {:<8} {} rules{narrowed}{on_violation}",
+            "  {:<16} {:<8} {} rules{exposed}{narrowed}{on_violation}",
             name,
             p.mode.as_str(),
             p.rule_count()

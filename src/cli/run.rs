@@ -91,6 +91,14 @@ async fn serve(
         None => None,
     };
     let transparent_bound = transparent.as_ref().and_then(|l| l.local_addr().ok());
+    let preview = match config.listen.preview {
+        Some(a) => match bind(a, "listen.preview").await {
+            Ok(l) => Some(l),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let preview_bound = preview.as_ref().and_then(|l| l.local_addr().ok());
     let dns = match config.listen.dns {
         Some(a) => match crate::entry::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
@@ -105,6 +113,7 @@ async fn serve(
     let mut own = vec![bound];
     own.extend(admin_bound);
     own.extend(transparent_bound);
+    own.extend(preview_bound);
     if let Some((udp, tcp)) = &dns {
         own.extend(udp.local_addr().ok());
         own.extend(tcp.local_addr().ok());
@@ -178,6 +187,10 @@ async fn serve(
     if let (Some(l), Some(a)) = (transparent, transparent_bound) {
         tracing::info!("transparent listener on {a} (sandboxes known by source address)");
         listeners.push((l, server::Entry::Transparent));
+    }
+    if let (Some(l), Some(a)) = (preview, preview_bound) {
+        tracing::info!("preview listener on {a} (preview URLs into sandboxes, opened with signed links)");
+        listeners.push((l, server::Entry::Preview));
     }
     server::serve(listeners, state, server::shutdown_signal()).await;
     stop_admin.cancel();

@@ -119,6 +119,31 @@ pub(crate) enum SandboxCommand {
         /// Its id.
         id: String,
     },
+    /// Make a short-lived link that opens a port of the sandbox on the preview listener, for one person;
+    /// prints the link (or the whole answer with --json).
+    Preview {
+        /// The sandbox.
+        id: String,
+        /// Its port (one its policy exposes).
+        #[arg(long)]
+        port: u16,
+        /// The person the link is for.
+        #[arg(long)]
+        user: String,
+        /// How long the link may be opened (default and most: previews.link_ttl).
+        #[arg(long)]
+        ttl: Option<String>,
+        /// Print the answer as JSON (its id, to close it later, and when it expires).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close a preview at once: its link and every session opened with it are refused from now on.
+    ClosePreview {
+        /// The sandbox.
+        id: String,
+        /// The preview's id (`pv-...`).
+        preview: String,
+    },
     /// Issue a further credential and print the environment to start the sandbox with.
     Env {
         /// Its id.
@@ -265,5 +290,19 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
         SandboxCommand::Renew { id, ttl } => pretty(&client.renew(&id, ttl.as_deref()).await?),
         SandboxCommand::Revoke { id } => pretty(&client.revoke(&id).await?),
         SandboxCommand::Env { id, format } => render::render_env(&client.credentials(&id).await?, format)?,
+        SandboxCommand::Preview {
+            id,
+            port,
+            user,
+            ttl,
+            json,
+        } => {
+            let made = client.preview(&id, port, &user, ttl.as_deref()).await?;
+            match (json, made["url"].as_str()) {
+                (false, Some(url)) => format!("{url}\n"),
+                _ => pretty(&made),
+            }
+        }
+        SandboxCommand::ClosePreview { id, preview } => pretty(&client.close_preview(&id, &preview).await?),
     })
 }

@@ -7,6 +7,7 @@
 pub(crate) mod credentials;
 mod export;
 mod model;
+pub(crate) mod previews;
 mod raw;
 mod validate;
 pub(crate) mod violations;

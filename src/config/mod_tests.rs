@@ -470,3 +470,52 @@ policies:
     );
     assert_eq!(role.endpoint.to_string(), "https://sts.us-east-1.amazonaws.com/");
 }
+
+#[test]
+fn previews_are_checked_with_their_paths() {
+    let errs = errors(
+        "listen: { preview: 0.0.0.0:8443 }\npreviews: { domain: \"not a domain\", link_ttl: 2d, session_ttl: 0s }\n\
+         policies:\n  p:\n    expose: [3000, 3000, 0, 70000]\n    allow: []\n",
+    );
+    for needle in [
+        "previews.domain: \"not a domain\" is not a domain name",
+        "previews.tls: is missing and listen.preview (0.0.0.0:8443) is not a loopback address",
+        "previews.link_ttl: must be at most 1day",
+        "previews.session_ttl: \"0s\" is zero",
+        "policies.p.expose[1]: 3000 is listed twice",
+        "policies.p.expose[2]: 0 is not a port (1 to 65535)",
+        "policies.p.expose[3]: 70000 is not a port (1 to 65535)",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    let errs = errors("previews: { domain: preview.example.com }\n");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("previews: is set but listen.preview is not")),
+        "{errs:#?}"
+    );
+    let errs = errors("listen: { preview: 127.0.0.1:8443 }\n");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("listen.preview: is set but `previews` is not")),
+        "{errs:#?}"
+    );
+    let errs =
+        errors("listen: { proxy: 127.0.0.1:3128, preview: 127.0.0.1:3128 }\npreviews: { domain: p.example.com }\n");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("listen.preview") && e.contains("each listener needs its own")),
+        "{errs:#?}"
+    );
+    let ok = Config::parse(
+        "t.yaml",
+        "listen: { preview: 127.0.0.1:8443 }\npreviews: { domain: Preview.Example.Com. }\npolicies:\n  p:\n    expose: [3000]\n    allow: []\n",
+    )
+    .unwrap();
+    let p = ok.previews.as_ref().unwrap();
+    assert_eq!(
+        (p.domain.as_str(), p.link_ttl.as_secs(), p.session_ttl.as_secs()),
+        ("preview.example.com", 300, 3600)
+    );
+    assert_eq!(ok.policies["p"].expose, [3000]);
+}

@@ -21,6 +21,8 @@ pub struct Config {
     pub(crate) audit: AuditConfig,
     /// The audit log's chain: checkpoint interval and signing key.
     pub(crate) audit_chain: AuditChain,
+    /// Preview URLs into sandboxes, with `listen.preview`.
+    pub(crate) previews: Option<super::previews::Previews>,
     /// Each policy's `on_violation`, by policy name.
     pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
     /// Credential usage budgets.
@@ -155,6 +157,8 @@ pub(crate) struct Listen {
     pub(crate) transparent_tproxy: bool,
     /// The DNS responder's address (UDP and TCP), if any.
     pub(crate) dns: Option<SocketAddr>,
+    /// The preview listener, if any: people opening preview URLs into sandboxes.
+    pub(crate) preview: Option<SocketAddr>,
 }
 
 impl Config {
@@ -173,6 +177,7 @@ impl Listen {
         let mut all = vec![("listen.proxy", self.proxy)];
         all.extend(self.admin.map(|a| ("listen.admin", a)));
         all.extend(self.transparent.map(|a| ("listen.transparent", a)));
+        all.extend(self.preview.map(|a| ("listen.preview", a)));
         all
     }
 }

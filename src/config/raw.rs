@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 mod audit;
 mod credentials;
+mod previews;
 
 pub(super) use audit::*;
 pub(super) use credentials::*;
+pub(super) use previews::*;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +62,8 @@ pub(super) struct RawConfig {
     /// Operational logs.
     #[serde(default)]
     pub(crate) log: RawLog,
+    /// Preview URLs into sandboxes.
+    pub(crate) previews: Option<RawPreviews>,
 }
 
 /// `log:`
@@ -180,6 +184,8 @@ pub(super) struct RawListen {
     pub(crate) transparent_tproxy: Option<bool>,
     /// DNS responder (UDP and TCP), `host:port`.
     pub(crate) dns: Option<String>,
+    /// Preview listener (HTTPS, or HTTP on loopback), `host:port`.
+    pub(crate) preview: Option<String>,
 }
 
 /// `network:`
@@ -318,6 +324,8 @@ pub(super) struct RawPolicy {
     /// Credential budgets for this policy's sandboxes, replacing the credentials' own.
     #[serde(default)]
     pub(crate) credential_budget: BTreeMap<String, RawBudget>,
+    /// Ports of its sandboxes that preview URLs may open.
+    pub(crate) expose: Option<Vec<i64>>,
 }
 
 /// `policies.NAME.on_violation:`

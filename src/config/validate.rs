@@ -22,6 +22,7 @@ mod inline;
 mod limits;
 mod policies;
 mod postgres;
+mod previews;
 mod violations;
 
 use fields::{Errors, cidr, duration, ip, socket_addr};
@@ -43,14 +44,17 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         transparent: None,
         transparent_tproxy: false,
         dns: None,
+        preview: None,
     };
     let optional = |errs: &mut Errors, path: &str, raw: Option<&str>| raw.map(|a| socket_addr(errs, path, Some(a), ""));
     let listen = Listen {
         transparent: optional(&mut errs, "listen.transparent", raw.listen.transparent.as_deref()),
         transparent_tproxy: raw.listen.transparent_tproxy.unwrap_or(false),
         dns: optional(&mut errs, "listen.dns", raw.listen.dns.as_deref()),
+        preview: optional(&mut errs, "listen.preview", raw.listen.preview.as_deref()),
         ..listen
     };
+    let previews = previews::previews(&mut errs, raw.previews.take(), listen.preview);
     if listen.transparent_tproxy && listen.transparent.is_none() {
         errs.at(
             "listen.transparent_tproxy",
@@ -101,6 +105,11 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             }
         }
     }
+    let exposed: BTreeMap<String, Vec<u16>> = raw
+        .policies
+        .iter_mut()
+        .map(|(name, p)| (name.clone(), previews::expose(&mut errs, name, p.expose.take())))
+        .collect();
     let mut policy_credentials: BTreeMap<String, (Vec<String>, BTreeMap<String, super::raw::RawScope>)> = raw
         .policies
         .iter_mut()
@@ -127,6 +136,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let creds = credentials::credentials(&mut errs, raw.credentials);
     let mut policies = policies::policies(&mut errs, raw.policies);
     for (name, p) in policies.iter_mut() {
+        p.expose = exposed.get(name).cloned().unwrap_or_default();
         if let Some((list, scopes)) = policy_credentials.remove(name) {
             credentials::check_policy_credentials(&mut errs, name, &list, &creds);
             p.credential_scope = credentials::scopes(&mut errs, name, &list, scopes, &creds);
@@ -167,6 +177,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             control,
             approval,
             log_format,
+            previews,
             warnings: errs.warnings,
         })
     } else {

@@ -16,6 +16,7 @@ pub mod dns;
 pub(crate) mod explain;
 pub(crate) mod http;
 pub(crate) mod intercept;
+pub(crate) mod preview;
 pub(crate) mod transparent;
 pub(crate) mod tunnel;
 mod websocket;

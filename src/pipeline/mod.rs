@@ -34,6 +34,7 @@ mod exchange;
 mod identify;
 mod input;
 mod name;
+mod preview;
 mod record;
 mod request;
 mod respond;
@@ -48,6 +49,7 @@ pub(crate) use dry::{CredentialUse, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
 pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord, WebSocketGuard};
+pub(crate) use preview::{Refusal as PreviewRefusal, allowed as preview_allowed, serve as preview};
 pub(crate) use record::{malformed, refuse_connection};
 pub(crate) use request::is_websocket;
 

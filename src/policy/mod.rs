@@ -44,6 +44,8 @@ pub struct Policy {
     pub(crate) credentials: Vec<String>,
     /// How this policy narrows token credentials for its sandboxes.
     pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
+    /// Ports of its sandboxes that preview URLs may open.
+    pub(crate) expose: Vec<u16>,
     hosts: GlobSet,
     host_owner: Vec<usize>,
 }
@@ -58,6 +60,7 @@ impl Policy {
             rules,
             credentials: Vec::new(),
             credential_scope: std::collections::BTreeMap::new(),
+            expose: Vec::new(),
             hosts,
             host_owner,
         })

@@ -33,6 +33,7 @@ mod budgets;
 mod budgets_credential;
 mod generation;
 mod policies;
+mod previews_open;
 mod shared;
 pub(crate) mod violations;
 mod violations_act;
@@ -87,6 +88,8 @@ pub struct ProxyState {
     pub(crate) violations: Arc<violations::Watch>,
     /// What each (sandbox or user, credential) used of its budget in the current window.
     pub(crate) credential_budgets: crate::limits::CredentialBudgets,
+    /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
+    pub(crate) previews: Option<Arc<crate::preview::Previews>>,
 }
 
 impl ProxyState {
@@ -119,6 +122,7 @@ impl ProxyState {
             }
         };
         let opened = shared::open(&config, &generation, key).await?;
+        let previews = previews_open::open(&generation).await?;
         let webhook_secret = match config.approval.webhook.as_ref().and_then(|w| w.secret.as_ref()) {
             None => None,
             Some(r) => Some(
@@ -161,6 +165,7 @@ impl ProxyState {
                 }),
                 violations,
                 credential_budgets: crate::limits::CredentialBudgets::default(),
+                previews,
                 cas: opened.cas,
                 leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
                 control: opened.control,

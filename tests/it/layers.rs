@@ -19,7 +19,7 @@ const RANKS: &[&[&str]] = &[
     &["body", "identity", "net", "policy", "pg"],
     &["control", "error", "tls"],
     &["audit", "config", "headers", "upstream"],
-    &["approval", "credentials", "session", "logging"],
+    &["approval", "credentials", "session", "logging", "preview"],
     &["sandbox_env", "state", "otlp"],
     &["pipeline", "reload"],
     &["entry", "admin"],

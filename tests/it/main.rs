@@ -49,6 +49,7 @@ mod pg_replicas;
 mod pg_rig;
 mod pg_smoke;
 mod ports;
+mod previews;
 mod rig;
 mod secrets_mask;
 mod secrets_rig;

@@ -98,6 +98,8 @@ pub(crate) fn inline_policy(
     if !errors.is_empty() {
         return Err(errors);
     }
+    // A sandbox's own policy exposes what its base exposes.
+    compiled.expose = base.expose.clone();
     compiled.credential_scope = base
         .credential_scope
         .iter()

@@ -1,0 +1,56 @@
+//! What a record describes and what was decided: the closed vocabularies of `kind` and `decision`.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of traffic a record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A plain HTTP request forwarded in absolute form.
+    Http,
+    /// A CONNECT tunnel (intercepted or not).
+    Connect,
+    /// A request inside an intercepted CONNECT.
+    Https,
+    /// Bytes that never became a request (refused framing, oversized head).
+    Malformed,
+    /// Failed proxy authentications from one address that were throttled, counted in one record.
+    AuthFailures,
+    /// A connection that reached the transparent listener (TLS, or refused before it was HTTP).
+    Transparent,
+    /// A DNS query to the responder.
+    Dns,
+    /// An `on_violation` action taken on a sandbox (not a request's record).
+    Violation,
+    /// A request to a preview URL: a person reaching a port of a sandbox.
+    Preview,
+}
+
+impl Kind {
+    /// The name used in the record and the metrics.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Http => "http",
+            Kind::Connect => "connect",
+            Kind::Https => "https",
+            Kind::Malformed => "malformed",
+            Kind::AuthFailures => "auth_failures",
+            Kind::Transparent => "transparent",
+            Kind::Dns => "dns",
+            Kind::Violation => "violation",
+            Kind::Preview => "preview",
+        }
+    }
+}
+
+/// The outcome of the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Allowed by a rule.
+    Allow,
+    /// Refused.
+    Deny,
+    /// Allowed only because the policy is in report mode.
+    WouldDeny,
+}

@@ -1,0 +1,339 @@
+//! A request on the preview listener: a person reaching a port of a sandbox. The steps, each refusing with
+//! its own reason and every request audited (kind `preview`, the link's user as `user`):
+//!
+//! 1. the name: `<port>-<sandbox>.<domain>` (else 404 `preview_unknown`);
+//! 2. the link or the session: `/.cordon/preview?t=LINK` sets a host-only session cookie and sends the
+//!    browser to `/`; any other request needs that cookie (none or a bad one: 401 `preview_login` with a short
+//!    page; one made for another sandbox or port: 403 `preview_other`);
+//! 3. still allowed: the preview not revoked, the sandbox neither revoked nor expired (403 `preview_revoked`),
+//!    the port among its policy's `expose` (403 `port_not_exposed`);
+//! 4. forwarded to the sandbox's own address (its single-address `source_cidrs`) at that port, over HTTP/1.1,
+//!    upgrades (WebSockets) included, without the session cookie.
+//!
+//! SECURITY: a preview reaches only the address the control plane holds for that sandbox, only at a port its
+//! policy exposes, and only with a session signed by cordon for that sandbox and port.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::header::{CONNECTION, COOKIE, HOST, LOCATION, SET_COOKIE, UPGRADE};
+use http::{HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+
+use crate::audit::{Kind, Pending};
+use crate::body::ProxyBody;
+use crate::identity::Sandbox;
+use crate::preview::{COOKIE as SESSION_COOKIE, Claims, OPEN_PATH, Previews, host};
+use crate::state::{Generation, ProxyState};
+
+/// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
+pub(crate) struct Refusal(pub(crate) StatusCode, pub(crate) &'static str, pub(crate) String);
+
+/// Serve one request that reached the preview listener.
+pub(crate) async fn serve(
+    state: &Arc<ProxyState>,
+    client: SocketAddr,
+    mut req: Request<Incoming>,
+) -> Response<ProxyBody> {
+    let mut pending = Pending::start(state.audit.clone(), client, Kind::Preview);
+    pending.method(Some(req.method().as_str()));
+    pending.path(req.uri().path());
+    let outcome = async {
+        let previews = state
+            .previews
+            .clone()
+            .ok_or_else(|| Refusal(StatusCode::NOT_FOUND, "preview_unknown", "previews are off".into()))?;
+        let name = req
+            .headers()
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .or(req.uri().host())
+            .unwrap_or_default()
+            .to_string();
+        let (port, id) = host::parse(&name, &previews.config.domain).ok_or_else(|| {
+            Refusal(
+                StatusCode::NOT_FOUND,
+                "preview_unknown",
+                format!("{name:?} is not a preview's name"),
+            )
+        })?;
+        pending.host(&format!("{port}-{id}.{}", previews.config.domain));
+        let generation = state.current();
+        if req.uri().path() == OPEN_PATH {
+            return open(state, &generation, &previews, &mut pending, &req, (port, &id));
+        }
+        let claims = session(&previews, &req)?;
+        let (sandbox, address) = allowed(state, &generation, &previews, &claims, (port, &id))?;
+        pending.identity(&sandbox);
+        pending.visitor(&claims.user);
+        strip_session(&mut req);
+        Ok(forward(state, &generation, req, SocketAddr::new(address, port)).await)
+    }
+    .await;
+    match outcome {
+        Ok(resp) => {
+            pending.allowed(None, None);
+            pending.status(resp.status().as_u16());
+            pending.finish();
+            resp
+        }
+        Err(Refusal(status, code, message)) => {
+            let deny = status.is_client_error();
+            pending.refused(deny, Some(status.as_u16()), code, Some(message.clone()));
+            pending.finish();
+            page(status, code, &message)
+        }
+    }
+}
+
+/// `/.cordon/preview?t=LINK`: the link checked, the session cookie set, the browser sent to `/`.
+fn open(
+    state: &ProxyState,
+    generation: &Generation,
+    previews: &Previews,
+    pending: &mut Pending,
+    req: &Request<Incoming>,
+    (port, id): (u16, &str),
+) -> Result<Response<ProxyBody>, Refusal> {
+    let token = req
+        .uri()
+        .query()
+        .and_then(|q| form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "t"))
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let link = previews
+        .signer
+        .check_link(&token)
+        .ok_or_else(|| login("this preview link is not valid, or has expired; ask for a new one"))?;
+    let (sandbox, _) = allowed(state, generation, previews, &link, (port, id))?;
+    pending.identity(&sandbox);
+    pending.visitor(&link.user);
+    let ttl = previews.session_ttl();
+    let session = Claims::new(
+        link.pid.clone(),
+        link.sbx.clone(),
+        link.port,
+        link.user.clone(),
+        now() + ttl.as_secs(),
+    );
+    let token = previews.signer.session(&session).map_err(|e| {
+        Refusal(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "preview_failed",
+            format!("cannot sign the session: {e}"),
+        )
+    })?;
+    // Host-only (no Domain), so the browser sends it back to this preview alone; not readable by the page.
+    let cookie = cookie::Cookie::build((SESSION_COOKIE, token))
+        .path("/")
+        .http_only(true)
+        .secure(true)
+        .same_site(cookie::SameSite::Lax)
+        .max_age(cookie::time::Duration::seconds(
+            i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
+        ))
+        .build();
+    let mut resp = Response::new(crate::body::empty());
+    *resp.status_mut() = StatusCode::SEE_OTHER;
+    let h = resp.headers_mut();
+    h.insert(LOCATION, HeaderValue::from_static("/"));
+    if let Ok(v) = HeaderValue::from_str(&cookie.to_string()) {
+        h.insert(SET_COOKIE, v);
+    }
+    h.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+/// The session a request carries, checked.
+fn session(previews: &Previews, req: &Request<Incoming>) -> Result<Claims, Refusal> {
+    let mut found = None;
+    for header in req.headers().get_all(COOKIE) {
+        let Ok(text) = header.to_str() else { continue };
+        for c in cookie::Cookie::split_parse(text).flatten() {
+            if c.name() == SESSION_COOKIE {
+                found = Some(c.value().to_string());
+            }
+        }
+    }
+    let token = found.ok_or_else(|| login("this preview needs a link: ask for one"))?;
+    previews
+        .signer
+        .check_session(&token)
+        .ok_or_else(|| login("this preview's session is not valid, or has expired; open a new link"))
+}
+
+/// Whether `claims` still open preview `(port, id)`: made for it, not revoked, the sandbox alive, the port
+/// exposed; the sandbox and its address.
+pub(crate) fn allowed(
+    state: &ProxyState,
+    generation: &Generation,
+    previews: &Previews,
+    claims: &Claims,
+    (port, id): (u16, &str),
+) -> Result<(Sandbox, IpAddr), Refusal> {
+    if claims.sbx != id || claims.port != port {
+        return Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "preview_other",
+            "this session or link is for another preview".into(),
+        ));
+    }
+    let revoked = || {
+        Refusal(
+            StatusCode::FORBIDDEN,
+            "preview_revoked",
+            "this preview has been closed".into(),
+        )
+    };
+    if previews.is_revoked(&claims.pid) {
+        return Err(revoked());
+    }
+    let (sandbox, cidrs) = match generation.identities.get(id) {
+        Some(s) => {
+            let spec = generation.config.sandboxes.iter().find(|s| s.id == id);
+            ((*s).clone(), spec.map(|s| s.source_cidrs.clone()).unwrap_or_default())
+        }
+        None => {
+            let record = state.control.get(id).ok_or_else(revoked)?;
+            let now = i64::try_from(now()).unwrap_or(i64::MAX);
+            if record.revoked.is_some() || record.expires <= now {
+                return Err(revoked());
+            }
+            (record.incarnation(), record.source_cidrs.clone())
+        }
+    };
+    let exposed = generation
+        .policy_for(&sandbox, Some(&state.control))
+        .is_some_and(|p| p.expose.contains(&port));
+    if !exposed {
+        return Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "port_not_exposed",
+            format!("port {port} is not among the ports the sandbox's policy exposes"),
+        ));
+    }
+    let address = cidrs
+        .iter()
+        .find(|n| n.prefix_len() == n.max_prefix_len())
+        .map(|n| n.addr())
+        .ok_or_else(|| {
+            Refusal(
+                StatusCode::BAD_GATEWAY,
+                "preview_no_address",
+                "the sandbox has no address of its own (a source_cidrs entry of one address)".into(),
+            )
+        })?;
+    Ok((sandbox, address))
+}
+
+/// Remove the session cookie from what the sandbox receives (it is cordon's, not the dev server's).
+fn strip_session(req: &mut Request<Incoming>) {
+    let kept: Vec<String> = req
+        .headers()
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .flat_map(|text| text.split(';').map(str::trim).map(str::to_string).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty() && c.split('=').next().map(str::trim) != Some(SESSION_COOKIE))
+        .collect();
+    req.headers_mut().remove(COOKIE);
+    if !kept.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&kept.join("; "))
+    {
+        req.headers_mut().insert(COOKIE, v);
+    }
+}
+
+/// Send `req` to the dev server at `to`, passing an upgrade (WebSocket) through when the server agrees.
+async fn forward(
+    state: &ProxyState,
+    generation: &Generation,
+    mut req: Request<Incoming>,
+    to: SocketAddr,
+) -> Response<ProxyBody> {
+    let wants_upgrade = req.headers().contains_key(UPGRADE);
+    let client_upgrade = wants_upgrade.then(|| hyper::upgrade::on(&mut req));
+    if !wants_upgrade {
+        req.headers_mut().remove(CONNECTION);
+    }
+    let timeout = generation.config.timeouts.upstream_headers;
+    let sent = tokio::time::timeout(timeout, async {
+        let stream = tokio::net::TcpStream::connect(to).await.map_err(|e| e.to_string())?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+        state.tasks.spawn(conn.with_upgrades());
+        sender.send_request(req).await.map_err(|e| e.to_string())
+    })
+    .await;
+    let mut resp = match sent {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) => {
+            return page(
+                StatusCode::BAD_GATEWAY,
+                "preview_unreachable",
+                &format!("the dev server did not answer: {e}"),
+            );
+        }
+        Err(_) => {
+            return page(
+                StatusCode::GATEWAY_TIMEOUT,
+                "preview_unreachable",
+                "the dev server did not answer in time",
+            );
+        }
+    };
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS
+        && let Some(client_upgrade) = client_upgrade
+    {
+        let server_upgrade = hyper::upgrade::on(&mut resp);
+        state.tasks.spawn(async move {
+            if let (Ok(client), Ok(server)) = (client_upgrade.await, server_upgrade.await) {
+                let (mut a, mut b) = (
+                    hyper_util::rt::TokioIo::new(client),
+                    hyper_util::rt::TokioIo::new(server),
+                );
+                let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
+            }
+        });
+    }
+    resp.map(crate::body::boxed)
+}
+
+/// 401 `preview_login`, with what to do.
+fn login(message: &str) -> Refusal {
+    Refusal(StatusCode::UNAUTHORIZED, "preview_login", message.to_string())
+}
+
+/// A short page for a person (a browser shows it), with the reason in `x-cordon-reason`.
+fn page(status: StatusCode, code: &'static str, message: &str) -> Response<ProxyBody> {
+    let escaped = message.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let title = if status == StatusCode::UNAUTHORIZED {
+        "This preview needs a link"
+    } else {
+        "This preview is not available"
+    };
+    let html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n<body><h1>{title}</h1>\n\
+         <p id=\"cordon-reason\">{escaped}</p>\n<p>Preview links are made with <code>cordon sandbox preview</code>.</p>\
+         </body></html>\n"
+    );
+    let mut resp = Response::new(crate::body::full(html));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(crate::error::REASON_HEADER, HeaderValue::from_static(code));
+    h.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
