@@ -68,7 +68,7 @@ pub(crate) async fn serve(
         pending.identity(&sandbox);
         pending.visitor(&claims.user);
         strip_session(&mut req);
-        Ok(forward(state, &generation, req, SocketAddr::new(address, port)).await)
+        forward(state, &generation, req, SocketAddr::new(address, port)).await
     }
     .await;
     match outcome {
@@ -79,7 +79,11 @@ pub(crate) async fn serve(
             resp
         }
         Err(Refusal(status, code, message)) => {
+            // A refusal is a `deny`; a dev server that failed was allowed, and failed.
             let deny = status.is_client_error();
+            if !deny {
+                pending.allowed(None, None);
+            }
             pending.refused(deny, Some(status.as_u16()), code, Some(message.clone()));
             pending.finish();
             page(status, code, &message)
@@ -251,7 +255,7 @@ async fn forward(
     generation: &Generation,
     mut req: Request<Incoming>,
     to: SocketAddr,
-) -> Response<ProxyBody> {
+) -> Result<Response<ProxyBody>, Refusal> {
     let wants_upgrade = req.headers().contains_key(UPGRADE);
     let client_upgrade = wants_upgrade.then(|| hyper::upgrade::on(&mut req));
     if !wants_upgrade {
@@ -270,18 +274,18 @@ async fn forward(
     let mut resp = match sent {
         Ok(Ok(resp)) => resp,
         Ok(Err(e)) => {
-            return page(
+            return Err(Refusal(
                 StatusCode::BAD_GATEWAY,
                 "preview_unreachable",
-                &format!("the dev server did not answer: {e}"),
-            );
+                format!("the dev server did not answer: {e}"),
+            ));
         }
         Err(_) => {
-            return page(
+            return Err(Refusal(
                 StatusCode::GATEWAY_TIMEOUT,
                 "preview_unreachable",
-                "the dev server did not answer in time",
-            );
+                "the dev server did not answer in time".into(),
+            ));
         }
     };
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS
@@ -298,7 +302,7 @@ async fn forward(
             }
         });
     }
-    resp.map(crate::body::boxed)
+    Ok(resp.map(crate::body::boxed))
 }
 
 /// 401 `preview_login`, with what to do.

@@ -82,6 +82,7 @@ struct Rig {
     dev: u16,
     dev3: u16,
     ws: u16,
+    silent: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -149,6 +150,8 @@ async fn rig() -> (Rig, std::process::Child) {
     let dev2 = dev_server("127.0.0.10", "sb2").await;
     let dev3 = dev_server("127.0.0.11", "vm1").await;
     let ws = ws_echo("127.0.0.9").await;
+    // An exposed port where nothing listens (the dev server has not started, or has stopped).
+    let silent = free_port();
     let (proxy, admin, preview) = (free_port(), free_port(), free_port());
     let yaml = format!(
         r#"
@@ -163,7 +166,7 @@ sandboxes:
   - {{ id: sb2, user: bob, token_sha256: {h2}, policy: web, source_cidrs: ["127.0.0.10/32"] }}
 policies:
   web:
-    expose: [{dev}, {dev2}, {dev3}, {ws}]
+    expose: [{dev}, {dev2}, {dev3}, {ws}, {silent}]
     allow:
       # Even a rule naming cordon's own listeners cannot take a sandbox there.
       - {{ cidrs: ["127.0.0.1/32"], ports: [{preview}, {admin}] }}
@@ -205,6 +208,7 @@ policies:
         dev,
         dev3,
         ws,
+        silent,
         _dir: dir,
     };
     (rig, child)
@@ -285,6 +289,13 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let (status, reason, _, _) = rig.curl(&short, None);
     assert_eq!((status, reason.as_str()), (401, "preview_login"), "an expired link");
+
+    // A dev server that is not there: 502, said so.
+    let (quiet_link, _) = rig.link("sb1", rig.silent, &[]);
+    let (_, _, head, _) = rig.curl(&quiet_link, None);
+    let (quiet_cookie, _) = session_cookie(&head);
+    let (status, reason, _, _) = rig.curl(&rig.url(rig.silent, "sb1", "/"), Some(&quiet_cookie));
+    assert_eq!((status, reason.as_str()), (502, "preview_unreachable"));
 
     // WebSockets pass (a dev server's hot reload).
     let (ws_link, _) = rig.link("sb1", ws, &[]);
@@ -371,6 +382,12 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
             "no {reason} record"
         );
     }
+    assert!(
+        previews
+            .iter()
+            .any(|r| r["reason"] == "preview_unreachable" && r["status"] == 502 && r["decision"] == "allow"),
+        "a failure, not a refusal: {previews:#?}"
+    );
 }
 
 /// Send one message over a WebSocket to `port` of sb1 through the preview listener; what comes back.
