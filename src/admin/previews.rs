@@ -71,13 +71,8 @@ pub(super) fn create(state: &ProxyState, id: &str, body: Value) -> AdminResponse
             ),
         );
     }
-    let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
-    if !known {
-        return error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no sandbox has the id {id:?}"),
-        );
+    if let Some(unknown) = super::unknown_sandbox(state, id) {
+        return unknown;
     }
     link(state, &previews, id, port, user, ttl)
 }

@@ -155,16 +155,10 @@ policies:
     );
     let config = d.join("cordon.yaml");
     std::fs::write(&config, &yaml).unwrap();
-    let check = Command::new(BIN)
-        .args(["check", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let summary = String::from_utf8_lossy(&check.stdout);
+    let (summary, errors) = crate::cli::check_summary(&config);
     assert!(
         summary.contains("credential aws-role: AWS keys of role"),
-        "{summary}{}",
-        String::from_utf8_lossy(&check.stderr)
+        "{summary}{errors}"
     );
     assert!(summary.contains("narrows aws-role (session policy)"), "{summary}");
     let child = spawn_cordon(

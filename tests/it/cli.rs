@@ -341,6 +341,19 @@ pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) ->
         .unwrap()
 }
 
+/// What `cordon check --config CONFIG` prints (its summary), and what it said on stderr.
+pub(crate) fn check_summary(config: &std::path::Path) -> (String, String) {
+    let out = Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(config)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub(crate) async fn spawn_cordon(config: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
     let child = Command::new(BIN)
         .args(["run", "--config"])

@@ -177,12 +177,7 @@ policies:
     );
     let config = d.join("cordon.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let check = Command::new(BIN)
-        .args(["check", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let summary = String::from_utf8_lossy(&check.stdout);
+    let (summary, _) = crate::cli::check_summary(&config);
     assert!(
         summary.contains(&format!(
             "preview 127.0.0.1:{preview} (plain HTTP on loopback, <port>-<sandbox>.preview.localhost"
