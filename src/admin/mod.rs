@@ -296,23 +296,11 @@ async fn replicas(state: &ProxyState) -> AdminResponse {
     }
 }
 
-/// 404 `not_found` if no sandbox, declared or made at run time (live or not), has the id `id`.
-pub(super) fn unknown_sandbox(state: &ProxyState, id: &str) -> Option<AdminResponse> {
-    let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
-    (!known).then(|| {
-        error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no sandbox has the id {id:?}"),
-        )
-    })
-}
-
 /// `DELETE /v1/sandboxes/{id}/hold`: lift what `on_violation` did to a sandbox (a hold, or a declared sandbox's
 /// suspension); `lifted` says whether there was anything to lift. A run-time sandbox it revoked stays revoked, as one
 /// revoked through the API does.
 fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
-    if let Some(unknown) = unknown_sandbox(state, id) {
+    if let Some(unknown) = sandboxes::unknown_sandbox(state, id) {
         return unknown;
     }
     let lifted = state.violations.lift(id);

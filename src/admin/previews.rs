@@ -71,7 +71,7 @@ pub(super) fn create(state: &ProxyState, id: &str, body: Value) -> AdminResponse
             ),
         );
     }
-    if let Some(unknown) = super::unknown_sandbox(state, id) {
+    if let Some(unknown) = super::sandboxes::unknown_sandbox(state, id) {
         return unknown;
     }
     link(state, &previews, id, port, user, ttl)

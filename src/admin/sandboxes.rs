@@ -435,3 +435,15 @@ pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminRespo
         Err(e) => failed(e),
     }
 }
+
+/// 404 `not_found` if no sandbox, declared or made at run time (live or not), has the id `id`.
+pub(super) fn unknown_sandbox(state: &ProxyState, id: &str) -> Option<AdminResponse> {
+    let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
+    (!known).then(|| {
+        error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no sandbox has the id {id:?}"),
+        )
+    })
+}

@@ -28,6 +28,11 @@ pub(crate) struct JailArgs {
     /// Install the rules with nftables or iptables (default: nftables when the host has it).
     #[arg(long, value_parser = ["nftables", "iptables"])]
     pub(crate) firewall: Option<String>,
+    /// Without root: the folder the command may write (everything else is read-only, the user's keys and
+    /// credentials are hidden, and the only way out is cordon through a Unix socket). As root, without it: the
+    /// gateway jail (a veth pair and firewall rules).
+    #[arg(long)]
+    pub(crate) project: Option<PathBuf>,
     /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
     #[arg(long)]
     pub(crate) cleanup: bool,
@@ -76,8 +81,34 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
         config_file: args.config.clone(),
         firewall,
         command: args.command,
+        project: args.project,
     };
     match jail::run(config, options) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("cordon jail: {e}");
+            ExitCode::from(125)
+        }
+    }
+}
+
+/// Arguments of `cordon jail-relay` (inside a jail without root; not for people).
+#[derive(clap::Args)]
+pub(crate) struct RelayArgs {
+    /// The Unix socket cordon listens on, bound into the jail.
+    #[arg(long)]
+    pub(crate) socket: PathBuf,
+    /// Where the command finds the proxy inside the jail.
+    #[arg(long)]
+    pub(crate) listen: std::net::SocketAddr,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
+}
+
+/// Run `cordon jail-relay`; the exit code is the command's.
+pub(crate) fn relay(args: RelayArgs) -> ExitCode {
+    match jail::relay::run(args.socket, args.listen, &args.command) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("cordon jail: {e}");

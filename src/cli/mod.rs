@@ -89,6 +89,10 @@ enum Command {
     },
     /// Run a command in a network namespace whose only way out is cordon (Linux, root).
     Jail(jail::JailArgs),
+    /// Inside a jail without root: relay the proxy's address to cordon and run the command (used by `cordon
+    /// jail --project`).
+    #[command(hide = true)]
+    JailRelay(jail::RelayArgs),
     /// Run-time sandboxes, through the admin API of a running cordon.
     Sandbox {
         #[command(flatten)]
@@ -124,6 +128,7 @@ pub fn main() -> ExitCode {
             Ok(config) => run::run(config, arg.config.clone()),
             Err(code) => code,
         },
+        Command::JailRelay(args) => jail::relay(args),
         Command::Jail(args) => match load(&ConfigArg {
             config: args.config.clone(),
         }) {

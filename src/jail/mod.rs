@@ -9,9 +9,13 @@
 //! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
 //! outlives its jail reaches nothing.
 
+mod common;
 mod confine;
 pub(crate) mod net;
 pub mod plan;
+pub(crate) mod relay;
+mod seccomp;
+mod user;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -24,43 +28,10 @@ use ipnet::{IpNet, Ipv4Net};
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
+use common::wait;
+pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
-
-/// What to jail and how.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    /// The declared sandbox (default: the only one the config declares).
-    pub(crate) sandbox: Option<String>,
-    /// The pool the jail's /30 is taken from.
-    pub(crate) subnet: Ipv4Net,
-    /// Run the command as this user (`name`, `uid` or `uid:gid`); default: the user behind sudo.
-    pub(crate) user: Option<String>,
-    /// Let the command run as root (still confined, without capabilities).
-    pub(crate) allow_root: bool,
-    /// The configuration file, hidden from the command like cordon's other files.
-    pub(crate) config_file: Option<std::path::PathBuf>,
-    /// nftables or iptables (default: whichever the host has, nftables first).
-    pub(crate) firewall: Option<Firewall>,
-    /// The command and its arguments.
-    pub(crate) command: Vec<String>,
-}
-
-/// The sandbox the jail is for: named, or the config's only one.
-pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
-    match wanted {
-        Some(id) if config.sandboxes.iter().any(|s| s.id == id) => Ok(id.to_string()),
-        Some(id) => Err(format!(
-            "--sandbox {id}: the config declares no such sandbox (a jail is for a sandbox declared under \
-             `sandboxes:`, which it then knows by the jail's address)"
-        )),
-        None => match config.sandboxes.as_slice() {
-            [one] => Ok(one.id.clone()),
-            [] => Err("the config declares no sandboxes; declare one under `sandboxes:`".into()),
-            _ => Err("the config declares several sandboxes; say which with --sandbox ID".into()),
-        },
-    }
-}
 
 /// Whether this process runs with uid 0 (read from /proc, no unsafe).
 fn is_root() -> bool {
@@ -109,12 +80,16 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     if options.command.is_empty() {
         return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
     }
+    if let Some(project) = options.project.clone() {
+        return user::run(config, options, &project);
+    }
     let id = pick_sandbox(&config, options.sandbox.as_deref())?;
     let plan = Plan::new(&id, options.subnet)?;
     if !is_root() {
         return Err(
-            "cordon jail needs root: it creates a network namespace, a veth pair and firewall rules \
-             (run it with sudo; the command itself runs as the user behind sudo)"
+            "cordon jail without --project needs root: it creates a network namespace, a veth pair and firewall \
+             rules (run it with sudo; the command itself runs as the user behind sudo). Without root, give the \
+             folder the command may write: cordon jail --project DIR -- CMD"
                 .into(),
         );
     }
@@ -302,33 +277,7 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
 
 /// Run the confined command line in the namespace; SIGINT and SIGTERM are passed on to it.
 async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
-    use std::os::unix::process::ExitStatusExt;
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut child = tokio::process::Command::new("ip")
-        .args(["netns", "exec", &plan.netns])
-        .args(line)
-        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
-        // nor bubblewrap's own environment, which a root command could read.
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", line.join(" ")))?;
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break status.map_err(|e| e.to_string())?,
-            _ = term.recv() => forward(&child, "TERM"),
-            _ = int.recv() => forward(&child, "INT"),
-        }
-    };
-    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
-fn forward(child: &tokio::process::Child, signal: &str) {
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .args([format!("-{signal}"), pid.to_string()])
-            .status();
-    }
+    let mut command = tokio::process::Command::new("ip");
+    command.args(["netns", "exec", &plan.netns]).args(line);
+    wait(&mut command).await
 }

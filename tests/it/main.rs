@@ -39,6 +39,7 @@ mod http;
 mod intercept;
 mod jail;
 mod jail_confine;
+mod jail_user;
 mod layers;
 mod lifecycle;
 mod limits;

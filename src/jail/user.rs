@@ -1,0 +1,256 @@
+//! `cordon jail --project DIR -- CMD` for a user without root (a coding agent on a developer's laptop). cordon
+//! runs as the user; the command runs under bubblewrap in new user, network, mount, PID, IPC and UTS
+//! namespaces. Its network namespace has only a loopback device: the one way out is the relay
+//! ([`super::relay`]) on `127.0.0.1:3128` in there, which reaches cordon through a Unix socket bound into the
+//! jail; cordon serves it as the sandbox, known by a credential made for this jail alone. The file system is
+//! the host's, read-only, but for the project folder (read-write) and a private `/tmp`, `/var/tmp` and `/run`;
+//! the user's credential folders and files and cordon's own are hidden; the environment is scrubbed to what the
+//! sandbox's `env` gives and a few harmless variables; a seccomp filter keeps the command from opening Unix
+//! sockets to host services around the bridge.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::common::{Options, pick_sandbox, wait};
+use super::confine;
+use crate::config::Config;
+use crate::server::{self, Entry};
+use crate::state::ProxyState;
+
+/// Where the command finds the proxy.
+const INSIDE_PROXY: &str = "127.0.0.1:3128";
+/// Where cordon's files appear inside the jail.
+const INSIDE: &str = "/run/cordon";
+
+/// What a developer's home holds that an agent must not read: keys, cloud and registry credentials.
+const HOME_SECRETS: [&str; 13] = [
+    ".ssh",
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".docker",
+    ".kube",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+/// Variables of the caller that pass into the jail (nothing secret; everything else is scrubbed).
+const KEPT: [&str; 6] = ["HOME", "USER", "LOGNAME", "LANG", "TERM", "TZ"];
+
+/// Jail `options.command` with `project` writable; its exit code.
+pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Result<i32, String> {
+    if options.command.is_empty() {
+        return Err("no command given; write it after --, e.g. cordon jail --project . -- claude".into());
+    }
+    if !super::net::available("bwrap") {
+        return Err(
+            "cordon jail runs the command under bubblewrap, which is not installed (apt-get install bubblewrap)".into(),
+        );
+    }
+    let project = project
+        .canonicalize()
+        .map_err(|e| format!("--project {}: {e}", project.display()))?;
+    if !project.is_dir() {
+        return Err(format!("--project {}: not a folder", project.display()));
+    }
+    let id = pick_sandbox(&config, options.sandbox.as_deref())?;
+    // SECURITY: the sandbox is whoever holds a credential made for this jail alone (its declared token, if
+    // any, does not open this cordon).
+    let token = random_token()?;
+    if let Some(spec) = config.sandboxes.iter_mut().find(|s| s.id == id) {
+        spec.token_sha256 = Some(Sha256::digest(token.as_bytes()).into());
+    }
+    config.control.watch = false;
+    let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        hidden.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+    }
+    let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(serve(
+        config,
+        audit.sink.clone(),
+        &id,
+        &token,
+        &project,
+        &hidden,
+        &options.command,
+    ))
+}
+
+async fn serve(
+    config: Config,
+    audit: Arc<dyn crate::audit::Sink>,
+    id: &str,
+    token: &str,
+    project: &Path,
+    hidden: &[PathBuf],
+    command: &[String],
+) -> Result<i32, String> {
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    let addr = proxy.local_addr().map_err(|e| e.to_string())?;
+    let no_proxy = config.control.no_proxy.clone();
+    let state = ProxyState::new(config, audit, vec![addr]).await?;
+    let base = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let run_dir = tempfile::Builder::new()
+        .prefix("cordon-jail-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("cannot make a folder in {}: {e}", base.display()))?;
+    let generation = state.current();
+    let sandbox = generation
+        .identities
+        .get(id)
+        .ok_or_else(|| format!("sandbox {id} vanished from the config"))?;
+    let ca = state
+        .ca(&generation, &sandbox)
+        .map_err(|e| format!("the sandbox's CA: {e}"))?;
+    let bundle = crate::sandbox_env::ca_bundle(ca.cert_pem(), &generation.config.upstream.extra_roots);
+    std::fs::write(run_dir.path().join("ca.pem"), bundle).map_err(|e| format!("cannot write the CA bundle: {e}"))?;
+    let allowed = generation
+        .policy_for(&sandbox, Some(&state.control))
+        .map(|p| p.credentials.clone())
+        .unwrap_or_default();
+    let placeholders = generation
+        .credentials
+        .placeholders_for(id, &allowed)
+        .into_iter()
+        .collect();
+    let aws = generation.credentials.aws_env(id, &allowed);
+    drop(generation);
+    let proxy_url = format!("http://{id}:{token}@{INSIDE_PROXY}");
+    let mut env =
+        crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &format!("{INSIDE}/ca.pem"), &placeholders, aws);
+    for var in KEPT {
+        if let Ok(v) = std::env::var(var) {
+            env.insert(var.to_string(), v);
+        }
+    }
+    env.insert(
+        "PATH".into(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+    );
+    let socket = run_dir.path().join("proxy.sock");
+    let bridge =
+        tokio::net::UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let bridge_stop = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = bridge_stop.cancelled() => return,
+                accepted = bridge.accept() => {
+                    let Ok((mut inside, _)) = accepted else { continue };
+                    tokio::spawn(async move {
+                        if let Ok(mut proxy) = tokio::net::TcpStream::connect(addr).await {
+                            let _ = tokio::io::copy_bidirectional(&mut inside, &mut proxy).await;
+                        }
+                    });
+                }
+            }
+        }
+    });
+    let server_stop = stop.clone();
+    let server = tokio::spawn(server::serve(vec![(proxy, Entry::Explicit)], state, async move {
+        server_stop.cancelled().await
+    }));
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
+    let line = command_line(&exe, run_dir.path(), project, hidden, &env, command);
+    eprintln!(
+        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
+        project.display()
+    );
+    let mut bwrap = tokio::process::Command::new("bwrap");
+    bwrap.args(&line);
+    let code = wait(&mut bwrap).await;
+    stop.cancel();
+    let _ = server.await;
+    code
+}
+
+/// bubblewrap's arguments.
+fn command_line(
+    exe: &Path,
+    run_dir: &Path,
+    project: &Path,
+    hidden: &[PathBuf],
+    env: &std::collections::BTreeMap<String, String>,
+    command: &[String],
+) -> Vec<String> {
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut a: Vec<String> = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
+    .map(String::from)
+    .to_vec();
+    for private in ["/tmp", "/var/tmp", "/run"] {
+        a.extend(["--tmpfs".into(), private.into()]);
+    }
+    // SECURITY: keys, cloud credentials and cordon's own files read as nothing.
+    for path in hidden {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            a.extend(["--tmpfs".into(), s(path)]);
+        } else {
+            a.extend(["--ro-bind".into(), "/dev/null".into(), s(path)]);
+        }
+    }
+    a.extend(["--bind".into(), s(project), s(project)]);
+    for (from, to) in [
+        (run_dir.join("proxy.sock"), "proxy.sock"),
+        (run_dir.join("ca.pem"), "ca.pem"),
+        (exe.to_path_buf(), "cordon"),
+    ] {
+        a.extend(["--ro-bind".into(), s(&from), format!("{INSIDE}/{to}")]);
+    }
+    a.extend(["--chdir".into(), s(project), "--clearenv".into()]);
+    for (k, v) in env {
+        a.extend(["--setenv".into(), k.clone(), v.clone()]);
+    }
+    a.extend(
+        [
+            "--",
+            &format!("{INSIDE}/cordon"),
+            "jail-relay",
+            "--socket",
+            &format!("{INSIDE}/proxy.sock"),
+            "--listen",
+            INSIDE_PROXY,
+            "--",
+        ]
+        .map(String::from),
+    );
+    a.extend(command.iter().cloned());
+    a
+}
+
+fn random_token() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 24];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the system random generator failed".to_string())?;
+    Ok(hex::encode(bytes))
+}

@@ -1,0 +1,182 @@
+//! `cordon jail --project` as a user without root (created by the test), through the binary: the jailed
+//! command reaches the world only through cordon (curl, Python, git and pip, with the credential injected), not
+//! the host's loopback, not a host service's Unix socket; it cannot read the user's SSH key nor write outside
+//! the project.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use crate::rig::hash;
+use crate::tls_rig::{https_upstream, test_ca};
+
+const USER: &str = "cordon-jail-t";
+
+/// The test user's uid, gid and home (created if missing).
+fn user() -> (u32, u32, String) {
+    let exists = Command::new("id").arg(USER).output().unwrap().status.success();
+    if !exists {
+        let ok = Command::new("useradd")
+            .args(["-m", "-s", "/bin/sh", USER])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "useradd {USER} (the test runs as root, as CI does)");
+    }
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").args([flag, USER]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"), format!("/home/{USER}"))
+}
+
+fn chown_r(path: &Path, uid: u32, gid: u32) {
+    let ok = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_project() {
+    if !crate::netns::available("a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_project") {
+        return;
+    }
+    let (uid, gid, home) = user();
+    let dir = tempfile::Builder::new().prefix("jail-user").tempdir_in("/tmp").unwrap();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The user's secrets, which the command must not read.
+    std::fs::create_dir_all(format!("{home}/.ssh")).unwrap();
+    std::fs::write(
+        format!("{home}/.ssh/id_ed25519"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    chown_r(Path::new(&format!("{home}/.ssh")), uid, gid);
+    // A host service on loopback and one on a Unix socket: neither may be reached from inside.
+    let host_tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = host_tcp.local_addr().unwrap().port();
+    let host_sock = d.join("host.sock");
+    let _host_unix = std::os::unix::net::UnixListener::bind(&host_sock).unwrap();
+    std::fs::set_permissions(&host_sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The world, behind cordon: an HTTPS upstream that records what it got.
+    let ca = test_ca("jail user test CA");
+    let up = https_upstream("127.0.0.2", ca.server_config(&["allowed.test"])).await;
+    let u = up.addr.port();
+    std::fs::write(d.join("upstream-ca.pem"), &ca.pem).unwrap();
+    let bin = d.join("cordon");
+    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project = d.join("project");
+    std::fs::create_dir(&project).unwrap();
+    let yaml = format!(
+        r#"
+network: {{ allow_cidrs: ["127.0.0.0/8"], hosts: {{ allowed.test: 127.0.0.2 }} }}
+ca: {{ dir: {d}/state/cas }}
+vault: {{ file: {{ path: {d}/state/vault.bin }} }}
+upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}
+audit: {{ path: {d}/state/audit.jsonl }}
+credentials:
+  api:
+    source: {{ env: JAIL_API_KEY }}
+    bind: {{ hosts: [allowed.test], ports: [{u}] }}
+    inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
+sandboxes:
+  - {{ id: laptop, user: dev, token_sha256: {h}, policy: agent }}
+policies:
+  agent:
+    credentials: [api]
+    allow:
+      - {{ host: allowed.test, ports: [{u}] }}
+"#,
+        d = d.display(),
+        h = hash("unused"),
+    );
+    std::fs::create_dir_all(d.join("state")).unwrap();
+    std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
+    chown_r(d, uid, gid);
+    let script = format!(
+        "curl -s --noproxy '*' --max-time 3 http://127.0.0.1:{host_port}/ >/dev/null && echo loopback=open || echo loopback=closed
+curl -s --max-time 10 https://allowed.test:{u}/from-the-jail; echo
+python3 -c 'import urllib.request; print(\"urllib=\" + urllib.request.urlopen(\"https://allowed.test:{u}/py\", timeout=10).read().decode().strip())'
+git ls-remote https://allowed.test:{u}/repo.git >/dev/null 2>&1; echo git=tried
+python3 -m pip download --no-deps --disable-pip-version-check -q -d /tmp/pip --index-url https://allowed.test:{u}/simple/ thing >/dev/null 2>&1; echo pip=tried
+echo ssh_key_bytes=$(cat $HOME/.ssh/id_ed25519 2>/dev/null | wc -c)
+touch $HOME/outside 2>/dev/null && echo outside=written || echo outside=refused
+echo hi > {project}/inside && echo inside=written
+python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{sock}\")' 2>&1 | tail -1 | sed 's/^/unix=/'
+echo secret_in_env=$(env | grep -c jail-api-s3cr3t)
+echo whoami=$(id -u)",
+        project = project.display(),
+        sock = host_sock.display(),
+    );
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid",
+            &uid.to_string(),
+            "--regid",
+            &gid.to_string(),
+            "--init-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["jail", "--config"])
+        .arg(d.join("cordon.yaml"))
+        .arg("--project")
+        .arg(&project)
+        .args(["--", "sh", "-c", &script])
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("HOME", &home)
+        .env("JAIL_API_KEY", "jail-api-s3cr3t")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for expected in [
+        "loopback=closed",
+        "hello from upstream",
+        "urllib=hello from upstream",
+        "ssh_key_bytes=0",
+        "outside=refused",
+        "inside=written",
+        "unix=PermissionError: [Errno 1] Operation not permitted",
+        "secret_in_env=0",
+        &format!("whoami={uid}"),
+    ] {
+        assert!(stdout.contains(expected), "{expected}:\n{stdout}\n{stderr}");
+    }
+    // Through cordon, with the credential cordon holds.
+    let seen = up.seen();
+    let jail = seen
+        .iter()
+        .find(|s| s.uri.ends_with("/from-the-jail"))
+        .expect("the jail's request");
+    assert_eq!(jail.header("authorization"), Some("Bearer jail-api-s3cr3t"));
+    // git and pip go the same way (the site is neither a git nor a package server: their requests are what count).
+    for (tool, path) in [("git", "/repo.git/info/refs"), ("pip", "/simple/thing/")] {
+        let request = seen.iter().find(|s| s.uri.contains(path)).unwrap_or_else(|| {
+            panic!(
+                "{tool}'s request never arrived: {:?}",
+                seen.iter().map(|s| &s.uri).collect::<Vec<_>>()
+            )
+        });
+        assert_eq!(
+            request.header("authorization"),
+            Some("Bearer jail-api-s3cr3t"),
+            "{tool}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(project.join("inside")).unwrap(), "hi\n");
+    assert!(!Path::new(&format!("{home}/outside")).exists());
+    let audit = std::fs::read_to_string(d.join("state/audit.jsonl")).unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"sandbox\":\"laptop\"") && l.contains("/from-the-jail"))
+    );
+}
