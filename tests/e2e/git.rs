@@ -132,9 +132,9 @@ async fn pending(case: &Case) -> serde_json::Value {
     panic!("no approval became pending");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn git_clone_fetch_and_a_push_held_for_approval() {
-    // The server's repositories: a working repository with one commit, and its bare clone that is served.
+/// The server's repositories in a new folder: a working repository with one commit (`README`: `first`), and its
+/// bare clone `srv/repo.git`, which is served; the folder, the working one and the served root.
+pub(crate) fn repositories() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let server = tempfile::tempdir().unwrap();
     let (work, root) = (server.path().join("work"), server.path().join("srv"));
     std::fs::create_dir_all(&root).unwrap();
@@ -144,7 +144,22 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
     server_git(&work, &["commit", "-q", "-m", "first commit"]);
     server_git(server.path(), &["clone", "-q", "--bare", "work", "srv/repo.git"]);
     server_git(&work, &["remote", "add", "origin", "../srv/repo.git"]);
+    (server, work, root)
+}
 
+/// An HTTPS git server at `name` (a certificate from `ca`) serving `root`, with its Basic credential; and the
+/// token (user `x-access-token`) it wants.
+pub(crate) async fn git_site(
+    ca: &crate::tls_rig::TestCa,
+    name: &str,
+    root: PathBuf,
+) -> (super::harness::Site, &'static str) {
+    (site(ca, name, http_backend(root)).await, TOKEN)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn git_clone_fetch_and_a_push_held_for_approval() {
+    let (_server, work, root) = repositories();
     let ca = Case::ca();
     let git = site(&ca, "git.e2e.test", http_backend(root.clone())).await;
     let port = git.port();

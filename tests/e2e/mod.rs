@@ -3,9 +3,9 @@
 
 mod bundle;
 mod cargo_registry;
-mod git;
+pub(crate) mod git;
 pub(crate) mod harness;
 mod http_clients;
 mod npm;
 mod per_task;
-mod pip;
+pub(crate) mod pip;

@@ -34,17 +34,17 @@ print(hashlib.sha256(open(whl, "rb").read()).hexdigest())
 "#;
 
 const WHEEL: &str = "cordon_e2e_hello-0.1.0-py3-none-any.whl";
-pub(super) const SECRET: &str = "pypi-real-index-token";
+pub(crate) const SECRET: &str = "pypi-real-index-token";
 
 /// A private PEP 503 index at `name` (HTTPS, a certificate from `ca`) serving one wheel, answering only requests
 /// with the real token as Basic auth; and that header's value.
-pub(super) struct Index {
-    pub(super) site: super::harness::Site,
-    pub(super) basic: String,
+pub(crate) struct Index {
+    pub(crate) site: super::harness::Site,
+    pub(crate) basic: String,
     _root: tempfile::TempDir,
 }
 
-pub(super) async fn private_index(ca: &crate::tls_rig::TestCa, name: &str) -> Index {
+pub(crate) async fn private_index(ca: &crate::tls_rig::TestCa, name: &str) -> Index {
     // The index: /simple/cordon-e2e-hello/ links the wheel under /packages/, with its sha256.
     let root = tempfile::tempdir().unwrap();
     let packages = root.path().join("packages");

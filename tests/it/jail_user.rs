@@ -1,5 +1,6 @@
 //! `cordon jail --project` as a user without root (created by the test), through the binary: the jailed
-//! command reaches the world only through cordon (curl, Python, git and pip, with the credential injected), not
+//! command reaches the world only through cordon (curl, Python, git clone and pip install, with the credentials
+//! injected), not
 //! the host's loopback, not a host service's Unix socket; it cannot read the user's SSH key nor write outside
 //! the project.
 
@@ -70,11 +71,18 @@ async fn a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_pr
     let bin = d.join("cordon");
     std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A git server and a private package index, each wanting its own token, which only cordon holds.
+    let (_repos, _, git_root) = crate::e2e::git::repositories();
+    let (git, git_token) = crate::e2e::git::git_site(&ca, "git.e2e.test", git_root).await;
+    let index = crate::e2e::pip::private_index(&ca, "pypi.e2e.test").await;
+    let (gp, pp) = (git.port(), index.site.port());
     let project = d.join("project");
     std::fs::create_dir(&project).unwrap();
     let yaml = format!(
         r#"
-network: {{ allow_cidrs: ["127.0.0.0/8"], hosts: {{ allowed.test: 127.0.0.2 }} }}
+network:
+  allow_cidrs: ["127.0.0.0/8"]
+  hosts: {{ allowed.test: 127.0.0.2, git.e2e.test: 127.0.0.1, pypi.e2e.test: 127.0.0.1 }}
 ca: {{ dir: {d}/state/cas }}
 vault: {{ file: {{ path: {d}/state/vault.bin }} }}
 upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}
@@ -84,13 +92,23 @@ credentials:
     source: {{ env: JAIL_API_KEY }}
     bind: {{ hosts: [allowed.test], ports: [{u}] }}
     inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
+  git:
+    source: {{ env: JAIL_GIT_TOKEN }}
+    bind: {{ hosts: [git.e2e.test], ports: [{gp}] }}
+    inject: {{ basic_user: x-access-token }}
+  pypi:
+    source: {{ env: JAIL_PYPI_TOKEN }}
+    bind: {{ hosts: [pypi.e2e.test], ports: [{pp}] }}
+    inject: {{ basic_user: __token__ }}
 sandboxes:
   - {{ id: laptop, user: dev, token_sha256: {h}, policy: agent }}
 policies:
   agent:
-    credentials: [api]
+    credentials: [api, git, pypi]
     allow:
       - {{ host: allowed.test, ports: [{u}] }}
+      - {{ host: git.e2e.test, ports: [{gp}] }}
+      - {{ host: pypi.e2e.test, ports: [{pp}] }}
 "#,
         d = d.display(),
         h = hash("unused"),
@@ -102,8 +120,8 @@ policies:
         "curl -s --noproxy '*' --max-time 3 http://127.0.0.1:{host_port}/ >/dev/null && echo loopback=open || echo loopback=closed
 curl -s --max-time 10 https://allowed.test:{u}/from-the-jail; echo
 python3 -c 'import urllib.request; print(\"urllib=\" + urllib.request.urlopen(\"https://allowed.test:{u}/py\", timeout=10).read().decode().strip())'
-git ls-remote https://allowed.test:{u}/repo.git >/dev/null 2>&1; echo git=tried
-python3 -m pip download --no-deps --disable-pip-version-check -q -d /tmp/pip --index-url https://allowed.test:{u}/simple/ thing >/dev/null 2>&1; echo pip=tried
+git clone -q https://git.e2e.test:{gp}/repo.git {project}/repo && echo git=$(cat {project}/repo/README)
+python3 -m pip install -q --no-deps --no-cache-dir --disable-pip-version-check --target {project}/lib --index-url https://pypi.e2e.test:{pp}/simple/ cordon-e2e-hello && python3 -c 'import sys; sys.path.insert(0, \"{project}/lib\"); import cordon_e2e_hello as m; print(\"pip=\" + m.GREETING)'
 echo ssh_key_bytes=$(cat $HOME/.ssh/id_ed25519 2>/dev/null | wc -c)
 touch $HOME/outside 2>/dev/null && echo outside=written || echo outside=refused
 echo hi > {project}/inside && echo inside=written
@@ -132,6 +150,8 @@ echo whoami=$(id -u)",
         .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .env("HOME", &home)
         .env("JAIL_API_KEY", "jail-api-s3cr3t")
+        .env("JAIL_GIT_TOKEN", git_token)
+        .env("JAIL_PYPI_TOKEN", crate::e2e::pip::SECRET)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -141,6 +161,8 @@ echo whoami=$(id -u)",
         "loopback=closed",
         "hello from upstream",
         "urllib=hello from upstream",
+        "git=first",
+        "pip=hello through cordon",
         "ssh_key_bytes=0",
         "outside=refused",
         "inside=written",
@@ -157,20 +179,15 @@ echo whoami=$(id -u)",
         .find(|s| s.uri.ends_with("/from-the-jail"))
         .expect("the jail's request");
     assert_eq!(jail.header("authorization"), Some("Bearer jail-api-s3cr3t"));
-    // git and pip go the same way (the site is neither a git nor a package server: their requests are what count).
-    for (tool, path) in [("git", "/repo.git/info/refs"), ("pip", "/simple/thing/")] {
-        let request = seen.iter().find(|s| s.uri.contains(path)).unwrap_or_else(|| {
-            panic!(
-                "{tool}'s request never arrived: {:?}",
-                seen.iter().map(|s| &s.uri).collect::<Vec<_>>()
-            )
-        });
-        assert_eq!(
-            request.header("authorization"),
-            Some("Bearer jail-api-s3cr3t"),
-            "{tool}"
-        );
-    }
+    // git and pip got what they asked for with tokens only cordon holds.
+    assert!(git.seen().iter().all(|r| r.header("authorization").is_some()));
+    assert!(
+        index
+            .site
+            .seen()
+            .iter()
+            .any(|r| r.header("authorization") == Some(index.basic.as_str()))
+    );
     assert_eq!(std::fs::read_to_string(project.join("inside")).unwrap(), "hi\n");
     assert!(!Path::new(&format!("{home}/outside")).exists());
     let audit = std::fs::read_to_string(d.join("state/audit.jsonl")).unwrap();
