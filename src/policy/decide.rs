@@ -2,7 +2,6 @@
 
 use http::Method;
 
-use super::allowlist::labels_as_path;
 use super::{Mode, Policy, Rule};
 use crate::target::{Host, Target};
 
@@ -87,17 +86,7 @@ impl Policy {
     /// The rules whose host part matches, in order.
     pub(super) fn candidates(&self, host: &Host) -> Vec<usize> {
         match host {
-            Host::Name(name) => {
-                let mut hits: Vec<usize> = self
-                    .hosts
-                    .matches(labels_as_path(name))
-                    .into_iter()
-                    .filter_map(|g| self.host_owner.get(g).copied())
-                    .collect();
-                hits.sort_unstable();
-                hits.dedup();
-                hits
-            }
+            Host::Name(name) => self.hosts.matches(name),
             // SECURITY: a host glob never matches an IP literal; only `cidrs` rules can allow one.
             Host::V4(_) | Host::V6(_) => {
                 let ip = host.ip();

@@ -125,3 +125,20 @@ proptest! {
         prop_assert!(allowed(two));
     }
 }
+
+proptest! {
+    /// The host index finds exactly the rules the glob matcher it replaced found, in order.
+    #[test]
+    fn the_host_index_matches_what_the_globs_matched(specs in prop::collection::vec(spec(), 0..12), host in name()) {
+        let p = policy(&specs);
+        let (set, owners) = crate::policy::allowlist::compile_hosts(&p.rules).unwrap();
+        let mut by_globs: Vec<usize> = set
+            .matches(crate::policy::allowlist::labels_as_path(&host))
+            .into_iter()
+            .map(|g| owners[g])
+            .collect();
+        by_globs.sort_unstable();
+        by_globs.dedup();
+        prop_assert_eq!(p.candidates(&Host::Name(host.clone())), by_globs);
+    }
+}

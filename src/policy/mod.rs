@@ -6,11 +6,10 @@
 pub mod allowlist;
 pub(crate) mod ceiling;
 mod decide;
+mod hosts;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};
-
-use globset::GlobSet;
 
 /// What a policy does with a request no rule allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,14 +45,13 @@ pub struct Policy {
     pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     /// Ports of its sandboxes that preview URLs may open.
     pub(crate) expose: Vec<u16>,
-    hosts: GlobSet,
-    host_owner: Vec<usize>,
+    hosts: hosts::HostIndex,
 }
 
 impl Policy {
     /// Compile rules into a policy.
     pub fn new(name: String, mode: Mode, rules: Vec<Rule>) -> Result<Policy, globset::Error> {
-        let (hosts, host_owner) = allowlist::compile_hosts(&rules)?;
+        let hosts = hosts::HostIndex::new(&rules);
         Ok(Policy {
             name,
             mode,
@@ -62,7 +60,6 @@ impl Policy {
             credential_scope: std::collections::BTreeMap::new(),
             expose: Vec::new(),
             hosts,
-            host_owner,
         })
     }
 
