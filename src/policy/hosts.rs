@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use super::allowlist::HostPattern;
 use super::Rule;
+use super::allowlist::HostPattern;
 
 /// The host patterns of a policy's rules, by what they match.
 #[derive(Debug, Clone, Default)]
