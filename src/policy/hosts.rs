@@ -6,8 +6,7 @@
 
 use std::collections::HashMap;
 
-use super::Rule;
-use super::allowlist::HostPattern;
+use super::allowlist::{HostPattern, Rule};
 
 /// The host patterns of a policy's rules, by what they match.
 #[derive(Debug, Clone, Default)]
