@@ -29,8 +29,6 @@ pub(super) struct AwsSigned {
     credential: String,
     signed: Signed,
     authority: String,
-    /// The sandbox's key id (its placeholder), which must be nowhere once the request is signed again.
-    key_id: String,
 }
 
 impl Credentials {
@@ -162,7 +160,6 @@ impl Credentials {
         }
         Ok(Some(AwsSigned {
             credential: credential.clone(),
-            key_id: signed.key_id.clone(),
             signed,
             authority,
         }))
@@ -181,7 +178,6 @@ impl Credentials {
             credential,
             signed,
             authority,
-            key_id,
         } = checked;
         let spec = self.specs.get(&credential).ok_or(ProxyError::Internal)?;
         let narrowed = policy
@@ -232,9 +228,10 @@ impl Credentials {
             );
             parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
         }
-        // The sandbox's key id was only ever allowed where the signature names it.
-        let left = parts.headers.values().any(|v| contains(v.as_bytes(), &key_id))
-            || parts.uri.query().is_some_and(|q| q.contains(&key_id));
+        // The sandbox's key id (its placeholder) was only ever allowed where the signature names it.
+        let key_id = signed.key_id.as_str();
+        let left = parts.headers.values().any(|v| contains(v.as_bytes(), key_id))
+            || parts.uri.query().is_some_and(|q| q.contains(key_id));
         if left {
             return Err(ProxyError::Exfiltration {
                 credential,

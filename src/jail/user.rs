@@ -63,7 +63,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     let id = pick_sandbox(&config, options.sandbox.as_deref())?;
     // SECURITY: the sandbox is whoever holds a credential made for this jail alone (its declared token, if
     // any, does not open this cordon).
-    let token = random_token()?;
+    let token = crate::secret_file::random_hex(24)?;
     if let Some(spec) = config.sandboxes.iter_mut().find(|s| s.id == id) {
         spec.token_sha256 = Some(Sha256::digest(token.as_bytes()).into());
     }
@@ -244,13 +244,4 @@ fn command_line(
     );
     a.extend(command.iter().cloned());
     a
-}
-
-fn random_token() -> Result<String, String> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 24];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| "the system random generator failed".to_string())?;
-    Ok(hex::encode(bytes))
 }

@@ -115,11 +115,6 @@ impl Previews {
 
     /// A new preview id: `pv-` and 16 random hex digits.
     pub(crate) fn new_id() -> Result<String, String> {
-        use ring::rand::SecureRandom;
-        let mut bytes = [0u8; 8];
-        ring::rand::SystemRandom::new()
-            .fill(&mut bytes)
-            .map_err(|_| "the system random generator failed".to_string())?;
-        Ok(format!("pv-{}", hex::encode(bytes)))
+        Ok(format!("pv-{}", crate::secret_file::random_hex(8)?))
     }
 }

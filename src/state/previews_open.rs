@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use ring::rand::{SecureRandom, SystemRandom};
 use secrecy::ExposeSecret;
 
 use super::Generation;
@@ -24,13 +23,8 @@ pub(super) async fn open(generation: &Generation) -> Result<Option<Arc<Previews>
             }
             key.expose_secret().as_bytes().to_vec()
         }
-        None => {
-            let mut key = vec![0u8; 32];
-            SystemRandom::new()
-                .fill(&mut key)
-                .map_err(|_| "the system random generator failed".to_string())?;
-            key
-        }
+        // 32 random bytes, as hex.
+        None => crate::secret_file::random_hex(32)?.into_bytes(),
     };
     let tls = match &previews.tls {
         None => None,
