@@ -8,7 +8,7 @@
 //! The checks are pure apart from one cheap local probe: deciding whether an
 //! address belongs to this machine binds a UDP socket to it (no packets sent).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, LazyLock};
 
 use ipnet::{IpNet, Ipv4Net};
@@ -331,35 +331,6 @@ impl Guard {
         }
         Ok(())
     }
-
-    /// Whether dialing `addr` would connect back to one of cordon's own
-    /// listeners.
-    fn is_self(&self, addr: SocketAddr) -> bool {
-        let ip = addr.ip().to_canonical();
-        self.self_addrs.iter().any(|own| {
-            if own.port() != addr.port() {
-                return false;
-            }
-            let own_ip = own.ip().to_canonical();
-            // SECURITY: proxy loop via our own socket; compare canonical IP and
-            // port only, so a mapped form, scope id or flow label cannot hide
-            // an exact match (SocketAddrV6 equality includes those).
-            if own_ip == ip {
-                return true;
-            }
-            // SECURITY: proxy loop via connect() to 0.0.0.0 or ::, which the
-            // kernel sends to the local host (loopback), where any of our
-            // listeners on this port may be waiting.
-            if ip.is_unspecified() {
-                return true;
-            }
-            // SECURITY: proxy loop via a wildcard listener, reached through
-            // any local address (127.0.0.2, the host's LAN IP, ...). Either
-            // wildcard family counts, since a [::] listener is usually
-            // dual-stack.
-            own_ip.is_unspecified() && is_local_address(addr)
-        })
-    }
 }
 
 /// `Refusal::Embedded` constructor, to keep the call sites short.
@@ -422,22 +393,8 @@ fn canonical_net(net: IpNet) -> IpNet {
     net
 }
 
-/// Whether `addr`'s IP belongs to this machine: loopback, or an address a
-/// socket can be bound to. Binding a UDP socket is a local syscall that sends
-/// nothing; the scope id is kept so IPv6 link-local addresses bind correctly.
-fn is_local_address(addr: SocketAddr) -> bool {
-    let ip = addr.ip().to_canonical();
-    if ip.is_loopback() {
-        return true;
-    }
-    let probe = match (ip, addr) {
-        (IpAddr::V6(v6), SocketAddr::V6(orig)) => {
-            SocketAddr::V6(std::net::SocketAddrV6::new(v6, 0, 0, orig.scope_id()))
-        }
-        _ => SocketAddr::new(ip, 0),
-    };
-    UdpSocket::bind(probe).is_ok()
-}
+#[path = "ipguard_own.rs"]
+mod own;
 
 #[cfg(test)]
 #[path = "ipguard_tests.rs"]

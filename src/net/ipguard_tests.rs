@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 
+use super::own::is_local_address;
 use super::*;
 
 fn ip(s: &str) -> IpAddr {

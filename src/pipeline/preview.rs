@@ -7,7 +7,9 @@
 //!    page; one made for another sandbox or port: 403 `preview_other`);
 //! 3. still allowed: the preview not revoked, the sandbox neither revoked nor expired (403 `preview_revoked`),
 //!    the port among its policy's `expose` (403 `port_not_exposed`);
-//! 4. forwarded to the sandbox's own address (its single-address `source_cidrs`) at that port, over HTTP/1.1,
+//! 4. the sandbox's own address (its single-address `source_cidrs`) is never a metadata address or one of
+//!    cordon's listeners (403 `metadata_address` / `self_address`; the private ranges do not apply);
+//! 5. forwarded to that address at that port, over HTTP/1.1,
 //!    upgrades (WebSockets) included, without the session cookie.
 //!
 //! SECURITY: a preview reaches only the address the control plane holds for that sandbox, only at a port its
@@ -226,6 +228,17 @@ pub(crate) fn allowed(
                 StatusCode::BAD_GATEWAY,
                 "preview_no_address",
                 "the sandbox has no address of its own (a source_cidrs entry of one address)".into(),
+            )
+        })?;
+    generation
+        .dialer
+        .guard()
+        .check_sandbox_addr(SocketAddr::new(address, port))
+        .map_err(|r| {
+            Refusal(
+                StatusCode::FORBIDDEN,
+                r.code(),
+                format!("the sandbox's address is refused: {r}"),
             )
         })?;
     Ok((sandbox, address))

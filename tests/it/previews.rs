@@ -166,7 +166,7 @@ sandboxes:
   - {{ id: sb2, user: bob, token_sha256: {h2}, policy: web, source_cidrs: ["127.0.0.10/32"] }}
 policies:
   web:
-    expose: [{dev}, {dev2}, {dev3}, {ws}, {silent}]
+    expose: [{dev}, {dev2}, {dev3}, {ws}, {silent}, {admin}]
     allow:
       # Even a rule naming cordon's own listeners cannot take a sandbox there.
       - {{ cidrs: ["127.0.0.1/32"], ports: [{preview}, {admin}] }}
@@ -350,6 +350,30 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     assert!(rig.cordon(&["sandbox", "revoke", "vm1"]).status.success());
     let (status, reason, _, _) = rig.curl(&rig.url(rig.dev3, "vm1", "/"), Some(&vm_cookie));
     assert_eq!((status, reason.as_str()), (403, "preview_revoked"));
+
+    // A sandbox registered at cordon's own address, or at the cloud's metadata address, gets no preview,
+    // whatever port its policy exposes: the address the control plane holds is checked before any dial.
+    for (id, cidr, port, reason) in [
+        ("self1", "127.0.0.1/32", rig.admin, "self_address"),
+        ("meta1", "169.254.169.254/32", rig.dev, "metadata_address"),
+    ] {
+        let out = rig.cordon(&[
+            "sandbox",
+            "create",
+            "--user",
+            "eve",
+            "--policy",
+            "web",
+            "--id",
+            id,
+            "--source-cidr",
+            cidr,
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = rig.cordon(&["sandbox", "preview", id, "--port", &port.to_string(), "--user", "eve"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(reason), "{id}: {stderr}");
+    }
 
     // Every access is audited, with the person.
     let stopped = crate::cli::signal_and_wait(child, "-TERM").await;
