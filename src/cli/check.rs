@@ -73,10 +73,11 @@ pub(crate) fn print_summary(c: &Config) {
     };
     outln!("audit    {audit}{export}");
     outln!(
-        "network  {} allowed CIDRs, {} dangerous metadata exceptions, {} host overrides",
+        "network  {} allowed CIDRs, {} dangerous metadata exceptions, {} host overrides, resolver {}",
         c.network.allow_cidrs.len(),
         c.network.dangerous_allow_metadata.len(),
-        c.network.hosts.len()
+        c.network.hosts.len(),
+        c.network.resolver.name()
     );
     outln!("sandboxes {}", c.sandboxes.len());
     for s in &c.sandboxes {

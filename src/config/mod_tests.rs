@@ -60,6 +60,7 @@ network:
   allow_cidrs: ["10.0.0.1/8", "nonsense"]
   dangerous_allow_metadata: ["1.2.3.4"]
   hosts: {{ "a..b": 1.2.3.4, ok.test: [nope] }}
+  resolver: getaddrinfo
 timeouts: {{ connect: 0s, drain: forever }}
 limits: {{ max_connections: 0, max_request_header_bytes: 10 }}
 sandboxes:
@@ -94,6 +95,7 @@ policies:
         "network.dangerous_allow_metadata[0]",
         "network.hosts.a..b",
         "network.hosts.ok.test[0]",
+        "network.resolver: \"getaddrinfo\" is not a resolver: use dns (the default",
         "timeouts.connect",
         "timeouts.drain",
         "limits.max_connections",

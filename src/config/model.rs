@@ -231,6 +231,8 @@ pub(crate) struct Network {
     pub(crate) dangerous_allow_metadata: Vec<IpAddr>,
     /// Static name overrides (still checked by the guard).
     pub(crate) hosts: HashMap<String, Vec<IpAddr>>,
+    /// How other names are resolved.
+    pub(crate) resolver: crate::net::ResolverKind,
 }
 
 /// `timeouts:`

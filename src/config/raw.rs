@@ -201,6 +201,9 @@ pub(super) struct RawNetwork {
     /// Static name -> address(es) overrides.
     #[serde(default)]
     pub(crate) hosts: BTreeMap<String, RawAddrs>,
+    /// `dns` (default) or `system`.
+    #[serde(default)]
+    pub(crate) resolver: Option<String>,
 }
 
 /// One address or a list of them.

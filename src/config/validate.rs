@@ -9,6 +9,7 @@ use ipnet::IpNet;
 
 use super::model::{CaConfig, Config, ConfigErrors, Listen, LogFormat, Network, SandboxSpec, UpstreamConfig};
 use super::raw::{RawAddrs, RawConfig, RawSandbox};
+use crate::net::ResolverKind;
 use crate::policy::Policy;
 use crate::target::{Host, Target};
 
@@ -240,10 +241,22 @@ fn network(errs: &mut Errors, raw: super::raw::RawNetwork) -> Network {
             .collect();
         hosts.insert(key, parsed);
     }
+    let resolver = match raw.resolver.as_deref() {
+        None | Some("dns") => ResolverKind::Dns,
+        Some("system") => ResolverKind::System,
+        Some(other) => {
+            errs.at(
+                "network.resolver",
+                format!("{other:?} is not a resolver: use dns (the default: resolv.conf and /etc/hosts, answers cached for their TTL) or system (the C library's getaddrinfo, uncached)"),
+            );
+            ResolverKind::Dns
+        }
+    };
     Network {
         allow_cidrs,
         dangerous_allow_metadata,
         hosts,
+        resolver,
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use super::ipguard::{Guard, Refusal};
+use super::lookup::{Resolver, ResolverKind};
 use crate::target::{Host, Target};
 
 /// Why no connection was made.
@@ -87,12 +88,13 @@ pub struct Resolution {
     pub(crate) addrs: Vec<(SocketAddr, Result<(), Refusal>)>,
 }
 
-/// Resolves through static overrides or the system resolver, guards, and dials.
+/// Resolves through static overrides or the configured resolver, guards, and dials.
 #[derive(Debug, Clone)]
 pub struct Dialer {
     guard: Guard,
     hosts: HashMap<String, Vec<IpAddr>>,
     connect_timeout: Duration,
+    resolver: Resolver,
 }
 
 impl Dialer {
@@ -102,7 +104,15 @@ impl Dialer {
             guard,
             hosts,
             connect_timeout,
+            resolver: Resolver::default(),
         }
+    }
+
+    /// The same dialer, resolving names with `kind` (`network.resolver`).
+    #[must_use]
+    pub fn with_resolver(mut self, kind: ResolverKind) -> Dialer {
+        self.resolver = Resolver::new(kind);
+        self
     }
 
     /// The guard in use.
@@ -124,16 +134,19 @@ impl Dialer {
         if let Some(ips) = self.hosts.get(name) {
             return Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect());
         }
-        // The system resolver: it is what turns `2852039166` or `0251.0376.0251.0376` into an address,
-        // which is why the guard judges its answers, never the string.
-        let found = tokio::net::lookup_host((name.as_str(), port))
+        // The resolver: a name written as a number becomes its address there, which is why the guard judges
+        // what comes back, never the string.
+        let found = self
+            .resolver
+            .addresses(name)
             .await
-            .map_err(|e| DialError::Resolve {
+            .map_err(|detail| DialError::Resolve {
                 target: target.clone(),
-                detail: e.to_string(),
+                detail,
             })?;
-        let mut addrs: Vec<SocketAddr> = Vec::new();
-        for a in found {
+        let mut addrs: Vec<SocketAddr> = Vec::with_capacity(found.len());
+        for ip in found {
+            let a = SocketAddr::new(ip, port);
             if !addrs.contains(&a) {
                 addrs.push(a);
             }

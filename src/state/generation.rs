@@ -81,7 +81,8 @@ impl Generation {
             config.network.dangerous_allow_metadata.clone(),
             self_addrs.to_vec(),
         );
-        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect);
+        let dialer = Dialer::new(guard, config.network.hosts.clone(), config.timeouts.connect)
+            .with_resolver(config.network.resolver);
         let tls = pool::client_config(&config.upstream.extra_roots)?;
         Ok(Generation {
             number,
