@@ -17,6 +17,8 @@ pub(crate) mod explain;
 pub(crate) mod http;
 pub(crate) mod intercept;
 pub(crate) mod preview;
+mod replay;
+mod socket;
 pub(crate) mod transparent;
 pub(crate) mod tunnel;
 mod websocket;

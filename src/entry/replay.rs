@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// `head` replayed before `inner`'s own bytes; writes go straight to `inner`.
-pub(super) struct Replay<S> {
+pub(crate) struct Replay<S> {
     head: Vec<u8>,
     at: usize,
     inner: S,
@@ -16,8 +16,14 @@ pub(super) struct Replay<S> {
 
 impl<S> Replay<S> {
     /// Replay `head`, then read from `inner`.
-    pub(super) fn new(head: Vec<u8>, inner: S) -> Replay<S> {
+    pub(crate) fn new(head: Vec<u8>, inner: S) -> Replay<S> {
         Replay { head, at: 0, inner }
+    }
+
+    /// What is left of the head, and the stream.
+    pub(crate) fn into_parts(mut self) -> (Vec<u8>, S) {
+        let rest = self.head.split_off(self.at);
+        (rest, self.inner)
     }
 }
 

@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::intercept;
+use super::socket::IntoSocket;
 use crate::addr::ClientAddr;
 use crate::error::TunnelEnd;
 use crate::pipeline::{Opened, TunnelRecord};
@@ -21,7 +22,7 @@ use crate::tls::sni;
 /// Run an opened tunnel on the client stream `io` yields.
 pub(crate) fn launch<IO, F>(state: Arc<ProxyState>, client: ClientAddr, opened: Opened, io: F)
 where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    IO: AsyncRead + AsyncWrite + IntoSocket + Unpin + Send + 'static,
     F: Future<Output = Result<IO, String>> + Send + 'static,
 {
     let Opened {
@@ -62,10 +63,11 @@ where
     }
 }
 
-/// Check the ClientHello, then move bytes until either side closes; one audit record at the end.
+/// Check the ClientHello, then move bytes until either side closes (by splice(2) where the client stream
+/// is a TCP socket underneath, else by copying); one audit record at the end.
 async fn splice<IO, F>(io: F, mut upstream: TcpStream, target: Target, record: TunnelRecord, stop: Stop)
 where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    IO: AsyncRead + AsyncWrite + IntoSocket + Unpin + Send + 'static,
     F: Future<Output = Result<IO, String>> + Send + 'static,
 {
     let io = match io.await {
@@ -89,16 +91,35 @@ where
     if let Err(e) = upstream.write_all(&first).await {
         return record.end(Some(&TunnelEnd::UpstreamClosed(e.to_string())));
     }
-    // The watched client stream counts the bytes (into the audit record) as they move.
-    let end = tokio::select! {
-        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {
-            if stop.over_budget() {
-                Some(TunnelEnd::ByteBudget)
-            } else {
-                copied.err().map(|e| TunnelEnd::Failed(e.to_string()))
+    let moved = match client.into_inner().into_socket() {
+        Ok(socket) => {
+            // Bytes the client sent after its ClientHello and that were read before the socket was handed
+            // over go first; then the kernel moves the rest, counted as it goes.
+            let relayed = async {
+                if !socket.pending.is_empty() {
+                    stop.count(socket.pending.len() as u64, 0)?;
+                    upstream.write_all(&socket.pending).await?;
+                }
+                crate::session::splice::relay(socket.tcp(), &upstream, &stop).await
+            };
+            tokio::select! {
+                relayed = relayed => Ok(relayed),
+                end = stop.ended() => Err(end),
             }
         }
-        end = stop.ended() => Some(end),
+        Err(stream) => {
+            // The watched client stream counts the bytes (into the audit record) as they move.
+            let mut client = stop.watch(stream);
+            tokio::select! {
+                copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => Ok(copied.map(drop)),
+                end = stop.ended() => Err(end),
+            }
+        }
+    };
+    let end = match moved {
+        Ok(_) if stop.over_budget() => Some(TunnelEnd::ByteBudget),
+        Ok(relayed) => relayed.err().map(|e| TunnelEnd::Failed(e.to_string())),
+        Err(end) => Some(end),
     };
     record.end(end.as_ref());
 }

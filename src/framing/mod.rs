@@ -151,6 +151,24 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
         (guard, report)
     }
 
+    /// The stream inside.
+    pub(crate) fn io(&self) -> &IO {
+        &self.io
+    }
+
+    /// Once the connection is a tunnel (passthrough, nothing refused): the bytes the guard read and has not
+    /// handed out yet, taken from it (whoever reads the stream underneath from now on must send them first);
+    /// `None` before that.
+    pub(crate) fn take_passthrough(&mut self) -> Option<Vec<u8>> {
+        if self.state != State::Passthrough || self.report.violation.get().is_some() {
+            return None;
+        }
+        let held = self.buf[self.start..self.end].to_vec();
+        self.start = self.end;
+        self.release = 0;
+        Some(held)
+    }
+
     #[cfg(test)]
     fn buffer_len(&self) -> usize {
         self.buf.len()

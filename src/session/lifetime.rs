@@ -119,6 +119,12 @@ impl Stop {
         self.activity.over_budget()
     }
 
+    /// Count bytes moved without a [`Watched`] stream (a relay by splice(2)): `up` from the client, `down` to
+    /// it. An error once the sandbox's byte budget is spent.
+    pub(crate) fn count(&self, up: u64, down: u64) -> io::Result<()> {
+        account(&self.activity, self.meter.as_ref(), up, down)
+    }
+
     /// Resolves when the tunnel must end, with why (for its audit record).
     pub(crate) async fn ended(&self) -> TunnelEnd {
         tokio::select! {
@@ -147,18 +153,28 @@ impl<S> Watched<S> {
         Watched { inner, activity, meter }
     }
 
-    fn moved(&self, up: u64, down: u64) -> io::Result<()> {
-        self.activity.up.fetch_add(up, Ordering::Relaxed);
-        self.activity.down.fetch_add(down, Ordering::Relaxed);
-        if let Some(m) = &self.meter
-            && !m.add(up, down)
-        {
-            self.activity.over_budget.store(true, Ordering::Relaxed);
-            // SECURITY: a sandbox over its byte budget moves no more bytes through this tunnel.
-            return Err(io::Error::other("the sandbox's byte budget is spent"));
-        }
-        Ok(())
+    /// The stream inside (its counts stay where they were added).
+    pub(crate) fn into_inner(self) -> S {
+        self.inner
     }
+
+    fn moved(&self, up: u64, down: u64) -> io::Result<()> {
+        account(&self.activity, self.meter.as_ref(), up, down)
+    }
+}
+
+/// Add bytes to a tunnel's counts and its sandbox's byte budget; an error once the budget is spent.
+fn account(activity: &Activity, meter: Option<&Arc<dyn Meter>>, up: u64, down: u64) -> io::Result<()> {
+    activity.up.fetch_add(up, Ordering::Relaxed);
+    activity.down.fetch_add(down, Ordering::Relaxed);
+    if let Some(m) = meter
+        && !m.add(up, down)
+    {
+        activity.over_budget.store(true, Ordering::Relaxed);
+        // SECURITY: a sandbox over its byte budget moves no more bytes through this tunnel.
+        return Err(io::Error::other("the sandbox's byte budget is spent"));
+    }
+    Ok(())
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {

@@ -5,3 +5,4 @@ pub(crate) mod admission;
 pub(crate) mod leases;
 pub(crate) mod lifetime;
 pub(crate) mod scope;
+pub(crate) mod splice;

@@ -8,7 +8,6 @@
 //! never the address the sandbox chose.
 
 pub(crate) mod origdst;
-mod replay;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +15,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+use super::replay::Replay;
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
 use crate::error::TunnelEnd;
@@ -24,7 +24,6 @@ use crate::pipeline::{self, Ask, Claim, Input, Outcome};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
-use replay::Replay;
 
 /// What the first bytes of a connection say it is.
 #[derive(Debug, PartialEq, Eq)]
