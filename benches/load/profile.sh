@@ -3,7 +3,11 @@
 #
 #   PEER_RIG_ROOT=/some/scratch bash benches/load/profile.sh SCENARIO [seconds]
 #     SCENARIO: direct | directs | http | tunnel | intercept | inject (a header credential) | masked (the same,
-#               mask_echo: every answer masked)
+#               mask_echo: every answer masked) | newconn (intercept, a new connection per request) |
+#               tunnel-bulk (a 4 MiB download through a blind tunnel) | squid-bulk (the same through squid's
+#               splice, for comparison)
+#     RESOLVE=dns   cordon resolves upstream.test through a real DNS server (dnsmasq on 127.0.0.153, TTL 60 s,
+#                   named by a resolv.conf of cordon's own mount namespace) instead of network.hosts
 #     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
 #     PERF=1 ALL=1  `perf record -a` instead, the whole machine (-> /tmp/perf-all-SCENARIO.data;
 #                   `perf report --sort comm` shows where the cores go)
@@ -28,7 +32,17 @@ sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -
   -e "s%#@AUDIT@.*%${audit_extra}%" \
   "$repo/benches/load/cordon.yaml.in" > "$work/cordon.yaml"
 "$BIN" ca export --config "$work/cordon.yaml" --sandbox bench > "$work/bench-ca.pem"
-BENCH_UPSTREAM_TOKEN=bench-upstream-token-7f3a91c2e4d5b6a8 "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &
+wrap=()
+if [ "${RESOLVE:-hosts}" = dns ]; then
+  # upstream.test from a real DNS server instead of network.hosts: cordon's resolv.conf names it.
+  sed -i -e '/^  hosts:/d' -e '/^    upstream.test: 127.0.0.1/d' "$work/cordon.yaml"
+  dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --listen-address=127.0.0.153 --bind-interfaces \
+    --port=53 --user=root --pid-file="$work/dnsmasq.pid" --local-ttl=60 --host-record=upstream.test,127.0.0.1
+  printf 'nameserver 127.0.0.153\n' > "$work/resolv.conf"
+  wrap=(unshare --mount -- sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$work/resolv.conf")
+  trap '[ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; kill "$(cat "$work/dnsmasq.pid")"; rm -rf "$work"' EXIT
+fi
+BENCH_UPSTREAM_TOKEN=bench-upstream-token-7f3a91c2e4d5b6a8 "${wrap[@]}" "$BIN" run --config "$work/cordon.yaml" > /dev/null 2>&1 &
 pid=$!
 sleep 1
 cp /etc/hosts "$work/hosts"; echo "127.0.0.1 upstream.test" >> "$work/hosts"
@@ -40,6 +54,9 @@ case ${1:?scenario} in
   http) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" http://upstream.test:18080/1k.txt);;
   tunnel) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/1k.txt);;
   intercept) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
+  newconn) args=(--disable-keepalive -x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
+  tunnel-bulk) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
+  squid-bulk) args=(-x http://127.0.0.1:13128 --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
   inject|masked)
     "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$1" > "$work/$1-ca.pem"
     SANDBOX_AUTH="Proxy-Authorization: Basic $(printf %s "$1:$TOKEN" | base64 -w0)"
@@ -68,7 +85,9 @@ t0, t1, hz = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 s = d["summary"]
 n = sum(d.get("statusCodeDistribution", {}).values()) or 1
 cpu = (t1 - t0) / hz / n * 1e6
-extra = "" if sys.argv[5] in ("direct", "directs") else " cordon_cpu_us_per_req=%.1f" % cpu
+extra = "" if sys.argv[5] in ("direct", "directs", "squid-bulk") else " cordon_cpu_us_per_req=%.1f" % cpu
+if "bulk" in sys.argv[5]:
+    extra += " MiB_per_s=%.0f" % (s["requestsPerSec"] * 4)
 codes = d.get("statusCodeDistribution", {})
 other = {k: v for k, v in codes.items() if k != "200"}
 if other:

@@ -728,3 +728,27 @@ fn head_end_hint_finds_every_terminator() {
     assert!(!head_end_hint(b"GET / HTTP/1.1\r\nHost: a\r\n", 0));
     assert!(!head_end_hint(b"GET / HTTP/1.1\r\n\r\n", 19));
 }
+
+#[tokio::test]
+async fn a_tunnel_gives_its_read_buffer_back_once_it_has_handed_out_what_it_held() {
+    let (mut client, server) = tokio::io::duplex(1 << 16);
+    let (mut guard, report) = FramingGuard::new(server, MAX_HEAD, render);
+    // The head and the first tunnel bytes in one write: the guard holds the tunnel bytes after the head.
+    client
+        .write_all(b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n\x16\x03\x01held")
+        .await
+        .unwrap();
+    let mut head = vec![0; 256];
+    let n = guard.read(&mut head).await.unwrap();
+    assert!(head[..n].starts_with(b"CONNECT example.com:443"));
+    let mut held = [0u8; 7];
+    guard.read_exact(&mut held).await.unwrap();
+    assert_eq!(&held, b"\x16\x03\x01held");
+    assert_eq!(guard.buffer_len(), MIN_BUF, "nothing read past what was held yet");
+    client.write_all(b"more").await.unwrap();
+    let mut more = [0u8; 4];
+    guard.read_exact(&mut more).await.unwrap();
+    assert_eq!(&more, b"more");
+    assert_eq!(guard.buffer_len(), 0, "an idle tunnel keeps no read buffer");
+    assert_eq!(report.violation(), None);
+}

@@ -33,7 +33,16 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
                     this.release = this.end - this.start;
                     continue;
                 }
-                State::Passthrough => return Pin::new(&mut this.io).poll_read(cx, out),
+                State::Passthrough => {
+                    // Passthrough is final and everything held has been handed out: the read buffer is not
+                    // needed again, so a long-lived tunnel does not keep it (8 KiB per connection).
+                    if this.buf.capacity() > 0 {
+                        this.buf = Vec::new();
+                        this.start = 0;
+                        this.end = 0;
+                    }
+                    return Pin::new(&mut this.io).poll_read(cx, out);
+                }
                 State::AwaitUpgrade => {
                     this.upgrade_waker = Some(cx.waker().clone());
                     return Poll::Pending;

@@ -2,12 +2,12 @@
 # Sets up the load harness's rig in $PEER_RIG_ROOT (a scratch folder): the upstream every run shares and the
 # peer proxies cordon is measured against, all on 127.0.0.1.
 #
-#   nginx       :18080 HTTP, :18443 HTTPS (h2 and HTTP/1.1), serving /1k.txt (1024 bytes) and /health
+#   nginx       :18080 HTTP, :18443 HTTPS (h2 and HTTP/1.1), serving /1k.txt (1024 bytes), /4m.bin and /health
 #   squid       :13128 HTTP forward and CONNECT splice; :13129 ssl_bump (TLS interception with its own CA)
 #   mitmdump    :18081 TLS interception (mitmproxy from PyPI, in a venv under the rig)
 #   oha         the load generator (crates.io)
 #
-# Installs from the registries (Debian: nginx, squid-openssl; PyPI: mitmproxy; crates.io: oha), writes the
+# Installs from the registries (Debian: nginx, squid-openssl, dnsmasq-base; PyPI: mitmproxy; crates.io: oha), writes the
 # configurations and a test PKI, and is safe to run again. Then: start.sh, and stop.sh when done.
 set -euo pipefail
 ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the rig}"
@@ -17,6 +17,7 @@ missing=()
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
 [ -x /usr/lib/squid/security_file_certgen ] || missing+=(squid-openssl)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq-base)
 python3 -c 'import venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
@@ -30,6 +31,8 @@ done
 mkdir -p "$ROOT"/{ca,nginx/tmp,squid,mitm/conf,www,run}
 for f in nginx squid; do sed "s#@ROOT@#$ROOT#g" "$here/$f.conf.in" > "$ROOT/$f/$f.conf"; done
 [ -s "$ROOT/www/1k.txt" ] || head -c 768 /dev/urandom | base64 -w0 > "$ROOT/www/1k.txt"
+# A bulk download (the tunnel-bulk scenario: what splice(2) changes is the cost per byte, not per request).
+[ -s "$ROOT/www/4m.bin" ] || head -c 4194304 /dev/urandom > "$ROOT/www/4m.bin"
 [ -f "$ROOT/ca/nginx.pem" ] || bash "$here/certs.sh" "$ROOT/ca"
 # mitmdump's own CA, made once by mitmdump itself on first start, lives in $ROOT/mitm/conf.
 [ -x "$ROOT/venv/bin/mitmdump" ] || {
