@@ -5,7 +5,8 @@
 #     SCENARIO: direct | directs | http | tunnel | intercept | inject (a header credential) | masked (the same,
 #               mask_echo: every answer masked) | newconn (intercept, a new connection per request) |
 #               tunnel-bulk (a 4 MiB download through a blind tunnel) | squid-bulk (the same through squid's
-#               splice, for comparison)
+#               splice, for comparison) | idle (IDLE=10000 idle intercepted connections held open by
+#               idle.py: cordon's memory per connection)
 #     RESOLVE=dns   cordon resolves upstream.test through a real DNS server (dnsmasq on 127.0.0.153, TTL 60 s,
 #                   named by a resolv.conf of cordon's own mount namespace) instead of network.hosts
 #     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
@@ -20,8 +21,9 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 : "${PEER_RIG_ROOT:?set PEER_RIG_ROOT to the folder of the peer rig}"
-BIN=${BIN:-$repo/target/release/cordon}
+BIN=${BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/cordon}
 work=$(mktemp -d); mkdir -p "$work/log"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 pid=""
 trap '[ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; rm -rf "$work"' EXIT
 TOKEN=bench-token-0123456789abcdef
@@ -35,9 +37,12 @@ sed -e "s#@WORK@#$work#g" -e "s#@ROOT@#$PEER_RIG_ROOT#g" -e "s#@HASH@#$HASH#g" -
 wrap=()
 if [ "${RESOLVE:-hosts}" = dns ]; then
   # upstream.test from a real DNS server instead of network.hosts: cordon's resolv.conf names it.
-  sed -i -e '/^  hosts:/d' -e '/^    upstream.test: 127.0.0.1/d' "$work/cordon.yaml"
+  # An AAAA record too: a NODATA answer without an SOA (all dnsmasq gives for a local name) must not be
+  # cached (RFC 2308), which would make every lookup ask again; real resolvers send the SOA.
+  sed -i -e '/^  hosts:/d' -e '/^    upstream.test: 127.0.0.1/d' \
+    -e 's|allow_cidrs: \["127.0.0.0/8"\]|allow_cidrs: ["127.0.0.0/8", "::1/128"]|' "$work/cordon.yaml"
   dnsmasq --conf-file=/dev/null --no-resolv --no-hosts --listen-address=127.0.0.153 --bind-interfaces \
-    --port=53 --user=root --pid-file="$work/dnsmasq.pid" --local-ttl=60 --host-record=upstream.test,127.0.0.1
+    --port=53 --user=root --pid-file="$work/dnsmasq.pid" --local-ttl=60 --host-record=upstream.test,127.0.0.1,::1
   printf 'nameserver 127.0.0.153\n' > "$work/resolv.conf"
   wrap=(unshare --mount -- sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$work/resolv.conf")
   trap '[ -n "$pid" ] && { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }; kill "$(cat "$work/dnsmasq.pid")"; rm -rf "$work"' EXIT
@@ -56,6 +61,7 @@ case ${1:?scenario} in
   intercept) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
   newconn) args=(--disable-keepalive -x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$work/bench-ca.pem" https://upstream.test:18443/1k.txt);;
   tunnel-bulk) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
+  idle) ;;
   squid-bulk) args=(-x http://127.0.0.1:13128 --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
   inject|masked)
     "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$1" > "$work/$1-ca.pem"
@@ -63,6 +69,11 @@ case ${1:?scenario} in
     args=(-x "http://127.0.0.1:$PORT" --proxy-header "$SANDBOX_AUTH" --cacert "$work/$1-ca.pem" https://upstream.test:18443/1k.txt);;
   *) echo "unknown scenario $1" >&2; exit 2;;
 esac
+if [ "$1" = idle ]; then
+  python3 "$repo/benches/load/idle.py" "$pid" "$PORT" "$(printf %s "bench:$TOKEN" | base64 -w0)" upstream.test 18443 \
+    "$work/bench-ca.pem" "${IDLE:-10000}"
+  exit 0
+fi
 D=${2:-8}
 oha_() { unshare --mount -- sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$work/hosts" oha "$@"; }
 oha_ -z 2s -c "${C:-50}" --no-tui "${args[@]}" > /dev/null 2>&1 || true
