@@ -20,6 +20,13 @@ pub(crate) async fn admin(port: u16, token: &str, method: &str, path: &str, body
 
 /// The admin token a cordon under `dir` made.
 pub(crate) fn token(dir: &Path) -> String {
+    // cordon listens before it has written a token it generates: the file can lag the port.
+    for _ in 0..200 {
+        if dir.join("admin-token").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     std::fs::read_to_string(dir.join("admin-token"))
         .unwrap()
         .trim()

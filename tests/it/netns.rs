@@ -13,7 +13,13 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 /// Whether namespace tests can run here. When they cannot, say so loudly; with
 /// `CORDON_REQUIRE_NETNS=1` (set by .ci/run, which runs as root) that is a failure, not a skip.
 pub(crate) fn available(test: &str) -> bool {
-    let probe = format!("cx-probe-{}", std::process::id());
+    // One name per call: tests probing at once must not find each other's probe and conclude they cannot.
+    static PROBE: AtomicU32 = AtomicU32::new(0);
+    let probe = format!(
+        "cx-probe-{}-{}",
+        std::process::id(),
+        PROBE.fetch_add(1, Ordering::SeqCst)
+    );
     let ok = Command::new("ip")
         .args(["netns", "add", &probe])
         .output()
