@@ -13,18 +13,18 @@ use crate::framing::FramingGuard;
 /// Something that owns a TCP socket (and is kept alive while the socket is used).
 pub(crate) trait HoldsTcp: Send + Sync {
     /// The socket.
-    fn tcp(&self) -> &TcpStream;
+    fn tcp(&mut self) -> &mut TcpStream;
 }
 
 impl HoldsTcp for TcpStream {
-    fn tcp(&self) -> &TcpStream {
+    fn tcp(&mut self) -> &mut TcpStream {
         self
     }
 }
 
 impl HoldsTcp for FramingGuard<TcpStream> {
-    fn tcp(&self) -> &TcpStream {
-        self.io()
+    fn tcp(&mut self) -> &mut TcpStream {
+        self.io_mut()
     }
 }
 
@@ -37,7 +37,7 @@ pub(crate) struct Socket {
 
 impl Socket {
     /// The socket.
-    pub(crate) fn tcp(&self) -> &TcpStream {
+    pub(crate) fn tcp(&mut self) -> &mut TcpStream {
         self.holder.tcp()
     }
 }

@@ -92,7 +92,7 @@ where
         return record.end(Some(&TunnelEnd::UpstreamClosed(e.to_string())));
     }
     let moved = match client.into_inner().into_socket() {
-        Ok(socket) => {
+        Ok(mut socket) => {
             // Bytes the client sent after its ClientHello and that were read before the socket was handed
             // over go first; then the kernel moves the rest, counted as it goes.
             let relayed = async {
@@ -100,7 +100,7 @@ where
                     stop.count(socket.pending.len() as u64, 0)?;
                     upstream.write_all(&socket.pending).await?;
                 }
-                crate::session::splice::relay(socket.tcp(), &upstream, &stop).await
+                crate::session::splice::relay(socket.tcp(), &mut upstream, &stop).await
             };
             tokio::select! {
                 relayed = relayed => Ok(relayed),

@@ -151,9 +151,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
         (guard, report)
     }
 
-    /// The stream inside.
-    pub(crate) fn io(&self) -> &IO {
-        &self.io
+    /// The stream inside, to be read or written directly (once the guard has nothing left to check).
+    pub(crate) fn io_mut(&mut self) -> &mut IO {
+        &mut self.io
     }
 
     /// Once the connection is a tunnel (passthrough, nothing refused): the bytes the guard read and has not

