@@ -1,6 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
+use sha2::{Digest, Sha256};
 
 #[test]
 fn lines_carry_their_place_and_the_hash_of_the_line_before() {

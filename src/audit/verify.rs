@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use ring::signature::{ED25519, UnparsedPublicKey};
-use sha2::{Digest, Sha256};
 
 use super::chain::GENESIS;
 
@@ -138,7 +137,7 @@ fn entry(line: &[u8], at: String) -> Result<Entry, String> {
         at,
         seq,
         prev,
-        hash: Sha256::digest(line).into(),
+        hash: super::chain::sha256(line),
         checkpoint,
     })
 }
