@@ -109,7 +109,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
         }
     };
     let chaining = chain.enabled.then(|| audit_writer::Chaining {
-        chain: audit::chain::Chain::after(tail),
+        chain: audit::chain::Chain::after(tail).awaiting_key(chain.signing_key.is_some()),
         checkpoint_every: chain.checkpoint_interval,
         continued: tail.is_some(),
     });

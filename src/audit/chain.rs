@@ -43,6 +43,8 @@ pub(crate) struct Chain {
     /// Lines since the last checkpoint (the start line included).
     since_checkpoint: u64,
     signer: Option<Signer>,
+    /// A signing key is configured and has not arrived yet (it is read once the secret sources are up).
+    awaiting_key: bool,
 }
 
 /// What the end of an existing audit file says about the chain to continue: the last line's `seq` and hash.
@@ -60,12 +62,21 @@ impl Chain {
             prev: tail.map_or(GENESIS, |t| t.hash),
             since_checkpoint: 0,
             signer: None,
+            awaiting_key: false,
         }
+    }
+
+    /// A chain whose checkpoints are to be signed with a key that arrives later ([`Chain::sign_with`]): until
+    /// it does, no checkpoint is written.
+    pub(crate) fn awaiting_key(mut self, awaiting: bool) -> Chain {
+        self.awaiting_key = awaiting;
+        self
     }
 
     /// Sign checkpoints with `signer` from now on.
     pub(crate) fn sign_with(&mut self, signer: Signer) {
         self.signer = Some(signer);
+        self.awaiting_key = false;
     }
 
     /// Add `seq` and `prev` to one finished JSON line (`{...}\n`) and advance the chain.
@@ -117,6 +128,12 @@ impl Chain {
     /// written since the last one (and it is not the final one).
     pub(crate) fn checkpoint_line(&mut self, time: &str, last: bool) -> Option<Vec<u8>> {
         if self.since_checkpoint == 0 && !last {
+            return None;
+        }
+        // SECURITY: with a signing key configured, an unsigned checkpoint is what a forger would write, and
+        // `verify` says so; one that falls due before the key is read is left out instead (the next covers
+        // these lines too), and a run that ends before its key arrived ends unsealed.
+        if self.awaiting_key {
             return None;
         }
         let body = serde_json::json!({

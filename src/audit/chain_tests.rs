@@ -30,6 +30,21 @@ fn lines_carry_their_place_and_the_hash_of_the_line_before() {
 }
 
 #[test]
+fn no_checkpoint_goes_unsigned_while_its_key_is_still_to_come() {
+    let mut chain = Chain::after(None).awaiting_key(true);
+    let mut a = b"{}\n".to_vec();
+    chain.link(&mut a);
+    // Due, and even final: nothing rather than a checkpoint `verify` would call forged.
+    assert!(chain.checkpoint_line("t", false).is_none());
+    assert!(chain.checkpoint_line("t", true).is_none());
+    chain.sign_with(Signer::from_secret("s").unwrap());
+    let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", false).unwrap()).unwrap();
+    // The first signed checkpoint vouches for the lines written before the key came.
+    assert_eq!(c["records"].as_u64(), Some(1));
+    assert_eq!(c["sig"].as_str().map(str::len), Some(128));
+}
+
+#[test]
 fn checkpoints_are_written_when_something_happened_or_at_the_end() {
     let mut chain = Chain::after(None);
     assert!(chain.checkpoint_line("t", false).is_none());

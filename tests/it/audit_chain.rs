@@ -203,3 +203,32 @@ print(n)
         path.display()
     );
 }
+
+/// A checkpoint falls due before cordon has read its signing key (read once the secret sources are up, after the
+/// audit thread has started): it must not be written unsigned, which `verify` would rightly call forged. With
+/// checkpoints due every millisecond, the first falls due before the key is read on every start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_due_before_the_key_is_read_is_not_written_unsigned() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let port = crate::rig::free_port();
+    let config = dir.path().join("cordon.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {d}/cas }}\naudit:\n  path: {d}/audit.jsonl\n  \
+             signing_key: {{ file: {d}/audit-key }}\n  checkpoint_interval: 1ms\n"
+        ),
+    )
+    .unwrap();
+    run_once(&config, port, 2, "-TERM").await;
+    run_once(&config, port, 2, "-TERM").await;
+    let log = dir.path().join("audit.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let checkpoints: Vec<&str> = text.lines().filter(|l| l.contains("\"kind\":\"checkpoint\"")).collect();
+    assert!(!checkpoints.is_empty(), "{text}");
+    assert!(checkpoints.iter().all(|l| l.contains("\"sig\":")), "{text}");
+    let (code, out) = verify(&["--config", config.to_str().unwrap()], &[&log]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("intact"), "{out}");
+}
