@@ -92,7 +92,7 @@ impl Chain {
                 format!("{sep}\"seq\":{},\"prev\":\"{}\"}}", self.next, hex::encode(self.prev)).as_bytes(),
             );
         }
-        self.prev = sha256(&line);
+        self.prev = sha256(line);
         self.next += 1;
         self.since_checkpoint += 1;
         line.push(b'\n');
