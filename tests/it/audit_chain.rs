@@ -49,6 +49,24 @@ fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
     )
 }
 
+/// A configuration in a new folder: the proxy on a free port, the audit log `audit.jsonl` signed with a key
+/// file cordon creates on first start, checkpoints every `interval`.
+fn signed_config(interval: &str) -> (tempfile::TempDir, u16, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let port = crate::rig::free_port();
+    let config = dir.path().join("cordon.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {d}/cas }}\naudit:\n  path: {d}/audit.jsonl\n  \
+             signing_key: {{ file: {d}/audit-key }}\n  checkpoint_interval: {interval}\n"
+        ),
+    )
+    .unwrap();
+    (dir, port, config)
+}
+
 /// A copy of `lines` as a file `name` in `dir`.
 fn copy(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     let path = dir.join(name);
@@ -58,18 +76,7 @@ fn copy(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display().to_string();
-    let port = crate::rig::free_port();
-    let config = dir.path().join("cordon.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {d}/cas }}\naudit:\n  path: {d}/audit.jsonl\n  \
-             signing_key: {{ file: {d}/audit-key }}\n  checkpoint_interval: 300ms\n"
-        ),
-    )
-    .unwrap();
+    let (dir, port, config) = signed_config("300ms");
     run_once(&config, port, 5, "-TERM").await;
     run_once(&config, port, 4, "-KILL").await;
     run_once(&config, port, 3, "-TERM").await;
@@ -209,18 +216,7 @@ print(n)
 /// checkpoints due every millisecond, the first falls due before the key is read on every start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_due_before_the_key_is_read_is_not_written_unsigned() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display().to_string();
-    let port = crate::rig::free_port();
-    let config = dir.path().join("cordon.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "listen: {{ proxy: 127.0.0.1:{port} }}\nca: {{ dir: {d}/cas }}\naudit:\n  path: {d}/audit.jsonl\n  \
-             signing_key: {{ file: {d}/audit-key }}\n  checkpoint_interval: 1ms\n"
-        ),
-    )
-    .unwrap();
+    let (dir, port, config) = signed_config("1ms");
     run_once(&config, port, 2, "-TERM").await;
     run_once(&config, port, 2, "-TERM").await;
     let log = dir.path().join("audit.jsonl");
