@@ -93,17 +93,8 @@ policies:
 
     /// curl to the admin API (on the gateway's address) from the gateway's namespace, with the admin token.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
-        // cordon listens before it has written a token it generates (a connection waits in the backlog
-        // meanwhile), so the file can lag the port that said cordon was up.
-        let file = self.path("admin-token");
-        for _ in 0..200 {
-            if file.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let token = std::fs::read_to_string(file).unwrap();
-        let auth = format!("Authorization: Bearer {}", token.trim());
+        let token = crate::hardening::token(self.dir.path());
+        let auth = format!("Authorization: Bearer {token}");
         let mut full = vec!["curl", "-sS", "-m", "5", "-H", &auth];
         full.extend_from_slice(args);
         String::from_utf8_lossy(&self.net.exec(&self.net.gw, &full).stdout).into_owned()

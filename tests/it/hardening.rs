@@ -18,9 +18,10 @@ pub(crate) async fn admin(port: u16, token: &str, method: &str, path: &str, body
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
-/// The admin token a cordon under `dir` made.
+/// The admin token a cordon under `dir` made, waited for (up to 10 s): cordon listens before it writes a token it
+/// generates (a connection waits in the backlog meanwhile), so the file can lag the port that said it was up.
+/// The file appears whole (written aside, then renamed).
 pub(crate) fn token(dir: &Path) -> String {
-    // cordon listens before it has written a token it generates: the file can lag the port.
     for _ in 0..200 {
         if dir.join("admin-token").exists() {
             break;

@@ -189,12 +189,8 @@ policies:
         "{summary}"
     );
     let child = spawn_cordon(&config, proxy, &[]).await;
-    for _ in 0..100 {
-        if d.join("admin-token").exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The CLI below reads the admin token cordon writes once it is up.
+    crate::hardening::token(d);
     let rig = Rig {
         config,
         proxy,
@@ -490,12 +486,8 @@ policies:
     let config = d.join("cordon.yaml");
     std::fs::write(&config, yaml).unwrap();
     let child = spawn_cordon(&config, proxy, &[]).await;
-    for _ in 0..100 {
-        if d.join("admin-token").exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The CLI below reads the admin token cordon writes once it is up.
+    crate::hardening::token(d);
     let out = Command::new(BIN)
         .args([
             "sandbox",
