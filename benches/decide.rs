@@ -46,6 +46,7 @@ fn decide(c: &mut Criterion) {
                 p.decide(Question {
                     target: black_box(&hit),
                     request: Some((&Method::GET, "/v1/x")),
+                    intercepted: true,
                 })
             })
         });
@@ -54,6 +55,7 @@ fn decide(c: &mut Criterion) {
                 p.decide(Question {
                     target: black_box(&miss),
                     request: None,
+                    intercepted: false,
                 })
             })
         });

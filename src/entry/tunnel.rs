@@ -13,6 +13,7 @@ use super::socket::IntoSocket;
 use crate::addr::ClientAddr;
 use crate::error::TunnelEnd;
 use crate::pipeline::{Opened, TunnelRecord};
+use crate::policy::TlsMode;
 use crate::session::admission::BudgetMeter;
 use crate::session::lifetime::{Activity, Stop};
 use crate::state::ProxyState;
@@ -36,7 +37,11 @@ where
     let timeouts = (generation.config.timeouts.idle, generation.config.timeouts.tunnel_max);
     drop(generation);
     let (up, down) = record.counters();
-    let mode = if upstream.is_some() { "tunnel" } else { "intercept" };
+    let mode = if upstream.is_some() {
+        TlsMode::Tunnel
+    } else {
+        TlsMode::Intercept
+    };
     let lease = state.sessions.open_tunnel(&sandbox, &target, mode);
     let meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
     let stop = Stop::new(

@@ -117,6 +117,7 @@ impl Exchange {
             _ => policy.decide(Question {
                 target,
                 request: method.zip(path),
+                intercepted: matches!(ask, Ask::Request { inside: Some(_), .. }),
             }),
         };
         self.note(Note::Decided {

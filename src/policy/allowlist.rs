@@ -69,6 +69,15 @@ impl HostPattern {
         })
     }
 
+    /// How specific the pattern is, to order patterns that match a common name (such patterns always nest): an
+    /// exact name above every `*.suffix` it lies under, a longer suffix above a shorter one.
+    pub(crate) fn specificity(&self) -> (usize, bool) {
+        match self {
+            HostPattern::Exact(name) => (name.split('.').count(), true),
+            HostPattern::Subdomains(suffix) => (suffix.split('.').count(), false),
+        }
+    }
+
     /// The glob in label-as-component form.
     fn glob(&self) -> Result<Glob, globset::Error> {
         let text = match self {
@@ -249,6 +258,16 @@ pub enum TlsMode {
     Intercept,
     /// Pass the bytes through untouched (for clients that pin certificates); the SNI must match.
     Tunnel,
+}
+
+impl TlsMode {
+    /// The name used in config, audit and metrics.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            TlsMode::Intercept => "intercept",
+            TlsMode::Tunnel => "tunnel",
+        }
+    }
 }
 
 /// A matcher for a list of host patterns (the same semantics as policy rules), for credential bindings.

@@ -1,15 +1,18 @@
 //! The ceiling of a sandbox's own policy: an inline policy `extends` a named one and may only narrow it.
 //!
-//! Every rule of the inline policy must lie inside one rule of the base: a host the base rule's pattern covers
-//! (an exact name under its `*.suffix`, a deeper suffix under a shallower one), ranges inside its ranges, a
-//! subset of its ports, of its methods (when it limits them) and of its paths (when it limits them), the same
-//! TLS mode, and `ask` where the base says `ask`. Its credentials are a subset of the base's, and it may not
+//! The base is held to what it would decide, not to any rule that happens to contain an own rule: for a host, the
+//! base's most specific matching pattern governs (see [`Policy::governing`]), so an own rule is judged against
+//! every part of its destination that a different set of the base's rules governs: the destination as a whole,
+//! and each more specific base pattern or range inside it. In each part, the base rule that would answer a
+//! CONNECT on each of the own rule's ports must have its TLS mode; an intercepted own rule must lie inside one
+//! governing intercept rule of the base (a subset of its ports, of its methods when it limits them, of its paths
+//! when it limits them), and ask wherever a base rule that could answer first for the same requests asks. Its credentials are a subset of the base's, and it may not
 //! report where the base enforces. Path globs are compared conservatively: a path is inside the base's when it
 //! is one of them, a literal path one of them matches, or lies under a `prefix/**` of the base; anything else is
 //! refused rather than guessed.
 
 use super::allowlist::{Action, HostPattern, Rule};
-use super::{Mode, Policy};
+use super::{Mode, Policy, TlsMode};
 
 /// One way an inline policy goes past its base, with the JSON path of what does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,54 +47,203 @@ pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> 
         }
     }
     for (i, rule) in inline.rules.iter().enumerate() {
-        if let Err((field, why)) = within_some(rule, base) {
+        if let Err((field, why)) = within_base(rule, base) {
             push(format!("{at}.allow[{i}]{field}"), why);
         }
     }
     out
 }
 
-/// `Ok` if some rule of `base` holds all of `rule`; otherwise the field that goes furthest past the best
-/// candidate and why.
-fn within_some(rule: &Rule, base: &Policy) -> Result<(), (&'static str, String)> {
-    let candidates: Vec<(usize, &Rule)> = base
+/// A part of an own rule's destination that one set of the base's rules governs, as the base decides.
+struct Region {
+    /// What the part is, for messages: a name, `names under *.x`, or a range.
+    what: String,
+    /// The base's rules that govern it, in order (empty: the base allows nothing there).
+    governing: Vec<usize>,
+}
+
+/// The rules of `base` that govern every name `p` matches: those of the most specific base pattern that holds
+/// all of them, in order.
+fn governing_pattern(base: &Policy, p: &HostPattern) -> Vec<usize> {
+    let holders: Vec<(usize, (usize, bool))> = base
         .rules
         .iter()
         .enumerate()
-        .filter(|(_, b)| destination_within(rule, b))
+        .filter_map(|(i, b)| {
+            b.host
+                .as_ref()
+                .filter(|t| host_within(p, t))
+                .map(|t| (i, t.specificity()))
+        })
         .collect();
-    if candidates.is_empty() {
-        let (field, what) = match &rule.host {
-            Some(h) => (".host", h.to_string()),
-            None => (".cidrs", ranges(&rule.cidrs)),
-        };
-        return Err((field, format!("{what} is not a destination {:?} allows", base.name)));
-    }
-    let mut first_reason = None;
-    for (index, b) in &candidates {
-        match rest_within(rule, b) {
-            Ok(()) => return Ok(()),
-            Err((field, why)) => {
-                first_reason.get_or_insert((field, format!("{why} (rule {index} of {:?})", base.name)));
+    let top = holders.iter().map(|(_, s)| *s).max();
+    holders
+        .iter()
+        .filter(|(_, s)| Some(*s) == top)
+        .map(|(i, _)| *i)
+        .collect()
+}
+
+/// The parts of `rule`'s destination that different rules of `base` govern: the destination as a whole
+/// (governed by the most specific base pattern or range holding all of it), and each more specific base pattern
+/// or range inside it (governing its own names or addresses).
+fn regions(rule: &Rule, base: &Policy) -> Vec<Region> {
+    let mut out = Vec::new();
+    match &rule.host {
+        Some(mine) => {
+            let whole = match mine {
+                HostPattern::Exact(n) => n.clone(),
+                HostPattern::Subdomains(_) => format!("names under {mine}"),
+            };
+            out.push(Region {
+                what: whole,
+                governing: governing_pattern(base, mine),
+            });
+            let mut inner: Vec<&HostPattern> = base
+                .rules
+                .iter()
+                .filter_map(|b| b.host.as_ref())
+                .filter(|t| *t != mine && host_within(t, mine))
+                .collect();
+            inner.sort_by_key(|t| t.to_string());
+            inner.dedup();
+            for t in inner {
+                out.push(Region {
+                    what: t.to_string(),
+                    governing: governing_pattern(base, t),
+                });
+            }
+        }
+        None => {
+            for mine in &rule.cidrs {
+                out.push(Region {
+                    what: mine.to_string(),
+                    governing: base.governing_net(*mine),
+                });
+                let mut inner: Vec<ipnet::IpNet> = base
+                    .rules
+                    .iter()
+                    .flat_map(|b| b.cidrs.iter().copied())
+                    .filter(|t| t != mine && mine.contains(t))
+                    .collect();
+                inner.sort_unstable();
+                inner.dedup();
+                for t in inner {
+                    out.push(Region {
+                        what: t.to_string(),
+                        governing: base.governing_net(t),
+                    });
+                }
             }
         }
     }
-    Err(first_reason.unwrap_or(("", format!("no rule of {:?} allows all of this rule", base.name))))
+    out
 }
 
-/// Whether `rule`'s destination (host pattern or ranges) lies inside `b`'s.
-fn destination_within(rule: &Rule, b: &Rule) -> bool {
-    match (&rule.host, &b.host) {
-        (Some(mine), Some(theirs)) => host_within(mine, theirs),
-        (None, None) => {
-            !rule.cidrs.is_empty()
-                && rule
-                    .cidrs
-                    .iter()
-                    .all(|mine| b.cidrs.iter().any(|theirs| theirs.contains(mine)))
-        }
-        _ => false,
+/// `Ok` if, for every part of `rule`'s destination, what `base` decides there allows all `rule` does, in the
+/// same TLS mode and with approval wherever the base asks; otherwise the field that goes past and why.
+fn within_base(rule: &Rule, base: &Policy) -> Result<(), (&'static str, String)> {
+    for region in regions(rule, base) {
+        within_region(rule, base, &region)?;
     }
+    Ok(())
+}
+
+/// The check of [`within_base`] for one region: at CONNECT, the base rule that would answer each port of `rule`
+/// has `rule`'s TLS mode; for an intercepted rule, one governing intercept rule of the base holds its ports,
+/// methods and paths, and no base rule that could answer first for the same requests asks when `rule` does not.
+fn within_region(rule: &Rule, base: &Policy, region: &Region) -> Result<(), (&'static str, String)> {
+    let name = &base.name;
+    let field = if rule.host.is_some() { ".host" } else { ".cidrs" };
+    if region.governing.is_empty() {
+        return Err((field, format!("{} is not a destination {name:?} allows", region.what)));
+    }
+    let governing: Vec<(usize, &Rule)> = region
+        .governing
+        .iter()
+        .filter_map(|&i| base.rules.get(i).map(|r| (i, r)))
+        .collect();
+    for p in &rule.ports {
+        let Some((index, first)) = governing.iter().find(|(_, b)| b.ports.contains(p)) else {
+            let mut allowed: Vec<u16> = governing.iter().flat_map(|(_, b)| b.ports.iter().copied()).collect();
+            allowed.sort_unstable();
+            allowed.dedup();
+            return Err((
+                ".ports",
+                format!(
+                    "port {p} is not allowed for {} (ports allowed there: {})",
+                    region.what,
+                    list(&allowed)
+                ),
+            ));
+        };
+        if first.tls != rule.tls {
+            return Err((
+                ".tls",
+                format!(
+                    "must be {:?}: for {} on port {p}, {name:?} decides by its rule {index}, which is {:?}; the \
+                     other mode changes what cordon sees and may inject",
+                    first.tls.as_str(),
+                    region.what,
+                    first.tls.as_str()
+                ),
+            ));
+        }
+    }
+    if rule.tls == TlsMode::Tunnel {
+        // A tunnel rule limits no method or path, and the base tunnels every port of it (above).
+        return Ok(());
+    }
+    let mut first_reason = None;
+    for (at, (index, b)) in governing.iter().enumerate() {
+        if b.tls != TlsMode::Intercept {
+            continue;
+        }
+        match rest_within(rule, b) {
+            Ok(()) => {
+                // Of the requests `rule` allows, the base decides each by the first of its rules up to `b` that
+                // allows it: if one of those asks, so must `rule`.
+                let asking = governing
+                    .get(..=at)
+                    .unwrap_or_default()
+                    .iter()
+                    .find(|(_, e)| e.tls == TlsMode::Intercept && e.action == Action::Ask && overlaps(rule, e));
+                if rule.action == Action::Allow
+                    && let Some((asking, _)) = asking
+                {
+                    return Err((
+                        ".action",
+                        format!(
+                            "\"allow\" would skip the approval {name:?} asks for {} (its rule {asking}); write \"ask\"",
+                            region.what
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
+            Err((f, why)) => {
+                first_reason.get_or_insert((f, format!("{why} for {} (rule {index} of {name:?})", region.what)));
+            }
+        }
+    }
+    Err(first_reason.unwrap_or((
+        field,
+        format!(
+            "no rule of {name:?} that governs {} allows all of this rule",
+            region.what
+        ),
+    )))
+}
+
+/// Whether some request could be allowed by both rules, judged by ports and methods (paths are taken to
+/// overlap: conservative).
+fn overlaps(a: &Rule, b: &Rule) -> bool {
+    let ports = a.ports.iter().any(|p| b.ports.contains(p));
+    let methods = match (&a.methods, &b.methods) {
+        (Some(x), Some(y)) => x.iter().any(|m| y.contains(m)),
+        _ => true,
+    };
+    ports && methods
 }
 
 /// Whether every name `mine` matches is matched by `theirs`.
@@ -105,7 +257,8 @@ pub(crate) fn host_within(mine: &HostPattern, theirs: &HostPattern) -> bool {
     }
 }
 
-/// Ports, methods, paths, TLS mode and action of `rule` inside `b`'s (its destination is).
+/// Ports, methods and paths of `rule` inside `b`'s (its destination is; TLS mode and action are judged by
+/// [`within_region`]).
 fn rest_within(rule: &Rule, b: &Rule) -> Result<(), (&'static str, String)> {
     if let Some(p) = rule.ports.iter().find(|p| !b.ports.contains(p)) {
         return Err((
@@ -149,21 +302,6 @@ fn rest_within(rule: &Rule, b: &Rule) -> Result<(), (&'static str, String)> {
             ));
         }
     }
-    if rule.tls != b.tls {
-        return Err((
-            ".tls",
-            format!(
-                "must be {:?} as in the base rule: the other mode changes what cordon sees and may inject",
-                tls_name(b.tls)
-            ),
-        ));
-    }
-    if rule.action == Action::Allow && b.action == Action::Ask {
-        return Err((
-            ".action",
-            "\"allow\" would skip the approval the base rule asks for; write \"ask\"".into(),
-        ));
-    }
     Ok(())
 }
 
@@ -183,13 +321,6 @@ fn path_within(mine: &str, theirs: &[String], set: &globset::GlobSet) -> bool {
     })
 }
 
-fn tls_name(t: super::TlsMode) -> &'static str {
-    match t {
-        super::TlsMode::Intercept => "intercept",
-        super::TlsMode::Tunnel => "tunnel",
-    }
-}
-
 fn list<T: std::fmt::Display>(items: &[T]) -> String {
     if items.is_empty() {
         return "none".into();
@@ -197,10 +328,10 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-fn ranges(nets: &[ipnet::IpNet]) -> String {
-    list(nets)
-}
-
 #[cfg(test)]
 #[path = "ceiling_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "ceiling_proptests.rs"]
+mod proptests;

@@ -43,3 +43,79 @@ fn paths_within_are_judged_conservatively() {
     assert!(!within("/simple/**"));
     assert!(!within("/simple/a/b/"));
 }
+
+fn rule(host: &str, tls: crate::policy::TlsMode) -> Rule {
+    Rule {
+        host: Some(HostPattern::parse(host).expect("a host pattern")),
+        cidrs: vec![],
+        ports: crate::policy::allowlist::DEFAULT_PORTS.to_vec(),
+        methods: None,
+        paths: None,
+        path_texts: vec![],
+        tls,
+        action: Action::Allow,
+    }
+}
+
+fn policy(name: &str, rules: Vec<Rule>) -> Policy {
+    Policy::new(name.into(), Mode::Enforce, rules).expect("a policy")
+}
+
+/// The base of issue 34: rule 0 intercepts api.example.com for GET /v1/**, rule 1 tunnels *.example.com.
+fn base() -> Policy {
+    use crate::policy::TlsMode::*;
+    let mut read = rule("api.example.com", Intercept);
+    read.methods = Some(vec![http::Method::GET]);
+    read.path_texts = vec!["/v1/**".into()];
+    read.paths = Some(crate::policy::allowlist::compile_paths(&read.path_texts).expect("globs"));
+    policy("base", vec![read, rule("*.example.com", Tunnel)])
+}
+
+#[test]
+fn the_base_is_held_to_what_it_decides_not_to_a_rule_that_contains() {
+    use crate::policy::TlsMode::*;
+    let judged = |own: Vec<Rule>| exceeds(&policy("own", own), &base(), "policy");
+    // A blind tunnel to a host the base intercepts, named exactly or under a wildcard that covers it.
+    for own in [rule("api.example.com", Tunnel), rule("*.example.com", Tunnel)] {
+        let e = judged(vec![own]);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].path, "policy.allow[0].tls");
+        assert!(e[0].message.contains("api.example.com"), "{}", e[0].message);
+    }
+    // Everything a request inside api.example.com may do, only within rule 0.
+    let e = judged(vec![rule("api.example.com", Intercept)]);
+    assert_eq!(e[0].path, "policy.allow[0].methods", "{e:?}");
+    let mut narrow = rule("api.example.com", Intercept);
+    narrow.methods = Some(vec![http::Method::GET]);
+    narrow.path_texts = vec!["/v1/models".into()];
+    narrow.paths = Some(crate::policy::allowlist::compile_paths(&narrow.path_texts).expect("globs"));
+    assert!(judged(vec![narrow]).is_empty());
+    // Other names under the wildcard are the base's tunnels, and only tunnels.
+    assert!(judged(vec![rule("www.example.com", Tunnel), rule("*.cdn.example.com", Tunnel)]).is_empty());
+    assert_eq!(
+        judged(vec![rule("www.example.com", Intercept)])[0].path,
+        "policy.allow[0].tls"
+    );
+    // A port the governing rule lacks, though a wider rule has it.
+    let mut wide = base();
+    wide.rules[1].ports = vec![80, 443, 8443];
+    let wide = policy("base", wide.rules);
+    let mut odd = rule("api.example.com", Tunnel);
+    odd.ports = vec![8443];
+    let e = exceeds(&policy("own", vec![odd]), &wide, "policy");
+    assert_eq!(e[0].path, "policy.allow[0].ports", "{e:?}");
+}
+
+#[test]
+fn an_approval_of_the_governing_rule_is_kept() {
+    use crate::policy::TlsMode::*;
+    let mut ask = rule("api.example.com", Intercept);
+    ask.action = Action::Ask;
+    let base = policy("base", vec![ask, rule("*.example.com", Intercept)]);
+    let e = exceeds(&policy("own", vec![rule("*.example.com", Intercept)]), &base, "policy");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].path, "policy.allow[0].action");
+    let mut asked = rule("*.example.com", Intercept);
+    asked.action = Action::Ask;
+    assert!(exceeds(&policy("own", vec![asked]), &base, "policy").is_empty());
+}

@@ -2,7 +2,7 @@
 
 use http::Method;
 
-use super::{Mode, Policy, Rule};
+use super::{Mode, Policy, Rule, TlsMode};
 use crate::target::{Host, Target};
 
 /// What is being asked.
@@ -12,6 +12,20 @@ pub struct Question<'a> {
     pub target: &'a Target,
     /// Method and path (no query) of an HTTP request, or `None` at CONNECT.
     pub request: Option<(&'a Method, &'a str)>,
+    /// Whether the request came inside an intercepted TLS connection. Then only `tls: intercept` rules answer:
+    /// a `tls: tunnel` rule never decides a request cordon reads inside an interception.
+    pub intercepted: bool,
+}
+
+impl<'a> Question<'a> {
+    /// A CONNECT (or a transparent TLS connection): host and port only.
+    pub fn connect(target: &'a Target) -> Question<'a> {
+        Question {
+            target,
+            request: None,
+            intercepted: false,
+        }
+    }
 }
 
 /// Why a request is not allowed.
@@ -83,26 +97,45 @@ impl Policy {
         }
     }
 
-    /// The rules whose host part matches, in order.
-    pub(super) fn candidates(&self, host: &Host) -> Vec<usize> {
+    /// The rules that govern `host`: those of the most specific pattern that matches it, in order. An exact
+    /// name is more specific than any `*.suffix`, a longer suffix more than a shorter one, and for an IP literal
+    /// a longer prefix more than a shorter one. Less specific rules never answer for the host.
+    pub(crate) fn governing(&self, host: &Host) -> Vec<usize> {
         match host {
-            Host::Name(name) => self.hosts.matches(name),
+            Host::Name(name) => self.hosts.governing(name).to_vec(),
             // SECURITY: a host glob never matches an IP literal; only `cidrs` rules can allow one.
-            Host::V4(_) | Host::V6(_) => {
-                let ip = host.ip();
-                self.rules
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| ip.is_some_and(|ip| r.cidrs.iter().any(|c| c.contains(&ip))))
-                    .map(|(i, _)| i)
-                    .collect()
-            }
+            Host::V4(_) | Host::V6(_) => match host.ip() {
+                Some(ip) => self.governing_net(ipnet::IpNet::from(ip)),
+                None => Vec::new(),
+            },
         }
     }
 
-    /// The first rule that allows, or the most specific reason none does.
+    /// The rules that govern every address of `net`: those whose longest range holding all of `net` is the
+    /// longest of any rule, in order.
+    pub(crate) fn governing_net(&self, net: ipnet::IpNet) -> Vec<usize> {
+        let best = |r: &Rule| {
+            r.cidrs
+                .iter()
+                .filter(|c| c.contains(&net))
+                .map(|c| c.prefix_len())
+                .max()
+        };
+        let Some(top) = self.rules.iter().filter_map(best).max() else {
+            return Vec::new();
+        };
+        (0..self.rules.len())
+            .filter(|&i| self.rules.get(i).and_then(best) == Some(top))
+            .collect()
+    }
+
+    /// The first governing rule that allows, or the most specific reason none does.
     fn first_allowing(&self, q: Question<'_>) -> Result<usize, DenyReason> {
-        let candidates = self.candidates(&q.target.host);
+        let mut candidates = self.governing(&q.target.host);
+        // SECURITY: a tunnel rule never answers inside an interception, even for a host it names.
+        if q.intercepted {
+            candidates.retain(|&i| self.rules.get(i).is_some_and(|r| r.tls == TlsMode::Intercept));
+        }
         if candidates.is_empty() {
             return Err(DenyReason::NoRule);
         }

@@ -1,6 +1,8 @@
 //! Property tests of the decision against a reference matcher written the obvious way: a rule names an exact
 //! host, or every name one or more labels under a suffix (`*` is a whole label and never crosses a dot), a list
-//! of ports and, optionally, of methods; the first rule that allows wins.
+//! of ports, optionally of methods, and a TLS mode; of the rules naming the host, only those of the most specific
+//! pattern answer (an exact name, else the longest suffix), tunnel rules never inside an interception, and the
+//! first of them that allows wins.
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use http::Method;
@@ -33,28 +35,37 @@ fn method() -> impl Strategy<Value = Method> {
     prop::sample::select(vec![Method::GET, Method::POST, Method::PUT])
 }
 
-/// (pattern, ports, methods) of one rule.
-type Spec = (HostPattern, Vec<u16>, Option<Vec<Method>>);
+/// (pattern, ports, methods, TLS mode) of one rule.
+type Spec = (HostPattern, Vec<u16>, Option<Vec<Method>>, TlsMode);
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
         pattern(),
         prop::collection::vec(prop::sample::select(vec![80u16, 443, 8080]), 1..3),
         prop::option::of(prop::collection::vec(method(), 1..3)),
+        any::<bool>(),
     )
+        // A tunnel rule limits no method (validation refuses it).
+        .prop_map(|(h, ports, methods, tunnel)| {
+            if tunnel {
+                (h, ports, None, TlsMode::Tunnel)
+            } else {
+                (h, ports, methods, TlsMode::Intercept)
+            }
+        })
 }
 
 fn policy(specs: &[Spec]) -> Policy {
     let rules = specs
         .iter()
-        .map(|(host, ports, methods)| Rule {
+        .map(|(host, ports, methods, tls)| Rule {
             host: Some(host.clone()),
             cidrs: vec![],
             ports: ports.clone(),
             methods: methods.clone(),
             paths: None,
             path_texts: vec![],
-            tls: TlsMode::default(),
+            tls: *tls,
             action: Action::Allow,
         })
         .collect();
@@ -74,11 +85,28 @@ fn names(pattern: &HostPattern, host: &str) -> bool {
     }
 }
 
-/// The reference decision: the first rule naming the host, port and method.
-fn reference(specs: &[Spec], host: &str, port: u16, m: &Method) -> Option<usize> {
-    specs.iter().position(|(pattern, ports, methods)| {
-        names(pattern, host) && ports.contains(&port) && methods.as_ref().is_none_or(|ms| ms.contains(m))
-    })
+/// How many labels a pattern pins, exact names above wildcards with as many: the reference's specificity.
+fn weight(pattern: &HostPattern) -> usize {
+    match pattern {
+        HostPattern::Exact(n) => 2 * n.split('.').count() + 1,
+        HostPattern::Subdomains(s) => 2 * s.split('.').count(),
+    }
+}
+
+/// The reference decision: of the rules naming the host, those whose pattern pins the most; of those (tunnel
+/// rules left out inside an interception), the first naming the port and the method.
+fn reference(specs: &[Spec], host: &str, port: u16, m: Option<&Method>, intercepted: bool) -> Option<usize> {
+    let top = specs.iter().filter(|s| names(&s.0, host)).map(|s| weight(&s.0)).max()?;
+    specs
+        .iter()
+        .enumerate()
+        .position(|(_, (pattern, ports, methods, tls))| {
+            names(pattern, host)
+                && weight(pattern) == top
+                && !(intercepted && *tls == TlsMode::Tunnel)
+                && ports.contains(&port)
+                && m.is_none_or(|m| methods.as_ref().is_none_or(|ms| ms.contains(m)))
+        })
 }
 
 proptest! {
@@ -90,13 +118,20 @@ proptest! {
         host in name(),
         port in prop::sample::select(vec![80u16, 443, 8080, 22]),
         m in method(),
+        layer in 0u8..3,
     ) {
         let p = policy(&specs);
         let target = Target { host: Host::Name(host.clone()), port };
-        let d = p.decide(Question { target: &target, request: Some((&m, "/")) });
-        let want = reference(&specs, &host, port, &m);
+        // 0: a CONNECT; 1: a plain HTTP request; 2: a request inside an interception.
+        let request = (layer > 0).then_some((&m, "/"));
+        let d = p.decide(Question { target: &target, request, intercepted: layer == 2 });
+        let want = reference(&specs, &host, port, request.map(|r| r.0), layer == 2);
         prop_assert_eq!(d.rule, want, "{} {:?}", &host, &specs);
         prop_assert_eq!(d.allowed, want.is_some());
+        // SECURITY: inside an interception, never a rule of the other TLS mode.
+        if layer == 2 && let Some(rule) = d.rule {
+            prop_assert_eq!(p.rules[rule].tls, TlsMode::Intercept);
+        }
     }
 
     #[test]
@@ -105,10 +140,10 @@ proptest! {
         glued in "[ab]{1,3}",
         extra in name(),
     ) {
-        let p = policy(&[(HostPattern::Subdomains(suffix.clone()), vec![443], None)]);
+        let p = policy(&[(HostPattern::Subdomains(suffix.clone()), vec![443], None, TlsMode::Intercept)]);
         let allowed = |host: String| {
             let target = Target { host: Host::Name(host), port: 443 };
-            p.decide(Question { target: &target, request: None }).allowed
+            p.decide(Question::connect(&target)).allowed
         };
         // Glued to the suffix without a dot, and the suffix itself: never.
         let glued_on = format!("{glued}{suffix}");
@@ -127,9 +162,13 @@ proptest! {
 }
 
 proptest! {
-    /// The host index finds exactly the rules the glob matcher it replaced found, in order.
+    /// The host index finds exactly the rules of the most specific pattern among those the glob matcher it
+    /// replaced found, in order.
     #[test]
-    fn the_host_index_matches_what_the_globs_matched(specs in prop::collection::vec(spec(), 0..12), host in name()) {
+    fn the_host_index_governs_as_the_globs_and_specificity_say(
+        specs in prop::collection::vec(spec(), 0..12),
+        host in name(),
+    ) {
         let p = policy(&specs);
         let (set, owners) = crate::policy::allowlist::compile_hosts(&p.rules).unwrap();
         let mut by_globs: Vec<usize> = set
@@ -139,6 +178,8 @@ proptest! {
             .collect();
         by_globs.sort_unstable();
         by_globs.dedup();
-        prop_assert_eq!(p.candidates(&Host::Name(host.clone())), by_globs);
+        let top = by_globs.iter().map(|&i| weight(&specs[i].0)).max();
+        by_globs.retain(|&i| Some(weight(&specs[i].0)) == top);
+        prop_assert_eq!(p.governing(&Host::Name(host.clone())), by_globs);
     }
 }

@@ -1,8 +1,9 @@
-//! Which rules' host patterns match a name: exact names in one hash map, `*.suffix` patterns in another keyed
-//! by the suffix. A name is looked up once as it is and once for each suffix after one of its dots (a
-//! `*.suffix` pattern matches one or more labels under the suffix, never the suffix itself), so a lookup costs a
-//! hash per label of the name, whatever the number of rules. The same answers as the glob matcher it replaced
-//! (a property test holds them to it).
+//! Which rules govern a name: exact names in one hash map, `*.suffix` patterns in another keyed by the suffix.
+//! A name is looked up once as it is and then once for each suffix after one of its dots, longest first (a
+//! `*.suffix` pattern matches one or more labels under the suffix, never the suffix itself), and the first hit is
+//! the most specific pattern, whose rules govern; so a lookup costs at most a hash per label of the name, whatever
+//! the number of rules. A property test holds it to the glob matcher it replaced, narrowed to the most specific
+//! pattern.
 
 use std::collections::HashMap;
 
@@ -31,18 +32,18 @@ impl HostIndex {
         index
     }
 
-    /// The rules whose host pattern matches `name` (a normalised name), in order.
-    pub(crate) fn matches(&self, name: &str) -> Vec<usize> {
-        let mut hits: Vec<usize> = self.exact.get(name).cloned().unwrap_or_default();
-        if !self.subdomains.is_empty() {
-            for (at, _) in name.match_indices('.') {
-                if let Some(rules) = self.subdomains.get(&name[at + 1..]) {
-                    hits.extend_from_slice(rules);
-                }
+    /// The rules that govern `name` (a normalised name), in order: those of its exact pattern if any rule names
+    /// it exactly, else those of the longest `*.suffix` it lies under. Less specific patterns do not answer.
+    pub(crate) fn governing(&self, name: &str) -> &[usize] {
+        if let Some(rules) = self.exact.get(name) {
+            return rules;
+        }
+        // From the left, the first suffix found is the longest.
+        for (at, _) in name.match_indices('.') {
+            if let Some(rules) = self.subdomains.get(&name[at + 1..]) {
+                return rules;
             }
         }
-        hits.sort_unstable();
-        hits.dedup();
-        hits
+        &[]
     }
 }

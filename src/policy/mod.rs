@@ -7,6 +7,7 @@ pub mod allowlist;
 pub(crate) mod ceiling;
 mod decide;
 mod hosts;
+mod overlaps;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};
@@ -37,7 +38,8 @@ pub struct Policy {
     pub(crate) name: String,
     /// Enforce or report.
     pub(crate) mode: Mode,
-    /// Rules in the order written; a decision names the first rule that allows.
+    /// Rules in the order written; of the rules that govern a host (its most specific pattern's), a decision
+    /// names the first that allows.
     pub(crate) rules: Vec<Rule>,
     /// Names of the credentials its sandboxes may use.
     pub(crate) credentials: Vec<String>,
@@ -65,7 +67,7 @@ impl Policy {
 
     /// Whether any rule names this host (at any port): what the DNS responder answers for.
     pub(crate) fn names_host(&self, name: &str) -> bool {
-        !self.candidates(&crate::target::Host::Name(name.to_string())).is_empty()
+        !self.hosts.governing(name).is_empty()
     }
 
     /// Count of rules, for summaries.

@@ -10,14 +10,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::identity::{Closed, Sandbox, SandboxId};
 use crate::metrics::Metrics;
+use crate::policy::TlsMode;
 use crate::target::Target;
 
-/// Whether a sandbox's policy still allows a tunnel's destination.
-pub(crate) type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target) -> bool;
+/// Whether a sandbox's policy would still open a tunnel to this destination in this TLS mode.
+pub(crate) type TunnelCheck<'a> = &'a dyn Fn(&Sandbox, &Target, TlsMode) -> bool;
 
 struct TunnelEntry {
     target: Target,
-    mode: &'static str,
+    mode: TlsMode,
     token: CancellationToken,
 }
 
@@ -125,8 +126,8 @@ impl Sessions {
         }
     }
 
-    /// Register a tunnel (`mode` "intercept" or "tunnel") of this sandbox to `target`.
-    pub(crate) fn open_tunnel(self: &Arc<Self>, sandbox: &Arc<Sandbox>, target: &Target, mode: &'static str) -> Lease {
+    /// Register a tunnel of this sandbox to `target`, opened in TLS mode `mode`.
+    pub(crate) fn open_tunnel(self: &Arc<Self>, sandbox: &Arc<Sandbox>, target: &Target, mode: TlsMode) -> Lease {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
         let s = self.session(&mut map, sandbox);
@@ -140,18 +141,19 @@ impl Sessions {
             },
         );
         drop(map);
-        self.metrics.tunnel_opened(&sandbox.id, mode);
+        self.metrics.tunnel_opened(&sandbox.id, mode.as_str());
         Lease {
             sessions: self.clone(),
             key: sandbox.session_key(),
             sandbox: sandbox.id.clone(),
-            tunnel: Some((n, mode)),
+            tunnel: Some((n, mode.as_str())),
             token,
         }
     }
 
     /// Close everything of each sandbox `check` finds no longer entitled (returning why); with
-    /// `tunnel_allowed`, also close each tunnel whose destination its sandbox's policy no longer allows.
+    /// `tunnel_allowed`, also close each tunnel its sandbox's policy would no longer open as it is: its
+    /// destination refused, or opened in the other TLS mode.
     /// Returns the sandboxes closed, with why.
     pub(crate) fn sweep(
         &self,
@@ -168,9 +170,11 @@ impl Sessions {
             }
             Ok(()) => {
                 if let Some(allowed) = tunnel_allowed {
-                    for t in s.tunnels.values().filter(|t| !allowed(&s.sandbox, &t.target)) {
-                        tracing::info!(sandbox = %s.sandbox.id, target = %t.target, mode = t.mode,
-                            "closing a tunnel: the policy no longer allows its destination");
+                    // SECURITY: a tunnel opened under one TLS mode closes when its rule now says the other.
+                    for t in s.tunnels.values().filter(|t| !allowed(&s.sandbox, &t.target, t.mode)) {
+                        tracing::info!(sandbox = %s.sandbox.id, target = %t.target, mode = t.mode.as_str(),
+                            "closing a tunnel: the policy would no longer open it (destination refused, or \
+                             the other TLS mode)");
                         t.token.cancel();
                     }
                 }

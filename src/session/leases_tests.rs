@@ -27,7 +27,7 @@ fn leases_count_and_deregister() {
     let (s, _, _) = sessions();
     let a = sandbox("a");
     let c1 = s.attach_connection(&a);
-    let t1 = s.open_tunnel(&a, &target("x.test"), "intercept");
+    let t1 = s.open_tunnel(&a, &target("x.test"), TlsMode::Intercept);
     assert_eq!(s.counts("a"), (1, 1));
     drop(c1);
     assert_eq!(s.counts("a"), (0, 1));
@@ -40,7 +40,7 @@ fn a_sweep_cancels_only_the_sandbox_that_lost_access() {
     let (s, _, metrics) = sessions();
     let (a, b) = (sandbox("a"), sandbox("b"));
     let ca = s.attach_connection(&a);
-    let ta = s.open_tunnel(&a, &target("x.test"), "tunnel");
+    let ta = s.open_tunnel(&a, &target("x.test"), TlsMode::Tunnel);
     let cb = s.attach_connection(&b);
     let closed = s.sweep(|sb| if sb.id == "a" { Err(Closed::Revoked) } else { Ok(()) }, None);
     assert_eq!(closed, vec![(SandboxId::from("a"), Closed::Revoked)]);
@@ -58,12 +58,25 @@ fn a_redecision_cancels_only_tunnels_no_longer_allowed() {
     let (s, _, _) = sessions();
     let a = sandbox("a");
     let conn = s.attach_connection(&a);
-    let keep = s.open_tunnel(&a, &target("keep.test"), "intercept");
-    let gone = s.open_tunnel(&a, &target("gone.test"), "tunnel");
-    let allowed = |_: &Sandbox, t: &Target| t.host.as_name() == Some("keep.test");
+    let keep = s.open_tunnel(&a, &target("keep.test"), TlsMode::Intercept);
+    let gone = s.open_tunnel(&a, &target("gone.test"), TlsMode::Tunnel);
+    let allowed = |_: &Sandbox, t: &Target, _: TlsMode| t.host.as_name() == Some("keep.test");
     s.sweep(|_| Ok(()), Some(&allowed));
     assert!(gone.token().is_cancelled());
     assert!(!keep.token().is_cancelled() && !conn.token().is_cancelled());
+}
+
+#[test]
+fn a_redecision_cancels_tunnels_whose_tls_mode_changed() {
+    let (s, _, _) = sessions();
+    let a = sandbox("a");
+    let blind = s.open_tunnel(&a, &target("x.test"), TlsMode::Tunnel);
+    let read = s.open_tunnel(&a, &target("x.test"), TlsMode::Intercept);
+    // The destination is still allowed, now intercepted: the blind tunnel closes, the intercepted one stays.
+    let allowed = |_: &Sandbox, _: &Target, mode: TlsMode| mode == TlsMode::Intercept;
+    s.sweep(|_| Ok(()), Some(&allowed));
+    assert!(blind.token().is_cancelled());
+    assert!(!read.token().is_cancelled());
 }
 
 #[test]
@@ -71,7 +84,7 @@ fn the_drain_deadline_cancels_everything() {
     let (s, root, _) = sessions();
     let a = sandbox("a");
     let c = s.attach_connection(&a);
-    let t = s.open_tunnel(&a, &target("x.test"), "tunnel");
+    let t = s.open_tunnel(&a, &target("x.test"), TlsMode::Tunnel);
     root.cancel();
     assert!(c.token().is_cancelled() && t.token().is_cancelled());
 }

@@ -21,7 +21,7 @@ use crate::identity::Closed;
 use crate::identity::{Origin, Sandbox};
 use crate::limits::Limits;
 use crate::metrics::Metrics;
-use crate::policy::Question;
+use crate::policy::{Question, TlsMode};
 use crate::session::admission::AuthBursts;
 use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
@@ -310,10 +310,13 @@ impl ProxyState {
     /// the policy no longer allows.
     pub(crate) fn sweep(&self, redecide: bool) {
         let generation = self.current();
-        let allowed = |sandbox: &Sandbox, target: &Target| {
-            generation
-                .policy_for(sandbox, Some(&self.control))
-                .is_some_and(|p| p.decide(Question { target, request: None }).allowed)
+        let allowed = |sandbox: &Sandbox, target: &Target, mode: TlsMode| {
+            generation.policy_for(sandbox, Some(&self.control)).is_some_and(|p| {
+                let d = p.decide(Question::connect(target));
+                // Report mode lets a destination no rule names through, intercepted (as the pipeline does).
+                let now = d.rule.and_then(|i| p.rules.get(i)).map(|r| r.tls).unwrap_or_default();
+                d.allowed && now == mode
+            })
         };
         let tunnel_check: Option<TunnelCheck<'_>> = if redecide { Some(&allowed) } else { None };
         let closed = self.sessions.sweep(|s| self.entitled(&generation, s), tunnel_check);

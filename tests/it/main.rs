@@ -53,6 +53,7 @@ mod ports;
 mod previews;
 mod resolver;
 mod rig;
+mod rule_semantics;
 mod secrets_mask;
 mod secrets_rig;
 mod secrets_scan;

@@ -49,7 +49,12 @@ pub(super) fn policy(
         .filter_map(|(i, r)| rule(errs, &format!("{base}.allow[{i}]"), r))
         .collect();
     match Policy::new(name, mode, rules) {
-        Ok(policy) => Some(policy),
+        Ok(policy) => {
+            for (i, message) in policy.overlaps() {
+                errs.warn(format!("{base}.allow[{i}]"), message);
+            }
+            Some(policy)
+        }
         Err(e) => {
             errs.at(base, format!("the host patterns do not compile: {e}"));
             None
