@@ -5,6 +5,11 @@
 //! the last line already in the file (so the chain goes on across restarts); at intervals, and when cordon
 //! stops, a `checkpoint` line is written and signed with Ed25519: its signature covers its `seq` and `prev`, so
 //! it vouches for every line before it. `cordon audit verify` checks both (`verify.rs`).
+//!
+//! Two marks let `verify` tell what the files alone can tell: each `audit_start` says whether its run signs
+//! (`signing`), so a log that had unsigned runs before a key was configured shows where signing started; and
+//! the checkpoint that closes a file before cordon turns to a new one says so (`rotated`), so a rotated file
+//! that is the last one left shows that the file after it is gone.
 
 use ring::digest::{Context, SHA256, digest};
 use ring::signature::{Ed25519KeyPair, KeyPair};
@@ -32,6 +37,18 @@ impl Signer {
     pub(crate) fn public_hex(&self) -> String {
         hex::encode(self.key.public_key().as_ref())
     }
+}
+
+/// Why a checkpoint is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seal {
+    /// `audit.checkpoint_interval` passed with lines written (skipped when there were none).
+    Due,
+    /// The file is closed and the chain goes on in a new one (rotation, or a reopen after an external logrotate):
+    /// always written, marked `rotated`.
+    Turn,
+    /// cordon stops: always written, marked `final`.
+    Final,
 }
 
 /// The chain of one writer.
@@ -98,13 +115,16 @@ impl Chain {
         line.push(b'\n');
     }
 
-    /// The line a run starts with: when, why (`start`), and the chain it continues.
+    /// The line a run (or a new file) starts with: when, the chain it continues, and whether this run signs its
+    /// checkpoints (`signing`: a key is configured, whether or not it has been read yet). The first start that
+    /// says `signing: true` marks where signing started on a log that had unsigned runs before.
     pub(crate) fn start_line(&mut self, time: &str, continued: bool) -> Vec<u8> {
         let mut line = serde_json::to_vec(&serde_json::json!({
             "kind": "audit_start",
             "time": time,
             "continues": continued,
             "version": env!("CARGO_PKG_VERSION"),
+            "signing": self.signer.is_some() || self.awaiting_key,
         }))
         .unwrap_or_default();
         self.link(&mut line);
@@ -124,10 +144,10 @@ impl Chain {
         line
     }
 
-    /// A checkpoint line vouching for every line so far (`final` when cordon stops), or `None` when nothing was
-    /// written since the last one (and it is not the final one).
-    pub(crate) fn checkpoint_line(&mut self, time: &str, last: bool) -> Option<Vec<u8>> {
-        if self.since_checkpoint == 0 && !last {
+    /// A checkpoint line vouching for every line so far (marked `final` or `rotated` by `why`), or `None` when
+    /// it is only due and nothing was written since the last one.
+    pub(crate) fn checkpoint_line(&mut self, time: &str, why: Seal) -> Option<Vec<u8>> {
+        if self.since_checkpoint == 0 && why == Seal::Due {
             return None;
         }
         // SECURITY: with a signing key configured, an unsigned checkpoint is what a forger would write, and
@@ -140,7 +160,8 @@ impl Chain {
             "kind": "checkpoint",
             "time": time,
             "records": self.since_checkpoint,
-            "final": last,
+            "final": why == Seal::Final,
+            "rotated": why == Seal::Turn,
             "key": self.signer.as_ref().map(Signer::public_hex),
             "seq": self.next,
             "prev": hex::encode(self.prev),

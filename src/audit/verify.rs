@@ -1,11 +1,20 @@
 //! `cordon audit verify`: check the hash chain and the signed checkpoints of audit files, and say precisely what
-//! was edited, deleted, inserted or reordered, and whether the end is sealed by cordon's final checkpoint.
-
-use std::collections::HashMap;
+//! was edited, deleted, inserted or reordered, whether the end is sealed by cordon's final checkpoint, and
+//! whether anything in the files is signed at all.
+//!
+//! What the files alone can tell, and what they cannot: lines removed from the beginning of the oldest file, or
+//! from anywhere before a line that remains, show; a file that ends with the checkpoint cordon writes before it
+//! turns to a new file, with no file after it, shows that the next file is gone. An end that is not sealed
+//! cannot: a crash and the removal of the last lines (with the final checkpoint) leave the same bytes. Signed
+//! checkpoints kept off the machine (the OTLP export ships every line) close that gap: given as anchors, any
+//! line they cover that is missing or different is tampering.
 
 use ring::signature::{ED25519, UnparsedPublicKey};
 
-use super::chain::GENESIS;
+#[path = "verify_evidence.rs"]
+mod evidence;
+#[path = "verify_order.rs"]
+mod order;
 
 /// How the files stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,9 +22,13 @@ pub(crate) enum Outcome {
     /// Every line is where the chain puts it, every checkpoint signature checked holds, and the last line is
     /// cordon's final checkpoint.
     Intact,
-    /// Nothing was found changed, but the last lines are not sealed: the log was truncated after its last
-    /// checkpoint, cordon did not stop cleanly, or it is still writing.
+    /// Nothing was found changed, but the last lines are not sealed: cordon did not stop cleanly, it is still
+    /// writing, or the last lines were removed (the files alone cannot tell which).
     Unsealed,
+    /// Signatures were checked and no checkpoint signed by the key is in the files: nothing shows that cordon
+    /// wrote any of it (a chain anyone can compute, a log written without a key, or a run that stopped before
+    /// its first checkpoint).
+    NoSignedEvidence,
     /// Something was edited, deleted, inserted or reordered, or a signature does not hold.
     Tampered,
 }
@@ -31,8 +44,12 @@ pub(crate) struct Report {
     pub(crate) lines: usize,
     /// Checkpoints whose signature was checked and holds.
     pub(crate) signed: usize,
+    /// Anchors (signed checkpoints kept elsewhere) found in the files as they were shipped.
+    pub(crate) anchored: usize,
     /// Whether the last line is a final checkpoint.
     pub(crate) sealed: bool,
+    /// Whether signatures were checked (a key was given).
+    pub(crate) key_checked: bool,
 }
 
 impl Report {
@@ -40,6 +57,8 @@ impl Report {
     pub(crate) fn outcome(&self) -> Outcome {
         if !self.tampering.is_empty() {
             Outcome::Tampered
+        } else if self.key_checked && self.signed == 0 {
+            Outcome::NoSignedEvidence
         } else if self.sealed {
             Outcome::Intact
         } else {
@@ -48,51 +67,108 @@ impl Report {
     }
 }
 
+/// A signed checkpoint kept apart from the files (shipped off the machine): its place and its hash.
+#[derive(Debug, Clone)]
+pub(crate) struct Anchor {
+    /// Where it was read, `FILE:LINE`.
+    pub(crate) at: String,
+    pub(crate) seq: u64,
+    pub(crate) hash: [u8; 32],
+}
+
 /// One line of a file.
 struct Entry {
     at: String,
     seq: u64,
     prev: [u8; 32],
     hash: [u8; 32],
-    checkpoint: Option<Checkpoint>,
+    line: Line,
+}
+
+/// What a line is, as far as `verify` cares.
+enum Line {
+    Record,
+    /// An `audit_start`, and whether its run said it signs (absent: written before cordon said so).
+    Start {
+        signing: Option<bool>,
+    },
+    Checkpoint(Checkpoint),
 }
 
 struct Checkpoint {
     last: bool,
+    /// Written before cordon turned to a new file: the chain goes on in the next one.
+    rotated: bool,
+    /// How many lines before it it covers since the checkpoint before it (or since its run started).
+    records: Option<u64>,
     /// The signed body and the signature, if it carries one.
     signed: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+impl Entry {
+    fn checkpoint(&self) -> Option<&Checkpoint> {
+        match &self.line {
+            Line::Checkpoint(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 /// Check `files` (name, contents), which hold one chain, oldest first; `key` is the trusted public key (none:
-/// signatures are not checked, and the report says so).
-pub(crate) fn verify(files: &[(String, Vec<u8>)], key: Option<&[u8]>) -> Report {
-    let mut report = Report::default();
+/// signatures are not checked, and the report says so); `anchors` are signed checkpoints of this chain kept
+/// elsewhere ([`anchors`]).
+pub(crate) fn verify(files: &[(String, Vec<u8>)], key: Option<&[u8]>, anchors: &[Anchor]) -> Report {
+    let mut report = Report {
+        key_checked: key.is_some(),
+        ..Report::default()
+    };
     let mut entries = Vec::new();
     for (name, text) in files {
         read_lines(name, text, &mut entries, &mut report);
     }
     report.lines = entries.len();
-    check_order(&entries, &mut report);
-    check_signatures(&entries, key, &mut report);
-    report.sealed = entries
-        .last()
-        .is_some_and(|e| e.checkpoint.as_ref().is_some_and(|c| c.last));
-    if let Some(last_checkpoint) = entries.iter().rposition(|e| e.checkpoint.is_some()) {
-        let after = entries.len() - 1 - last_checkpoint;
-        if !report.sealed {
-            report.notes.push(format!(
-                "{after} line(s) after the last checkpoint ({}) are not covered by a signature, and the log does not \
-                 end with cordon's final checkpoint: it was truncated after that checkpoint, or cordon did not stop \
-                 cleanly (e.g. SIGKILL), or it is still writing",
-                entries[last_checkpoint].at
-            ));
-        }
-    } else if !entries.is_empty() {
-        report
+    order::check_order(&entries, &mut report);
+    evidence::check_beginning(&entries, &mut report);
+    match key {
+        Some(key) => evidence::check_signatures(&entries, key, &mut report),
+        None => report
             .notes
-            .push("no checkpoint at all: nothing is covered by a signature".into());
+            .push("checkpoint signatures were not checked: give --public-key or --config".into()),
     }
+    evidence::check_restarts(&entries, &mut report);
+    evidence::check_anchors(&entries, anchors, &mut report);
+    evidence::check_end(&entries, &mut report);
     report
+}
+
+/// The signed checkpoints among the lines of `text` (read from `name`: a copy of the lines cordon shipped off the
+/// machine, as a collector received them; other lines are skipped). Each must be signed by `key`: one that is
+/// not is refused, since a forged anchor could only mislead.
+pub(crate) fn anchors(name: &str, text: &[u8], key: &[u8]) -> Result<Vec<Anchor>, String> {
+    let key = UnparsedPublicKey::new(&ED25519, key);
+    let mut found = Vec::new();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let at = format!("{name}:{}", i + 1);
+        let Ok(e) = entry(line, at.clone()) else { continue };
+        let Some(c) = e.checkpoint() else { continue };
+        match &c.signed {
+            Some((body, sig)) if key.verify(body, sig).is_ok() => found.push(Anchor {
+                at,
+                seq: e.seq,
+                hash: e.hash,
+            }),
+            _ => {
+                return Err(format!(
+                    "{at}: a checkpoint not signed by this key cannot anchor the log"
+                ));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(format!("{name}: no signed checkpoint in it"));
+    }
+    Ok(found)
 }
 
 fn read_lines(name: &str, text: &[u8], entries: &mut Vec<Entry>, report: &mut Report) {
@@ -128,17 +204,25 @@ fn entry(line: &[u8], at: String) -> Result<Entry, String> {
     let (Some(seq), Some(prev)) = (seq, prev) else {
         return Err("a record without its place in the chain (`seq`, `prev`): inserted, or edited".into());
     };
-    let checkpoint =
-        (value.get("kind").and_then(serde_json::Value::as_str) == Some("checkpoint")).then(|| Checkpoint {
-            last: value.get("final").and_then(serde_json::Value::as_bool) == Some(true),
+    let flag = |name: &str| value.get(name).and_then(serde_json::Value::as_bool);
+    let line_kind = match value.get("kind").and_then(serde_json::Value::as_str) {
+        Some("checkpoint") => Line::Checkpoint(Checkpoint {
+            last: flag("final") == Some(true),
+            rotated: flag("rotated") == Some(true),
+            records: value.get("records").and_then(serde_json::Value::as_u64),
             signed: signed_body(line, &value),
-        });
+        }),
+        Some("audit_start") => Line::Start {
+            signing: flag("signing"),
+        },
+        _ => Line::Record,
+    };
     Ok(Entry {
         at,
         seq,
         prev,
         hash: super::chain::sha256(line),
-        checkpoint,
+        line: line_kind,
     })
 }
 
@@ -150,135 +234,6 @@ fn signed_body(line: &[u8], value: &serde_json::Value) -> Option<(Vec<u8>, Vec<u
     let mut body = body.to_vec();
     body.push(b'}');
     Some((body, hex::decode(sig).ok()?))
-}
-
-/// Duplicates, gaps, order and links, judged by `seq`.
-fn check_order(entries: &[Entry], report: &mut Report) {
-    let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        by_seq.entry(e.seq).or_default().push(i);
-    }
-    // Of several lines claiming one seq, the one the chain links in on either side is the genuine one.
-    let genuine = |seq: u64| -> Option<usize> {
-        let claims = by_seq.get(&seq)?;
-        if claims.len() == 1 {
-            return Some(claims[0]);
-        }
-        let before: Vec<[u8; 32]> = seq
-            .checked_sub(1)
-            .and_then(|s| by_seq.get(&s))
-            .map(|v| v.iter().map(|i| entries[*i].hash).collect())
-            .unwrap_or_default();
-        let after: Vec<[u8; 32]> = by_seq
-            .get(&(seq + 1))
-            .map(|v| v.iter().map(|i| entries[*i].prev).collect())
-            .unwrap_or_default();
-        claims
-            .iter()
-            .copied()
-            .find(|i| after.contains(&entries[*i].hash) || before.contains(&entries[*i].prev))
-    };
-    let mut kept = vec![false; entries.len()];
-    let mut seqs: Vec<u64> = by_seq.keys().copied().collect();
-    seqs.sort_unstable();
-    for &seq in &seqs {
-        let g = genuine(seq);
-        for &i in &by_seq[&seq] {
-            if Some(i) == g {
-                kept[i] = true;
-            } else {
-                report.tampering.push(format!(
-                    "{}: inserted: another line holds seq {seq} and is the one the chain links in",
-                    entries[i].at
-                ));
-            }
-        }
-        if g.is_none() {
-            let at: Vec<&str> = by_seq[&seq].iter().map(|i| entries[*i].at.as_str()).collect();
-            report.tampering.push(format!(
-                "{}: several lines claim seq {seq} and none is linked in: inserted or edited",
-                at.join(", ")
-            ));
-        }
-    }
-    // Gaps: records deleted.
-    for pair in seqs.windows(2) {
-        if pair[1] > pair[0] + 1 {
-            let (a, b) = (pair[0] + 1, pair[1] - 1);
-            let after = by_seq[&pair[0]]
-                .iter()
-                .map(|i| entries[*i].at.as_str())
-                .next()
-                .unwrap_or("");
-            let what = if a == b {
-                format!("seq {a} is")
-            } else {
-                format!("seq {a} to {b} are")
-            };
-            report.tampering.push(format!(
-                "{after}: deleted: the record(s) {what} missing after this line"
-            ));
-        }
-    }
-    if let Some(first) = seqs.first()
-        && *first > 0
-    {
-        report.notes.push(format!(
-            "the first line is seq {first}: the lines before it are in files not given (or removed by retention)"
-        ));
-    }
-    // Order, among the genuine lines, as the files hold them.
-    let genuine_lines = || entries.iter().zip(&kept).filter(|(_, k)| **k).map(|(e, _)| e);
-    let mut highest: Option<(u64, &str)> = None;
-    for e in genuine_lines() {
-        match highest {
-            Some((h, at)) if e.seq < h => {
-                report
-                    .tampering
-                    .push(format!("{}: reordered: seq {} comes after seq {h} ({at})", e.at, e.seq));
-            }
-            _ => highest = Some((e.seq, e.at.as_str())),
-        }
-    }
-    // Links: each line names the hash of the one before it.
-    for e in genuine_lines() {
-        match e.seq.checked_sub(1).and_then(genuine) {
-            Some(p) if entries[p].hash != e.prev => report.tampering.push(format!(
-                "{}: edited: its content is not what seq {} ({}) links to",
-                entries[p].at, e.seq, e.at
-            )),
-            None if e.seq == 0 && e.prev != GENESIS => {
-                report
-                    .tampering
-                    .push(format!("{}: edited: seq 0 must start from nothing", e.at));
-            }
-            _ => {}
-        }
-    }
-}
-
-fn check_signatures(entries: &[Entry], key: Option<&[u8]>, report: &mut Report) {
-    let Some(key) = key else {
-        report
-            .notes
-            .push("checkpoint signatures were not checked: give --public-key or --config".into());
-        return;
-    };
-    let key = UnparsedPublicKey::new(&ED25519, key);
-    for e in entries {
-        let Some(c) = &e.checkpoint else { continue };
-        match &c.signed {
-            Some((body, sig)) if key.verify(body, sig).is_ok() => report.signed += 1,
-            Some(_) => report.tampering.push(format!(
-                "{}: a checkpoint whose signature does not hold for this key: edited, or made with another key",
-                e.at
-            )),
-            None => report.tampering.push(format!(
-                "{}: an unsigned checkpoint where a signed one is expected",
-                e.at
-            )),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
-use crate::audit::chain::{Chain, Signer};
+use crate::audit::chain::{Chain, Seal, Signer};
 
 const SECRET: &str = "the audit secret";
 
@@ -15,10 +15,10 @@ fn log() -> Vec<Vec<u8>> {
         chain.link(&mut line);
         lines.push(line);
         if i == 5 {
-            lines.push(chain.checkpoint_line("t5", false).unwrap());
+            lines.push(chain.checkpoint_line("t5", Seal::Due).unwrap());
         }
     }
-    lines.push(chain.checkpoint_line("t9", true).unwrap());
+    lines.push(chain.checkpoint_line("t9", Seal::Final).unwrap());
     lines
 }
 
@@ -27,7 +27,7 @@ fn public() -> Vec<u8> {
 }
 
 fn check(lines: &[Vec<u8>]) -> Report {
-    verify(&[("a.jsonl".to_string(), lines.concat())], Some(&public()))
+    verify(&[("a.jsonl".to_string(), lines.concat())], Some(&public()), &[])
 }
 
 #[test]
@@ -40,6 +40,7 @@ fn an_untouched_log_is_intact_with_every_checkpoint_signed() {
     let r = verify(
         &[("1".into(), lines[..4].concat()), ("2".into(), lines[4..].concat())],
         Some(&public()),
+        &[],
     );
     assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
 }
@@ -122,7 +123,7 @@ fn truncation_after_the_last_checkpoint_leaves_it_unsealed_and_before_it_shows()
     // Cut in the middle of a line.
     let mut cut = lines[..9].concat();
     cut.truncate(cut.len() - 10);
-    let r = verify(&[("a.jsonl".into(), cut)], Some(&public()));
+    let r = verify(&[("a.jsonl".into(), cut)], Some(&public()), &[]);
     assert!(
         r.notes.iter().any(|n| n.contains("a.jsonl:9: a line cut short")),
         "{r:?}"
@@ -155,6 +156,6 @@ fn a_rewritten_chain_fails_at_the_signed_checkpoint() {
     let r = check(&forged);
     assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
     // Signed with another key: refused too.
-    let r = verify(&[("a.jsonl".into(), log().concat())], Some(&[7u8; 32]));
+    let r = verify(&[("a.jsonl".into(), log().concat())], Some(&[7u8; 32]), &[]);
     assert_eq!(r.outcome(), Outcome::Tampered);
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
-use super::chain::{Chain, Signer};
+use super::chain::{Chain, Seal, Signer};
 use super::health::Health;
 use super::unwritten::Unwritten;
 
@@ -217,7 +217,8 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
         if let Some(c) = &mut chaining
             && (stop.is_some() || last_checkpoint.elapsed() >= c.checkpoint_every)
         {
-            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), stop.is_some()) {
+            let why = if stop.is_some() { Seal::Final } else { Seal::Due };
+            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), why) {
                 held.push(&line);
             }
             last_checkpoint = std::time::Instant::now();
@@ -255,7 +256,8 @@ fn take(held: &mut Unwritten, chaining: &mut Option<Chaining>, mut line: Vec<u8>
     held.push(&line);
 }
 
-/// Close the file with a checkpoint, set it aside (rotation) or let it go (an external logrotate moved it), and
+/// Close the file with a checkpoint marked `rotated` (so a file that ends with it and has no successor shows the
+/// successor was removed), set it aside (rotation) or let it go (an external logrotate moved it), and
 /// start the next one with a line that continues the chain. Nothing turns over until what the old file should
 /// hold is written.
 fn turn_over<W: Output>(
@@ -265,7 +267,7 @@ fn turn_over<W: Output>(
     reopen: bool,
 ) -> std::io::Result<()> {
     if let Some(c) = chaining.as_mut()
-        && let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), false)
+        && let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), Seal::Turn)
     {
         held.push(&line);
     }

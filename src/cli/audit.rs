@@ -9,13 +9,29 @@ use crate::audit::verify::{Outcome, verify};
 
 /// Exit status: every line in place and the end sealed by cordon's final checkpoint.
 const INTACT: u8 = 0;
-/// Exit status: edited, deleted, inserted or reordered lines, or a signature that does not hold.
+/// Exit status: edited, deleted, inserted or reordered lines (also lines a signed checkpoint covers that are
+/// missing: cut from the beginning, a file missing after a rotation, or beyond the end of the files where an
+/// anchor covers them), or a signature that does not hold.
 const TAMPERED: u8 = 1;
 /// Exit status: the files cannot be read, or the arguments are wrong.
 const UNUSABLE: u8 = 2;
-/// Exit status: nothing changed, but the end is not sealed (truncated after the last checkpoint, an unclean
-/// stop, or a log still being written).
+/// Exit status: nothing changed, but the end is not sealed (a crash, a log still being written, or the last lines
+/// removed: the files alone cannot tell which).
 const UNSEALED: u8 = 3;
+/// Exit status: signatures were checked and no checkpoint in the files is signed by the key, so nothing shows
+/// cordon wrote them.
+const NO_SIGNED_EVIDENCE: u8 = 4;
+
+/// The exit status of each verdict: the one place they are set (the help text of `verify` and the README's
+/// "Tamper evidence" list them; a test holds both to this).
+fn exit_status(outcome: Outcome) -> u8 {
+    match outcome {
+        Outcome::Intact => INTACT,
+        Outcome::Tampered => TAMPERED,
+        Outcome::Unsealed => UNSEALED,
+        Outcome::NoSignedEvidence => NO_SIGNED_EVIDENCE,
+    }
+}
 
 /// What to do.
 #[derive(clap::Subcommand)]
@@ -26,9 +42,11 @@ pub(crate) enum AuditCommand {
         config: ConfigArg,
     },
     /// Check audit files (rotated ones too, `.gz` included; any order): the hash chain and the checkpoint
-    /// signatures. Exit 0 intact and sealed; 1 tampered (edited, deleted, inserted, reordered, a bad
-    /// signature); 3 unsealed (nothing changed, but lines after the last checkpoint are not signed: truncated,
-    /// an unclean stop, or still being written); 2 unusable input.
+    /// signatures. Exit 0 intact and sealed; 1 tampered (edited, deleted, inserted, reordered, a bad signature,
+    /// lines a signed checkpoint covers missing); 3 unsealed (nothing changed, but the lines after the last
+    /// checkpoint are not signed: a crash, still being written, or the last lines removed, which the files alone
+    /// cannot tell apart; --anchor can); 4 no signed evidence (no checkpoint signed by the key: nothing shows
+    /// cordon wrote the lines); 2 unusable input.
     Verify {
         /// The trusted public key (hex), as `cordon audit public-key` prints it.
         #[arg(long, conflicts_with = "config")]
@@ -38,8 +56,12 @@ pub(crate) enum AuditCommand {
         config: Option<PathBuf>,
         /// Check the chain only, not the signatures (anyone can rewrite a chain; only the signatures prove
         /// who wrote it).
-        #[arg(long, conflicts_with_all = ["public_key", "config"])]
+        #[arg(long, conflicts_with_all = ["public_key", "config", "anchor"])]
         no_signatures: bool,
+        /// Signed checkpoints of this log kept off the machine (lines as the OTLP export shipped them; other lines
+        /// are skipped): lines they cover that are missing or changed are tampering, also at the end. Repeatable.
+        #[arg(long, value_name = "FILE")]
+        anchor: Vec<PathBuf>,
         /// The audit files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -60,6 +82,7 @@ pub(crate) fn main(command: AuditCommand) -> ExitCode {
             public_key,
             config,
             no_signatures,
+            anchor,
             files,
         } => {
             let key = match (public_key, config) {
@@ -79,7 +102,7 @@ pub(crate) fn main(command: AuditCommand) -> ExitCode {
                     );
                 }
             };
-            run_verify(&files, key.as_deref())
+            run_verify(&files, key.as_deref(), &anchor)
         }
     }
 }
@@ -89,7 +112,22 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(UNUSABLE)
 }
 
-fn run_verify(paths: &[PathBuf], key: Option<&[u8]>) -> ExitCode {
+fn run_verify(paths: &[PathBuf], key: Option<&[u8]>, anchor_paths: &[PathBuf]) -> ExitCode {
+    let mut anchors = Vec::new();
+    for path in anchor_paths {
+        let text = match read(path) {
+            Ok(text) => text,
+            Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+        };
+        // clap refuses --anchor with --no-signatures, and every other way gives a key.
+        let Some(key) = key else {
+            return fail("--anchor needs the trusted key");
+        };
+        match crate::audit::verify::anchors(&path.display().to_string(), &text, key) {
+            Ok(found) => anchors.extend(found),
+            Err(e) => return fail(&format!("--anchor {e}")),
+        }
+    }
     let mut files = Vec::new();
     for path in paths {
         match read(path) {
@@ -99,7 +137,7 @@ fn run_verify(paths: &[PathBuf], key: Option<&[u8]>) -> ExitCode {
     }
     // Oldest first, by the first `seq` each holds (rotated files may be given in any order).
     files.sort_by_key(|(_, text)| first_seq(text));
-    let report = verify(&files, key);
+    let report = verify(&files, key, &anchors);
     for t in &report.tampering {
         outln!("TAMPERED {t}");
     }
@@ -110,19 +148,21 @@ fn run_verify(paths: &[PathBuf], key: Option<&[u8]>) -> ExitCode {
     let verdict = match outcome {
         Outcome::Intact => "intact: every line in place, the end sealed by cordon's final checkpoint",
         Outcome::Unsealed => "no change found, but the end is not sealed (see the note)",
+        Outcome::NoSignedEvidence => "no signed evidence: no checkpoint signed by this key (see the note)",
         Outcome::Tampered => "TAMPERED",
     };
+    let anchored = if anchors.is_empty() {
+        String::new()
+    } else {
+        format!(", {} of {} anchor(s) found", report.anchored, anchors.len())
+    };
     outln!(
-        "verdict  {verdict} ({} lines in {} file(s), {} signed checkpoint(s))",
+        "verdict  {verdict} ({} lines in {} file(s), {} signed checkpoint(s){anchored})",
         report.lines,
         files.len(),
         report.signed
     );
-    ExitCode::from(match outcome {
-        Outcome::Intact => INTACT,
-        Outcome::Unsealed => UNSEALED,
-        Outcome::Tampered => TAMPERED,
-    })
+    ExitCode::from(exit_status(outcome))
 }
 
 /// A file's bytes, decompressed when it is gzip.
@@ -165,3 +205,7 @@ fn key_of(arg: &ConfigArg) -> Result<Vec<u8>, String> {
     let signer = crate::audit::chain::Signer::from_secret(secret.expose_secret())?;
     hex::decode(signer.public_hex()).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+#[path = "audit_tests.rs"]
+mod tests;

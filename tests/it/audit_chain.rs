@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::cli::{BIN, curl, spawn_cordon};
 
 /// Requests that each leave one record (407: no credentials), then stop with `signal`.
-async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
+pub(crate) async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
     let child = spawn_cordon(config, port, &[]).await;
     for i in 0..requests {
         let out = curl()
@@ -32,7 +32,7 @@ async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
 }
 
 /// `cordon audit verify ARGS FILES`: exit code and stdout.
-fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
+pub(crate) fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
     let out = Command::new(BIN)
         .args(["audit", "verify"])
         .args(args)
@@ -51,7 +51,7 @@ fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
 
 /// A configuration in a new folder: the proxy on a free port, the audit log `audit.jsonl` signed with a key
 /// file cordon creates on first start, checkpoints every `interval`.
-fn signed_config(interval: &str) -> (tempfile::TempDir, u16, PathBuf) {
+pub(crate) fn signed_config(interval: &str) -> (tempfile::TempDir, u16, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let port = crate::rig::free_port();
@@ -68,7 +68,7 @@ fn signed_config(interval: &str) -> (tempfile::TempDir, u16, PathBuf) {
 }
 
 /// A copy of `lines` as a file `name` in `dir`.
-fn copy(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+pub(crate) fn copy(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     path

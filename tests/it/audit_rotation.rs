@@ -124,13 +124,12 @@ async fn rotation_under_load_keeps_every_record_in_one_verified_chain() {
     crate::audit_chain::assert_schema(&dir.path().join("audit.jsonl"));
     let (code, out) = verify(&config, &files);
     assert_eq!(code, 0, "{out}");
-    // A rotated file given alone is intact up to its checkpoint (and says what came before).
+    // A rotated file given alone ends with the checkpoint that promises a next file: verify cannot tell a file not
+    // given from a file deleted, and says both (the current file deleted: tests/it/audit_truncation.rs).
     let (code, out) = verify(&config, &files[1..2]);
-    assert_eq!(
-        code, 3,
-        "a rotated file ends with a checkpoint, not the final one: {out}"
-    );
-    assert!(!out.contains("TAMPERED"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("was deleted or emptied, or was not given"), "{out}");
+    assert_eq!(out.matches("TAMPERED").count(), 2, "that, and the verdict: {out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

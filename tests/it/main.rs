@@ -8,6 +8,7 @@ mod audit_chain;
 mod audit_durability;
 mod audit_export;
 mod audit_rotation;
+mod audit_truncation;
 mod auth;
 mod aws_sigv4;
 mod cli;
