@@ -259,6 +259,30 @@ impl Credentials {
         Ok(())
     }
 
+    /// Refuse a destination name that carries a placeholder or a secret: a name is sent to a resolver (and, under
+    /// an allowed wildcard, to the upstream's DNS) before any rule could stop it, so it is scanned like any other
+    /// part of a request, as written and with its dots taken out (a value split over labels).
+    pub(crate) fn check_name(&self, sandbox: &Sandbox, name: &str) -> Result<(), ProxyError> {
+        if !self.any {
+            return Ok(());
+        }
+        let detector = self.detector();
+        let joined: String = name.chars().filter(|c| *c != '.').collect();
+        for text in [name, joined.as_str()] {
+            let found = detector.scan(text.as_bytes());
+            if let Some(credential) = found.secrets.first().and_then(|owners| owners.first()) {
+                return Err(ProxyError::SecretExfiltration {
+                    credential: credential.clone(),
+                });
+            }
+            if let Some(token) = found.plain.first().or(found.disguised.first()) {
+                let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".to_string());
+                return Err(exfiltration(&credential, "in a host name"));
+            }
+        }
+        Ok(())
+    }
+
     /// The credential a placeholder token stands for, this sandbox's or another's.
     fn owner_of(&self, sandbox: &Sandbox, token: &str) -> Option<String> {
         self.specs

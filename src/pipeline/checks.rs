@@ -30,8 +30,18 @@ pub(crate) struct Decision {
 }
 
 impl Exchange {
-    /// Step 4: refuse what two parsers could read differently, before it is decided.
-    pub(super) fn hygiene(&mut self, target: &Target, ask: &Ask) -> Result<(), ProxyError> {
+    /// Step 4: refuse a destination name that carries a credential, and what two parsers could read
+    /// differently, before it is decided.
+    pub(super) fn hygiene(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<(), ProxyError> {
+        // SECURITY: a placeholder or secret as a DNS label (`<placeholder>.allowed.example`, a CONNECT host, a
+        // query to the DNS responder) would leave through the resolver before any rule is asked.
+        if let Some(name) = target.host.as_name()
+            && let Err(refused) = self.generation.credentials.check_name(sandbox, name)
+        {
+            // The record must not repeat what the name carried.
+            self.audit.host("[redacted]");
+            return Err(refused);
+        }
         let Ask::Request { req, inside } = ask else {
             return Ok(());
         };

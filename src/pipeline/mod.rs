@@ -11,8 +11,9 @@
 //!    And the audit output: while records cannot be written, nothing is served (503 `audit_unavailable`).
 //! 3. **target**: where to, as the one target parser read it. Its errors are reported only now, so a client
 //!    that is not identified learns nothing from them.
-//! 4. **hygiene**: the request is unambiguous: a clean path, one Host that names the tunnel's host, no
-//!    CONNECT inside an interception.
+//! 4. **hygiene**: the destination's name carries no placeholder or secret (it would leave through the
+//!    resolver); the request is unambiguous: a clean path, one Host that names the tunnel's host, no CONNECT
+//!    inside an interception.
 //! 5. **decide**: the policy's [`Decision`], which carries what later steps need (the rule, its TLS mode and
 //!    action, the credentials usable), so nothing looks a rule up again.
 //! 6. then, by what is asked:
@@ -88,7 +89,7 @@ async fn flow(mut ex: Exchange, input: Input) -> Outcome {
         // 3. Where to.
         let target = target?;
         // 4. Hygiene.
-        ex.hygiene(&target, &ask)?;
+        ex.hygiene(&sandbox, &target, &ask)?;
         // 5. The decision.
         let decision = ex.decide(&sandbox, &target, &ask)?;
         Ok::<_, ProxyError>((sandbox, target, decision))

@@ -104,6 +104,7 @@ network:
   allow_cidrs: ["127.0.0.0/8"]
   hosts: {{ api.allowed.test: 127.0.0.2, www.allowed.test: 127.0.0.2 }}
 ca: {{ dir: {d}/cas }}
+vault: {{ file: {{ path: {d}/vault/cordon.vault }} }}
 upstream: {{ extra_roots: [{d}/upstream-ca.pem] }}
 control:
   admin_token: {{ file: {d}/admin-token }}
@@ -116,11 +117,15 @@ credentials:
     source: {{ env: RULES_BEARER }}
     bind: {{ hosts: [api.allowed.test], ports: [{u}] }}
     inject: {{ header: Authorization, value: "Bearer {{secret}}" }}
+  ph:
+    source: {{ env: RULES_BEARER }}
+    bind: {{ hosts: [api.allowed.test], ports: [{u}] }}
+    inject: {{ placeholder: {{}} }}
 sandboxes:
   - {{ id: sb1, user: alice, token_sha256: {h}, policy: base }}
 policies:
   base:
-    credentials: [bearer]
+    credentials: [bearer, ph]
     allow:
 {rules}"#,
         d = dir.display(),
@@ -350,4 +355,73 @@ fn check_warns_where_the_most_specific_rule_changes_the_mode() {
         err.contains("policies.base.allow[1]: allow[0] names the same destination first"),
         "{err}"
     );
+}
+
+/// CONNECT to `authority` as sb1: the status cordon answers.
+async fn connect_status(rig: &Rig, authority: &str) -> u16 {
+    let mut s = tokio::net::TcpStream::connect(rig.proxy()).await.unwrap();
+    let raw = format!(
+        "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{}\r\n",
+        crate::rig::auth("sb1", "tok1")
+    );
+    s.write_all(raw.as_bytes()).await.unwrap();
+    crate::rig::read_head(&mut s).await.status
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
+    let mut rig = start().await;
+    let u = rig.up.addr.port();
+    let key = rig.dir.path().join("vault/placeholder.key");
+    let ph = cordon::credentials::placeholder::Placeholders::load(&key)
+        .unwrap()
+        .value("sb1", "ph");
+    let (head, tail) = ph.split_at(20);
+    let names = [
+        (format!("{ph}.allowed.test"), "credential_exfiltration"),
+        (format!("x.{ph}.allowed.test"), "credential_exfiltration"),
+        // Split over two labels.
+        (format!("{head}.{tail}.allowed.test"), "credential_exfiltration"),
+        // Written in capitals: the name is lowered before anything, and still refused.
+        (format!("{}.allowed.test", ph.to_uppercase()), "credential_exfiltration"),
+        // The real secret as a label.
+        (format!("{SECRET}.allowed.test"), "secret_exfiltration"),
+    ];
+    for (name, _) in &names {
+        // Under the *.allowed.test tunnel rule: without the check the name would go to the resolver.
+        assert_eq!(
+            connect_status(&rig, &format!("{name}:{u}")).await,
+            403,
+            "CONNECT {name}"
+        );
+        let o = crate::cli::curl()
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+            .args(["-x", &format!("http://sb1:tok1@{}", rig.proxy())])
+            .arg(format!("http://{name}:{u}/"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "403", "GET http://{name}");
+    }
+    assert_eq!(rig.up.accepted(), 0, "nothing reached the upstream");
+    // A name without one still goes on (to the resolver, which knows no such name: 502).
+    assert_eq!(connect_status(&rig, &format!("other.allowed.test:{u}")).await, 502);
+    let mut child = rig.child.take().unwrap_or_else(|| unreachable!());
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut out).unwrap();
+    for reason in ["credential_exfiltration", "secret_exfiltration"] {
+        let refused = out
+            .lines()
+            .filter(|l| l.contains("\"host\":\"[redacted]\"") && l.contains(reason))
+            .count();
+        let want = names.iter().filter(|(_, r)| *r == reason).count() * 2;
+        assert_eq!(refused, want, "{reason} records with the host redacted:\n{out}");
+    }
+    assert!(
+        !out.contains(&ph) && !out.contains(tail),
+        "the audit repeats the placeholder"
+    );
+    assert!(!out.contains(SECRET), "the audit repeats the secret");
 }
