@@ -44,18 +44,7 @@ fn paths_within_are_judged_conservatively() {
     assert!(!within("/simple/a/b/"));
 }
 
-fn rule(host: &str, tls: crate::policy::TlsMode) -> Rule {
-    Rule {
-        host: Some(HostPattern::parse(host).expect("a host pattern")),
-        cidrs: vec![],
-        ports: crate::policy::allowlist::DEFAULT_PORTS.to_vec(),
-        methods: None,
-        paths: None,
-        path_texts: vec![],
-        tls,
-        action: Action::Allow,
-    }
-}
+use crate::policy::testing::rule;
 
 fn policy(name: &str, rules: Vec<Rule>) -> Policy {
     Policy::new(name.into(), Mode::Enforce, rules).expect("a policy")

@@ -1,21 +1,12 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
-use crate::policy::allowlist::{DEFAULT_PORTS, compile_paths};
-use crate::policy::{HostPattern, Mode, Policy, Rule, TlsMode};
+use crate::policy::allowlist::compile_paths;
+use crate::policy::{Mode, Policy, Rule, TlsMode};
 use crate::target::Target;
 
 fn host_rule(host: &str) -> Rule {
-    Rule {
-        host: Some(HostPattern::parse(host).unwrap()),
-        cidrs: vec![],
-        ports: DEFAULT_PORTS.to_vec(),
-        methods: None,
-        paths: None,
-        path_texts: vec![],
-        tls: TlsMode::Intercept,
-        action: Default::default(),
-    }
+    crate::policy::testing::rule(host, TlsMode::Intercept)
 }
 
 fn policy(mode: Mode, rules: Vec<Rule>) -> Policy {

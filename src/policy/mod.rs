@@ -76,6 +76,27 @@ impl Policy {
     }
 }
 
+/// Builders the policy module's tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::allowlist::DEFAULT_PORTS;
+    use super::{Action, HostPattern, Rule, TlsMode};
+
+    /// A rule for `host` on the default ports, any method and path, in `tls` mode.
+    pub(crate) fn rule(host: &str, tls: TlsMode) -> Rule {
+        Rule {
+            host: HostPattern::parse(host).ok(),
+            cidrs: vec![],
+            ports: DEFAULT_PORTS.to_vec(),
+            methods: None,
+            paths: None,
+            path_texts: vec![],
+            tls,
+            action: Action::Allow,
+        }
+    }
+}
+
 /// A policy's narrowing of a token credential: what its sandboxes' tokens may do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ScopeOverride {

@@ -1,21 +1,8 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 use http::Method;
 
-use crate::policy::allowlist::DEFAULT_PORTS;
-use crate::policy::{Action, HostPattern, Mode, Policy, Rule, TlsMode};
-
-fn rule(host: &str, tls: TlsMode) -> Rule {
-    Rule {
-        host: Some(HostPattern::parse(host).unwrap()),
-        cidrs: vec![],
-        ports: DEFAULT_PORTS.to_vec(),
-        methods: None,
-        paths: None,
-        path_texts: vec![],
-        tls,
-        action: Action::Allow,
-    }
-}
+use crate::policy::testing::rule;
+use crate::policy::{Mode, Policy, Rule, TlsMode};
 
 fn warnings(rules: Vec<Rule>) -> Vec<(usize, String)> {
     Policy::new("p".into(), Mode::Enforce, rules).unwrap().overlaps()

@@ -244,19 +244,27 @@ async fn an_own_policy_is_held_to_what_its_base_decides_for_every_host_it_covers
     assert_eq!(shown["inline_policy"], fine, "{shown}");
 }
 
-/// A blind tunnel to www.allowed.test (trusting the upstream's CA) with one exchange on it.
-async fn blind_tunnel(rig: &Rig) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// A blind tunnel to www.allowed.test as `who`, trusting the upstream's CA (the real certificate shows).
+async fn blind_as(rig: &Rig, who: (&str, &str)) -> Tls {
     let target = format!("www.allowed.test:{}", rig.up.addr.port());
-    let mut tls = tls_as(
+    tls_as(
         rig.proxy(),
-        ("sb1", "tok1"),
+        who,
         &target,
         "www.allowed.test",
         &rig.upstream_ca,
         b"http/1.1",
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// A blind tunnel to www.allowed.test as sb1 with one exchange on it.
+async fn blind_tunnel(rig: &Rig) -> Tls {
+    let target = format!("www.allowed.test:{}", rig.up.addr.port());
+    let mut tls = blind_as(rig, ("sb1", "tok1")).await;
     tls.write_all(format!("GET /public/x HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
         .await
         .unwrap();
@@ -301,17 +309,7 @@ async fn a_reload_that_changes_the_mode_under_an_own_policy_closes_its_tunnels_t
         .await;
     assert_eq!(status, 201, "{v}");
     let (id, cred) = (v["id"].as_str().unwrap(), v["credential"].as_str().unwrap());
-    let target = format!("www.allowed.test:{u}");
-    let mut tls = tls_as(
-        rig.proxy(),
-        (id, cred),
-        &target,
-        "www.allowed.test",
-        &rig.upstream_ca,
-        b"http/1.1",
-    )
-    .await
-    .unwrap();
+    let mut tls = blind_as(&rig, (id, cred)).await;
     rig.reload(&format!(
         "      - {{ host: www.allowed.test, ports: [{u}], methods: [GET], paths: [\"/public/**\"] }}\n"
     ));
