@@ -76,6 +76,10 @@ pub struct Record {
     /// DNS: the record type asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     qtype: Option<String>,
+    /// Preview: the names of the cookies a dev server tried to set that cordon removed (cordon's own cookie,
+    /// or another domain's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    set_cookie_stripped: Option<Vec<String>>,
 }
 
 impl Record {
@@ -193,6 +197,7 @@ impl Pending {
                 original_dst: None,
                 original_dst_differs: None,
                 qtype: None,
+                set_cookie_stripped: None,
             },
             started: Instant::now(),
             sink,
@@ -285,6 +290,11 @@ impl Pending {
         if !names.is_empty() {
             self.record.credentials = Some(names);
         }
+    }
+
+    /// The cookies a dev server tried to set that were removed from its answer (by name).
+    pub(crate) fn set_cookie_stripped(&mut self, names: Vec<String>) {
+        self.record.set_cookie_stripped = Some(names);
     }
 
     /// The status the client got.

@@ -9,8 +9,12 @@
 //!    the port among its policy's `expose` (403 `port_not_exposed`);
 //! 4. the sandbox's own address (its single-address `source_cidrs`) is never a metadata address or one of
 //!    cordon's listeners (403 `metadata_address` / `self_address`; the private ranges do not apply);
-//! 5. forwarded to that address at that port, over HTTP/1.1,
-//!    upgrades (WebSockets) included, without the session cookie.
+//! 5. the request comes from the preview's own origin: an `Origin` that is not, or (for a WebSocket or a
+//!    method other than GET/HEAD/OPTIONS without `Origin`) a `Sec-Fetch-Site` naming another origin, is
+//!    refused (403 `preview_cross_origin`; also before a link is opened);
+//! 6. forwarded to that address at that port, over HTTP/1.1, upgrades (WebSockets) included, without the
+//!    session cookie; the dev server's `Set-Cookie` lines naming cordon's cookie or a `Domain` other than the
+//!    preview's host are removed from its answer (and listed in the record, `set_cookie_stripped`).
 //!
 //! SECURITY: a preview reaches only the address the control plane holds for that sandbox, only at a port its
 //! policy exposes, and only with a session signed by cordon for that sandbox and port.
@@ -19,14 +23,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http::header::{CONNECTION, COOKIE, HOST, LOCATION, SET_COOKIE, UPGRADE};
+use http::header::{CONNECTION, HOST, LOCATION, SET_COOKIE, UPGRADE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use crate::audit::{Kind, Pending};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;
-use crate::preview::{COOKIE as SESSION_COOKIE, Claims, OPEN_PATH, Previews, host};
+use crate::preview::{Claims, OPEN_PATH, Previews, cookies, host, origin};
 use crate::state::{Generation, ProxyState};
 
 /// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
@@ -60,17 +64,27 @@ pub(crate) async fn serve(
                 format!("{name:?} is not a preview's name"),
             )
         })?;
-        pending.host(&format!("{port}-{id}.{}", previews.config.domain));
+        let own = format!("{port}-{id}.{}", previews.config.domain);
+        pending.host(&own);
         let generation = state.current();
+        let same_origin = || origin::check(req.method(), req.headers(), previews.scheme, &name).map_err(cross_origin);
         if req.uri().path() == OPEN_PATH {
+            same_origin()?;
             return open(state, &generation, &previews, &mut pending, &req, (port, &id));
         }
-        let claims = session(&previews, &req)?;
+        let claims = session(&previews, &req, (port, &id))?;
         let (sandbox, address) = allowed(state, &generation, &previews, &claims, (port, &id))?;
         pending.identity(&sandbox);
         pending.visitor(&claims.user);
-        strip_session(&mut req);
-        forward(state, &generation, req, SocketAddr::new(address, port)).await
+        same_origin()?;
+        cookies::strip_request(req.headers_mut());
+        let mut resp = forward(state, &generation, req, SocketAddr::new(address, port)).await?;
+        let stripped = cookies::strip_response(resp.headers_mut(), &own);
+        if !stripped.is_empty() {
+            tracing::warn!(sandbox = %id, host = %own, cookies = ?stripped, "a dev server's Set-Cookie removed: it names cordon's cookie or another domain");
+            pending.set_cookie_stripped(stripped);
+        }
+        Ok(resp)
     }
     .await;
     match outcome {
@@ -130,8 +144,9 @@ fn open(
             format!("cannot sign the session: {e}"),
         )
     })?;
-    // Host-only (no Domain), so the browser sends it back to this preview alone; not readable by the page.
-    let cookie = cookie::Cookie::build((SESSION_COOKIE, token))
+    // `__Host-`: Secure, Path=/ and host-only (no Domain), so the browser sends it back to this preview alone
+    // and no other host can set one in its place; not readable by the page.
+    let cookie = cookie::Cookie::build((cookies::NAME, token))
         .path("/")
         .http_only(true)
         .secure(true)
@@ -151,21 +166,18 @@ fn open(
     Ok(resp)
 }
 
-/// The session a request carries, checked.
-fn session(previews: &Previews, req: &Request<Incoming>) -> Result<Claims, Refusal> {
-    let mut found = None;
-    for header in req.headers().get_all(COOKIE) {
-        let Ok(text) = header.to_str() else { continue };
-        for c in cookie::Cookie::split_parse(text).flatten() {
-            if c.name() == SESSION_COOKIE {
-                found = Some(c.value().to_string());
-            }
-        }
+/// The session a request carries, checked: of the session cookies it has (a browser sends one), the first
+/// made for this preview, else the first valid one (which `allowed` then refuses as `preview_other`).
+fn session(previews: &Previews, req: &Request<Incoming>, (port, id): (u16, &str)) -> Result<Claims, Refusal> {
+    let tokens = cookies::sessions(req.headers());
+    if tokens.is_empty() {
+        return Err(login("this preview needs a link: ask for one"));
     }
-    let token = found.ok_or_else(|| login("this preview needs a link: ask for one"))?;
-    previews
-        .signer
-        .check_session(&token)
+    let valid: Vec<Claims> = tokens.iter().filter_map(|t| previews.signer.check_session(t)).collect();
+    let mine = valid.iter().position(|c| c.sbx == id && c.port == port).unwrap_or(0);
+    valid
+        .into_iter()
+        .nth(mine)
         .ok_or_else(|| login("this preview's session is not valid, or has expired; open a new link"))
 }
 
@@ -244,24 +256,6 @@ pub(crate) fn allowed(
     Ok((sandbox, address))
 }
 
-/// Remove the session cookie from what the sandbox receives (it is cordon's, not the dev server's).
-fn strip_session(req: &mut Request<Incoming>) {
-    let kept: Vec<String> = req
-        .headers()
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|h| h.to_str().ok())
-        .flat_map(|text| text.split(';').map(str::trim).map(str::to_string).collect::<Vec<_>>())
-        .filter(|c| !c.is_empty() && c.split('=').next().map(str::trim) != Some(SESSION_COOKIE))
-        .collect();
-    req.headers_mut().remove(COOKIE);
-    if !kept.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&kept.join("; "))
-    {
-        req.headers_mut().insert(COOKIE, v);
-    }
-}
-
 /// Send `req` to the dev server at `to`, passing an upgrade (WebSocket) through when the server agrees.
 async fn forward(
     state: &ProxyState,
@@ -316,6 +310,11 @@ async fn forward(
         });
     }
     Ok(resp.map(crate::body::boxed))
+}
+
+/// 403 `preview_cross_origin`: a request from another origin than the preview's own.
+fn cross_origin(message: String) -> Refusal {
+    Refusal(StatusCode::FORBIDDEN, "preview_cross_origin", message)
 }
 
 /// 401 `preview_login`, with what to do.

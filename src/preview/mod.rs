@@ -4,7 +4,9 @@
 //! links and another for sessions so neither passes for the other, the names previews live at, and the
 //! previews revoked. The request flow is `pipeline::preview`; the listener `entry::preview`.
 
+pub(crate) mod cookies;
 pub(crate) mod host;
+pub(crate) mod origin;
 pub(crate) mod tls;
 pub(crate) mod tokens;
 
@@ -15,9 +17,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::config::previews::Previews as Config;
 
 pub(crate) use tokens::{Claims, Signer};
-
-/// The cookie a session lives in (host-only: no Domain attribute, so it goes back to this preview alone).
-pub(crate) const COOKIE: &str = "cordon_preview";
 
 /// The path a link opens (the session's cookie is set there, then the browser is sent to `/`).
 pub(crate) const OPEN_PATH: &str = "/.cordon/preview";

@@ -48,6 +48,7 @@ pub(crate) struct Record {
     pub original_dst: Option<String>,
     pub original_dst_differs: Option<bool>,
     pub qtype: Option<String>,
+    pub set_cookie_stripped: Option<Vec<String>>,
 }
 
 /// The approval part of a record.
