@@ -52,6 +52,8 @@ mod pg_rig;
 mod pg_smoke;
 mod ports;
 mod previews;
+mod previews_origin;
+mod previews_rig;
 mod resolver;
 mod rig;
 mod rule_semantics;

@@ -233,6 +233,7 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     assert_eq!(status, 303, "{head}");
     assert!(head.contains("\r\nlocation: /\r\n"), "{head}");
     let (cookie, line) = session_cookie(&head);
+    assert!(cookie.starts_with("__Host-cordon_preview="), "{line}");
     for attribute in ["HttpOnly", "Secure", "SameSite=Lax", "Path=/", "Max-Age=3600"] {
         assert!(line.contains(attribute), "{attribute}: {line}");
     }
@@ -259,9 +260,13 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     let token = cookie.split_once('=').unwrap().1;
     let link_token = link.split_once("?t=").unwrap().1;
     for bad in [
-        format!("cordon_preview={}x", token),
-        format!("cordon_preview={link_token}"),
-        "cordon_preview=eyJhbGciOiJub25lIn0.e30.".to_string(),
+        format!("__Host-cordon_preview={}x", token),
+        format!("__Host-cordon_preview={link_token}"),
+        "__Host-cordon_preview=eyJhbGciOiJub25lIn0.e30.".to_string(),
+        // The one name cordon sets is the one it reads: the same session under another name is no session.
+        format!("cordon_preview={token}"),
+        format!("__Secure-cordon_preview={token}"),
+        format!("__host-cordon_preview={token}"),
     ] {
         let (status, reason, _, _) = rig.curl(&rig.url(dev, "sb1", "/"), Some(&bad));
         assert_eq!((status, reason.as_str()), (401, "preview_login"), "{bad}");
@@ -437,7 +442,8 @@ async fn a_browser_opens_the_link_and_sees_the_page_and_without_it_sees_why_not(
     crate::cli::signal_and_wait(child, "-TERM").await;
 }
 
-fn chromium(url: &str) -> String {
+/// What headless Chromium shows at `url` (the DOM once the page has loaded), in a profile of its own.
+pub(crate) fn chromium(url: &str) -> String {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new("chromium")
         .args([
@@ -521,6 +527,7 @@ policies:
     let head = curl(&link, None);
     assert!(head.starts_with("HTTP/1.1 303"), "{head}");
     let (cookie, _) = session_cookie(&head);
+    assert!(cookie.starts_with("__Host-cordon_preview="), "{head}");
     let page = curl(&format!("https://{dev}-sbt.preview.test:{preview}/"), Some(&cookie));
     assert!(page.contains("dev server of tls"), "{page}");
     crate::cli::signal_and_wait(child, "-TERM").await;
