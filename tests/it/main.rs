@@ -54,6 +54,7 @@ mod ports;
 mod previews;
 mod previews_origin;
 mod previews_rig;
+mod previews_tls;
 mod resolver;
 mod rig;
 mod rule_semantics;
