@@ -282,6 +282,10 @@ pub(crate) struct Limits {
     pub(crate) unauthenticated_per_source: usize,
     /// Rates, caps and byte budgets per sandbox, per user and per source address.
     pub(crate) rates: crate::limits::LimitSpec,
+    /// The largest WebSocket message relayed either way; a larger one closes the WebSocket with 1009.
+    pub(crate) websocket_message: usize,
+    /// The largest WebSocket frame relayed either way; a larger one closes the WebSocket with 1009.
+    pub(crate) websocket_frame: usize,
 }
 
 impl Default for Limits {
@@ -291,6 +295,8 @@ impl Default for Limits {
             max_request_header_bytes: 64 * 1024,
             unauthenticated_per_source: 256,
             rates: default_rates(),
+            websocket_message: 16 * 1024 * 1024,
+            websocket_frame: 16 * 1024 * 1024,
         }
     }
 }

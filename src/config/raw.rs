@@ -254,6 +254,10 @@ pub(super) struct RawLimits {
     pub(crate) auth_failures: Option<RawRate>,
     /// Per source address, before a sandbox is known.
     pub(crate) per_source: Option<RawSourceLimits>,
+    /// The largest WebSocket message relayed, either way.
+    pub(crate) websocket_message: Option<String>,
+    /// The largest WebSocket frame relayed, either way.
+    pub(crate) websocket_frame: Option<String>,
 }
 
 /// `limits.per_source:`

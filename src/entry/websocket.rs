@@ -2,15 +2,20 @@
 //! what the sandbox sends is scanned like a request body (a placeholder or a secret it may not send closes
 //! the WebSocket with 1008, policy violation), what the upstream sends has its destination's secrets masked
 //! like a response body. Messages are whole (tungstenite joins fragmented frames), so a secret split over
-//! frames is still one message.
+//! frames is still one message; which is why a message, and a frame, may be no larger than
+//! `limits.websocket_message` / `limits.websocket_frame` (16 MiB each by default): a larger one from either side
+//! closes the WebSocket with 1009 (message too big) on both sides and is recorded as
+//! `websocket_message_too_big`, so one WebSocket holds at most a few times that at once, and nothing once it
+//! has closed.
 
 use futures_util::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
-use tokio_tungstenite::tungstenite::{Bytes, Message, Utf8Bytes};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Bytes, Error, Message, Utf8Bytes};
 
 use crate::error::TunnelEnd;
 use crate::pipeline::WebSocketGuard;
@@ -24,14 +29,23 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocket
         Some(r) => r.counters(),
         None => Default::default(),
     };
-    let client = WebSocketStream::from_raw_socket(TokioIo::new(client), Role::Server, None).await;
-    let upstream = WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, None).await;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(guard.max.0))
+        .max_frame_size(Some(guard.max.1));
+    let client = WebSocketStream::from_raw_socket(TokioIo::new(client), Role::Server, Some(config)).await;
+    let upstream = WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, Some(config)).await;
     let (mut to_client, mut from_client) = client.split();
     let (mut to_upstream, mut from_upstream) = upstream.split();
     let end = loop {
         tokio::select! {
             message = from_client.next() => {
-                let Some(Ok(message)) = message else { break None };
+                let message = match message {
+                    Some(Ok(message)) => message,
+                    Some(Err(Error::Capacity(e))) => {
+                        break Some(too_big(&mut to_client, &mut to_upstream, "the sandbox", &e).await);
+                    }
+                    _ => break None,
+                };
                 up.fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 if let Some(refusal) = refused(&guard, &message) {
                     let close = |reason: &str| Message::Close(Some(CloseFrame {
@@ -47,7 +61,13 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocket
                 }
             }
             message = from_upstream.next() => {
-                let Some(Ok(message)) = message else { break None };
+                let message = match message {
+                    Some(Ok(message)) => message,
+                    Some(Err(Error::Capacity(e))) => {
+                        break Some(too_big(&mut to_client, &mut to_upstream, "the upstream", &e).await);
+                    }
+                    _ => break None,
+                };
                 let message = masked(&guard, message);
                 down.fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 if to_client.send(message).await.is_err() {
@@ -59,6 +79,27 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocket
     };
     if let Some(record) = record {
         record.end(end.as_ref());
+    }
+}
+
+/// A message or frame over the limit from `who`: both sides are told 1009 (message too big), and the record
+/// says why the WebSocket ended.
+async fn too_big<C, U>(to_client: &mut C, to_upstream: &mut U, who: &str, e: &CapacityError) -> TunnelEnd
+where
+    C: futures_util::Sink<Message> + Unpin,
+    U: futures_util::Sink<Message> + Unpin,
+{
+    let close = || {
+        Message::Close(Some(CloseFrame {
+            code: CloseCode::Size,
+            reason: Utf8Bytes::from_static("cordon: message too big"),
+        }))
+    };
+    let _ = to_client.send(close()).await;
+    let _ = to_upstream.send(close()).await;
+    TunnelEnd::Refused {
+        code: "websocket_message_too_big",
+        detail: format!("{who} sent a WebSocket message or frame over the limit: {e}"),
     }
 }
 

@@ -177,6 +177,8 @@ pub(crate) struct WebSocketGuard {
     pub(crate) detector: Arc<Detector>,
     /// Credentials whose secrets may be sent on this WebSocket.
     pub(crate) allowed: Vec<String>,
+    /// The largest message and frame relayed either way (`limits.websocket_message`, `websocket_frame`).
+    pub(crate) max: (usize, usize),
     pub(super) record: Arc<Mutex<Option<TunnelRecord>>>,
 }
 

@@ -85,6 +85,10 @@ impl Exchange {
             masker: self.masker.clone(),
             detector,
             allowed,
+            max: (
+                self.generation.config.limits.websocket_message,
+                self.generation.config.limits.websocket_frame,
+            ),
             record: Arc::new(Mutex::new(Some(TunnelRecord(self.audit)))),
         });
         Outcome::Respond(Response::from_parts(parts, crate::body::empty()))

@@ -65,3 +65,4 @@ mod sources;
 mod tls_rig;
 mod tunnel_splice;
 mod violations;
+mod websocket_limits;

@@ -110,6 +110,53 @@ pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
             ),
         }
     }
+    let ws = |errs: &mut Errors, path: &str, raw: Option<String>, default: usize| -> usize {
+        let Some(text) = raw else { return default };
+        match text.parse::<bytesize::ByteSize>() {
+            Ok(size) if (1024..=1024 * 1024 * 1024).contains(&size.as_u64()) => {
+                usize::try_from(size.as_u64()).unwrap_or(default)
+            }
+            Ok(_) => {
+                errs.at(
+                    path,
+                    format!("{text:?} is out of range; choose between \"1KiB\" and \"1GiB\""),
+                );
+                default
+            }
+            Err(e) => {
+                errs.at(path, format!("{text:?} is not a size ({e}); write e.g. \"16MiB\""));
+                default
+            }
+        }
+    };
+    let frame_given = raw.websocket_frame.is_some();
+    limits.websocket_message = ws(
+        errs,
+        "limits.websocket_message",
+        raw.websocket_message,
+        limits.websocket_message,
+    );
+    limits.websocket_frame = ws(
+        errs,
+        "limits.websocket_frame",
+        raw.websocket_frame,
+        limits.websocket_frame,
+    );
+    if limits.websocket_frame > limits.websocket_message {
+        if frame_given {
+            errs.at(
+                "limits.websocket_frame",
+                format!(
+                    "{} is larger than limits.websocket_message ({}); a frame is part of a message",
+                    bytesize::ByteSize::b(limits.websocket_frame as u64),
+                    bytesize::ByteSize::b(limits.websocket_message as u64)
+                ),
+            );
+        } else {
+            // The default frame size gives way to a smaller message size.
+            limits.websocket_frame = limits.websocket_message;
+        }
+    }
     let r = &mut limits.rates;
     if let Some(s) = raw.per_sandbox {
         r.sandbox_requests = rate(errs, "limits.per_sandbox.requests", s.requests, r.sandbox_requests);

@@ -1,0 +1,172 @@
+//! WebSocket messages and frames are bounded (issue 34, item 7): one larger than `limits.websocket_message` or
+//! `limits.websocket_frame`, from the sandbox or from the upstream, closes the WebSocket on both sides with 1009
+//! (message too big), is not relayed, and is recorded as a refusal; what fits goes through as before.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cordon::audit::{Kind, Verdict};
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+use crate::intercept::tls_as;
+use crate::tls_rig::*;
+
+const LIMITS: &str = "limits: { websocket_message: 64KiB, websocket_frame: 32KiB }\n";
+
+/// A WebSocket server over TLS: echoes what it gets, except `big N`, answered with N bytes in one message. Counts
+/// the messages it received.
+async fn wss_server(tls: Arc<rustls::ServerConfig>) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind(("127.0.0.2", 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = got.clone();
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, counter) = (acceptor.clone(), counter.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tls).await else {
+                    return;
+                };
+                while let Some(Ok(msg)) = ws.next().await {
+                    if !(msg.is_text() || msg.is_binary()) {
+                        continue;
+                    }
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let reply = match msg.to_text().ok().and_then(|t| t.strip_prefix("big ")) {
+                        Some(n) => Message::binary(vec![b'x'; n.parse().unwrap()]),
+                        None => msg,
+                    };
+                    if ws.send(reply).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, got)
+}
+
+/// A WebSocket through cordon's interception to the server, as sb2.
+async fn open(
+    rig: &TlsRig,
+    server: std::net::SocketAddr,
+) -> tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let ca = rig.sandbox_ca_file("sb2");
+    let connect = format!("allowed.test:{}", server.port());
+    let tls = tls_as(
+        rig.proxy.addr,
+        ("sb2", "tok2"),
+        &connect,
+        "allowed.test",
+        &ca,
+        b"http/1.1",
+    )
+    .await
+    .unwrap();
+    let (socket, resp) = tokio_tungstenite::client_async(format!("wss://{connect}/ws"), tls)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 101);
+    socket
+}
+
+/// The next message the sandbox gets, within five seconds.
+async fn next<S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin>(
+    s: &mut S,
+) -> Message {
+    tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("an answer in time")
+        .expect("a message")
+        .expect("no error")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_or_frame_over_the_limit_closes_the_websocket_with_1009_either_way() {
+    let rig = tls_rig(LIMITS).await;
+    let (server, got) = wss_server(rig.upstream_ca.server_config(&["allowed.test"])).await;
+
+    // What fits goes through, both ways.
+    let mut ws = open(&rig, server).await;
+    ws.send(Message::binary(vec![b'a'; 30 * 1024])).await.unwrap();
+    assert_eq!(next(&mut ws).await.len(), 30 * 1024);
+    ws.send(Message::text("big 30000")).await.unwrap();
+    assert_eq!(next(&mut ws).await.len(), 30000);
+    ws.close(None).await.unwrap();
+
+    // From the sandbox: a message over 64 KiB (sent as one frame, over 32 KiB too), and a frame over 32 KiB.
+    for size in [100 * 1024, 40 * 1024] {
+        let mut ws = open(&rig, server).await;
+        let before = got.load(std::sync::atomic::Ordering::SeqCst);
+        ws.send(Message::binary(vec![b'a'; size])).await.unwrap();
+        match next(&mut ws).await {
+            Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Size, "{size}: {frame:?}"),
+            other => panic!("{size}: not a close: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            got.load(std::sync::atomic::Ordering::SeqCst),
+            before,
+            "{size}: relayed to the upstream"
+        );
+    }
+
+    // From the upstream: a message over the limit never reaches the sandbox.
+    let mut ws = open(&rig, server).await;
+    ws.send(Message::text("big 200000")).await.unwrap();
+    match next(&mut ws).await {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Size, "{frame:?}"),
+        other => panic!("not a close: {} bytes", other.len()),
+    }
+
+    // Each is recorded as a refusal, saying which side sent it.
+    let refused = |who: &'static str| {
+        move |r: &crate::rig::Record| {
+            r.kind == Kind::Https
+                && r.reason.as_deref() == Some("websocket_message_too_big")
+                && r.decision == Verdict::Deny
+                && r.error.as_deref().is_some_and(|e| e.contains(who))
+        }
+    };
+    assert!(
+        rig.proxy.audit.wait_any(refused("the sandbox")).await.is_some(),
+        "{:#?}",
+        rig.proxy.audit.now()
+    );
+    assert!(
+        rig.proxy.audit.wait_any(refused("the upstream")).await.is_some(),
+        "{:#?}",
+        rig.proxy.audit.now()
+    );
+}
+
+#[test]
+fn limits_out_of_range_or_inverted_are_refused_naming_the_field() {
+    let bad = [
+        ("limits: { websocket_message: 10 }\n", "limits.websocket_message"),
+        ("limits: { websocket_frame: 2GiB }\n", "limits.websocket_frame"),
+        ("limits: { websocket_message: lots }\n", "limits.websocket_message"),
+        (
+            "limits: { websocket_message: 1MiB, websocket_frame: 2MiB }\n",
+            "limits.websocket_frame",
+        ),
+    ];
+    for (top, path) in bad {
+        let yaml = crate::rig::config(1, 2, top);
+        let err = cordon::config::Config::parse("t.yaml", &yaml)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains(path), "{top}: {err}");
+    }
+    // A smaller message size alone brings the default frame size down with it.
+    let yaml = crate::rig::config(1, 2, "limits: { websocket_message: 1MiB }\n");
+    if let Err(e) = cordon::config::Config::parse("t.yaml", &yaml) {
+        panic!("{e}");
+    }
+}
