@@ -167,6 +167,8 @@ policies:
         &[("REAL_AWS_KEY_ID", real_id), ("REAL_AWS_SECRET", real_secret)],
     )
     .await;
+    // cordon writes the admin token it generates after it listens: `sandbox create` needs it.
+    crate::hardening::token(config.parent().unwrap());
     let mut seen_by_sandboxes = String::new();
     let (mut env1, text) = sandbox(&config, "agent1", "aws");
     seen_by_sandboxes.push_str(&text);

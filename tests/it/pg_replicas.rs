@@ -296,6 +296,9 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
         "1,2,3,4"
     );
     let (id, cred, ca) = create(&a, dir.path()).await;
+    // b learns of the sandbox on its first request (one bounded read of the store, tested on its own in
+    // three_replicas_share_sandboxes_cas_and_revocations); that read is not what the kill below is about.
+    assert_eq!(curl_status(&b, &id, &cred, &ca, &url), 200);
     let mut c = c;
     let traffic = {
         let (b_proxy, id, cred, ca, url) = (b.proxy, id.clone(), cred.clone(), ca.clone(), url.clone());
