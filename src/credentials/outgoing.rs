@@ -267,8 +267,12 @@ impl Credentials {
             return Ok(());
         }
         let detector = self.detector();
-        let joined: String = name.chars().filter(|c| *c != '.').collect();
-        for text in [name, joined.as_str()] {
+        let joined: String = if name.contains('.') {
+            name.chars().filter(|c| *c != '.').collect()
+        } else {
+            String::new()
+        };
+        for text in [name, joined.as_str()].into_iter().filter(|t| !t.is_empty()) {
             let found = detector.scan(text.as_bytes());
             if let Some(credential) = found.secrets.first().and_then(|owners| owners.first()) {
                 return Err(ProxyError::SecretExfiltration {

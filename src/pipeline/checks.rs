@@ -35,7 +35,11 @@ impl Exchange {
     pub(super) fn hygiene(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<(), ProxyError> {
         // SECURITY: a placeholder or secret as a DNS label (`<placeholder>.allowed.example`, a CONNECT host, a
         // query to the DNS responder) would leave through the resolver before any rule is asked.
+        // Inside an interception, the tunnel's own name was scanned when the tunnel opened.
+        let opened =
+            matches!(ask, Ask::Request { inside: Some(inside), .. } if inside.spellings.has_host(&target.host));
         if let Some(name) = target.host.as_name()
+            && !opened
             && let Err(refused) = self.generation.credentials.check_name(sandbox, name)
         {
             // The record must not repeat what the name carried.

@@ -1,5 +1,7 @@
 //! The decision: which rule, if any, allows a destination (and, for HTTP, a method and path).
 
+use std::borrow::Cow;
+
 use http::Method;
 
 use super::{Mode, Policy, Rule, TlsMode};
@@ -100,13 +102,14 @@ impl Policy {
     /// The rules that govern `host`: those of the most specific pattern that matches it, in order. An exact
     /// name is more specific than any `*.suffix`, a longer suffix more than a shorter one, and for an IP literal
     /// a longer prefix more than a shorter one. Less specific rules never answer for the host.
-    pub(crate) fn governing(&self, host: &Host) -> Vec<usize> {
+    pub(crate) fn governing(&self, host: &Host) -> Cow<'_, [usize]> {
         match host {
-            Host::Name(name) => self.hosts.governing(name).to_vec(),
+            // Borrowed from the index: a decision for a name allocates nothing.
+            Host::Name(name) => Cow::Borrowed(self.hosts.governing(name)),
             // SECURITY: a host glob never matches an IP literal; only `cidrs` rules can allow one.
             Host::V4(_) | Host::V6(_) => match host.ip() {
-                Some(ip) => self.governing_net(ipnet::IpNet::from(ip)),
-                None => Vec::new(),
+                Some(ip) => Cow::Owned(self.governing_net(ipnet::IpNet::from(ip))),
+                None => Cow::Borrowed(&[]),
             },
         }
     }
@@ -131,17 +134,17 @@ impl Policy {
 
     /// The first governing rule that allows, or the most specific reason none does.
     fn first_allowing(&self, q: Question<'_>) -> Result<usize, DenyReason> {
-        let mut candidates = self.governing(&q.target.host);
+        let governing = self.governing(&q.target.host);
         // SECURITY: a tunnel rule never answers inside an interception, even for a host it names.
-        if q.intercepted {
-            candidates.retain(|&i| self.rules.get(i).is_some_and(|r| r.tls == TlsMode::Intercept));
-        }
-        if candidates.is_empty() {
-            return Err(DenyReason::NoRule);
-        }
-        let mut furthest = DenyReason::Port;
-        for i in candidates {
-            let Some(rule) = self.rules.get(i) else { continue };
+        let candidates = governing.iter().filter_map(|&i| {
+            let rule = self.rules.get(i)?;
+            (!q.intercepted || rule.tls == TlsMode::Intercept).then_some((i, rule))
+        });
+        let mut furthest = DenyReason::NoRule;
+        for (i, rule) in candidates {
+            if furthest == DenyReason::NoRule {
+                furthest = DenyReason::Port;
+            }
             match check_rule(rule, q) {
                 Ok(()) => return Ok(i),
                 Err(reason) => {

@@ -169,6 +169,11 @@ impl Spellings {
         }
     }
 
+    /// Whether `host` is the target's host (any port).
+    pub(crate) fn has_host(&self, host: &Host) -> bool {
+        self.target.host == *host
+    }
+
     /// Whether a `Host` / `:authority` value names the target: a usual spelling byte for byte, or anything
     /// that parses to the same host and port.
     pub(crate) fn named_by(&self, value: &[u8]) -> bool {
