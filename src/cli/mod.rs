@@ -120,12 +120,14 @@ enum TokenCommand {
     Hash,
 }
 
-/// Parse the command line and run the command; the exit code says how it went.
-pub fn main() -> ExitCode {
+/// Parse the command line and run the command; the exit code says how it went. `on_idle` is the binary's
+/// allocator handing back memory it no longer uses: `cordon run` calls it on a worker thread about to park
+/// (nothing left to run), at most once a second per worker.
+pub fn main(on_idle: fn()) -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
         Command::Run(arg) => match load(&arg) {
-            Ok(config) => run::run(config, arg.config.clone()),
+            Ok(config) => run::run(config, arg.config.clone(), on_idle),
             Err(code) => code,
         },
         Command::JailRelay(args) => jail::relay(args),

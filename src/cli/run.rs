@@ -10,8 +10,9 @@ use crate::reload::Reloader;
 use crate::state::ProxyState;
 use crate::{admin, logging, server};
 
-/// Run until a shutdown signal, then drain.
-pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
+/// Run until a shutdown signal, then drain; `on_idle` runs on a worker about to park, at most once a second per
+/// worker ([`when_due`]).
+pub(crate) fn run(config: Config, path: Option<PathBuf>, on_idle: fn()) -> ExitCode {
     // Declared before the audit writer, so it is dropped after it: the writer's last lines reach the spool first.
     let mut exporter = None;
     let audit = match logging::init(&config.audit, &config.audit_chain, config.log_format) {
@@ -21,7 +22,11 @@ pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(move || when_due(on_idle))
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cordon: cannot start the runtime: {e}");
@@ -29,6 +34,31 @@ pub(crate) fn run(config: Config, path: Option<PathBuf>) -> ExitCode {
         }
     };
     rt.block_on(serve(config, &audit, path, &mut exporter))
+}
+
+/// How often at most a worker that parks calls the idle hook.
+const IDLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+std::thread_local! {
+    static LAST_IDLE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// Call `hook` if this worker has not called it in the last [`IDLE_EVERY`]. A worker parks whenever it runs
+/// out of work, so under load this is one clock read per park, and an idle worker hands back memory within a
+/// second of going idle (a burst of large WebSocket messages, say, which the allocator would otherwise keep
+/// until the thread allocates again).
+fn when_due(hook: fn()) {
+    let now = std::time::Instant::now();
+    let due = LAST_IDLE.with(|last| {
+        let due = last.get().is_none_or(|at| now.duration_since(at) >= IDLE_EVERY);
+        if due {
+            last.set(Some(now));
+        }
+        due
+    });
+    if due {
+        hook();
+    }
 }
 
 /// The key of the audit checkpoints from `audit.signing_key` (a `file:` one is created with a random secret on

@@ -66,3 +66,4 @@ mod tls_rig;
 mod tunnel_splice;
 mod violations;
 mod websocket_limits;
+mod websocket_memory;

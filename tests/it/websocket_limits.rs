@@ -18,7 +18,9 @@ const LIMITS: &str = "limits: { websocket_message: 64KiB, websocket_frame: 32KiB
 
 /// A WebSocket server over TLS: echoes what it gets, except `big N`, answered with N bytes in one message. Counts
 /// the messages it received.
-async fn wss_server(tls: Arc<rustls::ServerConfig>) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+pub(crate) async fn wss_server(
+    tls: Arc<rustls::ServerConfig>,
+) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
     let listener = TcpListener::bind(("127.0.0.2", 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let got = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -76,7 +78,7 @@ async fn open(
 }
 
 /// The next message the sandbox gets, within five seconds.
-async fn next<S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin>(
+pub(crate) async fn next<S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin>(
     s: &mut S,
 ) -> Message {
     tokio::time::timeout(Duration::from_secs(5), s.next())
