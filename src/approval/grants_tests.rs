@@ -72,7 +72,7 @@ async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
     edited.rule_fingerprint = "rule-3-edited".to_string();
     assert!(matches!(approvals.ask(edited).await, Outcome::TimedOut { .. }));
     // A sweep that finds the incarnation gone drops the grant.
-    approvals.sweep(|who, _, _| who.session_key() != "gx#n1");
+    approvals.sweep(|who, _, _| who.incarnation() != "gx#n1");
     assert!(approvals.grants().is_empty());
 }
 
