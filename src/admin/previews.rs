@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
-use crate::pipeline::{PreviewRefusal, preview_allowed};
+use crate::pipeline::{PreviewRefusal, preview_allowed, preview_live};
 use crate::preview::{Claims, Previews, host};
 use crate::state::ProxyState;
 
@@ -87,10 +87,15 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default();
-    let claims = Claims::new(pid.clone(), id.to_string(), port, user.to_string(), exp);
+    // The link is for the sandbox's incarnation now: one created again with the id is not opened by it.
+    let generation = state.current();
+    let inc = preview_live(state, &generation, id)
+        .map(|(sandbox, _)| sandbox.incarnation())
+        .unwrap_or_default();
+    let claims = Claims::new(pid.clone(), (id.to_string(), inc), port, user.to_string(), exp);
     // The same checks the listener makes when the link is opened: nothing is made that could not open.
     if let Err(PreviewRefusal(status, code, message)) =
-        preview_allowed(state, &state.current(), previews, &claims, (port, id))
+        preview_allowed(state, &generation, previews, &claims, (port, id))
     {
         let status = if status == StatusCode::BAD_GATEWAY {
             StatusCode::CONFLICT

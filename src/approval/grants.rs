@@ -9,7 +9,7 @@ use super::types::{Ask, Decision, Grant, Pending, Scope};
 fn covers(grant: &Grant, ask: &Ask) -> bool {
     // SECURITY: keyed by incarnation and rule: a grant dies with the sandbox it was given to and with the rule it
     // was given under, and never passes a request that differs where its reach says it must not.
-    grant.who.session_key() == ask.who.session_key()
+    grant.who.incarnation() == ask.who.incarnation()
         && grant.policy == ask.policy
         && grant.rule == ask.rule
         && grant.rule_fingerprint == ask.rule_fingerprint

@@ -72,8 +72,32 @@ async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
     edited.rule_fingerprint = "rule-3-edited".to_string();
     assert!(matches!(approvals.ask(edited).await, Outcome::TimedOut { .. }));
     // A sweep that finds the incarnation gone drops the grant.
-    approvals.sweep(|who, _, _| who.session_key() != "gx#n1");
+    approvals.sweep(|who, _, _| who.incarnation() != "gx#n1");
     assert!(approvals.grants().is_empty());
+}
+
+/// A sandbox of the configuration file, `id` of `user`.
+fn declared(id: &str, user: &str) -> std::sync::Arc<crate::identity::Sandbox> {
+    std::sync::Arc::new(crate::identity::Sandbox {
+        id: id.into(),
+        user: user.to_string(),
+        policy: "default".to_string(),
+        origin: crate::identity::Origin::Config,
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_to_a_sandbox_of_the_file_does_not_cover_the_id_declared_for_another_user() {
+    let approvals = Approvals::new(8, MINUTE, None);
+    let mut first = ask("fx", "/x");
+    first.who = declared("fx", "alice");
+    granted(&approvals, first.clone(), Scope::Always).await;
+    assert!(matches!(approvals.ask(first).await, Outcome::Granted { .. }));
+    // A reload gave fx to bob: before any sweep, alice's grant answers nothing of bob's.
+    let mut again = ask("fx", "/x");
+    again.who = declared("fx", "bob");
+    again.user = "bob".to_string();
+    assert!(matches!(approvals.ask(again).await, Outcome::TimedOut { .. }));
 }
 
 #[tokio::test(start_paused = true)]

@@ -25,6 +25,10 @@ pub struct Record {
     time: String,
     /// Sandbox id, once known.
     sandbox: Option<String>,
+    /// The sandbox's incarnation (`Sandbox::incarnation`), for what is kept per incarnation (credential
+    /// budgets); not written out.
+    #[serde(skip)]
+    incarnation: Option<String>,
     /// The sandbox's user.
     user: Option<String>,
     /// Client address.
@@ -103,6 +107,10 @@ impl Record {
         self.sandbox.as_deref()
     }
 
+    pub(crate) fn incarnation(&self) -> Option<&str> {
+        self.incarnation.as_deref()
+    }
+
     pub(crate) fn user(&self) -> Option<&str> {
         self.user.as_deref()
     }
@@ -174,6 +182,7 @@ impl Pending {
             record: Record {
                 time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
                 sandbox: None,
+                incarnation: None,
                 user: None,
                 client: client.to_string(),
                 kind,
@@ -216,6 +225,7 @@ impl Pending {
     pub(crate) fn identity(&mut self, sandbox: &Sandbox) {
         let r = &mut self.record;
         r.sandbox = Some(sandbox.id.to_string());
+        r.incarnation = Some(sandbox.incarnation());
         r.user = Some(sandbox.user.clone());
         r.policy = Some(sandbox.policy.clone());
     }

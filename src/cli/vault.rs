@@ -100,10 +100,11 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    for (name, value) in creds.placeholders_for(sandbox, &allowed) {
+    let incarnation = crate::identity::file_incarnation(&spec.id, &spec.user);
+    for (name, value) in creds.placeholders_for(&incarnation, &allowed) {
         outln!("{}={value}", crate::credentials::placeholder::env_var(&name));
     }
-    for (var, value) in creds.aws_env(sandbox, &allowed) {
+    for (var, value) in creds.aws_env(&incarnation, &allowed) {
         outln!("{var}={value}");
     }
     ExitCode::SUCCESS

@@ -41,7 +41,7 @@ pub(crate) struct Credentials {
     detector: ArcSwap<(u64, Arc<Detector>)>,
     /// The forms of sets of secrets, by a digest of their values.
     forms: moka::sync::Cache<[u8; 32], Arc<Forms>>,
-    /// Maskers ready for a sandbox, by sandbox, the credentials masked and the book's version.
+    /// Maskers ready for a sandbox, by its incarnation, the credentials masked and the book's version.
     maskers: moka::sync::Cache<String, Arc<Masker>>,
 }
 
@@ -56,10 +56,14 @@ impl Credentials {
         } else {
             Placeholders::load(&key)?
         };
-        let pairs: Vec<(&str, &str)> = config
+        let pairs: Vec<String> = config
             .sandboxes
             .iter()
-            .flat_map(|s| config.credentials.keys().map(move |c| (s.id.as_str(), c.as_str())))
+            .map(|s| crate::identity::file_incarnation(&s.id, &s.user))
+            .collect();
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .flat_map(|s| config.credentials.keys().map(move |c| (s.as_str(), c.as_str())))
             .collect();
         placeholders.learn(pairs);
         Credentials::with(config, Secrets::new(config)?, placeholders)
@@ -119,9 +123,9 @@ impl Credentials {
         &self.secrets
     }
 
-    /// The placeholders a sandbox may use: (credential, placeholder) for each placeholder credential its
-    /// policy allows.
-    pub(crate) fn placeholders_for(&self, sandbox: &str, allowed: &[String]) -> Vec<(String, String)> {
+    /// The placeholders a sandbox incarnation (`Sandbox::incarnation`) may use: (credential, placeholder) for
+    /// each placeholder credential its policy allows.
+    pub(crate) fn placeholders_for(&self, incarnation: &str, allowed: &[String]) -> Vec<(String, String)> {
         allowed
             .iter()
             .filter(|n| {
@@ -129,7 +133,7 @@ impl Credentials {
                     .get(*n)
                     .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. } | Inject::AwsSigV4 { .. }))
             })
-            .map(|n| (n.clone(), self.placeholders.value(sandbox, n)))
+            .map(|n| (n.clone(), self.placeholders.value(incarnation, n)))
             .collect()
     }
 
@@ -219,7 +223,8 @@ impl Credentials {
         if names.is_empty() {
             return Ok(None);
         }
-        let ready = format!("{}\0{}\0{}", sandbox.id, self.secrets.book.version(), names.join("\0"));
+        let incarnation = sandbox.incarnation();
+        let ready = format!("{incarnation}\0{}\0{}", self.secrets.book.version(), names.join("\0"));
         if let Some(m) = self.maskers.get(&ready) {
             return Ok(Some(m));
         }
@@ -231,7 +236,7 @@ impl Credentials {
             if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
                 known.push(self.secret(spec, policy).await?);
             }
-            let placeholder = self.placeholders.value(&sandbox.id, name);
+            let placeholder = self.placeholders.value(&incarnation, name);
             placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
             values.extend(known);
         }

@@ -46,13 +46,13 @@ impl Credentials {
         })
     }
 
-    /// The sandbox's placeholder secret access key for `credential`.
-    pub(crate) fn aws_placeholder_secret(&self, sandbox: &str, credential: &str) -> String {
+    /// The placeholder secret access key of the sandbox incarnation `incarnation` for `credential`.
+    pub(crate) fn aws_placeholder_secret(&self, incarnation: &str, credential: &str) -> String {
         self.placeholders
-            .value(sandbox, &format!("{credential}\0aws-secret-access-key"))
+            .value(incarnation, &format!("{credential}\0aws-secret-access-key"))
     }
 
-    /// The AWS variables of `sandbox`, whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
+    /// The AWS variables of the sandbox incarnation `sandbox` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY` of the first AWS credential (by name), and for each
     /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
     pub(crate) fn aws_env(&self, sandbox: &str, allowed: &[String]) -> std::collections::BTreeMap<String, String> {
@@ -104,9 +104,10 @@ impl Credentials {
                 });
             }
         };
+        let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
-            .find(|c| self.placeholders.value(&sandbox.id, c) == signed.key_id)
+            .find(|c| self.placeholders.value(&incarnation, c) == signed.key_id)
         else {
             return Err(refused(
                 "aws_signature_key",
@@ -139,7 +140,7 @@ impl Credentials {
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
-            secret: self.aws_placeholder_secret(&sandbox.id, credential).into(),
+            secret: self.aws_placeholder_secret(&sandbox.incarnation(), credential).into(),
             token: None,
         };
         let payload = payload(&signed, body)?;

@@ -227,11 +227,12 @@ impl Credentials {
             let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".to_string());
             return Err(exfiltration(&credential, "encoded, split or re-cased"));
         }
+        let incarnation = sandbox.incarnation();
         for token in found.plain {
             let own = self
                 .specs
                 .keys()
-                .find(|c| self.placeholders.value(&sandbox.id, c) == token);
+                .find(|c| self.placeholders.value(&incarnation, c) == token);
             let credential = match (own, self.placeholders.owner(&token)) {
                 (Some(credential), _) => credential.clone(),
                 (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
@@ -289,9 +290,10 @@ impl Credentials {
 
     /// The credential a placeholder token stands for, this sandbox's or another's.
     fn owner_of(&self, sandbox: &Sandbox, token: &str) -> Option<String> {
+        let incarnation = sandbox.incarnation();
         self.specs
             .keys()
-            .find(|c| self.placeholders.value(&sandbox.id, c) == token)
+            .find(|c| self.placeholders.value(&incarnation, c) == token)
             .cloned()
             .or_else(|| self.placeholders.owner(token).map(|(_, c)| c.clone()))
     }

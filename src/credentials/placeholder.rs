@@ -1,8 +1,11 @@
-//! Placeholders: per (sandbox, credential) values that are worthless anywhere but at cordon.
+//! Placeholders: per (sandbox incarnation, credential) values that are worthless anywhere but at cordon.
 //!
-//! A placeholder is `cordon-ph-` followed by 32 hex digits of HMAC-SHA256(key, sandbox, credential), so
-//! it is stable across restarts, different for every sandbox and credential, and reveals nothing. The key
-//! lives in a file created 0600 on first use.
+//! A placeholder is `cordon-ph-` followed by 32 hex digits of HMAC-SHA256(key, incarnation, credential), so
+//! it is stable across restarts and replicas (they share the key and the store that holds a run-time
+//! sandbox's nonce), different for every sandbox, incarnation and credential, and reveals nothing. The
+//! incarnation (`Sandbox::incarnation`: `id#nonce` or `id@user`) and not the id: a sandbox created again with
+//! an earlier one's id gets other placeholders and AWS keys, so none of the earlier one's is swapped for it.
+//! The key lives in a file created 0600 on first use.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,7 +20,7 @@ const HEX_LEN: usize = 32;
 /// Computes and recognises placeholders.
 pub struct Placeholders {
     key: hmac::Key,
-    /// placeholder -> (sandbox, credential), for every declared sandbox and credential.
+    /// placeholder -> (incarnation, credential), for every declared sandbox and credential.
     known: HashMap<String, (String, String)>,
 }
 
@@ -40,7 +43,7 @@ impl Placeholders {
         }
     }
 
-    /// Remember the placeholders of these (sandbox, credential) pairs so any of them can be recognised.
+    /// Remember the placeholders of these (incarnation, credential) pairs so any of them can be recognised.
     pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
         for (sandbox, credential) in pairs {
             let p = self.value(sandbox, credential);
@@ -48,10 +51,10 @@ impl Placeholders {
         }
     }
 
-    /// The placeholder of `credential` for `sandbox`.
-    pub fn value(&self, sandbox: &str, credential: &str) -> String {
+    /// The placeholder of `credential` for the sandbox incarnation `incarnation` (`Sandbox::incarnation`).
+    pub fn value(&self, incarnation: &str, credential: &str) -> String {
         let mut ctx = hmac::Context::with_key(&self.key);
-        ctx.update(sandbox.as_bytes());
+        ctx.update(incarnation.as_bytes());
         ctx.update(&[0]);
         ctx.update(credential.as_bytes());
         let tag = ctx.sign();

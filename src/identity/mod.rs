@@ -63,14 +63,28 @@ pub(crate) enum Origin {
 }
 
 impl Sandbox {
-    /// The key its open connections are registered under: one incarnation of one id.
-    pub(crate) fn session_key(&self) -> String {
+    /// Its incarnation: one life of one id, what everything bound to a sandbox is bound to (its open
+    /// connections, placeholders and AWS keys, preview links and sessions, approval grants, budgets).
+    ///
+    /// A run-time sandbox's is `id#nonce` (the nonce is random per creation, so an id created again, after a
+    /// revocation, an expiry or a purge, is another incarnation); a file sandbox's is `id@user` (declared again
+    /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
+    /// An id has none of `#` and `@` (`valid_id`), so no two incarnations share a key.
+    // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
+    pub(crate) fn incarnation(&self) -> String {
         match &self.origin {
-            Origin::Config => self.id.to_string(),
+            Origin::Config => file_incarnation(&self.id, &self.user),
             Origin::Api { nonce, .. } => format!("{}#{nonce}", self.id),
         }
     }
 }
+
+/// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
+pub(crate) fn file_incarnation(id: &str, user: &str) -> String {
+    format!("{id}@{user}")
+}
+
+impl Sandbox {}
 
 /// Why a request has no identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

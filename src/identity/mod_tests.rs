@@ -138,3 +138,38 @@ fn only_http_whitespace_surrounds_the_credentials() {
         assert_eq!(parse_basic(bad.as_bytes()), None, "{bad:?}");
     }
 }
+
+#[test]
+fn an_incarnation_is_the_id_with_its_nonce_or_its_user() {
+    let sandbox = |user: &str, origin: Origin| Sandbox {
+        id: "x".into(),
+        user: user.to_string(),
+        policy: "p".to_string(),
+        origin,
+    };
+    let api = |nonce: &str| Origin::Api {
+        nonce: nonce.to_string(),
+        expires: 0,
+    };
+    assert_eq!(sandbox("u1", api("n1")).incarnation(), "x#n1");
+    assert_eq!(sandbox("u1", Origin::Config).incarnation(), "x@u1");
+    // The same id created again (another nonce) or declared for another user is another incarnation; its
+    // renewal (another expiry) or another policy is the same one.
+    let all = [
+        sandbox("u1", api("n1")).incarnation(),
+        sandbox("u1", api("n2")).incarnation(),
+        sandbox("u1", Origin::Config).incarnation(),
+        sandbox("u2", Origin::Config).incarnation(),
+    ];
+    let distinct: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len());
+    let renewed = Sandbox {
+        policy: "other".to_string(),
+        origin: Origin::Api {
+            nonce: "n1".to_string(),
+            expires: 99,
+        },
+        ..sandbox("u1", api("n1"))
+    };
+    assert_eq!(renewed.incarnation(), "x#n1");
+}

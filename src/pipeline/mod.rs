@@ -50,7 +50,9 @@ pub(crate) use dry::{CredentialUse, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
 pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord, WebSocketGuard};
-pub(crate) use preview::{Refusal as PreviewRefusal, allowed as preview_allowed, serve as preview};
+pub(crate) use preview::{
+    Refusal as PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview,
+};
 pub(crate) use record::{malformed, refuse_connection};
 pub(crate) use request::is_websocket;
 

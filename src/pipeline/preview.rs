@@ -6,6 +6,7 @@
 //!    browser to `/`; any other request needs that cookie (none or a bad one: 401 `preview_login` with a short
 //!    page; one made for another sandbox or port: 403 `preview_other`);
 //! 3. still allowed: the preview not revoked, the sandbox neither revoked nor expired (403 `preview_revoked`),
+//!    the sandbox the same incarnation the link was made for (403 `preview_other_incarnation`),
 //!    the port among its policy's `expose` (403 `port_not_exposed`);
 //! 4. the sandbox's own address (its single-address `source_cidrs`) is never a metadata address or one of
 //!    cordon's listeners (403 `metadata_address` / `self_address`; the private ranges do not apply);
@@ -132,7 +133,7 @@ fn open(
     let ttl = previews.session_ttl();
     let session = Claims::new(
         link.pid.clone(),
-        link.sbx.clone(),
+        (link.sbx.clone(), link.inc.clone()),
         link.port,
         link.user.clone(),
         now() + ttl.as_secs(),
@@ -207,20 +208,19 @@ pub(crate) fn allowed(
     if previews.is_revoked(&claims.pid) {
         return Err(revoked());
     }
-    let (sandbox, cidrs) = match generation.identities.get(id) {
-        Some(s) => {
-            let spec = generation.config.sandboxes.iter().find(|s| s.id == id);
-            ((*s).clone(), spec.map(|s| s.source_cidrs.clone()).unwrap_or_default())
-        }
-        None => {
-            let record = state.control.get(id).ok_or_else(revoked)?;
-            let now = i64::try_from(now()).unwrap_or(i64::MAX);
-            if record.revoked.is_some() || record.expires <= now {
-                return Err(revoked());
-            }
-            (record.incarnation(), record.source_cidrs.clone())
-        }
-    };
+    let (sandbox, cidrs) = live(state, generation, id).ok_or_else(revoked)?;
+    // SECURITY: a link or session opens only the incarnation it was made for: the id revoked (or purged, or
+    // removed from the file) and created again, for another user or the same, is another sandbox whose dev
+    // server an earlier link's holder must not reach.
+    if claims.inc != sandbox.incarnation() {
+        return Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "preview_other_incarnation",
+            format!(
+                "this session or link was made for an earlier sandbox named {id:?}, not the one there now; ask for a new link"
+            ),
+        ));
+    }
     let exposed = generation
         .policy_for(&sandbox, Some(&state.control))
         .is_some_and(|p| p.expose.contains(&port));
@@ -254,6 +254,25 @@ pub(crate) fn allowed(
             )
         })?;
     Ok((sandbox, address))
+}
+
+/// Sandbox `id` as it is now, if it lives (declared in the file, or created and neither revoked nor expired),
+/// and its source ranges.
+pub(crate) fn live(state: &ProxyState, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+    match generation.identities.get(id) {
+        Some(s) => {
+            let spec = generation.config.sandboxes.iter().find(|s| s.id == id);
+            Some(((*s).clone(), spec.map(|s| s.source_cidrs.clone()).unwrap_or_default()))
+        }
+        None => {
+            let record = state.control.get(id)?;
+            let now = i64::try_from(now()).unwrap_or(i64::MAX);
+            if record.revoked.is_some() || record.expires <= now {
+                return None;
+            }
+            Some((record.incarnation(), record.source_cidrs.clone()))
+        }
+    }
 }
 
 /// Send `req` to the dev server at `to`, passing an upgrade (WebSocket) through when the server agrees.

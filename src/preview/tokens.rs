@@ -16,6 +16,11 @@ pub(crate) struct Claims {
     pub(crate) pid: String,
     /// The sandbox.
     pub(crate) sbx: String,
+    /// The sandbox's incarnation (`Sandbox::incarnation`) when the link was made: a link or session opens
+    /// only that incarnation, not a sandbox created again with the id (one made before incarnations were
+    /// named has none, and opens nothing).
+    #[serde(default)]
+    pub(crate) inc: String,
     /// The sandbox's port.
     pub(crate) port: u16,
     /// The person it was made for.
@@ -28,11 +33,12 @@ pub(crate) struct Claims {
 }
 
 impl Claims {
-    /// Claims for preview `pid` of `port` of `sbx`, for `user`, until `exp`.
-    pub(crate) fn new(pid: String, sbx: String, port: u16, user: String, exp: u64) -> Claims {
+    /// Claims for preview `pid` of `port` of incarnation `inc` of `sbx`, for `user`, until `exp`.
+    pub(crate) fn new(pid: String, (sbx, inc): (String, String), port: u16, user: String, exp: u64) -> Claims {
         Claims {
             pid,
             sbx,
+            inc,
             port,
             user,
             exp,

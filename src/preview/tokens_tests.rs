@@ -9,7 +9,13 @@ fn now() -> u64 {
 }
 
 fn claims(exp: u64) -> Claims {
-    Claims::new("pv-1".into(), "sb1".into(), 3000, "alice".into(), exp)
+    Claims::new(
+        "pv-1".into(),
+        ("sb1".into(), "sb1@alice".into()),
+        3000,
+        "alice".into(),
+        exp,
+    )
 }
 
 #[test]

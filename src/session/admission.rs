@@ -19,6 +19,8 @@ pub(crate) struct BudgetMeter {
     limits: Arc<Limits>,
     sessions: Arc<Sessions>,
     sandbox: Arc<Sandbox>,
+    /// The sandbox's incarnation, which the budget is kept for (an id created again starts afresh).
+    incarnation: String,
 }
 
 impl BudgetMeter {
@@ -36,6 +38,7 @@ impl BudgetMeter {
         Some(Arc::new(BudgetMeter {
             limits,
             sessions,
+            incarnation: sandbox.incarnation(),
             sandbox,
         }))
     }
@@ -43,12 +46,12 @@ impl BudgetMeter {
 
 impl Meter for BudgetMeter {
     fn add(&self, up: u64, down: u64) -> bool {
-        match self.limits.bytes(&self.sandbox.id, up, down) {
+        match self.limits.bytes(&self.incarnation, up, down) {
             Ok(()) => true,
             Err(refusal) => {
                 // SECURITY: a spent byte budget closes every open connection and tunnel of the sandbox, not
                 // only the one that crossed it.
-                if self.sessions.close(&self.sandbox.session_key(), Closed::Budget) {
+                if self.sessions.close(&self.incarnation, Closed::Budget) {
                     tracing::info!(sandbox = %self.sandbox.id, "{}", refusal.message);
                 }
                 false
@@ -84,9 +87,11 @@ impl AuthBursts {
 }
 
 /// The rates and the byte budget one request (or tunnel) of `sandbox` to `target` must pass; `None` for a
-/// destination that could not be read (it still counts against the sandbox's and user's rates).
+/// destination that could not be read (it still counts against the sandbox's and user's rates). Rates are
+/// kept per id (a short burst allowance, not something spent); the byte budget per incarnation: one spent by
+/// an earlier sandbox of the id is not the next one's.
 pub(crate) fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
-    query(limits, sandbox, target).and_then(|()| limits.budget(&sandbox.id))
+    query(limits, sandbox, target).and_then(|()| limits.budget(&sandbox.incarnation()))
 }
 
 /// The rates one DNS query of `sandbox` must pass (bytes are not spent on it).

@@ -59,7 +59,7 @@ impl ConnScope {
         sandbox: &Arc<Sandbox>,
         count: bool,
     ) -> Result<(), Refusal> {
-        let key = sandbox.session_key();
+        let key = sandbox.incarnation();
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
         if leases.iter().any(|(k, _, _)| *k == key) {
             return Ok(());

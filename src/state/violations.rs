@@ -149,9 +149,10 @@ impl Watch {
         }
     }
 
-    /// Add the bytes of a finished exchange to the budgets of the credentials applied to it.
+    /// Add the bytes of a finished exchange to the budgets of the credentials applied to it (a sandbox's kept
+    /// for its incarnation, as `pipeline::budget` takes them).
     fn count_bytes(&self, record: &Record) {
-        let (Some(names), Some(sandbox), Some(policy)) = (record.credentials(), record.sandbox(), record.policy())
+        let (Some(names), Some(sandbox), Some(policy)) = (record.credentials(), record.incarnation(), record.policy())
         else {
             return;
         };

@@ -48,13 +48,13 @@ impl Cred {
             .unwrap_or_else(|| panic!("no {var} in {text}"))
             .to_string()
     }
-    /// A placeholder computed as cordon does (the key file beside the vault), for credentials whose
-    /// placeholders are not handed out (header credentials).
-    fn placeholder_of(&self, sandbox: &str, credential: &str) -> String {
+    /// A placeholder computed as cordon does (the key file beside the vault, over the incarnation of a file
+    /// sandbox: `id@user`), for credentials whose placeholders are not handed out (header credentials).
+    fn placeholder_of(&self, (sandbox, user): (&str, &str), credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
         cordon::credentials::placeholder::Placeholders::load(&key)
             .unwrap()
-            .value(sandbox, credential)
+            .value(&format!("{sandbox}@{user}"), credential)
     }
 
     fn url(&self, host: &str, path: &str) -> String {
@@ -222,7 +222,7 @@ async fn credentials_are_applied_only_where_bound_and_never_leak() {
 
     // An upstream that echoes the credential back: the sandbox sees its placeholder, never the secret.
     let (echoed, err) = with(&["-D", "-", &c.url("allowed.test", "/echo")]);
-    let bearer_ph = c.placeholder_of("sb1", "bearer");
+    let bearer_ph = c.placeholder_of(("sb1", "alice"), "bearer");
     assert!(echoed.contains(&format!("Bearer {bearer_ph}")), "{echoed} {err}");
     assert!(
         echoed

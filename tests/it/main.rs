@@ -37,6 +37,8 @@ mod guard;
 mod hardening;
 mod hardening_sources;
 mod http;
+mod incarnations;
+mod incarnations_creds;
 mod intercept;
 mod jail;
 mod jail_confine;

@@ -566,9 +566,11 @@ async fn a_byte_budget_holds_across_replicas_within_the_written_bound() {
             "a replica still served a sandbox over its budget"
         );
     }
-    // The counts live in PostgreSQL, per window slot.
+    // The counts live in PostgreSQL, per window slot, under the sandbox's incarnation (`id#nonce`).
     let total: u64 = pg
-        .psql(&format!("SELECT sum(down_bytes) FROM budgets WHERE sandbox = '{id}'"))
+        .psql(&format!(
+            "SELECT sum(down_bytes) FROM budgets WHERE sandbox LIKE '{id}#%'"
+        ))
         .trim()
         .parse()
         .unwrap();

@@ -373,7 +373,7 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
     let key = rig.dir.path().join("vault/placeholder.key");
     let ph = cordon::credentials::placeholder::Placeholders::load(&key)
         .unwrap()
-        .value("sb1", "ph");
+        .value("sb1@alice", "ph");
     let (head, tail) = ph.split_at(20);
     let names = [
         (format!("{ph}.allowed.test"), "credential_exfiltration"),

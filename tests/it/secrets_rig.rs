@@ -396,13 +396,13 @@ policies:
         path
     }
 
-    /// The placeholder of any credential for the sandbox, computed as cordon does (the key beside the vault):
-    /// what a header credential's secret is masked with.
+    /// The placeholder of any credential for the sandbox, computed as cordon does (the key beside the vault,
+    /// over the sandbox's incarnation `sb@u`): what a header credential's secret is masked with.
     pub(crate) fn placeholder_of(&self, credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
         cordon::credentials::placeholder::Placeholders::load(&key)
             .unwrap()
-            .value("sb", credential)
+            .value("sb@u", credential)
     }
 
     /// The placeholder of a placeholder credential, as `cordon placeholders` prints it.
