@@ -36,7 +36,7 @@ async fn data_split_across_frames_and_trailers_are_masked() {
         Frame::data(Bytes::from(format!("{}b", &SECRET[half..]))),
         Frame::trailers(trailers),
     ];
-    let (data, trailers) = collect(MaskedBody::new(body(frames), masker(), None)).await;
+    let (data, trailers) = collect(MaskedBody::decoded(body(frames), masker(), &Codings::default()).unwrap()).await;
     assert_eq!(data, format!("a{PH}b").as_bytes());
     assert_eq!(trailers.unwrap()["x-echo"], PH);
 }
@@ -48,8 +48,11 @@ async fn a_compressed_body_is_decompressed_then_masked() {
         .unwrap();
     let gz = e.finish().unwrap();
     let frames = gz.chunks(100).map(|c| Frame::data(Bytes::copy_from_slice(c))).collect();
-    let decoder = Decoder::for_coding("gzip").unwrap();
-    let (data, _) = collect(MaskedBody::new(body(frames), masker(), decoder)).await;
+    let codings = Codings {
+        applied: vec!["gzip"],
+        media: None,
+    };
+    let (data, _) = collect(MaskedBody::decoded(body(frames), masker(), &codings).unwrap()).await;
     let text = String::from_utf8(data).unwrap();
     assert!(!text.contains(SECRET));
     assert_eq!(text.matches(PH).count(), 1000);
