@@ -34,6 +34,8 @@ pub(crate) struct Mask {
     ended: bool,
     /// What the mask stream and the encoder held has gone out.
     finished: bool,
+    /// Whether the encoder was given any bytes.
+    encoded: bool,
 }
 
 impl MaskedBody {
@@ -60,13 +62,17 @@ impl Mask {
             encoder,
             ended: false,
             finished: false,
+            encoded: false,
         }
     }
 
     /// Queue `bytes` (masked, and compressed again if need be) if there are any.
-    fn emit(encoder: &mut Option<Encoder>, bytes: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
-        let bytes = match encoder {
-            Some(e) if !bytes.is_empty() => Bytes::from(e.push(&bytes)?),
+    fn emit(&mut self, bytes: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
+        let bytes = match &mut self.encoder {
+            Some(e) if !bytes.is_empty() => {
+                self.encoded = true;
+                Bytes::from(e.push(&bytes)?)
+            }
             _ => bytes,
         };
         if !bytes.is_empty() {
@@ -78,7 +84,7 @@ impl Mask {
     /// Push decoded `data` through the mask stream, queueing what it lets go.
     fn masked(&mut self, data: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         let masked = self.stream.push(data);
-        Mask::emit(&mut self.encoder, masked, out)
+        self.emit(masked, out)
     }
 }
 
@@ -122,8 +128,9 @@ impl Filter for Mask {
         if self.ended && !self.finished {
             self.finished = true;
             let rest = self.stream.finish();
-            Mask::emit(&mut self.encoder, rest, out)?;
-            if let Some(encoder) = self.encoder.take() {
+            self.emit(rest, out)?;
+            // An encoder that was given nothing (a HEAD, 204 or 304 answer) adds nothing: no body, no header.
+            if let Some(encoder) = self.encoder.take().filter(|_| self.encoded) {
                 let tail = encoder.finish()?;
                 if !tail.is_empty() {
                     out.push_back(Frame::data(Bytes::from(tail)));

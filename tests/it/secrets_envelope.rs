@@ -93,7 +93,7 @@ async fn the_reason_phrase_and_1xx_heads_never_carry_the_secret() {
             let (head, body) = curl(&rig, &[proto], &format!("/reason?s={status}"));
             clean(head.as_bytes(), "status line");
             clean(&body, "body");
-            assert!(head.starts_with(&format!("HTTP/")), "{head}");
+            assert!(head.starts_with("HTTP/"), "{head}");
             assert!(head.lines().next().unwrap().contains(status), "{head}");
             assert_eq!(
                 String::from_utf8_lossy(&body).matches(&ph).count(),
