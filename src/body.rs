@@ -128,6 +128,16 @@ pub(crate) trait Filter {
     fn keeps_length(&self) -> bool {
         false
     }
+    /// Whether the filter still holds input it has not turned into frames yet (a filter that expands its
+    /// input, like a decompressor, hands it out a bounded piece per [`Filter::resume`]).
+    fn held(&self) -> bool {
+        false
+    }
+    /// Turn a bounded piece of what is held into frames; called while [`Filter::held`], before the inner
+    /// body is read again, so what is queued stays bounded however far the input expands.
+    fn resume(&mut self, _out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
+        Ok(())
+    }
 }
 
 /// A body passed through a [`Filter`]: the one streaming loop that masking and scanning share. An error from
@@ -137,7 +147,12 @@ pub(crate) struct Filtered<F> {
     filter: F,
     /// Frames ready to hand out.
     ready: VecDeque<Frame<Bytes>>,
+    /// The inner body's trailers, kept until the filter has handed out everything it held.
+    trailers: Option<HeaderMap>,
+    /// The inner body has ended (or failed).
     done: bool,
+    /// The body has ended in an error: nothing more comes out.
+    failed: bool,
 }
 
 impl<F: Filter> Filtered<F> {
@@ -147,7 +162,9 @@ impl<F: Filter> Filtered<F> {
             inner,
             filter,
             ready: VecDeque::new(),
+            trailers: None,
             done: false,
+            failed: false,
         }
     }
 }
@@ -162,49 +179,49 @@ impl<F: Filter + Unpin> Body for Filtered<F> {
             if let Some(frame) = this.ready.pop_front() {
                 return Poll::Ready(Some(Ok(frame)));
             }
-            if this.done {
+            let step = if this.failed {
                 return Poll::Ready(None);
-            }
-            match Pin::new(&mut this.inner).poll_frame(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Err(e))) => {
-                    this.done = true;
-                    return Poll::Ready(Some(Err(e)));
-                }
-                Poll::Ready(Some(Ok(frame))) => {
-                    let step = match frame.into_data() {
+            } else if this.filter.held() {
+                this.filter.resume(&mut this.ready)
+            } else if let Some(trailers) = this.trailers.take() {
+                this.filter
+                    .trailers(trailers)
+                    .map(|t| this.ready.push_back(Frame::trailers(t)))
+            } else if this.done {
+                return Poll::Ready(None);
+            } else {
+                match Pin::new(&mut this.inner).poll_frame(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Some(Err(e))) => {
+                        this.failed = true;
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                    Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                         Ok(data) => this.filter.data(data, &mut this.ready),
                         Err(frame) => {
                             // Trailers end the data: what is held goes first, then the trailers.
-                            let step = this.filter.end(&mut this.ready);
-                            match (step, frame.into_trailers()) {
-                                (Ok(()), Ok(trailers)) => this
-                                    .filter
-                                    .trailers(trailers)
-                                    .map(|t| this.ready.push_back(Frame::trailers(t))),
-                                (step, _) => step,
-                            }
+                            this.done = true;
+                            this.trailers = frame.into_trailers().ok();
+                            this.filter.end(&mut this.ready)
                         }
-                    };
-                    if let Err(e) = step {
+                    },
+                    Poll::Ready(None) => {
                         this.done = true;
-                        this.ready.clear();
-                        return Poll::Ready(Some(Err(e)));
+                        this.filter.end(&mut this.ready)
                     }
                 }
-                Poll::Ready(None) => {
-                    this.done = true;
-                    if let Err(e) = this.filter.end(&mut this.ready) {
-                        this.ready.clear();
-                        return Poll::Ready(Some(Err(e)));
-                    }
-                }
+            };
+            if let Err(e) = step {
+                this.failed = true;
+                this.ready.clear();
+                this.trailers = None;
+                return Poll::Ready(Some(Err(e)));
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done && self.ready.is_empty()
+        self.failed || (self.done && self.ready.is_empty() && self.trailers.is_none() && !self.filter.held())
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -251,7 +251,7 @@ pub fn mask_streamed(masker: &Arc<Masker>, chunks: &[&[u8]]) -> Option<Vec<u8>> 
         .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
         .collect();
     let inner = StreamBody::new(futures_util::stream::iter(frames)).boxed_unsync();
-    let mut body = MaskedBody::new(inner, masker.clone(), None);
+    let mut body = MaskedBody::decoded(inner, masker.clone(), &Default::default()).ok()?;
     let mut cx = Context::from_waker(Waker::noop());
     let mut out = Vec::new();
     loop {

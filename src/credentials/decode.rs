@@ -11,8 +11,13 @@ const STEP: usize = 4 * 1024;
 pub(crate) enum Decoder {
     /// `gzip`, `x-gzip`.
     Gzip(flate2::write::MultiGzDecoder<Vec<u8>>),
-    /// `deflate` (RFC 9110: zlib-wrapped).
-    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
+    /// `deflate`: zlib-wrapped as RFC 9110 says, or raw DEFLATE as some servers send it (told apart by the
+    /// zlib header, as browsers do); the first bytes are held until they show which.
+    Deflate(Vec<u8>),
+    /// `deflate` with the zlib wrapper.
+    Zlib(flate2::write::ZlibDecoder<Vec<u8>>),
+    /// `deflate` without it.
+    RawDeflate(flate2::write::DeflateDecoder<Vec<u8>>),
     /// `br`.
     Brotli(Box<brotli::DecompressorWriter<Vec<u8>>>),
     /// `zstd`.
@@ -27,6 +32,9 @@ pub(crate) enum DecodeError {
     /// A coding cordon does not know (so it cannot see what the body says).
     #[error("content coding {0:?} is not one cordon can read (gzip, deflate, br, zstd, aws-chunked)")]
     Unknown(String),
+    /// The codings a response declares cannot be undone in order (see [`super::codings`]).
+    #[error("{0}")]
+    Stack(String),
     /// The bytes are not what the coding says.
     #[error("the {coding} body is corrupt: {source}")]
     Corrupt {
@@ -38,14 +46,15 @@ pub(crate) enum DecodeError {
 }
 
 impl Decoder {
-    /// The decoder for a `Content-Encoding` value; `Ok(None)` for `identity` or no coding. Several codings
-    /// (`gzip, br`) are refused: nothing sends them, and undoing them in order is not worth the risk.
+    /// The decoder for one coding (a `Content-Encoding` value naming one); `Ok(None)` for `identity` or no
+    /// coding. A list (`gzip, br`) is refused here: a response's stack of codings is read by
+    /// [`super::codings::Codings`].
     pub(crate) fn for_coding(value: &str) -> Result<Option<Decoder>, DecodeError> {
         let coding = value.trim().to_ascii_lowercase();
         Ok(Some(match coding.as_str() {
             "" | "identity" => return Ok(None),
             "gzip" | "x-gzip" => Decoder::Gzip(flate2::write::MultiGzDecoder::new(Vec::new())),
-            "deflate" => Decoder::Deflate(flate2::write::ZlibDecoder::new(Vec::new())),
+            "deflate" => Decoder::Deflate(Vec::new()),
             "br" => Decoder::Brotli(Box::new(brotli::DecompressorWriter::new(Vec::new(), STEP))),
             "zstd" => Decoder::Zstd(
                 zstd::stream::write::Decoder::new(Vec::new())
@@ -59,7 +68,7 @@ impl Decoder {
     fn name(&self) -> &'static str {
         match self {
             Decoder::Gzip(_) => "gzip",
-            Decoder::Deflate(_) => "deflate",
+            Decoder::Deflate(_) | Decoder::Zlib(_) | Decoder::RawDeflate(_) => "deflate",
             Decoder::Brotli(_) => "br",
             Decoder::Zstd(_) => "zstd",
             Decoder::AwsChunked(_) => "aws-chunked",
@@ -71,13 +80,27 @@ impl Decoder {
         if let Decoder::AwsChunked(d) = self {
             return d.push(compressed, out).map_err(framing);
         }
+        if let Decoder::Deflate(head) = self {
+            head.extend_from_slice(compressed);
+            if head.len() < 2 {
+                return Ok(());
+            }
+            let head = std::mem::take(head);
+            *self = if zlib_header(&head) {
+                Decoder::Zlib(flate2::write::ZlibDecoder::new(Vec::new()))
+            } else {
+                Decoder::RawDeflate(flate2::write::DeflateDecoder::new(Vec::new()))
+            };
+            return self.push(&head, out);
+        }
         for step in compressed.chunks(STEP) {
             let written = match self {
                 Decoder::Gzip(d) => d.write_all(step).and_then(|()| d.flush()),
-                Decoder::Deflate(d) => d.write_all(step).and_then(|()| d.flush()),
+                Decoder::Zlib(d) => d.write_all(step).and_then(|()| d.flush()),
+                Decoder::RawDeflate(d) => d.write_all(step).and_then(|()| d.flush()),
                 Decoder::Brotli(d) => d.write_all(step).and_then(|()| d.flush()),
                 Decoder::Zstd(d) => d.write_all(step).and_then(|()| d.flush()),
-                Decoder::AwsChunked(_) => Ok(()),
+                Decoder::AwsChunked(_) | Decoder::Deflate(_) => Ok(()),
             };
             written.map_err(|source| DecodeError::Corrupt {
                 coding: self.name(),
@@ -97,7 +120,10 @@ impl Decoder {
         let corrupt = |source| DecodeError::Corrupt { coding: name, source };
         match self {
             Decoder::Gzip(d) => d.finish().map_err(corrupt),
-            Decoder::Deflate(d) => d.finish().map_err(corrupt),
+            Decoder::Deflate(head) if head.is_empty() => Ok(Vec::new()),
+            Decoder::Deflate(_) => Err(corrupt(std::io::Error::other("truncated"))),
+            Decoder::Zlib(d) => d.finish().map_err(corrupt),
+            Decoder::RawDeflate(d) => d.finish().map_err(corrupt),
             Decoder::Brotli(d) => d.into_inner().map_err(|_| corrupt(std::io::Error::other("truncated"))),
             Decoder::Zstd(mut d) => d.flush().map(|()| d.into_inner()).map_err(corrupt),
             Decoder::AwsChunked(d) => d.finish().map_err(framing),
@@ -108,11 +134,21 @@ impl Decoder {
     fn buffer(&mut self) -> Option<&mut Vec<u8>> {
         Some(match self {
             Decoder::Gzip(d) => d.get_mut(),
-            Decoder::Deflate(d) => d.get_mut(),
+            Decoder::Zlib(d) => d.get_mut(),
+            Decoder::RawDeflate(d) => d.get_mut(),
             Decoder::Brotli(d) => d.get_mut(),
             Decoder::Zstd(d) => d.get_mut(),
-            Decoder::AwsChunked(_) => return None,
+            Decoder::AwsChunked(_) | Decoder::Deflate(_) => return None,
         })
+    }
+}
+
+/// Whether two bytes open a zlib stream (RFC 1950: method 8, a window of at most 32 KiB, a header that is a
+/// multiple of 31); raw DEFLATE rarely does, and if it does the body fails to decode (refused, not passed).
+fn zlib_header(head: &[u8]) -> bool {
+    match head {
+        [cmf, flg, ..] => cmf & 0x0f == 8 && cmf >> 4 <= 7 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0,
+        _ => false,
     }
 }
 

@@ -220,6 +220,9 @@ impl MaskStream {
     }
 }
 
+#[path = "mask_fold.rs"]
+mod fold;
+
 #[cfg(test)]
 #[path = "mask_tests.rs"]
 mod tests;

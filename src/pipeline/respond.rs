@@ -1,5 +1,6 @@
 //! The upstream's answer on its way back: hop-by-hop headers stripped, every secret of a masked destination
-//! masked (headers, 1xx and 101 headers, body as it streams, decompressed first if need be, trailers), and
+//! masked (reason phrase, header names and values, 101 heads, body as it streams with every coding it went
+//! through undone first, trailers; hyper never hands on another 1xx), and
 //! the audit record carried to the end of the body, or of the WebSocket.
 
 use std::sync::{Arc, Mutex};
@@ -12,7 +13,8 @@ use hyper::body::Incoming;
 use super::exchange::Exchange;
 use super::input::{Outcome, TunnelRecord, WebSocketGuard};
 use crate::body::{Counted, ProxyBody};
-use crate::credentials::decode::Decoder;
+use crate::credentials::codings::Codings;
+use crate::credentials::envelope::mask_head;
 use crate::credentials::masked_body::MaskedBody;
 use crate::credentials::outgoing::refusal;
 use crate::error::ProxyError;
@@ -28,21 +30,24 @@ impl Exchange {
         if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
             self.audit.dialled(addr.to_string());
         }
-        headers::strip_response(&mut parts.headers);
         if let Some(masker) = self.masker.clone() {
-            let decoder = match parts.headers.get(CONTENT_ENCODING) {
-                None => None,
-                Some(coding) => match Decoder::for_coding(&String::from_utf8_lossy(coding.as_bytes())) {
-                    Ok(decoder) => decoder,
-                    // SECURITY: a body cordon cannot read cannot be masked: refused, not passed on.
-                    Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e.to_string())),
-                },
+            // Every coding the body went through, read before the hop-by-hop `Transfer-Encoding` is stripped:
+            // hyper undoes only `chunked`, and a `gzip, chunked` body arrives gzipped.
+            // SECURITY: a body cordon cannot read cannot be masked: refused, not passed on.
+            let masked =
+                Codings::of(&parts.headers).and_then(|codings| MaskedBody::decoded(body, masker.clone(), &codings));
+            let masked = match masked {
+                Ok(masked) => masked,
+                Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e.to_string())),
             };
-            masker.mask_headers(&mut parts.headers);
+            headers::strip_response(&mut parts.headers);
+            mask_head(&masker, &mut parts);
             // The body the sandbox gets is decoded and masked: its coding and length are no longer the upstream's.
             parts.headers.remove(CONTENT_ENCODING);
             parts.headers.remove(CONTENT_LENGTH);
-            body = MaskedBody::new(body, masker, decoder).boxed_unsync();
+            body = masked.boxed_unsync();
+        } else {
+            headers::strip_response(&mut parts.headers);
         }
         self.audit.status(parts.status.as_u16());
         let audit = self.audit;
@@ -69,7 +74,7 @@ impl Exchange {
         }
         headers::strip_response(&mut parts.headers);
         if let Some(masker) = &self.masker {
-            masker.mask_headers(&mut parts.headers);
+            mask_head(masker, &mut parts);
         }
         if parts.headers.contains_key(SEC_WEBSOCKET_EXTENSIONS) {
             // SECURITY: compressed frames cannot be scanned or masked; cordon never offered an extension.

@@ -60,6 +60,8 @@ mod previews_tls;
 mod resolver;
 mod rig;
 mod rule_semantics;
+mod secrets_envelope;
+mod secrets_envelope_rig;
 mod secrets_mask;
 mod secrets_rig;
 mod secrets_scan;

@@ -188,6 +188,16 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
                 .body(StreamBody::new(futures_util::stream::iter(frames)).boxed())
                 .unwrap()
         }
+        "/names" => {
+            // Header fields named by forms of the secret (over h2 when cordon negotiates it).
+            let mut resp = full(200, &[("x-plain", "kept")], "ok\n");
+            for name in crate::secrets_envelope_rig::name_forms(&secret) {
+                let name = hyper::header::HeaderName::from_bytes(name.as_bytes()).unwrap();
+                resp.headers_mut()
+                    .insert(name, hyper::header::HeaderValue::from_static("1"));
+            }
+            resp
+        }
         "/sse" => sse(leaks.sse_gate.clone(), secret),
         "/download" => download(
             secret,
@@ -323,6 +333,12 @@ impl Rig {
     pub(crate) async fn start() -> Rig {
         let upstream_ca = test_ca("secrets upstream CA");
         let (up, leaks) = leaky(&upstream_ca).await;
+        Rig::in_front_of(up, leaks, &upstream_ca).await
+    }
+
+    /// The same `cordon` in front of another upstream for `leaky.test` (on 127.0.0.5, its certificate
+    /// signed by `upstream_ca`).
+    pub(crate) async fn in_front_of(up: SocketAddr, leaks: Leaks, upstream_ca: &TestCa) -> Rig {
         let dir = tempfile::tempdir().unwrap();
         let roots = dir.path().join("upstream-ca.pem");
         std::fs::write(&roots, &upstream_ca.pem).unwrap();

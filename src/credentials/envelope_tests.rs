@@ -1,0 +1,55 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use http::HeaderValue;
+use secrecy::SecretString;
+
+use super::*;
+
+const SECRET: &str = "Tk_Live.9f8E7d6C";
+const PH: &str = "cordon-ph-00112233";
+
+fn masker() -> Masker {
+    Masker::new(&[(SecretString::from(SECRET), PH.to_string())]).unwrap()
+}
+
+fn parts() -> Parts {
+    http::Response::new(()).into_parts().0
+}
+
+#[test]
+fn the_reason_phrase_is_masked_and_a_plain_one_kept() {
+    let m = masker();
+    let mut p = parts();
+    p.extensions
+        .insert(ReasonPhrase::try_from(format!("Denied {SECRET}")).unwrap());
+    mask_head(&m, &mut p);
+    assert_eq!(
+        p.extensions.get::<ReasonPhrase>().unwrap().as_bytes(),
+        format!("Denied {PH}").as_bytes()
+    );
+    let mut p = parts();
+    p.extensions.insert(ReasonPhrase::from_static(b"Fine Thanks"));
+    mask_head(&m, &mut p);
+    assert_eq!(p.extensions.get::<ReasonPhrase>().unwrap().as_bytes(), b"Fine Thanks");
+}
+
+#[test]
+fn fields_named_by_a_secret_are_dropped_and_values_masked() {
+    let m = masker();
+    let mut h = HeaderMap::new();
+    h.insert(
+        HeaderName::from_bytes(format!("x-{SECRET}").as_bytes()).unwrap(),
+        HeaderValue::from_static("1"),
+    );
+    h.insert(
+        HeaderName::from_bytes(hex::encode(SECRET).as_bytes()).unwrap(),
+        HeaderValue::from_static("1"),
+    );
+    h.insert("x-echo", HeaderValue::from_str(&format!("v={SECRET}")).unwrap());
+    h.insert("content-type", HeaderValue::from_static("text/plain"));
+    mask_fields(&m, &mut h);
+    let mut names: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["content-type", "x-echo"]);
+    assert_eq!(h["x-echo"], format!("v={PH}").as_str());
+}
