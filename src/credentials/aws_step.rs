@@ -66,6 +66,12 @@ impl Credentials {
         })
     }
 
+    /// Whether any of the credentials `applied` to a request signs with AWS keys (then what comes back has its
+    /// key material masked, [`super::mask_aws_keys`]).
+    pub(crate) fn signs_aws(&self, applied: &[String]) -> bool {
+        self.aws_usable(applied).next().is_some()
+    }
+
     /// The sandbox's placeholder secret access key for `credential`.
     pub(crate) fn aws_placeholder_secret(&self, sandbox: &str, credential: &str) -> String {
         self.placeholders
