@@ -155,8 +155,10 @@ impl Credentials {
                 }
             }
         }
-        fresh(&signed)?;
         let authority = authority(parts)?;
+        // Before the signature is judged: a minting call is refused as that, however it is signed.
+        self.aws_minting(credential, &signed, parts, &authority, body)?;
+        fresh(&signed)?;
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
@@ -179,7 +181,6 @@ impl Credentials {
                 "the AWS signature does not match the request: it was altered, or signed with other keys".into(),
             ));
         }
-        self.aws_minting(credential, &signed, parts, &authority, body)?;
         Ok(Some(AwsSigned {
             credential: credential.clone(),
             signed,
