@@ -1,17 +1,13 @@
 //! The calls that mint credentials: through an injected credential, each one would hand the sandbox a new
 //! credential it could keep and use without cordon (temporary AWS keys, a new access key, a login password,
-//! a registry token, a new GitHub token or deploy key, another OAuth2 token). cordon refuses them unless the
+//! a registry token). cordon refuses them unless the
 //! credential's `allow_minting` names them; this table is what `allow_minting` may name.
 
 /// Which kind of credential a minting call is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// AWS keys (`source.aws`), signed with SigV4.
+    /// AWS keys (`source.aws`), signed with SigV4 (the only kind whose minting calls are refused so far).
     Aws,
-    /// A token for the GitHub API (a GitHub App's installation tokens, or a stored token bound to it).
-    GitHub,
-    /// OAuth2 client credentials (`source.oauth2`).
-    OAuth2,
 }
 
 impl Kind {
@@ -19,8 +15,6 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Aws => "AWS",
-            Kind::GitHub => "GitHub",
-            Kind::OAuth2 => "OAuth2",
         }
     }
 }
@@ -30,8 +24,7 @@ impl Kind {
 pub(crate) struct Minting {
     /// The kind of credential it is made with.
     pub(crate) kind: Kind,
-    /// Its name in `allow_minting`: AWS `service:Action` (the IAM action name), GitHub `github:name`, OAuth2
-    /// `oauth2:token`.
+    /// Its name in `allow_minting`: AWS `service:Action` (the IAM action name).
     pub(crate) name: &'static str,
     /// For a REST-style AWS call (the action is the path, not a parameter or a target header): its method and
     /// path, `*` one segment.
@@ -49,14 +42,6 @@ const fn aws(name: &'static str) -> Minting {
 const fn aws_rest(name: &'static str, method: &'static str, path: &'static str) -> Minting {
     Minting {
         kind: Kind::Aws,
-        name,
-        rest: Some((method, path)),
-    }
-}
-
-const fn github(name: &'static str, method: &'static str, path: &'static str) -> Minting {
-    Minting {
-        kind: Kind::GitHub,
         name,
         rest: Some((method, path)),
     }
@@ -114,43 +99,6 @@ pub(crate) const MINTING: &[Minting] = &[
     aws_rest("iot:CreateKeysAndCertificate", "POST", "/keys-and-certificate"),
     aws_rest("apigateway:CreateApiKey", "POST", "/apikeys"),
     aws_rest("appsync:CreateApiKey", "POST", "/v1/apis/*/apikeys"),
-    // GitHub: new tokens, and keys that authenticate.
-    github(
-        "github:installation_token",
-        "POST",
-        "/app/installations/*/access_tokens",
-    ),
-    github("github:app_manifest_conversion", "POST", "/app-manifests/*/conversions"),
-    github("github:scoped_token", "POST", "/applications/*/token/scoped"),
-    github("github:reset_token", "PATCH", "/applications/*/token"),
-    github("github:authorization", "POST", "/authorizations"),
-    github("github:authorization", "PUT", "/authorizations/clients/*"),
-    github("github:authorization", "PUT", "/authorizations/clients/*/*"),
-    github("github:deploy_key", "POST", "/repos/*/*/keys"),
-    github("github:ssh_key", "POST", "/user/keys"),
-    github(
-        "github:runner_token",
-        "POST",
-        "/repos/*/*/actions/runners/registration-token",
-    ),
-    github(
-        "github:runner_token",
-        "POST",
-        "/orgs/*/actions/runners/registration-token",
-    ),
-    github(
-        "github:runner_token",
-        "POST",
-        "/enterprises/*/actions/runners/registration-token",
-    ),
-    github("github:runner_token", "POST", "/repos/*/*/actions/runners/generate-jitconfig"),
-    github("github:runner_token", "POST", "/orgs/*/actions/runners/generate-jitconfig"),
-    // OAuth2: the credential's own token endpoint, reached through a host it is bound to.
-    Minting {
-        kind: Kind::OAuth2,
-        name: "oauth2:token",
-        rest: None,
-    },
 ];
 
 /// The minting call `name` names (`service:Action` matched as IAM does, without regard to case), if any.

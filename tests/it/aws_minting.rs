@@ -168,10 +168,25 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
         ("GET", "Action=GetSessionToken&Version=2011-06-15", "-", vec![]),
         ("GET", "action=getsessiontoken&Version=2011-06-15", "-", vec![]),
         ("GET", "%41ction=GetSession%54oken&Version=2011-06-15", "-", vec![]),
-        ("GET", "Action=GetCallerIdentity&Action=GetSessionToken&Version=2011-06-15", "-", vec![]),
+        (
+            "GET",
+            "Action=GetCallerIdentity&Action=GetSessionToken&Version=2011-06-15",
+            "-",
+            vec![],
+        ),
         ("POST", "-", "Version=2011-06-15&ACTION=Get%53essionToken", vec![form]),
-        ("POST", "-", "Action=GetCallerIdentity&Version=2011-06-15&Action=AssumeRole", vec![form]),
-        ("POST", "-", "Action=GetSessionToken&Version=2011-06-15", vec!["Content-Type:text/plain"]),
+        (
+            "POST",
+            "-",
+            "Action=GetCallerIdentity&Version=2011-06-15&Action=AssumeRole",
+            vec![form],
+        ),
+        (
+            "POST",
+            "-",
+            "Action=GetSessionToken&Version=2011-06-15",
+            vec!["Content-Type:text/plain"],
+        ),
         (
             "POST",
             "-",
@@ -184,7 +199,11 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
     ] {
         let mut args = vec!["raw", "sts", method, query, body];
         args.extend(headers.iter().copied());
-        refused_as(&r.agent(env, &args), "credential_minting", &format!("{method} {query} {body}"));
+        refused_as(
+            &r.agent(env, &args),
+            "credential_minting",
+            &format!("{method} {query} {body}"),
+        );
     }
     for body in [
         "Action=CreateAccessKey&UserName=agent&Version=2010-05-08",
@@ -210,7 +229,10 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
         assert!(!out.status.success(), "aws {args:?} was not refused");
     }
     // What mints nothing still works, by hand and with the CLI.
-    let who = r.agent(env, &["raw", "sts", "POST", "-", "Action=GetCallerIdentity&Version=2011-06-15"]);
+    let who = r.agent(
+        env,
+        &["raw", "sts", "POST", "-", "Action=GetCallerIdentity&Version=2011-06-15"],
+    );
     assert_eq!(who["status"], 200, "{who}");
     let out = run("aws", &["--endpoint-url", &r.endpoint, "iam", "list-users"], env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -218,10 +240,27 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
     let audit = r.audit();
     let minting: Vec<&str> = audit.lines().filter(|l| l.contains("credential_minting")).collect();
     assert!(minting.len() >= 20, "{} audited", minting.len());
-    assert!(minting.iter().any(|l| l.contains("iam:CreateLoginProfile through credential aws-plain")));
+    assert!(
+        minting
+            .iter()
+            .any(|l| l.contains("iam:CreateLoginProfile through credential aws-plain"))
+    );
     // No key was made: moto still lists only the key setup made.
-    let keys = r.agent(&r.mint, &["raw", "iam", "POST", "-", "Action=ListAccessKeys&UserName=agent&Version=2010-05-08"]);
-    assert_eq!(keys["body"].as_str().unwrap().matches("<AccessKeyId>").count(), 1, "{keys}");
+    let keys = r.agent(
+        &r.mint,
+        &[
+            "raw",
+            "iam",
+            "POST",
+            "-",
+            "Action=ListAccessKeys&UserName=agent&Version=2010-05-08",
+        ],
+    );
+    assert_eq!(
+        keys["body"].as_str().unwrap().matches("<AccessKeyId>").count(),
+        1,
+        "{keys}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -233,20 +272,31 @@ async fn a_named_minting_call_goes_through_and_its_keys_come_back_masked() {
         "{summary}{errors}"
     );
     let mut seen = String::new();
-    for args in [vec!["mint", "session"], vec!["mint", "role", r.role.as_str()], vec!["mint", "key"]] {
+    for args in [
+        vec!["mint", "session"],
+        vec!["mint", "role", r.role.as_str()],
+        vec!["mint", "key"],
+    ] {
         let got = r.agent(&r.mint, &args);
         seen.push_str(&got.to_string());
         assert_eq!(got["status"], 200, "{args:?}: {got}");
         let keys = &got["result"];
         assert_eq!(keys["SecretAccessKey"], "masked-by-cordon", "{args:?}: {got}");
         let id = keys["AccessKeyId"].as_str().unwrap();
-        assert!(id.starts_with("ASIA") || id.starts_with("AKIA"), "the key id stays: {got}");
+        assert!(
+            id.starts_with("ASIA") || id.starts_with("AKIA"),
+            "the key id stays: {got}"
+        );
         if args[1] != "key" {
             assert_eq!(keys["SessionToken"], "masked-by-cordon", "{args:?}: {got}");
         }
     }
     // The AWS CLI gets the same masked answer, and a call not named is still refused.
-    let out = run("aws", &["--endpoint-url", &r.endpoint, "sts", "get-session-token"], &r.mint);
+    let out = run(
+        "aws",
+        &["--endpoint-url", &r.endpoint, "sts", "get-session-token"],
+        &r.mint,
+    );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("\"SecretAccessKey\": \"masked-by-cordon\""), "{text}");
@@ -258,9 +308,15 @@ async fn a_named_minting_call_goes_through_and_its_keys_come_back_masked() {
         "not named",
     );
     // The raw answer, as it crossed cordon: the document's shape, no secret.
-    let raw = r.agent(&r.mint, &["raw", "sts", "POST", "-", "Action=GetSessionToken&Version=2011-06-15"]);
+    let raw = r.agent(
+        &r.mint,
+        &["raw", "sts", "POST", "-", "Action=GetSessionToken&Version=2011-06-15"],
+    );
     let xml = raw["body"].as_str().unwrap();
-    assert!(xml.contains("<SecretAccessKey>masked-by-cordon</SecretAccessKey>"), "{xml}");
+    assert!(
+        xml.contains("<SecretAccessKey>masked-by-cordon</SecretAccessKey>"),
+        "{xml}"
+    );
     assert!(xml.contains("<SessionToken>masked-by-cordon</SessionToken>"), "{xml}");
     assert!(!seen.contains(&r.real.1), "the real secret reached the sandbox");
 }

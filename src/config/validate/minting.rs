@@ -4,14 +4,12 @@ use super::fields::Errors;
 use crate::config::credentials::SecretSource;
 use crate::config::minting::{Kind, named, names};
 
-/// The kinds of minting call a credential from `source` can make: AWS keys sign AWS calls; a GitHub App's
-/// tokens, or a stored token, call the GitHub API; OAuth2 client credentials reach their token endpoint.
+/// The kinds of minting call a credential from `source` can make: AWS keys sign AWS calls. (GitHub and OAuth2
+/// token endpoints are not refused yet, so nothing can be allowed for them.)
 fn kinds(source: &SecretSource) -> &'static [Kind] {
     match source {
         SecretSource::Aws(_) => &[Kind::Aws],
-        SecretSource::GitHubApp(_) => &[Kind::GitHub],
-        SecretSource::OAuth2(_) => &[Kind::OAuth2],
-        SecretSource::Static(_) => &[Kind::GitHub],
+        _ => &[],
     }
 }
 
@@ -19,6 +17,13 @@ fn kinds(source: &SecretSource) -> &'static [Kind] {
 pub(super) fn allow(errs: &mut Errors, path: &str, source: &SecretSource, raw: Vec<String>) -> Vec<&'static str> {
     let kinds = kinds(source);
     let mut out = Vec::new();
+    if kinds.is_empty() && !raw.is_empty() {
+        errs.at(
+            path,
+            "only AWS credentials (`source.aws`) refuse minting calls so far; remove `allow_minting`",
+        );
+        return out;
+    }
     for (i, entry) in raw.iter().enumerate() {
         let at = format!("{path}[{i}]");
         match named(entry.trim()) {

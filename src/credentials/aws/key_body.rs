@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use http::HeaderMap;
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
-use http_body::Frame;
 use http_body::Body as _;
+use http_body::Frame;
 use http_body_util::BodyExt;
 
 use super::key_mask::{KeyMask, available};

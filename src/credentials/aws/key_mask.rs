@@ -249,7 +249,10 @@ fn opening(buf: &[u8], before: u8, end: usize, term: Term, last: bool) -> Openin
 fn gap_then(after: &[u8], base: usize, separators: &[u8], quoted: bool) -> Option<Option<usize>> {
     let mut k = 0;
     let skip = |k: &mut usize| {
-        while after.get(*k).is_some_and(|b| *b == b' ' || *b == b'\t' || (quoted && b.is_ascii_whitespace())) {
+        while after
+            .get(*k)
+            .is_some_and(|b| *b == b' ' || *b == b'\t' || (quoted && b.is_ascii_whitespace()))
+        {
             *k += 1;
         }
     };

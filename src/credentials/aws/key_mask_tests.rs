@@ -34,7 +34,10 @@ fn sts_xml_keeps_its_shape_and_loses_its_secrets() {
     );
     let out = every_split(&xml);
     assert!(!out.contains(SECRET) && !out.contains(TOKEN), "{out}");
-    assert!(out.contains("<SecretAccessKey>masked-by-cordon</SecretAccessKey>"), "{out}");
+    assert!(
+        out.contains("<SecretAccessKey>masked-by-cordon</SecretAccessKey>"),
+        "{out}"
+    );
     assert!(out.contains("<SessionToken>masked-by-cordon</SessionToken>"), "{out}");
     assert!(out.contains("<AccessKeyId>ASIAIOSFODNN7EXAMPLE</AccessKeyId>"), "{out}");
 }
@@ -63,7 +66,10 @@ fn an_escaped_quote_does_not_end_a_json_value() {
 #[test]
 fn xml_attributes_and_cdata_are_masked_and_look_alikes_are_not() {
     let xml = format!("<SecretAccessKey xmlns=\"x\"><![CDATA[{SECRET}]]></SecretAccessKey>");
-    assert_eq!(every_split(&xml), "<SecretAccessKey xmlns=\"x\">masked-by-cordon</SecretAccessKey>");
+    assert_eq!(
+        every_split(&xml),
+        "<SecretAccessKey xmlns=\"x\">masked-by-cordon</SecretAccessKey>"
+    );
     for kept in [
         "<SecretAccessKeyId>keep</SecretAccessKeyId>",
         "<SecretAccessKey/>",
@@ -78,7 +84,9 @@ fn xml_attributes_and_cdata_are_masked_and_look_alikes_are_not() {
 
 #[test]
 fn credentials_files_are_masked() {
-    let ini = format!("[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = {SECRET}\naws_session_token={TOKEN}\n");
+    let ini = format!(
+        "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = {SECRET}\naws_session_token={TOKEN}\n"
+    );
     let out = every_split(&ini);
     assert_eq!(
         out,
@@ -90,10 +98,16 @@ fn credentials_files_are_masked() {
 
 #[test]
 fn a_value_cut_off_by_the_end_is_masked_and_plain_text_passes_at_once() {
-    assert_eq!(every_split(&format!("<SessionToken>{TOKEN}")), "<SessionToken>masked-by-cordon");
+    assert_eq!(
+        every_split(&format!("<SessionToken>{TOKEN}")),
+        "<SessionToken>masked-by-cordon"
+    );
     let mut m = KeyMask::new();
     // Nothing that could begin a field is held back.
-    assert_eq!(m.push(b"data: {\"delta\": \"hello\"}\n\n"), b"data: {\"delta\": \"hello\"}\n\n");
+    assert_eq!(
+        m.push(b"data: {\"delta\": \"hello\"}\n\n"),
+        b"data: {\"delta\": \"hello\"}\n\n"
+    );
     // A tail that could is, until the next bytes say it is not.
     assert_eq!(m.push(b"x <Sess"), b"x ");
     assert_eq!(m.push(b"ionLength>1"), b"<SessionLength>1");

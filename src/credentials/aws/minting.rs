@@ -33,7 +33,9 @@ pub(crate) fn services(scope: &str, pinned: Option<&str>, host: &str) -> Vec<Str
 
 /// Whether any of `services` has a minting action (then its requests' bodies are read to find the action).
 pub(crate) fn mints(services: &[String]) -> bool {
-    MINTING.iter().any(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
+    MINTING
+        .iter()
+        .any(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
 }
 
 /// The action names a request carries: every `Action` parameter of its query and of `body` (a form), and the

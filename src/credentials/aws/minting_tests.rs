@@ -98,7 +98,11 @@ fn json_protocol_targets_are_read_from_the_header() {
             "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken",
             "ecr:GetAuthorizationToken",
         ),
-        ("redshift-serverless", "RedshiftServerless.GetCredentials", "redshift-serverless:GetCredentials"),
+        (
+            "redshift-serverless",
+            "RedshiftServerless.GetCredentials",
+            "redshift-serverless:GetCredentials",
+        ),
         ("ssm", "AmazonSSM.StartSession", "ssm:StartSession"),
         ("sts", "AWSSecurityTokenServiceV20110615.AssumeRole", "sts:AssumeRole"),
     ];
