@@ -70,6 +70,17 @@ pub(crate) enum ProxyError {
         /// Why it is out of place.
         why: String,
     },
+    /// A call that would mint a credential the sandbox keeps (new AWS keys, a GitHub token, an OAuth2 token),
+    /// through a credential whose `allow_minting` does not name it.
+    #[error(
+        "refused: {call} makes a new credential the sandbox could keep; credential {credential:?} does not allow it (allow_minting)"
+    )]
+    Minting {
+        /// The credential's name.
+        credential: String,
+        /// The call, as `allow_minting` names it.
+        call: String,
+    },
     /// A real secret was sent where its credential is not bound.
     #[error("refused: the request carries the secret of credential {credential:?}, which may not go here")]
     SecretExfiltration {
@@ -150,6 +161,7 @@ impl ProxyError {
             ProxyError::Denied { .. }
             | ProxyError::Exfiltration { .. }
             | ProxyError::SecretExfiltration { .. }
+            | ProxyError::Minting { .. }
             | ProxyError::Signature { .. } => StatusCode::FORBIDDEN,
             ProxyError::UpstreamEncoding(_) => StatusCode::BAD_GATEWAY,
             ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -186,6 +198,7 @@ impl ProxyError {
             ProxyError::Misdirected(_) => "misdirected",
             ProxyError::Exfiltration { .. } => "credential_exfiltration",
             ProxyError::SecretExfiltration { .. } => "secret_exfiltration",
+            ProxyError::Minting { .. } => "credential_minting",
             ProxyError::UpstreamEncoding(_) => "upstream_encoding",
             ProxyError::CredentialUnavailable { .. } => "credential_unavailable",
             ProxyError::PayloadTooLarge { .. } => "body_too_large",
@@ -218,6 +231,7 @@ impl ProxyError {
                 Some(format!("placeholder of credential {credential}: {why}"))
             }
             ProxyError::SecretExfiltration { credential } => Some(format!("the secret of credential {credential}")),
+            ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             _ if self.is_refusal() => None,
             ProxyError::Dial(DialError::Connect { addr, source, .. }) => Some(format!("{addr}: {source}")),

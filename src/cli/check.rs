@@ -184,5 +184,8 @@ fn credential_kind(spec: &crate::config::credentials::CredentialSpec) -> String 
             service.as_deref().unwrap_or("as signed")
         ),
     };
-    format!("{source}, {how}")
+    if spec.allow_minting.is_empty() {
+        return format!("{source}, {how}");
+    }
+    format!("{source}, {how}, may mint {}", spec.allow_minting.join(", "))
 }

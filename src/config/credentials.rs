@@ -21,6 +21,8 @@ pub(crate) struct CredentialSpec {
     pub(crate) inject: Inject,
     /// Replace the secret with the sandbox's placeholder where the upstream echoes it back.
     pub(crate) mask_echo: bool,
+    /// The minting calls it may make (names from [`super::minting::MINTING`]); every other is refused.
+    pub(crate) allow_minting: Vec<&'static str>,
 }
 
 /// Where a stored secret is.

@@ -6,6 +6,7 @@
 
 pub(crate) mod credentials;
 mod export;
+pub(crate) mod minting;
 mod model;
 pub(crate) mod previews;
 mod raw;

@@ -395,6 +395,29 @@ fn credential_budgets_are_checked_with_their_paths() {
 }
 
 #[test]
+fn allow_minting_names_known_calls_of_the_credentials_kind() {
+    let yaml = r#"
+credentials:
+  a:
+    source: { aws: { access_key_id: { env: K }, secret_access_key: { env: S } } }
+    bind: { hosts: [sts.amazonaws.com] }
+    allow_minting: [sts:AssumeRol, "iam:createaccesskey"]
+  b:
+    source: { env: B }
+    bind: { hosts: [api.github.com] }
+    allow_minting: [sts:AssumeRole]
+"#;
+    let errs = errors(yaml);
+    for needle in [
+        "credentials.a.allow_minting[0]: \"sts:AssumeRol\" is not a minting call cordon refuses; for this credential: sts:GetSessionToken",
+        "credentials.b.allow_minting: only AWS credentials (`source.aws`) refuse minting calls so far",
+    ] {
+        assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
+    }
+    assert!(!errs.iter().any(|e| e.contains("allow_minting[1]")), "{errs:#?}");
+}
+
+#[test]
 fn aws_credentials_are_checked_with_their_paths() {
     let yaml = r#"
 credentials:

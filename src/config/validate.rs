@@ -21,6 +21,7 @@ mod export;
 mod fields;
 mod inline;
 mod limits;
+mod minting;
 mod policies;
 mod postgres;
 mod previews;

@@ -14,6 +14,7 @@ use http::{HeaderName, HeaderValue, Uri};
 
 use super::apply::{Credentials, unavailable};
 use super::aws::AwsKeys;
+use super::aws::minting;
 use super::aws::sign::{Canonical, Payload, canonical, same, sign, unsigned_query};
 use super::aws::signature::{Location, Signed, Unfit, read};
 use crate::config::credentials::Inject;
@@ -34,8 +35,27 @@ pub(super) struct AwsSigned {
 impl Credentials {
     /// Whether a request to which `usable` credentials apply must be read whole for AWS: one of them signs
     /// and the sandbox's signature does not give the payload's hash (`x-amz-content-sha256`).
+    /// Also when the request is for a service with minting actions: its body is read to find the action.
     pub(super) fn aws_needs_body(&self, usable: &[String], parts: &Parts) -> bool {
-        !parts.headers.contains_key("x-amz-content-sha256") && self.aws_usable(usable).next().is_some()
+        let mut aws = self.aws_usable(usable).peekable();
+        if aws.peek().is_none() {
+            return false;
+        }
+        let host = authority(parts).unwrap_or_default();
+        let scope = match read(parts) {
+            Ok(Some(signed)) => signed.service,
+            _ => String::new(),
+        };
+        !parts.headers.contains_key("x-amz-content-sha256")
+            || aws.any(|name| minting::mints(&minting::services(&scope, self.pinned_service(name), &host)))
+    }
+
+    /// The service credential `name` is pinned to sign for, if it is.
+    fn pinned_service(&self, name: &str) -> Option<&str> {
+        match self.specs.get(name).map(|s| &s.inject) {
+            Some(Inject::AwsSigV4 { service, .. }) => service.as_deref(),
+            _ => None,
+        }
     }
 
     fn aws_usable<'a>(&'a self, usable: &'a [String]) -> impl Iterator<Item = &'a String> {
@@ -44,6 +64,12 @@ impl Credentials {
                 .get(*n)
                 .is_some_and(|s| matches!(s.inject, Inject::AwsSigV4 { .. }))
         })
+    }
+
+    /// Whether any of the credentials `applied` to a request signs with AWS keys (then what comes back has its
+    /// key material masked, [`super::mask_aws_keys`]).
+    pub(crate) fn signs_aws(&self, applied: &[String]) -> bool {
+        self.aws_usable(applied).next().is_some()
     }
 
     /// The placeholder secret access key of the sandbox incarnation `incarnation` for `credential`.
@@ -104,6 +130,7 @@ impl Credentials {
                 });
             }
         };
+        sessionless(parts)?;
         let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
@@ -114,12 +141,6 @@ impl Credentials {
                 "the request is not signed with this sandbox's AWS access key for this destination".into(),
             ));
         };
-        if signed.signed_headers.iter().any(|h| h == "x-amz-security-token") {
-            return Err(refused(
-                "aws_signature_key",
-                "the sandbox's AWS keys have no session token: unset AWS_SESSION_TOKEN".into(),
-            ));
-        }
         if let Some(Inject::AwsSigV4 { region, service }) = self.specs.get(credential).map(|s| &s.inject) {
             for (what, pinned, asked) in [
                 ("region", region, &signed.region),
@@ -135,8 +156,10 @@ impl Credentials {
                 }
             }
         }
-        fresh(&signed)?;
         let authority = authority(parts)?;
+        // Before the signature is judged: a minting call is refused as that, however it is signed.
+        self.aws_minting(credential, &signed, parts, &authority, body)?;
+        fresh(&signed)?;
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
@@ -164,6 +187,46 @@ impl Credentials {
             signed,
             authority,
         }))
+    }
+
+    /// SECURITY: a request that would mint credentials (new keys, temporary keys, passwords, tokens) is refused
+    /// unless `credential`'s `allow_minting` names its action; a body this needs and cordon has not read (too
+    /// large, compressed) is refused rather than guessed at.
+    fn aws_minting(
+        &self,
+        credential: &str,
+        signed: &Signed,
+        parts: &Parts,
+        authority: &str,
+        body: Option<&[u8]>,
+    ) -> Result<(), ProxyError> {
+        let services = minting::services(&signed.service, self.pinned_service(credential), authority);
+        if !minting::mints(&services) {
+            return Ok(());
+        }
+        if body.is_none() {
+            return Err(ProxyError::BadRequest {
+                code: "aws_body_unreadable",
+                message: format!(
+                    "cordon reads the body of a request to {} to see which action it calls: send it \
+                     uncompressed and under {} bytes",
+                    signed.service,
+                    super::body::MAX_SCANNED_BODY
+                ),
+            });
+        }
+        let allowed = self
+            .specs
+            .get(credential)
+            .map(|s| s.allow_minting.as_slice())
+            .unwrap_or_default();
+        match minting::refused(parts, body, &services, allowed) {
+            Some(call) => Err(ProxyError::Minting {
+                credential: credential.to_string(),
+                call: call.to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Remove the sandbox's signature and sign the request as it now is with the real keys; the
@@ -241,6 +304,24 @@ impl Credentials {
         }
         Ok(credential)
     }
+}
+
+/// SECURITY: a session token the sandbox sent (`X-Amz-Security-Token`, as a header, signed or not, or a query
+/// parameter, in any case) is refused: the sandbox's keys have none, and the only token that goes upstream is
+/// the one of cordon's own keys, so temporary keys minted elsewhere cannot ride on cordon's signature.
+fn sessionless(parts: &Parts) -> Result<(), ProxyError> {
+    let in_query = parts.uri.query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k.trim().eq_ignore_ascii_case("x-amz-security-token"))
+    });
+    if parts.headers.contains_key("x-amz-security-token") || in_query {
+        return Err(refused(
+            "aws_session_token",
+            "the request carries its own AWS session token; the sandbox's AWS keys have none: unset \
+             AWS_SESSION_TOKEN (cordon adds its own keys' token)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The signature's time is near enough to now: AWS's 15 minutes for a header, the URL's life for a query.

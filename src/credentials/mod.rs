@@ -5,6 +5,7 @@ pub(crate) mod apply;
 mod aws;
 mod aws_chunked;
 mod aws_step;
+pub(crate) use aws::key_body::mask_aws_keys;
 pub(crate) mod body;
 mod book;
 pub(crate) mod codings;

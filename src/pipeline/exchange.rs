@@ -39,6 +39,8 @@ pub(super) struct Exchange {
     pub(super) meter: Option<Arc<dyn Meter>>,
     /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
     pub(super) masker: Option<Arc<Masker>>,
+    /// The request was signed with AWS keys: key material is masked in what comes back.
+    pub(super) aws_keys: bool,
     /// What the request body's scan found, if it ended the upload.
     pub(super) verdict: Option<Verdict>,
     /// Counted in an aggregate record instead of one of its own.
@@ -99,6 +101,7 @@ impl Exchange {
             conn: input.conn.clone(),
             meter: None,
             masker: None,
+            aws_keys: false,
             verdict: None,
             suppressed: false,
             audit,

@@ -265,6 +265,7 @@ impl Exchange {
         if let Some(state) = self.state() {
             super::budget::take(state, &generation, sandbox, &applied.names)?;
         }
+        self.aws_keys = generation.credentials.signs_aws(&applied.names);
         self.audit.credentials(applied.names);
         self.masker = generation
             .credentials

@@ -49,6 +49,13 @@ impl Exchange {
         } else {
             headers::strip_response(&mut parts.headers);
         }
+        if self.aws_keys {
+            // SECURITY: no AWS key material reaches the sandbox (credentials/aws/key_mask.rs).
+            body = match crate::credentials::mask_aws_keys(&mut parts.headers, body) {
+                Ok(body) => body,
+                Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
+            };
+        }
         self.audit.status(parts.status.as_u16());
         let audit = self.audit;
         let down = audit.down_counter();

@@ -9,6 +9,12 @@
                                        fetched through the proxy; prints {"status", "body", "url"}
     aws_agent.py call ENDPOINT BUCKET WHAT   one call that should fail; prints {"error": CODE or HTTP status}
         WHAT: iam (ListUsers), put (PutObject), list (ListObjectsV2), stale (a GET signed 20 minutes ago), expired (a presigned URL past its life)
+    aws_agent.py mint ENDPOINT WHAT    a call that mints credentials, with boto3; prints {"status", "reason", "result"}
+        WHAT: session (STS GetSessionToken), role ROLE_ARN (STS AssumeRole), key (IAM CreateAccessKey), ecr (ECR
+        GetAuthorizationToken, JSON protocol), codeartifact (CodeArtifact GetAuthorizationToken, REST)
+    aws_agent.py raw ENDPOINT SERVICE METHOD QUERY BODY [HEADER:VALUE...]   one request signed with botocore's
+        SigV4Auth exactly as written (QUERY and BODY as they go, `-` for none); headers after the first `--` are
+        added after signing; prints {"status", "reason", "body"}
 
 Every output is one JSON object on stdout. TLS is verified against AWS_CA_BUNDLE (the sandbox's bundle, or
 the test CA for `setup`).
@@ -23,6 +29,7 @@ from unittest import mock
 
 import boto3
 import botocore.auth
+import botocore.parsers
 import requests
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -103,6 +110,52 @@ def call(endpoint, bucket, what):
         }))
 
 
+def mint(endpoint, what, arg=None):
+    service, call = {
+        "session": ("sts", lambda c: c.get_session_token()["Credentials"]),
+        "role": ("sts", lambda c: c.assume_role(RoleArn=arg, RoleSessionName="agent")["Credentials"]),
+        "key": ("iam", lambda c: c.create_access_key(UserName="agent")["AccessKey"]),
+        "ecr": ("ecr", lambda c: c.get_authorization_token()["authorizationData"]),
+        "codeartifact": ("codeartifact", lambda c: c.get_authorization_token(domain="agent-domain")),
+    }[what]
+    c = client(service, endpoint)
+    seen = {}
+
+    def before_parse(response_dict, **_):
+        # The answer as it came, before botocore parses it (cordon's refusal is not XML or JSON).
+        seen["status"] = response_dict["status_code"]
+        seen["reason"] = response_dict["headers"].get("x-cordon-reason")
+
+    c.meta.events.register("before-parse", before_parse)
+    try:
+        result = call(c)
+        print(json.dumps({"status": seen.get("status"), "reason": None, "result": result}, default=str))
+    except (ClientError, botocore.parsers.ResponseParserError):
+        print(json.dumps({"status": seen.get("status"), "reason": seen.get("reason"), "result": None}))
+
+
+def raw(endpoint, service, method, query, body, extra):
+    creds = boto3.Session().get_credentials().get_frozen_credentials()
+    url = endpoint + "/" + ("" if query == "-" else "?" + query)
+    data = None if body == "-" else body.encode()
+    before, after = {}, {}
+    target = before
+    for h in extra:
+        if h == "--":
+            target = after
+            continue
+        k, _, v = h.partition(":")
+        target[k] = v
+    if data is not None and "Content-Type" not in before:
+        before["Content-Type"] = "application/x-www-form-urlencoded; charset=utf-8"
+    req = AWSRequest(method=method, url=url, data=data, headers=before)
+    botocore.auth.SigV4Auth(creds, service, os.environ.get("AWS_DEFAULT_REGION", REGION)).add_auth(req)
+    headers = dict(req.headers)
+    headers.update(after)
+    r = requests.request(method, url, data=data, headers=headers, timeout=20)
+    print(json.dumps({"status": r.status_code, "reason": r.headers.get("x-cordon-reason"), "body": r.text[:4000]}))
+
+
 def presign(url):
     endpoint, _, rest = url.partition("://")[2].partition("/")
     bucket, _, key = rest.partition("/")
@@ -120,6 +173,10 @@ if __name__ == "__main__":
         s3(sys.argv[2], sys.argv[3])
     elif cmd == "presign":
         presign(sys.argv[2])
+    elif cmd == "mint":
+        mint(sys.argv[2], sys.argv[3], *sys.argv[4:5])
+    elif cmd == "raw":
+        raw(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7:])
     elif cmd == "call":
         call(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

@@ -17,12 +17,12 @@ use crate::sources::Killed;
 use crate::tls_rig::{https_upstream, test_ca};
 
 /// The agent script (boto3).
-fn agent() -> PathBuf {
+pub(crate) fn agent() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/aws_agent.py")
 }
 
 /// moto with TLS on 127.0.0.2:`port`, checking signatures after `setup` calls made without.
-async fn moto(dir: &Path, port: u16, setup: usize) -> Killed {
+pub(crate) async fn moto(dir: &Path, port: u16, setup: usize) -> Killed {
     let child = Command::new("python3")
         .args(["-m", "moto.server", "-H", "127.0.0.2", "-p", &port.to_string(), "-c"])
         .arg(dir.join("moto-cert.pem"))
@@ -46,7 +46,7 @@ async fn moto(dir: &Path, port: u16, setup: usize) -> Killed {
 }
 
 /// Run the agent script or the AWS CLI with `env` only (plus PATH and HOME).
-fn run(program: &str, args: &[&str], env: &BTreeMap<String, String>) -> Output {
+pub(crate) fn run(program: &str, args: &[&str], env: &BTreeMap<String, String>) -> Output {
     let mut c = Command::new(program);
     c.args(args).env_clear().envs(env);
     for keep in ["PATH", "HOME", "PYTHONPATH", "PYENV_ROOT", "PYENV_VERSION"] {
@@ -57,14 +57,14 @@ fn run(program: &str, args: &[&str], env: &BTreeMap<String, String>) -> Output {
     c.output().unwrap()
 }
 
-fn json(out: &Output) -> Value {
+pub(crate) fn json(out: &Output) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("{e}: stdout {text:?}, stderr {}", String::from_utf8_lossy(&out.stderr)))
 }
 
 /// A run-time sandbox of `policy`, as `cordon sandbox create --format dotenv` prints its environment.
-fn sandbox(config: &Path, id: &str, policy: &str) -> (BTreeMap<String, String>, String) {
+pub(crate) fn sandbox(config: &Path, id: &str, policy: &str) -> (BTreeMap<String, String>, String) {
     let out = Command::new(BIN)
         .args([
             "sandbox", "create", "--user", "alice", "--policy", policy, "--id", id, "--format", "dotenv",

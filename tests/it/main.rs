@@ -10,6 +10,7 @@ mod audit_export;
 mod audit_rotation;
 mod audit_truncation;
 mod auth;
+mod aws_minting;
 mod aws_sigv4;
 mod cli;
 mod connect;

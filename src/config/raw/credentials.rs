@@ -71,6 +71,9 @@ pub(in crate::config) struct RawCredential {
     pub(crate) mask_echo: bool,
     /// How much each sandbox (or user) may use it per window.
     pub(crate) budget: Option<RawBudget>,
+    /// The minting calls (new keys, tokens, passwords) this credential may make, e.g. `sts:AssumeRole`.
+    #[serde(default)]
+    pub(crate) allow_minting: Vec<String>,
 }
 
 /// `budget:` of a credential (or a policy's override).

@@ -198,6 +198,10 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             ),
             _ => {}
         }
+        let allow_minting = source
+            .as_ref()
+            .map(|s| super::minting::allow(errs, &format!("{base}.allow_minting"), s, c.allow_minting))
+            .unwrap_or_default();
         if let (Some(source), Some(binding), Some(inject)) = (source, binding, inject)
             && errs.list.len() == before
         {
@@ -209,6 +213,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
                     binding,
                     inject,
                     mask_echo: c.mask_echo,
+                    allow_minting,
                 },
             );
         }

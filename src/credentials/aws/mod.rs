@@ -3,6 +3,9 @@
 //! signs the request again with the real keys ([`sign`], both with the `aws-sigv4` crate), which come from
 //! any secret source or from STS AssumeRole ([`sts`]).
 
+pub(crate) mod key_body;
+pub(crate) mod key_mask;
+pub(crate) mod minting;
 pub(crate) mod sign;
 pub(crate) mod signature;
 pub(crate) mod sts;
