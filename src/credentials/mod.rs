@@ -11,6 +11,8 @@ pub(crate) mod decode;
 pub mod detect;
 mod forms;
 pub mod mask;
+mod mask_forms;
+mod mask_view;
 pub(crate) mod masked_body;
 pub(crate) mod outgoing;
 pub mod placeholder;
