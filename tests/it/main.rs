@@ -58,6 +58,7 @@ mod previews_tls;
 mod resolver;
 mod rig;
 mod rule_semantics;
+mod secrets_encodings;
 mod secrets_mask;
 mod secrets_rig;
 mod secrets_scan;

@@ -188,6 +188,11 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
                 .body(StreamBody::new(futures_util::stream::iter(frames)).boxed())
                 .unwrap()
         }
+        "/encoded" => full(
+            200,
+            &[("content-type", "text/plain")],
+            crate::secrets_encodings::encoded(query.strip_prefix("e=").unwrap_or("plain"), &secret),
+        ),
         "/sse" => sse(leaks.sse_gate.clone(), secret),
         "/download" => download(
             secret,
