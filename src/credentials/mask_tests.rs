@@ -100,3 +100,18 @@ fn nothing_to_mask_builds_no_masker() {
     // Too short to tell from ordinary text: never masked (it would mangle every answer).
     assert!(Masker::new(&[(SecretString::from("x"), "PH".to_string())]).is_none());
 }
+
+#[test]
+fn a_cut_escape_is_held_back_until_it_is_complete() {
+    let m = masker();
+    let mut stream = m.stream();
+    // A line ending in a character of encoded text may be wrapped base64; when nothing in it could begin a
+    // secret, it goes (`!` begins no form).
+    assert_eq!(&stream.push(Bytes::from_static(b"data: 42!\n"))[..], b"data: 42!\n");
+    // An escape cut by the chunk's end waits; completed, it is the start of a percent-encoded secret.
+    assert_eq!(&stream.push(Bytes::from_static(b"x=%7"))[..], b"x=");
+    let rest = format!("3k{}", &SECRET[2..]).replace('-', "%2d");
+    // (A secret that ends the chunk waits for the next one: a longer form could continue it.)
+    let out = [stream.push(Bytes::from(rest)), stream.finish()].concat();
+    assert_eq!(out, PLACEHOLDER.as_bytes());
+}

@@ -16,6 +16,8 @@ mod encode;
 pub(crate) mod envelope;
 mod forms;
 pub mod mask;
+mod mask_forms;
+mod mask_view;
 pub(crate) mod masked_body;
 pub(crate) mod outgoing;
 pub mod placeholder;

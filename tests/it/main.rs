@@ -63,6 +63,7 @@ mod rig;
 mod rule_semantics;
 mod secrets_envelope;
 mod secrets_envelope_rig;
+mod secrets_encodings;
 mod secrets_mask;
 mod secrets_rig;
 mod secrets_scan;

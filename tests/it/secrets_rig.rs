@@ -198,6 +198,11 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
             }
             resp
         }
+        "/encoded" => full(
+            200,
+            &[("content-type", "text/plain")],
+            crate::secrets_encodings::encoded(query.strip_prefix("e=").unwrap_or("plain"), &secret),
+        ),
         "/sse" => sse(leaks.sse_gate.clone(), secret),
         "/download" => download(
             secret,
