@@ -23,6 +23,6 @@ fn a_form_is_found_whatever_the_case_of_its_letters() {
     for clean in ["x-request-id", "tk_live.9f8e7d6", "content-type", ""] {
         assert!(!m.holds_folded(clean.as_bytes()), "{clean}");
     }
-    // Case-sensitive masking does not see the lower-cased name: that is why names are checked folded.
-    assert!(m.mask(lower.as_bytes()).is_none());
+    // Masking ignores ASCII case too, so a value and a name are judged alike.
+    assert!(m.mask(lower.as_bytes()).is_some());
 }

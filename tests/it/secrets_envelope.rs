@@ -141,7 +141,20 @@ async fn header_names_holding_the_secret_are_dropped_in_heads_trailers_and_the_1
     .await;
     clean(&all, "trailers");
     let text = String::from_utf8_lossy(&all).to_ascii_lowercase();
-    assert!(text.contains("body\n") && text.contains("x-fine: cordon-ph-"), "{text}");
+    // The body may come in several chunks (masking holds back a tail that could begin a form).
+    let (_, chunked) = text.split_once("\r\n\r\n").unwrap();
+    let mut body = String::new();
+    let mut rest = chunked;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        body.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    assert_eq!(body, "body\n", "{text}");
+    assert!(text.contains("x-fine: cordon-ph-"), "{text}");
     // Over h2.
     let connect = format!("leaky.test:{}", rig.up.port());
     let proxy: std::net::SocketAddr = format!("127.0.0.1:{}", rig.port).parse().unwrap();
