@@ -33,7 +33,7 @@ pub(crate) fn mask_head(masker: &Masker, parts: &mut Parts) {
 pub(crate) fn mask_fields(masker: &Masker, headers: &mut HeaderMap) {
     let leaking: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| masker.holds_folded(name.as_str().as_bytes()))
+        .filter(|name| masker.holds(name.as_str().as_bytes()))
         .cloned()
         .collect();
     if !leaking.is_empty() {

@@ -53,3 +53,24 @@ fn fields_named_by_a_secret_are_dropped_and_values_masked() {
     assert_eq!(names, ["content-type", "x-echo"]);
     assert_eq!(h["x-echo"], format!("v={PH}").as_str());
 }
+
+#[test]
+fn a_name_holds_a_form_whatever_the_case_of_its_letters() {
+    let m = masker();
+    let lower = SECRET.to_ascii_lowercase();
+    for holds in [
+        SECRET.to_string(),
+        lower.clone(),
+        format!("x-{lower}-echo"),
+        SECRET.to_ascii_uppercase(),
+        hex::encode(SECRET),
+        hex::encode_upper(SECRET).to_ascii_lowercase(),
+    ] {
+        assert!(m.holds(holds.as_bytes()), "{holds}");
+    }
+    for clean in ["x-request-id", "tk_live.9f8e7d6", "content-type", ""] {
+        assert!(!m.holds(clean.as_bytes()), "{clean}");
+    }
+    // Masking ignores ASCII case too, so a value and a name are judged alike.
+    assert!(m.mask(lower.as_bytes()).is_some());
+}

@@ -130,6 +130,11 @@ impl Masker {
         }
     }
 
+    /// Whether `bytes` hold any form of any secret this masker masks (ASCII case ignored, as everywhere).
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        !self.search(bytes, true).hits.is_empty()
+    }
+
     /// `bytes` with every secret replaced, or `None` if it holds none (nothing is copied then).
     pub fn mask(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let found = self.search(bytes, true);
@@ -306,9 +311,6 @@ impl MaskStream {
         }
     }
 }
-
-#[path = "mask_fold.rs"]
-mod fold;
 
 #[cfg(test)]
 #[path = "mask_tests.rs"]
