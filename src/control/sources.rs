@@ -14,6 +14,15 @@ impl Control {
         self.view.read().unwrap_or_else(|p| p.into_inner()).contains_key(id)
     }
 
+    /// Whether this replica's view holds `id` neither revoked nor expired at `now`. Memory only, no copy.
+    pub(crate) fn knows_live(&self, id: &str, now: i64) -> bool {
+        self.view
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .is_some_and(|r| r.revoked.is_none() && r.expires > now)
+    }
+
     /// The live run-time sandbox whose `source_cidrs` hold `client`, if one does. Memory only: safe on the hot path.
     pub(crate) fn by_source(&self, client: IpAddr, now: i64) -> Option<Arc<Sandbox>> {
         // An IPv4 client on a dual-stack socket shows up as ::ffff:a.b.c.d.

@@ -183,16 +183,17 @@ impl ProxyState {
                 self.resync_approvals().await
             }
             Event::Sandbox(id) => {
+                // The CA first: a sandbox this replica knows always has the CA its interception needs.
+                if let Some(cas) = cas
+                    && cas.get(id).is_none()
+                {
+                    cas.learn(id).await.map_err(|e| e.to_string())?;
+                }
                 let before = self.control.policy_of(id);
                 self.control.learn(id).await.map_err(|e| e.to_string())?;
                 if self.control.policy_of(id) != before {
                     // Another replica changed its policy: tunnels it no longer allows close here too.
                     self.sweep(true);
-                }
-                if let Some(cas) = cas
-                    && cas.get(id).is_none()
-                {
-                    cas.learn(id).await.map_err(|e| e.to_string())?;
                 }
                 Ok(())
             }
@@ -215,15 +216,23 @@ impl ProxyState {
     pub(crate) async fn learn_sandbox(&self, id: &str, credential: &str) {
         // Every credentialed request passes here: the cheap tests first (no copy, no signature check for a
         // declared sandbox's token or a sandbox already known).
-        if !self.control.is_shared() || !crate::identity::signed::looks_signed(credential) || self.control.knows(id) {
+        if !self.control.is_shared() || !crate::identity::signed::looks_signed(credential) {
             return;
+        }
+        // Known is not enough: an announcement applied half-way (the record read, its CA not yet) leaves a
+        // live sandbox whose interception would fail, so its missing CA is learned here too.
+        if self.control.knows(id) {
+            let ca_held = self.cas.in_db().is_none_or(|cas| cas.get(id).is_some());
+            if ca_held || !self.control.knows_live(id, crate::control::now()) {
+                return;
+            }
         }
         // SECURITY: only a credential signed for this id makes a read: made-up ids cannot load the database.
         if !self.control.signed_for(id, credential) {
             return;
         }
         let learn = async {
-            if self.control.learn(id).await?
+            if (self.control.knows(id) || self.control.learn(id).await?)
                 && let Some(cas) = self.cas.in_db()
                 && cas.get(id).is_none()
             {
