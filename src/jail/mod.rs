@@ -111,6 +111,12 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         sudo("SUDO_GID").as_deref(),
         options.allow_root,
     )?;
+    if let Some(path) = common::audit_apart(&mut config, &id, true)? {
+        eprintln!(
+            "cordon jail: audit records go to {} (not the command's output)",
+            path.display()
+        );
+    }
     let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
     hidden.extend(confine::host_sockets());
     let _lock = lock(&plan)?;

@@ -68,6 +68,12 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         spec.token_sha256 = Some(Sha256::digest(token.as_bytes()).into());
     }
     config.control.watch = false;
+    if let Some(path) = super::common::audit_apart(&mut config, &id, false)? {
+        eprintln!(
+            "cordon jail: audit records go to {} (not the command's output)",
+            path.display()
+        );
+    }
     let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
         hidden.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
