@@ -29,6 +29,7 @@ mod dns;
 mod e2e;
 mod faults;
 mod faults_process;
+mod flood;
 mod framing;
 mod gateway;
 mod gateway_bridge;
