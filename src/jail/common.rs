@@ -134,3 +134,59 @@ fn is_a_standard_stream(path: &Path) -> bool {
         std::fs::metadata(fd).is_ok_and(|s| s.dev() == meta.dev() && s.ino() == meta.ino() && s.rdev() == meta.rdev())
     })
 }
+
+/// Word, from inside the jail, that bubblewrap set it up and started the program: the first thing run inside
+/// is a shell that leaves a file in a folder bound in from outside, then becomes the program. A jail whose
+/// program never started failed itself (bubblewrap could not mount, chdir or unshare; `ip netns exec` could
+/// not enter), and `cordon jail` exits 125 for it, not with bubblewrap's own code, which would pass for the
+/// command's.
+pub(super) struct Started(PathBuf);
+
+impl Started {
+    /// Where the folder is inside the jail (its `/run` is private).
+    const INSIDE: &'static str = "/run/cordon-started";
+
+    /// An empty folder for the word, in `run_dir`.
+    pub(super) fn new(run_dir: &Path) -> Result<Started, String> {
+        let dir = run_dir.join("started");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Started(dir))
+    }
+
+    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the folder bound
+    /// in and the program started through the shell that leaves the word.
+    pub(super) fn wrap(&self, line: &mut Vec<String>) {
+        let Some(end) = line.iter().position(|a| a == "--") else {
+            return;
+        };
+        let inside = Started::INSIDE;
+        line.splice(
+            end..=end,
+            [
+                "--bind".into(),
+                self.0.to_string_lossy().into_owned(),
+                inside.into(),
+                "--".into(),
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(": > {inside}/ok && exec \"$@\""),
+                "sh".into(),
+            ],
+        );
+    }
+
+    /// The command's exit `code`, or an error if the program inside never started.
+    pub(super) fn outcome(&self, code: i32) -> Result<i32, String> {
+        if self.0.join("ok").exists() {
+            return Ok(code);
+        }
+        Err(format!(
+            "the jail could not be set up (bubblewrap exited {code} before starting the command; its message is \
+             above)"
+        ))
+    }
+}

@@ -283,7 +283,11 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
 
 /// Run the confined command line in the namespace; SIGINT and SIGTERM are passed on to it.
 async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
+    let started = common::Started::new(&plan.run_dir)?;
+    let mut line = line.to_vec();
+    started.wrap(&mut line);
     let mut command = tokio::process::Command::new("ip");
-    command.args(["netns", "exec", &plan.netns]).args(line);
-    wait(&mut command).await
+    command.args(["netns", "exec", &plan.netns]).args(&line);
+    let code = wait(&mut command).await?;
+    started.outcome(code)
 }

@@ -177,12 +177,15 @@ async fn serve(
         "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
         project.display()
     );
+    let started = super::common::Started::new(run_dir.path())?;
+    let mut line = line;
+    started.wrap(&mut line);
     let mut bwrap = tokio::process::Command::new("bwrap");
     bwrap.args(&line);
     let code = wait(&mut bwrap).await;
     stop.cancel();
     let _ = server.await;
-    code
+    started.outcome(code?)
 }
 
 /// bubblewrap's arguments.

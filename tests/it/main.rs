@@ -44,6 +44,7 @@ mod incarnations_creds;
 mod intercept;
 mod jail;
 mod jail_confine;
+mod jail_exit;
 mod jail_streams;
 mod jail_user;
 mod layers;
