@@ -223,10 +223,10 @@ async fn serve(
         .unwrap_or_default();
     let placeholders: BTreeMap<String, String> = generation
         .credentials
-        .placeholders_for(&sandbox.incarnation(), &allowed)
+        .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
         .collect();
-    let aws = generation.credentials.aws_env(&sandbox.incarnation(), &allowed);
+    let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     drop(generation);
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);

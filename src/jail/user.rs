@@ -130,10 +130,10 @@ async fn serve(
         .unwrap_or_default();
     let placeholders = generation
         .credentials
-        .placeholders_for(&sandbox.incarnation(), &allowed)
+        .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
         .collect();
-    let aws = generation.credentials.aws_env(&sandbox.incarnation(), &allowed);
+    let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     drop(generation);
     let proxy_url = format!("http://{id}:{token}@{INSIDE_PROXY}");
     let mut env =
