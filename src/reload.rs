@@ -102,6 +102,9 @@ pub struct Reloader {
     path: Option<PathBuf>,
     /// SHA-256 of the text last applied, so that a touch without a change is not a reload.
     applied: Mutex<Option<[u8; 32]>>,
+    /// SHA-256 of the text last refused, so that a half-finished edit is reported once, not at every event the
+    /// file gives until it changes again.
+    refused: Mutex<Option<[u8; 32]>>,
     /// One reload at a time, start to finish.
     serial: tokio::sync::Mutex<()>,
 }
@@ -113,6 +116,7 @@ impl Reloader {
         Reloader {
             path,
             applied: Mutex::new(text.map(|t| Sha256::digest(t.as_bytes()).into())),
+            refused: Mutex::new(None),
             serial: tokio::sync::Mutex::new(()),
         }
     }
@@ -146,6 +150,9 @@ impl Reloader {
                 for d in e.details() {
                     tracing::error!("  {d}");
                 }
+                if trigger == Trigger::File && !matches!(e, ReloadError::Read(_) | ReloadError::NoFile) {
+                    tracing::info!("this content is not reported again until the file changes");
+                }
             }
         }
         result.map(|done| {
@@ -172,9 +179,30 @@ impl Reloader {
             .map_err(|e| ReloadError::Read(format!("cannot read {}: {e}", path.display())))?;
         let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let unchanged = *self.applied.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
-        if unchanged && trigger == Trigger::File {
+        let refused_before = *self.refused.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
+        if (unchanged || refused_before) && trigger == Trigger::File {
             return Ok(None);
         }
+        let outcome = self.apply(state, path, &text).await;
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        match &outcome {
+            Ok(_) => {
+                *refused = None;
+                *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
+            }
+            Err(ReloadError::Empty(_) | ReloadError::Invalid(_) | ReloadError::Refused(_)) => *refused = Some(hash),
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// Validate `text`, read from `path`, and swap it in.
+    async fn apply(
+        &self,
+        state: &ProxyState,
+        path: &std::path::Path,
+        text: &str,
+    ) -> Result<Option<Reloaded>, ReloadError> {
         // SECURITY: an emptied file (an editor caught mid-write, a truncated ConfigMap) would otherwise be a valid
         // configuration of nothing at all; it is refused like a broken one.
         if text
@@ -183,12 +211,11 @@ impl Reloader {
         {
             return Err(ReloadError::Empty(path.display().to_string()));
         }
-        let config = Config::parse(&self.source(), &text).map_err(ReloadError::Invalid)?;
+        let config = Config::parse(&self.source(), text).map_err(ReloadError::Invalid)?;
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
-        *self.applied.lock().unwrap_or_else(|p| p.into_inner()) = Some(hash);
         Ok(Some(Reloaded {
             generation,
             source: self.source(),
@@ -221,6 +248,7 @@ impl Reloader {
                 // Only the config file itself (written, or renamed into place by an editor) and a ConfigMap's
                 // `..data` swap matter; other files in the folder (an audit log, say) are not a reason to reload.
                 if let Ok(event) = event
+                    && changes_content(&event.kind)
                     && event.paths.iter().any(|p| concerns_config(p, name.as_deref()))
                 {
                     let _ = tx.send(());
@@ -262,6 +290,20 @@ impl Reloader {
                 }
             });
         }
+    }
+}
+
+/// Whether an event can change what the file says: written, created, renamed or removed. Reading it (cordon's
+/// own read after every event, an editor, `cordon check`) and touching its metadata cannot, and would wake the
+/// watcher forever.
+fn changes_content(kind: &notify::EventKind) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode, ModifyKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(_)) => false,
+        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any | EventKind::Other => true,
     }
 }
 

@@ -74,5 +74,6 @@ mod sources;
 mod tls_rig;
 mod tunnel_splice;
 mod violations;
+mod watch;
 mod websocket_limits;
 mod websocket_memory;
