@@ -54,6 +54,7 @@ pub(crate) async fn serve(
         });
     }
     shutdown.await;
+    state.draining.cancel();
     accepting.cancel();
     while loops.join_next().await.is_some() {}
     drain(&state, &graceful).await;

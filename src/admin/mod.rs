@@ -256,8 +256,26 @@ fn ready(state: &ProxyState) -> AdminResponse {
         problems.push(format!("the sandbox store is not readable: {e}"));
     }
     if state.hard_stop.is_cancelled() {
-        problems.push("shutting down".to_string());
+        problems.push("shutting down: the drain deadline passed".to_string());
+    } else if state.draining.is_cancelled() {
+        problems.push("draining: cordon is stopping, no new connections are taken".to_string());
     }
+    // SECURITY: a credential cordon could not supply the last time it tried (its issuer or vault down) makes the
+    // replica unready, naming it: every request that needs it would fail here.
+    let failing = generation.credentials.secrets().supply.failing();
+    for (name, f) in &failing {
+        problems.push(format!("credential {name} cannot be supplied now: {}", f.error));
+    }
+    let credentials: serde_json::Map<String, serde_json::Value> = failing
+        .iter()
+        .map(|(name, f)| {
+            let since = f.since.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            (
+                name.clone(),
+                json!({"state": "failing", "error": f.error, "since": since}),
+            )
+        })
+        .collect();
     let audit = state.audit.health().map(crate::audit::Health::state);
     if let Some(a) = audit.as_ref().filter(|a| a.state != "up") {
         let why = a.error.as_deref().unwrap_or("unknown");
@@ -269,12 +287,12 @@ fn ready(state: &ProxyState) -> AdminResponse {
     if problems.is_empty() {
         json_response(
             StatusCode::OK,
-            &json!({"ready": true, "generation": generation.number, "store": store, "audit": audit}),
+            &json!({"ready": true, "generation": generation.number, "store": store, "audit": audit, "credentials": credentials}),
         )
     } else {
         json_response(
             StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"ready": false, "problems": problems, "store": store, "audit": audit}),
+            &json!({"ready": false, "problems": problems, "store": store, "audit": audit, "credentials": credentials}),
         )
     }
 }

@@ -25,5 +25,6 @@ pub(crate) mod scan_body;
 pub(crate) mod secrets;
 pub(crate) mod source;
 mod stored_cache;
+pub(crate) mod supply;
 pub(crate) mod vault;
 pub(crate) mod views;

@@ -37,6 +37,8 @@ pub(crate) struct Secrets {
     metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
     /// Every value obtained for a credential, for the exfiltration scan and masking.
     pub(crate) book: Book,
+    /// Which credentials could not be supplied the last time, for `/readyz`.
+    pub(crate) supply: super::supply::Supply,
 }
 
 /// Read a file vault or OpenBao secret from its source.
@@ -127,6 +129,7 @@ impl Secrets {
             tokens: TokenCache::new(REFRESH_AHEAD, 100_000),
             metrics: None,
             book: Book::default(),
+            supply: super::supply::Supply::default(),
         })
     }
 
@@ -140,6 +143,7 @@ impl Secrets {
             tokens: TokenCache::new(REFRESH_AHEAD, 16),
             metrics: None,
             book: Book::default(),
+            supply: super::supply::Supply::default(),
         })
     }
 
@@ -197,6 +201,16 @@ impl Secrets {
     /// The value to apply for `spec` now: a stored secret, or a valid token (fetched or cached). `narrowed`
     /// is a policy's narrowing of a token credential: its tokens are cached apart from other policies'.
     pub(crate) async fn value(
+        &self,
+        spec: &CredentialSpec,
+        narrowed: Option<(&str, &ScopeOverride)>,
+    ) -> Result<SecretString, String> {
+        let value = self.value_now(spec, narrowed).await;
+        self.supply.note(&spec.name, &value);
+        value
+    }
+
+    async fn value_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,
@@ -276,6 +290,16 @@ impl Secrets {
     /// them (cached, refreshed ahead of expiry; one set per policy that narrows it with a session policy).
     /// Every part is learnt by the exfiltration scan.
     pub(crate) async fn aws_keys(
+        &self,
+        spec: &CredentialSpec,
+        narrowed: Option<(&str, &ScopeOverride)>,
+    ) -> Result<AwsKeys, String> {
+        let keys = self.aws_keys_now(spec, narrowed).await;
+        self.supply.note(&spec.name, &keys);
+        keys
+    }
+
+    async fn aws_keys_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,

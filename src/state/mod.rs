@@ -84,6 +84,9 @@ pub struct ProxyState {
     pub(crate) tasks: TaskTracker,
     /// Cancelled when the drain deadline has passed: whatever is still open is cut.
     pub(crate) hard_stop: CancellationToken,
+    /// Cancelled when the drain begins (SIGTERM, SIGINT): `/readyz` says so at once, so a load balancer sends
+    /// new traffic elsewhere while what is open finishes.
+    pub(crate) draining: CancellationToken,
     /// `on_violation`: counts refusals on their way to the audit, and the sandboxes it suspended or held.
     pub(crate) violations: Arc<violations::Watch>,
     /// What each (sandbox or user, credential) used of its budget in the current window.
@@ -182,6 +185,7 @@ impl ProxyState {
                 unauthenticated: Arc::default(),
                 tasks: TaskTracker::new(),
                 hard_stop,
+                draining: CancellationToken::new(),
             }
         });
         state.ensure_declared_cas(&state.current()).await?;

@@ -61,6 +61,7 @@ mod previews;
 mod previews_origin;
 mod previews_rig;
 mod previews_tls;
+mod readiness;
 mod resolver;
 mod rig;
 mod rule_semantics;

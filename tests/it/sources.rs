@@ -116,17 +116,24 @@ async fn oidc(dir: &std::path::Path) -> (Killed, u16) {
 
 /// A token endpoint that issues short-lived tokens, and can be stopped.
 async fn short_lived_issuer() -> (u16, tokio::task::JoinHandle<()>) {
-    use hyper::service::service_fn;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let task = tokio::spawn(async move {
+    (port, issuer_on(listener, 2))
+}
+
+/// An OAuth2 token endpoint on `listener` answering every request with a new token valid `expires_in` seconds.
+pub(crate) fn issuer_on(listener: tokio::net::TcpListener, expires_in: u32) -> tokio::task::JoinHandle<()> {
+    use hyper::service::service_fn;
+    tokio::spawn(async move {
         let mut n = 0u32;
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
             n += 1;
-            let body = format!("{{\"access_token\":\"short-lived-{n}\",\"token_type\":\"Bearer\",\"expires_in\":2}}");
+            let body = format!(
+                "{{\"access_token\":\"short-lived-{n}\",\"token_type\":\"Bearer\",\"expires_in\":{expires_in}}}"
+            );
             let svc = service_fn(move |_req: hyper::Request<hyper::body::Incoming>| {
                 let body = body.clone();
                 async move {
@@ -143,8 +150,7 @@ async fn short_lived_issuer() -> (u16, tokio::task::JoinHandle<()>) {
                 hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc),
             );
         }
-    });
-    (port, task)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
