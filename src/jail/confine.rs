@@ -123,12 +123,24 @@ pub(crate) fn working_folder(cwd: &Path, home: Option<&Path>) -> Option<PathBuf>
 pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = config_file.map(Path::to_path_buf).into_iter().collect();
     paths.push(config.ca.dir.clone());
-    paths.push(config.vault.path.clone());
+    // The vault and its key when a secret is read from it (or the vault exists), the placeholder key when there
+    // are credentials (or it exists): what cordon opens or makes under this configuration.
+    let from_vault = config
+        .credentials
+        .values()
+        .flat_map(crate::credentials::secrets::refs)
+        .chain(config.control.refs())
+        .any(|r| matches!(r, SecretRef::Vault(_)));
+    if from_vault || config.vault.path.exists() {
+        paths.push(config.vault.path.clone());
+        if let KeySpec::File(key) = &config.vault.key {
+            paths.push(key.clone());
+        }
+    }
     let mut placeholder_key = config.vault.path.clone();
     placeholder_key.set_file_name("placeholder.key");
-    paths.push(placeholder_key);
-    if let KeySpec::File(key) = &config.vault.key {
-        paths.push(key.clone());
+    if !config.credentials.is_empty() || placeholder_key.exists() {
+        paths.push(placeholder_key);
     }
     if let Some(store) = &config.control.store {
         for suffix in ["", "-wal", "-shm"] {

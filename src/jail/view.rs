@@ -99,7 +99,9 @@ pub(crate) fn refuse_inside(files: &[PathBuf], folder: &Path, what: &str) -> Res
     // write.
     match files.iter().find(|f| f.starts_with(folder) || folder.starts_with(f)) {
         Some(file) => Err(format!(
-            "{} is one of cordon's own files (its configuration, a key, the vault, the store or the audit log) and              lies inside {} ({what}); the command could read or replace it there: keep cordon's files outside it              (absolute paths in the configuration) or jail another folder",
+            "{} is one of cordon's own files (its configuration, a key, the vault, the store or the audit log) and \
+             lies inside {} ({what}); the command could read or replace it there: keep cordon's files outside it \
+             (absolute paths in the configuration) or jail another folder",
             file.display(),
             folder.display()
         )),

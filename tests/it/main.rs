@@ -43,6 +43,8 @@ mod incarnations_creds;
 mod intercept;
 mod jail;
 mod jail_confine;
+mod jail_fs;
+mod jail_fs_user;
 mod jail_user;
 mod layers;
 mod lifecycle;
