@@ -170,7 +170,20 @@ impl View {
             binds.push((w.clone(), w.clone(), "--bind"));
         }
         binds.sort_by_key(|(_, at, _)| depth(at));
+        let targets: Vec<PathBuf> = binds.iter().map(|(_, at, _)| at.clone()).collect();
         for (from, at, how) in binds {
+            // The folders bubblewrap makes on the way are made traversable (it would make them 0700, root's).
+            let mut folders: Vec<&Path> = at.ancestors().skip(1).filter(|f| f.parent().is_some()).collect();
+            folders.reverse();
+            for folder in folders {
+                let given = SYSTEM
+                    .iter()
+                    .chain(PRIVATE.iter())
+                    .any(|p| folder.starts_with(p) && (folder == Path::new(p) || SYSTEM.contains(p)));
+                if !given && !targets.iter().any(|t| t == folder) {
+                    a.extend(["--perms".into(), "0755".into(), "--dir".into(), s(folder)]);
+                }
+            }
             a.extend([how.into(), s(&from), s(&at)]);
         }
         if self.private_home.is_none()

