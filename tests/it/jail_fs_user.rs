@@ -12,6 +12,17 @@ use crate::jail_user::{USER, chown_r, user};
 
 /// `cordon jail --config CONFIG --project PROJECT -- sh -c SCRIPT` as the test user; (code, stdout, stderr).
 fn jail_as_user(bin: &Path, config: &Path, project: &Path, home: &str, script: &str) -> (i32, String, String) {
+    jail_as_user_with(bin, config, project, home, &[], script)
+}
+
+fn jail_as_user_with(
+    bin: &Path,
+    config: &Path,
+    project: &Path,
+    home: &str,
+    extra: &[&str],
+    script: &str,
+) -> (i32, String, String) {
     let (uid, gid, _) = user();
     let out = Command::new("setpriv")
         .args([
@@ -28,6 +39,7 @@ fn jail_as_user(bin: &Path, config: &Path, project: &Path, home: &str, script: &
         .arg(config)
         .arg("--project")
         .arg(project)
+        .args(extra)
         .args(["--", "sh", "-c", script])
         .env_clear()
         .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -194,4 +206,18 @@ echo ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)",
             && l.contains(&format!("\"after\":\"{hash}\""))),
         "{audit}"
     );
+    // 4. The real home, asked for: read-only, the user's keys and credentials hidden.
+    let ssh = Path::new(&home).join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+    std::fs::write(Path::new(&home).join(".netrc"), "machine x password y\n").unwrap();
+    chown_r(&ssh, uid, gid);
+    chown_r(&Path::new(&home).join(".netrc"), uid, gid);
+    let script = "echo key=$(cat ~/.ssh/id_ed25519 ~/.netrc 2>/dev/null | wc -c); touch ~/planted 2>/dev/null && echo \
+                  home=written || echo home=read-only; test -e ~/.profile -o -e ~/.bashrc && echo home=real";
+    let (code, out, err) = jail_as_user_with(&bin, &good, &project, &home, &["--home", "real"], script);
+    assert_eq!(code, 0, "{out}{err}");
+    for wanted in ["key=0", "home=read-only", "home=real"] {
+        assert!(out.contains(wanted), "{wanted}: {out}{err}");
+    }
 }
