@@ -66,8 +66,13 @@ def pod_user(spec, uid):
     spec.setdefault("securityContext", {})["runAsUser"] = uid
 
 
-def busybox(name, uid):
-    return {"name": name, "image": "busybox", "securityContext": {"runAsUser": uid}}
+def busybox(name, uid, hardened=True):
+    """A container as `uid`; `hardened`: as the shipped app is (no escalation, every capability dropped), so that
+    only its UID can be why it is refused."""
+    context = {"runAsUser": uid}
+    if hardened:
+        context.update(allowPrivilegeEscalation=False, capabilities={"drop": ["ALL"]})
+    return {"name": name, "image": "busybox", "securityContext": context}
 
 
 case("the shipped sidecar pod", shipped, True)
@@ -83,5 +88,29 @@ case("an ephemeral debug container as UID 1337",
      variant(lambda s: s.setdefault("ephemeralContainers", []).append(busybox("debugger", 1337))), False)
 case("a regular container named cordon as UID 1337",
      variant(lambda s: s["containers"].append(busybox("cordon", 1337))), False)
+def sc(change):
+    return variant(lambda s: change(app(s)["securityContext"]))
+
+
+case("the app with CAP_SETUID added", sc(lambda c: c["capabilities"].update(add=["SETUID"])), False)
+case("the app with cap_setuid added (any case, CAP_ prefix)",
+     sc(lambda c: c["capabilities"].update(add=["cap_setuid"])), False)
+case("the app with NET_RAW added", sc(lambda c: c["capabilities"].update(add=["NET_RAW"])), False)
+case("the app with NET_ADMIN added", sc(lambda c: c["capabilities"].update(add=["NET_ADMIN"])), False)
+case("the app with SYS_PTRACE added", sc(lambda c: c["capabilities"].update(add=["SYS_PTRACE"])), False)
+case("the app with ALL added", sc(lambda c: c["capabilities"].update(add=["ALL"])), False)
+case("the app dropping nothing (the runtime's defaults: SETUID, SETGID, NET_RAW)",
+     sc(lambda c: c.pop("capabilities")), False)
+case("the app dropping only NET_ADMIN", sc(lambda c: c["capabilities"].update(drop=["NET_ADMIN"])), False)
+case("the app with a harmless capability added (NET_BIND_SERVICE)",
+     sc(lambda c: c["capabilities"].update(add=["NET_BIND_SERVICE"])), True)
+case("the app with allowPrivilegeEscalation left at its default (true)",
+     sc(lambda c: c.pop("allowPrivilegeEscalation")), False)
+case("the app with allowPrivilegeEscalation: true", sc(lambda c: c.update(allowPrivilegeEscalation=True)), False)
+case("the app privileged", sc(lambda c: c.update(privileged=True)), False)
+case("the pod on hostNetwork", variant(lambda s: s.update(hostNetwork=True)), False)
+case("a second container that keeps the default capabilities",
+     variant(lambda s: s["containers"].append(busybox("helper", 1000, hardened=False))), False)
+case("a second hardened container as UID 1000", variant(lambda s: s["containers"].append(busybox("helper", 1000))), True)
 case("a pod without the sidecar (not this policy's business)", {"spec": {"containers": [busybox("x", 1337)]}}, True)
 sys.exit(1 if failures else 0)

@@ -298,6 +298,8 @@ impl Answerer for FuzzAnswerer {
     async fn other(&self, q: &Query) -> bool {
         FuzzAnswerer::named(q)
     }
+
+    async fn refused(&self, _q: &Query, _reason: &'static str) {}
 }
 
 /// The TTL the fuzzed responder answers with.

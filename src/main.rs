@@ -10,7 +10,39 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    keep_inherited_descriptors();
     cordon::cli::main(give_back)
+}
+
+/// Mark every descriptor above stderr that cordon was started with close-on-exec, before anything else runs.
+/// Rust opens its own descriptors close-on-exec, but those a caller left open (a connected socket to a host
+/// service on fd 5, say) would otherwise pass to everything cordon starts: the jailed command first of all.
+/// What cordon hands a child on purpose, it hands explicitly. `close_range` (Linux 5.11) in one call; on older
+/// kernels, each descriptor `/proc/self/fd` lists.
+#[expect(
+    unsafe_code,
+    reason = "close_range and fcntl on raw descriptor numbers have no safe binding"
+)]
+fn keep_inherited_descriptors() {
+    // SECURITY: a descriptor inherited by cordon never reaches a jailed command.
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors; it closes nothing and reads
+    // no memory.
+    let flagged = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) } == 0;
+    if flagged {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD on a number that is not (or no longer) open fails with EBADF and changes nothing.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
 }
 
 /// Hand back to the system the pages this thread's heap no longer uses. mimalloc returns the pages of a freed

@@ -92,6 +92,7 @@ pub(crate) struct Metrics {
     sandbox_closures: Family<Labels<1>, Counter>,
     violations: Family<Labels<2>, Counter>,
     budgets_spent: Family<Labels<1>, Counter>,
+    restarts: Family<Labels<1>, Counter>,
     /// Held shared while a per-sandbox gauge changes, exclusively while `forget_sandbox` checks
     /// and removes, so no open can slip in between the "is it zero" check and the removal.
     sandbox_gate: RwLock<()>,
@@ -121,6 +122,12 @@ impl Metrics {
         let sandbox_closures = Family::<Labels<1>, Counter>::default();
         let violations = Family::<Labels<2>, Counter>::default();
         let budgets_spent = Family::<Labels<1>, Counter>::default();
+        let restarts = Family::<Labels<1>, Counter>::default();
+        registry.register(
+            "cordon_background_restarts",
+            "Background tasks that panicked and were started again, by task (maintenance, budgets, store)",
+            restarts.clone(),
+        );
         registry.register(
             "cordon_credential_budgets_spent",
             "Credential budgets spent: once per (sandbox or user, credential) and window, by credential",
@@ -223,6 +230,7 @@ impl Metrics {
             sandbox_closures,
             violations,
             budgets_spent,
+            restarts,
             sandbox_gate: RwLock::new(()),
             tunnel_modes: Mutex::new(BTreeSet::new()),
         }
@@ -332,6 +340,11 @@ impl Metrics {
     /// A credential budget spent (the first refusal of its window).
     pub(crate) fn credential_budget_spent(&self, credential: &str) {
         inc(&self.budgets_spent, [("credential", credential)]);
+    }
+
+    /// A background task that panicked, started again.
+    pub(crate) fn background_restart(&self, task: &str) {
+        inc(&self.restarts, [("task", task)]);
     }
 
     /// An `on_violation` action taken.

@@ -90,9 +90,15 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
     // The link is for the sandbox's incarnation now: one created again with the id is not opened by it.
     let generation = state.current();
     let inc = preview_live(state, &generation, id)
-        .map(|(sandbox, _)| sandbox.incarnation())
+        .map(|(sandbox, _)| sandbox.incarnation().to_string())
         .unwrap_or_default();
-    let claims = Claims::new(pid.clone(), (id.to_string(), inc), port, user.to_string(), exp);
+    let claims = Claims::new(
+        pid.clone(),
+        (id.to_string(), inc.to_string()),
+        port,
+        user.to_string(),
+        exp,
+    );
     // The same checks the listener makes when the link is opened: nothing is made that could not open.
     if let Err(PreviewRefusal(status, code, message)) =
         preview_allowed(state, &generation, previews, &claims, (port, id))

@@ -289,10 +289,10 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
         .unwrap_or_default();
     let placeholders: BTreeMap<String, String> = generation
         .credentials
-        .placeholders_for(&sandbox.incarnation(), &allowed)
+        .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
         .collect();
-    let aws = generation.credentials.aws_env(&sandbox.incarnation(), &allowed);
+    let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &c.no_proxy, &c.ca_file, &placeholders, aws);
     let mut view = record_view(state, r);
     view["ca_certificate"] = json!(ca);

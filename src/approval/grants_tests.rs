@@ -78,12 +78,12 @@ async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
 
 /// A sandbox of the configuration file, `id` of `user`.
 fn declared(id: &str, user: &str) -> std::sync::Arc<crate::identity::Sandbox> {
-    std::sync::Arc::new(crate::identity::Sandbox {
-        id: id.into(),
-        user: user.to_string(),
-        policy: "default".to_string(),
-        origin: crate::identity::Origin::Config,
-    })
+    std::sync::Arc::new(crate::identity::Sandbox::new(
+        id.into(),
+        user.to_string(),
+        "default".to_string(),
+        crate::identity::Origin::Config,
+    ))
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,15 +11,15 @@ const MINUTE: Duration = Duration::from_secs(60);
 
 /// One incarnation of sandbox `id` (of user alice, policy default).
 pub(super) fn incarnation(id: &str, nonce: &str) -> std::sync::Arc<Sandbox> {
-    std::sync::Arc::new(Sandbox {
-        id: id.into(),
-        user: "alice".to_string(),
-        policy: "default".to_string(),
-        origin: crate::identity::Origin::Api {
+    std::sync::Arc::new(Sandbox::new(
+        id.into(),
+        "alice".to_string(),
+        "default".to_string(),
+        crate::identity::Origin::Api {
             nonce: nonce.to_string(),
             expires: i64::MAX,
         },
-    })
+    ))
 }
 
 /// A POST to api.github.com:443 `path` from sandbox `sandbox` (its first incarnation), asked by rule 3.

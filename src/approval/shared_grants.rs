@@ -78,12 +78,7 @@ impl From<Row> for Grant {
         };
         Grant {
             id: r.id,
-            who: Arc::new(Sandbox {
-                id: r.who_id.as_str().into(),
-                user: r.who_user,
-                policy: r.who_policy,
-                origin,
-            }),
+            who: Arc::new(Sandbox::new(r.who_id.as_str().into(), r.who_user, r.who_policy, origin)),
             sandbox: r.who_id,
             reach: r.reach,
             method: r.method,

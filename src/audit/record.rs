@@ -229,7 +229,7 @@ impl Pending {
     pub(crate) fn identity(&mut self, sandbox: &Sandbox) {
         let r = &mut self.record;
         r.sandbox = Some(sandbox.id.to_string());
-        r.incarnation = Some(sandbox.incarnation());
+        r.incarnation = Some(sandbox.incarnation().to_string());
         r.user = Some(sandbox.user.clone());
         r.policy = Some(sandbox.policy.clone());
     }

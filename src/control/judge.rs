@@ -16,19 +16,19 @@ impl Control {
         if claims.sub != id {
             return Err(AuthFailure::Invalid);
         }
-        let sandbox = Sandbox {
-            id: claims.sub.into(),
-            user: claims.usr,
-            policy: claims.pol,
-            origin: Origin::Api {
+        let sandbox = Sandbox::new(
+            claims.sub.into(),
+            claims.usr,
+            claims.pol,
+            Origin::Api {
                 nonce: claims.nonce,
                 expires: claims.exp,
             },
-        };
+        );
         let policy = self
             .judged(&sandbox, now, Record::policy_label)
             .map_err(AuthFailure::from)?;
-        Ok(Arc::new(Sandbox { policy, ..sandbox }))
+        Ok(Arc::new(sandbox.with_policy(policy)))
     }
 
     /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.

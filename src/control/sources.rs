@@ -60,14 +60,14 @@ impl Record {
 
     /// The sandbox this record stands for, as requests and sessions carry it (this incarnation: its nonce).
     pub(crate) fn incarnation(&self) -> Sandbox {
-        Sandbox {
-            id: self.id.as_str().into(),
-            user: self.user.clone(),
-            policy: self.policy_label(),
-            origin: Origin::Api {
+        Sandbox::new(
+            self.id.as_str().into(),
+            self.user.clone(),
+            self.policy_label(),
+            Origin::Api {
                 nonce: self.nonce.clone(),
                 expires: self.expires,
             },
-        }
+        )
     }
 }

@@ -236,7 +236,7 @@ impl Credentials {
             if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
                 known.push(self.secret(spec, policy).await?);
             }
-            let placeholder = self.placeholders.value(&incarnation, name);
+            let placeholder = self.placeholders.value(incarnation, name);
             placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
             values.extend(known);
         }

@@ -134,7 +134,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
-            .find(|c| self.placeholders.value(&incarnation, c) == signed.key_id)
+            .find(|c| self.placeholders.value(incarnation, c) == signed.key_id)
         else {
             return Err(refused(
                 "aws_signature_key",
@@ -163,7 +163,7 @@ impl Credentials {
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
-            secret: self.aws_placeholder_secret(&sandbox.incarnation(), credential).into(),
+            secret: self.aws_placeholder_secret(sandbox.incarnation(), credential).into(),
             token: None,
         };
         let payload = payload(&signed, body)?;

@@ -232,7 +232,7 @@ impl Credentials {
             let own = self
                 .specs
                 .keys()
-                .find(|c| self.placeholders.value(&incarnation, c) == token);
+                .find(|c| self.placeholders.value(incarnation, c) == token);
             let credential = match (own, self.placeholders.owner(&token)) {
                 (Some(credential), _) => credential.clone(),
                 (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
@@ -293,7 +293,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         self.specs
             .keys()
-            .find(|c| self.placeholders.value(&incarnation, c) == token)
+            .find(|c| self.placeholders.value(incarnation, c) == token)
             .cloned()
             .or_else(|| self.placeholders.owner(token).map(|(_, c)| c.clone()))
     }

@@ -2,7 +2,9 @@
 //!
 //! Built on hickory-server's [`Server`] (plain UDP and TCP). Every query is decided by an [`Answerer`]:
 //! A and AAAA get addresses (or REFUSED / NXDOMAIN), other types get NOERROR with no data when the name
-//! is allowed, REFUSED otherwise. Nothing is ever resolved here: the answerer owns resolution and audit.
+//! is allowed, REFUSED otherwise; what is refused before any policy applies (another opcode, class or ANY, not
+//! one question, not a name) is told to the answerer too. Nothing is ever resolved here: the answerer owns
+//! resolution and audit. A packet hickory cannot parse at all gets FORMERR from hickory itself, unseen here.
 
 use std::future::Future;
 use std::io;
@@ -61,6 +63,12 @@ pub(crate) trait Answerer: Send + Sync + 'static {
     /// Called for every query of another type; return true to answer NOERROR/no data (name allowed),
     /// false for REFUSED.
     fn other(&self, q: &Query) -> impl Future<Output = bool> + Send;
+    /// Called for a query refused before any policy applies, so that it is audited like every other refusal:
+    /// `reason` is `dns_opcode_unsupported` (an opcode other than QUERY: NOTIFY, UPDATE, ...),
+    /// `dns_malformed` (not exactly one question), `dns_class_refused` (a class other than IN: CHAOS's
+    /// `version.bind`, HESIOD), `dns_any_refused` (type ANY) or `bad_host` (a name that is not one). `q.name`
+    /// is the question's name as far as it reads (empty when there is none).
+    fn refused(&self, q: &Query, reason: &'static str) -> impl Future<Output = ()> + Send;
 }
 
 /// Serve DNS on these sockets until `shutdown` resolves. TTL of answers: `ttl` seconds.
@@ -115,25 +123,48 @@ enum Outcome {
 impl<A: Answerer> Handler<A> {
     /// Validates the request, consults the answerer if needed, and builds the records.
     async fn decide(&self, request: &Request) -> Outcome {
+        let protocol = if request.protocol().is_datagram() { "udp" } else { "tcp" };
+        let first = request.queries.queries().first();
+        let early = Query {
+            src: request.src(),
+            name: first
+                .map(|q| {
+                    q.original()
+                        .name()
+                        .to_ascii()
+                        .trim_end_matches('.')
+                        .to_ascii_lowercase()
+                })
+                .unwrap_or_default(),
+            qtype: first.map(|q| mnemonic(q.query_type())).unwrap_or_default(),
+            protocol,
+        };
+        let refuse = |code: ResponseCode, reason: &'static str| async move {
+            self.answerer.refused(&early, reason).await;
+            Outcome::Code(code)
+        };
         if request.metadata.op_code != OpCode::Query {
-            return Outcome::Code(ResponseCode::NotImp);
+            return refuse(ResponseCode::NotImp, "dns_opcode_unsupported").await;
         }
         let [query] = request.queries.queries() else {
-            return Outcome::Code(ResponseCode::FormErr);
+            return refuse(ResponseCode::FormErr, "dns_malformed").await;
         };
         let qtype = query.query_type();
-        if query.query_class() != DNSClass::IN || qtype == RecordType::ANY {
-            return Outcome::Code(ResponseCode::Refused);
+        if query.query_class() != DNSClass::IN {
+            return refuse(ResponseCode::Refused, "dns_class_refused").await;
+        }
+        if qtype == RecordType::ANY {
+            return refuse(ResponseCode::Refused, "dns_any_refused").await;
         }
         let asked = query.original().name();
         let Some(name) = normalise(asked) else {
-            return Outcome::Code(ResponseCode::Refused);
+            return refuse(ResponseCode::Refused, "bad_host").await;
         };
         let q = Query {
             src: request.src(),
             name,
             qtype: mnemonic(qtype),
-            protocol: if request.protocol().is_datagram() { "udp" } else { "tcp" },
+            protocol,
         };
 
         if qtype != RecordType::A && qtype != RecordType::AAAA {

@@ -29,6 +29,8 @@ struct TestAnswerer {
     calls: AtomicUsize,
     /// Every query the answerer saw.
     seen: Mutex<Vec<Query>>,
+    /// Every query refused before the policy, with its reason (not counted in `calls`).
+    refusals: Mutex<Vec<(String, &'static str)>>,
 }
 
 impl TestAnswerer {
@@ -56,6 +58,10 @@ impl Answerer for TestAnswerer {
     async fn other(&self, q: &Query) -> bool {
         self.note(q);
         q.name == "allowed.test"
+    }
+
+    async fn refused(&self, q: &Query, reason: &'static str) {
+        self.refusals.lock().unwrap().push((q.name.clone(), reason));
     }
 }
 
@@ -314,6 +320,15 @@ async fn other_classes_and_opcodes_are_not_served() {
     let reply = udp_ask(h.udp, &req).await;
     assert_eq!(reply.metadata.response_code, ResponseCode::NotImp);
     assert_eq!(h.calls(), 0);
+    // Each refusal is told to the answerer, for the audit, with the name it asked.
+    let refusals = h.answerer.refusals.lock().unwrap().clone();
+    assert_eq!(
+        refusals,
+        vec![
+            ("allowed.test".to_string(), "dns_class_refused"),
+            ("allowed.test".to_string(), "dns_opcode_unsupported"),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -66,6 +66,15 @@ impl Answerer for PolicyAnswerer {
         }
     }
 
+    async fn refused(&self, q: &Query, reason: &'static str) {
+        let mut input = PolicyAnswerer::input(q, false);
+        input.target = Err(ProxyError::BadRequest {
+            code: reason,
+            message: format!("a DNS query cordon does not answer ({} {:?})", q.qtype, q.name),
+        });
+        let _ = pipeline::run(&self.state, input).await;
+    }
+
     async fn other(&self, q: &Query) -> bool {
         matches!(
             pipeline::run(&self.state, PolicyAnswerer::input(q, false)).await,

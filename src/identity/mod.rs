@@ -31,6 +31,8 @@ pub struct Sandbox {
     pub(crate) policy: String,
     /// Where it was declared.
     pub(crate) origin: Origin,
+    /// Its incarnation, made once (see [`Sandbox::incarnation`]): several steps of every request ask for it.
+    incarnation: Arc<str>,
 }
 
 /// A sandbox as declared in the file.
@@ -71,11 +73,28 @@ impl Sandbox {
     /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
     /// An id has none of `#` and `@` (`valid_id`), so no two incarnations share a key.
     // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
-    pub(crate) fn incarnation(&self) -> String {
-        match &self.origin {
-            Origin::Config => file_incarnation(&self.id, &self.user),
-            Origin::Api { nonce, .. } => format!("{}#{nonce}", self.id),
+    pub(crate) fn incarnation(&self) -> &str {
+        &self.incarnation
+    }
+
+    /// The sandbox `id` of `user`, with policy `policy`, declared in `origin`.
+    pub(crate) fn new(id: SandboxId, user: String, policy: String, origin: Origin) -> Sandbox {
+        let incarnation = match &origin {
+            Origin::Config => file_incarnation(&id, &user),
+            Origin::Api { nonce, .. } => format!("{id}#{nonce}"),
+        };
+        Sandbox {
+            id,
+            user,
+            policy,
+            origin,
+            incarnation: incarnation.into(),
         }
+    }
+
+    /// The same sandbox (the same incarnation) under policy `policy`.
+    pub(crate) fn with_policy(self, policy: String) -> Sandbox {
+        Sandbox { policy, ..self }
     }
 }
 
@@ -83,8 +102,6 @@ impl Sandbox {
 pub(crate) fn file_incarnation(id: &str, user: &str) -> String {
     format!("{id}@{user}")
 }
-
-impl Sandbox {}
 
 /// Why a request has no identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -171,12 +188,12 @@ impl Identities {
         let mut by_id = HashMap::new();
         let mut by_source = Vec::new();
         for spec in specs {
-            let sandbox = Arc::new(Sandbox {
-                id: spec.id.as_str().into(),
-                user: spec.user.clone(),
-                policy: spec.policy.clone(),
-                origin: Origin::Config,
-            });
+            let sandbox = Arc::new(Sandbox::new(
+                spec.id.as_str().into(),
+                spec.user.clone(),
+                spec.policy.clone(),
+                Origin::Config,
+            ));
             for net in &spec.source_cidrs {
                 by_source.push((*net, sandbox.clone()));
             }

@@ -141,12 +141,7 @@ fn only_http_whitespace_surrounds_the_credentials() {
 
 #[test]
 fn an_incarnation_is_the_id_with_its_nonce_or_its_user() {
-    let sandbox = |user: &str, origin: Origin| Sandbox {
-        id: "x".into(),
-        user: user.to_string(),
-        policy: "p".to_string(),
-        origin,
-    };
+    let sandbox = |user: &str, origin: Origin| Sandbox::new("x".into(), user.to_string(), "p".to_string(), origin);
     let api = |nonce: &str| Origin::Api {
         nonce: nonce.to_string(),
         expires: 0,
@@ -156,20 +151,21 @@ fn an_incarnation_is_the_id_with_its_nonce_or_its_user() {
     // The same id created again (another nonce) or declared for another user is another incarnation; its
     // renewal (another expiry) or another policy is the same one.
     let all = [
-        sandbox("u1", api("n1")).incarnation(),
-        sandbox("u1", api("n2")).incarnation(),
-        sandbox("u1", Origin::Config).incarnation(),
-        sandbox("u2", Origin::Config).incarnation(),
+        sandbox("u1", api("n1")).incarnation().to_string(),
+        sandbox("u1", api("n2")).incarnation().to_string(),
+        sandbox("u1", Origin::Config).incarnation().to_string(),
+        sandbox("u2", Origin::Config).incarnation().to_string(),
     ];
     let distinct: std::collections::HashSet<&String> = all.iter().collect();
     assert_eq!(distinct.len(), all.len());
-    let renewed = Sandbox {
-        policy: "other".to_string(),
-        origin: Origin::Api {
+    let renewed = Sandbox::new(
+        "x".into(),
+        "u1".to_string(),
+        "other".to_string(),
+        Origin::Api {
             nonce: "n1".to_string(),
             expires: 99,
         },
-        ..sandbox("u1", api("n1"))
-    };
+    );
     assert_eq!(renewed.incarnation(), "x#n1");
 }

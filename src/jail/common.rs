@@ -1,5 +1,8 @@
 //! What both jails share: the options, which sandbox a jail is for, and running the jailed command.
 
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
 use ipnet::Ipv4Net;
 
 use super::net::Firewall;
@@ -75,5 +78,119 @@ fn forward(child: &tokio::process::Child, signal: &str) {
         let _ = std::process::Command::new("kill")
             .args([format!("-{signal}"), pid.to_string()])
             .status();
+    }
+}
+
+/// Where a jail's audit records go when the configuration sends them to a stream the command would share.
+///
+/// The jailed command inherits cordon's standard output and error, so records written there sit in the same
+/// stream as whatever the command prints: it could write a line in cordon's format claiming a harmless request,
+/// or leave half a line for cordon's next record to be glued onto. So in a jail, `audit.path: "-"` (or a path
+/// that is the very stream on fd 1 or 2, such as `/dev/stdout`) becomes a file of the jail's own, which the
+/// command never holds: `/var/lib/cordon/jail/ID/audit.jsonl` as root, else under `$XDG_STATE_HOME` (or
+/// `~/.local/state`). Its path is printed on stderr at start. Returns the new path, if the audit was moved.
+pub(super) fn audit_apart(config: &mut Config, sandbox: &str, root: bool) -> Result<Option<PathBuf>, String> {
+    use crate::config::AuditConfig;
+    let shared = match &config.audit {
+        AuditConfig::Stdout => true,
+        AuditConfig::File(path) => is_a_standard_stream(path),
+    };
+    if !shared {
+        return Ok(None);
+    }
+    let base = if root {
+        PathBuf::from("/var/lib/cordon")
+    } else {
+        match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
+            (Some(state), _) if !state.is_empty() => PathBuf::from(state).join("cordon"),
+            (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".local/state/cordon"),
+            _ => {
+                return Err(
+                    "audit.path is \"-\", which the jailed command would share; set audit.path to a file \
+                            (neither XDG_STATE_HOME nor HOME says where to keep one)"
+                        .into(),
+                );
+            }
+        }
+    };
+    let dir = base.join("jail").join(sandbox);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {} for the jail's audit records: {e}", dir.display()))?;
+    let path = dir.join("audit.jsonl");
+    config.audit = AuditConfig::File(path.clone());
+    Ok(Some(path))
+}
+
+/// Whether `path` is the stream on standard output or standard error (not a regular file, same device and
+/// inode), as `/dev/stdout` or `/dev/fd/2` are.
+fn is_a_standard_stream(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if meta.is_file() || meta.is_dir() {
+        return false;
+    }
+    ["/proc/self/fd/1", "/proc/self/fd/2"].iter().any(|fd| {
+        std::fs::metadata(fd).is_ok_and(|s| s.dev() == meta.dev() && s.ino() == meta.ino() && s.rdev() == meta.rdev())
+    })
+}
+
+/// Word, from inside the jail, that bubblewrap set it up and started the program: the first thing run inside
+/// is a shell that leaves a file in a folder bound in from outside, then becomes the program. A jail whose
+/// program never started failed itself (bubblewrap could not mount, chdir or unshare; `ip netns exec` could
+/// not enter), and `cordon jail` exits 125 for it, not with bubblewrap's own code, which would pass for the
+/// command's.
+pub(super) struct Started(PathBuf);
+
+impl Started {
+    /// Where the folder is inside the jail (its `/run` is private).
+    const INSIDE: &'static str = "/run/cordon-started";
+
+    /// An empty folder for the word, in `run_dir`.
+    pub(super) fn new(run_dir: &Path) -> Result<Started, String> {
+        let dir = run_dir.join("started");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Started(dir))
+    }
+
+    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the folder bound
+    /// in and the program started through the shell that leaves the word.
+    pub(super) fn wrap(&self, line: &mut Vec<String>) {
+        let Some(end) = line.iter().position(|a| a == "--") else {
+            return;
+        };
+        let inside = Started::INSIDE;
+        line.splice(
+            end..=end,
+            [
+                "--bind".into(),
+                self.0.to_string_lossy().into_owned(),
+                inside.into(),
+                "--".into(),
+                "/bin/sh".into(),
+                "-c".into(),
+                format!(": > {inside}/ok && exec \"$@\""),
+                "sh".into(),
+            ],
+        );
+    }
+
+    /// The command's exit `code`, or an error if the program inside never started.
+    pub(super) fn outcome(&self, code: i32) -> Result<i32, String> {
+        if self.0.join("ok").exists() {
+            return Ok(code);
+        }
+        Err(format!(
+            "the jail could not be set up (bubblewrap exited {code} before starting the command; its message is \
+             above)"
+        ))
     }
 }

@@ -208,8 +208,8 @@ pub(crate) fn host_sockets() -> Vec<PathBuf> {
 }
 
 /// The bubblewrap and setpriv command line that runs `command` confined in `view`, with `visible` files bound
-/// in (the CA file, in the private `/run`) before the view hides what it hides, in `cwd` (or the home, or `/`,
-/// when the view does not show it), with exactly `env`.
+/// in (the CA file, in the private `/run`) before the view hides what it hides, in `cwd` (or `/`, when the view
+/// does not show it), with exactly `env`.
 pub(crate) fn command_line(
     who: &Who,
     view: &View,
@@ -238,10 +238,12 @@ pub(crate) fn command_line(
         a.extend(["--ro-bind".into(), path.clone(), path]);
     }
     a.extend(view.hides());
+    // `/` when the view does not show it (bubblewrap changes folder before it becomes the user, and without
+    // capabilities root cannot enter the user's private home).
     let cwd = if view.shows(cwd) && !view.hidden.iter().any(|h| cwd.starts_with(h)) {
         cwd
     } else {
-        view.home.as_deref().unwrap_or(Path::new("/"))
+        Path::new("/")
     };
     a.extend(["--chdir".into(), cwd.to_string_lossy().into_owned()]);
     // SECURITY: its own processes (all killed when the jail ends), a new session (no TIOCSTI into the caller's

@@ -114,6 +114,12 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         sudo("SUDO_GID").as_deref(),
         options.allow_root,
     )?;
+    if let Some(path) = common::audit_apart(&mut config, &id, true)? {
+        eprintln!(
+            "cordon jail: audit records go to {} (not the command's output)",
+            path.display()
+        );
+    }
     let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
     if let Some(private) = &view.private_home {
@@ -182,7 +188,7 @@ fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan
     hidden.extend(confine::host_sockets());
     Ok(view::View {
         writable,
-        private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("home")),
+        private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("private/home")),
         home,
         writable_git: options.writable_git,
         hidden,
@@ -190,15 +196,21 @@ fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan
     })
 }
 
-/// Make `dir` an empty folder of the command's user, its private home for this run.
+/// Make `dir` an empty folder of the command's user, its private home for this run: `0711`, so that bubblewrap,
+/// root without capabilities by then, can pass through it to a working folder inside, in a parent only root may
+/// enter (other users of the host cannot reach it).
 fn fresh_home(dir: &Path, who: &confine::Who) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let err = |e: std::io::Error| format!("cannot make the private home {}: {e}", dir.display());
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(err)?;
+    if let Some(parent) = dir.parent() {
+        if parent.exists() {
+            std::fs::remove_dir_all(parent).map_err(err)?;
+        }
+        std::fs::create_dir_all(parent).map_err(err)?;
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
     }
-    std::fs::create_dir_all(dir).map_err(err)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    std::fs::create_dir(dir).map_err(err)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).map_err(err)?;
     let (uid, gid) = match who {
         confine::Who::User { uid, gid } => {
             let primary = confine::account(who).map(|u| u.gid.as_raw());
@@ -264,10 +276,10 @@ async fn serve(
         .unwrap_or_default();
     let placeholders: BTreeMap<String, String> = generation
         .credentials
-        .placeholders_for(&sandbox.incarnation(), &allowed)
+        .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
         .collect();
-    let aws = generation.credentials.aws_env(&sandbox.incarnation(), &allowed);
+    let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     drop(generation);
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);
@@ -308,7 +320,7 @@ async fn serve(
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         planted::report(folder, before, &audit_sink, &plan.sandbox);
     }
-    if let Some(private) = &confined.view.private_home {
+    if let Some(private) = confined.view.private_home.as_deref().and_then(Path::parent) {
         let _ = std::fs::remove_dir_all(private);
     }
     stop.cancel();
@@ -329,7 +341,11 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
 
 /// Run the confined command line in the namespace; SIGINT and SIGTERM are passed on to it.
 async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
+    let started = common::Started::new(&plan.run_dir)?;
+    let mut line = line.to_vec();
+    started.wrap(&mut line);
     let mut command = tokio::process::Command::new("ip");
-    command.args(["netns", "exec", &plan.netns]).args(line);
-    wait(&mut command).await
+    command.args(["netns", "exec", &plan.netns]).args(&line);
+    let code = wait(&mut command).await?;
+    started.outcome(code)
 }

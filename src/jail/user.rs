@@ -53,6 +53,12 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         spec.token_sha256 = Some(Sha256::digest(token.as_bytes()).into());
     }
     config.control.watch = false;
+    if let Some(path) = super::common::audit_apart(&mut config, &id, false)? {
+        eprintln!(
+            "cordon jail: audit records go to {} (not the command's output)",
+            path.display()
+        );
+    }
     let hidden = confine::cordons_files(&config, options.config_file.as_deref());
     view::refuse_inside(&hidden, &project, "--project, which the command may write")?;
     let view = View {
@@ -121,10 +127,10 @@ async fn serve(
         .unwrap_or_default();
     let placeholders = generation
         .credentials
-        .placeholders_for(&sandbox.incarnation(), &allowed)
+        .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
         .collect();
-    let aws = generation.credentials.aws_env(&sandbox.incarnation(), &allowed);
+    let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     drop(generation);
     let proxy_url = format!("http://{id}:{token}@{INSIDE_PROXY}");
     let mut env =
@@ -169,6 +175,9 @@ async fn serve(
         "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
         project.display()
     );
+    let started = super::common::Started::new(run_dir.path())?;
+    let mut line = line;
+    started.wrap(&mut line);
     let before = planted::snapshot(&project);
     let mut bwrap = tokio::process::Command::new("bwrap");
     bwrap.args(&line);
@@ -176,7 +185,7 @@ async fn serve(
     planted::report(&project, &before, &audit, id);
     stop.cancel();
     let _ = server.await;
-    code
+    started.outcome(code?)
 }
 
 /// bubblewrap's arguments: the view, cordon's bridge, CA and relay in the private `/run`, then what the view

@@ -38,7 +38,7 @@ impl BudgetMeter {
         Some(Arc::new(BudgetMeter {
             limits,
             sessions,
-            incarnation: sandbox.incarnation(),
+            incarnation: sandbox.incarnation().to_string(),
             sandbox,
         }))
     }
@@ -91,7 +91,7 @@ impl AuthBursts {
 /// kept per id (a short burst allowance, not something spent); the byte budget per incarnation: one spent by
 /// an earlier sandbox of the id is not the next one's.
 pub(crate) fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
-    query(limits, sandbox, target).and_then(|()| limits.budget(&sandbox.incarnation()))
+    query(limits, sandbox, target).and_then(|()| limits.budget(sandbox.incarnation()))
 }
 
 /// The rates one DNS query of `sandbox` must pass (bytes are not spent on it).

@@ -101,7 +101,7 @@ impl Sessions {
     }
 
     fn session<'a>(&self, map: &'a mut HashMap<String, Session>, sandbox: &Arc<Sandbox>) -> &'a mut Session {
-        map.entry(sandbox.incarnation()).or_insert_with(|| Session {
+        map.entry(sandbox.incarnation().to_string()).or_insert_with(|| Session {
             sandbox: sandbox.clone(),
             token: self.root.child_token(),
             conns: 0,
@@ -119,7 +119,7 @@ impl Sessions {
         self.metrics.connection_opened(&sandbox.id);
         Lease {
             sessions: self.clone(),
-            key: sandbox.incarnation(),
+            key: sandbox.incarnation().to_string(),
             sandbox: sandbox.id.clone(),
             tunnel: None,
             token,
@@ -144,7 +144,7 @@ impl Sessions {
         self.metrics.tunnel_opened(&sandbox.id, mode.as_str());
         Lease {
             sessions: self.clone(),
-            key: sandbox.incarnation(),
+            key: sandbox.incarnation().to_string(),
             sandbox: sandbox.id.clone(),
             tunnel: Some((n, mode.as_str())),
             token,

@@ -4,12 +4,7 @@ use crate::identity::Origin;
 use crate::identity::SandboxId;
 
 fn sandbox(id: &str) -> Arc<Sandbox> {
-    Arc::new(Sandbox {
-        id: id.into(),
-        user: "u".into(),
-        policy: "p".into(),
-        origin: Origin::Config,
-    })
+    Arc::new(Sandbox::new(id.into(), "u".into(), "p".into(), Origin::Config))
 }
 
 fn target(host: &str) -> Target {
@@ -92,20 +87,24 @@ fn the_drain_deadline_cancels_everything() {
 #[test]
 fn incarnations_are_separate() {
     let (s, _, _) = sessions();
-    let old = Arc::new(Sandbox {
-        origin: Origin::Api {
+    let old = Arc::new(Sandbox::new(
+        "a".into(),
+        "u".into(),
+        "p".into(),
+        Origin::Api {
             nonce: "n1".into(),
             expires: 10,
         },
-        ..(*sandbox("a")).clone()
-    });
-    let new = Arc::new(Sandbox {
-        origin: Origin::Api {
+    ));
+    let new = Arc::new(Sandbox::new(
+        "a".into(),
+        "u".into(),
+        "p".into(),
+        Origin::Api {
             nonce: "n2".into(),
             expires: 10,
         },
-        ..(*sandbox("a")).clone()
-    });
+    ));
     let lo = s.attach_connection(&old);
     let ln = s.attach_connection(&new);
     s.sweep(

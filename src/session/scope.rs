@@ -77,7 +77,7 @@ impl ConnScope {
                 () = cut.cancelled() => {}
             }
         });
-        leases.push((key, lease, guard));
+        leases.push((key.to_string(), lease, guard));
         // Authenticated: no longer one of its address's unauthenticated connections.
         drop(self.waiting.lock().unwrap_or_else(PoisonError::into_inner).take());
         Ok(())

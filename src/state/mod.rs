@@ -186,10 +186,12 @@ impl ProxyState {
         });
         state.ensure_declared_cas(&state.current()).await?;
         shared::start(&state, opened.events);
+        // SECURITY: the duties that enforce expiry, revocation and budgets on time survive a panic (a fork
+        // flood that leaves no thread to start): they are started again, loudly.
         if state.shared_bytes.is_some() {
-            tokio::spawn(budgets::flush_forever(Arc::downgrade(&state)));
+            supervised(&state, "budgets", budgets::flush_forever);
         }
-        tokio::spawn(maintain(Arc::downgrade(&state)));
+        supervised(&state, "maintenance", maintain);
         Ok(state)
     }
 
@@ -333,6 +335,24 @@ impl ProxyState {
     }
 }
 
+/// Run `duty` of `state` under [`crate::supervise::forever`], counting its restarts in the metrics.
+fn supervised<Fut>(state: &Arc<ProxyState>, name: &'static str, duty: fn(Weak<ProxyState>) -> Fut)
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let weak = Arc::downgrade(state);
+    let metrics = Arc::downgrade(state);
+    crate::supervise::forever(
+        name,
+        move || duty(weak.clone()),
+        move |task| {
+            if let Some(s) = metrics.upgrade() {
+                s.metrics.background_restart(task);
+            }
+        },
+    );
+}
+
 /// The background duty of a running proxy: notice other replicas' writes to the store, close what
 /// expired or was revoked, forget long-expired records. Stops when the state is dropped.
 async fn maintain(state: Weak<ProxyState>) {
@@ -342,15 +362,15 @@ async fn maintain(state: Weak<ProxyState>) {
         let Some(s) = state.upgrade() else { return };
         let refreshed = {
             let s = s.clone();
-            tokio::task::spawn_blocking(move || s.control.refresh()).await
+            crate::supervise::blocking(move || s.control.refresh()).await
         };
         let changed = match refreshed {
-            Ok(Ok(changed)) => changed,
-            Ok(Err(e)) => {
+            Some(Ok(changed)) => changed,
+            Some(Err(e)) => {
                 tracing::warn!("cannot read the sandbox store {}: {e}", s.control.location());
                 false
             }
-            Err(_) => false,
+            None => false,
         };
         // Another process's writes may have changed a sandbox's policy: its tunnels are decided again.
         s.sweep(changed);
@@ -362,8 +382,8 @@ async fn maintain(state: Weak<ProxyState>) {
         if ticks.is_multiple_of(240) {
             let s2 = s.clone();
             // Records an hour past their expiry are of no use to anyone.
-            let purged = tokio::task::spawn_blocking(move || s2.control.purge(control::now() - 3600)).await;
-            if let Ok(Err(e)) = purged {
+            let purged = crate::supervise::blocking(move || s2.control.purge(control::now() - 3600)).await;
+            if let Some(Err(e)) = purged {
                 tracing::warn!("cannot purge the sandbox store: {e}");
             }
             s.limits().housekeep();

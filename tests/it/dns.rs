@@ -129,3 +129,117 @@ fn reason_of(records: &[&crate::rig::Record], host: &str) -> Option<String> {
         .find(|r| r.host.as_deref() == Some(host))
         .and_then(|r| r.reason.clone())
 }
+
+/// Send `msg` from `from` and read the answer's code.
+async fn send(server: SocketAddr, from: &str, msg: &Message) -> ResponseCode {
+    let sock = UdpSocket::bind((from, 0)).await.unwrap();
+    sock.send_to(&msg.to_vec().unwrap(), server).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let (len, _) = tokio::time::timeout(Duration::from_secs(5), sock.recv_from(&mut buf))
+        .await
+        .expect("the responder answered")
+        .unwrap();
+    Message::from_vec(&buf[..len]).unwrap().metadata.response_code
+}
+
+#[tokio::test]
+async fn queries_refused_before_the_policy_are_audited_like_every_refusal() {
+    use hickory_proto::op::OpCode;
+    use hickory_proto::rr::DNSClass;
+    let yaml = r#"
+network:
+  allow_cidrs: ["127.0.0.0/8"]
+  hosts: { api.test: ["127.0.0.9"] }
+sandboxes:
+  - { id: vm, user: alice, policy: p, source_cidrs: ["127.0.0.1/32"] }
+policies:
+  p:
+    allow:
+      - host: api.test
+"#;
+    let config = Config::parse("dns.yaml", yaml).unwrap();
+    let audit = Capture::default();
+    let state = ProxyState::new(config, Arc::new(audit.clone()), vec![]).await.unwrap();
+    let (udp, tcp) = cordon::entry::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let server = udp.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(cordon::entry::dns::serve(udp, tcp, state, async move {
+        let _ = stopped.await;
+    }));
+    let question = |name: &str, rtype: RecordType| Query::query(Name::from_ascii(name).unwrap(), rtype);
+    let one = |q: Query| {
+        let mut msg = Message::query();
+        msg.metadata.recursion_desired = true;
+        msg.add_query(q);
+        msg
+    };
+    // ANY of an allowed name: refused, as it would list everything.
+    assert_eq!(
+        send(server, "127.0.0.1", &one(question("api.test", RecordType::ANY))).await,
+        ResponseCode::Refused
+    );
+    // CHAOS (version.bind) and HESIOD: only IN is served.
+    for class in [DNSClass::CH, DNSClass::HS] {
+        let mut q = question("version.bind", RecordType::TXT);
+        q.set_query_class(class);
+        assert_eq!(
+            send(server, "127.0.0.1", &one(q)).await,
+            ResponseCode::Refused,
+            "{class:?}"
+        );
+    }
+    // Opcodes other than QUERY.
+    for op in [OpCode::Status, OpCode::Notify, OpCode::Update] {
+        let mut msg = one(question("api.test", RecordType::A));
+        msg.metadata.op_code = op;
+        assert_eq!(send(server, "127.0.0.1", &msg).await, ResponseCode::NotImp, "{op:?}");
+    }
+    // Two questions in one query, and none.
+    let mut two = one(question("api.test", RecordType::A));
+    two.add_query(question("leak.attacker.test", RecordType::A));
+    assert_eq!(send(server, "127.0.0.1", &two).await, ResponseCode::FormErr);
+    let mut none = Message::query();
+    none.metadata.recursion_desired = true;
+    assert_eq!(send(server, "127.0.0.1", &none).await, ResponseCode::FormErr);
+    // A label that is not a host name's.
+    assert_eq!(
+        send(
+            server,
+            "127.0.0.1",
+            &one(Query::query(
+                Name::from_labels([b"bad label".as_slice(), b"test".as_slice()]).unwrap(),
+                RecordType::A
+            ))
+        )
+        .await,
+        ResponseCode::Refused
+    );
+
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let records = audit.now();
+    let dns: Vec<_> = records.iter().filter(|r| r.kind == cordon::audit::Kind::Dns).collect();
+    let reasons: Vec<_> = dns.iter().map(|r| r.reason.clone().unwrap_or_default()).collect();
+    assert_eq!(
+        reasons,
+        [
+            "dns_any_refused",
+            "dns_class_refused",
+            "dns_class_refused",
+            "dns_opcode_unsupported",
+            "dns_opcode_unsupported",
+            "dns_opcode_unsupported",
+            "dns_malformed",
+            "dns_malformed",
+            "bad_host",
+        ],
+        "{dns:#?}"
+    );
+    // Each is the sandbox's, denied, with the name it asked as far as it reads.
+    assert!(dns.iter().all(|r| r.sandbox.as_deref() == Some("vm")), "{dns:#?}");
+    assert!(
+        dns.iter().all(|r| r.decision == cordon::audit::Verdict::Deny),
+        "{dns:#?}"
+    );
+    assert_eq!(reason_of(&dns, "version.bind").as_deref(), Some("dns_class_refused"));
+    let _ = stop.send(());
+}

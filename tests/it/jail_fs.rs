@@ -335,7 +335,16 @@ echo home=$HOME";
             "{file}: {audit}"
         );
     }
-    // With --writable-git, the hooks are the project's like any other file (and reported).
+    // With --writable-git, the hooks are the project's like any other file (and reported); here from a project
+    // inside the user's home, which shows on top of the private one.
+    let project = Scratch::new(&home, &id);
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project.0)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    crate::jail_user::chown_r(&project.0, uid, gid);
     let mut c = w.net.enter(&w.net.gw, BIN);
     c.args(["jail", "--sandbox", &id, "--config"])
         .arg(&config)

@@ -15,6 +15,7 @@ const RANKS: &[&[&str]] = &[
         "metrics",
         "file_lock",
         "secret_file",
+        "supervise",
     ],
     &["body", "identity", "net", "policy", "pg"],
     &["control", "error", "tls"],
