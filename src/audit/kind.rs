@@ -24,6 +24,8 @@ pub enum Kind {
     Violation,
     /// A request to a preview URL: a person reaching a port of a sandbox.
     Preview,
+    /// A file developer tools run that a jailed command changed (not a request's record).
+    JailFile,
 }
 
 impl Kind {
@@ -39,6 +41,7 @@ impl Kind {
             Kind::Dns => "dns",
             Kind::Violation => "violation",
             Kind::Preview => "preview",
+            Kind::JailFile => "jail_file",
         }
     }
 }

@@ -6,6 +6,7 @@
 pub(crate) mod chain;
 pub(crate) mod file;
 mod health;
+mod jail_file;
 mod kind;
 mod output;
 mod record;
@@ -16,5 +17,6 @@ pub(crate) mod verify;
 pub(crate) mod writer;
 
 pub use health::{AuditState, Health};
+pub(crate) use jail_file::{FileChange, jail_file};
 pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, Violation, auth_failures, violation};
 pub use sink::{LineSink, Metered, Sink};

@@ -84,6 +84,9 @@ pub struct Record {
     /// or another domain's).
     #[serde(skip_serializing_if = "Option::is_none")]
     set_cookie_stripped: Option<Vec<String>>,
+    /// `jail_file`: the file's SHA-256 before and after the jailed command (`null`: it did not exist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<super::jail_file::Hashes>,
 }
 
 impl Record {
@@ -207,6 +210,7 @@ impl Pending {
                 original_dst_differs: None,
                 qtype: None,
                 set_cookie_stripped: None,
+                sha256: None,
             },
             started: Instant::now(),
             sink,
@@ -330,6 +334,21 @@ impl Pending {
     /// DNS: the record type asked for.
     pub(crate) fn qtype(&mut self, qtype: &str) {
         self.record.qtype = Some(qtype.to_string());
+    }
+
+    /// The sandbox alone, for a record that is not a request's (its user and policy unknown).
+    pub(crate) fn sandbox_id(&mut self, id: &str) {
+        self.record.sandbox = Some(id.to_owned());
+    }
+
+    /// The reason, for a record that is not a refusal.
+    pub(crate) fn reason(&mut self, reason: &str) {
+        self.record.reason = Some(reason.to_owned());
+    }
+
+    /// A changed file's hashes before and after.
+    pub(crate) fn sha256(&mut self, hashes: super::jail_file::Hashes) {
+        self.record.sha256 = Some(hashes);
     }
 
     /// How many attempts the record stands for.

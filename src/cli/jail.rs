@@ -33,6 +33,14 @@ pub(crate) struct JailArgs {
     /// gateway jail (a veth pair and firewall rules).
     #[arg(long)]
     pub(crate) project: Option<PathBuf>,
+    /// The home the command gets: `private` (an empty folder of its own, removed when the jail ends) or `real`
+    /// (the user's, read-only, with keys and credentials hidden).
+    #[arg(long, value_parser = ["private", "real"], default_value = "private")]
+    pub(crate) home: String,
+    /// Leave `.git/config` and `.git/hooks` of the writable folder writable (by default they are read-only
+    /// inside: git runs what they say on the host).
+    #[arg(long)]
+    pub(crate) writable_git: bool,
     /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
     #[arg(long)]
     pub(crate) cleanup: bool,
@@ -82,6 +90,12 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
         firewall,
         command: args.command,
         project: args.project,
+        home: if args.home == "real" {
+            jail::HomeMode::Real
+        } else {
+            jail::HomeMode::Private
+        },
+        writable_git: args.writable_git,
     };
     match jail::run(config, options) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

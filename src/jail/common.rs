@@ -27,6 +27,10 @@ pub(crate) struct Options {
     pub(crate) command: Vec<String>,
     /// Without root: the project folder the command may write (see `user.rs`).
     pub(crate) project: Option<std::path::PathBuf>,
+    /// Which home the command gets (default: a private, empty one).
+    pub(crate) home: super::view::HomeMode,
+    /// Leave `.git/config` and `.git/hooks` of the writable folder writable.
+    pub(crate) writable_git: bool,
 }
 
 /// The sandbox the jail is for: named, or the config's only one.

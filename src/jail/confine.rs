@@ -2,10 +2,10 @@
 //! namespace, in its own mount, PID, IPC and UTS namespaces, in a new session, with no capabilities, no new
 //! privileges and a clean environment, as an unprivileged user unless root is asked for explicitly.
 //!
-//! - **Files**: the host's file system as it is, except a private `/tmp`, `/run`, `/var/tmp` and `/dev/shm`,
-//!   a minimal `/dev` and the PID namespace's own `/proc`; every Unix socket bound by path on the host (as the
-//!   `/proc/PID/net/unix` of every network namespace list them when the jail starts) and every file of cordon's (its configuration, CA
-//!   folder, vault and its key, store, secret files, audit log) is hidden behind an empty file or folder.
+//! - **Files**: the view of [`super::view`]: the system folders read-only, the working folder read-write, a
+//!   private home, private `/tmp`, `/var`, `/run` and `/dev/shm`, a minimal `/dev` and the PID namespace's own
+//!   `/proc`, nothing else of the host's; cordon's files and the host sockets listed at start hidden where the
+//!   view shows them.
 //! - **Processes**: bubblewrap is the PID namespace's init and dies with cordon (`--die-with-parent`); when it
 //!   ends, the kernel kills every process left in the namespace, so nothing outlives the jail.
 //! - **Terminal**: `setsid` (`--new-session`): the command has no controlling terminal, so `TIOCSTI` cannot
@@ -16,11 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::view::{PRIVATE, View};
 use crate::config::Config;
 use crate::config::credentials::{KeySpec, SecretRef};
-
-/// Folders the command gets empty and private.
-const PRIVATE: [&str; 4] = ["/tmp", "/run", "/var/tmp", "/dev/shm"];
 
 /// Whom the command runs as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,11 +85,7 @@ pub(crate) fn environment(sandbox: &BTreeMap<String, String>, who: &Who) -> BTre
         .collect();
     env.entry("PATH".into())
         .or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let uid = match who {
-        Who::User { uid, .. } => *uid,
-        Who::Root => 0,
-    };
-    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+    if let Some(user) = account(who) {
         env.insert("USER".into(), user.name.clone());
         env.insert("LOGNAME".into(), user.name);
         env.insert("HOME".into(), user.dir.to_string_lossy().into_owned());
@@ -100,25 +94,68 @@ pub(crate) fn environment(sandbox: &BTreeMap<String, String>, who: &Who) -> BTre
     env
 }
 
-/// Every file and folder of cordon's that the configuration names (and the configuration itself).
+/// The account the command runs as, from the user database.
+pub(crate) fn account(who: &Who) -> Option<nix::unistd::User> {
+    let uid = match who {
+        Who::User { uid, .. } => *uid,
+        Who::Root => 0,
+    };
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+}
+
+/// The folder the root jail's command may write: the working folder, unless it is `/` or holds a system folder,
+/// a private one or the home (binding it would show the host's own).
+pub(crate) fn working_folder(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let holds = |p: &Path| p.starts_with(cwd);
+    let too_wide = cwd == Path::new("/")
+        || super::view::SYSTEM
+            .iter()
+            .chain(PRIVATE.iter())
+            .any(|p| holds(Path::new(p)))
+        || home.is_some_and(holds);
+    (!too_wide).then(|| cwd.to_path_buf())
+}
+
+/// Every file and folder of cordon's that the configuration names (and the configuration itself), absolute and
+/// canonical ([`super::view::resolve`]).
 pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = config_file.map(Path::to_path_buf).into_iter().collect();
     paths.push(config.ca.dir.clone());
-    paths.push(config.vault.path.clone());
+    // The vault and its key when a secret is read from it (or the vault exists), the placeholder key when there
+    // are credentials (or it exists): what cordon opens or makes under this configuration.
+    let from_vault = config
+        .credentials
+        .values()
+        .flat_map(crate::credentials::secrets::refs)
+        .chain(config.control.refs())
+        .any(|r| matches!(r, SecretRef::Vault(_)));
+    if from_vault || config.vault.path.exists() {
+        paths.push(config.vault.path.clone());
+        if let KeySpec::File(key) = &config.vault.key {
+            paths.push(key.clone());
+        }
+    }
     let mut placeholder_key = config.vault.path.clone();
     placeholder_key.set_file_name("placeholder.key");
-    paths.push(placeholder_key);
-    if let KeySpec::File(key) = &config.vault.key {
-        paths.push(key.clone());
+    if !config.credentials.is_empty() || placeholder_key.exists() {
+        paths.push(placeholder_key);
     }
     if let Some(store) = &config.control.store {
         for suffix in ["", "-wal", "-shm"] {
             paths.push(PathBuf::from(format!("{}{suffix}", store.display())));
         }
     }
+    let otlp = config.audit_chain.otlp.iter();
+    paths.extend(otlp.clone().map(|o| o.spool.clone()));
+    let previews = config.previews.iter();
     let refs = config
         .control
         .refs()
+        .chain(config.audit_chain.signing_key.iter())
+        .chain(otlp.flat_map(|o| o.headers.iter().map(|(_, r)| r)))
+        .chain(previews.flat_map(|p| p.tls.iter().flat_map(|(c, k)| [c, k]).chain(p.key.iter())))
         .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
         .chain(config.credentials.values().flat_map(crate::credentials::secrets::refs));
     paths.extend(refs.filter_map(|r| match r {
@@ -126,11 +163,15 @@ pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<
         _ => None,
     }));
     paths.extend(config.audit_file().map(Path::to_path_buf));
+    let mut paths: Vec<PathBuf> = paths.iter().map(|p| super::view::resolve(p)).collect();
+    paths.sort();
+    paths.dedup();
     paths
 }
 
 /// Unix sockets bound by path on the host, in any network namespace that has a process (each one's
-/// `/proc/PID/net/unix`), outside the folders made private.
+/// `/proc/PID/net/unix`), as they were named at bind: hidden where the view shows them (in the system folders
+/// or the writable one; every other folder is not in the view at all).
 pub(crate) fn host_sockets() -> Vec<PathBuf> {
     let mut namespaces = std::collections::HashSet::new();
     let mut found = Vec::new();
@@ -158,8 +199,7 @@ pub(crate) fn host_sockets() -> Vec<PathBuf> {
                 .skip(1)
                 .filter_map(|line| line.split_whitespace().nth(7))
                 .filter(|path| path.starts_with('/'))
-                .map(PathBuf::from)
-                .filter(|path| !PRIVATE.iter().any(|p| path.starts_with(p))),
+                .map(PathBuf::from),
         );
     }
     found.sort();
@@ -167,42 +207,19 @@ pub(crate) fn host_sockets() -> Vec<PathBuf> {
     found
 }
 
-/// The bubblewrap and setpriv command line that runs `command` confined, hiding `hidden` (what exists of it;
-/// a file behind the empty file `empty`, a folder behind an empty one), with `visible` files bound back in
-/// (the CA file in the private `/run`), in `cwd` (or `/` when it was made private), with exactly `env`.
+/// The bubblewrap and setpriv command line that runs `command` confined in `view`, with `visible` files bound
+/// in (the CA file, in the private `/run`) before the view hides what it hides, in `cwd` (or `/`, when the view
+/// does not show it), with exactly `env`.
 pub(crate) fn command_line(
     who: &Who,
-    empty: &Path,
-    hidden: &[PathBuf],
+    view: &View,
     visible: &[PathBuf],
     env: &BTreeMap<String, String>,
     cwd: &Path,
     command: &[String],
 ) -> Vec<String> {
-    let mut a: Vec<String> = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        .map(String::from)
-        .to_vec();
-    for dir in PRIVATE {
-        if Path::new(dir).is_dir() {
-            a.extend(["--tmpfs".into(), dir.into()]);
-        }
-    }
-    for path in hidden {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
-        };
-        if PRIVATE.iter().any(|p| path.starts_with(p)) {
-            continue;
-        }
-        let path = path.to_string_lossy().into_owned();
-        // SECURITY: cordon's keys, vault, store and configuration, and the host's Unix sockets, are not
-        // reachable from inside, whoever the command runs as.
-        if meta.is_dir() {
-            a.extend(["--tmpfs".into(), path]);
-        } else {
-            a.extend(["--ro-bind".into(), empty.to_string_lossy().into_owned(), path]);
-        }
-    }
+    let mut a: Vec<String> = vec!["bwrap".into()];
+    a.extend(view.mounts());
     for path in visible {
         // Its folders in the private tmpfs are made readable (bubblewrap would make them 0700, root's).
         let mut folders: Vec<&Path> = path.ancestors().skip(1).filter(|f| f.parent().is_some()).collect();
@@ -220,10 +237,13 @@ pub(crate) fn command_line(
         let path = path.to_string_lossy().into_owned();
         a.extend(["--ro-bind".into(), path.clone(), path]);
     }
-    let cwd = if PRIVATE.iter().any(|p| cwd.starts_with(p)) || hidden.iter().any(|h| cwd.starts_with(h)) {
-        Path::new("/")
-    } else {
+    a.extend(view.hides());
+    // `/` when the view does not show it (bubblewrap changes folder before it becomes the user, and without
+    // capabilities root cannot enter the user's private home).
+    let cwd = if view.shows(cwd) && !view.hidden.iter().any(|h| cwd.starts_with(h)) {
         cwd
+    } else {
+        Path::new("/")
     };
     a.extend(["--chdir".into(), cwd.to_string_lossy().into_owned()]);
     // SECURITY: its own processes (all killed when the jail ends), a new session (no TIOCSTI into the caller's

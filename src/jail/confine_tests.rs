@@ -41,11 +41,17 @@ fn the_command_line_confines_and_drops_everything() {
             uid: 1000,
             gid: Some(1000),
         },
-        Path::new("/run/cordon/jail/x/empty"),
-        &[PathBuf::from("/etc/hostname"), PathBuf::from("/no/such/file")],
+        &View {
+            writable: None,
+            home: None,
+            private_home: None,
+            writable_git: false,
+            hidden: vec![PathBuf::from("/etc/hostname"), PathBuf::from("/no/such/file")],
+            empty: PathBuf::from("/run/cordon/jail/x/empty"),
+        },
         &[PathBuf::from("/run/cordon/jail/x/ca.pem")],
         &env,
-        Path::new("/tmp/somewhere"),
+        Path::new("/var/lib/somewhere"),
         &["sh".to_string(), "-c".to_string(), "true".to_string()],
     );
     let text = line.join(" ");
@@ -71,4 +77,16 @@ fn the_command_line_confines_and_drops_everything() {
     let run = line.iter().position(|a| a == "/run").unwrap();
     let ca = line.iter().position(|a| a == "/run/cordon/jail/x/ca.pem").unwrap();
     assert!(run < ca);
+}
+
+#[test]
+fn the_working_folder_is_writable_unless_it_holds_the_host() {
+    let home = Path::new("/home/dev");
+    assert_eq!(
+        working_folder(Path::new("/home/dev/src/app"), Some(home)),
+        Some(PathBuf::from("/home/dev/src/app"))
+    );
+    for wide in ["/", "/home", "/home/dev", "/var", "/usr"] {
+        assert_eq!(working_folder(Path::new(wide), Some(home)), None, "{wide}");
+    }
 }

@@ -13,9 +13,11 @@ mod common;
 mod confine;
 pub(crate) mod net;
 pub mod plan;
+mod planted;
 pub(crate) mod relay;
 mod seccomp;
 mod user;
+pub(crate) mod view;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -32,6 +34,7 @@ use common::wait;
 pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
+pub(crate) use view::HomeMode;
 
 /// Whether this process runs with uid 0 (read from /proc, no unsafe).
 fn is_root() -> bool {
@@ -117,9 +120,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
             path.display()
         );
     }
-    let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
-    hidden.extend(confine::host_sockets());
+    let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
+    if let Some(private) = &view.private_home {
+        fresh_home(private, &who)?;
+    }
     let stale = net::leftovers(&plan);
     if !stale.is_empty() {
         eprintln!("cordon jail: removing what an earlier jail left: {}", stale.join(", "));
@@ -150,7 +155,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
             firewall,
             Confined {
                 who,
-                hidden,
+                view,
                 command: options.command,
             },
         ))
@@ -165,8 +170,55 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
 /// The command and how it is confined.
 struct Confined {
     who: confine::Who,
-    hidden: Vec<std::path::PathBuf>,
+    view: view::View,
     command: Vec<String>,
+}
+
+/// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
+/// private home (or the real one, read-only), cordon's files and the host sockets listed at start hidden.
+fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan) -> Result<view::View, String> {
+    let files = confine::cordons_files(config, options.config_file.as_deref());
+    let home = confine::account(who).map(|u| view::resolve(&u.dir));
+    let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
+    let writable = confine::working_folder(&cwd, home.as_deref());
+    if let Some(w) = &writable {
+        view::refuse_inside(&files, w, "the working folder, which the command may write")?;
+    }
+    let mut hidden = files;
+    hidden.extend(confine::host_sockets());
+    Ok(view::View {
+        writable,
+        private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("private/home")),
+        home,
+        writable_git: options.writable_git,
+        hidden,
+        empty: plan.run_dir.join("empty"),
+    })
+}
+
+/// Make `dir` an empty folder of the command's user, its private home for this run: `0711`, so that bubblewrap,
+/// root without capabilities by then, can pass through it to a working folder inside, in a parent only root may
+/// enter (other users of the host cannot reach it).
+fn fresh_home(dir: &Path, who: &confine::Who) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |e: std::io::Error| format!("cannot make the private home {}: {e}", dir.display());
+    if let Some(parent) = dir.parent() {
+        if parent.exists() {
+            std::fs::remove_dir_all(parent).map_err(err)?;
+        }
+        std::fs::create_dir_all(parent).map_err(err)?;
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    std::fs::create_dir(dir).map_err(err)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).map_err(err)?;
+    let (uid, gid) = match who {
+        confine::Who::User { uid, gid } => {
+            let primary = confine::account(who).map(|u| u.gid.as_raw());
+            (*uid, gid.or(primary).unwrap_or(*uid))
+        }
+        confine::Who::Root => (0, 0),
+    };
+    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).map_err(err)
 }
 
 async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>, DnsSockets, Ports), String> {
@@ -213,6 +265,7 @@ async fn serve(
     let ca = state
         .ca(&generation, &sandbox)
         .map_err(|e| format!("the sandbox's CA: {e}"))?;
+    let audit_sink = state.audit.clone();
     // The bundle (the sandbox's CA and the roots cordon trusts upstream), so tunnelled destinations verify too.
     let ca_file = plan.run_dir.join("ca.pem");
     let bundle = crate::sandbox_env::ca_bundle(ca.cert_pem(), &generation.config.upstream.extra_roots);
@@ -251,20 +304,25 @@ async fn serve(
         async move { server_stop.cancelled().await },
     ));
     let env = confine::environment(&env, &confined.who);
-    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     // What hidden files show instead: nothing.
-    let empty = plan.run_dir.join("empty");
-    write_public(&empty, "")?;
+    write_public(&confined.view.empty, "")?;
     let line = confine::command_line(
         &confined.who,
-        &empty,
-        &confined.hidden,
+        &confined.view,
         std::slice::from_ref(&ca_file),
         &env,
         &cwd,
         &confined.command,
     );
+    let before = confined.view.writable.as_deref().map(planted::snapshot);
     let code = run_command(plan, &line).await;
+    if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
+        planted::report(folder, before, &audit_sink, &plan.sandbox);
+    }
+    if let Some(private) = confined.view.private_home.as_deref().and_then(Path::parent) {
+        let _ = std::fs::remove_dir_all(private);
+    }
     stop.cancel();
     let _ = proxy.await;
     code

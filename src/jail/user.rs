@@ -3,8 +3,9 @@
 //! namespaces. Its network namespace has only a loopback device: the one way out is the relay
 //! ([`super::relay`]) on `127.0.0.1:3128` in there, which reaches cordon through a Unix socket bound into the
 //! jail; cordon serves it as the sandbox, known by a credential made for this jail alone. The file system is
-//! the host's, read-only, but for the project folder (read-write) and a private `/tmp`, `/var/tmp` and `/run`;
-//! the user's credential folders and files and cordon's own are hidden; the environment is scrubbed to what the
+//! the view of [`super::view`]: the system folders read-only, the project folder read-write (its `.git/config`
+//! and `.git/hooks` read-only), a private home, private `/tmp`, `/var` and `/run`, cordon's own files hidden (and
+//! refused inside the project); the environment is scrubbed to what the
 //! sandbox's `env` gives and a few harmless variables; a seccomp filter keeps the command from opening Unix
 //! sockets to host services around the bridge.
 
@@ -14,7 +15,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::common::{Options, pick_sandbox, wait};
-use super::confine;
+use super::view::{self, HomeMode, View};
+use super::{confine, planted};
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
@@ -23,23 +25,6 @@ use crate::state::ProxyState;
 const INSIDE_PROXY: &str = "127.0.0.1:3128";
 /// Where cordon's files appear inside the jail.
 const INSIDE: &str = "/run/cordon";
-
-/// What a developer's home holds that an agent must not read: keys, cloud and registry credentials.
-const HOME_SECRETS: [&str; 13] = [
-    ".ssh",
-    ".aws",
-    ".config/gcloud",
-    ".azure",
-    ".docker",
-    ".kube",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials.toml",
-];
 
 /// Variables of the caller that pass into the jail (nothing secret; everything else is scrubbed).
 const KEPT: [&str; 6] = ["HOME", "USER", "LOGNAME", "LANG", "TERM", "TZ"];
@@ -74,10 +59,17 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
             path.display()
         );
     }
-    let mut hidden = confine::cordons_files(&config, options.config_file.as_deref());
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        hidden.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
-    }
+    let hidden = confine::cordons_files(&config, options.config_file.as_deref());
+    view::refuse_inside(&hidden, &project, "--project, which the command may write")?;
+    let view = View {
+        writable: Some(project.clone()),
+        home: std::env::var_os("HOME").map(|h| view::resolve(Path::new(&h))),
+        // Set once the jail's own folder is made.
+        private_home: None,
+        writable_git: options.writable_git,
+        hidden,
+        empty: PathBuf::from("/dev/null"),
+    };
     let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -88,8 +80,8 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         audit.sink.clone(),
         &id,
         &token,
-        &project,
-        &hidden,
+        view,
+        options.home,
         &options.command,
     ))
 }
@@ -99,8 +91,8 @@ async fn serve(
     audit: Arc<dyn crate::audit::Sink>,
     id: &str,
     token: &str,
-    project: &Path,
-    hidden: &[PathBuf],
+    mut view: View,
+    home: HomeMode,
     command: &[String],
 ) -> Result<i32, String> {
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -108,12 +100,17 @@ async fn serve(
         .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
     let addr = proxy.local_addr().map_err(|e| e.to_string())?;
     let no_proxy = config.control.no_proxy.clone();
-    let state = ProxyState::new(config, audit, vec![addr]).await?;
+    let state = ProxyState::new(config, audit.clone(), vec![addr]).await?;
     let base = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
     let run_dir = tempfile::Builder::new()
         .prefix("cordon-jail-")
         .tempdir_in(&base)
         .map_err(|e| format!("cannot make a folder in {}: {e}", base.display()))?;
+    if home == HomeMode::Private {
+        let private = run_dir.path().join("home");
+        std::fs::create_dir(&private).map_err(|e| format!("cannot make {}: {e}", private.display()))?;
+        view.private_home = Some(private);
+    }
     let generation = state.current();
     let sandbox = generation
         .identities
@@ -172,7 +169,8 @@ async fn serve(
         server_stop.cancelled().await
     }));
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
-    let line = command_line(&exe, run_dir.path(), project, hidden, &env, command);
+    let project = view.writable.clone().unwrap_or_default();
+    let line = command_line(&exe, run_dir.path(), &view, &env, command);
     eprintln!(
         "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
         project.display()
@@ -180,53 +178,30 @@ async fn serve(
     let started = super::common::Started::new(run_dir.path())?;
     let mut line = line;
     started.wrap(&mut line);
+    let before = planted::snapshot(&project);
     let mut bwrap = tokio::process::Command::new("bwrap");
     bwrap.args(&line);
     let code = wait(&mut bwrap).await;
+    planted::report(&project, &before, &audit, id);
     stop.cancel();
     let _ = server.await;
     started.outcome(code?)
 }
 
-/// bubblewrap's arguments.
+/// bubblewrap's arguments: the view, cordon's bridge, CA and relay in the private `/run`, then what the view
+/// hides.
 fn command_line(
     exe: &Path,
     run_dir: &Path,
-    project: &Path,
-    hidden: &[PathBuf],
+    view: &View,
     env: &std::collections::BTreeMap<String, String>,
     command: &[String],
 ) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let mut a: Vec<String> = [
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
-    .map(String::from)
-    .to_vec();
-    for private in ["/tmp", "/var/tmp", "/run"] {
-        a.extend(["--tmpfs".into(), private.into()]);
-    }
-    // SECURITY: keys, cloud credentials and cordon's own files read as nothing.
-    for path in hidden {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            a.extend(["--tmpfs".into(), s(path)]);
-        } else {
-            a.extend(["--ro-bind".into(), "/dev/null".into(), s(path)]);
-        }
-    }
-    a.extend(["--bind".into(), s(project), s(project)]);
+    let mut a: Vec<String> = ["--unshare-all", "--die-with-parent", "--new-session"]
+        .map(String::from)
+        .to_vec();
+    a.extend(view.mounts());
     for (from, to) in [
         (run_dir.join("proxy.sock"), "proxy.sock"),
         (run_dir.join("ca.pem"), "ca.pem"),
@@ -234,6 +209,8 @@ fn command_line(
     ] {
         a.extend(["--ro-bind".into(), s(&from), format!("{INSIDE}/{to}")]);
     }
+    a.extend(view.hides());
+    let project = view.writable.as_deref().unwrap_or(Path::new("/"));
     a.extend(["--chdir".into(), s(project), "--clearenv".into()]);
     for (k, v) in env {
         a.extend(["--setenv".into(), k.clone(), v.clone()]);

@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::rig::hash;
 use crate::tls_rig::{https_upstream, test_ca};
 
-const USER: &str = "cordon-jail-t";
+pub(crate) const USER: &str = "cordon-jail-t";
 
 /// The test user's uid, gid and home (created if missing).
 pub(crate) fn user() -> (u32, u32, String) {
@@ -123,13 +123,14 @@ python3 -c 'import urllib.request; print(\"urllib=\" + urllib.request.urlopen(\"
 git clone -q https://git.e2e.test:{gp}/repo.git {project}/repo && echo git=$(cat {project}/repo/README)
 python3 -m pip install -q --no-deps --no-cache-dir --disable-pip-version-check --target {project}/lib --index-url https://pypi.e2e.test:{pp}/simple/ cordon-e2e-hello && python3 -c 'import sys; sys.path.insert(0, \"{project}/lib\"); import cordon_e2e_hello as m; print(\"pip=\" + m.GREETING)'
 echo ssh_key_bytes=$(cat $HOME/.ssh/id_ed25519 2>/dev/null | wc -c)
-touch $HOME/outside 2>/dev/null && echo outside=written || echo outside=refused
+touch $HOME/outside {d}/outside 2>/dev/null; echo outside=tried
 echo hi > {project}/inside && echo inside=written
 python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{sock}\")' 2>&1 | tail -1 | sed 's/^/unix=/'
 echo secret_in_env=$(env | grep -c jail-api-s3cr3t)
 echo whoami=$(id -u)",
         project = project.display(),
         sock = host_sock.display(),
+        d = d.display(),
     );
     let out = Command::new("setpriv")
         .args([
@@ -164,7 +165,7 @@ echo whoami=$(id -u)",
         "git=first",
         "pip=hello through cordon",
         "ssh_key_bytes=0",
-        "outside=refused",
+        "outside=tried",
         "inside=written",
         "unix=PermissionError: [Errno 1] Operation not permitted",
         "secret_in_env=0",
@@ -189,7 +190,8 @@ echo whoami=$(id -u)",
             .any(|r| r.header("authorization") == Some(index.basic.as_str()))
     );
     assert_eq!(std::fs::read_to_string(project.join("inside")).unwrap(), "hi\n");
-    assert!(!Path::new(&format!("{home}/outside")).exists());
+    // Writes outside the project (the private home, the private /tmp) do not reach the host.
+    assert!(!Path::new(&format!("{home}/outside")).exists() && !d.join("outside").exists());
     let audit = std::fs::read_to_string(d.join("state/audit.jsonl")).unwrap();
     assert!(
         audit

@@ -45,6 +45,8 @@ mod intercept;
 mod jail;
 mod jail_confine;
 mod jail_exit;
+mod jail_fs;
+mod jail_fs_user;
 mod jail_streams;
 mod jail_user;
 mod layers;

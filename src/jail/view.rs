@@ -1,0 +1,265 @@
+//! The file system both jails show the command: not the host's root with holes punched in it, but a view built
+//! up from nothing (bubblewrap's empty root) out of read-only binds of the system folders ([`SYSTEM`]), a
+//! private, empty home, the one folder the command may write, and fresh, empty `/tmp`, `/var`, `/run` and
+//! `/dev/shm`. Every other host folder (`/var/lib`, `/var/spool`, `/home`, `/root`, `/srv`, `/mnt`, …) is simply
+//! not there, so a Unix socket a host service binds in one (by any name, by a relative path, renamed or
+//! hard-linked after bind, or created after the jail started) has no path inside.
+//!
+//! What stays reachable by path is what lives in the bound folders: the system folders (read-only; a host
+//! service rarely binds a socket under `/etc`, `/usr` or `/opt`) and the writable folder (a tool run on the host
+//! may, e.g. `git fsmonitor--daemon`'s `.git/fsmonitor--daemon.ipc`). Those the host's socket tables list at
+//! start are hidden as before; one created there later is not. A read-only mount does not stop `connect()`, and
+//! no mount flag does.
+//!
+//! cordon's own files are resolved to absolute, canonical paths (relative ones against the working folder, as
+//! `cordon run` opens them) and hidden after every other mount; one inside the writable folder is refused, since
+//! the command could replace it there for cordon's next run.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The host folders the command sees, read-only (a symbolic link, as `/bin` is on a merged-`/usr` system, stays
+/// one).
+pub(crate) const SYSTEM: [&str; 9] = [
+    "/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+
+/// Folders the command gets empty and private (a fresh tmpfs each).
+pub(crate) const PRIVATE: [&str; 5] = ["/tmp", "/var", "/run", "/dev/shm", "/var/tmp"];
+
+/// What a developer's home holds that an agent must not read (hidden when the real home is shown).
+pub(crate) const HOME_SECRETS: [&str; 13] = [
+    ".ssh",
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".docker",
+    ".kube",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+/// Which home the command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum HomeMode {
+    /// A private folder, empty at each start (`--home private`, the default).
+    #[default]
+    Private,
+    /// The user's own, read-only, with [`HOME_SECRETS`] hidden (`--home real`).
+    Real,
+}
+
+/// The command's file system, as bubblewrap arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    /// The folder the command may write (the project), if any.
+    pub(crate) writable: Option<PathBuf>,
+    /// The user's home as the command sees it.
+    pub(crate) home: Option<PathBuf>,
+    /// Private home: the host folder shown at `home`; `None`: the real one, read-only.
+    pub(crate) private_home: Option<PathBuf>,
+    /// Whether `.git/config` and `.git/hooks` of the writable folder stay writable (`--writable-git`).
+    pub(crate) writable_git: bool,
+    /// What must read as nothing (absolute, canonical): cordon's files, the host sockets listed at start.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// The empty file shown instead of a hidden file.
+    pub(crate) empty: PathBuf,
+}
+
+/// `path` made absolute against the working folder (what the kernel does with the relative path `cordon run`
+/// opens), with every symbolic link of the part that exists resolved.
+pub(crate) fn resolve(path: &Path) -> PathBuf {
+    let Ok(absolute) = std::path::absolute(path) else {
+        return path.to_path_buf();
+    };
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |p: PathBuf, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// Refuse when one of cordon's `files` lies inside `folder` (both resolved), `what` the folder is to the jail:
+/// the command could read it there, or replace it for cordon's next run.
+pub(crate) fn refuse_inside(files: &[PathBuf], folder: &Path, what: &str) -> Result<(), String> {
+    // SECURITY: none of cordon's files (configuration, keys, vault, store, audit log) lies where the command may
+    // write.
+    match files.iter().find(|f| f.starts_with(folder) || folder.starts_with(f)) {
+        Some(file) => Err(format!(
+            "{} is one of cordon's own files (its configuration, a key, the vault, the store or the audit log) and \
+             lies inside {} ({what}); the command could read or replace it there: keep cordon's files outside it \
+             (absolute paths in the configuration) or jail another folder",
+            file.display(),
+            folder.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// How many components deep `p` is.
+fn depth(p: &Path) -> usize {
+    p.components().filter(|c| matches!(c, Component::Normal(_))).count()
+}
+
+impl View {
+    /// Whether `path` (absolute) is in a folder the view binds from the host.
+    pub(crate) fn shows(&self, path: &Path) -> bool {
+        let private_home = self.private_home.is_some() && self.home.as_deref().is_some_and(|h| path.starts_with(h));
+        if private_home || PRIVATE.iter().any(|p| path.starts_with(p)) {
+            return self.writable.as_deref().is_some_and(|w| path.starts_with(w));
+        }
+        SYSTEM.iter().any(|p| path.starts_with(p))
+            || self.writable.as_deref().is_some_and(|w| path.starts_with(w))
+            || self.home.as_deref().is_some_and(|h| path.starts_with(h))
+    }
+
+    /// The mounts, up to the writable folder and its guards; the caller adds its own binds after them, then
+    /// [`View::hides`].
+    pub(crate) fn mounts(&self) -> Vec<String> {
+        let mut a: Vec<String> = ["--dev", "/dev", "--proc", "/proc"].map(String::from).to_vec();
+        for dir in SYSTEM {
+            let path = Path::new(dir);
+            match std::fs::read_link(path) {
+                Ok(target) => a.extend(["--symlink".into(), s(&target), dir.into()]),
+                Err(_) if path.is_dir() => a.extend(["--ro-bind".into(), dir.into(), dir.into()]),
+                Err(_) => {}
+            }
+        }
+        for dir in PRIVATE {
+            // Writable by everyone, sticky, as the host's are.
+            let mode = if dir == "/var" || dir == "/run" { "0755" } else { "1777" };
+            a.extend(["--perms".into(), mode.into(), "--tmpfs".into(), dir.into()]);
+        }
+        a.extend(
+            [
+                "--symlink",
+                "../run",
+                "/var/run",
+                "--symlink",
+                "../run/lock",
+                "/var/lock",
+            ]
+            .map(String::from),
+        );
+        // The home and the writable folder, the shallower first, so the deeper shows on top of it.
+        let mut binds: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
+        if let Some(home) = &self.home {
+            match &self.private_home {
+                Some(private) => binds.push((private.clone(), home.clone(), "--bind")),
+                None => binds.push((home.clone(), home.clone(), "--ro-bind")),
+            }
+        }
+        if let Some(w) = &self.writable {
+            binds.push((w.clone(), w.clone(), "--bind"));
+        }
+        binds.sort_by_key(|(_, at, _)| depth(at));
+        let targets: Vec<PathBuf> = binds.iter().map(|(_, at, _)| at.clone()).collect();
+        for (from, at, how) in binds {
+            // The folders bubblewrap makes on the way are made traversable (it would make them 0700, root's).
+            let mut folders: Vec<&Path> = at.ancestors().skip(1).filter(|f| f.parent().is_some()).collect();
+            folders.reverse();
+            for folder in folders {
+                let given = SYSTEM
+                    .iter()
+                    .chain(PRIVATE.iter())
+                    .any(|p| folder.starts_with(p) && (folder == Path::new(p) || SYSTEM.contains(p)));
+                if !given && !targets.iter().any(|t| t == folder) {
+                    a.extend(["--perms".into(), "0755".into(), "--dir".into(), s(folder)]);
+                }
+            }
+            a.extend([how.into(), s(&from), s(&at)]);
+        }
+        if self.private_home.is_none()
+            && let Some(home) = &self.home
+        {
+            self.hide_into(&mut a, HOME_SECRETS.iter().map(|h| home.join(h)));
+        }
+        if let Some(w) = &self.writable
+            && !self.writable_git
+        {
+            a.extend(git_guard(w));
+        }
+        a
+    }
+
+    /// The hiding mounts, last, so that nothing bound before shows a hidden file again.
+    pub(crate) fn hides(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        self.hide_into(&mut a, self.hidden.iter().cloned());
+        a
+    }
+
+    fn hide_into(&self, a: &mut Vec<String>, paths: impl Iterator<Item = PathBuf>) {
+        for path in paths {
+            if !self.shows(&path) {
+                continue;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            // SECURITY: cordon's keys, vault, store, configuration and audit log, the user's credentials (with
+            // the real home) and the host sockets listed at start read as nothing, wherever the view shows them.
+            if meta.is_dir() {
+                a.extend(["--tmpfs".into(), s(&path)]);
+            } else {
+                a.extend(["--ro-bind".into(), s(&self.empty), s(&path)]);
+            }
+        }
+    }
+}
+
+/// `.git` of `project` kept in place (bound onto itself, so it cannot be renamed away and replaced) with its
+/// `config` and `hooks` read-only: what git runs on the host (hooks, `core.fsmonitor`, `core.hooksPath`,
+/// `core.sshCommand`, `core.pager`, aliases, filters, textconv) cannot be planted. A `.git` file (a worktree's
+/// or a submodule's `gitdir:` link) is left as it is.
+fn git_guard(project: &Path) -> Vec<String> {
+    let git = project.join(".git");
+    let mut a = Vec::new();
+    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        return a;
+    }
+    // SECURITY: the command cannot write what git runs on the host: `.git/config` and `.git/hooks`.
+    a.extend(["--bind".into(), s(&git), s(&git)]);
+    for (part, folder) in [("config", false), ("hooks", true)] {
+        let path = git.join(part);
+        if std::fs::symlink_metadata(&path).is_err() {
+            // Made (empty, as `.git`'s owner) so that the command cannot create it.
+            let made = if folder {
+                std::fs::create_dir(&path)
+            } else {
+                std::fs::write(&path, "")
+            };
+            if made.is_ok()
+                && let Ok(meta) = std::fs::metadata(&git)
+            {
+                use std::os::unix::fs::MetadataExt;
+                let _ = std::os::unix::fs::chown(&path, Some(meta.uid()), Some(meta.gid()));
+            }
+        }
+        if std::fs::symlink_metadata(&path).is_ok() {
+            a.extend(["--ro-bind".into(), s(&path), s(&path)]);
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+#[path = "view_tests.rs"]
+mod tests;
