@@ -225,12 +225,13 @@ async fn serve(
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);
     eprintln!(
-        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}",
+        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}; seccomp: {}",
         plan.sandbox,
         plan.netns,
         plan.jail_ip,
         plan.host_ip,
-        firewall.name()
+        firewall.name(),
+        seccomp::BASE
     );
     let stop = tokio_util::sync::CancellationToken::new();
     let st = state.clone();
@@ -258,10 +259,23 @@ async fn serve(
         &cwd,
         &confined.command,
     );
+    // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
+    // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
+    let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;
+    let line = with_seccomp(line, &filter);
     let code = run_command(plan, &line).await;
+    drop(filter);
     stop.cancel();
     let _ = proxy.await;
     code
+}
+
+/// `line` (bubblewrap's, from `confine`) with `--seccomp FD` for the descriptor of `filter`.
+fn with_seccomp(mut line: Vec<String>, filter: &File) -> Vec<String> {
+    use std::os::fd::AsRawFd;
+    let at = usize::from(line.first().is_some_and(|b| b == "bwrap"));
+    line.splice(at..at, ["--seccomp".to_string(), filter.as_raw_fd().to_string()]);
+    line
 }
 
 fn write_public(path: &Path, pem: &str) -> Result<(), String> {

@@ -168,8 +168,10 @@ async fn serve(
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
     let line = command_line(&exe, run_dir.path(), project, hidden, &env, command);
     eprintln!(
-        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
-        project.display()
+        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
+        project.display(),
+        super::seccomp::BASE,
+        super::seccomp::COMMAND
     );
     let mut bwrap = tokio::process::Command::new("bwrap");
     bwrap.args(&line);
@@ -191,6 +193,9 @@ fn command_line(
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut a: Vec<String> = [
         "--unshare-all",
+        // The relay is the PID namespace's init: no bubblewrap reaper beside it outside every filter, and no
+        // signal from inside ends it.
+        "--as-pid-1",
         "--die-with-parent",
         "--new-session",
         "--ro-bind",
