@@ -7,7 +7,8 @@
 //! sandbox's proxy, CA and placeholders in its environment. When the command exits or the jail is
 //! stopped, everything it created is removed; what a crashed jail left is removed by the next run for
 //! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
-//! outlives its jail reaches nothing.
+//! outlives its jail reaches nothing. The command runs under the base seccomp filter ([`seccomp`]: io_uring,
+//! ptrace, keyrings, foreign socket families and ABIs refused), which bubblewrap applies (`--seccomp FD`).
 
 mod common;
 mod confine;

@@ -5,8 +5,10 @@
 //! jail; cordon serves it as the sandbox, known by a credential made for this jail alone. The file system is
 //! the host's, read-only, but for the project folder (read-write) and a private `/tmp`, `/var/tmp` and `/run`;
 //! the user's credential folders and files and cordon's own are hidden; the environment is scrubbed to what the
-//! sandbox's `env` gives and a few harmless variables; a seccomp filter keeps the command from opening Unix
-//! sockets to host services around the bridge.
+//! sandbox's `env` gives and a few harmless variables; seccomp filters ([`super::seccomp`]) keep the command from
+//! opening Unix sockets to host services around the bridge and from the kernel's other ways round it (io_uring,
+//! ptrace, keyrings, foreign socket families and ABIs). The relay is the PID namespace's init (`--as-pid-1`) and
+//! non-dumpable, so no process outside the command's filter is within its reach.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use crate::tls_rig::{https_upstream, test_ca};
 const USER: &str = "cordon-jail-t";
 
 /// The test user's uid, gid and home (created if missing).
-fn user() -> (u32, u32, String) {
+pub(crate) fn user() -> (u32, u32, String) {
     let exists = Command::new("id").arg(USER).output().unwrap().status.success();
     if !exists {
         let ok = Command::new("useradd")
@@ -30,7 +30,7 @@ fn user() -> (u32, u32, String) {
     (id("-u"), id("-g"), format!("/home/{USER}"))
 }
 
-fn chown_r(path: &Path, uid: u32, gid: u32) {
+pub(crate) fn chown_r(path: &Path, uid: u32, gid: u32) {
     let ok = Command::new("chown")
         .arg("-R")
         .arg(format!("{uid}:{gid}"))

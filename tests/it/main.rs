@@ -43,6 +43,7 @@ mod incarnations_creds;
 mod intercept;
 mod jail;
 mod jail_confine;
+mod jail_kernel;
 mod jail_user;
 mod layers;
 mod lifecycle;
