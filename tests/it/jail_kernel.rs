@@ -185,13 +185,16 @@ async fn no_way_around_the_root_jail_through_the_kernel() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     probes(&dir);
     // The user the command runs as (nobody) has a key in its user keyring on the host.
-    let added = Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
-        .arg(dir.join("probe"))
-        .arg("add-key")
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&added.stdout).trim(), "add_key=ok");
+    let as_nobody = |what: &str| {
+        let out = Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
+            .arg(dir.join("probe"))
+            .arg(what)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(as_nobody("add-key"), "add_key=ok");
     let (code, out, err) = jail(
         &w,
         &config,
@@ -199,6 +202,7 @@ async fn no_way_around_the_root_jail_through_the_kernel() {
         &[],
         &["sh", "-c", &script(&dir, &dir.join("host.dgram"), "")],
     );
+    assert_eq!(as_nobody("del-key"), "del_key=ok");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(code, 0, "{out}\n{err}");
     expect_all(&out, &both(false), &err);

@@ -26,6 +26,12 @@ int main(int argc, char **argv) {
         report("add_key", syscall(SYS_add_key, "user", "cordon-kernel-test", "secret-of-the-user", 18, -4));
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "del-key") == 0) {
+        /* On the host, afterwards: KEYCTL_SEARCH (10) for it, KEYCTL_INVALIDATE (21) it. */
+        long key = syscall(SYS_keyctl, 10, -4, "user", "cordon-kernel-test", 0);
+        report("del_key", key < 0 ? key : syscall(SYS_keyctl, 21, key));
+        return 0;
+    }
     memset(params, 0, sizeof params);
     report("io_uring_setup", syscall(SYS_io_uring_setup, 8, params));
     memset(params, 0, sizeof params);
