@@ -89,6 +89,12 @@ fn i386_did_not_return(out: &str, context: &str) {
     );
 }
 
+/// The relay as the PID namespace's init: a SIGKILL from inside leaves it relaying, and it reaps an orphan (no
+/// zombie is left).
+const INIT: &str = "kill -KILL 1; (sleep 0.1 &); sleep 0.5
+python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 3128), timeout=3)' && echo relay_after_kill=ok
+echo zombies=$(grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null | wc -l)";
+
 #[test]
 fn no_way_around_the_jail_without_root_through_the_kernel() {
     if !available("no_way_around_the_jail_without_root_through_the_kernel") {
@@ -136,7 +142,12 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
         .arg(d.join("cordon.yaml"))
         .arg("--project")
         .arg(&project)
-        .args(["--", "sh", "-c", &script(&project, &host_dgram, "127.0.0.1:3128")])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!("{}; {INIT}", script(&project, &host_dgram, "127.0.0.1:3128")),
+        ])
         .env_clear()
         .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .env("HOME", &home)
@@ -153,6 +164,8 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
         "pair_dgram_sendto=errno:1",
         "pair_raw_sendto=errno:1",
         "pair_seqpacket_sendto=ok",
+        "relay_after_kill=ok",
+        "zombies=0",
     ]);
     expect_all(&stdout, &expected, &stderr);
     i386_did_not_return(&stdout, &stderr);
