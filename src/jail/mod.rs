@@ -7,7 +7,8 @@
 //! sandbox's proxy, CA and placeholders in its environment. When the command exits or the jail is
 //! stopped, everything it created is removed; what a crashed jail left is removed by the next run for
 //! the same sandbox (or by `--cleanup`). While nothing is removed, the rules still hold: a command that
-//! outlives its jail reaches nothing.
+//! outlives its jail reaches nothing. The command runs under the base seccomp filter ([`seccomp`]: io_uring,
+//! ptrace, keyrings, foreign socket families and ABIs refused), which bubblewrap applies (`--seccomp FD`).
 
 mod common;
 mod confine;
@@ -284,12 +285,13 @@ async fn serve(
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);
     eprintln!(
-        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}",
+        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}; seccomp: {}",
         plan.sandbox,
         plan.netns,
         plan.jail_ip,
         plan.host_ip,
-        firewall.name()
+        firewall.name(),
+        seccomp::BASE
     );
     let stop = tokio_util::sync::CancellationToken::new();
     let st = state.clone();
@@ -315,8 +317,13 @@ async fn serve(
         &cwd,
         &confined.command,
     );
+    // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
+    // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
+    let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;
+    let line = with_seccomp(line, &filter);
     let before = confined.view.writable.as_deref().map(planted::snapshot);
     let code = run_command(plan, &line).await;
+    drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         planted::report(folder, before, &audit_sink, &plan.sandbox);
     }
@@ -326,6 +333,14 @@ async fn serve(
     stop.cancel();
     let _ = proxy.await;
     code
+}
+
+/// `line` (bubblewrap's, from `confine`) with `--seccomp FD` for the descriptor of `filter`.
+fn with_seccomp(mut line: Vec<String>, filter: &File) -> Vec<String> {
+    use std::os::fd::AsRawFd;
+    let at = usize::from(line.first().is_some_and(|b| b == "bwrap"));
+    line.splice(at..at, ["--seccomp".to_string(), filter.as_raw_fd().to_string()]);
+    line
 }
 
 fn write_public(path: &Path, pem: &str) -> Result<(), String> {

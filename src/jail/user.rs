@@ -5,9 +5,11 @@
 //! jail; cordon serves it as the sandbox, known by a credential made for this jail alone. The file system is
 //! the view of [`super::view`]: the system folders read-only, the project folder read-write (its `.git/config`
 //! and `.git/hooks` read-only), a private home, private `/tmp`, `/var` and `/run`, cordon's own files hidden (and
-//! refused inside the project); the environment is scrubbed to what the
-//! sandbox's `env` gives and a few harmless variables; a seccomp filter keeps the command from opening Unix
-//! sockets to host services around the bridge.
+//! refused inside the project); the environment is scrubbed to what the sandbox's `env` gives and a few harmless
+//! variables; seccomp filters ([`super::seccomp`]) keep the command from opening Unix sockets to host services
+//! around the bridge and from the kernel's other ways round it (io_uring, ptrace, keyrings, foreign socket
+//! families and ABIs). The relay is the PID namespace's init (`--as-pid-1`) and non-dumpable, so no process
+//! outside the command's filter is within its reach.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -172,8 +174,10 @@ async fn serve(
     let project = view.writable.clone().unwrap_or_default();
     let line = command_line(&exe, run_dir.path(), &view, &env, command);
     eprintln!(
-        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside",
-        project.display()
+        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
+        project.display(),
+        super::seccomp::BASE,
+        super::seccomp::COMMAND
     );
     let started = super::common::Started::new(run_dir.path())?;
     let mut line = line;
@@ -198,9 +202,16 @@ fn command_line(
     command: &[String],
 ) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let mut a: Vec<String> = ["--unshare-all", "--die-with-parent", "--new-session"]
-        .map(String::from)
-        .to_vec();
+    let mut a: Vec<String> = [
+        "--unshare-all",
+        // The relay is the PID namespace's init: no bubblewrap reaper beside it outside every filter, and no
+        // signal from inside ends it.
+        "--as-pid-1",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    .map(String::from)
+    .to_vec();
     a.extend(view.mounts());
     for (from, to) in [
         (run_dir.join("proxy.sock"), "proxy.sock"),

@@ -47,6 +47,7 @@ mod jail_confine;
 mod jail_exit;
 mod jail_fs;
 mod jail_fs_user;
+mod jail_kernel;
 mod jail_streams;
 mod jail_user;
 mod layers;
