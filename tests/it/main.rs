@@ -71,5 +71,7 @@ mod sources;
 mod tls_rig;
 mod tunnel_splice;
 mod violations;
+mod websocket_frames;
+mod websocket_frames_rig;
 mod websocket_limits;
 mod websocket_memory;
