@@ -284,16 +284,21 @@ pub(crate) fn fit(text: &str, max: usize) -> &str {
 }
 
 /// XOR `bytes` with a frame's masking key, `at` bytes into its payload (RFC 6455 §5.3): masks and unmasks.
+/// Eight bytes at a time (the key twice), which also keeps it quick in unoptimised test builds.
 fn apply_mask(bytes: &mut [u8], key: [u8; 4], at: usize) {
     let mut key = key;
     key.rotate_left(at % 4);
-    let mut words = bytes.chunks_exact_mut(4);
+    let mut twice = [0; 8];
+    twice[..4].copy_from_slice(&key);
+    twice[4..].copy_from_slice(&key);
+    let wide = u64::from_ne_bytes(twice);
+    let mut words = bytes.chunks_exact_mut(8);
     for word in &mut words {
-        for (b, k) in word.iter_mut().zip(key) {
-            *b ^= k;
+        if let Ok(w) = <[u8; 8]>::try_from(&*word) {
+            word.copy_from_slice(&(u64::from_ne_bytes(w) ^ wide).to_ne_bytes());
         }
     }
-    for (b, k) in words.into_remainder().iter_mut().zip(key) {
+    for (b, k) in words.into_remainder().iter_mut().zip(twice) {
         *b ^= k;
     }
 }

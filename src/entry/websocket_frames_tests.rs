@@ -254,3 +254,21 @@ async fn what_the_writer_sends_a_real_websocket_reads_masked_or_not() {
         assert_eq!(close.reason.as_str(), "ü".repeat(61));
     }
 }
+
+#[test]
+fn masking_at_any_offset_and_length_is_the_xor_of_the_key_from_there() {
+    let key = [0x6d, 0xb6, 0xb2, 0x80];
+    let data: Vec<u8> = (0..40u8).collect();
+    for at in 0..8 {
+        for len in 0..data.len() {
+            let mut masked = data[..len].to_vec();
+            apply_mask(&mut masked, key, at);
+            let expected: Vec<u8> = data[..len]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ key[(at + i) % 4])
+                .collect();
+            assert_eq!(masked, expected, "at {at}, {len} bytes");
+        }
+    }
+}
