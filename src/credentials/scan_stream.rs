@@ -116,11 +116,11 @@ impl ScanStream {
         }
         self.context.extend_from_slice(fresh);
         self.scanned += fresh.len();
-        let found = self.detector.scan(&self.context);
+        let (found, open) = self.detector.scan_open(&self.context);
         if self.refuses(&found) {
             return Err(found);
         }
-        if self.detector.open_ended(&self.context) {
+        if open {
             // The end could still become a finding: keep a window of context for the next scan.
             let keep = self.detector.window();
             if self.context.len() > keep {
