@@ -2,6 +2,8 @@
 //! bytes and in every reading decoding makes of them ([`super::views`]), case-insensitively, in one pass of
 //! one automaton per reading.
 
+use std::borrow::Cow;
+
 use aho_corasick::automaton::Automaton;
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{AhoCorasick, Anchored, MatchKind};
@@ -122,9 +124,20 @@ impl Detector {
 
     /// Every placeholder and secret in `text` and its readings.
     pub fn scan(&self, text: &[u8]) -> Found {
+        self.scan_readings(&views(text))
+    }
+
+    /// What [`Detector::scan`] and [`Detector::open_ended`] say of `text`, its readings made once.
+    pub(crate) fn scan_open(&self, text: &[u8]) -> (Found, bool) {
+        let readings = views(text);
+        (self.scan_readings(&readings), self.open_readings(&readings))
+    }
+
+    /// Every placeholder and secret in these readings of a text (the text itself first).
+    fn scan_readings(&self, readings: &[Cow<'_, [u8]>]) -> Found {
         let mut found = Found::default();
         let mut raw_counts: Vec<String> = Vec::new();
-        for (i, view) in views(text).iter().enumerate() {
+        for (i, view) in readings.iter().enumerate() {
             let mut in_view: Vec<String> = Vec::new();
             for m in self.ac.find_iter(view.as_ref()) {
                 match &self.owners[m.pattern().as_usize()] {
@@ -168,10 +181,15 @@ impl Detector {
     /// Whether the end of `text`, or of a reading of it, could be the start of a placeholder or a secret:
     /// then the next bytes must be scanned with it before any of it is sent.
     pub fn open_ended(&self, text: &[u8]) -> bool {
+        self.open_readings(&views(text))
+    }
+
+    /// Whether the end of any of these readings could be the start of a placeholder or a secret.
+    fn open_readings(&self, readings: &[Cow<'_, [u8]>]) -> bool {
         let Ok(anchored) = self.nfa.start_state(Anchored::Yes) else {
             return true;
         };
-        views(text).iter().any(|view| {
+        readings.iter().any(|view| {
             let from = view.len().saturating_sub(self.longest + PLACEHOLDER_HEX);
             (from..view.len()).any(|i| {
                 let mut sid = anchored;

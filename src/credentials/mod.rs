@@ -22,6 +22,7 @@ pub(crate) mod masked_body;
 pub(crate) mod outgoing;
 pub mod placeholder;
 pub(crate) mod scan_body;
+pub(crate) mod scan_stream;
 pub(crate) mod secrets;
 pub(crate) mod source;
 mod stored_cache;

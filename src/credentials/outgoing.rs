@@ -22,7 +22,8 @@ use super::apply::{Credentials, unavailable};
 use super::body::{MAX_SCANNED_BODY, Read};
 use super::decode::Decoder;
 use super::detect::Found;
-use super::scan_body::{Refuses, ScanBody, Verdict};
+use super::scan_body::{ScanBody, Verdict};
+use super::scan_stream::streamed_refuses;
 use crate::body::ProxyBody;
 use crate::config::credentials::Inject;
 use crate::error::ProxyError;
@@ -373,16 +374,6 @@ impl Credentials {
         }
         Ok(applied)
     }
-}
-
-/// A streamed body refuses any placeholder (none is ever swapped in one) and any secret not bound here.
-fn streamed_refuses(usable: &[String]) -> Refuses {
-    let usable = usable.to_vec();
-    Box::new(move |found: &Found| {
-        !found.plain.is_empty()
-            || !found.disguised.is_empty()
-            || found.off_binding(&|c: &str| usable.iter().any(|u| u == c)).is_some()
-    })
 }
 
 /// What the headers together show that none of them shows alone (a placeholder or secret split over two).

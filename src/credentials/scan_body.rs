@@ -1,7 +1,7 @@
-//! A request body scanned for placeholders and secrets as it streams upstream, whatever its size. Nothing
-//! that could be part of a finding leaves before it has been scanned: the last [`Detector::window`] bytes
-//! stay behind until the next chunk (or the end) shows they hold none. A compressed body is scanned as the
-//! upstream will read it (decompressed), and its compressed bytes are held back by the same rule.
+//! A request body scanned for placeholders and secrets as it streams upstream, whatever its size, by a
+//! [`ScanStream`]: nothing that could be part of a finding leaves before it has been scanned. A compressed
+//! body is scanned as the upstream will read it (decompressed), and its compressed bytes are held back by the
+//! same rule.
 //!
 //! On a finding the body ends in an error, so the upstream never receives the rest, and the finding waits
 //! in the [`Verdict`] for the pipeline to answer the sandbox with.
@@ -9,12 +9,14 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::HeaderMap;
 use http_body::Frame;
 
 use super::decode::Decoder;
 use super::detect::{Detector, Found};
+pub(crate) use super::scan_stream::Refuses;
+use super::scan_stream::ScanStream;
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
 
 /// What a body scan found that refuses the request, once it has.
@@ -32,26 +34,14 @@ impl Verdict {
     }
 }
 
-/// Whether a finding refuses the request (secrets bound to the destination do not).
-pub(crate) type Refuses = Box<dyn Fn(&Found) -> bool + Send + Sync>;
-
 /// The scanned body.
 pub(crate) type ScanBody = Filtered<Scan>;
 
 /// Scanning as a body [`Filter`].
 pub(crate) struct Scan {
-    detector: Arc<Detector>,
-    refuses: Refuses,
+    stream: ScanStream,
     verdict: Verdict,
     decoder: Option<Decoder>,
-    /// The last bytes scanned (decoded, if the body is compressed), kept as context for the next scan.
-    context: BytesMut,
-    /// Raw chunks not yet sent, each with how many scanned bytes existed once it was read.
-    held: VecDeque<(Bytes, usize)>,
-    /// Scanned bytes so far.
-    scanned: usize,
-    /// Scanned bytes after which nothing can begin a finding that is not yet whole.
-    settled: usize,
 }
 
 impl ScanBody {
@@ -66,91 +56,56 @@ impl ScanBody {
         Filtered::with(
             inner,
             Scan {
-                detector,
-                refuses,
+                stream: ScanStream::new(detector, refuses),
                 verdict,
                 decoder,
-                context: BytesMut::new(),
-                held: VecDeque::new(),
-                scanned: 0,
-                settled: 0,
             },
         )
     }
 }
 
 impl Scan {
-    fn scan(&mut self, fresh: &[u8]) -> Result<(), BoxError> {
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        self.context.extend_from_slice(fresh);
-        self.scanned += fresh.len();
-        let found = self.detector.scan(&self.context);
-        if !found.is_empty() && (self.refuses)(&found) {
-            self.verdict.set(found);
-            return Err(
-                "the request body carries a placeholder or a secret it may not (credential_exfiltration)".into(),
-            );
-        }
-        if self.detector.open_ended(&self.context) {
-            // The end could still become a finding: keep a window of context for the next scan.
-            let keep = self.detector.window();
-            if self.context.len() > keep {
-                let drop = self.context.len() - keep;
-                let _ = self.context.split_to(drop);
-            }
-        } else {
-            // Nothing can straddle this point: everything scanned may go, and no context is needed.
-            self.context.clear();
-            self.settled = self.scanned;
-        }
-        Ok(())
-    }
-
-    /// Send the raw chunks whose scanned bytes are followed by a whole window of scanned bytes, or after which
-    /// nothing can begin a finding (all of them at the end): nothing that could begin a finding leaves
-    /// unscanned, and a body whose end begins nothing is not held at all (streamed uploads flow).
-    fn release(&mut self, all: bool, out: &mut VecDeque<Frame<Bytes>>) {
-        let window = self.detector.window();
-        while let Some((_, end)) = self.held.front() {
-            if !all && *end > self.settled && end + window > self.scanned {
-                break;
-            }
-            if let Some((raw, _)) = self.held.pop_front() {
-                out.push_back(Frame::data(raw));
-            }
-        }
+    /// A finding that refuses the body: kept for the pipeline, and the error that ends the body.
+    fn refused(&self, found: Found) -> BoxError {
+        self.verdict.set(found);
+        "the request body carries a placeholder or a secret it may not (credential_exfiltration)".into()
     }
 }
 
+/// Queue released chunks as data frames.
+fn queue(released: Vec<Bytes>, out: &mut VecDeque<Frame<Bytes>>) {
+    out.extend(released.into_iter().map(Frame::data));
+}
+
 impl Filter for Scan {
-    /// Scan what `raw` adds; on a refusal, the error that ends the body.
+    /// Scan what `raw` adds; on a refusal, the error that ends the body. A chunk is sent whole once nothing
+    /// that could be part of a finding is in it unscanned (a compressed body's chunks by what they decode to).
     fn data(&mut self, raw: Bytes, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         let mut fresh = Vec::new();
         match &mut self.decoder {
             Some(decoder) => decoder.push(&raw, |decoded| fresh.extend_from_slice(&decoded))?,
             None => fresh.extend_from_slice(&raw),
         }
-        self.scan(&fresh)?;
-        self.held.push_back((raw, self.scanned));
-        self.release(false, out);
-        Ok(())
+        let mut released = Vec::new();
+        let scanned = self.stream.push_read(raw, &fresh, &mut released);
+        queue(released, out);
+        scanned.map_err(|found| self.refused(found))
     }
 
     fn end(&mut self, out: &mut VecDeque<Frame<Bytes>>) -> Result<(), BoxError> {
         if let Some(decoder) = self.decoder.take() {
             let rest = decoder.finish()?;
-            self.scan(&rest)?;
+            self.stream.scan_rest(&rest).map_err(|found| self.refused(found))?;
         }
-        self.release(true, out);
+        let mut released = Vec::new();
+        self.stream.finish(&mut released);
+        queue(released, out);
         Ok(())
     }
 
     fn trailers(&mut self, trailers: HeaderMap) -> Result<HeaderMap, BoxError> {
         for value in trailers.values() {
-            let found = self.detector.scan(value.as_bytes());
-            if !found.is_empty() && (self.refuses)(&found) {
+            if let Err(found) = self.stream.check(value.as_bytes()) {
                 self.verdict.set(found);
                 return Err("a request trailer carries a placeholder or a secret".into());
             }

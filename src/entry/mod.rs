@@ -7,6 +7,8 @@
 //! - [`tunnel`]: an opened tunnel run to its end: bytes passed through (`tls: tunnel`, SNI checked) or
 //!   handed to [`intercept`];
 //! - [`intercept`]: TLS terminated with the sandbox's CA, and each request inside sent through the pipeline;
+//!   after a 101, the WebSocket relayed frame by frame (`websocket`, on `websocket_frames` and
+//!   `websocket_message`);
 //! - [`transparent`]: connections the kernel redirected (REDIRECT, TPROXY), known by their source address;
 //! - [`dns`]: the DNS responder's questions;
 //! - [`explain`]: `cordon explain`, a dry run of the pipeline.
@@ -22,3 +24,5 @@ mod socket;
 pub(crate) mod transparent;
 pub(crate) mod tunnel;
 mod websocket;
+mod websocket_frames;
+mod websocket_message;

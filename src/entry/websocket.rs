@@ -1,25 +1,46 @@
-//! A WebSocket inside an interception, relayed message by message once the upstream switched protocols:
-//! what the sandbox sends is scanned like a request body (a placeholder or a secret it may not send closes
-//! the WebSocket with 1008, policy violation), what the upstream sends has its destination's secrets masked
-//! like a response body. Messages are whole (tungstenite joins fragmented frames), so a secret split over
-//! frames is still one message; which is why a message, and a frame, may be no larger than
-//! `limits.websocket_message` / `limits.websocket_frame` (16 MiB each by default): a larger one from either side
-//! closes the WebSocket with 1009 (message too big) on both sides and is recorded as
-//! `websocket_message_too_big`, so one WebSocket holds at most a few times that at once, and nothing once it
-//! has closed.
+//! A WebSocket inside an interception, relayed frame by frame once the upstream switched protocols
+//! ([`super::websocket_frames`]): a data frame goes on as its payload arrives, in pieces of at most 64 KiB, so
+//! one WebSocket holds about a piece each way whatever the size of its frames and messages. What the sandbox
+//! sends is scanned like a request body (a placeholder or a secret it may not send closes the WebSocket with
+//! 1008, policy violation), what the upstream sends has its destination's secrets masked like a response body;
+//! the scan and the masking of a message are carried across its frames ([`super::websocket_message`]), so a
+//! secret split over frames, with control frames between them, is found as in a whole message. A frame of
+//! the sender may reach the receiver as several (an intermediary may refragment a message that uses no
+//! extension; none is ever negotiated, so no compression hides what a frame says). A frame over
+//! `limits.websocket_frame` is refused from its header, a message as soon as its frames add up to more than
+//! `limits.websocket_message` (16 MiB each by default): either closes the WebSocket with 1009 (message too
+//! big) on both sides and is recorded as `websocket_message_too_big`. Pings and pongs go through to the other
+//! side (scanned or masked, as data); a close is passed on and answered, and ends the relay.
 
-use futures_util::{SinkExt, StreamExt};
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::error::CapacityError;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Bytes, Error, Message, Utf8Bytes};
+use tokio::io::{ReadHalf, WriteHalf};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control, OpCode};
 
+use super::websocket_frames::{Fault, FrameReader, FrameWriter, Limits, Piece, fit};
+use super::websocket_message::{Filter, Message, Stopped};
+use crate::credentials::detect::Found;
+use crate::credentials::scan_stream::{ScanStream, streamed_refuses};
 use crate::error::TunnelEnd;
 use crate::pipeline::WebSocketGuard;
 use crate::session::lifetime::Stop;
+
+type Io = TokioIo<Upgraded>;
+type Writer = FrameWriter<WriteHalf<Io>>;
+
+/// What the relay does after a piece.
+enum Flow {
+    Go,
+    End(Option<TunnelEnd>),
+}
+
+/// One direction: where its frames come from, and the message under way.
+struct Leg {
+    reader: FrameReader<ReadHalf<Io>>,
+    message: Option<Message>,
+}
 
 /// Relay between the sandbox's and the upstream's upgraded connections until either closes, the tunnel
 /// must end, or the sandbox sends what it may not; the WebSocket's audit record is written at the end.
@@ -29,52 +50,34 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocket
         Some(r) => r.counters(),
         None => Default::default(),
     };
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(guard.max.0))
-        .max_frame_size(Some(guard.max.1));
-    let client = WebSocketStream::from_raw_socket(TokioIo::new(client), Role::Server, Some(config)).await;
-    let upstream = WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, Some(config)).await;
-    let (mut to_client, mut from_client) = client.split();
-    let (mut to_upstream, mut from_upstream) = upstream.split();
+    let limits = Limits {
+        message: guard.max.0 as u64,
+        frame: guard.max.1 as u64,
+    };
+    let (client_read, client_write) = tokio::io::split(TokioIo::new(client));
+    let (upstream_read, upstream_write) = tokio::io::split(TokioIo::new(upstream));
+    let mut from_sandbox = Leg {
+        reader: FrameReader::new(client_read, true, limits),
+        message: None,
+    };
+    let mut from_upstream = Leg {
+        reader: FrameReader::new(upstream_read, false, limits),
+        message: None,
+    };
+    let mut to_sandbox = FrameWriter::new(client_write, false);
+    let mut to_upstream = FrameWriter::new(upstream_write, true);
     let end = loop {
-        tokio::select! {
-            message = from_client.next() => {
-                let message = match message {
-                    Some(Ok(message)) => message,
-                    Some(Err(Error::Capacity(e))) => {
-                        break Some(too_big(&mut to_client, &mut to_upstream, "the sandbox", &e).await);
-                    }
-                    _ => break None,
-                };
-                up.fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                if let Some(refusal) = refused(&guard, &message) {
-                    let close = |reason: &str| Message::Close(Some(CloseFrame {
-                        code: CloseCode::Policy,
-                        reason: Utf8Bytes::from(reason.to_string()),
-                    }));
-                    let _ = to_client.send(close("cordon: refused (credential_exfiltration)")).await;
-                    let _ = to_upstream.send(close("going away")).await;
-                    break Some(refusal);
-                }
-                if to_upstream.send(message).await.is_err() {
-                    break None;
-                }
+        let flow = tokio::select! {
+            piece = from_sandbox.reader.next() => {
+                sandbox_sent(&guard, piece, &mut from_sandbox.message, &mut to_sandbox, &mut to_upstream, &up).await
             }
-            message = from_upstream.next() => {
-                let message = match message {
-                    Some(Ok(message)) => message,
-                    Some(Err(Error::Capacity(e))) => {
-                        break Some(too_big(&mut to_client, &mut to_upstream, "the upstream", &e).await);
-                    }
-                    _ => break None,
-                };
-                let message = masked(&guard, message);
-                down.fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                if to_client.send(message).await.is_err() {
-                    break None;
-                }
+            piece = from_upstream.reader.next() => {
+                upstream_sent(&guard, piece, &mut from_upstream.message, &mut to_sandbox, &mut to_upstream, &down).await
             }
-            end = stop.ended() => break Some(end),
+            end = stop.ended() => Flow::End(Some(end)),
+        };
+        if let Flow::End(end) = flow {
+            break end;
         }
     };
     if let Some(record) = record {
@@ -82,77 +85,243 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocket
     }
 }
 
-/// A message or frame over the limit from `who`: both sides are told 1009 (message too big), and the record
-/// says why the WebSocket ended.
-async fn too_big<C, U>(to_client: &mut C, to_upstream: &mut U, who: &str, e: &CapacityError) -> TunnelEnd
-where
-    C: futures_util::Sink<Message> + Unpin,
-    U: futures_util::Sink<Message> + Unpin,
-{
-    let close = || {
-        Message::Close(Some(CloseFrame {
-            code: CloseCode::Size,
-            reason: Utf8Bytes::from_static("cordon: message too big"),
-        }))
+/// A piece from the sandbox: scanned, then passed on to the upstream.
+async fn sandbox_sent(
+    guard: &WebSocketGuard,
+    piece: Result<Option<Piece>, Fault>,
+    message: &mut Option<Message>,
+    to_sandbox: &mut Writer,
+    to_upstream: &mut Writer,
+    up: &AtomicU64,
+) -> Flow {
+    let scan = || ScanStream::new(guard.detector.clone(), streamed_refuses(&guard.allowed));
+    let piece = match piece {
+        Ok(Some(piece)) => piece,
+        Ok(None) => return Flow::End(None),
+        Err(fault) => return failed(fault, "the sandbox", to_sandbox, to_upstream).await,
     };
-    let _ = to_client.send(close()).await;
-    let _ = to_upstream.send(close()).await;
-    TunnelEnd::Refused {
-        code: "websocket_message_too_big",
-        detail: format!("{who} sent a WebSocket message or frame over the limit: {e}"),
+    match piece {
+        Piece::Data { start, bytes, last } => {
+            up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            if let Some(kind) = start {
+                *message = Some(Message::new(kind, Filter::Scan(scan())));
+            }
+            let mut frames = Vec::new();
+            let pushed = match message {
+                Some(m) => m.push(bytes, last, &mut frames),
+                None => Ok(()),
+            };
+            if last {
+                *message = None;
+            }
+            match pushed {
+                Err(Stopped::Refused(found)) => refuse(guard, &found, to_sandbox, to_upstream).await,
+                Err(Stopped::NotText) => not_text("the sandbox", to_sandbox, to_upstream).await,
+                Ok(()) => send(frames, to_upstream, None).await,
+            }
+        }
+        Piece::Control { op, payload } => {
+            up.fetch_add(payload.len() as u64, Ordering::Relaxed);
+            let said = match op {
+                Control::Close => payload.get(2..).unwrap_or_default(),
+                _ => &payload[..],
+            };
+            if let Err(found) = scan().check(said) {
+                return refuse(guard, &found, to_sandbox, to_upstream).await;
+            }
+            control(
+                op,
+                payload.to_vec(),
+                &payload,
+                to_upstream,
+                to_sandbox,
+                "the sandbox",
+                None,
+            )
+            .await
+        }
     }
 }
 
-/// Why a message from the sandbox may not go on, if it may not.
-fn refused(guard: &WebSocketGuard, message: &Message) -> Option<TunnelEnd> {
-    let payload: &[u8] = match message {
-        Message::Text(text) => text.as_bytes(),
-        Message::Binary(data) | Message::Ping(data) | Message::Pong(data) => data,
-        Message::Close(Some(frame)) => frame.reason.as_bytes(),
-        Message::Close(None) | Message::Frame(_) => return None,
+/// A piece from the upstream: its destination's secrets masked, then passed on to the sandbox.
+async fn upstream_sent(
+    guard: &WebSocketGuard,
+    piece: Result<Option<Piece>, Fault>,
+    message: &mut Option<Message>,
+    to_sandbox: &mut Writer,
+    to_upstream: &mut Writer,
+    down: &AtomicU64,
+) -> Flow {
+    let piece = match piece {
+        Ok(Some(piece)) => piece,
+        Ok(None) => return Flow::End(None),
+        Err(fault) => return failed(fault, "the upstream", to_upstream, to_sandbox).await,
     };
-    let found = guard.detector.scan(payload);
-    if let Some(credential) = found.off_binding(&|c: &str| guard.allowed.iter().any(|a| a == c)) {
-        return Some(TunnelEnd::Refused {
-            code: "secret_exfiltration",
-            detail: format!("a WebSocket message carried the secret of credential {credential}"),
-        });
+    match piece {
+        Piece::Data { start, bytes, last } => {
+            if let Some(kind) = start {
+                let filter = match &guard.masker {
+                    Some(masker) => Filter::Mask(masker.stream()),
+                    None => Filter::Plain,
+                };
+                *message = Some(Message::new(kind, filter));
+            }
+            let mut frames = Vec::new();
+            let pushed = match message {
+                Some(m) => m.push(bytes, last, &mut frames),
+                None => Ok(()),
+            };
+            if last {
+                *message = None;
+            }
+            match pushed {
+                Err(_) => not_text("the upstream", to_upstream, to_sandbox).await,
+                Ok(()) => send(frames, to_sandbox, Some(down)).await,
+            }
+        }
+        Piece::Control { op, payload } => {
+            let masked = |bytes: &[u8]| {
+                let masked = guard.masker.as_ref().and_then(|m| m.mask(bytes));
+                masked.unwrap_or_else(|| bytes.to_vec())
+            };
+            let passed = match op {
+                Control::Close if payload.len() >= 2 => {
+                    // The reason stays text: a masked reason that is not is replaced by none.
+                    let reason = masked(&payload[2..]);
+                    let reason = String::from_utf8(reason).unwrap_or_default();
+                    let mut passed = payload[..2].to_vec();
+                    passed.extend_from_slice(fit(&reason, 123).as_bytes());
+                    passed
+                }
+                _ => {
+                    let mut passed = masked(&payload);
+                    passed.truncate(125);
+                    passed
+                }
+            };
+            control(
+                op,
+                passed,
+                &payload,
+                to_sandbox,
+                to_upstream,
+                "the upstream",
+                Some(down),
+            )
+            .await
+        }
     }
-    if !found.plain.is_empty() || !found.disguised.is_empty() {
-        return Some(TunnelEnd::Refused {
-            code: "credential_exfiltration",
-            detail: "a WebSocket message carried a placeholder".into(),
-        });
-    }
-    None
 }
 
-/// The message with its destination's secrets masked.
-fn masked(guard: &WebSocketGuard, message: Message) -> Message {
-    let Some(masker) = &guard.masker else {
-        return message;
+/// Send a message's frames; the bytes sent are counted in `counter`.
+async fn send(frames: Vec<super::websocket_message::Out>, to: &mut Writer, counter: Option<&AtomicU64>) -> Flow {
+    for (opcode, fin, payload) in frames {
+        if to.send(opcode, fin, &payload).await.is_err() {
+            return Flow::End(None);
+        }
+        if let Some(counter) = counter {
+            counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
+        }
+    }
+    Flow::Go
+}
+
+/// A control frame from `who` (`payload` as it came, `passed` as it goes on): a ping or pong goes on; a close
+/// goes on and is answered with itself, and ends the relay.
+async fn control(
+    op: Control,
+    passed: Vec<u8>,
+    payload: &[u8],
+    to_other: &mut Writer,
+    to_sender: &mut Writer,
+    who: &str,
+    counter: Option<&AtomicU64>,
+) -> Flow {
+    if op == Control::Close
+        && let Err(fault) = close_payload(payload)
+    {
+        return failed(fault, who, to_sender, to_other).await;
+    }
+    if to_other.send(OpCode::Control(op), true, &passed).await.is_err() {
+        return Flow::End(None);
+    }
+    if let Some(counter) = counter {
+        counter.fetch_add(passed.len() as u64, Ordering::Relaxed);
+    }
+    if op != Control::Close {
+        return Flow::Go;
+    }
+    let _ = to_sender.send(OpCode::Control(Control::Close), true, payload).await;
+    Flow::End(None)
+}
+
+/// Whether a close frame's payload is one: none, or a code that may be sent and a reason in UTF-8.
+fn close_payload(payload: &[u8]) -> Result<(), Fault> {
+    let Some((code, reason)) = payload.split_first_chunk::<2>() else {
+        return match payload.len() {
+            0 => Ok(()),
+            _ => Err(Fault::Protocol(CloseCode::Protocol, "a close frame of one byte".into())),
+        };
     };
-    let mask = |data: &[u8]| masker.mask(data).map(Bytes::from);
-    match message {
-        Message::Text(text) => match mask(text.as_bytes()) {
-            Some(bytes) => match Utf8Bytes::try_from(bytes) {
-                Ok(text) => Message::Text(text),
-                Err(_) => Message::Text(Utf8Bytes::from_static("cordon-masked")),
-            },
-            None => Message::Text(text),
-        },
-        Message::Binary(data) => Message::Binary(mask(&data).unwrap_or(data)),
-        Message::Ping(data) => Message::Ping(mask(&data).unwrap_or(data)),
-        Message::Pong(data) => Message::Pong(mask(&data).unwrap_or(data)),
-        Message::Close(Some(frame)) => {
-            let reason = mask(frame.reason.as_bytes())
-                .and_then(|b| Utf8Bytes::try_from(b).ok())
-                .unwrap_or(frame.reason);
-            Message::Close(Some(CloseFrame {
-                code: frame.code,
-                reason,
+    if !CloseCode::from(u16::from_be_bytes(*code)).is_allowed() {
+        return Err(Fault::Protocol(
+            CloseCode::Protocol,
+            "a close code that may not be sent".into(),
+        ));
+    }
+    if std::str::from_utf8(reason).is_err() {
+        return Err(Fault::Protocol(
+            CloseCode::Invalid,
+            "a close reason that is not UTF-8".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What `who` sent ends the WebSocket: over a limit, 1009 (message too big) to both sides and the record says
+/// why; against the protocol, the sender is told why and the other side that cordon goes away.
+async fn failed(fault: Fault, who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> Flow {
+    match fault {
+        Fault::TooBig(what) => {
+            let _ = to_sender.close(CloseCode::Size, "cordon: message too big").await;
+            let _ = to_other.close(CloseCode::Size, "cordon: message too big").await;
+            Flow::End(Some(TunnelEnd::Refused {
+                code: "websocket_message_too_big",
+                detail: format!("{who} sent a WebSocket message or frame over the limit: {what}"),
             }))
         }
-        other => other,
+        Fault::Protocol(code, what) => {
+            tracing::debug!("{who} broke the WebSocket protocol: {what}");
+            let _ = to_sender.close(code, &format!("cordon: {what}")).await;
+            let _ = to_other.close(CloseCode::Away, "going away").await;
+            Flow::End(None)
+        }
+        Fault::Broken => Flow::End(None),
     }
+}
+
+/// A text message from `who` that is not UTF-8.
+async fn not_text(who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> Flow {
+    let fault = Fault::Protocol(CloseCode::Invalid, "a text message that is not UTF-8".into());
+    failed(fault, who, to_sender, to_other).await
+}
+
+/// The sandbox sent what it may not: 1008 (policy violation) to it, "going away" to the upstream, and the
+/// record says what it carried.
+async fn refuse(guard: &WebSocketGuard, found: &Found, to_sandbox: &mut Writer, to_upstream: &mut Writer) -> Flow {
+    let _ = to_sandbox
+        .close(CloseCode::Policy, "cordon: refused (credential_exfiltration)")
+        .await;
+    let _ = to_upstream.close(CloseCode::Away, "going away").await;
+    let end = match found.off_binding(&|c: &str| guard.allowed.iter().any(|a| a == c)) {
+        Some(credential) => TunnelEnd::Refused {
+            code: "secret_exfiltration",
+            detail: format!("a WebSocket message carried the secret of credential {credential}"),
+        },
+        None => TunnelEnd::Refused {
+            code: "credential_exfiltration",
+            detail: "a WebSocket message carried a placeholder".into(),
+        },
+    };
+    Flow::End(Some(end))
 }

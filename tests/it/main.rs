@@ -79,5 +79,7 @@ mod tls_rig;
 mod tunnel_splice;
 mod violations;
 mod watch;
+mod websocket_frames;
+mod websocket_frames_rig;
 mod websocket_limits;
 mod websocket_memory;

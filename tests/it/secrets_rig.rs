@@ -100,6 +100,9 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
         .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
     let range = req.headers().get("range").map(|v| v.to_str().unwrap_or("").to_string());
+    if path.starts_with("/ws-") {
+        return Ok(crate::websocket_frames_rig::upstream(req, secret, leaks));
+    }
     if path == "/ws" {
         return Ok(websocket(req, secret));
     }

@@ -1,6 +1,7 @@
 //! WebSocket messages and frames are bounded (issue 34, item 7): one larger than `limits.websocket_message` or
 //! `limits.websocket_frame`, from the sandbox or from the upstream, closes the WebSocket on both sides with 1009
-//! (message too big), is not relayed, and is recorded as a refusal; what fits goes through as before.
+//! (message too big), is not relayed (a frame) or not relayed whole (a message, refused as soon as its frames add up
+//! to more), and is recorded as a refusal; what fits goes through as before.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,8 @@ use cordon::audit::{Kind, Verdict};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 
 use crate::intercept::tls_as;
 use crate::tls_rig::*;
@@ -117,6 +119,25 @@ async fn a_message_or_frame_over_the_limit_closes_the_websocket_with_1009_either
             "{size}: relayed to the upstream"
         );
     }
+
+    // From the sandbox: frames under 32 KiB that add up to more than 64 KiB; refused once the total passes it.
+    let mut ws = open(&rig, server).await;
+    let before = got.load(std::sync::atomic::Ordering::SeqCst);
+    for (opcode, fin) in [(Data::Binary, false), (Data::Continue, false), (Data::Continue, true)] {
+        let frame = Frame::message(vec![b'a'; 30 * 1024], OpCode::Data(opcode), fin);
+        if ws.send(Message::Frame(frame)).await.is_err() {
+            break;
+        }
+    }
+    match next(&mut ws).await {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Size, "fragments: {frame:?}"),
+        other => panic!("fragments: not a close: {other:?}"),
+    }
+    assert_eq!(
+        got.load(std::sync::atomic::Ordering::SeqCst),
+        before,
+        "fragments: a whole message went"
+    );
 
     // From the upstream: a message over the limit never reaches the sandbox.
     let mut ws = open(&rig, server).await;

@@ -1,7 +1,8 @@
 //! WebSocket memory is bounded and comes back (issue 34, item 7), measured on the binary: several WebSockets
-//! through cordon's interception, each relaying large messages both ways through echo masking at once; cordon's
-//! peak resident memory (`VmHWM`) stays within a few messages per connection, and once they have closed its
-//! resident memory (`VmRSS`) is back near where it was before them.
+//! through cordon's interception, each relaying large messages (one frame each) both ways through echo masking at
+//! once; cordon's peak resident memory (`VmHWM`) stays under half a message per connection, since frames are
+//! relayed in pieces as they arrive, and once they have closed its resident memory (`VmRSS`) is back near where
+//! it was before them.
 
 use std::path::Path;
 use std::time::Duration;
@@ -107,6 +108,7 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
     tokio::time::sleep(Duration::from_millis(300)).await;
     let baseline = status_kib(pid, "VmRSS:");
 
+    let started = std::time::Instant::now();
     let mut tasks = Vec::new();
     for i in 0..CONNECTIONS {
         let mut ws = open().await;
@@ -139,6 +141,13 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
     for task in tasks {
         task.await.unwrap();
     }
+    let relayed = CONNECTIONS * ROUNDS * 3 * MESSAGE;
+    // A figure to read, not to assert: the time depends on the machine and what else runs on it.
+    eprintln!(
+        "relayed {} MiB through cordon in {:.2?}",
+        relayed / MIB,
+        started.elapsed()
+    );
     let peak = status_kib(pid, "VmHWM:");
     // The closes reach cordon's relays and their buffers are dropped.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -154,9 +163,9 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
     );
     let _ = child.kill();
     let _ = child.wait();
-    // Relaying one message holds it a few times at most (read buffer, the message, its masked copy, the write
-    // buffer): bounded per connection, not by how much went through.
-    let bound = baseline + CONNECTIONS * 5 * MESSAGE / 1024;
+    // Frames are relayed in pieces as they arrive: a WebSocket holds about a piece each way, not the message
+    // (held whole, several times, it would be over 4 messages each).
+    let bound = baseline + CONNECTIONS * MESSAGE / 2 / 1024;
     assert!(peak < bound, "peak {peak} KiB over {bound} KiB");
     // After close, what the relays held is given back.
     assert!(
