@@ -69,6 +69,7 @@ mod secrets_rig;
 mod secrets_scan;
 mod sources;
 mod tls_rig;
+mod token_minting;
 mod tunnel_splice;
 mod violations;
 mod websocket_limits;
