@@ -470,6 +470,9 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
         let got = r.curl("plain", ("POST", "idp.test", path), "client_id=a&scope=b", form, false);
         assert_eq!(got.reason, "credential_minting", "{path}: {got:?}");
     }
+    // A form sent chunked is read whole before it goes.
+    let got = r.curl_chunked_form("plain");
+    assert_eq!(got.reason, "credential_minting", "chunked: {got:?}");
     // A form cordon cannot read (compressed) is refused, not guessed at.
     let got = r.curl_gzip_form("plain");
     assert_eq!(
@@ -504,6 +507,30 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
 }
 
 impl Rig {
+    /// A token request form sent chunked (no Content-Length).
+    fn curl_chunked_form(&self, who: &str) -> Got {
+        let mut c = curl();
+        c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
+        c.args([
+            "-i",
+            "--http1.1",
+            "-H",
+            "content-type: application/x-www-form-urlencoded",
+        ]);
+        c.args([
+            "-H",
+            "transfer-encoding: chunked",
+            "--data-binary",
+            "scope=a&grant_type=password",
+        ]);
+        c.arg(format!("https://idp.test:{}/oauth/token", self.up));
+        let out = c.output().unwrap();
+        parse(
+            &String::from_utf8_lossy(&out.stdout),
+            &String::from_utf8_lossy(&out.stderr),
+        )
+    }
+
     /// A gzip-compressed token request form, as curl sends it.
     fn curl_gzip_form(&self, who: &str) -> Got {
         use std::io::Write;
