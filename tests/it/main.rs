@@ -70,6 +70,7 @@ mod secrets_scan;
 mod sources;
 mod tls_rig;
 mod token_minting;
+mod token_minting_rig;
 mod tunnel_splice;
 mod violations;
 mod websocket_limits;
