@@ -184,6 +184,7 @@ fn credential_kind(spec: &crate::config::credentials::CredentialSpec) -> String 
             service.as_deref().unwrap_or("as signed")
         ),
     };
+    let how = if spec.github { format!("{how}, GitHub API") } else { how };
     if spec.allow_minting.is_empty() {
         return format!("{source}, {how}");
     }

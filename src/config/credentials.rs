@@ -23,6 +23,9 @@ pub(crate) struct CredentialSpec {
     pub(crate) mask_echo: bool,
     /// The minting calls it may make (names from [`super::minting::MINTING`]); every other is refused.
     pub(crate) allow_minting: Vec<&'static str>,
+    /// A credential on the GitHub API (a `github_app` source, a host `github.com` or under it, or `kind:
+    /// github`): GitHub's minting calls are refused through it.
+    pub(crate) github: bool,
 }
 
 /// Where a stored secret is.

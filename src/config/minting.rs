@@ -1,13 +1,19 @@
 //! The calls that mint credentials: through an injected credential, each one would hand the sandbox a new
 //! credential it could keep and use without cordon (temporary AWS keys, a new access key, a login password,
-//! a registry token). cordon refuses them unless the
-//! credential's `allow_minting` names them; this table is what `allow_minting` may name.
+//! a registry token, a GitHub installation token or deploy key, an OAuth2 access token). cordon refuses them
+//! unless the credential's `allow_minting` names them; this table is what `allow_minting` may name.
 
 /// Which kind of credential a minting call is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// AWS keys (`source.aws`), signed with SigV4 (the only kind whose minting calls are refused so far).
+    /// AWS keys (`source.aws`), signed with SigV4.
     Aws,
+    /// A credential on the GitHub REST API: a `github_app` source, a credential bound to `github.com` or a
+    /// host under it, or one marked `kind: github` (GitHub Enterprise).
+    GitHub,
+    /// Any credential cordon injects (header, Basic, placeholder): an OAuth2 token request (a `grant_type`) or
+    /// device authorization request sent with it mints a token.
+    OAuth2,
 }
 
 impl Kind {
@@ -15,6 +21,8 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Aws => "AWS",
+            Kind::GitHub => "GitHub",
+            Kind::OAuth2 => "OAuth2",
         }
     }
 }
@@ -24,11 +32,14 @@ impl Kind {
 pub(crate) struct Minting {
     /// The kind of credential it is made with.
     pub(crate) kind: Kind,
-    /// Its name in `allow_minting`: AWS `service:Action` (the IAM action name).
+    /// Its name in `allow_minting`: AWS `service:Action` (the IAM action name), `github:group`, `oauth2:grant`.
+    /// Several rows may share a name (one name allows them all).
     pub(crate) name: &'static str,
-    /// For a REST-style AWS call (the action is the path, not a parameter or a target header): its method and
+    /// For a REST-style call (the action is the path, not a parameter or a target header): its method and
     /// path, `*` one segment.
     pub(crate) rest: Option<(&'static str, &'static str)>,
+    /// For an OAuth2 token request: the `grant_type` value (`*`: any other grant).
+    pub(crate) grant: Option<&'static str>,
 }
 
 const fn aws(name: &'static str) -> Minting {
@@ -36,6 +47,7 @@ const fn aws(name: &'static str) -> Minting {
         kind: Kind::Aws,
         name,
         rest: None,
+        grant: None,
     }
 }
 
@@ -44,8 +56,46 @@ const fn aws_rest(name: &'static str, method: &'static str, path: &'static str) 
         kind: Kind::Aws,
         name,
         rest: Some((method, path)),
+        grant: None,
     }
 }
+
+const fn github(name: &'static str, method: &'static str, path: &'static str) -> Minting {
+    Minting {
+        kind: Kind::GitHub,
+        name,
+        rest: Some((method, path)),
+        grant: None,
+    }
+}
+
+const fn oauth2(name: &'static str, grant: &'static str) -> Minting {
+    Minting {
+        kind: Kind::OAuth2,
+        name,
+        rest: None,
+        grant: Some(grant),
+    }
+}
+
+/// The device authorization request (RFC 8628 §3.1), known by its path: a `POST` whose path ends so.
+pub(crate) const DEVICE_AUTHORIZATION: Minting = Minting {
+    kind: Kind::OAuth2,
+    name: "oauth2:device_authorization",
+    rest: None,
+    grant: None,
+};
+
+/// The ends of the paths of device authorization endpoints (RFC 8628's `device_authorization`, GitHub's and
+/// Auth0's `device/code`, Microsoft's `devicecode`, Okta's `device/authorize`, Keycloak's `auth/device`).
+pub(crate) const DEVICE_PATHS: [&str; 6] = [
+    "device_authorization",
+    "device/code",
+    "devicecode",
+    "device_code",
+    "device/authorize",
+    "auth/device",
+];
 
 /// Every minting call cordon knows, by kind.
 pub(crate) const MINTING: &[Minting] = &[
@@ -99,6 +149,88 @@ pub(crate) const MINTING: &[Minting] = &[
     aws_rest("iot:CreateKeysAndCertificate", "POST", "/keys-and-certificate"),
     aws_rest("apigateway:CreateApiKey", "POST", "/apikeys"),
     aws_rest("appsync:CreateApiKey", "POST", "/v1/apis/*/apikeys"),
+    // GitHub: installation and user tokens of Apps and OAuth apps, an App's keys from its manifest.
+    github("github:app_tokens", "POST", "/app/installations/*/access_tokens"),
+    github("github:oauth_tokens", "POST", "/applications/*/token"),
+    github("github:oauth_tokens", "PATCH", "/applications/*/token"),
+    github("github:oauth_tokens", "POST", "/applications/*/token/scoped"),
+    github("github:oauth_tokens", "POST", "/login/oauth/access_token"),
+    github("github:oauth_tokens", "POST", "/login/device/code"),
+    github("github:app_manifests", "POST", "/app-manifests/*/conversions"),
+    // Legacy OAuth authorizations (personal tokens made with a password) and Enterprise impersonation tokens.
+    github("github:authorizations", "POST", "/authorizations"),
+    github("github:authorizations", "PUT", "/authorizations/clients/*"),
+    github("github:authorizations", "PUT", "/authorizations/clients/*/*"),
+    github("github:authorizations", "POST", "/admin/users/*/authorizations"),
+    // Keys that let their holder in without cordon: deploy keys, the user's SSH, GPG and signing keys.
+    github("github:deploy_keys", "POST", "/repos/*/*/keys"),
+    github("github:user_keys", "POST", "/user/keys"),
+    github("github:user_keys", "POST", "/user/gpg_keys"),
+    github("github:user_keys", "POST", "/user/ssh_signing_keys"),
+    // Actions runners: registration and removal tokens, just-in-time runner configurations.
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/repos/*/*/actions/runners/registration-token",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/repos/*/*/actions/runners/remove-token",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/repos/*/*/actions/runners/generate-jitconfig",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/orgs/*/actions/runners/registration-token",
+    ),
+    github("github:runner_tokens", "POST", "/orgs/*/actions/runners/remove-token"),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/orgs/*/actions/runners/generate-jitconfig",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/enterprises/*/actions/runners/registration-token",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/enterprises/*/actions/runners/remove-token",
+    ),
+    github(
+        "github:runner_tokens",
+        "POST",
+        "/enterprises/*/actions/runners/generate-jitconfig",
+    ),
+    // Codespaces: a machine outside cordon that holds a GitHub token of its own.
+    github("github:codespaces", "POST", "/user/codespaces"),
+    github("github:codespaces", "POST", "/repos/*/*/codespaces"),
+    github("github:codespaces", "POST", "/repos/*/*/pulls/*/codespaces"),
+    // Fine-grained personal access tokens: approving a token's request for an organisation's resources.
+    github("github:pat_grants", "POST", "/orgs/*/personal-access-token-requests"),
+    github("github:pat_grants", "POST", "/orgs/*/personal-access-token-requests/*"),
+    // OAuth2 token requests (RFC 6749 §4, RFC 8693, RFC 7523, RFC 7522, RFC 8628, OpenID CIBA), by grant.
+    oauth2("oauth2:client_credentials", "client_credentials"),
+    oauth2("oauth2:refresh_token", "refresh_token"),
+    oauth2("oauth2:password", "password"),
+    oauth2("oauth2:authorization_code", "authorization_code"),
+    oauth2(
+        "oauth2:token_exchange",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ),
+    oauth2("oauth2:jwt_bearer", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+    oauth2("oauth2:saml2_bearer", "urn:ietf:params:oauth:grant-type:saml2-bearer"),
+    oauth2("oauth2:device_code", "urn:ietf:params:oauth:grant-type:device_code"),
+    oauth2("oauth2:ciba", "urn:openid:params:grant-type:ciba"),
+    oauth2("oauth2:other_grants", "*"),
+    DEVICE_AUTHORIZATION,
 ];
 
 /// The minting call `name` names (`service:Action` matched as IAM does, without regard to case), if any.

@@ -405,16 +405,29 @@ credentials:
   b:
     source: { env: B }
     bind: { hosts: [api.github.com] }
-    allow_minting: [sts:AssumeRole]
+    allow_minting: [sts:AssumeRole, github:deploy_keys, OAUTH2:token_exchange]
+  c:
+    source: { env: C }
+    bind: { hosts: [ghe.example.com] }
+    allow_minting: [github:deploy_keys, oauth2:token_exchang]
+  d:
+    source: { env: D }
+    bind: { hosts: [ghe.example.com] }
+    kind: gitlab
 "#;
     let errs = errors(yaml);
     for needle in [
         "credentials.a.allow_minting[0]: \"sts:AssumeRol\" is not a minting call cordon refuses; for this credential: sts:GetSessionToken",
-        "credentials.b.allow_minting: only AWS credentials (`source.aws`) refuse minting calls so far",
+        "credentials.b.allow_minting[0]: \"sts:AssumeRole\" is a minting call of AWS credentials; this credential is not one",
+        "credentials.c.allow_minting[0]: \"github:deploy_keys\" is a minting call of GitHub credentials; this credential is not one (bind it to a GitHub host, or say `kind: github`)",
+        "credentials.c.allow_minting[1]: \"oauth2:token_exchang\" is not a minting call cordon refuses; for this credential: oauth2:client_credentials,",
+        "credentials.d.kind: \"gitlab\" is not a kind cordon knows; the one there is: github",
     ] {
         assert!(errs.iter().any(|e| e.contains(needle)), "{needle}: {errs:#?}");
     }
-    assert!(!errs.iter().any(|e| e.contains("allow_minting[1]")), "{errs:#?}");
+    for fine in ["a.allow_minting[1]", "b.allow_minting[1]", "b.allow_minting[2]"] {
+        assert!(!errs.iter().any(|e| e.contains(fine)), "{fine}: {errs:#?}");
+    }
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub(crate) struct Applied {
     pub(crate) body: ProxyBody,
     /// Set when the streaming scan refuses the body on its way up.
     pub(crate) verdict: Option<Verdict>,
+    /// A GitHub or OAuth2 minting call was let through: the tokens of its answer are masked.
+    pub(crate) tokens: bool,
 }
 
 /// Where in the request a placeholder was found as issued.
@@ -68,6 +70,7 @@ impl Credentials {
                 names: Vec::new(),
                 body,
                 verdict: None,
+                tokens: false,
             });
         }
         let detector = self.detector();
@@ -117,9 +120,12 @@ impl Credentials {
             .and_then(|v| v.parse::<usize>().ok());
         let mut whole = None;
         let mut verdict = None;
+        // The body as read, uncompressed, for the minting check.
+        let mut seen: Option<Bytes> = None;
         // A body is read whole where a placeholder may be swapped in it, or where an AWS signature covers its
         // hash without saying it.
-        let read_whole = body_swaps_possible || self.aws_needs_body(usable, parts);
+        let read_whole =
+            body_swaps_possible || self.aws_needs_body(usable, parts) || self.minting_needs_body(usable, parts);
         let empty = body.is_end_stream();
         let body = if empty {
             body
@@ -167,12 +173,14 @@ impl Credentials {
                         Place::Elsewhere
                     };
                     judge(detector.scan(&data), place)?;
+                    seen = Some(data.clone());
                     whole = Some((data, trailers));
                     crate::body::empty()
                 }
                 None => {
                     // No placeholder may be swapped in this body: any found in it is out of place.
                     judge(detector.scan(&data), Place::Elsewhere)?;
+                    seen = Some(data.clone());
                     super::body::whole(data, trailers)
                 }
             }
@@ -191,6 +199,7 @@ impl Credentials {
         };
         let sent: Option<Bytes> = whole.as_ref().map(|(data, _)| data.clone()).or(empty.then(Bytes::new));
         let aws = self.aws_check(sandbox, usable, parts, sent.as_deref())?;
+        let tokens = self.minting_check(usable, parts, seen.or(empty.then(Bytes::new)).as_deref())?;
         let names = self.inject(policy, usable, parts).await?;
         let mut names = self.swap(policy, swaps, parts, &mut whole, names).await?;
         if let Some(checked) = aws {
@@ -206,7 +215,12 @@ impl Credentials {
             }
             None => body,
         };
-        Ok(Applied { names, body, verdict })
+        Ok(Applied {
+            names,
+            body,
+            verdict,
+            tokens,
+        })
     }
 
     /// What a finding means: a placeholder as issued, in a place its credential allows, by its own sandbox,

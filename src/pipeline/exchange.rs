@@ -41,6 +41,8 @@ pub(super) struct Exchange {
     pub(super) masker: Option<Arc<Masker>>,
     /// The request was signed with AWS keys: key material is masked in what comes back.
     pub(super) aws_keys: bool,
+    /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
+    pub(super) tokens: bool,
     /// What the request body's scan found, if it ended the upload.
     pub(super) verdict: Option<Verdict>,
     /// Counted in an aggregate record instead of one of its own.
@@ -102,6 +104,7 @@ impl Exchange {
             meter: None,
             masker: None,
             aws_keys: false,
+            tokens: false,
             verdict: None,
             suppressed: false,
             audit,

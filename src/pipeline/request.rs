@@ -266,6 +266,7 @@ impl Exchange {
             super::budget::take(state, &generation, sandbox, &applied.names)?;
         }
         self.aws_keys = generation.credentials.signs_aws(&applied.names);
+        self.tokens = applied.tokens;
         self.audit.credentials(applied.names);
         self.masker = generation
             .credentials

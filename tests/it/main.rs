@@ -76,6 +76,8 @@ mod secrets_rig;
 mod secrets_scan;
 mod sources;
 mod tls_rig;
+mod token_minting;
+mod token_minting_rig;
 mod tunnel_splice;
 mod violations;
 mod watch;

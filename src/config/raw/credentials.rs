@@ -74,6 +74,9 @@ pub(in crate::config) struct RawCredential {
     /// The minting calls (new keys, tokens, passwords) this credential may make, e.g. `sts:AssumeRole`.
     #[serde(default)]
     pub(crate) allow_minting: Vec<String>,
+    /// What the credential is for, where cordon cannot tell from its source or hosts: `github` (a GitHub
+    /// Enterprise API host), whose minting calls are refused.
+    pub(crate) kind: Option<String>,
 }
 
 /// `budget:` of a credential (or a policy's override).

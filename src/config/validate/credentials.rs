@@ -161,6 +161,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             }
             Some(s) => source(errs, &format!("{base}.source"), s),
         };
+        let hosts: Vec<String> = c.bind.as_ref().map(|b| b.hosts.clone()).unwrap_or_default();
         let binding = match c.bind {
             None => {
                 errs.at(
@@ -198,9 +199,16 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             ),
             _ => {}
         }
+        let github = super::minting::github(
+            errs,
+            &format!("{base}.kind"),
+            c.kind.as_deref(),
+            source.as_ref(),
+            &hosts,
+        );
         let allow_minting = source
             .as_ref()
-            .map(|s| super::minting::allow(errs, &format!("{base}.allow_minting"), s, c.allow_minting))
+            .map(|s| super::minting::allow(errs, &format!("{base}.allow_minting"), s, github, c.allow_minting))
             .unwrap_or_default();
         if let (Some(source), Some(binding), Some(inject)) = (source, binding, inject)
             && errs.list.len() == before
@@ -214,6 +222,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
                     inject,
                     mask_echo: c.mask_echo,
                     allow_minting,
+                    github,
                 },
             );
         }

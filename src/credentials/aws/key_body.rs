@@ -1,5 +1,6 @@
-//! The answer to a request signed with AWS keys, on its way to the sandbox: its body through [`KeyMask`]
-//! (decompressed first when the upstream compressed it), so that no key material reaches the sandbox.
+//! The answer to a request signed with AWS keys (or to a GitHub or OAuth2 minting call), on its way to the
+//! sandbox: its body through [`KeyMask`] (decompressed first when the upstream compressed it), so that no key
+//! material or token reaches the sandbox.
 
 use std::collections::VecDeque;
 
@@ -10,7 +11,7 @@ use http_body::Body as _;
 use http_body::Frame;
 use http_body_util::BodyExt;
 
-use super::key_mask::{KeyMask, available};
+use super::key_mask::{Fields, KeyMask, available};
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
 use crate::credentials::decode::Decoder;
 
@@ -60,12 +61,22 @@ impl Filter for Keys {
 /// headers lose their coding and length (the body is decoded and may change length). An answer in a coding
 /// cordon cannot read is an error: it cannot be masked, so it is not passed on.
 pub(crate) fn mask_aws_keys(headers: &mut HeaderMap, body: ProxyBody) -> Result<ProxyBody, String> {
+    mask_fields(headers, body, Fields::Aws)
+}
+
+/// The body of an answer with `headers` to a GitHub or OAuth2 minting call cordon let through, its tokens
+/// masked ([`Fields::Tokens`]), as [`mask_aws_keys`] masks AWS keys.
+pub(crate) fn mask_tokens(headers: &mut HeaderMap, body: ProxyBody) -> Result<ProxyBody, String> {
+    mask_fields(headers, body, Fields::Tokens)
+}
+
+fn mask_fields(headers: &mut HeaderMap, body: ProxyBody, fields: Fields) -> Result<ProxyBody, String> {
     let media = headers
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_ascii_lowercase())
         .unwrap_or_default();
     // An empty body (a HEAD's answer) keeps its headers: its Content-Length is the object's.
-    if body.is_end_stream() || PASSED.iter().any(|p| media.starts_with(p)) || !available() {
+    if body.is_end_stream() || PASSED.iter().any(|p| media.starts_with(p)) || !available(fields) {
         return Ok(body);
     }
     let decoder = match headers.get(CONTENT_ENCODING) {
@@ -78,7 +89,7 @@ pub(crate) fn mask_aws_keys(headers: &mut HeaderMap, body: ProxyBody) -> Result<
         body,
         Keys {
             decoder,
-            mask: KeyMask::new(),
+            mask: KeyMask::of(fields),
         },
     )
     .boxed_unsync())

@@ -37,6 +37,32 @@ const FIELDS: [&str; 15] = [
 /// Credentials-file and environment names (`name = value`, `NAME=value`), lower case.
 const LINES: [&str; 3] = ["aws_secret_access_key", "aws_session_token", "aws_security_token"];
 
+/// SECURITY: the JSON keys whose values are tokens or keys in the answer to a GitHub or OAuth2 minting call
+/// (installation, runner and OAuth tokens; an App's key and secrets from its manifest; a device code), lower case.
+const TOKEN_FIELDS: [&str; 9] = [
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "client_secret",
+    "webhook_secret",
+    "pem",
+    "encoded_jit_config",
+    "device_code",
+];
+
+/// The same in a form-encoded answer (`access_token=...&scope=...`, as GitHub's OAuth endpoints answer).
+const TOKEN_LINES: [&str; 4] = ["access_token", "refresh_token", "id_token", "device_code"];
+
+/// Which fields a [`KeyMask`] masks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fields {
+    /// AWS key material and other AWS services' secrets.
+    Aws,
+    /// Tokens in GitHub and OAuth2 answers.
+    Tokens,
+}
+
 /// The most bytes between a field's name and its value (attributes, white space) that are looked through.
 const GAP: usize = 96;
 
@@ -67,16 +93,23 @@ struct Patterns {
     list: Vec<(Vec<u8>, Term)>,
 }
 
-fn patterns() -> Option<&'static Patterns> {
-    static BUILT: std::sync::OnceLock<Option<Patterns>> = std::sync::OnceLock::new();
-    BUILT
+fn patterns(fields: Fields) -> Option<&'static Patterns> {
+    static AWS: std::sync::OnceLock<Option<Patterns>> = std::sync::OnceLock::new();
+    static TOKENS: std::sync::OnceLock<Option<Patterns>> = std::sync::OnceLock::new();
+    let (built, names, lines): (_, &[&str], &[&str]) = match fields {
+        Fields::Aws => (&AWS, &FIELDS, &LINES),
+        Fields::Tokens => (&TOKENS, &TOKEN_FIELDS, &TOKEN_LINES),
+    };
+    built
         .get_or_init(|| {
             let mut list: Vec<(Vec<u8>, Term)> = Vec::new();
-            for f in FIELDS {
-                list.push((format!("<{f}").into_bytes(), Term::Xml));
+            for f in names {
+                if fields == Fields::Aws {
+                    list.push((format!("<{f}").into_bytes(), Term::Xml));
+                }
                 list.push((format!("\"{f}\"").into_bytes(), Term::Json));
             }
-            list.extend(LINES.iter().map(|l| (l.as_bytes().to_vec(), Term::Line)));
+            list.extend(lines.iter().map(|l| (l.as_bytes().to_vec(), Term::Line)));
             let ac = AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostLongest)
                 .ascii_case_insensitive(true)
@@ -88,14 +121,15 @@ fn patterns() -> Option<&'static Patterns> {
         .as_ref()
 }
 
-/// Whether an AWS key masker can be had (the patterns built).
-pub(crate) fn available() -> bool {
-    patterns().is_some()
+/// Whether a masker of `fields` can be had (the patterns built).
+pub(crate) fn available(fields: Fields) -> bool {
+    patterns(fields).is_some()
 }
 
 /// A body masked chunk by chunk.
 #[derive(Debug)]
 pub(crate) struct KeyMask {
+    fields: Fields,
     held: Vec<u8>,
     state: State,
     /// The last byte let go (what precedes the held bytes: a name must not be the end of a longer word).
@@ -107,9 +141,10 @@ pub(crate) struct KeyMask {
 type Opening = Result<Option<usize>, ()>;
 
 impl KeyMask {
-    /// A fresh stream.
-    pub(crate) fn new() -> KeyMask {
+    /// A fresh stream masking `fields`.
+    pub(crate) fn of(fields: Fields) -> KeyMask {
         KeyMask {
+            fields,
             held: Vec::new(),
             state: State::Scan,
             prev: b'\n',
@@ -137,7 +172,7 @@ impl KeyMask {
     fn step(&mut self, data: &[u8], last: bool) -> Vec<u8> {
         let mut buf = std::mem::take(&mut self.held);
         buf.extend_from_slice(data);
-        let Some(p) = patterns() else {
+        let Some(p) = patterns(self.fields) else {
             return buf;
         };
         let mut out = Vec::with_capacity(buf.len());
@@ -172,6 +207,12 @@ impl KeyMask {
                         };
                         let (start, end) = (from + m.start(), from + m.end());
                         let term = p.list[m.pattern().as_usize()].1;
+                        // A line name right after a quote, at the end of what came, may yet be a JSON name.
+                        if term == Term::Line && start > i && buf[start - 1] == b'"' && end == buf.len() && !last {
+                            out.extend_from_slice(&buf[i..start - 1]);
+                            self.held = buf[start - 1..].to_vec();
+                            return out;
+                        }
                         let before = if start == 0 { self.prev } else { buf[start - 1] };
                         match opening(&buf[..], before, end, term, last) {
                             Ok(Some(value)) => {

@@ -7,7 +7,7 @@ const TOKEN: &str = "FwoGZXIvYXdzEBYaDkiOiJ+IQoJb3JpZ2luX2VjEHUaCXVzLWVhc3QtMSJH
 
 /// `text` masked when it arrives in pieces of `n` bytes.
 fn masked(text: &str, n: usize) -> String {
-    let mut m = KeyMask::new();
+    let mut m = KeyMask::of(Fields::Aws);
     let mut out = Vec::new();
     for piece in text.as_bytes().chunks(n.max(1)) {
         out.extend(m.push(piece));
@@ -102,7 +102,7 @@ fn a_value_cut_off_by_the_end_is_masked_and_plain_text_passes_at_once() {
         every_split(&format!("<SessionToken>{TOKEN}")),
         "<SessionToken>masked-by-cordon"
     );
-    let mut m = KeyMask::new();
+    let mut m = KeyMask::of(Fields::Aws);
     // Nothing that could begin a field is held back.
     assert_eq!(
         m.push(b"data: {\"delta\": \"hello\"}\n\n"),
@@ -111,4 +111,39 @@ fn a_value_cut_off_by_the_end_is_masked_and_plain_text_passes_at_once() {
     // A tail that could is, until the next bytes say it is not.
     assert_eq!(m.push(b"x <Sess"), b"x ");
     assert_eq!(m.push(b"ionLength>1"), b"<SessionLength>1");
+}
+
+fn tokens(text: &str) -> String {
+    let whole = {
+        let mut m = KeyMask::of(Fields::Tokens);
+        let mut out = m.push(text.as_bytes());
+        out.extend(m.finish());
+        String::from_utf8(out).unwrap()
+    };
+    for n in 1..24 {
+        let mut m = KeyMask::of(Fields::Tokens);
+        let mut out = Vec::new();
+        for piece in text.as_bytes().chunks(n) {
+            out.extend(m.push(piece));
+        }
+        out.extend(m.finish());
+        assert_eq!(String::from_utf8(out).unwrap(), whole, "in pieces of {n}");
+    }
+    whole
+}
+
+#[test]
+fn github_and_oauth2_tokens_are_masked_in_json_and_forms() {
+    let json = r#"{"token": "ghs_16C7e42F292c6912E7710c838347Ae178B4a", "expires_at": "2030-01-01T00:00:00Z", "Access_Token":"gho_x", "refresh_token" : "ghr_y", "id_token": "eyJ\"z", "pem": "-----BEGIN RSA PRIVATE KEY-----\nMII", "client_secret": "s", "webhook_secret": "w", "encoded_jit_config": "e", "device_code": "d", "user_code": "WDJB-MJHT", "tokens": "kept"}"#;
+    assert_eq!(
+        tokens(json),
+        r#"{"token": "masked-by-cordon", "expires_at": "2030-01-01T00:00:00Z", "Access_Token":"masked-by-cordon", "refresh_token" : "masked-by-cordon", "id_token": "masked-by-cordon", "pem": "masked-by-cordon", "client_secret": "masked-by-cordon", "webhook_secret": "masked-by-cordon", "encoded_jit_config": "masked-by-cordon", "device_code": "masked-by-cordon", "user_code": "WDJB-MJHT", "tokens": "kept"}"#
+    );
+    assert_eq!(
+        tokens("access_token=gho_16C7e42F&scope=repo&refresh_token=ghr_1&token_type=bearer"),
+        "access_token=masked-by-cordon&scope=repo&refresh_token=masked-by-cordon&token_type=bearer"
+    );
+    // AWS fields are not token fields, nor the other way round.
+    assert_eq!(tokens(r#"{"SecretAccessKey": "k"}"#), r#"{"SecretAccessKey": "k"}"#);
+    assert_eq!(every_split(r#"{"token": "t"}"#), r#"{"token": "t"}"#);
 }
