@@ -213,6 +213,21 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
         (400, "minting_body_unreadable"),
         "{got:?}"
     );
+    // Larger than cordon reads: a form of known length is refused unread; a chunked form, JSON or untyped body
+    // is read up to 1 MiB and refused 413 past it.
+    let big = 1536 * 1024;
+    for content_type in ["application/x-www-form-urlencoded", ""] {
+        let got = r.curl_large("plain", content_type, big, false);
+        assert_eq!(
+            (got.status, got.reason.as_str()),
+            (400, "minting_body_unreadable"),
+            "{content_type:?}: {got:?}"
+        );
+    }
+    for content_type in ["application/x-www-form-urlencoded", "application/json", ""] {
+        let got = r.curl_large("plain", content_type, big, true);
+        assert_eq!(got.status, 413, "{content_type:?} chunked: {got:?}");
+    }
     assert!(
         r.reached().is_empty(),
         "a refused request reached the server: {:?}",

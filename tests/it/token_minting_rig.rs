@@ -303,6 +303,29 @@ impl Rig {
         )
     }
 
+    /// A body of `size` bytes of `content_type` to the token endpoint (a grant at its start), with a length or,
+    /// if `chunked`, chunked.
+    pub(crate) fn curl_large(&self, who: &str, content_type: &str, size: usize, chunked: bool) -> Got {
+        let mut body = b"grant_type=client_credentials&pad=".to_vec();
+        body.resize(size, b'a');
+        let file = self.dir.path().join("large.body");
+        std::fs::write(&file, body).unwrap();
+        let mut c = curl();
+        c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
+        // An empty type sends none at all (curl's `-H "content-type:"`).
+        c.args(["-i", "--http1.1", "-H", &format!("content-type:{content_type}")]);
+        if chunked {
+            c.args(["-H", "transfer-encoding: chunked"]);
+        }
+        c.arg("--data-binary").arg(format!("@{}", file.display()));
+        c.arg(format!("https://idp.test:{}/oauth/token", self.up));
+        let out = c.output().unwrap();
+        parse(
+            &String::from_utf8_lossy(&out.stdout),
+            &String::from_utf8_lossy(&out.stderr),
+        )
+    }
+
     /// A gzip-compressed token request form, as curl sends it.
     pub(crate) fn curl_gzip_form(&self, who: &str) -> Got {
         use std::io::Write;
