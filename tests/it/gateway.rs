@@ -45,6 +45,17 @@ impl World {
         self.dir.path().join(name)
     }
 
+    /// `cordon` in the gateway's namespace, started in an empty folder of the test's own (as a person runs a
+    /// jail from their project): the test process's folder (the repository, where other tests' cordons leave
+    /// `vault/placeholder.key` from the default configuration) is the root jail's writable folder otherwise.
+    pub(crate) fn cordon_in_gateway(&self) -> std::process::Command {
+        let work = self.path("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let mut c = self.net.enter(&self.net.gw, BIN);
+        c.current_dir(work);
+        c
+    }
+
     /// A config for sandbox `id` (known by `source`, if given), allowing api.test on 80 and 443.
     pub(crate) fn config(&self, id: &str, listen: &str, source: Option<&str>) -> PathBuf {
         let d = self.dir.path().display();

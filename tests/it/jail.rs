@@ -34,7 +34,7 @@ pub(crate) fn jail(
     extra: &[&str],
     cmd: &[&str],
 ) -> (i32, String, String) {
-    let mut c = w.net.enter(&w.net.gw, BIN);
+    let mut c = w.cordon_in_gateway();
     c.args(["jail", "--sandbox", id, "--config"]).arg(config).args(extra);
     // The command runs as nobody unless the test says whom (root is refused without --allow-root).
     if !extra
@@ -135,8 +135,7 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
         // The jail's stderr goes to a file, to be shown if what it left is not what the test expects.
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = w
-            .net
-            .enter(&w.net.gw, BIN)
+            .cordon_in_gateway()
             .args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
             .args(["--user", "65534:65534", "--", "sleep", "30"])

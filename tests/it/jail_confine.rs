@@ -98,6 +98,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
         config.display()
     );
     let out = std::process::Command::new("script")
+        .current_dir(w.path("work"))
         .args(["-qec", &line, "/dev/null"])
         .env("T", TIOCSTI)
         .stdin(std::process::Stdio::null())
@@ -108,7 +109,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
 
     // 3. cordon's environment: an `env:` secret and the vault key stay outside; the sandbox's own variables
     // are there.
-    let mut c = w.net.enter(&w.net.gw, BIN);
+    let mut c = w.cordon_in_gateway();
     c.args(["jail", "--sandbox", &id, "--config"])
         .arg(&config)
         .args(["--user", "65534:65534", "--", "sh", "-c"])
@@ -159,7 +160,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
         assert!(out.contains(wanted), "{wanted}: {out}{err}");
     }
     for sudo in [None, Some("0")] {
-        let mut c = w.net.enter(&w.net.gw, BIN);
+        let mut c = w.cordon_in_gateway();
         c.args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
             .args(["--", "id", "-u"]);

@@ -192,7 +192,12 @@ async fn no_way_around_the_root_jail_through_the_kernel() {
     let id = format!("kernel{}", w.net.n);
     let config = w.config(&id, "", None);
     // Outside the folders the jail makes private, readable by the user the command runs as.
-    let dir = Path::new("/var/lib").join(format!("cordon-test-kernel-{}-{}", std::process::id(), w.net.n));
+    // In the folder the jail runs from, the one it shows the command besides the system's.
+    std::fs::set_permissions(w.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = w.path("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = work.join("kernel");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -22,6 +22,9 @@ sys.exit(subprocess.run(sys.argv[2:], pass_fds=(5,)).returncode)";
         .arg(socket)
         .arg(command.get_program())
         .args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        c.current_dir(dir);
+    }
     for (k, v) in command.get_envs() {
         match v {
             Some(v) => c.env(k, v),
@@ -127,7 +130,7 @@ async fn the_root_jail_hands_the_command_neither_inherited_descriptors_nor_the_a
     let script = SCRIPT
         .replace("URL", "http://api.test/from-the-jail")
         .replace("ID", &id);
-    let mut c = w.net.enter(&w.net.gw, crate::cli::BIN);
+    let mut c = w.cordon_in_gateway();
     c.args(["jail", "--sandbox", &id, "--config"]).arg(&config).args([
         "--user",
         "65534:65534",
