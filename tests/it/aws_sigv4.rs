@@ -63,6 +63,21 @@ pub(crate) fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: stdout {text:?}, stderr {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// As [`json`], but a failing agent's panic shows the last records cordon wrote, so a refusal or an
+/// upstream failure names its reason and detail instead of only the client's traceback.
+pub(crate) fn json_or_audit(out: &Output, audit: &Path) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        let records = std::fs::read_to_string(audit).unwrap_or_default();
+        let tail: Vec<&str> = records.lines().rev().take(8).collect();
+        panic!(
+            "{e}: stdout {text:?}, stderr {}\nlast audit records (newest first):\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            tail.join("\n")
+        )
+    })
+}
+
 /// A run-time sandbox of `policy`, as `cordon sandbox create --format dotenv` prints its environment.
 pub(crate) fn sandbox(config: &Path, id: &str, policy: &str) -> (BTreeMap<String, String>, String) {
     let out = Command::new(BIN)
@@ -191,7 +206,7 @@ policies:
     let out = run("python3", &[py, "s3", &endpoint, "agent-bucket"], &env1);
     seen_by_sandboxes.push_str(&String::from_utf8_lossy(&out.stdout));
     seen_by_sandboxes.push_str(&String::from_utf8_lossy(&out.stderr));
-    let got = json(&out);
+    let got = json_or_audit(&out, &d.join("audit.jsonl"));
     assert_eq!(got["get"], "written through cordon\n");
     assert_eq!(got["big"], 300 * 1024);
     assert_eq!(got["list"], serde_json::json!(["notes/a.txt", "notes/big.bin"]));
