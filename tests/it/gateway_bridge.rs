@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use crate::netns::{available, ip};
 
-/// A gateway namespace with a bridge and two VM namespaces on it.
-struct Bridge {
-    gw: String,
-    vm1: String,
-    vm2: String,
+/// A gateway namespace with a bridge and two VM namespaces on it (tap2 with 52:54:00:00:00:02 and tap3 with
+/// 52:54:00:00:00:03, static addresses `addr(2)` and `addr(3)`; the host is `addr(1)` on br0).
+pub(crate) struct Bridge {
+    pub(crate) gw: String,
+    pub(crate) vm1: String,
+    pub(crate) vm2: String,
     n: u32,
 }
 
@@ -26,9 +27,12 @@ impl Drop for Bridge {
 }
 
 impl Bridge {
-    fn new() -> Bridge {
-        let n = std::process::id() % 200 + 20;
-        let p = format!("cb{}", std::process::id() % 100_000);
+    pub(crate) fn new() -> Bridge {
+        // Apart from other bridges of this process (tests run at once) and of other processes.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = (std::process::id() + k * 37) % 200 + 20;
+        let p = format!("cb{}-{k}", std::process::id() % 100_000);
         let b = Bridge {
             gw: format!("{p}-gw"),
             vm1: format!("{p}-vm1"),
@@ -67,11 +71,11 @@ impl Bridge {
         b
     }
 
-    fn addr(&self, i: u8) -> String {
+    pub(crate) fn addr(&self, i: u8) -> String {
         format!("10.209.{}.{i}", self.n)
     }
 
-    fn exec(&self, ns: &str, args: &[&str]) -> std::process::Output {
+    pub(crate) fn exec(&self, ns: &str, args: &[&str]) -> std::process::Output {
         Command::new("ip")
             .args(["netns", "exec", ns])
             .args(args)
@@ -79,7 +83,7 @@ impl Bridge {
             .unwrap()
     }
 
-    fn load(&self, file: &str, defines: &[String]) {
+    pub(crate) fn load(&self, file: &str, defines: &[String]) {
         let mut args: Vec<String> = vec!["nft".into()];
         for d in defines {
             args.extend(["-D".into(), d.clone()]);
@@ -94,7 +98,7 @@ impl Bridge {
     }
 
     /// Run `f` with the calling thread in `ns`.
-    fn within<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    pub(crate) fn within<T: Send + 'static>(&self, ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
         let path = format!("/run/netns/{ns}");
         std::thread::spawn(move || {
             let file = std::fs::File::open(path).unwrap();
@@ -105,7 +109,7 @@ impl Bridge {
         .unwrap()
     }
 
-    fn tcp(&self, from: &str, to: String) -> bool {
+    pub(crate) fn tcp(&self, from: &str, to: String) -> bool {
         self.within(from, move || {
             let to: SocketAddr = to.parse().unwrap();
             std::net::TcpStream::connect_timeout(&to, Duration::from_millis(500)).is_ok()

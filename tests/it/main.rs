@@ -33,6 +33,7 @@ mod flood;
 mod framing;
 mod gateway;
 mod gateway_bridge;
+mod gateway_dhcp;
 mod gateway_runtime;
 mod gateway_tproxy;
 mod guard;
