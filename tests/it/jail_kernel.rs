@@ -12,7 +12,7 @@ use std::process::Command;
 
 use crate::gateway::World;
 use crate::jail::jail;
-use crate::jail_user::{chown_r, user};
+use crate::jail_user::{UserDir, chown_r, jail_as_user, user, user_dir};
 use crate::netns::available;
 
 const PROBE_PY: &str = include_str!("jail_kernel/probe.py");
@@ -100,23 +100,14 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
     if !available("no_way_around_the_jail_without_root_through_the_kernel") {
         return;
     }
-    let (uid, gid, home) = user();
-    let dir = tempfile::Builder::new()
-        .prefix("jail-kernel")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let (uid, gid, _) = user();
+    let UserDir { dir, bin, project } = user_dir("jail-kernel");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let project = d.join("project");
-    std::fs::create_dir(&project).unwrap();
     probes(&project);
     // A host service on a datagram socket the jail sees by path (the project folder is the host's).
     let host_dgram = project.join("host.dgram");
     let service = std::os::unix::net::UnixDatagram::bind(&host_dgram).unwrap();
     std::fs::set_permissions(&host_dgram, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let yaml = format!(
         "ca: {{ dir: {d}/state/cas }}\nvault: {{ file: {{ path: {d}/state/vault.bin }} }}\n\
          audit: {{ path: {d}/state/audit.jsonl }}\n\
@@ -128,29 +119,8 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
     std::fs::create_dir_all(d.join("state")).unwrap();
     std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
     chown_r(d, uid, gid);
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &uid.to_string(),
-            "--regid",
-            &gid.to_string(),
-            "--init-groups",
-            "--",
-        ])
-        .arg(&bin)
-        .args(["jail", "--config"])
-        .arg(d.join("cordon.yaml"))
-        .arg("--project")
-        .arg(&project)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            &format!("{}; {INIT}", script(&project, &host_dgram, "127.0.0.1:3128")),
-        ])
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", &home)
+    let script = format!("{}; {INIT}", script(&project, &host_dgram, "127.0.0.1:3128"));
+    let out = jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], &script)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

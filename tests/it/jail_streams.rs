@@ -150,24 +150,15 @@ async fn the_project_jail_hands_the_command_neither_inherited_descriptors_nor_th
     if !available("the_project_jail_hands_the_command_neither_inherited_descriptors_nor_the_audit_stream") {
         return;
     }
-    let (uid, gid, home) = crate::jail_user::user();
-    let dir = tempfile::Builder::new()
-        .prefix("jail-streams")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let (uid, gid, _) = crate::jail_user::user();
+    let crate::jail_user::UserDir { dir, bin, project } = crate::jail_user::user_dir("jail-streams");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     let socket = d.join("host.sock");
     let got = listening(&socket);
     let ca = crate::tls_rig::test_ca("jail streams CA");
     let up = crate::tls_rig::https_upstream("127.0.0.2", ca.server_config(&["allowed.test"])).await;
     let u = up.addr.port();
     std::fs::write(d.join("upstream-ca.pem"), &ca.pem).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let project = d.join("project");
-    std::fs::create_dir(&project).unwrap();
     let yaml = format!(
         r#"
 network:
@@ -195,25 +186,8 @@ policies:
     let script = SCRIPT
         .replace("URL", &format!("https://allowed.test:{u}/from-the-jail"))
         .replace("ID", "streams");
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid",
-        &uid.to_string(),
-        "--regid",
-        &gid.to_string(),
-        "--init-groups",
-        "--",
-    ])
-    .arg(&bin)
-    .args(["jail", "--config"])
-    .arg(d.join("cordon.yaml"))
-    .arg("--project")
-    .arg(&project)
-    .args(["--", "sh", "-c", &script])
-    .env_clear()
-    .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-    .env("HOME", &home)
-    .env("XDG_STATE_HOME", &state);
+    let mut c = crate::jail_user::jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], &script);
+    c.env("XDG_STATE_HOME", &state);
     let out = with_fd5(&socket, &c);
     assert!(String::from_utf8_lossy(&out.stdout).contains("status=200"), "{out:?}");
     assert_kept_apart(&out, &got, &state.join("cordon/jail/streams/audit.jsonl"));

@@ -5,7 +5,7 @@
 //! the project.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::rig::hash;
@@ -40,15 +40,60 @@ pub(crate) fn chown_r(path: &Path, uid: u32, gid: u32) {
     assert!(ok.success());
 }
 
+/// A folder in /tmp for a test that runs cordon as the test user: readable by it, with the user's own copy
+/// of the binary (the build's target folder is not the user's to reach) and an empty `project` folder. The
+/// caller writes its config there and then gives the folder to the user with [`chown_r`].
+pub(crate) struct UserDir {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) bin: PathBuf,
+    pub(crate) project: PathBuf,
+}
+
+pub(crate) fn user_dir(prefix: &str) -> UserDir {
+    let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("cordon");
+    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    UserDir { dir, bin, project }
+}
+
+/// `BIN jail --config CONFIG --project PROJECT EXTRA... -- sh -c SCRIPT` as the test user (setpriv), with
+/// PATH and HOME alone in its environment; the caller adds what else it needs.
+pub(crate) fn jail_as_user(bin: &Path, config: &Path, project: &Path, extra: &[&str], script: &str) -> Command {
+    let (uid, gid, home) = user();
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid",
+        &uid.to_string(),
+        "--regid",
+        &gid.to_string(),
+        "--init-groups",
+        "--",
+    ])
+    .arg(bin)
+    .args(["jail", "--config"])
+    .arg(config)
+    .arg("--project")
+    .arg(project)
+    .args(extra)
+    .args(["--", "sh", "-c", script])
+    .env_clear()
+    .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    .env("HOME", home);
+    c
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_project() {
     if !crate::netns::available("a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_project") {
         return;
     }
     let (uid, gid, home) = user();
-    let dir = tempfile::Builder::new().prefix("jail-user").tempdir_in("/tmp").unwrap();
+    let UserDir { dir, bin, project } = user_dir("jail-user");
     let d = dir.path();
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     // The user's secrets, which the command must not read.
     std::fs::create_dir_all(format!("{home}/.ssh")).unwrap();
     std::fs::write(
@@ -68,16 +113,11 @@ async fn a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_pr
     let up = https_upstream("127.0.0.2", ca.server_config(&["allowed.test"])).await;
     let u = up.addr.port();
     std::fs::write(d.join("upstream-ca.pem"), &ca.pem).unwrap();
-    let bin = d.join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     // A git server and a private package index, each wanting its own token, which only cordon holds.
     let (_repos, _, git_root) = crate::e2e::git::repositories();
     let (git, git_token) = crate::e2e::git::git_site(&ca, "git.e2e.test", git_root).await;
     let index = crate::e2e::pip::private_index(&ca, "pypi.e2e.test").await;
     let (gp, pp) = (git.port(), index.site.port());
-    let project = d.join("project");
-    std::fs::create_dir(&project).unwrap();
     let yaml = format!(
         r#"
 network:
@@ -132,24 +172,7 @@ echo whoami=$(id -u)",
         sock = host_sock.display(),
         d = d.display(),
     );
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &uid.to_string(),
-            "--regid",
-            &gid.to_string(),
-            "--init-groups",
-            "--",
-        ])
-        .arg(&bin)
-        .args(["jail", "--config"])
-        .arg(d.join("cordon.yaml"))
-        .arg("--project")
-        .arg(&project)
-        .args(["--", "sh", "-c", &script])
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", &home)
+    let out = jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], &script)
         .env("JAIL_API_KEY", "jail-api-s3cr3t")
         .env("JAIL_GIT_TOKEN", git_token)
         .env("JAIL_PYPI_TOKEN", crate::e2e::pip::SECRET)
