@@ -5,12 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 /// The credentials whose last supply failed, with why and since when.
 #[derive(Debug, Default)]
 pub(crate) struct Supply {
     failing: Mutex<BTreeMap<String, Failing>>,
+    /// Whether `failing` holds anything: a success while nothing fails (every request's case) takes no
+    /// lock. Written under the lock; a success racing a first failure of the same credential may keep that
+    /// failure until the credential's next supply, never lose a failure.
+    any: AtomicBool,
 }
 
 /// One credential's failure.
@@ -25,6 +30,9 @@ pub(crate) struct Failing {
 impl Supply {
     /// Note how supplying `credential` went.
     pub(crate) fn note<T>(&self, credential: &str, outcome: &Result<T, String>) {
+        if outcome.is_ok() && !self.any.load(Ordering::Acquire) {
+            return;
+        }
         let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Ok(_) => {
@@ -41,6 +49,7 @@ impl Supply {
                 );
             }
         }
+        self.any.store(!failing.is_empty(), Ordering::Release);
     }
 
     /// The credentials failing now, by name.
