@@ -4,6 +4,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use ipnet::Ipv4Net;
+use nix::sys::signal::Signal;
 
 use super::net::Firewall;
 use crate::config::Config;
@@ -49,8 +50,9 @@ pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<Stri
     }
 }
 
-/// Start `command` with nothing of cordon's environment but `PATH` and wait for it, passing SIGINT and SIGTERM
-/// on; its exit code (128 + signal if a signal ended it).
+/// Start `command` with nothing of cordon's environment but `PATH` and wait for it, passing on the signals that
+/// would otherwise end cordon and so the jail (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2); its exit
+/// code (128 + signal if a signal ended it).
 pub(super) async fn wait(command: &mut tokio::process::Command) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
@@ -61,24 +63,65 @@ pub(super) async fn wait(command: &mut tokio::process::Command) -> Result<i32, S
         .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", command.as_std().get_program()))?;
-    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let listen = |kind: SignalKind| signal(kind).map_err(|e| e.to_string());
+    let (mut term, mut int, mut hup) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::hangup())?,
+    );
+    let (mut quit, mut usr1, mut usr2) = (
+        listen(SignalKind::quit())?,
+        listen(SignalKind::user_defined1())?,
+        listen(SignalKind::user_defined2())?,
+    );
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.map_err(|e| e.to_string())?,
-            _ = term.recv() => forward(&child, "TERM"),
-            _ = int.recv() => forward(&child, "INT"),
+            _ = term.recv() => forward(&child, Signal::SIGTERM),
+            _ = int.recv() => forward(&child, Signal::SIGINT),
+            _ = hup.recv() => forward(&child, Signal::SIGHUP),
+            _ = quit.recv() => forward(&child, Signal::SIGQUIT),
+            _ = usr1.recv() => forward(&child, Signal::SIGUSR1),
+            _ = usr2.recv() => forward(&child, Signal::SIGUSR2),
         }
     };
     Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
-fn forward(child: &tokio::process::Child, signal: &str) {
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .args([format!("-{signal}"), pid.to_string()])
-            .status();
+/// Pass a signal cordon got on to every process in the jail, as a terminal's Ctrl-C reaches its whole process
+/// group (the command runs in a session of its own, `--new-session`, so the terminal's reaches only cordon):
+/// the descendants of bubblewrap (`child`), not bubblewrap itself, which would die of it and take the jail down
+/// with SIGKILL before the command could act on it. The jail's init (bubblewrap's own, or the relay) has no
+/// handler, so it ignores the signal as an init does; the command and what it started get it.
+fn forward(child: &tokio::process::Child, signal: Signal) {
+    let Some(root) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+        return;
+    };
+    for pid in descendants(root) {
+        // A process may have exited since: nothing to do then.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
     }
+}
+
+/// Every process below `root` (not `root`), parents before their children.
+fn descendants(root: i32) -> Vec<i32> {
+    let Ok(all) = procfs::process::all_processes() else {
+        return Vec::new();
+    };
+    let links: Vec<(i32, i32)> = all
+        .flatten()
+        .filter_map(|p| p.stat().ok())
+        .map(|s| (s.ppid, s.pid))
+        .collect();
+    let mut found = vec![root];
+    let mut at = 0;
+    while at < found.len() {
+        let parent = found[at];
+        found.extend(links.iter().filter(|(pp, _)| *pp == parent).map(|(_, p)| *p));
+        at += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// Where a jail's audit records go when the configuration sends them to a stream the command would share.

@@ -354,7 +354,7 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Run the confined command line in the namespace; SIGINT and SIGTERM are passed on to it.
+/// Run the confined command line in the namespace; the signals that would end cordon are passed on to it.
 async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
     let started = common::Started::new(&plan.run_dir)?;
     let mut line = line.to_vec();

@@ -239,7 +239,9 @@ pub(crate) fn teardown(plan: &Plan) -> Vec<String> {
     // Processes left in the namespace (a crashed jail's command) are killed before it goes.
     if let Ok(out) = Command::new("ip").args(["netns", "pids", &plan.netns]).output() {
         for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-            let _ = run("kill", &["-KILL", pid]);
+            if let Ok(pid) = pid.parse::<i32>() {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
         }
     }
     if runs("nft", &["list", "table", "inet", &plan.table])

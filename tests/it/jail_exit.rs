@@ -2,7 +2,6 @@
 //! after it started (here: it cannot enter a folder that does not exist in the jail's own /proc), whose own code
 //! 1 would otherwise pass for the command's.
 
-
 use crate::gateway::World;
 use crate::netns::available;
 
@@ -65,4 +64,78 @@ async fn the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_f
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("the jail could not be set up"), "{stderr}");
+}
+
+/// Start `jail` (a `cordon jail ... -- sh -c` of [`TRAPS`]), wait until the command is up, send cordon
+/// `signal`, and return what the command printed and cordon's exit code.
+fn signalled(mut jail: std::process::Command, signal: nix::sys::signal::Signal) -> (String, Option<i32>) {
+    use std::io::BufRead;
+    let mut child = jail
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "{:?}", child.wait_with_output());
+    // `ip netns exec` and setpriv exec in place: the child is cordon itself.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, signal).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    (rest, child.wait().unwrap().code())
+}
+
+/// A command that says which signal reached it and exits with a code of its own.
+const TRAPS: &str = "for s in TERM:7 INT:8 HUP:9 QUIT:10 USR1:11 USR2:12; do \
+                     trap \"echo got=${s%:*}; exit ${s#*:}\" ${s%:*}; done; echo ready; while :; do sleep 0.1; done";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signals_to_either_jail_reach_the_command_whose_code_cordon_exits_with() {
+    use nix::sys::signal::Signal;
+    if !available("signals_to_either_jail_reach_the_command_whose_code_cordon_exits_with") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("sig{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let root = || {
+        let mut c = w.net.enter(&w.net.gw, crate::cli::BIN);
+        c.args(["jail", "--sandbox", &id, "--config"])
+            .arg(&config)
+            .args(["--user", "65534:65534", "--", "sh", "-c", TRAPS])
+            .current_dir("/");
+        c
+    };
+    let (uid, gid, _) = crate::jail_user::user();
+    let crate::jail_user::UserDir { dir, bin, project } = crate::jail_user::user_dir("jail-signal");
+    let d = dir.path();
+    let yaml = format!(
+        "ca: {{ dir: {d}/cas }}\naudit: {{ path: {d}/audit.jsonl }}\nsandboxes:\n  - {{ id: t, user: dev, token_sha256: {h}, policy: p }}\npolicies:\n  p: {{ allow: [] }}\n",
+        d = d.display(),
+        h = crate::rig::hash("unused"),
+    );
+    std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
+    crate::jail_user::chown_r(d, uid, gid);
+    let user = || crate::jail_user::jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], TRAPS);
+    for (name, make) in [
+        ("root", &root as &dyn Fn() -> std::process::Command),
+        ("project", &user),
+    ] {
+        let signals = [
+            (Signal::SIGTERM, 7),
+            (Signal::SIGINT, 8),
+            (Signal::SIGHUP, 9),
+            (Signal::SIGQUIT, 10),
+            (Signal::SIGUSR1, 11),
+            (Signal::SIGUSR2, 12),
+        ];
+        for (signal, code) in signals {
+            let (said, exit) = signalled(make(), signal);
+            let what = signal.as_str().trim_start_matches("SIG");
+            assert!(said.contains(&format!("got={what}")), "{name} jail, {signal}: {said:?}");
+            assert_eq!(exit, Some(code), "{name} jail, {signal}: {said:?}");
+        }
+    }
 }
