@@ -26,7 +26,7 @@
 //! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
 //! | 1 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
-//! | 0 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic |
+//! | 0 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise`, `rfc3339` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
 
@@ -62,6 +62,7 @@ mod pipeline;
 pub mod policy;
 mod preview;
 pub mod reload;
+mod rfc3339;
 mod sandbox_env;
 mod secret_file;
 pub mod server;

@@ -123,7 +123,7 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
             "port": port,
             "user": user,
             "url": url,
-            "expires_at": humantime::format_rfc3339_seconds(expires).to_string(),
+            "expires_at": crate::rfc3339::seconds(expires),
             "session_seconds": previews.session_ttl().as_secs(),
         }),
     )

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -15,8 +15,7 @@ use crate::identity::{Sandbox, valid_id};
 use crate::state::{Generation, ProxyState};
 
 fn rfc3339(secs: i64) -> Value {
-    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
-    json!(humantime::format_rfc3339_seconds(t).to_string())
+    json!(crate::rfc3339::unix_seconds(secs))
 }
 
 pub(super) fn failed(e: ControlError) -> AdminResponse {

@@ -21,7 +21,7 @@ pub mod webhook;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -168,8 +168,8 @@ impl Approvals {
             let pending = Pending {
                 id: id.clone(),
                 ask,
-                asked_at: rfc3339(now),
-                expires_at: rfc3339(now.checked_add(self.timeout).unwrap_or(now)),
+                asked_at: crate::rfc3339::seconds(now),
+                expires_at: crate::rfc3339::seconds(now.checked_add(self.timeout).unwrap_or(now)),
             };
             let announced = self.spawn_webhook({
                 let pending = pending.clone();
@@ -231,7 +231,7 @@ impl Approvals {
             verdict,
             scope,
             by: by.to_string(),
-            at: rfc3339(SystemTime::now()),
+            at: crate::rfc3339::seconds(SystemTime::now()),
         };
         let (pending, announced) = {
             let mut state = self.state();
@@ -308,7 +308,7 @@ impl Approvals {
             verdict: Verdict::Deny,
             scope: Scope::Once,
             by: CORDON.to_string(),
-            at: rfc3339(SystemTime::now()),
+            at: crate::rfc3339::seconds(SystemTime::now()),
         };
         let kept = |ask: &Ask| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
         let ended: Vec<(Pending, Option<JoinHandle<bool>>)> = {
@@ -435,13 +435,6 @@ impl Drop for Withdraw<'_> {
             runtime.spawn(async move { mirror.withdraw(&id).await });
         }
     }
-}
-
-/// RFC 3339 to the second, clamped to what the format can show.
-fn rfc3339(t: SystemTime) -> String {
-    const LAST: Duration = Duration::from_secs(253_402_300_799); // 9999-12-31T23:59:59Z
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).min(LAST);
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + since).to_string()
 }
 
 #[cfg(test)]

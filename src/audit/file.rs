@@ -132,9 +132,7 @@ impl Output for AuditFile {
 
     fn rotate(&mut self) -> std::io::Result<Option<String>> {
         self.out.sync_all()?;
-        let stamp = humantime::format_rfc3339_millis(SystemTime::now())
-            .to_string()
-            .replace(':', "-");
+        let stamp = crate::rfc3339::now_millis().replace(':', "-");
         let name = format!(
             "{}.{stamp}",
             self.path.file_name().and_then(|n| n.to_str()).unwrap_or("audit")

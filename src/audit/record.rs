@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -183,7 +183,7 @@ impl Pending {
     pub(crate) fn start(sink: Arc<dyn Sink>, client: SocketAddr, kind: Kind) -> Pending {
         Pending {
             record: Record {
-                time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                time: crate::rfc3339::now_millis(),
                 sandbox: None,
                 incarnation: None,
                 user: None,

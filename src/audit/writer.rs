@@ -166,7 +166,7 @@ pub(crate) fn start<W: Output + 'static>(
 
 fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: Option<Chaining>, mut held: Unwritten) {
     if let Some(c) = &mut chaining {
-        held.push(&c.chain.start_line(&now_rfc3339(), c.continued));
+        held.push(&c.chain.start_line(&crate::rfc3339::now_millis(), c.continued));
     }
     let mut last_checkpoint = std::time::Instant::now();
     let mut reopen = false;
@@ -218,7 +218,7 @@ fn run<W: Output>(rx: Receiver<Msg>, mut out: W, pause: Duration, mut chaining: 
             && (stop.is_some() || last_checkpoint.elapsed() >= c.checkpoint_every)
         {
             let why = if stop.is_some() { Seal::Final } else { Seal::Due };
-            if let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), why) {
+            if let Some(line) = c.chain.checkpoint_line(&crate::rfc3339::now_millis(), why) {
                 held.push(&line);
             }
             last_checkpoint = std::time::Instant::now();
@@ -249,7 +249,7 @@ fn take(held: &mut Unwritten, chaining: &mut Option<Chaining>, mut line: Vec<u8>
     let dropped = held.take_dropped();
     if let Some(c) = chaining {
         if dropped > 0 {
-            held.push(&c.chain.gap_line(&now_rfc3339(), dropped));
+            held.push(&c.chain.gap_line(&crate::rfc3339::now_millis(), dropped));
         }
         c.chain.link(&mut line);
     }
@@ -267,7 +267,7 @@ fn turn_over<W: Output>(
     reopen: bool,
 ) -> std::io::Result<()> {
     if let Some(c) = chaining.as_mut()
-        && let Some(line) = c.chain.checkpoint_line(&now_rfc3339(), Seal::Turn)
+        && let Some(line) = c.chain.checkpoint_line(&crate::rfc3339::now_millis(), Seal::Turn)
     {
         held.push(&line);
     }
@@ -279,14 +279,9 @@ fn turn_over<W: Output>(
         tracing::info!(rotated_to = %name, "audit file rotated");
     }
     if let Some(c) = chaining.as_mut() {
-        held.push(&c.chain.start_line(&now_rfc3339(), true));
+        held.push(&c.chain.start_line(&crate::rfc3339::now_millis(), true));
     }
     Ok(())
-}
-
-/// Now, as audit records write time.
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 #[cfg(test)]

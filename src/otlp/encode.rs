@@ -128,7 +128,7 @@ fn text(key: &str, value: &str) -> KeyValue {
 }
 
 fn nanos(rfc3339: &str) -> Option<u64> {
-    let t = humantime::parse_rfc3339(rfc3339).ok()?;
+    let t = crate::rfc3339::parse(rfc3339)?;
     u64::try_from(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos()).ok()
 }
 

@@ -16,6 +16,7 @@ const RANKS: &[&[&str]] = &[
         "file_lock",
         "secret_file",
         "supervise",
+        "rfc3339",
     ],
     &["body", "identity", "net", "policy", "pg"],
     &["control", "error", "tls"],

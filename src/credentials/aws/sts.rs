@@ -184,14 +184,10 @@ impl AssumeRole<'_> {
             detail: format!("not an AssumeRole answer: {e}"),
         })?;
         let c = answer.assume_role_result.credentials;
-        let expires = time::OffsetDateTime::parse(&c.expiration, &time::format_description::well_known::Rfc3339)
-            .ok()
-            .and_then(|t| u64::try_from(t.unix_timestamp()).ok())
-            .map(|secs| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
-            .ok_or_else(|| SourceError::InvalidResponse {
-                issuer: issuer.clone(),
-                detail: format!("Expiration {:?} is not a time", c.expiration),
-            })?;
+        let expires = crate::rfc3339::parse(&c.expiration).ok_or_else(|| SourceError::InvalidResponse {
+            issuer: issuer.clone(),
+            detail: format!("Expiration {:?} is not a time", c.expiration),
+        })?;
         Ok((
             AwsKeys {
                 id: c.access_key_id,

@@ -151,9 +151,9 @@ impl GitHubApp {
         check_token_value(&issuer, &resp.token)?;
         let expires_at = match resp.expires_at {
             None => None,
-            Some(at) => Some(humantime::parse_rfc3339(&at).map_err(|_| SourceError::InvalidResponse {
+            Some(at) => Some(crate::rfc3339::parse(&at).ok_or_else(|| SourceError::InvalidResponse {
                 detail: format!(
-                    "expires_at {:?} is not an RFC 3339 UTC time",
+                    "expires_at {:?} is not an RFC 3339 time",
                     sanitize(&at, Some(&resp.token))
                 ),
                 issuer: issuer.clone(),
