@@ -39,8 +39,8 @@ pub(crate) fn forms(secret: &[u8]) -> Vec<Vec<u8>> {
             add(base64_core(engine, secret, align));
         }
     }
-    add(percent(secret, b"0123456789ABCDEF"));
-    add(percent(secret, b"0123456789abcdef"));
+    add(percent(secret, false));
+    add(percent(secret, true));
     let json = json_escaped(secret);
     add(json.replace('/', "\\/").into_bytes());
     add(json.into_bytes());
@@ -64,14 +64,29 @@ fn base64_core(engine: &base64::engine::GeneralPurpose, secret: &[u8], align: us
     encoded.get(first..end).map(<[u8]>::to_vec).unwrap_or_default()
 }
 
-/// RFC 3986 percent-encoding: every byte but the unreserved characters as `%XX` with these hex digits.
-fn percent(secret: &[u8], digits: &[u8; 16]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(secret.len() * 3);
-    for &b in secret {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', digits[usize::from(b >> 4)], digits[usize::from(b & 15)]]);
+/// Every byte but RFC 3986's unreserved characters (letters, digits, `-._~`).
+const RESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// RFC 3986 percent-encoding: every byte but the unreserved characters as `%XX`, the hex digits upper-case
+/// (as the crate writes them) or `lower`-case.
+fn percent(secret: &[u8], lower: bool) -> Vec<u8> {
+    let mut out = percent_encoding::percent_encode(secret, RESERVED)
+        .collect::<String>()
+        .into_bytes();
+    if lower {
+        // Only the two digits after each `%` change: the secret's own letters, left unescaped, keep their case.
+        let mut i = 0;
+        while i < out.len() {
+            if out[i] == b'%' {
+                out[i + 1..i + 3].make_ascii_lowercase();
+                i += 3;
+            } else {
+                i += 1;
+            }
         }
     }
     out

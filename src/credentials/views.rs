@@ -70,30 +70,10 @@ fn decodings(text: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// `%XX` decoded (invalid escapes kept as they are), and `+` as a space.
+/// `%XX` decoded (invalid escapes kept as they are), and `+` as a space (before decoding, so `%2B` stays `+`).
 fn percent_decode(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        match text[i] {
-            b'%' if i + 2 < text.len() => match (hex(text[i + 1]), hex(text[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push(h << 4 | l);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    out
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    let spaced: Vec<u8> = text.iter().map(|&b| if b == b'+' { b' ' } else { b }).collect();
+    percent_encoding::percent_decode(&spaced).collect()
 }
 
 /// JSON string escapes undone (`\uXXXX` including surrogate pairs, `\/`, `\n` and the rest); anything that

@@ -46,29 +46,15 @@ fn check_segment(segment: &str) -> Result<(), TargetError> {
 /// Decode `%XX` escapes once; a `%` not followed by two hex digits is an error.
 fn percent_decode(text: &str) -> Result<Vec<u8>, TargetError> {
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            // SECURITY: upstreams disagree on what `%2` or `%%2e` mean; refuse
-            // to guess.
-            let hi = bytes.get(i + 1).and_then(|&b| hex_value(b));
-            let lo = bytes.get(i + 2).and_then(|&b| hex_value(b));
-            match (hi, lo) {
-                (Some(hi), Some(lo)) => out.push((hi << 4) | lo),
-                _ => return Err(TargetError::BadEscape),
-            }
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    // SECURITY: upstreams disagree on what `%2` or `%%2e` mean; refuse to guess (the crate's decoder keeps
+    // such a `%` as it is, which is one of the guesses).
+    let escapes_whole = bytes.iter().enumerate().filter(|(_, b)| **b == b'%').all(|(i, _)| {
+        bytes
+            .get(i + 1..i + 3)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_whole {
+        return Err(TargetError::BadEscape);
     }
-    Ok(out)
-}
-
-/// The value of one hex digit, either case.
-fn hex_value(b: u8) -> Option<u8> {
-    // `to_digit(16)` returns at most 15, so the narrowing cannot lose bits.
-    char::from(b).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    Ok(percent_encoding::percent_decode(bytes).collect())
 }
