@@ -173,21 +173,21 @@ fn heading(names: &[&str]) -> Vec<String> {
 }
 
 /// The rows as aligned columns separated by two spaces, without trailing spaces, each line ending with a newline.
+/// Columns are as wide as their widest cell on a terminal (East Asian wide characters take two columns,
+/// combining marks none), so the columns line up however the cells are written.
 fn align(rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = Vec::new();
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
     for row in rows {
-        widths.resize(widths.len().max(row.len()), 0);
-        for (width, text) in widths.iter_mut().zip(row) {
-            *width = (*width).max(text.chars().count());
-        }
+        table.add_row(row.clone());
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
     }
     let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (text, width) in row.iter().zip(&widths) {
-            line.push_str(text);
-            line.extend(std::iter::repeat_n(' ', width.saturating_sub(text.chars().count()) + 2));
-        }
+    for line in table.lines() {
         out.push_str(line.trim_end());
         out.push('\n');
     }

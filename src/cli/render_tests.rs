@@ -140,3 +140,25 @@ fn an_approval_shows_its_url_with_the_query_and_nothing_raw_that_misleads() {
     );
     assert!(!out.contains('\u{202e}'), "{out}");
 }
+
+/// Wide (CJK, emoji) and combining characters take the columns a terminal gives them, so the next column starts
+/// at the same display column on every line.
+#[test]
+fn columns_line_up_by_display_width() {
+    let rows = vec![
+        vec!["ID".to_owned(), "NAME".to_owned(), "NEXT".to_owned()],
+        vec!["a".to_owned(), "沙盒".to_owned(), "x".to_owned()],
+        vec!["b".to_owned(), "e\u{301}te\u{301}".to_owned(), "y".to_owned()],
+        vec!["c".to_owned(), "🦀".to_owned(), "z".to_owned()],
+    ];
+    let out = align(&rows);
+    let columns: Vec<usize> = out
+        .lines()
+        .map(|line| {
+            let at = line.rfind(' ').unwrap() + 1;
+            unicode_width::UnicodeWidthStr::width(&line[..at])
+        })
+        .collect();
+    assert_eq!(columns, vec![columns[0]; 4], "{out}");
+    assert_eq!(columns[0], "ID  NAME  ".len(), "{out}");
+}
