@@ -4,11 +4,14 @@
 //! background (refresh-ahead); past the whole TTL it is read before it is used, and a failure then fails the
 //! request: no value older than the TTL is ever used.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use secrecy::SecretString;
+
+/// At most this many stored secrets are kept (each credential names one or a few).
+const CAPACITY: u64 = 100_000;
 
 /// What the cache has for a key now.
 pub(crate) enum Cached {
@@ -24,13 +27,15 @@ struct Entry {
     value: SecretString,
     read: Instant,
     /// A background read is under way (only one at a time per key).
-    refreshing: bool,
+    refreshing: AtomicBool,
 }
 
-/// The cache of stored secrets, by the reference's text.
+/// The cache of stored secrets, by the reference's text. moka keeps the entries and drops each one a TTL after
+/// it was read; the ages that decide are measured from the `now` a caller passes, so a value is never used at
+/// or past its TTL whenever moka gets to dropping it.
 pub(crate) struct StoredCache {
     ttl: Duration,
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: moka::sync::Cache<String, Arc<Entry>>,
 }
 
 impl StoredCache {
@@ -38,26 +43,23 @@ impl StoredCache {
     pub(crate) fn new(ttl: Duration) -> StoredCache {
         StoredCache {
             ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: moka::sync::Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(ttl.max(Duration::from_millis(1)))
+                .build(),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What to do for `key` at `now`.
     pub(crate) fn lookup(&self, key: &str, now: Instant) -> Cached {
-        let mut entries = self.lock();
-        let Some(entry) = entries.get_mut(key) else {
+        let Some(entry) = self.entries.get(key) else {
             return Cached::Miss;
         };
         let age = now.saturating_duration_since(entry.read);
         if age >= self.ttl {
             return Cached::Miss;
         }
-        if age >= self.ttl / 2 && !entry.refreshing {
-            entry.refreshing = true;
+        if age >= self.ttl / 2 && !entry.refreshing.swap(true, Ordering::AcqRel) {
             return Cached::RefreshAhead(entry.value.clone());
         }
         Cached::Fresh(entry.value.clone())
@@ -65,20 +67,20 @@ impl StoredCache {
 
     /// `value` was read for `key` at `now`.
     pub(crate) fn put(&self, key: &str, value: SecretString, now: Instant) {
-        self.lock().insert(
+        self.entries.insert(
             key.to_string(),
-            Entry {
+            Arc::new(Entry {
                 value,
                 read: now,
-                refreshing: false,
-            },
+                refreshing: AtomicBool::new(false),
+            }),
         );
     }
 
     /// A background read for `key` failed: the value stays until its TTL, and a later request tries again.
     pub(crate) fn refresh_failed(&self, key: &str) {
-        if let Some(entry) = self.lock().get_mut(key) {
-            entry.refreshing = false;
+        if let Some(entry) = self.entries.get(key) {
+            entry.refreshing.store(false, Ordering::Release);
         }
     }
 }

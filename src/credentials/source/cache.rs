@@ -1,9 +1,15 @@
 //! A cache of short-lived tokens per key, refreshed ahead of expiry with one fetch at a time per key, and
 //! never handing out a token that has expired.
+//!
+//! The keeping is moka's: each token is evicted at its own expiry (per-entry expiry), the cache is bounded,
+//! and callers that miss the same key at once share one fetch and its outcome (`try_get_with`). What moka does
+//! not do is layered on: a token within `refresh_ahead` of expiry is refreshed by one caller while the others
+//! go on using it, and after a failed refresh the still-valid token is served a while before the issuer is
+//! asked again.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{SourceError, Token};
@@ -15,52 +21,86 @@ pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
 /// `min(refresh_ahead / 4, this)`, so that a down issuer is not asked again on every request.
 const MAX_REFRESH_RETRY: Duration = Duration::from_secs(5);
 
-/// The last failed fetch of a key.
-struct Failure {
-    error: SourceError,
-    at: Instant,
-}
-
-/// A cached token with its effective expiry.
+/// A cached token with its effective expiry and the state of its refresh.
 struct Entry {
     token: Arc<Token>,
     expires_at: SystemTime,
+    /// A caller is refreshing this token: the others use it meanwhile (one refresh at a time per key).
+    refreshing: AtomicBool,
+    /// When the last refresh of this token failed.
+    failed_at: Mutex<Option<Instant>>,
 }
 
-/// One key's state.
-#[derive(Default)]
-struct Slot {
-    /// The current token (read without waiting for a refresh in progress).
-    current: Mutex<Option<Entry>>,
-    /// Held while fetching: one refresh at a time per key. Holds the outcome of the last failed attempt.
-    refresh: tokio::sync::Mutex<Option<Failure>>,
-    /// Counts fetch attempts, so a waiter can tell that someone else just tried.
-    attempts: AtomicU64,
-}
-
-impl Slot {
-    fn current(&self) -> MutexGuard<'_, Option<Entry>> {
-        // A panic while holding this lock cannot leave an Entry half-written; keep going.
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The cached token if it is still valid at `now`, and whether it is due for refresh.
-    fn valid(&self, now: SystemTime, refresh_ahead: Duration) -> Option<(Arc<Token>, bool)> {
-        let current = self.current();
-        let entry = current.as_ref()?;
-        if now >= entry.expires_at {
-            return None;
+impl Entry {
+    /// The entry for a token the issuer just sent, or the error when it has already expired.
+    fn new(key: &str, token: Token) -> Result<Entry, SourceError> {
+        let now = SystemTime::now();
+        let expires_at = match token.expires_at {
+            Some(at) => at,
+            None => now.checked_add(DEFAULT_LIFETIME).unwrap_or(now),
+        };
+        // SECURITY: never hand out an expired token, even one the issuer has just sent (clock skew).
+        if now >= expires_at {
+            return Err(SourceError::InvalidResponse {
+                issuer: format!("for {key}"),
+                detail: "the new token has already expired (check the clocks)".to_string(),
+            });
         }
-        let due = now.checked_add(refresh_ahead).is_none_or(|t| t >= entry.expires_at);
-        Some((entry.token.clone(), due))
+        Ok(Entry {
+            token: Arc::new(token),
+            expires_at,
+            refreshing: AtomicBool::new(false),
+            failed_at: Mutex::new(None),
+        })
+    }
+
+    /// Whether the token is still valid at `now`.
+    fn valid(&self, now: SystemTime) -> bool {
+        now < self.expires_at
+    }
+
+    /// Whether the token is within `refresh_ahead` of its expiry at `now`.
+    fn due(&self, now: SystemTime, refresh_ahead: Duration) -> bool {
+        now.checked_add(refresh_ahead).is_none_or(|t| t >= self.expires_at)
+    }
+
+    fn failed_within(&self, wait: Duration) -> bool {
+        self.failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < wait)
     }
 }
 
-/// Tokens per key (e.g. "credential-name|scope|sandbox"), kept until shortly before they expire, refreshed
-/// ahead of expiry, one refresh at a time per key.
+/// moka evicts each entry when its token expires.
+struct UntilExpiry;
+
+impl moka::Expiry<String, Arc<Entry>> for UntilExpiry {
+    fn expire_after_create(&self, _key: &String, entry: &Arc<Entry>, _now: Instant) -> Option<Duration> {
+        Some(
+            entry
+                .expires_at
+                .duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO),
+        )
+    }
+
+    fn expire_after_update(
+        &self,
+        key: &String,
+        entry: &Arc<Entry>,
+        now: Instant,
+        _left: Option<Duration>,
+    ) -> Option<Duration> {
+        self.expire_after_create(key, entry, now)
+    }
+}
+
+/// Tokens per key (e.g. "credential-name|scope|sandbox"), kept until they expire, refreshed ahead of expiry,
+/// one fetch at a time per key.
 pub(crate) struct TokenCache {
     refresh_ahead: Duration,
-    slots: moka::sync::Cache<String, Arc<Slot>>,
+    entries: moka::future::Cache<String, Arc<Entry>>,
     fetches: AtomicU64,
 }
 
@@ -69,15 +109,18 @@ impl TokenCache {
     pub(crate) fn new(refresh_ahead: Duration, capacity: u64) -> TokenCache {
         TokenCache {
             refresh_ahead,
-            slots: moka::sync::Cache::new(capacity),
+            entries: moka::future::Cache::builder()
+                .max_capacity(capacity)
+                .expire_after(UntilExpiry)
+                .build(),
             fetches: AtomicU64::new(0),
         }
     }
 
     /// Forget `key`'s token (e.g. when its sandbox ends, or an upstream rejected the token as revoked).
     #[cfg(test)]
-    pub(crate) fn invalidate(&self, key: &str) {
-        self.slots.invalidate(key);
+    pub(crate) async fn invalidate(&self, key: &str) {
+        self.entries.invalidate(key).await;
     }
 
     fn retry_after_failure(&self) -> Duration {
@@ -98,84 +141,55 @@ impl TokenCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Token, SourceError>>,
     {
-        let slot = self.slots.get_with_by_ref(key, || Arc::new(Slot::default()));
-
-        let seen_attempts = slot.attempts.load(Ordering::Acquire);
-        let mut last_failure = match slot.valid(SystemTime::now(), self.refresh_ahead) {
-            Some((token, false)) => return Ok(token),
-            Some((token, true)) => match slot.refresh.try_lock() {
-                // Someone else is refreshing: the cached token is still valid, use it without waiting.
-                Err(_) => return Ok(token),
-                // A refresh failed moments ago: do not ask the issuer again yet.
-                Ok(guard)
-                    if guard
-                        .as_ref()
-                        .is_some_and(|f| f.at.elapsed() < self.retry_after_failure()) =>
-                {
-                    return Ok(token);
-                }
-                Ok(guard) => guard,
-            },
-            None => {
-                let guard = slot.refresh.lock().await;
-                // Someone else fetched (or failed to) while we waited: share their outcome.
-                if slot.attempts.load(Ordering::Acquire) != seen_attempts {
-                    if let Some((token, _)) = slot.valid(SystemTime::now(), self.refresh_ahead) {
-                        return Ok(token);
+        let cached = self.entries.get(key).await;
+        let Some(entry) = cached.filter(|e| e.valid(SystemTime::now())) else {
+            // Nothing valid: the callers that miss at once share one fetch and its outcome.
+            let fetched = self
+                .entries
+                .try_get_with_by_ref(key, async {
+                    self.fetches.fetch_add(1, Ordering::Relaxed);
+                    let outcome = fetch().await.and_then(|token| Entry::new(key, token));
+                    if let Err(err) = &outcome {
+                        tracing::warn!(key, error = %err, "token fetch failed");
                     }
-                    if let Some(failure) = guard.as_ref() {
-                        return Err(failure.error.clone());
-                    }
-                }
-                guard
-            }
-        };
-        // Re-check under the lock: a refresh may have completed between our read and taking the lock.
-        if let Some((token, false)) = slot.valid(SystemTime::now(), self.refresh_ahead) {
-            return Ok(token);
-        }
-
-        self.fetches.fetch_add(1, Ordering::Relaxed);
-        let outcome = fetch().await;
-        slot.attempts.fetch_add(1, Ordering::Release);
-        let now = SystemTime::now();
-        let outcome = outcome.and_then(|token| {
-            let expires_at = match token.expires_at {
-                Some(at) => at,
-                None => now.checked_add(DEFAULT_LIFETIME).unwrap_or(now),
-            };
-            // SECURITY: never hand out an expired token, even one the issuer has just sent (clock skew).
-            if now >= expires_at {
-                return Err(SourceError::InvalidResponse {
+                    outcome.map(Arc::new)
+                })
+                .await;
+            return match fetched {
+                // A token shared from another caller's fetch is checked like any other.
+                Ok(entry) if entry.valid(SystemTime::now()) => Ok(entry.token.clone()),
+                Ok(_) => Err(SourceError::InvalidResponse {
                     issuer: format!("for {key}"),
-                    detail: "the new token has already expired (check the clocks)".to_string(),
-                });
-            }
-            Ok(Entry {
-                token: Arc::new(token),
-                expires_at,
-            })
-        });
-        match outcome {
-            Ok(entry) => {
-                let token = entry.token.clone();
-                *slot.current() = Some(entry);
-                *last_failure = None;
+                    detail: "the token expired as it was fetched".to_string(),
+                }),
+                Err(err) => Err((*err).clone()),
+            };
+        };
+        if !entry.due(SystemTime::now(), self.refresh_ahead)
+            // A refresh failed moments ago: do not ask the issuer again yet.
+            || entry.failed_within(self.retry_after_failure())
+            // Someone else is refreshing: the cached token is still valid, use it without waiting.
+            || entry.refreshing.swap(true, Ordering::AcqRel)
+        {
+            return Ok(entry.token.clone());
+        }
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        match fetch().await.and_then(|token| Entry::new(key, token)) {
+            Ok(fresh) => {
+                let token = fresh.token.clone();
+                self.entries.insert(key.to_string(), Arc::new(fresh)).await;
                 Ok(token)
             }
             Err(err) => {
                 tracing::warn!(key, error = %err, "token refresh failed");
-                *last_failure = Some(Failure {
-                    error: err.clone(),
-                    at: Instant::now(),
-                });
+                *entry.failed_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                entry.refreshing.store(false, Ordering::Release);
                 // SECURITY: fall back to the cached token only while it has not expired.
-                match slot.valid(SystemTime::now(), self.refresh_ahead) {
-                    Some((token, _)) => Ok(token),
-                    None => {
-                        *slot.current() = None;
-                        Err(err)
-                    }
+                if entry.valid(SystemTime::now()) {
+                    Ok(entry.token.clone())
+                } else {
+                    self.entries.invalidate(key).await;
+                    Err(err)
                 }
             }
         }

@@ -194,7 +194,7 @@ async fn invalidate_forgets_the_token() {
     let cache = TokenCache::new(Duration::from_secs(1), 100);
     let ok = |v: &'static str| move || async move { Ok(token(v, Duration::from_secs(60))) };
     cache.get("k", ok("tok-1")).await.unwrap();
-    cache.invalidate("k");
+    cache.invalidate("k").await;
     let t = cache.get("k", ok("tok-2")).await.unwrap();
     assert_eq!(t.value.expose_secret(), "tok-2");
     assert_eq!(cache.fetches(), 2);
