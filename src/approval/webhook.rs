@@ -28,12 +28,11 @@ pub(crate) const HEADER_TIMESTAMP: &str = "x-cordon-timestamp";
 /// The header with the signature (only with a secret).
 pub(crate) const HEADER_SIGNATURE: &str = "x-cordon-signature";
 
-/// The waits before each retry: one retry after each.
-const BACKOFF: [Duration; 3] = [
-    Duration::from_millis(250),
-    Duration::from_secs(1),
-    Duration::from_secs(4),
-];
+/// The waits before each retry: 250 ms, 1 s, 4 s (one retry after each).
+const BACKOFF: backon::ExponentialBuilder = backon::ExponentialBuilder::new()
+    .with_min_delay(Duration::from_millis(250))
+    .with_factor(4.0)
+    .with_max_times(3);
 /// The limit of each attempt.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -42,8 +41,8 @@ pub(crate) struct Webhook {
     url: Uri,
     secret: Option<SecretString>,
     client: HttpClient,
-    /// One retry after each of these waits.
-    backoff: Vec<Duration>,
+    /// The waits between attempts (one retry after each).
+    backoff: backon::ExponentialBuilder,
     attempt_timeout: Duration,
 }
 
@@ -55,15 +54,19 @@ impl Webhook {
             url,
             secret,
             client,
-            backoff: BACKOFF.to_vec(),
+            backoff: BACKOFF,
             attempt_timeout: ATTEMPT_TIMEOUT,
         }
     }
 
-    /// The same webhook retrying once after each of `waits` (none: no retry).
+    /// The same webhook retrying `times` times, `wait` apart.
     #[cfg(test)]
-    pub(crate) fn with_backoff(self, waits: Vec<Duration>) -> Webhook {
-        Webhook { backoff: waits, ..self }
+    pub(crate) fn with_backoff(self, wait: Duration, times: usize) -> Webhook {
+        let backoff = backon::ExponentialBuilder::new()
+            .with_min_delay(wait)
+            .with_factor(1.0)
+            .with_max_times(times);
+        Webhook { backoff, ..self }
     }
 
     /// POST `{"event": "approval.requested", "approval": <pending>}`. Success is a 2xx answer; transport errors and
@@ -94,8 +97,10 @@ impl Webhook {
                 return false;
             }
         };
-        let attempts = self.backoff.len() + 1;
-        for attempt in 1..=attempts {
+        let mut waits = backon::BackoffBuilder::build(&self.backoff);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let request = match self.request(event, &body) {
                 Ok(request) => request,
                 Err(e) => {
@@ -106,7 +111,7 @@ impl Webhook {
             match self.client.send(request, self.attempt_timeout).await {
                 Ok((status, _, _)) if status.is_success() => return true,
                 Ok((status, _, _)) if status.is_server_error() => {
-                    tracing::warn!(%url, event, approval = id, status = status.as_u16(), attempt, attempts,
+                    tracing::warn!(%url, event, approval = id, status = status.as_u16(), attempt,
                         "approval webhook: server error");
                 }
                 Ok((status, _, _)) => {
@@ -115,16 +120,16 @@ impl Webhook {
                     return false;
                 }
                 Err(e) => {
-                    tracing::warn!(%url, event, approval = id, error = %failure(&e), attempt, attempts,
+                    tracing::warn!(%url, event, approval = id, error = %failure(&e), attempt,
                         "approval webhook: not delivered");
                 }
             }
-            if let Some(wait) = self.backoff.get(attempt - 1) {
-                tokio::time::sleep(*wait).await;
-            }
+            let Some(wait) = waits.next() else {
+                tracing::warn!(%url, event, approval = id, attempts = attempt, "approval webhook: gave up");
+                return false;
+            };
+            tokio::time::sleep(wait).await;
         }
-        tracing::warn!(%url, event, approval = id, attempts, "approval webhook: gave up");
-        false
     }
 
     /// One attempt's request: timestamped (and signed) now.

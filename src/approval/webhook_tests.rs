@@ -60,7 +60,7 @@ async fn serve(statuses: &[u16]) -> (Uri, Seen) {
 
 fn hook(url: Uri, secret: Option<&str>) -> Webhook {
     let client = HttpClient::new(&[]).unwrap();
-    Webhook::new(url, secret.map(|s| SecretString::from(s.to_string())), client).with_backoff(vec![QUICK; 3])
+    Webhook::new(url, secret.map(|s| SecretString::from(s.to_string())), client).with_backoff(QUICK, 3)
 }
 
 fn pending() -> Pending {

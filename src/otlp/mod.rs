@@ -24,8 +24,14 @@ use crate::credentials::secrets::Secrets;
 use crate::metrics::Metrics;
 use crate::upstream::outbound::HttpClient;
 
-/// The first wait after a failed export; it doubles up to [`BACKOFF_MAX`].
-const BACKOFF_MIN: Duration = Duration::from_millis(250);
+/// The waits after failed exports: 250 ms doubling to [`BACKOFF_MAX`], each stretched by up to as much again at
+/// random, so replicas that lost the same collector do not all come back at once.
+const BACKOFF: backon::ExponentialBuilder = backon::ExponentialBuilder::new()
+    .with_min_delay(Duration::from_millis(250))
+    .with_max_delay(BACKOFF_MAX)
+    .with_jitter()
+    .without_max_times();
+/// The longest wait before jitter, and the longest `Retry-After` of the collector's that is followed.
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// How long cordon, stopping, goes on sending what waits.
 const STOP_WAIT: Duration = Duration::from_secs(3);
@@ -117,7 +123,7 @@ struct Job {
 impl Job {
     async fn run(self) {
         let mut reader = SpoolReader::new(self.spool.clone());
-        let mut backoff = BACKOFF_MIN;
+        let mut backoff = backon::BackoffBuilder::build(&BACKOFF);
         let mut size = self.config.batch;
         let mut last_send = Instant::now() - self.config.interval;
         let mut stop_by = None;
@@ -182,7 +188,7 @@ impl Job {
                     }
                     let rejected = u64::try_from(rejected).unwrap_or(0);
                     self.metrics.audit.exported(n as u64 - rejected.min(n as u64), rejected);
-                    backoff = BACKOFF_MIN;
+                    backoff = backon::BackoffBuilder::build(&BACKOFF);
                     size = (size * 2).min(self.config.batch);
                 }
                 Sent::Refused(why) if n > 1 => {
@@ -210,8 +216,8 @@ impl Job {
                     if stop_by.is_some() || self.stop.is_cancelled() {
                         return;
                     }
-                    self.pause(after.unwrap_or(backoff).min(BACKOFF_MAX)).await;
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    let wait = backoff.next().unwrap_or(BACKOFF_MAX);
+                    self.pause(after.map_or(wait, |after| after.min(BACKOFF_MAX))).await;
                 }
             }
         }

@@ -14,8 +14,15 @@ use super::{CHANNEL, Db};
 
 /// How often the listening connection is checked with a query (a dead peer sends no FIN).
 const PING_EVERY: Duration = Duration::from_secs(2);
-/// The longest wait between reconnection attempts.
+/// The longest wait between reconnection attempts, before jitter.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// The waits between reconnection attempts: 100 ms doubling to [`MAX_BACKOFF`], with jitter, so the replicas
+/// that lost the same server do not all reconnect in the same instant.
+const BACKOFF: backon::ExponentialBuilder = backon::ExponentialBuilder::new()
+    .with_min_delay(Duration::from_millis(100))
+    .with_max_delay(MAX_BACKOFF)
+    .with_jitter()
+    .without_max_times();
 
 /// What another replica (or this one) announced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +78,9 @@ pub(crate) async fn announce(
 
 /// Listen until `stop`, sending events to `events`.
 pub(crate) async fn run(db: Arc<Db>, events: UnboundedSender<Event>, stop: CancellationToken) {
-    let mut backoff = Duration::from_millis(100);
+    let mut backoff = backon::BackoffBuilder::build(&BACKOFF);
     loop {
+        let started = tokio::time::Instant::now();
         let outcome = tokio::select! {
             _ = stop.cancelled() => return,
             r = session(&db, &events, &stop) => r,
@@ -83,11 +91,15 @@ pub(crate) async fn run(db: Arc<Db>, events: UnboundedSender<Event>, stop: Cance
                 db.unavailable(format!("notifications: {why}"));
             }
         }
+        // A session that held a while failed for a new reason: start the waits over.
+        if started.elapsed() > MAX_BACKOFF {
+            backoff = backon::BackoffBuilder::build(&BACKOFF);
+        }
+        let wait = backoff.next().unwrap_or(MAX_BACKOFF);
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
-        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
