@@ -43,7 +43,7 @@ pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<A
                     name: name.clone(),
                     inline: None,
                 },
-                policy: Arc::new(p.clone()),
+                policy: p.clone(),
                 warnings: Vec::new(),
             }),
             None => Err(invalid(format!(

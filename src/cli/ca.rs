@@ -54,7 +54,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
     let scope = config
         .policies
         .get(&spec.policy)
-        .map(scope_for)
+        .map(|p| scope_for(p))
         .unwrap_or(Scope::Unconstrained);
     let result = if config.control.postgres.is_some() {
         in_database(&config, &sandbox, &scope, rotate)

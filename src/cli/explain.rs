@@ -29,7 +29,7 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCo
                     spec.user, spec.policy
                 );
                 if let Some(own) = own {
-                    config.policies.insert(spec.policy.clone(), own);
+                    config.policies.insert(spec.policy.clone(), std::sync::Arc::new(own));
                 }
                 config.sandboxes.push(spec);
             }

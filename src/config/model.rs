@@ -47,8 +47,8 @@ pub struct Config {
     pub(crate) credentials: BTreeMap<String, crate::config::credentials::CredentialSpec>,
     /// Sandboxes declared in the file.
     pub(crate) sandboxes: Vec<SandboxSpec>,
-    /// Policies by name.
-    pub policies: BTreeMap<String, Policy>,
+    /// Policies by name, each shared with the requests decided under it.
+    pub policies: BTreeMap<String, std::sync::Arc<Policy>>,
     /// The control plane.
     pub(crate) control: ControlConfig,
     /// Human approval.

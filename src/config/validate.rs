@@ -175,7 +175,10 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             secret_cache,
             credentials: creds,
             sandboxes,
-            policies,
+            policies: policies
+                .into_iter()
+                .map(|(name, p)| (name, std::sync::Arc::new(p)))
+                .collect(),
             control,
             approval,
             log_format,

@@ -1,5 +1,7 @@
 //! Steps 2, 4 and 5: the request is within its sandbox's rates, unambiguous, and allowed by its policy.
 
+use std::sync::Arc;
+
 use http::Method;
 
 use super::dry::Note;
@@ -8,7 +10,7 @@ use super::input::Ask;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
-use crate::policy::{Action, DenyReason, Mode, Question, TlsMode};
+use crate::policy::{Action, DenyReason, Mode, Policy, Question, TlsMode};
 use crate::session::admission;
 use crate::target::{Target, check_path};
 
@@ -27,6 +29,10 @@ pub(crate) struct Decision {
     /// The policy's `mask_echo` credentials bound to the destination's host: their secrets are masked in
     /// whatever comes back.
     pub(crate) masked: Vec<String>,
+    /// The policy that decided. The later steps (the approver's view of the rule, the credentials applied,
+    /// the masking) use it and never look the sandbox's policy up again, so a PATCH of the sandbox's policy
+    /// while the request waits cannot mix two policies in one request.
+    pub(crate) policy: Option<Arc<Policy>>,
 }
 
 impl Exchange {
@@ -180,6 +186,7 @@ impl Exchange {
             action,
             credentials,
             masked,
+            policy: Some(policy),
         })
     }
 

@@ -168,8 +168,7 @@ impl Exchange {
                 });
             }
         };
-        let policy = self.generation.policy_for(sandbox, Some(&state.control));
-        let Some(asking) = policy.as_ref().and_then(|p| p.rules.get(rule)) else {
+        let Some(asking) = decision.policy.as_ref().and_then(|p| p.rules.get(rule)) else {
             return Err(ProxyError::Internal);
         };
         let ask = super::ask::ask(sandbox, target, req, &data, rule, asking);
@@ -235,7 +234,7 @@ impl Exchange {
         req: &mut Request<ProxyBody>,
     ) -> Result<(), ProxyError> {
         let generation = self.generation.clone();
-        let Some(policy) = generation.policy_for(sandbox, self.state().map(|s| &s.control)) else {
+        let Some(policy) = decision.policy.as_deref() else {
             return Err(ProxyError::Internal);
         };
         if self.state().is_none() {
@@ -258,7 +257,7 @@ impl Exchange {
         let (mut parts, body) = std::mem::replace(req, Request::new(crate::body::empty())).into_parts();
         let applied = generation
             .credentials
-            .apply(sandbox, &policy, &decision.credentials, &mut parts, body)
+            .apply(sandbox, policy, &decision.credentials, &mut parts, body)
             .await?;
         *req = Request::from_parts(parts, applied.body);
         self.verdict = applied.verdict;
@@ -268,10 +267,7 @@ impl Exchange {
         self.aws_keys = generation.credentials.signs_aws(&applied.names);
         self.tokens = applied.tokens;
         self.audit.credentials(applied.names);
-        self.masker = generation
-            .credentials
-            .masker(sandbox, &policy, &decision.masked)
-            .await?;
+        self.masker = generation.credentials.masker(sandbox, policy, &decision.masked).await?;
         Ok(())
     }
 }

@@ -103,7 +103,7 @@ impl Generation {
 
     /// The file's policy with this name. A sandbox's policy is [`Generation::policy_for`]'s: a run-time
     /// sandbox's may be its own.
-    pub(crate) fn named_policy(&self, name: &str) -> Option<&Policy> {
+    pub(crate) fn named_policy(&self, name: &str) -> Option<&Arc<Policy>> {
         self.config.policies.get(name)
     }
 

@@ -40,7 +40,6 @@ mod violations_act;
 
 pub use generation::Generation;
 use generation::generate_if_file;
-pub use policies::PolicyRef;
 pub(crate) use shared::connect as connect_store;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other

@@ -2,7 +2,6 @@
 //! compiled against that generation, so that a reload judges every inline policy again against its new base
 //! (one that now goes past it is refused: its sandbox is closed as if its policy were gone).
 
-use std::ops::Deref;
 use std::sync::Arc;
 
 use super::Generation;
@@ -12,24 +11,6 @@ use crate::policy::Policy;
 
 /// How many compiled inline policies a generation keeps (one per run-time sandbox in use).
 const INLINE_CACHE: u64 = 100_000;
-
-/// A sandbox's policy: one of the file's, or its own.
-pub enum PolicyRef<'g> {
-    /// A policy of the configuration file.
-    Named(&'g Policy),
-    /// A run-time sandbox's own policy, within its base.
-    Inline(Arc<Policy>),
-}
-
-impl Deref for PolicyRef<'_> {
-    type Target = Policy;
-    fn deref(&self) -> &Policy {
-        match self {
-            PolicyRef::Named(p) => p,
-            PolicyRef::Inline(p) => p,
-        }
-    }
-}
 
 /// Inline policies compiled against one generation, by sandbox id.
 pub(super) struct InlineCache(moka::sync::Cache<String, Arc<Compiled>>);
@@ -49,9 +30,10 @@ impl InlineCache {
 impl Generation {
     /// The policy `sandbox` runs under in this generation; `None` when it has none (a run-time sandbox without
     /// `control`, in a dry run; a policy gone from the file; an inline policy that exceeds its base now).
-    pub fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<PolicyRef<'_>> {
+    /// A request asks once, and its later steps use what it got (a PATCH meanwhile does not change it).
+    pub fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
         match (&sandbox.origin, control) {
-            (Origin::Config, _) => self.named_policy(&sandbox.policy).map(PolicyRef::Named),
+            (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
             // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).
             (Origin::Api { .. }, Some(control)) => {
                 let id = sandbox.id.as_str();
@@ -62,10 +44,10 @@ impl Generation {
     }
 
     /// The policy a record's name and own policy stand for in this generation.
-    fn resolve_parts(&self, id: &str, name: &str, inline: Option<&Arc<str>>) -> Option<PolicyRef<'_>> {
+    fn resolve_parts(&self, id: &str, name: &str, inline: Option<&Arc<str>>) -> Option<Arc<Policy>> {
         match inline {
-            None => self.named_policy(name).map(PolicyRef::Named),
-            Some(doc) => self.inline(id, name, doc).ok().map(PolicyRef::Inline),
+            None => self.named_policy(name).cloned(),
+            Some(doc) => self.inline(id, name, doc).ok(),
         }
     }
 

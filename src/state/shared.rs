@@ -275,7 +275,7 @@ impl ProxyState {
         for spec in &generation.config.sandboxes {
             let scope = generation
                 .named_policy(&spec.policy)
-                .map(scope_for)
+                .map(|p| scope_for(p))
                 .unwrap_or(crate::tls::ca::Scope::Unconstrained);
             cas.ensure(&spec.id, &scope)
                 .await

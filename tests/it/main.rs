@@ -55,6 +55,7 @@ mod layers;
 mod lifecycle;
 mod limits;
 mod netns;
+mod one_policy;
 mod openapi;
 mod pg_credential_budgets;
 mod pg_replicas;
