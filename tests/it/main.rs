@@ -27,6 +27,7 @@ mod credentials;
 mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
+mod explain_live;
 mod faults;
 mod faults_process;
 mod flood;
