@@ -24,6 +24,7 @@ mod control_rig;
 mod control_sources;
 mod credential_budgets;
 mod credentials;
+mod dangerous_state;
 mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
