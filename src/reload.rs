@@ -97,6 +97,18 @@ impl ReloadError {
     }
 }
 
+/// Warn that the policies `names` enforce nothing (at start, and when a reload puts them in report mode).
+pub(crate) fn warn_reporting(names: &[&str]) {
+    if !names.is_empty() {
+        tracing::warn!(
+            policies = %names.join(","),
+            "policies in report mode: {}: every request of their sandboxes is allowed and only recorded \
+             (decision would_deny where a rule would deny); set mode: enforce to enforce them",
+            names.join(", ")
+        );
+    }
+}
+
 /// Reloads one configuration file.
 pub struct Reloader {
     path: Option<PathBuf>,
@@ -215,7 +227,13 @@ impl Reloader {
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
+        let before = state.current();
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
+        let now = state.current();
+        warn_reporting(&crate::policy::newly_reporting(
+            &now.config.policies,
+            Some(&before.config.policies),
+        ));
         Ok(Some(Reloaded {
             generation,
             source: self.source(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
+pub(super) use super::response::failed;
 use super::response::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
@@ -16,26 +17,6 @@ use crate::state::{Generation, ProxyState};
 
 fn rfc3339(secs: i64) -> Value {
     json!(crate::rfc3339::unix_seconds(secs))
-}
-
-pub(super) fn failed(e: ControlError) -> AdminResponse {
-    let (status, code) = match &e {
-        ControlError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-        ControlError::Exists(_) => (StatusCode::CONFLICT, "exists"),
-        ControlError::Overlap { .. } => (StatusCode::CONFLICT, "overlap"),
-        ControlError::Declared(_) => (StatusCode::CONFLICT, "declared_in_config"),
-        ControlError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-        ControlError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "store_failed"),
-        ControlError::Ca(_) => (StatusCode::INTERNAL_SERVER_ERROR, "ca_unavailable"),
-        ControlError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
-    };
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        tracing::warn!("admin API: {e}");
-    }
-    if status == StatusCode::INTERNAL_SERVER_ERROR {
-        tracing::error!("admin API: {e}");
-    }
-    error(status, code, e.to_string())
 }
 
 fn sandbox_of(r: &Record) -> Sandbox {

@@ -7,8 +7,9 @@ use super::args::{ConfigArg, load};
 use super::sandbox::{AdminArgs, client};
 use crate::identity::SandboxSpec;
 
-/// Explain `method url` from sandbox `id`; exit 0 when allowed, 1 when refused, 2 when it cannot say.
-pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCode {
+/// Explain `method url` from sandbox `id` (as text, or JSON when `json`); exit 0 when allowed, 1 when refused,
+/// 2 when it cannot say.
+pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str, json: bool) -> ExitCode {
     let mut config = match load(arg) {
         Ok(c) => c,
         Err(code) => return code,
@@ -40,7 +41,23 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCo
     }
     match rt.block_on(crate::entry::explain::explain(&config, id, method, url)) {
         Ok(e) => {
-            out!("{}", e.text);
+            if !json {
+                out!("{}", e.text);
+            } else {
+                match serde_json::to_string_pretty(&e.json) {
+                    Ok(text) => outln!("{text}"),
+                    Err(e) => {
+                        eprintln!("cordon: cannot write the explanation as JSON: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            if let Some(known) = other_case(method) {
+                eprintln!(
+                    "cordon: {method:?} is not {known}: methods are case-sensitive (RFC 9110), and cordon decides on \
+                     the method as the client sends it"
+                );
+            }
             if e.allowed {
                 ExitCode::SUCCESS
             } else {
@@ -52,6 +69,14 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str) -> ExitCo
             ExitCode::from(2)
         }
     }
+}
+
+/// The known method `method` spells in another case (`get` → GET), if it does.
+fn other_case(method: &str) -> Option<&'static str> {
+    crate::policy::allowlist::KNOWN_METHODS
+        .iter()
+        .copied()
+        .find(|known| *known != method && known.eq_ignore_ascii_case(method))
 }
 
 /// The run-time sandbox `id` as a declared one would be (no token, no source ranges), if the admin API knows a

@@ -58,9 +58,13 @@ enum Command {
         /// The sandbox id.
         #[arg(long)]
         sandbox: String,
-        /// The request method.
+        /// The request method, as the client sends it: methods are case-sensitive (`get` is not GET).
         #[arg(long, default_value = "GET")]
         method: String,
+        /// Print the answer as JSON: each exchange (CONNECT, request) with the decision, reason, rule,
+        /// status and credentials its audit record would carry.
+        #[arg(long)]
+        json: bool,
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
     },
@@ -150,8 +154,9 @@ pub fn main(on_idle: fn()) -> ExitCode {
             config,
             sandbox,
             method,
+            json,
             url,
-        } => explain::main(&config, &sandbox, &method, &url),
+        } => explain::main(&config, &sandbox, &method, &url, json),
         Command::Ca { command } => ca::main(command),
         Command::Audit { command } => audit::main(command),
         Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),

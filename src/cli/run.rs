@@ -190,6 +190,7 @@ async fn serve(
         }
     }
     tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));
+    crate::reload::warn_reporting(&crate::policy::newly_reporting(&state.current().config.policies, None));
     let reloader = Arc::new(Reloader::new(path, text.as_deref()));
     reloader.clone().spawn_watchers(&state, watch);
     let stop_admin = tokio_util::sync::CancellationToken::new();

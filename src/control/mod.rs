@@ -94,6 +94,21 @@ pub enum ControlError {
     /// What the sandbox needs besides its record (its CA) could not be made; nothing was stored.
     #[error("cannot load or create the sandbox's CA: {0}")]
     Ca(String),
+    /// A renewal that would end the sandbox sooner than it ends now; nothing was changed.
+    #[error(
+        "sandbox {id:?} expires at {}, later than this renewal would ({}): a renewal never shortens a sandbox; \
+         ask for a longer ttl, or revoke the sandbox to end it now",
+        crate::rfc3339::unix_seconds(*.expires),
+        crate::rfc3339::unix_seconds(*.asked)
+    )]
+    Shorter {
+        /// The sandbox.
+        id: String,
+        /// When it expires now (Unix seconds).
+        expires: i64,
+        /// When the renewal would have it expire.
+        asked: i64,
+    },
 }
 
 impl From<StoreError> for ControlError {
@@ -288,13 +303,21 @@ impl Control {
         Ok((record, credential))
     }
 
-    /// Extend a live sandbox to `now + ttl` (never shortening it, so no credential ever outlives its record).
+    /// Extend a live sandbox to `now + ttl`. A renewal never shortens a sandbox (so no credential ever outlives
+    /// its record): one that would is refused as [`ControlError::Shorter`], not answered as if it had renewed.
     /// Blocking.
     pub(crate) fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
         let current = self.live(id, now)?;
         let life = lifetime(ttl, bounds)?;
-        let expires = now.saturating_add(life).max(current.expires);
-        let record = self.store.renew(id, expires, now)?;
+        let asked = now.saturating_add(life);
+        if asked < current.expires {
+            return Err(ControlError::Shorter {
+                id: id.to_string(),
+                expires: current.expires,
+                asked,
+            });
+        }
+        let record = self.store.renew(id, asked, now)?;
         self.remember(&record);
         Ok(record)
     }

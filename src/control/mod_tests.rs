@@ -53,9 +53,25 @@ fn expiry_renewal_and_revocation() {
     // Renewal moves the expiry for credentials already handed out.
     c.renew("a", Some(Duration::from_secs(7000)), TTL, 2000).unwrap();
     assert!(c.verify("a", &cred, 1000 + 3600).is_ok());
-    // Renewal never shortens.
-    let kept = c.renew("a", Some(Duration::from_secs(10)), TTL, 2000).unwrap();
-    assert_eq!(kept.expires, 9000);
+    // Renewal never shortens: one that would is refused, saying when the sandbox expires and when it would.
+    let shorter = c.renew("a", Some(Duration::from_secs(10)), TTL, 2000);
+    assert!(
+        matches!(
+            &shorter,
+            Err(ControlError::Shorter {
+                expires: 9000,
+                asked: 2010,
+                ..
+            })
+        ),
+        "{shorter:?}"
+    );
+    assert_eq!(
+        c.renew("a", Some(Duration::from_secs(7000)), TTL, 2000)
+            .unwrap()
+            .expires,
+        9000
+    );
     c.revoke("a", 2500).unwrap();
     assert_eq!(c.verify("a", &cred, 2501), Err(AuthFailure::Revoked));
     assert!(matches!(c.renew("a", None, TTL, 2600), Err(ControlError::NotFound(_))));

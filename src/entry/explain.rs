@@ -1,7 +1,8 @@
 //! `cordon explain`: what cordon would do with a URL for a sandbox, and why. The request is a dry run of the
 //! pipeline (the same steps, policy, resolver and address guard as live traffic, with nothing counted, held,
-//! attached or sent): an `https://` URL as the CONNECT and then the request inside it, an `http://` URL as
-//! one plain request.
+//! attached or sent): an `https://` URL as the CONNECT and then, if the CONNECT is intercepted, the request
+//! inside it; an `http://` URL as one plain request. The method is read as a client's request line is, byte
+//! for byte: methods are case-sensitive (RFC 9110 §9.1), so `get` is not `GET`, here as on the wire.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -9,13 +10,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use http::{Method, Request, Uri};
+use serde::Serialize;
 
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::config::Config;
-use crate::error::ProxyError;
-use crate::pipeline::{self, Ask, Claim, CredentialUse, Input, Inside, Note};
-use crate::policy::Mode;
+use crate::pipeline::{self, Ask, Claim, CredentialUse, Ending, Input, Inside, Note};
+use crate::policy::{Mode, TlsMode};
 use crate::state::Generation;
 use crate::target::Target;
 
@@ -24,8 +25,36 @@ use crate::target::Target;
 pub(crate) struct Explanation {
     /// Lines for a person.
     pub(crate) text: String,
+    /// The same, for a program: every exchange the request makes, as its audit record would end.
+    pub(crate) json: Summary,
     /// Allowed by the policy and by the guard.
     pub(crate) allowed: bool,
+}
+
+/// What `cordon explain --json` prints.
+#[derive(Debug, Serialize)]
+pub(crate) struct Summary {
+    sandbox: String,
+    user: String,
+    policy: String,
+    mode: &'static str,
+    method: String,
+    url: String,
+    host: String,
+    port: u16,
+    path: String,
+    /// `allow` or `deny`: whether the request reaches its upstream.
+    verdict: &'static str,
+    /// Each exchange live traffic makes, in order: the CONNECT and the request inside it, or the one request.
+    exchanges: Vec<Exchange>,
+}
+
+/// One exchange: its kind (the audit record's) and how it ends.
+#[derive(Debug, Serialize)]
+struct Exchange {
+    kind: Kind,
+    #[serde(flatten)]
+    ending: Ending,
 }
 
 /// Explain a request of `method` to `url` from sandbox `sandbox_id`.
@@ -42,10 +71,13 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         .policies
         .get(&sandbox.policy)
         .ok_or_else(|| format!("sandbox {sandbox_id:?} names a missing policy"))?;
-    let method = Method::from_str(&method.to_ascii_uppercase()).map_err(|_| format!("{method:?} is not a method"))?;
+    // As hyper reads a request line: the bytes as sent, no case folded.
+    let method = Method::from_bytes(method.as_bytes())
+        .map_err(|_| format!("{method:?} is not an HTTP method (a token of letters, digits and !#$%&'*+-.^_`|~)"))?;
     let uri = Uri::from_str(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
     let https = uri.scheme_str().is_some_and(|s| s.eq_ignore_ascii_case("https"));
-    // The destination as the entry of that request would read it: a CONNECT's authority, or the absolute URI.
+    // The destination as the entry of that request would read it: a CONNECT's authority (a client names the
+    // port it means, 443 when the URL names none), or the absolute URI.
     let target = if https {
         let authority = uri.authority().ok_or("the URL has no host")?;
         Target::from_host_value(authority.as_str().as_bytes(), 443)
@@ -68,9 +100,21 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         "request  {method} {url} (destination {target}, path {})",
         uri.path()
     );
+    let mut summary = Summary {
+        sandbox: sandbox.id.clone(),
+        user: sandbox.user.clone(),
+        policy: policy.name.clone(),
+        mode: policy.mode.as_str(),
+        method: method.to_string(),
+        url: url.to_owned(),
+        host: target.host.to_string(),
+        port: target.port,
+        path: uri.path().to_owned(),
+        verdict: "deny",
+        exchanges: Vec::new(),
+    };
 
     let generation = Arc::new(Generation::dry(config.clone())?);
-    let mut allowed = true;
     let input = |kind, ask| Input {
         kind,
         client: ClientAddr(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -85,39 +129,58 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         .uri(uri)
         .body(crate::body::empty())
         .map_err(|e| format!("{url:?} cannot be a request: {e}"))?;
-    if https {
-        let notes = pipeline::dry_run(generation.clone(), input(Kind::Connect, Ask::Tunnel)).await;
-        allowed &= write_notes(&mut out, "connect", &notes.take(), &target);
-        let inside = Some(Arc::new(Inside::new(&target)));
-        let notes = pipeline::dry_run(generation, input(Kind::Https, Ask::Request { req: request, inside })).await;
-        allowed &= write_notes(&mut out, "inside ", &notes.take(), &target);
+    let mut record = |kind, label, notes: Vec<Note>| {
+        write_notes(&mut out, label, &notes);
+        summary.exchanges.push(Exchange {
+            kind,
+            ending: Ending::of(&notes),
+        });
+        notes.iter().any(|n| n.refusal().is_some())
+    };
+    let refused = if https {
+        let notes = pipeline::dry_run(generation.clone(), input(Kind::Connect, Ask::Tunnel))
+            .await
+            .take();
+        let blind = notes.contains(&Note::Tunnel(TlsMode::Tunnel));
+        if record(Kind::Connect, "connect", notes) {
+            let _ = writeln!(out, "inside   not reached: the CONNECT is refused");
+            true
+        } else if blind {
+            // Live, cordon passes the bytes through: there is no request inside for it to decide.
+            false
+        } else {
+            let inside = Some(Arc::new(Inside::new(&target)));
+            let ask = Ask::Request { req: request, inside };
+            let notes = pipeline::dry_run(generation, input(Kind::Https, ask)).await.take();
+            record(Kind::Https, "inside ", notes)
+        }
     } else {
-        let notes = pipeline::dry_run(
-            generation,
-            input(
-                Kind::Http,
-                Ask::Request {
-                    req: request,
-                    inside: None,
-                },
-            ),
-        )
-        .await;
-        allowed &= write_notes(&mut out, "policy ", &notes.take(), &target);
-    }
+        let ask = Ask::Request {
+            req: request,
+            inside: None,
+        };
+        let notes = pipeline::dry_run(generation, input(Kind::Http, ask)).await.take();
+        record(Kind::Http, "policy ", notes)
+    };
+    let allowed = !refused;
+    summary.verdict = if allowed { "allow" } else { "deny" };
     let _ = writeln!(out, "verdict  {}", if allowed { "ALLOW" } else { "DENY" });
-    Ok(Explanation { text: out, allowed })
+    Ok(Explanation {
+        text: out,
+        json: summary,
+        allowed,
+    })
 }
 
-/// One line per note; whether nothing noted refuses the request.
-fn write_notes(out: &mut String, label: &str, notes: &[Note], target: &Target) -> bool {
-    let mut allowed = true;
+/// One line per note.
+fn write_notes(out: &mut String, label: &str, notes: &[Note]) {
     for note in notes {
         let line = match note {
             Note::Decided { rule: Some(rule), .. } => format!("{label}  allow by rule {rule}"),
             Note::Decided {
                 deny: Some((reason, why)),
                 mode: Mode::Report,
+                refused: None,
                 ..
             } => format!(
                 "{label}  would deny ({}): {why}; allowed because the policy is in report mode",
@@ -126,35 +189,26 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note], target: &Target) -
             Note::Decided {
                 deny: Some((reason, why)),
                 ..
-            } => {
-                allowed = false;
-                format!("{label}  deny ({}): {why}", reason.code())
-            }
-            Note::Decided { .. } => {
-                allowed = false;
-                format!("{label}  deny")
-            }
-            Note::Refused(status, code, message) => {
-                allowed = false;
-                format!("refused  {status} ({code}): {message}")
-            }
+            } => format!("{label}  deny ({}): {why}", reason.code()),
+            Note::Decided { .. } => format!("{label}  deny"),
+            Note::Refused(r) => format!("refused  {} ({}): {}", r.status, r.code, r.message),
             Note::Address(addr, None) => format!("guard    {addr} may be dialled"),
-            Note::Address(addr, Some((code, message))) => {
-                allowed = false;
-                format!("guard    {addr} refused ({code}): {message}")
+            Note::Address(addr, Some(r)) => format!("guard    {addr} refused ({}): {}", r.code, r.message),
+            Note::Unresolved(r) => format!("guard    refused ({}): {}", r.code, r.message),
+            Note::NoAddress(host, r) => format!("guard    {host} has no address ({})", r.status),
+            Note::Tunnel(TlsMode::Intercept) => {
+                "tls      intercepted: each request inside is decided again".to_string()
             }
-            Note::Unresolved(code, message) => {
-                allowed = false;
-                format!("guard    refused ({code}): {message}")
-            }
-            Note::NoAddress(host) => {
-                allowed = false;
-                let e = ProxyError::Dial(crate::net::DialError::NoAddress { target: target.clone() });
-                format!("guard    {host} has no address ({})", e.status().as_u16())
+            Note::Tunnel(TlsMode::Tunnel) => {
+                "tls      blind tunnel (tls: tunnel): cordon reads no request inside and attaches no credential"
+                    .to_string()
             }
             Note::WouldAsk(rule) => format!("approval rule {rule} asks a human: the request waits for a decision"),
             Note::Credential(name, CredentialUse::Applied(how)) => {
                 format!("         credential {name}: applied ({how})")
+            }
+            Note::Credential(name, CredentialUse::Refused) => {
+                format!("         credential {name}: not applied: the request is refused")
             }
             Note::Credential(name, CredentialUse::NotBound) => {
                 format!("         credential {name}: not bound to this request")
@@ -165,5 +219,4 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note], target: &Target) -
         };
         let _ = writeln!(out, "{line}");
     }
-    allowed
 }

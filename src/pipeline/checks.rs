@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http::Method;
 
-use super::dry::Note;
+use super::dry::{Note, Refusal};
 use super::exchange::Exchange;
 use super::input::Ask;
 use crate::error::ProxyError;
@@ -140,6 +140,10 @@ impl Exchange {
                 intercepted: matches!(ask, Ask::Request { inside: Some(_), .. }),
             }),
         };
+        let denied = (!decided.allowed).then(|| ProxyError::Denied {
+            reason: decided.deny.clone().unwrap_or(DenyReason::NoRule),
+            target: target.clone(),
+        });
         self.note(Note::Decided {
             rule: decided.rule,
             deny: decided.deny.clone().map(|d| {
@@ -147,13 +151,14 @@ impl Exchange {
                 (d, why)
             }),
             mode: policy.mode,
+            refused: denied.as_ref().map(Refusal::of),
         });
-        // A dry run goes on past a denial (noted above), to show what the later steps say too.
-        if !decided.allowed && self.state().is_some() {
-            return Err(ProxyError::Denied {
-                reason: decided.deny.unwrap_or(DenyReason::NoRule),
-                target: target.clone(),
-            });
+        // A dry run goes on past a denial (noted above, with the answer live traffic gets), to show what the
+        // later steps say too.
+        if let Some(denied) = denied
+            && self.state().is_some()
+        {
+            return Err(denied);
         }
         self.audit
             .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::code));

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http::Response;
 
-use super::dry::{Note, Notes};
+use super::dry::{Note, Notes, Refusal};
 use super::input::{Ask, Input, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
@@ -119,6 +119,11 @@ impl Exchange {
         }
     }
 
+    /// Whether a step of this dry run so far refuses the request (`false` live: a refusal has ended it).
+    pub(super) fn dry_refused(&self) -> bool {
+        matches!(&self.env, Env::Dry(notes) if notes.refused())
+    }
+
     /// Note what a step found (dry runs only).
     pub(super) fn note(&self, note: Note) {
         if let Env::Dry(notes) = &self.env {
@@ -131,7 +136,7 @@ impl Exchange {
     pub(super) fn enforce(&mut self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError> {
         match (&self.env, verdict) {
             (Env::Dry(notes), Err(e)) => {
-                notes.push(Note::Refused(e.status().as_u16(), e.code(), e.to_string()));
+                notes.push(Note::Refused(Refusal::of(&e)));
                 Ok(())
             }
             (_, verdict) => verdict,
@@ -141,7 +146,7 @@ impl Exchange {
     /// End the exchange with this refusal or failure: its audit record, and the response for the client.
     pub(super) fn refuse(self, err: ProxyError) -> Outcome {
         if let Env::Dry(notes) = &self.env {
-            notes.push(Note::Refused(err.status().as_u16(), err.code(), err.to_string()));
+            notes.push(Note::Refused(Refusal::of(&err)));
             return Outcome::Dry;
         }
         let kind = self.kind;

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use crate::error::ProxyError;
 use crate::state::{Generation, ProxyState};
 
-pub(crate) use dry::{CredentialUse, Note, Notes};
+pub(crate) use dry::{CredentialUse, Ending, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
 pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord, WebSocketGuard};

@@ -151,7 +151,10 @@ impl Exchange {
             return Ok(());
         };
         let Some(state) = self.state().cloned() else {
-            self.note(Note::WouldAsk(rule));
+            // A refused request is never shown to anyone.
+            if !self.dry_refused() {
+                self.note(Note::WouldAsk(rule));
+            }
             return Ok(());
         };
         // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
@@ -238,9 +241,12 @@ impl Exchange {
             return Err(ProxyError::Internal);
         };
         if self.state().is_none() {
+            // What an earlier step refuses carries no credential: live, it never gets this far.
+            let refused = self.dry_refused();
             for name in &policy.credentials {
                 let how = generation.credentials.how(name);
                 let usage = match how {
+                    Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
                     Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
                     _ if generation
                         .credentials

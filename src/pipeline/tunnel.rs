@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use super::checks::Decision;
-use super::dry::Note;
+use super::dry::{Note, Refusal};
 use super::exchange::Exchange;
 use super::input::{Opened, Outcome, TunnelRecord};
 use crate::audit::Kind;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
+use crate::net::DialError;
 use crate::policy::TlsMode;
 use crate::session::admission;
 use crate::target::Target;
@@ -18,6 +19,10 @@ use crate::target::Target;
 pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Decision) -> Outcome {
     let Some(state) = ex.state().cloned() else {
         ex.dry_guard(&target).await;
+        // What the CONNECT becomes, once open (a refused one becomes nothing).
+        if !ex.dry_refused() {
+            ex.note(Note::Tunnel(decision.tls));
+        }
         return Outcome::Dry;
     };
     let opened = async {
@@ -64,14 +69,19 @@ impl Exchange {
     /// may be dialled.
     pub(super) async fn dry_guard(&mut self, target: &Target) {
         match self.generation.dialer.explain(target).await {
-            Ok(res) if res.addrs.is_empty() => self.note(Note::NoAddress(target.host.to_string())),
+            Ok(res) if res.addrs.is_empty() => {
+                let e = ProxyError::Dial(DialError::NoAddress { target: target.clone() });
+                self.note(Note::NoAddress(target.host.to_string(), Refusal::of(&e)));
+            }
             Ok(res) => {
                 for (addr, verdict) in res.addrs {
-                    let refusal = verdict.err().map(|r| (r.code(), r.to_string()));
+                    let refusal = verdict
+                        .err()
+                        .map(|r| Refusal::of(&ProxyError::Dial(DialError::Refused(r))));
                     self.note(Note::Address(addr, refusal));
                 }
             }
-            Err(e) => self.note(Note::Unresolved(e.code(), e.to_string())),
+            Err(e) => self.note(Note::Unresolved(Refusal::of(&ProxyError::Dial(e)))),
         }
     }
 }

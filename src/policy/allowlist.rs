@@ -136,10 +136,9 @@ pub(crate) fn parse_port(n: i64) -> Result<u16, String> {
         .ok_or_else(|| format!("{n} is not a port; ports run from 1 to 65535"))
 }
 
-/// Parse a method token, upper-casing it (methods are case-sensitive on the wire; rules are written loosely).
 /// The methods cordon knows by name: RFC 9110's (CONNECT aside), PATCH (RFC 5789), QUERY, WebDAV's and
 /// CalDAV's, and PURGE (caches).
-const KNOWN_METHODS: &[&str] = &[
+pub(crate) const KNOWN_METHODS: &[&str] = &[
     "GET",
     "HEAD",
     "POST",

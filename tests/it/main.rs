@@ -24,9 +24,11 @@ mod control_rig;
 mod control_sources;
 mod credential_budgets;
 mod credentials;
+mod dangerous_state;
 mod dns;
 #[path = "../e2e/mod.rs"]
 mod e2e;
+mod explain_live;
 mod faults;
 mod faults_process;
 mod flood;
