@@ -79,8 +79,8 @@ impl Policy {
 /// The policies of `now` in report mode (everything allowed, only recorded) that were not in `before`'s, in
 /// name order; all of `now`'s in report mode when there is no `before` (at start).
 pub(crate) fn newly_reporting<'a>(
-    now: &'a std::collections::BTreeMap<String, Policy>,
-    before: Option<&std::collections::BTreeMap<String, Policy>>,
+    now: &'a std::collections::BTreeMap<String, std::sync::Arc<Policy>>,
+    before: Option<&std::collections::BTreeMap<String, std::sync::Arc<Policy>>>,
 ) -> Vec<&'a str> {
     let was_reporting = |name: &str| before.and_then(|b| b.get(name)).is_some_and(|p| p.mode == Mode::Report);
     now.values()
