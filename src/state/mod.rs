@@ -42,6 +42,7 @@ pub use generation::Generation;
 use generation::generate_if_file;
 pub use policies::PolicyRef;
 pub(crate) use shared::connect as connect_store;
+pub(crate) use shared::rotate_command;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.
