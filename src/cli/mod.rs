@@ -37,7 +37,7 @@ use args::load;
 #[derive(Parser)]
 #[command(
     name = "cordon",
-    version,
+    version = crate::version::LONG,
     about = "A default-deny egress proxy for AI-agent sandboxes"
 )]
 struct Cli {

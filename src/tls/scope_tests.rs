@@ -12,10 +12,16 @@ fn names(dns: &[&str], ips: &[&str]) -> Scope {
 #[test]
 fn a_ca_covers_what_its_subtrees_and_ranges_contain_and_nothing_else() {
     let ca = names(&["example.com"], &["10.0.0.0/8"]);
-    assert!(ca.uncovered(&names(&["example.com", "API.example.com."], &["10.1.0.0/16"])).is_empty());
+    assert!(
+        ca.uncovered(&names(&["example.com", "API.example.com."], &["10.1.0.0/16"]))
+            .is_empty()
+    );
     // Narrower is covered; another name, a look-alike suffix, a wider or other range are not.
     assert_eq!(
-        ca.uncovered(&names(&["badexample.com", "example.org"], &["10.0.0.0/7", "192.168.0.0/16"])),
+        ca.uncovered(&names(
+            &["badexample.com", "example.org"],
+            &["10.0.0.0/7", "192.168.0.0/16"]
+        )),
         ["badexample.com", "example.org", "10.0.0.0/7", "192.168.0.0/16"]
     );
     // A policy that needs an unconstrained CA is covered only by one.
