@@ -72,3 +72,4 @@ mod supervise;
 pub mod target;
 pub mod tls;
 mod upstream;
+mod version;

@@ -15,6 +15,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 mod audit;
+mod process;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -196,6 +197,7 @@ impl Metrics {
             store_up.clone(),
         );
         let audit = audit::AuditMetrics::register(&mut registry);
+        process::register(&mut registry);
         registry.register(
             "cordon_replicas_live",
             "Replicas with a recent heartbeat in the shared store's registry (1 without one)",

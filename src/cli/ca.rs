@@ -59,7 +59,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
     let result = if config.control.postgres.is_some() {
         in_database(&config, &sandbox, &scope, rotate)
     } else {
-        let store = CaStore::new(config.ca.dir.clone());
+        let store = CaStore::new(config.ca.dir.clone()).with_rotate_command(crate::state::rotate_command(&config));
         if rotate {
             store.rotate(&sandbox, &scope)
         } else {
@@ -76,7 +76,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
                 );
             } else if rotate {
                 eprintln!(
-                    "cordon: a new CA was issued for sandbox {sandbox:?}; give it to the sandbox (a running cordon picks it up on restart)"
+                    "cordon: a new CA was issued for sandbox {sandbox:?}; give it to the sandbox (a running cordon uses it from its next reload or restart)"
                 );
             }
             ExitCode::SUCCESS
@@ -86,6 +86,24 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What `cordon run` would refuse at start about the declared sandboxes' CAs in `ca.dir`: one that cannot sign
+/// for what its policy intercepts now, or that cannot be used at all (each with the command that fixes it). CAs
+/// kept in PostgreSQL are judged at start, where the database is reached.
+pub(super) fn refused_cas(config: &crate::config::Config) -> Vec<String> {
+    if config.control.postgres.is_some() {
+        return Vec::new();
+    }
+    let cas = crate::tls::cas::SandboxCas::new(config.ca.dir.clone(), crate::state::rotate_command(config));
+    config
+        .sandboxes
+        .iter()
+        .filter_map(|spec| {
+            cas.covering(&spec.id, &spec.policy, config.policies.get(&spec.policy).map(|p| &**p))
+                .err()
+        })
+        .collect()
 }
 
 /// Export or rotate a CA kept in PostgreSQL (`control.store: postgres://…`): a rotation is announced, so every

@@ -37,7 +37,7 @@ use args::load;
 #[derive(Parser)]
 #[command(
     name = "cordon",
-    version,
+    version = crate::version::LONG,
     about = "A default-deny egress proxy for AI-agent sandboxes"
 )]
 struct Cli {
@@ -145,6 +145,14 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Approvals { admin, command } => approvals::main(admin, command),
         Command::Check(arg) => match load(&arg) {
             Ok(config) => {
+                let refused = ca::refused_cas(&config);
+                if !refused.is_empty() {
+                    for e in &refused {
+                        eprintln!("{}: {e}", config.source);
+                    }
+                    eprintln!("cordon: {} error(s); cordon run would refuse to start", refused.len());
+                    return ExitCode::from(2);
+                }
                 check::print_summary(&config);
                 ExitCode::SUCCESS
             }

@@ -55,7 +55,8 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
             }
             let value = value.trim_end_matches(['\r', '\n']).to_string();
             if value.is_empty() {
-                eprintln!("cordon: no value on stdin (e.g. `printf %s \"$TOKEN\" | cordon vault set {name}`)");
+                let set = config.command(&format!("vault set {}", shlex::try_quote(name).unwrap_or_default()));
+                eprintln!("cordon: no value on stdin (e.g. `printf %s \"$TOKEN\" | ({set})`)");
                 return ExitCode::from(2);
             }
             vault

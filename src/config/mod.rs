@@ -66,6 +66,32 @@ impl Config {
     pub fn sandbox(&self, id: &str) -> Option<&SandboxSpec> {
         self.sandboxes.iter().find(|s| s.id == id)
     }
+
+    /// The exact shell command that runs `cordon ARGS` on this configuration, for a hint in a log line or an
+    /// error: `--config` with the file's absolute path (none for the embedded configuration), after a `cd` into
+    /// this process's working folder, against which the configuration's relative paths (`ca.dir`, the vault,
+    /// the store) resolve; so the command acts on the same files from wherever the operator runs it.
+    pub(crate) fn command(&self, args: &str) -> String {
+        let quote = |s: &str| {
+            shlex::try_quote(s)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| s.to_owned())
+        };
+        let cwd = std::env::current_dir().ok();
+        let mut line = String::new();
+        if let Some(cwd) = &cwd {
+            line.push_str(&format!("cd {} && ", quote(&cwd.display().to_string())));
+        }
+        line.push_str("cordon ");
+        line.push_str(args);
+        if self.source != EMBEDDED_NAME {
+            let path = std::path::Path::new(&self.source);
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            line.push_str(" --config ");
+            line.push_str(&quote(&absolute.display().to_string()));
+        }
+        line
+    }
 }
 
 /// A YAML (or JSON) document as a JSON value, e.g. a sandbox's own policy written in a file for the CLI; the

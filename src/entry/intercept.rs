@@ -24,6 +24,7 @@ use crate::pipeline::{self, Ask, Claim, Input, Inside, TunnelRecord, WebSocketGu
 use crate::session::lifetime::{Stop, Watched};
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target};
+use crate::tls::ca::CaError;
 use crate::tls::leaf::LeafName;
 
 /// What every request inside one interception shares.
@@ -148,7 +149,13 @@ async fn handshake<IO: AsyncRead + AsyncWrite + Unpin>(
         .ca(generation, sandbox)
         .map_err(|e| e.to_string())
         .and_then(|ca| {
-            let (config, hit) = state.leaves.lookup(&ca, &name).map_err(|e| e.to_string())?;
+            let (config, hit) = state.leaves.lookup(&ca, &name).map_err(|e| match e {
+                CaError::OutOfScope { .. } => format!(
+                    "{e}; if the policy now allows it, run `{}` and have the sandbox trust the new CA",
+                    state.cas.store.rotate_command(&sandbox.id)
+                ),
+                e => e.to_string(),
+            })?;
             state.metrics.cert_cache(hit);
             Ok(config)
         })

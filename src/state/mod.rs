@@ -41,6 +41,7 @@ mod violations_act;
 pub use generation::Generation;
 use generation::generate_if_file;
 pub(crate) use shared::connect as connect_store;
+pub(crate) use shared::rotate_command;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.

@@ -64,7 +64,7 @@ pub(super) async fn open(
         }
         return Ok(Opened {
             control,
-            cas: SandboxCas::new(config.ca.dir.clone()),
+            cas: SandboxCas::new(config.ca.dir.clone(), rotate_command(config)),
             shared: None,
             events: None,
         });
@@ -75,7 +75,11 @@ pub(super) async fn open(
     // Listening before the first read: nothing written in between is missed.
     tokio::spawn(listen::run(db.clone(), tx, stop.clone()));
     let control = Control::open_shared(db.clone(), key).await?;
-    let cas = SandboxCas::shared(config.ca.dir.clone(), SharedCas::new(db.clone(), sealer));
+    let cas = SandboxCas::shared(
+        config.ca.dir.clone(),
+        rotate_command(config),
+        SharedCas::new(db.clone(), sealer),
+    );
     let in_db = cas.in_db().ok_or("the CA store is not shared")?;
     in_db.load_all().await.map_err(|e| e.to_string())?;
     let registry = Registry::new(db.clone())?;
@@ -269,19 +273,31 @@ impl ProxyState {
             .map_err(|e| e.to_string())
     }
 
-    /// Make the CA of every sandbox the configuration declares (replicas racing agree on one).
+    /// Make the CA of every sandbox the configuration declares (replicas racing agree on one, in PostgreSQL),
+    /// and refuse one that cannot sign for what its policy intercepts now, saying the command that fixes it:
+    /// at start and before a reload takes effect, so that no declared sandbox meets a CONNECT answered 200 and
+    /// then a TLS handshake with no certificate.
     pub(super) async fn ensure_declared_cas(&self, generation: &Generation) -> Result<(), String> {
-        let Some(cas) = self.cas.in_db() else { return Ok(()) };
+        let mut errors = Vec::new();
         for spec in &generation.config.sandboxes {
-            let scope = generation
-                .named_policy(&spec.policy)
-                .map(|p| scope_for(p))
-                .unwrap_or(crate::tls::ca::Scope::Unconstrained);
-            cas.ensure(&spec.id, &scope)
-                .await
-                .map_err(|e| format!("sandboxes: the CA of {:?}: {e}", spec.id))?;
+            let policy = generation.named_policy(&spec.policy);
+            if let Some(cas) = self.cas.in_db() {
+                let scope = policy
+                    .map(|p| scope_for(p))
+                    .unwrap_or(crate::tls::ca::Scope::Unconstrained);
+                cas.ensure(&spec.id, &scope)
+                    .await
+                    .map_err(|e| format!("sandboxes: the CA of {:?}: {e}", spec.id))?;
+            }
+            if let Err(e) = self.cas.covering(&spec.id, &spec.policy, policy.map(|p| &**p)) {
+                errors.push(e);
+            }
         }
-        Ok(())
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("\n"))
+        }
     }
 }
 
@@ -337,4 +353,10 @@ impl ProxyState {
             self.limits.store(Arc::new(limits));
         }
     }
+}
+
+/// The command that makes a sandbox a new CA, on the configuration cordon runs with: what CA hints print.
+pub(crate) fn rotate_command(config: &Config) -> crate::tls::ca::RotateCommand {
+    let config = config.clone();
+    Arc::new(move |id: &str| config.command(&format!("ca rotate --sandbox {id}")))
 }

@@ -62,7 +62,7 @@ pub enum CaError {
     /// A CA folder, or a key, belongs to another user than cordon's (and not to root).
     #[error(
         "{} belongs to uid {owner}, not to cordon's user (uid {me}): another user could have made the CA in it. \
-         If it is yours, run `chown -R {me} {}`; otherwise remove it (`cordon ca rotate` makes a new CA)",
+         If it is yours, run `chown -R {me} {}`; otherwise remove it (a new CA is made on first need)",
         path.display(),
         path.display()
     )]
@@ -85,7 +85,7 @@ pub enum CaError {
     },
     /// One file of the pair exists without the other.
     #[error(
-        "{} exists but {} does not; restore the missing file, or run `cordon ca rotate` to make a new CA",
+        "{} exists but {} does not (restore the missing file if you have it)",
         present.display(),
         missing.display()
     )]
@@ -113,8 +113,8 @@ pub enum CaError {
     },
     /// The certificate was not made for the key.
     #[error(
-        "{} does not belong to {}: the certificate's public key is not the key's; restore the matching pair, or run \
-         `cordon ca rotate` to make a new CA",
+        "{} does not belong to {}: the certificate's public key is not the key's (restore the matching pair if you \
+         have it)",
         cert.display(),
         key.display()
     )]
@@ -125,7 +125,7 @@ pub enum CaError {
         key: PathBuf,
     },
     /// The CA certificate has expired.
-    #[error("{} expired on {not_after}; run `cordon ca rotate` to make a new CA", path.display())]
+    #[error("{} expired on {not_after}", path.display())]
     Expired {
         /// The certificate file.
         path: PathBuf,
@@ -135,7 +135,7 @@ pub enum CaError {
     /// The certificate's name constraints are not of the form cordon writes, so its scope cannot be reported
     /// faithfully.
     #[error(
-        "{} has name constraints cordon did not write ({reason}); run `cordon ca rotate` to make a new CA",
+        "{} has name constraints cordon did not write ({reason})",
         path.display()
     )]
     UnsupportedConstraints {
@@ -154,8 +154,8 @@ pub enum CaError {
     },
     /// A leaf was asked for a name the sandbox's CA may not sign for (clients would reject it).
     #[error(
-        "{name} is outside the names the CA of sandbox {sandbox} may sign for; if the policy now allows it, run \
-         `cordon ca rotate {sandbox}` and have the sandbox trust the new CA"
+        "{name} is outside the names the CA of sandbox {sandbox} may sign for (its name constraints were fixed when it \
+         was made)"
     )]
     OutOfScope {
         /// The sandbox.
@@ -186,6 +186,40 @@ pub enum CaError {
     /// The same error, shared by several callers that waited for one leaf to be minted.
     #[error("{0}")]
     Shared(Arc<CaError>),
+    /// An error of a sandbox's CA that a new CA fixes, with the exact command that makes one.
+    #[error("{error}; run `{command}` to make a new CA")]
+    Remedied {
+        /// What is wrong with the CA.
+        error: Box<CaError>,
+        /// The `cordon ca rotate` command line for this sandbox and configuration.
+        command: String,
+    },
+}
+
+impl CaError {
+    /// The error itself, without the remedy [`CaError::Remedied`] adds (what tests match on).
+    #[cfg(test)]
+    pub(crate) fn cause(&self) -> &CaError {
+        match self {
+            CaError::Remedied { error, .. } => error,
+            other => other,
+        }
+    }
+
+    /// Whether a new CA (`cordon ca rotate`) is the remedy: the pair on disk is incomplete, mismatched, expired,
+    /// unreadable as a CA or constrained in a way cordon did not write. Not for a folder's owner or mode, which a
+    /// rotation would meet again.
+    pub(crate) fn rotation_fixes(&self) -> bool {
+        matches!(
+            self,
+            CaError::Incomplete { .. }
+                | CaError::KeyMismatch { .. }
+                | CaError::Expired { .. }
+                | CaError::UnsupportedConstraints { .. }
+                | CaError::BadCert { .. }
+                | CaError::BadKey { .. }
+        )
+    }
 }
 
 pub(super) fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> CaError {

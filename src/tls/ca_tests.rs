@@ -6,12 +6,18 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::sync::Barrier;
 
-use rcgen::{GeneralSubtree, NameConstraints, PublicKeyData};
+use rcgen::{
+    BasicConstraints, CertificateParams, GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints,
+    PKCS_ECDSA_P256_SHA256, PublicKeyData,
+};
 use tempfile::TempDir;
+use time::OffsetDateTime;
 use x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA256;
 
 use super::*;
 use crate::tls::leaf::LeafName;
+use crate::tls::sandbox_ca::CA_VALIDITY_DAYS;
+use crate::tls::scope::name_constraints;
 
 /// A store under a fresh temporary folder; its root is `<tempdir>/ca`, which does not exist yet.
 pub(crate) fn store() -> (TempDir, CaStore) {
@@ -138,7 +144,7 @@ fn a_key_that_is_not_the_certificates_is_refused() {
     let (cert, key) = (root(&dir).join("a/ca.pem"), root(&dir).join("a/ca.key"));
     fs::copy(root(&dir).join("b/ca.key"), &key).unwrap();
     let err = store.load("a").unwrap_err();
-    assert!(matches!(err, CaError::KeyMismatch { .. }), "{err}");
+    assert!(matches!(err.cause(), CaError::KeyMismatch { .. }), "{err}");
     let message = err.to_string();
     assert!(
         message.contains(&cert.display().to_string()) && message.contains(&key.display().to_string()),
@@ -295,7 +301,7 @@ fn half_a_pair_is_refused_not_regenerated() {
     let key = root(&dir).join("sb/ca.key");
     fs::remove_file(&key).unwrap();
     let err = store.load_or_create("sb", &Scope::Unconstrained).unwrap_err();
-    assert!(matches!(err, CaError::Incomplete { .. }), "{err}");
+    assert!(matches!(err.cause(), CaError::Incomplete { .. }), "{err}");
     assert!(err.to_string().contains(&key.display().to_string()), "{err}");
     assert!(!key.exists());
 }
@@ -455,7 +461,7 @@ fn constraints_cordon_did_not_write_are_refused() {
     install_handmade(&root(&dir), "no-ip-exclusion", &params);
     // SECURITY test: such a CA is refused rather than misreported.
     let err = store.load("no-ip-exclusion").unwrap_err();
-    assert!(matches!(err, CaError::UnsupportedConstraints { .. }), "{err}");
+    assert!(matches!(err.cause(), CaError::UnsupportedConstraints { .. }), "{err}");
 
     params.name_constraints = Some(NameConstraints {
         permitted_subtrees: vec![GeneralSubtree::Rfc822Name("example.com".into())],
@@ -463,8 +469,8 @@ fn constraints_cordon_did_not_write_are_refused() {
     });
     install_handmade(&root(&dir), "email", &params);
     assert!(matches!(
-        store.load("email"),
-        Err(CaError::UnsupportedConstraints { .. })
+        store.load("email").map_err(|e| e.cause().to_string()),
+        Err(e) if e.contains("name constraints cordon did not write")
     ));
 
     // The same constraints cordon writes are accepted, whoever wrote them.
@@ -482,13 +488,18 @@ fn expired_and_non_ca_certificates_are_refused() {
     let past = OffsetDateTime::now_utc() - time::Duration::minutes(1);
     install_handmade(&root(&dir), "expired", &ca_params(past));
     let err = store.load("expired").unwrap_err();
-    assert!(matches!(err, CaError::Expired { .. }), "{err}");
-    assert!(err.to_string().contains("cordon ca rotate"), "{err}");
+    assert!(matches!(err.cause(), CaError::Expired { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("run `cordon ca rotate --sandbox expired` to make a new CA"),
+        "{err}"
+    );
 
     let mut params = ca_params(OffsetDateTime::now_utc() + time::Duration::days(30));
     params.is_ca = IsCa::ExplicitNoCa;
     install_handmade(&root(&dir), "leaf", &params);
-    assert!(matches!(store.load("leaf"), Err(CaError::BadCert { .. })));
+    let err = store.load("leaf").unwrap_err();
+    assert!(matches!(err.cause(), CaError::BadCert { .. }), "{err}");
 
     let sb = root(&dir).join("garbage");
     install_handmade(
@@ -498,7 +509,7 @@ fn expired_and_non_ca_certificates_are_refused() {
     );
     fs::write(sb.join(CERT_FILE), "not a certificate").unwrap();
     let err = store.load("garbage").unwrap_err();
-    assert!(matches!(err, CaError::BadCert { .. }), "{err}");
+    assert!(matches!(err.cause(), CaError::BadCert { .. }), "{err}");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::ca::{CaError, CaStore, SandboxCa, Scope};
+use super::ca::{CaError, CaStore, RotateCommand, SandboxCa, Scope};
 pub(crate) use super::ca_shared::SharedCas;
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
 
@@ -19,20 +19,20 @@ pub(crate) struct SandboxCas {
 }
 
 impl SandboxCas {
-    /// CAs kept in `dir`.
-    pub(crate) fn new(dir: PathBuf) -> SandboxCas {
+    /// CAs kept in `dir`; `rotate` names the command that makes a sandbox a new CA, for hints.
+    pub(crate) fn new(dir: PathBuf, rotate: RotateCommand) -> SandboxCas {
         SandboxCas {
-            store: CaStore::new(dir),
+            store: CaStore::new(dir).with_rotate_command(rotate),
             loaded: moka::sync::Cache::new(100_000),
             shared: None,
         }
     }
 
     /// CAs kept in PostgreSQL.
-    pub(crate) fn shared(dir: PathBuf, shared: SharedCas) -> SandboxCas {
+    pub(crate) fn shared(dir: PathBuf, rotate: RotateCommand, shared: SharedCas) -> SandboxCas {
         SandboxCas {
             shared: Some(shared),
-            ..SandboxCas::new(dir)
+            ..SandboxCas::new(dir, rotate)
         }
     }
 
@@ -54,15 +54,42 @@ impl SandboxCas {
         self.loaded.try_get_with(id.to_string(), || {
             let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
             let ca = self.store.load_or_create(id, &wanted)?;
-            if wanted.normalized().ok().as_ref() != Some(ca.scope()) {
+            let missing = ca.scope().uncovered(&wanted);
+            if !missing.is_empty() {
                 tracing::warn!(
                     sandbox = %id,
-                    "the CA on disk was issued for other names than the policy now allows; hosts outside it \
-                     will be refused until `cordon ca rotate --sandbox {id}` issues a new CA"
+                    "the CA on disk cannot sign for {} which the policy now allows; TLS to them is refused until \
+                     `{}` issues a new CA",
+                    missing.join(", "),
+                    self.store.rotate_command(id)
                 );
             }
             Ok(ca)
         })
+    }
+
+    /// Whether the CA sandbox `id` has now still signs for every name its policy (`policy_name`, `policy`)
+    /// intercepts: `Err` saying which names it misses and the exact command that issues one that does. A
+    /// sandbox with no CA yet passes (it is made for the policy on first need). Reads the store, not what
+    /// is loaded, so a CA rotated meanwhile by `cordon ca rotate` is what is judged.
+    pub(crate) fn covering(&self, id: &str, policy_name: &str, policy: Option<&Policy>) -> Result<(), String> {
+        let ca = match &self.shared {
+            Some(shared) => shared.get(id),
+            None => self.store.load(id).map_err(|e| e.to_string())?,
+        };
+        let Some(ca) = ca else { return Ok(()) };
+        let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
+        let missing = ca.scope().uncovered(&wanted);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "sandbox {id:?}: its CA was made for other names than policy {policy_name:?} intercepts now and cannot \
+             sign for {}: every TLS connection to them would fail after the CONNECT; run `{}` to issue a CA for \
+             what the policy allows now, give the sandbox the new certificate, then start cordon (or reload it)",
+            missing.join(", "),
+            self.store.rotate_command(id)
+        ))
     }
 
     /// Replace the CA of sandbox `id` with a new one for what `policy` allows now (the old key is not kept). With

@@ -9,5 +9,6 @@ pub mod cas;
 mod crypto;
 pub mod leaf;
 pub mod pem;
+mod sandbox_ca;
 mod scope;
 pub(crate) mod sni;

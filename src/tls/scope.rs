@@ -107,6 +107,32 @@ impl Scope {
         }
     }
 
+    /// What `wanted` (a policy's scope) allows that a CA with this scope cannot sign for, each as a person reads
+    /// it (`app.test`, `10.0.0.0/8`, `every name`); empty when this scope covers it. A CA made for more than the
+    /// policy allows now covers it (the policy refuses the rest).
+    pub(crate) fn uncovered(&self, wanted: &Scope) -> Vec<String> {
+        let Scope::Names { dns: mine, ips: my_ips } = self else {
+            return Vec::new();
+        };
+        match wanted.normalized() {
+            Ok(Scope::Names { dns, ips }) => {
+                let mut missing: Vec<String> = dns
+                    .iter()
+                    .filter(|name| !mine.iter().any(|base| dns_in_subtree(name, base)))
+                    .cloned()
+                    .collect();
+                missing.extend(
+                    ips.iter()
+                        .filter(|net| !my_ips.iter().any(|mine| mine.contains(*net)))
+                        .map(|net| net.to_string()),
+                );
+                missing
+            }
+            // Unconstrained (report mode, or a name a certificate cannot carry), or not a scope at all.
+            _ => vec!["every name (the policy needs an unconstrained CA)".to_owned()],
+        }
+    }
+
     /// Whether a certificate for `name` issued under this scope passes RFC 5280 name-constraint checks. cordon
     /// uses it to refuse minting leaves that clients would reject anyway.
     pub(crate) fn permits(&self, name: &LeafName) -> bool {
@@ -266,3 +292,7 @@ fn ipnet_from_cidr(cidr: CidrSubnet) -> Result<IpNet, String> {
     };
     net.map_err(|e| format!("a bad IP range ({e})"))
 }
+
+#[cfg(test)]
+#[path = "scope_tests.rs"]
+mod tests;

@@ -12,6 +12,8 @@ mod audit_truncation;
 mod auth;
 mod aws_minting;
 mod aws_sigv4;
+mod build_info;
+mod ca_hints;
 mod cli;
 mod connect;
 mod containers;
