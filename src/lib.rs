@@ -60,6 +60,7 @@ mod otlp;
 mod pg;
 mod pipeline;
 pub mod policy;
+mod preflight;
 mod preview;
 pub mod reload;
 mod rfc3339;

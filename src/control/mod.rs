@@ -14,6 +14,13 @@ mod policy;
 mod sources;
 pub(crate) mod store;
 
+/// The folder of a `control.store` file must be private to cordon ([`crate::secret_file::check_private_dir`]):
+/// refused by [`store::Store::open`], and by `cordon check` before it.
+pub(crate) fn check_store_folder(path: &Path) -> Result<(), String> {
+    use crate::secret_file::{check_private_dir, folder_of};
+    check_private_dir(folder_of(path), "the folder of control.store")
+}
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, RwLock};

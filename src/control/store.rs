@@ -119,8 +119,7 @@ impl Store {
     pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         let location = path.display().to_string();
         let fail = |e: &dyn Display| StoreError::Db(format!("cannot open the sandbox store {location}: {e}"));
-        use crate::secret_file::{check_private_dir, folder_of};
-        check_private_dir(folder_of(path), "the folder of control.store").map_err(StoreError::Db)?;
+        super::check_store_folder(path).map_err(StoreError::Db)?;
         prepare_file(path).map_err(|e| fail(&e))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(|e| fail(&e))?;

@@ -68,15 +68,7 @@ pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> 
 
 /// The secrets a credential reads.
 pub(crate) fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
-    match &spec.source {
-        SecretSource::Static(r) => vec![r],
-        SecretSource::OAuth2(o) => vec![&o.client_secret],
-        SecretSource::GitHubApp(g) => vec![&g.private_key],
-        SecretSource::Aws(a) => [&a.access_key_id, &a.secret_access_key]
-            .into_iter()
-            .chain(a.session_token.as_ref())
-            .collect(),
-    }
+    super::preflight::labelled(spec).into_iter().map(|(_, r)| r).collect()
 }
 
 impl Secrets {
@@ -210,7 +202,7 @@ impl Secrets {
         value
     }
 
-    async fn value_now(
+    pub(super) async fn value_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,
@@ -299,7 +291,7 @@ impl Secrets {
         keys
     }
 
-    async fn aws_keys_now(
+    pub(super) async fn aws_keys_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,
@@ -384,9 +376,10 @@ fn narrowed_or(policy: &Option<String>, credential: &Option<String>) -> Option<S
     policy.clone().or_else(|| credential.clone())
 }
 
-fn env_secret(var: &str) -> Result<SecretString, String> {
+pub(crate) fn env_secret(var: &str) -> Result<SecretString, String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Ok(SecretString::from(v)),
+        Ok(_) => Err(format!("the environment variable {var} is empty")),
         _ => Err(format!("the environment variable {var} is not set")),
     }
 }
