@@ -20,7 +20,7 @@ pub(crate) fn problems(config: &Config) -> Vec<String> {
         found.push(e);
     }
     if let Some(store) = &config.control.store
-        && let Err(e) = crate::control::check_store_folder(store)
+        && let Err(e) = crate::control::store_file::check_folder(store)
     {
         found.push(e);
     }

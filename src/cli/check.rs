@@ -9,7 +9,7 @@ use crate::config::Config;
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
     #[command(flatten)]
-    pub(crate) config: super::ConfigArg,
+    pub(crate) config: super::args::ConfigArg,
     /// Also ask each credential whose source needs the network (OpenBao, an OAuth2 token endpoint, STS, a
     /// GitHub App) for its value, once, and print each result; exit 1 if any fails.
     #[arg(long)]

@@ -13,13 +13,7 @@ mod pg_store;
 mod policy;
 mod sources;
 pub(crate) mod store;
-
-/// The folder of a `control.store` file must be private to cordon ([`crate::secret_file::check_private_dir`]):
-/// refused by [`store::Store::open`], and by `cordon check` before it.
-pub(crate) fn check_store_folder(path: &Path) -> Result<(), String> {
-    use crate::secret_file::{check_private_dir, folder_of};
-    check_private_dir(folder_of(path), "the folder of control.store")
-}
+pub(crate) mod store_file;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::secrets::{env_secret, file_secret, open_vault};
 use crate::config::Config;
-use crate::config::credentials::{CredentialSpec, KeySpec, OpenBaoAuthSpec, SecretRef, SecretSource};
+use crate::config::credentials::{KeySpec, OpenBaoAuthSpec, SecretRef};
 
 /// A secret reference with where it is written (`credentials.api.source`), and whether cordon makes it when it
 /// is a missing `file:` (signing keys and the admin token are created with a random secret on first start).
@@ -18,27 +18,11 @@ struct Wanted<'a> {
     made_if_missing: bool,
 }
 
-/// The secrets `spec` reads, each with the key it is written under.
-pub(crate) fn labelled(spec: &CredentialSpec) -> Vec<(&'static str, &SecretRef)> {
-    match &spec.source {
-        SecretSource::Static(r) => vec![("source", r)],
-        SecretSource::OAuth2(o) => vec![("source.oauth2.client_secret", &o.client_secret)],
-        SecretSource::GitHubApp(g) => vec![("source.github_app.private_key", &g.private_key)],
-        SecretSource::Aws(a) => [
-            ("source.aws.access_key_id", &a.access_key_id),
-            ("source.aws.secret_access_key", &a.secret_access_key),
-        ]
-        .into_iter()
-        .chain(a.session_token.as_ref().map(|t| ("source.aws.session_token", t)))
-        .collect(),
-    }
-}
-
 /// Every secret reference of `config` that cordon reads at start or on a request.
 fn wanted(config: &Config) -> Vec<Wanted<'_>> {
     let mut all: Vec<Wanted<'_>> = Vec::new();
     for (name, spec) in &config.credentials {
-        for (key, r) in labelled(spec) {
+        for (key, r) in spec.secret_refs() {
             all.push(Wanted {
                 at: format!("credentials.{name}.{key}"),
                 r,

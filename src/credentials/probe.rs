@@ -20,7 +20,8 @@ pub(crate) fn reaches(spec: &CredentialSpec, config: &Config) -> Option<String> 
         Some(b) => format!("OpenBao {}", b.addr),
         None => "OpenBao".to_string(),
     };
-    let by_bao = super::preflight::labelled(spec)
+    let by_bao = spec
+        .secret_refs()
         .iter()
         .any(|(_, r)| matches!(r, SecretRef::OpenBao(_)));
     let own = match &spec.source {

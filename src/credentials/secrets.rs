@@ -68,7 +68,7 @@ pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> 
 
 /// The secrets a credential reads.
 pub(crate) fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
-    super::preflight::labelled(spec).into_iter().map(|(_, r)| r).collect()
+    spec.secret_refs().into_iter().map(|(_, r)| r).collect()
 }
 
 impl Secrets {
