@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::secrets::{env_secret, file_secret, open_vault};
+use super::secrets::{check_vault_folders, env_secret, file_secret, open_vault};
 use crate::config::Config;
 use crate::config::credentials::{KeySpec, OpenBaoAuthSpec, SecretRef};
 
@@ -115,6 +115,7 @@ pub(crate) fn missing(config: &Config) -> Vec<String> {
 /// The names in the file vault, read the way a start opens it, except that a key file that does not exist is
 /// not created here: without it the vault has no names cordon could read.
 fn vault_list(config: &Config) -> Result<Vec<String>, String> {
+    check_vault_folders(&config.vault).map_err(|e| e.to_string())?;
     if let KeySpec::File(key) = &config.vault.key
         && !key.exists()
     {

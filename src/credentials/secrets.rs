@@ -59,11 +59,19 @@ async fn read(file: Option<&FileVault>, bao: Option<&OpenBao>, r: &SecretRef) ->
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
 pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
-    let key = match &spec.key {
+    FileVault::open(spec.path.clone(), key_source(spec))
+}
+
+/// What [`open_vault`] refuses about the vault's folders, without opening it (or creating its key).
+pub(crate) fn check_vault_folders(spec: &FileVaultSpec) -> Result<(), VaultError> {
+    FileVault::check_folders(&spec.path, &key_source(spec))
+}
+
+fn key_source(spec: &FileVaultSpec) -> KeySource {
+    match &spec.key {
         KeySpec::File(p) => KeySource::File(p.clone()),
         KeySpec::Env(v) => KeySource::Env(v.clone()),
-    };
-    FileVault::open(spec.path.clone(), key)
+    }
 }
 
 /// The secrets a credential reads.

@@ -341,11 +341,13 @@ pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) ->
         .unwrap()
 }
 
-/// What `cordon check --config CONFIG` prints (its summary), and what it said on stderr.
-pub(crate) fn check_summary(config: &std::path::Path) -> (String, String) {
+/// What `cordon check --config CONFIG` prints (its summary), and what it said on stderr, with `env` set (check
+/// reads the secrets the credentials name, as a start would).
+pub(crate) fn check_summary(config: &std::path::Path, env: &[(&str, &str)]) -> (String, String) {
     let out = Command::new(BIN)
         .args(["check", "--config"])
         .arg(config)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (
