@@ -15,18 +15,19 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
-//! | 11 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
-//! | 10 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 9 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
-//! | 8 | `server` | the listeners: accept, cap open connections, drain on shutdown |
-//! | 7 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
-//! | 6 | `pipeline`, `reload` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration |
-//! | 5 | `state`, `sandbox_env`, `otlp` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
-//! | 4 | `session`, `credentials`, `approval`, `logging`, `preview` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output; preview links, sessions and their names |
-//! | 3 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
-//! | 2 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
-//! | 1 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
-//! | 0 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise`, `rfc3339` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps |
+//! | 12 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
+//! | 11 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 10 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 9 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 8 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 7 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
+//! | 6 | `state`, `sandbox_env`, `otlp` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
+//! | 5 | `session`, `credentials`, `approval`, `logging`, `preview` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output; preview links, sessions and their names |
+//! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
+//! | 3 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
+//! | 2 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
+//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise`, `rfc3339` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps |
+//! | 0 | `version` | the version, the commit and the build date (`--version`, `cordon_build_info`) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
 
@@ -60,6 +61,7 @@ mod otlp;
 mod pg;
 mod pipeline;
 pub mod policy;
+mod preflight;
 mod preview;
 pub mod reload;
 mod rfc3339;

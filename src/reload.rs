@@ -52,9 +52,7 @@ pub(crate) enum ReloadError {
     #[error("{0}; the running configuration stays")]
     Read(String),
     /// The file is empty (or only white space and comments): most likely caught half-written.
-    #[error(
-        "{0} is empty; the running configuration stays (a file with no sandboxes and no policies must say so, e.g. `sandboxes: []`)"
-    )]
+    #[error("{0} is empty; the running configuration stays ({hint})", hint = crate::config::BLANK_HINT)]
     Empty(String),
     /// The file is not a valid configuration.
     #[error("the new configuration is invalid; the running one stays")]
@@ -215,12 +213,8 @@ impl Reloader {
         path: &std::path::Path,
         text: &str,
     ) -> Result<Option<Reloaded>, ReloadError> {
-        // SECURITY: an emptied file (an editor caught mid-write, a truncated ConfigMap) would otherwise be a valid
-        // configuration of nothing at all; it is refused like a broken one.
-        if text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-        {
+        // SECURITY: an emptied file is refused like a broken one, as at start (`config::is_blank`).
+        if crate::config::is_blank(text) {
             return Err(ReloadError::Empty(path.display().to_string()));
         }
         let config = Config::parse(&self.source(), text).map_err(ReloadError::Invalid)?;

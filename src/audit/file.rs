@@ -42,6 +42,34 @@ impl Drop for AuditFile {
     }
 }
 
+/// Whether the audit file at `path` can be opened the way [`AuditFile::open`] will (appended to, created if it
+/// is missing), found without creating anything: `cordon check` and `cordon run` refuse the same paths, with
+/// the same words, before anything starts.
+pub(crate) fn check_openable(path: &Path) -> Result<(), String> {
+    use nix::unistd::{AccessFlags, access};
+    let at = |what: String| format!("audit.path {}: {what}", path.display());
+    let dir = folder(path).unwrap_or(Path::new("/"));
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(at(format!("{} is not a folder", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(at(format!(
+                "its folder {} does not exist; create it (`mkdir -p {}`, owned by cordon's user)",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        Err(e) => return Err(at(format!("cannot inspect its folder {}: {e}", dir.display()))),
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Err(at("is not a regular file".into())),
+        Ok(_) => access(path, AccessFlags::W_OK).map_err(|e| at(format!("cannot be appended to: {}", e.desc()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
+            .map_err(|e| at(format!("cannot be created in {}: {}", dir.display(), e.desc()))),
+        Err(e) => Err(at(format!("cannot inspect it: {e}"))),
+    }
+}
+
 impl AuditFile {
     /// Open (append to) the file at `path`.
     pub(crate) fn open(path: &Path, rotation: Rotation) -> std::io::Result<AuditFile> {

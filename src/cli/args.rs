@@ -1,4 +1,5 @@
-//! What several commands take: the configuration file, loaded with every error printed.
+//! What several commands take: the configuration file, loaded with every error printed (and, for the commands
+//! that start cordon or vouch that it would start, with what a start would refuse).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,4 +26,20 @@ pub(crate) fn load(arg: &ConfigArg) -> Result<Config, ExitCode> {
         eprintln!("warning: {w}");
     }
     Ok(config)
+}
+
+/// [`load`], then what a start would refuse ([`crate::preflight`]): `cordon run` and `cordon check` take the
+/// same path, so `check` passes exactly what `run` would start with. Problems are printed like
+/// configuration errors, and give exit code 2.
+pub(crate) fn load_startable(arg: &ConfigArg) -> Result<Config, ExitCode> {
+    let config = load(arg)?;
+    let problems = crate::preflight::problems(&config);
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    for p in &problems {
+        eprintln!("{}: {p}", config.source);
+    }
+    eprintln!("cordon: {} error(s); nothing was started", problems.len());
+    Err(ExitCode::from(2))
 }

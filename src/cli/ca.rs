@@ -88,24 +88,6 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
     }
 }
 
-/// What `cordon run` would refuse at start about the declared sandboxes' CAs in `ca.dir`: one that cannot sign
-/// for what its policy intercepts now, or that cannot be used at all (each with the command that fixes it). CAs
-/// kept in PostgreSQL are judged at start, where the database is reached.
-pub(super) fn refused_cas(config: &crate::config::Config) -> Vec<String> {
-    if config.control.postgres.is_some() {
-        return Vec::new();
-    }
-    let cas = crate::tls::cas::SandboxCas::new(config.ca.dir.clone(), crate::state::rotate_command(config));
-    config
-        .sandboxes
-        .iter()
-        .filter_map(|spec| {
-            cas.covering(&spec.id, &spec.policy, config.policies.get(&spec.policy).map(|p| &**p))
-                .err()
-        })
-        .collect()
-}
-
 /// Export or rotate a CA kept in PostgreSQL (`control.store: postgres://…`): a rotation is announced, so every
 /// running replica uses the new CA at once.
 fn in_database(

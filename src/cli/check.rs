@@ -1,9 +1,67 @@
-//! `cordon check`: the summary of a configuration that loaded.
+//! `cordon check`: the summary of a configuration that loaded and would start, and with `--probe` one
+//! request to each credential source that needs the network.
+
+use std::process::ExitCode;
 
 use crate::config::Config;
 
+/// `cordon check [--probe]`.
+#[derive(clap::Args)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) config: super::args::ConfigArg,
+    /// Also ask each credential whose source needs the network (OpenBao, an OAuth2 token endpoint, STS, a
+    /// GitHub App) for its value, once, and print each result; exit 1 if any fails.
+    #[arg(long)]
+    pub(crate) probe: bool,
+}
+
+/// Print the summary; with `probe`, probe and print each network credential's result.
+pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
+    print_summary(config);
+    if !probe {
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cordon: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let probed = runtime.block_on(async {
+        let secrets = crate::credentials::secrets::Secrets::new(config)?;
+        Ok::<_, String>(crate::credentials::probe::probe_all(&secrets, config).await)
+    });
+    let probed = match probed {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cordon: cannot open the credential sources: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if probed.is_empty() {
+        outln!("probe    no credential needs the network");
+    }
+    let mut failed = 0;
+    for p in &probed {
+        match &p.result {
+            Ok(()) => outln!("probe    credential {} ({}): ok", p.name, p.reaches),
+            Err(e) => {
+                failed += 1;
+                outln!("probe    credential {} ({}): {e}", p.name, p.reaches);
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!("cordon: {failed} credential(s) cannot be supplied now; requests that use them would fail");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
 /// Print what the configuration sets up.
-pub(crate) fn print_summary(c: &Config) {
+fn print_summary(c: &Config) {
     outln!("{}: ok", c.source);
     match c.listen.admin {
         Some(admin) => outln!("listen   proxy {}, admin {admin}", c.listen.proxy),

@@ -32,7 +32,7 @@ use clap::{Parser, Subcommand};
 
 use crate::identity;
 pub(crate) use args::ConfigArg;
-use args::load;
+use args::{load, load_startable};
 
 #[derive(Parser)]
 #[command(
@@ -49,8 +49,9 @@ struct Cli {
 enum Command {
     /// Run the proxy (the default when no command is given).
     Run(ConfigArg),
-    /// Validate a configuration and print a summary; exit 2 listing every error.
-    Check(ConfigArg),
+    /// Validate a configuration and what a start would refuse (folders, the audit file, every secret from a
+    /// local source), print a summary; exit 2 listing every error. No network unless --probe.
+    Check(check::CheckArgs),
     /// Say what cordon would do with a request from a sandbox, and why.
     Explain {
         #[command(flatten)]
@@ -130,7 +131,7 @@ enum TokenCommand {
 pub fn main(on_idle: fn()) -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
-        Command::Run(arg) => match load(&arg) {
+        Command::Run(arg) => match load_startable(&arg) {
             Ok(config) => run::run(config, arg.config.clone(), on_idle),
             Err(code) => code,
         },
@@ -143,19 +144,8 @@ pub fn main(on_idle: fn()) -> ExitCode {
         },
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
-        Command::Check(arg) => match load(&arg) {
-            Ok(config) => {
-                let refused = ca::refused_cas(&config);
-                if !refused.is_empty() {
-                    for e in &refused {
-                        eprintln!("{}: {e}", config.source);
-                    }
-                    eprintln!("cordon: {} error(s); cordon run would refuse to start", refused.len());
-                    return ExitCode::from(2);
-                }
-                check::print_summary(&config);
-                ExitCode::SUCCESS
-            }
+        Command::Check(args) => match load_startable(&args.config) {
+            Ok(config) => check::main(&config, args.probe),
             Err(code) => code,
         },
         Command::Explain {

@@ -80,6 +80,31 @@ async fn audit_signer(
     Ok(Some(signer))
 }
 
+/// Ask each credential source that needs the network for its value once, in the background
+/// ([`crate::credentials::probe`]): a failure is a WARN naming the credential and the error, and start goes on.
+fn probe_at_start(state: &Arc<ProxyState>, path: Option<&std::path::Path>) {
+    let generation = state.current();
+    let again = match path {
+        Some(p) => format!("cordon check --probe --config {}", p.display()),
+        None => "cordon check --probe".to_string(),
+    };
+    tokio::spawn(async move {
+        let probed = crate::credentials::probe::probe_all(generation.credentials.secrets(), &generation.config).await;
+        for p in probed {
+            match p.result {
+                Ok(()) => tracing::info!(credential = %p.name, "credential {} ({}) can be supplied", p.name, p.reaches),
+                Err(e) => tracing::warn!(
+                    credential = %p.name,
+                    "credential {} cannot be supplied now ({}): {e}; requests that use it fail until it can \
+                     (`{again}` asks again)",
+                    p.name,
+                    p.reaches
+                ),
+            }
+        }
+    });
+}
+
 async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ExitCode> {
     tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         eprintln!("cordon: cannot listen on {addr} ({what}): {e}");
@@ -191,6 +216,7 @@ async fn serve(
     }
     tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));
     crate::reload::warn_reporting(&crate::policy::newly_reporting(&state.current().config.policies, None));
+    probe_at_start(&state, path.as_deref());
     let reloader = Arc::new(Reloader::new(path, text.as_deref()));
     reloader.clone().spawn_watchers(&state, watch);
     let stop_admin = tokio_util::sync::CancellationToken::new();

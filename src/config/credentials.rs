@@ -28,6 +28,24 @@ pub(crate) struct CredentialSpec {
     pub(crate) github: bool,
 }
 
+impl CredentialSpec {
+    /// The secrets it reads, each with the key it is written under (`source`, `source.oauth2.client_secret`...).
+    pub(crate) fn secret_refs(&self) -> Vec<(&'static str, &SecretRef)> {
+        match &self.source {
+            SecretSource::Static(r) => vec![("source", r)],
+            SecretSource::OAuth2(o) => vec![("source.oauth2.client_secret", &o.client_secret)],
+            SecretSource::GitHubApp(g) => vec![("source.github_app.private_key", &g.private_key)],
+            SecretSource::Aws(a) => [
+                ("source.aws.access_key_id", &a.access_key_id),
+                ("source.aws.secret_access_key", &a.secret_access_key),
+            ]
+            .into_iter()
+            .chain(a.session_token.as_ref().map(|t| ("source.aws.session_token", t)))
+            .collect(),
+        }
+    }
+}
+
 /// Where a stored secret is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SecretRef {

@@ -25,10 +25,22 @@ pub(crate) const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
 /// The name errors use for the embedded configuration.
 pub(crate) const EMBEDDED_NAME: &str = "config/cordon.yaml (embedded)";
 
+/// What an empty configuration file should say instead, in the refusal at start and at reload.
+pub(crate) const BLANK_HINT: &str = "a file with no sandboxes and no policies must say so, e.g. `sandboxes: []`";
+
+/// Whether a configuration file's `text` holds nothing at all (no bytes, or only white space and comments).
+/// SECURITY: such a file is most likely one caught half-written (an editor mid-save, a truncated ConfigMap);
+/// read as a configuration it would be one of nothing at all, so start ([`Config::load`]) and reload refuse
+/// it alike.
+pub(crate) fn is_blank(text: &str) -> bool {
+    text.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
 impl Config {
     /// Parse and validate YAML text; `source` names it in errors.
     pub fn parse(source: &str, text: &str) -> Result<Config, ConfigErrors> {
-        let raw: raw::RawConfig = if text.trim().is_empty() {
+        let raw: raw::RawConfig = if is_blank(text) {
             raw::RawConfig::default()
         } else {
             serde_yaml_ng::from_str(text).map_err(|e| {
@@ -43,7 +55,8 @@ impl Config {
         validate::validate(source, raw)
     }
 
-    /// Load from a file, or the embedded default when `path` is `None`.
+    /// Load from a file, or the embedded default when `path` is `None`. A file that holds nothing
+    /// ([`is_blank`]) is refused.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigErrors> {
         match path {
             None => Config::parse(EMBEDDED_NAME, EMBEDDED),
@@ -57,6 +70,14 @@ impl Config {
                         message: format!("cannot read the file: {e}"),
                     }])
                 })?;
+                if is_blank(&text) {
+                    return Err(ConfigErrors(vec![ConfigError {
+                        file: name,
+                        location: None,
+                        path: String::new(),
+                        message: format!("the file is empty (or only comments); {BLANK_HINT}"),
+                    }]));
+                }
                 Config::parse(&name, &text)
             }
         }

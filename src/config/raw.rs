@@ -11,14 +11,19 @@ use serde::Deserialize;
 mod audit;
 mod credentials;
 mod previews;
+mod scalars;
 
 pub(super) use audit::*;
 pub(super) use credentials::*;
 pub(super) use previews::*;
+pub(super) use scalars::{Flag, Whole};
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping of settings (listen:, policies:, sandboxes:...)"
+)]
 pub(super) struct RawConfig {
     /// Where cordon listens.
     #[serde(default)]
@@ -68,7 +73,7 @@ pub(super) struct RawConfig {
 
 /// `log:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawLog {
     /// `text` (default) or `json`.
     pub(crate) format: Option<String>,
@@ -76,23 +81,23 @@ pub(super) struct RawLog {
 
 /// `approval:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawApproval {
     /// How long a request waits for a decision.
     pub(crate) timeout: Option<String>,
     /// Requests waiting at once.
-    pub(crate) max_pending: Option<i64>,
+    pub(crate) max_pending: Option<Whole>,
     /// Requests of one sandbox waiting at once.
-    pub(crate) max_pending_per_sandbox: Option<i64>,
+    pub(crate) max_pending_per_sandbox: Option<Whole>,
     /// Requests of one user's sandboxes waiting at once.
-    pub(crate) max_pending_per_user: Option<i64>,
+    pub(crate) max_pending_per_user: Option<Whole>,
     /// Where pending approvals are announced.
     pub(crate) webhook: Option<RawWebhook>,
 }
 
 /// `approval.webhook:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawWebhook {
     /// The URL POSTed to.
     pub(crate) url: String,
@@ -102,17 +107,17 @@ pub(super) struct RawWebhook {
 
 /// A rate: `{ per_second: 50, burst: 100 }`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a rate such as { per_second: 50, burst: 100 }")]
 pub(super) struct RawRate {
     /// Sustained rate.
-    pub(crate) per_second: i64,
+    pub(crate) per_second: Whole,
     /// At once (default: `per_second`).
-    pub(crate) burst: Option<i64>,
+    pub(crate) burst: Option<Whole>,
 }
 
 /// `limits.per_sandbox:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawSandboxLimits {
     /// Requests (and CONNECTs) per second.
     pub(crate) requests: Option<RawRate>,
@@ -121,7 +126,7 @@ pub(super) struct RawSandboxLimits {
     /// New connections and tunnels per second.
     pub(crate) connections: Option<RawRate>,
     /// Open connections plus tunnels.
-    pub(crate) max_open: Option<i64>,
+    pub(crate) max_open: Option<Whole>,
     /// Upload bytes per `budget_window`.
     pub(crate) upload: Option<String>,
     /// Download bytes per `budget_window`.
@@ -132,17 +137,17 @@ pub(super) struct RawSandboxLimits {
 
 /// `limits.per_user:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawUserLimits {
     /// Requests per second over all the user's sandboxes.
     pub(crate) requests: Option<RawRate>,
     /// Open connections plus tunnels over all the user's sandboxes.
-    pub(crate) max_open: Option<i64>,
+    pub(crate) max_open: Option<Whole>,
 }
 
 /// `control:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawControl {
     /// The admin API's bearer token.
     pub(crate) admin_token: Option<RawSecretRef>,
@@ -167,12 +172,12 @@ pub(super) struct RawControl {
     /// Where a sandbox finds its CA certificate (the path in its own file system).
     pub(crate) ca_file: Option<String>,
     /// Reload when the configuration file changes.
-    pub(crate) watch: Option<bool>,
+    pub(crate) watch: Option<Flag>,
 }
 
 /// `listen:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawListen {
     /// Explicit proxy listener, `host:port`.
     pub(crate) proxy: Option<String>,
@@ -181,7 +186,7 @@ pub(super) struct RawListen {
     /// Transparent listener (REDIRECT / TPROXY), `host:port`.
     pub(crate) transparent: Option<String>,
     /// Set `IP_TRANSPARENT` on the transparent listener, for TPROXY rules.
-    pub(crate) transparent_tproxy: Option<bool>,
+    pub(crate) transparent_tproxy: Option<Flag>,
     /// DNS responder (UDP and TCP), `host:port`.
     pub(crate) dns: Option<String>,
     /// Preview listener (HTTPS, or HTTP on loopback), `host:port`.
@@ -190,7 +195,7 @@ pub(super) struct RawListen {
 
 /// `network:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawNetwork {
     /// CIDRs exempted from the special-range guard.
     #[serde(default)]
@@ -208,7 +213,7 @@ pub(super) struct RawNetwork {
 
 /// One address or a list of them.
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected an IP address or a list of them")]
 pub(super) enum RawAddrs {
     /// `name: 10.0.0.1`
     One(String),
@@ -218,7 +223,7 @@ pub(super) enum RawAddrs {
 
 /// `timeouts:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawTimeouts {
     /// Dialling the upstream.
     pub(crate) connect: Option<String>,
@@ -240,10 +245,10 @@ pub(super) struct RawTimeouts {
 
 /// `limits:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawLimits {
     /// Open client connections at once.
-    pub(crate) max_connections: Option<i64>,
+    pub(crate) max_connections: Option<Whole>,
     /// Request line plus headers.
     pub(crate) max_request_header_bytes: Option<String>,
     /// Per-sandbox rates, caps and byte budgets.
@@ -262,29 +267,29 @@ pub(super) struct RawLimits {
 
 /// `limits.per_source:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawSourceLimits {
     /// Connections from one address that have not authenticated yet.
-    pub(crate) unauthenticated: Option<i64>,
+    pub(crate) unauthenticated: Option<Whole>,
     /// Failed proxy authentications from one address, whatever sandbox they name.
     pub(crate) auth_failures: Option<RawRate>,
 }
 
 /// `ca:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawCa {
     /// Folder holding one sub-folder per sandbox.
     pub(crate) dir: Option<String>,
     /// Lifetime of minted leaf certificates.
     pub(crate) leaf_validity: Option<String>,
     /// Leaf certificates kept ready.
-    pub(crate) leaf_cache: Option<i64>,
+    pub(crate) leaf_cache: Option<Whole>,
 }
 
 /// `upstream:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawUpstream {
     /// PEM files of CAs trusted besides the built-in roots.
     #[serde(default)]
@@ -295,7 +300,10 @@ pub(super) struct RawUpstream {
 
 /// One entry of `sandboxes:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a sandbox: a mapping with id, user, policy and token_sha256 or source_cidrs"
+)]
 pub(super) struct RawSandbox {
     /// Sandbox id.
     pub(crate) id: Option<String>,
@@ -312,7 +320,7 @@ pub(super) struct RawSandbox {
 
 /// One entry of `policies:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a policy: a mapping with allow, credentials...")]
 pub(super) struct RawPolicy {
     /// `enforce` (default) or `report`.
     pub(crate) mode: Option<String>,
@@ -332,30 +340,30 @@ pub(super) struct RawPolicy {
     #[serde(default)]
     pub(crate) credential_budget: BTreeMap<String, RawBudget>,
     /// Ports of its sandboxes that preview URLs may open.
-    pub(crate) expose: Option<Vec<i64>>,
+    pub(crate) expose: Option<Vec<Whole>>,
 }
 
 /// `policies.NAME.on_violation:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawOnViolation {
     /// The window the thresholds count in.
     pub(crate) window: Option<String>,
     /// Placeholders or secrets sent off their binding.
-    pub(crate) exfiltration: Option<i64>,
+    pub(crate) exfiltration: Option<Whole>,
     /// Metadata names or addresses.
-    pub(crate) metadata: Option<i64>,
+    pub(crate) metadata: Option<Whole>,
     /// Private and special ranges, cordon itself.
-    pub(crate) private: Option<i64>,
+    pub(crate) private: Option<Whole>,
     /// Any other refusal by the policy.
-    pub(crate) denied: Option<i64>,
+    pub(crate) denied: Option<Whole>,
     /// `revoke` or `hold`.
     pub(crate) action: Option<String>,
 }
 
 /// One entry of `credential_scope:`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawScope {
     /// OAuth2 scope.
     pub(crate) scope: Option<String>,
@@ -373,14 +381,17 @@ pub(super) struct RawScope {
 
 /// One allow rule.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a rule: a mapping with host (or cidrs), and ports, methods, paths..."
+)]
 pub(super) struct RawRule {
     /// Exact host or `*.suffix`.
     pub(crate) host: Option<String>,
     /// CIDRs for IP-literal destinations.
     pub(crate) cidrs: Option<Vec<String>>,
     /// Allowed ports.
-    pub(crate) ports: Option<Vec<i64>>,
+    pub(crate) ports: Option<Vec<Whole>>,
     /// Allowed methods.
     pub(crate) methods: Option<Vec<String>>,
     /// Allowed path globs.
@@ -394,7 +405,7 @@ pub(super) struct RawRule {
 /// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the
 /// named policy it narrows, and rules written exactly as under `policies:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a policy: a mapping with extends, allow...")]
 pub(super) struct RawInline {
     /// The policy of the file it narrows (its ceiling).
     pub(crate) extends: String,

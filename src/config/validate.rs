@@ -51,7 +51,8 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     let optional = |errs: &mut Errors, path: &str, raw: Option<&str>| raw.map(|a| socket_addr(errs, path, Some(a), ""));
     let listen = Listen {
         transparent: optional(&mut errs, "listen.transparent", raw.listen.transparent.as_deref()),
-        transparent_tproxy: raw.listen.transparent_tproxy.unwrap_or(false),
+        transparent_tproxy: fields::flag(&mut errs, "listen.transparent_tproxy", raw.listen.transparent_tproxy)
+            .unwrap_or(false),
         dns: optional(&mut errs, "listen.dns", raw.listen.dns.as_deref()),
         preview: optional(&mut errs, "listen.preview", raw.listen.preview.as_deref()),
         ..listen
@@ -279,7 +280,7 @@ fn ca(errs: &mut Errors, raw: super::raw::RawCa) -> CaConfig {
             "must be at least 1h (leaves are cached for a quarter of it)",
         );
     }
-    if let Some(n) = raw.leaf_cache {
+    if let Some(n) = fields::whole(errs, "ca.leaf_cache", raw.leaf_cache, fields::A_COUNT) {
         match u64::try_from(n) {
             Ok(n) if n >= 1 => ca.leaf_cache = n,
             _ => errs.at("ca.leaf_cache", format!("{n} must be at least 1")),

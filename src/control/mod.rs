@@ -13,6 +13,7 @@ mod pg_store;
 mod policy;
 mod sources;
 pub(crate) mod store;
+pub(crate) mod store_file;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

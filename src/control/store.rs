@@ -119,9 +119,8 @@ impl Store {
     pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         let location = path.display().to_string();
         let fail = |e: &dyn Display| StoreError::Db(format!("cannot open the sandbox store {location}: {e}"));
-        use crate::secret_file::{check_private_dir, folder_of};
-        check_private_dir(folder_of(path), "the folder of control.store").map_err(StoreError::Db)?;
-        prepare_file(path).map_err(|e| fail(&e))?;
+        super::store_file::check_folder(path).map_err(StoreError::Db)?;
+        super::store_file::prepare_file(path).map_err(|e| fail(&e))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(|e| fail(&e))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| fail(&e))?;
@@ -331,35 +330,6 @@ impl Store {
         let record = select_one(&tx, id).map_err(|e| self.db(what, e))?;
         tx.commit().map_err(|e| self.db(what, e))?;
         record.ok_or_else(|| StoreError::NotFound(id.to_owned()))
-    }
-}
-
-/// On unix, create the parent folder (0700) and the file (0600) before SQLite does, so that neither is ever
-/// readable by others; an existing folder or file is left as it is.
-#[cfg(unix)]
-fn prepare_file(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
-    }
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Elsewhere, create the parent folder; SQLite creates the file.
-#[cfg(not(unix))]
-fn prepare_file(path: &Path) -> std::io::Result<()> {
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => std::fs::create_dir_all(parent),
-        None => Ok(()),
     }
 }
 

@@ -22,6 +22,8 @@ pub(crate) mod masked_body;
 mod minting;
 pub(crate) mod outgoing;
 pub mod placeholder;
+pub(crate) mod preflight;
+pub(crate) mod probe;
 pub(crate) mod scan_body;
 pub(crate) mod scan_stream;
 pub(crate) mod secrets;

@@ -59,24 +59,24 @@ async fn read(file: Option<&FileVault>, bao: Option<&OpenBao>, r: &SecretRef) ->
 
 /// Open the file vault as configured (creating its key file, 0600, on first use).
 pub(crate) fn open_vault(spec: &FileVaultSpec) -> Result<FileVault, VaultError> {
-    let key = match &spec.key {
+    FileVault::open(spec.path.clone(), key_source(spec))
+}
+
+/// What [`open_vault`] refuses about the vault's folders, without opening it (or creating its key).
+pub(crate) fn check_vault_folders(spec: &FileVaultSpec) -> Result<(), VaultError> {
+    FileVault::check_folders(&spec.path, &key_source(spec))
+}
+
+fn key_source(spec: &FileVaultSpec) -> KeySource {
+    match &spec.key {
         KeySpec::File(p) => KeySource::File(p.clone()),
         KeySpec::Env(v) => KeySource::Env(v.clone()),
-    };
-    FileVault::open(spec.path.clone(), key)
+    }
 }
 
 /// The secrets a credential reads.
 pub(crate) fn refs(spec: &CredentialSpec) -> Vec<&SecretRef> {
-    match &spec.source {
-        SecretSource::Static(r) => vec![r],
-        SecretSource::OAuth2(o) => vec![&o.client_secret],
-        SecretSource::GitHubApp(g) => vec![&g.private_key],
-        SecretSource::Aws(a) => [&a.access_key_id, &a.secret_access_key]
-            .into_iter()
-            .chain(a.session_token.as_ref())
-            .collect(),
-    }
+    spec.secret_refs().into_iter().map(|(_, r)| r).collect()
 }
 
 impl Secrets {
@@ -210,7 +210,7 @@ impl Secrets {
         value
     }
 
-    async fn value_now(
+    pub(super) async fn value_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,
@@ -299,7 +299,7 @@ impl Secrets {
         keys
     }
 
-    async fn aws_keys_now(
+    pub(super) async fn aws_keys_now(
         &self,
         spec: &CredentialSpec,
         narrowed: Option<(&str, &ScopeOverride)>,
@@ -384,9 +384,10 @@ fn narrowed_or(policy: &Option<String>, credential: &Option<String>) -> Option<S
     policy.clone().or_else(|| credential.clone())
 }
 
-fn env_secret(var: &str) -> Result<SecretString, String> {
+pub(crate) fn env_secret(var: &str) -> Result<SecretString, String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Ok(SecretString::from(v)),
+        Ok(_) => Err(format!("the environment variable {var} is empty")),
         _ => Err(format!("the environment variable {var} is not set")),
     }
 }

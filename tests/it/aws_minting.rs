@@ -266,7 +266,10 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_named_minting_call_goes_through_and_its_keys_come_back_masked() {
     let r = rig().await;
-    let (summary, errors) = crate::cli::check_summary(&r.config);
+    let (summary, errors) = crate::cli::check_summary(
+        &r.config,
+        &[("REAL_AWS_KEY_ID", "AKIAEXAMPLE"), ("REAL_AWS_SECRET", "x")],
+    );
     assert!(
         summary.contains("may mint sts:GetSessionToken, sts:AssumeRole, iam:CreateAccessKey"),
         "{summary}{errors}"

@@ -170,7 +170,8 @@ policies:
     );
     let config = d.join("cordon.yaml");
     std::fs::write(&config, &yaml).unwrap();
-    let (summary, errors) = crate::cli::check_summary(&config);
+    let (summary, errors) =
+        crate::cli::check_summary(&config, &[("REAL_AWS_KEY_ID", "AKIAEXAMPLE"), ("REAL_AWS_SECRET", "x")]);
     assert!(
         summary.contains("credential aws-role: AWS keys of role"),
         "{summary}{errors}"

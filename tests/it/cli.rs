@@ -52,7 +52,7 @@ fn check_embedded_config_prints_a_summary() {
 fn check_summarises_audit_export_on_violation_and_budgets() {
     let f = write_config(
         "audit:\n  path: /tmp/cordon-check-test.jsonl\n  export: { otlp: { endpoint: \"http://127.0.0.1:4318/v1/logs\" } }\n\
-         credentials:\n  gh:\n    source: { env: GH }\n    bind: { hosts: [api.github.com] }\n    inject: { header: \
+         credentials:\n  gh:\n    source: { env: PATH }\n    bind: { hosts: [api.github.com] }\n    inject: { header: \
          Authorization, value: \"token {secret}\" }\n    budget: { requests: 100, bytes: 1000, window: 1h }\n\
          policies:\n  agents:\n    credentials: [gh]\n    credential_budget: { gh: { requests: 5, per: user } }\n    \
          on_violation: { metadata: 3, denied: 50, window: 5m, action: hold }\n    allow: []\n",
@@ -341,11 +341,13 @@ pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) ->
         .unwrap()
 }
 
-/// What `cordon check --config CONFIG` prints (its summary), and what it said on stderr.
-pub(crate) fn check_summary(config: &std::path::Path) -> (String, String) {
+/// What `cordon check --config CONFIG` prints (its summary), and what it said on stderr, with `env` set (check
+/// reads the secrets the credentials name, as a start would).
+pub(crate) fn check_summary(config: &std::path::Path, env: &[(&str, &str)]) -> (String, String) {
     let out = Command::new(BIN)
         .args(["check", "--config"])
         .arg(config)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     (

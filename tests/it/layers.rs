@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
+    &["version"],
     &[
         "addr",
         "target",
@@ -23,7 +24,7 @@ const RANKS: &[&[&str]] = &[
     &["audit", "config", "headers", "upstream"],
     &["approval", "credentials", "session", "logging", "preview"],
     &["sandbox_env", "state", "otlp"],
-    &["pipeline", "reload"],
+    &["pipeline", "reload", "preflight"],
     &["entry", "admin"],
     &["server"],
     &["jail"],

@@ -177,7 +177,7 @@ policies:
     );
     let config = d.join("cordon.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let (summary, _) = crate::cli::check_summary(&config);
+    let (summary, _) = crate::cli::check_summary(&config, &[]);
     assert!(
         summary.contains(&format!(
             "preview 127.0.0.1:{preview} (plain HTTP on loopback, <port>-<sandbox>.preview.localhost"

@@ -123,14 +123,26 @@ async fn short_lived_issuer() -> (u16, tokio::task::JoinHandle<()>) {
 
 /// An OAuth2 token endpoint on `listener` answering every request with a new token valid `expires_in` seconds.
 pub(crate) fn issuer_on(listener: tokio::net::TcpListener, expires_in: u32) -> tokio::task::JoinHandle<()> {
+    counting_issuer_on(listener, expires_in).0
+}
+
+/// [`issuer_on`], with the number of requests it has answered (one per connection: it closes each).
+pub(crate) fn counting_issuer_on(
+    listener: tokio::net::TcpListener,
+    expires_in: u32,
+) -> (
+    tokio::task::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicU32>,
+) {
     use hyper::service::service_fn;
-    tokio::spawn(async move {
-        let mut n = 0u32;
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = count.clone();
+    let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
-            n += 1;
+            let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             let body = format!(
                 "{{\"access_token\":\"short-lived-{n}\",\"token_type\":\"Bearer\",\"expires_in\":{expires_in}}}"
             );
@@ -150,7 +162,8 @@ pub(crate) fn issuer_on(listener: tokio::net::TcpListener, expires_in: u32) -> t
                 hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc),
             );
         }
-    })
+    });
+    (task, count)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -257,7 +257,7 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_allowed_mint_goes_through_and_its_tokens_come_back_masked() {
     let r = rig().await;
-    let (summary, errors) = crate::cli::check_summary(&r.config);
+    let (summary, errors) = crate::cli::check_summary(&r.config, &[("GH_TOKEN", "x"), ("IDP_SECRET", "x")]);
     for needle in [
         "GitHub API, may mint github:app_tokens, github:deploy_keys, github:oauth_tokens",
         "may mint oauth2:token_exchange, oauth2:client_credentials",

@@ -4,16 +4,18 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::{Flag, Whole};
+
 use super::RawSecretRef;
 
 /// `audit:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAudit {
     /// `-` for stdout, or a file path (appended to).
     pub(crate) path: Option<String>,
     /// Whether lines are chained and checkpointed (default true).
-    pub(crate) chain: Option<bool>,
+    pub(crate) chain: Option<Flag>,
     /// The secret the checkpoints' Ed25519 key is derived from.
     pub(crate) signing_key: Option<RawSecretRef>,
     /// How often a checkpoint is written while records are.
@@ -25,7 +27,7 @@ pub(in crate::config) struct RawAudit {
     #[serde(default)]
     pub(crate) retain: RawRetain,
     /// Whether rotated files are compressed (gzip; default true).
-    pub(crate) compress: Option<bool>,
+    pub(crate) compress: Option<Flag>,
     /// Where records are shipped besides.
     #[serde(default)]
     pub(crate) export: RawExport,
@@ -33,7 +35,7 @@ pub(in crate::config) struct RawAudit {
 
 /// `audit.rotate:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawRotate {
     /// A size, e.g. `100MiB`.
     pub(crate) size: Option<String>,
@@ -43,17 +45,17 @@ pub(in crate::config) struct RawRotate {
 
 /// `audit.retain:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawRetain {
     /// How many rotated files.
-    pub(crate) files: Option<i64>,
+    pub(crate) files: Option<Whole>,
     /// How old, e.g. `30d`.
     pub(crate) age: Option<String>,
 }
 
 /// `audit.export:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawExport {
     /// OpenTelemetry logs over OTLP/HTTP.
     pub(crate) otlp: Option<RawOtlp>,
@@ -61,7 +63,7 @@ pub(in crate::config) struct RawExport {
 
 /// `audit.export.otlp:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOtlp {
     /// The collector's logs URL, e.g. `https://collector:4318/v1/logs`.
     pub(crate) endpoint: Option<String>,
@@ -71,7 +73,7 @@ pub(in crate::config) struct RawOtlp {
     /// PEM roots to trust for the collector, besides the web's.
     pub(crate) ca_file: Option<String>,
     /// Records per export request at most.
-    pub(crate) batch: Option<i64>,
+    pub(crate) batch: Option<Whole>,
     /// How long records wait at most for a batch to fill.
     pub(crate) interval: Option<String>,
     /// How long one export request may take.
@@ -85,7 +87,7 @@ pub(in crate::config) struct RawOtlp {
 
 /// `audit.export.otlp.spool:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawSpool {
     /// A folder of its own.
     pub(crate) path: Option<String>,

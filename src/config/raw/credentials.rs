@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::{Flag, Whole};
+
 /// `vault:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawVault {
     /// The encrypted file vault.
     #[serde(default)]
@@ -19,7 +21,7 @@ pub(in crate::config) struct RawVault {
 
 /// `vault.openbao:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOpenBao {
     /// e.g. `https://vault.internal:8200`.
     pub(crate) addr: String,
@@ -33,7 +35,7 @@ pub(in crate::config) struct RawOpenBao {
 
 /// `vault.openbao.approle:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAppRole {
     /// The role id.
     pub(crate) role_id: String,
@@ -45,7 +47,7 @@ pub(in crate::config) struct RawAppRole {
 
 /// `vault.file:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawFileVault {
     /// The encrypted file.
     pub(crate) path: Option<String>,
@@ -57,7 +59,10 @@ pub(in crate::config) struct RawFileVault {
 
 /// One entry of `credentials:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a credential: a mapping with source, bind and inject"
+)]
 pub(in crate::config) struct RawCredential {
     /// Where the secret comes from.
     pub(crate) source: Option<RawSource>,
@@ -68,7 +73,7 @@ pub(in crate::config) struct RawCredential {
     /// If the upstream echoes the secret back (response headers, text bodies up to 1 MiB), replace it with
     /// the sandbox's placeholder.
     #[serde(default)]
-    pub(crate) mask_echo: bool,
+    pub(crate) mask_echo: Flag,
     /// How much each sandbox (or user) may use it per window.
     pub(crate) budget: Option<RawBudget>,
     /// The minting calls (new keys, tokens, passwords) this credential may make, e.g. `sts:AssumeRole`.
@@ -81,10 +86,10 @@ pub(in crate::config) struct RawCredential {
 
 /// `budget:` of a credential (or a policy's override).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a budget such as { requests: 1000, window: 1h }")]
 pub(in crate::config) struct RawBudget {
     /// Requests it may be applied to per window.
-    pub(crate) requests: Option<i64>,
+    pub(crate) requests: Option<Whole>,
     /// Bytes (both ways) per window, e.g. `100MiB`.
     pub(crate) bytes: Option<String>,
     /// The window, e.g. `1h`.
@@ -95,7 +100,7 @@ pub(in crate::config) struct RawBudget {
 
 /// `source:` of a credential: exactly one key.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawSource {
     /// A name in the file vault.
     pub(crate) vault: Option<String>,
@@ -115,7 +120,7 @@ pub(in crate::config) struct RawSource {
 
 /// `source.aws:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAws {
     /// Where the access key id is.
     pub(crate) access_key_id: RawSecretRef,
@@ -129,7 +134,7 @@ pub(in crate::config) struct RawAws {
 
 /// `source.aws.assume_role:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAssumeRole {
     /// The role's ARN.
     pub(crate) role_arn: String,
@@ -149,7 +154,10 @@ pub(in crate::config) struct RawAssumeRole {
 
 /// A reference to a stored secret (for a client secret or a private key).
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a secret reference such as { env: VARIABLE }, { vault: NAME }, { file: PATH } or { openbao: PATH#KEY }"
+)]
 pub(in crate::config) struct RawSecretRef {
     /// A name in the file vault.
     pub(crate) vault: Option<String>,
@@ -163,7 +171,7 @@ pub(in crate::config) struct RawSecretRef {
 
 /// `source.oauth2:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOAuth2 {
     /// The token endpoint.
     pub(crate) token_url: String,
@@ -183,14 +191,14 @@ pub(in crate::config) struct RawOAuth2 {
 
 /// `source.github_app:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawGitHubApp {
     /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
     pub(crate) api_base: Option<String>,
     /// The App id.
     pub(crate) app_id: String,
     /// The installation id.
-    pub(crate) installation_id: u64,
+    pub(crate) installation_id: Whole,
     /// Where the App's private key (PEM) is.
     pub(crate) private_key: RawSecretRef,
     /// Repositories the token may touch.
@@ -203,13 +211,13 @@ pub(in crate::config) struct RawGitHubApp {
 
 /// `bind:` of a credential.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawBinding {
     /// Host patterns (policy semantics).
     #[serde(default)]
     pub(crate) hosts: Vec<String>,
     /// Ports (default [443]).
-    pub(crate) ports: Option<Vec<i64>>,
+    pub(crate) ports: Option<Vec<Whole>>,
     /// Methods (default any).
     pub(crate) methods: Option<Vec<String>>,
     /// Path globs (default any).
@@ -218,7 +226,7 @@ pub(in crate::config) struct RawBinding {
 
 /// `inject:` of a credential: a header, Basic auth, or a placeholder.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawInject {
     /// Header to set.
     pub(crate) header: Option<String>,
@@ -234,7 +242,7 @@ pub(in crate::config) struct RawInject {
 
 /// `inject.aws_sigv4:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAwsSigV4 {
     /// The region (default: from the host).
     pub(crate) region: Option<String>,
@@ -244,12 +252,12 @@ pub(in crate::config) struct RawAwsSigV4 {
 
 /// `inject.placeholder:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawPlaceholder {
     /// Also replace it in the query string.
     #[serde(default)]
-    pub(crate) query: bool,
+    pub(crate) query: Flag,
     /// Also replace it in request bodies up to 1 MiB (413 beyond).
     #[serde(default)]
-    pub(crate) body: bool,
+    pub(crate) body: Flag,
 }

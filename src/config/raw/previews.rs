@@ -6,7 +6,7 @@ use super::RawSecretRef;
 
 /// `previews:`
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawPreviews {
     /// The domain under which `<port>-<sandbox>.<domain>` names each preview.
     pub(crate) domain: Option<String>,
@@ -22,7 +22,7 @@ pub(in crate::config) struct RawPreviews {
 
 /// `previews.tls:`
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawPreviewTls {
     /// The certificate chain, PEM.
     pub(crate) cert: RawSecretRef,

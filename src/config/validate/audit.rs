@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::fields::secret_ref;
-use super::fields::{Errors, duration};
+use super::fields::{A_COUNT, Errors, duration, flag, whole};
 use super::limits::bytes;
 use crate::config::model::{AuditChain, AuditConfig, AuditRotation};
 use crate::config::raw::RawAudit;
@@ -22,7 +22,8 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
     let optional = |errs: &mut Errors, path: &str, text: Option<String>| {
         text.map(|t| duration(errs, path, Some(t), Duration::from_secs(1)))
     };
-    let keep_files = raw.retain.files.and_then(|n| match usize::try_from(n) {
+    let files = whole(errs, "audit.retain.files", raw.retain.files, A_COUNT);
+    let keep_files = files.and_then(|n| match usize::try_from(n) {
         Ok(n) if n >= 1 => Some(n),
         _ => {
             errs.at(
@@ -37,7 +38,7 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
         every: optional(errs, "audit.rotate.every", raw.rotate.every),
         keep_files,
         keep_for: optional(errs, "audit.retain.age", raw.retain.age),
-        compress: raw.compress.unwrap_or(true),
+        compress: flag(errs, "audit.compress", raw.compress).unwrap_or(true),
     };
     let rotates = rotation.size.is_some() || rotation.every.is_some();
     if to == AuditConfig::Stdout && (rotates || keep_files.is_some() || rotation.keep_for.is_some()) {
@@ -54,7 +55,7 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
         );
     }
     let otlp = raw.export.otlp.and_then(|o| super::export::otlp(errs, o, &to));
-    let enabled = raw.chain.unwrap_or(true);
+    let enabled = flag(errs, "audit.chain", raw.chain).unwrap_or(true);
     if !enabled {
         if otlp.is_some() {
             errs.at(

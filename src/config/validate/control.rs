@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::fields::secret_ref;
-use super::fields::{Errors, duration};
+use super::fields::{Errors, duration, flag};
 use crate::config::model::{ControlConfig, Listen};
 use crate::config::raw::RawControl;
 
@@ -88,7 +88,7 @@ pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> Co
         }
         c.ca_file = path;
     }
-    if let Some(w) = raw.watch {
+    if let Some(w) = flag(errs, "control.watch", raw.watch) {
         c.watch = w;
     }
     c

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use http::HeaderName;
 
-use super::fields::{Errors, methods, paths, ports, secret_ref, url};
+use super::fields::{Errors, flag, methods, paths, ports, secret_ref, url, whole};
 use crate::config::credentials::{
     Binding, CredentialSpec, FileVaultSpec, GitHubAppSpec, Inject, KeySpec, OAuth2Spec, OpenBaoAuthSpec, OpenBaoSpec,
     SecretSource,
@@ -124,10 +124,20 @@ fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
             g.api_base.as_deref().unwrap_or("https://api.github.com"),
         );
         let key = secret_ref(errs, &format!("{base}.github_app.private_key"), g.private_key);
+        let at = format!("{base}.github_app.installation_id");
+        let installation = whole(errs, &at, Some(g.installation_id), "the installation's number");
+        let installation = match installation.map(u64::try_from) {
+            Some(Ok(n)) if n > 0 => Some(n),
+            Some(_) => {
+                errs.at(&at, "must be the installation's number (a positive whole number)");
+                None
+            }
+            None => None,
+        };
         return Some(SecretSource::GitHubApp(Box::new(GitHubAppSpec {
             api_base: api_base?,
             app_id: g.app_id,
-            installation_id: g.installation_id,
+            installation_id: installation?,
             private_key: key?,
             repositories: g.repositories,
             permissions: g.permissions,
@@ -181,7 +191,8 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
             }),
             raw => inject(errs, &format!("{base}.inject"), raw.unwrap_or_default()),
         };
-        if is_aws && c.mask_echo {
+        let mask_echo = flag(errs, &format!("{base}.mask_echo"), Some(c.mask_echo)).unwrap_or(false);
+        if is_aws && mask_echo {
             errs.at(
                 format!("{base}.mask_echo"),
                 "an AWS secret never leaves cordon (only signatures made with it do), so there is nothing to mask; \
@@ -220,7 +231,7 @@ pub(super) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential
                     source,
                     binding,
                     inject,
-                    mask_echo: c.mask_echo,
+                    mask_echo,
                     allow_minting,
                     github,
                 },
@@ -308,8 +319,8 @@ fn inject(errs: &mut Errors, base: &str, raw: crate::config::raw::RawInject) -> 
             Some(Inject::Basic { user })
         }
         (None, None, None, Some(p)) => Some(Inject::Placeholder {
-            query: p.query,
-            body: p.body,
+            query: flag(errs, &format!("{base}.placeholder.query"), Some(p.query)).unwrap_or(false),
+            body: flag(errs, &format!("{base}.placeholder.body"), Some(p.body)).unwrap_or(false),
         }),
         _ => {
             errs.at(

@@ -77,13 +77,14 @@ pub(super) fn otlp(errs: &mut Errors, raw: RawOtlp, audit: &AuditConfig) -> Opti
             Err(e) => errs.at(format!("{at}.ca_file"), format!("{file}: {e}")),
         }
     }
-    let batch = match raw.batch.map(usize::try_from) {
+    let given = super::fields::whole(errs, &format!("{at}.batch"), raw.batch, super::fields::A_COUNT);
+    let batch = match given.map(usize::try_from) {
         None => BATCH,
         Some(Ok(n)) if (1..=BATCH_MAX).contains(&n) => n,
         Some(_) => {
             errs.at(
                 format!("{at}.batch"),
-                format!("{} must be between 1 and {BATCH_MAX}", raw.batch.unwrap_or_default()),
+                format!("{} must be between 1 and {BATCH_MAX}", given.unwrap_or_default()),
             );
             BATCH
         }

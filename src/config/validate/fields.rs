@@ -8,7 +8,7 @@ use ipnet::IpNet;
 
 use crate::config::credentials::SecretRef;
 use crate::config::model::ConfigError;
-use crate::config::raw::RawSecretRef;
+use crate::config::raw::{Flag, RawSecretRef, Whole};
 use crate::policy::allowlist::{compile_paths, parse_method_checked, parse_port};
 
 /// Errors gathered while validating one file.
@@ -33,6 +33,35 @@ impl Errors {
             path: path.into(),
             message: message.into(),
         });
+    }
+}
+
+/// What belongs in a port field.
+pub(super) const A_PORT: &str = "a port number (1-65535)";
+
+/// What belongs in a field of a count (connections, requests, files...).
+pub(super) const A_COUNT: &str = "a whole number";
+
+/// A whole-number field: `None` when absent, or when something else was written there, which is reported as
+/// not being `what` (e.g. [`A_COUNT`], "a port number").
+pub(super) fn whole(errs: &mut Errors, path: &str, raw: Option<Whole>, what: &str) -> Option<i64> {
+    match raw? {
+        Whole::Given(n) => Some(n),
+        Whole::Wrong(written) => {
+            errs.at(path, format!("expected {what}, not {written}"));
+            None
+        }
+    }
+}
+
+/// A `true`/`false` field: `None` when absent, or when something else was written there (reported).
+pub(super) fn flag(errs: &mut Errors, path: &str, raw: Option<Flag>) -> Option<bool> {
+    match raw? {
+        Flag::Given(b) => Some(b),
+        Flag::Wrong(written) => {
+            errs.at(path, format!("expected true or false, not {written}"));
+            None
+        }
     }
 }
 
@@ -101,7 +130,7 @@ pub(super) fn ip(errs: &mut Errors, path: &str, text: &str) -> Option<IpAddr> {
 }
 
 /// `ports:` of a rule or a binding: `default` when absent; an empty list is an error (it would match nothing).
-pub(super) fn ports(errs: &mut Errors, base: &str, raw: Option<Vec<i64>>, default: &[u16]) -> Vec<u16> {
+pub(super) fn ports(errs: &mut Errors, base: &str, raw: Option<Vec<Whole>>, default: &[u16]) -> Vec<u16> {
     let Some(list) = raw else { return default.to_vec() };
     if list.is_empty() {
         errs.at(
@@ -109,12 +138,12 @@ pub(super) fn ports(errs: &mut Errors, base: &str, raw: Option<Vec<i64>>, defaul
             format!("is empty; leave it out for {default:?} or list ports"),
         );
     }
-    list.iter()
+    list.into_iter()
         .enumerate()
         .filter_map(|(i, p)| {
-            parse_port(*p)
-                .map_err(|e| errs.at(format!("{base}.ports[{i}]"), e))
-                .ok()
+            let at = format!("{base}.ports[{i}]");
+            let p = whole(errs, &at, Some(p), A_PORT)?;
+            parse_port(p).map_err(|e| errs.at(at, e)).ok()
         })
         .collect()
 }

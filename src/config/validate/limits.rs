@@ -4,7 +4,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use super::fields::secret_ref;
-use super::fields::{Errors, duration};
+use super::fields::{A_COUNT, Errors, duration, whole};
 use crate::config::model::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
 use crate::config::raw::{RawApproval, RawLimits, RawRate, RawTimeouts};
 use crate::limits::Rate;
@@ -61,11 +61,14 @@ fn count(errs: &mut Errors, path: &str, n: i64, what: &str) -> Option<u32> {
 /// A rate, or `None` (unlimited) when absent.
 fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rate>) -> Option<Rate> {
     let Some(raw) = raw else { return default };
-    let per_second = count(errs, &format!("{path}.per_second"), raw.per_second, "per second")?;
+    let at = format!("{path}.per_second");
+    let per_second = whole(errs, &at, Some(raw.per_second), A_COUNT).and_then(|n| count(errs, &at, n, "per second"));
+    let at = format!("{path}.burst");
     let burst = match raw.burst {
         None => per_second,
-        Some(b) => count(errs, &format!("{path}.burst"), b, "(requests at once)")?,
+        b => whole(errs, &at, b, A_COUNT).and_then(|n| count(errs, &at, n, "(requests at once)")),
     };
+    let (per_second, burst) = (per_second?, burst?);
     Some(Rate {
         per_second: NonZeroU32::new(per_second)?,
         burst: NonZeroU32::new(burst)?,
@@ -89,7 +92,7 @@ pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Optio
 
 pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
     let mut limits = Limits::default();
-    if let Some(n) = raw.max_connections {
+    if let Some(n) = whole(errs, "limits.max_connections", raw.max_connections, A_COUNT) {
         match usize::try_from(n) {
             Ok(n) if n >= 1 => limits.max_connections = n,
             _ => errs.at("limits.max_connections", format!("{n} must be at least 1")),
@@ -167,7 +170,7 @@ pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
             s.connections,
             r.sandbox_connections,
         );
-        if let Some(n) = s.max_open {
+        if let Some(n) = whole(errs, "limits.per_sandbox.max_open", s.max_open, A_COUNT) {
             r.sandbox_open = count(errs, "limits.per_sandbox.max_open", n, "open connection or tunnel");
         }
         r.sandbox_upload = bytes(errs, "limits.per_sandbox.upload", s.upload);
@@ -181,13 +184,13 @@ pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
     }
     if let Some(u) = raw.per_user {
         r.user_requests = rate(errs, "limits.per_user.requests", u.requests, r.user_requests);
-        if let Some(n) = u.max_open {
+        if let Some(n) = whole(errs, "limits.per_user.max_open", u.max_open, A_COUNT) {
             r.user_open = count(errs, "limits.per_user.max_open", n, "open connection or tunnel");
         }
     }
     r.auth_failures = rate(errs, "limits.auth_failures", raw.auth_failures, r.auth_failures);
     if let Some(p) = raw.per_source {
-        if let Some(n) = p.unauthenticated {
+        if let Some(n) = whole(errs, "limits.per_source.unauthenticated", p.unauthenticated, A_COUNT) {
             match usize::try_from(n) {
                 Ok(n) if n >= 1 => limits.unauthenticated_per_source = n,
                 _ => errs.at("limits.per_source.unauthenticated", format!("{n} must be at least 1")),
@@ -214,6 +217,7 @@ pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
             "is over a day; a held request keeps a connection open all that time",
         );
     }
+    let per_sandbox_given = raw.max_pending_per_sandbox.is_some();
     for (path, raw, slot) in [
         ("approval.max_pending", raw.max_pending, &mut a.max_pending),
         (
@@ -227,14 +231,14 @@ pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
             &mut a.max_pending_per_user,
         ),
     ] {
-        if let Some(n) = raw {
+        if let Some(n) = whole(errs, path, raw, A_COUNT) {
             match usize::try_from(n) {
                 Ok(n) if n >= 1 => *slot = n,
                 _ => errs.at(path, format!("{n} must be at least 1")),
             }
         }
     }
-    if raw.max_pending_per_sandbox.is_none() {
+    if !per_sandbox_given {
         // The default gives way to a smaller per-user cap.
         a.max_pending_per_sandbox = a.max_pending_per_sandbox.min(a.max_pending_per_user);
     }

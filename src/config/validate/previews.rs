@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::fields::{Errors, duration, secret_ref};
 use crate::config::previews::Previews;
-use crate::config::raw::RawPreviews;
+use crate::config::raw::{RawPreviews, Whole};
 
 /// `previews:` for a preview listener at `listen` (if any).
 pub(super) fn previews(errs: &mut Errors, raw: Option<RawPreviews>, listen: Option<SocketAddr>) -> Option<Previews> {
@@ -89,9 +89,13 @@ pub(super) fn previews(errs: &mut Errors, raw: Option<RawPreviews>, listen: Opti
 }
 
 /// `policies.NAME.expose`: ports 1 to 65535, each once.
-pub(super) fn expose(errs: &mut Errors, policy: &str, raw: Option<Vec<i64>>) -> Vec<u16> {
+pub(super) fn expose(errs: &mut Errors, policy: &str, raw: Option<Vec<Whole>>) -> Vec<u16> {
     let mut out = Vec::new();
     for (i, p) in raw.unwrap_or_default().into_iter().enumerate() {
+        let at = format!("policies.{policy}.expose[{i}]");
+        let Some(p) = super::fields::whole(errs, &at, Some(p), super::fields::A_PORT) else {
+            continue;
+        };
         match u16::try_from(p) {
             Ok(port) if port > 0 && !out.contains(&port) => out.push(port),
             Ok(port) if port > 0 => errs.at(

@@ -16,6 +16,7 @@ pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -
         (ViolationKind::Private, raw.private),
         (ViolationKind::Denied, raw.denied),
     ] {
+        let n = super::fields::whole(errs, &format!("{at}.{}", kind.as_str()), n, super::fields::A_COUNT);
         match n.map(u32::try_from) {
             None => {}
             Some(Ok(n)) if n >= 1 => thresholds.push((kind, n)),
@@ -60,7 +61,13 @@ pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -
 
 /// `credentials.NAME.budget` or `policies.P.credential_budget.NAME`, at `at`.
 pub(super) fn budget(errs: &mut Errors, at: &str, raw: RawBudget) -> Option<CredentialBudget> {
-    let requests = raw.requests.and_then(|n| match u64::try_from(n) {
+    let given = super::fields::whole(
+        errs,
+        &format!("{at}.requests"),
+        raw.requests.clone(),
+        super::fields::A_COUNT,
+    );
+    let requests = given.and_then(|n| match u64::try_from(n) {
         Ok(n) if n >= 1 => Some(n),
         _ => {
             errs.at(format!("{at}.requests"), format!("{n} must be at least 1"));

@@ -134,14 +134,21 @@ fn load_key_file(path: &Path) -> Result<Zeroizing<[u8; 32]>, VaultError> {
 }
 
 impl FileVault {
+    /// The folders of the vault and its key file must be private to cordon: refused by [`FileVault::open`],
+    /// and before start (`cordon check` too) even when the key file does not exist yet.
+    pub(crate) fn check_folders(path: &Path, key: &KeySource) -> Result<(), VaultError> {
+        use crate::secret_file::{check_private_dir, folder_of};
+        check_private_dir(folder_of(path), "the folder of vault.file.path").map_err(VaultError::Folder)?;
+        if let KeySource::File(key_path) = key {
+            check_private_dir(folder_of(key_path), "the folder of vault.file.key_file").map_err(VaultError::Folder)?;
+        }
+        Ok(())
+    }
+
     /// Open the vault at `path` with the key from `key` (a key file is created on first use).
     /// The vault file itself need not exist yet: a missing file is an empty vault.
     pub(crate) fn open(path: PathBuf, key: KeySource) -> Result<FileVault, VaultError> {
-        use crate::secret_file::{check_private_dir, folder_of};
-        check_private_dir(folder_of(&path), "the folder of vault.file.path").map_err(VaultError::Folder)?;
-        if let KeySource::File(key_path) = &key {
-            check_private_dir(folder_of(key_path), "the folder of vault.file.key_file").map_err(VaultError::Folder)?;
-        }
+        FileVault::check_folders(&path, &key)?;
         let key = match key {
             KeySource::File(key_path) => load_key_file(&key_path)?,
             KeySource::Env(var) => {
