@@ -10,6 +10,7 @@ use crate::body::{self, ProxyBody};
 use crate::identity::AuthFailure;
 use crate::net::DialError;
 use crate::policy::DenyReason;
+use crate::reason::Reason;
 use crate::target::{Target, TargetError};
 
 mod raw;
@@ -36,7 +37,7 @@ pub(crate) enum ProxyError {
     #[error("malformed request: {message}")]
     BadRequest {
         /// Stable reason code.
-        code: &'static str,
+        code: Reason,
         /// What is wrong.
         message: String,
     },
@@ -58,7 +59,7 @@ pub(crate) enum ProxyError {
     #[error("refused: {message}")]
     Signature {
         /// Stable reason code.
-        code: &'static str,
+        code: Reason,
         /// What is wrong.
         message: String,
     },
@@ -187,33 +188,33 @@ impl ProxyError {
     }
 
     /// Stable machine-readable reason, as in the audit record and the `x-cordon-reason` header.
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            ProxyError::Auth(a) => a.code(),
-            ProxyError::Target(t) => t.code(),
-            ProxyError::NotProxyRequest => "not_proxy_request",
-            ProxyError::BadRequest { code, .. } | ProxyError::Signature { code, .. } => code,
-            ProxyError::Denied { reason, .. } => reason.code(),
-            ProxyError::Dial(d) => d.code(),
-            ProxyError::Misdirected(_) => "misdirected",
-            ProxyError::Exfiltration { .. } => "credential_exfiltration",
-            ProxyError::SecretExfiltration { .. } => "secret_exfiltration",
-            ProxyError::Minting { .. } => "credential_minting",
-            ProxyError::UpstreamEncoding(_) => "upstream_encoding",
-            ProxyError::CredentialUnavailable { .. } => "credential_unavailable",
-            ProxyError::PayloadTooLarge { .. } => "body_too_large",
-            ProxyError::UpstreamCertificate(_) => "upstream_cert_untrusted",
-            ProxyError::Upstream(_) => "upstream_failed",
-            ProxyError::UpstreamTimeout => "upstream_timeout",
-            ProxyError::HandshakeTimeout => "tls_handshake_timeout",
+            ProxyError::Auth(a) => a.reason(),
+            ProxyError::Target(t) => t.reason(),
+            ProxyError::NotProxyRequest => Reason::NotProxyRequest,
+            ProxyError::BadRequest { code, .. } | ProxyError::Signature { code, .. } => *code,
+            ProxyError::Denied { reason, .. } => reason.reason(),
+            ProxyError::Dial(d) => d.reason(),
+            ProxyError::Misdirected(_) => Reason::Misdirected,
+            ProxyError::Exfiltration { .. } => Reason::CredentialExfiltration,
+            ProxyError::SecretExfiltration { .. } => Reason::SecretExfiltration,
+            ProxyError::Minting { .. } => Reason::CredentialMinting,
+            ProxyError::UpstreamEncoding(_) => Reason::UpstreamEncoding,
+            ProxyError::CredentialUnavailable { .. } => Reason::CredentialUnavailable,
+            ProxyError::PayloadTooLarge { .. } => Reason::BodyTooLarge,
+            ProxyError::UpstreamCertificate(_) => Reason::UpstreamCertUntrusted,
+            ProxyError::Upstream(_) => Reason::UpstreamFailed,
+            ProxyError::UpstreamTimeout => Reason::UpstreamTimeout,
+            ProxyError::HandshakeTimeout => Reason::TlsHandshakeTimeout,
             ProxyError::Limited(r) => r.reason,
-            ProxyError::ApprovalDenied { .. } => "approval_denied",
-            ProxyError::ApprovalTimedOut(..) => "approval_timeout",
-            ProxyError::ApprovalQueueFull => "approval_queue_full",
-            ProxyError::UnknownSource(_) => "unknown_source",
-            ProxyError::AuditUnavailable => "audit_unavailable",
-            ProxyError::Held => "sandbox_held",
-            ProxyError::Internal => "internal",
+            ProxyError::ApprovalDenied { .. } => Reason::ApprovalDenied,
+            ProxyError::ApprovalTimedOut(..) => Reason::ApprovalTimeout,
+            ProxyError::ApprovalQueueFull => Reason::ApprovalQueueFull,
+            ProxyError::UnknownSource(_) => Reason::UnknownSource,
+            ProxyError::AuditUnavailable => Reason::AuditUnavailable,
+            ProxyError::Held => Reason::SandboxHeld,
+            ProxyError::Internal => Reason::Internal,
         }
     }
 
@@ -265,7 +266,7 @@ impl ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        h.insert(REASON_HEADER, HeaderValue::from_static(self.code()));
+        h.insert(REASON_HEADER, HeaderValue::from_static(self.reason().code()));
         if let ProxyError::Limited(r) = self {
             // At least one second: a Retry-After of 0 invites a busy loop.
             let secs = r.retry_after.as_secs().max(1);
@@ -325,7 +326,7 @@ pub(crate) enum TunnelEnd {
     /// What the sandbox sent on it was refused (a placeholder or a secret in a WebSocket frame).
     Refused {
         /// The refusal's reason code.
-        code: &'static str,
+        code: Reason,
         /// What was refused.
         detail: String,
     },
@@ -333,23 +334,23 @@ pub(crate) enum TunnelEnd {
 
 impl TunnelEnd {
     /// Stable reason code, as in the audit record (`None` for failures that carry only a detail).
-    pub(crate) fn code(&self) -> Option<&'static str> {
+    pub(crate) fn reason(&self) -> Option<Reason> {
         Some(match self {
-            TunnelEnd::Closed => "closed",
-            TunnelEnd::Shutdown => "shutdown",
-            TunnelEnd::Idle(_) => "idle_timeout",
-            TunnelEnd::MaxLifetime(_) => "tunnel_max_lifetime",
-            TunnelEnd::ByteBudget => "byte_budget",
-            TunnelEnd::SniMismatch(_) => "sni_mismatch",
-            TunnelEnd::NotTls(_) => "not_tls",
-            TunnelEnd::HandshakeTimeout(_) => "tls_handshake_timeout",
-            TunnelEnd::HandshakeFailed(_) => "tls_handshake_failed",
-            TunnelEnd::LeafUnavailable(_) => "leaf_unavailable",
-            TunnelEnd::UnknownSource(_) => "unknown_source",
-            TunnelEnd::NotTlsOrHttp(_) => "not_tls_or_http",
-            TunnelEnd::NoSni => "no_sni",
-            TunnelEnd::BadSni(_) => "bad_sni",
-            TunnelEnd::Refused { code, .. } => code,
+            TunnelEnd::Closed => Reason::Closed,
+            TunnelEnd::Shutdown => Reason::Shutdown,
+            TunnelEnd::Idle(_) => Reason::IdleTimeout,
+            TunnelEnd::MaxLifetime(_) => Reason::TunnelMaxLifetime,
+            TunnelEnd::ByteBudget => Reason::ByteBudget,
+            TunnelEnd::SniMismatch(_) => Reason::SniMismatch,
+            TunnelEnd::NotTls(_) => Reason::NotTls,
+            TunnelEnd::HandshakeTimeout(_) => Reason::TlsHandshakeTimeout,
+            TunnelEnd::HandshakeFailed(_) => Reason::TlsHandshakeFailed,
+            TunnelEnd::LeafUnavailable(_) => Reason::LeafUnavailable,
+            TunnelEnd::UnknownSource(_) => Reason::UnknownSource,
+            TunnelEnd::NotTlsOrHttp(_) => Reason::NotTlsOrHttp,
+            TunnelEnd::NoSni => Reason::NoSni,
+            TunnelEnd::BadSni(_) => Reason::BadSni,
+            TunnelEnd::Refused { code, .. } => *code,
             TunnelEnd::Handover(_) | TunnelEnd::UpstreamClosed(_) | TunnelEnd::Failed(_) => return None,
         })
     }

@@ -91,7 +91,7 @@ impl AsyncWrite for Script {
 /// `switch_protocols`, else `403`.
 pub fn framing(reads: &[&[u8]], max_head: usize, switch_protocols: bool) -> Framed {
     let script = Script(reads.iter().filter(|r| !r.is_empty()).map(|r| r.to_vec()).collect());
-    let (mut guard, report) = FramingGuard::new(script, max_head, |v| v.code().as_bytes().to_vec());
+    let (mut guard, report) = FramingGuard::new(script, max_head, |v| v.reason().code().as_bytes().to_vec());
     let mut cx = Context::from_waker(Waker::noop());
     let mut released = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -120,7 +120,7 @@ pub fn framing(reads: &[&[u8]], max_head: usize, switch_protocols: bool) -> Fram
     }
     Framed {
         released,
-        violation: report.violation().map(|v| v.code()),
+        violation: report.violation().map(|v| v.reason().code()),
     }
 }
 
@@ -299,7 +299,7 @@ impl Answerer for FuzzAnswerer {
         FuzzAnswerer::named(q)
     }
 
-    async fn refused(&self, _q: &Query, _reason: &'static str) {}
+    async fn refused(&self, _q: &Query, _reason: crate::reason::Reason) {}
 }
 
 /// The TTL the fuzzed responder answers with.

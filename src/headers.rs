@@ -8,6 +8,7 @@ use http::HeaderValue;
 use http::header::{self, HeaderMap, HeaderName};
 
 use crate::error::ProxyError;
+use crate::reason::Reason;
 
 /// Request headers with this prefix claim to come from cordon; a sandbox may not send them.
 pub(crate) const CORDON_PREFIX: &str = "x-cordon-";
@@ -36,7 +37,7 @@ pub(crate) fn single_host(headers: &HeaderMap) -> Result<Option<&HeaderValue>, P
     match (all.next(), all.next()) {
         // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
         (_, Some(_)) => Err(ProxyError::BadRequest {
-            code: "duplicate_host",
+            code: Reason::DuplicateHost,
             message: "more than one Host header".into(),
         }),
         (one, None) => Ok(one),

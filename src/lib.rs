@@ -27,7 +27,7 @@
 //! | 3 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
 //! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise`, `rfc3339` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps |
-//! | 0 | `version` | the version, the commit and the build date (`--version`, `cordon_build_info`) |
+//! | 0 | `version`, `reason` | the version, the commit and the build date (`--version`, `cordon_build_info`); every reason code, its answer and its meaning (the README's table is made from it) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
 
@@ -63,6 +63,7 @@ mod pipeline;
 pub mod policy;
 mod preflight;
 mod preview;
+mod reason;
 pub mod reload;
 mod rfc3339;
 mod sandbox_env;

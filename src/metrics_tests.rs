@@ -331,7 +331,13 @@ fn fresh_exposition_lists_only_families_with_series() {
         "# TYPE cordon_audit_export_failures counter",
         "# TYPE cordon_audit_export_backlog_bytes gauge",
         "# TYPE cordon_audit_export_dropped_bytes counter",
+        "# TYPE cordon_build_info gauge",
         "# TYPE cordon_replicas_live gauge",
+        "# TYPE process_cpu_seconds counter",
+        "# TYPE process_resident_memory_bytes gauge",
+        "# TYPE process_start_time_seconds gauge",
+        "# TYPE process_open_fds gauge",
+        "# TYPE process_max_fds gauge",
     ];
     assert_eq!(types, expected, "{text}");
     assert!(text.ends_with("\n# EOF\n"), "{text}");

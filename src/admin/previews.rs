@@ -108,7 +108,7 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         } else {
             StatusCode::UNPROCESSABLE_ENTITY
         };
-        return error(status, code, message);
+        return error(status, code.code(), message);
     }
     let url = match previews.link(&claims) {
         Ok(u) => u,

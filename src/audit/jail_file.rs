@@ -35,7 +35,7 @@ pub(crate) fn jail_file(sink: &Arc<dyn Sink>, change: FileChange<'_>) {
     pending.sandbox_id(change.sandbox);
     pending.path(change.path);
     pending.allowed(None, None);
-    pending.reason("jail_file_changed");
+    pending.reason(crate::reason::Reason::JailFileChanged);
     pending.sha256(Hashes {
         before: change.before.map(str::to_owned),
         after: change.after.map(str::to_owned),

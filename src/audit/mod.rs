@@ -18,5 +18,6 @@ pub(crate) mod writer;
 
 pub use health::{AuditState, Health};
 pub(crate) use jail_file::{FileChange, jail_file};
-pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, Violation, auth_failures, violation};
+pub(crate) use record::auth_failures;
+pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, Violation, violation};
 pub use sink::{LineSink, Metered, Sink};

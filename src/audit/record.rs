@@ -5,6 +5,7 @@
 //! read through the getters. A record never holds a credential, a token or a query string: paths are
 //! recorded without their query, and nothing from request headers is copied in.
 
+use crate::reason::Reason;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -258,7 +259,7 @@ impl Pending {
 
     /// What the policy decided for a request that goes on: the allowing rule, or none with the reason it
     /// would have been denied (report mode).
-    pub(crate) fn allowed(&mut self, rule: Option<usize>, would_deny: Option<&'static str>) {
+    pub(crate) fn allowed(&mut self, rule: Option<usize>, would_deny: Option<Reason>) {
         let r = &mut self.record;
         r.rule = rule;
         r.decision = if would_deny.is_some() {
@@ -266,25 +267,25 @@ impl Pending {
         } else {
             Verdict::Allow
         };
-        r.reason = would_deny.map(str::to_string);
+        r.reason = would_deny.map(|reason| reason.code().to_string());
     }
 
     /// A refusal (`deny`: refused, as opposed to failing after being allowed) with its status, if an HTTP
     /// answer was given, its reason code and the operator-facing detail.
-    pub(crate) fn refused(&mut self, deny: bool, status: Option<u16>, reason: &str, detail: Option<String>) {
+    pub(crate) fn refused(&mut self, deny: bool, status: Option<u16>, reason: Reason, detail: Option<String>) {
         let r = &mut self.record;
         if deny {
             r.decision = Verdict::Deny;
         }
         r.status = status.or(r.status);
-        r.reason = Some(reason.to_string());
+        r.reason = Some(reason.code().to_string());
         r.error = detail;
     }
 
     /// How a tunnel (or a connection that never became one) ended.
     pub(crate) fn ended(&mut self, end: &TunnelEnd) {
-        if let Some(code) = end.code() {
-            self.record.reason = Some(code.to_string());
+        if let Some(reason) = end.reason() {
+            self.record.reason = Some(reason.code().to_string());
         }
         // SECURITY: a refusal at any stage (after a 200 to CONNECT too) is a `deny`, so a search for denials
         // finds it.
@@ -342,8 +343,8 @@ impl Pending {
     }
 
     /// The reason, for a record that is not a refusal.
-    pub(crate) fn reason(&mut self, reason: &str) {
-        self.record.reason = Some(reason.to_owned());
+    pub(crate) fn reason(&mut self, reason: Reason) {
+        self.record.reason = Some(reason.code().to_owned());
     }
 
     /// A changed file's hashes before and after.
@@ -395,7 +396,7 @@ impl Pending {
 
 /// The one record for `n` proxy authentication attempts from `ip` refused while it was throttled: an
 /// aggregate, not a request's record, written by the audit itself.
-pub fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, reason: &str) {
+pub(crate) fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, reason: Reason) {
     let mut pending = Pending::start(sink.clone(), SocketAddr::new(ip, 0), Kind::AuthFailures);
     pending.refused(
         true,
@@ -417,8 +418,8 @@ pub struct Violation<'a> {
     pub user: Option<&'a str>,
     /// Its policy.
     pub policy: &'a str,
-    /// The action (`revoke`, `hold`).
-    pub action: &'a str,
+    /// The action's reason (`on_violation_revoke`, `on_violation_hold`).
+    pub reason: Reason,
     /// Refusals counted.
     pub count: u64,
     /// What happened, in a sentence.
@@ -432,8 +433,7 @@ pub fn violation(sink: &Arc<dyn Sink>, v: Violation<'_>) {
     pending.record.sandbox = Some(v.sandbox.to_owned());
     pending.record.user = v.user.map(str::to_owned);
     pending.record.policy = Some(v.policy.to_owned());
-    let reason = format!("on_violation_{}", v.action);
-    pending.refused(true, None, &reason, Some(v.detail));
+    pending.refused(true, None, v.reason, Some(v.detail));
     pending.count(v.count);
     pending.finish();
 }

@@ -112,6 +112,12 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
+    /// What a reason code (`x-cordon-reason`, an audit record's `reason`) means and how the sandbox was
+    /// answered; every code without one.
+    Reasons {
+        /// A reason code, e.g. `no_rule`.
+        code: Option<String>,
+    },
     /// Token helpers.
     Token {
         #[command(subcommand)]
@@ -159,6 +165,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Audit { command } => audit::main(command),
         Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
         Command::Vault { command } => vault::main(command),
+        Command::Reasons { code } => reasons(code.as_deref()),
         Command::Token {
             command: TokenCommand::Hash,
         } => {
@@ -174,6 +181,31 @@ pub fn main(on_idle: fn()) -> ExitCode {
             }
             outln!("{}", identity::hash_token(token));
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// `cordon reasons [CODE]`: the registry's table, or one reason's answer and meaning (exit 2: no such code).
+fn reasons(code: Option<&str>) -> ExitCode {
+    use crate::reason::Reason;
+    let Some(code) = code else {
+        outln!("{}", Reason::table().trim_end());
+        return ExitCode::SUCCESS;
+    };
+    match Reason::from_code(code) {
+        Some(reason) => {
+            outln!("{}  {}  {}", reason.code(), reason.answer().shown(), reason.meaning());
+            ExitCode::SUCCESS
+        }
+        None => {
+            let near = Reason::ALL
+                .iter()
+                .map(|r| (strsim::levenshtein(code, r.code()), r.code()))
+                .min()
+                .map(|(_, near)| format!(" (did you mean {near}?)"))
+                .unwrap_or_default();
+            eprintln!("cordon: {code:?} is not a reason code{near}; `cordon reasons` lists them all");
+            ExitCode::from(2)
         }
     }
 }

@@ -32,11 +32,14 @@ impl ViolationKind {
     /// The kind a refusal with reason code `reason` counts as, if any (the watcher first asks the address
     /// guard about the destination: a metadata address refused for having no rule is still `metadata`).
     pub(crate) fn of(reason: &str) -> Option<ViolationKind> {
-        Some(match reason {
-            "credential_exfiltration" | "secret_exfiltration" => ViolationKind::Exfiltration,
-            "metadata_name" | "metadata_address" => ViolationKind::Metadata,
-            "special_range" | "self_address" => ViolationKind::Private,
-            "no_rule" | "port_not_allowed" | "method_not_allowed" | "path_not_allowed" => ViolationKind::Denied,
+        use crate::reason::Reason;
+        Some(match Reason::from_code(reason)? {
+            Reason::CredentialExfiltration | Reason::SecretExfiltration => ViolationKind::Exfiltration,
+            Reason::MetadataName | Reason::MetadataAddress => ViolationKind::Metadata,
+            Reason::SpecialRange | Reason::SelfAddress => ViolationKind::Private,
+            Reason::NoRule | Reason::PortNotAllowed | Reason::MethodNotAllowed | Reason::PathNotAllowed => {
+                ViolationKind::Denied
+            }
             _ => return None,
         })
     }
@@ -53,6 +56,14 @@ pub(crate) enum ViolationAction {
 }
 
 impl ViolationAction {
+    /// The reason of the record an action leaves.
+    pub(crate) fn reason(self) -> crate::reason::Reason {
+        match self {
+            ViolationAction::Revoke => crate::reason::Reason::OnViolationRevoke,
+            ViolationAction::Hold => crate::reason::Reason::OnViolationHold,
+        }
+    }
+
     /// The name in the configuration and the records.
     pub(crate) fn as_str(self) -> &'static str {
         match self {

@@ -21,6 +21,7 @@ use crate::config::credentials::Inject;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::policy::Policy;
+use crate::reason::Reason;
 
 /// How far a signature's time may be from cordon's clock (what AWS allows).
 const SKEW: Duration = Duration::from_secs(15 * 60);
@@ -116,16 +117,16 @@ impl Credentials {
         let aws: Vec<&String> = self.aws_usable(usable).collect();
         let signed = match read(parts) {
             Ok(Some(signed)) => signed,
-            Ok(None) => return Err(refused("aws_unsigned", "an AWS destination takes only requests signed with this sandbox's AWS keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from `cordon sandbox env`)".into())),
+            Ok(None) => return Err(refused(Reason::AwsUnsigned, "an AWS destination takes only requests signed with this sandbox's AWS keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from `cordon sandbox env`)".into())),
             Err(Unfit::Unsupported(why)) => {
                 return Err(ProxyError::BadRequest {
-                    code: "aws_signature_unsupported",
+                    code: Reason::AwsSignatureUnsupported,
                     message: why,
                 });
             }
             Err(Unfit::Malformed(why)) => {
                 return Err(ProxyError::BadRequest {
-                    code: "aws_signature_malformed",
+                    code: Reason::AwsSignatureMalformed,
                     message: why,
                 });
             }
@@ -137,7 +138,7 @@ impl Credentials {
             .find(|c| self.placeholders.value(incarnation, c) == signed.key_id)
         else {
             return Err(refused(
-                "aws_signature_key",
+                Reason::AwsSignatureKey,
                 "the request is not signed with this sandbox's AWS access key for this destination".into(),
             ));
         };
@@ -150,7 +151,7 @@ impl Credentials {
                     && pinned != asked
                 {
                     return Err(refused(
-                        "aws_signature_scope",
+                        Reason::AwsSignatureScope,
                         format!("signed for {what} {asked}; credential {credential} signs only for {pinned}"),
                     ));
                 }
@@ -178,7 +179,7 @@ impl Credentials {
         .map_err(|e| malformed(&e))?;
         if !same(&made.signature, &signed.signature) {
             return Err(refused(
-                "aws_signature_mismatch",
+                Reason::AwsSignatureMismatch,
                 "the AWS signature does not match the request: it was altered, or signed with other keys".into(),
             ));
         }
@@ -206,7 +207,7 @@ impl Credentials {
         }
         if body.is_none() {
             return Err(ProxyError::BadRequest {
-                code: "aws_body_unreadable",
+                code: Reason::AwsBodyUnreadable,
                 message: format!(
                     "cordon reads the body of a request to {} to see which action it calls: send it \
                      uncompressed and under {} bytes",
@@ -315,7 +316,7 @@ fn sessionless(parts: &Parts) -> Result<(), ProxyError> {
     });
     if parts.headers.contains_key("x-amz-security-token") || in_query {
         return Err(refused(
-            "aws_session_token",
+            Reason::AwsSessionToken,
             "the request carries its own AWS session token; the sandbox's AWS keys have none: unset \
              AWS_SESSION_TOKEN (cordon adds its own keys' token)"
                 .into(),
@@ -336,7 +337,7 @@ fn fresh(signed: &Signed) -> Result<(), ProxyError> {
     };
     if earliest.is_some_and(|t| now < t) || latest.is_some_and(|t| now > t) {
         return Err(refused(
-            "aws_signature_expired",
+            Reason::AwsSignatureExpired,
             "the AWS signature's time is too far from now (or the presigned URL has expired)".into(),
         ));
     }
@@ -373,13 +374,13 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-fn refused(code: &'static str, message: String) -> ProxyError {
+fn refused(code: Reason, message: String) -> ProxyError {
     ProxyError::Signature { code, message }
 }
 
 fn malformed(why: &str) -> ProxyError {
     ProxyError::BadRequest {
-        code: "aws_signature_malformed",
+        code: Reason::AwsSignatureMalformed,
         message: why.to_string(),
     }
 }

@@ -19,6 +19,7 @@ use super::aws::minting::{matches, segments};
 use crate::config::credentials::Inject;
 use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, Kind, MINTING, Minting};
 use crate::error::ProxyError;
+use crate::reason::Reason;
 
 /// The path's segments as GitHub routes it (see the module's doc).
 pub(crate) fn github_path(path: &str) -> Vec<String> {
@@ -175,7 +176,7 @@ impl Credentials {
             }
             if body.is_none() && form_like(parts) && calls.is_empty() {
                 return Err(ProxyError::BadRequest {
-                    code: "minting_body_unreadable",
+                    code: Reason::MintingBodyUnreadable,
                     message: format!(
                         "cordon reads a form sent with credential {name} to see whether it asks for a token: \
                          send it uncompressed and under {} bytes",

@@ -29,6 +29,7 @@ use crate::config::credentials::Inject;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::policy::Policy;
+use crate::reason::Reason;
 
 /// What `apply` did.
 pub(crate) struct Applied {
@@ -109,7 +110,7 @@ impl Credentials {
         let decoder = match &coding {
             None => None,
             Some(c) => Decoder::for_coding(c).map_err(|e| ProxyError::BadRequest {
-                code: "unreadable_body",
+                code: Reason::UnreadableBody,
                 message: format!("cordon reads request bodies to keep secrets in: {e}"),
             })?,
         };
@@ -143,7 +144,7 @@ impl Credentials {
                 }
                 Err(e) => {
                     return Err(ProxyError::BadRequest {
-                        code: "body_unreadable",
+                        code: Reason::BodyUnreadable,
                         message: format!("the request body could not be read: {e}"),
                     });
                 }

@@ -22,6 +22,8 @@ use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseI
 use hickory_server::zone_handler::{MessageResponseBuilder, Queries};
 use tracing::warn;
 
+use crate::reason::Reason;
+
 /// How long a TCP connection may stay idle between two queries before it is closed.
 const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -68,7 +70,7 @@ pub(crate) trait Answerer: Send + Sync + 'static {
     /// `dns_malformed` (not exactly one question), `dns_class_refused` (a class other than IN: CHAOS's
     /// `version.bind`, HESIOD), `dns_any_refused` (type ANY) or `bad_host` (a name that is not one). `q.name`
     /// is the question's name as far as it reads (empty when there is none).
-    fn refused(&self, q: &Query, reason: &'static str) -> impl Future<Output = ()> + Send;
+    fn refused(&self, q: &Query, reason: Reason) -> impl Future<Output = ()> + Send;
 }
 
 /// Serve DNS on these sockets until `shutdown` resolves. TTL of answers: `ttl` seconds.
@@ -139,26 +141,26 @@ impl<A: Answerer> Handler<A> {
             qtype: first.map(|q| mnemonic(q.query_type())).unwrap_or_default(),
             protocol,
         };
-        let refuse = |code: ResponseCode, reason: &'static str| async move {
+        let refuse = |code: ResponseCode, reason: Reason| async move {
             self.answerer.refused(&early, reason).await;
             Outcome::Code(code)
         };
         if request.metadata.op_code != OpCode::Query {
-            return refuse(ResponseCode::NotImp, "dns_opcode_unsupported").await;
+            return refuse(ResponseCode::NotImp, Reason::DnsOpcodeUnsupported).await;
         }
         let [query] = request.queries.queries() else {
-            return refuse(ResponseCode::FormErr, "dns_malformed").await;
+            return refuse(ResponseCode::FormErr, Reason::DnsMalformed).await;
         };
         let qtype = query.query_type();
         if query.query_class() != DNSClass::IN {
-            return refuse(ResponseCode::Refused, "dns_class_refused").await;
+            return refuse(ResponseCode::Refused, Reason::DnsClassRefused).await;
         }
         if qtype == RecordType::ANY {
-            return refuse(ResponseCode::Refused, "dns_any_refused").await;
+            return refuse(ResponseCode::Refused, Reason::DnsAnyRefused).await;
         }
         let asked = query.original().name();
         let Some(name) = normalise(asked) else {
-            return refuse(ResponseCode::Refused, "bad_host").await;
+            return refuse(ResponseCode::Refused, Reason::BadHost).await;
         };
         let q = Query {
             src: request.src(),

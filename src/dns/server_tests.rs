@@ -60,8 +60,8 @@ impl Answerer for TestAnswerer {
         q.name == "allowed.test"
     }
 
-    async fn refused(&self, q: &Query, reason: &'static str) {
-        self.refusals.lock().unwrap().push((q.name.clone(), reason));
+    async fn refused(&self, q: &Query, reason: crate::reason::Reason) {
+        self.refusals.lock().unwrap().push((q.name.clone(), reason.code()));
     }
 }
 

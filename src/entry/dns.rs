@@ -13,6 +13,7 @@ use crate::audit::Kind;
 use crate::dns::{Answer, Answerer, Query};
 use crate::error::ProxyError;
 use crate::pipeline::{self, Ask, Claim, Input, Outcome};
+use crate::reason::Reason;
 use crate::state::ProxyState;
 use crate::target::Target;
 
@@ -37,7 +38,7 @@ impl PolicyAnswerer {
         let target = match Target::from_host_value(q.name.as_bytes(), 53) {
             Ok(t) if t.host.as_name() == Some(q.name.as_str()) => Ok(t),
             _ => Err(ProxyError::BadRequest {
-                code: "bad_host",
+                code: Reason::BadHost,
                 message: format!("{:?} is not a host name", q.name),
             }),
         };
@@ -66,7 +67,7 @@ impl Answerer for PolicyAnswerer {
         }
     }
 
-    async fn refused(&self, q: &Query, reason: &'static str) {
+    async fn refused(&self, q: &Query, reason: Reason) {
         let mut input = PolicyAnswerer::input(q, false);
         input.target = Err(ProxyError::BadRequest {
             code: reason,

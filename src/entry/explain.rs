@@ -184,12 +184,12 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note]) {
                 ..
             } => format!(
                 "{label}  would deny ({}): {why}; allowed because the policy is in report mode",
-                reason.code()
+                reason.reason().code()
             ),
             Note::Decided {
                 deny: Some((reason, why)),
                 ..
-            } => format!("{label}  deny ({}): {why}", reason.code()),
+            } => format!("{label}  deny ({}): {why}", reason.reason().code()),
             Note::Decided { .. } => format!("{label}  deny"),
             Note::Refused(r) => format!("refused  {} ({}): {}", r.status, r.code, r.message),
             Note::Address(addr, None) => format!("guard    {addr} may be dialled"),

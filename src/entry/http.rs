@@ -23,6 +23,7 @@ use crate::headers;
 use crate::identity;
 use crate::limits::Waiting;
 use crate::pipeline::{self, Ask, Claim, Input};
+use crate::reason::Reason;
 use crate::session::scope::ConnScope;
 use crate::state::ProxyState;
 use crate::target::Target;
@@ -181,19 +182,19 @@ fn absolute(parts: &mut http::request::Parts, original: OriginalDst) -> Result<T
     };
     if parts.method == Method::CONNECT {
         return Err(bad(
-            "connect_transparent",
+            Reason::ConnectTransparent,
             "CONNECT is for the explicit proxy port, not here",
         ));
     }
     let Some(host) = headers::single_host(&parts.headers)? else {
-        return Err(bad("missing_host", "the request needs exactly one Host header"));
+        return Err(bad(Reason::MissingHost, "the request needs exactly one Host header"));
     };
     let target = Target::from_host_value(host.as_bytes(), original.port())?;
     // SECURITY: the port is the one the sandbox connected to; a Host naming another would let a request
     // allowed on one port be forwarded to another.
     if target.port != original.port() {
         return Err(bad(
-            "host_port_mismatch",
+            Reason::HostPortMismatch,
             "the Host header names another port than the connection's",
         ));
     }
@@ -205,6 +206,6 @@ fn absolute(parts: &mut http::request::Parts, original: OriginalDst) -> Result<T
     let pq = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     parts.uri = format!("http://{target}{pq}")
         .parse()
-        .map_err(|_| bad("bad_target", "the request target is not a valid path"))?;
+        .map_err(|_| bad(Reason::BadTarget, "the request target is not a valid path"))?;
     Ok(target)
 }

@@ -25,6 +25,7 @@ use crate::credentials::detect::Found;
 use crate::credentials::scan_stream::{ScanStream, streamed_refuses};
 use crate::error::TunnelEnd;
 use crate::pipeline::WebSocketGuard;
+use crate::reason::Reason;
 use crate::session::lifetime::Stop;
 
 type Io = TokioIo<Upgraded>;
@@ -286,7 +287,7 @@ async fn failed(fault: Fault, who: &str, to_sender: &mut Writer, to_other: &mut 
             let _ = to_sender.close(CloseCode::Size, "cordon: message too big").await;
             let _ = to_other.close(CloseCode::Size, "cordon: message too big").await;
             Flow::End(Some(TunnelEnd::Refused {
-                code: "websocket_message_too_big",
+                code: Reason::WebsocketMessageTooBig,
                 detail: format!("{who} sent a WebSocket message or frame over the limit: {what}"),
             }))
         }
@@ -315,11 +316,11 @@ async fn refuse(guard: &WebSocketGuard, found: &Found, to_sandbox: &mut Writer, 
     let _ = to_upstream.close(CloseCode::Away, "going away").await;
     let end = match found.off_binding(&|c: &str| guard.allowed.iter().any(|a| a == c)) {
         Some(credential) => TunnelEnd::Refused {
-            code: "secret_exfiltration",
+            code: Reason::SecretExfiltration,
             detail: format!("a WebSocket message carried the secret of credential {credential}"),
         },
         None => TunnelEnd::Refused {
-            code: "credential_exfiltration",
+            code: Reason::CredentialExfiltration,
             detail: "a WebSocket message carried a placeholder".into(),
         },
     };

@@ -5,6 +5,7 @@ use http::StatusCode;
 
 use super::REASON_HEADER;
 use crate::framing::FramingViolation;
+use crate::reason::Reason;
 
 /// A complete raw HTTP/1.1 response that closes the connection, for answers written below hyper.
 fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
@@ -20,14 +21,14 @@ fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
 
 /// The answer to a request whose framing the byte-level guard refused (400, or 431 for an oversized head).
 pub(crate) fn render_framing(v: &FramingViolation) -> Vec<u8> {
-    raw_response(framing_status(v), v.code(), &format!("malformed request: {v}"))
+    raw_response(framing_status(v), v.reason().code(), &format!("malformed request: {v}"))
 }
 
 /// The answer to a connection over the connection cap.
 pub(crate) fn render_overloaded() -> Vec<u8> {
     raw_response(
         StatusCode::SERVICE_UNAVAILABLE,
-        "too_many_connections",
+        Reason::TooManyConnections.code(),
         "too many open connections; try again shortly",
     )
 }
@@ -37,7 +38,7 @@ pub(crate) fn render_overloaded() -> Vec<u8> {
 pub(crate) fn render_unauthenticated_limit() -> Vec<u8> {
     let answer = raw_response(
         StatusCode::TOO_MANY_REQUESTS,
-        "unauthenticated_limit",
+        Reason::UnauthenticatedLimit.code(),
         "too many connections from this address have not authenticated yet (limits.per_source.unauthenticated); \
          send a request on the ones open, or close them",
     );

@@ -1,5 +1,6 @@
 //! What the framing guard refuses, and the report through which the connection handler learns of it.
 
+use crate::reason::Reason;
 use std::sync::{Arc, OnceLock};
 
 /// Why the guard refused a request.
@@ -33,16 +34,22 @@ pub(crate) enum FramingViolation {
 
 impl FramingViolation {
     /// Stable machine-readable code, for logs and metrics.
+    #[cfg(test)]
     pub(crate) fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
+    /// The reason, as the registry names it.
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            Self::ContentLengthWithTransferEncoding => "cl_and_te",
-            Self::DuplicateContentLength => "duplicate_content_length",
-            Self::InvalidContentLength => "invalid_content_length",
-            Self::TransferEncodingNotChunked => "te_not_chunked",
-            Self::TransferEncodingInHttp10 => "te_in_http10",
-            Self::MalformedHead(_) => "malformed_head",
-            Self::MalformedChunk => "malformed_chunk",
-            Self::HeadTooLarge => "head_too_large",
+            Self::ContentLengthWithTransferEncoding => Reason::ClAndTe,
+            Self::DuplicateContentLength => Reason::DuplicateContentLength,
+            Self::InvalidContentLength => Reason::InvalidContentLength,
+            Self::TransferEncodingNotChunked => Reason::TeNotChunked,
+            Self::TransferEncodingInHttp10 => Reason::TeInHttp10,
+            Self::MalformedHead(_) => Reason::MalformedHead,
+            Self::MalformedChunk => Reason::MalformedChunk,
+            Self::HeadTooLarge => Reason::HeadTooLarge,
         }
     }
 }

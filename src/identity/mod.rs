@@ -4,6 +4,7 @@
 //! Tokens are stored only as SHA-256 hashes and compared in constant time. Source addresses identify a
 //! sandbox only where they cannot be spoofed, i.e. behind a gateway that owns the sandbox's network.
 
+use crate::reason::Reason;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -125,13 +126,13 @@ pub enum AuthFailure {
 
 impl AuthFailure {
     /// Stable reason code.
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            AuthFailure::Missing => "auth_missing",
-            AuthFailure::Malformed => "auth_malformed",
-            AuthFailure::Invalid => "auth_invalid",
-            AuthFailure::Expired => "auth_expired",
-            AuthFailure::Revoked => "auth_revoked",
+            AuthFailure::Missing => Reason::AuthMissing,
+            AuthFailure::Malformed => Reason::AuthMalformed,
+            AuthFailure::Invalid => Reason::AuthInvalid,
+            AuthFailure::Expired => Reason::AuthExpired,
+            AuthFailure::Revoked => Reason::AuthRevoked,
         }
     }
 }

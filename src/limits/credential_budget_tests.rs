@@ -16,7 +16,7 @@ fn exactly_the_budgeted_requests_pass_and_the_first_refusal_is_marked() {
     }
     let first = b.take("gh", "sb1", &budget).unwrap_err();
     assert!(first.first);
-    assert_eq!(first.refusal.reason, "credential_budget");
+    assert_eq!(first.refusal.reason.code(), "credential_budget");
     assert!(first.refusal.retry_after <= HOUR && first.refusal.retry_after.as_secs() >= 1);
     assert!(
         !b.take("gh", "sb1", &budget).unwrap_err().first,

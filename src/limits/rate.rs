@@ -24,7 +24,7 @@ pub(super) struct Denied<I> {
 
 impl<I> Denied<I> {
     /// The refusal to report: `reason` and `message`, with this wait as `retry_after`.
-    pub(super) fn refusal(&self, reason: &'static str, message: String) -> Refusal {
+    pub(super) fn refusal(&self, reason: crate::reason::Reason, message: String) -> Refusal {
         Refusal {
             reason,
             retry_after: self.retry_after,

@@ -8,6 +8,7 @@
 //! The checks are pure apart from one cheap local probe: deciding whether an
 //! address belongs to this machine binds a UDP socket to it (no packets sent).
 
+use crate::reason::Reason;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, LazyLock};
 
@@ -178,19 +179,25 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The reason's code (see [`Refusal::reason`]).
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
     /// Stable machine-readable reason for audit logs.
     ///
     /// One of `"metadata_name"`, `"metadata_address"`, `"special_range"` or
     /// `"self_address"`; an embedded refusal reports its inner reason, since
     /// what matters to an auditor is what was really being reached.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            Refusal::MetadataName { .. } => "metadata_name",
-            Refusal::MetadataAddress { .. } => "metadata_address",
-            Refusal::SpecialRange { .. } => "special_range",
-            Refusal::Embedded { inner, .. } => inner.code(),
-            Refusal::SelfAddress { .. } => "self_address",
+            Refusal::MetadataName { .. } => Reason::MetadataName,
+            Refusal::MetadataAddress { .. } => Reason::MetadataAddress,
+            Refusal::SpecialRange { .. } => Reason::SpecialRange,
+            Refusal::Embedded { inner, .. } => inner.reason(),
+            Refusal::SelfAddress { .. } => Reason::SelfAddress,
         }
     }
 }

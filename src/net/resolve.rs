@@ -4,6 +4,7 @@
 //! `connect`, never the name, so there is no second lookup for a rebinding DNS server to answer
 //! differently. A name with any refused address is refused as a whole.
 
+use crate::reason::Reason;
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -70,13 +71,13 @@ impl DialError {
     }
 
     /// Stable reason code.
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            DialError::Refused(r) => r.code(),
-            DialError::Resolve { .. } => "resolve_failed",
-            DialError::NoAddress { .. } => "no_address",
-            DialError::Connect { .. } => "connect_failed",
-            DialError::Timeout(_) => "connect_timeout",
+            DialError::Refused(r) => r.reason(),
+            DialError::Resolve { .. } => Reason::ResolveFailed,
+            DialError::NoAddress { .. } => Reason::NoAddress,
+            DialError::Connect { .. } => Reason::ConnectFailed,
+            DialError::Timeout(_) => Reason::ConnectTimeout,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
 use crate::policy::{Action, DenyReason, Mode, Policy, Question, TlsMode};
+use crate::reason::Reason;
 use crate::session::admission;
 use crate::target::{Target, check_path};
 
@@ -61,7 +62,7 @@ impl Exchange {
             // SECURITY: a CONNECT inside an intercepted tunnel would open a second, unpoliced tunnel.
             if req.method() == Method::CONNECT {
                 return Err(ProxyError::BadRequest {
-                    code: "connect_in_tunnel",
+                    code: Reason::ConnectInTunnel,
                     message: "CONNECT inside an intercepted connection is not allowed".into(),
                 });
             }
@@ -82,7 +83,7 @@ impl Exchange {
             }
             if !named {
                 return Err(ProxyError::BadRequest {
-                    code: "missing_host",
+                    code: Reason::MissingHost,
                     message: "the request names no host".into(),
                 });
             }
@@ -161,7 +162,7 @@ impl Exchange {
             return Err(denied);
         }
         self.audit
-            .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::code));
+            .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::reason));
         let rule = decided.rule.and_then(|i| policy.rules.get(i));
         let (credentials, masked) = match (ask, method, path) {
             (Ask::Request { inside, .. }, Some(method), Some(path)) => (

@@ -31,7 +31,7 @@ impl Refusal {
     pub(crate) fn of(e: &ProxyError) -> Refusal {
         Refusal {
             status: e.status().as_u16(),
-            code: e.code(),
+            code: e.reason().code(),
             message: e.to_string(),
             deny: e.is_refusal(),
         }
@@ -162,7 +162,7 @@ impl Ending {
             match note {
                 Note::Decided { rule, deny, .. } => {
                     end.rule = *rule;
-                    end.reason = deny.as_ref().map(|(d, _)| d.code());
+                    end.reason = deny.as_ref().map(|(d, _)| d.reason().code());
                     end.decision = if deny.is_some() {
                         Verdict::WouldDeny
                     } else {

@@ -165,7 +165,7 @@ impl Exchange {
             Kind::Dns => (None, Some(err.to_string())),
             _ => (Some(resp.status().as_u16()), err.audit_detail()),
         };
-        self.audit.refused(err.is_refusal(), status, err.code(), detail);
+        self.audit.refused(err.is_refusal(), status, err.reason(), detail);
         if self.suppressed {
             self.audit.discard();
         } else {

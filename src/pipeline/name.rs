@@ -30,7 +30,7 @@ pub(super) async fn answer(mut ex: Exchange, target: Target, _decision: Decision
         Err(e @ DialError::Refused(_)) => ex.refuse(ProxyError::Dial(e)),
         // Allowed, but the lookup failed: the sandbox hears the name does not exist.
         Err(e) => {
-            let code = e.code();
+            let code = e.reason();
             ex.audit.refused(false, None, code, Some(e.to_string()));
             ex.audit.finish();
             Outcome::Answer(Answer::NxDomain)

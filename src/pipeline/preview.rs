@@ -32,10 +32,11 @@ use crate::audit::{Kind, Pending};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;
 use crate::preview::{Claims, OPEN_PATH, Previews, cookies, host, origin};
+use crate::reason::Reason;
 use crate::state::{Generation, ProxyState};
 
 /// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
-pub(crate) struct Refusal(pub(crate) StatusCode, pub(crate) &'static str, pub(crate) String);
+pub(crate) struct Refusal(pub(crate) StatusCode, pub(crate) Reason, pub(crate) String);
 
 /// Serve one request that reached the preview listener.
 pub(crate) async fn serve(
@@ -50,7 +51,7 @@ pub(crate) async fn serve(
         let previews = state
             .previews
             .clone()
-            .ok_or_else(|| Refusal(StatusCode::NOT_FOUND, "preview_unknown", "previews are off".into()))?;
+            .ok_or_else(|| Refusal(StatusCode::NOT_FOUND, Reason::PreviewUnknown, "previews are off".into()))?;
         let name = req
             .headers()
             .get(HOST)
@@ -59,9 +60,8 @@ pub(crate) async fn serve(
             .unwrap_or_default()
             .to_string();
         let (port, id) = host::parse(&name, &previews.config.domain).ok_or_else(|| {
-            Refusal(
-                StatusCode::NOT_FOUND,
-                "preview_unknown",
+            Refusal(StatusCode::NOT_FOUND,
+                Reason::PreviewUnknown,
                 format!("{name:?} is not a preview's name"),
             )
         })?;
@@ -103,7 +103,7 @@ pub(crate) async fn serve(
             }
             pending.refused(deny, Some(status.as_u16()), code, Some(message.clone()));
             pending.finish();
-            page(status, code, &message)
+            page(status, code.code(), &message)
         }
     }
 }
@@ -141,7 +141,7 @@ fn open(
     let token = previews.signer.session(&session).map_err(|e| {
         Refusal(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "preview_failed",
+            Reason::PreviewFailed,
             format!("cannot sign the session: {e}"),
         )
     })?;
@@ -194,14 +194,14 @@ pub(crate) fn allowed(
     if claims.sbx != id || claims.port != port {
         return Err(Refusal(
             StatusCode::FORBIDDEN,
-            "preview_other",
+            Reason::PreviewOther,
             "this session or link is for another preview".into(),
         ));
     }
     let revoked = || {
         Refusal(
             StatusCode::FORBIDDEN,
-            "preview_revoked",
+            Reason::PreviewRevoked,
             "this preview has been closed".into(),
         )
     };
@@ -215,7 +215,7 @@ pub(crate) fn allowed(
     if claims.inc != sandbox.incarnation() {
         return Err(Refusal(
             StatusCode::FORBIDDEN,
-            "preview_other_incarnation",
+            Reason::PreviewOtherIncarnation,
             format!(
                 "this session or link was made for an earlier sandbox named {id:?}, not the one there now; ask for a new link"
             ),
@@ -227,7 +227,7 @@ pub(crate) fn allowed(
     if !exposed {
         return Err(Refusal(
             StatusCode::FORBIDDEN,
-            "port_not_exposed",
+            Reason::PortNotExposed,
             format!("port {port} is not among the ports the sandbox's policy exposes"),
         ));
     }
@@ -238,7 +238,7 @@ pub(crate) fn allowed(
         .ok_or_else(|| {
             Refusal(
                 StatusCode::BAD_GATEWAY,
-                "preview_no_address",
+                Reason::PreviewNoAddress,
                 "the sandbox has no address of its own (a source_cidrs entry of one address)".into(),
             )
         })?;
@@ -249,7 +249,7 @@ pub(crate) fn allowed(
         .map_err(|r| {
             Refusal(
                 StatusCode::FORBIDDEN,
-                r.code(),
+                r.reason(),
                 format!("the sandbox's address is refused: {r}"),
             )
         })?;
@@ -302,14 +302,14 @@ async fn forward(
         Ok(Err(e)) => {
             return Err(Refusal(
                 StatusCode::BAD_GATEWAY,
-                "preview_unreachable",
+                Reason::PreviewUnreachable,
                 format!("the dev server did not answer: {e}"),
             ));
         }
         Err(_) => {
             return Err(Refusal(
                 StatusCode::GATEWAY_TIMEOUT,
-                "preview_unreachable",
+                Reason::PreviewUnreachable,
                 "the dev server did not answer in time".into(),
             ));
         }
@@ -333,12 +333,12 @@ async fn forward(
 
 /// 403 `preview_cross_origin`: a request from another origin than the preview's own.
 fn cross_origin(message: String) -> Refusal {
-    Refusal(StatusCode::FORBIDDEN, "preview_cross_origin", message)
+    Refusal(StatusCode::FORBIDDEN, Reason::PreviewCrossOrigin, message)
 }
 
 /// 401 `preview_login`, with what to do.
 fn login(message: &str) -> Refusal {
-    Refusal(StatusCode::UNAUTHORIZED, "preview_login", message.to_string())
+    Refusal(StatusCode::UNAUTHORIZED, Reason::PreviewLogin, message.to_string())
 }
 
 /// A short page for a person (a browser shows it), with the reason in `x-cordon-reason`.

@@ -6,6 +6,7 @@ use crate::audit::{self, Kind};
 use crate::error::{self, TunnelEnd};
 use crate::framing::FramingReport;
 use crate::identity::Sandbox;
+use crate::reason::Reason;
 use crate::state::ProxyState;
 
 /// One record for a request that never reached the service: refused by the framing guard below hyper,
@@ -18,8 +19,10 @@ pub(crate) fn malformed(
     result: &Result<(), hyper::Error>,
 ) {
     let malformed = match (report.violation(), result) {
-        (Some(v), _) => Some((error::framing_status(&v), v.code(), v.to_string())),
-        (None, Err(e)) if e.is_parse() => Some((error::hyper_parse_status(e), "unparseable_request", e.to_string())),
+        (Some(v), _) => Some((error::framing_status(&v), v.reason(), v.to_string())),
+        (None, Err(e)) if e.is_parse() => {
+            Some((error::hyper_parse_status(e), Reason::UnparseableRequest, e.to_string()))
+        }
         _ => None,
     };
     if let Some((status, code, detail)) = malformed {

@@ -23,6 +23,7 @@ use crate::headers;
 use crate::identity::Sandbox;
 use crate::limits::Refusal;
 use crate::policy::Action;
+use crate::reason::Reason;
 use crate::target::Target;
 use crate::upstream::send::send;
 
@@ -128,7 +129,7 @@ impl Exchange {
             .path_and_query(pq)
             .build()
             .map_err(|e| ProxyError::BadRequest {
-                code: "bad_host",
+                code: Reason::BadHost,
                 message: format!("the destination cannot be written as a URI: {e}"),
             })?;
         parts.version = Version::HTTP_11;
@@ -166,7 +167,7 @@ impl Exchange {
             Ok(Read::TooLarge) => return Err(ProxyError::PayloadTooLarge { limit }),
             Err(e) => {
                 return Err(ProxyError::BadRequest {
-                    code: "body_unreadable",
+                    code: Reason::BodyUnreadable,
                     message: format!("the request body could not be read: {e}"),
                 });
             }
@@ -211,7 +212,7 @@ impl Exchange {
                     ),
                 };
                 (
-                    approval_record(String::new(), reason, None, 0),
+                    approval_record(String::new(), reason.code(), None, 0),
                     Err(ProxyError::Limited(Refusal {
                         reason,
                         // Whole seconds, rounded up: a slot is free by then.

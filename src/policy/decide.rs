@@ -1,5 +1,6 @@
 //! The decision: which rule, if any, allows a destination (and, for HTTP, a method and path).
 
+use crate::reason::Reason;
 use std::borrow::Cow;
 
 use http::Method;
@@ -45,12 +46,12 @@ pub enum DenyReason {
 
 impl DenyReason {
     /// Stable machine-readable reason.
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            DenyReason::NoRule => "no_rule",
-            DenyReason::Port => "port_not_allowed",
-            DenyReason::Method => "method_not_allowed",
-            DenyReason::Path => "path_not_allowed",
+            DenyReason::NoRule => Reason::NoRule,
+            DenyReason::Port => Reason::PortNotAllowed,
+            DenyReason::Method => Reason::MethodNotAllowed,
+            DenyReason::Path => Reason::PathNotAllowed,
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use crate::audit::{Record, Sink, Verdict};
 use crate::config::violations::{ViolationAction, ViolationKind};
+use crate::reason::Reason;
 
 use super::ProxyState;
 
@@ -225,9 +226,9 @@ fn classify(
             Ok(ip) => guard.check_addr(SocketAddr::new(ip, port.unwrap_or(0))).err(),
             Err(_) => guard.check_name(host).err(),
         };
-        match refused.as_ref().map(crate::net::Refusal::code) {
-            Some("metadata_name" | "metadata_address") => return Some(ViolationKind::Metadata),
-            Some("special_range" | "self_address") => return Some(ViolationKind::Private),
+        match refused.as_ref().map(crate::net::Refusal::reason) {
+            Some(Reason::MetadataName | Reason::MetadataAddress) => return Some(ViolationKind::Metadata),
+            Some(Reason::SpecialRange | Reason::SelfAddress) => return Some(ViolationKind::Private),
             _ => {}
         }
     }

@@ -45,7 +45,7 @@ pub(super) async fn act(state: Arc<ProxyState>, t: Trigger) {
             sandbox: &t.sandbox,
             user: t.user.as_deref(),
             policy: &t.policy,
-            action: t.action.as_str(),
+            reason: t.action.reason(),
             count: t.count,
             detail,
         },

@@ -1,5 +1,7 @@
 //! Why a destination or a path is refused, with the stable codes of each reason.
 
+use crate::reason::Reason;
+
 /// Why a destination or path was rejected.
 ///
 /// The `Display` text is short and safe to send back as a 400 body; the
@@ -70,28 +72,34 @@ pub enum TargetError {
 
 impl TargetError {
     /// Stable machine-readable reason, for logs, metrics and tests.
+    #[cfg(test)]
     pub(crate) fn code(&self) -> &'static str {
+        self.reason().code()
+    }
+
+    /// The reason, as the registry names it.
+    pub(crate) fn reason(&self) -> Reason {
         match self {
-            TargetError::EmptyHost => "empty_host",
-            TargetError::NonAsciiHost => "non_ascii_host",
-            TargetError::BadHost => "bad_host",
-            TargetError::EmptyLabel => "empty_label",
-            TargetError::LabelTooLong => "label_too_long",
-            TargetError::HostTooLong => "host_too_long",
-            TargetError::BadIpv6 => "bad_ipv6",
-            TargetError::ZoneId => "zone_id",
-            TargetError::UnbracketedIpv6 => "unbracketed_ipv6",
-            TargetError::Userinfo => "userinfo",
-            TargetError::BadPort => "bad_port",
-            TargetError::MissingPort => "missing_port",
-            TargetError::NotAuthorityForm => "not_authority_form",
-            TargetError::NotAbsolute => "not_absolute",
-            TargetError::BadScheme => "bad_scheme",
-            TargetError::MissingAuthority => "missing_authority",
-            TargetError::RelativePath => "relative_path",
-            TargetError::DotSegment => "dot_segment",
-            TargetError::BadPath => "bad_path",
-            TargetError::BadEscape => "bad_escape",
+            TargetError::EmptyHost => Reason::EmptyHost,
+            TargetError::NonAsciiHost => Reason::NonAsciiHost,
+            TargetError::BadHost => Reason::BadHost,
+            TargetError::EmptyLabel => Reason::EmptyLabel,
+            TargetError::LabelTooLong => Reason::LabelTooLong,
+            TargetError::HostTooLong => Reason::HostTooLong,
+            TargetError::BadIpv6 => Reason::BadIpv6,
+            TargetError::ZoneId => Reason::ZoneId,
+            TargetError::UnbracketedIpv6 => Reason::UnbracketedIpv6,
+            TargetError::Userinfo => Reason::Userinfo,
+            TargetError::BadPort => Reason::BadPort,
+            TargetError::MissingPort => Reason::MissingPort,
+            TargetError::NotAuthorityForm => Reason::NotAuthorityForm,
+            TargetError::NotAbsolute => Reason::NotAbsolute,
+            TargetError::BadScheme => Reason::BadScheme,
+            TargetError::MissingAuthority => Reason::MissingAuthority,
+            TargetError::RelativePath => Reason::RelativePath,
+            TargetError::DotSegment => Reason::DotSegment,
+            TargetError::BadPath => Reason::BadPath,
+            TargetError::BadEscape => Reason::BadEscape,
         }
     }
 }

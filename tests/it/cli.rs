@@ -169,6 +169,34 @@ fn token_hash_reads_stdin() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), hash("demo-token"));
 }
 
+/// `cordon reasons` is the README's table, and one code's line says how the sandbox was answered; a wrong code
+/// says the closest one.
+#[test]
+fn reasons_are_the_readmes_table_and_a_wrong_code_names_the_closest() {
+    let all = Command::new(BIN).arg("reasons").output().unwrap();
+    assert!(all.status.success());
+    let table = String::from_utf8_lossy(&all.stdout).into_owned();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains(&table), "{table}");
+    assert!(table.lines().count() > 100, "{table}");
+    let one = Command::new(BIN)
+        .args(["reasons", "method_not_allowed"])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&one.stdout).into_owned();
+    assert!(
+        one.status.success() && line.starts_with("method_not_allowed  403  "),
+        "{line}"
+    );
+    let wrong = Command::new(BIN)
+        .args(["reasons", "method_not_alowed"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&wrong.stderr).into_owned();
+    assert_eq!(wrong.status.code(), Some(2), "{said}");
+    assert!(said.contains("did you mean method_not_allowed?"), "{said}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn run_with_curl_through_the_proxy() {
     let up = upstream("127.0.0.2").await;

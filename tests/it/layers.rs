@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["version"],
+    &["version", "reason"],
     &[
         "addr",
         "target",
