@@ -92,7 +92,8 @@ enum Command {
         #[arg(long)]
         sandbox: String,
     },
-    /// Run a command in a network namespace whose only way out is cordon (Linux, root).
+    /// Run a command whose only way out is cordon (Linux, bubblewrap): in a network namespace as root, or with
+    /// --project as you, without root.
     Jail(jail::JailArgs),
     /// Inside a jail without root: relay the proxy's address to cordon and run the command (used by `cordon
     /// jail --project`).
