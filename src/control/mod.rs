@@ -1,10 +1,12 @@
-//! The control plane's model: sandboxes created at run time, their signed proxy credentials, the durable
-//! store they live in, and the registry of what each sandbox has open.
+//! The control plane's model: sandboxes created at run time, the checks that judge them (expiry, revocation,
+//! labels, their own policy), and the durable store they live in: SQLite (a file several processes on one host
+//! may share) or PostgreSQL (shared by replicas). What each sandbox has open is `session`'s; their proxy
+//! credentials are `identity::signed`'s (HS256 tokens carrying the id, owner, policy, a per-creation nonce and
+//! the expiry at issue, so any replica holding the shared key verifies one at once).
 //!
-//! Credentials are HS256 tokens carrying the sandbox id, owner, policy, a per-creation nonce and the expiry
-//! at issue, so any replica holding the shared key can verify one at once. The store (SQLite, which several
-//! processes may share) is the shared revocation list and the record of renewals; each replica keeps it in
-//! memory and re-reads it when another process has written. See docs/control-plane.md.
+//! The store is the shared revocation list and the record of renewals; each replica keeps it in memory and
+//! re-reads it when another process has written (SQLite's `data_version`, PostgreSQL's notifications). See
+//! docs/control-plane.md.
 
 mod backend;
 mod fields;

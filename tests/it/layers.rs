@@ -206,3 +206,47 @@ fn the_import_scanner_sees_what_it_must() {
         "use crate::a; "
     );
 }
+
+/// The maps name only files that are there: every `src/...` and `tests/...` path the README, docs/ and the
+/// crate doc mention exists (a map that names a file long gone sends its reader nowhere).
+#[test]
+fn the_maps_name_only_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md"), root.join("src/lib.rs")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            docs.push(path);
+        }
+    }
+    let mut missing = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (at, _) in text.match_indices("src/").chain(text.match_indices("tests/")) {
+            if at > 0
+                && text[..at]
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '.')
+            {
+                continue;
+            }
+            let path: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.' | '-'))
+                .collect();
+            let path = path.trim_end_matches(['.', '/']);
+            // Only what looks like a file or folder of this repository (not `src/` of another project's example).
+            let is_ours = path.ends_with(".rs") || path.ends_with(".py") || path.ends_with(".sh");
+            if is_ours && !path.contains("...") && !root.join(path).exists() {
+                missing.push(format!("{}: {path}", doc.strip_prefix(root).unwrap().display()));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "paths named in the docs that do not exist: {missing:#?}"
+    );
+}
