@@ -367,8 +367,9 @@ impl Pending {
         self.down.clone()
     }
 
-    /// Drop without a record (for attempts counted in an aggregate record instead).
-    pub(crate) fn discard(mut self) {
+    /// This exchange is counted in an aggregate record (an address throttled for failed logins), not one of
+    /// its own: nothing is emitted for it.
+    pub(crate) fn counted_elsewhere(&mut self) {
         self.done = true;
     }
 

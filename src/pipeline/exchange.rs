@@ -9,10 +9,7 @@ use super::input::{Ask, Input, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
-use crate::credentials::mask::Masker;
-use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
-use crate::limits::Meter;
 use crate::session::scope::ConnScope;
 use crate::state::{Generation, ProxyState};
 
@@ -35,18 +32,6 @@ pub(super) struct Exchange {
     pub(super) original_dst: Option<OriginalDst>,
     /// The client connection, tied to the sandboxes identified on it.
     pub(super) conn: Option<Arc<ConnScope>>,
-    /// Counts plain-HTTP body bytes against the sandbox's byte budget (tunnels count at their stream).
-    pub(super) meter: Option<Arc<dyn Meter>>,
-    /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
-    pub(super) masker: Option<Arc<Masker>>,
-    /// The request was signed with AWS keys: key material is masked in what comes back.
-    pub(super) aws_keys: bool,
-    /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
-    pub(super) tokens: bool,
-    /// What the request body's scan found, if it ended the upload.
-    pub(super) verdict: Option<Verdict>,
-    /// Counted in an aggregate record instead of one of its own.
-    pub(super) suppressed: bool,
     pub(super) audit: audit::Pending,
 }
 
@@ -101,12 +86,6 @@ impl Exchange {
             client: input.client,
             original_dst,
             conn: input.conn.clone(),
-            meter: None,
-            masker: None,
-            aws_keys: false,
-            tokens: false,
-            verdict: None,
-            suppressed: false,
             audit,
         }
     }
@@ -166,11 +145,7 @@ impl Exchange {
             _ => (Some(resp.status().as_u16()), err.audit_detail()),
         };
         self.audit.refused(err.is_refusal(), status, err.reason(), detail);
-        if self.suppressed {
-            self.audit.discard();
-        } else {
-            self.audit.finish();
-        }
+        self.audit.finish();
         resp
     }
 }

@@ -10,7 +10,7 @@ use crate::audit::Kind;
 use crate::error::{ProxyError, TunnelEnd};
 use crate::identity::{self, AuthFailure, Sandbox};
 use crate::limits::Refusal;
-use crate::session::admission::{self, BudgetMeter};
+use crate::session::admission;
 use crate::state::ProxyState;
 
 impl Exchange {
@@ -60,9 +60,6 @@ impl Exchange {
             conn.attach(&state.sessions, &state.limits(), &sandbox, self.kind != Kind::Connect)
                 .map_err(ProxyError::Limited)?;
         }
-        if self.kind == Kind::Http {
-            self.meter = BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone());
-        }
         Ok(sandbox)
     }
 
@@ -103,7 +100,7 @@ impl Exchange {
 
     fn throttled(&mut self, state: &ProxyState, refusal: Refusal) -> ProxyError {
         state.auth_bursts.count(self.client.ip());
-        self.suppressed = true;
+        self.audit.counted_elsewhere();
         ProxyError::Limited(refusal)
     }
 }

@@ -14,16 +14,19 @@ use super::checks::Decision;
 use super::dry::{CredentialUse, Note};
 use super::exchange::Exchange;
 use super::input::{Inside, Outcome};
+use super::respond::Reply;
 use crate::approval::{self, Outcome as Approval};
-use crate::audit::ApprovalRecord;
+use crate::audit::{ApprovalRecord, Kind};
 use crate::body::{Counted, ProxyBody};
 use crate::credentials::body::Read;
+use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
-use crate::limits::Refusal;
+use crate::limits::{Meter, Refusal};
 use crate::policy::Action;
 use crate::reason::Reason;
+use crate::session::admission::BudgetMeter;
 use crate::target::Target;
 use crate::upstream::send::send;
 
@@ -47,8 +50,10 @@ pub(super) async fn forward(
 ) -> Outcome {
     // Only inside an interception: a plain request that asks to upgrade is forwarded as a plain request.
     let websocket = inside.is_some() && is_websocket(&req);
+    // Plain HTTP bodies count against the sandbox's byte budget here (a tunnel counts at its stream).
+    let meter = ex.meter(&sandbox);
     let prepared = async {
-        let mut out = ex.outgoing(req, &target, inside.is_some())?;
+        let mut out = ex.outgoing(req, &target, inside.is_some(), meter.clone())?;
         if websocket {
             out.headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("upgrade"));
@@ -67,11 +72,11 @@ pub(super) async fn forward(
         // Before any credential is attached, so nothing secret is ever shown to the approver.
         ex.approve(&sandbox, &target, &decision, &mut out).await?;
         // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
-        ex.credentials(&sandbox, &target, &decision, &mut out).await?;
-        Ok(out)
+        let (reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
+        Ok((out, reply, scan))
     }
     .await;
-    let out = match prepared {
+    let (out, reply, mut scan) = match prepared {
         Ok(out) => out,
         Err(e) => return ex.refuse(e),
     };
@@ -91,11 +96,11 @@ pub(super) async fn forward(
     let pool = if websocket { &clients.http1 } else { &clients.any };
     let timeout = ex.generation.config.timeouts.upstream_headers;
     match send(pool, out, timeout).await {
-        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials),
-        Ok(resp) => ex.respond(resp.map(crate::body::boxed)),
+        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials, reply),
+        Ok(resp) => ex.respond(resp.map(crate::body::boxed), reply),
         Err(e) => {
             // The body scan ended the upload: the sandbox hears why, not that the upstream failed.
-            let e = ex.scan_refusal(&sandbox).unwrap_or(e);
+            let e = ex.scan_refusal(&sandbox, &mut scan).unwrap_or(e);
             ex.refuse(e)
         }
     }
@@ -109,6 +114,7 @@ impl Exchange {
         req: Request<ProxyBody>,
         target: &Target,
         intercepted: bool,
+        meter: Option<Arc<dyn Meter>>,
     ) -> Result<Request<ProxyBody>, ProxyError> {
         let (scheme, default_port) = if intercepted {
             (Scheme::HTTPS, 443)
@@ -134,7 +140,7 @@ impl Exchange {
             })?;
         parts.version = Version::HTTP_11;
         let body = Counted::new(body, self.audit.up_counter(), None::<()>)
-            .metered(self.meter.clone(), true)
+            .metered(meter, true)
             .boxed_unsync();
         Ok(Request::from_parts(parts, body))
     }
@@ -229,14 +235,17 @@ impl Exchange {
     }
 
     /// Check placeholders and apply the credentials the decision found usable; the audit record names the
-    /// credentials applied (never their values).
+    /// credentials applied (never their values). Returns what the response step needs to keep secrets in (its
+    /// masking, and `meter` for the body coming back) and the request body's scan, which the send step asks when
+    /// the upload ended early.
     async fn credentials(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
         decision: &Decision,
         req: &mut Request<ProxyBody>,
-    ) -> Result<(), ProxyError> {
+        meter: Option<Arc<dyn Meter>>,
+    ) -> Result<(Reply, Option<Verdict>), ProxyError> {
         let generation = self.generation.clone();
         let Some(policy) = decision.policy.as_deref() else {
             return Err(ProxyError::Internal);
@@ -259,7 +268,7 @@ impl Exchange {
                 };
                 self.note(Note::Credential(name.clone(), usage));
             }
-            return Ok(());
+            return Ok((Reply::default(), None));
         }
         let (mut parts, body) = std::mem::replace(req, Request::new(crate::body::empty())).into_parts();
         let applied = generation
@@ -267,15 +276,27 @@ impl Exchange {
             .apply(sandbox, policy, &decision.credentials, &mut parts, body)
             .await?;
         *req = Request::from_parts(parts, applied.body);
-        self.verdict = applied.verdict;
         if let Some(state) = self.state() {
             super::budget::take(state, &generation, sandbox, &applied.names)?;
         }
-        self.aws_keys = generation.credentials.signs_aws(&applied.names);
-        self.tokens = applied.tokens;
+        let reply = Reply {
+            meter,
+            aws_keys: generation.credentials.signs_aws(&applied.names),
+            tokens: applied.tokens,
+            masker: generation.credentials.masker(sandbox, policy, &decision.masked).await?,
+        };
         self.audit.credentials(applied.names);
-        self.masker = generation.credentials.masker(sandbox, policy, &decision.masked).await?;
-        Ok(())
+        Ok((reply, applied.verdict))
+    }
+
+    /// The meter of a plain HTTP exchange's bodies, against the sandbox's byte budget (none in a dry run, and none
+    /// for a request inside a tunnel, whose stream counts).
+    fn meter(&self, sandbox: &Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
+        let state = self.state()?;
+        if self.kind != Kind::Http {
+            return None;
+        }
+        BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone())
     }
 }
 

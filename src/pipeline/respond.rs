@@ -15,22 +15,38 @@ use super::input::{Outcome, TunnelRecord, WebSocketGuard};
 use crate::body::{Counted, ProxyBody};
 use crate::credentials::codings::Codings;
 use crate::credentials::envelope::mask_head;
+use crate::credentials::mask::Masker;
 use crate::credentials::masked_body::MaskedBody;
 use crate::credentials::outgoing::refusal;
+use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
+use crate::limits::Meter;
 use crate::upstream::pool::Dialled;
+
+/// What the response step needs to keep the sandbox's secrets in, handed over by the credentials step.
+#[derive(Default)]
+pub(super) struct Reply {
+    /// Counts a plain HTTP response body against the sandbox's byte budget.
+    pub(super) meter: Option<Arc<dyn Meter>>,
+    /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
+    pub(super) masker: Option<Arc<Masker>>,
+    /// The request was signed with AWS keys: key material is masked in what comes back.
+    pub(super) aws_keys: bool,
+    /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
+    pub(super) tokens: bool,
+}
 
 impl Exchange {
     /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when
     /// the body ends).
-    pub(super) fn respond(mut self, resp: Response<ProxyBody>) -> Outcome {
+    pub(super) fn respond(mut self, resp: Response<ProxyBody>, reply: Reply) -> Outcome {
         let (mut parts, mut body) = resp.into_parts();
         if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
             self.audit.dialled(addr.to_string());
         }
-        if let Some(masker) = self.masker.clone() {
+        if let Some(masker) = reply.masker.clone() {
             // Every coding the body went through, read before the hop-by-hop `Transfer-Encoding` is stripped:
             // hyper undoes only `chunked`, and a `gzip, chunked` body arrives gzipped.
             // SECURITY: a body cordon cannot read cannot be masked: refused, not passed on.
@@ -49,14 +65,14 @@ impl Exchange {
         } else {
             headers::strip_response(&mut parts.headers);
         }
-        if self.aws_keys {
+        if reply.aws_keys {
             // SECURITY: no AWS key material reaches the sandbox (credentials/aws/key_mask.rs).
             body = match crate::credentials::mask_aws_keys(&mut parts.headers, body) {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
-        if self.tokens {
+        if reply.tokens {
             // SECURITY: a minting call let through hands the sandbox no token (credentials/aws/key_mask.rs).
             body = match crate::credentials::mask_tokens(&mut parts.headers, body) {
                 Ok(body) => body,
@@ -69,7 +85,7 @@ impl Exchange {
         Outcome::Respond(Response::from_parts(
             parts,
             Counted::new(body, down, Some(audit))
-                .metered(self.meter, false)
+                .metered(reply.meter, false)
                 .boxed_unsync(),
         ))
     }
@@ -78,16 +94,16 @@ impl Exchange {
     /// the WebSocket's audit record, masker and scanner travel in the response's extensions (beside the
     /// upstream's upgraded stream, `hyper::upgrade::on`) for the entry to relay the frames with; `allowed`
     /// are the credentials whose secrets may be sent on it.
-    pub(super) fn respond_upgrade(mut self, resp: Response<Incoming>, allowed: Vec<String>) -> Outcome {
+    pub(super) fn respond_upgrade(mut self, resp: Response<Incoming>, allowed: Vec<String>, reply: Reply) -> Outcome {
         if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
-            return self.respond(resp.map(crate::body::boxed));
+            return self.respond(resp.map(crate::body::boxed), reply);
         }
         let (mut parts, _) = resp.into_parts();
         if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
             self.audit.dialled(addr.to_string());
         }
         headers::strip_response(&mut parts.headers);
-        if let Some(masker) = &self.masker {
+        if let Some(masker) = &reply.masker {
             mask_head(masker, &mut parts);
         }
         if parts.headers.contains_key(SEC_WEBSOCKET_EXTENSIONS) {
@@ -101,7 +117,7 @@ impl Exchange {
         self.audit.status(parts.status.as_u16());
         let detector = self.generation.credentials.detector();
         parts.extensions.insert(WebSocketGuard {
-            masker: self.masker.clone(),
+            masker: reply.masker.clone(),
             detector,
             allowed,
             max: (
@@ -114,8 +130,8 @@ impl Exchange {
     }
 
     /// The refusal a request body scan ended the upload with, if it did.
-    pub(super) fn scan_refusal(&mut self, sandbox: &Sandbox) -> Option<ProxyError> {
-        let found = self.verdict.take()?.take()?;
+    pub(super) fn scan_refusal(&self, sandbox: &Sandbox, scan: &mut Option<Verdict>) -> Option<ProxyError> {
+        let found = scan.take()?.take()?;
         Some(refusal(&found, sandbox, &self.generation.credentials))
     }
 }
