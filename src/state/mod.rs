@@ -36,7 +36,6 @@ mod policies;
 mod previews_open;
 mod shared;
 pub(crate) mod violations;
-mod violations_act;
 
 pub use generation::Generation;
 use generation::generate_if_file;
