@@ -32,7 +32,7 @@ use clap::{Parser, Subcommand};
 
 use crate::identity;
 pub(crate) use args::ConfigArg;
-use args::load;
+use args::{load, load_as, stderr_for};
 
 #[derive(Parser)]
 #[command(
@@ -130,10 +130,13 @@ enum TokenCommand {
 pub fn main(on_idle: fn()) -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
-        Command::Run(arg) => match load(&arg) {
-            Ok(config) => run::run(config, arg.config.clone(), on_idle),
-            Err(code) => code,
-        },
+        Command::Run(arg) => {
+            let loaded = stderr_for(&arg).and_then(|out| load_as(&arg, out));
+            match loaded {
+                Ok((config, out)) => run::run(config, arg.config.clone(), on_idle, out),
+                Err(code) => code,
+            }
+        }
         Command::JailRelay(args) => jail::relay(args),
         Command::Jail(args) => match load(&ConfigArg {
             config: args.config.clone(),
@@ -143,14 +146,14 @@ pub fn main(on_idle: fn()) -> ExitCode {
         },
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
-        Command::Check(arg) => match load(&arg) {
-            Ok(config) => {
+        Command::Check(arg) => match stderr_for(&arg).and_then(|out| load_as(&arg, out)) {
+            Ok((config, out)) => {
                 let refused = ca::refused_cas(&config);
                 if !refused.is_empty() {
                     for e in &refused {
-                        eprintln!("{}: {e}", config.source);
+                        out.error_in_file(&format!("{}: {e}", config.source));
                     }
-                    eprintln!("cordon: {} error(s); cordon run would refuse to start", refused.len());
+                    out.error(&format!("{} error(s); cordon run would refuse to start", refused.len()));
                     return ExitCode::from(2);
                 }
                 check::print_summary(&config);

@@ -58,6 +58,7 @@ mod jail_user;
 mod layers;
 mod lifecycle;
 mod limits;
+mod log_format;
 mod netns;
 mod one_policy;
 mod openapi;
