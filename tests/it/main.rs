@@ -59,6 +59,7 @@ mod layers;
 mod lifecycle;
 mod limits;
 mod log_format;
+mod metric_decisions;
 mod netns;
 mod one_policy;
 mod openapi;
