@@ -69,6 +69,7 @@ pub mod server;
 mod session;
 pub mod state;
 mod supervise;
+mod systemd;
 pub mod target;
 pub mod tls;
 mod upstream;

@@ -226,7 +226,12 @@ async fn serve(
         tracing::info!("preview listener on {a} (preview URLs into sandboxes, opened with signed links)");
         listeners.push((l, server::Entry::Preview));
     }
-    server::serve(listeners, state, server::shutdown_signal()).await;
+    crate::systemd::ready(&format!("listening on {bound} ({summary})"));
+    let shutdown = async {
+        server::shutdown_signal().await;
+        crate::systemd::stopping();
+    };
+    server::serve(listeners, state, shutdown).await;
     stop_admin.cancel();
     ExitCode::SUCCESS
 }

@@ -83,6 +83,7 @@ mod secrets_mask;
 mod secrets_rig;
 mod secrets_scan;
 mod sources;
+mod systemd_notify;
 mod tls_rig;
 mod token_minting;
 mod token_minting_rig;
