@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::logging::Stderr;
 
 /// The configuration file a command reads.
-#[derive(clap::Args, Default)]
+#[derive(clap::Args)]
 pub(crate) struct ConfigArg {
     /// Configuration file (default: the embedded config/cordon.yaml). Also read from CORDON_CONFIG.
     #[arg(long, env = "CORDON_CONFIG")]

@@ -129,7 +129,15 @@ enum TokenCommand {
 /// (nothing left to run), at most once a second per worker.
 pub fn main(on_idle: fn()) -> ExitCode {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
+    // Plain `cordon` is `cordon run`, CORDON_CONFIG included (clap reads it only for a subcommand it parsed).
+    let command = cli.command.unwrap_or_else(|| {
+        Command::Run(ConfigArg {
+            config: std::env::var_os("CORDON_CONFIG")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+        })
+    });
+    match command {
         Command::Run(arg) => {
             let loaded = stderr_for(&arg).and_then(|out| load_as(&arg, out));
             match loaded {

@@ -15,6 +15,7 @@ mod aws_sigv4;
 mod build_info;
 mod ca_hints;
 mod cli;
+mod cli_default;
 mod connect;
 mod containers;
 mod control;
