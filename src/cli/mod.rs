@@ -48,6 +48,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the proxy (the default when no command is given).
+    ///
+    /// Operational logs go to stderr: CORDON_LOG sets the level, CORDON_LOG_FORMAT=text|json the format (over
+    /// the configuration's log.format, and for its errors too).
     Run(ConfigArg),
     /// Validate a configuration and print a summary; exit 2 listing every error.
     Check(ConfigArg),
