@@ -1,8 +1,8 @@
 //! `log.format: json` and `CORDON_LOG_FORMAT`, through the binary: every line cordon writes on stderr is a JSON
 //! object with `level` and `message`, the fatal start-up errors too (the configuration's errors, a port in use,
-//! a CA folder that is a file), whichever way json is chosen; the variable overrides the file, applies before
-//! the file is read (so a file that is not YAML has its error in JSON too), and a value it does not know is an
-//! error that names it.
+//! a CA folder that is a file, a CA made for another policy, by `run` and by `check`), whichever way json is
+//! chosen; the variable overrides the file, applies before the file is read (so a file that is not YAML has its
+//! error in JSON too), and a value it does not know is an error that names it.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -269,4 +269,43 @@ fn operational_logs_can_be_json_lines_for_a_log_pipeline() {
         err.contains("log.format: \"yaml\" is not a log format; write text or json"),
         "{err}"
     );
+}
+
+#[test]
+fn a_ca_made_for_another_policy_is_refused_in_json_by_run_and_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let port = free_port();
+    let yaml = |host: &str| {
+        format!(
+            "listen: {{ proxy: \"127.0.0.1:{port}\" }}\naudit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
+             sandboxes:\n  - {{ id: demo, user: u, token_sha256: {}, policy: web }}\n\
+             policies:\n  web:\n    allow:\n      - {{ host: {host} }}\n",
+            crate::rig::hash("tok")
+        )
+    };
+    let first = dir.path().join("first.yaml");
+    std::fs::write(&first, yaml("first.test")).unwrap();
+    let (code, err) = cordon_with(
+        &["ca", "export", "--sandbox", "demo", "--config", first.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    // The same CA folder, for a policy that intercepts another host.
+    let second = dir.path().join("second.yaml");
+    std::fs::write(&second, yaml("second.test")).unwrap();
+    for (command, expected) in [("run", 1), ("check", 2)] {
+        let (code, stderr) = cordon_with(
+            &[command, "--config", second.to_str().unwrap()],
+            &[("CORDON_LOG_FORMAT", "json")],
+        );
+        assert_eq!(code, expected, "{command}: {stderr}");
+        let lines = json_lines(&stderr);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["level"] == "ERROR" && l["message"].as_str().unwrap().contains("second.test")),
+            "{command}: no ERROR naming the host the CA cannot sign for:\n{stderr}"
+        );
+    }
 }
