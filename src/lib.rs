@@ -25,9 +25,9 @@
 //! | 5 | `session`, `credentials`, `approval`, `logging`, `preview` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output; preview links, sessions and their names |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 3 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
-//! | 2 | `identity`, `policy`, `net`, `body`, `pg` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry |
-//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `metrics`, `file_lock`, `secret_file`, `supervise`, `rfc3339` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; metrics; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps |
-//! | 0 | `version`, `reason` | the version, the commit and the build date (`--version`, `cordon_build_info`); every reason code, its answer and its meaning (the README's table is made from it) |
+//! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe) |
+//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping |
+//! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
 
@@ -72,6 +72,7 @@ pub mod server;
 mod session;
 pub mod state;
 mod supervise;
+mod systemd;
 pub mod target;
 pub mod tls;
 mod upstream;

@@ -19,6 +19,9 @@ use crate::audit::writer as audit_writer;
 use crate::audit::{self, LineSink};
 use crate::config::{AuditChain, AuditConfig, LogFormat};
 
+mod lines;
+pub(crate) use lines::Stderr;
+
 /// Where audit records go. Records still queued are written out when this is dropped: keep it until the
 /// end.
 #[must_use = "dropping it at once stops the audit writer"]

@@ -75,8 +75,8 @@ type U64Gauge = Gauge<u64, AtomicU64>;
 pub(crate) struct Metrics {
     /// Owns the descriptors; the handles below share their values with it.
     registry: Registry,
-    requests: Family<RequestLabels<3>, Counter>,
-    durations: Family<RequestLabels<2>, Histogram, fn() -> Histogram>,
+    requests: Family<RequestLabels<4>, Counter>,
+    durations: Family<RequestLabels<3>, Histogram, fn() -> Histogram>,
     connections: Family<Labels<1>, Gauge>,
     tunnels: Family<Labels<2>, Gauge>,
     cert_hits: Counter,
@@ -105,8 +105,8 @@ impl Metrics {
     /// Build every metric and register it; all counters start at zero.
     pub(crate) fn new() -> Metrics {
         let mut registry = Registry::default();
-        let requests = Family::<RequestLabels<3>, Counter>::default();
-        let durations: Family<RequestLabels<2>, Histogram, fn() -> Histogram> =
+        let requests = Family::<RequestLabels<4>, Counter>::default();
+        let durations: Family<RequestLabels<3>, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(latency_histogram);
         let connections = Family::<Labels<1>, Gauge>::default();
         let tunnels = Family::<Labels<2>, Gauge>::default();
@@ -142,12 +142,13 @@ impl Metrics {
 
         registry.register(
             "cordon_requests",
-            "Requests and CONNECT tunnels finished, by kind, policy decision and reason code",
+            "Requests and CONNECT tunnels finished, by kind, decision and reason code as their audit records say, and \
+             outcome (error: let through, then failed)",
             requests.clone(),
         );
         registry.register_with_unit(
             "cordon_request_duration",
-            "Time from the start of a request or tunnel to its end, by kind and decision",
+            "Time from the start of a request or tunnel to its end, by kind, decision and outcome",
             Unit::Seconds,
             durations.clone(),
         );
@@ -238,27 +239,37 @@ impl Metrics {
         }
     }
 
-    /// One finished request or tunnel.
+    /// One finished request or tunnel, labelled as its audit record says.
     ///
-    /// `kind` is `"http"`, `"connect"`, `"https"` or `"malformed"`; `decision` is `"allow"`,
-    /// `"deny"`, `"would_deny"` or `"error"`; `reason` is a short code such as `"no_rule"` or
-    /// `"auth_missing"`, empty for none (exported as `"none"`); `latency` runs from start to end.
-    pub(crate) fn request(&self, kind: &'static str, decision: &'static str, reason: &str, latency: Duration) {
+    /// `kind` is `"http"`, `"connect"`, `"https"` or `"malformed"` (and the other record kinds); `decision` is
+    /// the record's: `"allow"`, `"deny"` or `"would_deny"`; `outcome` is `"error"` when an exchange let through
+    /// then failed (the record's `error`: the upstream refused, timed out or reset), `"ok"` otherwise; `reason`
+    /// is the record's code such as `"no_rule"` or `"upstream_failed"`, empty for none (exported as `"none"`);
+    /// `latency` runs from start to end.
+    pub(crate) fn request(
+        &self,
+        kind: &'static str,
+        decision: &'static str,
+        outcome: &'static str,
+        reason: &str,
+        latency: Duration,
+    ) {
         let reason = if reason.is_empty() {
             Cow::Borrowed("none")
         } else {
             Cow::Owned(reason.to_owned())
         };
-        let (kind, decision) = (Cow::Borrowed(kind), Cow::Borrowed(decision));
+        let (kind, decision, outcome) = (Cow::Borrowed(kind), Cow::Borrowed(decision), Cow::Borrowed(outcome));
         self.requests
             .get_or_create(&[
                 ("kind", kind.clone()),
                 ("decision", decision.clone()),
+                ("outcome", outcome.clone()),
                 ("reason", reason),
             ])
             .inc();
         self.durations
-            .get_or_create(&[("kind", kind), ("decision", decision)])
+            .get_or_create(&[("kind", kind), ("decision", decision), ("outcome", outcome)])
             .observe(latency.as_secs_f64());
     }
 

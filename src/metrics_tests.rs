@@ -94,9 +94,9 @@ fn requests_counted_exactly_across_threads() {
     let metrics = Metrics::new();
     on_threads(8, |index| {
         for _ in 0..250 {
-            metrics.request("http", "allow", "", Duration::from_micros(100));
+            metrics.request("http", "allow", "ok", "", Duration::from_micros(100));
             if index % 2 == 0 {
-                metrics.request("connect", "deny", "no_rule", Duration::from_millis(3));
+                metrics.request("connect", "deny", "ok", "no_rule", Duration::from_millis(3));
             }
         }
     });
@@ -118,10 +118,10 @@ fn latency_histogram_counts_and_buckets() {
     let metrics = Metrics::new();
     on_threads(4, |_| {
         for _ in 0..100 {
-            metrics.request("https", "allow", "", Duration::from_millis(3));
+            metrics.request("https", "allow", "ok", "", Duration::from_millis(3));
         }
     });
-    metrics.request("https", "allow", "", Duration::from_secs(120));
+    metrics.request("https", "allow", "ok", "", Duration::from_secs(120));
     let samples = parse(&metrics.encode());
     let labels = [("kind", "https"), ("decision", "allow")];
     assert_eq!(
@@ -346,7 +346,7 @@ fn fresh_exposition_lists_only_families_with_series() {
 #[test]
 fn exposition_is_openmetrics_with_help_and_eof() {
     let metrics = Metrics::new();
-    metrics.request("http", "allow", "", Duration::from_millis(1));
+    metrics.request("http", "allow", "ok", "", Duration::from_millis(1));
     metrics.connection_opened("s");
     metrics.tunnel_opened("s", "tunnel");
     metrics.token_mint("c", true);

@@ -246,7 +246,9 @@ impl Reloader {
                     tokio::spawn(async move {
                         while hup.recv().await.is_some() {
                             let Some(state) = weak.upgrade() else { return };
+                            crate::systemd::reloading();
                             let _ = me.reload(&state, Trigger::Signal).await;
+                            crate::systemd::reloaded();
                         }
                     });
                 }

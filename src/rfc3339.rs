@@ -39,6 +39,13 @@ pub(crate) fn now_millis() -> String {
     millis(SystemTime::now())
 }
 
+/// Now, to the microsecond, as the operational log's JSON lines write their `timestamp`:
+/// `2026-12-02T23:08:26.123456Z`.
+pub(crate) fn now_micros() -> String {
+    let format = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z");
+    utc(SystemTime::now()).format(&format).unwrap_or_default()
+}
+
 /// An RFC 3339 time of any precision and offset, or `None` if `text` is not one (or lies before 1970).
 pub(crate) fn parse(text: &str) -> Option<SystemTime> {
     let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;

@@ -23,15 +23,21 @@ pub struct Metered {
 
 impl Sink for Metered {
     fn write(&self, r: &Record) {
+        // The record's own decision: a request allowed and then failed upstream is an `allow` in both, with
+        // `outcome="error"` in the metric and its `error` in the record.
         let decision = match r.decision() {
-            Verdict::Deny => "deny",
-            _ if r.has_error() => "error",
             Verdict::Allow => "allow",
+            Verdict::Deny => "deny",
             Verdict::WouldDeny => "would_deny",
+        };
+        let outcome = if r.decision() != Verdict::Deny && r.has_error() {
+            "error"
+        } else {
+            "ok"
         };
         let latency = std::time::Duration::from_secs_f64((r.duration_ms() / 1e3).max(0.0));
         self.metrics
-            .request(r.kind().as_str(), decision, r.reason().unwrap_or(""), latency);
+            .request(r.kind().as_str(), decision, outcome, r.reason().unwrap_or(""), latency);
         self.inner.write(r);
     }
     fn health(&self) -> Option<&super::Health> {

@@ -48,6 +48,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the proxy (the default when no command is given).
+    ///
+    /// Operational logs go to stderr: CORDON_LOG sets the level, CORDON_LOG_FORMAT=text|json the format (over
+    /// the configuration's log.format, and for its errors too).
     Run(ConfigArg),
     /// Validate a configuration and what a start would refuse (folders, the audit file, every secret from a
     /// local source), print a summary; exit 2 listing every error. No network unless --probe.
@@ -137,11 +140,22 @@ enum TokenCommand {
 /// (nothing left to run), at most once a second per worker.
 pub fn main(on_idle: fn()) -> ExitCode {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Run(ConfigArg::default())) {
-        Command::Run(arg) => match load_startable(&arg) {
-            Ok(config) => run::run(config, arg.config.clone(), on_idle),
-            Err(code) => code,
-        },
+    // Plain `cordon` is `cordon run`, CORDON_CONFIG included (clap reads it only for a subcommand it parsed).
+    let command = cli.command.unwrap_or_else(|| {
+        Command::Run(ConfigArg {
+            config: std::env::var_os("CORDON_CONFIG")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from),
+        })
+    });
+    match command {
+        Command::Run(arg) => {
+            let loaded = load_startable(&arg);
+            match loaded {
+                Ok((config, out)) => run::run(config, arg.config.clone(), on_idle, out),
+                Err(code) => code,
+            }
+        }
         Command::JailRelay(args) => jail::relay(args),
         Command::Jail(args) => match load(&ConfigArg {
             config: args.config.clone(),
@@ -152,7 +166,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
         Command::Check(args) => match load_startable(&args.config) {
-            Ok(config) => check::main(&config, args.probe),
+            Ok((config, _)) => check::main(&config, args.probe),
             Err(code) => code,
         },
         Command::Explain {

@@ -6,19 +6,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::logging::Stderr;
 use crate::reload::Reloader;
 use crate::state::ProxyState;
 use crate::{admin, logging, server};
 
 /// Run until a shutdown signal, then drain; `on_idle` runs on a worker about to park, at most once a second per
-/// worker ([`when_due`]).
-pub(crate) fn run(config: Config, path: Option<PathBuf>, on_idle: fn()) -> ExitCode {
+/// worker ([`when_due`]). `out` writes what stops the start, in the operational log's format.
+pub(crate) fn run(config: Config, path: Option<PathBuf>, on_idle: fn(), out: Stderr) -> ExitCode {
     // Declared before the audit writer, so it is dropped after it: the writer's last lines reach the spool first.
     let mut exporter = None;
-    let audit = match logging::init(&config.audit, &config.audit_chain, config.log_format) {
+    let audit = match logging::init(&config.audit, &config.audit_chain, out.format()) {
         Ok(audit) => audit,
         Err(e) => {
-            eprintln!("cordon: {e}");
+            out.error(&e);
             return ExitCode::FAILURE;
         }
     };
@@ -29,11 +30,11 @@ pub(crate) fn run(config: Config, path: Option<PathBuf>, on_idle: fn()) -> ExitC
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cordon: cannot start the runtime: {e}");
+            out.error(&format!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(serve(config, &audit, path, &mut exporter))
+    rt.block_on(serve(config, &audit, path, &mut exporter, out))
 }
 
 /// How often at most a worker that parks calls the idle hook.
@@ -105,9 +106,10 @@ fn probe_at_start(state: &Arc<ProxyState>, path: Option<&std::path::Path>) {
     });
 }
 
-async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ExitCode> {
+/// A TCP listener on `addr` (the setting `what`); when it cannot be opened, the error is written.
+async fn bind(addr: std::net::SocketAddr, what: &str, out: Stderr) -> Result<tokio::net::TcpListener, ExitCode> {
     tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        eprintln!("cordon: cannot listen on {addr} ({what}): {e}");
+        out.error(&format!("cannot listen on {addr} ({what}): {e}"));
         ExitCode::FAILURE
     })
 }
@@ -117,18 +119,19 @@ async fn serve(
     audit_out: &logging::Audit,
     path: Option<PathBuf>,
     exporter: &mut Option<crate::otlp::Exporter>,
+    out: Stderr,
 ) -> ExitCode {
     let audit = audit_out.sink.clone();
     let audit_key = config.audit_chain.signing_key.clone();
     let otlp = config.audit_chain.otlp.clone();
     let addr = config.listen.proxy;
-    let listener = match bind(addr, "listen.proxy").await {
+    let listener = match bind(addr, "listen.proxy", out).await {
         Ok(l) => l,
         Err(code) => return code,
     };
     let bound = listener.local_addr().unwrap_or(addr);
     let admin_listener = match config.listen.admin {
-        Some(a) => match bind(a, "listen.admin").await {
+        Some(a) => match bind(a, "listen.admin", out).await {
             Ok(l) => Some(l),
             Err(code) => return code,
         },
@@ -139,7 +142,7 @@ async fn serve(
         Some(a) => match crate::entry::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
             Ok(l) => Some(l),
             Err(e) => {
-                eprintln!("cordon: cannot listen on {a} (listen.transparent): {e}");
+                out.error(&format!("cannot listen on {a} (listen.transparent): {e}"));
                 return ExitCode::FAILURE;
             }
         },
@@ -147,7 +150,7 @@ async fn serve(
     };
     let transparent_bound = transparent.as_ref().and_then(|l| l.local_addr().ok());
     let preview = match config.listen.preview {
-        Some(a) => match bind(a, "listen.preview").await {
+        Some(a) => match bind(a, "listen.preview", out).await {
             Ok(l) => Some(l),
             Err(code) => return code,
         },
@@ -158,7 +161,7 @@ async fn serve(
         Some(a) => match crate::entry::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
             Err(e) => {
-                eprintln!("cordon: cannot listen on {a} (listen.dns, UDP and TCP): {e}");
+                out.error(&format!("cannot listen on {a} (listen.dns, UDP and TCP): {e}"));
                 return ExitCode::FAILURE;
             }
         },
@@ -184,7 +187,7 @@ async fn serve(
     let state = match ProxyState::new(config, audit, own).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("cordon: {e}");
+            out.error(&e);
             return ExitCode::FAILURE;
         }
     };
@@ -193,7 +196,7 @@ async fn serve(
         Ok(Some(signer)) => audit_out.sign_checkpoints(signer),
         Ok(None) => {}
         Err(e) => {
-            eprintln!("cordon: {e}");
+            out.error(&e);
             return ExitCode::FAILURE;
         }
     }
@@ -209,7 +212,7 @@ async fn serve(
         {
             Ok(x) => *exporter = Some(x),
             Err(e) => {
-                eprintln!("cordon: {e}");
+                out.error(&e);
                 return ExitCode::FAILURE;
             }
         }
@@ -249,7 +252,12 @@ async fn serve(
         tracing::info!("preview listener on {a} (preview URLs into sandboxes, opened with signed links)");
         listeners.push((l, server::Entry::Preview));
     }
-    server::serve(listeners, state, server::shutdown_signal()).await;
+    crate::systemd::ready(&format!("listening on {bound} ({summary})"));
+    let shutdown = async {
+        server::shutdown_signal().await;
+        crate::systemd::stopping();
+    };
+    server::serve(listeners, state, shutdown).await;
     stop_admin.cancel();
     ExitCode::SUCCESS
 }

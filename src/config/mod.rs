@@ -115,6 +115,22 @@ impl Config {
     }
 }
 
+/// The `log.format` the configuration at `path` (the embedded one when `None`) declares, read leniently: for
+/// the format of its errors, so a file with errors elsewhere still has them written the way it asks. `None`
+/// when the file cannot be read, is not YAML, or declares no format cordon writes.
+pub(crate) fn declared_log_format(path: Option<&Path>) -> Option<LogFormat> {
+    let text = match path {
+        None => EMBEDDED.to_owned(),
+        Some(p) => std::fs::read_to_string(p).ok()?,
+    };
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).ok()?;
+    match value.get("log")?.get("format")?.as_str()? {
+        "text" => Some(LogFormat::Text),
+        "json" => Some(LogFormat::Json),
+        _ => None,
+    }
+}
+
 /// A YAML (or JSON) document as a JSON value, e.g. a sandbox's own policy written in a file for the CLI; the
 /// error names `source` with the line and column.
 pub(crate) fn document(source: &str, text: &str) -> Result<serde_json::Value, String> {

@@ -428,43 +428,6 @@ pub(crate) async fn await_listening(
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn operational_logs_can_be_json_lines_for_a_log_pipeline() {
-    let port = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let yaml = format!(
-        "listen: {{ proxy: \"127.0.0.1:{port}\" }}\naudit: {{ path: {}/audit.log }}\nca: {{ dir: {}/cas }}\nlog: {{ format: json }}\n",
-        dir.path().display(),
-        dir.path().display()
-    );
-    let (mut child, _f) = run_cordon(&yaml, port).await;
-    child.kill().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(!lines.is_empty(), "no operational log at all");
-    for line in &lines {
-        let v: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
-        assert!(
-            v["timestamp"].is_string() && v["level"].is_string() && v["message"].is_string(),
-            "{v}"
-        );
-    }
-    assert!(
-        lines.iter().any(|l| l.contains(&format!("127.0.0.1:{port}"))),
-        "{stderr}"
-    );
-    // A format cordon does not write is refused where it is written.
-    let bad = write_config("log: { format: yaml }\n");
-    let (code, _, err) = cordon(&["check", "--config", bad.path().to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("log.format: \"yaml\" is not a log format; write text or json"),
-        "{err}"
-    );
-}
-
 #[test]
 fn a_policy_file_that_is_missing_or_not_yaml_is_named_before_anything_is_sent() {
     let dir = tempfile::tempdir().unwrap();

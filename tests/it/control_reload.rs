@@ -174,11 +174,11 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
     let m = metrics(&rig).await;
     let get = |k: &str| m.get(k).copied().unwrap_or_else(|| panic!("no {k} in {m:#?}"));
     assert_eq!(
-        get("cordon_requests_total{kind=\"connect\",decision=\"deny\",reason=\"auth_invalid\"}"),
+        get("cordon_requests_total{kind=\"connect\",decision=\"deny\",outcome=\"ok\",reason=\"auth_invalid\"}"),
         1.0
     );
     assert_eq!(
-        get("cordon_requests_total{kind=\"connect\",decision=\"deny\",reason=\"no_rule\"}"),
+        get("cordon_requests_total{kind=\"connect\",decision=\"deny\",outcome=\"ok\",reason=\"no_rule\"}"),
         1.0
     );
     assert_eq!(get("cordon_cert_cache_lookups_total{result=\"miss\"}"), 1.0);
@@ -187,7 +187,7 @@ async fn metrics_count_requests_tunnels_certificates_and_sandboxes() {
         get(&format!("cordon_open_tunnels{{sandbox=\"{id}\",mode=\"intercept\"}}")),
         2.0
     );
-    assert!(get("cordon_request_duration_seconds_count{kind=\"connect\",decision=\"deny\"}") >= 2.0);
+    assert!(get("cordon_request_duration_seconds_count{kind=\"connect\",decision=\"deny\",outcome=\"ok\"}") >= 2.0);
     assert!(
         rig.until(Duration::from_secs(2), || rig
             .state

@@ -6,20 +6,21 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["version", "reason"],
+    &["reason"],
     &[
         "addr",
         "target",
         "limits",
         "framing",
         "dns",
-        "metrics",
         "file_lock",
         "secret_file",
         "supervise",
         "rfc3339",
+        "version",
+        "systemd",
     ],
-    &["body", "identity", "net", "policy", "pg"],
+    &["body", "identity", "net", "policy", "pg", "metrics"],
     &["control", "error", "tls"],
     &["audit", "config", "headers", "upstream"],
     &["approval", "credentials", "session", "logging", "preview"],
