@@ -289,9 +289,8 @@ async fn a_50_mib_masked_download_keeps_memory_flat() {
         "every secret straddling a chunk boundary was masked"
     );
     let after = rig.peak_rss_kib();
-    assert!(
-        after - before < 24 * 1024,
-        "peak RSS grew by {} KiB over a 50 MiB download",
-        after - before
-    );
+    // The peak is read from /proc; on a loaded machine the first reading may come later than the second's
+    // baseline, so the growth is never taken below zero.
+    let grew = after.saturating_sub(before);
+    assert!(grew < 24 * 1024, "peak RSS grew by {grew} KiB over a 50 MiB download");
 }
