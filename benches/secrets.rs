@@ -6,8 +6,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cordon::credentials::detect::Detector;
-use cordon::credentials::mask::Masker;
+use cordon::leak::detect::Detector;
+use cordon::leak::mask::Masker;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use secrecy::SecretString;
 

@@ -26,14 +26,14 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::body::BoxError;
 use crate::config::Config;
-pub use crate::credentials::detect::{Detector, Found};
-pub use crate::credentials::mask::Masker;
-use crate::credentials::masked_body::MaskedBody;
-use crate::credentials::views::views;
 use crate::dns::{Answer, Answerer, Query};
 use crate::framing::FramingGuard;
 pub use crate::identity::AuthFailure;
 use crate::identity::{Identities, RunTime, Sandbox, SandboxSpec, credentials, hash_token, identify};
+pub use crate::leak::detect::{Detector, Found};
+pub use crate::leak::mask::Masker;
+use crate::leak::masked_body::MaskedBody;
+use crate::leak::views::views;
 use crate::net::Guard;
 pub use crate::net::Refusal;
 use crate::target::check_path;

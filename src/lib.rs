@@ -15,18 +15,19 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
-//! | 12 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
-//! | 11 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 10 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
-//! | 9 | `server` | the listeners: accept, cap open connections, drain on shutdown |
-//! | 8 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
-//! | 7 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
-//! | 6 | `state`, `sandbox_env`, `otlp` | the configuration generation in force and what outlives reloads; the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
-//! | 5 | `session`, `credentials`, `approval`, `logging`, `preview` | what a sandbox has open and the only caller of limits; secrets, tokens and placeholders; held requests; log and audit output; preview links, sessions and their names |
+//! | 13 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
+//! | 12 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 11 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 10 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 9 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 8 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
+//! | 7 | `state` | the configuration generation in force and what outlives reloads |
+//! | 6 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
+//! | 5 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
-//! | 3 | `control`, `error`, `tls` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI |
-//! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics` | who is talking; the pure decision; resolution, the address guard, dialling; body types; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe) |
-//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping |
+//! | 3 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
+//! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
+//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
@@ -41,7 +42,6 @@ mod body;
 pub mod cli;
 pub mod config;
 pub mod control;
-pub mod credentials;
 mod dns;
 pub mod entry;
 mod error;
@@ -52,7 +52,9 @@ mod framing;
 pub mod fuzzing;
 mod headers;
 pub mod identity;
+mod inject;
 pub mod jail;
+pub mod leak;
 pub mod limits;
 mod logging;
 mod metrics;
@@ -60,6 +62,7 @@ pub mod net;
 mod otlp;
 mod pg;
 mod pipeline;
+pub mod placeholder;
 pub mod policy;
 mod preflight;
 mod preview;
@@ -68,8 +71,10 @@ pub mod reload;
 mod rfc3339;
 mod sandbox_env;
 mod secret_file;
+mod secrets;
 pub mod server;
 mod session;
+mod sigv4;
 pub mod state;
 mod supervise;
 mod systemd;

@@ -3,7 +3,7 @@
 //! opens what it guards, so the two can never disagree: the CA folder ([`crate::tls::ca::CaStore`]) and the
 //! declared sandboxes' CAs ([`crate::tls::cas::SandboxCas::covering`]), the
 //! audit file ([`crate::audit::file`]), the sandbox store's folder ([`crate::control`]), and every secret
-//! the configuration reads from a local source ([`crate::credentials::preflight`]). Nothing is created or
+//! the configuration reads from a local source ([`crate::secrets::preflight`]). Nothing is created or
 //! written, and nothing goes over the network.
 
 use crate::config::{AuditConfig, Config};
@@ -25,7 +25,7 @@ pub(crate) fn problems(config: &Config) -> Vec<String> {
     {
         found.push(e);
     }
-    found.extend(crate::credentials::preflight::missing(config));
+    found.extend(crate::secrets::preflight::missing(config));
     found.extend(uncovering_cas(config));
     found
 }

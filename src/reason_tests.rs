@@ -50,7 +50,7 @@ const NOT_REASONS: &[(&str, &str)] = &[
     ("src/admin/mod.rs", "body_too_large"),
     ("src/admin/mod.rs", "method_not_allowed"),
     ("src/admin/previews.rs", "preview_failed"),
-    ("src/credentials/aws/key_mask.rs", "aws_session_token"),
+    ("src/leak/key_mask.rs", "aws_session_token"),
 ];
 
 /// No reason code is written as a string anywhere but here: each step names a [`Reason`].

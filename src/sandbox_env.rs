@@ -64,7 +64,7 @@ pub(crate) fn sandbox_env(
     }
     env.insert("NODE_USE_ENV_PROXY".into(), "1".into());
     for (name, value) in placeholders {
-        env.insert(crate::credentials::placeholder::env_var(name), value.clone());
+        env.insert(crate::placeholder::env_var(name), value.clone());
     }
     env.extend(aws);
     env

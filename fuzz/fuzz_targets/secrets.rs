@@ -1,8 +1,8 @@
-//! Secret scanning (`src/credentials/detect.rs`) and masking (`mask.rs`, `masked_body.rs`) on arbitrary text
+//! Secret scanning (`src/leak/detect.rs`) and masking (`mask.rs`, `masked_body.rs`) on arbitrary text
 //! built from arbitrary secrets (1 to 3, 8 to 32 bytes each), pieces of them, their encodings and other
 //! bytes, differentially against a naive reference.
 //!
-//! The reference re-derives the forms `src/credentials/forms.rs` documents (the secret; standard and URL-safe
+//! The reference re-derives the forms `src/leak/forms.rs` documents (the secret; standard and URL-safe
 //! base64 at the three alignments, keeping the characters that depend on the secret alone; percent-encoding
 //! with upper- and lower-case digits; JSON string escaping with and without `\/`, and with `\uXXXX`; hex in
 //! both cases; forms under 8 bytes left out), and looks for each with `windows()` in each reading of the text
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use cordon::fuzzing::{Detector, Masker, detector, mask_streamed, mask_whole, masker, scan, text_views};
 use libfuzzer_sys::fuzz_target;
 
-/// The placeholder prefix (`src/credentials/placeholder.rs`).
+/// The placeholder prefix (`src/placeholder.rs`).
 const PREFIX: &str = "cordon-ph-";
 
 /// One piece of the text.

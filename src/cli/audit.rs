@@ -198,7 +198,7 @@ fn key_of(arg: &ConfigArg) -> Result<Vec<u8>, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let credentials = crate::credentials::apply::Credentials::new(&config)?;
+    let credentials = crate::inject::apply::Credentials::new(&config)?;
     let secret = rt
         .block_on(credentials.secrets().stored(&r))
         .map_err(|e| format!("audit.signing_key: {e}"))?;

@@ -104,7 +104,7 @@ fn in_database(
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let secrets = crate::credentials::secrets::Secrets::new(config)?;
+        let secrets = crate::secrets::Secrets::new(config)?;
         let (db, sealer) = crate::state::connect_store(pg, &secrets).await?;
         let cas = crate::tls::cas::SharedCas::new(db, sealer);
         if rotate {

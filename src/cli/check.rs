@@ -30,8 +30,8 @@ pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
         }
     };
     let probed = runtime.block_on(async {
-        let secrets = crate::credentials::secrets::Secrets::new(config)?;
-        Ok::<_, String>(crate::credentials::probe::probe_all(&secrets, config).await)
+        let secrets = crate::secrets::Secrets::new(config)?;
+        Ok::<_, String>(crate::secrets::probe::probe_all(&secrets, config).await)
     });
     let probed = match probed {
         Ok(p) => p,

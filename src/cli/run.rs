@@ -66,7 +66,7 @@ fn when_due(hook: fn()) {
 /// first start); `None` without one (checkpoints stay unsigned).
 async fn audit_signer(
     key: Option<&crate::config::credentials::SecretRef>,
-    secrets: &crate::credentials::secrets::Secrets,
+    secrets: &crate::secrets::Secrets,
 ) -> Result<Option<crate::audit::chain::Signer>, String> {
     use secrecy::ExposeSecret;
     let Some(r) = key else { return Ok(None) };
@@ -82,7 +82,7 @@ async fn audit_signer(
 }
 
 /// Ask each credential source that needs the network for its value once, in the background
-/// ([`crate::credentials::probe`]): a failure is a WARN naming the credential and the error, and start goes on.
+/// ([`crate::secrets::probe`]): a failure is a WARN naming the credential and the error, and start goes on.
 fn probe_at_start(state: &Arc<ProxyState>, path: Option<&std::path::Path>) {
     let generation = state.current();
     let again = match path {
@@ -90,7 +90,7 @@ fn probe_at_start(state: &Arc<ProxyState>, path: Option<&std::path::Path>) {
         None => "cordon check --probe".to_string(),
     };
     tokio::spawn(async move {
-        let probed = crate::credentials::probe::probe_all(generation.credentials.secrets(), &generation.config).await;
+        let probed = crate::secrets::probe::probe_all(generation.credentials.secrets(), &generation.config).await;
         for p in probed {
             match p.result {
                 Ok(()) => tracing::info!(credential = %p.name, "credential {} ({}) can be supplied", p.name, p.reaches),

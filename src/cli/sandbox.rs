@@ -161,10 +161,10 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
         return Ok(SecretString::from(t));
     }
     if let Some(path) = &args.token_file {
-        return crate::credentials::secrets::file_secret(path);
+        return crate::secrets::file_secret(path);
     }
     match config.as_ref().and_then(|c| c.control.admin_token.clone()) {
-        Some(SecretRef::File(path)) => crate::credentials::secrets::file_secret(&path),
+        Some(SecretRef::File(path)) => crate::secrets::file_secret(&path),
         Some(SecretRef::Env(var)) => std::env::var(&var)
             .ok()
             .filter(|v| !v.is_empty())

@@ -39,7 +39,7 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let vault = match crate::credentials::secrets::open_vault(&config.vault) {
+    let vault = match crate::secrets::open_vault(&config.vault) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("cordon: {e}");
@@ -94,7 +94,7 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
         .get(&spec.policy)
         .map(|p| p.credentials.clone())
         .unwrap_or_default();
-    let creds = match crate::credentials::apply::Credentials::new(&config) {
+    let creds = match crate::inject::apply::Credentials::new(&config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("cordon: {e}");
@@ -103,7 +103,7 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
     };
     let incarnation = crate::identity::file_incarnation(&spec.id, &spec.user);
     for (name, value) in creds.placeholders_for(&incarnation, &allowed) {
-        outln!("{}={value}", crate::credentials::placeholder::env_var(&name));
+        outln!("{}={value}", crate::placeholder::env_var(&name));
     }
     for (var, value) in creds.aws_env(&incarnation, &allowed) {
         outln!("{var}={value}");

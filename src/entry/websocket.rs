@@ -21,9 +21,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control
 
 use super::websocket_frames::{Fault, FrameReader, FrameWriter, Limits, Piece, fit};
 use super::websocket_message::{Filter, Message, Stopped};
-use crate::credentials::detect::Found;
-use crate::credentials::scan_stream::{ScanStream, streamed_refuses};
 use crate::error::TunnelEnd;
+use crate::leak::detect::Found;
+use crate::leak::scan_stream::{ScanStream, streamed_refuses};
 use crate::pipeline::WebSocketGuard;
 use crate::reason::Reason;
 use crate::session::lifetime::Stop;

@@ -9,9 +9,9 @@ use bytes::{Bytes, BytesMut};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 
 use super::websocket_frames::Kind;
-use crate::credentials::detect::Found;
-use crate::credentials::mask::MaskStream;
-use crate::credentials::scan_stream::ScanStream;
+use crate::leak::detect::Found;
+use crate::leak::mask::MaskStream;
+use crate::leak::scan_stream::ScanStream;
 
 /// What stops a message.
 #[derive(Debug)]

@@ -128,7 +128,7 @@ pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<
     let from_vault = config
         .credentials
         .values()
-        .flat_map(crate::credentials::secrets::refs)
+        .flat_map(crate::secrets::refs)
         .chain(config.control.refs())
         .any(|r| matches!(r, SecretRef::Vault(_)));
     if from_vault || config.vault.path.exists() {
@@ -157,7 +157,7 @@ pub(crate) fn cordons_files(config: &Config, config_file: Option<&Path>) -> Vec<
         .chain(otlp.flat_map(|o| o.headers.iter().map(|(_, r)| r)))
         .chain(previews.flat_map(|p| p.tls.iter().flat_map(|(c, k)| [c, k]).chain(p.key.iter())))
         .chain(config.approval.webhook.iter().filter_map(|w| w.secret.as_ref()))
-        .chain(config.credentials.values().flat_map(crate::credentials::secrets::refs));
+        .chain(config.credentials.values().flat_map(crate::secrets::refs));
     paths.extend(refs.filter_map(|r| match r {
         SecretRef::File(p) => Some(p.clone()),
         _ => None,

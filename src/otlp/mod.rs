@@ -20,8 +20,8 @@ use secrecy::ExposeSecret;
 
 use crate::audit::spool::{Spool, SpoolReader};
 use crate::config::OtlpExport;
-use crate::credentials::secrets::Secrets;
 use crate::metrics::Metrics;
+use crate::secrets::Secrets;
 use crate::upstream::outbound::HttpClient;
 
 /// The waits after failed exports: 250 ms doubling to [`BACKOFF_MAX`], each stretched by up to as much again at

@@ -9,8 +9,8 @@ use http::{HeaderMap, Request};
 
 use crate::approval::{self, Ask, BodySeen, Header};
 use crate::body::ProxyBody;
-use crate::credentials::placeholder::redact;
 use crate::identity::Sandbox;
+use crate::placeholder::redact;
 use crate::policy::Rule;
 use crate::target::Target;
 

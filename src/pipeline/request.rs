@@ -17,12 +17,12 @@ use super::input::{Inside, Outcome};
 use super::respond::Reply;
 use crate::approval::{self, Outcome as Approval};
 use crate::audit::{ApprovalRecord, Kind};
+use crate::body::read::Read;
 use crate::body::{Counted, ProxyBody};
-use crate::credentials::body::Read;
-use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
+use crate::leak::scan_body::Verdict;
 use crate::limits::{Meter, Refusal};
 use crate::policy::Action;
 use crate::reason::Reason;
@@ -166,9 +166,9 @@ impl Exchange {
         };
         // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
         // is read whole first (bounded, as a scanned body is).
-        let limit = crate::credentials::body::MAX_SCANNED_BODY;
+        let limit = crate::body::read::MAX_SCANNED_BODY;
         let body = std::mem::replace(req.body_mut(), crate::body::empty());
-        let (data, trailers) = match crate::credentials::body::read(body, limit).await {
+        let (data, trailers) = match crate::body::read::read(body, limit).await {
             Ok(Read::Whole(data, trailers)) => (data, trailers),
             Ok(Read::TooLarge) => return Err(ProxyError::PayloadTooLarge { limit }),
             Err(e) => {
@@ -182,7 +182,7 @@ impl Exchange {
             return Err(ProxyError::Internal);
         };
         let ask = super::ask::ask(sandbox, target, req, &data, rule, asking);
-        *req.body_mut() = crate::credentials::body::whole(data, trailers);
+        *req.body_mut() = crate::body::read::whole(data, trailers);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
             Approval::Allowed { id, decision, waited } => {

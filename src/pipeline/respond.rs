@@ -12,16 +12,16 @@ use hyper::body::Incoming;
 
 use super::exchange::Exchange;
 use super::input::{Outcome, TunnelRecord, WebSocketGuard};
+use crate::body::codings::Codings;
 use crate::body::{Counted, ProxyBody};
-use crate::credentials::codings::Codings;
-use crate::credentials::envelope::mask_head;
-use crate::credentials::mask::Masker;
-use crate::credentials::masked_body::MaskedBody;
-use crate::credentials::outgoing::refusal;
-use crate::credentials::scan_body::Verdict;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
+use crate::inject::outgoing::refusal;
+use crate::leak::envelope::mask_head;
+use crate::leak::mask::Masker;
+use crate::leak::masked_body::MaskedBody;
+use crate::leak::scan_body::Verdict;
 use crate::limits::Meter;
 use crate::upstream::pool::Dialled;
 
@@ -66,15 +66,15 @@ impl Exchange {
             headers::strip_response(&mut parts.headers);
         }
         if reply.aws_keys {
-            // SECURITY: no AWS key material reaches the sandbox (credentials/aws/key_mask.rs).
-            body = match crate::credentials::mask_aws_keys(&mut parts.headers, body) {
+            // SECURITY: no AWS key material reaches the sandbox (leak/key_mask.rs).
+            body = match crate::leak::mask_aws_keys(&mut parts.headers, body) {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
         if reply.tokens {
-            // SECURITY: a minting call let through hands the sandbox no token (credentials/aws/key_mask.rs).
-            body = match crate::credentials::mask_tokens(&mut parts.headers, body) {
+            // SECURITY: a minting call let through hands the sandbox no token (leak/key_mask.rs).
+            body = match crate::leak::mask_tokens(&mut parts.headers, body) {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };

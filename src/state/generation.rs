@@ -9,8 +9,8 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Config;
 use crate::config::credentials::SecretRef;
-use crate::credentials::apply::Credentials;
 use crate::identity::Identities;
+use crate::inject::apply::Credentials;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
 use crate::policy::Policy;

@@ -101,7 +101,7 @@ pub(super) async fn open(
 /// of CA keys.
 pub(crate) async fn connect(
     pg: &crate::config::PostgresConfig,
-    secrets: &crate::credentials::secrets::Secrets,
+    secrets: &crate::secrets::Secrets,
 ) -> Result<(Arc<Db>, Sealer), String> {
     let password = match &pg.password {
         Some(r) => Some(

@@ -52,7 +52,7 @@ impl Cred {
     /// sandbox: `id@user`), for credentials whose placeholders are not handed out (header credentials).
     fn placeholder_of(&self, (sandbox, user): (&str, &str), credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
-        cordon::credentials::placeholder::Placeholders::load(&key)
+        cordon::placeholder::Placeholders::load(&key)
             .unwrap()
             .value(&format!("{sandbox}@{user}"), credential)
     }

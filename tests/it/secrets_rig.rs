@@ -424,7 +424,7 @@ policies:
     /// over the sandbox's incarnation `sb@u`): what a header credential's secret is masked with.
     pub(crate) fn placeholder_of(&self, credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
-        cordon::credentials::placeholder::Placeholders::load(&key)
+        cordon::placeholder::Placeholders::load(&key)
             .unwrap()
             .value("sb@u", credential)
     }
