@@ -151,6 +151,31 @@ pub(crate) enum ProxyError {
     Internal,
 }
 
+/// Whose the failure is, as pingora tells its errors apart: the sandbox's request (refused or malformed: the
+/// sandbox has to change what it sends), the upstream's (it failed, timed out or was not trusted), or cordon's
+/// own (a credential it could not have, audit it could not write, a fault of its own). The audit record carries
+/// it as `side`, so `tls_handshake_timeout` or a 502 says on which side of cordon it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The sandbox's side: what it sent, or who it is.
+    Downstream,
+    /// The destination's side.
+    Upstream,
+    /// cordon itself.
+    Internal,
+}
+
+impl Side {
+    /// The name in the audit record.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Side::Downstream => "downstream",
+            Side::Upstream => "upstream",
+            Side::Internal => "internal",
+        }
+    }
+}
+
 impl ProxyError {
     /// The HTTP status this failure is answered with.
     pub(crate) fn status(&self) -> StatusCode {
@@ -218,6 +243,40 @@ impl ProxyError {
         }
     }
 
+    /// Whose failure this is (every variant named: a new one cannot compile without a side).
+    pub(crate) fn side(&self) -> Side {
+        match self {
+            ProxyError::Auth(_)
+            | ProxyError::Target(_)
+            | ProxyError::NotProxyRequest
+            | ProxyError::BadRequest { .. }
+            | ProxyError::Denied { .. }
+            | ProxyError::Misdirected(_)
+            | ProxyError::Signature { .. }
+            | ProxyError::Exfiltration { .. }
+            | ProxyError::Minting { .. }
+            | ProxyError::SecretExfiltration { .. }
+            | ProxyError::PayloadTooLarge { .. }
+            | ProxyError::Limited(_)
+            | ProxyError::ApprovalDenied { .. }
+            | ProxyError::ApprovalTimedOut(..)
+            | ProxyError::ApprovalQueueFull
+            | ProxyError::UnknownSource(_)
+            | ProxyError::Held
+            | ProxyError::Dial(DialError::Refused(_)) => Side::Downstream,
+            ProxyError::Dial(DialError::Resolve { .. } | DialError::NoAddress { .. })
+            | ProxyError::Dial(DialError::Connect { .. } | DialError::Timeout(_))
+            | ProxyError::UpstreamEncoding(_)
+            | ProxyError::UpstreamCertificate(_)
+            | ProxyError::Upstream(_)
+            | ProxyError::UpstreamTimeout
+            | ProxyError::HandshakeTimeout => Side::Upstream,
+            ProxyError::CredentialUnavailable { .. } | ProxyError::AuditUnavailable | ProxyError::Internal => {
+                Side::Internal
+            }
+        }
+    }
+
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub(crate) fn is_refusal(&self) -> bool {
         self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable)
@@ -234,13 +293,35 @@ impl ProxyError {
             ProxyError::SecretExfiltration { credential } => Some(format!("the secret of credential {credential}")),
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
-            _ if self.is_refusal() => None,
+            // A plain refusal: its reason code says it all.
+            ProxyError::Auth(_)
+            | ProxyError::Target(_)
+            | ProxyError::NotProxyRequest
+            | ProxyError::BadRequest { .. }
+            | ProxyError::Denied { .. }
+            | ProxyError::Misdirected(_)
+            | ProxyError::Signature { .. }
+            | ProxyError::PayloadTooLarge { .. }
+            | ProxyError::ApprovalDenied { .. }
+            | ProxyError::ApprovalTimedOut(..)
+            | ProxyError::UnknownSource(_)
+            | ProxyError::Held
+            | ProxyError::Dial(DialError::Refused(_)) => None,
             ProxyError::Dial(DialError::Connect { addr, source, .. }) => Some(format!("{addr}: {source}")),
             ProxyError::Dial(DialError::Resolve { detail, .. }) => Some(detail.clone()),
             ProxyError::CredentialUnavailable { credential, detail } => {
                 Some(format!("credential {credential}: {detail}"))
             }
-            other => Some(other.to_string()),
+            ProxyError::Dial(DialError::NoAddress { .. } | DialError::Timeout(_))
+            | ProxyError::UpstreamEncoding(_)
+            | ProxyError::UpstreamCertificate(_)
+            | ProxyError::Upstream(_)
+            | ProxyError::UpstreamTimeout
+            | ProxyError::HandshakeTimeout
+            | ProxyError::ApprovalQueueFull
+            | ProxyError::Internal => Some(self.to_string()),
+            // Refused for cordon's own reason; the reason code says which.
+            ProxyError::AuditUnavailable => None,
         }
     }
 
@@ -252,7 +333,34 @@ impl ProxyError {
                 format!("could not connect to {target}")
             }
             ProxyError::Upstream(_) => "the upstream connection failed".to_string(),
-            other => other.to_string(),
+            // These messages name only what the sandbox sent or may know (no address it did not ask for, no
+            // upstream's or vault's words): every variant is named here, so a new one is judged before it can
+            // answer a sandbox.
+            ProxyError::Auth(_)
+            | ProxyError::Target(_)
+            | ProxyError::NotProxyRequest
+            | ProxyError::BadRequest { .. }
+            | ProxyError::Denied { .. }
+            | ProxyError::Dial(DialError::Refused(_) | DialError::Resolve { .. } | DialError::NoAddress { .. })
+            | ProxyError::Misdirected(_)
+            | ProxyError::Signature { .. }
+            | ProxyError::Exfiltration { .. }
+            | ProxyError::Minting { .. }
+            | ProxyError::SecretExfiltration { .. }
+            | ProxyError::UpstreamEncoding(_)
+            | ProxyError::PayloadTooLarge { .. }
+            | ProxyError::CredentialUnavailable { .. }
+            | ProxyError::UpstreamCertificate(_)
+            | ProxyError::Limited(_)
+            | ProxyError::HandshakeTimeout
+            | ProxyError::ApprovalDenied { .. }
+            | ProxyError::ApprovalTimedOut(..)
+            | ProxyError::ApprovalQueueFull
+            | ProxyError::UpstreamTimeout
+            | ProxyError::UnknownSource(_)
+            | ProxyError::Held
+            | ProxyError::AuditUnavailable
+            | ProxyError::Internal => self.to_string(),
         }
     }
 
@@ -378,6 +486,27 @@ impl TunnelEnd {
             | TunnelEnd::Handover(_)
             | TunnelEnd::UpstreamClosed(_)
             | TunnelEnd::Failed(_) => false,
+        }
+    }
+
+    /// Whose end this is: the sandbox's (it lost access, sent what cordon refuses, failed its handshake), the
+    /// upstream's, or cordon's own; none for a tunnel that ran out its time or failed on either side.
+    pub(crate) fn side(&self) -> Option<Side> {
+        match self {
+            TunnelEnd::Closed
+            | TunnelEnd::ByteBudget
+            | TunnelEnd::SniMismatch(_)
+            | TunnelEnd::NotTls(_)
+            | TunnelEnd::HandshakeTimeout(_)
+            | TunnelEnd::HandshakeFailed(_)
+            | TunnelEnd::UnknownSource(_)
+            | TunnelEnd::NotTlsOrHttp(_)
+            | TunnelEnd::NoSni
+            | TunnelEnd::BadSni(_)
+            | TunnelEnd::Refused { .. } => Some(Side::Downstream),
+            TunnelEnd::UpstreamClosed(_) => Some(Side::Upstream),
+            TunnelEnd::Shutdown | TunnelEnd::LeafUnavailable(_) | TunnelEnd::Handover(_) => Some(Side::Internal),
+            TunnelEnd::Idle(_) | TunnelEnd::MaxLifetime(_) | TunnelEnd::Failed(_) => None,
         }
     }
 

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::Sink;
 pub use super::kind::{Kind, Verdict};
-use crate::error::TunnelEnd;
+use crate::error::{Side, TunnelEnd};
 use crate::identity::Sandbox;
 use crate::target::Target;
 
@@ -66,6 +66,9 @@ pub struct Record {
     duration_ms: f64,
     /// Detail of a failure, for operators.
     error: Option<String>,
+    /// Whose the refusal or failure was: `downstream` (the sandbox's request), `upstream` or `internal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side: Option<&'static str>,
     /// The human approval the request waited for (`action: ask`).
     #[serde(skip_serializing_if = "Option::is_none")]
     approval: Option<ApprovalRecord>,
@@ -205,6 +208,7 @@ impl Pending {
                 bytes_down: 0,
                 duration_ms: 0.0,
                 error: None,
+                side: None,
                 approval: None,
                 count: None,
                 original_dst: None,
@@ -293,6 +297,12 @@ impl Pending {
             self.record.decision = Verdict::Deny;
         }
         self.record.error = Some(end.detail());
+        self.record.side = end.side().map(Side::as_str);
+    }
+
+    /// Whose the refusal or failure is.
+    pub(crate) fn side(&mut self, side: Side) {
+        self.record.side = Some(side.as_str());
     }
 
     /// The address dialled (for DNS, the addresses answered).

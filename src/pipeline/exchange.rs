@@ -145,6 +145,7 @@ impl Exchange {
             _ => (Some(resp.status().as_u16()), err.audit_detail()),
         };
         self.audit.refused(err.is_refusal(), status, err.reason(), detail);
+        self.audit.side(err.side());
         self.audit.finish();
         resp
     }

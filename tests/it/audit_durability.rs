@@ -316,7 +316,12 @@ async fn a_full_disk_refuses_requests_until_it_has_room_and_no_record_is_lost() 
     let served = all.iter().filter(|r| r["status"] == 200).count();
     let denied = all
         .iter()
-        .filter(|r| r["reason"] == "audit_unavailable" && r["decision"] == "deny" && r["status"] == 503)
+        .filter(|r| {
+            r["reason"] == "audit_unavailable"
+                && r["decision"] == "deny"
+                && r["status"] == 503
+                && r["side"] == "internal"
+        })
         .count();
     assert_eq!(
         (served, denied),

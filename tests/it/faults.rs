@@ -195,6 +195,7 @@ async fn upstreams_that_reset_or_stall_get_their_status_and_their_record() {
         (Some(502), Some("upstream_failed")),
         "{r}"
     );
+    assert_eq!(r["side"], "upstream", "the upstream's failure is on its side: {r}");
     // A handshake that never ends: 504 after timeouts.tls_handshake.
     let port = faulty(Fault::StallHandshake, tls.clone()).await;
     let started = Instant::now();
@@ -212,6 +213,7 @@ async fn upstreams_that_reset_or_stall_get_their_status_and_their_record() {
         (Some(504), Some("tls_handshake_timeout")),
         "{r}"
     );
+    assert_eq!(r["side"], "upstream", "the upstream's failure is on its side: {r}");
     // A response head that never comes: 504 after timeouts.upstream_headers.
     let port = faulty(Fault::StallHeaders, tls.clone()).await;
     let (_, status) = c.curl(&ca, &url(port));
@@ -222,6 +224,7 @@ async fn upstreams_that_reset_or_stall_get_their_status_and_their_record() {
         (Some(504), Some("upstream_timeout")),
         "{r}"
     );
+    assert_eq!(r["side"], "upstream", "the upstream's failure is on its side: {r}");
     // A reset in the middle of the body: the sandbox got the head and part of the body, then the connection
     // ends short of the Content-Length (curl: exit 18 or 56); the record says how much went through.
     let port = faulty(Fault::ResetMidBody, tls.clone()).await;

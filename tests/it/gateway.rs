@@ -401,9 +401,13 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     assert!(
         transparent
             .iter()
-            .any(|r| r["host"] == "denied.test" && r["reason"] == "no_rule")
+            .any(|r| r["host"] == "denied.test" && r["reason"] == "no_rule" && r["side"] == "downstream")
     );
-    assert!(transparent.iter().any(|r| r["reason"] == "no_sni"));
+    assert!(
+        transparent
+            .iter()
+            .any(|r| r["reason"] == "no_sni" && r["side"] == "downstream")
+    );
     assert!(transparent.iter().any(|r| r["reason"] == "not_tls_or_http"));
     // Every line (transparent, dns, http) is what docs/audit.schema.json says.
     crate::audit_chain::assert_schema(&w.path("audit.log"));
