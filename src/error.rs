@@ -114,7 +114,7 @@ pub(crate) enum ProxyError {
     Upstream(String),
     /// A rate, cap or byte budget of the sandbox, its user or the source address is exhausted.
     #[error("{}; retry after {}s", .0.message, .0.retry_after.as_secs())]
-    Limited(crate::limits::Refusal),
+    Limited(crate::limits::LimitRefusal),
     /// The TLS handshake with the upstream took longer than `timeouts.tls_handshake`.
     #[error("the TLS handshake with the upstream timed out")]
     HandshakeTimeout,

@@ -35,7 +35,7 @@ pub use crate::leak::mask::Masker;
 use crate::leak::masked_body::MaskedBody;
 use crate::leak::views::views;
 use crate::net::Guard;
-pub use crate::net::Refusal;
+pub use crate::net::GuardRefusal;
 use crate::target::check_path;
 pub use crate::target::{Target, TargetError};
 use crate::tls::sni::read_client_hello;
@@ -205,7 +205,7 @@ pub fn proxy_identify(value: &[u8]) -> Option<Result<String, AuthFailure>> {
 
 /// The address guard's verdict on dialling `ip` (port 443), with these `network.allow_cidrs` and no
 /// metadata opt-ins or own listeners.
-pub fn ip_guard(ip: IpAddr, allow_cidrs: &[IpNet]) -> Result<(), Refusal> {
+pub fn ip_guard(ip: IpAddr, allow_cidrs: &[IpNet]) -> Result<(), GuardRefusal> {
     Guard::new(allow_cidrs.to_vec(), Vec::new(), Vec::new()).check_addr(SocketAddr::new(ip, 443))
 }
 

@@ -53,7 +53,7 @@ impl Audit {
     }
 
     /// Have the writer sign its checkpoints with `signer` from now on.
-    pub(crate) fn sign_checkpoints(&self, signer: audit::chain::Signer) {
+    pub(crate) fn sign_checkpoints(&self, signer: audit::chain::CheckpointSigner) {
         self.queue.sign_with(signer);
     }
 }

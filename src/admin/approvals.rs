@@ -4,7 +4,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
-use crate::approval::{DecideError, Scope, Verdict, Written, check_decision};
+use crate::approval::{DecideError, Ruling, Scope, Written, check_decision};
 use crate::state::ProxyState;
 
 /// `GET /v1/approvals`: what is waiting, oldest first (on every replica sharing a PostgreSQL store).
@@ -31,8 +31,8 @@ pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminR
         return invalid(format!("unknown field {k:?}; the fields are decision, scope, by"));
     }
     let verdict = match field(body, "decision") {
-        Some("allow") => Verdict::Allow,
-        Some("deny") => Verdict::Deny,
+        Some("allow") => Ruling::Allow,
+        Some("deny") => Ruling::Deny,
         _ => return invalid("decision: write \"allow\" or \"deny\"".into()),
     };
     let scope = match body.get("scope") {

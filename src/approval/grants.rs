@@ -1,12 +1,12 @@
 //! Standing grants: what an `always` or `exact` allow lets through from then on, and for how long.
 
 use super::ids::fresh_id;
-use super::types::{Ask, Decision, Grant, Pending, Scope};
+use super::types::{Grant, HeldRequest, HumanDecision, Pending, Scope};
 
 /// Whether `grant` covers `ask`: the same sandbox incarnation (a later sandbox given the same id is another),
 /// the same rule as it was when granted, the same method, host (ASCII case aside), port and path; for an
 /// `exact` grant also the same query and body.
-fn covers(grant: &Grant, ask: &Ask) -> bool {
+fn covers(grant: &Grant, ask: &HeldRequest) -> bool {
     // SECURITY: keyed by incarnation and rule: a grant dies with the sandbox it was given to and with the rule it
     // was given under, and never passes a request that differs where its reach says it must not.
     grant.who.incarnation() == ask.who.incarnation()
@@ -32,7 +32,7 @@ pub(super) struct Grants {
 
 impl Grants {
     /// The grant that lets `ask` through, if any.
-    pub(super) fn covering(&self, ask: &Ask) -> Option<&Grant> {
+    pub(super) fn covering(&self, ask: &HeldRequest) -> Option<&Grant> {
         self.list.iter().find(|g| covers(g, ask))
     }
 
@@ -73,7 +73,7 @@ impl Grants {
 
     /// Record a standing grant of `reach` for the request of `pending` (or find one of the same reach that
     /// covers it already); returns its id.
-    pub(super) fn add(&mut self, pending: &Pending, decision: &Decision, reach: Scope) -> String {
+    pub(super) fn add(&mut self, pending: &Pending, decision: &HumanDecision, reach: Scope) -> String {
         let ask = &pending.ask;
         if let Some(existing) = self.list.iter().find(|g| g.reach == reach && covers(g, ask)) {
             return existing.id.clone();

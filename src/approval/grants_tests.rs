@@ -8,23 +8,23 @@ use super::super::*;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// Ask `first`, allow it with `reach` once it is pending; the grant's id.
-async fn granted(approvals: &Approvals, first: Ask, reach: Scope) -> String {
+/// HeldRequest `first`, allow it with `reach` once it is pending; the grant's id.
+async fn granted(approvals: &Approvals, first: HeldRequest, reach: Scope) -> String {
     let (outcome, ()) = tokio::join!(approvals.ask(first), async {
         while approvals.pending_count() < 1 {
             tokio::task::yield_now().await;
         }
         let id = approvals.pending()[0].id.clone();
-        approvals.decide(&id, Verdict::Allow, reach, "bob").unwrap();
+        approvals.decide(&id, Ruling::Allow, reach, "bob").unwrap();
     });
-    assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
+    assert!(matches!(outcome, Resolution::Allowed { .. }), "{outcome:?}");
     let grants = approvals.grants();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].reach, reach);
     grants[0].id.clone()
 }
 
-fn with_query_and_body(query: Option<&str>, body: &[u8]) -> Ask {
+fn with_query_and_body(query: Option<&str>, body: &[u8]) -> HeldRequest {
     let mut a = ask("sb-1", "/api/send");
     a.query = query.map(String::from);
     a.shown_query = a.query.clone();
@@ -40,13 +40,13 @@ async fn exact_passes_only_the_same_query_and_body() {
     let approvals = Approvals::new(8, MINUTE, None);
     let first = with_query_and_body(Some("to=bob&amount=5"), b"note=hello");
     let grant = granted(&approvals, first.clone(), Scope::Exact).await;
-    assert_eq!(approvals.ask(first).await, Outcome::Granted { grant });
+    assert_eq!(approvals.ask(first).await, Resolution::Granted { grant });
     for other in [
         with_query_and_body(Some("to=attacker&amount=99999"), b"note=hello"),
         with_query_and_body(None, b"note=hello"),
         with_query_and_body(Some("to=bob&amount=5"), b"note=hello, and more"),
     ] {
-        assert!(matches!(approvals.ask(other).await, Outcome::TimedOut { .. }));
+        assert!(matches!(approvals.ask(other).await, Resolution::TimedOut { .. }));
     }
 }
 
@@ -55,7 +55,7 @@ async fn always_passes_any_query_and_body_on_the_same_path() {
     let approvals = Approvals::new(8, MINUTE, None);
     let grant = granted(&approvals, with_query_and_body(Some("a=1"), b"x"), Scope::Always).await;
     let other = with_query_and_body(Some("to=attacker"), b"anything");
-    assert_eq!(approvals.ask(other).await, Outcome::Granted { grant });
+    assert_eq!(approvals.ask(other).await, Resolution::Granted { grant });
 }
 
 #[tokio::test(start_paused = true)]
@@ -66,11 +66,11 @@ async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
     let mut again = ask("gx", "/x");
     again.who = incarnation("gx", "n2");
     again.user = "bob".to_string();
-    assert!(matches!(approvals.ask(again).await, Outcome::TimedOut { .. }));
+    assert!(matches!(approvals.ask(again).await, Resolution::TimedOut { .. }));
     // The rule was edited: not covered.
     let mut edited = ask("gx", "/x");
     edited.rule_fingerprint = "rule-3-edited".to_string();
-    assert!(matches!(approvals.ask(edited).await, Outcome::TimedOut { .. }));
+    assert!(matches!(approvals.ask(edited).await, Resolution::TimedOut { .. }));
     // A sweep that finds the incarnation gone drops the grant.
     approvals.sweep(|who, _, _| who.incarnation() != "gx#n1");
     assert!(approvals.grants().is_empty());
@@ -92,12 +92,12 @@ async fn a_grant_to_a_sandbox_of_the_file_does_not_cover_the_id_declared_for_ano
     let mut first = ask("fx", "/x");
     first.who = declared("fx", "alice");
     granted(&approvals, first.clone(), Scope::Always).await;
-    assert!(matches!(approvals.ask(first).await, Outcome::Granted { .. }));
+    assert!(matches!(approvals.ask(first).await, Resolution::Granted { .. }));
     // A reload gave fx to bob: before any sweep, alice's grant answers nothing of bob's.
     let mut again = ask("fx", "/x");
     again.who = declared("fx", "bob");
     again.user = "bob".to_string();
-    assert!(matches!(approvals.ask(again).await, Outcome::TimedOut { .. }));
+    assert!(matches!(approvals.ask(again).await, Resolution::TimedOut { .. }));
 }
 
 #[tokio::test(start_paused = true)]
@@ -113,11 +113,11 @@ async fn a_sweep_denies_the_asks_of_what_is_gone() {
             approvals.sweep(|who, _, _| who.id.as_str() != "sb-1");
         }
     );
-    let Outcome::Denied { decision, .. } = gone else {
+    let Resolution::Denied { decision, .. } = gone else {
         panic!("{gone:?}")
     };
     assert_eq!(decision.by, "cordon");
-    assert!(matches!(kept, Outcome::TimedOut { .. }), "{kept:?}");
+    assert!(matches!(kept, Resolution::TimedOut { .. }), "{kept:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -164,7 +164,7 @@ async fn one_sandbox_or_one_user_cannot_fill_the_queue() {
     );
     assert_eq!(
         c,
-        Outcome::Limited {
+        Resolution::Limited {
             over: Over::Sandbox,
             max: 2,
             retry_after: Duration::from_secs(40)
@@ -173,7 +173,7 @@ async fn one_sandbox_or_one_user_cannot_fill_the_queue() {
     assert!(
         matches!(
             e,
-            Outcome::Limited {
+            Resolution::Limited {
                 over: Over::User,
                 max: 3,
                 ..
@@ -182,6 +182,6 @@ async fn one_sandbox_or_one_user_cannot_fill_the_queue() {
         "{e:?}"
     );
     for held in [a, b, d, f] {
-        assert!(matches!(held, Outcome::TimedOut { .. }), "{held:?}");
+        assert!(matches!(held, Resolution::TimedOut { .. }), "{held:?}");
     }
 }

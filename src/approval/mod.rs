@@ -3,7 +3,7 @@
 //! through the admin API. An allow with scope `always` or `exact` becomes a standing grant: the same request from
 //! the same sandbox then passes without asking (see [`Scope`]).
 //!
-//! Nothing here is secret: an [`Ask`] describes the request as the sandbox sent it, before cordon attaches any
+//! Nothing here is secret: a [`HeldRequest`] describes the request as the sandbox sent it, before cordon attaches any
 //! credential of its own, with the sandbox's own credentials and placeholders redacted.
 //!
 //! Pending asks are bounded three ways: per sandbox, per user, and overall, so that one sandbox cannot fill the
@@ -33,7 +33,9 @@ use grants::Grants;
 use ids::fresh_id;
 pub(crate) use shared::{Mirror, Written};
 pub(crate) use shown::{excerpt, unmisleading};
-pub(crate) use types::{Ask, BodySeen, DecideError, Decision, Grant, Header, Outcome, Over, Pending, Scope, Verdict};
+pub(crate) use types::{
+    BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Pending, Resolution, Ruling, Scope,
+};
 use webhook::Webhook;
 
 /// The longest `by` accepted, in characters.
@@ -45,7 +47,7 @@ const CORDON: &str = "cordon";
 struct Entry {
     seq: u64,
     pending: Pending,
-    wake: oneshot::Sender<Decision>,
+    wake: oneshot::Sender<HumanDecision>,
     /// The webhook announcement, so that the decision is announced after it.
     announced: Option<JoinHandle<bool>>,
     /// When it times out.
@@ -138,17 +140,17 @@ impl Approvals {
         }
     }
 
-    /// Ask and wait. A standing grant covering the request answers at once ([`Outcome::Granted`]); otherwise the ask
+    /// HeldRequest and wait. A standing grant covering the request answers at once ([`Resolution::Granted`]); otherwise the ask
     /// is registered under a fresh id, announced to the webhook (in the background), and waits for a decision or
     /// the timeout. Dropping the returned future withdraws the ask.
-    pub(crate) async fn ask(&self, ask: Ask) -> Outcome {
+    pub(crate) async fn ask(&self, ask: HeldRequest) -> Resolution {
         let started = Instant::now();
         let (wake, mut woken) = oneshot::channel();
         let id = {
             let mut state = self.state();
             if let Some(grant) = state.grants.covering(&ask) {
                 tracing::debug!(grant = %grant.id, sandbox = %ask.sandbox, "approval: a standing grant covers it");
-                return Outcome::Granted {
+                return Resolution::Granted {
                     grant: grant.id.clone(),
                 };
             }
@@ -159,7 +161,7 @@ impl Approvals {
             }
             if state.pending.len() >= self.max_pending {
                 tracing::warn!(sandbox = %ask.sandbox, max = self.max_pending, "approval: too many pending, refused");
-                return Outcome::Full;
+                return Resolution::Full;
             }
             state.seq += 1;
             let seq = state.seq;
@@ -205,11 +207,11 @@ impl Approvals {
         };
         let waited = started.elapsed();
         match decision {
-            Some(decision) if decision.verdict == Verdict::Allow => Outcome::Allowed { id, decision, waited },
-            Some(decision) => Outcome::Denied { id, decision, waited },
+            Some(decision) if decision.verdict == Ruling::Allow => Resolution::Allowed { id, decision, waited },
+            Some(decision) => Resolution::Denied { id, decision, waited },
             None => {
                 tracing::debug!(id = %id, "approval: timed out");
-                Outcome::TimedOut { id, waited }
+                Resolution::TimedOut { id, waited }
             }
         }
     }
@@ -225,9 +227,9 @@ impl Approvals {
     /// Decide one pending approval and wake its request. `by` names who decided (1-128 characters, no control
     /// characters); an allow with scope `always` or `exact` also creates a [`Grant`]; a deny is `once` only.
     /// Returns the pending approval as it was.
-    pub(crate) fn decide(&self, id: &str, verdict: Verdict, scope: Scope, by: &str) -> Result<Pending, DecideError> {
+    pub(crate) fn decide(&self, id: &str, verdict: Ruling, scope: Scope, by: &str) -> Result<Pending, DecideError> {
         check_decision(verdict, scope, by)?;
-        let decision = Decision {
+        let decision = HumanDecision {
             verdict,
             scope,
             by: by.to_string(),
@@ -239,7 +241,7 @@ impl Approvals {
             let entry = state.pending.remove(id).ok_or_else(not_found)?;
             // Fails only if the request went away just now (its withdrawal is waiting for the lock).
             entry.wake.send(decision.clone()).map_err(|_| not_found())?;
-            if verdict == Verdict::Allow && scope != Scope::Once {
+            if verdict == Ruling::Allow && scope != Scope::Once {
                 let grant = state.grants.add(&entry.pending, &decision, scope);
                 tracing::info!(grant = %grant, approval = %id, by = %by, "approval: standing grant created");
                 if let Some(made) = state.grants.get(&grant) {
@@ -304,13 +306,13 @@ impl Approvals {
     /// the others' grants are dropped and their asks end as denied by "cordon". Run when a sandbox is revoked,
     /// expires, or a reload changes its policy.
     pub(crate) fn sweep(&self, keep: impl Fn(&Sandbox, usize, &str) -> bool) {
-        let decision = Decision {
-            verdict: Verdict::Deny,
+        let decision = HumanDecision {
+            verdict: Ruling::Deny,
             scope: Scope::Once,
             by: CORDON.to_string(),
             at: crate::rfc3339::seconds(SystemTime::now()),
         };
-        let kept = |ask: &Ask| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
+        let kept = |ask: &HeldRequest| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
         let ended: Vec<(Pending, Option<JoinHandle<bool>>)> = {
             let mut state = self.state();
             let mut dropped = Vec::new();
@@ -346,8 +348,8 @@ impl Approvals {
     }
 
     /// The refusal for an ask over the sandbox's or the user's cap, if it is.
-    fn over_cap(&self, state: &State, ask: &Ask, now: Instant) -> Option<Outcome> {
-        let check = |over: Over, max: usize, same: &dyn Fn(&Ask) -> bool| {
+    fn over_cap(&self, state: &State, ask: &HeldRequest, now: Instant) -> Option<Resolution> {
+        let check = |over: Over, max: usize, same: &dyn Fn(&HeldRequest) -> bool| {
             let mine = state.pending.values().filter(|e| same(&e.pending.ask));
             let (count, first) = mine.fold((0usize, None::<Instant>), |(n, first), e| {
                 (n + 1, Some(first.map_or(e.deadline, |f| f.min(e.deadline))))
@@ -359,7 +361,7 @@ impl Approvals {
                     .saturating_duration_since(now)
                     .max(Duration::from_secs(1));
                 tracing::warn!(sandbox = %ask.sandbox, user = %ask.user, ?over, max, "approval: too many pending, refused");
-                Outcome::Limited { over, max, retry_after }
+                Resolution::Limited { over, max, retry_after }
             })
         };
         check(Over::Sandbox, self.per_sandbox, &|a| a.sandbox == ask.sandbox)
@@ -376,7 +378,7 @@ impl Approvals {
     }
 
     /// Announce a decision once the announcement of the ask itself is done, so that a receiver sees them in order.
-    fn announce_decision(&self, pending: &Pending, decision: Decision, announced: Option<JoinHandle<bool>>) {
+    fn announce_decision(&self, pending: &Pending, decision: HumanDecision, announced: Option<JoinHandle<bool>>) {
         let pending = pending.clone();
         self.spawn_webhook(move |hook| async move {
             if let Some(announced) = announced {
@@ -404,13 +406,13 @@ impl Approvals {
 }
 
 /// Whether a decision may be taken as it is: who decides is named, and a deny is `once`.
-pub(crate) fn check_decision(verdict: Verdict, scope: Scope, by: &str) -> Result<(), DecideError> {
+pub(crate) fn check_decision(verdict: Ruling, scope: Scope, by: &str) -> Result<(), DecideError> {
     if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
         return Err(DecideError::Invalid(format!(
             "by must name who decides in 1-{MAX_BY} characters without control characters"
         )));
     }
-    if verdict == Verdict::Deny && scope != Scope::Once {
+    if verdict == Ruling::Deny && scope != Scope::Once {
         return Err(DecideError::Invalid(
             "always and exact apply to allow only; add a policy rule to refuse for good".to_string(),
         ));

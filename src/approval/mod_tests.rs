@@ -23,9 +23,9 @@ pub(super) fn incarnation(id: &str, nonce: &str) -> std::sync::Arc<Sandbox> {
 }
 
 /// A POST to api.github.com:443 `path` from sandbox `sandbox` (its first incarnation), asked by rule 3.
-pub(super) fn ask(sandbox: &str, path: &str) -> Ask {
+pub(super) fn ask(sandbox: &str, path: &str) -> HeldRequest {
     let body = b"{\"ref\":\"main\"}";
-    Ask {
+    HeldRequest {
         who: incarnation(sandbox, "n1"),
         sandbox: sandbox.to_string(),
         user: "alice".to_string(),
@@ -56,7 +56,7 @@ async fn until_pending(approvals: &Approvals, n: usize) {
 }
 
 /// Run `ask` while `decide` acts once it is pending; returns the outcome and what `decide` returned.
-async fn ask_and<T>(approvals: &Approvals, a: Ask, decide: impl Future<Output = T>) -> (Outcome, T) {
+async fn ask_and<T>(approvals: &Approvals, a: HeldRequest, decide: impl Future<Output = T>) -> (Resolution, T) {
     tokio::join!(approvals.ask(a), async {
         until_pending(approvals, 1).await;
         decide.await
@@ -81,23 +81,23 @@ async fn allow_once_wakes_the_ask_and_removes_it() {
         assert_eq!(p.ask.excerpt, "{\"ref\":\"main\"}");
         assert!(p.asked_at < p.expires_at, "{} {}", p.asked_at, p.expires_at);
         tokio::time::advance(Duration::from_secs(5)).await;
-        approvals.decide(&p.id, Verdict::Allow, Scope::Once, "bob").unwrap()
+        approvals.decide(&p.id, Ruling::Allow, Scope::Once, "bob").unwrap()
     })
     .await;
-    let Outcome::Allowed { id, decision, waited } = outcome else {
+    let Resolution::Allowed { id, decision, waited } = outcome else {
         panic!("{outcome:?}")
     };
     assert_eq!(id, decided.id);
     assert_eq!(
         (decision.verdict, decision.scope, decision.by.as_str()),
-        (Verdict::Allow, Scope::Once, "bob")
+        (Ruling::Allow, Scope::Once, "bob")
     );
     assert!(humantime::parse_rfc3339(&decision.at).is_ok(), "{}", decision.at);
     assert_eq!(waited, Duration::from_secs(5));
     assert_eq!(approvals.pending_count(), 0);
     assert!(approvals.grants().is_empty());
     assert_eq!(
-        approvals.decide(&id, Verdict::Allow, Scope::Once, "bob"),
+        approvals.decide(&id, Ruling::Allow, Scope::Once, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
 }
@@ -107,12 +107,12 @@ async fn deny_ends_denied() {
     let approvals = Approvals::new(8, MINUTE, None);
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/x"), async {
         approvals
-            .decide(&only_id(&approvals), Verdict::Deny, Scope::Once, "bob")
+            .decide(&only_id(&approvals), Ruling::Deny, Scope::Once, "bob")
             .unwrap()
     })
     .await;
     assert!(
-        matches!(outcome, Outcome::Denied { ref decision, .. } if decision.by == "bob"),
+        matches!(outcome, Resolution::Denied { ref decision, .. } if decision.by == "bob"),
         "{outcome:?}"
     );
     assert_eq!(approvals.pending_count(), 0);
@@ -122,14 +122,14 @@ async fn deny_ends_denied() {
 async fn nobody_deciding_times_out() {
     let approvals = Approvals::new(8, MINUTE, None);
     let outcome = approvals.ask(ask("sb-1", "/x")).await;
-    let Outcome::TimedOut { id, waited } = outcome else {
+    let Resolution::TimedOut { id, waited } = outcome else {
         panic!("{outcome:?}")
     };
     assert!(id.starts_with("ap-"));
     assert_eq!(waited, MINUTE);
     assert_eq!(approvals.pending_count(), 0);
     assert_eq!(
-        approvals.decide(&id, Verdict::Allow, Scope::Once, "bob"),
+        approvals.decide(&id, Ruling::Allow, Scope::Once, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
 }
@@ -149,32 +149,32 @@ async fn full_when_max_pending_reached() {
                 ["/a", "/b"]
             );
             for p in pending {
-                approvals.decide(&p.id, Verdict::Deny, Scope::Once, "bob").unwrap();
+                approvals.decide(&p.id, Ruling::Deny, Scope::Once, "bob").unwrap();
             }
             third
         }
     );
-    assert_eq!(third, Outcome::Full);
-    assert!(matches!(first, Outcome::Denied { .. }) && matches!(second, Outcome::Denied { .. }));
+    assert_eq!(third, Resolution::Full);
+    assert!(matches!(first, Resolution::Denied { .. }) && matches!(second, Resolution::Denied { .. }));
     let none = Approvals::new(0, MINUTE, None);
-    assert_eq!(none.ask(ask("sb-1", "/a")).await, Outcome::Full);
+    assert_eq!(none.ask(ask("sb-1", "/a")).await, Resolution::Full);
 }
 
 #[tokio::test(start_paused = true)]
 async fn decide_checks_its_input() {
     let approvals = Approvals::new(8, MINUTE, None);
     assert_eq!(
-        approvals.decide("ap-0000000000000000", Verdict::Allow, Scope::Once, "bob"),
+        approvals.decide("ap-0000000000000000", Ruling::Allow, Scope::Once, "bob"),
         Err(DecideError::NotFound("ap-0000000000000000".to_string()))
     );
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/x"), async {
         let id = only_id(&approvals);
         let long = "b".repeat(129);
         for by in ["", "  ", "bo\nb", long.as_str()] {
-            let result = approvals.decide(&id, Verdict::Allow, Scope::Once, by);
+            let result = approvals.decide(&id, Ruling::Allow, Scope::Once, by);
             assert!(matches!(result, Err(DecideError::Invalid(_))), "{by:?}: {result:?}");
         }
-        let result = approvals.decide(&id, Verdict::Deny, Scope::Always, "bob");
+        let result = approvals.decide(&id, Ruling::Deny, Scope::Always, "bob");
         let Err(DecideError::Invalid(message)) = result else {
             panic!("{result:?}")
         };
@@ -182,11 +182,11 @@ async fn decide_checks_its_input() {
         // Still pending after the refusals.
         assert_eq!(only_id(&approvals), id);
         approvals
-            .decide(&id, Verdict::Allow, Scope::Once, &"b".repeat(128))
+            .decide(&id, Ruling::Allow, Scope::Once, &"b".repeat(128))
             .unwrap();
     })
     .await;
-    assert!(matches!(outcome, Outcome::Allowed { .. }), "{outcome:?}");
+    assert!(matches!(outcome, Resolution::Allowed { .. }), "{outcome:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -194,11 +194,11 @@ async fn allow_always_grants_until_revoked() {
     let approvals = Approvals::new(8, MINUTE, None);
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/repos/x/git/refs"), async {
         approvals
-            .decide(&only_id(&approvals), Verdict::Allow, Scope::Always, "bob")
+            .decide(&only_id(&approvals), Ruling::Allow, Scope::Always, "bob")
             .unwrap()
     })
     .await;
-    let Outcome::Allowed { id: approval, .. } = outcome else {
+    let Resolution::Allowed { id: approval, .. } = outcome else {
         panic!("{outcome:?}")
     };
     let grants = approvals.grants();
@@ -219,7 +219,7 @@ async fn allow_always_grants_until_revoked() {
     same.host = "API.GitHub.com".to_string();
     assert_eq!(
         approvals.ask(same).await,
-        Outcome::Granted {
+        Resolution::Granted {
             grant: grant.id.clone()
         }
     );
@@ -227,23 +227,23 @@ async fn allow_always_grants_until_revoked() {
 
     // Anything else asks (and times out here).
     let mut others = vec![ask("sb-1", "/repos/y/git/refs"), ask("sb-2", "/repos/x/git/refs")];
-    others.push(Ask {
+    others.push(HeldRequest {
         method: "DELETE".to_string(),
         ..ask("sb-1", "/repos/x/git/refs")
     });
-    others.push(Ask {
+    others.push(HeldRequest {
         port: 8443,
         ..ask("sb-1", "/repos/x/git/refs")
     });
     for other in others {
-        assert!(matches!(approvals.ask(other).await, Outcome::TimedOut { .. }));
+        assert!(matches!(approvals.ask(other).await, Resolution::TimedOut { .. }));
     }
 
     assert!(approvals.revoke_grant(&grant.id));
     assert!(!approvals.revoke_grant(&grant.id));
     assert!(approvals.grants().is_empty());
     let again = approvals.ask(ask("sb-1", "/repos/x/git/refs")).await;
-    assert!(matches!(again, Outcome::TimedOut { .. }), "{again:?}");
+    assert!(matches!(again, Resolution::TimedOut { .. }), "{again:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -255,11 +255,11 @@ async fn identical_always_decisions_share_one_grant() {
         async {
             until_pending(&approvals, 2).await;
             for p in approvals.pending() {
-                approvals.decide(&p.id, Verdict::Allow, Scope::Always, "bob").unwrap();
+                approvals.decide(&p.id, Ruling::Allow, Scope::Always, "bob").unwrap();
             }
         }
     );
-    assert!(matches!(a, Outcome::Allowed { .. }) && matches!(b, Outcome::Allowed { .. }));
+    assert!(matches!(a, Resolution::Allowed { .. }) && matches!(b, Resolution::Allowed { .. }));
     assert_eq!(approvals.grants().len(), 1);
 }
 
@@ -272,7 +272,7 @@ async fn dropping_the_ask_withdraws_it() {
     drop(asking);
     assert_eq!(approvals.pending_count(), 0);
     assert_eq!(
-        approvals.decide(&id, Verdict::Allow, Scope::Always, "bob"),
+        approvals.decide(&id, Ruling::Allow, Scope::Always, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
     assert!(approvals.grants().is_empty());
@@ -284,11 +284,11 @@ async fn forgetting_a_sandbox_denies_its_asks_and_drops_its_grants() {
     for sandbox in ["sb-1", "sb-2"] {
         let (outcome, _) = ask_and(&approvals, ask(sandbox, "/granted"), async {
             approvals
-                .decide(&only_id(&approvals), Verdict::Allow, Scope::Always, "bob")
+                .decide(&only_id(&approvals), Ruling::Allow, Scope::Always, "bob")
                 .unwrap()
         })
         .await;
-        assert!(matches!(outcome, Outcome::Allowed { .. }));
+        assert!(matches!(outcome, Resolution::Allowed { .. }));
     }
     assert_eq!(approvals.grants().len(), 2);
 
@@ -308,19 +308,19 @@ async fn forgetting_a_sandbox_denies_its_asks_and_drops_its_grants() {
             );
         }
     );
-    let Outcome::Denied { decision, .. } = gone else {
+    let Resolution::Denied { decision, .. } = gone else {
         panic!("{gone:?}")
     };
     assert_eq!(
         (decision.verdict, decision.scope, decision.by.as_str()),
-        (Verdict::Deny, Scope::Once, "cordon")
+        (Ruling::Deny, Scope::Once, "cordon")
     );
-    assert!(matches!(kept, Outcome::TimedOut { .. }), "{kept:?}");
+    assert!(matches!(kept, Resolution::TimedOut { .. }), "{kept:?}");
     let grants = approvals.grants();
     assert_eq!(grants.iter().map(|g| g.sandbox.as_str()).collect::<Vec<_>>(), ["sb-2"]);
     assert!(matches!(
         approvals.ask(ask("sb-2", "/granted")).await,
-        Outcome::Granted { .. }
+        Resolution::Granted { .. }
     ));
 }
 
@@ -338,7 +338,7 @@ fn decide_without_a_runtime_still_works() {
     // No webhook, no runtime: nothing to spawn, nothing to panic.
     let approvals = Approvals::new(8, Duration::MAX, None);
     assert!(matches!(
-        approvals.decide("ap-x", Verdict::Allow, Scope::Once, "bob"),
+        approvals.decide("ap-x", Ruling::Allow, Scope::Once, "bob"),
         Err(DecideError::NotFound(_))
     ));
     approvals.forget_sandbox("sb-1");
@@ -360,10 +360,10 @@ fn serialized_forms() {
     assert_eq!(json["rule"], 3);
     assert_eq!(json["expires_at"], "2026-01-01T00:05:00Z");
     assert!(json.get("ask").is_none());
-    let verdict: Verdict = serde_json::from_str("\"deny\"").unwrap();
+    let verdict: Ruling = serde_json::from_str("\"deny\"").unwrap();
     let scope: Scope = serde_json::from_str("\"always\"").unwrap();
-    assert_eq!((verdict, scope), (Verdict::Deny, Scope::Always));
-    assert_eq!(serde_json::to_value(Verdict::Allow).unwrap(), "allow");
+    assert_eq!((verdict, scope), (Ruling::Deny, Scope::Always));
+    assert_eq!(serde_json::to_value(Ruling::Allow).unwrap(), "allow");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::types::{Pending, Scope, Verdict};
+use super::types::{Pending, Ruling, Scope};
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
@@ -17,7 +17,7 @@ const PUBLISH_TIMEOUT: Duration = Duration::from_secs(1);
 /// A decision as written to an ask's row.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Written {
-    pub(crate) verdict: Verdict,
+    pub(crate) verdict: Ruling,
     pub(crate) scope: Scope,
     pub(crate) by: String,
 }

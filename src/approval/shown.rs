@@ -6,7 +6,7 @@ use serde::Serializer;
 /// The longest excerpt kept, in characters.
 pub(crate) const MAX_EXCERPT: usize = 256;
 
-/// An excerpt of a request body for an [`Ask`](super::Ask): its first [`MAX_EXCERPT`] characters (invalid UTF-8 replaced),
+/// An excerpt of a request body for a [`HeldRequest`](super::HeldRequest): its first [`MAX_EXCERPT`] characters (invalid UTF-8 replaced),
 /// as they are: [`visible`] escapes them when shown.
 pub(crate) fn excerpt(body: &[u8]) -> String {
     let head = &body[..body.len().min(MAX_EXCERPT * 4)];

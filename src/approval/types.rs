@@ -13,7 +13,7 @@ use crate::identity::Sandbox;
 /// approval. Every text a sandbox chose is escaped visibly when shown ([`visible`]), never here: grants match
 /// on what was sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Ask {
+pub(crate) struct HeldRequest {
     /// The sandbox incarnation that sent the request (not shown: `sandbox`, `user` and `policy` say it).
     #[serde(skip)]
     pub(crate) who: Arc<Sandbox>,
@@ -83,7 +83,7 @@ pub(crate) struct BodySeen {
 /// Allow or deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Verdict {
+pub(crate) enum Ruling {
     /// Let the request through.
     Allow,
     /// Refuse it.
@@ -107,9 +107,9 @@ pub(crate) enum Scope {
 
 /// A human's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Decision {
+pub(crate) struct HumanDecision {
     /// Allow or deny.
-    pub(crate) verdict: Verdict,
+    pub(crate) verdict: Ruling,
     /// Once or always.
     pub(crate) scope: Scope,
     /// Who decided.
@@ -120,13 +120,13 @@ pub(crate) struct Decision {
 
 /// How an ask ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Resolution {
     /// Someone allowed it.
     Allowed {
         /// The approval's id.
         id: String,
         /// The decision.
-        decision: Decision,
+        decision: HumanDecision,
         /// How long the request was held.
         waited: Duration,
     },
@@ -135,7 +135,7 @@ pub(crate) enum Outcome {
         /// The approval's id.
         id: String,
         /// The decision.
-        decision: Decision,
+        decision: HumanDecision,
         /// How long the request was held.
         waited: Duration,
     },
@@ -180,7 +180,7 @@ pub struct Pending {
     pub id: String,
     /// What is asked.
     #[serde(flatten)]
-    pub(crate) ask: Ask,
+    pub(crate) ask: HeldRequest,
     /// When it was asked (RFC 3339).
     pub(crate) asked_at: String,
     /// When it times out (RFC 3339).

@@ -14,7 +14,7 @@ use http_body_util::Full;
 use ring::hmac;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::types::{Decision, Pending};
+use super::types::{HumanDecision, Pending};
 use crate::upstream::outbound::{HttpClient, HttpError};
 
 /// The event of a new pending approval.
@@ -77,7 +77,7 @@ impl Webhook {
     }
 
     /// POST `{"event": "approval.decided", "approval": <pending>, "decision": <decision>}`, as [`Webhook::announce`].
-    pub(crate) async fn decided(&self, pending: &Pending, decision: &Decision) -> bool {
+    pub(crate) async fn decided(&self, pending: &Pending, decision: &HumanDecision) -> bool {
         let body = serde_json::json!({ "event": EVENT_DECIDED, "approval": pending, "decision": decision });
         self.post(EVENT_DECIDED, &pending.id, &body).await
     }

@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 use secrecy::SecretString;
 use tokio::net::TcpListener;
 
-use super::super::{Approvals, Ask, Outcome, Scope, Verdict};
+use super::super::{Approvals, HeldRequest, Resolution, Ruling, Scope};
 use super::*;
 
 const SECRET: &str = "webhook-secret";
@@ -66,7 +66,7 @@ fn hook(url: Uri, secret: Option<&str>) -> Webhook {
 fn pending() -> Pending {
     Pending {
         id: "ap-0123456789abcdef".to_string(),
-        ask: Ask {
+        ask: HeldRequest {
             path: "/api/chat.postMessage".to_string(),
             host: "slack.com".to_string(),
             url: "https://slack.com/api/chat.postMessage".to_string(),
@@ -124,8 +124,8 @@ async fn announce_posts_signed_json() {
 #[tokio::test]
 async fn decided_posts_the_decision() {
     let (url, seen) = serve(&[204]).await;
-    let decision = Decision {
-        verdict: Verdict::Allow,
+    let decision = HumanDecision {
+        verdict: Ruling::Allow,
         scope: Scope::Always,
         by: "bob".to_string(),
         at: "2026-01-01T00:01:00Z".to_string(),
@@ -197,9 +197,9 @@ async fn approvals_announce_asks_and_decisions_in_order() {
             tokio::task::yield_now().await;
         }
         let id = approvals.pending()[0].id.clone();
-        approvals.decide(&id, Verdict::Deny, Scope::Once, "bob").unwrap();
+        approvals.decide(&id, Ruling::Deny, Scope::Once, "bob").unwrap();
     });
-    assert!(matches!(outcome, Outcome::Denied { .. }), "{outcome:?}");
+    assert!(matches!(outcome, Resolution::Denied { .. }), "{outcome:?}");
     for _ in 0..500 {
         if seen.lock().unwrap().len() >= 2 {
             break;

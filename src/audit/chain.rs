@@ -18,19 +18,19 @@ use ring::signature::{Ed25519KeyPair, KeyPair};
 pub(crate) const GENESIS: [u8; 32] = [0; 32];
 
 /// Signs checkpoints: an Ed25519 key derived from a secret of any source cordon reads.
-pub(crate) struct Signer {
+pub(crate) struct CheckpointSigner {
     key: Ed25519KeyPair,
 }
 
-impl Signer {
+impl CheckpointSigner {
     /// The key for `secret` (any text; the same secret gives the same key on every replica and restart).
-    pub(crate) fn from_secret(secret: &str) -> Result<Signer, String> {
+    pub(crate) fn from_secret(secret: &str) -> Result<CheckpointSigner, String> {
         let mut seed = Context::new(&SHA256);
         seed.update(b"cordon audit checkpoint key\0");
         seed.update(secret.as_bytes());
         let key = Ed25519KeyPair::from_seed_unchecked(seed.finish().as_ref())
             .map_err(|e| format!("cannot make the audit signing key: {e}"))?;
-        Ok(Signer { key })
+        Ok(CheckpointSigner { key })
     }
 
     /// The public key, in hex, as `cordon audit public-key` prints it and `verify --public-key` takes it.
@@ -59,7 +59,7 @@ pub(crate) struct Chain {
     prev: [u8; 32],
     /// Lines since the last checkpoint (the start line included).
     since_checkpoint: u64,
-    signer: Option<Signer>,
+    signer: Option<CheckpointSigner>,
     /// A signing key is configured and has not arrived yet (it is read once the secret sources are up).
     awaiting_key: bool,
 }
@@ -91,7 +91,7 @@ impl Chain {
     }
 
     /// Sign checkpoints with `signer` from now on.
-    pub(crate) fn sign_with(&mut self, signer: Signer) {
+    pub(crate) fn sign_with(&mut self, signer: CheckpointSigner) {
         self.signer = Some(signer);
         self.awaiting_key = false;
     }
@@ -162,7 +162,7 @@ impl Chain {
             "records": self.since_checkpoint,
             "final": why == Seal::Final,
             "rotated": why == Seal::Turn,
-            "key": self.signer.as_ref().map(Signer::public_hex),
+            "key": self.signer.as_ref().map(CheckpointSigner::public_hex),
             "seq": self.next,
             "prev": hex::encode(self.prev),
         });

@@ -37,7 +37,7 @@ fn no_checkpoint_goes_unsigned_while_its_key_is_still_to_come() {
     // Due, and even final: nothing rather than a checkpoint `verify` would call forged.
     assert!(chain.checkpoint_line("t", Seal::Due).is_none());
     assert!(chain.checkpoint_line("t", Seal::Final).is_none());
-    chain.sign_with(Signer::from_secret("s").unwrap());
+    chain.sign_with(CheckpointSigner::from_secret("s").unwrap());
     let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", Seal::Due).unwrap()).unwrap();
     // The first signed checkpoint vouches for the lines written before the key came.
     assert_eq!(c["records"].as_u64(), Some(1));
@@ -53,14 +53,14 @@ fn checkpoints_are_written_when_something_happened_or_at_the_end() {
     let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", Seal::Due).unwrap()).unwrap();
     assert_eq!((c["records"].as_u64(), c["sig"].is_null()), (Some(1), true));
     assert!(chain.checkpoint_line("t", Seal::Due).is_none());
-    chain.sign_with(Signer::from_secret("s").unwrap());
+    chain.sign_with(CheckpointSigner::from_secret("s").unwrap());
     let c: serde_json::Value = serde_json::from_slice(&chain.checkpoint_line("t", Seal::Final).unwrap()).unwrap();
     assert_eq!(c["final"], true);
     assert_eq!(c["sig"].as_str().map(str::len), Some(128));
     // The same secret gives the same key.
     assert_eq!(
-        Signer::from_secret("s").unwrap().public_hex(),
-        Signer::from_secret("s").unwrap().public_hex()
+        CheckpointSigner::from_secret("s").unwrap().public_hex(),
+        CheckpointSigner::from_secret("s").unwrap().public_hex()
     );
 }
 
@@ -72,7 +72,7 @@ fn a_run_says_whether_it_signs_and_a_turn_to_a_new_file_is_always_marked() {
     // A key configured but not read yet: the run signs.
     assert_eq!(start(&mut Chain::after(None).awaiting_key(true))["signing"], true);
     let mut chain = Chain::after(None);
-    chain.sign_with(Signer::from_secret("s").unwrap());
+    chain.sign_with(CheckpointSigner::from_secret("s").unwrap());
     assert_eq!(start(&mut chain)["signing"], true);
     // Nothing since the last checkpoint: a turn to a new file still closes the old one, marked.
     let _ = chain.checkpoint_line("t", Seal::Due).unwrap();

@@ -18,7 +18,7 @@ mod order;
 
 /// How the files stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Verification {
     /// Every line is where the chain puts it, every checkpoint signature checked holds, and the last line is
     /// cordon's final checkpoint.
     Intact,
@@ -54,15 +54,15 @@ pub(crate) struct Report {
 
 impl Report {
     /// The verdict.
-    pub(crate) fn outcome(&self) -> Outcome {
+    pub(crate) fn outcome(&self) -> Verification {
         if !self.tampering.is_empty() {
-            Outcome::Tampered
+            Verification::Tampered
         } else if self.key_checked && self.signed == 0 {
-            Outcome::NoSignedEvidence
+            Verification::NoSignedEvidence
         } else if self.sealed {
-            Outcome::Intact
+            Verification::Intact
         } else {
-            Outcome::Unsealed
+            Verification::Unsealed
         }
     }
 }

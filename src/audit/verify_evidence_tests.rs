@@ -1,12 +1,12 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
-use crate::audit::chain::{Chain, Seal, Signer, tail_of};
-use crate::audit::verify::{Outcome, Report, anchors, verify};
+use crate::audit::chain::{Chain, CheckpointSigner, Seal, tail_of};
+use crate::audit::verify::{Report, Verification, anchors, verify};
 
 const SECRET: &str = "the audit secret";
 
 fn public() -> Vec<u8> {
-    hex::decode(Signer::from_secret(SECRET).unwrap().public_hex()).unwrap()
+    hex::decode(CheckpointSigner::from_secret(SECRET).unwrap().public_hex()).unwrap()
 }
 
 /// A log written run by run, as the writer does: a start line, records, checkpoints.
@@ -30,7 +30,7 @@ impl Log {
     fn start(&mut self, signed: bool, continued: bool) {
         self.chain = Chain::after(tail_of(&self.lines.concat()));
         if signed {
-            self.chain.sign_with(Signer::from_secret(SECRET).unwrap());
+            self.chain.sign_with(CheckpointSigner::from_secret(SECRET).unwrap());
         }
         let line = self.chain.start_line("t", continued);
         self.lines.push(line);
@@ -40,7 +40,7 @@ impl Log {
     fn legacy_start(&mut self, signed: bool) {
         self.chain = Chain::after(tail_of(&self.lines.concat()));
         if signed {
-            self.chain.sign_with(Signer::from_secret(SECRET).unwrap());
+            self.chain.sign_with(CheckpointSigner::from_secret(SECRET).unwrap());
         }
         let mut line = b"{\"kind\":\"audit_start\",\"time\":\"t\",\"continues\":true,\"version\":\"0.1.0\"}\n".to_vec();
         self.chain.link(&mut line);
@@ -114,7 +114,7 @@ fn a_log_signed_from_a_later_run_on_verifies_and_says_where_signing_started() {
     log.records(2);
     log.checkpoint(Seal::Final);
     let r = check(&[&log.lines]);
-    assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Intact, "{r:?}");
     assert_eq!(r.signed, 1);
     assert!(
         has(&r.notes, "unsigned before signing started at f0:7")
@@ -127,7 +127,7 @@ fn a_log_signed_from_a_later_run_on_verifies_and_says_where_signing_started() {
     log.records(1);
     log.checkpoint(Seal::Final);
     let r = check(&[&log.lines]);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     assert!(
         has(
             &r.tampering,
@@ -150,7 +150,7 @@ fn a_log_of_an_older_cordon_signed_from_a_later_run_on_verifies_too() {
     log.checkpoint(Seal::Due);
     log.checkpoint(Seal::Final);
     let r = check(&[&log.lines]);
-    assert_eq!((r.outcome(), r.signed), (Outcome::Intact, 2), "{r:?}");
+    assert_eq!((r.outcome(), r.signed), (Verification::Intact, 2), "{r:?}");
     assert!(has(&r.notes, "unsigned before signing started at f0:5"), "{r:?}");
 }
 
@@ -165,7 +165,7 @@ fn an_unsigned_checkpoint_in_a_run_that_signs_is_tampering() {
     log.chain = Chain::after(tail_of(&log.lines.concat()));
     log.checkpoint(Seal::Final);
     let r = check(&[&log.lines]);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     assert!(has(&r.tampering, "signing started at f0:1"), "{r:?}");
 }
 
@@ -175,21 +175,21 @@ fn a_chain_forged_from_nothing_is_no_signed_evidence() {
     let mut log = Log::new(false);
     log.records(3);
     let r = check(&[&log.lines]);
-    assert_eq!(r.outcome(), Outcome::NoSignedEvidence, "{r:?}");
+    assert_eq!(r.outcome(), Verification::NoSignedEvidence, "{r:?}");
     assert!(has(&r.notes, "no signed evidence"), "{r:?}");
     // With unsigned checkpoints, even "sealed": the same.
     log.checkpoint(Seal::Final);
     let r = check(&[&log.lines]);
-    assert_eq!(r.outcome(), Outcome::NoSignedEvidence, "{r:?}");
+    assert_eq!(r.outcome(), Verification::NoSignedEvidence, "{r:?}");
     // And a run that says it signs but has no checkpoint yet (killed before its first one).
     let mut log = Log::new(true);
     log.records(2);
-    assert_eq!(check(&[&log.lines]).outcome(), Outcome::NoSignedEvidence);
+    assert_eq!(check(&[&log.lines]).outcome(), Verification::NoSignedEvidence);
     // Nothing at all.
-    assert_eq!(check(&[&[]]).outcome(), Outcome::NoSignedEvidence);
+    assert_eq!(check(&[&[]]).outcome(), Verification::NoSignedEvidence);
     // Without a key the chain alone is judged: no verdict on signatures.
     let r = verify(&[("f0".into(), log.lines.concat())], None, &[]);
-    assert_eq!(r.outcome(), Outcome::Unsealed, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Unsealed, "{r:?}");
 }
 
 #[test]
@@ -202,11 +202,11 @@ fn a_file_missing_after_a_rotation_is_tampering() {
     log.records(2);
     log.checkpoint(Seal::Final);
     let (old, current) = log.lines.split_at(rotated);
-    assert_eq!(check(&[old, current]).outcome(), Outcome::Intact);
+    assert_eq!(check(&[old, current]).outcome(), Verification::Intact);
     // The current file deleted, or emptied.
     for files in [vec![old], vec![old, &[]]] {
         let r = check(&files);
-        assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+        assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
         assert!(
             has(&r.tampering, "f0:5: deleted") && has(&r.tampering, "from seq 5"),
             "{r:?}"
@@ -214,7 +214,7 @@ fn a_file_missing_after_a_rotation_is_tampering() {
     }
     // The current file alone: its start continues a chain whose beginning is not given, which is no tampering.
     let r = check(&[current]);
-    assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Intact, "{r:?}");
     assert!(has(&r.notes, "the first line is seq 5"), "{r:?}");
 }
 
@@ -223,7 +223,7 @@ fn lines_cut_from_the_beginning_show() {
     let lines = sealed();
     // Inside the first checkpoint's lines: its count shows what is missing.
     let r = check(&[&lines[2..]]);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     assert!(
         has(&r.tampering, "f0:1: the first line given is not an audit_start")
             && has(&r.tampering, "seq 0 to 1 are missing"),
@@ -231,7 +231,7 @@ fn lines_cut_from_the_beginning_show() {
     );
     // Up to a checkpoint: no count reaches back, but the file no longer begins as cordon's files do.
     let r = check(&[&lines[5..]]);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     assert!(has(&r.tampering, "not an audit_start"), "{r:?}");
 }
 
@@ -240,14 +240,14 @@ fn lines_a_shipped_checkpoint_covers_are_missing_when_cut_from_the_end() {
     let lines = sealed();
     let shipped = checkpoints(&lines);
     let r = check_anchored(&[&lines], &shipped);
-    assert_eq!((r.outcome(), r.anchored), (Outcome::Intact, 2), "{r:?}");
+    assert_eq!((r.outcome(), r.anchored), (Verification::Intact, 2), "{r:?}");
     // The last line only (the final checkpoint), several lines, back to the checkpoint before: without anchors
     // as a crash would leave them, with them tampering.
     for keep in [8, 6, 5] {
         let cut = &lines[..keep];
-        assert_eq!(check(&[cut]).outcome(), Outcome::Unsealed, "{keep}");
+        assert_eq!(check(&[cut]).outcome(), Verification::Unsealed, "{keep}");
         let r = check_anchored(&[cut], &shipped);
-        assert_eq!(r.outcome(), Outcome::Tampered, "{keep}: {r:?}");
+        assert_eq!(r.outcome(), Verification::Tampered, "{keep}: {r:?}");
         assert!(
             has(
                 &r.tampering,
@@ -261,10 +261,13 @@ fn lines_a_shipped_checkpoint_covers_are_missing_when_cut_from_the_end() {
     cut.truncate(cut.len() - 30);
     let files = [("f0".to_string(), cut)];
     let anchors = anchors("shipped", &shipped.concat(), &public()).unwrap();
-    assert_eq!(verify(&files, Some(&public()), &anchors).outcome(), Outcome::Tampered);
+    assert_eq!(
+        verify(&files, Some(&public()), &anchors).outcome(),
+        Verification::Tampered
+    );
     // Everything gone.
     let r = check_anchored(&[&[]], &shipped);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
 }
 
 #[test]
@@ -274,14 +277,14 @@ fn a_crash_stays_unsealed_with_the_checkpoints_it_shipped() {
     log.checkpoint(Seal::Due);
     log.records(2);
     let r = check_anchored(&[&log.lines], &checkpoints(&log.lines));
-    assert_eq!((r.outcome(), r.anchored), (Outcome::Unsealed, 1), "{r:?}");
+    assert_eq!((r.outcome(), r.anchored), (Verification::Unsealed, 1), "{r:?}");
     assert!(has(&r.notes, "2 line(s) after the last checkpoint (f0:5)"), "{r:?}");
     // Started again after it: sealed, and the restart is noted.
     log.start(true, true);
     log.records(1);
     log.checkpoint(Seal::Final);
     let r = check_anchored(&[&log.lines], &checkpoints(&log.lines[..5]));
-    assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Intact, "{r:?}");
     assert!(
         has(
             &r.notes,
@@ -304,9 +307,9 @@ fn a_chain_rewritten_under_a_shipped_checkpoint_is_tampering() {
     log.start(true, true);
     log.records(3);
     log.checkpoint(Seal::Final);
-    assert_eq!(check(&[&log.lines]).outcome(), Outcome::Intact);
+    assert_eq!(check(&[&log.lines]).outcome(), Verification::Intact);
     let r = check_anchored(&[&log.lines], &shipped);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     assert!(
         has(&r.tampering, "not the checkpoint shipped as shipped:2 (seq 8)"),
         "{r:?}"

@@ -1,14 +1,14 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
-use crate::audit::chain::{Chain, Seal, Signer};
+use crate::audit::chain::{Chain, CheckpointSigner, Seal};
 
 const SECRET: &str = "the audit secret";
 
 /// A sealed log: a start line, records 1..=9 with a checkpoint after the 5th, and the final checkpoint.
 fn log() -> Vec<Vec<u8>> {
     let mut chain = Chain::after(None);
-    chain.sign_with(Signer::from_secret(SECRET).unwrap());
+    chain.sign_with(CheckpointSigner::from_secret(SECRET).unwrap());
     let mut lines = vec![chain.start_line("t0", false)];
     for i in 1..=9 {
         let mut line = format!("{{\"time\":\"t{i}\",\"kind\":\"http\",\"host\":\"h{i}.test\"}}\n").into_bytes();
@@ -23,7 +23,7 @@ fn log() -> Vec<Vec<u8>> {
 }
 
 fn public() -> Vec<u8> {
-    hex::decode(Signer::from_secret(SECRET).unwrap().public_hex()).unwrap()
+    hex::decode(CheckpointSigner::from_secret(SECRET).unwrap().public_hex()).unwrap()
 }
 
 fn check(lines: &[Vec<u8>]) -> Report {
@@ -33,7 +33,7 @@ fn check(lines: &[Vec<u8>]) -> Report {
 #[test]
 fn an_untouched_log_is_intact_with_every_checkpoint_signed() {
     let r = check(&log());
-    assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Intact, "{r:?}");
     assert_eq!((r.lines, r.signed), (12, 2));
     // Split across files at any line, oldest first: the same.
     let lines = log();
@@ -42,7 +42,7 @@ fn an_untouched_log_is_intact_with_every_checkpoint_signed() {
         Some(&public()),
         &[],
     );
-    assert_eq!(r.outcome(), Outcome::Intact, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Intact, "{r:?}");
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn an_edit_is_pinpointed() {
         .replace("h3.test", "h4.test")
         .into_bytes();
     let r = check(&lines);
-    assert_eq!(r.outcome(), Outcome::Tampered);
+    assert_eq!(r.outcome(), Verification::Tampered);
     assert_eq!(r.tampering.len(), 1, "{r:?}");
     assert!(r.tampering[0].starts_with("a.jsonl:4: edited"), "{r:?}");
 }
@@ -63,7 +63,7 @@ fn a_deletion_is_pinpointed() {
     let mut lines = log();
     lines.remove(3);
     let r = check(&lines);
-    assert_eq!(r.outcome(), Outcome::Tampered);
+    assert_eq!(r.outcome(), Verification::Tampered);
     assert!(
         r.tampering
             .iter()
@@ -81,7 +81,7 @@ fn an_insertion_is_pinpointed_even_with_a_plausible_seq() {
         .replace("h3.test", "evil.test");
     lines.insert(4, forged.into_bytes());
     let r = check(&lines);
-    assert_eq!(r.outcome(), Outcome::Tampered);
+    assert_eq!(r.outcome(), Verification::Tampered);
     assert_eq!(r.tampering.len(), 1, "{r:?}");
     assert!(r.tampering[0].starts_with("a.jsonl:5: inserted"), "{r:?}");
     // And a line without a place in the chain.
@@ -101,7 +101,7 @@ fn a_reordering_is_pinpointed() {
     let mut lines = log();
     lines.swap(3, 4);
     let r = check(&lines);
-    assert_eq!(r.outcome(), Outcome::Tampered);
+    assert_eq!(r.outcome(), Verification::Tampered);
     assert!(
         r.tampering.iter().any(|t| t.starts_with("a.jsonl:5: reordered")),
         "{r:?}"
@@ -113,7 +113,7 @@ fn truncation_after_the_last_checkpoint_leaves_it_unsealed_and_before_it_shows()
     let lines = log();
     // Cut after the 7th record: the records before the checkpoint are vouched for, the end is not sealed.
     let r = check(&lines[..9]);
-    assert_eq!(r.outcome(), Outcome::Unsealed, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Unsealed, "{r:?}");
     assert!(
         r.notes
             .iter()
@@ -154,8 +154,8 @@ fn a_rewritten_chain_fails_at_the_signed_checkpoint() {
         forged.push(l);
     }
     let r = check(&forged);
-    assert_eq!(r.outcome(), Outcome::Tampered, "{r:?}");
+    assert_eq!(r.outcome(), Verification::Tampered, "{r:?}");
     // Signed with another key: refused too.
     let r = verify(&[("a.jsonl".into(), log().concat())], Some(&[7u8; 32]), &[]);
-    assert_eq!(r.outcome(), Outcome::Tampered);
+    assert_eq!(r.outcome(), Verification::Tampered);
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 
-use super::chain::{Chain, Seal, Signer};
+use super::chain::{Chain, CheckpointSigner, Seal};
 use super::health::Health;
 use super::unwritten::Unwritten;
 
@@ -40,7 +40,7 @@ pub(crate) trait Lines: Send + Sync {
 enum Msg {
     Line(Vec<u8>),
     /// Sign checkpoints with this key from now on.
-    Key(Signer),
+    Key(CheckpointSigner),
     /// Reopen the file (SIGUSR1, after an external logrotate).
     Reopen,
     /// Write out everything queued, then acknowledge and end.
@@ -92,7 +92,7 @@ impl LineQueue {
     }
 
     /// Sign the chain's checkpoints with `signer` from now on (its key is read once the secret sources are up).
-    pub(crate) fn sign_with(&self, signer: Signer) {
+    pub(crate) fn sign_with(&self, signer: CheckpointSigner) {
         if self.tx.send(Msg::Key(signer)).is_err() {
             tracing::error!("the audit writer has stopped; its checkpoints cannot be signed");
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::args::{ConfigArg, load};
-use crate::audit::verify::{Outcome, verify};
+use crate::audit::verify::{Verification, verify};
 
 /// Exit status: every line in place and the end sealed by cordon's final checkpoint.
 const INTACT: u8 = 0;
@@ -24,12 +24,12 @@ const NO_SIGNED_EVIDENCE: u8 = 4;
 
 /// The exit status of each verdict: the one place they are set (the help text of `verify` and the README's
 /// "Tamper evidence" list them; a test holds both to this).
-fn exit_status(outcome: Outcome) -> u8 {
+fn exit_status(outcome: Verification) -> u8 {
     match outcome {
-        Outcome::Intact => INTACT,
-        Outcome::Tampered => TAMPERED,
-        Outcome::Unsealed => UNSEALED,
-        Outcome::NoSignedEvidence => NO_SIGNED_EVIDENCE,
+        Verification::Intact => INTACT,
+        Verification::Tampered => TAMPERED,
+        Verification::Unsealed => UNSEALED,
+        Verification::NoSignedEvidence => NO_SIGNED_EVIDENCE,
     }
 }
 
@@ -146,10 +146,10 @@ fn run_verify(paths: &[PathBuf], key: Option<&[u8]>, anchor_paths: &[PathBuf]) -
     }
     let outcome = report.outcome();
     let verdict = match outcome {
-        Outcome::Intact => "intact: every line in place, the end sealed by cordon's final checkpoint",
-        Outcome::Unsealed => "no change found, but the end is not sealed (see the note)",
-        Outcome::NoSignedEvidence => "no signed evidence: no checkpoint signed by this key (see the note)",
-        Outcome::Tampered => "TAMPERED",
+        Verification::Intact => "intact: every line in place, the end sealed by cordon's final checkpoint",
+        Verification::Unsealed => "no change found, but the end is not sealed (see the note)",
+        Verification::NoSignedEvidence => "no signed evidence: no checkpoint signed by this key (see the note)",
+        Verification::Tampered => "TAMPERED",
     };
     let anchored = if anchors.is_empty() {
         String::new()
@@ -202,7 +202,7 @@ fn key_of(arg: &ConfigArg) -> Result<Vec<u8>, String> {
     let secret = rt
         .block_on(credentials.secrets().stored(&r))
         .map_err(|e| format!("audit.signing_key: {e}"))?;
-    let signer = crate::audit::chain::Signer::from_secret(secret.expose_secret())?;
+    let signer = crate::audit::chain::CheckpointSigner::from_secret(secret.expose_secret())?;
     hex::decode(signer.public_hex()).map_err(|e| e.to_string())
 }
 

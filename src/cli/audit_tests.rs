@@ -5,11 +5,11 @@ use clap::Subcommand;
 use super::*;
 
 /// Each verdict, as the help text and the README name it.
-const VERDICTS: [(Outcome, &str); 4] = [
-    (Outcome::Intact, "intact"),
-    (Outcome::Tampered, "tampered"),
-    (Outcome::Unsealed, "unsealed"),
-    (Outcome::NoSignedEvidence, "no signed evidence"),
+const VERDICTS: [(Verification, &str); 4] = [
+    (Verification::Intact, "intact"),
+    (Verification::Tampered, "tampered"),
+    (Verification::Unsealed, "unsealed"),
+    (Verification::NoSignedEvidence, "no signed evidence"),
 ];
 
 #[test]

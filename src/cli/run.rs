@@ -67,7 +67,7 @@ fn when_due(hook: fn()) {
 async fn audit_signer(
     key: Option<&crate::config::credentials::SecretRef>,
     secrets: &crate::secrets::Secrets,
-) -> Result<Option<crate::audit::chain::Signer>, String> {
+) -> Result<Option<crate::audit::chain::CheckpointSigner>, String> {
     use secrecy::ExposeSecret;
     let Some(r) = key else { return Ok(None) };
     if let crate::config::credentials::SecretRef::File(path) = r
@@ -76,7 +76,7 @@ async fn audit_signer(
         tracing::info!("created {} with a new random secret (0600)", path.display());
     }
     let secret = secrets.stored(r).await.map_err(|e| format!("audit.signing_key: {e}"))?;
-    let signer = crate::audit::chain::Signer::from_secret(secret.expose_secret())?;
+    let signer = crate::audit::chain::CheckpointSigner::from_secret(secret.expose_secret())?;
     tracing::info!(public_key = %signer.public_hex(), "audit checkpoints are signed");
     Ok(Some(signer))
 }

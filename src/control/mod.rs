@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use crate::identity::signed::Signer;
+use crate::identity::signed::TokenSigner;
 use crate::identity::valid_id;
 use backend::Backend;
 use fields::{check_labels, check_user};
@@ -139,7 +139,7 @@ pub struct Ttl {
 pub struct Control {
     store: Backend,
     view: RwLock<HashMap<String, Record>>,
-    signer: Signer,
+    signer: TokenSigner,
 }
 
 impl Control {
@@ -171,7 +171,7 @@ impl Control {
         Ok(Control {
             store,
             view: RwLock::new(HashMap::new()),
-            signer: Signer::new(&key)?,
+            signer: TokenSigner::new(&key)?,
         })
     }
 

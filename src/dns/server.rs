@@ -115,7 +115,7 @@ struct Handler<A> {
 }
 
 /// The decision for one request, before encoding.
-enum Outcome {
+enum Served {
     /// An error or refusal code, no records.
     Code(ResponseCode),
     /// NOERROR with these records (possibly none).
@@ -124,7 +124,7 @@ enum Outcome {
 
 impl<A: Answerer> Handler<A> {
     /// Validates the request, consults the answerer if needed, and builds the records.
-    async fn decide(&self, request: &Request) -> Outcome {
+    async fn decide(&self, request: &Request) -> Served {
         let protocol = if request.protocol().is_datagram() { "udp" } else { "tcp" };
         let first = request.queries.queries().first();
         let early = Query {
@@ -143,7 +143,7 @@ impl<A: Answerer> Handler<A> {
         };
         let refuse = |code: ResponseCode, reason: Reason| async move {
             self.answerer.refused(&early, reason).await;
-            Outcome::Code(code)
+            Served::Code(code)
         };
         if request.metadata.op_code != OpCode::Query {
             return refuse(ResponseCode::NotImp, Reason::DnsOpcodeUnsupported).await;
@@ -171,15 +171,15 @@ impl<A: Answerer> Handler<A> {
 
         if qtype != RecordType::A && qtype != RecordType::AAAA {
             return if self.answerer.other(&q).await {
-                Outcome::Records(Vec::new())
+                Served::Records(Vec::new())
             } else {
-                Outcome::Code(ResponseCode::Refused)
+                Served::Code(ResponseCode::Refused)
             };
         }
         match self.answerer.answer(&q).await {
-            Answer::Refused => Outcome::Code(ResponseCode::Refused),
-            Answer::NxDomain => Outcome::Code(ResponseCode::NXDomain),
-            Answer::Addrs(addrs) => Outcome::Records(
+            Answer::Refused => Served::Code(ResponseCode::Refused),
+            Answer::NxDomain => Served::Code(ResponseCode::NXDomain),
+            Answer::Addrs(addrs) => Served::Records(
                 addrs
                     .into_iter()
                     .filter_map(|ip| match (qtype, ip) {
@@ -207,11 +207,11 @@ impl<A: Answerer> RequestHandler for Handler<A> {
         metadata.authoritative = false;
         metadata.recursion_available = true;
         let records = match outcome {
-            Outcome::Code(code) => {
+            Served::Code(code) => {
                 metadata.response_code = code;
                 Vec::new()
             }
-            Outcome::Records(records) => records,
+            Served::Records(records) => records,
         };
 
         // RFC 6891: a request with OPT gets an OPT back.

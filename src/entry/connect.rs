@@ -13,7 +13,7 @@ use crate::audit::Kind;
 use crate::body::ProxyBody;
 use crate::error::{self, ProxyError};
 use crate::identity;
-use crate::pipeline::{self, Ask, Claim, Input, Outcome};
+use crate::pipeline::{self, Claim, Input, Intent, Outcome};
 use crate::session::scope::ConnScope;
 use crate::state::ProxyState;
 use crate::target::Target;
@@ -32,7 +32,7 @@ pub(crate) async fn connect(
         conn: Some(scope),
         claim: Claim::Credentials(identity::credentials(req.headers())),
         target: Target::from_connect_uri(req.uri()).map_err(ProxyError::from),
-        ask: Ask::Tunnel,
+        intent: Intent::Tunnel,
     };
     match pipeline::run(&state, input).await {
         Outcome::Open(opened) => {

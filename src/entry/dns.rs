@@ -12,7 +12,7 @@ use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::dns::{Answer, Answerer, Query};
 use crate::error::ProxyError;
-use crate::pipeline::{self, Ask, Claim, Input, Outcome};
+use crate::pipeline::{self, Claim, Input, Intent, Outcome};
 use crate::reason::Reason;
 use crate::state::ProxyState;
 use crate::target::Target;
@@ -50,7 +50,7 @@ impl PolicyAnswerer {
             // SECURITY: an address no sandbox claims gets no answers at all.
             claim: Claim::Source,
             target,
-            ask: Ask::Name {
+            intent: Intent::Name {
                 name: q.name.clone(),
                 qtype: q.qtype.clone(),
                 resolve,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::config::Config;
-use crate::pipeline::{self, Ask, Claim, CredentialUse, Ending, Input, Inside, Note};
+use crate::pipeline::{self, Claim, CredentialUse, Ending, Input, Inside, Intent, Note};
 use crate::policy::{Mode, TlsMode};
 use crate::state::Generation;
 use crate::target::Target;
@@ -115,14 +115,14 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
     };
 
     let generation = Arc::new(Generation::dry(config.clone())?);
-    let input = |kind, ask| Input {
+    let input = |kind, intent| Input {
         kind,
         client: ClientAddr(SocketAddr::from(([127, 0, 0, 1], 0))),
         original_dst: None,
         conn: None,
         claim: Claim::Named(sandbox.id.clone()),
         target: Ok(target.clone()),
-        ask,
+        intent,
     };
     let request = Request::builder()
         .method(method)
@@ -138,7 +138,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         notes.iter().any(|n| n.refusal().is_some())
     };
     let refused = if https {
-        let notes = pipeline::dry_run(generation.clone(), input(Kind::Connect, Ask::Tunnel))
+        let notes = pipeline::dry_run(generation.clone(), input(Kind::Connect, Intent::Tunnel))
             .await
             .take();
         let blind = notes.contains(&Note::Tunnel(TlsMode::Tunnel));
@@ -150,12 +150,12 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
             false
         } else {
             let inside = Some(Arc::new(Inside::new(&target)));
-            let ask = Ask::Request { req: request, inside };
+            let ask = Intent::Request { req: request, inside };
             let notes = pipeline::dry_run(generation, input(Kind::Https, ask)).await.take();
             record(Kind::Https, "inside ", notes)
         }
     } else {
-        let ask = Ask::Request {
+        let ask = Intent::Request {
             req: request,
             inside: None,
         };

@@ -22,7 +22,7 @@ use crate::framing::FramingGuard;
 use crate::headers;
 use crate::identity;
 use crate::limits::Waiting;
-use crate::pipeline::{self, Ask, Claim, Input};
+use crate::pipeline::{self, Claim, Input, Intent};
 use crate::reason::Reason;
 use crate::session::scope::ConnScope;
 use crate::state::ProxyState;
@@ -146,7 +146,7 @@ fn explicit(req: Request<Incoming>, client: ClientAddr, scope: Arc<ConnScope>) -
         conn: Some(scope),
         claim: Claim::Credentials(identity::credentials(req.headers())),
         target,
-        ask: Ask::Request {
+        intent: Intent::Request {
             req: req.map(body::boxed),
             inside: None,
         },
@@ -167,7 +167,7 @@ fn transparent(req: Request<Incoming>, original: OriginalDst, client: ClientAddr
         conn: Some(scope),
         claim: Claim::Source,
         target,
-        ask: Ask::Request {
+        intent: Intent::Request {
             req: Request::from_parts(parts, body::boxed(body)),
             inside: None,
         },

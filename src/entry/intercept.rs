@@ -20,7 +20,7 @@ use crate::body::{self, ProxyBody};
 use crate::error::{self, TunnelEnd};
 use crate::framing::FramingGuard;
 use crate::identity::Sandbox;
-use crate::pipeline::{self, Ask, Claim, Input, Inside, TunnelRecord, WebSocketGuard};
+use crate::pipeline::{self, Claim, Input, Inside, Intent, TunnelRecord, WebSocketGuard};
 use crate::session::lifetime::{Stop, Watched};
 use crate::state::{Generation, ProxyState};
 use crate::target::{Host, Target};
@@ -180,7 +180,7 @@ async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> R
         conn: None,
         claim: Claim::Established(interception.sandbox.clone()),
         target: Ok(interception.target.clone()),
-        ask: Ask::Request {
+        intent: Intent::Request {
             req: req.map(body::boxed),
             inside: Some(interception.inside.clone()),
         },

@@ -34,15 +34,15 @@ pub(crate) struct Claims {
 }
 
 /// Signs and verifies credentials.
-pub(crate) struct Signer {
+pub(crate) struct TokenSigner {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
 }
 
-impl Signer {
+impl TokenSigner {
     /// A signer with this key; at least [`MIN_KEY_BYTES`] bytes.
-    pub(crate) fn new(key: &SecretString) -> Result<Signer, String> {
+    pub(crate) fn new(key: &SecretString) -> Result<TokenSigner, String> {
         let bytes = key.expose_secret().as_bytes();
         if bytes.len() < MIN_KEY_BYTES {
             return Err(format!(
@@ -55,7 +55,7 @@ impl Signer {
         // Expiry is judged by the caller, which knows about renewals; the claim must still be present.
         validation.validate_exp = false;
         validation.set_required_spec_claims(&["exp", "aud", "sub"]);
-        Ok(Signer {
+        Ok(TokenSigner {
             encoding: EncodingKey::from_secret(bytes),
             decoding: DecodingKey::from_secret(bytes),
             validation,

@@ -2,8 +2,8 @@
 use super::*;
 use base64::Engine;
 
-fn signer(k: &str) -> Signer {
-    Signer::new(&SecretString::from(k.to_string())).unwrap()
+fn signer(k: &str) -> TokenSigner {
+    TokenSigner::new(&SecretString::from(k.to_string())).unwrap()
 }
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -19,7 +19,7 @@ fn roundtrip() {
 
 #[test]
 fn short_keys_are_refused() {
-    assert!(Signer::new(&SecretString::from("short".to_string())).is_err());
+    assert!(TokenSigner::new(&SecretString::from("short".to_string())).is_err());
 }
 
 #[test]

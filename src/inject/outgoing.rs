@@ -26,7 +26,7 @@ use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::apply::{Credentials, unavailable};
 use crate::leak::detect::Found;
-use crate::leak::scan_body::{ScanBody, Verdict};
+use crate::leak::scan_body::{ScanBody, ScanVerdict};
 use crate::leak::scan_stream::streamed_refuses;
 use crate::policy::Policy;
 use crate::reason::Reason;
@@ -38,7 +38,7 @@ pub(crate) struct Applied {
     /// The request body: read and rewritten if placeholders were swapped in it, else scanned as it streams.
     pub(crate) body: ProxyBody,
     /// Set when the streaming scan refuses the body on its way up.
-    pub(crate) verdict: Option<Verdict>,
+    pub(crate) verdict: Option<ScanVerdict>,
     /// A GitHub or OAuth2 minting call was let through: the tokens of its answer are masked.
     pub(crate) tokens: bool,
 }
@@ -152,7 +152,7 @@ impl Credentials {
             match decoder {
                 // A compressed body is scanned as the upstream will read it; it goes as it came.
                 Some(decoder) => {
-                    let verdict = Verdict::default();
+                    let verdict = ScanVerdict::default();
                     let refuses = streamed_refuses(usable);
                     let scan = ScanBody::new(
                         crate::body::read::whole(data.clone(), None),
@@ -194,7 +194,7 @@ impl Credentials {
         } else {
             // SECURITY: no size limit to hide behind: a larger or streamed body is scanned on its way up, and
             // a finding ends it there (the upstream never gets the rest) and the request with 403.
-            let v = Verdict::default();
+            let v = ScanVerdict::default();
             verdict = Some(v.clone());
             ScanBody::new(body, detector.clone(), decoder, streamed_refuses(usable), v).boxed_unsync()
         };

@@ -4,7 +4,7 @@
 //! same rule.
 //!
 //! On a finding the body ends in an error, so the upstream never receives the rest, and the finding waits
-//! in the [`Verdict`] for the pipeline to answer the sandbox with.
+//! in the [`ScanVerdict`] for the pipeline to answer the sandbox with.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -21,9 +21,9 @@ use crate::leak::scan_stream::ScanStream;
 
 /// What a body scan found that refuses the request, once it has.
 #[derive(Clone, Default)]
-pub(crate) struct Verdict(Arc<Mutex<Option<Found>>>);
+pub(crate) struct ScanVerdict(Arc<Mutex<Option<Found>>>);
 
-impl Verdict {
+impl ScanVerdict {
     /// The finding, if the scan refused the body.
     pub(crate) fn take(&self) -> Option<Found> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
@@ -40,7 +40,7 @@ pub(crate) type ScanBody = Filtered<Scan>;
 /// Scanning as a body [`Filter`].
 pub(crate) struct Scan {
     stream: ScanStream,
-    verdict: Verdict,
+    verdict: ScanVerdict,
     decoder: Option<Decoder>,
 }
 
@@ -51,7 +51,7 @@ impl ScanBody {
         detector: Arc<Detector>,
         decoder: Option<Decoder>,
         refuses: Refuses,
-        verdict: Verdict,
+        verdict: ScanVerdict,
     ) -> ScanBody {
         Filtered::with(
             inner,

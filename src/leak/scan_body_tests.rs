@@ -52,7 +52,7 @@ async fn a_clean_body_of_any_size_passes_whole() {
         detector(),
         None,
         refuse_all(),
-        Verdict::default(),
+        ScanVerdict::default(),
     ))
     .await;
     assert!(!failed);
@@ -64,7 +64,7 @@ async fn a_placeholder_past_the_first_mebibyte_split_over_chunks_never_leaves() 
     for piece in [1 << 14, 7, PH.len() / 2] {
         let data = big(PH, (2 << 20) + 3);
         let chunks = data.chunks(piece).map(<[u8]>::to_vec).collect();
-        let verdict = Verdict::default();
+        let verdict = ScanVerdict::default();
         let (sent, failed) = drain(ScanBody::new(
             body(chunks),
             detector(),
@@ -88,7 +88,7 @@ async fn a_secret_in_a_gzip_body_is_found_and_its_compressed_bytes_held() {
     e.write_all(&big(SECRET, 1 << 20)).unwrap();
     let gz = e.finish().unwrap();
     let chunks = gz.chunks(512).map(<[u8]>::to_vec).collect();
-    let verdict = Verdict::default();
+    let verdict = ScanVerdict::default();
     let decoder = Decoder::for_coding("gzip").unwrap();
     let (sent, failed) = drain(ScanBody::new(
         body(chunks),
@@ -107,7 +107,7 @@ async fn a_secret_in_a_gzip_body_is_found_and_its_compressed_bytes_held() {
 async fn a_chunk_whose_end_begins_nothing_is_sent_at_once() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let frames = tokio_stream_of(rx);
-    let mut scanned = ScanBody::new(frames, detector(), None, refuse_all(), Verdict::default());
+    let mut scanned = ScanBody::new(frames, detector(), None, refuse_all(), ScanVerdict::default());
     tx.send(b"{\"message\": \"hello\"}\n".to_vec()).unwrap();
     let first = scanned.frame().await.unwrap().unwrap();
     assert_eq!(first.data_ref().unwrap().as_ref(), b"{\"message\": \"hello\"}\n");
@@ -136,7 +136,7 @@ async fn findings_the_judge_allows_pass() {
         detector(),
         None,
         allow,
-        Verdict::default(),
+        ScanVerdict::default(),
     ))
     .await;
     assert!(!failed);

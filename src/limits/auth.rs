@@ -13,7 +13,7 @@ use std::time::Duration;
 use governor::clock::Clock;
 
 use super::rate::{Keyed, describe, until, whole_seconds};
-use super::{Rate, Refusal};
+use super::{LimitRefusal, Rate};
 
 /// What a block covers: one claimed id from one address, or everything from the address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -54,7 +54,7 @@ impl<C: Clock> Auth<C> {
     /// Count one failure from `source` claiming sandbox `claim`; refuse (and block) when the address's
     /// ceiling or the claim's rate is exceeded. A claim that is no sandbox id counts as no claim, so the
     /// keys stay small whatever a client sends.
-    pub(super) fn failure(&self, source: IpAddr, claim: Option<&str>) -> Result<(), Refusal> {
+    pub(super) fn failure(&self, source: IpAddr, claim: Option<&str>) -> Result<(), LimitRefusal> {
         let claim = claim_key(claim);
         if let Some(limiter) = &self.per_source
             && let Err(denied) = limiter.check(&source)
@@ -80,7 +80,7 @@ impl<C: Clock> Auth<C> {
     }
 
     /// The refusal for `source` claiming `claim` if either is blocked at `now`; counts nothing.
-    pub(super) fn blocked(&self, source: IpAddr, claim: Option<&str>, now: C::Instant) -> Option<Refusal> {
+    pub(super) fn blocked(&self, source: IpAddr, claim: Option<&str>, now: C::Instant) -> Option<LimitRefusal> {
         let blocked = self.lock();
         // Nothing blocked, the usual case on every request: no key is built.
         if blocked.is_empty() {
@@ -132,14 +132,14 @@ fn claim_key(claim: Option<&str>) -> Option<String> {
 }
 
 /// The `auth_throttled` refusal for what is blocked.
-fn refusal(what: &Blocked, rate: Rate, retry_after: Duration) -> Refusal {
+fn refusal(what: &Blocked, rate: Rate, retry_after: Duration) -> LimitRefusal {
     let (whose, setting) = match what {
         Blocked::Claim(source, Some(id)) => (format!("for sandbox {id:?} from {source}"), "limits.auth_failures"),
         Blocked::Claim(source, None) => (format!("without a sandbox id from {source}"), "limits.auth_failures"),
         Blocked::Source(source) => (format!("from {source}"), "limits.per_source.auth_failures"),
     };
-    Refusal {
-        reason: Refusal::AUTH_THROTTLED,
+    LimitRefusal {
+        reason: LimitRefusal::AUTH_THROTTLED,
         retry_after,
         message: format!(
             "too many failed proxy authentications {whose} (over {}, {setting}); wait {} s before trying again",

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use governor::clock::Reference;
 
-use super::Refusal;
+use super::LimitRefusal;
 use super::rate::whole_seconds;
 
 /// The bytes one sandbox moved in its current window.
@@ -59,7 +59,7 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Count `up` and `down` bytes of `sandbox`; refuse when the window's totals are now over a budget.
-    pub(super) fn count(&self, sandbox: &str, up: u64, down: u64, now: I) -> Result<(), Refusal> {
+    pub(super) fn count(&self, sandbox: &str, up: u64, down: u64, now: I) -> Result<(), LimitRefusal> {
         let mut windows = self.lock();
         if let Some(window) = windows.get_mut(sandbox) {
             if self.expired(window, now) {
@@ -85,7 +85,7 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Refuse when a budget of `sandbox`'s current window is spent (all of it used).
-    pub(super) fn check(&self, sandbox: &str, now: I) -> Result<(), Refusal> {
+    pub(super) fn check(&self, sandbox: &str, now: I) -> Result<(), LimitRefusal> {
         let window = self.lock().get(sandbox).copied();
         match window {
             Some(window) if !self.expired(&window, now) => {
@@ -124,15 +124,15 @@ impl<I: Reference> Budgets<I> {
         window: &Window<I>,
         now: I,
         exceeds: impl Fn(u64, u64) -> bool,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), LimitRefusal> {
         let (reason, direction, budget) = match (self.upload, self.download) {
-            (Some(budget), _) if exceeds(window.up, budget) => (Refusal::UPLOAD_BUDGET, "upload", budget),
-            (_, Some(budget)) if exceeds(window.down, budget) => (Refusal::DOWNLOAD_BUDGET, "download", budget),
+            (Some(budget), _) if exceeds(window.up, budget) => (LimitRefusal::UPLOAD_BUDGET, "upload", budget),
+            (_, Some(budget)) if exceeds(window.down, budget) => (LimitRefusal::DOWNLOAD_BUDGET, "download", budget),
             _ => return Ok(()),
         };
         let elapsed = Duration::from(now.duration_since(window.start));
         let left = self.window.saturating_sub(elapsed);
-        Err(Refusal {
+        Err(LimitRefusal {
             reason,
             retry_after: whole_seconds(left),
             message: format!(

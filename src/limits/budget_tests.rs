@@ -6,7 +6,7 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 
 use super::human;
-use crate::limits::{LimitSpec, Limits, Refusal};
+use crate::limits::{LimitRefusal, LimitSpec, Limits};
 
 /// One hour.
 const HOUR: Duration = Duration::from_secs(3600);
@@ -32,12 +32,12 @@ fn upload_budget_is_hit_at_exactly_the_budget() {
     assert_eq!(limits.usage("sb-1"), (100, 1_000));
     assert_eq!(
         limits.budget("sb-1").unwrap_err().reason,
-        Refusal::UPLOAD_BUDGET,
+        LimitRefusal::UPLOAD_BUDGET,
         "all of it is spent"
     );
 
     let refusal = limits.bytes("sb-1", 1, 0).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::UPLOAD_BUDGET);
+    assert_eq!(refusal.reason, LimitRefusal::UPLOAD_BUDGET);
     assert_eq!(refusal.retry_after, HOUR);
     assert_eq!(
         refusal.message,
@@ -48,7 +48,7 @@ fn upload_budget_is_hit_at_exactly_the_budget() {
         (101, 1_000),
         "bytes are counted even when refused"
     );
-    assert_eq!(limits.budget("sb-1").unwrap_err().reason, Refusal::UPLOAD_BUDGET);
+    assert_eq!(limits.budget("sb-1").unwrap_err().reason, LimitRefusal::UPLOAD_BUDGET);
     // Found over: any further bytes are refused too, and so is nothing at all.
     assert!(limits.bytes("sb-1", 0, 0).is_err());
     limits.budget("sb-2").unwrap();
@@ -60,19 +60,22 @@ fn download_budget_is_hit_at_exactly_the_budget() {
     let (limits, _clock) = limits(None, Some(100));
     limits.bytes("sb-1", 5_000, 100).unwrap();
     let refusal = limits.bytes("sb-1", 0, 1).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::DOWNLOAD_BUDGET);
+    assert_eq!(refusal.reason, LimitRefusal::DOWNLOAD_BUDGET);
     assert!(
         refusal.message.contains("download budget of 100 bytes"),
         "{}",
         refusal.message
     );
-    assert_eq!(limits.budget("sb-1").unwrap_err().reason, Refusal::DOWNLOAD_BUDGET);
+    assert_eq!(limits.budget("sb-1").unwrap_err().reason, LimitRefusal::DOWNLOAD_BUDGET);
 }
 
 #[test]
 fn upload_is_reported_before_download() {
     let (limits, _clock) = limits(Some(10), Some(10));
-    assert_eq!(limits.bytes("sb-1", 11, 11).unwrap_err().reason, Refusal::UPLOAD_BUDGET);
+    assert_eq!(
+        limits.bytes("sb-1", 11, 11).unwrap_err().reason,
+        LimitRefusal::UPLOAD_BUDGET
+    );
 }
 
 #[test]

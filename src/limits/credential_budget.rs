@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Refusal;
+use super::LimitRefusal;
 
 /// One budget: at most `requests` and `bytes` per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub(crate) struct CredentialBudgets {
 /// A refusal, and whether it is the first in its window (to announce it once).
 #[derive(Debug)]
 pub(crate) struct Spent {
-    pub(crate) refusal: Refusal,
+    pub(crate) refusal: LimitRefusal,
     pub(crate) first: bool,
 }
 
@@ -116,8 +116,8 @@ impl CredentialBudgets {
             let first = !u.refused;
             u.refused = true;
             return Err(Spent {
-                refusal: Refusal {
-                    reason: Refusal::CREDENTIAL_BUDGET,
+                refusal: LimitRefusal {
+                    reason: LimitRefusal::CREDENTIAL_BUDGET,
                     retry_after: left,
                     message: format!(
                         "credential {credential} has used its budget of {what} per {} for {subject}; it renews in {}s",

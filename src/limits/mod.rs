@@ -12,7 +12,7 @@
 //!   ([`Limits::auth_failure`], [`Limits::auth_blocked`]).
 //!
 //! Rates are governor's keyed GCRA limiters. Time comes from a governor [`Clock`], so tests drive a
-//! [`governor::clock::FakeRelativeClock`] instead of sleeping. A refusal is a [`Refusal`]: a stable
+//! [`governor::clock::FakeRelativeClock`] instead of sleeping. A refusal is a [`LimitRefusal`]: a stable
 //! reason code, a `Retry-After` in whole seconds and a sentence for the person behind the agent.
 //! [`Limits::housekeep`], called periodically, forgets the keys of sandboxes that have gone idle.
 
@@ -39,7 +39,7 @@ pub(crate) use self::credential_budget::{Budget, CredentialBudgets};
 use self::open::Open;
 pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};
-pub(crate) use self::refusal::Refusal;
+pub(crate) use self::refusal::LimitRefusal;
 pub use self::shared_bytes::{Counts, SharedBytes};
 pub use self::unauthenticated::{Unauthenticated, Waiting};
 
@@ -178,11 +178,11 @@ impl<C: Clock + Clone> Limits<C> {
     /// its sandbox's rate, and one refused by the host rate one cell of both the sandbox's and the
     /// user's. `host` is taken as given: pass it normalized (lower case, no trailing dot); `None` (a request
     /// whose destination could not be read) skips the per-host rate.
-    pub fn request(&self, sandbox: &str, user: &str, host: Option<&str>) -> Result<(), Refusal> {
+    pub fn request(&self, sandbox: &str, user: &str, host: Option<&str>) -> Result<(), LimitRefusal> {
         if let Some(limiter) = &self.sandbox_requests {
             limiter.check(&sandbox.to_owned()).map_err(|denied| {
                 denied.refusal(
-                    Refusal::SANDBOX_RATE,
+                    LimitRefusal::SANDBOX_RATE,
                     format!("sandbox {sandbox} is over {}", describe(limiter.rate(), "requests")),
                 )
             })?;
@@ -191,7 +191,7 @@ impl<C: Clock + Clone> Limits<C> {
             limiter.check(&user.to_owned()).map_err(|denied| {
                 let rate = describe(limiter.rate(), "requests");
                 denied.refusal(
-                    Refusal::USER_RATE,
+                    LimitRefusal::USER_RATE,
                     format!("user {user} is over {rate} across their sandboxes"),
                 )
             })?;
@@ -202,7 +202,7 @@ impl<C: Clock + Clone> Limits<C> {
                 .map_err(|denied| {
                     let rate = describe(limiter.rate(), "requests");
                     denied.refusal(
-                        Refusal::HOST_RATE,
+                        LimitRefusal::HOST_RATE,
                         format!("sandbox {sandbox} is over {rate} to {host}"),
                     )
                 })?;
@@ -211,14 +211,14 @@ impl<C: Clock + Clone> Limits<C> {
     }
 
     /// A new connection or tunnel of `sandbox`.
-    pub(crate) fn connection(&self, sandbox: &str) -> Result<(), Refusal> {
+    pub(crate) fn connection(&self, sandbox: &str) -> Result<(), LimitRefusal> {
         let Some(limiter) = &self.sandbox_connections else {
             return Ok(());
         };
         limiter.check(&sandbox.to_owned()).map_err(|denied| {
             let rate = describe(limiter.rate(), "new connections");
             denied.refusal(
-                Refusal::CONNECTION_RATE,
+                LimitRefusal::CONNECTION_RATE,
                 format!("sandbox {sandbox} is opening over {rate}"),
             )
         })
@@ -228,7 +228,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// The returned guard gives the slot back when dropped. Refused when the sandbox (checked first)
     /// or the user already has as many open as its cap allows; a refusal takes no slot.
-    pub(crate) fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, Refusal> {
+    pub(crate) fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, LimitRefusal> {
         self.open
             .open(sandbox, user, self.spec.sandbox_open, self.spec.user_open)
     }
@@ -243,7 +243,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
     /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
-    pub(crate) fn budget(&self, sandbox: &str) -> Result<(), Refusal> {
+    pub(crate) fn budget(&self, sandbox: &str) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
             return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
                 u >= b
@@ -259,7 +259,7 @@ impl<C: Clock + Clone> Limits<C> {
     /// its first counted byte; the first bytes after a window ends start a new one from zero. Bytes
     /// are counted even when no budget is set (for [`Limits::usage`]). Cheap: one lock and one lookup,
     /// no allocation once the sandbox has a window.
-    pub fn bytes(&self, sandbox: &str, up: u64, down: u64) -> Result<(), Refusal> {
+    pub fn bytes(&self, sandbox: &str, up: u64, down: u64) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
             shared.add(sandbox, up, down);
             return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
@@ -280,7 +280,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// A refusal also blocks the (source, claim), or the whole source when its ceiling was passed, until its
     /// next failure would be allowed (see [`Limits::auth_blocked`]).
-    pub(crate) fn auth_failure(&self, source: IpAddr, claim: Option<&str>) -> Result<(), Refusal> {
+    pub(crate) fn auth_failure(&self, source: IpAddr, claim: Option<&str>) -> Result<(), LimitRefusal> {
         self.auth.failure(source, claim)
     }
 
@@ -288,7 +288,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// An address is throttled from a refused [`Limits::auth_failure`] until its next failure would be
     /// allowed; an address that used its burst but was not refused yet is not.
-    pub(crate) fn auth_blocked(&self, source: IpAddr, claim: Option<&str>) -> Option<Refusal> {
+    pub(crate) fn auth_blocked(&self, source: IpAddr, claim: Option<&str>) -> Option<LimitRefusal> {
         self.auth.blocked(source, claim, self.clock.now())
     }
 

@@ -39,7 +39,7 @@ fn limits_are_shared_across_tasks() {
     fn shareable<T: Send + Sync + 'static>() {}
     shareable::<Limits>();
     shareable::<Limits<FakeRelativeClock>>();
-    shareable::<Refusal>();
+    shareable::<LimitRefusal>();
 }
 
 #[test]
@@ -70,15 +70,15 @@ fn the_real_clock_limits_too() {
         limits.request("sb-1", "alice", Some("a.com")).unwrap();
     }
     let refusal = limits.request("sb-1", "alice", Some("a.com")).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::SANDBOX_RATE);
+    assert_eq!(refusal.reason, LimitRefusal::SANDBOX_RATE);
     assert!(refusal.retry_after >= Duration::from_secs(1));
     assert!(format!("{limits:?}").contains("sandbox_requests"));
 }
 
 #[test]
 fn a_refusal_displays_its_message() {
-    let refusal = Refusal {
-        reason: Refusal::USER_RATE,
+    let refusal = LimitRefusal {
+        reason: LimitRefusal::USER_RATE,
         retry_after: Duration::from_secs(1),
         message: "user alice is over 1 request per second (burst 1)".to_owned(),
     };

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::Refusal;
+use super::LimitRefusal;
 
 /// How long a caller refused by an open cap is told to wait: slots free up as soon as anything closes.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -39,12 +39,12 @@ impl Open {
         user: &str,
         sandbox_cap: Option<u32>,
         user_cap: Option<u32>,
-    ) -> Result<OpenGuard, Refusal> {
+    ) -> Result<OpenGuard, LimitRefusal> {
         let mut table = self.lock();
         let in_sandbox = table.sandboxes.get(sandbox).copied().unwrap_or(0);
         if let Some(cap) = sandbox_cap.filter(|cap| in_sandbox >= *cap) {
-            return Err(Refusal {
-                reason: Refusal::SANDBOX_OPEN_LIMIT,
+            return Err(LimitRefusal {
+                reason: LimitRefusal::SANDBOX_OPEN_LIMIT,
                 retry_after: RETRY_AFTER,
                 message: format!(
                     "sandbox {sandbox} already has {cap} connections and tunnels open, the most allowed; \
@@ -54,8 +54,8 @@ impl Open {
         }
         let of_user = table.users.get(user).copied().unwrap_or(0);
         if let Some(cap) = user_cap.filter(|cap| of_user >= *cap) {
-            return Err(Refusal {
-                reason: Refusal::USER_OPEN_LIMIT,
+            return Err(LimitRefusal {
+                reason: LimitRefusal::USER_OPEN_LIMIT,
                 retry_after: RETRY_AFTER,
                 message: format!(
                     "user {user} already has {cap} connections and tunnels open across their sandboxes, \

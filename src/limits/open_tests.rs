@@ -5,7 +5,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::OpenGuard;
-use crate::limits::{LimitSpec, Limits, Refusal};
+use crate::limits::{LimitRefusal, LimitSpec, Limits};
 
 #[test]
 fn sandbox_cap_is_released_when_a_guard_drops() {
@@ -18,7 +18,7 @@ fn sandbox_cap_is_released_when_a_guard_drops() {
     assert_eq!(limits.open_counts("sb-1", "alice"), (2, 2));
 
     let refusal = limits.open("sb-1", "alice").unwrap_err();
-    assert_eq!(refusal.reason, Refusal::SANDBOX_OPEN_LIMIT);
+    assert_eq!(refusal.reason, LimitRefusal::SANDBOX_OPEN_LIMIT);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
         refusal.message.starts_with("sandbox sb-1 already has 2 connections"),
@@ -48,7 +48,7 @@ fn user_cap_spans_the_users_sandboxes() {
         limits.open("sb-2", "alice").unwrap(),
     ];
     let refusal = limits.open("sb-3", "alice").unwrap_err();
-    assert_eq!(refusal.reason, Refusal::USER_OPEN_LIMIT);
+    assert_eq!(refusal.reason, LimitRefusal::USER_OPEN_LIMIT);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
         refusal.message.starts_with("user alice already has 3 connections"),
@@ -80,11 +80,11 @@ fn sandbox_cap_is_checked_before_the_user_cap() {
     let _guard = limits.open("sb-1", "alice").unwrap();
     assert_eq!(
         limits.open("sb-1", "alice").unwrap_err().reason,
-        Refusal::SANDBOX_OPEN_LIMIT
+        LimitRefusal::SANDBOX_OPEN_LIMIT
     );
     assert_eq!(
         limits.open("sb-2", "alice").unwrap_err().reason,
-        Refusal::USER_OPEN_LIMIT
+        LimitRefusal::USER_OPEN_LIMIT
     );
 }
 

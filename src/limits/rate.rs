@@ -8,7 +8,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-use super::{Rate, Refusal};
+use super::{LimitRefusal, Rate};
 
 /// The governor limiter type used for every keyed rate: default (sharded) store, no middleware.
 type Governor<K, C> = RateLimiter<K, DefaultKeyedStateStore<K>, C, NoOpMiddleware<<C as Clock>::Instant>>;
@@ -24,8 +24,8 @@ pub(super) struct Denied<I> {
 
 impl<I> Denied<I> {
     /// The refusal to report: `reason` and `message`, with this wait as `retry_after`.
-    pub(super) fn refusal(&self, reason: crate::reason::Reason, message: String) -> Refusal {
-        Refusal {
+    pub(super) fn refusal(&self, reason: crate::reason::Reason, message: String) -> LimitRefusal {
+        LimitRefusal {
             reason,
             retry_after: self.retry_after,
             message,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 
 use super::whole_seconds;
-use crate::limits::{LimitSpec, Limits, Rate, Refusal};
+use crate::limits::{LimitRefusal, LimitSpec, Limits, Rate};
 
 /// A rate of `per_second` with `burst`.
 fn rate(per_second: u32, burst: u32) -> Rate {
@@ -43,14 +43,14 @@ fn sandbox_rate_is_hit_at_its_burst_and_refills() {
         limits.request("sb-1", "alice", Some("example.com")).unwrap();
     }
     let refusal = limits.request("sb-1", "alice", Some("example.com")).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::SANDBOX_RATE);
+    assert_eq!(refusal.reason, LimitRefusal::SANDBOX_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert_eq!(refusal.message, "sandbox sb-1 is over 2 requests per second (burst 3)");
 
     clock.advance(Duration::from_millis(499));
     assert_eq!(
         limits.request("sb-1", "alice", Some("example.com")).unwrap_err().reason,
-        Refusal::SANDBOX_RATE
+        LimitRefusal::SANDBOX_RATE
     );
     clock.advance(Duration::from_millis(1));
     limits.request("sb-1", "alice", Some("example.com")).unwrap();
@@ -82,7 +82,7 @@ fn user_rate_spans_the_users_sandboxes() {
     limits.request("sb-1", "alice", Some("a.com")).unwrap();
     limits.request("sb-2", "alice", Some("b.com")).unwrap();
     let refusal = limits.request("sb-3", "alice", Some("c.com")).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::USER_RATE);
+    assert_eq!(refusal.reason, LimitRefusal::USER_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
         refusal
@@ -103,7 +103,7 @@ fn host_rate_is_per_sandbox_and_host() {
     limits.request("sb-1", "alice", Some("a.com")).unwrap();
     limits.request("sb-1", "alice", Some("a.com")).unwrap();
     let refusal = limits.request("sb-1", "alice", Some("a.com")).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::HOST_RATE);
+    assert_eq!(refusal.reason, LimitRefusal::HOST_RATE);
     assert_eq!(
         refusal.message,
         "sandbox sb-1 is over 1 request per second (burst 2) to a.com"
@@ -123,13 +123,13 @@ fn a_request_refused_by_the_sandbox_rate_uses_no_user_cell() {
     limits.request("sb-1", "alice", Some("a.com")).unwrap();
     assert_eq!(
         limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
-        Refusal::SANDBOX_RATE
+        LimitRefusal::SANDBOX_RATE
     );
     // The user's second cell is still there.
     limits.request("sb-2", "alice", Some("a.com")).unwrap();
     assert_eq!(
         limits.request("sb-3", "alice", Some("a.com")).unwrap_err().reason,
-        Refusal::USER_RATE
+        LimitRefusal::USER_RATE
     );
 }
 
@@ -146,12 +146,12 @@ fn checks_run_sandbox_then_user_then_host() {
     // All three are spent: the sandbox is reported.
     assert_eq!(
         limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
-        Refusal::SANDBOX_RATE
+        LimitRefusal::SANDBOX_RATE
     );
     // Fresh sandbox, fresh (sandbox, host), spent user.
     assert_eq!(
         limits.request("sb-2", "alice", Some("a.com")).unwrap_err().reason,
-        Refusal::USER_RATE
+        LimitRefusal::USER_RATE
     );
 
     let spec = LimitSpec {
@@ -164,7 +164,7 @@ fn checks_run_sandbox_then_user_then_host() {
     limits.request("sb-1", "alice", Some("a.com")).unwrap();
     assert_eq!(
         limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
-        Refusal::HOST_RATE
+        LimitRefusal::HOST_RATE
     );
 }
 
@@ -178,7 +178,7 @@ fn connection_rate_is_per_sandbox() {
         limits.connection("sb-1").unwrap();
     }
     let refusal = limits.connection("sb-1").unwrap_err();
-    assert_eq!(refusal.reason, Refusal::CONNECTION_RATE);
+    assert_eq!(refusal.reason, LimitRefusal::CONNECTION_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert_eq!(
         refusal.message,
@@ -230,7 +230,7 @@ fn auth_failures_are_throttled_per_source_and_claimed_id() {
         "not refused yet, so not blocked"
     );
     let refusal = limits.auth_failure(source, guess).unwrap_err();
-    assert_eq!(refusal.reason, Refusal::AUTH_THROTTLED);
+    assert_eq!(refusal.reason, LimitRefusal::AUTH_THROTTLED);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
         refusal.message.contains("10.0.0.1") && refusal.message.contains("sb-guessed"),

@@ -7,7 +7,7 @@ use crate::reason::Reason;
 /// Why something was refused: a stable reason code and when to try again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct Refusal {
+pub struct LimitRefusal {
     /// Stable reason code (one of the associated constants), for audit records, metrics and clients.
     pub(crate) reason: Reason,
     /// When to try again, in whole seconds (at least one): what the `Retry-After` header says.
@@ -16,7 +16,7 @@ pub struct Refusal {
     pub(crate) message: String,
 }
 
-impl Refusal {
+impl LimitRefusal {
     /// The sandbox has as many requests waiting for approval as `approval.max_pending_per_sandbox` allows.
     pub(crate) const APPROVAL_SANDBOX_LIMIT: Reason = Reason::ApprovalSandboxLimit;
     /// The user's sandboxes have as many requests waiting for approval as `approval.max_pending_per_user` allows.

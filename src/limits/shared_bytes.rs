@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Refusal;
+use super::LimitRefusal;
 
 /// Bytes (up, down) per sandbox.
 pub type Counts = HashMap<String, (u64, u64)>;
@@ -112,15 +112,15 @@ impl SharedBytes {
         upload: Option<u64>,
         download: Option<u64>,
         exceeds: impl Fn(u64, u64) -> bool,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), LimitRefusal> {
         let (up, down) = self.used(sandbox);
         let (reason, direction, budget) = match (upload, download) {
-            (Some(budget), _) if exceeds(up, budget) => (Refusal::UPLOAD_BUDGET, "upload", budget),
-            (_, Some(budget)) if exceeds(down, budget) => (Refusal::DOWNLOAD_BUDGET, "download", budget),
+            (Some(budget), _) if exceeds(up, budget) => (LimitRefusal::UPLOAD_BUDGET, "upload", budget),
+            (_, Some(budget)) if exceeds(down, budget) => (LimitRefusal::DOWNLOAD_BUDGET, "download", budget),
             _ => return Ok(()),
         };
         let left = self.left();
-        Err(Refusal {
+        Err(LimitRefusal {
             reason,
             retry_after: left,
             message: format!(
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(s.used("a"), (116, 1));
         assert!(s.over("a", Some(200), None, |u, b| u >= b).is_ok());
         let r = s.over("a", Some(116), None, |u, b| u >= b).unwrap_err();
-        assert_eq!(r.reason, Refusal::UPLOAD_BUDGET);
+        assert_eq!(r.reason, LimitRefusal::UPLOAD_BUDGET);
         assert!(r.retry_after <= Duration::from_secs(3600) && r.message.contains("over all replicas"));
         // Totals of another slot do not count.
         s.settle(s.slot_now() - 1, Counts::new());

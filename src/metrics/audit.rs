@@ -10,14 +10,14 @@ use prometheus_client::registry::Registry;
 /// A `u64` gauge.
 type U64Gauge = Gauge<u64, AtomicU64>;
 /// The `outcome` label.
-type Outcome = [(&'static str, &'static str); 1];
+type OutcomeLabel = [(&'static str, &'static str); 1];
 
 /// Registered with the rest; set by the admin API when scraped (the output's state) and by the exporter.
 #[derive(Debug)]
 pub(crate) struct AuditMetrics {
     up: U64Gauge,
     dropped: Counter,
-    export_records: Family<Outcome, Counter>,
+    export_records: Family<OutcomeLabel, Counter>,
     export_failures: Counter,
     export_backlog: U64Gauge,
     export_dropped: Counter,

@@ -71,7 +71,7 @@ const LOCALHOST_SUFFIX: &str = ".localhost";
 
 /// Special-purpose ranges refused by default: `(CIDR, what it is)`.
 ///
-/// Kept as text so the CIDR shown in a [`Refusal`] is exactly what the table
+/// Kept as text so the CIDR shown in a [`GuardRefusal`] is exactly what the table
 /// says; [`SPECIAL_RANGES`] parses it once and a unit test proves that every
 /// row parses, so the table cannot silently lose an entry.
 const RANGE_TABLE: [(&str, &str); 35] = [
@@ -135,7 +135,7 @@ static SPECIAL_RANGES: LazyLock<Vec<Special>> = LazyLock::new(|| {
 
 /// Why cordon refuses to dial a host or address.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum GuardRefusal {
     /// The host name is a cloud metadata or local-host name.
     #[error("{host} is a cloud metadata or local host name")]
     MetadataName {
@@ -168,7 +168,7 @@ pub enum Refusal {
         /// The embedding mechanism, e.g. `"6to4"` or `"Teredo client"`.
         via: &'static str,
         /// Why the embedded IPv4 address is refused.
-        inner: Box<Refusal>,
+        inner: Box<GuardRefusal>,
     },
     /// The address is one of cordon's own listening sockets (a proxy loop).
     #[error("{addr} is cordon's own listening address")]
@@ -178,8 +178,8 @@ pub enum Refusal {
     },
 }
 
-impl Refusal {
-    /// The reason's code (see [`Refusal::reason`]).
+impl GuardRefusal {
+    /// The reason's code (see [`GuardRefusal::reason`]).
     #[must_use]
     pub fn code(&self) -> &'static str {
         self.reason().code()
@@ -193,11 +193,11 @@ impl Refusal {
     #[must_use]
     pub(crate) fn reason(&self) -> Reason {
         match self {
-            Refusal::MetadataName { .. } => Reason::MetadataName,
-            Refusal::MetadataAddress { .. } => Reason::MetadataAddress,
-            Refusal::SpecialRange { .. } => Reason::SpecialRange,
-            Refusal::Embedded { inner, .. } => inner.reason(),
-            Refusal::SelfAddress { .. } => Reason::SelfAddress,
+            GuardRefusal::MetadataName { .. } => Reason::MetadataName,
+            GuardRefusal::MetadataAddress { .. } => Reason::MetadataAddress,
+            GuardRefusal::SpecialRange { .. } => Reason::SpecialRange,
+            GuardRefusal::Embedded { inner, .. } => inner.reason(),
+            GuardRefusal::SelfAddress { .. } => Reason::SelfAddress,
         }
     }
 }
@@ -257,7 +257,7 @@ impl Guard {
     /// `*.svc.cluster.local`: other in-cluster services resolve to cluster IPs
     /// that [`Guard::check_addr`] refuses by default, and an operator who adds
     /// the service CIDR to `allow_cidrs` expects those names to work.
-    pub(crate) fn check_name(&self, host: &str) -> Result<(), Refusal> {
+    pub(crate) fn check_name(&self, host: &str) -> Result<(), GuardRefusal> {
         // SECURITY: a caller that skipped normalisation must not slip
         // "METADATA.google.internal." past the exact-match list.
         let name = host.trim_end_matches('.');
@@ -271,7 +271,7 @@ impl Guard {
             .and_then(|start| name.get(start..))
             .is_some_and(|tail| tail.eq_ignore_ascii_case(LOCALHOST_SUFFIX));
         if listed || localhost {
-            return Err(Refusal::MetadataName { host: host.to_owned() });
+            return Err(GuardRefusal::MetadataName { host: host.to_owned() });
         }
         Ok(())
     }
@@ -281,16 +281,16 @@ impl Guard {
     ///
     /// Address rules are checked first, then the self (loop) check, which
     /// applies even inside an allowed CIDR.
-    pub fn check_addr(&self, addr: SocketAddr) -> Result<(), Refusal> {
+    pub fn check_addr(&self, addr: SocketAddr) -> Result<(), GuardRefusal> {
         self.check_ip(addr.ip())?;
         if self.is_self(addr) {
-            return Err(Refusal::SelfAddress { addr });
+            return Err(GuardRefusal::SelfAddress { addr });
         }
         Ok(())
     }
 
     /// Address rules for one IP, including every IPv4 address embedded in it.
-    fn check_ip(&self, ip: IpAddr) -> Result<(), Refusal> {
+    fn check_ip(&self, ip: IpAddr) -> Result<(), GuardRefusal> {
         match ip {
             IpAddr::V4(v4) => self.check_plain(IpAddr::V4(v4)),
             IpAddr::V6(v6) => {
@@ -315,14 +315,14 @@ impl Guard {
 
     /// Metadata, allow-list and special-range rules for a single address,
     /// without looking inside it.
-    fn check_plain(&self, ip: IpAddr) -> Result<(), Refusal> {
+    fn check_plain(&self, ip: IpAddr) -> Result<(), GuardRefusal> {
         if METADATA_ADDRESSES.contains(&ip) {
             if self.dangerous_allow_metadata.contains(&ip) {
                 return Ok(());
             }
             // SECURITY: metadata endpoints hand out cloud credentials; no
             // allow_cidrs entry (not even 0.0.0.0/0) opens them.
-            return Err(Refusal::MetadataAddress { addr: ip });
+            return Err(GuardRefusal::MetadataAddress { addr: ip });
         }
         if self.allow_cidrs.iter().any(|net| net.contains(&ip)) {
             return Ok(());
@@ -330,7 +330,7 @@ impl Guard {
         // SECURITY: SSRF into private, loopback, link-local and other
         // special-purpose networks reachable from cordon's host.
         if let Some(special) = special_range(ip) {
-            return Err(Refusal::SpecialRange {
+            return Err(GuardRefusal::SpecialRange {
                 addr: ip,
                 range: special.text,
                 what: special.what,
@@ -340,9 +340,9 @@ impl Guard {
     }
 }
 
-/// `Refusal::Embedded` constructor, to keep the call sites short.
-fn embedded(outer: Ipv6Addr, embedded: Ipv4Addr, via: &'static str, inner: Refusal) -> Refusal {
-    Refusal::Embedded {
+/// `GuardRefusal::Embedded` constructor, to keep the call sites short.
+fn embedded(outer: Ipv6Addr, embedded: Ipv4Addr, via: &'static str, inner: GuardRefusal) -> GuardRefusal {
+    GuardRefusal::Embedded {
         outer,
         embedded,
         via,

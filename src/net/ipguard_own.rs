@@ -4,14 +4,14 @@
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
-use super::{Guard, METADATA_ADDRESSES, Refusal, embedded_ipv4};
+use super::{Guard, GuardRefusal, METADATA_ADDRESSES, embedded_ipv4};
 
 impl Guard {
     /// Judge the address of a sandbox's own dev server (a preview), which the control plane holds for it.
     ///
     /// Such an address is private by nature, so the special ranges do not apply here; metadata addresses (in
     /// any form that reaches them) and cordon's own listeners stay refused whatever the store says.
-    pub(crate) fn check_sandbox_addr(&self, addr: SocketAddr) -> Result<(), Refusal> {
+    pub(crate) fn check_sandbox_addr(&self, addr: SocketAddr) -> Result<(), GuardRefusal> {
         let ip = addr.ip().to_canonical();
         let embedded = match ip {
             IpAddr::V6(v6) => embedded_ipv4(v6).into_iter().map(|(_, v4)| IpAddr::V4(v4)).collect(),
@@ -23,11 +23,11 @@ impl Guard {
             .chain(embedded)
             .find(|a| METADATA_ADDRESSES.contains(a))
         {
-            return Err(Refusal::MetadataAddress { addr: metadata });
+            return Err(GuardRefusal::MetadataAddress { addr: metadata });
         }
         // SECURITY: nor into cordon's own listeners (the admin API makes links and sandboxes).
         if self.is_self(addr) {
-            return Err(Refusal::SelfAddress { addr });
+            return Err(GuardRefusal::SelfAddress { addr });
         }
         Ok(())
     }
@@ -85,7 +85,7 @@ mod tests {
 
     use std::net::SocketAddr;
 
-    use super::super::{Guard, Refusal};
+    use super::super::{Guard, GuardRefusal};
 
     fn sa(s: &str) -> SocketAddr {
         s.parse().expect(s)
@@ -127,7 +127,7 @@ mod tests {
         ] {
             assert_eq!(
                 g.check_sandbox_addr(sa(own)),
-                Err(Refusal::SelfAddress { addr: sa(own) }),
+                Err(GuardRefusal::SelfAddress { addr: sa(own) }),
                 "{own}"
             );
         }

@@ -35,7 +35,7 @@ fn range_table_parses_completely() {
 fn guard_is_shareable() {
     fn check<T: Clone + std::fmt::Debug + Send + Sync>() {}
     check::<Guard>();
-    check::<Refusal>();
+    check::<GuardRefusal>();
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn every_default_range_refused() {
     ];
     let g = guard(&[], &[], &[]);
     for (addr, range, what) in cases {
-        let want = Refusal::SpecialRange {
+        let want = GuardRefusal::SpecialRange {
             addr: ip(addr),
             range,
             what,
@@ -175,7 +175,7 @@ fn public_addresses_allowed() {
 fn metadata_refused_even_when_all_allowed() {
     let g = guard(&["0.0.0.0/0", "::/0"], &[], &[]);
     for addr in METADATA_ADDRESSES {
-        let want = Refusal::MetadataAddress { addr };
+        let want = GuardRefusal::MetadataAddress { addr };
         assert_eq!(g.check_addr(SocketAddr::new(addr, 80)), Err(want));
     }
     // The IPv4-mapped form is the same address.
@@ -290,7 +290,7 @@ fn every_embedding_refused_even_when_outer_allowed() {
                 let got = g.check_addr(SocketAddr::new(IpAddr::V6(outer), 443));
                 let ok = matches!(
                     &got,
-                    Err(Refusal::Embedded { outer: o, embedded: e, via: v, inner })
+                    Err(GuardRefusal::Embedded { outer: o, embedded: e, via: v, inner })
                         if *o == outer && *e == v4 && *v == via && inner.code() == code
                 );
                 assert!(ok, "{label}: {outer} ({via}) gave {got:?}");
@@ -313,7 +313,7 @@ fn embedding_passes_only_when_both_layers_pass() {
     let g = guard(&["10.0.0.0/8"], &[], &[]);
     assert_eq!(
         g.check_addr(sa("2002:a00:1::1")),
-        Err(Refusal::SpecialRange {
+        Err(GuardRefusal::SpecialRange {
             addr: ip("2002:a00:1::1"),
             range: "2002::/16",
             what: "6to4",
@@ -362,7 +362,7 @@ fn metadata_names_refused() {
     for host in names {
         assert_eq!(
             g.check_name(host),
-            Err(Refusal::MetadataName { host: host.to_owned() }),
+            Err(GuardRefusal::MetadataName { host: host.to_owned() }),
             "{host}"
         );
     }
@@ -391,7 +391,7 @@ fn ordinary_names_allowed() {
 fn self_exact_match_refused_inside_allowed_cidr() {
     let g = guard(&["127.0.0.0/8", "::1/128"], &[], &["127.0.0.1:3128", "[::1]:9090"]);
     let own: SocketAddr = "127.0.0.1:3128".parse().expect("addr");
-    assert_eq!(g.check_addr(own), Err(Refusal::SelfAddress { addr: own }));
+    assert_eq!(g.check_addr(own), Err(GuardRefusal::SelfAddress { addr: own }));
     // Mapped form of the same socket.
     let mapped: SocketAddr = "[::ffff:127.0.0.1]:3128".parse().expect("addr");
     assert_eq!(g.check_addr(mapped).map_err(|r| r.code()), Err("self_address"));
@@ -409,7 +409,7 @@ fn self_wildcard_listener_refuses_local_addresses() {
     let g = guard(&["127.0.0.0/8", "0.0.0.0/8", "::1/128"], &[], &["0.0.0.0:3128"]);
     for dial in ["127.0.0.1:3128", "127.0.0.2:3128", "[::1]:3128"] {
         let addr: SocketAddr = dial.parse().expect(dial);
-        assert_eq!(g.check_addr(addr), Err(Refusal::SelfAddress { addr }), "{dial}");
+        assert_eq!(g.check_addr(addr), Err(GuardRefusal::SelfAddress { addr }), "{dial}");
     }
     assert_eq!(g.check_addr("127.0.0.1:3129".parse().expect("addr")), Ok(()));
     // Same port on a remote host is not a loop (binding to it fails).
@@ -419,7 +419,7 @@ fn self_wildcard_listener_refuses_local_addresses() {
     // connects the two (0.0.0.0 binds, so it is an address of this machine).
     let g = guard(&["127.0.0.0/8"], &[], &["[::]:3128"]);
     let lo: SocketAddr = "127.0.0.3:3128".parse().expect("addr");
-    assert_eq!(g.check_addr(lo), Err(Refusal::SelfAddress { addr: lo }));
+    assert_eq!(g.check_addr(lo), Err(GuardRefusal::SelfAddress { addr: lo }));
     assert!(is_local_address("0.0.0.0:1".parse().expect("addr")));
     assert!(!is_local_address("8.8.8.8:1".parse().expect("addr")));
 }
@@ -431,7 +431,7 @@ fn self_unspecified_destination_refused() {
     let g = guard(&["0.0.0.0/8", "::/128"], &[], &["127.0.0.1:3128", "[::1]:9090"]);
     for dial in ["0.0.0.0:3128", "[::]:3128", "[::ffff:0.0.0.0]:3128", "[::]:9090"] {
         let addr: SocketAddr = dial.parse().expect(dial);
-        assert_eq!(g.check_addr(addr), Err(Refusal::SelfAddress { addr }), "{dial}");
+        assert_eq!(g.check_addr(addr), Err(GuardRefusal::SelfAddress { addr }), "{dial}");
     }
     assert_eq!(g.check_addr("0.0.0.0:80".parse().expect("addr")), Ok(()));
 }
@@ -471,7 +471,7 @@ fn display_texts() {
     for (got, want) in cases {
         assert_eq!(got.map_err(|r| r.to_string()), Err(want.to_owned()));
     }
-    let own = Refusal::SelfAddress {
+    let own = GuardRefusal::SelfAddress {
         addr: "127.0.0.1:3128".parse().expect("addr"),
     };
     assert_eq!(own.to_string(), "127.0.0.1:3128 is cordon's own listening address");
@@ -480,27 +480,27 @@ fn display_texts() {
 #[test]
 fn codes_are_stable() {
     let v4 = Ipv4Addr::new(10, 0, 0, 1);
-    let range = Refusal::SpecialRange {
+    let range = GuardRefusal::SpecialRange {
         addr: IpAddr::V4(v4),
         range: "10.0.0.0/8",
         what: "private network",
     };
     let cases = [
         (
-            Refusal::MetadataName {
+            GuardRefusal::MetadataName {
                 host: "metadata".into(),
             },
             "metadata_name",
         ),
         (
-            Refusal::MetadataAddress {
+            GuardRefusal::MetadataAddress {
                 addr: METADATA_ADDRESSES[0],
             },
             "metadata_address",
         ),
         (range.clone(), "special_range"),
         (
-            Refusal::Embedded {
+            GuardRefusal::Embedded {
                 outer: v4.to_ipv6_mapped(),
                 embedded: v4,
                 via: "IPv4-mapped",
@@ -509,7 +509,7 @@ fn codes_are_stable() {
             "special_range",
         ),
         (
-            Refusal::SelfAddress {
+            GuardRefusal::SelfAddress {
                 addr: "127.0.0.1:1".parse().expect("addr"),
             },
             "self_address",
@@ -527,7 +527,7 @@ fn dummy_ipv6_prefix_is_refused() {
     let addr = "100::1:a900:0:0:a900";
     assert_eq!(
         guard(&[], &[], &[]).check_addr(sa(addr)),
-        Err(Refusal::SpecialRange {
+        Err(GuardRefusal::SpecialRange {
             addr: ip(addr),
             range: "100:0:0:1::/64",
             what: "dummy IPv6 prefix",

@@ -4,6 +4,6 @@ pub(crate) mod ipguard;
 mod lookup;
 mod resolve;
 
-pub use ipguard::{Guard, Refusal};
+pub use ipguard::{Guard, GuardRefusal};
 pub use lookup::ResolverKind;
 pub use resolve::{DialError, Dialer, Resolution};

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::ipguard::{Guard, Refusal};
+use super::ipguard::{Guard, GuardRefusal};
 use super::lookup::{Resolver, ResolverKind};
 use crate::target::{Host, Target};
 
@@ -21,7 +21,7 @@ use crate::target::{Host, Target};
 pub enum DialError {
     /// The guard refused the name or one of its addresses.
     #[error("{0}")]
-    Refused(#[from] Refusal),
+    Refused(#[from] GuardRefusal),
     /// The name did not resolve.
     #[error("{target} did not resolve")]
     Resolve {
@@ -86,7 +86,7 @@ impl DialError {
 #[derive(Debug)]
 pub struct Resolution {
     /// Each resolved address and whether the guard lets it be dialled.
-    pub(crate) addrs: Vec<(SocketAddr, Result<(), Refusal>)>,
+    pub(crate) addrs: Vec<(SocketAddr, Result<(), GuardRefusal>)>,
 }
 
 /// Resolves through static overrides or the configured resolver, guards, and dials.

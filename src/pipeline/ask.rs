@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
 
-use crate::approval::{self, Ask, BodySeen, Header};
+use crate::approval::{self, BodySeen, Header, HeldRequest};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;
 use crate::placeholder::redact;
@@ -23,9 +23,9 @@ pub(super) fn ask(
     body: &Bytes,
     index: usize,
     rule: &Rule,
-) -> Ask {
+) -> HeldRequest {
     let query = req.uri().query().map(str::to_string);
-    Ask {
+    HeldRequest {
         who: Arc::new(sandbox.clone()),
         sandbox: sandbox.id.to_string(),
         user: sandbox.user.clone(),

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use http::Method;
 
-use super::dry::{Note, Refusal};
+use super::dry::{DryRefusal, Note};
 use super::exchange::Exchange;
-use super::input::Ask;
+use super::input::Intent;
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
@@ -17,7 +17,7 @@ use crate::target::{Target, check_path};
 
 /// What the policy decided, with everything later steps need.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Decision {
+pub(crate) struct Permit {
     /// The allowing rule (`None` when only report mode let it through).
     pub(crate) rule: Option<usize>,
     /// What happens to TLS after a CONNECT: intercepted or tunnelled.
@@ -39,12 +39,12 @@ pub(crate) struct Decision {
 impl Exchange {
     /// Step 4: refuse a destination name that carries a credential, and what two parsers could read
     /// differently, before it is decided.
-    pub(super) fn hygiene(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<(), ProxyError> {
+    pub(super) fn hygiene(&mut self, sandbox: &Sandbox, target: &Target, ask: &Intent) -> Result<(), ProxyError> {
         // SECURITY: a placeholder or secret as a DNS label (`<placeholder>.allowed.example`, a CONNECT host, a
         // query to the DNS responder) would leave through the resolver before any rule is asked.
         // Inside an interception, the tunnel's own name was scanned when the tunnel opened.
         let opened =
-            matches!(ask, Ask::Request { inside: Some(inside), .. } if inside.spellings.has_host(&target.host));
+            matches!(ask, Intent::Request { inside: Some(inside), .. } if inside.spellings.has_host(&target.host));
         if let Some(name) = target.host.as_name()
             && !opened
             && let Err(refused) = self.generation.credentials.check_name(sandbox, name)
@@ -53,7 +53,7 @@ impl Exchange {
             self.audit.host("[redacted]");
             return Err(refused);
         }
-        let Ask::Request { req, inside } = ask else {
+        let Intent::Request { req, inside } = ask else {
             return Ok(());
         };
         // SECURITY: two Host headers can be read differently by cordon and the upstream (host confusion).
@@ -94,7 +94,7 @@ impl Exchange {
 
     /// Step 2: the sandbox's rates and byte budget, counted for everything it sends, readable or not
     /// (nothing is counted in a dry run); and whether its records can be written.
-    pub(super) fn admit(&mut self, sandbox: &Sandbox, target: Option<&Target>, ask: &Ask) -> Result<(), ProxyError> {
+    pub(super) fn admit(&mut self, sandbox: &Sandbox, target: Option<&Target>, ask: &Intent) -> Result<(), ProxyError> {
         let Some(state) = self.state() else {
             return Ok(());
         };
@@ -106,8 +106,8 @@ impl Exchange {
         match ask {
             // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
             // can neither exhaust the resolver nor stream data out at line rate through allowed names.
-            Ask::Name { .. } => admission::query(&limits, sandbox, target),
-            Ask::Tunnel | Ask::Request { .. } => admission::request(&limits, sandbox, target),
+            Intent::Name { .. } => admission::query(&limits, sandbox, target),
+            Intent::Tunnel | Intent::Request { .. } => admission::request(&limits, sandbox, target),
         }
         .map_err(ProxyError::Limited)?;
         // SECURITY: nothing is served that cannot be recorded: while the audit output fails (a disk that failed
@@ -120,7 +120,7 @@ impl Exchange {
 
     /// Step 5: the sandbox's policy, asked once. A refusal is recorded by [`Exchange::refuse`]; what is
     /// allowed is recorded here.
-    pub(super) fn decide(&mut self, sandbox: &Sandbox, target: &Target, ask: &Ask) -> Result<Decision, ProxyError> {
+    pub(super) fn decide(&mut self, sandbox: &Sandbox, target: &Target, ask: &Intent) -> Result<Permit, ProxyError> {
         let generation = self.generation.clone();
         // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
         let Some(policy) = generation.policy_for(sandbox, self.state().map(|s| &s.control)) else {
@@ -130,15 +130,15 @@ impl Exchange {
             });
         };
         let (method, path) = match ask {
-            Ask::Request { req, .. } => (Some(req.method()), Some(req.uri().path())),
-            Ask::Tunnel | Ask::Name { .. } => (None, None),
+            Intent::Request { req, .. } => (Some(req.method()), Some(req.uri().path())),
+            Intent::Tunnel | Intent::Name { .. } => (None, None),
         };
         let decided = match ask {
-            Ask::Name { .. } => self.decide_name(&policy, target)?,
+            Intent::Name { .. } => self.decide_name(&policy, target)?,
             _ => policy.decide(Question {
                 target,
                 request: method.zip(path),
-                intercepted: matches!(ask, Ask::Request { inside: Some(_), .. }),
+                intercepted: matches!(ask, Intent::Request { inside: Some(_), .. }),
             }),
         };
         let denied = (!decided.allowed).then(|| ProxyError::Denied {
@@ -152,7 +152,7 @@ impl Exchange {
                 (d, why)
             }),
             mode: policy.mode,
-            refused: denied.as_ref().map(Refusal::of),
+            refused: denied.as_ref().map(DryRefusal::of),
         });
         // A dry run goes on past a denial (noted above, with the answer live traffic gets), to show what the
         // later steps say too.
@@ -165,7 +165,7 @@ impl Exchange {
             .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::reason));
         let rule = decided.rule.and_then(|i| policy.rules.get(i));
         let (credentials, masked) = match (ask, method, path) {
-            (Ask::Request { inside, .. }, Some(method), Some(path)) => (
+            (Intent::Request { inside, .. }, Some(method), Some(path)) => (
                 generation
                     .credentials
                     .usable(&policy, target, method, path, inside.is_some()),
@@ -181,12 +181,12 @@ impl Exchange {
             && state.violations.held(&sandbox.id)
         {
             match ask {
-                Ask::Request { .. } => action = Action::Ask,
-                Ask::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),
-                Ask::Tunnel | Ask::Name { .. } => {}
+                Intent::Request { .. } => action = Action::Ask,
+                Intent::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),
+                Intent::Tunnel | Intent::Name { .. } => {}
             }
         }
-        Ok(Decision {
+        Ok(Permit {
             rule: decided.rule,
             tls,
             action,

@@ -15,7 +15,7 @@ use crate::policy::{DenyReason, Mode, TlsMode};
 
 /// A refusal as live traffic would answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
+pub(crate) struct DryRefusal {
     /// The HTTP status the client would get.
     pub(crate) status: u16,
     /// The reason code (the audit record's `reason`).
@@ -26,10 +26,10 @@ pub(crate) struct Refusal {
     pub(crate) deny: bool,
 }
 
-impl Refusal {
+impl DryRefusal {
     /// The refusal live traffic answers with for `e`.
-    pub(crate) fn of(e: &ProxyError) -> Refusal {
-        Refusal {
+    pub(crate) fn of(e: &ProxyError) -> DryRefusal {
+        DryRefusal {
             status: e.status().as_u16(),
             code: e.reason().code(),
             message: e.to_string(),
@@ -50,17 +50,17 @@ pub(crate) enum Note {
         /// Whether the policy enforces or only reports.
         mode: Mode,
         /// The refusal live traffic gets, when the policy refuses.
-        refused: Option<Refusal>,
+        refused: Option<DryRefusal>,
     },
     /// A refusal at another step.
-    Refused(Refusal),
+    Refused(DryRefusal),
     /// The address guard on one address the destination resolved to: `None` may be dialled, or the refusal
     /// (any refused address refuses the destination).
-    Address(SocketAddr, Option<Refusal>),
+    Address(SocketAddr, Option<DryRefusal>),
     /// The destination could not be resolved, or its name is refused.
-    Unresolved(Refusal),
+    Unresolved(DryRefusal),
     /// The destination resolved to no address.
-    NoAddress(String, Refusal),
+    NoAddress(String, DryRefusal),
     /// What a CONNECT becomes once open: intercepted (each request inside decided again) or a blind tunnel.
     Tunnel(TlsMode),
     /// A rule that asks a human: the request would wait for approval.
@@ -71,7 +71,7 @@ pub(crate) enum Note {
 
 impl Note {
     /// The refusal that ends a live exchange here, if this step refuses.
-    pub(crate) fn refusal(&self) -> Option<&Refusal> {
+    pub(crate) fn refusal(&self) -> Option<&DryRefusal> {
         match self {
             Note::Decided { refused, .. } => refused.as_ref(),
             Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),

@@ -1,7 +1,7 @@
 use super::*;
 
-fn refusal(code: &'static str, status: u16) -> Refusal {
-    Refusal {
+fn refusal(code: &'static str, status: u16) -> DryRefusal {
+    DryRefusal {
         status,
         code,
         message: String::new(),

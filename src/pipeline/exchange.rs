@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use http::Response;
 
-use super::dry::{Note, Notes, Refusal};
-use super::input::{Ask, Input, Outcome};
+use super::dry::{DryRefusal, Note, Notes};
+use super::input::{Input, Intent, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
@@ -58,11 +58,11 @@ impl Exchange {
 
     fn new(env: Env, generation: Arc<Generation>, mut audit: audit::Pending, input: &Input) -> Exchange {
         // What is known before anyone is identified goes in the record at once, so even a 407 says where to.
-        match &input.ask {
-            Ask::Request { req, .. } => audit.method(Some(req.method().as_str())),
-            Ask::Tunnel if input.kind == Kind::Connect => audit.method(Some("CONNECT")),
-            Ask::Tunnel => audit.method(None),
-            Ask::Name { name, qtype, .. } => {
+        match &input.intent {
+            Intent::Request { req, .. } => audit.method(Some(req.method().as_str())),
+            Intent::Tunnel if input.kind == Kind::Connect => audit.method(Some("CONNECT")),
+            Intent::Tunnel => audit.method(None),
+            Intent::Name { name, qtype, .. } => {
                 audit.host(name);
                 audit.qtype(qtype);
             }
@@ -72,10 +72,10 @@ impl Exchange {
             audit.original_dst(original.0);
         }
         if let Ok(target) = &input.target {
-            if !matches!(input.ask, Ask::Name { .. }) {
+            if !matches!(input.intent, Intent::Name { .. }) {
                 audit.target(target);
             }
-            if let Ask::Request { req, .. } = &input.ask {
+            if let Intent::Request { req, .. } = &input.intent {
                 audit.path(req.uri().path());
             }
         }
@@ -115,7 +115,7 @@ impl Exchange {
     pub(super) fn enforce(&mut self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError> {
         match (&self.env, verdict) {
             (Env::Dry(notes), Err(e)) => {
-                notes.push(Note::Refused(Refusal::of(&e)));
+                notes.push(Note::Refused(DryRefusal::of(&e)));
                 Ok(())
             }
             (_, verdict) => verdict,
@@ -125,7 +125,7 @@ impl Exchange {
     /// End the exchange with this refusal or failure: its audit record, and the response for the client.
     pub(super) fn refuse(self, err: ProxyError) -> Outcome {
         if let Env::Dry(notes) = &self.env {
-            notes.push(Note::Refused(Refusal::of(&err)));
+            notes.push(Note::Refused(DryRefusal::of(&err)));
             return Outcome::Dry;
         }
         let kind = self.kind;

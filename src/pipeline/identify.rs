@@ -9,7 +9,7 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
 use crate::error::{ProxyError, TunnelEnd};
 use crate::identity::{self, AuthFailure, Sandbox};
-use crate::limits::Refusal;
+use crate::limits::LimitRefusal;
 use crate::session::admission;
 use crate::state::ProxyState;
 
@@ -98,7 +98,7 @@ impl Exchange {
         }
     }
 
-    fn throttled(&mut self, state: &ProxyState, refusal: Refusal) -> ProxyError {
+    fn throttled(&mut self, state: &ProxyState, refusal: LimitRefusal) -> ProxyError {
         state.auth_bursts.count(self.client.ip());
         self.audit.counted_elsewhere();
         ProxyError::Limited(refusal)

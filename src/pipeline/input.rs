@@ -37,7 +37,7 @@ pub(crate) struct Input {
     /// Where it wants to go, as the one target parser read it.
     pub(crate) target: Result<Target, ProxyError>,
     /// What it asks for.
-    pub(crate) ask: Ask,
+    pub(crate) intent: Intent,
 }
 
 /// Who the client says it is.
@@ -54,7 +54,7 @@ pub(crate) enum Claim {
 }
 
 /// What the client asks for.
-pub(crate) enum Ask {
+pub(crate) enum Intent {
     /// A tunnel to the target: a CONNECT, or a transparent TLS connection.
     Tunnel,
     /// One HTTP request: plain (`inside` is `None`), or inside an interception.

@@ -14,7 +14,7 @@
 //! 4. **hygiene**: the destination's name carries no placeholder or secret (it would leave through the
 //!    resolver); the request is unambiguous: a clean path, one Host that names the tunnel's host, no CONNECT
 //!    inside an interception.
-//! 5. **decide**: the policy's [`Decision`], which carries what later steps need (the rule, its TLS mode and
+//! 5. **decide**: what the policy permits (`checks::Permit`), which carries what later steps need (the rule, its TLS mode and
 //!    action, the credentials usable), so nothing looks a rule up again.
 //! 6. then, by what is asked:
 //!    - a **tunnel**: its connection caps, then dial (`tls: tunnel`) or resolve (intercept): [`Outcome::Open`];
@@ -49,10 +49,8 @@ use crate::state::{Generation, ProxyState};
 pub(crate) use dry::{CredentialUse, Ending, Note, Notes};
 use exchange::Exchange;
 pub(crate) use identify::by_source;
-pub(crate) use input::{Ask, Claim, Input, Inside, Opened, Outcome, TunnelRecord, WebSocketGuard};
-pub(crate) use preview::{
-    Refusal as PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview,
-};
+pub(crate) use input::{Claim, Input, Inside, Intent, Opened, Outcome, TunnelRecord, WebSocketGuard};
+pub(crate) use preview::{PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview};
 pub(crate) use record::{malformed, refuse_connection};
 pub(crate) use request::is_websocket;
 
@@ -72,7 +70,12 @@ pub(crate) async fn dry_run(generation: Arc<Generation>, input: Input) -> Notes 
 
 /// The steps, in order, for every kind of input.
 async fn flow(mut ex: Exchange, input: Input) -> Outcome {
-    let Input { claim, target, ask, .. } = input;
+    let Input {
+        claim,
+        target,
+        intent: ask,
+        ..
+    } = input;
     // A request that is not for a proxy at all says nothing about who sent it: refused before anything else.
     if let Err(ProxyError::NotProxyRequest) = &target {
         return ex.refuse(ProxyError::NotProxyRequest);
@@ -103,8 +106,8 @@ async fn flow(mut ex: Exchange, input: Input) -> Outcome {
     };
     // 6. What was asked.
     match ask {
-        Ask::Tunnel => tunnel::open(ex, sandbox, target, decision).await,
-        Ask::Request { req, inside } => request::forward(ex, sandbox, target, decision, req, inside).await,
-        Ask::Name { resolve, .. } => name::answer(ex, target, decision, resolve).await,
+        Intent::Tunnel => tunnel::open(ex, sandbox, target, decision).await,
+        Intent::Request { req, inside } => request::forward(ex, sandbox, target, decision, req, inside).await,
+        Intent::Name { resolve, .. } => name::answer(ex, target, decision, resolve).await,
     }
 }

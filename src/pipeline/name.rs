@@ -1,6 +1,6 @@
 //! Step 6 for a DNS query: the name resolved through the address guard, as a dial would resolve it.
 
-use super::checks::Decision;
+use super::checks::Permit;
 use super::exchange::Exchange;
 use super::input::Outcome;
 use crate::dns::Answer;
@@ -10,7 +10,7 @@ use crate::target::Target;
 
 /// Resolve the allowed name: its addresses, every one passed by the guard, or a refusal. A name that is
 /// only judged (a record type other than A and AAAA) is answered with no addresses.
-pub(super) async fn answer(mut ex: Exchange, target: Target, _decision: Decision, resolve: bool) -> Outcome {
+pub(super) async fn answer(mut ex: Exchange, target: Target, _decision: Permit, resolve: bool) -> Outcome {
     if ex.state().is_none() {
         return Outcome::Dry;
     }

@@ -36,7 +36,7 @@ use crate::reason::Reason;
 use crate::state::{Generation, ProxyState};
 
 /// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
-pub(crate) struct Refusal(pub(crate) StatusCode, pub(crate) Reason, pub(crate) String);
+pub(crate) struct PreviewRefusal(pub(crate) StatusCode, pub(crate) Reason, pub(crate) String);
 
 /// Serve one request that reached the preview listener.
 pub(crate) async fn serve(
@@ -51,7 +51,7 @@ pub(crate) async fn serve(
         let previews = state
             .previews
             .clone()
-            .ok_or_else(|| Refusal(StatusCode::NOT_FOUND, Reason::PreviewUnknown, "previews are off".into()))?;
+            .ok_or_else(|| PreviewRefusal(StatusCode::NOT_FOUND, Reason::PreviewUnknown, "previews are off".into()))?;
         let name = req
             .headers()
             .get(HOST)
@@ -60,7 +60,7 @@ pub(crate) async fn serve(
             .unwrap_or_default()
             .to_string();
         let (port, id) = host::parse(&name, &previews.config.domain).ok_or_else(|| {
-            Refusal(StatusCode::NOT_FOUND,
+            PreviewRefusal(StatusCode::NOT_FOUND,
                 Reason::PreviewUnknown,
                 format!("{name:?} is not a preview's name"),
             )
@@ -95,7 +95,7 @@ pub(crate) async fn serve(
             pending.finish();
             resp
         }
-        Err(Refusal(status, code, message)) => {
+        Err(PreviewRefusal(status, code, message)) => {
             // A refusal is a `deny`; a dev server that failed was allowed, and failed.
             let deny = status.is_client_error();
             if !deny {
@@ -116,7 +116,7 @@ fn open(
     pending: &mut Pending,
     req: &Request<Incoming>,
     (port, id): (u16, &str),
-) -> Result<Response<ProxyBody>, Refusal> {
+) -> Result<Response<ProxyBody>, PreviewRefusal> {
     let token = req
         .uri()
         .query()
@@ -139,7 +139,7 @@ fn open(
         now() + ttl.as_secs(),
     );
     let token = previews.signer.session(&session).map_err(|e| {
-        Refusal(
+        PreviewRefusal(
             StatusCode::INTERNAL_SERVER_ERROR,
             Reason::PreviewFailed,
             format!("cannot sign the session: {e}"),
@@ -169,7 +169,7 @@ fn open(
 
 /// The session a request carries, checked: of the session cookies it has (a browser sends one), the first
 /// made for this preview, else the first valid one (which `allowed` then refuses as `preview_other`).
-fn session(previews: &Previews, req: &Request<Incoming>, (port, id): (u16, &str)) -> Result<Claims, Refusal> {
+fn session(previews: &Previews, req: &Request<Incoming>, (port, id): (u16, &str)) -> Result<Claims, PreviewRefusal> {
     let tokens = cookies::sessions(req.headers());
     if tokens.is_empty() {
         return Err(login("this preview needs a link: ask for one"));
@@ -190,16 +190,16 @@ pub(crate) fn allowed(
     previews: &Previews,
     claims: &Claims,
     (port, id): (u16, &str),
-) -> Result<(Sandbox, IpAddr), Refusal> {
+) -> Result<(Sandbox, IpAddr), PreviewRefusal> {
     if claims.sbx != id || claims.port != port {
-        return Err(Refusal(
+        return Err(PreviewRefusal(
             StatusCode::FORBIDDEN,
             Reason::PreviewOther,
             "this session or link is for another preview".into(),
         ));
     }
     let revoked = || {
-        Refusal(
+        PreviewRefusal(
             StatusCode::FORBIDDEN,
             Reason::PreviewRevoked,
             "this preview has been closed".into(),
@@ -213,7 +213,7 @@ pub(crate) fn allowed(
     // removed from the file) and created again, for another user or the same, is another sandbox whose dev
     // server an earlier link's holder must not reach.
     if claims.inc != sandbox.incarnation() {
-        return Err(Refusal(
+        return Err(PreviewRefusal(
             StatusCode::FORBIDDEN,
             Reason::PreviewOtherIncarnation,
             format!(
@@ -225,7 +225,7 @@ pub(crate) fn allowed(
         .policy_for(&sandbox, Some(&state.control))
         .is_some_and(|p| p.expose.contains(&port));
     if !exposed {
-        return Err(Refusal(
+        return Err(PreviewRefusal(
             StatusCode::FORBIDDEN,
             Reason::PortNotExposed,
             format!("port {port} is not among the ports the sandbox's policy exposes"),
@@ -236,7 +236,7 @@ pub(crate) fn allowed(
         .find(|n| n.prefix_len() == n.max_prefix_len())
         .map(|n| n.addr())
         .ok_or_else(|| {
-            Refusal(
+            PreviewRefusal(
                 StatusCode::BAD_GATEWAY,
                 Reason::PreviewNoAddress,
                 "the sandbox has no address of its own (a source_cidrs entry of one address)".into(),
@@ -247,7 +247,7 @@ pub(crate) fn allowed(
         .guard()
         .check_sandbox_addr(SocketAddr::new(address, port))
         .map_err(|r| {
-            Refusal(
+            PreviewRefusal(
                 StatusCode::FORBIDDEN,
                 r.reason(),
                 format!("the sandbox's address is refused: {r}"),
@@ -281,7 +281,7 @@ async fn forward(
     generation: &Generation,
     mut req: Request<Incoming>,
     to: SocketAddr,
-) -> Result<Response<ProxyBody>, Refusal> {
+) -> Result<Response<ProxyBody>, PreviewRefusal> {
     let wants_upgrade = req.headers().contains_key(UPGRADE);
     let client_upgrade = wants_upgrade.then(|| hyper::upgrade::on(&mut req));
     if !wants_upgrade {
@@ -300,14 +300,14 @@ async fn forward(
     let mut resp = match sent {
         Ok(Ok(resp)) => resp,
         Ok(Err(e)) => {
-            return Err(Refusal(
+            return Err(PreviewRefusal(
                 StatusCode::BAD_GATEWAY,
                 Reason::PreviewUnreachable,
                 format!("the dev server did not answer: {e}"),
             ));
         }
         Err(_) => {
-            return Err(Refusal(
+            return Err(PreviewRefusal(
                 StatusCode::GATEWAY_TIMEOUT,
                 Reason::PreviewUnreachable,
                 "the dev server did not answer in time".into(),
@@ -332,13 +332,13 @@ async fn forward(
 }
 
 /// 403 `preview_cross_origin`: a request from another origin than the preview's own.
-fn cross_origin(message: String) -> Refusal {
-    Refusal(StatusCode::FORBIDDEN, Reason::PreviewCrossOrigin, message)
+fn cross_origin(message: String) -> PreviewRefusal {
+    PreviewRefusal(StatusCode::FORBIDDEN, Reason::PreviewCrossOrigin, message)
 }
 
 /// 401 `preview_login`, with what to do.
-fn login(message: &str) -> Refusal {
-    Refusal(StatusCode::UNAUTHORIZED, Reason::PreviewLogin, message.to_string())
+fn login(message: &str) -> PreviewRefusal {
+    PreviewRefusal(StatusCode::UNAUTHORIZED, Reason::PreviewLogin, message.to_string())
 }
 
 /// A short page for a person (a browser shows it), with the reason in `x-cordon-reason`.

@@ -10,20 +10,20 @@ use http::uri::{PathAndQuery, Scheme};
 use http::{HeaderValue, Request, Uri, Version};
 use http_body_util::BodyExt;
 
-use super::checks::Decision;
+use super::checks::Permit;
 use super::dry::{CredentialUse, Note};
 use super::exchange::Exchange;
 use super::input::{Inside, Outcome};
 use super::respond::Reply;
-use crate::approval::{self, Outcome as Approval};
+use crate::approval::{self, Resolution};
 use crate::audit::{ApprovalRecord, Kind};
 use crate::body::read::Read;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
 use crate::headers;
 use crate::identity::Sandbox;
-use crate::leak::scan_body::Verdict;
-use crate::limits::{Meter, Refusal};
+use crate::leak::scan_body::ScanVerdict;
+use crate::limits::{LimitRefusal, Meter};
 use crate::policy::Action;
 use crate::reason::Reason;
 use crate::session::admission::BudgetMeter;
@@ -44,7 +44,7 @@ pub(super) async fn forward(
     mut ex: Exchange,
     sandbox: Arc<Sandbox>,
     target: Target,
-    decision: Decision,
+    decision: Permit,
     req: Request<ProxyBody>,
     inside: Option<Arc<Inside>>,
 ) -> Outcome {
@@ -151,7 +151,7 @@ impl Exchange {
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
-        decision: &Decision,
+        decision: &Permit,
         req: &mut Request<ProxyBody>,
     ) -> Result<(), ProxyError> {
         let (Action::Ask, Some(rule)) = (decision.action, decision.rule) else {
@@ -185,41 +185,41 @@ impl Exchange {
         *req.body_mut() = crate::body::read::whole(data, trailers);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
-            Approval::Allowed { id, decision, waited } => {
+            Resolution::Allowed { id, decision, waited } => {
                 (approval_record(id, "allow", Some(&decision), ms(waited)), Ok(()))
             }
-            Approval::Granted { grant } => (approval_record(grant, "granted", None, 0), Ok(())),
-            Approval::Denied { id, decision, waited } => (
+            Resolution::Granted { grant } => (approval_record(grant, "granted", None, 0), Ok(())),
+            Resolution::Denied { id, decision, waited } => (
                 approval_record(id.clone(), "deny", Some(&decision), ms(waited)),
                 Err(ProxyError::ApprovalDenied { id, by: decision.by }),
             ),
-            Approval::TimedOut { id, waited } => (
+            Resolution::TimedOut { id, waited } => (
                 approval_record(id.clone(), "timeout", None, ms(waited)),
                 Err(ProxyError::ApprovalTimedOut(
                     self.generation.config.approval.timeout,
                     id,
                 )),
             ),
-            Approval::Full => (
+            Resolution::Full => (
                 approval_record(String::new(), "queue_full", None, 0),
                 Err(ProxyError::ApprovalQueueFull),
             ),
-            Approval::Limited { over, max, retry_after } => {
+            Resolution::Limited { over, max, retry_after } => {
                 let (reason, whose, setting) = match over {
                     approval::Over::Sandbox => (
-                        Refusal::APPROVAL_SANDBOX_LIMIT,
+                        LimitRefusal::APPROVAL_SANDBOX_LIMIT,
                         "this sandbox",
                         "approval.max_pending_per_sandbox",
                     ),
                     approval::Over::User => (
-                        Refusal::APPROVAL_USER_LIMIT,
+                        LimitRefusal::APPROVAL_USER_LIMIT,
                         "this sandbox's user",
                         "approval.max_pending_per_user",
                     ),
                 };
                 (
                     approval_record(String::new(), reason.code(), None, 0),
-                    Err(ProxyError::Limited(Refusal {
+                    Err(ProxyError::Limited(LimitRefusal {
                         reason,
                         // Whole seconds, rounded up: a slot is free by then.
                         retry_after: Duration::from_secs(
@@ -242,10 +242,10 @@ impl Exchange {
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
-        decision: &Decision,
+        decision: &Permit,
         req: &mut Request<ProxyBody>,
         meter: Option<Arc<dyn Meter>>,
-    ) -> Result<(Reply, Option<Verdict>), ProxyError> {
+    ) -> Result<(Reply, Option<ScanVerdict>), ProxyError> {
         let generation = self.generation.clone();
         let Some(policy) = decision.policy.as_deref() else {
             return Err(ProxyError::Internal);
@@ -300,7 +300,12 @@ impl Exchange {
     }
 }
 
-fn approval_record(id: String, outcome: &str, decision: Option<&approval::Decision>, waited_ms: u64) -> ApprovalRecord {
+fn approval_record(
+    id: String,
+    outcome: &str,
+    decision: Option<&approval::HumanDecision>,
+    waited_ms: u64,
+) -> ApprovalRecord {
     ApprovalRecord {
         id,
         outcome: outcome.to_string(),

@@ -21,7 +21,7 @@ use crate::inject::outgoing::refusal;
 use crate::leak::envelope::mask_head;
 use crate::leak::mask::Masker;
 use crate::leak::masked_body::MaskedBody;
-use crate::leak::scan_body::Verdict;
+use crate::leak::scan_body::ScanVerdict;
 use crate::limits::Meter;
 use crate::upstream::pool::Dialled;
 
@@ -130,7 +130,7 @@ impl Exchange {
     }
 
     /// The refusal a request body scan ended the upload with, if it did.
-    pub(super) fn scan_refusal(&self, sandbox: &Sandbox, scan: &mut Option<Verdict>) -> Option<ProxyError> {
+    pub(super) fn scan_refusal(&self, sandbox: &Sandbox, scan: &mut Option<ScanVerdict>) -> Option<ProxyError> {
         let found = scan.take()?.take()?;
         Some(refusal(&found, sandbox, &self.generation.credentials))
     }

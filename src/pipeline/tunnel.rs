@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::checks::Decision;
-use super::dry::{Note, Refusal};
+use super::checks::Permit;
+use super::dry::{DryRefusal, Note};
 use super::exchange::Exchange;
 use super::input::{Opened, Outcome, TunnelRecord};
 use crate::audit::Kind;
@@ -16,7 +16,7 @@ use crate::session::admission;
 use crate::target::Target;
 
 /// Caps, then dial or resolve: every check before the client hears 200.
-pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Decision) -> Outcome {
+pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Permit) -> Outcome {
     let Some(state) = ex.state().cloned() else {
         ex.dry_guard(&target).await;
         // What the CONNECT becomes, once open (a refused one becomes nothing).
@@ -71,17 +71,17 @@ impl Exchange {
         match self.generation.dialer.explain(target).await {
             Ok(res) if res.addrs.is_empty() => {
                 let e = ProxyError::Dial(DialError::NoAddress { target: target.clone() });
-                self.note(Note::NoAddress(target.host.to_string(), Refusal::of(&e)));
+                self.note(Note::NoAddress(target.host.to_string(), DryRefusal::of(&e)));
             }
             Ok(res) => {
                 for (addr, verdict) in res.addrs {
                     let refusal = verdict
                         .err()
-                        .map(|r| Refusal::of(&ProxyError::Dial(DialError::Refused(r))));
+                        .map(|r| DryRefusal::of(&ProxyError::Dial(DialError::Refused(r))));
                     self.note(Note::Address(addr, refusal));
                 }
             }
-            Err(e) => self.note(Note::Unresolved(Refusal::of(&ProxyError::Dial(e)))),
+            Err(e) => self.note(Note::Unresolved(DryRefusal::of(&ProxyError::Dial(e)))),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::previews::Previews as Config;
 
-pub(crate) use tokens::{Claims, Signer};
+pub(crate) use tokens::{Claims, LinkSigner};
 
 /// The path a link opens (the session's cookie is set there, then the browser is sent to `/`).
 pub(crate) const OPEN_PATH: &str = "/.cordon/preview";
@@ -26,7 +26,7 @@ pub(crate) struct Previews {
     /// The configuration, as it was at start (previews take a restart to change).
     pub(crate) config: Config,
     /// Signs and checks links and sessions.
-    pub(crate) signer: Signer,
+    pub(crate) signer: LinkSigner,
     /// Where links point: `https` or `http`, and the listener's port if it is not the scheme's default.
     pub(crate) scheme: &'static str,
     /// The port links name, if not the scheme's default.
@@ -51,7 +51,7 @@ impl Previews {
         let default = if tls.is_some() { 443 } else { 80 };
         Previews {
             config,
-            signer: Signer::new(key),
+            signer: LinkSigner::new(key),
             scheme,
             port: (listen_port != default).then_some(listen_port),
             tls,

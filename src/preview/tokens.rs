@@ -48,15 +48,15 @@ impl Claims {
 }
 
 /// Signs and checks links and sessions with one key.
-pub(crate) struct Signer {
+pub(crate) struct LinkSigner {
     encoding: EncodingKey,
     decoding: DecodingKey,
 }
 
-impl Signer {
+impl LinkSigner {
     /// A signer with `key`.
-    pub(crate) fn new(key: &[u8]) -> Signer {
-        Signer {
+    pub(crate) fn new(key: &[u8]) -> LinkSigner {
+        LinkSigner {
             encoding: EncodingKey::from_secret(key),
             decoding: DecodingKey::from_secret(key),
         }

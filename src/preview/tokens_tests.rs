@@ -20,7 +20,7 @@ fn claims(exp: u64) -> Claims {
 
 #[test]
 fn a_link_is_a_link_and_a_session_a_session() {
-    let s = Signer::new(b"0123456789abcdef0123456789abcdef");
+    let s = LinkSigner::new(b"0123456789abcdef0123456789abcdef");
     let link = s.link(&claims(now() + 60)).unwrap();
     let session = s.session(&claims(now() + 60)).unwrap();
     assert_eq!(s.check_link(&link).unwrap().sbx, "sb1");
@@ -31,9 +31,9 @@ fn a_link_is_a_link_and_a_session_a_session() {
 
 #[test]
 fn expired_altered_or_foreign_tokens_are_refused() {
-    let s = Signer::new(b"0123456789abcdef0123456789abcdef");
+    let s = LinkSigner::new(b"0123456789abcdef0123456789abcdef");
     assert!(s.check_link(&s.link(&claims(now() - 1)).unwrap()).is_none(), "expired");
-    let other = Signer::new(b"another key, another key, another");
+    let other = LinkSigner::new(b"another key, another key, another");
     assert!(
         s.check_link(&other.link(&claims(now() + 60)).unwrap()).is_none(),
         "another key"

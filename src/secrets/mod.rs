@@ -26,7 +26,7 @@ use crate::secrets::issuer::cache::TokenCache;
 use crate::secrets::issuer::github_app::{GitHubApp, Narrowing};
 use crate::secrets::issuer::oauth2::{ClientAuth, ClientCredentials};
 use crate::secrets::issuer::sts::AssumeRole;
-use crate::secrets::issuer::{SourceError, Token};
+use crate::secrets::issuer::{IssuerError, Token};
 use crate::secrets::stored_cache::{Cached, StoredCache};
 use crate::secrets::vault::file::{FileVault, KeySource};
 use crate::secrets::vault::openbao::{BaoAuth, OpenBao};
@@ -240,7 +240,7 @@ impl Secrets {
             SecretSource::OAuth2(spec_o) => {
                 self.tokens
                     .get(&key, || async {
-                        let client_secret = self.stored(&spec_o.client_secret).await.map_err(SourceError::Config)?;
+                        let client_secret = self.stored(&spec_o.client_secret).await.map_err(IssuerError::Config)?;
                         ClientCredentials {
                             token_url: spec_o.token_url.clone(),
                             client_id: spec_o.client_id.clone(),
@@ -269,7 +269,7 @@ impl Secrets {
             SecretSource::GitHubApp(g) => {
                 self.tokens
                     .get(&key, || async {
-                        let pem = self.stored(&g.private_key).await.map_err(SourceError::Config)?;
+                        let pem = self.stored(&g.private_key).await.map_err(IssuerError::Config)?;
                         let app = GitHubApp {
                             api_base: g.api_base.clone(),
                             app_id: g.app_id.clone(),
@@ -345,7 +345,7 @@ impl Secrets {
         let token = self
             .tokens
             .get(&key, || async {
-                let base = stored().await.map_err(SourceError::Config)?;
+                let base = stored().await.map_err(IssuerError::Config)?;
                 AssumeRole {
                     endpoint: &role.endpoint,
                     region: &role.region,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::identity::Closed;
 use crate::identity::Sandbox;
-use crate::limits::{Limits, Meter, OpenGuard, Refusal};
+use crate::limits::{LimitRefusal, Limits, Meter, OpenGuard};
 use crate::session::leases::Sessions;
 use crate::target::Target;
 
@@ -81,7 +81,7 @@ impl AuthBursts {
     pub fn flush(&self, sink: &Arc<dyn crate::audit::Sink>) {
         let drained: Vec<(IpAddr, u64)> = self.counts.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
         for (ip, n) in drained {
-            crate::audit::auth_failures(sink, ip, n, Refusal::AUTH_THROTTLED);
+            crate::audit::auth_failures(sink, ip, n, LimitRefusal::AUTH_THROTTLED);
         }
     }
 }
@@ -90,12 +90,12 @@ impl AuthBursts {
 /// destination that could not be read (it still counts against the sandbox's and user's rates). Rates are
 /// kept per id (a short burst allowance, not something spent); the byte budget per incarnation: one spent by
 /// an earlier sandbox of the id is not the next one's.
-pub(crate) fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+pub(crate) fn request(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), LimitRefusal> {
     query(limits, sandbox, target).and_then(|()| limits.budget(sandbox.incarnation()))
 }
 
 /// The rates one DNS query of `sandbox` must pass (bytes are not spent on it).
-pub(crate) fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), Refusal> {
+pub(crate) fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>) -> Result<(), LimitRefusal> {
     // Names are used as they are; only an IP destination is written out.
     let host: Option<std::borrow::Cow<'_, str>> = target.map(|t| match t.host.as_name() {
         Some(name) => name.into(),
@@ -106,19 +106,19 @@ pub(crate) fn query(limits: &Limits, sandbox: &Sandbox, target: Option<&Target>)
 
 /// A new connection or tunnel of `sandbox`: its connection rate, then a slot under the open caps of the
 /// sandbox and its user, held by the guard.
-pub(crate) fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, Refusal> {
+pub(crate) fn tunnel(limits: &Limits, sandbox: &Sandbox) -> Result<OpenGuard, LimitRefusal> {
     limits.connection(&sandbox.id)?;
     limits.open(&sandbox.id, &sandbox.user)
 }
 
 /// The refusal an address (or an address naming sandbox `claim`) over its rate of failed authentications
 /// gets, while its block lasts.
-pub(crate) fn auth_blocked(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Option<Refusal> {
+pub(crate) fn auth_blocked(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Option<LimitRefusal> {
     limits.auth_blocked(source, claim)
 }
 
 /// Count one failed authentication from `source` naming sandbox `claim`; a refusal when this one put it over
 /// a rate.
-pub(crate) fn auth_failed(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Result<(), Refusal> {
+pub(crate) fn auth_failed(limits: &Limits, source: IpAddr, claim: Option<&str>) -> Result<(), LimitRefusal> {
     limits.auth_failure(source, claim)
 }

@@ -9,7 +9,7 @@ use super::admission;
 use super::leases::{Lease, Sessions};
 use crate::addr::OriginalDst;
 use crate::identity::Sandbox;
-use crate::limits::{Limits, OpenGuard, Refusal, Waiting};
+use crate::limits::{LimitRefusal, Limits, OpenGuard, Waiting};
 
 /// A client connection's registrations, one per sandbox incarnation it has served.
 pub(crate) struct ConnScope {
@@ -58,7 +58,7 @@ impl ConnScope {
         limits: &Limits,
         sandbox: &Arc<Sandbox>,
         count: bool,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), LimitRefusal> {
         let key = sandbox.incarnation();
         let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
         if leases.iter().any(|(k, _, _)| *k == key) {

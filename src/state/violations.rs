@@ -286,7 +286,7 @@ fn classify(
             Ok(ip) => guard.check_addr(SocketAddr::new(ip, port.unwrap_or(0))).err(),
             Err(_) => guard.check_name(host).err(),
         };
-        match refused.as_ref().map(crate::net::Refusal::reason) {
+        match refused.as_ref().map(crate::net::GuardRefusal::reason) {
             Some(Reason::MetadataName | Reason::MetadataAddress) => return Some(ViolationKind::Metadata),
             Some(Reason::SpecialRange | Reason::SelfAddress) => return Some(ViolationKind::Private),
             _ => {}

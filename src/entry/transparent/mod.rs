@@ -20,7 +20,7 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
 use crate::error::TunnelEnd;
 use crate::identity::Sandbox;
-use crate::pipeline::{self, Ask, Claim, Input, Outcome};
+use crate::pipeline::{self, Claim, Input, Intent, Outcome};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
@@ -148,7 +148,7 @@ async fn tls(
         conn: None,
         claim: Claim::Established(sandbox),
         target: Ok(target),
-        ask: Ask::Tunnel,
+        intent: Intent::Tunnel,
     };
     // Nothing to answer on a TLS connection cordon will not open: the refusal's record is all there is.
     if let Outcome::Open(opened) = pipeline::run(&state, input).await {

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{SourceError, Token};
+use super::{IssuerError, Token};
 
 /// A token whose issuer gave no expiry is treated as expiring this long after it was fetched.
 pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
@@ -33,7 +33,7 @@ struct Entry {
 
 impl Entry {
     /// The entry for a token the issuer just sent, or the error when it has already expired.
-    fn new(key: &str, token: Token) -> Result<Entry, SourceError> {
+    fn new(key: &str, token: Token) -> Result<Entry, IssuerError> {
         let now = SystemTime::now();
         let expires_at = match token.expires_at {
             Some(at) => at,
@@ -41,7 +41,7 @@ impl Entry {
         };
         // SECURITY: never hand out an expired token, even one the issuer has just sent (clock skew).
         if now >= expires_at {
-            return Err(SourceError::InvalidResponse {
+            return Err(IssuerError::InvalidResponse {
                 issuer: format!("for {key}"),
                 detail: "the new token has already expired (check the clocks)".to_string(),
             });
@@ -136,10 +136,10 @@ impl TokenCache {
     /// A valid token for `key`, fetching with `fetch` when there is none or it is within `refresh_ahead` of
     /// expiry. If the refresh fails but the cached token is still valid (not yet expired), return the cached
     /// one; if it has expired (or there is none), return the error — never an expired token.
-    pub(crate) async fn get<F, Fut>(&self, key: &str, fetch: F) -> Result<Arc<Token>, SourceError>
+    pub(crate) async fn get<F, Fut>(&self, key: &str, fetch: F) -> Result<Arc<Token>, IssuerError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Token, SourceError>>,
+        Fut: Future<Output = Result<Token, IssuerError>>,
     {
         let cached = self.entries.get(key).await;
         let Some(entry) = cached.filter(|e| e.valid(SystemTime::now())) else {
@@ -158,7 +158,7 @@ impl TokenCache {
             return match fetched {
                 // A token shared from another caller's fetch is checked like any other.
                 Ok(entry) if entry.valid(SystemTime::now()) => Ok(entry.token.clone()),
-                Ok(_) => Err(SourceError::InvalidResponse {
+                Ok(_) => Err(IssuerError::InvalidResponse {
                     issuer: format!("for {key}"),
                     detail: "the token expired as it was fetched".to_string(),
                 }),

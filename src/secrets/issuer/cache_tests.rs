@@ -13,8 +13,8 @@ fn token(value: &str, lifetime: Duration) -> Token {
     }
 }
 
-fn down() -> SourceError {
-    SourceError::Unavailable {
+fn down() -> IssuerError {
+    IssuerError::Unavailable {
         issuer: "http://127.0.0.1:1/token".into(),
         detail: "connection refused".into(),
     }

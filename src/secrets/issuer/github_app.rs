@@ -11,7 +11,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ExposeSecret, ISSUER_TIMEOUT, SecretString, SourceError, Token, check_token_value, check_url, issuer_name,
+    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, issuer_name,
     json_error, sanitize, status_is_unavailable,
 };
 use crate::upstream::outbound::HttpClient;
@@ -21,7 +21,7 @@ const JWT_BACKDATE: Duration = Duration::from_secs(60);
 /// The JWT's lifetime from now (GitHub allows at most 10 minutes).
 const JWT_LIFETIME: Duration = Duration::from_secs(9 * 60);
 
-/// A GitHub App installation, as a token source.
+/// A GitHub App installation, as a token issuer.
 pub(crate) struct GitHubApp {
     /// `https://api.github.com`, or an Enterprise (`https://ghe.example/api/v3`) or local URL.
     pub(crate) api_base: Uri,
@@ -65,12 +65,12 @@ struct ErrorResponse {
 
 impl GitHubApp {
     /// The App JWT (RS256, `iat` = now - 60 s, `exp` = now + 9 min, `iss` = app id).
-    pub(crate) fn jwt(&self, now: SystemTime) -> Result<SecretString, SourceError> {
+    pub(crate) fn jwt(&self, now: SystemTime) -> Result<SecretString, IssuerError> {
         let key = EncodingKey::from_rsa_pem(self.private_key_pem.expose_secret().as_bytes())
-            .map_err(|_| SourceError::Config("the GitHub App private key is not a valid RSA PEM key".to_string()))?;
+            .map_err(|_| IssuerError::Config("the GitHub App private key is not a valid RSA PEM key".to_string()))?;
         let now = now
             .duration_since(UNIX_EPOCH)
-            .map_err(|_| SourceError::Config("the system clock is before 1970".to_string()))?;
+            .map_err(|_| IssuerError::Config("the system clock is before 1970".to_string()))?;
         let claims = Claims {
             iat: now.saturating_sub(JWT_BACKDATE).as_secs(),
             exp: (now + JWT_LIFETIME).as_secs(),
@@ -78,11 +78,11 @@ impl GitHubApp {
         };
         jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &key)
             .map(SecretString::from)
-            .map_err(|_| SourceError::Config("cannot sign the GitHub App JWT with the private key".to_string()))
+            .map_err(|_| IssuerError::Config("cannot sign the GitHub App JWT with the private key".to_string()))
     }
 
     /// `{api_base}/app/installations/{id}/access_tokens`.
-    fn endpoint(&self) -> Result<Uri, SourceError> {
+    fn endpoint(&self) -> Result<Uri, IssuerError> {
         let base = &self.api_base;
         let url = format!(
             "{}://{}{}/app/installations/{}/access_tokens",
@@ -92,20 +92,20 @@ impl GitHubApp {
             self.installation_id
         );
         url.parse()
-            .map_err(|_| SourceError::Config(format!("cannot form the GitHub token URL from {}", issuer_name(base))))
+            .map_err(|_| IssuerError::Config(format!("cannot form the GitHub token URL from {}", issuer_name(base))))
     }
 
     /// Mint an installation token narrowed by `narrow`.
-    pub(crate) async fn fetch(&self, http: &HttpClient, narrow: &Narrowing) -> Result<Token, SourceError> {
+    pub(crate) async fn fetch(&self, http: &HttpClient, narrow: &Narrowing) -> Result<Token, IssuerError> {
         check_url(&self.api_base, "the GitHub API base URL")?;
         let url = self.endpoint()?;
         let issuer = issuer_name(&url);
         let jwt = self.jwt(SystemTime::now())?;
         let mut auth = http::HeaderValue::from_str(&format!("Bearer {}", jwt.expose_secret()))
-            .map_err(|_| SourceError::Config("the GitHub App JWT cannot form a header".to_string()))?;
+            .map_err(|_| IssuerError::Config("the GitHub App JWT cannot form a header".to_string()))?;
         auth.set_sensitive(true);
         let body = serde_json::to_vec(narrow)
-            .map_err(|e| SourceError::Config(format!("cannot encode the token narrowing: {e}")))?;
+            .map_err(|e| IssuerError::Config(format!("cannot encode the token narrowing: {e}")))?;
         let req = Request::builder()
             .method(Method::POST)
             .uri(url)
@@ -115,12 +115,12 @@ impl GitHubApp {
             .header("x-github-api-version", "2022-11-28")
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| SourceError::Config(format!("cannot build the GitHub token request: {e}")))?;
+            .map_err(|e| IssuerError::Config(format!("cannot build the GitHub token request: {e}")))?;
 
         let (status, headers, body) = http
             .send(req, ISSUER_TIMEOUT)
             .await
-            .map_err(|e| SourceError::from_http(&issuer, e))?;
+            .map_err(|e| IssuerError::from_http(&issuer, e))?;
 
         if !status.is_success() {
             let message = serde_json::from_slice::<ErrorResponse>(&body)
@@ -134,12 +134,12 @@ impl GitHubApp {
                     .is_some_and(|v| v.as_bytes() == b"0")
                     || headers.contains_key(header::RETRY_AFTER));
             if status_is_unavailable(status) || rate_limited {
-                return Err(SourceError::Unavailable {
+                return Err(IssuerError::Unavailable {
                     issuer,
                     detail: format!("HTTP {}{}", status.as_u16(), super::fmt_opt(": ", &message)),
                 });
             }
-            return Err(SourceError::Refused {
+            return Err(IssuerError::Refused {
                 issuer,
                 status: status.as_u16(),
                 code: None,
@@ -151,7 +151,7 @@ impl GitHubApp {
         check_token_value(&issuer, &resp.token)?;
         let expires_at = match resp.expires_at {
             None => None,
-            Some(at) => Some(crate::rfc3339::parse(&at).ok_or_else(|| SourceError::InvalidResponse {
+            Some(at) => Some(crate::rfc3339::parse(&at).ok_or_else(|| IssuerError::InvalidResponse {
                 detail: format!(
                     "expires_at {:?} is not an RFC 3339 time",
                     sanitize(&at, Some(&resp.token))

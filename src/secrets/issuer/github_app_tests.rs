@@ -164,7 +164,7 @@ async fn a_jwt_signed_with_another_key_is_refused() {
         .await
         .unwrap_err();
     assert!(!err.is_unavailable(), "{err}");
-    assert!(matches!(err, SourceError::Refused { status: 401, .. }), "{err:?}");
+    assert!(matches!(err, IssuerError::Refused { status: 401, .. }), "{err:?}");
     let text = format!("{err} {err:?}");
     assert!(!text.contains("eyJ"), "no JWT in errors: {text}");
 }
@@ -178,7 +178,7 @@ async fn a_bad_private_key_is_a_config_error_without_the_key() {
     .fetch(&http(), &narrowing())
     .await
     .unwrap_err();
-    assert!(matches!(err, SourceError::Config(_)), "{err:?}");
+    assert!(matches!(err, IssuerError::Config(_)), "{err:?}");
     assert!(!err.to_string().contains("not-a-key"));
 }
 

@@ -42,7 +42,7 @@ impl fmt::Debug for Token {
 /// Why a token could not be had. Never contains a secret, a token, a client secret or a JWT; an issuer's
 /// error code and description may be included (sanitised and cut short).
 #[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum SourceError {
+pub(crate) enum IssuerError {
     /// The issuer could not be reached, timed out, or answered that it is overloaded or failing (5xx, 429).
     #[error("token issuer {issuer} is unavailable: {detail}")]
     Unavailable {
@@ -75,8 +75,8 @@ pub(crate) enum SourceError {
         /// What is wrong (never the body itself).
         detail: String,
     },
-    /// The source is misconfigured (bad URL, unreadable private key).
-    #[error("token source misconfigured: {0}")]
+    /// The issuer is misconfigured (bad URL, unreadable private key).
+    #[error("token issuer misconfigured: {0}")]
     Config(String),
 }
 
@@ -84,17 +84,17 @@ fn fmt_opt(prefix: &str, s: &Option<String>) -> String {
     s.as_ref().map(|s| format!("{prefix}{s}")).unwrap_or_default()
 }
 
-impl SourceError {
+impl IssuerError {
     /// True when the issuer is down or timed out (cordon answers 503), false when it refused or the
     /// configuration or answer is wrong.
     #[cfg(test)]
     pub(crate) fn is_unavailable(&self) -> bool {
-        matches!(self, SourceError::Unavailable { .. })
+        matches!(self, IssuerError::Unavailable { .. })
     }
 
     /// Map a transport failure talking to `issuer`.
-    pub(crate) fn from_http(issuer: &str, e: HttpError) -> SourceError {
-        SourceError::Unavailable {
+    pub(crate) fn from_http(issuer: &str, e: HttpError) -> IssuerError {
+        IssuerError::Unavailable {
             issuer: issuer.to_string(),
             detail: e.to_string(),
         }
@@ -113,12 +113,12 @@ pub(crate) fn issuer_name(uri: &Uri) -> String {
 
 /// Refuse URLs that would send a credential in the clear: `https`, or `http` to a loopback host only.
 // SECURITY: a client secret or signed JWT sent over cleartext HTTP to a non-loopback host can be sniffed.
-pub(crate) fn check_url(uri: &Uri, what: &str) -> Result<(), SourceError> {
+pub(crate) fn check_url(uri: &Uri, what: &str) -> Result<(), IssuerError> {
     let host = uri.host().unwrap_or("");
     match uri.scheme_str() {
         Some("https") if !host.is_empty() => Ok(()),
         Some("http") if matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "::1") => Ok(()),
-        _ => Err(SourceError::Config(format!(
+        _ => Err(IssuerError::Config(format!(
             "{what} must be an https:// URL (http:// only to a loopback address), got {}",
             issuer_name(uri)
         ))),
@@ -146,9 +146,9 @@ pub(crate) fn sanitize(text: &str, secret: Option<&str>) -> String {
 
 /// Check a token value from an issuer before it is ever put in a header.
 // SECURITY: header injection — a token containing CR/LF or other control characters would split headers.
-pub(crate) fn check_token_value(issuer: &str, value: &str) -> Result<(), SourceError> {
+pub(crate) fn check_token_value(issuer: &str, value: &str) -> Result<(), IssuerError> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(SourceError::InvalidResponse {
+        return Err(IssuerError::InvalidResponse {
             issuer: issuer.to_string(),
             detail: "the token is empty or contains characters not allowed in a header".to_string(),
         });
@@ -158,8 +158,8 @@ pub(crate) fn check_token_value(issuer: &str, value: &str) -> Result<(), SourceE
 
 /// Describe a JSON decoding failure without quoting the body (which may contain the token).
 // SECURITY: serde_json's messages quote unexpected values, which may be the token itself.
-pub(crate) fn json_error(issuer: &str, e: &serde_json::Error) -> SourceError {
-    SourceError::InvalidResponse {
+pub(crate) fn json_error(issuer: &str, e: &serde_json::Error) -> IssuerError {
+    IssuerError::InvalidResponse {
         issuer: issuer.to_string(),
         detail: format!(
             "not the expected JSON ({:?} error at line {} column {})",

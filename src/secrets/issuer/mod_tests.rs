@@ -42,7 +42,7 @@ fn cleartext_urls_only_to_loopback() {
         "/token",
     ] {
         let err = check_url(&url.parse().unwrap(), "x").unwrap_err();
-        assert!(matches!(err, SourceError::Config(_)), "{url}: {err}");
+        assert!(matches!(err, IssuerError::Config(_)), "{url}: {err}");
         assert!(!err.is_unavailable());
     }
 }
@@ -74,7 +74,7 @@ fn json_errors_do_not_quote_the_body() {
 
 #[test]
 fn refused_error_text_shows_code_and_description() {
-    let err = SourceError::Refused {
+    let err = IssuerError::Refused {
         issuer: "http://127.0.0.1/token".into(),
         status: 401,
         code: Some("invalid_client".into()),

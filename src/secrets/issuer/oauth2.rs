@@ -10,7 +10,7 @@ use http_body_util::Full;
 use serde::Deserialize;
 
 use super::{
-    ExposeSecret, ISSUER_TIMEOUT, SecretString, SourceError, Token, check_token_value, check_url, issuer_name,
+    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, issuer_name,
     json_error, sanitize, status_is_unavailable,
 };
 use crate::upstream::outbound::HttpClient;
@@ -25,7 +25,7 @@ pub(crate) enum ClientAuth {
     Post,
 }
 
-/// An OAuth2 client-credentials token source.
+/// An OAuth2 client-credentials token issuer.
 pub(crate) struct ClientCredentials {
     /// The token endpoint (`https://`, or `http://` to a loopback address).
     pub(crate) token_url: Uri,
@@ -57,15 +57,15 @@ struct ErrorResponse {
 }
 
 /// `application/x-www-form-urlencoded` encoding of one value.
-fn form_encode(value: &str) -> Result<String, SourceError> {
+fn form_encode(value: &str) -> Result<String, IssuerError> {
     let pair = serde_urlencoded::to_string([("v", value)])
-        .map_err(|e| SourceError::Config(format!("cannot form-encode a client credential: {e}")))?;
+        .map_err(|e| IssuerError::Config(format!("cannot form-encode a client credential: {e}")))?;
     Ok(pair.trim_start_matches("v=").to_string())
 }
 
 impl ClientCredentials {
     /// Ask the token endpoint for a new access token.
-    pub(crate) async fn fetch(&self, http: &HttpClient) -> Result<Token, SourceError> {
+    pub(crate) async fn fetch(&self, http: &HttpClient) -> Result<Token, IssuerError> {
         check_url(&self.token_url, "the OAuth2 token URL")?;
         let issuer = issuer_name(&self.token_url);
         let secret = self.client_secret.expose_secret();
@@ -91,7 +91,7 @@ impl ClientCredentials {
                 let pair = format!("{}:{}", form_encode(&self.client_id)?, form_encode(secret)?);
                 let value = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
                 let mut value = http::HeaderValue::from_str(&value)
-                    .map_err(|_| SourceError::Config("the client credentials cannot form a header".to_string()))?;
+                    .map_err(|_| IssuerError::Config("the client credentials cannot form a header".to_string()))?;
                 value.set_sensitive(true);
                 builder = builder.header(header::AUTHORIZATION, value);
             }
@@ -101,15 +101,15 @@ impl ClientCredentials {
             }
         }
         let body = serde_urlencoded::to_string(&form)
-            .map_err(|e| SourceError::Config(format!("cannot form-encode the token request: {e}")))?;
+            .map_err(|e| IssuerError::Config(format!("cannot form-encode the token request: {e}")))?;
         let req = builder
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| SourceError::Config(format!("cannot build the token request: {e}")))?;
+            .map_err(|e| IssuerError::Config(format!("cannot build the token request: {e}")))?;
 
         let (status, _headers, body) = http
             .send(req, ISSUER_TIMEOUT)
             .await
-            .map_err(|e| SourceError::from_http(&issuer, e))?;
+            .map_err(|e| IssuerError::from_http(&issuer, e))?;
 
         if !status.is_success() {
             let parsed: Option<ErrorResponse> = serde_json::from_slice(&body).ok();
@@ -121,12 +121,12 @@ impl ClientCredentials {
                 None => (None, None),
             };
             if status_is_unavailable(status) {
-                return Err(SourceError::Unavailable {
+                return Err(IssuerError::Unavailable {
                     issuer,
                     detail: format!("HTTP {}{}", status.as_u16(), super::fmt_opt(": ", &code)),
                 });
             }
-            return Err(SourceError::Refused {
+            return Err(IssuerError::Refused {
                 issuer,
                 status: status.as_u16(),
                 code,
@@ -136,7 +136,7 @@ impl ClientCredentials {
 
         let resp: TokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
         if !resp.token_type.eq_ignore_ascii_case("bearer") {
-            return Err(SourceError::InvalidResponse {
+            return Err(IssuerError::InvalidResponse {
                 detail: format!(
                     "token_type {:?} is not Bearer",
                     sanitize(&resp.token_type, Some(&resp.access_token))
@@ -150,7 +150,7 @@ impl ClientCredentials {
             Some(secs) => Some(
                 SystemTime::now()
                     .checked_add(Duration::from_secs(secs))
-                    .ok_or_else(|| SourceError::InvalidResponse {
+                    .ok_or_else(|| IssuerError::InvalidResponse {
                         issuer: issuer.clone(),
                         detail: format!("expires_in {secs} is out of range"),
                     })?,

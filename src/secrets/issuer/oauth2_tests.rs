@@ -128,7 +128,7 @@ async fn real_server_refuses_a_wrong_secret_without_echoing_it() {
         .unwrap_err();
     assert!(!err.is_unavailable(), "{err}");
     match &err {
-        SourceError::Refused { status, code, .. } => {
+        IssuerError::Refused { status, code, .. } => {
             assert_eq!(*status, 401);
             assert_eq!(code.as_deref(), Some("invalid_client"));
         }
@@ -228,7 +228,7 @@ async fn unusable_token_answers_are_refused_without_quoting_the_token() {
             .fetch(&http())
             .await
             .unwrap_err();
-        assert!(matches!(err, SourceError::InvalidResponse { .. }), "{path}: {err:?}");
+        assert!(matches!(err, IssuerError::InvalidResponse { .. }), "{path}: {err:?}");
         let text = format!("{err} {err:?}");
         assert!(!text.contains("tok-"), "{path}: {text}");
     }
@@ -240,5 +240,5 @@ async fn a_remote_cleartext_token_url_is_refused_before_sending() {
         .fetch(&http())
         .await
         .unwrap_err();
-    assert!(matches!(err, SourceError::Config(_)), "{err:?}");
+    assert!(matches!(err, IssuerError::Config(_)), "{err:?}");
 }

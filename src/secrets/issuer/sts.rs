@@ -9,7 +9,7 @@ use http_body_util::Full;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::secrets::issuer::{ISSUER_TIMEOUT, SourceError};
+use crate::secrets::issuer::{ISSUER_TIMEOUT, IssuerError};
 use crate::sigv4::AwsKeys;
 use crate::sigv4::sign::{Canonical, Payload, sign};
 use crate::sigv4::signature::Location;
@@ -100,7 +100,7 @@ pub(crate) fn form_encode(pairs: &[(&str, &str)]) -> String {
 
 impl AssumeRole<'_> {
     /// Assume the role with `keys`: the role's keys and when they expire.
-    pub(crate) async fn fetch(&self, http: &HttpClient, keys: &AwsKeys) -> Result<(AwsKeys, SystemTime), SourceError> {
+    pub(crate) async fn fetch(&self, http: &HttpClient, keys: &AwsKeys) -> Result<(AwsKeys, SystemTime), IssuerError> {
         let issuer = format!(
             "{}://{}{}",
             self.endpoint.scheme_str().unwrap_or("https"),
@@ -141,23 +141,23 @@ impl AssumeRole<'_> {
             Location::Header,
             &Payload::Bytes(body.as_bytes()),
         )
-        .map_err(SourceError::Config)?;
+        .map_err(IssuerError::Config)?;
         let mut builder = http::Request::post(self.endpoint.clone())
             .header(header::CONTENT_TYPE, content_type)
             .header(header::CONTENT_LENGTH, length);
         for (name, value, sensitive) in made.headers {
             let mut value = http::HeaderValue::from_str(&value)
-                .map_err(|_| SourceError::Config("the AWS keys cannot form a header".into()))?;
+                .map_err(|_| IssuerError::Config("the AWS keys cannot form a header".into()))?;
             value.set_sensitive(sensitive);
             builder = builder.header(name, value);
         }
         let req = builder
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| SourceError::Config(format!("cannot build the AssumeRole request: {e}")))?;
+            .map_err(|e| IssuerError::Config(format!("cannot build the AssumeRole request: {e}")))?;
         let (status, _headers, body) = http
             .send(req, ISSUER_TIMEOUT)
             .await
-            .map_err(|e| SourceError::from_http(&issuer, e))?;
+            .map_err(|e| IssuerError::from_http(&issuer, e))?;
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             let error: Option<ErrorResponse> = quick_xml::de::from_str(&text).ok();
@@ -167,24 +167,24 @@ impl AssumeRole<'_> {
                 .unwrap_or_default();
             let cut = |s: Option<String>| s.map(|s| s.chars().filter(|c| !c.is_control()).take(200).collect());
             if status.is_server_error() || status == http::StatusCode::TOO_MANY_REQUESTS {
-                return Err(SourceError::Unavailable {
+                return Err(IssuerError::Unavailable {
                     issuer,
                     detail: format!("HTTP {}", status.as_u16()),
                 });
             }
-            return Err(SourceError::Refused {
+            return Err(IssuerError::Refused {
                 issuer,
                 status: status.as_u16(),
                 code: cut(code),
                 description: cut(message),
             });
         }
-        let answer: AssumeRoleResponse = quick_xml::de::from_str(&text).map_err(|e| SourceError::InvalidResponse {
+        let answer: AssumeRoleResponse = quick_xml::de::from_str(&text).map_err(|e| IssuerError::InvalidResponse {
             issuer: issuer.clone(),
             detail: format!("not an AssumeRole answer: {e}"),
         })?;
         let c = answer.assume_role_result.credentials;
-        let expires = crate::rfc3339::parse(&c.expiration).ok_or_else(|| SourceError::InvalidResponse {
+        let expires = crate::rfc3339::parse(&c.expiration).ok_or_else(|| IssuerError::InvalidResponse {
             issuer: issuer.clone(),
             detail: format!("Expiration {:?} is not a time", c.expiration),
         })?;
