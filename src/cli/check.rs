@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use crate::config::Config;
+use crate::logging::Stderr;
 
 /// `cordon check [--probe]`.
 #[derive(clap::Args)]
@@ -16,8 +17,9 @@ pub(crate) struct CheckArgs {
     pub(crate) probe: bool,
 }
 
-/// Print the summary; with `probe`, probe and print each network credential's result.
-pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
+/// Print the summary; with `probe`, probe and print each network credential's result. Errors go to `err`, in
+/// the format the configuration (or `CORDON_LOG_FORMAT`) chose, like every other line `check` writes there.
+pub(crate) fn main(config: &Config, probe: bool, err: Stderr) -> ExitCode {
     print_summary(config);
     if !probe {
         return ExitCode::SUCCESS;
@@ -25,7 +27,7 @@ pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("cordon: cannot start the runtime: {e}");
+            err.error(&format!("cannot start the runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -36,7 +38,7 @@ pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
     let probed = match probed {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("cordon: cannot open the credential sources: {e}");
+            err.error(&format!("cannot open the credential sources: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -54,7 +56,9 @@ pub(crate) fn main(config: &Config, probe: bool) -> ExitCode {
         }
     }
     if failed > 0 {
-        eprintln!("cordon: {failed} credential(s) cannot be supplied now; requests that use them would fail");
+        err.error(&format!(
+            "{failed} credential(s) cannot be supplied now; requests that use them would fail"
+        ));
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS

@@ -166,7 +166,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
         Command::Check(args) => match load_startable(&args.config) {
-            Ok((config, _)) => check::main(&config, args.probe),
+            Ok((config, err)) => check::main(&config, args.probe, err),
             Err(code) => code,
         },
         Command::Explain {

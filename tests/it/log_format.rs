@@ -1,6 +1,6 @@
 //! `log.format: json` and `CORDON_LOG_FORMAT`, through the binary: every line cordon writes on stderr is a JSON
 //! object with `level` and `message`, the fatal start-up errors too (the configuration's errors, a port in use,
-//! a CA folder that is a file, a CA made for another policy, by `run` and by `check`), whichever way json is
+//! a CA folder that is a file, a CA made for another policy, by `run` and by `check`; a failed `check --probe`), whichever way json is
 //! chosen; the variable overrides the file, applies before the file is read (so a file that is not YAML has its
 //! error in JSON too), and a value it does not know is an error that names it.
 
@@ -308,4 +308,39 @@ fn a_ca_made_for_another_policy_is_refused_in_json_by_run_and_by_check() {
             "{command}: no ERROR naming the host the CA cannot sign for:\n{stderr}"
         );
     }
+}
+
+#[test]
+fn a_failed_probe_is_reported_in_json_lines_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let (port, down) = (free_port(), free_port());
+    let yaml = format!(
+        "listen: {{ proxy: \"127.0.0.1:{port}\" }}\naudit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
+         sandboxes:\n  - {{ id: demo, user: u, token_sha256: {}, policy: web }}\n\
+         credentials:\n  idp:\n    source: {{ oauth2: {{ token_url: \"http://127.0.0.1:{down}/token\", client_id: c, client_secret: {{ env: PROBE_JSON_SECRET }} }} }}\n    \
+         bind: {{ hosts: [a.test] }}\n    inject: {{ header: Authorization, value: \"Bearer {{secret}}\" }}\n\
+         policies:\n  web:\n    allow:\n      - {{ host: a.test }}\n    credentials: [idp]\n",
+        crate::rig::hash("tok")
+    );
+    let config = dir.path().join("cordon.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let (code, stderr) = cordon_with(
+        &["check", "--probe", "--config", config.to_str().unwrap()],
+        &[("CORDON_LOG_FORMAT", "json"), ("PROBE_JSON_SECRET", "s")],
+    );
+    assert_eq!(
+        code, 1,
+        "a token endpoint that does not answer fails the probe: {stderr}"
+    );
+    // Every line is JSON, the probe's verdict too.
+    let lines = json_lines(&stderr);
+    assert!(
+        lines.iter().any(|l| l["level"] == "ERROR"
+            && l["message"]
+                .as_str()
+                .unwrap()
+                .contains("1 credential(s) cannot be supplied now")),
+        "no ERROR line for the failed probe:\n{stderr}"
+    );
 }
