@@ -1,8 +1,8 @@
 //! `log.format: json` and `CORDON_LOG_FORMAT`, through the binary: every line cordon writes on stderr is a JSON
 //! object with `level` and `message`, the fatal start-up errors too (the configuration's errors, a port in use,
-//! a CA folder that is a file, a CA made for another policy, by `run` and by `check`; a failed `check --probe`), whichever way json is
-//! chosen; the variable overrides the file, applies before the file is read (so a file that is not YAML has its
-//! error in JSON too), and a value it does not know is an error that names it.
+//! a CA folder that is a file, a CA made for another policy, by `run` and by `check`; a failed `check --probe`),
+//! whichever way json is chosen; the variable overrides the file, applies before the file is read (so a file
+//! that is not YAML has its error in JSON too), and a value it does not know is an error that names it.
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
