@@ -1,4 +1,5 @@
-//! What a record describes and what was decided: the closed vocabularies of `kind` and `decision`.
+//! What a record describes and what was decided: the closed vocabularies of `kind` and `decision`, and the
+//! approval part of a record (who decided a held request, how far, after how long).
 
 use serde::{Deserialize, Serialize};
 
@@ -56,4 +57,19 @@ pub enum Verdict {
     Deny,
     /// Allowed only because the policy is in report mode.
     WouldDeny,
+}
+
+/// Who asked, who decided, when: the approval part of a record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ApprovalRecord {
+    /// The approval's id (or the grant's, for a request a standing grant let through).
+    pub(crate) id: String,
+    /// `allow`, `deny`, `timeout`, `granted`, `queue_full`, `approval_sandbox_limit` or `approval_user_limit`.
+    pub(crate) outcome: String,
+    /// Who decided.
+    pub(crate) by: Option<String>,
+    /// `once`, `always` or `exact`.
+    pub(crate) scope: Option<String>,
+    /// Milliseconds the request waited.
+    pub(crate) waited_ms: u64,
 }

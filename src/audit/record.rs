@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::Sink;
-pub use super::kind::{Kind, Verdict};
+pub use super::kind::{ApprovalRecord, Kind, Verdict};
 use crate::error::{Side, TunnelEnd};
 use crate::identity::Sandbox;
 use crate::target::Target;
@@ -154,21 +154,6 @@ impl Record {
     pub(crate) fn duration_ms(&self) -> f64 {
         self.duration_ms
     }
-}
-
-/// Who asked, who decided, when: the approval part of a record.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ApprovalRecord {
-    /// The approval's id (or the grant's, for a request a standing grant let through).
-    pub(crate) id: String,
-    /// `allow`, `deny`, `timeout`, `granted`, `queue_full`, `approval_sandbox_limit` or `approval_user_limit`.
-    pub(crate) outcome: String,
-    /// Who decided.
-    pub(crate) by: Option<String>,
-    /// `once`, `always` or `exact`.
-    pub(crate) scope: Option<String>,
-    /// Milliseconds the request waited.
-    pub(crate) waited_ms: u64,
 }
 
 /// Builds a record through a request's life and emits it exactly once: on `finish`, or when dropped
