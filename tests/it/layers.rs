@@ -1,5 +1,6 @@
 //! The source tree keeps the shape `src/lib.rs` maps: every module imports only modules of a lower rank, the
-//! audit record is filled by the pipeline alone, and no source file grows past the size a reader can hold.
+//! audit record is filled by the pipeline alone, no source file grows past the size a reader can hold, and unit
+//! tests live beside their file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -194,6 +195,21 @@ fn no_source_file_is_longer_than_a_reader_can_hold() {
         .map(|(path, _, text)| format!("{} ({} lines)", path.display(), text.lines().count()))
         .collect();
     assert!(long.is_empty(), "source files over {MAX_LINES} lines: {long:?}");
+}
+
+/// One unit-test layout: a file's tests are a `#[path = "NAME_tests.rs"] mod tests;` beside it (property tests
+/// in `NAME_proptests.rs`), never an inline `mod tests { ... }` that makes the file longer than its code.
+#[test]
+fn unit_tests_live_beside_their_file_not_inside_it() {
+    let inline: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, _, text)| text.lines().any(|l| l.trim_start().starts_with("mod tests {")))
+        .map(|(path, _, _)| path.display().to_string())
+        .collect();
+    assert!(
+        inline.is_empty(),
+        "inline test modules (move them to NAME_tests.rs): {inline:?}"
+    );
 }
 
 #[test]
