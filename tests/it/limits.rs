@@ -300,11 +300,11 @@ async fn idle_tunnels_and_stalled_handshakes_are_closed() {
         "a client that never started TLS held the tunnel"
     );
     assert!(
-        rig.until(Duration::from_secs(2), || rig
-            .audit
-            .now()
-            .iter()
-            .any(|r| r.reason.as_deref() == Some("tls_handshake_timeout")))
+        rig.until(Duration::from_secs(2), || rig.audit.now().iter().any(|r| r
+            .reason
+            .as_deref()
+            == Some("tls_handshake_timeout")
+            && r.side.as_deref() == Some("downstream")))
             .await
     );
 }

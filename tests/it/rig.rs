@@ -43,6 +43,8 @@ pub(crate) struct Record {
     pub bytes_down: u64,
     pub duration_ms: f64,
     pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
     pub approval: Option<ApprovalRecord>,
     pub count: Option<u64>,
     pub original_dst: Option<String>,
