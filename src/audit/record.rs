@@ -261,8 +261,16 @@ impl Pending {
 
     /// A refusal (`deny`: refused, as opposed to failing after being allowed) with its status, if an HTTP
     /// answer was given, its reason code and the operator-facing detail.
-    pub(crate) fn refused(&mut self, deny: bool, status: Option<u16>, reason: Reason, detail: Option<String>) {
+    pub(crate) fn refused(
+        &mut self,
+        deny: bool,
+        status: Option<u16>,
+        reason: Reason,
+        side: Side,
+        detail: Option<String>,
+    ) {
         let r = &mut self.record;
+        r.side = Some(side.as_str());
         if deny {
             r.decision = Verdict::Deny;
         }
@@ -283,11 +291,6 @@ impl Pending {
         }
         self.record.error = Some(end.detail());
         self.record.side = end.side().map(Side::as_str);
-    }
-
-    /// Whose the refusal or failure is.
-    pub(crate) fn side(&mut self, side: Side) {
-        self.record.side = Some(side.as_str());
     }
 
     /// The address dialled (for DNS, the addresses answered).
@@ -398,6 +401,7 @@ pub(crate) fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, 
         true,
         Some(429),
         reason,
+        Side::Downstream,
         Some(format!(
             "{n} proxy authentication attempts from {ip} refused while it was throttled (limits.auth_failures)"
         )),
@@ -429,7 +433,7 @@ pub fn violation(sink: &Arc<dyn Sink>, v: Violation<'_>) {
     pending.record.sandbox = Some(v.sandbox.to_owned());
     pending.record.user = v.user.map(str::to_owned);
     pending.record.policy = Some(v.policy.to_owned());
-    pending.refused(true, None, v.reason, Some(v.detail));
+    pending.refused(true, None, v.reason, Side::Downstream, Some(v.detail));
     pending.count(v.count);
     pending.finish();
 }

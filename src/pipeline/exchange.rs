@@ -144,8 +144,8 @@ impl Exchange {
             Kind::Dns => (None, Some(err.to_string())),
             _ => (Some(resp.status().as_u16()), err.audit_detail()),
         };
-        self.audit.refused(err.is_refusal(), status, err.reason(), detail);
-        self.audit.side(err.side());
+        self.audit
+            .refused(err.is_refusal(), status, err.reason(), err.side(), detail);
         self.audit.finish();
         resp
     }

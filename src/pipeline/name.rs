@@ -4,7 +4,7 @@ use super::checks::Permit;
 use super::exchange::Exchange;
 use super::input::Outcome;
 use crate::dns::Answer;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, Side};
 use crate::net::DialError;
 use crate::target::Target;
 
@@ -31,7 +31,8 @@ pub(super) async fn answer(mut ex: Exchange, target: Target, _decision: Permit, 
         // Allowed, but the lookup failed: the sandbox hears the name does not exist.
         Err(e) => {
             let code = e.reason();
-            ex.audit.refused(false, None, code, Some(e.to_string()));
+            // The lookup failed on the resolver's side.
+            ex.audit.refused(false, None, code, Side::Upstream, Some(e.to_string()));
             ex.audit.finish();
             Outcome::Answer(Answer::NxDomain)
         }

@@ -30,6 +30,7 @@ use hyper::body::Incoming;
 
 use crate::audit::{Kind, Pending};
 use crate::body::ProxyBody;
+use crate::error::Side;
 use crate::identity::Sandbox;
 use crate::preview::{Claims, OPEN_PATH, Previews, cookies, host, origin};
 use crate::reason::Reason;
@@ -101,7 +102,8 @@ pub(crate) async fn serve(
             if !deny {
                 pending.allowed(None, None);
             }
-            pending.refused(deny, Some(status.as_u16()), code, Some(message.clone()));
+            let side = if deny { Side::Downstream } else { Side::Upstream };
+            pending.refused(deny, Some(status.as_u16()), code, side, Some(message.clone()));
             pending.finish();
             page(status, code.code(), &message)
         }

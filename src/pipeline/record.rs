@@ -3,7 +3,7 @@
 
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
-use crate::error::{self, TunnelEnd};
+use crate::error::{self, Side, TunnelEnd};
 use crate::framing::FramingReport;
 use crate::identity::Sandbox;
 use crate::reason::Reason;
@@ -27,7 +27,7 @@ pub(crate) fn malformed(
     };
     if let Some((status, code, detail)) = malformed {
         let mut pending = audit::Pending::start(state.audit.clone(), client.0, Kind::Malformed);
-        pending.refused(true, Some(status.as_u16()), code, Some(detail));
+        pending.refused(true, Some(status.as_u16()), code, Side::Downstream, Some(detail));
         pending.finish();
     }
 }

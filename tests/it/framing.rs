@@ -57,7 +57,8 @@ async fn ambiguous_framing_is_400_and_never_forwarded() {
     assert_eq!(up.accepted(), 0, "nothing was forwarded");
     let recs = p.audit.wait_for(cases.len()).await;
     assert!(
-        recs.iter().all(|r| r.kind == Kind::Malformed && r.status == Some(400)),
+        recs.iter()
+            .all(|r| r.kind == Kind::Malformed && r.status == Some(400) && r.side.as_deref() == Some("downstream")),
         "{recs:#?}"
     );
 }

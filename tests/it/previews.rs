@@ -398,14 +398,15 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
         assert!(
             previews
                 .iter()
-                .any(|r| r["reason"] == reason && r["decision"] == "deny"),
+                .any(|r| r["reason"] == reason && r["decision"] == "deny" && r["side"] == "downstream"),
             "no {reason} record"
         );
     }
     assert!(
-        previews
-            .iter()
-            .any(|r| r["reason"] == "preview_unreachable" && r["status"] == 502 && r["decision"] == "allow"),
+        previews.iter().any(|r| r["reason"] == "preview_unreachable"
+            && r["status"] == 502
+            && r["decision"] == "allow"
+            && r["side"] == "upstream"),
         "a failure, not a refusal: {previews:#?}"
     );
 }
