@@ -15,13 +15,14 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
-//! | 13 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
-//! | 12 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 11 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
-//! | 10 | `server` | the listeners: accept, cap open connections, drain on shutdown |
-//! | 9 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
-//! | 8 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
-//! | 7 | `state` | the configuration generation in force and what outlives reloads |
+//! | 14 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
+//! | 13 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 12 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 11 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 10 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 9 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
+//! | 8 | `state` | what outlives reloads: the generation in force, CAs and leaves, sessions, the replica's part in a shared store, the violation watch |
+//! | 7 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
 //! | 6 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
 //! | 5 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
@@ -50,6 +51,7 @@ mod framing;
 /// Entry points into the parsers for the cargo-fuzz targets under `fuzz/` (see `docs/fuzzing.md`).
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod generation;
 mod headers;
 pub mod identity;
 mod inject;

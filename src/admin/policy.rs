@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
 use crate::control::PolicyOf;
+use crate::generation::Generation;
 use crate::policy::Policy;
-use crate::state::Generation;
 
 /// The policy a request body asks for, validated against the configuration in force.
 pub(super) struct Asked {

@@ -12,8 +12,9 @@ pub(super) use super::response::failed;
 use super::response::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
+use crate::generation::Generation;
 use crate::identity::{Sandbox, valid_id};
-use crate::state::{Generation, ProxyState};
+use crate::state::ProxyState;
 
 fn rfc3339(secs: i64) -> Value {
     json!(crate::rfc3339::unix_seconds(secs))

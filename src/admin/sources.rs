@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::control::ControlError;
-use crate::state::Generation;
+use crate::generation::Generation;
 
 /// `source_cidrs`: a list of ranges in CIDR form, without host bits, none of them everything.
 pub(super) fn source_cidrs(body: &Value) -> Result<Vec<ipnet::IpNet>, ControlError> {

@@ -15,9 +15,9 @@ use serde::Serialize;
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::config::Config;
+use crate::generation::Generation;
 use crate::pipeline::{self, Claim, CredentialUse, Ending, Input, Inside, Intent, Note};
 use crate::policy::{Mode, TlsMode};
-use crate::state::Generation;
 use crate::target::Target;
 
 /// The explanation, and whether the request would be allowed end to end.

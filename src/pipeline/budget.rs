@@ -6,8 +6,9 @@
 use std::sync::Arc;
 
 use crate::error::ProxyError;
+use crate::generation::Generation;
 use crate::identity::Sandbox;
-use crate::state::{Generation, ProxyState};
+use crate::state::ProxyState;
 
 /// Take one request of each credential in `applied` for `sandbox`, or refuse.
 pub(super) fn take(

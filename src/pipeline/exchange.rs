@@ -10,8 +10,9 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
+use crate::generation::Generation;
 use crate::session::scope::ConnScope;
-use crate::state::{Generation, ProxyState};
+use crate::state::ProxyState;
 
 /// Live traffic, or a dry run.
 pub(super) enum Env {

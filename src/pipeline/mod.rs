@@ -44,7 +44,8 @@ mod tunnel;
 use std::sync::Arc;
 
 use crate::error::ProxyError;
-use crate::state::{Generation, ProxyState};
+use crate::generation::Generation;
+use crate::state::ProxyState;
 
 pub(crate) use dry::{CredentialUse, Ending, Note, Notes};
 use exchange::Exchange;

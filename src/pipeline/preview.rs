@@ -31,10 +31,11 @@ use hyper::body::Incoming;
 use crate::audit::{Kind, Pending};
 use crate::body::ProxyBody;
 use crate::error::Side;
+use crate::generation::Generation;
 use crate::identity::Sandbox;
 use crate::preview::{Claims, OPEN_PATH, Previews, cookies, host, origin};
 use crate::reason::Reason;
-use crate::state::{Generation, ProxyState};
+use crate::state::ProxyState;
 
 /// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
 pub(crate) struct PreviewRefusal(pub(crate) StatusCode, pub(crate) Reason, pub(crate) String);

@@ -1,5 +1,6 @@
 //! The run-time state: what lives as long as cordon (CAs, leaves, run-time sandboxes, open sessions,
-//! metrics) and the configuration generation in force, swapped whole on reload.
+//! metrics, the replica's part in a shared store, the violation watch) and the configuration generation in
+//! force ([`crate::generation`]), swapped whole on reload.
 //!
 //! Every request loads the generation once when it starts and finishes on it, so a reload never changes
 //! the rules under a request in flight; the next request sees the new ones.
@@ -17,6 +18,7 @@ use crate::approval::{Approvals, Mirror};
 use crate::audit;
 use crate::config::Config;
 use crate::control::{self, Control};
+use crate::generation::{Generation, generate_if_file};
 use crate::identity::Closed;
 use crate::identity::{Origin, Sandbox};
 use crate::limits::Limits;
@@ -31,14 +33,10 @@ use crate::tls::cas::SandboxCas;
 
 mod budgets;
 mod budgets_credential;
-mod generation;
-mod policies;
 mod previews_open;
 mod shared;
 pub(crate) mod violations;
 
-pub use generation::Generation;
-use generation::generate_if_file;
 pub(crate) use shared::connect as connect_store;
 pub(crate) use shared::rotate_command;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
-use super::Generation;
+use crate::generation::Generation;
 use crate::preview::Previews;
 
 /// The previews `generation`'s configuration asks for, if any.

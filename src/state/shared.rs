@@ -9,9 +9,10 @@ use secrecy::SecretString;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use super::{Generation, ProxyState};
+use super::ProxyState;
 use crate::config::Config;
 use crate::control::Control;
+use crate::generation::Generation;
 use crate::pg::listen::{self, Event};
 use crate::pg::replicas::{HEARTBEAT, Registry};
 use crate::pg::{Db, Sealer, StoreState, Target};

@@ -271,7 +271,7 @@ async fn act(state: Arc<ProxyState>, t: Trigger) {
 /// The kind a refusal counts as: a metadata or private destination by what the address guard says of it (so a
 /// metadata address refused for having no rule still counts as metadata), else by the reason.
 fn classify(
-    generation: &super::Generation,
+    generation: &crate::generation::Generation,
     host: Option<&str>,
     port: Option<u16>,
     reason: &str,

@@ -27,6 +27,7 @@ const RANKS: &[&[&str]] = &[
     &["audit", "config", "headers", "upstream"],
     &["approval", "secrets", "session", "logging", "preview"],
     &["inject", "sandbox_env", "otlp"],
+    &["generation"],
     &["state"],
     &["pipeline", "reload", "preflight"],
     &["entry", "admin"],

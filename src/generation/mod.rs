@@ -1,4 +1,9 @@
-//! One configuration generation: the configuration in force and everything built from it.
+//! One configuration generation: the configuration in force and everything built from it (the declared
+//! identities, the dialler and its guard, the upstream pools, the credentials), and the one way to a sandbox's
+//! policy under it. The state swaps generations whole on reload; a request loads one when it starts and
+//! finishes on it.
+
+mod inline;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,7 +14,8 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Config;
 use crate::config::credentials::SecretRef;
-use crate::identity::Identities;
+use crate::control::Control;
+use crate::identity::{Identities, Origin, Sandbox};
 use crate::inject::apply::Credentials;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
@@ -31,12 +37,12 @@ pub struct Generation {
     /// Credentials and placeholders.
     pub(crate) credentials: Credentials,
     /// Run-time sandboxes' own policies, compiled against this configuration.
-    pub(super) inline: super::policies::InlineCache,
+    inline: inline::InlineCache,
     admin_token: Option<[u8; 32]>,
 }
 
 impl Generation {
-    pub(super) async fn build(
+    pub(crate) async fn build(
         number: u64,
         config: Config,
         self_addrs: &[SocketAddr],
@@ -95,7 +101,7 @@ impl Generation {
             ),
             dialer,
             credentials,
-            inline: super::policies::InlineCache::new(),
+            inline: inline::InlineCache::new(),
             admin_token,
             config: Arc::new(config),
         })
@@ -107,6 +113,30 @@ impl Generation {
         self.config.policies.get(name)
     }
 
+    /// The policy `sandbox` runs under in this generation; `None` when it has none (a run-time sandbox without
+    /// `control`, in a dry run; a policy gone from the file; an inline policy that exceeds its base now).
+    /// A request asks once, and its later steps use what it got (a PATCH meanwhile does not change it).
+    pub fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
+        match (&sandbox.origin, control) {
+            (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
+            // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).
+            (Origin::Api { .. }, Some(control)) => {
+                let id = sandbox.id.as_str();
+                control.with_policy(id, |name, inline| match inline {
+                    None => self.named_policy(name).cloned(),
+                    Some(doc) => self.inline(id, name, doc).ok(),
+                })?
+            }
+            (Origin::Api { .. }, None) => None,
+        }
+    }
+
+    /// Sandbox `id`'s own policy `doc`, compiled against this generation and held to `base`; the error says why
+    /// it no longer holds (logged once per generation and document).
+    pub(crate) fn inline(&self, id: &str, base: &str, doc: &Arc<str>) -> Result<Arc<Policy>, String> {
+        self.inline.policy(&self.config, id, base, doc)
+    }
+
     /// Whether `presented` is the admin API's bearer token.
     pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
         let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
@@ -116,7 +146,7 @@ impl Generation {
 }
 
 /// A `file:` secret cordon may create: made with a random value on first start.
-pub(super) fn generate_if_file(r: &SecretRef) -> Result<(), String> {
+pub(crate) fn generate_if_file(r: &SecretRef) -> Result<(), String> {
     if let SecretRef::File(path) = r
         && crate::secret_file::ensure_secret_file(path)?
     {
