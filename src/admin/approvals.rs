@@ -9,10 +9,10 @@ use crate::state::ProxyState;
 
 /// `GET /v1/approvals`: what is waiting, oldest first (on every replica sharing a PostgreSQL store).
 pub(super) async fn list(state: &ProxyState) -> AdminResponse {
-    let Some(mirror) = state.approvals.mirror() else {
+    let Some(shared) = state.approvals.shared() else {
         return json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }));
     };
-    match mirror.list().await {
+    match shared.list().await {
         Ok(all) => json_response(StatusCode::OK, &json!({ "pending": all })),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
     }
@@ -57,7 +57,7 @@ pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminR
         return failed(id, e);
     }
     // Held by another replica sharing the store: the decision is written there and that replica applies it.
-    if let Some(mirror) = state.approvals.mirror()
+    if let Some(shared) = state.approvals.shared()
         && !state.approvals.holds(id)
     {
         let written = Written {
@@ -65,7 +65,7 @@ pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminR
             scope,
             by: by.to_owned(),
         };
-        return match mirror.decide(id, &written).await {
+        return match shared.decide(id, &written).await {
             Ok(Some(pending)) => {
                 tracing::info!(approval = %id, by, ?verdict, ?scope, "approval decided for another replica");
                 json_response(
@@ -108,9 +108,9 @@ pub(super) fn grants(state: &ProxyState) -> AdminResponse {
 /// `DELETE /v1/grants/{id}` (on every replica sharing a PostgreSQL store).
 pub(super) async fn revoke_grant(state: &ProxyState, id: &str) -> AdminResponse {
     let here = state.approvals.revoke_grant(id);
-    let stored = match state.approvals.mirror() {
+    let stored = match state.approvals.shared() {
         None => false,
-        Some(mirror) => match mirror.remove_grant(id).await {
+        Some(shared) => match shared.remove_grant(id).await {
             Ok(stored) => stored,
             Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
         },

@@ -31,7 +31,7 @@ use crate::identity::Sandbox;
 
 use grants::Grants;
 use ids::fresh_id;
-pub(crate) use shared::{Mirror, Written};
+pub(crate) use shared::{SharedApprovals, Written};
 pub(crate) use shown::{excerpt, unmisleading};
 pub(crate) use types::{
     BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Pending, Resolution, Ruling, Scope,
@@ -72,7 +72,7 @@ pub struct Approvals {
     webhook: Option<Arc<Webhook>>,
     state: Mutex<State>,
     /// Where asks are shared with other replicas (a PostgreSQL store), if anywhere.
-    mirror: Option<Arc<Mirror>>,
+    shared: Option<Arc<SharedApprovals>>,
 }
 
 impl Approvals {
@@ -104,21 +104,21 @@ impl Approvals {
             timeout,
             webhook: webhook.map(Arc::new),
             state: Mutex::new(State::default()),
-            mirror: None,
+            shared: None,
         }
     }
 
-    /// The same registry sharing its asks through `mirror`.
-    pub(crate) fn with_mirror(self, mirror: Mirror) -> Approvals {
+    /// The same registry sharing its asks through `shared`.
+    pub(crate) fn with_shared(self, shared: SharedApprovals) -> Approvals {
         Approvals {
-            mirror: Some(Arc::new(mirror)),
+            shared: Some(Arc::new(shared)),
             ..self
         }
     }
 
     /// Where asks are shared, if anywhere.
-    pub(crate) fn mirror(&self) -> Option<&Arc<Mirror>> {
-        self.mirror.as_ref()
+    pub(crate) fn shared(&self) -> Option<&Arc<SharedApprovals>> {
+        self.shared.as_ref()
     }
 
     /// The ids of the asks this replica holds.
@@ -185,7 +185,7 @@ impl Approvals {
                 announced,
                 deadline: started + self.timeout,
             };
-            let shown = self.mirror.is_some().then(|| entry.pending.clone());
+            let shown = self.shared.is_some().then(|| entry.pending.clone());
             state.pending.insert(id.clone(), entry);
             (id, shown)
         };
@@ -194,8 +194,8 @@ impl Approvals {
             approvals: self,
             id: id.clone(),
         };
-        if let (Some(mirror), Some(pending)) = (&self.mirror, shown) {
-            mirror.publish(&pending).await;
+        if let (Some(shared), Some(pending)) = (&self.shared, shown) {
+            shared.publish(&pending).await;
         }
         let decision = match tokio::time::timeout(self.timeout, &mut woken).await {
             Ok(Ok(decision)) => Some(decision),
@@ -271,7 +271,7 @@ impl Approvals {
     }
 
     /// A grant another replica made (`Some`) or removed (`None` for `id`), applied here.
-    pub(crate) fn grant_elsewhere(&self, id: &str, grant: Option<Grant>) {
+    pub(crate) fn apply_shared_grant(&self, id: &str, grant: Option<Grant>) {
         let mut state = self.state();
         match grant {
             Some(g) => state.grants.put(g),
@@ -282,15 +282,15 @@ impl Approvals {
     }
 
     /// Every grant, as the shared store holds them.
-    pub(crate) fn grants_elsewhere(&self, all: Vec<Grant>) {
+    pub(crate) fn apply_shared_grants(&self, all: Vec<Grant>) {
         self.state().grants.replace(all);
     }
 
     /// Store a grant made here for the other replicas, in the background.
     fn share_grant(&self, grant: Grant) {
-        if let (Some(mirror), Ok(runtime)) = (self.mirror.clone(), tokio::runtime::Handle::try_current()) {
+        if let (Some(shared), Ok(runtime)) = (self.shared.clone(), tokio::runtime::Handle::try_current()) {
             runtime.spawn(async move {
-                if let Err(e) = mirror.publish_grant(&grant).await {
+                if let Err(e) = shared.publish_grant(&grant).await {
                     tracing::warn!(grant = %grant.id, "a grant holds on this replica only: {e}");
                 }
             });
@@ -324,14 +324,14 @@ impl Approvals {
                 }
                 held
             });
-            if let (Some(mirror), Ok(runtime), false) = (
-                self.mirror.clone(),
+            if let (Some(shared), Ok(runtime), false) = (
+                self.shared.clone(),
                 tokio::runtime::Handle::try_current(),
                 dropped.is_empty(),
             ) {
                 runtime.spawn(async move {
                     for id in dropped {
-                        let _ = mirror.remove_grant(&id).await;
+                        let _ = shared.remove_grant(&id).await;
                     }
                 });
             }
@@ -432,9 +432,9 @@ impl Drop for Withdraw<'_> {
             tracing::debug!(id = %self.id, "approval: withdrawn (the request went away)");
         }
         // Shared asks leave the shared list however they ended.
-        if let (Some(mirror), Ok(runtime)) = (self.approvals.mirror.clone(), tokio::runtime::Handle::try_current()) {
+        if let (Some(shared), Ok(runtime)) = (self.approvals.shared.clone(), tokio::runtime::Handle::try_current()) {
             let id = std::mem::take(&mut self.id);
-            runtime.spawn(async move { mirror.withdraw(&id).await });
+            runtime.spawn(async move { shared.withdraw(&id).await });
         }
     }
 }

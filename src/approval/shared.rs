@@ -23,20 +23,20 @@ pub(crate) struct Written {
 }
 
 /// The `approvals` table as one replica uses it.
-pub(crate) struct Mirror {
+pub(crate) struct SharedApprovals {
     db: Arc<Db>,
     replica: String,
     /// Rows older than this are leftovers (a replica that died holding them) and are not listed.
     stale_after: i64,
 }
 
-impl Mirror {
+impl SharedApprovals {
     /// Asks of `replica`, which times them out after `timeout`.
-    pub(crate) fn new(db: Arc<Db>, replica: String, timeout: Duration) -> Mirror {
+    pub(crate) fn new(db: Arc<Db>, replica: String, timeout: Duration) -> SharedApprovals {
         let stale_after = i64::try_from(timeout.as_secs())
             .unwrap_or(i64::MAX / 2)
             .saturating_add(60);
-        Mirror {
+        SharedApprovals {
             db,
             replica,
             stale_after,

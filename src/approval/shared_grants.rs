@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::shared::Mirror;
+use super::shared::SharedApprovals;
 use super::types::{Grant, Scope};
 use crate::identity::{Origin, Sandbox};
 use crate::pg::DbError;
@@ -98,7 +98,7 @@ impl From<Row> for Grant {
     }
 }
 
-impl Mirror {
+impl SharedApprovals {
     /// Store a grant this replica made and announce it.
     pub(crate) async fn publish_grant(&self, grant: &Grant) -> Result<(), DbError> {
         let db = self.db();

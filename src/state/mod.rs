@@ -14,7 +14,7 @@ use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::approval::{Approvals, Mirror};
+use crate::approval::{Approvals, SharedApprovals};
 use crate::audit;
 use crate::config::Config;
 use crate::control::{self, Control};
@@ -59,7 +59,7 @@ pub struct ProxyState {
     /// Sandboxes created at run time.
     pub control: Control,
     /// The PostgreSQL store this replica shares state through, if any.
-    shared: Option<Arc<shared::Shared>>,
+    shared: Option<Arc<shared::SharedStore>>,
     /// Open connections and tunnels by sandbox.
     pub(crate) sessions: Arc<Sessions>,
     /// What `/metrics` serves.
@@ -136,12 +136,12 @@ impl ProxyState {
         };
         let mut approvals = Approvals::configured(&config.approval, &config.upstream.extra_roots, webhook_secret)?;
         if let Some(shared) = &opened.shared {
-            let mirror = Mirror::new(
+            let shared = SharedApprovals::new(
                 shared.db.clone(),
                 shared.registry.id().to_owned(),
                 config.approval.timeout,
             );
-            approvals = approvals.with_mirror(mirror);
+            approvals = approvals.with_shared(shared);
         }
         let approvals = Arc::new(approvals);
         // With a shared store, byte budgets are enforced on every replica's counts.

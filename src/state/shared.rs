@@ -24,19 +24,19 @@ const RESYNC_EVERY: Duration = Duration::from_secs(30);
 const LEARN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The PostgreSQL store as this replica uses it.
-pub(crate) struct Shared {
+pub(crate) struct SharedStore {
     pub(crate) db: Arc<Db>,
     pub(crate) registry: Registry,
     stop: CancellationToken,
 }
 
-impl Drop for Shared {
+impl Drop for SharedStore {
     fn drop(&mut self) {
         self.stop.cancel();
     }
 }
 
-impl Shared {
+impl SharedStore {
     /// Up or down, and since when.
     pub(crate) fn state(&self) -> StoreState {
         self.db.state()
@@ -47,7 +47,7 @@ impl Shared {
 pub(super) struct Opened {
     pub(super) control: Control,
     pub(super) cas: SandboxCas,
-    pub(super) shared: Option<Arc<Shared>>,
+    pub(super) shared: Option<Arc<SharedStore>>,
     pub(super) events: Option<UnboundedReceiver<Event>>,
 }
 
@@ -93,7 +93,7 @@ pub(super) async fn open(
     Ok(Opened {
         control,
         cas,
-        shared: Some(Arc::new(Shared { db, registry, stop })),
+        shared: Some(Arc::new(SharedStore { db, registry, stop })),
         events: Some(events),
     })
 }
@@ -166,7 +166,7 @@ async fn heartbeat(state: Weak<ProxyState>) {
 
 impl ProxyState {
     /// The PostgreSQL store, when state is shared through one.
-    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
+    pub(crate) fn shared(&self) -> Option<&Arc<SharedStore>> {
         self.shared.as_ref()
     }
 
@@ -181,9 +181,9 @@ impl ProxyState {
                 if let Some(cas) = cas {
                     cas.load_all().await.map_err(|e| e.to_string())?;
                 }
-                if let Some(mirror) = self.approvals.mirror() {
-                    let all = mirror.grants().await.map_err(|e| e.to_string())?;
-                    self.approvals.grants_elsewhere(all);
+                if let Some(shared) = self.approvals.shared() {
+                    let all = shared.grants().await.map_err(|e| e.to_string())?;
+                    self.approvals.apply_shared_grants(all);
                 }
                 self.resync_approvals().await
             }
@@ -313,13 +313,13 @@ impl ProxyState {
 
     /// A pending approval was decided on some replica: release the request if this replica holds it.
     async fn approval_decided(&self, id: &str) -> Result<(), String> {
-        let Some(mirror) = self.approvals.mirror() else {
+        let Some(shared) = self.approvals.shared() else {
             return Ok(());
         };
         if !self.approvals.holds(id) {
             return Ok(());
         }
-        let Some(written) = mirror.decision(id).await.map_err(|e| e.to_string())? else {
+        let Some(written) = shared.decision(id).await.map_err(|e| e.to_string())? else {
             return Ok(());
         };
         match self.approvals.decide(id, written.verdict, written.scope, &written.by) {
@@ -331,11 +331,11 @@ impl ProxyState {
 
     /// A grant was made or withdrawn on some replica.
     async fn grant_changed(&self, id: &str) -> Result<(), String> {
-        let Some(mirror) = self.approvals.mirror() else {
+        let Some(shared) = self.approvals.shared() else {
             return Ok(());
         };
-        let grant = mirror.grant(id).await.map_err(|e| e.to_string())?;
-        self.approvals.grant_elsewhere(id, grant);
+        let grant = shared.grant(id).await.map_err(|e| e.to_string())?;
+        self.approvals.apply_shared_grant(id, grant);
         Ok(())
     }
 

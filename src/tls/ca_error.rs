@@ -183,9 +183,9 @@ pub enum CaError {
     /// The shared CA store (PostgreSQL) failed, or does not hold this sandbox's CA yet.
     #[error("the shared CA store: {0}")]
     Store(String),
-    /// The same error, shared by several callers that waited for one leaf to be minted.
+    /// The same error, handed to every caller that waited for one leaf to be minted.
     #[error("{0}")]
-    Shared(Arc<CaError>),
+    Awaited(Arc<CaError>),
     /// An error of a sandbox's CA that a new CA fixes, with the exact command that makes one.
     #[error("{error}; run `{command}` to make a new CA")]
     Remedied {

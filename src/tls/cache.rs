@@ -73,7 +73,7 @@ impl LeafCache {
     ) -> Result<(Arc<rustls::ServerConfig>, bool), CaError> {
         let name = name.normalized()?;
         // Checked here too, not only in `mint`, so that the caller gets this error as such rather than wrapped in
-        // `CaError::Shared` (moka hands errors of the minting closure out behind an `Arc`).
+        // `CaError::Awaited` (moka hands errors of the minting closure out behind an `Arc`).
         if !ca.scope().permits(&name) {
             return Err(CaError::OutOfScope {
                 sandbox: ca.sandbox().to_owned(),
@@ -94,7 +94,7 @@ impl LeafCache {
                 self.mints.fetch_add(1, Ordering::Relaxed);
                 Ok(config)
             })
-            .map_err(|shared| Arc::try_unwrap(shared).unwrap_or_else(CaError::Shared))?;
+            .map_err(|shared| Arc::try_unwrap(shared).unwrap_or_else(CaError::Awaited))?;
         let hit = !entry.is_fresh();
         Ok((entry.into_value(), hit))
     }
