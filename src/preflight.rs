@@ -37,7 +37,7 @@ fn uncovering_cas(config: &Config) -> Vec<String> {
     if config.control.postgres.is_some() {
         return Vec::new();
     }
-    let cas = crate::tls::cas::SandboxCas::new(config.ca.dir.clone(), crate::state::rotate_command(config));
+    let cas = crate::tls::cas::SandboxCas::new(config.ca.dir.clone(), config.rotate_command());
     config
         .sandboxes
         .iter()

@@ -320,7 +320,7 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
         let declared = |id: &str| g.identities.get(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
         let prepare = |r: &Record| {
-            s.prepare_ca(&sandbox_of(r), &asked.policy).map_err(|e| {
+            s.cas.prepare(&r.id, &asked.policy).map_err(|e| {
                 if s.shared().is_some_and(|x| x.state().state == "down") {
                     ControlError::Unavailable(e)
                 } else {

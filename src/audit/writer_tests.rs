@@ -11,10 +11,13 @@ struct Out {
     bytes: Arc<Mutex<Vec<u8>>>,
     stuck: Option<Arc<Mutex<std::sync::mpsc::Receiver<()>>>>,
     fail_next: Arc<std::sync::atomic::AtomicBool>,
+    /// How many writes have begun (a stuck one included).
+    begun: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Some(stuck) = &self.stuck {
             let _ = stuck.lock().unwrap().recv();
         }
@@ -111,8 +114,14 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
         .enable_all()
         .build()
         .unwrap();
-    // The writer is stuck on the first line and the second fills the queue: the third must wait.
+    // The writer is stuck on the first line and the second fills the queue: the third must wait. The second is
+    // queued only once the writer is inside the first write, or it could join the first line's batch.
     queue.line(b"1\n".to_vec());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while out.begun.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the writer never began the first write");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     queue.line(b"2\n".to_vec());
     let q = queue.clone();
     let waiting = rt.spawn(async move { q.line(b"3\n".to_vec()) });
@@ -148,7 +157,11 @@ fn a_failed_write_is_tried_again_and_nothing_is_lost_or_repeated() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(saw_down, "the failure was reported");
-    assert!(health(), "and the success after it");
+    // The writer says it is up once the write has returned, a moment after the bytes are there.
+    while !health() {
+        assert!(std::time::Instant::now() < deadline, "the success after it was not reported");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     queue.line(b"second\n".to_vec());
     drop(flusher);
     assert_eq!(text(&out), "first\nsecond\n");

@@ -59,7 +59,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
     let result = if config.control.postgres.is_some() {
         in_database(&config, &sandbox, &scope, rotate)
     } else {
-        let store = CaStore::new(config.ca.dir.clone()).with_rotate_command(crate::state::rotate_command(&config));
+        let store = CaStore::new(config.ca.dir.clone()).with_rotate_command(config.rotate_command());
         if rotate {
             store.rotate(&sandbox, &scope)
         } else {

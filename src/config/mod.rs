@@ -113,6 +113,12 @@ impl Config {
         }
         line
     }
+
+    /// The command that makes a sandbox a new CA on this configuration: what CA hints print.
+    pub(crate) fn rotate_command(&self) -> crate::tls::ca::RotateCommand {
+        let config = self.clone();
+        std::sync::Arc::new(move |id: &str| config.command(&format!("ca rotate --sandbox {id}")))
+    }
 }
 
 /// The `log.format` the configuration at `path` (the embedded one when `None`) declares, read leniently: for

@@ -137,6 +137,17 @@ impl Generation {
         self.inline.policy(&self.config, id, base, doc)
     }
 
+    /// The declared sandboxes with the name and the policy each runs under: `(id, policy name, policy)`.
+    pub(crate) fn declared(&self) -> impl Iterator<Item = (&str, &str, Option<&Policy>)> {
+        self.config.sandboxes.iter().map(|s| {
+            (
+                s.id.as_str(),
+                s.policy.as_str(),
+                self.named_policy(&s.policy).map(|p| &**p),
+            )
+        })
+    }
+
     /// Whether `presented` is the admin API's bearer token.
     pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
         let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();

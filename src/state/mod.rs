@@ -38,7 +38,6 @@ mod shared;
 pub(crate) mod violations;
 
 pub(crate) use shared::connect as connect_store;
-pub(crate) use shared::rotate_command;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.
@@ -185,7 +184,7 @@ impl ProxyState {
                 draining: CancellationToken::new(),
             }
         });
-        state.ensure_declared_cas(&state.current()).await?;
+        state.cas.ensure_declared(state.current().declared()).await?;
         shared::start(&state, opened.events);
         // SECURITY: the duties that enforce expiry, revocation and budgets on time survive a panic (a fork
         // flood that leaves no thread to start): they are started again, loudly.
@@ -247,7 +246,10 @@ impl ProxyState {
             .await
             .map_err(|e| vec![e])?;
         // Replicas sharing a store: the CAs of newly declared sandboxes exist before the configuration is in force.
-        self.ensure_declared_cas(&generation).await.map_err(|e| vec![e])?;
+        self.cas
+            .ensure_declared(generation.declared())
+            .await
+            .map_err(|e| vec![e])?;
         if generation.config.limits.rates != old.config.limits.rates {
             // New bounds start from fresh counters; open guards give their slots back to the old ones.
             let share = generation

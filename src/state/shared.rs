@@ -16,7 +16,7 @@ use crate::generation::Generation;
 use crate::pg::listen::{self, Event};
 use crate::pg::replicas::{HEARTBEAT, Registry};
 use crate::pg::{Db, Sealer, StoreState, Target};
-use crate::tls::cas::{SandboxCas, SharedCas, scope_for};
+use crate::tls::cas::{SandboxCas, SharedCas};
 
 /// How often everything is re-read even without a missed notification (the safety net).
 const RESYNC_EVERY: Duration = Duration::from_secs(30);
@@ -65,7 +65,7 @@ pub(super) async fn open(
         }
         return Ok(Opened {
             control,
-            cas: SandboxCas::new(config.ca.dir.clone(), rotate_command(config)),
+            cas: SandboxCas::new(config.ca.dir.clone(), config.rotate_command()),
             shared: None,
             events: None,
         });
@@ -78,7 +78,7 @@ pub(super) async fn open(
     let control = Control::open_shared(db.clone(), key).await?;
     let cas = SandboxCas::shared(
         config.ca.dir.clone(),
-        rotate_command(config),
+        config.rotate_command(),
         SharedCas::new(db.clone(), sealer),
     );
     let in_db = cas.in_db().ok_or("the CA store is not shared")?;
@@ -251,55 +251,6 @@ impl ProxyState {
             Err(_) => tracing::warn!(sandbox = %id, "the shared store did not answer in time; sandbox unknown here"),
         }
     }
-
-    /// Make (or load) the CA of `sandbox` before its record is stored. Blocking: call it from a blocking thread.
-    /// `policy` is the one it is being created with (its record is not stored yet).
-    pub(crate) fn prepare_ca(
-        &self,
-        sandbox: &crate::identity::Sandbox,
-        policy: &crate::policy::Policy,
-    ) -> Result<(), String> {
-        let Some(cas) = self.cas.in_db() else {
-            return self
-                .cas
-                .get(&sandbox.id, Some(policy))
-                .map(|_| ())
-                .map_err(|e| e.to_string());
-        };
-        let scope = scope_for(policy);
-        let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
-        handle
-            .block_on(cas.ensure(&sandbox.id, &scope))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-
-    /// Make the CA of every sandbox the configuration declares (replicas racing agree on one, in PostgreSQL),
-    /// and refuse one that cannot sign for what its policy intercepts now, saying the command that fixes it:
-    /// at start and before a reload takes effect, so that no declared sandbox meets a CONNECT answered 200 and
-    /// then a TLS handshake with no certificate.
-    pub(super) async fn ensure_declared_cas(&self, generation: &Generation) -> Result<(), String> {
-        let mut errors = Vec::new();
-        for spec in &generation.config.sandboxes {
-            let policy = generation.named_policy(&spec.policy);
-            if let Some(cas) = self.cas.in_db() {
-                let scope = policy
-                    .map(|p| scope_for(p))
-                    .unwrap_or(crate::tls::ca::Scope::Unconstrained);
-                cas.ensure(&spec.id, &scope)
-                    .await
-                    .map_err(|e| format!("sandboxes: the CA of {:?}: {e}", spec.id))?;
-            }
-            if let Err(e) = self.cas.covering(&spec.id, &spec.policy, policy.map(|p| &**p)) {
-                errors.push(e);
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("\n"))
-        }
-    }
 }
 
 impl ProxyState {
@@ -354,10 +305,4 @@ impl ProxyState {
             self.limits.store(Arc::new(limits));
         }
     }
-}
-
-/// The command that makes a sandbox a new CA, on the configuration cordon runs with: what CA hints print.
-pub(crate) fn rotate_command(config: &Config) -> crate::tls::ca::RotateCommand {
-    let config = config.clone();
-    Arc::new(move |id: &str| config.command(&format!("ca rotate --sandbox {id}")))
 }

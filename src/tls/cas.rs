@@ -92,6 +92,48 @@ impl SandboxCas {
         ))
     }
 
+    /// Make (or load) the CA of sandbox `id` before its record is stored, for `policy` (the one it is being
+    /// created with: its record is not stored yet). Blocking: call it from a blocking thread.
+    pub(crate) fn prepare(&self, id: &str, policy: &Policy) -> Result<(), String> {
+        let Some(shared) = &self.shared else {
+            return self.get(id, Some(policy)).map(|_| ()).map_err(|e| e.to_string());
+        };
+        let scope = scope_for(policy);
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| e.to_string())?;
+        handle
+            .block_on(shared.ensure(id, &scope))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Make the CA of every declared sandbox (`(id, policy name, policy)`; replicas racing agree on one, in
+    /// PostgreSQL), and refuse one that cannot sign for what its policy intercepts now, saying the command that
+    /// fixes it: at start and before a reload takes effect, so that no declared sandbox meets a CONNECT answered
+    /// 200 and then a TLS handshake with no certificate.
+    pub(crate) async fn ensure_declared<'a>(
+        &self,
+        declared: impl Iterator<Item = (&'a str, &'a str, Option<&'a Policy>)>,
+    ) -> Result<(), String> {
+        let mut errors = Vec::new();
+        for (id, policy_name, policy) in declared {
+            if let Some(shared) = &self.shared {
+                let scope = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
+                shared
+                    .ensure(id, &scope)
+                    .await
+                    .map_err(|e| format!("sandboxes: the CA of {id:?}: {e}"))?;
+            }
+            if let Err(e) = self.covering(id, policy_name, policy) {
+                errors.push(e);
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("\n"))
+        }
+    }
+
     /// Replace the CA of sandbox `id` with a new one for what `policy` allows now (the old key is not kept). With
     /// PostgreSQL the new CA is announced, so every replica uses it at once. Blocking on the file store: call it
     /// from a blocking thread.
