@@ -119,7 +119,10 @@ fn a_request_waiting_for_room_does_not_hold_up_the_other_tasks_of_its_worker() {
     queue.line(b"1\n".to_vec());
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while out.begun.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the writer never began the first write");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the writer never began the first write"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     queue.line(b"2\n".to_vec());
@@ -159,7 +162,10 @@ fn a_failed_write_is_tried_again_and_nothing_is_lost_or_repeated() {
     assert!(saw_down, "the failure was reported");
     // The writer says it is up once the write has returned, a moment after the bytes are there.
     while !health() {
-        assert!(std::time::Instant::now() < deadline, "the success after it was not reported");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the success after it was not reported"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     queue.line(b"second\n".to_vec());
