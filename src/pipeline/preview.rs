@@ -40,6 +40,18 @@ use crate::state::ProxyState;
 /// Why a preview request is not forwarded (or a link not made): status, reason code, what the person is told.
 pub(crate) struct PreviewRefusal(pub(crate) StatusCode, pub(crate) Reason, pub(crate) String);
 
+impl PreviewRefusal {
+    /// Whose it is: the person's request when refused (4xx), the dev server when it did not answer, and cordon's
+    /// own otherwise (a session it could not sign, a sandbox its configuration gives no address of its own).
+    fn side(&self) -> Side {
+        match self {
+            PreviewRefusal(_, Reason::PreviewUnreachable, _) => Side::Upstream,
+            PreviewRefusal(status, ..) if status.is_client_error() => Side::Downstream,
+            PreviewRefusal(..) => Side::Internal,
+        }
+    }
+}
+
 /// Serve one request that reached the preview listener.
 pub(crate) async fn serve(
     state: &Arc<ProxyState>,
@@ -97,13 +109,14 @@ pub(crate) async fn serve(
             pending.finish();
             resp
         }
-        Err(PreviewRefusal(status, code, message)) => {
+        Err(refusal) => {
+            let side = refusal.side();
+            let PreviewRefusal(status, code, message) = refusal;
             // A refusal is a `deny`; a dev server that failed was allowed, and failed.
             let deny = status.is_client_error();
             if !deny {
                 pending.allowed(None, None);
             }
-            let side = if deny { Side::Downstream } else { Side::Upstream };
             pending.refused(deny, Some(status.as_u16()), code, side, Some(message.clone()));
             pending.finish();
             page(status, code.code(), &message)

@@ -460,3 +460,53 @@ pub(crate) fn chromium(url: &str) -> String {
         .expect("chromium (apt-get install chromium; .ci/run does)");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Whose a failed preview is, in its record: a sandbox that a reload left without an address of its own (its one
+/// `source_cidrs` address widened to a range) cannot be previewed, and that is cordon's configuration's failure
+/// (`internal`), neither the person's request nor the dev server's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_preview_of_a_sandbox_left_without_an_address_fails_on_cordons_side() {
+    let (rig, child) = crate::previews_rig::Rig::start(&[]).await;
+    let origin = rig.origin("sb1", &rig.victim);
+    let cookie = rig.session(&rig.link("sb1", &rig.victim));
+    let cookie = format!("Cookie: {cookie}");
+    let (status, _, head) = rig.curl("GET", &format!("{origin}/"), std::slice::from_ref(&cookie));
+    assert_eq!(status, 200, "{head}");
+
+    // The same sandbox (same user: the same incarnation), now a range with no one address.
+    let yaml = std::fs::read_to_string(&rig.config).unwrap();
+    assert!(yaml.contains("\"127.0.0.21/32\""));
+    std::fs::write(&rig.config, yaml.replace("\"127.0.0.21/32\"", "\"127.0.0.20/31\"")).unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, reason, head) = rig.curl("GET", &format!("{origin}/"), std::slice::from_ref(&cookie));
+        if (status, reason.as_str()) == (502, "preview_no_address") {
+            break;
+        }
+        assert_eq!(status, 200, "before the reload took effect: {head}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reload never took effect: {head}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stopped = crate::cli::signal_and_wait(child, "-TERM").await;
+    assert!(stopped.status.success());
+    let records = rig.audit();
+    let failed = records
+        .iter()
+        .find(|r| r["reason"] == "preview_no_address")
+        .unwrap_or_else(|| panic!("no preview_no_address record: {records:#?}"));
+    assert_eq!(
+        (&failed["status"], &failed["decision"], &failed["side"]),
+        (&Value::from(502), &Value::from("allow"), &Value::from("internal")),
+        "{failed:#}"
+    );
+}
