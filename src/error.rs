@@ -71,7 +71,7 @@ pub(crate) enum ProxyError {
     #[error("refused: the request carries a placeholder of credential {credential:?} ({why})")]
     Exfiltration {
         /// The credential's name (never its value).
-        credential: String,
+        credential: crate::names::CredentialName,
         /// Why it is out of place.
         why: String,
     },
@@ -82,7 +82,7 @@ pub(crate) enum ProxyError {
     )]
     Minting {
         /// The credential's name.
-        credential: String,
+        credential: crate::names::CredentialName,
         /// The call, as `allow_minting` names it.
         call: String,
     },
@@ -90,7 +90,7 @@ pub(crate) enum ProxyError {
     #[error("refused: the request carries the secret of credential {credential:?}, which may not go here")]
     SecretExfiltration {
         /// The credential's name (never its value).
-        credential: String,
+        credential: crate::names::CredentialName,
     },
     /// The upstream's response is in a content coding cordon cannot read, toward a destination whose secrets
     /// it must mask.
@@ -106,7 +106,7 @@ pub(crate) enum ProxyError {
     #[error("credential {credential:?} is unavailable; try again shortly")]
     CredentialUnavailable {
         /// The credential's name.
-        credential: String,
+        credential: crate::names::CredentialName,
         /// Why (for the audit record and logs; never sent to the sandbox, never a secret).
         detail: String,
     },

@@ -15,20 +15,22 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
-//! | 14 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
-//! | 13 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 12 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
-//! | 11 | `server` | the listeners: accept, cap open connections, drain on shutdown |
-//! | 10 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
-//! | 9 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
-//! | 8 | `state` | what outlives reloads: the generation in force, CAs and leaves, sessions, the replica's part in a shared store, the violation watch |
-//! | 7 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
-//! | 6 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
-//! | 5 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
+//! | 16 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
+//! | 15 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 14 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 13 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 12 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 11 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
+//! | 10 | `state` | what outlives reloads: the generation in force, CAs and leaves, sessions, limits; the one owner that acts (closes, revokes, re-decides) on what the replica and the watch learn |
+//! | 9 | `replica`, `violation` | this replica's part in a PostgreSQL store shared with others (opening it, applying announcements, the heartbeat, budget flushes); `on_violation`'s watch over refusals and its announcements |
+//! | 8 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
+//! | 7 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
+//! | 6 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
+//! | 5 | `webhook` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 3 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
-//! | 1 | `target`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
+//! | 1 | `target`, `names`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
@@ -60,6 +62,7 @@ pub mod leak;
 pub mod limits;
 mod logging;
 mod metrics;
+pub mod names;
 pub mod net;
 mod otlp;
 mod pg;
@@ -70,6 +73,7 @@ mod preflight;
 mod preview;
 mod reason;
 pub mod reload;
+mod replica;
 mod rfc3339;
 mod sandbox_env;
 mod secret_file;
@@ -84,3 +88,5 @@ pub mod target;
 pub mod tls;
 mod upstream;
 mod version;
+mod violation;
+pub mod webhook;

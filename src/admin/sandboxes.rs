@@ -272,6 +272,7 @@ fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: 
         .credentials
         .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
         .collect();
     let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &c.no_proxy, &c.ca_file, &placeholders, aws);

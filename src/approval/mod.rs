@@ -10,13 +10,13 @@
 //! queue every other sandbox's asks need. Asks and grants belong to one incarnation of a sandbox and to the rule
 //! that asked: [`Approvals::sweep`] ends them when either is gone.
 
+mod announce;
 mod grants;
 mod ids;
 mod shared;
 mod shared_grants;
 mod shown;
 mod types;
-pub mod webhook;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,6 +29,7 @@ use tokio::time::Instant;
 
 use crate::identity::Sandbox;
 
+use crate::webhook::Webhook;
 use grants::Grants;
 use ids::fresh_id;
 pub(crate) use shared::{SharedApprovals, Written};
@@ -36,7 +37,6 @@ pub(crate) use shown::{excerpt, unmisleading};
 pub(crate) use types::{
     BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Pending, Resolution, Ruling, Scope,
 };
-use webhook::Webhook;
 
 /// The longest `by` accepted, in characters.
 const MAX_BY: usize = 128;
@@ -76,33 +76,21 @@ pub struct Approvals {
 }
 
 impl Approvals {
-    /// Set up as `config` says: its bounds, and the webhook (with its signing `secret`, and a client that
-    /// trusts `extra_roots` beside the built-in roots) that announces each pending request.
-    pub(crate) fn configured(
-        config: &crate::config::ApprovalConfig,
-        extra_roots: &[rustls_pki_types::CertificateDer<'static>],
-        secret: Option<secrecy::SecretString>,
-    ) -> Result<Approvals, String> {
-        let webhook = match &config.webhook {
-            None => None,
-            Some(w) => {
-                let client = crate::upstream::outbound::HttpClient::new(extra_roots)?;
-                Some(Webhook::new(w.url.clone(), secret, client))
-            }
-        };
-        Ok(Approvals::new(config.max_pending, config.timeout, webhook)
-            .with_caps(config.max_pending_per_sandbox, config.max_pending_per_user))
+    /// Set up as `config` says: its bounds, and the `webhook` that announces each pending request and decision.
+    pub(crate) fn configured(config: &crate::config::ApprovalConfig, webhook: Option<Arc<Webhook>>) -> Approvals {
+        Approvals::new(config.max_pending, config.timeout, webhook)
+            .with_caps(config.max_pending_per_sandbox, config.max_pending_per_user)
     }
 
     /// A registry holding at most `max_pending` asks at once (however many of one sandbox or user: see
     /// [`Approvals::with_caps`]), each waiting at most `timeout`, announced to `webhook`.
-    pub(crate) fn new(max_pending: usize, timeout: Duration, webhook: Option<Webhook>) -> Approvals {
+    pub(crate) fn new(max_pending: usize, timeout: Duration, webhook: Option<Arc<Webhook>>) -> Approvals {
         Approvals {
             max_pending,
             per_sandbox: usize::MAX,
             per_user: usize::MAX,
             timeout,
-            webhook: webhook.map(Arc::new),
+            webhook,
             state: Mutex::new(State::default()),
             shared: None,
         }
@@ -175,7 +163,7 @@ impl Approvals {
             };
             let announced = self.spawn_webhook({
                 let pending = pending.clone();
-                move |hook| async move { hook.announce(&pending).await }
+                move |hook| async move { announce::requested(&hook, &pending).await }
             });
             tracing::debug!(id = %id, sandbox = %pending.ask.sandbox, "approval: asked");
             let entry = Entry {
@@ -384,24 +372,17 @@ impl Approvals {
             if let Some(announced) = announced {
                 let _ = announced.await;
             }
-            hook.decided(&pending, &decision).await
+            announce::decided(&hook, &pending, &decision).await
         });
     }
 
     /// Run `call` with the webhook in the background, if there is a webhook (and a runtime to run it on).
-    pub(crate) fn spawn_webhook<F, Fut>(&self, call: F) -> Option<JoinHandle<bool>>
+    fn spawn_webhook<F, Fut>(&self, call: F) -> Option<JoinHandle<bool>>
     where
         F: FnOnce(Arc<Webhook>) -> Fut,
         Fut: Future<Output = bool> + Send + 'static,
     {
-        let hook = self.webhook.clone()?;
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Some(runtime.spawn(call(hook))),
-            Err(_) => {
-                tracing::warn!("approval webhook not called: no async runtime");
-                None
-            }
-        }
+        self.webhook.as_ref()?.spawn(call)
     }
 }
 

@@ -4,18 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use super::{Kind, Pending, Sink};
-
-/// A file's hashes before and after.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub(crate) struct Hashes {
-    /// Before the command ran (`None`: the file did not exist).
-    pub(crate) before: Option<String>,
-    /// After it ended (`None`: it no longer exists).
-    pub(crate) after: Option<String>,
-}
+use super::kind::{Hashes, Kind};
+use super::pending::Pending;
+use super::sink::Sink;
 
 /// One changed file, as its record says it.
 pub(crate) struct FileChange<'a> {

@@ -1,5 +1,6 @@
 //! What a record describes and what was decided: the closed vocabularies of `kind` and `decision`, and the
-//! approval part of a record (who decided a held request, how far, after how long).
+//! approval part of a record (who decided a held request, how far, after how long), and the hashes of a file a
+//! jailed command changed.
 
 use serde::{Deserialize, Serialize};
 
@@ -72,4 +73,13 @@ pub struct ApprovalRecord {
     pub(crate) scope: Option<String>,
     /// Milliseconds the request waited.
     pub(crate) waited_ms: u64,
+}
+
+/// A file's hashes before and after (a `jail_file` record's `sha256`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct Hashes {
+    /// Before the command ran (`None`: the file did not exist).
+    pub(crate) before: Option<String>,
+    /// After it ended (`None`: it no longer exists).
+    pub(crate) after: Option<String>,
 }

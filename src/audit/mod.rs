@@ -9,6 +9,7 @@ mod health;
 mod jail_file;
 mod kind;
 mod output;
+mod pending;
 mod record;
 mod sink;
 pub(crate) mod spool;
@@ -18,6 +19,7 @@ pub(crate) mod writer;
 
 pub use health::{AuditState, Health};
 pub(crate) use jail_file::{FileChange, jail_file};
-pub(crate) use record::auth_failures;
-pub use record::{ApprovalRecord, Kind, Pending, Record, Verdict, Violation, violation};
+pub(crate) use pending::auth_failures;
+pub use pending::{Pending, Violation, violation};
+pub use record::{ApprovalRecord, Kind, Record, Verdict};
 pub use sink::{LineSink, Metered, Sink};

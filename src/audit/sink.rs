@@ -1,14 +1,16 @@
 //! Where records go: the sink every record is written to, one that counts records in the metrics on the
 //! way, and the production one that hands JSON lines to the audit thread.
 
-use super::{Record, Verdict};
+use super::health::Health;
+use super::kind::Verdict;
+use super::record::Record;
 
 /// Where records go.
 pub trait Sink: Send + Sync + 'static {
     /// Write one record.
     fn write(&self, record: &Record);
     /// Whether records can be written now, if the sink knows (the pipeline serves nothing while they cannot).
-    fn health(&self) -> Option<&super::Health> {
+    fn health(&self) -> Option<&Health> {
         None
     }
 }
@@ -40,7 +42,7 @@ impl Sink for Metered {
             .request(r.kind().as_str(), decision, outcome, r.reason().unwrap_or(""), latency);
         self.inner.write(r);
     }
-    fn health(&self) -> Option<&super::Health> {
+    fn health(&self) -> Option<&Health> {
         self.inner.health()
     }
 }
@@ -68,7 +70,7 @@ impl<L: super::writer::Lines + 'static> Sink for LineSink<L> {
         line.push(b'\n');
         self.out.line(line);
     }
-    fn health(&self) -> Option<&super::Health> {
+    fn health(&self) -> Option<&Health> {
         self.out.health()
     }
 }

@@ -105,7 +105,7 @@ fn in_database(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let secrets = crate::secrets::Secrets::new(config)?;
-        let (db, sealer) = crate::state::connect_store(pg, &secrets).await?;
+        let (db, sealer) = crate::replica::connect(pg, &secrets).await?;
         let cas = crate::tls::cas::SharedCas::new(db, sealer);
         if rotate {
             cas.rotate(sandbox, scope).await

@@ -44,7 +44,7 @@ pub struct Config {
     /// How long a secret read from the file vault or OpenBao is kept (`vault.cache_ttl`; zero: read every time).
     pub(crate) secret_cache: std::time::Duration,
     /// Credentials by name.
-    pub(crate) credentials: BTreeMap<String, crate::config::credentials::CredentialSpec>,
+    pub(crate) credentials: BTreeMap<crate::names::CredentialName, crate::config::credentials::CredentialSpec>,
     /// Sandboxes declared in the file.
     pub(crate) sandboxes: Vec<SandboxSpec>,
     /// Policies by name, each shared with the requests decided under it.

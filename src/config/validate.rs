@@ -143,7 +143,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         if let Some((list, scopes)) = policy_credentials.remove(name) {
             credentials::check_policy_credentials(&mut errs, name, &list, &creds);
             p.credential_scope = credentials::scopes(&mut errs, name, &list, scopes, &creds);
-            p.credentials = list;
+            p.credentials = list.into_iter().map(crate::names::CredentialName::from).collect();
         }
     }
     let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
@@ -174,7 +174,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             vault,
             openbao,
             secret_cache,
-            credentials: creds,
+            credentials: creds.into_iter().map(|(k, v)| (k.into(), v)).collect(),
             sandboxes,
             policies: policies
                 .into_iter()

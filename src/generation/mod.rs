@@ -3,6 +3,7 @@
 //! policy under it. The state swaps generations whole on reload; a request loads one when it starts and
 //! finishes on it.
 
+mod held;
 mod inline;
 
 use std::net::SocketAddr;
@@ -21,6 +22,8 @@ use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
 use crate::policy::Policy;
 use crate::upstream::pool::{self, Upstreams};
+
+pub(crate) use held::held_by_runtime;
 
 /// One configuration in force, with everything built from it.
 pub struct Generation {

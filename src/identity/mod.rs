@@ -16,10 +16,9 @@ use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-mod id;
 pub(crate) mod signed;
 
-pub use id::SandboxId;
+use crate::names::SandboxId;
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,7 @@ use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::leak::detect::Detector;
 use crate::leak::mask::{Forms, Masker};
+use crate::names::CredentialName;
 use crate::placeholder::Placeholders;
 use crate::policy::Policy;
 use crate::secrets::Secrets;
@@ -30,7 +31,7 @@ const MASKERS: u64 = 16_384;
 
 /// The configured credentials, their placeholders, and where their secrets come from.
 pub(crate) struct Credentials {
-    pub(super) specs: Arc<BTreeMap<String, CredentialSpec>>,
+    pub(super) specs: Arc<BTreeMap<CredentialName, CredentialSpec>>,
     /// Whether any credential is configured at all (otherwise nothing is scanned or masked).
     pub(super) any: bool,
     /// Where the values come from.
@@ -125,7 +126,11 @@ impl Credentials {
 
     /// The placeholders a sandbox incarnation (`Sandbox::incarnation`) may use: (credential, placeholder) for
     /// each placeholder credential its policy allows.
-    pub(crate) fn placeholders_for(&self, incarnation: &str, allowed: &[String]) -> Vec<(String, String)> {
+    pub(crate) fn placeholders_for(
+        &self,
+        incarnation: &str,
+        allowed: &[CredentialName],
+    ) -> Vec<(CredentialName, String)> {
         allowed
             .iter()
             .filter(|n| {
@@ -147,7 +152,7 @@ impl Credentials {
         method: &Method,
         path: &str,
         intercepted: bool,
-    ) -> Vec<String> {
+    ) -> Vec<CredentialName> {
         if !intercepted {
             return Vec::new();
         }
@@ -161,7 +166,7 @@ impl Credentials {
 
     /// The credentials of `policy` with `mask_echo` bound to `target`'s host (at any port, by any method and
     /// path): whatever the request, their secrets are masked in what comes back from there.
-    pub(crate) fn masked(&self, policy: &Policy, target: &Target) -> Vec<String> {
+    pub(crate) fn masked(&self, policy: &Policy, target: &Target) -> Vec<CredentialName> {
         policy
             .credentials
             .iter()
@@ -218,7 +223,7 @@ impl Credentials {
         &self,
         sandbox: &Sandbox,
         policy: &Policy,
-        names: &[String],
+        names: &[CredentialName],
     ) -> Result<Option<Arc<Masker>>, ProxyError> {
         if names.is_empty() {
             return Ok(None);
@@ -289,7 +294,7 @@ impl Credentials {
 
 pub(super) fn unavailable(credential: &str, detail: String) -> ProxyError {
     ProxyError::CredentialUnavailable {
-        credential: credential.to_string(),
+        credential: credential.to_string().into(),
         detail,
     }
 }

@@ -17,6 +17,7 @@ use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::apply::{Credentials, unavailable};
 use crate::inject::aws_minting;
+use crate::names::CredentialName;
 use crate::policy::Policy;
 use crate::reason::Reason;
 use crate::sigv4::AwsKeys;
@@ -28,7 +29,7 @@ const SKEW: Duration = Duration::from_secs(15 * 60);
 
 /// A sandbox's signature, checked, to be replaced.
 pub(super) struct AwsSigned {
-    credential: String,
+    credential: CredentialName,
     signed: Signed,
     authority: String,
 }
@@ -37,7 +38,7 @@ impl Credentials {
     /// Whether a request to which `usable` credentials apply must be read whole for AWS: one of them signs
     /// and the sandbox's signature does not give the payload's hash (`x-amz-content-sha256`).
     /// Also when the request is for a service with minting actions: its body is read to find the action.
-    pub(super) fn aws_needs_body(&self, usable: &[String], parts: &Parts) -> bool {
+    pub(super) fn aws_needs_body(&self, usable: &[CredentialName], parts: &Parts) -> bool {
         let mut aws = self.aws_usable(usable).peekable();
         if aws.peek().is_none() {
             return false;
@@ -59,7 +60,7 @@ impl Credentials {
         }
     }
 
-    fn aws_usable<'a>(&'a self, usable: &'a [String]) -> impl Iterator<Item = &'a String> {
+    fn aws_usable<'a>(&'a self, usable: &'a [CredentialName]) -> impl Iterator<Item = &'a CredentialName> {
         usable.iter().filter(|n| {
             self.specs
                 .get(*n)
@@ -69,7 +70,7 @@ impl Credentials {
 
     /// Whether any of the credentials `applied` to a request signs with AWS keys (then what comes back has its
     /// key material masked, [`crate::leak::mask_aws_keys`]).
-    pub(crate) fn signs_aws(&self, applied: &[String]) -> bool {
+    pub(crate) fn signs_aws(&self, applied: &[CredentialName]) -> bool {
         self.aws_usable(applied).next().is_some()
     }
 
@@ -82,9 +83,13 @@ impl Credentials {
     /// The AWS variables of the sandbox incarnation `sandbox` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY` of the first AWS credential (by name), and for each
     /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
-    pub(crate) fn aws_env(&self, sandbox: &str, allowed: &[String]) -> std::collections::BTreeMap<String, String> {
+    pub(crate) fn aws_env(
+        &self,
+        sandbox: &str,
+        allowed: &[CredentialName],
+    ) -> std::collections::BTreeMap<String, String> {
         let mut env = std::collections::BTreeMap::new();
-        let mut names: Vec<&String> = self.aws_usable(allowed).collect();
+        let mut names: Vec<&CredentialName> = self.aws_usable(allowed).collect();
         names.sort();
         for (i, name) in names.into_iter().enumerate() {
             let (id, secret) = (
@@ -107,14 +112,14 @@ impl Credentials {
     pub(super) fn aws_check(
         &self,
         sandbox: &Sandbox,
-        usable: &[String],
+        usable: &[CredentialName],
         parts: &Parts,
         body: Option<&[u8]>,
     ) -> Result<Option<AwsSigned>, ProxyError> {
         if self.aws_usable(usable).next().is_none() {
             return Ok(None);
         }
-        let aws: Vec<&String> = self.aws_usable(usable).collect();
+        let aws: Vec<&CredentialName> = self.aws_usable(usable).collect();
         let signed = match read(parts) {
             Ok(Some(signed)) => signed,
             Ok(None) => return Err(refused(Reason::AwsUnsigned, "an AWS destination takes only requests signed with this sandbox's AWS keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from `cordon sandbox env`)".into())),
@@ -223,7 +228,7 @@ impl Credentials {
             .unwrap_or_default();
         match aws_minting::refused(parts, body, &services, allowed) {
             Some(call) => Err(ProxyError::Minting {
-                credential: credential.to_string(),
+                credential: credential.to_string().into(),
                 call: call.to_string(),
             }),
             None => Ok(()),
@@ -238,16 +243,16 @@ impl Credentials {
         checked: AwsSigned,
         parts: &mut Parts,
         body: Option<&[u8]>,
-    ) -> Result<String, ProxyError> {
+    ) -> Result<CredentialName, ProxyError> {
         let AwsSigned {
             credential,
             signed,
             authority,
         } = checked;
-        let spec = self.specs.get(&credential).ok_or(ProxyError::Internal)?;
+        let spec = self.specs.get(credential.as_str()).ok_or(ProxyError::Internal)?;
         let narrowed = policy
             .credential_scope
-            .get(&credential)
+            .get(credential.as_str())
             .map(|o| (policy.name.as_str(), o));
         let keys = self.secrets.aws_keys(spec, narrowed).await.map_err(|detail| {
             tracing::warn!(credential = %credential, "credential unavailable: {detail}");

@@ -19,6 +19,7 @@ use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, Kind, MINTING, 
 use crate::error::ProxyError;
 use crate::inject::apply::Credentials;
 use crate::inject::aws_minting::{matches, segments};
+use crate::names::CredentialName;
 use crate::reason::Reason;
 
 /// The path's segments as GitHub routes it (see the module's doc).
@@ -143,7 +144,7 @@ fn token_shaped(parts: &Parts) -> bool {
 
 impl Credentials {
     /// The credentials among `usable` that are injected as they are (not AWS keys, which sign).
-    fn injected<'a>(&'a self, usable: &'a [String]) -> impl Iterator<Item = &'a String> {
+    fn injected<'a>(&'a self, usable: &'a [CredentialName]) -> impl Iterator<Item = &'a CredentialName> {
         usable.iter().filter(|n| {
             self.specs
                 .get(*n)
@@ -152,7 +153,7 @@ impl Credentials {
     }
 
     /// Whether the request's body must be read whole to see whether it is an OAuth2 token request.
-    pub(super) fn minting_needs_body(&self, usable: &[String], parts: &Parts) -> bool {
+    pub(super) fn minting_needs_body(&self, usable: &[CredentialName], parts: &Parts) -> bool {
         self.injected(usable).next().is_some() && token_shaped(parts)
     }
 
@@ -163,7 +164,7 @@ impl Credentials {
     /// masked (a minting call let through).
     pub(super) fn minting_check(
         &self,
-        usable: &[String],
+        usable: &[CredentialName],
         parts: &Parts,
         body: Option<&[u8]>,
     ) -> Result<bool, ProxyError> {

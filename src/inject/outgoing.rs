@@ -28,13 +28,14 @@ use crate::inject::apply::{Credentials, unavailable};
 use crate::leak::detect::Found;
 use crate::leak::scan_body::{ScanBody, ScanVerdict};
 use crate::leak::scan_stream::streamed_refuses;
+use crate::names::CredentialName;
 use crate::policy::Policy;
 use crate::reason::Reason;
 
 /// What `apply` did.
 pub(crate) struct Applied {
     /// Names of the credentials applied.
-    pub(crate) names: Vec<String>,
+    pub(crate) names: Vec<CredentialName>,
     /// The request body: read and rewritten if placeholders were swapped in it, else scanned as it streams.
     pub(crate) body: ProxyBody,
     /// Set when the streaming scan refuses the body on its way up.
@@ -61,7 +62,7 @@ impl Credentials {
         &self,
         sandbox: &Sandbox,
         policy: &Policy,
-        usable: &[String],
+        usable: &[CredentialName],
         parts: &mut Parts,
         body: ProxyBody,
     ) -> Result<Applied, ProxyError> {
@@ -76,7 +77,7 @@ impl Credentials {
         }
         let detector = self.detector();
         let is_usable = |name: &str| usable.iter().any(|u| u == name);
-        let mut swaps: Vec<(String, String)> = Vec::new();
+        let mut swaps: Vec<(CredentialName, String)> = Vec::new();
         let mut judge = |found: Found, place: Place| -> Result<(), ProxyError> {
             self.judge(sandbox, found, place, &is_usable, &mut swaps)
         };
@@ -232,15 +233,15 @@ impl Credentials {
         found: Found,
         place: Place,
         usable: &dyn Fn(&str) -> bool,
-        swaps: &mut Vec<(String, String)>,
+        swaps: &mut Vec<(CredentialName, String)>,
     ) -> Result<(), ProxyError> {
         if let Some(credential) = found.off_binding(usable) {
             return Err(ProxyError::SecretExfiltration {
-                credential: credential.to_string(),
+                credential: credential.to_string().into(),
             });
         }
         if let Some(token) = found.disguised.first() {
-            let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".to_string());
+            let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".into());
             return Err(exfiltration(&credential, "encoded, split or re-cased"));
         }
         let incarnation = sandbox.incarnation();
@@ -254,7 +255,7 @@ impl Credentials {
                 (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
                 (None, None) => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
             };
-            let swappable = match self.specs.get(&credential).map(|s| &s.inject) {
+            let swappable = match self.specs.get(credential.as_str()).map(|s| &s.inject) {
                 Some(Inject::Placeholder { query, body }) => match place {
                     Place::Header => true,
                     Place::Query => *query,
@@ -293,11 +294,11 @@ impl Credentials {
             let found = detector.scan(text.as_bytes());
             if let Some(credential) = found.secrets.first().and_then(|owners| owners.first()) {
                 return Err(ProxyError::SecretExfiltration {
-                    credential: credential.clone(),
+                    credential: credential.as_str().into(),
                 });
             }
             if let Some(token) = found.plain.first().or(found.disguised.first()) {
-                let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".to_string());
+                let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".into());
                 return Err(exfiltration(&credential, "in a host name"));
             }
         }
@@ -305,17 +306,26 @@ impl Credentials {
     }
 
     /// The credential a placeholder token stands for, this sandbox's or another's.
-    fn owner_of(&self, sandbox: &Sandbox, token: &str) -> Option<String> {
+    fn owner_of(&self, sandbox: &Sandbox, token: &str) -> Option<CredentialName> {
         let incarnation = sandbox.incarnation();
         self.specs
             .keys()
             .find(|c| self.placeholders.value(incarnation, c) == token)
             .cloned()
-            .or_else(|| self.placeholders.owner(token).map(|(_, c)| c.clone()))
+            .or_else(|| {
+                self.placeholders
+                    .owner(token)
+                    .map(|(_, c)| CredentialName::from(c.as_str()))
+            })
     }
 
     /// Set the bound header and Basic credentials, replacing whatever the sandbox sent.
-    async fn inject(&self, policy: &Policy, usable: &[String], parts: &mut Parts) -> Result<Vec<String>, ProxyError> {
+    async fn inject(
+        &self,
+        policy: &Policy,
+        usable: &[CredentialName],
+        parts: &mut Parts,
+    ) -> Result<Vec<CredentialName>, ProxyError> {
         let mut applied = Vec::new();
         for name in usable {
             let Some(spec) = self.specs.get(name) else { continue };
@@ -345,13 +355,13 @@ impl Credentials {
     async fn swap(
         &self,
         policy: &Policy,
-        swaps: Vec<(String, String)>,
+        swaps: Vec<(CredentialName, String)>,
         parts: &mut Parts,
         whole: &mut Option<(Bytes, Option<http::HeaderMap>)>,
-        mut applied: Vec<String>,
-    ) -> Result<Vec<String>, ProxyError> {
+        mut applied: Vec<CredentialName>,
+    ) -> Result<Vec<CredentialName>, ProxyError> {
         for (credential, token) in swaps {
-            let Some(spec) = self.specs.get(&credential) else {
+            let Some(spec) = self.specs.get(credential.as_str()) else {
                 continue;
             };
             if matches!(spec.inject, Inject::AwsSigV4 { .. }) {
@@ -418,7 +428,7 @@ fn sensitive(value: &str, credential: &str) -> Result<HeaderValue, ProxyError> {
 
 fn exfiltration(credential: &str, why: &str) -> ProxyError {
     ProxyError::Exfiltration {
-        credential: credential.to_string(),
+        credential: credential.to_string().into(),
         why: why.to_string(),
     }
 }
@@ -427,12 +437,12 @@ fn exfiltration(credential: &str, why: &str) -> ProxyError {
 pub(crate) fn refusal(found: &Found, sandbox: &Sandbox, credentials: &Credentials) -> ProxyError {
     if let Some(credential) = found.secrets.first().and_then(|owners| owners.first()) {
         return ProxyError::SecretExfiltration {
-            credential: credential.clone(),
+            credential: credential.as_str().into(),
         };
     }
     let token = found.plain.first().or(found.disguised.first());
     let credential = token
         .and_then(|t| credentials.owner_of(sandbox, t))
-        .unwrap_or_else(|| "unknown".to_string());
+        .unwrap_or_else(|| "unknown".into());
     exfiltration(&credential, "in the request body")
 }

@@ -131,6 +131,7 @@ async fn serve(
         .credentials
         .placeholders_for(sandbox.incarnation(), &allowed)
         .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
         .collect();
     let aws = generation.credentials.aws_env(sandbox.incarnation(), &allowed);
     drop(generation);

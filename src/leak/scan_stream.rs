@@ -16,7 +16,7 @@ pub(crate) type Refuses = Box<dyn Fn(&Found) -> bool + Send + Sync>;
 
 /// What the sandbox streams refuses any placeholder (none is ever swapped in a stream) and any secret not
 /// bound here (not one of the `usable` credentials').
-pub(crate) fn streamed_refuses(usable: &[String]) -> Refuses {
+pub(crate) fn streamed_refuses(usable: &[crate::names::CredentialName]) -> Refuses {
     let usable = usable.to_vec();
     Box::new(move |found: &Found| {
         !found.plain.is_empty()

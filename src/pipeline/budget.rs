@@ -1,13 +1,14 @@
 //! Credential usage budgets on the request path: each credential applied to a request takes its place in its
 //! budget before the request is sent (the bytes are added when the exchange ends, by the state's record
 //! observer). A spent budget refuses the request with 429 `credential_budget` and `Retry-After`; the first
-//! refusal of a window is counted and announced through the approval webhook.
+//! refusal of a window is counted and announced through the webhook.
 
 use std::sync::Arc;
 
 use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::Sandbox;
+use crate::names::CredentialName;
 use crate::state::ProxyState;
 
 /// Take one request of each credential in `applied` for `sandbox`, or refuse.
@@ -15,7 +16,7 @@ pub(super) fn take(
     state: &Arc<ProxyState>,
     generation: &Generation,
     sandbox: &Sandbox,
-    applied: &[String],
+    applied: &[CredentialName],
 ) -> Result<(), ProxyError> {
     let budgets = &generation.config.credential_budgets;
     for name in applied {
@@ -44,10 +45,9 @@ pub(super) fn take(
                     "window_seconds": b.budget.window.as_secs(),
                     "retry_after_seconds": spent.refusal.retry_after.as_secs(),
                 });
-                let id = sandbox.id.to_string();
-                let _ = state
-                    .approvals
-                    .spawn_webhook(move |hook| async move { hook.event("credential.budget_spent", &id, &body).await });
+                if let Some(hook) = &state.webhook {
+                    hook.send("credential.budget_spent", &sandbox.id, body);
+                }
             }
             return Err(ProxyError::Limited(spent.refusal));
         }

@@ -26,10 +26,10 @@ pub(crate) struct Permit {
     pub(crate) action: Action,
     /// The credentials of the policy that may be applied to this request: bound to its destination,
     /// method and path, and only inside an interception (never over cleartext).
-    pub(crate) credentials: Vec<String>,
+    pub(crate) credentials: Vec<crate::names::CredentialName>,
     /// The policy's `mask_echo` credentials bound to the destination's host: their secrets are masked in
     /// whatever comes back.
-    pub(crate) masked: Vec<String>,
+    pub(crate) masked: Vec<crate::names::CredentialName>,
     /// The policy that decided. The later steps (the approver's view of the rule, the credentials applied,
     /// the masking) use it and never look the sandbox's policy up again, so a PATCH of the sandbox's policy
     /// while the request waits cannot mix two policies in one request.

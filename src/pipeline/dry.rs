@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::audit::Verdict;
 use crate::error::ProxyError;
+use crate::names::CredentialName;
 use crate::policy::{DenyReason, Mode, TlsMode};
 
 /// A refusal as live traffic would answer it.
@@ -66,7 +67,7 @@ pub(crate) enum Note {
     /// A rule that asks a human: the request would wait for approval.
     WouldAsk(usize),
     /// A credential of the policy, and what would happen to it.
-    Credential(String, CredentialUse),
+    Credential(CredentialName, CredentialUse),
 }
 
 impl Note {
@@ -132,7 +133,7 @@ pub(crate) struct Ending {
     /// goes upstream (the upstream answers).
     pub(crate) status: Option<u16>,
     /// The credentials attached (names).
-    pub(crate) credentials: Vec<String>,
+    pub(crate) credentials: Vec<crate::names::CredentialName>,
     /// For a CONNECT that opens: `intercept` or `tunnel`.
     pub(crate) tls: Option<&'static str>,
 }

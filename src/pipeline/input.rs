@@ -17,6 +17,7 @@ use crate::identity::{AuthFailure, Sandbox};
 use crate::leak::detect::Detector;
 use crate::leak::mask::Masker;
 use crate::limits::OpenGuard;
+use crate::names::CredentialName;
 use crate::session::scope::ConnScope;
 use crate::target::{Spellings, Target};
 use crate::upstream::pool::SandboxClients;
@@ -176,7 +177,7 @@ pub(crate) struct WebSocketGuard {
     /// Scans what the sandbox sends.
     pub(crate) detector: Arc<Detector>,
     /// Credentials whose secrets may be sent on this WebSocket.
-    pub(crate) allowed: Vec<String>,
+    pub(crate) allowed: Vec<CredentialName>,
     /// The largest message and frame relayed either way (`limits.websocket_message`, `websocket_frame`).
     pub(crate) max: (usize, usize),
     pub(super) record: Arc<Mutex<Option<TunnelRecord>>>,

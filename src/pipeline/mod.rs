@@ -84,7 +84,7 @@ async fn flow(mut ex: Exchange, input: Input) -> Outcome {
     // A signed credential of a sandbox created on another replica a moment ago: learn of it first (PostgreSQL
     // store only; one bounded read, the only one a request may make).
     if let (Claim::Credentials(Ok(Some((id, credential)))), Some(state)) = (&claim, ex.state()) {
-        state.learn_sandbox(id, credential).await;
+        crate::replica::learn_sandbox(&state.control, &state.cas, id, credential).await;
     }
     // Steps 1 to 5 wait on nothing: whatever waits (approval, credential sources, the upstream) comes after.
     let checks = || {

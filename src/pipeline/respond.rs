@@ -23,6 +23,7 @@ use crate::leak::mask::Masker;
 use crate::leak::masked_body::MaskedBody;
 use crate::leak::scan_body::ScanVerdict;
 use crate::limits::Meter;
+use crate::names::CredentialName;
 use crate::upstream::pool::Dialled;
 
 /// What the response step needs to keep the sandbox's secrets in, handed over by the credentials step.
@@ -94,7 +95,12 @@ impl Exchange {
     /// the WebSocket's audit record, masker and scanner travel in the response's extensions (beside the
     /// upstream's upgraded stream, `hyper::upgrade::on`) for the entry to relay the frames with; `allowed`
     /// are the credentials whose secrets may be sent on it.
-    pub(super) fn respond_upgrade(mut self, resp: Response<Incoming>, allowed: Vec<String>, reply: Reply) -> Outcome {
+    pub(super) fn respond_upgrade(
+        mut self,
+        resp: Response<Incoming>,
+        allowed: Vec<CredentialName>,
+        reply: Reply,
+    ) -> Outcome {
         if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
             return self.respond(resp.map(crate::body::boxed), reply);
         }

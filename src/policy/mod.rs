@@ -42,7 +42,7 @@ pub struct Policy {
     /// names the first that allows.
     pub(crate) rules: Vec<Rule>,
     /// Names of the credentials its sandboxes may use.
-    pub(crate) credentials: Vec<String>,
+    pub(crate) credentials: Vec<crate::names::CredentialName>,
     /// How this policy narrows token credentials for its sandboxes.
     pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     /// Ports of its sandboxes that preview URLs may open.

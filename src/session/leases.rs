@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::{Closed, Sandbox, SandboxId};
+use crate::identity::{Closed, Sandbox};
 use crate::metrics::Metrics;
+use crate::names::SandboxId;
 use crate::policy::TlsMode;
 use crate::target::Target;
 

@@ -1,7 +1,7 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 use super::*;
 use crate::identity::Origin;
-use crate::identity::SandboxId;
+use crate::names::SandboxId;
 
 fn sandbox(id: &str) -> Arc<Sandbox> {
     Arc::new(Sandbox::new(id.into(), "u".into(), "p".into(), Origin::Config))

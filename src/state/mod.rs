@@ -1,6 +1,7 @@
 //! The run-time state: what lives as long as cordon (CAs, leaves, run-time sandboxes, open sessions,
-//! metrics, the replica's part in a shared store, the violation watch) and the configuration generation in
-//! force ([`crate::generation`]), swapped whole on reload.
+//! metrics, the replica's part in a shared store ([`crate::replica`]), the violation watch
+//! ([`crate::violation`])) and the configuration generation in force ([`crate::generation`]), swapped whole on
+//! reload. The state alone acts on what the replica and the watch learn: it closes, revokes and re-decides.
 //!
 //! Every request loads the generation once when it starts and finishes on it, so a reload never changes
 //! the rules under a request in flight; the next request sees the new ones.
@@ -11,33 +12,32 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::approval::{Approvals, SharedApprovals};
+use crate::approval::Approvals;
 use crate::audit;
 use crate::config::Config;
+use crate::config::violations::ViolationAction;
 use crate::control::{self, Control};
-use crate::generation::{Generation, generate_if_file};
+use crate::generation::Generation;
 use crate::identity::Closed;
 use crate::identity::{Origin, Sandbox};
-use crate::limits::Limits;
+use crate::limits::{CredentialBudgets, Limits, SharedBytes};
 use crate::metrics::Metrics;
 use crate::policy::{Question, TlsMode};
+use crate::replica::{Follower, SharedStore};
 use crate::session::admission::AuthBursts;
 use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
 use crate::tls::ca::{CaError, SandboxCa};
 use crate::tls::cache::LeafCache;
 use crate::tls::cas::SandboxCas;
+use crate::violation::{Trigger, Watch};
+use crate::webhook::Webhook;
 
-mod budgets;
-mod budgets_credential;
 mod previews_open;
-mod shared;
-pub(crate) mod violations;
-
-pub(crate) use shared::connect as connect_store;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
 /// replicas' writes.
@@ -45,7 +45,8 @@ const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// Shared by every connection of one running proxy.
 pub struct ProxyState {
-    live: ArcSwap<Generation>,
+    /// The generation in force (shared with the violation watch, which reads it).
+    live: Arc<ArcSwap<Generation>>,
     generations: AtomicU64,
     self_addrs: Vec<SocketAddr>,
     reloading: tokio::sync::Mutex<()>,
@@ -58,7 +59,7 @@ pub struct ProxyState {
     /// Sandboxes created at run time.
     pub control: Control,
     /// The PostgreSQL store this replica shares state through, if any.
-    shared: Option<Arc<shared::SharedStore>>,
+    shared: Option<Arc<SharedStore>>,
     /// Open connections and tunnels by sandbox.
     pub(crate) sessions: Arc<Sessions>,
     /// What `/metrics` serves.
@@ -66,8 +67,6 @@ pub struct ProxyState {
     /// Rates, caps and byte budgets (replaced on a reload that changes them, and when the number of live
     /// replicas sharing a store changes: each enforces its share).
     limits: ArcSwap<Limits>,
-    /// Byte counts shared with the other replicas (a PostgreSQL store), which budgets are enforced on.
-    shared_bytes: Option<Arc<crate::limits::SharedBytes>>,
     /// Live replicas sharing the store (1 without one), which the limits are divided by.
     replicas: std::sync::atomic::AtomicUsize,
     /// Requests held for a human's approval, and standing grants.
@@ -84,9 +83,11 @@ pub struct ProxyState {
     /// new traffic elsewhere while what is open finishes.
     pub(crate) draining: CancellationToken,
     /// `on_violation`: counts refusals on their way to the audit, and the sandboxes it suspended or held.
-    pub(crate) violations: Arc<violations::Watch>,
+    pub(crate) violations: Arc<Watch>,
     /// What each (sandbox or user, credential) used of its budget in the current window.
-    pub(crate) credential_budgets: crate::limits::CredentialBudgets,
+    pub(crate) credential_budgets: Arc<CredentialBudgets>,
+    /// Where events are POSTed (`approval.webhook`), if anywhere.
+    pub(crate) webhook: Option<Arc<Webhook>>,
     /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
     pub(crate) previews: Option<Arc<crate::preview::Previews>>,
 }
@@ -106,92 +107,82 @@ impl ProxyState {
         let metrics = Arc::new(Metrics::new());
         let generation = Generation::build(1, config, &self_addrs, &metrics).await?;
         let config = generation.config.clone();
-        let key = match &config.control.signing_key {
-            None => {
-                tracing::warn!(
-                    "control.signing_key is not set: run-time sandboxes' credentials are signed with a key that \
-                     dies with this process, and no other replica accepts them"
-                );
-                None
-            }
-            Some(r) => {
-                generate_if_file(r)?;
-                let key = generation.credentials.secrets().stored(r).await;
-                Some(key.map_err(|e| format!("control.signing_key: {e}"))?)
-            }
-        };
-        let opened = shared::open(&config, &generation, key).await?;
+        let opened = crate::replica::open(&config, &generation).await?;
         let previews = previews_open::open(&generation).await?;
-        let webhook_secret = match config.approval.webhook.as_ref().and_then(|w| w.secret.as_ref()) {
+        let webhook = match &config.approval.webhook {
             None => None,
-            Some(r) => Some(
-                generation
-                    .credentials
-                    .secrets()
-                    .stored(r)
-                    .await
-                    .map_err(|e| format!("approval.webhook.secret: {e}"))?,
-            ),
+            Some(w) => {
+                let secret = match &w.secret {
+                    None => None,
+                    Some(r) => Some(
+                        generation
+                            .credentials
+                            .secrets()
+                            .stored(r)
+                            .await
+                            .map_err(|e| format!("approval.webhook.secret: {e}"))?,
+                    ),
+                };
+                let hook = Webhook::configured(w.url.clone(), secret, &config.upstream.extra_roots)?;
+                Some(Arc::new(hook))
+            }
         };
-        let mut approvals = Approvals::configured(&config.approval, &config.upstream.extra_roots, webhook_secret)?;
+        let mut approvals = Approvals::configured(&config.approval, webhook.clone());
         if let Some(shared) = &opened.shared {
-            let shared = SharedApprovals::new(
-                shared.db.clone(),
-                shared.registry.id().to_owned(),
-                config.approval.timeout,
-            );
-            approvals = approvals.with_shared(shared);
+            approvals = approvals.with_shared(shared.approvals(config.approval.timeout));
         }
         let approvals = Arc::new(approvals);
-        // With a shared store, byte budgets are enforced on every replica's counts.
-        let shared_bytes = opened
-            .shared
-            .as_ref()
-            .map(|_| Arc::new(crate::limits::SharedBytes::new(config.limits.rates.budget_window)));
         let hard_stop = CancellationToken::new();
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
-        let state = Arc::new_cyclic(|weak| {
-            let violations = Arc::new(violations::Watch::new(sink, weak.clone()));
-            ProxyState {
-                live: ArcSwap::from_pointee(generation),
-                generations: AtomicU64::new(1),
-                self_addrs,
-                reloading: tokio::sync::Mutex::new(()),
-                audit: Arc::new(audit::Metered {
-                    inner: violations.clone(),
-                    metrics: metrics.clone(),
-                }),
-                violations,
-                credential_budgets: crate::limits::CredentialBudgets::default(),
-                previews,
-                cas: opened.cas,
-                leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
-                control: opened.control,
-                shared: opened.shared,
-                sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
-                metrics,
-                limits: ArcSwap::from_pointee(
-                    Limits::new(&config.limits.rates).with_shared_bytes(shared_bytes.clone()),
-                ),
-                shared_bytes,
-                replicas: std::sync::atomic::AtomicUsize::new(1),
-                approvals,
-                auth_bursts: AuthBursts::default(),
-                unauthenticated: Arc::default(),
-                tasks: TaskTracker::new(),
-                hard_stop,
-                draining: CancellationToken::new(),
-            }
+        let live = Arc::new(ArcSwap::from_pointee(generation));
+        let credential_budgets = Arc::new(CredentialBudgets::default());
+        let (triggers, triggered) = unbounded_channel();
+        let violations = Arc::new(Watch::new(sink, live.clone(), credential_budgets.clone(), triggers));
+        // With a shared store, byte budgets are enforced on every replica's counts.
+        let shared_bytes = opened.shared.as_ref().map(|s| s.bytes.clone());
+        let state = Arc::new(ProxyState {
+            live,
+            generations: AtomicU64::new(1),
+            self_addrs,
+            reloading: tokio::sync::Mutex::new(()),
+            audit: Arc::new(audit::Metered {
+                inner: violations.clone(),
+                metrics: metrics.clone(),
+            }),
+            violations,
+            credential_budgets,
+            previews,
+            webhook,
+            cas: opened.cas,
+            leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
+            control: opened.control,
+            shared: opened.shared,
+            sessions: Arc::new(Sessions::new(hard_stop.clone(), metrics.clone())),
+            metrics,
+            limits: ArcSwap::from_pointee(Limits::new(&config.limits.rates).with_shared_bytes(shared_bytes)),
+            replicas: std::sync::atomic::AtomicUsize::new(1),
+            approvals,
+            auth_bursts: AuthBursts::default(),
+            unauthenticated: Arc::default(),
+            tasks: TaskTracker::new(),
+            hard_stop,
+            draining: CancellationToken::new(),
         });
         state.cas.ensure_declared(state.current().declared()).await?;
-        shared::start(&state, opened.events);
+        let follower: Weak<dyn Follower> = Arc::downgrade(&state) as Weak<dyn Follower>;
+        crate::replica::start(follower, opened.events);
+        tokio::spawn(enforce(Arc::downgrade(&state), triggered));
         // SECURITY: the duties that enforce expiry, revocation and budgets on time survive a panic (a fork
         // flood that leaves no thread to start): they are started again, loudly.
-        if state.shared_bytes.is_some() {
-            supervised(&state, "budgets", budgets::flush_forever);
+        if let Some(shared) = &state.shared {
+            let (store, budgets) = (Arc::downgrade(shared), Arc::downgrade(&state.credential_budgets));
+            supervised(&state, "budgets", move || {
+                crate::replica::budgets::flush_forever(store.clone(), budgets.clone())
+            });
         }
-        supervised(&state, "maintenance", maintain);
+        let weak = Arc::downgrade(&state);
+        supervised(&state, "maintenance", move || maintain(weak.clone()));
         Ok(state)
     }
 
@@ -218,26 +209,7 @@ impl ProxyState {
         let old = self.current();
         let mut errors = refuse(&old.config, &config);
         let now = control::now();
-        for (i, s) in config.sandboxes.iter().enumerate() {
-            if self
-                .control
-                .get(&s.id)
-                .is_some_and(|r| r.revoked.is_none() && r.expires > now)
-            {
-                errors.push(format!(
-                    "sandboxes[{i}].id: {:?} is also a sandbox created at run time; revoke it first or choose another id",
-                    s.id
-                ));
-            }
-            for (j, net) in s.source_cidrs.iter().enumerate() {
-                if let Some((other, theirs)) = self.control.holding(net, now) {
-                    errors.push(format!(
-                        "sandboxes[{i}].source_cidrs[{j}]: {net} overlaps {theirs} of {other:?}, a sandbox created at \
-                         run time; revoke it first or choose another range"
-                    ));
-                }
-            }
-        }
+        errors.extend(crate::generation::held_by_runtime(&config, &self.control, now));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -257,9 +229,8 @@ impl ProxyState {
                 .limits
                 .rates
                 .share(self.replicas.load(Ordering::Relaxed));
-            self.limits.store(Arc::new(
-                Limits::new(&share).with_shared_bytes(self.shared_bytes.clone()),
-            ));
+            self.limits
+                .store(Arc::new(Limits::new(&share).with_shared_bytes(self.shared_bytes())));
         }
         self.generations.store(number, Ordering::SeqCst);
         self.live.store(Arc::new(generation));
@@ -338,22 +309,97 @@ impl ProxyState {
     }
 }
 
-/// Run `duty` of `state` under [`crate::supervise::forever`], counting its restarts in the metrics.
-fn supervised<Fut>(state: &Arc<ProxyState>, name: &'static str, duty: fn(Weak<ProxyState>) -> Fut)
+impl ProxyState {
+    /// The PostgreSQL store, when state is shared through one.
+    pub(crate) fn shared(&self) -> Option<&Arc<SharedStore>> {
+        self.shared.as_ref()
+    }
+
+    /// Byte counts shared with the other replicas, which budgets are enforced on (with a shared store).
+    fn shared_bytes(&self) -> Option<Arc<SharedBytes>> {
+        self.shared.as_ref().map(|s| s.bytes.clone())
+    }
+}
+
+impl Follower for ProxyState {
+    fn control(&self) -> &Control {
+        &self.control
+    }
+
+    fn cas(&self) -> &SandboxCas {
+        &self.cas
+    }
+
+    fn leaves(&self) -> &LeafCache {
+        &self.leaves
+    }
+
+    fn approvals(&self) -> &Approvals {
+        &self.approvals
+    }
+
+    fn store(&self) -> Option<&Arc<SharedStore>> {
+        self.shared()
+    }
+
+    fn sweep(&self, redecide: bool) {
+        ProxyState::sweep(self, redecide);
+    }
+
+    /// When the number changed, this replica's share of the rate limits follows (from fresh counters, as after
+    /// a reload that changes them).
+    fn set_replicas(&self, live: usize) {
+        let before = self.replicas.swap(live, Ordering::Relaxed);
+        if before != live {
+            let spec = self.current().config.limits.rates.share(live);
+            tracing::info!(
+                live,
+                "live replicas changed: this replica enforces 1/{live} of each rate limit"
+            );
+            self.limits
+                .store(Arc::new(Limits::new(&spec).with_shared_bytes(self.shared_bytes())));
+        }
+    }
+}
+
+/// Act on each threshold the violation watch reports, until the state is dropped: revoke the sandbox (in
+/// the store for a run-time one; refused in memory if the store cannot take it, and for a declared one) or
+/// hold it, deny its held requests and drop its grants, close what it no longer may keep open, and have the
+/// watch announce it.
+async fn enforce(state: Weak<ProxyState>, mut triggered: UnboundedReceiver<Trigger>) {
+    while let Some(t) = triggered.recv().await {
+        let Some(state) = state.upgrade() else { return };
+        let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
+        match t.action {
+            ViolationAction::Revoke if runtime => {
+                let (s, id) = (state.clone(), t.sandbox.clone());
+                let revoked = tokio::task::spawn_blocking(move || s.control.revoke(&id, control::now())).await;
+                if !matches!(revoked, Ok(Ok(_))) {
+                    tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
+                    state.violations.mark(&t.sandbox, ViolationAction::Revoke);
+                }
+            }
+            action => state.violations.mark(&t.sandbox, action),
+        }
+        // Its held requests are denied and its standing grants dropped; a revoked sandbox's connections close.
+        state.approvals.forget_sandbox(&t.sandbox);
+        state.sweep(false);
+        crate::violation::announce(t, runtime, &state.audit, &state.metrics, state.webhook.as_ref());
+    }
+}
+
+/// Run the duty `make` starts under [`crate::supervise::forever`], counting its restarts in `state`'s metrics.
+fn supervised<F, Fut>(state: &Arc<ProxyState>, name: &'static str, make: F)
 where
+    F: FnMut() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let weak = Arc::downgrade(state);
     let metrics = Arc::downgrade(state);
-    crate::supervise::forever(
-        name,
-        move || duty(weak.clone()),
-        move |task| {
-            if let Some(s) = metrics.upgrade() {
-                s.metrics.background_restart(task);
-            }
-        },
-    );
+    crate::supervise::forever(name, make, move |task| {
+        if let Some(s) = metrics.upgrade() {
+            s.metrics.background_restart(task);
+        }
+    });
 }
 
 /// The background duty of a running proxy: notice other replicas' writes to the store, close what

@@ -1,5 +1,5 @@
 //! cordon's own connections out: the pooled, verified client every policed request is sent through, and the
-//! outbound client that credential sources and the approval webhook use.
+//! outbound client that credential sources and the webhook use.
 
 pub(crate) mod outbound;
 pub(crate) mod pool;

@@ -40,7 +40,7 @@ pub(crate) async fn receiver() -> (u16, mpsc::UnboundedReceiver<(String, Value)>
                         };
                         let (event, ts, sig) = (h("x-cordon-event"), h("x-cordon-timestamp"), h("x-cordon-signature"));
                         let body = req.into_body().collect().await.unwrap().to_bytes();
-                        let status = if cordon::approval::webhook::verify(SECRET.as_bytes(), &ts, &body, &sig) {
+                        let status = if cordon::webhook::verify(SECRET.as_bytes(), &ts, &body, &sig) {
                             let _ = tx.send((event, serde_json::from_slice(&body).unwrap()));
                             200
                         } else {

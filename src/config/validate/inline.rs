@@ -83,7 +83,10 @@ pub(crate) fn inline_policy(
     let Some(mut compiled) = compiled.filter(|_| errors.is_empty()) else {
         return Err(errors);
     };
-    compiled.credentials = raw.credentials.unwrap_or_else(|| base.credentials.clone());
+    compiled.credentials = match raw.credentials {
+        Some(list) => list.into_iter().map(crate::names::CredentialName::from).collect(),
+        None => base.credentials.clone(),
+    };
     // SECURITY: a sandbox's own policy never allows what its base does not: every rule, credential and the mode
     // are held to the base here, at creation, at each PATCH and again under every new configuration.
     errors.extend(
@@ -103,7 +106,7 @@ pub(crate) fn inline_policy(
     compiled.credential_scope = base
         .credential_scope
         .iter()
-        .filter(|(c, _)| compiled.credentials.contains(c))
+        .filter(|(c, _)| compiled.credentials.iter().any(|n| n == *c))
         .map(|(c, s)| (c.clone(), s.clone()))
         .collect();
     let warnings = errs

@@ -7,27 +7,26 @@
 use std::sync::Weak;
 use std::time::Duration;
 
-use super::ProxyState;
-use crate::limits::{Counts, SharedBytes};
+use super::store::SharedStore;
+use crate::limits::{Counts, CredentialBudgets, SharedBytes};
 use crate::pg::{Db, DbError};
 
 /// How often counts are flushed and totals read.
-pub(crate) const FLUSH_EVERY: Duration = Duration::from_secs(1);
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
-/// Flush until the state is dropped.
-pub(super) async fn flush_forever(state: Weak<ProxyState>) {
+/// Flush `store`'s byte counts and the `credentials` budgets' counts until either is dropped.
+pub(crate) async fn flush_forever(store: Weak<SharedStore>, credentials: Weak<CredentialBudgets>) {
     let mut ticks: u64 = 0;
     loop {
         tokio::time::sleep(FLUSH_EVERY).await;
-        let Some(s) = state.upgrade() else { return };
-        let (Some(shared), Some(bytes)) = (s.shared().cloned(), s.shared_bytes.clone()) else {
+        let (Some(store), Some(credentials)) = (store.upgrade(), credentials.upgrade()) else {
             return;
         };
         ticks += 1;
-        if let Err(e) = flush(&shared.db, &bytes, ticks.is_multiple_of(600)).await {
+        if let Err(e) = flush(&store.db, &store.bytes, ticks.is_multiple_of(600)).await {
             tracing::debug!("byte counts not shared this time: {e}");
         }
-        if let Err(e) = super::budgets_credential::flush(&shared.db, &s.credential_budgets).await {
+        if let Err(e) = super::budgets_credential::flush(&store.db, &credentials).await {
             tracing::debug!("credential budget counts not shared this time: {e}");
         }
     }

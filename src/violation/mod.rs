@@ -4,19 +4,27 @@
 //! policy refusal by its reason), counted per (sandbox, kind) within the policy's window, and at the threshold
 //! the policy's action is taken once: the sandbox revoked (as through the admin API; a declared one is refused
 //! until cordon restarts or the admin API lifts it), or held (every further request needs a person's approval).
-//! The action is audited, counted, and announced through the approval webhook with the records that triggered
+//! The action is audited, counted, and announced through the webhook with the records that triggered
 //! it. The same observer adds each finished exchange's bytes to the budgets of the credentials applied to it.
+//!
+//! The watch observes: it reads the generation in force and counts, and hands a [`Trigger`] to the state,
+//! which alone can revoke, hold and close; the state then has [`announce`] tell of what it did.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use tokio::sync::mpsc::UnboundedSender;
 
 use crate::audit::{Record, Sink, Verdict};
 use crate::config::violations::{ViolationAction, ViolationKind};
+use crate::generation::Generation;
+use crate::limits::CredentialBudgets;
+use crate::metrics::Metrics;
 use crate::reason::Reason;
-
-use super::ProxyState;
+use crate::webhook::Webhook;
 
 /// At most this many triggering records are kept per (sandbox, kind) to be announced.
 const SHOWN: usize = 20;
@@ -33,7 +41,12 @@ struct Seen {
 /// The watcher: a sink in front of the audit's, and the sandboxes it acted on.
 pub(crate) struct Watch {
     inner: Arc<dyn Sink>,
-    state: Weak<ProxyState>,
+    /// The generation in force (the state's own).
+    live: Arc<ArcSwap<Generation>>,
+    /// What each (sandbox or user, credential) used of its budget (the state's own).
+    budgets: Arc<CredentialBudgets>,
+    /// Where thresholds reached go, for the state to act on.
+    triggers: UnboundedSender<Trigger>,
     seen: Mutex<HashMap<(String, ViolationKind), Seen>>,
     /// Declared sandboxes revoked for violations: refused until restart or lifted.
     suspended: RwLock<HashSet<String>>,
@@ -42,11 +55,19 @@ pub(crate) struct Watch {
 }
 
 impl Watch {
-    /// Watch the records on their way to `inner`; act on `state`.
-    pub(crate) fn new(inner: Arc<dyn Sink>, state: Weak<ProxyState>) -> Watch {
+    /// Watch the records on their way to `inner`, under the generation in `live`; count credentials' bytes in
+    /// `budgets`; send what reaches a threshold to `triggers`.
+    pub(crate) fn new(
+        inner: Arc<dyn Sink>,
+        live: Arc<ArcSwap<Generation>>,
+        budgets: Arc<CredentialBudgets>,
+        triggers: UnboundedSender<Trigger>,
+    ) -> Watch {
         Watch {
             inner,
-            state,
+            live,
+            budgets,
+            triggers,
             seen: Mutex::default(),
             suspended: RwLock::default(),
             held: RwLock::default(),
@@ -87,8 +108,7 @@ impl Watch {
         else {
             return;
         };
-        let Some(state) = self.state.upgrade() else { return };
-        let generation = state.current();
+        let generation = self.live.load();
         // A sandbox's own (inline) policy is held to its base's on_violation.
         let base = policy.split('+').next().unwrap_or(policy);
         let Some(rules) = generation.config.on_violation.get(base) else {
@@ -142,11 +162,8 @@ impl Watch {
             action: rules.action,
             records: records.into(),
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(act(state, trigger));
-            }
-            Err(_) => tracing::error!(sandbox, "on_violation: no runtime to act on"),
+        if self.triggers.send(trigger).is_err() {
+            tracing::error!(sandbox, "on_violation: nothing left to act on the threshold reached");
         }
     }
 
@@ -157,8 +174,7 @@ impl Watch {
         else {
             return;
         };
-        let Some(state) = self.state.upgrade() else { return };
-        let generation = state.current();
+        let generation = self.live.load();
         for name in names {
             if let Some(b) = generation.config.credential_budgets.of(policy, name) {
                 let subject = if b.per_user {
@@ -167,7 +183,7 @@ impl Watch {
                     sandbox
                 };
                 let bytes = record.bytes_up().saturating_add(record.bytes_down());
-                state.credential_budgets.add_bytes(name, subject, &b.budget, bytes);
+                self.budgets.add_bytes(name, subject, &b.budget, bytes);
             }
         }
     }
@@ -208,25 +224,16 @@ impl Sink for Watch {
     }
 }
 
-/// Act on `t`.
-async fn act(state: Arc<ProxyState>, t: Trigger) {
-    let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
-    match t.action {
-        ViolationAction::Revoke if runtime => {
-            let (s, id) = (state.clone(), t.sandbox.clone());
-            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(&id, crate::control::now())).await;
-            if !matches!(revoked, Ok(Ok(_))) {
-                // The store cannot be written: the sandbox is refused here all the same.
-                tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
-                state.violations.mark(&t.sandbox, ViolationAction::Revoke);
-            }
-        }
-        ViolationAction::Revoke => state.violations.mark(&t.sandbox, ViolationAction::Revoke),
-        ViolationAction::Hold => state.violations.mark(&t.sandbox, ViolationAction::Hold),
-    }
-    // Its held requests are denied and its standing grants dropped; a revoked sandbox's connections close.
-    state.approvals.forget_sandbox(&t.sandbox);
-    state.sweep(false);
+/// Tell of the action the state took on `t` (`runtime`: the sandbox was created at run time and revoked in the
+/// store): the log, the audit record (through `audit`), the metrics, and the webhook's
+/// `sandbox.violation` event with the records that triggered it.
+pub(crate) fn announce(
+    t: Trigger,
+    runtime: bool,
+    audit: &Arc<dyn Sink>,
+    metrics: &Metrics,
+    webhook: Option<&Arc<Webhook>>,
+) {
     let detail = format!(
         "{} {} refusal(s) within {}: {}",
         t.count,
@@ -240,7 +247,7 @@ async fn act(state: Arc<ProxyState>, t: Trigger) {
     );
     tracing::warn!(sandbox = %t.sandbox, kind = t.kind.as_str(), action = t.action.as_str(), "on_violation: {detail}");
     crate::audit::violation(
-        &state.audit,
+        audit,
         crate::audit::Violation {
             sandbox: &t.sandbox,
             user: t.user.as_deref(),
@@ -250,7 +257,7 @@ async fn act(state: Arc<ProxyState>, t: Trigger) {
             detail,
         },
     );
-    state.metrics.violation(t.kind.as_str(), t.action.as_str());
+    metrics.violation(t.kind.as_str(), t.action.as_str());
     let body = serde_json::json!({
         "event": "sandbox.violation",
         "sandbox": t.sandbox,
@@ -262,20 +269,14 @@ async fn act(state: Arc<ProxyState>, t: Trigger) {
         "action": t.action.as_str(),
         "records": t.records,
     });
-    let sandbox = t.sandbox.clone();
-    let _ = state
-        .approvals
-        .spawn_webhook(move |hook| async move { hook.event("sandbox.violation", &sandbox, &body).await });
+    if let Some(hook) = webhook {
+        hook.send("sandbox.violation", &t.sandbox, body);
+    }
 }
 
 /// The kind a refusal counts as: a metadata or private destination by what the address guard says of it (so a
 /// metadata address refused for having no rule still counts as metadata), else by the reason.
-fn classify(
-    generation: &crate::generation::Generation,
-    host: Option<&str>,
-    port: Option<u16>,
-    reason: &str,
-) -> Option<ViolationKind> {
+fn classify(generation: &Generation, host: Option<&str>, port: Option<u16>, reason: &str) -> Option<ViolationKind> {
     let by_reason = ViolationKind::of(reason);
     if by_reason == Some(ViolationKind::Exfiltration) {
         return by_reason;

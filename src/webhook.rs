@@ -1,11 +1,17 @@
-//! The approval webhook: cordon POSTs each new pending approval, and each decision, as JSON to a URL the operator
-//! configured (a chat bot, a ticketing hook, ...), so that a person learns there is something to decide.
+//! The webhook (`approval.webhook:` in the configuration): cordon POSTs events as JSON to a URL the operator
+//! configured (a chat bot, a ticketing hook, ...), so that a person learns there is something to decide or to
+//! look at: each new pending approval and each decision (`approval.requested`, `approval.decided`, made by
+//! `approval`), a sandbox acted on for its violations (`sandbox.violation`, by `violation`), a credential budget
+//! spent (`credential.budget_spent`, by the pipeline). This module knows how to deliver one event, not what it
+//! says.
 //!
-//! Every request carries `X-Cordon-Event` (`approval.requested` or `approval.decided`) and `X-Cordon-Timestamp`
+//! Every request carries `X-Cordon-Event` (the event) and `X-Cordon-Timestamp`
 //! (unix seconds). With a secret it also carries `X-Cordon-Signature: sha256=<hex>`, the HMAC-SHA256 under the
 //! secret of the timestamp, a `.`, and the body exactly as received. A receiver should check it with [`verify`] (or
 //! its equivalent) and refuse timestamps more than a few minutes old, so that a captured request cannot be replayed.
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -14,13 +20,10 @@ use http_body_util::Full;
 use ring::hmac;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::types::{HumanDecision, Pending};
+use tokio::task::JoinHandle;
+
 use crate::upstream::outbound::{HttpClient, HttpError};
 
-/// The event of a new pending approval.
-pub(crate) const EVENT_REQUESTED: &str = "approval.requested";
-/// The event of a decision.
-pub(crate) const EVENT_DECIDED: &str = "approval.decided";
 /// The header naming the event.
 pub(crate) const HEADER_EVENT: &str = "x-cordon-event";
 /// The header with the unix time of sending, in seconds.
@@ -36,7 +39,7 @@ const BACKOFF: backon::ExponentialBuilder = backon::ExponentialBuilder::new()
 /// The limit of each attempt.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where and how to announce approvals.
+/// Where and how to deliver events.
 pub(crate) struct Webhook {
     url: Uri,
     secret: Option<SecretString>,
@@ -59,6 +62,16 @@ impl Webhook {
         }
     }
 
+    /// A webhook POSTing to `url`, signed with `secret` if any, through a client that trusts `extra_roots` beside
+    /// the built-in roots.
+    pub(crate) fn configured(
+        url: Uri,
+        secret: Option<SecretString>,
+        extra_roots: &[rustls_pki_types::CertificateDer<'static>],
+    ) -> Result<Webhook, String> {
+        Ok(Webhook::new(url, secret, HttpClient::new(extra_roots)?))
+    }
+
     /// The same webhook retrying `times` times, `wait` apart.
     #[cfg(test)]
     pub(crate) fn with_backoff(self, wait: Duration, times: usize) -> Webhook {
@@ -69,23 +82,32 @@ impl Webhook {
         Webhook { backoff, ..self }
     }
 
-    /// POST `{"event": "approval.requested", "approval": <pending>}`. Success is a 2xx answer; transport errors and
-    /// 5xx are retried, other answers are not. Failures are logged. Returns whether it was delivered.
-    pub(crate) async fn announce(&self, pending: &Pending) -> bool {
-        let body = serde_json::json!({ "event": EVENT_REQUESTED, "approval": pending });
-        self.post(EVENT_REQUESTED, &pending.id, &body).await
+    /// POST `body` as event `event` about `subject` (an approval's or a sandbox's id, for the log). Success is a
+    /// 2xx answer; transport errors and 5xx are retried, other answers are not. Failures are logged. Returns
+    /// whether it was delivered.
+    pub(crate) async fn event(&self, event: &str, subject: &str, body: &serde_json::Value) -> bool {
+        self.post(event, subject, body).await
     }
 
-    /// POST `{"event": "approval.decided", "approval": <pending>, "decision": <decision>}`, as [`Webhook::announce`].
-    pub(crate) async fn decided(&self, pending: &Pending, decision: &HumanDecision) -> bool {
-        let body = serde_json::json!({ "event": EVENT_DECIDED, "approval": pending, "decision": decision });
-        self.post(EVENT_DECIDED, &pending.id, &body).await
+    /// Run `call` with this webhook in the background, if there is a runtime to run it on.
+    pub(crate) fn spawn<F, Fut>(self: &Arc<Self>, call: F) -> Option<JoinHandle<bool>>
+    where
+        F: FnOnce(Arc<Webhook>) -> Fut,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => Some(runtime.spawn(call(self.clone()))),
+            Err(_) => {
+                tracing::warn!("webhook not called: no async runtime");
+                None
+            }
+        }
     }
 
-    /// POST another event about `sandbox` (`sandbox.violation`, `credential.budget_spent`), as
-    /// [`Webhook::announce`].
-    pub(crate) async fn event(&self, event: &str, sandbox: &str, body: &serde_json::Value) -> bool {
-        self.post(event, sandbox, body).await
+    /// Deliver `body` as event `event` about `subject` in the background ([`Webhook::event`]).
+    pub(crate) fn send(self: &Arc<Self>, event: &'static str, subject: &str, body: serde_json::Value) {
+        let subject = subject.to_owned();
+        let _ = self.spawn(move |hook| async move { hook.event(event, &subject, &body).await });
     }
 
     async fn post(&self, event: &str, id: &str, body: &serde_json::Value) -> bool {
@@ -93,7 +115,7 @@ impl Webhook {
         let body = match serde_json::to_vec(body) {
             Ok(body) => Bytes::from(body),
             Err(e) => {
-                tracing::warn!(%url, event, approval = id, error = %e, "approval webhook: cannot encode the body");
+                tracing::warn!(%url, event, subject = id, error = %e, "webhook: cannot encode the body");
                 return false;
             }
         };
@@ -104,28 +126,28 @@ impl Webhook {
             let request = match self.request(event, &body) {
                 Ok(request) => request,
                 Err(e) => {
-                    tracing::warn!(%url, event, approval = id, error = %e, "approval webhook: unusable URL");
+                    tracing::warn!(%url, event, subject = id, error = %e, "webhook: unusable URL");
                     return false;
                 }
             };
             match self.client.send(request, self.attempt_timeout).await {
                 Ok((status, _, _)) if status.is_success() => return true,
                 Ok((status, _, _)) if status.is_server_error() => {
-                    tracing::warn!(%url, event, approval = id, status = status.as_u16(), attempt,
-                        "approval webhook: server error");
+                    tracing::warn!(%url, event, subject = id, status = status.as_u16(), attempt,
+                        "webhook: server error");
                 }
                 Ok((status, _, _)) => {
-                    tracing::warn!(%url, event, approval = id, status = status.as_u16(),
-                        "approval webhook: refused, not retried");
+                    tracing::warn!(%url, event, subject = id, status = status.as_u16(),
+                        "webhook: refused, not retried");
                     return false;
                 }
                 Err(e) => {
-                    tracing::warn!(%url, event, approval = id, error = %failure(&e), attempt,
-                        "approval webhook: not delivered");
+                    tracing::warn!(%url, event, subject = id, error = %failure(&e), attempt,
+                        "webhook: not delivered");
                 }
             }
             let Some(wait) = waits.next() else {
-                tracing::warn!(%url, event, approval = id, attempts = attempt, "approval webhook: gave up");
+                tracing::warn!(%url, event, subject = id, attempts = attempt, "webhook: gave up");
                 return false;
             };
             tokio::time::sleep(wait).await;
