@@ -10,7 +10,7 @@
 //!
 //! # The map
 //!
-//! Modules by rank, bottom to top. A module imports only modules of a lower rank (`tests/it/layers.rs`
+//! Modules by rank, bottom to top. A module imports only modules of a lower rank (`tests/it/repo/layers.rs`
 //! holds the tree to it, and to no file over 450 lines).
 //!
 //! | rank | modules | what they do |

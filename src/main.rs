@@ -48,7 +48,7 @@ fn keep_inherited_descriptors() {
 /// Hand back to the system the pages this thread's heap no longer uses. mimalloc returns the pages of a freed
 /// large block (a WebSocket message, a decoded body) only when the thread owning them next allocates or
 /// frees, so a worker that goes idle after a burst would keep them: six WebSockets relaying 12 MiB messages
-/// left over 100 MiB resident after they closed (tests/it/websocket_memory.rs). The runtime calls this on a
+/// left over 100 MiB resident after they closed (tests/it/websocket/memory.rs). The runtime calls this on a
 /// worker about to park, at most once a second.
 #[expect(unsafe_code, reason = "one call into the allocator, which has no safe binding")]
 fn give_back() {

@@ -1,7 +1,7 @@
 //! The audit record: its fields, their names in the output, and the getters it is read through.
 //!
 //! Field names live here and nowhere else. The fields are private to the audit: a record is filled through the
-//! typed setters of [`super::Pending`] (`pending.rs`), which only the request pipeline calls (`tests/it/layers.rs`
+//! typed setters of [`super::Pending`] (`pending.rs`), which only the request pipeline calls (`tests/it/repo/layers.rs`
 //! holds it to that), and read through the getters. A record never holds a credential, a token or a query string: paths are
 //! recorded without their query, and nothing from request headers is copied in.
 

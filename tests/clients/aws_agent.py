@@ -1,4 +1,4 @@
-"""An agent's AWS calls, with boto3 (PyPI), for cordon's SigV4 tests (tests/it/aws_sigv4.rs).
+"""An agent's AWS calls, with boto3 (PyPI), for cordon's SigV4 tests (tests/it/credentials/aws_sigv4.rs).
 
     aws_agent.py setup ENDPOINT        as an administrator, straight to the server (moto): an IAM user with a
                                        key and an allow-all policy, a role it may assume (S3 only), a bucket;

@@ -11,9 +11,10 @@ use super::harness::{Case, Spec, site, text};
 async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environment() {
     let ca = Case::ca();
     let ok = || {
-        let handler: super::harness::Handler = Arc::new(|req: &crate::rig::Seen| -> super::harness::Reply {
-            (200, vec![], format!("ok {}", req.uri).into_bytes())
-        });
+        let handler: super::harness::Handler =
+            Arc::new(|req: &crate::rigs::upstreams::Seen| -> super::harness::Reply {
+                (200, vec![], format!("ok {}", req.uri).into_bytes())
+            });
         handler
     };
     let seen = site(&ca, "seen.e2e.test", ok()).await;

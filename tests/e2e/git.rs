@@ -14,7 +14,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use super::harness::{Case, Handler, Reply, Spec, site, text};
-use crate::rig::Seen;
+use crate::rigs::upstreams::Seen;
 
 const TOKEN: &str = "real-git-token-e2e";
 
@@ -150,7 +150,7 @@ pub(crate) fn repositories() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// An HTTPS git server at `name` (a certificate from `ca`) serving `root`, with its Basic credential; and the
 /// token (user `x-access-token`) it wants.
 pub(crate) async fn git_site(
-    ca: &crate::tls_rig::TestCa,
+    ca: &crate::rigs::tls::TestCa,
     name: &str,
     root: PathBuf,
 ) -> (super::harness::Site, &'static str) {

@@ -12,10 +12,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
 
-use crate::cli::{BIN, spawn_cordon};
-use crate::gateway::Running;
-use crate::rig::{Seen, free_port};
-use crate::tls_rig::{TestCa, serve_by_alpn, test_ca};
+use crate::rigs::gateway::Running;
+use crate::rigs::ports::free_port;
+use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::tls::{TestCa, serve_by_alpn, test_ca};
+use crate::rigs::upstreams::Seen;
 
 /// What a site answers: status, headers, body.
 pub(crate) type Reply = (u16, Vec<(String, String)>, Vec<u8>);

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use super::harness::{API_TOKEN, Case, Handler, Spec, files, placeholder_api, site, text};
-use crate::rig::Seen;
+use crate::rigs::upstreams::Seen;
 
 /// Build `name@version` (`package/package.json` + `package/index.js`) with `npm pack` (offline, outside the
 /// sandbox: this is the registry's side) into `out`; returns the tarball's file name, its `integrity` (sha512)

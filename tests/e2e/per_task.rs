@@ -14,7 +14,7 @@ use super::harness::{Case, Spec, site, text};
 use super::pip::{SECRET, pip_install_as, private_index};
 
 fn repo() -> super::harness::Handler {
-    Arc::new(|req: &crate::rig::Seen| -> super::harness::Reply {
+    Arc::new(|req: &crate::rigs::upstreams::Seen| -> super::harness::Reply {
         (200, vec![], format!("repo {}", req.uri).into_bytes())
     })
 }
@@ -125,7 +125,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
         )
         .await
         .unwrap();
-    assert_eq!(crate::rig::read_head(&mut tunnel).await.status, 200);
+    assert_eq!(crate::rigs::client::read_head(&mut tunnel).await.status, 200);
 
     // A policy that goes past the base is refused, naming what exceeds it; nothing changes.
     let wide = case.path("wide.yaml");
@@ -167,7 +167,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
     let new_ca = changed["ca_certificate"].as_str().unwrap().to_string();
     assert_ne!(new_ca, old_ca);
     assert!(
-        crate::rig::closed_within(&mut tunnel, Duration::from_secs(2)).await,
+        crate::rigs::client::closed_within(&mut tunnel, Duration::from_secs(2)).await,
         "the tunnel to a destination no longer allowed stayed open"
     );
     // The old CA no longer verifies what cordon presents (curl exits 60); the new bundle does.
@@ -189,7 +189,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
         .await;
     assert_eq!(record["policy"], "e2e+inline");
     // Every line (connect, https with credentials, denials) is what docs/audit.schema.json says.
-    crate::audit_chain::assert_schema(&case.path("audit.log"));
+    crate::rigs::audit::assert_schema(&case.path("audit.log"));
     // The sandbox the case made with the base policy itself is untouched by any of this.
     let out = case
         .client("curl")

@@ -44,7 +44,7 @@ pub(crate) struct Index {
     _root: tempfile::TempDir,
 }
 
-pub(crate) async fn private_index(ca: &crate::tls_rig::TestCa, name: &str) -> Index {
+pub(crate) async fn private_index(ca: &crate::rigs::tls::TestCa, name: &str) -> Index {
     // The index: /simple/cordon-e2e-hello/ links the wheel under /packages/, with its sha256.
     let root = tempfile::tempdir().unwrap();
     let packages = root.path().join("packages");

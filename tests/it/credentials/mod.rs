@@ -1,0 +1,9 @@
+//! Credentials: injection, sources, budgets, ids that are not identities, tokens the sandbox must not mint.
+
+mod aws_minting;
+mod aws_sigv4;
+mod budgets;
+mod incarnations;
+mod inject;
+mod sources;
+mod token_minting;

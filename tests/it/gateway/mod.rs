@@ -1,0 +1,8 @@
+//! Transparent mode as a VM gateway in network namespaces: nft rules, TPROXY, bridges, DHCP, run-time VMs, containers.
+
+mod bridge;
+mod containers;
+mod dhcp;
+mod runtime;
+mod tproxy;
+mod vm;

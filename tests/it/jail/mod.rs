@@ -1,0 +1,10 @@
+//! `cordon jail`, as root and without: what the command reaches by network, file system, kernel and streams, its exit.
+
+mod confine;
+mod exit;
+mod fs;
+mod fs_user;
+mod kernel;
+mod root;
+mod streams;
+mod user;

@@ -1,0 +1,190 @@
+//! `cordon jail -- CMD`, run inside a test namespace standing in for the host (so the host's own network
+//! is never touched): the command reaches the allowed upstream by the proxy in its env and transparently,
+//! reaches nothing else, and nothing the jail made is left afterwards — also after the jail is killed.
+
+use std::time::Duration;
+
+use cordon::jail::Plan;
+
+use crate::rigs::gateway::World;
+use crate::rigs::jail::{jail, leftovers};
+use crate::rigs::netns::available;
+use crate::rigs::process::BIN;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
+    if !available("a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing") {
+        return;
+    }
+    let w = World::new().await;
+    let inet = w.net.inet_ip();
+    let id = format!("jailed{}", w.net.n);
+    let plan = Plan::new(&id, cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap()).unwrap();
+    let config = w.config(&id, "", None);
+
+    // Through the proxy in its env (HTTPS_PROXY, and the sandbox CA in SSL_CERT_FILE/CURL_CA_BUNDLE).
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    assert!(err.contains("rules by nftables"), "{err}");
+    // Ignoring the proxy: DNS and the connection are taken by cordon all the same.
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    // Refused: another host by name, the upstream by address, UDP anywhere.
+    let (code, _, _) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "https://denied.test/"],
+    );
+    assert_ne!(code, 0);
+    let before = w.api.accepted();
+    let direct = format!("https://{inet}/hello");
+    let (code, _, _) = jail(
+        &w,
+        &config,
+        &id,
+        &[],
+        &["curl", "-sS", "-m", "5", "-k", "--noproxy", "*", &direct],
+    );
+    assert_ne!(code, 0);
+    assert_eq!(w.api.accepted(), before, "the jail reached the upstream directly");
+    let sink = w.net.udp(&w.net.inet, &format!("{inet}:9999"));
+    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let udp = format!("echo x > /dev/udp/{inet}/9999");
+    jail(&w, &config, &id, &[], &["bash", "-c", &udp]);
+    assert!(sink.recv_from(&mut [0u8; 8]).is_err(), "UDP left the jail");
+    // The command's user and exit code.
+    let (code, out, _) = jail(
+        &w,
+        &config,
+        &id,
+        &["--user", "65534:65534"],
+        &["sh", "-c", "id -u; exit 7"],
+    );
+    assert_eq!((code, out.trim()), (7, "65534"));
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // The same with iptables.
+    let (code, out, err) = jail(
+        &w,
+        &config,
+        &id,
+        &["--firewall", "iptables"],
+        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    assert!(err.contains("rules by iptables"), "{err}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // Killed outright: the next run for the sandbox finds and removes what it left, then works.
+    let crash = |w: &World| {
+        // The jail's stderr goes to a file, to be shown if what it left is not what the test expects.
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let mut child = w
+            .cordon_in_gateway()
+            .args(["jail", "--sandbox", &id, "--config"])
+            .arg(&config)
+            .args(["--user", "65534:65534", "--", "sleep", "30"])
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen = leftovers(w, &plan);
+            if seen.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let after = leftovers(w, &plan);
+        assert!(
+            after.len() >= 3,
+            "after the kill: {after:?}\nbefore it: {seen:?}\nlinks: {}\njail's stderr: {}",
+            w.net.exec_ok(&w.net.gw, &["ip", "link"]),
+            std::fs::read_to_string(log.path()).unwrap_or_default()
+        );
+    };
+    crash(&w);
+    let (code, _, err) = jail(&w, &config, &id, &[], &["true"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("removing what an earlier jail left"), "{err}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    // Or `--cleanup`.
+    crash(&w);
+    let (code, out, err) = jail(&w, &config, &id, &["--cleanup"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed"), "{out}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+
+    // And the audit has the records of it all.
+    let records = w.audit();
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "connect" && r["sandbox"] == id.as_str() && r["host"] == "denied.test")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "transparent" && r["host"] == "api.test" && r["decision"] == "allow")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "transparent" && r["reason"] == "no_sni")
+    );
+}
+
+#[test]
+fn the_jail_refuses_without_a_command_or_an_unknown_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "sandboxes:\n  - {{ id: a, user: u, policy: p, token_sha256: \"{}\" }}\npolicies:\n  p: {{ allow: [] }}\n",
+            crate::rigs::client::hash("t")
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no command given"));
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--sandbox", "nope", "--config"])
+        .arg(&config)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("declares no such sandbox"));
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--subnet", "10.0.0.0/30", "--config"])
+        .arg(&config)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("too small"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,7 @@
+//! Operating cordon: build info, JSON logs, metrics that agree with the audit, readiness and sd_notify.
+
+mod build_info;
+mod log_format;
+mod metric_decisions;
+mod readiness;
+mod systemd_notify;

@@ -1,0 +1,6 @@
+//! Replicas sharing a real PostgreSQL: the rig itself, sandboxes, CAs, revocations, approvals and budgets across them.
+
+mod approvals;
+mod budgets;
+mod replicas;
+mod smoke;

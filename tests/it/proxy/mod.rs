@@ -1,0 +1,14 @@
+//! The proxy on live traffic: auth, HTTP, CONNECT, interception, smuggling, the guard, DNS, limits, rules, splice.
+
+mod auth;
+mod connect;
+mod dns;
+mod framing;
+mod guard;
+mod http;
+mod intercept;
+mod lifecycle;
+mod limits;
+mod resolver;
+mod rule_semantics;
+mod tunnel_splice;
