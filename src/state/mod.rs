@@ -22,8 +22,7 @@ use crate::config::Config;
 use crate::config::violations::ViolationAction;
 use crate::control::{self, Control};
 use crate::generation::Generation;
-use crate::identity::Closed;
-use crate::identity::{Origin, Sandbox};
+use crate::identity::{Closed, Origin, Sandbox};
 use crate::limits::{CredentialBudgets, Limits, SharedBytes};
 use crate::metrics::Metrics;
 use crate::policy::{Question, TlsMode};
@@ -307,9 +306,7 @@ impl ProxyState {
                     .is_some_and(|p| p.rules.get(rule).is_some_and(|r| r.fingerprint() == fingerprint))
         });
     }
-}
 
-impl ProxyState {
     /// The PostgreSQL store, when state is shared through one.
     pub(crate) fn shared(&self) -> Option<&Arc<SharedStore>> {
         self.shared.as_ref()
@@ -362,30 +359,35 @@ impl Follower for ProxyState {
     }
 }
 
-/// Act on each threshold the violation watch reports, until the state is dropped: revoke the sandbox (in
-/// the store for a run-time one; refused in memory if the store cannot take it, and for a declared one) or
-/// hold it, deny its held requests and drop its grants, close what it no longer may keep open, and have the
-/// watch announce it.
+/// Act on each threshold the violation watch reports ([`act`]), until the state is dropped.
 async fn enforce(state: Weak<ProxyState>, mut triggered: UnboundedReceiver<Trigger>) {
     while let Some(t) = triggered.recv().await {
         let Some(state) = state.upgrade() else { return };
-        let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
-        match t.action {
-            ViolationAction::Revoke if runtime => {
-                let (s, id) = (state.clone(), t.sandbox.clone());
-                let revoked = tokio::task::spawn_blocking(move || s.control.revoke(&id, control::now())).await;
-                if !matches!(revoked, Ok(Ok(_))) {
-                    tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
-                    state.violations.mark(&t.sandbox, ViolationAction::Revoke);
-                }
-            }
-            action => state.violations.mark(&t.sandbox, action),
-        }
-        // Its held requests are denied and its standing grants dropped; a revoked sandbox's connections close.
-        state.approvals.forget_sandbox(&t.sandbox);
-        state.sweep(false);
-        crate::violation::announce(t, runtime, &state.audit, &state.metrics, state.webhook.as_ref());
+        // A task per action: a slow store write holds up no other, and a panic leaves the rest enforced.
+        tokio::spawn(act(state, t));
     }
+}
+
+/// Revoke the sandbox (in the store for a run-time one; refused in memory if the store cannot take it, and for
+/// a declared one) or hold it, deny its held requests and drop its grants, close what it may no longer keep
+/// open, and have the watch announce it.
+async fn act(state: Arc<ProxyState>, t: Trigger) {
+    let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
+    match t.action {
+        ViolationAction::Revoke if runtime => {
+            let (s, id) = (state.clone(), t.sandbox.clone());
+            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(&id, control::now())).await;
+            if !matches!(revoked, Ok(Ok(_))) {
+                tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
+                state.violations.mark(&t.sandbox, ViolationAction::Revoke);
+            }
+        }
+        action => state.violations.mark(&t.sandbox, action),
+    }
+    // Its held requests are denied and its standing grants dropped; a revoked sandbox's connections close.
+    state.approvals.forget_sandbox(&t.sandbox);
+    state.sweep(false);
+    crate::violation::announce(t, runtime, &state.audit, &state.metrics, state.webhook.as_ref());
 }
 
 /// Run the duty `make` starts under [`crate::supervise::forever`], counting its restarts in `state`'s metrics.
