@@ -30,7 +30,7 @@
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 3 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
-//! | 1 | `target`, `names`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
+//! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
 //!
 //! The invariants every module keeps are in `docs/architecture.md`.
@@ -71,6 +71,7 @@ pub mod placeholder;
 pub mod policy;
 mod preflight;
 mod preview;
+pub mod principal;
 mod reason;
 pub mod reload;
 mod replica;

@@ -26,6 +26,7 @@ pub(crate) fn problems(config: &Config) -> Vec<String> {
         found.push(e);
     }
     found.extend(crate::secrets::preflight::missing(config));
+    found.extend(crate::secrets::preflight::shared_admin_tokens(config));
     found.extend(uncovering_cas(config));
     found
 }

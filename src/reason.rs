@@ -211,6 +211,9 @@ reasons! {
     OnViolationRevoke = "on_violation_revoke", Record, "the record of an on_violation action that revoked a sandbox (kind violation)";
     OnViolationHold = "on_violation_hold", Record, "the record of an on_violation action that holds a sandbox (kind violation)";
     JailFileChanged = "jail_file_changed", Record, "a file developer tools run, changed by a jailed command (kind jail_file)";
+    AdminAction = "admin_action", Record, "the record of an admin API action: who did what (kind admin)";
+    AdminUnauthorized = "admin_unauthorized", Status(401), "an admin API call without a valid token or session (kind admin)";
+    AdminForbidden = "admin_forbidden", Status(403), "an admin API call whose principal lacks the role it needs (kind admin)";
 }
 
 impl Reason {

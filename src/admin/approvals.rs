@@ -3,8 +3,11 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use super::access::Caller;
+use super::acted::{self, Acted, CoveredRequest};
 use super::response::{AdminResponse, error, json_response};
 use crate::approval::{DecideError, Ruling, Scope, Written, check_decision};
+use crate::audit::ApprovalRecord;
 use crate::state::ProxyState;
 
 /// `GET /v1/approvals`: what is waiting, oldest first (on every replica sharing a PostgreSQL store).
@@ -22,13 +25,21 @@ fn field<'a>(body: &'a Value, name: &str) -> Option<&'a str> {
     body.get(name).and_then(Value::as_str)
 }
 
-/// `POST /v1/approvals/{id}` with `{"decision": "allow"|"deny", "scope": "once"|"always", "by": "..."}`.
-pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminResponse {
+/// `POST /v1/approvals/{id}` with `{"decision": "allow"|"deny", "scope": "once"|"always"|"exact"}`: decided by the
+/// caller, whose principal's name the decision carries.
+pub(super) async fn decide(state: &ProxyState, caller: &Caller, id: &str, body: &Value) -> AdminResponse {
+    // SECURITY: who decided is the authenticated principal, never a field of the body: a `by` is refused.
+    if body.get("by").is_some() {
+        return invalid(format!(
+            "by: who decides is the caller that authenticated ({:?} here), not a field of the body; remove it",
+            caller.principal.name
+        ));
+    }
     if let Some(k) = body
         .as_object()
-        .and_then(|o| o.keys().find(|k| !["decision", "scope", "by"].contains(&k.as_str())))
+        .and_then(|o| o.keys().find(|k| !["decision", "scope"].contains(&k.as_str())))
     {
-        return invalid(format!("unknown field {k:?}; the fields are decision, scope, by"));
+        return invalid(format!("unknown field {k:?}; the fields are decision, scope"));
     }
     let verdict = match field(body, "decision") {
         Some("allow") => Ruling::Allow,
@@ -50,14 +61,12 @@ pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminR
             }
         },
     };
-    let Some(by) = field(body, "by") else {
-        return invalid("by: say who decides (a name, for the audit record)".into());
-    };
+    let by = caller.principal.name.as_str();
     if let Err(e) = check_decision(verdict, scope, by) {
         return failed(id, e);
     }
     // Held by another replica sharing the store: the decision is written there and that replica applies it.
-    if let Some(shared) = state.approvals.shared()
+    let pending = if let Some(shared) = state.approvals.shared()
         && !state.approvals.holds(id)
     {
         let written = Written {
@@ -65,28 +74,56 @@ pub(super) async fn decide(state: &ProxyState, id: &str, body: &Value) -> AdminR
             scope,
             by: by.to_owned(),
         };
-        return match shared.decide(id, &written).await {
+        match shared.decide(id, &written).await {
             Ok(Some(pending)) => {
                 tracing::info!(approval = %id, by, ?verdict, ?scope, "approval decided for another replica");
-                json_response(
-                    StatusCode::OK,
-                    &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
-                )
+                pending
             }
-            Ok(None) => failed(id, DecideError::NotFound(id.to_owned())),
-            Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
-        };
-    }
-    match state.approvals.decide(id, verdict, scope, by) {
-        Ok(pending) => {
-            tracing::info!(approval = %pending.id, sandbox = %pending.ask.sandbox, by, ?verdict, ?scope, "approval decided");
-            json_response(
-                StatusCode::OK,
-                &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
-            )
+            Ok(None) => return failed(id, DecideError::NotFound(id.to_owned())),
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
         }
-        Err(e) => failed(id, e),
-    }
+    } else {
+        match state.approvals.decide(id, verdict, scope, by) {
+            Ok(pending) => {
+                tracing::info!(approval = %pending.id, sandbox = %pending.ask.sandbox, by, ?verdict, ?scope, "approval decided");
+                serde_json::to_value(&pending).unwrap_or_default()
+            }
+            Err(e) => return failed(id, e),
+        }
+    };
+    let resp = json_response(
+        StatusCode::OK,
+        &json!({"approval": pending, "decision": {"verdict": verdict, "scope": scope, "by": by}}),
+    );
+    let text = |key: &str| pending.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let covered = CoveredRequest {
+        method: text("method"),
+        host: text("host"),
+        port: pending
+            .get("port")
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or_default(),
+        path: text("path"),
+        policy: text("policy"),
+        user: text("user"),
+        approval: ApprovalRecord {
+            id: id.to_owned(),
+            outcome: verdict.as_str().to_owned(),
+            by: Some(by.to_owned()),
+            scope: Some(scope.as_str().to_owned()),
+            waited_ms: 0,
+        },
+    };
+    let rule = pending.get("rule").and_then(Value::as_u64).unwrap_or_default();
+    acted::with(
+        resp,
+        Acted {
+            sandbox: Some(text("sandbox")),
+            detail: Some(format!("rule {rule} of policy {}", covered.policy)),
+            covered: Some(covered),
+        },
+    )
 }
 
 fn failed(id: &str, e: DecideError) -> AdminResponse {

@@ -2,6 +2,8 @@
 //! Health, readiness and metrics are open (probes and scrapers carry no token); everything under `/v1`
 //! needs the token. The OpenAPI description is `docs/openapi.yaml`.
 
+mod access;
+mod acted;
 mod approvals;
 mod patch;
 mod policy;
@@ -17,7 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -82,7 +84,7 @@ pub async fn serve(
         tokio::spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
                 let (state, reloader) = (state.clone(), reloader.clone());
-                async move { Ok::<_, Infallible>(handle(&state, &reloader, req).await) }
+                async move { Ok::<_, Infallible>(handle(&state, &reloader, req, peer).await) }
             });
             let result = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -96,8 +98,14 @@ pub async fn serve(
     }
 }
 
-/// Route one request.
-async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incoming>) -> AdminResponse {
+/// Route one request: the open endpoints, then who calls and whether they may, then the handler; a change that
+/// succeeded is recorded with its principal.
+async fn handle(
+    state: &Arc<ProxyState>,
+    reloader: &Reloader,
+    req: Request<Incoming>,
+    client: std::net::SocketAddr,
+) -> AdminResponse {
     let path = req.uri().path().to_string();
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let method = req.method().clone();
@@ -117,10 +125,37 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
     if segments.first() != Some(&"v1") {
         return error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}"));
     }
-    if let Err(resp) = authenticate(state, &req) {
+    let (needs, action) = access::route(&segments, &method);
+    let principal = match access::authenticate(state, req.headers(), client, action.unwrap_or("")) {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let caller = access::Caller { principal, client };
+    if let Err(resp) = access::authorize(state, &caller, needs, action.unwrap_or("")) {
         return resp;
     }
-    match (segments.as_slice(), &method) {
+    let path_sandbox = match segments.as_slice() {
+        ["v1", "sandboxes", id, ..] => Some(*id),
+        _ => None,
+    };
+    let mut resp = route(state, reloader, req, &caller, &segments, &method).await;
+    if let Some(action) = action {
+        acted::record(state, &caller, action, path_sandbox, &mut resp);
+    }
+    resp
+}
+
+/// The handler of a `/v1` route.
+async fn route(
+    state: &Arc<ProxyState>,
+    reloader: &Reloader,
+    req: Request<Incoming>,
+    caller: &access::Caller,
+    segments: &[&str],
+    method: &Method,
+) -> AdminResponse {
+    let path = req.uri().path().to_string();
+    match (segments, method) {
         (["v1", "sandboxes"], &Method::GET) => sandboxes::list(state),
         (["v1", "sandboxes"], &Method::POST) => match body(req).await {
             Ok(v) => sandboxes::create(state, v).await,
@@ -170,7 +205,7 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "approvals", id], &Method::POST) => {
             let id = id.to_string();
             match body(req).await {
-                Ok(v) => approvals::decide(state, &id, &v).await,
+                Ok(v) => approvals::decide(state, caller, &id, &v).await,
                 Err(resp) => resp,
             }
         }
@@ -182,37 +217,6 @@ async fn handle(state: &Arc<ProxyState>, reloader: &Reloader, req: Request<Incom
         (["v1", "reload"], _) => not_allowed("POST"),
         _ => error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}")),
     }
-}
-
-#[expect(
-    clippy::result_large_err,
-    reason = "the error is the answer itself, built once per failed call"
-)]
-fn authenticate(state: &ProxyState, req: &Request<Incoming>) -> Result<(), AdminResponse> {
-    let presented = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    // SECURITY: every /v1 call needs the admin token; a missing or wrong one gets 401 and nothing else.
-    match presented {
-        Some(token) if state.current().admin_token_matches(token) => Ok(()),
-        Some(_) => Err(unauthorized("the bearer token is wrong")),
-        None => Err(unauthorized(
-            "send `Authorization: Bearer <token>` with the admin token (control.admin_token)",
-        )),
-    }
-}
-
-fn unauthorized(message: &str) -> AdminResponse {
-    let mut resp = error(StatusCode::UNAUTHORIZED, "unauthorized", message);
-    resp.headers_mut().insert(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"cordon-admin\""),
-    );
-    resp
 }
 
 /// The JSON body of a request: an object, at most [`MAX_BODY`] bytes; an empty body is `{}`.
@@ -340,9 +344,15 @@ fn metrics(state: &ProxyState) -> AdminResponse {
 
 async fn reload(state: &Arc<ProxyState>, reloader: &Reloader) -> AdminResponse {
     match reloader.reload(state, Trigger::Api).await {
-        Ok(done) => json_response(
-            StatusCode::OK,
-            &json!({"generation": done.generation, "source": done.source}),
+        Ok(done) => acted::with(
+            json_response(
+                StatusCode::OK,
+                &json!({"generation": done.generation, "source": done.source}),
+            ),
+            acted::Acted {
+                detail: Some(format!("generation {}", done.generation)),
+                ..acted::Acted::default()
+            },
         ),
         Err(e) => {
             let mut body = json!({"error": {"code": e.code(), "message": e.to_string()}});

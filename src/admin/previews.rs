@@ -115,7 +115,11 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "preview_failed", e),
     };
     tracing::info!(sandbox = id, preview = %pid, port, user, "preview link made");
-    json_response(
+    let acted = super::acted::Acted {
+        detail: Some(format!("preview {pid} of port {port} for user {user}")),
+        ..super::acted::Acted::default()
+    };
+    let resp = json_response(
         StatusCode::CREATED,
         &json!({
             "id": pid,
@@ -126,7 +130,8 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
             "expires_at": crate::rfc3339::seconds(expires),
             "session_seconds": previews.session_ttl().as_secs(),
         }),
-    )
+    );
+    super::acted::with(resp, acted)
 }
 
 /// End preview `pid` of sandbox `id` at once.

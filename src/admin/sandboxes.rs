@@ -341,7 +341,12 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     match created(state, &generation, &record, &credential) {
         Ok(mut view) => {
             view["warnings"] = json!(asked.warnings);
-            json_response(StatusCode::CREATED, &view)
+            let acted = super::acted::Acted {
+                sandbox: Some(record.id.to_string()),
+                detail: Some(format!("user {}, policy {}", record.user, record.policy)),
+                covered: None,
+            };
+            super::acted::with(json_response(StatusCode::CREATED, &view), acted)
         }
         Err(resp) => resp,
     }

@@ -105,6 +105,27 @@ pub(crate) enum Scope {
     Exact,
 }
 
+impl Ruling {
+    /// `allow` or `deny`, as records write it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Ruling::Allow => "allow",
+            Ruling::Deny => "deny",
+        }
+    }
+}
+
+impl Scope {
+    /// `once`, `always` or `exact`, as records write it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Always => "always",
+            Scope::Exact => "exact",
+        }
+    }
+}
+
 /// A human's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct HumanDecision {

@@ -28,6 +28,8 @@ pub enum Kind {
     Preview,
     /// A file developer tools run that a jailed command changed (not a request's record).
     JailFile,
+    /// An admin API action: who did what to which sandbox or held request (not a request's record).
+    Admin,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Violation => "violation",
             Kind::Preview => "preview",
             Kind::JailFile => "jail_file",
+            Kind::Admin => "admin",
         }
     }
 }

@@ -3,6 +3,7 @@
 //! [`record`] holds the record and the builder the request pipeline fills it through; [`sink`] where
 //! records go; [`writer`] the thread that writes them out.
 
+mod admin;
 pub(crate) mod chain;
 pub(crate) mod file;
 mod health;
@@ -17,6 +18,7 @@ mod unwritten;
 pub(crate) mod verify;
 pub(crate) mod writer;
 
+pub(crate) use admin::{AdminAction, Covered, admin};
 pub use health::{AuditState, Health};
 pub(crate) use jail_file::{FileChange, jail_file};
 pub(crate) use pending::auth_failures;

@@ -59,6 +59,7 @@ impl Pending {
                 qtype: None,
                 set_cookie_stripped: None,
                 sha256: None,
+                admin: None,
             },
             started: Instant::now(),
             sink,
@@ -102,6 +103,21 @@ impl Pending {
     /// The request path (without its query).
     pub(crate) fn path(&mut self, path: &str) {
         self.record.path = Some(path.to_string());
+    }
+
+    /// The destination port, where no [`Target`] was parsed (a held request an admin decision covered).
+    pub(crate) fn port(&mut self, port: u16) {
+        self.record.port = Some(port);
+    }
+
+    /// The policy consulted, where no sandbox identity is at hand.
+    pub(crate) fn policy(&mut self, policy: &str) {
+        self.record.policy = Some(policy.to_string());
+    }
+
+    /// The admin part of an `admin` record.
+    pub(crate) fn admin(&mut self, admin: super::admin::AdminRecord) {
+        self.record.admin = Some(admin);
     }
 
     /// What the policy decided for a request that goes on: the allowing rule, or none with the reason it

@@ -82,6 +82,9 @@ pub struct Record {
     /// `jail_file`: the file's SHA-256 before and after the jailed command (`null`: it did not exist).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) sha256: Option<Hashes>,
+    /// `admin`: the action, the principal that did it, how it proved itself, its roles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) admin: Option<super::admin::AdminRecord>,
 }
 
 impl Record {

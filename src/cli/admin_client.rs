@@ -209,9 +209,9 @@ impl AdminClient {
     }
 
     /// `POST /v1/approvals/{id}`: decide a pending approval; `decision` is `allow` or `deny`, `scope` `once` or
-    /// `always`, `by` who decides. The answer is `{"approval": Pending, "decision": {...}}`.
-    pub(crate) async fn decide(&self, id: &str, decision: &str, scope: &str, by: &str) -> Result<Value, ClientError> {
-        let body = serde_json::json!({ "decision": decision, "scope": scope, "by": by });
+    /// `always` (who decides is the token's principal). The answer is `{"approval": Pending, "decision": {...}}`.
+    pub(crate) async fn decide(&self, id: &str, decision: &str, scope: &str) -> Result<Value, ClientError> {
+        let body = serde_json::json!({ "decision": decision, "scope": scope });
         let path = item_path("/v1/approvals", "an approval", id, "")?;
         self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
     }

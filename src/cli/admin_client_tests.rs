@@ -133,7 +133,7 @@ async fn route(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallib
             ));
         }
         (&Method::POST, ["v1", "approvals", id]) => {
-            let decision = json!({"verdict": body["decision"], "scope": body["scope"], "by": body["by"]});
+            let decision = json!({"verdict": body["decision"], "scope": body["scope"], "by": "bob"});
             (StatusCode::OK, json!({"approval": pending(id), "decision": decision}))
         }
         (&Method::GET, ["v1", "grants"]) => (StatusCode::OK, json!({"grants": [grant("gr-1")]})),
@@ -241,22 +241,19 @@ async fn approvals_decide_grants_revoke_grant() {
     );
     assert_eq!(list["pending"][0]["id"], "ap-1");
 
-    let allowed = c.decide("ap-1", "allow", "always", "bob").await.unwrap();
+    let allowed = c.decide("ap-1", "allow", "always").await.unwrap();
     assert_eq!(allowed["_seen"]["method"], "POST");
     assert_eq!(allowed["_seen"]["path"], "/v1/approvals/ap-1");
     assert_eq!(
         allowed["_seen"]["body"],
-        json!({"decision": "allow", "scope": "always", "by": "bob"})
+        json!({"decision": "allow", "scope": "always"})
     );
     assert_eq!(
         allowed["decision"],
         json!({"verdict": "allow", "scope": "always", "by": "bob"})
     );
-    let denied = c.decide("ap-2", "deny", "once", "bob").await.unwrap();
-    assert_eq!(
-        denied["_seen"]["body"],
-        json!({"decision": "deny", "scope": "once", "by": "bob"})
-    );
+    let denied = c.decide("ap-2", "deny", "once").await.unwrap();
+    assert_eq!(denied["_seen"]["body"], json!({"decision": "deny", "scope": "once"}));
     assert_eq!(denied["approval"]["id"], "ap-2");
 
     let grants = c.grants().await.unwrap();
@@ -276,7 +273,7 @@ async fn approvals_decide_grants_revoke_grant() {
 #[tokio::test]
 async fn approval_and_grant_errors() {
     let c = client(&server().await);
-    let err = c.decide("ap-missing", "allow", "once", "bob").await.unwrap_err();
+    let err = c.decide("ap-missing", "allow", "once").await.unwrap_err();
     assert!(
         matches!(&err, ClientError::Api { status: StatusCode::NOT_FOUND, code, .. } if code == "not_found"),
         "{err:?}"
@@ -292,12 +289,12 @@ async fn approval_and_grant_errors() {
             .starts_with("no grant \"gr-missing\" (not_found, HTTP 404)"),
         "{err}"
     );
-    let v = c.decide("ap/1 x", "deny", "once", "bob").await.unwrap();
+    let v = c.decide("ap/1 x", "deny", "once").await.unwrap();
     assert_eq!(v["_seen"]["path"], "/v1/approvals/ap%2F1%20x");
     let v = c.revoke_grant("../x").await.unwrap();
     assert_eq!(v["_seen"]["path"], "/v1/grants/..%2Fx");
     for bad in ["", ".", ".."] {
-        let err = c.decide(bad, "allow", "once", "bob").await.unwrap_err();
+        let err = c.decide(bad, "allow", "once").await.unwrap_err();
         assert!(
             matches!(&err, ClientError::Invalid(m) if m.ends_with("is not an approval id")),
             "{err:?}"

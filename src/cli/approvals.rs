@@ -29,16 +29,16 @@ pub(crate) enum ApprovalsCommand {
         /// from now on, without asking: a standing grant that nothing else passes.
         #[arg(long)]
         exact: bool,
-        /// Who decides, for the audit record (default: $USER).
-        #[arg(long)]
+        /// Gone: the decision carries the name of the admin token this command calls with.
+        #[arg(long, hide = true)]
         by: Option<String>,
     },
     /// Refuse a held request (its client gets 403).
     Deny {
         /// The approval's id (`ap-...`).
         id: String,
-        /// Who decides, for the audit record (default: $USER).
-        #[arg(long)]
+        /// Gone: the decision carries the name of the admin token this command calls with.
+        #[arg(long, hide = true)]
         by: Option<String>,
     },
     /// List the standing grants.
@@ -54,23 +54,15 @@ pub(crate) enum ApprovalsCommand {
     },
 }
 
-/// Who decides: `--by`, else `$USER`.
-fn decider(by: Option<String>) -> Result<String, String> {
-    by.or_else(|| std::env::var("USER").ok())
-        .filter(|name| !name.trim().is_empty())
-        .ok_or_else(|| "say who decides with --by NAME (USER is not set)".to_owned())
-}
-
 /// Run one `cordon approvals` command.
-pub(crate) fn main(args: AdminArgs, mut command: ApprovalsCommand) -> ExitCode {
-    if let ApprovalsCommand::Allow { by, .. } | ApprovalsCommand::Deny { by, .. } = &mut command {
-        match decider(by.take()) {
-            Ok(name) => *by = Some(name),
-            Err(e) => {
-                eprintln!("cordon: {e}");
-                return ExitCode::from(2);
-            }
-        }
+pub(crate) fn main(args: AdminArgs, command: ApprovalsCommand) -> ExitCode {
+    if let ApprovalsCommand::Allow { by: Some(_), .. } | ApprovalsCommand::Deny { by: Some(_), .. } = &command {
+        eprintln!(
+            "cordon: --by is no longer taken: who decides is the principal of the admin token this command calls \
+             with (its name in control.admin_tokens, or \"admin\" for control.admin_token); give a token of your \
+             own with --token-file or CORDON_ADMIN_TOKEN"
+        );
+        return ExitCode::from(2);
     }
     super::sandbox::over_admin(&args, |client| async move { execute(&client, command).await })
 }
@@ -79,23 +71,15 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
     Ok(match command {
         ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
         ApprovalsCommand::List { json: false } => render::render_approvals(&client.approvals().await?),
-        ApprovalsCommand::Allow { id, always, exact, by } => {
+        ApprovalsCommand::Allow { id, always, exact, .. } => {
             let scope = match (always, exact) {
                 (true, _) => "always",
                 (_, true) => "exact",
                 _ => "once",
             };
-            pretty(
-                &client
-                    .decide(&id, "allow", scope, by.as_deref().unwrap_or_default())
-                    .await?,
-            )
+            pretty(&client.decide(&id, "allow", scope).await?)
         }
-        ApprovalsCommand::Deny { id, by } => pretty(
-            &client
-                .decide(&id, "deny", "once", by.as_deref().unwrap_or_default())
-                .await?,
-        ),
+        ApprovalsCommand::Deny { id, .. } => pretty(&client.decide(&id, "deny", "once").await?),
         ApprovalsCommand::Grants { json: true } => pretty(&client.grants().await?),
         ApprovalsCommand::Grants { json: false } => render::render_grants(&client.grants().await?),
         ApprovalsCommand::RevokeGrant { id } => pretty(&client.revoke_grant(&id).await?),

@@ -163,7 +163,16 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
     if let Some(path) = &args.token_file {
         return crate::secrets::file_secret(path);
     }
-    match config.as_ref().and_then(|c| c.control.admin_token.clone()) {
+    // Without a flag, the legacy `control.admin_token` (principal `admin`), else the only named token there is.
+    let configured = config.as_ref().and_then(|c| {
+        let tokens = &c.control.admin_tokens;
+        tokens
+            .iter()
+            .find(|t| t.at == "control.admin_token")
+            .or(if tokens.len() == 1 { tokens.first() } else { None })
+            .map(|t| t.token.clone())
+    });
+    match configured {
         Some(SecretRef::File(path)) => crate::secrets::file_secret(&path),
         Some(SecretRef::Env(var)) => std::env::var(&var)
             .ok()
@@ -175,7 +184,7 @@ fn token(args: &AdminArgs, config: &Option<Config>) -> Result<SecretString, Stri
         )),
         None => Err(
             "no admin token: pass --token-file, set CORDON_ADMIN_TOKEN, or name a configuration whose \
-                     control.admin_token is a file"
+                     control.admin_token is a file (with several control.admin_tokens, say which with --token-file)"
                 .into(),
         ),
     }

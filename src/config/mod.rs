@@ -9,6 +9,7 @@ mod export;
 pub(crate) mod minting;
 mod model;
 pub(crate) mod previews;
+pub(crate) mod principals;
 mod raw;
 mod validate;
 pub(crate) mod violations;

@@ -63,8 +63,8 @@ pub struct Config {
 /// `control:` — the admin API, run-time sandboxes and reload.
 #[derive(Debug, Clone)]
 pub(crate) struct ControlConfig {
-    /// The admin API's bearer token (required when `listen.admin` is set).
-    pub(crate) admin_token: Option<crate::config::credentials::SecretRef>,
+    /// The admin API's tokens: `admin_token` (as principal `admin`) and `admin_tokens`.
+    pub(crate) admin_tokens: Vec<crate::config::principals::AdminToken>,
     /// The key that signs run-time sandboxes' proxy credentials; shared by replicas. `None`: a random key
     /// per process (credentials die with it).
     pub(crate) signing_key: Option<crate::config::credentials::SecretRef>,
@@ -89,7 +89,7 @@ pub(crate) struct ControlConfig {
 impl Default for ControlConfig {
     fn default() -> Self {
         ControlConfig {
-            admin_token: None,
+            admin_tokens: Vec::new(),
             signing_key: None,
             store: None,
             postgres: None,
@@ -117,10 +117,10 @@ pub(crate) struct PostgresConfig {
 }
 
 impl ControlConfig {
-    /// The secrets it reads: the admin token, the signing key, and the PostgreSQL store's.
+    /// The secrets it reads: the admin tokens, the signing key, and the PostgreSQL store's.
     pub(crate) fn refs(&self) -> impl Iterator<Item = &crate::config::credentials::SecretRef> {
-        self.admin_token
-            .iter()
+        let tokens = self.admin_tokens.iter().map(|t| &t.token);
+        tokens
             .chain(self.signing_key.iter())
             .chain(self.postgres.iter().flat_map(PostgresConfig::refs))
     }

@@ -11,11 +11,13 @@ use serde::Deserialize;
 mod audit;
 mod credentials;
 mod previews;
+mod principals;
 mod scalars;
 
 pub(super) use audit::*;
 pub(super) use credentials::*;
 pub(super) use previews::*;
+pub(super) use principals::*;
 pub(super) use scalars::{Flag, Whole};
 
 /// The whole file.
@@ -149,8 +151,10 @@ pub(super) struct RawUserLimits {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(super) struct RawControl {
-    /// The admin API's bearer token.
+    /// The admin API's bearer token (principal `admin`, role `admin`).
     pub(crate) admin_token: Option<RawSecretRef>,
+    /// Named admin tokens with their roles.
+    pub(crate) admin_tokens: Option<Vec<RawAdminToken>>,
     /// The key that signs run-time sandboxes' proxy credentials.
     pub(crate) signing_key: Option<RawSecretRef>,
     /// The sandbox store: a SQLite file, or a `postgres://` DSN.

@@ -25,6 +25,7 @@ mod minting;
 mod policies;
 mod postgres;
 mod previews;
+mod principals;
 mod violations;
 
 use fields::{Errors, cidr, duration, ip, socket_addr};

@@ -21,6 +21,7 @@ use crate::inject::apply::Credentials;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
 use crate::policy::Policy;
+use crate::principal::{Principal, Via};
 use crate::upstream::pool::{self, Upstreams};
 
 pub(crate) use held::held_by_runtime;
@@ -41,7 +42,8 @@ pub struct Generation {
     pub(crate) credentials: Credentials,
     /// Run-time sandboxes' own policies, compiled against this configuration.
     inline: inline::InlineCache,
-    admin_token: Option<[u8; 32]>,
+    /// The admin tokens' SHA-256 and the principal each stands for.
+    admin_tokens: Vec<([u8; 32], Principal)>,
 }
 
 impl Generation {
@@ -55,19 +57,32 @@ impl Generation {
         credentials.set_metrics(metrics.clone());
         // The exfiltration scan knows the stored secrets before any request has used them.
         credentials.learn_stored().await;
-        let admin_token = match &config.control.admin_token {
-            None => None,
-            Some(r) => {
-                generate_if_file(r)?;
-                let token = credentials
-                    .secrets()
-                    .stored(r)
-                    .await
-                    .map_err(|e| format!("control.admin_token: {e}"))?;
-                Some(Sha256::digest(token.expose_secret().as_bytes()).into())
+        let mut admin_tokens: Vec<([u8; 32], Principal)> = Vec::new();
+        for t in &config.control.admin_tokens {
+            generate_if_file(&t.token)?;
+            let token = credentials
+                .secrets()
+                .stored(&t.token)
+                .await
+                .map_err(|e| format!("{}: {e}", t.at))?;
+            let hash: [u8; 32] = Sha256::digest(token.expose_secret().as_bytes()).into();
+            // SECURITY: two principals behind one token value would make the name a record carries a guess.
+            if let Some((_, first)) = admin_tokens.iter().find(|(h, _)| *h == hash) {
+                return Err(format!(
+                    "{}: the same token as the one named {:?}; every admin token needs a value of its own",
+                    t.at, first.name
+                ));
             }
-        };
-        Generation::assemble(number, config, self_addrs, credentials, admin_token)
+            admin_tokens.push((
+                hash,
+                Principal {
+                    name: t.name.clone(),
+                    roles: t.roles,
+                    via: Via::Token,
+                },
+            ));
+        }
+        Generation::assemble(number, config, self_addrs, credentials, admin_tokens)
     }
 
     /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
@@ -75,7 +90,7 @@ impl Generation {
     pub(crate) fn dry(config: Config) -> Result<Generation, String> {
         let credentials = Credentials::inert(&config)?;
         let proxy = config.listen.proxy;
-        Generation::assemble(0, config, &[proxy], credentials, None)
+        Generation::assemble(0, config, &[proxy], credentials, Vec::new())
     }
 
     fn assemble(
@@ -83,7 +98,7 @@ impl Generation {
         config: Config,
         self_addrs: &[SocketAddr],
         credentials: Credentials,
-        admin_token: Option<[u8; 32]>,
+        admin_tokens: Vec<([u8; 32], Principal)>,
     ) -> Result<Generation, String> {
         let guard = Guard::new(
             config.network.allow_cidrs.clone(),
@@ -105,7 +120,7 @@ impl Generation {
             dialer,
             credentials,
             inline: inline::InlineCache::new(),
-            admin_token,
+            admin_tokens,
             config: Arc::new(config),
         })
     }
@@ -151,11 +166,17 @@ impl Generation {
         })
     }
 
-    /// Whether `presented` is the admin API's bearer token.
-    pub(crate) fn admin_token_matches(&self, presented: &str) -> bool {
+    /// The principal whose admin token `presented` is, if any.
+    pub(crate) fn admin_principal(&self, presented: &str) -> Option<Principal> {
         let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        // SECURITY: constant-time comparison of the admin token's hash.
-        self.admin_token.is_some_and(|t| bool::from(hash.ct_eq(&t)))
+        // SECURITY: constant-time comparison of the admin tokens' hashes, every one compared (no early exit).
+        let mut found: Option<&Principal> = None;
+        for (h, principal) in &self.admin_tokens {
+            if bool::from(hash.ct_eq(h)) {
+                found = Some(principal);
+            }
+        }
+        found.cloned()
     }
 }
 

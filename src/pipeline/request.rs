@@ -310,7 +310,7 @@ fn approval_record(
         id,
         outcome: outcome.to_string(),
         by: decision.map(|d| d.by.clone()),
-        scope: decision.map(|d| format!("{:?}", d.scope).to_lowercase()),
+        scope: decision.map(|d| d.scope.as_str().to_owned()),
         waited_ms,
     }
 }

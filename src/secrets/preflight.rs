@@ -31,14 +31,22 @@ fn wanted(config: &Config) -> Vec<Wanted<'_>> {
         }
     }
     let c = &config.control;
+    let tokens = c.admin_tokens.iter().map(|t| {
+        let at = if t.at == "control.admin_token" {
+            t.at.clone()
+        } else {
+            format!("{}.token", t.at)
+        };
+        (at, Some(&t.token))
+    });
     let made = [
-        ("control.admin_token", c.admin_token.as_ref()),
         ("control.signing_key", c.signing_key.as_ref()),
         ("audit.signing_key", config.audit_chain.signing_key.as_ref()),
     ];
-    for (at, r) in made.into_iter().filter_map(|(at, r)| Some((at, r?))) {
+    let made = tokens.chain(made.into_iter().map(|(at, r)| (at.to_owned(), r)));
+    for (at, r) in made.filter_map(|(at, r)| Some((at, r?))) {
         all.push(Wanted {
-            at: at.into(),
+            at,
             r,
             made_if_missing: true,
         });
@@ -107,6 +115,32 @@ pub(crate) fn missing(config: &Config) -> Vec<String> {
         };
         if let Some(p) = problem {
             errors.push(format!("{}.{p}", w.at));
+        }
+    }
+    errors
+}
+
+/// Admin tokens that share a value (read from their files and variables, as a start reads them): a start
+/// refuses them, since the name a record carries would be a guess. Tokens in a vault or OpenBao are compared at
+/// start only.
+pub(crate) fn shared_admin_tokens(config: &Config) -> Vec<String> {
+    let mut seen: Vec<(secrecy::SecretString, &str)> = Vec::new();
+    let mut errors = Vec::new();
+    for t in &config.control.admin_tokens {
+        let value = match &t.token {
+            SecretRef::Env(var) => env_secret(var).ok(),
+            SecretRef::File(path) => file_secret(path).ok(),
+            SecretRef::Vault(_) | SecretRef::OpenBao(_) => None,
+        };
+        let Some(value) = value else { continue };
+        use secrecy::ExposeSecret;
+        if let Some((_, first)) = seen.iter().find(|(v, _)| v.expose_secret() == value.expose_secret()) {
+            errors.push(format!(
+                "{}: the same token as the one named {first:?}; every admin token needs a value of its own",
+                t.at
+            ));
+        } else {
+            seen.push((value, &t.name));
         }
     }
     errors

@@ -242,7 +242,7 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
     assert_eq!(held["path"], "/repo.git/git-receive-pack", "{held}");
     assert!(!push.is_finished(), "git push did not wait for the approval");
     let id = held["id"].as_str().unwrap();
-    case.admin(&["approvals", "allow", id, "--by", "e2e-reviewer"]);
+    case.reviewer(&["approvals", "allow", id]);
     let out = push.await.unwrap();
     assert!(out.status.success(), "git push (allowed): {}", text(&out));
     let log = server_git(&root, &["--git-dir", "repo.git", "log", "--format=%s", "main"]);
@@ -269,7 +269,7 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
     let held = pending(&case).await;
     assert_eq!(held["path"], "/repo.git/git-receive-pack", "{held}");
     let id = held["id"].as_str().unwrap();
-    case.admin(&["approvals", "deny", id, "--by", "e2e-reviewer"]);
+    case.reviewer(&["approvals", "deny", id]);
     let out = push.await.unwrap();
     let got = text(&out);
     assert!(!out.status.success(), "git push (denied) succeeded: {got}");

@@ -238,6 +238,8 @@ network:
   hosts: {{ {hosts} }}
 control:
   admin_token: {{ file: {d}/admin-token }}
+  admin_tokens:
+    - {{ name: e2e-reviewer, roles: [approver], token: {{ file: {d}/reviewer-token }} }}
   signing_key: {{ file: {d}/signing-key }}
   store: {d}/cordon.db
   ca_file: {d}/sandbox-ca.pem
@@ -274,16 +276,22 @@ policies:
             dir.path(),
             &admin,
             &["sandbox", "create", "--user", "e2e", "--policy", "e2e"],
+            "admin-token",
         );
         let created: serde_json::Value = serde_json::from_str(&created).unwrap();
         let sandbox = created["id"].as_str().unwrap().to_string();
         // The file the sandbox's CA variables name holds the bundle: its CA and the roots cordon trusts upstream,
         // so tunnelled destinations (real certificates) verify as well as intercepted ones.
-        let bundle = admin_cli(dir.path(), &admin, &["sandbox", "ca-bundle", &sandbox]);
+        let bundle = admin_cli(dir.path(), &admin, &["sandbox", "ca-bundle", &sandbox], "admin-token");
         assert!(bundle.contains(created["ca_certificate"].as_str().unwrap().trim()));
         std::fs::write(dir.path().join("sandbox-ca.pem"), bundle).unwrap();
         // What a platform would run to start the sandbox: `cordon sandbox env`.
-        let env = admin_cli(dir.path(), &admin, &["sandbox", "env", &sandbox, "--format", "json"]);
+        let env = admin_cli(
+            dir.path(),
+            &admin,
+            &["sandbox", "env", &sandbox, "--format", "json"],
+            "admin-token",
+        );
         let env: BTreeMap<String, String> = serde_json::from_str(&env).unwrap();
         Case {
             dir,
@@ -334,7 +342,12 @@ policies:
 
     /// Run the admin CLI against this case's cordon.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
-        admin_cli(self.dir.path(), &self.admin, args)
+        admin_cli(self.dir.path(), &self.admin, args, "admin-token")
+    }
+
+    /// Run the admin CLI with the approver's token (`e2e-reviewer`) and return its stdout; it must succeed.
+    pub(crate) fn reviewer(&self, args: &[&str]) -> String {
+        admin_cli(self.dir.path(), &self.admin, args, "reviewer-token")
     }
 
     /// Run the admin CLI against this case's cordon, however it ends.
@@ -352,11 +365,11 @@ policies:
     }
 }
 
-fn admin_cli(dir: &Path, admin: &str, args: &[&str]) -> String {
+fn admin_cli(dir: &Path, admin: &str, args: &[&str], token: &str) -> String {
     let out = Command::new(BIN)
         .args(args)
         .args(["--admin", admin, "--token-file"])
-        .arg(dir.join("admin-token"))
+        .arg(dir.join(token))
         .output()
         .unwrap();
     assert!(

@@ -9,14 +9,14 @@ use crate::config::raw::RawControl;
 
 pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> ControlConfig {
     let mut c = ControlConfig {
-        admin_token: raw.admin_token.and_then(|r| secret_ref(errs, "control.admin_token", r)),
+        admin_tokens: super::principals::admin_tokens(errs, raw.admin_token, raw.admin_tokens),
         ..ControlConfig::default()
     };
-    if listen.admin.is_some() && c.admin_token.is_none() {
+    if listen.admin.is_some() && c.admin_tokens.is_empty() {
         errs.at(
             "control.admin_token",
-            "is required when `listen.admin` is set: the admin API never runs unauthenticated; \
-             write e.g. `admin_token: { file: state/admin-token }` (created on first start if missing)",
+            "is required when `listen.admin` is set (or `control.admin_tokens`): the admin API never runs \
+             unauthenticated; write e.g. `admin_token: { file: state/admin-token }` (created on first start if missing)",
         );
     }
     c.signing_key = raw.signing_key.and_then(|r| secret_ref(errs, "control.signing_key", r));

@@ -1,6 +1,7 @@
 //! `cordon approvals`: with the binary against a running cordon's admin API, a request held by an `action: ask`
 //! rule is listed, allowed for good (a standing grant then lets the same request through without asking), the grant
-//! removed, and the next one held and denied.
+//! removed, and the next one held and denied. Each decision carries the name of the admin token it was made with,
+//! never a name the command line gives.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -10,31 +11,35 @@ use serde_json::{Value, json};
 
 use crate::rigs::control::{ControlRig, control_rig_edit, url};
 
-/// The standard rig, with a first rule of the `web` policy that holds every request to unlisted.test.
+/// The standard rig, with a first rule of the `web` policy that holds every request to unlisted.test, and two
+/// approvers' tokens (`dana`, `erin`; their files made at start) besides the admin token.
 async fn rig() -> ControlRig {
     control_rig_edit("approval: { timeout: 30s }\n", |yaml, up| {
         let ask =
             format!("  web:\n    allow:\n      - host: unlisted.test\n        ports: [{up}]\n        action: ask\n");
         assert!(yaml.contains("  web:\n    allow:\n"), "the rig's configuration changed");
-        yaml.replacen("  web:\n    allow:\n", &ask, 1)
+        let line = yaml.lines().find(|l| l.starts_with("  admin_token: ")).unwrap().to_owned();
+        let dir = line.trim_start_matches("  admin_token: { file: ").trim_end_matches("/admin-token }");
+        let tokens = format!(
+            "{line}\n  admin_tokens:\n    - {{ name: dana, roles: [approver], token: {{ file: {dir}/dana-token }} }}\n    \
+             - {{ name: erin, roles: [approver, viewer], token: {{ file: {dir}/erin-token }} }}"
+        );
+        yaml.replacen("  web:\n    allow:\n", &ask, 1).replacen(&line, &tokens, 1)
     })
     .await
 }
 
-/// `cordon approvals ARGS` against the rig, with `USER` set to `user` (or unset): (success, exit code, stdout,
-/// stderr).
-async fn cli(rig: &ControlRig, args: &[&str], user: Option<&str>) -> (bool, i32, String, String) {
+/// `cordon approvals ARGS` against the rig with the token of `who` (`admin`, `dana`, `erin`), `USER` set to
+/// someone else: (success, exit code, stdout, stderr).
+async fn cli(rig: &ControlRig, args: &[&str], who: &str) -> (bool, i32, String, String) {
     let mut cmd = Command::new(crate::rigs::process::BIN);
     cmd.args(["approvals", "--admin", &format!("http://{}", rig.admin), "--token-file"])
-        .arg(rig.dir.path().join("admin-token"))
+        .arg(rig.dir.path().join(format!("{who}-token")))
         .args(args)
+        .env("USER", "mallory")
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
         .env_remove("CORDON_CONFIG");
-    match user {
-        Some(user) => cmd.env("USER", user),
-        None => cmd.env_remove("USER"),
-    };
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap();
@@ -94,14 +99,14 @@ async fn the_approvals_command_decides_held_requests() {
     std::fs::write(&ca, created["ca_certificate"].as_str().unwrap()).unwrap();
     let port = rig.up.addr.port();
 
-    let (ok, _, out, err) = cli(&rig, &["list"], None).await;
+    let (ok, _, out, err) = cli(&rig, &["list"], "admin").await;
     assert!(ok, "{err}");
     assert_eq!(out, "ID  SANDBOX  USER  METHOD  URL  EXPIRES  EXCERPT\n");
 
     // A held request is listed, as JSON and as a table...
     let first = post(&rig, id, credential, &ca);
     let approval = one_pending(&rig).await;
-    let (ok, _, out, err) = cli(&rig, &["list", "--json"], None).await;
+    let (ok, _, out, err) = cli(&rig, &["list", "--json"], "admin").await;
     assert!(ok, "{err}");
     let listed: Value = serde_json::from_str(&out).unwrap();
     let pending = &listed["pending"][0];
@@ -112,7 +117,7 @@ async fn the_approvals_command_decides_held_requests() {
         "path": "/v1/issues", "excerpt": excerpt, "rule": 0
     });
     has(pending, &expected);
-    let (ok, _, table, err) = cli(&rig, &["list"], None).await;
+    let (ok, _, table, err) = cli(&rig, &["list"], "admin").await;
     assert!(ok, "{err}");
     let row = table.lines().nth(1).unwrap_or_default();
     assert!(
@@ -123,8 +128,8 @@ async fn the_approvals_command_decides_held_requests() {
     );
     assert!(row.ends_with(r#"  {"title": "please"}"#), "{table}");
 
-    // ...and allowed for good, by $USER.
-    let (ok, _, out, err) = cli(&rig, &["allow", &approval, "--always"], Some("dana")).await;
+    // ...and allowed for good, by the principal of the token (not $USER).
+    let (ok, _, out, err) = cli(&rig, &["allow", &approval, "--always"], "dana").await;
     assert!(ok, "{err}");
     let decided: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -135,7 +140,7 @@ async fn the_approvals_command_decides_held_requests() {
     assert_eq!(status(first).await, 200);
 
     // The standing grant lets the same request through without asking.
-    let (ok, _, out, err) = cli(&rig, &["grants", "--json"], None).await;
+    let (ok, _, out, err) = cli(&rig, &["grants", "--json"], "admin").await;
     assert!(ok, "{err}");
     let grants: Value = serde_json::from_str(&out).unwrap();
     let grant = grants["grants"][0]["id"].as_str().unwrap().to_string();
@@ -145,7 +150,7 @@ async fn the_approvals_command_decides_held_requests() {
         "approval": approval
     });
     has(&grants["grants"][0], &expected);
-    let (ok, _, table, err) = cli(&rig, &["grants"], None).await;
+    let (ok, _, table, err) = cli(&rig, &["grants"], "admin").await;
     assert!(ok, "{err}");
     assert!(
         table.contains(&format!(
@@ -157,20 +162,21 @@ async fn the_approvals_command_decides_held_requests() {
     assert_eq!(rig.state.approvals.pending_count(), 0);
 
     // Once the grant is removed, the next request is held again, and denied.
-    let (ok, _, out, err) = cli(&rig, &["revoke-grant", &grant], None).await;
+    let (ok, _, out, err) = cli(&rig, &["revoke-grant", &grant], "admin").await;
     assert!(ok, "{err}");
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"removed": grant}));
-    let (ok, _, _, err) = cli(&rig, &["revoke-grant", &grant], None).await;
+    let (ok, _, _, err) = cli(&rig, &["revoke-grant", &grant], "admin").await;
     assert!(!ok && err.contains(&format!("no grant {grant:?}")), "{err}");
     let third = post(&rig, id, credential, &ca);
     let approval = one_pending(&rig).await;
-    let (ok, code, _, err) = cli(&rig, &["deny", &approval], None).await;
+    // A name on the command line is refused, and nothing is decided.
+    let (ok, code, _, err) = cli(&rig, &["deny", &approval, "--by", "dana"], "erin").await;
     assert!(
-        !ok && code == 2 && err.contains("--by"),
-        "without --by or USER: {code} {err}"
+        !ok && code == 2 && err.contains("--by is no longer taken"),
+        "--by: {code} {err}"
     );
     assert_eq!(rig.state.approvals.pending_count(), 1, "nothing was decided");
-    let (ok, _, out, err) = cli(&rig, &["deny", &approval, "--by", "erin"], Some("dana")).await;
+    let (ok, _, out, err) = cli(&rig, &["deny", &approval], "erin").await;
     assert!(ok, "{err}");
     let decided: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -178,10 +184,10 @@ async fn the_approvals_command_decides_held_requests() {
         json!({"verdict": "deny", "scope": "once", "by": "erin"})
     );
     assert_eq!(status(third).await, 403);
-    let (ok, _, out, _) = cli(&rig, &["grants"], None).await;
+    let (ok, _, out, _) = cli(&rig, &["grants"], "admin").await;
     assert!(ok && out.lines().count() == 1, "{out}");
 
     // An approval that is not pending says so.
-    let (ok, code, _, err) = cli(&rig, &["allow", &approval, "--by", "dana"], None).await;
+    let (ok, code, _, err) = cli(&rig, &["allow", &approval], "dana").await;
     assert!(!ok && code == 1 && err.contains("no pending approval"), "{code} {err}");
 }

@@ -93,7 +93,7 @@ async fn pending(r: &Replica, d: &Path, n: usize) -> Vec<Value> {
 }
 
 async fn decide(r: &Replica, d: &Path, id: &str, decision: &str, scope: &str) {
-    let body = format!(r#"{{"decision": "{decision}", "scope": "{scope}", "by": "ops"}}"#);
+    let body = format!(r#"{{"decision": "{decision}", "scope": "{scope}"}}"#);
     let (status, v) = admin(r.admin_port, &token(d), "POST", &format!("/v1/approvals/{id}"), &body).await;
     assert_eq!(status, 200, "{v}");
 }

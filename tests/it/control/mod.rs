@@ -8,6 +8,7 @@ mod policies;
 mod policies_shared;
 mod procs;
 mod reload;
+mod roles;
 mod sandboxes;
 mod sources;
 mod violations;

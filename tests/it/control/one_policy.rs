@@ -135,7 +135,7 @@ async fn a_patch_while_a_request_waits_leaves_it_with_the_policy_that_decided_it
         &tok,
         "POST",
         &format!("/v1/approvals/{id}"),
-        r#"{"decision": "allow", "by": "ops"}"#,
+        r#"{"decision": "allow"}"#,
     )
     .await;
     assert_eq!(status, 200, "{v}");

@@ -214,7 +214,7 @@ async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
         &r.admin_token(),
         "POST",
         &format!("/v1/approvals/{id}"),
-        r#"{"decision": "allow", "by": "oncall"}"#,
+        r#"{"decision": "allow"}"#,
     )
     .await;
     assert_eq!(status, 200);

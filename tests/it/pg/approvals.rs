@@ -34,7 +34,7 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
         "POST",
         &format!("/v1/approvals/{id}"),
         Some(&token),
-        r#"{"decision":"deny","scope":"always","by":"ops"}"#,
+        r#"{"decision":"deny","scope":"always"}"#,
     )
     .await;
     assert_eq!(status, 422, "{text}");
@@ -44,7 +44,7 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
         "POST",
         &format!("/v1/approvals/{id}"),
         Some(&token),
-        r#"{"decision":"allow","scope":"always","by":"ops"}"#,
+        r#"{"decision":"allow","scope":"always"}"#,
     )
     .await;
     assert_eq!(status, 200, "{text}");
@@ -71,7 +71,7 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
         "POST",
         &format!("/v1/approvals/{id}"),
         Some(&token),
-        r#"{"decision":"allow","by":"ops"}"#,
+        r#"{"decision":"allow"}"#,
     )
     .await;
     assert_eq!(status, 404);
@@ -110,7 +110,7 @@ async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_anothe
         "POST",
         &format!("/v1/approvals/{id}"),
         Some(&token),
-        r#"{"decision":"deny","by":"ops"}"#,
+        r#"{"decision":"deny"}"#,
     )
     .await;
     assert_eq!(status, 200, "{text}");

@@ -12,6 +12,7 @@ const RANKS: &[&[&str]] = &[
         "addr",
         "target",
         "names",
+        "principal",
         "limits",
         "framing",
         "dns",

@@ -47,6 +47,9 @@ pub(crate) struct Record {
     pub original_dst_differs: Option<bool>,
     pub qtype: Option<String>,
     pub set_cookie_stripped: Option<Vec<String>>,
+    /// `admin` records: the action, principal, via, roles and detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<serde_json::Value>,
 }
 
 /// The approval part of a record.
@@ -60,15 +63,20 @@ pub(crate) struct ApprovalRecord {
     pub waited_ms: u64,
 }
 
-/// Audit records captured in memory, each through its JSON line.
+/// Audit records captured in memory, each through its JSON line. The records of admin actions (kind `admin`) are
+/// kept apart ([`Capture::admin`]): what a test counts and searches with the other methods is traffic.
 #[derive(Default, Clone)]
-pub(crate) struct Capture(pub Arc<Mutex<Vec<Record>>>);
+pub(crate) struct Capture(pub Arc<Mutex<Vec<Record>>>, pub Arc<Mutex<Vec<Record>>>);
 
 impl Sink for Capture {
     fn write(&self, record: &cordon::audit::Record) {
         let line = serde_json::to_string(record).unwrap();
         let read: Record = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        self.0.lock().unwrap().push(read);
+        if read.kind == Kind::Admin {
+            self.1.lock().unwrap().push(read);
+        } else {
+            self.0.lock().unwrap().push(read);
+        }
     }
 }
 
@@ -88,6 +96,22 @@ impl Capture {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         None
+    }
+
+    /// Wait (up to 2 s) for an admin record that `pred` accepts.
+    pub(crate) async fn wait_admin(&self, pred: impl Fn(&Record) -> bool) -> Option<Record> {
+        for _ in 0..200 {
+            if let Some(r) = self.1.lock().unwrap().iter().find(|r| pred(r)) {
+                return Some(r.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
+
+    /// The admin records so far.
+    pub(crate) fn admin(&self) -> Vec<Record> {
+        self.1.lock().unwrap().clone()
     }
 
     /// Wait until at least `n` records arrived (records are emitted when bodies and tunnels end).
