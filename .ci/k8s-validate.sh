@@ -10,8 +10,11 @@
 # 3. the files agree with each other: the ports and UID redirect.sh is given are the ones cordon.yaml listens
 #    on and cordon runs as, the app never runs as cordon's UID, the exported sandbox exists, ...; the gateway
 #    runs at least 3 replicas on PostgreSQL (control.store a postgres:// URL with sslmode=require) with no
-#    volume shared between pods, and every Secret key it references is in the example Secret;
-#    with CORDON_BIN=path/to/cordon also `cordon check` on every embedded cordon.yaml;
+#    volume shared between pods, and every Secret key it references is in the example Secret; the probes'
+#    scheme is the admin port's (HTTPS with admin.tls), and the gateway, whose admin API the platform calls
+#    off loopback, has admin.tls with its certificate and key brought from the Secret by prepare.sh;
+#    with CORDON_BIN=path/to/cordon also `cordon check` on every embedded cordon.yaml (stand-ins for the
+#    files it reads), which must describe the admin listener as HTTPS or probes-only as the file says;
 # 4. redirect.sh and prepare.sh parse as POSIX sh, prepare.sh stops on a REPLACE-ME value in its environment,
 #    and `redirect.sh --dry-run` prints the expected rules;
 # 5. when run as root with unshare, ip and iptables: redirect.sh for real in a private network namespace made
@@ -22,7 +25,8 @@
 #    redirect.sh, prepare.sh and `cordon run` with the shipped cordon.yaml (its state moved to a temporary
 #    folder, one local upstream opened), then the app's UID fetches over HTTP and intercepted HTTPS (trusting
 #    the CA the way the pod's variables say), resolves names (a raw query, dig and glibc's getent), tries the
-#    admin port, and a peer outside the pod connects in to an allowed port and to others;
+#    admin port (and /v1 on it, which a plain listener off loopback does not serve), and a peer outside the pod
+#    connects in to an allowed port and to others;
 # 7. the admission policy's CEL (cel-python, .ci/admission-check.py) against the shipped sidecar pod
 #    (admitted) and every way to run a second container as cordon's UID (refused).
 set -euo pipefail
@@ -210,6 +214,13 @@ for flavour, cm_name in (("sidecar", "cordon-agent-config"), ("gateway", "cordon
     probes = {p: cordon[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")}
     expect(probes == {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/healthz"},
            f"{flavour}: cordon's probes are {probes}")
+    # admin.tls makes everything on the admin port HTTPS, probes included; without it the port is plain HTTP.
+    admin_tls = (config.get("admin") or {}).get("tls")
+    schemes = {p: cordon[p]["httpGet"].get("scheme", "HTTP") for p in probes}
+    want = "HTTPS" if admin_tls else "HTTP"
+    expect(set(schemes.values()) == {want},
+           f"{flavour}: cordon's probes use {schemes}, but the admin port is {want} "
+           f"({'with' if admin_tls else 'without'} admin.tls)")
     admin_port = next(p["containerPort"] for p in cordon["ports"] if p["name"] == "admin")
     expect(admin_port == port(config["listen"]["admin"]), f"{flavour}: admin port differs from listen.admin")
     expect(str(config["listen"]["admin"]).startswith("0.0.0.0:"),
@@ -294,6 +305,27 @@ for flavour, cm_name in (("sidecar", "cordon-agent-config"), ("gateway", "cordon
         for field in ("store_password", "store_key", "signing_key", "admin_token"):
             expect(field in control, f"gateway: control.{field} is not set")
 
+        # The platform creates sandboxes through cordon-gateway-admin, off loopback: /v1 is served there only
+        # with admin.tls (otherwise 403 admin_needs_tls). Its files are in a volume of the cordon container; one
+        # in the state volume is a key of the Secret's volume that prepare.sh copies there.
+        tls = (config.get("admin") or {}).get("tls") or {}
+        expect("cert" in tls and "key" in tls,
+               "gateway: admin.tls (cert and key) is not set: /v1 on listen.admin would answer 403 admin_needs_tls")
+        state_mount = next((m["mountPath"] for m in cordon.get("volumeMounts", []) if m["name"] == "state"), "")
+        brought = {item["path"] for v in pod["volumes"] if "secret" in v for item in v["secret"].get("items", [])}
+        prepare_text = open(f"{root}/scripts/prepare.sh").read()
+        for field, ref in tls.items():
+            if not (isinstance(ref, dict) and "file" in ref):
+                continue
+            path = ref["file"]
+            expect(any(under(path, m["mountPath"]) and m["name"] != "tmp" for m in cordon.get("volumeMounts", [])),
+                   f"gateway: no volume of the cordon container holds admin.tls.{field} ({path})")
+            if state_mount and under(path, state_mount):
+                name = path[len(state_mount.rstrip("/")) + 1:]
+                expect(name in brought and f'"$STATE/{name}"' in prepare_text,
+                       f"gateway: admin.tls.{field} is {path}, in the state volume, but the Secret's volume and "
+                       f"prepare.sh do not bring {name} there")
+
         # No volume shared between pods: only ConfigMaps, Secrets and the pod's own emptyDirs; none mounted for
         # the store or ca.dir, which lies in the pod's private state volume.
         for v in pod["volumes"]:
@@ -361,16 +393,45 @@ else
     sed 's/^/         /' "$work/agree.out"
 fi
 if [ -n "${CORDON_BIN:-}" ]; then
-    # cordon reads control.store_ca_file when it loads the configuration: a certificate made here stands in for
-    # the one the pod mounts, so that a configuration with it set can be checked too.
+    # cordon reads control.store_ca_file and admin.tls's files when it loads the configuration: certificates
+    # made here stand in for the ones the pod gets (a PostgreSQL CA; the admin listener's certificate and key,
+    # which the Secret's admin-tls.crt and admin-tls.key hold), so that the configuration can be checked.
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/store-ca.key" \
         -out "$work/store-ca.pem" -days 1 -subj /CN=postgres-ca >/dev/null 2>&1 || true
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj /CN=cordon-gateway-admin.cordon.svc -addext subjectAltName=DNS:cordon-gateway-admin.cordon.svc \
+        -keyout "$work/admin-tls.key" -out "$work/admin-tls.crt" >/dev/null 2>&1 ||
+        bad "openssl could not make a stand-in certificate for admin.tls"
     for cm in "$DEPLOY"/*/configmap.yaml; do
-        python3 - "$cm" "$work/store-ca.pem" >"$work/cordon.yaml" <<'EOF'
-import sys, yaml
-text = yaml.safe_load(open(sys.argv[1]))["data"]["cordon.yaml"]
-ca_file = (yaml.safe_load(text).get("control") or {}).get("store_ca_file")
-print(text.replace(ca_file, sys.argv[2]) if ca_file else text, end="")
+        # The configuration with those files swapped in; and, in $work/admin.expect, how `cordon check` must
+        # describe the admin listener: HTTPS with admin.tls, plain HTTP (probes and /metrics only) off loopback
+        # without it.
+        python3 - "$cm" "$work" >"$work/cordon.yaml" <<'EOF'
+import ipaddress, sys, yaml
+cm, work = sys.argv[1:]
+text = yaml.safe_load(open(cm))["data"]["cordon.yaml"]
+config = yaml.safe_load(text)
+swap = {}
+ca_file = (config.get("control") or {}).get("store_ca_file")
+if ca_file:
+    swap[ca_file] = f"{work}/store-ca.pem"
+tls = (config.get("admin") or {}).get("tls") or {}
+for field, stand_in in (("cert", "admin-tls.crt"), ("key", "admin-tls.key"), ("client_ca", "store-ca.pem")):
+    ref = tls.get(field)
+    if isinstance(ref, dict) and "file" in ref:
+        swap[ref["file"]] = f"{work}/{stand_in}"
+for path in sorted(swap, key=len, reverse=True):
+    text = text.replace(path, swap[path])
+print(text, end="")
+admin = str((config.get("listen") or {}).get("admin", ""))
+if tls:
+    how = "HTTPS, /v1 callers need a client certificate" if tls.get("client_ca") else "HTTPS"
+elif admin and ipaddress.ip_address(admin.rsplit(":", 1)[0].strip("[]")).is_loopback:
+    how = "plain HTTP on loopback"
+else:
+    how = "plain HTTP off loopback: /healthz, /readyz and /metrics only; /v1 needs admin.tls"
+with open(f"{work}/admin.expect", "w") as f:
+    f.write(f"admin {admin} ({how})" if admin else "(no admin API)")
 EOF
         # cordon check reads every secret a start reads; the pod gets the `env:` ones from its Secret
         # (secretKeyRef, compared with the manifests above), so stand-ins are set here.
@@ -390,6 +451,12 @@ EOF
         # shellcheck disable=SC2046  # one NAME=value word per line, no spaces
         if env $(cat "$work/check.env") "$CORDON_BIN" check --config "$work/cordon.yaml" >"$work/check.out" 2>&1; then
             ok "cordon check: $cm"
+            if grep -qF -- "$(cat "$work/admin.expect")" "$work/check.out"; then
+                ok "cordon check: $cm: $(cat "$work/admin.expect")"
+            else
+                bad "cordon check: $cm does not say: $(cat "$work/admin.expect")"
+                sed 's/^/         /' "$work/check.out"
+            fi
         else
             bad "cordon check: $cm:"
             sed 's/^/         /' "$work/check.out"
@@ -868,16 +935,28 @@ args = [a if a != "/etc/cordon/cordon.yaml" else f"{work}/cordon.yaml" for a in 
 log = open(f"{work}/cordon.log", "w")
 proxy = subprocess.Popen([cordon_bin, *args], stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(cordon_uid))
 try:
+    # The kubelet's probe, with the probe's scheme (HTTPS with admin.tls: the kubelet does not verify, -k).
+    scheme = by_name["cordon"]["readinessProbe"]["httpGet"].get("scheme", "HTTP").lower()
     ready = False
     for _ in range(100):
-        probe = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "1",
-                                f"http://{POD_IP}:9090/readyz"], capture_output=True, text=True,
+        probe = subprocess.run(["curl", "-s", "-k", "-o", "/dev/null", "-w", "%{http_code}", "-m", "1",
+                                f"{scheme}://{POD_IP}:9090/readyz"], capture_output=True, text=True,
                                preexec_fn=as_uid(cordon_uid))   # the kubelet's probe is not redirected either
         if probe.stdout == "200":
             ready = True
             break
         time.sleep(0.2)
     check("cordon's readiness probe passes", ready)
+    if scheme == "http":
+        # A plain admin listener off loopback serves the probes and /metrics only: no admin API.
+        out = subprocess.run(["curl", "-s", "-m", "5", "-w", "\n%{http_code}", f"http://{POD_IP}:9090/v1/sandboxes"],
+                             capture_output=True, text=True, preexec_fn=as_uid(cordon_uid))
+        check("/v1 on the plain admin port (no admin.tls) answers 403 admin_needs_tls",
+              out.stdout.endswith("\n403") and "admin_needs_tls" in out.stdout, out.stdout[-300:])
+        out = subprocess.run(["curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                              f"http://{POD_IP}:9090/metrics"], capture_output=True, text=True,
+                             preexec_fn=as_uid(cordon_uid))
+        check("/metrics on the plain admin port is served", out.stdout == "200", out.stdout)
 
     # --- the app ------------------------------------------------------------------------------------------
     def app_curl(*extra, env=None):

@@ -26,7 +26,7 @@
 //! | 8 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
 //! | 7 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
 //! | 6 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
-//! | 5 | `webhook` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried |
+//! | 5 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 3 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
@@ -64,6 +64,7 @@ mod logging;
 mod metrics;
 pub mod names;
 pub mod net;
+mod oidc;
 mod otlp;
 mod pg;
 mod pipeline;

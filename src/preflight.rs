@@ -28,6 +28,50 @@ pub(crate) fn problems(config: &Config) -> Vec<String> {
     found.extend(crate::secrets::preflight::missing(config));
     found.extend(crate::secrets::preflight::shared_admin_tokens(config));
     found.extend(uncovering_cas(config));
+    found.extend(listener_tls(config));
+    found
+}
+
+/// The certificates and keys of the listeners people and platforms reach (`admin.tls`, `console.tls`,
+/// `previews.tls`), read from files and variables and put together as a start puts them: a chain that is not
+/// PEM, a key that does not go with it, a client CA bundle that holds no CA. Those in a vault or OpenBao are
+/// checked at start.
+fn listener_tls(config: &crate::config::Config) -> Vec<String> {
+    use crate::config::credentials::SecretRef;
+    use secrecy::ExposeSecret;
+    let local = |r: &SecretRef| -> Option<Result<Vec<u8>, String>> {
+        let read = match r {
+            SecretRef::File(path) => crate::secrets::file_secret(path),
+            SecretRef::Env(var) => crate::secrets::env_secret(var),
+            SecretRef::Vault(_) | SecretRef::OpenBao(_) => return None,
+        };
+        Some(read.map(|s| s.expose_secret().as_bytes().to_vec()))
+    };
+    let mut sets: Vec<(&str, &SecretRef, &SecretRef, Option<&SecretRef>)> = Vec::new();
+    if let Some(t) = &config.admin_tls {
+        sets.push(("admin.tls", &t.cert, &t.key, t.client_ca.as_ref()));
+    }
+    if let Some((cert, key)) = config.console.as_ref().and_then(|c| c.tls.as_ref()) {
+        sets.push(("console.tls", cert, key, None));
+    }
+    if let Some((cert, key)) = config.previews.as_ref().and_then(|p| p.tls.as_ref()) {
+        sets.push(("previews.tls", cert, key, None));
+    }
+    let mut found = Vec::new();
+    for (at, cert, key, ca) in sets {
+        // A secret that is missing is said by the secrets' own check.
+        let (Some(Ok(cert)), Some(Ok(key))) = (local(cert), local(key)) else {
+            continue;
+        };
+        let ca = match ca.map(local) {
+            Some(Some(Ok(ca))) => Some(ca),
+            Some(_) => continue,
+            None => None,
+        };
+        if let Err(e) = crate::tls::listener::acceptor(at, &cert, &key, ca.as_deref(), &[]) {
+            found.push(e);
+        }
+    }
     found
 }
 

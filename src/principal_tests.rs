@@ -5,7 +5,7 @@ fn roles_parse_and_refuse_unknown_names() {
     for r in Role::ALL {
         assert_eq!(Role::parse(r.as_str()), Ok(r));
     }
-    let e = Role::parse("aprover").unwrap_err();
+    let e = Role::parse("aprover").err().unwrap_or_default();
     assert!(e.contains("\"aprover\" is not a role"), "{e}");
     assert!(e.contains("admin, platform, approver, viewer"), "{e}");
     assert!(Role::parse("Admin").is_err(), "role names are exact");
@@ -32,7 +32,10 @@ fn needs_are_met_by_their_roles_and_admin_meets_all() {
 fn role_sets_list_and_serialise_in_order() {
     let set = Roles::of([Role::Viewer, Role::Approver]);
     assert_eq!(set.names(), "approver, viewer");
-    assert_eq!(serde_json::to_string(&set).unwrap(), r#"["approver","viewer"]"#);
+    assert_eq!(
+        serde_json::to_string(&set).unwrap_or_default(),
+        r#"["approver","viewer"]"#
+    );
     assert_eq!(Roles::default().names(), "none");
     assert_eq!(set.union(Roles::of([Role::Admin])).names(), "admin, approver, viewer");
 }

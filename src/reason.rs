@@ -214,6 +214,8 @@ reasons! {
     AdminAction = "admin_action", Record, "the record of an admin API action: who did what (kind admin)";
     AdminUnauthorized = "admin_unauthorized", Status(401), "an admin API call without a valid token or session (kind admin)";
     AdminForbidden = "admin_forbidden", Status(403), "an admin API call whose principal lacks the role it needs (kind admin)";
+    AdminNeedsTls = "admin_needs_tls", Status(403), "an admin API or console call on a plain-HTTP admin listener off loopback, where only probes and metrics are served (kind admin)";
+    AdminCsrf = "admin_csrf", Status(403), "a console form posted without its session's CSRF token, or from another origin (kind admin)";
 }
 
 impl Reason {

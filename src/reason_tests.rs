@@ -47,9 +47,9 @@ fn the_readme_table_is_the_registry() {
 /// Literals that spell a code but belong to another family: the admin API's error codes (its own table, in
 /// docs/openapi.yaml), a key name of AWS credentials files, and the `side` of a failure (`internal`).
 const NOT_REASONS: &[(&str, &str)] = &[
-    ("src/admin/mod.rs", "body_too_large"),
+    ("src/admin/response.rs", "body_too_large"),
     ("src/error/side.rs", "internal"),
-    ("src/admin/mod.rs", "method_not_allowed"),
+    ("src/admin/response.rs", "method_not_allowed"),
     ("src/admin/previews.rs", "preview_failed"),
     ("src/leak/key_mask.rs", "aws_session_token"),
 ];

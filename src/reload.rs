@@ -413,6 +413,13 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         format!("{:?}", old.control.signing_key),
         format!("{:?}", new.control.signing_key),
     );
+    // The listeners people and platforms reach, their certificates and the console's sign-in.
+    let d = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    same("listen.preview", d(&old.listen.preview), d(&new.listen.preview));
+    same("listen.console", d(&old.listen.console), d(&new.listen.console));
+    same("previews", d(&old.previews), d(&new.previews));
+    same("admin.tls", d(&old.admin_tls), d(&new.admin_tls));
+    same("console", d(&old.console), d(&new.console));
     errors
 }
 

@@ -83,10 +83,18 @@ pub(super) fn authenticate(
     reason = "the error is the answer itself, built once per failed call"
 )]
 pub(crate) fn authorize(state: &ProxyState, caller: &Caller, needs: Needs, action: &str) -> Result<(), AdminResponse> {
+    match forbidden(state, caller, needs, action) {
+        None => Ok(()),
+        Some(why) => Err(error(StatusCode::FORBIDDEN, "forbidden", why)),
+    }
+}
+
+/// `None` when `caller` may do what `needs` asks, else why not (naming the role it needs), recorded.
+pub(super) fn forbidden(state: &ProxyState, caller: &Caller, needs: Needs, action: &str) -> Option<String> {
     // SECURITY: each route needs a role (admin/platform/approver/viewer); a principal without it gets 403 naming
     // the role, and nothing is done.
     if caller.principal.may(needs) {
-        return Ok(());
+        return None;
     }
     let why = format!(
         "{} needs the role {}; {:?} has {}",
@@ -103,10 +111,11 @@ pub(crate) fn authorize(state: &ProxyState, caller: &Caller, needs: Needs, actio
         Reason::AdminForbidden,
         &why,
     );
-    Err(error(StatusCode::FORBIDDEN, "forbidden", why))
+    Some(why)
 }
 
-fn record_refusal(
+/// Record an admin call refused for `reason` (its status is the reason's), by `principal` if one was known.
+pub(super) fn record_refusal(
     state: &ProxyState,
     principal: Option<&Principal>,
     client: SocketAddr,
@@ -114,9 +123,9 @@ fn record_refusal(
     reason: Reason,
     why: &str,
 ) {
-    let status = match reason {
-        Reason::AdminForbidden => 403,
-        _ => 401,
+    let status = match reason.answer() {
+        crate::reason::Answer::Status(s) => s,
+        _ => 403,
     };
     crate::audit::admin(
         &state.audit,

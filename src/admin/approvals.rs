@@ -12,12 +12,22 @@ use crate::state::ProxyState;
 
 /// `GET /v1/approvals`: what is waiting, oldest first (on every replica sharing a PostgreSQL store).
 pub(super) async fn list(state: &ProxyState) -> AdminResponse {
-    let Some(shared) = state.approvals.shared() else {
-        return json_response(StatusCode::OK, &json!({ "pending": state.approvals.pending() }));
-    };
-    match shared.list().await {
+    match pending(state).await {
         Ok(all) => json_response(StatusCode::OK, &json!({ "pending": all })),
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e),
+    }
+}
+
+/// What is waiting, oldest first, as the API shows it (from the shared store when there is one).
+pub(super) async fn pending(state: &ProxyState) -> Result<Vec<Value>, String> {
+    match state.approvals.shared() {
+        None => Ok(state
+            .approvals
+            .pending()
+            .iter()
+            .map(|p| serde_json::to_value(p).unwrap_or_default())
+            .collect()),
+        Some(shared) => shared.list().await.map_err(|e| e.to_string()),
     }
 }
 

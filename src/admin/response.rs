@@ -1,15 +1,30 @@
 //! The admin API's answers: JSON bodies, and errors as `{"error": {"code", "message"}}`.
 
+use std::convert::Infallible;
+
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{HeaderValue, Response, StatusCode};
-use http_body_util::Full;
+use http::header::{ALLOW, CONTENT_TYPE};
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use crate::control::ControlError;
 
 /// An admin response.
 pub(crate) type AdminResponse = Response<Full<Bytes>>;
+
+/// The body of an admin-side answer: whole (JSON, pages), or streamed (the console's events).
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// A whole answer as a [`Body`].
+pub(crate) fn boxed(resp: AdminResponse) -> Response<Body> {
+    resp.map(|b| b.map_err(|never| match never {}).boxed_unsync())
+}
+
+/// The largest JSON body the admin API reads.
+const MAX_BODY: usize = 64 * 1024;
 
 /// A JSON answer.
 pub(crate) fn json_response(status: StatusCode, body: &Value) -> AdminResponse {
@@ -64,4 +79,45 @@ pub(crate) fn failed(e: ControlError) -> AdminResponse {
         tracing::error!("admin API: {e}");
     }
     error(status, code, e.to_string())
+}
+
+/// The JSON body of a request: an object, at most [`MAX_BODY`] bytes; an empty body is `{}`.
+pub(super) async fn body(req: Request<Incoming>) -> Result<Value, AdminResponse> {
+    let bytes = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the body is over {MAX_BODY} bytes, or was cut off"),
+            ));
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_json",
+            "the body must be a JSON object",
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_json",
+            format!("the body is not JSON: {e}"),
+        )),
+    }
+}
+
+/// 405, naming the methods the endpoint takes.
+pub(super) fn not_allowed(allow: &'static str) -> AdminResponse {
+    let mut resp = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("this endpoint takes {allow}"),
+    );
+    resp.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    resp
 }

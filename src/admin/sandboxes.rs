@@ -92,11 +92,16 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
 
 /// `GET /v1/sandboxes`: declared ones and run-time ones (revoked ones until they are purged).
 pub(super) fn list(state: &ProxyState) -> AdminResponse {
+    json_response(StatusCode::OK, &json!({ "sandboxes": all(state) }))
+}
+
+/// Every sandbox, declared and made at run time, by id, as the API shows them.
+pub(super) fn all(state: &ProxyState) -> Vec<Value> {
     let generation = state.current();
     let mut all: Vec<Value> = generation.identities.all().map(|s| declared_view(state, s)).collect();
     all.extend(state.control.list().iter().map(|r| record_view(state, r)));
     all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-    json_response(StatusCode::OK, &json!({ "sandboxes": all }))
+    all
 }
 
 /// `GET /v1/sandboxes/{id}`, with its CA certificate.

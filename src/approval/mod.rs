@@ -73,6 +73,8 @@ pub struct Approvals {
     state: Mutex<State>,
     /// Where asks are shared with other replicas (a PostgreSQL store), if anywhere.
     shared: Option<Arc<SharedApprovals>>,
+    /// Counts every change of the pending asks (asked, decided, withdrawn, timed out), for the console.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Approvals {
@@ -93,7 +95,17 @@ impl Approvals {
             webhook,
             state: Mutex::new(State::default()),
             shared: None,
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Told of every change of the pending asks.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// The same registry sharing its asks through `shared`.
@@ -178,6 +190,7 @@ impl Approvals {
             (id, shown)
         };
         let (id, shown) = id;
+        self.changed();
         let _withdraw = Withdraw {
             approvals: self,
             id: id.clone(),
@@ -412,6 +425,8 @@ impl Drop for Withdraw<'_> {
         if self.approvals.state().pending.remove(&self.id).is_some() {
             tracing::debug!(id = %self.id, "approval: withdrawn (the request went away)");
         }
+        // However the ask ended (decided, timed out, swept, withdrawn), the list changed.
+        self.approvals.changed();
         // Shared asks leave the shared list however they ended.
         if let (Some(shared), Ok(runtime)) = (self.approvals.shared.clone(), tokio::runtime::Handle::try_current()) {
             let id = std::mem::take(&mut self.id);

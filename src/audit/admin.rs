@@ -6,30 +6,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use super::kind::{ApprovalRecord, Kind};
+use super::kind::{AdminRecord, ApprovalRecord, Kind};
 use super::pending::Pending;
 use super::sink::Sink;
 use crate::error::Side;
-use crate::principal::{Principal, Roles, Via};
+use crate::principal::Principal;
 use crate::reason::Reason;
-
-/// The `admin` part of a record.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct AdminRecord {
-    /// What was done: `sandbox_created`, `approval_decided`, `reload`, …
-    pub(crate) action: String,
-    /// Who: the token's name or the signed-in person (`null`: no valid credential was presented).
-    pub(crate) principal: Option<String>,
-    /// How the principal proved itself: `token` or `oidc`.
-    pub(crate) via: Option<Via>,
-    /// The roles it held.
-    pub(crate) roles: Roles,
-    /// A sentence for operators: the generation a reload made, the preview's port, why it was refused.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) detail: Option<String>,
-}
 
 /// The held request an approval decision covered, as its record says it.
 pub(crate) struct Covered<'a> {

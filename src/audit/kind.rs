@@ -1,6 +1,6 @@
 //! What a record describes and what was decided: the closed vocabularies of `kind` and `decision`, and the
-//! approval part of a record (who decided a held request, how far, after how long), and the hashes of a file a
-//! jailed command changed.
+//! approval part of a record (who decided a held request, how far, after how long), the hashes of a file a
+//! jailed command changed, and the admin part (who did what through the admin API or the console).
 
 use serde::{Deserialize, Serialize};
 
@@ -85,4 +85,20 @@ pub(crate) struct Hashes {
     pub(crate) before: Option<String>,
     /// After it ended (`None`: it no longer exists).
     pub(crate) after: Option<String>,
+}
+
+/// The `admin` part of a record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct AdminRecord {
+    /// What was done: `sandbox_created`, `approval_decided`, `reload`, …
+    pub(crate) action: String,
+    /// Who: the token's name or the signed-in person (`null`: no valid credential was presented).
+    pub(crate) principal: Option<String>,
+    /// How the principal proved itself: `token` or `oidc`.
+    pub(crate) via: Option<crate::principal::Via>,
+    /// The roles it held.
+    pub(crate) roles: crate::principal::Roles,
+    /// A sentence for operators: the generation a reload made, the preview's port, why it was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) detail: Option<String>,
 }

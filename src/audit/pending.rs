@@ -116,7 +116,7 @@ impl Pending {
     }
 
     /// The admin part of an `admin` record.
-    pub(crate) fn admin(&mut self, admin: super::admin::AdminRecord) {
+    pub(crate) fn admin(&mut self, admin: super::kind::AdminRecord) {
         self.record.admin = Some(admin);
     }
 

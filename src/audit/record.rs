@@ -84,7 +84,7 @@ pub struct Record {
     pub(super) sha256: Option<Hashes>,
     /// `admin`: the action, the principal that did it, how it proved itself, its roles.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) admin: Option<super::admin::AdminRecord>,
+    pub(super) admin: Option<super::kind::AdminRecord>,
 }
 
 impl Record {

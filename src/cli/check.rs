@@ -68,8 +68,40 @@ pub(crate) fn main(config: &Config, probe: bool, err: Stderr) -> ExitCode {
 fn print_summary(c: &Config) {
     outln!("{}: ok", c.source);
     match c.listen.admin {
-        Some(admin) => outln!("listen   proxy {}, admin {admin}", c.listen.proxy),
+        Some(admin) => {
+            let how = match (&c.admin_tls, c.listen.admin_api_served(c.admin_tls.is_some())) {
+                (Some(t), _) if t.client_ca.is_some() => "HTTPS, /v1 callers need a client certificate",
+                (Some(_), _) => "HTTPS",
+                (None, true) => "plain HTTP on loopback",
+                (None, false) => "plain HTTP off loopback: /healthz, /readyz and /metrics only; /v1 needs admin.tls",
+            };
+            outln!("listen   proxy {}, admin {admin} ({how})", c.listen.proxy);
+        }
         None => outln!("listen   proxy {} (no admin API)", c.listen.proxy),
+    }
+    if let Some(console) = &c.console {
+        let (at, how) = match c.listen.console {
+            Some(a) if console.tls.is_some() => (a.to_string(), "HTTPS"),
+            Some(a) => (a.to_string(), "plain HTTP on loopback"),
+            None => (
+                format!(
+                    "{} under /console/",
+                    c.listen.admin.map(|a| a.to_string()).unwrap_or_default()
+                ),
+                "the admin listener's",
+            ),
+        };
+        let sign_in = match &console.oidc {
+            Some(o) => format!(
+                "OpenID Connect at {} (roles from the claim {}) or a token",
+                o.issuer, o.roles_claim
+            ),
+            None => "an admin token".to_owned(),
+        };
+        outln!(
+            "         console {at} ({how}; sign in with {sign_in}; sessions {})",
+            humantime::format_duration(console.session_ttl)
+        );
     }
     if let Some(t) = c.listen.transparent {
         let how = if c.listen.transparent_tproxy {
@@ -107,6 +139,15 @@ fn print_summary(c: &Config) {
         humantime::format_duration(c.control.default_ttl),
         humantime::format_duration(c.control.max_ttl)
     );
+    if !c.control.admin_tokens.is_empty() {
+        let tokens: Vec<String> = c
+            .control
+            .admin_tokens
+            .iter()
+            .map(|t| format!("{} ({})", t.name, t.roles.names()))
+            .collect();
+        outln!("         admin tokens {}", tokens.join(", "));
+    }
     let rate = |r: Option<crate::limits::Rate>| {
         r.map(|r| format!("{}/s burst {}", r.per_second, r.burst))
             .unwrap_or_else(|| "unlimited".into())

@@ -157,6 +157,14 @@ async fn serve(
         None => None,
     };
     let preview_bound = preview.as_ref().and_then(|l| l.local_addr().ok());
+    let console_listener = match config.listen.console {
+        Some(a) => match bind(a, "listen.console", out).await {
+            Ok(l) => Some(l),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let console_bound = console_listener.as_ref().and_then(|l| l.local_addr().ok());
     let dns = match config.listen.dns {
         Some(a) => match crate::entry::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
@@ -172,6 +180,7 @@ async fn serve(
     own.extend(admin_bound);
     own.extend(transparent_bound);
     own.extend(preview_bound);
+    own.extend(console_bound);
     if let Some((udp, tcp)) = &dns {
         own.extend(udp.local_addr().ok());
         own.extend(tcp.local_addr().ok());
@@ -223,15 +232,9 @@ async fn serve(
     let reloader = Arc::new(Reloader::new(path, text.as_deref()));
     reloader.clone().spawn_watchers(&state, watch);
     let stop_admin = tokio_util::sync::CancellationToken::new();
-    match (admin_listener, admin_bound) {
-        (Some(l), Some(a)) => {
-            tracing::info!("admin API on http://{a} (sandboxes, reload, /metrics, /healthz, /readyz)");
-            let stop = stop_admin.clone();
-            tokio::spawn(admin::serve(l, state.clone(), reloader, async move {
-                stop.cancelled().await
-            }));
-        }
-        _ => tracing::info!("admin API off (listen.admin is not set)"),
+    if let Err(e) = serve_admin(&state, reloader, (admin_listener, console_listener), &stop_admin).await {
+        out.error(&e);
+        return ExitCode::FAILURE;
     }
     if let Some((udp, tcp)) = dns {
         let addr = udp.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -260,4 +263,44 @@ async fn serve(
     server::serve(listeners, state, shutdown).await;
     stop_admin.cancel();
     ExitCode::SUCCESS
+}
+
+/// Start the admin side: the admin API on `listen.admin` and the console on `listen.console` (or under
+/// `/console/` on the admin listener), each with its TLS when configured.
+async fn serve_admin(
+    state: &Arc<ProxyState>,
+    reloader: Arc<Reloader>,
+    (admin_listener, console_listener): (Option<tokio::net::TcpListener>, Option<tokio::net::TcpListener>),
+    stop: &tokio_util::sync::CancellationToken,
+) -> Result<(), String> {
+    let side = admin::Admin::open(state.clone(), reloader).await?;
+    let listeners = [
+        (admin_listener, side.admin_surface()),
+        (console_listener, admin::Surface::Console),
+    ];
+    for (listener, surface) in listeners {
+        let Some(l) = listener else { continue };
+        let tls = admin::acceptor(&side, surface).await?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let at = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        match surface {
+            admin::Surface::Admin { api: true, console, .. } => tracing::info!(
+                "admin API on {scheme}://{at} (sandboxes, reload, /metrics, /healthz, /readyz{})",
+                if console { ", the console under /console/" } else { "" }
+            ),
+            admin::Surface::Admin { api: false, .. } => tracing::warn!(
+                "admin listener on {scheme}://{at} serves /healthz, /readyz and /metrics only: it is off loopback \
+                 without admin.tls, so /v1 (and the console) answer 403 admin_needs_tls"
+            ),
+            admin::Surface::Console => tracing::info!("console on {scheme}://{at}/console/ (the approval inbox)"),
+        }
+        let stop = stop.clone();
+        tokio::spawn(admin::serve_listener(l, tls, surface, side.clone(), async move {
+            stop.cancelled().await
+        }));
+    }
+    if state.current().config.listen.admin.is_none() {
+        tracing::info!("admin API off (listen.admin is not set)");
+    }
+    Ok(())
 }

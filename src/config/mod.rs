@@ -4,8 +4,10 @@
 //! and collects every problem with the path of the offending value. This is the only module that knows YAML
 //! (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same serde model).
 
+pub(crate) mod console;
 pub(crate) mod credentials;
 mod export;
+mod listen;
 pub(crate) mod minting;
 mod model;
 pub(crate) mod previews;

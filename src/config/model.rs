@@ -1,12 +1,13 @@
 //! The validated configuration's types.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnet::IpNet;
 
+pub(crate) use super::listen::Listen;
 pub(crate) use crate::identity::SandboxSpec;
 use crate::policy::Policy;
 
@@ -23,6 +24,10 @@ pub struct Config {
     pub(crate) audit_chain: AuditChain,
     /// Preview URLs into sandboxes, with `listen.preview`.
     pub(crate) previews: Option<super::previews::Previews>,
+    /// The admin listener's TLS (`None`: plain HTTP, whose `/v1` is served only on loopback).
+    pub(crate) admin_tls: Option<super::console::AdminTls>,
+    /// The approval inbox in the browser, on `listen.console` or the admin listener.
+    pub(crate) console: Option<super::console::Console>,
     /// Each policy's `on_violation`, by policy name.
     pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
     /// Credential usage budgets.
@@ -143,24 +148,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// `listen:`
-#[derive(Debug, Clone)]
-pub(crate) struct Listen {
-    /// The explicit proxy listener.
-    pub(crate) proxy: SocketAddr,
-    /// The admin API listener, if any.
-    pub(crate) admin: Option<SocketAddr>,
-    /// The transparent listener, if any: connections redirected to it by the kernel (`REDIRECT`, `TPROXY`),
-    /// their sandbox known by source address.
-    pub(crate) transparent: Option<SocketAddr>,
-    /// Whether the transparent listener is opened with `IP_TRANSPARENT` (TPROXY; needs `CAP_NET_ADMIN`).
-    pub(crate) transparent_tproxy: bool,
-    /// The DNS responder's address (UDP and TCP), if any.
-    pub(crate) dns: Option<SocketAddr>,
-    /// The preview listener, if any: people opening preview URLs into sandboxes.
-    pub(crate) preview: Option<SocketAddr>,
-}
-
 impl Config {
     /// The audit log's file, when audit records go to one.
     pub(crate) fn audit_file(&self) -> Option<&std::path::Path> {
@@ -168,17 +155,6 @@ impl Config {
             AuditConfig::File(p) => Some(p),
             AuditConfig::Stdout => None,
         }
-    }
-}
-
-impl Listen {
-    /// Every TCP or UDP address cordon listens on, named by its key, for checks of overlap.
-    pub(crate) fn all(&self) -> Vec<(&'static str, SocketAddr)> {
-        let mut all = vec![("listen.proxy", self.proxy)];
-        all.extend(self.admin.map(|a| ("listen.admin", a)));
-        all.extend(self.transparent.map(|a| ("listen.transparent", a)));
-        all.extend(self.preview.map(|a| ("listen.preview", a)));
-        all
     }
 }
 

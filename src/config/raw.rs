@@ -9,12 +9,14 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 mod audit;
+mod console;
 mod credentials;
 mod previews;
 mod principals;
 mod scalars;
 
 pub(super) use audit::*;
+pub(super) use console::*;
 pub(super) use credentials::*;
 pub(super) use previews::*;
 pub(super) use principals::*;
@@ -71,6 +73,10 @@ pub(super) struct RawConfig {
     pub(crate) log: RawLog,
     /// Preview URLs into sandboxes.
     pub(crate) previews: Option<RawPreviews>,
+    /// The admin listener's TLS.
+    pub(crate) admin: Option<RawAdmin>,
+    /// The approval inbox in the browser, and how people sign in to it.
+    pub(crate) console: Option<RawConsole>,
 }
 
 /// `log:`
@@ -195,6 +201,8 @@ pub(super) struct RawListen {
     pub(crate) dns: Option<String>,
     /// Preview listener (HTTPS, or HTTP on loopback), `host:port`.
     pub(crate) preview: Option<String>,
+    /// The console's own listener (HTTPS, or HTTP on loopback), `host:port`; else it is on the admin listener.
+    pub(crate) console: Option<String>,
 }
 
 /// `network:`

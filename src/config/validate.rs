@@ -15,6 +15,7 @@ use crate::target::{Host, Target};
 
 mod audit;
 mod aws;
+mod console;
 mod control;
 mod credentials;
 mod export;
@@ -48,6 +49,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
         transparent_tproxy: false,
         dns: None,
         preview: None,
+        console: None,
     };
     let optional = |errs: &mut Errors, path: &str, raw: Option<&str>| raw.map(|a| socket_addr(errs, path, Some(a), ""));
     let listen = Listen {
@@ -56,9 +58,28 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             .unwrap_or(false),
         dns: optional(&mut errs, "listen.dns", raw.listen.dns.as_deref()),
         preview: optional(&mut errs, "listen.preview", raw.listen.preview.as_deref()),
+        console: optional(&mut errs, "listen.console", raw.listen.console.as_deref()),
         ..listen
     };
     let previews = previews::previews(&mut errs, raw.previews.take(), listen.preview);
+    let admin_tls = console::admin_tls(&mut errs, raw.admin.take(), listen.admin);
+    let console = console::console(&mut errs, raw.console.take(), listen.console, listen.admin);
+    if let Some(admin) = listen.admin
+        && !listen.admin_api_served(admin_tls.is_some())
+    {
+        errs.warn(
+            "listen.admin",
+            format!(
+                "{admin} is not a loopback address and admin.tls is not set: only /healthz, /readyz and /metrics \
+                 are served there; /v1{} answer 403 admin_needs_tls (set admin.tls to serve them)",
+                if console.is_some() && listen.console.is_none() {
+                    " and the console"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
     if listen.transparent_tproxy && listen.transparent.is_none() {
         errs.at(
             "listen.transparent_tproxy",
@@ -185,6 +206,8 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             approval,
             log_format,
             previews,
+            admin_tls,
+            console,
             warnings: errs.warnings,
         })
     } else {

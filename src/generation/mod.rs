@@ -168,7 +168,12 @@ impl Generation {
 
     /// The principal whose admin token `presented` is, if any.
     pub(crate) fn admin_principal(&self, presented: &str) -> Option<Principal> {
-        let hash: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        self.admin_principal_hashed(&Sha256::digest(presented.as_bytes()).into())
+    }
+
+    /// The principal of the admin token whose SHA-256 is `hash` (a console session opened with a token looks
+    /// its token up again at each request, so a reload that removes it or changes its roles takes effect).
+    pub(crate) fn admin_principal_hashed(&self, hash: &[u8; 32]) -> Option<Principal> {
         // SECURITY: constant-time comparison of the admin tokens' hashes, every one compared (no early exit).
         let mut found: Option<&Principal> = None;
         for (h, principal) in &self.admin_tokens {

@@ -58,7 +58,19 @@ fn wanted(config: &Config) -> Vec<Wanted<'_>> {
             .chain([("control.store_key", &p.key)])
     });
     let webhook = config.approval.webhook.iter().filter_map(|w| w.secret.as_ref());
-    for (at, r) in plain.chain(webhook.map(|r| ("approval.webhook.secret", r))) {
+    let mut listeners: Vec<(&str, &SecretRef)> = Vec::new();
+    listeners.extend(config.admin_tls.iter().flat_map(|t| t.refs()));
+    listeners.extend(config.console.iter().flat_map(|c| c.refs()));
+    if let Some(p) = &config.previews {
+        listeners.extend(
+            p.tls
+                .iter()
+                .flat_map(|(c, k)| [("previews.tls.cert", c), ("previews.tls.key", k)]),
+        );
+        listeners.extend(p.key.iter().map(|k| ("previews.key", k)));
+    }
+    let webhook = webhook.map(|r| ("approval.webhook.secret", r));
+    for (at, r) in plain.chain(webhook).chain(listeners) {
         all.push(Wanted {
             at: at.into(),
             r,

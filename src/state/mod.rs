@@ -36,6 +36,7 @@ use crate::tls::cas::SandboxCas;
 use crate::violation::{Trigger, Watch};
 use crate::webhook::Webhook;
 
+mod follower;
 mod previews_open;
 
 /// How often open sessions are checked against revocations and expiries, and the store for other
@@ -51,6 +52,8 @@ pub struct ProxyState {
     reloading: tokio::sync::Mutex<()>,
     /// Where audit records go (counted in the metrics on the way).
     pub audit: Arc<dyn audit::Sink>,
+    /// The latest refusals and decisions, as the console shows them (kept on the records' way out).
+    pub(crate) recent: Arc<audit::Recent>,
     /// Per-sandbox CAs, loaded from `ca.dir` on first need.
     pub(crate) cas: SandboxCas,
     /// Leaf certificates by (sandbox, host).
@@ -138,6 +141,7 @@ impl ProxyState {
         let credential_budgets = Arc::new(CredentialBudgets::default());
         let (triggers, triggered) = unbounded_channel();
         let violations = Arc::new(Watch::new(sink, live.clone(), credential_budgets.clone(), triggers));
+        let recent = Arc::new(audit::Recent::new(violations.clone()));
         // With a shared store, byte budgets are enforced on every replica's counts.
         let shared_bytes = opened.shared.as_ref().map(|s| s.bytes.clone());
         let state = Arc::new(ProxyState {
@@ -146,9 +150,10 @@ impl ProxyState {
             self_addrs,
             reloading: tokio::sync::Mutex::new(()),
             audit: Arc::new(audit::Metered {
-                inner: violations.clone(),
+                inner: recent.clone(),
                 metrics: metrics.clone(),
             }),
+            recent,
             violations,
             credential_budgets,
             previews,
@@ -315,47 +320,6 @@ impl ProxyState {
     /// Byte counts shared with the other replicas, which budgets are enforced on (with a shared store).
     fn shared_bytes(&self) -> Option<Arc<SharedBytes>> {
         self.shared.as_ref().map(|s| s.bytes.clone())
-    }
-}
-
-impl Follower for ProxyState {
-    fn control(&self) -> &Control {
-        &self.control
-    }
-
-    fn cas(&self) -> &SandboxCas {
-        &self.cas
-    }
-
-    fn leaves(&self) -> &LeafCache {
-        &self.leaves
-    }
-
-    fn approvals(&self) -> &Approvals {
-        &self.approvals
-    }
-
-    fn store(&self) -> Option<&Arc<SharedStore>> {
-        self.shared()
-    }
-
-    fn sweep(&self, redecide: bool) {
-        ProxyState::sweep(self, redecide);
-    }
-
-    /// When the number changed, this replica's share of the rate limits follows (from fresh counters, as after
-    /// a reload that changes them).
-    fn set_replicas(&self, live: usize) {
-        let before = self.replicas.swap(live, Ordering::Relaxed);
-        if before != live {
-            let spec = self.current().config.limits.rates.share(live);
-            tracing::info!(
-                live,
-                "live replicas changed: this replica enforces 1/{live} of each rate limit"
-            );
-            self.limits
-                .store(Arc::new(Limits::new(&spec).with_shared_bytes(self.shared_bytes())));
-        }
     }
 }
 

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod cas;
 mod crypto;
 pub mod leaf;
+pub(crate) mod listener;
 pub mod pem;
 mod sandbox_ca;
 mod scope;

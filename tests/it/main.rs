@@ -10,6 +10,7 @@ mod approval;
 mod audit;
 mod cli;
 mod config;
+mod console;
 mod control;
 mod credentials;
 #[path = "../e2e/mod.rs"]

@@ -12,11 +12,15 @@
 #      $CORDON_SECRETS/placeholder-key  -> $CORDON_STATE/vault/placeholder.key  beside the vault (exactly 32 bytes)
 #      $CORDON_SECRETS/admin-token      -> $CORDON_STATE/admin-token            control.admin_token
 #      $CORDON_SECRETS/signing-key      -> $CORDON_STATE/signing-key            control.signing_key (>= 32 bytes)
+#      $CORDON_SECRETS/admin-tls.crt    -> $CORDON_STATE/admin-tls.crt (0644)   admin.tls.cert (the gateway's)
+#      $CORDON_SECRETS/admin-tls.key    -> $CORDON_STATE/admin-tls.key          admin.tls.key
 #      $CORDON_CA_SECRETS/<id>.ca.pem and <id>.ca.key
 #                                       -> $CORDON_CA_DIR/<id>/ca.pem (0644) and ca.key (0600), folder 0700
 #                                          (ca.dir: a sandbox's CA made ahead, the same on every replica)
 #
-#    A file that is not there is skipped: cordon then makes its own (random, for this pod only) on first use.
+#    A file that is not there is skipped: cordon then makes its own (random, for this pod only) on first use;
+#    but admin-tls.crt and admin-tls.key, which cordon cannot make, stop the pod when $CORDON_CONFIG names
+#    their copies (admin.tls) and the Secret lacks them.
 #    A value still starting with REPLACE-ME (the templates' placeholders) stops the pod, and so does an
 #    environment variable of this container whose value starts with REPLACE-ME: the gateway hands cordon's
 #    PostgreSQL password, store key, signing key and admin token over as environment variables (secretKeyRef)
@@ -100,9 +104,19 @@ if [ -d "$SECRETS" ]; then
     fi
     copy "$SECRETS/admin-token" "$STATE/admin-token" 0600 || say "no admin-token: cordon makes one for this pod"
     copy "$SECRETS/signing-key" "$STATE/signing-key" 0600 || say "no signing-key: cordon makes one for this pod"
+    copy "$SECRETS/admin-tls.crt" "$STATE/admin-tls.crt" 0644 || true
+    copy "$SECRETS/admin-tls.key" "$STATE/admin-tls.key" 0600 || true
 else
     say "no $SECRETS: cordon makes its own keys for this pod"
 fi
+# The admin listener's certificate and key (admin.tls): cordon cannot make them, so a missing one stops the pod
+# here, naming the Secret's key, rather than cordon at its start.
+for name in admin-tls.crt admin-tls.key; do
+    if [ ! -e "$STATE/$name" ] && grep -qF "$STATE/$name" "$CONFIG" 2>/dev/null; then
+        die "$CONFIG names $STATE/$name (admin.tls) but $SECRETS has no $name: put the admin listener's" \
+            "certificate and key in the Secret (docs/kubernetes.md)"
+    fi
+done
 
 if [ -d "$CA_SECRETS" ]; then
     for cert in "$CA_SECRETS"/*.ca.pem; do

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::RawSecretRef;
+use super::{RawCertKey, RawSecretRef};
 
 /// `previews:`
 #[derive(Debug, Default, Deserialize)]
@@ -11,21 +11,11 @@ pub(in crate::config) struct RawPreviews {
     /// The domain under which `<port>-<sandbox>.<domain>` names each preview.
     pub(crate) domain: Option<String>,
     /// The certificate (PEM chain) and key of the preview listener; without it, plain HTTP on loopback only.
-    pub(crate) tls: Option<RawPreviewTls>,
+    pub(crate) tls: Option<RawCertKey>,
     /// The key links and cookies are signed with (default: random at each start).
     pub(crate) key: Option<RawSecretRef>,
     /// The longest a link may live, and its default (e.g. `5m`).
     pub(crate) link_ttl: Option<String>,
     /// How long opening a link gives access (the cookie's life, e.g. `1h`).
     pub(crate) session_ttl: Option<String>,
-}
-
-/// `previews.tls:`
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
-pub(in crate::config) struct RawPreviewTls {
-    /// The certificate chain, PEM.
-    pub(crate) cert: RawSecretRef,
-    /// Its private key, PEM.
-    pub(crate) key: RawSecretRef,
 }

@@ -18,7 +18,15 @@ fn check_embedded_config_prints_a_summary() {
     let (code, out, err) = cordon(&["check"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("config/cordon.yaml (embedded): ok"), "{out}");
-    assert!(out.contains("listen   proxy 127.0.0.1:3128"), "{out}");
+    assert!(
+        out.contains("listen   proxy 127.0.0.1:3128, admin 127.0.0.1:9090 (plain HTTP on loopback)"),
+        "{out}"
+    );
+    // The README's promise: the console, with token sign-in, under /console/ on the admin listener.
+    assert!(
+        out.contains("console 127.0.0.1:9090 under /console/ (the admin listener's; sign in with an admin token"),
+        "{out}"
+    );
     assert!(out.contains("demo"), "{out}");
 }
 

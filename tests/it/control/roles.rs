@@ -351,3 +351,88 @@ fn bad_token_lists_are_refused_by_check_and_run_naming_the_key() {
         assert!(run_err.contains(said), "run on\n{control}\nsaid: {run_err}");
     }
 }
+
+/// Through the binary: admin records land in the signed, hash-chained audit file beside the traffic, valid
+/// against docs/audit.schema.json, and `cordon audit verify` accepts the chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_records_are_in_the_signed_chain_and_match_the_schema() {
+    use crate::rigs::audit::{assert_schema, setup};
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let up = crate::rigs::upstreams::upstream("127.0.0.2").await;
+    let c = setup(dir.path(), &audit, up.addr.port(), "");
+    let d = dir.path().display();
+    let yaml = std::fs::read_to_string(&c.config).unwrap().replace(
+        "control: { watch: false, admin_token:",
+        &format!(
+            "control: {{ watch: false, admin_tokens: [{{ name: ci, roles: [platform], token: {{ file: {d}/ci-token }} }}], admin_token:"
+        ),
+    );
+    std::fs::write(&c.config, yaml).unwrap();
+    let child = crate::rigs::process::spawn_cordon(&c.config, c.proxy, &[]).await;
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], c.admin));
+    let ci = std::fs::read_to_string(dir.path().join("ci-token")).unwrap();
+    let admin_request = crate::rigs::control::admin_request;
+    let body = r#"{"user": "alice", "policy": "web", "ttl": "10m"}"#;
+    let (status, _, created) = admin_request(at, "POST", "/v1/sandboxes", Some(ci.trim()), body).await;
+    assert_eq!(status, 201, "{created}");
+    let (status, _, _) = admin_request(at, "POST", "/v1/reload", Some(ci.trim()), "").await;
+    assert_eq!(status, 403);
+    let (status, _, _) = admin_request(at, "GET", "/v1/sandboxes", Some("wrong"), "").await;
+    assert_eq!(status, 401);
+    assert_eq!(c.get(&mut None, "/x").await.map(|r| r.0), Some(200));
+    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let admin: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "admin").collect();
+    let actions: Vec<(&str, &str, &Value)> = admin
+        .iter()
+        .map(|r| {
+            (
+                r["admin"]["action"].as_str().unwrap(),
+                r["decision"].as_str().unwrap(),
+                &r["admin"]["principal"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("sandbox_created", "allow", &json!("ci")),
+            ("reload", "deny", &json!("ci")),
+            ("read", "deny", &Value::Null)
+        ],
+        "{admin:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l["kind"] == "http"),
+        "the traffic is in the same file"
+    );
+    assert_schema(&audit);
+    let (code, said) = c.verify(&[&audit]);
+    assert_eq!(code, 0, "{said}");
+}
+
+#[test]
+fn check_lists_the_tokens_and_their_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let c = config(
+        dir.path(),
+        &format!(
+            "  admin_token: {{ file: {d}/a }}\n  admin_tokens:\n    - {{ name: ci, roles: [platform], token: {{ file: {d}/ci }} }}\n    \
+             - {{ name: anna, roles: [viewer, approver], token: {{ file: {d}/anna }} }}"
+        ),
+    );
+    let (code, out, err) = cordon_env(&["check", "--config", &c], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("admin tokens admin (admin), ci (platform), anna (approver, viewer)"),
+        "{out}"
+    );
+}

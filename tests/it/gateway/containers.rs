@@ -39,13 +39,13 @@ async fn a_container_on_an_internal_network_gets_out_only_through_cordon() {
         "POST",
         "-d",
         r#"{"user":"alice","policy":"p"}"#,
-        &format!("http://{gw}:9090/v1/sandboxes"),
+        &format!("https://{gw}:9090/v1/sandboxes"),
     ]))
     .unwrap();
     let id = made["id"].as_str().unwrap_or_else(|| panic!("{made}")).to_owned();
     std::fs::write(
         w.path("container-ca.pem"),
-        admin(&[&format!("http://{gw}:9090/v1/sandboxes/{id}/ca-bundle")]),
+        admin(&[&format!("https://{gw}:9090/v1/sandboxes/{id}/ca-bundle")]),
     )
     .unwrap();
     let env: Vec<(String, String)> = made["env"]

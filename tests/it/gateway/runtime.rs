@@ -34,11 +34,11 @@ async fn a_vm_created_at_run_time_by_address_goes_through_the_transparent_listen
         "POST",
         "-d",
         &body,
-        &format!("http://{gw}:9090/v1/sandboxes"),
+        &format!("https://{gw}:9090/v1/sandboxes"),
     ]))
     .unwrap();
     let id = made["id"].as_str().unwrap_or_else(|| panic!("{made}")).to_owned();
-    let bundle = admin(&[&format!("http://{gw}:9090/v1/sandboxes/{id}/ca-bundle")]);
+    let bundle = admin(&[&format!("https://{gw}:9090/v1/sandboxes/{id}/ca-bundle")]);
     assert!(bundle.contains("BEGIN CERTIFICATE"), "{bundle}");
     let ca = w.path("vm-bundle.pem");
     std::fs::write(&ca, &bundle).unwrap();
@@ -60,7 +60,7 @@ async fn a_vm_created_at_run_time_by_address_goes_through_the_transparent_listen
     assert_ne!(code, 0);
 
     // Revoked: nothing more from that address.
-    admin(&["-X", "DELETE", &format!("http://{gw}:9090/v1/sandboxes/{id}")]);
+    admin(&["-X", "DELETE", &format!("https://{gw}:9090/v1/sandboxes/{id}")]);
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let (code, out) = w.curl(&["--cacert", ca.to_str().unwrap(), "https://api.test/hello"]);
     assert_ne!(code, 0, "a revoked VM still got through: {out}");

@@ -27,7 +27,7 @@ const RANKS: &[&[&str]] = &[
     &["body", "identity", "net", "policy", "pg", "metrics", "placeholder"],
     &["control", "error", "tls", "leak"],
     &["audit", "config", "headers", "upstream"],
-    &["webhook"],
+    &["webhook", "oidc"],
     &["approval", "secrets", "session", "logging", "preview"],
     &["inject", "sandbox_env", "otlp"],
     &["generation"],

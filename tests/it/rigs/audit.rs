@@ -124,7 +124,7 @@ print(n)
 pub(crate) struct Cordon {
     pub(crate) config: PathBuf,
     pub(crate) proxy: u16,
-    admin: u16,
+    pub(crate) admin: u16,
     pub(crate) up: u16,
     dir: PathBuf,
 }

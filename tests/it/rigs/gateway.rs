@@ -91,21 +91,31 @@ policies:
 
     /// Give the configuration at `config` a control plane (admin token, signing key, store) and `extra` more
     /// lines of `control:`.
+    /// The admin API on the gateway's address serves /v1 over HTTPS only: a certificate for that address, signed
+    /// by a CA of the test's own (`admin-ca.pem`, which [`World::admin`] trusts).
     pub(crate) fn with_control(&self, config: &std::path::Path, extra: &str) {
         let d = self.dir.path().display();
+        let ca = test_ca("gateway admin CA");
+        let (cert, key) = ca.pem_pair(&[&self.net.gw_ip()]);
+        std::fs::write(self.path("admin-ca.pem"), &ca.pem).unwrap();
+        std::fs::write(self.path("admin.crt"), cert).unwrap();
+        std::fs::write(self.path("admin.key"), key).unwrap();
         let mut yaml = std::fs::read_to_string(config).unwrap();
         yaml.push_str(&format!(
-            "control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
+            "admin:\n  tls: {{ cert: {{ file: {d}/admin.crt }}, key: {{ file: {d}/admin.key }} }}\n\
+             control:\n  admin_token: {{ file: {d}/admin-token }}\n  signing_key: {{ file: {d}/signing-key }}\n  \
              store: {d}/state/cordon.db\n{extra}"
         ));
         std::fs::write(config, yaml).unwrap();
     }
 
-    /// curl to the admin API (on the gateway's address) from the gateway's namespace, with the admin token.
+    /// curl to the admin API (https:// on the gateway's address) from the gateway's namespace, with the admin
+    /// token, trusting the admin listener's CA.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
         let token = crate::rigs::control::token(self.dir.path());
         let auth = format!("Authorization: Bearer {token}");
-        let mut full = vec!["curl", "-sS", "-m", "5", "-H", &auth];
+        let ca = self.path("admin-ca.pem").display().to_string();
+        let mut full = vec!["curl", "-sS", "-m", "5", "--cacert", &ca, "-H", &auth];
         full.extend_from_slice(args);
         String::from_utf8_lossy(&self.net.exec(&self.net.gw, &full).stdout).into_owned()
     }

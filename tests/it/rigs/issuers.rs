@@ -66,6 +66,12 @@ pub(crate) async fn openbao_on(home: &std::path::Path, port: u16) -> Killed {
 /// A real OAuth2 authorization server (npm `oidc-provider`) started by the repository's own
 /// `tests/servers/oauth2-cc.mjs` on a port it picks and prints.
 pub(crate) async fn oidc(dir: &std::path::Path) -> (Killed, u16) {
+    oidc_provider("oauth2-cc.mjs", &["0".to_owned()], dir).await
+}
+
+/// One of the repository's own `tests/servers/SCRIPT` (npm `oidc-provider`) started with `args` (the first is
+/// the port, 0 for any), once it prints the port it listens on and serves its discovery document.
+pub(crate) async fn oidc_provider(script: &str, args: &[String], dir: &std::path::Path) -> (Killed, u16) {
     let prefix = std::path::PathBuf::from(
         std::env::var_os("CORDON_OIDC_PREFIX").unwrap_or_else(|| "/root/.cache/cordon-oidc".into()),
     );
@@ -74,10 +80,12 @@ pub(crate) async fn oidc(dir: &std::path::Path) -> (Killed, u16) {
         "npm oidc-provider is missing: npm install --prefix {} oidc-provider (.ci/run does)",
         prefix.display()
     );
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/oauth2-cc.mjs");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/servers")
+        .join(script);
     let mut child = Command::new("node")
         .arg(&script)
-        .arg("0")
+        .args(args)
         .env("CORDON_OIDC_PREFIX", &prefix)
         .current_dir(dir)
         .stdout(Stdio::piped())

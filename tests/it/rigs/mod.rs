@@ -4,7 +4,9 @@
 pub(crate) mod audit;
 pub(crate) mod aws;
 pub(crate) mod bridge;
+pub(crate) mod browser;
 pub(crate) mod client;
+pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod encodings;
 pub(crate) mod envelope;

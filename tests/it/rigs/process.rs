@@ -179,3 +179,17 @@ impl Log {
         );
     }
 }
+
+/// The token cordon writes to `path` at start (a `file:` secret it makes), once it is there.
+pub(crate) fn written_token(path: &std::path::Path) -> String {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(path)
+            && !t.trim().is_empty()
+        {
+            return t.trim().to_owned();
+        }
+        assert!(Instant::now() < until, "cordon never wrote {}", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,248 @@
+//! A cordon with the console on a listener of its own, signing people in through the repository's own OpenID
+//! Connect provider (`tests/servers/oidc-login.mjs`: `anna` an approver, `victor` a viewer), with one sandbox
+//! whose `POST /pay` is held for a person; and what the console's tests do in a browser (sign in, read the CSRF
+//! token a page carries).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::Locator;
+use serde_json::Value;
+
+use crate::rigs::browser::Browser;
+use crate::rigs::client::hash;
+use crate::rigs::issuers::oidc_provider;
+use crate::rigs::ports::free_port;
+use crate::rigs::process::{BIN, Killed};
+
+/// The rig.
+pub(crate) struct ConsoleRig {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) config: PathBuf,
+    pub(crate) proxy: u16,
+    pub(crate) admin: u16,
+    pub(crate) console: u16,
+    pub(crate) idp: u16,
+    pub(crate) up: crate::rigs::upstreams::Upstream,
+    pub(crate) cordon: Option<Child>,
+    _idp: Option<Killed>,
+}
+
+impl ConsoleRig {
+    /// The console's URL for `path` (e.g. `/console/`).
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.console)
+    }
+
+    /// The admin token of `name` (`admin`, `ci`, `apr`), as cordon wrote it at start.
+    pub(crate) fn token(&self, name: &str) -> String {
+        crate::rigs::process::written_token(&self.dir.path().join(format!("{name}-token")))
+    }
+
+    /// An admin API call with `token`: status and JSON.
+    pub(crate) async fn api(&self, method: &str, path: &str, token: &str, body: &str) -> (u16, Value) {
+        let at = std::net::SocketAddr::from(([127, 0, 0, 1], self.admin));
+        let (status, _, text) = crate::rigs::control::admin_request(at, method, path, Some(token), body).await;
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// The held requests, as the admin API lists them.
+    pub(crate) async fn pending(&self) -> Vec<Value> {
+        let (status, v) = self.api("GET", "/v1/approvals", &self.token("admin"), "").await;
+        assert_eq!(status, 200, "{v}");
+        v["pending"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `POST /pay` through cordon as sandbox sb1, in the background: curl's `%{http_code}` when it ends.
+    pub(crate) fn pay(&self, body: &str) -> Child {
+        crate::rigs::process::curl()
+            .args(["--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", self.proxy)])
+            .args(["-H", "content-type: application/json", "--data", body])
+            .arg(format!("http://pay.test:{}/pay?invoice=42", self.up.addr.port()))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Wait until `n` requests are held.
+    pub(crate) async fn wait_pending(&self, n: usize) -> Vec<Value> {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let p = self.pending().await;
+            if p.len() == n {
+                return p;
+            }
+            assert!(Instant::now() < until, "{} held, not {n}", p.len());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Stop cordon (SIGTERM) and read its audit file's records.
+    pub(crate) async fn stop(&mut self) -> Vec<Value> {
+        if let Some(child) = self.cordon.take() {
+            let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+            assert!(out.status.success(), "cordon ended with {}", out.status);
+        }
+        self.records()
+    }
+
+    /// The audit file's records so far.
+    pub(crate) fn records(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// What cordon wrote on stderr so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("cordon.log")).unwrap_or_default()
+    }
+
+    /// Start the provider now, on the port the configuration names.
+    pub(crate) async fn start_idp(&mut self) {
+        let redirect = self.url("/console/callback");
+        let (idp, port) = oidc_provider("oidc-login.mjs", &[self.idp.to_string(), redirect], self.dir.path()).await;
+        assert_eq!(port, self.idp);
+        self._idp = Some(idp);
+    }
+
+    /// Set the provider's test mode (`normal`, `tamper`, `expired`, ...).
+    pub(crate) fn idp_mode(&self, mode: &str) {
+        let ok = crate::rigs::process::curl()
+            .args(["-f", "-X", "POST", "--data", mode])
+            .arg(format!("http://127.0.0.1:{}/__mode", self.idp))
+            .status()
+            .unwrap();
+        assert!(ok.success(), "the provider refused the mode {mode}");
+    }
+}
+
+/// The configuration: `extra` is appended under `console:` (after url and oidc).
+fn yaml(d: &std::path::Path, proxy: u16, admin: u16, console: u16, idp: u16, up: u16) -> String {
+    let d = d.display();
+    format!(
+        r#"listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin}, console: 127.0.0.1:{console} }}
+network: {{ allow_cidrs: ["127.0.0.0/8"], hosts: {{ pay.test: 127.0.0.2 }} }}
+ca: {{ dir: {d}/cas }}
+audit: {{ path: {d}/audit.jsonl }}
+approval: {{ timeout: 60s }}
+control:
+  watch: false
+  admin_token: {{ file: {d}/admin-token }}
+  admin_tokens:
+    - {{ name: ci, roles: [platform], token: {{ file: {d}/ci-token }} }}
+    - {{ name: apr, roles: [approver], token: {{ file: {d}/apr-token }} }}
+console:
+  url: http://127.0.0.1:{console}
+  oidc:
+    issuer: http://127.0.0.1:{idp}
+    client_id: cordon-console
+    client_secret: {{ env: CONSOLE_OIDC_SECRET }}
+    roles: {{ cordon-approvers: [approver], cordon-viewers: [viewer] }}
+sandboxes:
+  - {{ id: sb1, user: alice, token_sha256: {h1}, policy: pay }}
+policies:
+  pay:
+    allow:
+      - {{ host: pay.test, ports: [{up}], methods: [POST], paths: ["/pay"], action: ask }}
+"#,
+        h1 = hash("tok1"),
+    )
+}
+
+/// The rig: the provider started unless `idp_later`, then cordon, listening.
+pub(crate) async fn console_rig(idp_later: bool) -> ConsoleRig {
+    let dir = tempfile::tempdir().unwrap();
+    let up = crate::rigs::upstreams::upstream("127.0.0.2").await;
+    let (proxy, admin, console, idp) = (free_port(), free_port(), free_port(), free_port());
+    let config = dir.path().join("cordon.yaml");
+    std::fs::write(&config, yaml(dir.path(), proxy, admin, console, idp, up.addr.port())).unwrap();
+    let mut rig = ConsoleRig {
+        dir,
+        config,
+        proxy,
+        admin,
+        console,
+        idp,
+        up,
+        cordon: None,
+        _idp: None,
+    };
+    if !idp_later {
+        rig.start_idp().await;
+    }
+    let secret = [("CONSOLE_OIDC_SECRET", "console-secret")];
+    let config = rig.config.to_str().unwrap();
+    let (code, out, err) = crate::rigs::process::cordon_env(&["check", "--config", config], &secret);
+    assert_eq!(code, 0, "{out}{err}");
+    let log = std::fs::File::create(rig.dir.path().join("cordon.log")).unwrap();
+    let child = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(&rig.config)
+        .env("CONSOLE_OIDC_SECRET", "console-secret")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let child = crate::rigs::process::await_listening(child, &format!("127.0.0.1:{console}"), || {
+        std::net::TcpStream::connect(("127.0.0.1", console)).is_ok()
+            && std::net::TcpStream::connect(("127.0.0.1", admin)).is_ok()
+    })
+    .await;
+    rig.cordon = Some(child);
+    rig
+}
+
+/// Sign `login` in through the provider in `browser`, from the console's sign-in page; the page it lands on.
+pub(crate) async fn sign_in(rig: &ConsoleRig, browser: &Browser, login: &str) -> String {
+    browser.client.goto(&rig.url("/console/")).await.unwrap();
+    browser.wait_for("#sign-in-oidc", 20).await.click().await.unwrap();
+    // The provider's own sign-in page (oidc-provider's development pages), unless it remembers the person.
+    let form = browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("input[name=login], #who, #problem"))
+        .await
+        .unwrap();
+    if form.attr("name").await.unwrap().as_deref() == Some("login") {
+        form.send_keys(login).await.unwrap();
+        let password = browser.client.find(Locator::Css("input[name=password]")).await.unwrap();
+        password.send_keys("any password").await.unwrap();
+        browser
+            .client
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+    browser
+        .client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("#who, #problem"))
+        .await
+        .unwrap();
+    browser.text().await
+}
+
+/// The CSRF token the page's forms carry, and the session cookie (`name=value`).
+pub(crate) async fn session_of(browser: &Browser) -> (String, String) {
+    let csrf = browser
+        .client
+        .find(Locator::Css("form[action='/console/logout'] input[name=csrf]"))
+        .await
+        .unwrap()
+        .attr("value")
+        .await
+        .unwrap()
+        .unwrap();
+    let cookie = browser.client.get_named_cookie("cordon_console").await.unwrap();
+    (csrf, format!("cordon_console={}", cookie.value()))
+}
