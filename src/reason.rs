@@ -210,6 +210,9 @@ reasons! {
     Shutdown = "shutdown", Record, "a tunnel closed because cordon stopped";
     OnViolationRevoke = "on_violation_revoke", Record, "the record of an on_violation action that revoked a sandbox (kind violation)";
     OnViolationHold = "on_violation_hold", Record, "the record of an on_violation action that holds a sandbox (kind violation)";
+    JailStarted = "jail_started", Record, "a jail started, with its limits and what holds each (kind jail)";
+    JailLimit = "jail_limit", Record, "a jail reached a limit: which, its value, what holds it (kind jail)";
+    JailEnded = "jail_ended", Record, "a jail ended, with its exit status (kind jail)";
     JailFileChanged = "jail_file_changed", Record, "a file developer tools run, changed by a jailed command (kind jail_file)";
     AdminAction = "admin_action", Record, "the record of an admin API action: who did what (kind admin)";
     AdminUnauthorized = "admin_unauthorized", Status(401), "an admin API call without a valid token or session (kind admin)";

@@ -30,6 +30,8 @@ pub enum Kind {
     JailFile,
     /// An admin API action: who did what to which sandbox or held request (not a request's record).
     Admin,
+    /// A jail started, reached one of its limits, or ended (not a request's record).
+    Jail,
 }
 
 impl Kind {
@@ -47,6 +49,7 @@ impl Kind {
             Kind::Preview => "preview",
             Kind::JailFile => "jail_file",
             Kind::Admin => "admin",
+            Kind::Jail => "jail",
         }
     }
 }
@@ -101,4 +104,30 @@ pub(crate) struct AdminRecord {
     /// A sentence for operators: the generation a reload made, the preview's port, why it was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) detail: Option<String>,
+}
+
+/// The `jail` part of a record: what happened to a jail and, for a limit, which and how it is held.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub(crate) struct JailRecord {
+    /// `start`, `limit` or `end`.
+    pub(crate) event: &'static str,
+    /// For `limit`: `cpu`, `memory`, `pids`, `disk`, `wall` or `idle`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) limit: Option<&'static str>,
+    /// For `limit`: the limit's value (`2GiB`, `512`, `2h`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) value: Option<String>,
+    /// What holds it (`cgroup v1 memory, no swap`, `RLIMIT_AS per process`, `cordon`), or at `start` every
+    /// limit with its mechanism.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mechanism: Option<String>,
+    /// How many times it was hit since the last record (processes OOM-killed, forks refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) count: Option<u64>,
+    /// A sentence for operators.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) detail: Option<String>,
+    /// At `end`: the jail's exit status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) status: Option<i32>,
 }

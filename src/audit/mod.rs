@@ -7,6 +7,7 @@ mod admin;
 pub(crate) mod chain;
 pub(crate) mod file;
 mod health;
+mod jail_event;
 mod jail_file;
 mod kind;
 mod output;
@@ -21,7 +22,9 @@ pub(crate) mod writer;
 
 pub(crate) use admin::{AdminAction, Covered, admin};
 pub use health::{AuditState, Health};
+pub(crate) use jail_event::{JailOf, jail_event};
 pub(crate) use jail_file::{FileChange, jail_file};
+pub(crate) use kind::JailRecord;
 pub(crate) use pending::auth_failures;
 pub use pending::{Pending, Violation, violation};
 pub use recent::Recent;

@@ -60,6 +60,7 @@ impl Pending {
                 set_cookie_stripped: None,
                 sha256: None,
                 admin: None,
+                jail: None,
             },
             started: Instant::now(),
             sink,
@@ -113,6 +114,11 @@ impl Pending {
     /// The policy consulted, where no sandbox identity is at hand.
     pub(crate) fn policy(&mut self, policy: &str) {
         self.record.policy = Some(policy.to_string());
+    }
+
+    /// The `jail` part of a `jail` record.
+    pub(crate) fn jail(&mut self, jail: super::kind::JailRecord) {
+        self.record.jail = Some(jail);
     }
 
     /// The admin part of an `admin` record.

@@ -85,6 +85,9 @@ pub struct Record {
     /// `admin`: the action, the principal that did it, how it proved itself, its roles.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) admin: Option<super::kind::AdminRecord>,
+    /// `jail`: what happened to the jail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) jail: Option<super::kind::JailRecord>,
 }
 
 impl Record {

@@ -41,6 +41,25 @@ pub(crate) struct JailArgs {
     /// inside: git runs what they say on the host).
     #[arg(long)]
     pub(crate) writable_git: bool,
+    /// CPUs the jail may use, e.g. 1.5 (a cgroup's CPU quota; over the configuration's `jail.cpu`).
+    #[arg(long, value_name = "CPUS", value_parser = crate::config::jail::parse_cpus)]
+    pub(crate) cpu: Option<f64>,
+    /// Memory the jail may use, without swap, e.g. 2GiB (its processes are OOM-killed past it).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) memory: Option<u64>,
+    /// Processes and threads the jail may have at once, e.g. 512 (a fork past it fails).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) pids: Option<u64>,
+    /// The size of each private writable folder (/tmp, /var/tmp, ...), e.g. 5GiB (writes past it fail).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) disk: Option<u64>,
+    /// Stop the jail after this long, e.g. 2h (SIGTERM, then SIGKILL; cordon exits 124).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) wall: Option<std::time::Duration>,
+    /// Stop the jail after this long doing nothing (no CPU time, no bytes, no process started), e.g. 15m
+    /// (cordon exits 123).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) idle: Option<std::time::Duration>,
     /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
     #[arg(long)]
     pub(crate) cleanup: bool,
@@ -96,6 +115,14 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
             jail::HomeMode::Private
         },
         writable_git: args.writable_git,
+        limits: crate::config::jail::JailLimits {
+            cpu: args.cpu,
+            memory: args.memory,
+            pids: args.pids,
+            disk: args.disk,
+            wall: args.wall,
+            idle: args.idle,
+        },
     };
     match jail::run(config, options) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -103,6 +130,24 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
             eprintln!("cordon jail: {e}");
             ExitCode::from(125)
         }
+    }
+}
+
+/// A size such as `2GiB` or `500MB`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    match text.parse::<bytesize::ByteSize>() {
+        Ok(s) if s.as_u64() > 0 => Ok(s.as_u64()),
+        Ok(_) => Err("is zero; give a size such as 2GiB".into()),
+        Err(e) => Err(format!("{text:?} is not a size ({e}); write e.g. 2GiB or 500MiB")),
+    }
+}
+
+/// A duration such as `2h` or `15m`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("is zero; give a duration such as 15m".into()),
+        Err(e) => Err(format!("{text:?} is not a duration ({e}); write e.g. 30s, 15m or 2h")),
     }
 }
 

@@ -7,6 +7,7 @@
 pub(crate) mod console;
 pub(crate) mod credentials;
 mod export;
+pub(crate) mod jail;
 mod listen;
 pub(crate) mod minting;
 mod model;

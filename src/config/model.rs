@@ -28,6 +28,8 @@ pub struct Config {
     pub(crate) admin_tls: Option<super::console::AdminTls>,
     /// The approval inbox in the browser, on `listen.console` or the admin listener.
     pub(crate) console: Option<super::console::Console>,
+    /// What bounds a jail, and whether its activity is recorded.
+    pub(crate) jail: super::jail::JailConfig,
     /// Each policy's `on_violation`, by policy name.
     pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
     /// Credential usage budgets.

@@ -11,6 +11,7 @@ use serde::Deserialize;
 mod audit;
 mod console;
 mod credentials;
+mod jail;
 mod previews;
 mod principals;
 mod scalars;
@@ -18,6 +19,7 @@ mod scalars;
 pub(super) use audit::*;
 pub(super) use console::*;
 pub(super) use credentials::*;
+pub(super) use jail::*;
 pub(super) use previews::*;
 pub(super) use principals::*;
 pub(super) use scalars::{Flag, Whole};
@@ -77,6 +79,8 @@ pub(super) struct RawConfig {
     pub(crate) admin: Option<RawAdmin>,
     /// The approval inbox in the browser, and how people sign in to it.
     pub(crate) console: Option<RawConsole>,
+    /// What bounds every jail, and how a jail is stopped.
+    pub(crate) jail: Option<RawJail>,
 }
 
 /// `log:`
@@ -151,6 +155,8 @@ pub(super) struct RawUserLimits {
     pub(crate) requests: Option<RawRate>,
     /// Open connections plus tunnels over all the user's sandboxes.
     pub(crate) max_open: Option<Whole>,
+    /// Jails the user may run at once on this host.
+    pub(crate) jails: Option<Whole>,
 }
 
 /// `control:`
@@ -353,6 +359,8 @@ pub(super) struct RawPolicy {
     pub(crate) credential_budget: BTreeMap<String, RawBudget>,
     /// Ports of its sandboxes that preview URLs may open.
     pub(crate) expose: Option<Vec<Whole>>,
+    /// What a jail for a sandbox of this policy may spend (over `jail:`).
+    pub(crate) jail: Option<RawJailLimits>,
 }
 
 /// `policies.NAME.on_violation:`

@@ -21,6 +21,7 @@ mod credentials;
 mod export;
 mod fields;
 mod inline;
+mod jail;
 mod limits;
 mod minting;
 mod policies;
@@ -97,6 +98,14 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             );
         }
     }
+    let per_user_jails = raw.limits.per_user.as_mut().and_then(|u| u.jails.take());
+    let activity = fields::flag(&mut errs, "audit.activity", raw.audit.activity.take());
+    let policy_jails: Vec<(String, super::raw::RawJailLimits)> = raw
+        .policies
+        .iter_mut()
+        .filter_map(|(name, p)| Some((name.clone(), p.jail.take()?)))
+        .collect();
+    let jail = jail::jail(&mut errs, raw.jail.take(), policy_jails, per_user_jails, activity);
     let control = control::control(&mut errs, std::mem::take(&mut raw.control), &listen);
     let approval = limits::approval(&mut errs, std::mem::take(&mut raw.approval));
     let (audit, audit_chain) = audit::audit(&mut errs, std::mem::take(&mut raw.audit));
@@ -208,6 +217,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             previews,
             admin_tls,
             console,
+            jail,
             warnings: errs.warnings,
         })
     } else {

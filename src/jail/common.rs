@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 use ipnet::Ipv4Net;
 use nix::sys::signal::Signal;
 
+use std::time::Duration;
+
+use super::limits::Supervision;
+use super::limits::watch::{Stop, Watch};
 use super::net::Firewall;
 use crate::config::Config;
 
@@ -32,6 +36,8 @@ pub(crate) struct Options {
     pub(crate) home: super::view::HomeMode,
     /// Leave `.git/config` and `.git/hooks` of the writable folder writable.
     pub(crate) writable_git: bool,
+    /// Limits given on the command line, over the configuration's.
+    pub(crate) limits: crate::config::jail::JailLimits,
 }
 
 /// The sandbox the jail is for: named, or the config's only one.
@@ -52,8 +58,10 @@ pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<Stri
 
 /// Start `command` with nothing of cordon's environment but `PATH` and wait for it, passing on the signals that
 /// would otherwise end cordon and so the jail (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2); its exit
-/// code (128 + signal if a signal ended it).
-pub(super) async fn wait(command: &mut tokio::process::Command) -> Result<i32, String> {
+/// code (128 + signal if a signal ended it). Under `limits`, the jail is watched meanwhile, and stopped when a
+/// wall-clock or idle limit is reached (SIGTERM to all its processes, SIGKILL after the grace period): its exit
+/// code is then the limit's ([`Stop::exit_code`]).
+pub(super) async fn wait(command: &mut tokio::process::Command, limits: Option<&Supervision>) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
     let mut child = command
@@ -74,9 +82,18 @@ pub(super) async fn wait(command: &mut tokio::process::Command) -> Result<i32, S
         listen(SignalKind::user_defined1())?,
         listen(SignalKind::user_defined2())?,
     );
+    let root = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+    let watching = async {
+        match limits {
+            Some(s) => Watch { of: s, root }.run().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(watching);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.map_err(|e| e.to_string())?,
+            stop = &mut watching => return Ok(end(&mut child, limits, stop).await),
             _ = term.recv() => forward(&child, Signal::SIGTERM),
             _ = int.recv() => forward(&child, Signal::SIGINT),
             _ = hup.recv() => forward(&child, Signal::SIGHUP),
@@ -88,6 +105,21 @@ pub(super) async fn wait(command: &mut tokio::process::Command) -> Result<i32, S
     Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
+/// Stop the whole jail for `stop`: SIGTERM to every process in it, SIGKILL to what is left after the grace
+/// period (and to everything in its cgroup); the limit's exit code.
+async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, stop: Stop) -> i32 {
+    forward(child, Signal::SIGTERM);
+    let grace = limits.map_or(Duration::from_secs(10), |s| s.bounds.grace);
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        forward(child, Signal::SIGKILL);
+        if let Some(c) = limits.and_then(|s| s.bounds.cgroup.as_ref()) {
+            c.kill_all();
+        }
+        let _ = child.kill().await;
+    }
+    stop.exit_code()
+}
+
 /// Pass a signal cordon got on to every process in the jail, as a terminal's Ctrl-C reaches its whole process
 /// group (the command runs in a session of its own, `--new-session`, so the terminal's reaches only cordon):
 /// the descendants of bubblewrap (`child`), not bubblewrap itself, which would die of it and take the jail down
@@ -97,31 +129,10 @@ fn forward(child: &tokio::process::Child, signal: Signal) {
     let Some(root) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return;
     };
-    for pid in descendants(root) {
+    for pid in super::procs::descendants(root) {
         // A process may have exited since: nothing to do then.
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
     }
-}
-
-/// Every process below `root` (not `root`), parents before their children.
-fn descendants(root: i32) -> Vec<i32> {
-    let Ok(all) = procfs::process::all_processes() else {
-        return Vec::new();
-    };
-    let links: Vec<(i32, i32)> = all
-        .flatten()
-        .filter_map(|p| p.stat().ok())
-        .map(|s| (s.ppid, s.pid))
-        .collect();
-    let mut found = vec![root];
-    let mut at = 0;
-    while at < found.len() {
-        let parent = found[at];
-        found.extend(links.iter().filter(|(pp, _)| *pp == parent).map(|(_, p)| *p));
-        at += 1;
-    }
-    found.remove(0);
-    found
 }
 
 /// Where a jail's audit records go when the configuration sends them to a stream the command would share.

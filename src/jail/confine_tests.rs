@@ -42,6 +42,7 @@ fn the_command_line_confines_and_drops_everything() {
             gid: Some(1000),
         },
         &View {
+            tmpfs_size: None,
             writable: None,
             home: None,
             private_home: None,

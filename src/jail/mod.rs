@@ -12,9 +12,11 @@
 
 mod common;
 mod confine;
+pub(crate) mod limits;
 pub(crate) mod net;
 pub mod plan;
 mod planted;
+mod procs;
 pub(crate) mod relay;
 mod seccomp;
 mod user;
@@ -144,6 +146,9 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     }
     config.control.watch = false;
     let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
+    let (supervision, sink) = limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
+    let mut view = view;
+    view.tmpfs_size = supervision.bounds.limits.disk;
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -151,7 +156,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
         rt.block_on(serve(
             config,
-            audit.sink.clone(),
+            sink,
             &plan,
             firewall,
             Confined {
@@ -159,8 +164,10 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 view,
                 command: options.command,
             },
+            &supervision,
         ))
     });
+    supervision.ended(&result);
     let problems = net::teardown(&plan);
     if !problems.is_empty() {
         eprintln!("cordon jail: could not remove everything: {}", problems.join("; "));
@@ -188,6 +195,7 @@ fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan
     let mut hidden = files;
     hidden.extend(confine::host_sockets());
     Ok(view::View {
+        tmpfs_size: None,
         writable,
         private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("private/home")),
         home,
@@ -249,6 +257,7 @@ async fn serve(
     plan: &Plan,
     firewall: Firewall,
     confined: Confined,
+    supervision: &limits::Supervision,
 ) -> Result<i32, String> {
     let (listeners, (udp, tcp), ports) = bind_all(plan).await?;
     let own: Vec<SocketAddr> = [ports.proxy, ports.transparent, ports.dns]
@@ -310,20 +319,23 @@ async fn serve(
     let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     // What hidden files show instead: nothing.
     write_public(&confined.view.empty, "")?;
+    let mut command = supervision.bounds.rlimits();
+    command.extend(confined.command.iter().cloned());
     let line = confine::command_line(
         &confined.who,
         &confined.view,
         std::slice::from_ref(&ca_file),
         &env,
         &cwd,
-        &confined.command,
+        &command,
     );
     // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
     // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
     let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;
     let line = with_seccomp(line, &filter);
     let before = confined.view.writable.as_deref().map(planted::snapshot);
-    let code = run_command(plan, &line).await;
+    supervision.started();
+    let code = run_command(plan, &line, supervision).await;
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         planted::report(folder, before, &audit_sink, &plan.sandbox);
@@ -355,13 +367,18 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Run the confined command line in the namespace; the signals that would end cordon are passed on to it.
-async fn run_command(plan: &Plan, line: &[String]) -> Result<i32, String> {
+/// Run the confined command line in the namespace, in the jail's cgroup (if it has one) from its first process,
+/// under its limits; the signals that would end cordon are passed on to it.
+async fn run_command(plan: &Plan, line: &[String], supervision: &limits::Supervision) -> Result<i32, String> {
     let started = common::Started::new(&plan.run_dir)?;
     let mut line = line.to_vec();
     started.wrap(&mut line);
-    let mut command = tokio::process::Command::new("ip");
-    command.args(["netns", "exec", &plan.netns]).args(&line);
-    let code = wait(&mut command).await?;
+    let mut full = supervision.bounds.enter();
+    full.extend(["ip", "netns", "exec", &plan.netns].map(String::from));
+    full.extend(line);
+    let (program, args) = full.split_first().ok_or("an empty command line")?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    let code = wait(&mut command, Some(supervision)).await?;
     started.outcome(code)
 }

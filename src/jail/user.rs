@@ -64,6 +64,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     let hidden = confine::cordons_files(&config, options.config_file.as_deref());
     view::refuse_inside(&hidden, &project, "--project, which the command may write")?;
     let view = View {
+        tmpfs_size: None,
         writable: Some(project.clone()),
         home: std::env::var_os("HOME").map(|h| view::resolve(Path::new(&h))),
         // Set once the jail's own folder is made.
@@ -73,29 +74,34 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         empty: PathBuf::from("/dev/null"),
     };
     let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
+    let (supervision, sink) = super::limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
+    let mut view = view;
+    view.tmpfs_size = supervision.bounds.limits.disk;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    rt.block_on(serve(
+    let result = rt.block_on(serve(
         config,
-        audit.sink.clone(),
-        &id,
-        &token,
+        sink,
+        (&id, &token),
         view,
         options.home,
         &options.command,
-    ))
+        &supervision,
+    ));
+    supervision.ended(&result);
+    result
 }
 
 async fn serve(
     config: Config,
     audit: Arc<dyn crate::audit::Sink>,
-    id: &str,
-    token: &str,
+    (id, token): (&str, &str),
     mut view: View,
     home: HomeMode,
     command: &[String],
+    supervision: &super::limits::Supervision,
 ) -> Result<i32, String> {
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -173,7 +179,9 @@ async fn serve(
     }));
     let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
     let project = view.writable.clone().unwrap_or_default();
-    let line = command_line(&exe, run_dir.path(), &view, &env, command);
+    let mut limited = supervision.bounds.rlimits();
+    limited.extend(command.iter().cloned());
+    let line = command_line(&exe, run_dir.path(), &view, &env, &limited);
     eprintln!(
         "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
         project.display(),
@@ -184,9 +192,14 @@ async fn serve(
     let mut line = line;
     started.wrap(&mut line);
     let before = planted::snapshot(&project);
-    let mut bwrap = tokio::process::Command::new("bwrap");
-    bwrap.args(&line);
-    let code = wait(&mut bwrap).await;
+    let mut full = supervision.bounds.enter();
+    full.push("bwrap".into());
+    full.extend(line);
+    let (program, args) = full.split_first().ok_or("an empty command line")?;
+    let mut bwrap = tokio::process::Command::new(program);
+    bwrap.args(args);
+    supervision.started();
+    let code = wait(&mut bwrap, Some(supervision)).await;
     planted::report(&project, &before, &audit, id);
     stop.cancel();
     let _ = server.await;

@@ -58,6 +58,8 @@ pub(crate) enum HomeMode {
 pub(crate) struct View {
     /// The folder the command may write (the project), if any.
     pub(crate) writable: Option<PathBuf>,
+    /// The size of each private tmpfs (`jail` `disk`), if bounded.
+    pub(crate) tmpfs_size: Option<u64>,
     /// The user's home as the command sees it.
     pub(crate) home: Option<PathBuf>,
     /// Private home: the host folder shown at `home`; `None`: the real one, read-only.
@@ -145,6 +147,10 @@ impl View {
         for dir in PRIVATE {
             // Writable by everyone, sticky, as the host's are.
             let mode = if dir == "/var" || dir == "/run" { "0755" } else { "1777" };
+            // SECURITY: each private folder holds at most the jail's disk limit (a tmpfs is memory).
+            if let Some(size) = self.tmpfs_size {
+                a.extend(["--size".into(), size.to_string()]);
+            }
             a.extend(["--perms".into(), mode.into(), "--tmpfs".into(), dir.into()]);
         }
         a.extend(

@@ -39,6 +39,7 @@ fn hiding_comes_after_every_bind_and_only_where_the_view_shows() {
     std::fs::write(project.join(".git/config"), "").unwrap();
     std::fs::write(project.join("secret"), "").unwrap();
     let view = View {
+        tmpfs_size: None,
         writable: Some(project.clone()),
         home: Some(PathBuf::from("/home/someone")),
         private_home: Some(PathBuf::from("/run/x/home")),

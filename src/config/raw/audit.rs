@@ -31,6 +31,8 @@ pub(in crate::config) struct RawAudit {
     /// Where records are shipped besides.
     #[serde(default)]
     pub(crate) export: RawExport,
+    /// Whether a jail records every program it starts and every file it writes (default true).
+    pub(crate) activity: Option<Flag>,
 }
 
 /// `audit.rotate:`

@@ -5,6 +5,8 @@ mod exit;
 mod fs;
 mod fs_user;
 mod kernel;
+mod limits;
+mod limits_user;
 mod root;
 mod streams;
 mod user;

@@ -1,0 +1,39 @@
+//! The records of a jail's life (kind `jail`): it started (with every limit and what holds it), it reached a
+//! limit (which, its value, what holds it, how many times), it ended (its exit status). Each carries the
+//! sandbox and its user.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::kind::{JailRecord, Kind};
+use super::pending::Pending;
+use super::sink::Sink;
+use crate::reason::Reason;
+
+/// Whose jail.
+pub(crate) struct JailOf<'a> {
+    /// The sandbox.
+    pub(crate) sandbox: &'a str,
+    /// Its user.
+    pub(crate) user: &'a str,
+}
+
+/// Write the record of `event` for the jail of `of`.
+pub(crate) fn jail_event(sink: &Arc<dyn Sink>, of: &JailOf<'_>, event: JailRecord) {
+    let mut pending = Pending::start(sink.clone(), SocketAddr::from(([0, 0, 0, 0], 0)), Kind::Jail);
+    pending.sandbox_id(of.sandbox);
+    pending.visitor(of.user);
+    let reason = match event.event {
+        "start" => Reason::JailStarted,
+        "end" => Reason::JailEnded,
+        _ => Reason::JailLimit,
+    };
+    if event.event == "limit" {
+        pending.refused(true, None, reason, crate::error::Side::Downstream, event.detail.clone());
+    } else {
+        pending.allowed(None, None);
+        pending.reason(reason);
+    }
+    pending.jail(event);
+    pending.finish();
+}

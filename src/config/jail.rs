@@ -1,0 +1,103 @@
+//! What bounds a jail, as configured: CPUs, memory, processes, the private folders' size, wall-clock and idle
+//! time, for every jail and per policy; how a jail is stopped; how many jails a user may run at once; and
+//! whether what the command runs and writes is recorded.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What one jail may spend; `None`: not bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct JailLimits {
+    /// CPUs (1.5: one and a half cores' time).
+    pub(crate) cpu: Option<f64>,
+    /// Memory, in bytes (swap none).
+    pub(crate) memory: Option<u64>,
+    /// Processes and threads at once.
+    pub(crate) pids: Option<u64>,
+    /// Bytes each private writable folder holds.
+    pub(crate) disk: Option<u64>,
+    /// The longest the jail may run.
+    pub(crate) wall: Option<Duration>,
+    /// How long it may use no CPU, move no bytes and write nothing.
+    pub(crate) idle: Option<Duration>,
+}
+
+impl JailLimits {
+    /// The built-in limits of a jail the configuration says nothing of: a fork flood and a full private `/tmp`
+    /// (RAM) are bounded; the rest is not.
+    pub(crate) const BUILT_IN: JailLimits = JailLimits {
+        cpu: None,
+        memory: None,
+        pids: Some(4096),
+        disk: Some(1024 * 1024 * 1024),
+        wall: None,
+        idle: None,
+    };
+
+    /// These limits, each one `over` sets replacing this one's.
+    pub(crate) fn with(self, over: JailLimits) -> JailLimits {
+        JailLimits {
+            cpu: over.cpu.or(self.cpu),
+            memory: over.memory.or(self.memory),
+            pids: over.pids.or(self.pids),
+            disk: over.disk.or(self.disk),
+            wall: over.wall.or(self.wall),
+            idle: over.idle.or(self.idle),
+        }
+    }
+}
+
+/// `jail:`, each policy's `jail:`, `limits.per_user.jails` and `audit.activity`, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct JailConfig {
+    /// The limits of every jail: the built-in ones with `jail:` over them.
+    pub(crate) defaults: JailLimits,
+    /// A policy's own, key by key over the defaults.
+    pub(crate) per_policy: BTreeMap<String, JailLimits>,
+    /// Between SIGTERM and SIGKILL when a limit stops a jail.
+    pub(crate) grace: Duration,
+    /// The cgroup (v2) jails are made under; `None`: cordon's own.
+    pub(crate) cgroup: Option<PathBuf>,
+    /// Jails one user may run at once on this host; `None`: any number.
+    pub(crate) per_user: Option<u32>,
+    /// Whether every program a jail starts and every file it writes is an audit record (default: yes).
+    pub(crate) activity: bool,
+}
+
+impl Default for JailConfig {
+    fn default() -> Self {
+        JailConfig {
+            defaults: JailLimits::BUILT_IN,
+            per_policy: BTreeMap::new(),
+            grace: Duration::from_secs(10),
+            cgroup: None,
+            per_user: None,
+            activity: true,
+        }
+    }
+}
+
+impl JailConfig {
+    /// The limits of a jail for a sandbox of `policy`.
+    pub(crate) fn limits_for(&self, policy: &str) -> JailLimits {
+        match self.per_policy.get(policy) {
+            Some(own) => self.defaults.with(*own),
+            None => self.defaults,
+        }
+    }
+}
+
+/// The most CPUs a jail may be given (a typo such as `150` for `1.5` is caught).
+const MOST_CPUS: f64 = 1024.0;
+
+/// A number of CPUs: a positive number (written as a number or as text), at most [`MOST_CPUS`].
+pub(crate) fn parse_cpus(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n <= MOST_CPUS => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} is not a number of CPUs (more than 0, at most {MOST_CPUS})"
+        )),
+        Err(_) => Err(format!("{text:?} is not a number of CPUs; write e.g. 1.5")),
+    }
+}

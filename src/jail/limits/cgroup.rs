@@ -1,0 +1,301 @@
+//! A jail's cgroup: made under cordon's own cgroup (or `jail.cgroup`), the limits written into it, the jailed
+//! command moved into it before it starts anything, and read back for CPU time and for what the kernel refused
+//! (OOM kills, forks over the limit). cgroup v2 when cordon's cgroup there is writable and has the controllers;
+//! else cgroup v1's memory, pids and cpu hierarchies where they are mounted and writable (hosts still on the
+//! legacy or hybrid layout). Without either, [`Cgroup::make`] says why, and the limits fall back to rlimits.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::jail::JailLimits;
+
+/// The CFS period cordon writes, in microseconds.
+const PERIOD_US: u64 = 100_000;
+
+/// Which cgroup interface bounds the jail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    /// The unified hierarchy.
+    V2,
+    /// The legacy per-controller hierarchies.
+    V1,
+}
+
+/// A jail's cgroup: one folder (v2), or one per controller (v1).
+#[derive(Debug)]
+pub(crate) struct Cgroup {
+    pub(crate) version: Version,
+    /// (controller, folder): v2 has one folder for all, named `""`.
+    dirs: Vec<(&'static str, PathBuf)>,
+}
+
+/// What the kernel refused in the cgroup so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Events {
+    /// Processes the OOM killer ended.
+    pub(crate) oom_kills: u64,
+    /// Forks refused at `pids.max`.
+    pub(crate) fork_refusals: u64,
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+    std::fs::write(dir.join(file), value)
+        .map_err(|e| format!("cannot write {value:?} to {}: {e}", dir.join(file).display()))
+}
+
+/// The value of `key` in a cgroup file of `key value` lines (`memory.events`, `cpu.stat`, `memory.oom_control`).
+fn keyed(dir: &Path, file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.trim().parse().ok())
+}
+
+impl Cgroup {
+    /// Make the cgroup `name` for `limits` under `parent` (v2; default cordon's own), or under cordon's own
+    /// cgroups of v1; the reason there is none otherwise.
+    pub(crate) fn make(name: &str, parent: Option<&Path>, limits: &JailLimits) -> Result<Cgroup, String> {
+        let mounts = procfs::process::Process::myself()
+            .and_then(|p| Ok((p.cgroups()?, p.mountinfo()?)))
+            .map_err(|e| format!("cannot read /proc/self/cgroup and mountinfo: {e}"))?;
+        let (own, mountinfo) = mounts;
+        let mount_of = |fs: &str, controller: Option<&str>| {
+            mountinfo
+                .iter()
+                .find(|m| m.fs_type == fs && controller.is_none_or(|c| m.super_options.contains_key(c)))
+                .map(|m| m.mount_point.clone())
+        };
+        let v2_why = match (parent, mount_of("cgroup2", None)) {
+            (Some(p), _) => match Cgroup::v2(&p.join(name), limits) {
+                Ok(c) => return Ok(c),
+                Err(e) => format!("jail.cgroup {}: {e}", p.display()),
+            },
+            (None, Some(root)) => {
+                let at = own
+                    .0
+                    .iter()
+                    .find(|c| c.hierarchy == 0)
+                    .map(|c| c.pathname.clone())
+                    .unwrap_or_default();
+                let dir = root.join(at.trim_start_matches('/'));
+                match Cgroup::v2(&dir.join(name), limits) {
+                    Ok(c) => return Ok(c),
+                    Err(e) => format!("cgroup v2 at {}: {e}", dir.display()),
+                }
+            }
+            (None, None) => "no cgroup v2 is mounted".to_owned(),
+        };
+        let mut dirs = Vec::new();
+        for controller in ["memory", "pids", "cpu", "cpuacct"] {
+            let Some(root) = mount_of("cgroup", Some(controller)) else {
+                continue;
+            };
+            let at = own
+                .0
+                .iter()
+                .find(|c| c.controllers.iter().any(|k| k == controller))
+                .map(|c| c.pathname.clone())
+                .unwrap_or_default();
+            let dir = root.join(at.trim_start_matches('/')).join(name);
+            if !dirs.iter().any(|(_, d)| d == &dir) {
+                dirs.push((controller, dir));
+            }
+        }
+        if dirs.is_empty() {
+            return Err(format!(
+                "{v2_why}, and no cgroup v1 memory, pids or cpu hierarchy is mounted"
+            ));
+        }
+        let made = Cgroup {
+            version: Version::V1,
+            dirs,
+        };
+        made.create().and_then(|()| made.limit_v1(limits)).map_err(|e| {
+            made.remove();
+            format!("{v2_why}; cgroup v1: {e}")
+        })?;
+        Ok(made)
+    }
+
+    /// A v2 cgroup at `dir`, its parent's controllers enabled for it.
+    fn v2(dir: &Path, limits: &JailLimits) -> Result<Cgroup, String> {
+        let parent = dir.parent().ok_or("no parent folder")?;
+        let available = std::fs::read_to_string(parent.join("cgroup.controllers")).map_err(|e| e.to_string())?;
+        let wanted: Vec<&str> = ["memory", "pids", "cpu"]
+            .into_iter()
+            .filter(|c| available.split_whitespace().any(|a| a == *c))
+            .collect();
+        if wanted.len() < 3 {
+            return Err(format!(
+                "the controllers delegated there are {available:?}, not memory, pids and cpu"
+            ));
+        }
+        let enable: Vec<String> = wanted.iter().map(|c| format!("+{c}")).collect();
+        write(parent, "cgroup.subtree_control", &enable.join(" "))?;
+        let made = Cgroup {
+            version: Version::V2,
+            dirs: vec![("", dir.to_path_buf())],
+        };
+        made.create()?;
+        if let Err(e) = made.limit_v2(limits) {
+            made.remove();
+            return Err(e);
+        }
+        Ok(made)
+    }
+
+    fn create(&self) -> Result<(), String> {
+        for (_, dir) in &self.dirs {
+            match std::fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+            }
+        }
+        Ok(())
+    }
+
+    fn dir(&self, controller: &str) -> Option<&Path> {
+        self.dirs
+            .iter()
+            .find(|(c, _)| *c == controller || c.is_empty())
+            .map(|(_, d)| d.as_path())
+    }
+
+    fn limit_v2(&self, l: &JailLimits) -> Result<(), String> {
+        let dir = &self.dirs[0].1;
+        if let Some(m) = l.memory {
+            write(dir, "memory.max", &m.to_string())?;
+            if dir.join("memory.swap.max").exists() {
+                write(dir, "memory.swap.max", "0")?;
+            }
+        }
+        if let Some(p) = l.pids {
+            write(dir, "pids.max", &p.to_string())?;
+        }
+        if let Some(c) = l.cpu {
+            write(dir, "cpu.max", &format!("{} {PERIOD_US}", quota(c)))?;
+        }
+        Ok(())
+    }
+
+    fn limit_v1(&self, l: &JailLimits) -> Result<(), String> {
+        let need = |controller: &str| {
+            self.dir(controller)
+                .ok_or_else(|| format!("the {controller} controller is not mounted"))
+        };
+        if let Some(m) = l.memory {
+            let dir = need("memory")?;
+            write(dir, "memory.limit_in_bytes", &m.to_string())?;
+            // Memory plus swap no more than memory: no swap (when the kernel accounts swap).
+            if dir.join("memory.memsw.limit_in_bytes").exists() {
+                write(dir, "memory.memsw.limit_in_bytes", &m.to_string())?;
+            }
+        }
+        if let Some(p) = l.pids {
+            write(need("pids")?, "pids.max", &p.to_string())?;
+        }
+        if let Some(c) = l.cpu {
+            let dir = need("cpu")?;
+            write(dir, "cpu.cfs_period_us", &PERIOD_US.to_string())?;
+            write(dir, "cpu.cfs_quota_us", &quota(c).to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The `cgroup.procs` files a process is written into to enter the cgroup (one per v1 hierarchy).
+    pub(crate) fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|(_, d)| d.join("cgroup.procs")).collect()
+    }
+
+    /// CPU time the cgroup's processes used so far.
+    pub(crate) fn cpu_used(&self) -> Option<Duration> {
+        match self.version {
+            Version::V2 => keyed(&self.dirs[0].1, "cpu.stat", "usage_usec").map(Duration::from_micros),
+            Version::V1 => {
+                let dir = self.dir("cpuacct")?;
+                let ns: u64 = std::fs::read_to_string(dir.join("cpuacct.usage"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(Duration::from_nanos(ns))
+            }
+        }
+    }
+
+    /// What the kernel refused so far.
+    pub(crate) fn events(&self) -> Events {
+        let oom = match self.version {
+            Version::V2 => keyed(&self.dirs[0].1, "memory.events", "oom_kill"),
+            Version::V1 => self
+                .dir("memory")
+                .and_then(|d| keyed(d, "memory.oom_control", "oom_kill")),
+        };
+        let forks = self.dir("pids").and_then(|d| keyed(d, "pids.events", "max"));
+        Events {
+            oom_kills: oom.unwrap_or(0),
+            fork_refusals: forks.unwrap_or(0),
+        }
+    }
+
+    /// Every process in the cgroup.
+    pub(crate) fn pids(&self) -> Vec<i32> {
+        let mut all: Vec<i32> = self
+            .procs_files()
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .flat_map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<_>>())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// Kill every process in the cgroup (`cgroup.kill` on v2, each process on v1).
+    pub(crate) fn kill_all(&self) {
+        if self.version == Version::V2 && write(&self.dirs[0].1, "cgroup.kill", "1").is_ok() {
+            return;
+        }
+        for pid in self.pids() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// Remove the cgroup's folders (once its processes are gone; a few tries).
+    pub(crate) fn remove(&self) {
+        for (_, dir) in &self.dirs {
+            for _ in 0..20 {
+                match std::fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        }
+    }
+
+    /// How the cgroup is named in the start-up line and the records, per controller.
+    pub(crate) fn name(&self) -> &'static str {
+        match self.version {
+            Version::V2 => "cgroup v2",
+            Version::V1 => "cgroup v1",
+        }
+    }
+
+    /// Whether the limit of `controller` is enforced here (v1: the hierarchy is mounted).
+    pub(crate) fn bounds(&self, controller: &str) -> bool {
+        self.dir(controller).is_some()
+    }
+}
+
+/// The CFS quota, in microseconds per [`PERIOD_US`], for `cpus` CPUs (at least 1 ms, the kernel's floor).
+fn quota(cpus: f64) -> u64 {
+    let q = (cpus * PERIOD_US as f64).round();
+    if q.is_finite() && q >= 1000.0 { q as u64 } else { 1000 }
+}
+
+#[cfg(test)]
+#[path = "cgroup_tests.rs"]
+mod tests;

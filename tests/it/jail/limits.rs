@@ -1,0 +1,221 @@
+//! What a root jail may spend, through the binary as root (cgroup v1 or v2 on this host): a fork flood stops
+//! at `pids` while another sandbox's jail keeps being served, a memory hog is OOM-killed inside, `dd` into `/tmp`
+//! stops at the disk size, `sleep 1d` ends at the wall limit and an idle `read` at the idle limit, each with its
+//! `kind: jail` record (sandbox, user, limit, value, what holds it) and its exit status.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::rigs::gateway::World;
+use crate::rigs::jail::jail;
+use crate::rigs::netns::available;
+
+/// Fork 300 children that each wait 6 s, counting the forks refused, then wait for those that were made.
+const FLOOD: &str = r#"
+import os, time
+kids, refused = [], 0
+for _ in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        refused += 1
+        continue
+    if pid == 0:
+        time.sleep(6)
+        os._exit(0)
+    kids.append(pid)
+print("forked", len(kids), "refused", refused, flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+"#;
+
+/// The jail records of `w`'s audit file, as (event, limit) pairs, and the records themselves.
+fn jail_records(w: &World) -> Vec<Value> {
+    w.audit().into_iter().filter(|r| r["kind"] == "jail").collect()
+}
+
+fn limit_record<'a>(records: &'a [Value], limit: &str) -> &'a Value {
+    records
+        .iter()
+        .find(|r| r["jail"]["event"] == "limit" && r["jail"]["limit"] == limit)
+        .unwrap_or_else(|| panic!("no {limit} limit record in {records:#?}"))
+}
+
+/// A world, a sandbox id of its own (`prefix` and the world's number: jails of one id would share their
+/// namespace and links), and a configuration for it whose jails stop with a 1 s grace.
+async fn world(prefix: &str) -> (World, String, std::path::PathBuf) {
+    let w = World::new().await;
+    let id = format!("{prefix}{}", w.net.n);
+    let config = w.config(&id, "jail: { grace: 1s }\n", None);
+    (w, id, config)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_flood_stops_at_pids_while_another_sandbox_is_served() {
+    if !available("a_fork_flood_stops_at_pids_while_another_sandbox_is_served") {
+        return;
+    }
+    let w = World::new().await;
+    let (flood_id, other_id) = (format!("flood{}", w.net.n), format!("other{}", w.net.n));
+    let config = w.config(&flood_id, "jail: { grace: 1s }\n", None);
+    // The other sandbox's jail: its own configuration and audit file.
+    let text = std::fs::read_to_string(&config).unwrap();
+    let other = w.path("other.yaml");
+    std::fs::write(
+        &other,
+        text.replace(&flood_id, &other_id)
+            .replace("audit.log", "other-audit.log"),
+    )
+    .unwrap();
+    let flood = {
+        let mut c = w.cordon_in_gateway();
+        c.args(["jail", "--sandbox", &flood_id, "--config"])
+            .arg(&config)
+            .args(["--user", "65534:65534", "--pids", "32", "--wall", "12s", "--"])
+            .args(["python3", "-c", FLOOD])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c.spawn().unwrap()
+    };
+    // Wait until the flood has hit the limit, then the other sandbox's jail works as ever.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !jail_records(&w).iter().any(|r| r["jail"]["limit"] == "pids") {
+        if Instant::now() > until {
+            let out = flood.wait_with_output().unwrap();
+            panic!("no pids record: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, out, err) = jail(
+        &w,
+        &other,
+        &other_id,
+        &[],
+        &["curl", "-sS", "-m", "5", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    let out = flood.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
+    let refused: u32 = said.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(said.starts_with("forked ") && refused > 250, "{said}");
+    assert!(err.contains("limits: ") && err.contains("pids 32 (cgroup v"), "{err}");
+    let records = jail_records(&w);
+    let pids = limit_record(&records, "pids");
+    assert_eq!(pids["sandbox"], flood_id.as_str());
+    assert_eq!(pids["user"], "alice");
+    assert_eq!(pids["jail"]["value"], "32");
+    assert!(pids["jail"]["count"].as_u64().unwrap() > 0, "{pids}");
+    assert!(
+        pids["jail"]["mechanism"].as_str().unwrap().starts_with("cgroup v"),
+        "{pids}"
+    );
+    assert_eq!(pids["reason"], "jail_limit");
+    let events: Vec<&str> = records.iter().map(|r| r["jail"]["event"].as_str().unwrap()).collect();
+    assert_eq!(events.first(), Some(&"start"));
+    assert_eq!(events.last(), Some(&"end"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_hog_is_oom_killed_inside_the_jail() {
+    if !available("a_memory_hog_is_oom_killed_inside_the_jail") {
+        return;
+    }
+    let (w, id, config) = world("hog").await;
+    let id = id.as_str();
+    let hog = "b = bytearray(256 * 1024 * 1024); print('survived')";
+    let (code, out, err) = jail(&w, &config, id, &["--memory", "48MiB"], &["python3", "-c", hog]);
+    assert_eq!(code, 137, "killed by SIGKILL: {out}{err}");
+    assert!(!out.contains("survived"));
+    let records = jail_records(&w);
+    let memory = limit_record(&records, "memory");
+    assert_eq!(memory["jail"]["value"], "48MiB");
+    assert!(
+        memory["jail"]["detail"].as_str().unwrap().contains("OOM-killed"),
+        "{memory}"
+    );
+    let end = records.iter().find(|r| r["jail"]["event"] == "end").unwrap();
+    assert_eq!(end["jail"]["status"], 137);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dd_into_tmp_stops_at_the_disk_size() {
+    if !available("dd_into_tmp_stops_at_the_disk_size") {
+        return;
+    }
+    let (w, id, config) = world("disk").await;
+    let id = id.as_str();
+    let script = "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1; echo dd=$?; du -m /tmp/big | cut -f1; sleep 1";
+    let (code, out, err) = jail(&w, &config, id, &["--disk", "8MiB"], &["sh", "-c", script]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(out.contains("dd=1"), "{out}");
+    let written: u64 = out.lines().last().unwrap().trim().parse().unwrap();
+    assert!(written <= 8, "{written} MiB in /tmp");
+    let records = jail_records(&w);
+    let disk = limit_record(&records, "disk");
+    assert_eq!(disk["jail"]["value"], "8MiB");
+    assert!(
+        disk["jail"]["detail"].as_str().unwrap().contains("/tmp is full"),
+        "{disk}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sleep_ends_at_the_wall_limit_and_an_idle_read_at_the_idle_limit() {
+    if !available("sleep_ends_at_the_wall_limit_and_an_idle_read_at_the_idle_limit") {
+        return;
+    }
+    let (w, id, config) = world("clock").await;
+    let id = id.as_str();
+    let started = Instant::now();
+    let (code, _, err) = jail(&w, &config, id, &["--wall", "2s"], &["sleep", "1d"]);
+    assert_eq!(code, 124, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(err.contains("wall limit (2s) reached"), "{err}");
+    // An idle `read`: its standard input is a pipe the test keeps open and never writes.
+    let started = Instant::now();
+    let mut child = w
+        .cordon_in_gateway()
+        .args(["jail", "--sandbox", id, "--config"])
+        .arg(&config)
+        .args([
+            "--user",
+            "65534:65534",
+            "--idle",
+            "2s",
+            "--",
+            "sh",
+            "-c",
+            "read line; echo got $line",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(123), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(12), "{:?}", started.elapsed());
+    assert!(err.contains("idle limit (2s) reached"), "{err}");
+    let records = jail_records(&w);
+    let wall = limit_record(&records, "wall");
+    assert_eq!(
+        (wall["jail"]["value"].as_str(), wall["jail"]["mechanism"].as_str()),
+        (Some("2s"), Some("cordon"))
+    );
+    let idle = limit_record(&records, "idle");
+    assert_eq!(idle["jail"]["value"], "2s");
+    let ends: Vec<i64> = records
+        .iter()
+        .filter(|r| r["jail"]["event"] == "end")
+        .map(|r| r["jail"]["status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ends, [124, 123]);
+}
