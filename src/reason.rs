@@ -213,6 +213,8 @@ reasons! {
     JailStarted = "jail_started", Record, "a jail started, with its limits and what holds each (kind jail)";
     JailLimit = "jail_limit", Record, "a jail reached a limit: which, its value, what holds it (kind jail)";
     JailEnded = "jail_ended", Record, "a jail ended, with its exit status (kind jail)";
+    JailExec = "jail_exec", Record, "a program a jailed command started: path, arguments, folder, pid, parent, uid (kind exec)";
+    JailFileWritten = "jail_file_written", Record, "a file a jailed command wrote, created, renamed or removed, or a summary of many in one folder (kind file)";
     JailFileChanged = "jail_file_changed", Record, "a file developer tools run, changed by a jailed command (kind jail_file)";
     AdminAction = "admin_action", Record, "the record of an admin API action: who did what (kind admin)";
     AdminUnauthorized = "admin_unauthorized", Status(401), "an admin API call without a valid token or session (kind admin)";

@@ -1,11 +1,11 @@
 //! The records of a jail's life (kind `jail`): it started (with every limit and what holds it), it reached a
-//! limit (which, its value, what holds it, how many times), it ended (its exit status). Each carries the
-//! sandbox and its user.
+//! limit (which, its value, what holds it, how many times), it ended (its exit status); and of what its command
+//! did (kinds `exec` and `file`). Each carries the sandbox and its user.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::kind::{JailRecord, Kind};
+use super::kind::{ExecRecord, FileRecord, JailRecord, Kind};
 use super::pending::Pending;
 use super::sink::Sink;
 use crate::reason::Reason;
@@ -35,5 +35,27 @@ pub(crate) fn jail_event(sink: &Arc<dyn Sink>, of: &JailOf<'_>, event: JailRecor
         pending.reason(reason);
     }
     pending.jail(event);
+    pending.finish();
+}
+
+/// Write the record of a program the jail of `of` started.
+pub(crate) fn jail_exec(sink: &Arc<dyn Sink>, of: &JailOf<'_>, exec: ExecRecord) {
+    let mut pending = Pending::start(sink.clone(), SocketAddr::from(([0, 0, 0, 0], 0)), Kind::Exec);
+    pending.sandbox_id(of.sandbox);
+    pending.visitor(of.user);
+    pending.allowed(None, None);
+    pending.reason(Reason::JailExec);
+    pending.exec(exec);
+    pending.finish();
+}
+
+/// Write the record of what the jail of `of` did to a file (or a summary of many).
+pub(crate) fn jail_file_op(sink: &Arc<dyn Sink>, of: &JailOf<'_>, file: FileRecord) {
+    let mut pending = Pending::start(sink.clone(), SocketAddr::from(([0, 0, 0, 0], 0)), Kind::File);
+    pending.sandbox_id(of.sandbox);
+    pending.visitor(of.user);
+    pending.allowed(None, None);
+    pending.reason(Reason::JailFileWritten);
+    pending.file(file);
     pending.finish();
 }

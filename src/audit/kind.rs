@@ -32,6 +32,10 @@ pub enum Kind {
     Admin,
     /// A jail started, reached one of its limits, or ended (not a request's record).
     Jail,
+    /// A program a jailed command started (not a request's record).
+    Exec,
+    /// A file a jailed command wrote, created, renamed or removed (not a request's record).
+    File,
 }
 
 impl Kind {
@@ -50,6 +54,8 @@ impl Kind {
             Kind::JailFile => "jail_file",
             Kind::Admin => "admin",
             Kind::Jail => "jail",
+            Kind::Exec => "exec",
+            Kind::File => "file",
         }
     }
 }
@@ -130,4 +136,63 @@ pub(crate) struct JailRecord {
     /// At `end`: the jail's exit status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) status: Option<i32>,
+}
+
+/// The `exec` part of a record: a program a jailed command started, or how many times one was started past the
+/// rate the log keeps one by one.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct ExecRecord {
+    /// The program, as the command named it (resolved against its folder).
+    pub(crate) path: String,
+    /// Its arguments (at most 256, 16 KiB in all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) argv: Option<Vec<String>>,
+    /// Whether `argv` was cut short.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) truncated: bool,
+    /// The folder it started in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<String>,
+    /// Its process id (in cordon's PID namespace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pid: Option<u32>,
+    /// Its parent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ppid: Option<u32>,
+    /// Its real uid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) uid: Option<u32>,
+    /// For a summary: the starts counted and not recorded one by one, by folder, within `window_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) aggregated: Option<Aggregated>,
+}
+
+/// The `file` part of a record: a file a jailed command wrote, created, renamed or removed, or how many it did in
+/// one folder past the rate the log keeps one by one.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct FileRecord {
+    /// `write`, `create`, `rename`, `remove`, `mkdir`, `link`; `many` for a summary.
+    pub(crate) op: &'static str,
+    /// The file (for a summary: the folder).
+    pub(crate) path: String,
+    /// For a rename or a link: the new name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) to: Option<String>,
+    /// The process (none for a summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pid: Option<u32>,
+    /// For a summary: the operations counted and not recorded one by one, by kind, within `window_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) aggregated: Option<Aggregated>,
+}
+
+/// How many events a summary stands for.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct Aggregated {
+    /// In all.
+    pub(crate) count: u64,
+    /// By operation (or by program, for executions).
+    pub(crate) by: std::collections::BTreeMap<String, u64>,
+    /// The window they were counted in, in milliseconds.
+    pub(crate) window_ms: u64,
 }

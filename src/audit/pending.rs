@@ -61,6 +61,8 @@ impl Pending {
                 sha256: None,
                 admin: None,
                 jail: None,
+                exec: None,
+                file: None,
             },
             started: Instant::now(),
             sink,
@@ -114,6 +116,16 @@ impl Pending {
     /// The policy consulted, where no sandbox identity is at hand.
     pub(crate) fn policy(&mut self, policy: &str) {
         self.record.policy = Some(policy.to_string());
+    }
+
+    /// The `exec` part of an `exec` record.
+    pub(crate) fn exec(&mut self, exec: super::kind::ExecRecord) {
+        self.record.exec = Some(exec);
+    }
+
+    /// The `file` part of a `file` record.
+    pub(crate) fn file(&mut self, file: super::kind::FileRecord) {
+        self.record.file = Some(file);
     }
 
     /// The `jail` part of a `jail` record.

@@ -88,6 +88,12 @@ pub struct Record {
     /// `jail`: what happened to the jail.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) jail: Option<super::kind::JailRecord>,
+    /// `exec`: the program a jailed command started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) exec: Option<super::kind::ExecRecord>,
+    /// `file`: what a jailed command did to a file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) file: Option<super::kind::FileRecord>,
 }
 
 impl Record {

@@ -157,6 +157,9 @@ pub(crate) struct RelayArgs {
     /// The Unix socket cordon listens on, bound into the jail.
     #[arg(long)]
     pub(crate) socket: PathBuf,
+    /// The Unix socket the activity log's listener is handed to (none: no activity log).
+    #[arg(long)]
+    pub(crate) activity: Option<PathBuf>,
     /// Where the command finds the proxy inside the jail.
     #[arg(long)]
     pub(crate) listen: std::net::SocketAddr,
@@ -167,11 +170,38 @@ pub(crate) struct RelayArgs {
 
 /// Run `cordon jail-relay`; the exit code is the command's.
 pub(crate) fn relay(args: RelayArgs) -> ExitCode {
-    match jail::relay::run(args.socket, args.listen, &args.command) {
+    match jail::relay::run(args.socket, args.activity, args.listen, &args.command) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("cordon jail: {e}");
             ExitCode::from(125)
         }
     }
+}
+
+/// Arguments of `cordon jail-activity` (inside the root jail; not for people).
+#[derive(clap::Args)]
+pub(crate) struct ActivityArgs {
+    /// The Unix socket cordon's activity recorder listens on, bound into the jail.
+    #[arg(long)]
+    pub(crate) socket: PathBuf,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub(crate) command: Vec<String>,
+}
+
+/// Run `cordon jail-activity`: it becomes the command, under the activity filter (or exits 125 when it cannot).
+pub(crate) fn activity(args: ActivityArgs) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let Some((program, rest)) = args.command.split_first() else {
+        eprintln!("cordon jail-activity: no command given");
+        return ExitCode::from(125);
+    };
+    if let Err(e) = jail::activity::arm(&args.socket) {
+        eprintln!("cordon jail: {e}");
+        return ExitCode::from(125);
+    }
+    let e = std::process::Command::new(program).args(rest).exec();
+    eprintln!("cordon jail: cannot start {program}: {e}");
+    ExitCode::from(127)
 }

@@ -102,6 +102,10 @@ enum Command {
     /// jail --project`).
     #[command(hide = true)]
     JailRelay(jail::RelayArgs),
+    /// Inside the root jail: put the command under the activity log's filter, hand its listener to cordon, and
+    /// become the command (used by `cordon jail`).
+    #[command(hide = true)]
+    JailActivity(jail::ActivityArgs),
     /// Run-time sandboxes, through the admin API of a running cordon.
     Sandbox {
         #[command(flatten)]
@@ -157,6 +161,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
             }
         }
         Command::JailRelay(args) => jail::relay(args),
+        Command::JailActivity(args) => jail::activity(args),
         Command::Jail(args) => match load(&ConfigArg {
             config: args.config.clone(),
         }) {

@@ -10,6 +10,7 @@
 
 mod backend;
 mod fields;
+pub(crate) mod jails;
 mod judge;
 mod pg_store;
 mod policy;

@@ -135,6 +135,42 @@ fn forward(child: &tokio::process::Child, signal: Signal) {
     }
 }
 
+/// A place among the jails the sandbox's user runs on this host, when `limits.per_user.jails` bounds them (held
+/// until the jail ends): counted in the `control.store` file when the configuration has one, else in
+/// `jails.db` where the jails keep their state (`/var/lib/cordon` as root, the user's state folder otherwise).
+pub(super) fn place(
+    config: &Config,
+    sandbox: &str,
+    root: bool,
+) -> Result<Option<crate::control::jails::Place>, String> {
+    let Some(most) = config.jail.per_user else {
+        return Ok(None);
+    };
+    let user = config
+        .sandboxes
+        .iter()
+        .find(|s| s.id == sandbox)
+        .map(|s| s.user.clone())
+        .unwrap_or_default();
+    let file = match &config.control.store {
+        Some(store) => store.clone(),
+        None => state_base(root)?.join("jails.db"),
+    };
+    crate::control::jails::take(&file, sandbox, &user, most).map(Some)
+}
+
+/// Where the jails keep their state: `/var/lib/cordon` as root, else the user's state folder.
+fn state_base(root: bool) -> Result<PathBuf, String> {
+    if root {
+        return Ok(PathBuf::from("/var/lib/cordon"));
+    }
+    match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
+        (Some(state), _) if !state.is_empty() => Ok(PathBuf::from(state).join("cordon")),
+        (_, Some(home)) if !home.is_empty() => Ok(PathBuf::from(home).join(".local/state/cordon")),
+        _ => Err("neither XDG_STATE_HOME nor HOME says where this user's jails keep their state".into()),
+    }
+}
+
 /// Where a jail's audit records go when the configuration sends them to a stream the command would share.
 ///
 /// The jailed command inherits cordon's standard output and error, so records written there sit in the same
@@ -152,21 +188,9 @@ pub(super) fn audit_apart(config: &mut Config, sandbox: &str, root: bool) -> Res
     if !shared {
         return Ok(None);
     }
-    let base = if root {
-        PathBuf::from("/var/lib/cordon")
-    } else {
-        match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
-            (Some(state), _) if !state.is_empty() => PathBuf::from(state).join("cordon"),
-            (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".local/state/cordon"),
-            _ => {
-                return Err(
-                    "audit.path is \"-\", which the jailed command would share; set audit.path to a file \
-                            (neither XDG_STATE_HOME nor HOME says where to keep one)"
-                        .into(),
-                );
-            }
-        }
-    };
+    let base = state_base(root).map_err(|e| {
+        format!("audit.path is \"-\", which the jailed command would share; set audit.path to a file ({e})")
+    })?;
     let dir = base.join("jail").join(sandbox);
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -208,19 +208,20 @@ pub(crate) fn host_sockets() -> Vec<PathBuf> {
 }
 
 /// The bubblewrap and setpriv command line that runs `command` confined in `view`, with `visible` files bound
-/// in (the CA file, in the private `/run`) before the view hides what it hides, in `cwd` (or `/`, when the view
-/// does not show it), with exactly `env`.
+/// in read-only, each `(host path, path inside)` (the CA file; the activity log's socket and cordon's binary, in
+/// the private `/run`) before the view hides what it hides, in `cwd` (or `/`, when the view does not show it),
+/// with exactly `env`.
 pub(crate) fn command_line(
     who: &Who,
     view: &View,
-    visible: &[PathBuf],
+    visible: &[(PathBuf, PathBuf)],
     env: &BTreeMap<String, String>,
     cwd: &Path,
     command: &[String],
 ) -> Vec<String> {
     let mut a: Vec<String> = vec!["bwrap".into()];
     a.extend(view.mounts());
-    for path in visible {
+    for (from, path) in visible {
         // Its folders in the private tmpfs are made readable (bubblewrap would make them 0700, root's).
         let mut folders: Vec<&Path> = path.ancestors().skip(1).filter(|f| f.parent().is_some()).collect();
         folders.reverse();
@@ -234,8 +235,11 @@ pub(crate) fn command_line(
                 ]);
             }
         }
-        let path = path.to_string_lossy().into_owned();
-        a.extend(["--ro-bind".into(), path.clone(), path]);
+        a.extend([
+            "--ro-bind".into(),
+            from.to_string_lossy().into_owned(),
+            path.to_string_lossy().into_owned(),
+        ]);
     }
     a.extend(view.hides());
     // `/` when the view does not show it (bubblewrap changes folder before it becomes the user, and without

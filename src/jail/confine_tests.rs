@@ -50,7 +50,10 @@ fn the_command_line_confines_and_drops_everything() {
             hidden: vec![PathBuf::from("/etc/hostname"), PathBuf::from("/no/such/file")],
             empty: PathBuf::from("/run/cordon/jail/x/empty"),
         },
-        &[PathBuf::from("/run/cordon/jail/x/ca.pem")],
+        &[(
+            PathBuf::from("/run/cordon/jail/x/ca.pem"),
+            PathBuf::from("/run/cordon/jail/x/ca.pem"),
+        )],
         &env,
         Path::new("/var/lib/somewhere"),
         &["sh".to_string(), "-c".to_string(), "true".to_string()],

@@ -10,6 +10,7 @@
 //! outlives its jail reaches nothing. The command runs under the base seccomp filter ([`seccomp`]: io_uring,
 //! ptrace, keyrings, foreign socket families and ABIs refused), which bubblewrap applies (`--seccomp FD`).
 
+pub(crate) mod activity;
 mod common;
 mod confine;
 pub(crate) mod limits;
@@ -38,6 +39,10 @@ pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
 pub(crate) use view::HomeMode;
+
+/// Where the activity log's socket and cordon's binary (which puts the command under the activity filter) are
+/// inside the root jail.
+const ACTIVITY: &str = "/run/cordon-activity";
 
 /// Whether this process runs with uid 0 (read from /proc, no unsafe).
 fn is_root() -> bool {
@@ -125,6 +130,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     }
     let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
+    let _place = common::place(&config, &id, true)?;
     if let Some(private) = &view.private_home {
         fresh_home(private, &who)?;
     }
@@ -319,16 +325,32 @@ async fn serve(
     let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     // What hidden files show instead: nothing.
     write_public(&confined.view.empty, "")?;
-    let mut command = supervision.bounds.rlimits();
+    let mut visible = vec![(ca_file.clone(), ca_file.clone())];
+    let mut command = Vec::new();
+    let recorder = match supervision.activity() {
+        Some((sink, sandbox, user)) => {
+            let r = activity::Recorder::start(&plan.run_dir, sink, sandbox, user)?;
+            let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
+            let (inside_exe, inside_socket) = (
+                Path::new(ACTIVITY).join("cordon"),
+                Path::new(ACTIVITY).join("activity.sock"),
+            );
+            visible.push((exe, inside_exe.clone()));
+            visible.push((r.socket().to_path_buf(), inside_socket.clone()));
+            command.extend([
+                inside_exe.to_string_lossy().into_owned(),
+                "jail-activity".into(),
+                "--socket".into(),
+                inside_socket.to_string_lossy().into_owned(),
+                "--".into(),
+            ]);
+            Some(r)
+        }
+        None => None,
+    };
+    command.extend(supervision.bounds.rlimits());
     command.extend(confined.command.iter().cloned());
-    let line = confine::command_line(
-        &confined.who,
-        &confined.view,
-        std::slice::from_ref(&ca_file),
-        &env,
-        &cwd,
-        &command,
-    );
+    let line = confine::command_line(&confined.who, &confined.view, &visible, &env, &cwd, &command);
     // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
     // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
     let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;
@@ -336,6 +358,9 @@ async fn serve(
     let before = confined.view.writable.as_deref().map(planted::snapshot);
     supervision.started();
     let code = run_command(plan, &line, supervision).await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         planted::report(folder, before, &audit_sink, &plan.sandbox);

@@ -13,7 +13,12 @@ use super::seccomp;
 
 /// Relay `listen` to `socket`, run `command` under the filters; its exit code (128 + signal if a signal ended
 /// it).
-pub(crate) fn run(socket: PathBuf, listen: SocketAddr, command: &[String]) -> Result<i32, String> {
+pub(crate) fn run(
+    socket: PathBuf,
+    activity: Option<PathBuf>,
+    listen: SocketAddr,
+    command: &[String],
+) -> Result<i32, String> {
     let (program, args) = command.split_first().ok_or("no command given; write it after --")?;
     // SECURITY: the command (same uid, same namespaces) can neither ptrace the relay nor open its
     // /proc/PID/mem, fd or environ: the relay's threads are not under the command's filter.
@@ -44,6 +49,11 @@ pub(crate) fn run(socket: PathBuf, listen: SocketAddr, command: &[String]) -> Re
             });
         }
     });
+    // The activity filter, on this thread only (the relay's threads are not under it), before the command's:
+    // handing its listener over takes a Unix socket, which the command's filter refuses.
+    if let Some(at) = &activity {
+        super::activity::arm(at)?;
+    }
     // SECURITY: the command (and everything it starts) cannot open a Unix socket to a host service.
     seccomp::apply(&filter)?;
     let child = std::process::Command::new(program)

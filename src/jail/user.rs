@@ -48,6 +48,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         return Err(format!("--project {}: not a folder", project.display()));
     }
     let id = pick_sandbox(&config, options.sandbox.as_deref())?;
+    let _place = super::common::place(&config, &id, false)?;
     // SECURITY: the sandbox is whoever holds a credential made for this jail alone (its declared token, if
     // any, does not open this cordon).
     let token = crate::secret_file::random_hex(24)?;
@@ -181,7 +182,11 @@ async fn serve(
     let project = view.writable.clone().unwrap_or_default();
     let mut limited = supervision.bounds.rlimits();
     limited.extend(command.iter().cloned());
-    let line = command_line(&exe, run_dir.path(), &view, &env, &limited);
+    let recorder = match supervision.activity() {
+        Some((sink, sandbox, user)) => Some(super::activity::Recorder::start(run_dir.path(), sink, sandbox, user)?),
+        None => None,
+    };
+    let line = command_line(&exe, run_dir.path(), &view, &env, &limited, recorder.is_some());
     eprintln!(
         "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
         project.display(),
@@ -200,20 +205,24 @@ async fn serve(
     bwrap.args(args);
     supervision.started();
     let code = wait(&mut bwrap, Some(supervision)).await;
+    if let Some(r) = recorder {
+        r.finish();
+    }
     planted::report(&project, &before, &audit, id);
     stop.cancel();
     let _ = server.await;
     started.outcome(code?)
 }
 
-/// bubblewrap's arguments: the view, cordon's bridge, CA and relay in the private `/run`, then what the view
-/// hides.
+/// bubblewrap's arguments: the view, cordon's bridge, CA and relay (and, with `activity`, the activity log's
+/// socket) in the private `/run`, then what the view hides.
 fn command_line(
     exe: &Path,
     run_dir: &Path,
     view: &View,
     env: &std::collections::BTreeMap<String, String>,
     command: &[String],
+    activity: bool,
 ) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut a: Vec<String> = [
@@ -227,11 +236,15 @@ fn command_line(
     .map(String::from)
     .to_vec();
     a.extend(view.mounts());
-    for (from, to) in [
+    let mut binds = vec![
         (run_dir.join("proxy.sock"), "proxy.sock"),
         (run_dir.join("ca.pem"), "ca.pem"),
         (exe.to_path_buf(), "cordon"),
-    ] {
+    ];
+    if activity {
+        binds.push((run_dir.join("activity.sock"), "activity.sock"));
+    }
+    for (from, to) in binds {
         a.extend(["--ro-bind".into(), s(&from), format!("{INSIDE}/{to}")]);
     }
     a.extend(view.hides());
@@ -249,10 +262,13 @@ fn command_line(
             &format!("{INSIDE}/proxy.sock"),
             "--listen",
             INSIDE_PROXY,
-            "--",
         ]
         .map(String::from),
     );
+    if activity {
+        a.extend(["--activity".into(), format!("{INSIDE}/activity.sock")]);
+    }
+    a.push("--".into());
     a.extend(command.iter().cloned());
     a
 }

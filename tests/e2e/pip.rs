@@ -10,7 +10,7 @@ use super::harness::{Case, Spec, files, site, text};
 
 /// Writes `cordon_e2e_hello-0.1.0-py3-none-any.whl` (one module, `cordon_e2e_hello.py`) into the directory
 /// given as argv[1] and prints its sha256: a wheel is a zip with `<name>-<ver>.dist-info/{METADATA,WHEEL,RECORD}`.
-const BUILD_WHEEL: &str = r#"
+pub(crate) const BUILD_WHEEL: &str = r#"
 import base64, hashlib, os, sys, zipfile
 name, ver = "cordon_e2e_hello", "0.1.0"
 info = f"{name}-{ver}.dist-info"
@@ -33,7 +33,7 @@ with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
 print(hashlib.sha256(open(whl, "rb").read()).hexdigest())
 "#;
 
-const WHEEL: &str = "cordon_e2e_hello-0.1.0-py3-none-any.whl";
+pub(crate) const WHEEL: &str = "cordon_e2e_hello-0.1.0-py3-none-any.whl";
 pub(crate) const SECRET: &str = "pypi-real-index-token";
 
 /// A private PEP 503 index at `name` (HTTPS, a certificate from `ca`) serving one wheel, answering only requests

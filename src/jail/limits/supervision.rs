@@ -19,6 +19,8 @@ pub(crate) struct Supervision {
     pub(super) records: Arc<AtomicU64>,
     /// What the cgroup had refused when last looked at (and recorded).
     seen: std::sync::Mutex<cgroup::Events>,
+    /// Whether what the command runs and writes is recorded (`audit.activity`).
+    activity: bool,
 }
 
 impl Supervision {
@@ -48,6 +50,7 @@ impl Supervision {
             user,
             records,
             seen: std::sync::Mutex::default(),
+            activity: config.jail.activity,
         };
         (s, counting)
     }
@@ -126,6 +129,12 @@ impl Supervision {
             self.limit("pids", p.to_string(), format!("{} pids", c.name()), Some(n), detail);
         }
         *seen = now;
+    }
+
+    /// Where the jail's activity records go and whose they are, when `audit.activity` is on.
+    pub(crate) fn activity(&self) -> Option<(Arc<dyn Sink>, &str, &str)> {
+        self.activity
+            .then(|| (self.sink.clone(), self.sandbox.as_str(), self.user.as_str()))
     }
 
     /// Record how the jail ended (and what its cgroup refused since the last look).

@@ -219,3 +219,67 @@ async fn sleep_ends_at_the_wall_limit_and_an_idle_read_at_the_idle_limit() {
         .collect();
     assert_eq!(ends, [124, 123]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_runs_at_most_so_many_jails_at_once() {
+    if !available("a_user_runs_at_most_so_many_jails_at_once") {
+        return;
+    }
+    let w = World::new().await;
+    let n = w.net.n;
+    let ids: Vec<String> = (1..=4).map(|i| format!("cap{n}x{i}")).collect();
+    let config = w.config(&ids[0], "limits: { per_user: { jails: 2 } }\n", None);
+    let token = crate::rigs::client::hash("unused-token");
+    let more: String = ids[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let user = if i == 2 { "bob" } else { "alice" };
+            format!("  - {{ id: {id}, user: {user}, policy: p, token_sha256: \"{token}\" }}\n")
+        })
+        .collect();
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("sandboxes:\n", &format!("sandboxes:\n{more}"));
+    std::fs::write(&config, text).unwrap();
+    let start = |id: &str| {
+        w.cordon_in_gateway()
+            .args(["jail", "--sandbox", id, "--config"])
+            .arg(&config)
+            .args(["--user", "65534:65534", "--", "sleep", "6"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // alice's first two jails run; her third is refused while they do; bob's runs.
+    let first = start(&ids[0]);
+    let second = start(&ids[1]);
+    let running = |id: &str| {
+        let plan = cordon::jail::Plan::new(id, cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap()).unwrap();
+        std::path::Path::new("/run/netns").join(&plan.netns).exists()
+    };
+    let until = Instant::now() + Duration::from_secs(20);
+    while !(running(&ids[0]) && running(&ids[1])) {
+        assert!(Instant::now() < until, "the first two jails never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _, err) = jail(&w, &config, &ids[2], &[], &["true"]);
+    assert_eq!(code, 125, "{err}");
+    assert!(
+        err.contains("user alice runs 2 jail(s) on this host already")
+            && err.contains(&ids[0])
+            && err.contains(&ids[1])
+            && err.contains("limits.per_user.jails (2)"),
+        "{err}"
+    );
+    let (code, _, err) = jail(&w, &config, &ids[3], &[], &["true"]);
+    assert_eq!(code, 0, "bob's jail runs: {err}");
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Once they ended, alice's third jail runs.
+    let (code, _, err) = jail(&w, &config, &ids[2], &[], &["true"]);
+    assert_eq!(code, 0, "{err}");
+}

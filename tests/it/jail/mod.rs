@@ -1,5 +1,6 @@
 //! `cordon jail`, as root and without: what the command reaches by network, file system, kernel and streams, its exit.
 
+mod activity;
 mod confine;
 mod exit;
 mod fs;

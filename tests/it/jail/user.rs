@@ -90,6 +90,7 @@ python3 -m pip install -q --no-deps --no-cache-dir --disable-pip-version-check -
 echo ssh_key_bytes=$(cat $HOME/.ssh/id_ed25519 2>/dev/null | wc -c)
 touch $HOME/outside {d}/outside 2>/dev/null; echo outside=tried
 echo hi > {project}/inside && echo inside=written
+python3 -c 'open(\"{project}/opened.txt\", \"w\").write(\"x\")' && echo opened=ok
 python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{sock}\")' 2>&1 | tail -1 | sed 's/^/unix=/'
 echo secret_in_env=$(env | grep -c jail-api-s3cr3t)
 echo whoami=$(id -u)",
@@ -117,6 +118,7 @@ echo whoami=$(id -u)",
         "inside=written",
         "unix=PermissionError: [Errno 1] Operation not permitted",
         "secret_in_env=0",
+        "opened=ok",
         &format!("whoami={uid}"),
     ] {
         assert!(stdout.contains(expected), "{expected}:\n{stdout}\n{stderr}");
@@ -145,5 +147,27 @@ echo whoami=$(id -u)",
         audit
             .lines()
             .any(|l| l.contains("\"sandbox\":\"laptop\"") && l.contains("/from-the-jail"))
+    );
+    // The activity log, in the same chain: git, pip's Python and Python's open, each program before what it
+    // wrote, with the sandbox and its user.
+    let records: Vec<serde_json::Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let at = |kind: &str, key: &str, suffix: &str| {
+        records
+            .iter()
+            .position(|r| r["kind"] == kind && r[kind][key].as_str().is_some_and(|p| p.ends_with(suffix)))
+            .unwrap_or_else(|| panic!("no {kind} record of {suffix}:\n{audit}"))
+    };
+    assert!(at("exec", "path", "/git") < at("file", "path", "/repo/README"));
+    assert!(at("file", "path", "/repo/README") < at("file", "path", "/lib/cordon_e2e_hello.py"));
+    assert!(at("file", "path", "/lib/cordon_e2e_hello.py") < at("file", "path", "/inside"));
+    assert!(at("file", "path", "/inside") < at("file", "path", "/opened.txt"));
+    assert!(at("exec", "path", "/python3") < at("file", "path", "/lib/cordon_e2e_hello.py"));
+    let activity = records.iter().filter(|r| r["kind"] == "exec" || r["kind"] == "file");
+    assert!(activity.clone().count() > 4);
+    assert!(activity.clone().all(|r| r["sandbox"] == "laptop" && r["user"] == "dev"));
+    assert!(
+        activity
+            .filter(|r| r["kind"] == "exec")
+            .all(|r| r["exec"]["uid"].as_u64().is_none_or(|u| u == u64::from(uid)))
     );
 }

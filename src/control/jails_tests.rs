@@ -1,0 +1,35 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use super::*;
+
+#[test]
+fn a_user_takes_at_most_so_many_places_and_gets_one_back_when_a_jail_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state/jails.db");
+    let a = take(&file, "a", "alice", 2).unwrap();
+    let _b = take(&file, "b", "alice", 2).unwrap();
+    let e = take(&file, "c", "alice", 2).err().unwrap();
+    assert!(
+        e.contains("user alice runs 2 jail(s) on this host already (sandboxes a, b)"),
+        "{e}"
+    );
+    assert!(e.contains("limits.per_user.jails (2)"), "{e}");
+    let _bob = take(&file, "d", "bob", 2).unwrap();
+    drop(a);
+    let _c = take(&file, "c", "alice", 2).unwrap();
+}
+
+#[test]
+fn the_places_of_jails_that_are_gone_are_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jails.db");
+    drop(take(&file, "x", "alice", 1).unwrap());
+    // A row left by a jail that was killed (its process gone): pid 1's start time is not 12345.
+    let conn = Connection::open(&file).unwrap();
+    conn.execute(
+        "INSERT INTO jails (sandbox, user, pid, started) VALUES ('old', 'alice', 1, 12345)",
+        [],
+    )
+    .unwrap();
+    assert!(take(&file, "y", "alice", 1).is_ok());
+}
