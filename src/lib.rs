@@ -17,7 +17,7 @@
 //! |---:|---|---|
 //! | 16 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
 //! | 15 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 14 | `jail` | `cordon jail`: a command in a network namespace whose only way out is cordon |
+//! | 14 | `jail` | `cordon jail`: a command whose only way out is cordon, bounded (CPU, memory, processes, disk, wall-clock and idle time) and recorded (every program it starts and file it writes) |
 //! | 13 | `server` | the listeners: accept, cap open connections, drain on shutdown |
 //! | 12 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
 //! | 11 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |

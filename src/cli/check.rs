@@ -148,6 +148,20 @@ fn print_summary(c: &Config) {
             .collect();
         outln!("         admin tokens {}", tokens.join(", "));
     }
+    let j = &c.jail;
+    let mut jail = format!("jail     limits {}", j.defaults.summary());
+    for (policy, own) in &j.per_policy {
+        jail.push_str(&format!("; policy {policy}: {}", j.defaults.with(*own).summary()));
+    }
+    jail.push_str(if j.activity {
+        "; activity log on"
+    } else {
+        "; activity log off"
+    });
+    if let Some(n) = j.per_user {
+        jail.push_str(&format!("; at most {n} per user"));
+    }
+    outln!("{jail}");
     let rate = |r: Option<crate::limits::Rate>| {
         r.map(|r| format!("{}/s burst {}", r.per_second, r.burst))
             .unwrap_or_else(|| "unlimited".into())

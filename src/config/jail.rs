@@ -101,3 +101,48 @@ pub(crate) fn parse_cpus(text: &str) -> Result<f64, String> {
         Err(_) => Err(format!("{text:?} is not a number of CPUs; write e.g. 1.5")),
     }
 }
+
+/// A size as the configuration writes it: `2GiB`, `48MiB`, or bytes when it is no whole number of KiB.
+pub(crate) fn size(bytes: u64) -> String {
+    for (unit, name) in [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ] {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{}{name}", bytes / unit);
+        }
+    }
+    format!("{bytes}B")
+}
+
+impl JailLimits {
+    /// The limits that are set, as `cordon check` and the docs write them (`pids 4096, disk 1GiB`; `none`).
+    pub(crate) fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = self.cpu {
+            parts.push(format!("cpu {c}"));
+        }
+        if let Some(m) = self.memory {
+            parts.push(format!("memory {}", size(m)));
+        }
+        if let Some(p) = self.pids {
+            parts.push(format!("pids {p}"));
+        }
+        if let Some(d) = self.disk {
+            parts.push(format!("disk {}", size(d)));
+        }
+        if let Some(w) = self.wall {
+            parts.push(format!("wall {}", humantime::format_duration(w)));
+        }
+        if let Some(i) = self.idle {
+            parts.push(format!("idle {}", humantime::format_duration(i)));
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}

@@ -33,3 +33,22 @@ fn the_places_of_jails_that_are_gone_are_given_back() {
     .unwrap();
     assert!(take(&file, "y", "alice", 1).is_ok());
 }
+
+#[test]
+fn jails_starting_at_once_cannot_both_take_the_last_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jails.db");
+    drop(take(&file, "warm", "alice", 1).unwrap());
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let tries: Vec<_> = (0..8)
+        .map(|i| {
+            let (file, barrier) = (file.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                take(&file, &format!("s{i}"), "alice", 1).ok()
+            })
+        })
+        .collect();
+    let places: Vec<Place> = tries.into_iter().filter_map(|t| t.join().unwrap()).collect();
+    assert_eq!(places.len(), 1, "exactly one of eight took the one place");
+}

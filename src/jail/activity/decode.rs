@@ -2,9 +2,13 @@
 //! memory and `/proc` entries: a program started (its path, arguments, folder, pid, parent, uid) or a file
 //! written, created, renamed or removed (its path, as the command sees its file system).
 //!
-//! Read while the call waits, before cordon lets it go on; another thread of the caller could change the memory
-//! read in between, so what a record says is what the caller asked when cordon looked (seccomp_unotify(2)).
+//! Two steps, so that the call waits as little as it can: while it waits, its strings are read from its memory
+//! ([`Reader::asked`]: another thread of the caller could change them in between, so what a record says is what
+//! the caller asked when cordon looked, seccomp_unotify(2)), and what a removal or rename names is checked to be
+//! there; once it went on, its paths are resolved against its folder and the rest is read from `/proc`
+//! ([`Asked::event`]).
 
+use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -64,6 +68,10 @@ impl Memory {
             let mut buf = vec![0u8; room.min(most - out.len())];
             let n = self.0.read_at(&mut buf, at).ok()?;
             if n == 0 {
+                // A memory whose process has gone (or started another program) reads nothing at all.
+                if out.is_empty() {
+                    return None;
+                }
                 break;
             }
             if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
@@ -106,23 +114,6 @@ impl Memory {
     }
 }
 
-/// `path` as the caller meant it: absolute as given, else under the folder `dirfd` names (its working folder
-/// for `AT_FDCWD`).
-fn resolve(pid: u32, dirfd: i64, path: &str) -> String {
-    if path.starts_with('/') {
-        return path.to_owned();
-    }
-    let base = if dirfd == AT_FDCWD {
-        std::fs::read_link(format!("/proc/{pid}/cwd"))
-    } else {
-        std::fs::read_link(format!("/proc/{pid}/fd/{dirfd}"))
-    };
-    match base {
-        Ok(base) => Path::new(&base).join(path).to_string_lossy().into_owned(),
-        Err(_) => path.to_owned(),
-    }
-}
-
 /// The parent and real uid of `pid`.
 fn parent_and_uid(pid: u32) -> (u32, u32) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -147,83 +138,211 @@ fn there(pid: u32, path: &str, made: bool) -> bool {
     std::fs::symlink_metadata(inside(path)).is_ok()
 }
 
-/// What the waiting call `n` does, if it is one cordon records, its memory could be read, and what it names is
-/// there.
-pub(crate) fn event(n: &Notification) -> Option<Event> {
-    let event = read(n)?;
-    let ok = match &event {
-        Event::Exec { path, .. } => there(n.pid, path, false),
-        Event::File { op, path, .. } => there(n.pid, path, matches!(*op, "create" | "mkdir" | "link")),
-    };
-    ok.then_some(event)
+/// A path argument: the folder it is relative to (`dirfd`, or [`AT_FDCWD`]) and the path as given.
+#[derive(Debug, Clone)]
+struct Named(i64, String);
+
+/// What a waiting call asks, as read while it waits.
+#[derive(Debug)]
+pub(crate) struct Asked {
+    pid: u32,
+    what: What,
 }
 
-/// What the waiting call `n` asks, read from its memory.
-fn read(n: &Notification) -> Option<Event> {
-    let mem = Memory::open(n.pid)?;
-    let nr = i64::from(n.nr);
-    let a = n.args;
-    let path = |addr: u64| mem.string(addr, MOST_PATH);
-    let at = |dirfd: u64, addr: u64| Some(resolve(n.pid, dirfd as i64 as i32 as i64, &path(addr)?));
-    let file = |op: &'static str, path: Option<String>, to: Option<String>| {
-        Some(Event::File {
-            op,
-            path: path?,
-            to,
-            pid: n.pid,
-        })
-    };
-    match nr {
-        libc::SYS_execve | libc::SYS_execveat => {
-            let (dirfd, name, args) = if nr == libc::SYS_execve {
-                (AT_FDCWD as u64, a[0], a[1])
-            } else {
-                (a[0], a[1], a[2])
-            };
-            let (argv, truncated) = mem.strings(args);
-            let (ppid, uid) = parent_and_uid(n.pid);
-            let cwd = std::fs::read_link(format!("/proc/{}/cwd", n.pid)).unwrap_or_else(|_| PathBuf::from("?"));
-            Some(Event::Exec {
-                path: at(dirfd, name)?,
-                argv,
-                truncated,
-                cwd: cwd.to_string_lossy().into_owned(),
-                pid: n.pid,
-                ppid,
-                uid,
+#[derive(Debug)]
+enum What {
+    Exec {
+        name: Named,
+        argv: Vec<String>,
+        truncated: bool,
+    },
+    /// `to` is a path for a rename or link, a link's text for a symlink (`linked`).
+    File {
+        op: &'static str,
+        path: Named,
+        to: Option<Named>,
+        linked: Option<String>,
+        resolved: Option<String>,
+    },
+}
+
+/// Reads waiting calls, keeping each caller's memory open while it lives.
+#[derive(Default)]
+pub(crate) struct Reader {
+    mems: HashMap<u32, Memory>,
+}
+
+impl Reader {
+    /// The caller's memory, opened once.
+    fn mem(&mut self, pid: u32) -> Option<&Memory> {
+        if self.mems.len() > 256 {
+            self.mems.clear();
+        }
+        match self.mems.entry(pid) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
+            std::collections::hash_map::Entry::Vacant(e) => Some(e.insert(Memory::open(pid)?)),
+        }
+        .map(|m| &*m)
+    }
+
+    /// What the waiting call `n` asks, if it is one cordon records (its memory is read now, while it waits; a
+    /// removal or rename of what is not there is not recorded).
+    pub(crate) fn asked(&mut self, n: &Notification) -> Option<Asked> {
+        let first = self.read(n);
+        // A memory opened before the caller started another program reads nothing: open it again, once.
+        let what = match first {
+            Some(w) => w,
+            None => {
+                self.mems.remove(&n.pid);
+                self.read(n)?
+            }
+        };
+        let what = match what {
+            What::File {
+                op, path, to, linked, ..
+            } if matches!(op, "remove" | "rename") => {
+                let resolved = resolve(n.pid, &path);
+                if !there(n.pid, &resolved, false) {
+                    return None;
+                }
+                What::File {
+                    op,
+                    path,
+                    to,
+                    linked,
+                    resolved: Some(resolved),
+                }
+            }
+            other => other,
+        };
+        Some(Asked { pid: n.pid, what })
+    }
+
+    fn read(&mut self, n: &Notification) -> Option<What> {
+        let mem = self.mem(n.pid)?;
+        let nr = i64::from(n.nr);
+        let a = n.args;
+        let path = |addr: u64| mem.string(addr, MOST_PATH);
+        let named = |dirfd: u64, addr: u64| Some(Named(dirfd as i64 as i32 as i64, path(addr)?));
+        let cwd = |addr: u64| named(AT_FDCWD as u64, addr);
+        let file = |op: &'static str, path: Option<Named>, to: Option<Named>, linked: Option<String>| {
+            Some(What::File {
+                op,
+                path: path?,
+                to,
+                linked,
+                resolved: None,
             })
+        };
+        let opened = |flags: u64| {
+            if (flags as i32 & libc::O_CREAT) != 0 {
+                "create"
+            } else {
+                "write"
+            }
+        };
+        match nr {
+            libc::SYS_execve | libc::SYS_execveat => {
+                let (name, args) = if nr == libc::SYS_execve {
+                    (cwd(a[0]), a[1])
+                } else {
+                    (named(a[0], a[1]), a[2])
+                };
+                let (argv, truncated) = mem.strings(args);
+                Some(What::Exec {
+                    name: name?,
+                    argv,
+                    truncated,
+                })
+            }
+            libc::SYS_openat => file(opened(a[2]), named(a[0], a[1]), None, None),
+            libc::SYS_openat2 => file("write", named(a[0], a[1]), None, None),
+            libc::SYS_truncate => file("write", cwd(a[0]), None, None),
+            libc::SYS_renameat | libc::SYS_renameat2 => file("rename", named(a[0], a[1]), named(a[2], a[3]), None),
+            libc::SYS_unlinkat => file("remove", named(a[0], a[1]), None, None),
+            libc::SYS_mkdirat => file("mkdir", named(a[0], a[1]), None, None),
+            libc::SYS_linkat => file("link", named(a[2], a[3]), named(a[0], a[1]), None),
+            libc::SYS_symlinkat => file("link", named(a[1], a[2]), None, path(a[0])),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_open => file(opened(a[1]), cwd(a[0]), None, None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_creat => file("create", cwd(a[0]), None, None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_rename => file("rename", cwd(a[0]), cwd(a[1]), None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_unlink | libc::SYS_rmdir => file("remove", cwd(a[0]), None, None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_mkdir => file("mkdir", cwd(a[0]), None, None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_link => file("link", cwd(a[1]), cwd(a[0]), None),
+            #[cfg(target_arch = "x86_64")]
+            libc::SYS_symlink => file("link", cwd(a[1]), None, path(a[0])),
+            _ => None,
         }
-        libc::SYS_openat | libc::SYS_openat2 => {
-            let created = nr == libc::SYS_openat && (a[2] as i32 & libc::O_CREAT) != 0;
-            file(if created { "create" } else { "write" }, at(a[0], a[1]), None)
+    }
+}
+
+/// `named` as the caller meant it: absolute as given, else under the folder its `dirfd` names (its working
+/// folder for `AT_FDCWD`).
+fn resolve(pid: u32, named: &Named) -> String {
+    let Named(dirfd, path) = named;
+    if path.starts_with('/') {
+        return path.clone();
+    }
+    let base = if *dirfd == AT_FDCWD {
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
+    } else {
+        std::fs::read_link(format!("/proc/{pid}/fd/{dirfd}"))
+    };
+    match base {
+        Ok(base) => Path::new(&base).join(path).to_string_lossy().into_owned(),
+        Err(_) => path.clone(),
+    }
+}
+
+impl Asked {
+    /// What the call did, once it went on: paths resolved, the program's folder, parent and uid read, and a call
+    /// on what was not there left out.
+    pub(crate) fn event(self) -> Option<Event> {
+        let pid = self.pid;
+        match self.what {
+            What::Exec { name, argv, truncated } => {
+                let path = resolve(pid, &name);
+                if !there(pid, &path, false) {
+                    return None;
+                }
+                let (ppid, uid) = parent_and_uid(pid);
+                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_else(|_| PathBuf::from("?"));
+                Some(Event::Exec {
+                    path,
+                    argv,
+                    truncated,
+                    cwd: cwd.to_string_lossy().into_owned(),
+                    pid,
+                    ppid,
+                    uid,
+                })
+            }
+            What::File {
+                op,
+                path,
+                to,
+                linked,
+                resolved,
+            } => {
+                let path = match resolved {
+                    Some(p) => p,
+                    None => {
+                        let p = resolve(pid, &path);
+                        if !there(pid, &p, matches!(op, "create" | "mkdir" | "link")) {
+                            return None;
+                        }
+                        p
+                    }
+                };
+                let to = to.map(|t| resolve(pid, &t)).or(linked);
+                Some(Event::File { op, path, to, pid })
+            }
         }
-        libc::SYS_truncate => file("write", at(AT_FDCWD as u64, a[0]), None),
-        libc::SYS_renameat | libc::SYS_renameat2 => file("rename", at(a[0], a[1]), at(a[2], a[3])),
-        libc::SYS_unlinkat => file("remove", at(a[0], a[1]), None),
-        libc::SYS_mkdirat => file("mkdir", at(a[0], a[1]), None),
-        libc::SYS_linkat => file("link", at(a[2], a[3]), at(a[0], a[1])),
-        libc::SYS_symlinkat => file("link", at(a[1], a[2]), path(a[0])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_open => {
-            let created = (a[1] as i32 & libc::O_CREAT) != 0;
-            file(
-                if created { "create" } else { "write" },
-                at(AT_FDCWD as u64, a[0]),
-                None,
-            )
-        }
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_creat => file("create", at(AT_FDCWD as u64, a[0]), None),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_rename => file("rename", at(AT_FDCWD as u64, a[0]), at(AT_FDCWD as u64, a[1])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_unlink | libc::SYS_rmdir => file("remove", at(AT_FDCWD as u64, a[0]), None),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_mkdir => file("mkdir", at(AT_FDCWD as u64, a[0]), None),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_link => file("link", at(AT_FDCWD as u64, a[1]), at(AT_FDCWD as u64, a[0])),
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_symlink => file("link", at(AT_FDCWD as u64, a[1]), path(a[0])),
-        _ => None,
     }
 }

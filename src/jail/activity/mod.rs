@@ -164,6 +164,7 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let mut tally = rate::Tally::default();
+    let mut reader = decode::Reader::default();
     loop {
         let ready = {
             let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
@@ -178,11 +179,11 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
         match ready {
             Some(r) if r.contains(PollFlags::POLLIN) => {
                 let Ok(n) = listener.recv() else { continue };
-                // Read while the call waits, then let it go on: a record, not a gate.
-                let event = decode::event(&n);
+                // Read while the call waits, then let it go on (a record, not a gate), then make the record.
+                let asked = reader.asked(&n);
                 let valid = listener.is_valid(n.id);
                 let _ = listener.allow(n.id);
-                if let (true, Some(event)) = (valid, event) {
+                if let (true, Some(event)) = (valid, asked.and_then(decode::Asked::event)) {
                     write(&mut tally, log, event);
                 }
             }
@@ -272,3 +273,7 @@ fn summarise(tally: &mut rate::Tally, log: &Log) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

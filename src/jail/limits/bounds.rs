@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::cgroup::Cgroup;
-use crate::config::jail::JailLimits;
+use crate::config::jail::{JailLimits, size};
 
 /// A jail's limits and what holds them.
 #[derive(Debug)]
@@ -169,19 +169,4 @@ impl Drop for Bounds {
             c.remove();
         }
     }
-}
-
-/// A size as the configuration writes it: `2GiB`, `48MiB`, or bytes when it is no whole number of KiB.
-pub(crate) fn size(bytes: u64) -> String {
-    for (unit, name) in [
-        (1u64 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ] {
-        if bytes >= unit && bytes.is_multiple_of(unit) {
-            return format!("{}{name}", bytes / unit);
-        }
-    }
-    format!("{bytes}B")
 }

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::bounds::{Bounds, size};
+use super::bounds::Bounds;
 use super::cgroup;
 use crate::audit::Sink;
 use crate::config::jail::JailLimits;
+use crate::config::jail::size;
 
 /// A jail under its limits: what holds them, where its records go, and whose it is.
 pub(crate) struct Supervision {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::bounds::size;
+use crate::config::jail::size;
 
 /// How often the cgroup's events and the private folders are looked at.
 const TICK: Duration = Duration::from_millis(250);

@@ -283,3 +283,73 @@ async fn a_user_runs_at_most_so_many_jails_at_once() {
     let (code, _, err) = jail(&w, &config, &ids[2], &[], &["true"]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn wrong_limits_are_refused_by_check_and_the_command_line_naming_them() {
+    use crate::rigs::process::cordon_env;
+    let dir = tempfile::tempdir().unwrap();
+    let config = |jail: &str| {
+        let path = dir.path().join("cordon.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "{jail}\nsandboxes:\n  - {{ id: s, user: u, token_sha256: {}, policy: p }}\npolicies:\n  p:\n    allow: []\n",
+                crate::rigs::client::hash("t")
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let cases = [
+        (
+            "jail: { cpu: lots }",
+            "jail.cpu: \"lots\" is not a number of CPUs; write e.g. 1.5",
+        ),
+        ("jail: { cpu: 0 }", "jail.cpu: 0 is not a number of CPUs"),
+        ("jail: { memory: 2GB0 }", "jail.memory: \"2GB0\" is not a size"),
+        ("jail: { pids: 0 }", "jail.pids: 0 must be at least 1"),
+        ("jail: { wall: soon }", "jail.wall: \"soon\" is not a duration"),
+        ("jail: { grace: 0s }", "jail.grace: \"0s\" is zero"),
+        (
+            "jail: { cgroup: relative/path }",
+            "jail.cgroup: relative/path is not an absolute path",
+        ),
+        ("jail: { memroy: 1GiB }", "unknown field `memroy`"),
+        (
+            "limits: { per_user: { jails: 0 } }",
+            "limits.per_user.jails: 0 must be at least 1",
+        ),
+        ("audit: { activity: maybe }", "audit.activity: expected true or false"),
+        ("policies_extra: 1", "unknown field `policies_extra`"),
+    ];
+    for (jail, said) in cases {
+        let c = config(jail);
+        let (code, out, err) = cordon_env(&["check", "--config", &c], &[]);
+        assert_eq!(code, 2, "check must refuse {jail}: {out}{err}");
+        assert!(err.contains(said), "{jail}: {err}");
+    }
+    let c = config("jail: { memory: 2GiB, idle: 15m }\nlimits: { per_user: { jails: 3 } }\naudit: { activity: false }");
+    let text = std::fs::read_to_string(&c)
+        .unwrap()
+        .replace("    allow: []", "    jail: { memory: 512MiB, wall: 1h }\n    allow: []");
+    std::fs::write(&c, text).unwrap();
+    let (code, out, err) = cordon_env(&["check", "--config", &c], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "jail     limits memory 2GiB, pids 4096, disk 1GiB, idle 15m; policy p: memory 512MiB, pids 4096, disk \
+             1GiB, wall 1h, idle 15m; activity log off; at most 3 per user"
+        ),
+        "{out}"
+    );
+    for (flag, said) in [
+        (["--cpu", "1.5x"], "\"1.5x\" is not a number of CPUs"),
+        (["--memory", "0"], "is zero"),
+        (["--pids", "0"], "0 is not in 1.."),
+        (["--wall", "later"], "\"later\" is not a duration"),
+    ] {
+        let (code, _, err) = cordon_env(&["jail", "--config", &c, flag[0], flag[1], "--", "true"], &[]);
+        assert_eq!(code, 2, "{flag:?}: {err}");
+        assert!(err.contains(said), "{flag:?}: {err}");
+    }
+}
