@@ -2,11 +2,11 @@
 //! memory and `/proc` entries: a program started (its path, arguments, folder, pid, parent, uid) or a file
 //! written, created, renamed or removed (its path, as the command sees its file system).
 //!
-//! Two steps, so that the call waits as little as it can: while it waits, its strings are read from its memory
-//! ([`Reader::asked`]: another thread of the caller could change them in between, so what a record says is what
-//! the caller asked when cordon looked, seccomp_unotify(2)), and what a removal or rename names is checked to be
-//! there; once it went on, its paths are resolved against its folder and the rest is read from `/proc`
-//! ([`Asked::event`]).
+//! All of it is read while the call waits ([`Reader::event`]): its strings from its memory (another thread of the
+//! caller could change them in between, so what a record says is what the caller asked when cordon looked,
+//! seccomp_unotify(2)), its paths resolved against its folder, and what it names checked to be there. Once the
+//! call went on, the caller may be gone (a short-lived `mkdir` exits at once), and with it its folder and `/proc`
+//! entries: a record made from them afterwards would be lost or wrong.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
@@ -142,13 +142,7 @@ fn there(pid: u32, path: &str, made: bool) -> bool {
 #[derive(Debug, Clone)]
 struct Named(i64, String);
 
-/// What a waiting call asks, as read while it waits.
-#[derive(Debug)]
-pub(crate) struct Asked {
-    pid: u32,
-    what: What,
-}
-
+/// What a waiting call asks, as read from its memory.
 #[derive(Debug)]
 enum What {
     Exec {
@@ -162,7 +156,6 @@ enum What {
         path: Named,
         to: Option<Named>,
         linked: Option<String>,
-        resolved: Option<String>,
     },
 }
 
@@ -185,9 +178,9 @@ impl Reader {
         .map(|m| &*m)
     }
 
-    /// What the waiting call `n` asks, if it is one cordon records (its memory is read now, while it waits; a
-    /// removal or rename of what is not there is not recorded).
-    pub(crate) fn asked(&mut self, n: &Notification) -> Option<Asked> {
+    /// What the waiting call `n` does, if it is one cordon records: read now, while it waits. A call on what is
+    /// not there (it will fail) is not recorded.
+    pub(crate) fn event(&mut self, n: &Notification) -> Option<Event> {
         let first = self.read(n);
         // A memory opened before the caller started another program reads nothing: open it again, once.
         let what = match first {
@@ -197,25 +190,34 @@ impl Reader {
                 self.read(n)?
             }
         };
-        let what = match what {
-            What::File {
-                op, path, to, linked, ..
-            } if matches!(op, "remove" | "rename") => {
-                let resolved = resolve(n.pid, &path);
-                if !there(n.pid, &resolved, false) {
+        let pid = n.pid;
+        match what {
+            What::Exec { name, argv, truncated } => {
+                let path = resolve(pid, &name);
+                if !there(pid, &path, false) {
                     return None;
                 }
-                What::File {
-                    op,
+                let (ppid, uid) = parent_and_uid(pid);
+                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_else(|_| PathBuf::from("?"));
+                Some(Event::Exec {
                     path,
-                    to,
-                    linked,
-                    resolved: Some(resolved),
-                }
+                    argv,
+                    truncated,
+                    cwd: cwd.to_string_lossy().into_owned(),
+                    pid,
+                    ppid,
+                    uid,
+                })
             }
-            other => other,
-        };
-        Some(Asked { pid: n.pid, what })
+            What::File { op, path, to, linked } => {
+                let path = resolve(pid, &path);
+                if !there(pid, &path, matches!(op, "create" | "mkdir" | "link")) {
+                    return None;
+                }
+                let to = to.map(|t| resolve(pid, &t)).or(linked);
+                Some(Event::File { op, path, to, pid })
+            }
+        }
     }
 
     fn read(&mut self, n: &Notification) -> Option<What> {
@@ -231,7 +233,6 @@ impl Reader {
                 path: path?,
                 to,
                 linked,
-                resolved: None,
             })
         };
         let opened = |flags: u64| {
@@ -297,52 +298,5 @@ fn resolve(pid: u32, named: &Named) -> String {
     match base {
         Ok(base) => Path::new(&base).join(path).to_string_lossy().into_owned(),
         Err(_) => path.clone(),
-    }
-}
-
-impl Asked {
-    /// What the call did, once it went on: paths resolved, the program's folder, parent and uid read, and a call
-    /// on what was not there left out.
-    pub(crate) fn event(self) -> Option<Event> {
-        let pid = self.pid;
-        match self.what {
-            What::Exec { name, argv, truncated } => {
-                let path = resolve(pid, &name);
-                if !there(pid, &path, false) {
-                    return None;
-                }
-                let (ppid, uid) = parent_and_uid(pid);
-                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_else(|_| PathBuf::from("?"));
-                Some(Event::Exec {
-                    path,
-                    argv,
-                    truncated,
-                    cwd: cwd.to_string_lossy().into_owned(),
-                    pid,
-                    ppid,
-                    uid,
-                })
-            }
-            What::File {
-                op,
-                path,
-                to,
-                linked,
-                resolved,
-            } => {
-                let path = match resolved {
-                    Some(p) => p,
-                    None => {
-                        let p = resolve(pid, &path);
-                        if !there(pid, &p, matches!(op, "create" | "mkdir" | "link")) {
-                            return None;
-                        }
-                        p
-                    }
-                };
-                let to = to.map(|t| resolve(pid, &t)).or(linked);
-                Some(Event::File { op, path, to, pid })
-            }
-        }
     }
 }

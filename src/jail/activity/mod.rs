@@ -179,11 +179,11 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
         match ready {
             Some(r) if r.contains(PollFlags::POLLIN) => {
                 let Ok(n) = listener.recv() else { continue };
-                // Read while the call waits, then let it go on (a record, not a gate), then make the record.
-                let asked = reader.asked(&n);
+                // Read while the call waits, then let it go on (a record, not a gate), then write the record.
+                let event = reader.event(&n);
                 let valid = listener.is_valid(n.id);
                 let _ = listener.allow(n.id);
-                if let (true, Some(event)) = (valid, asked.and_then(decode::Asked::event)) {
+                if let (true, Some(event)) = (valid, event) {
                     write(&mut tally, log, event);
                 }
             }
