@@ -30,6 +30,7 @@ fn policy(n: usize) -> Policy {
             path_texts: vec![],
             tls: TlsMode::Intercept,
             action: Default::default(),
+            mcp: None,
         })
         .collect();
     Policy::new("bench".into(), Mode::Enforce, rules).unwrap()

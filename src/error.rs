@@ -122,6 +122,10 @@ pub(crate) enum ProxyError {
     /// The TLS handshake with the upstream took longer than `timeouts.tls_handshake`.
     #[error("the TLS handshake with the upstream timed out")]
     HandshakeTimeout,
+    /// A message to an MCP endpoint its rule refuses: answered 200 with a JSON-RPC error, as MCP clients
+    /// understand it.
+    #[error("{}", .0.message)]
+    Mcp(crate::mcp::judge::Refused),
     /// A human denied the request (`action: ask`).
     #[error("denied by {by} (approval {id})")]
     ApprovalDenied {
@@ -184,6 +188,7 @@ impl ProxyError {
             ProxyError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
+            ProxyError::Mcp(_) => StatusCode::OK,
             ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
             ProxyError::AuditUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Held => StatusCode::FORBIDDEN,
@@ -215,6 +220,7 @@ impl ProxyError {
             ProxyError::ApprovalDenied { .. } => Reason::ApprovalDenied,
             ProxyError::ApprovalTimedOut(..) => Reason::ApprovalTimeout,
             ProxyError::ApprovalQueueFull => Reason::ApprovalQueueFull,
+            ProxyError::Mcp(refused) => refused.reason,
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
@@ -240,6 +246,7 @@ impl ProxyError {
             | ProxyError::ApprovalDenied { .. }
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
+            | ProxyError::Mcp(_)
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
             | ProxyError::Dial(DialError::Refused(_)) => Side::Downstream,
@@ -258,7 +265,7 @@ impl ProxyError {
 
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub(crate) fn is_refusal(&self) -> bool {
-        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable)
+        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable | ProxyError::Mcp(_))
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,
@@ -272,6 +279,7 @@ impl ProxyError {
             ProxyError::SecretExfiltration { credential } => Some(format!("the secret of credential {credential}")),
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
+            ProxyError::Mcp(refused) => Some(refused.message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -335,6 +343,7 @@ impl ProxyError {
             | ProxyError::ApprovalDenied { .. }
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
+            | ProxyError::Mcp(_)
             | ProxyError::UpstreamTimeout
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
@@ -345,6 +354,13 @@ impl ProxyError {
 
     /// The response the client gets.
     pub(crate) fn response(&self) -> Response<ProxyBody> {
+        if let ProxyError::Mcp(refused) = self {
+            let mut resp = Response::new(body::full(crate::mcp::judge::error_body(refused)));
+            let h = resp.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));
+            return resp;
+        }
         let status = self.status();
         let mut resp = Response::new(body::full(format!("cordon: {}\n", self.public_message())));
         *resp.status_mut() = status;

@@ -28,7 +28,7 @@
 //! | 6 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
 //! | 5 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
 //! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
-//! | 3 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
+//! | 3 | `control`, `error`, `tls`, `leak`, `mcp` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking; the Model Context Protocol's messages judged and its tool lists filtered |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
@@ -61,6 +61,7 @@ pub mod jail;
 pub mod leak;
 pub mod limits;
 mod logging;
+mod mcp;
 mod metrics;
 pub mod names;
 pub mod net;

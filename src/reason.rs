@@ -175,6 +175,10 @@ reasons! {
     UnauthenticatedLimit = "unauthenticated_limit", Status(429), "too many connections that have not authenticated yet";
     ApprovalSandboxLimit = "approval_sandbox_limit", Status(429), "approval.max_pending_per_sandbox requests of the sandbox already wait";
     ApprovalUserLimit = "approval_user_limit", Status(429), "approval.max_pending_per_user requests of the user already wait";
+    McpInvalid = "mcp_invalid", Status(400), "a message to an MCP endpoint that is not JSON-RPC 2.0 (or a method MCP's HTTP transport does not use)";
+    McpToolDenied = "mcp_tool_denied", Status(200), "a tools/call of a tool the endpoint's rule denies or does not name (answered with a JSON-RPC error)";
+    McpMethodDenied = "mcp_method_denied", Status(200), "a JSON-RPC method beyond MCP's lifecycle that the endpoint's rule does not name (answered with a JSON-RPC error)";
+    McpToolChanged = "mcp_tool_changed", Status(200), "a tools/call of a tool that changed what it says it does since the sandbox first saw it (answered with a JSON-RPC error)";
     ApprovalDenied = "approval_denied", Status(403), "a human denied the request";
     ApprovalTimeout = "approval_timeout", Status(403), "nobody decided within approval.timeout";
     SandboxHeld = "sandbox_held", Status(403), "a tunnel (tls: tunnel) of a sandbox on_violation holds";

@@ -45,6 +45,7 @@ pub(super) fn ask(sandbox: &str, path: &str) -> HeldRequest {
         excerpt: excerpt(body),
         rule: 3,
         rule_fingerprint: "rule-3".to_string(),
+        tools: None,
     }
 }
 

@@ -34,6 +34,9 @@ struct Row {
     policy: String,
     rule: usize,
     rule_fingerprint: String,
+    /// For an MCP endpoint: the tools the grant covers (absent in rows written before).
+    #[serde(default)]
+    tools: Option<Vec<String>>,
     by: String,
     at: String,
     approval: String,
@@ -63,6 +66,7 @@ impl From<&Grant> for Row {
             policy: g.policy.clone(),
             rule: g.rule,
             rule_fingerprint: g.rule_fingerprint.clone(),
+            tools: g.tools.clone(),
             by: g.by.clone(),
             at: g.at.clone(),
             approval: g.approval.clone(),
@@ -91,6 +95,7 @@ impl From<Row> for Grant {
             policy: r.policy,
             rule: r.rule,
             rule_fingerprint: r.rule_fingerprint,
+            tools: r.tools,
             by: r.by,
             at: r.at,
             approval: r.approval,

@@ -58,6 +58,9 @@ pub(crate) struct HeldRequest {
     /// What that rule said, digested: a grant holds only while its rule does (not shown).
     #[serde(skip)]
     pub(crate) rule_fingerprint: String,
+    /// For an MCP endpoint: the tools called that the rule asks for (their arguments are in the body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Vec<String>>,
 }
 
 /// A request header as the approver sees it.
@@ -249,6 +252,9 @@ pub(crate) struct Grant {
     /// What the rule said (not shown).
     #[serde(skip)]
     pub(crate) rule_fingerprint: String,
+    /// For an MCP endpoint: the tools it covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Vec<String>>,
     /// Who granted it.
     #[serde(serialize_with = "shown")]
     pub(crate) by: String,

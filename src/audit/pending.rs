@@ -63,6 +63,7 @@ impl Pending {
                 jail: None,
                 exec: None,
                 file: None,
+                mcp: None,
             },
             started: Instant::now(),
             sink,
@@ -205,6 +206,11 @@ impl Pending {
     /// The status the client got.
     pub(crate) fn status(&mut self, status: u16) {
         self.record.status = Some(status);
+    }
+
+    /// What an MCP request said (the message that decided).
+    pub(crate) fn mcp(&mut self, seen: crate::mcp::judge::Seen) {
+        self.record.mcp = Some(seen);
     }
 
     /// The approval the request waited for.

@@ -94,6 +94,9 @@ pub struct Record {
     /// `file`: what a jailed command did to a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) file: Option<super::kind::FileRecord>,
+    /// A request to an MCP endpoint: the method, tool and id of the message that decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) mcp: Option<crate::mcp::judge::Seen>,
 }
 
 impl Record {

@@ -420,6 +420,29 @@ pub(super) struct RawRule {
     pub(crate) tls: Option<String>,
     /// `allow` (default) or `ask` (hold for a human's approval).
     pub(crate) action: Option<String>,
+    /// For an MCP endpoint: the tools its sandboxes may call, ask for, never call; further methods.
+    pub(crate) mcp: Option<RawMcp>,
+}
+
+/// A rule's `mcp:` section.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an mcp section: a mapping with tools, ask, deny and methods (lists of names or globs)"
+)]
+pub(super) struct RawMcp {
+    /// Tools called at once.
+    #[serde(default)]
+    pub(crate) tools: Vec<String>,
+    /// Tools held for a person.
+    #[serde(default)]
+    pub(crate) ask: Vec<String>,
+    /// Tools refused.
+    #[serde(default)]
+    pub(crate) deny: Vec<String>,
+    /// JSON-RPC methods beyond the lifecycle and tools/call.
+    #[serde(default)]
+    pub(crate) methods: Vec<String>,
 }
 
 /// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the

@@ -204,6 +204,9 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note]) {
                     .to_string()
             }
             Note::WouldAsk(rule) => format!("approval rule {rule} asks a human: the request waits for a decision"),
+            Note::Mcp(rule) => format!(
+                "mcp      rule {rule} reads each JSON-RPC message of a POST: lifecycle passes, each tools/call is allowed, asked or refused by tool name, and tool lists coming back show only what may be called"
+            ),
             Note::Credential(name, CredentialUse::Applied(how)) => {
                 format!("         credential {name}: applied ({how})")
             }

@@ -23,6 +23,7 @@ pub(super) fn ask(
     body: &Bytes,
     index: usize,
     rule: &Rule,
+    tools: Option<Vec<String>>,
 ) -> HeldRequest {
     let query = req.uri().query().map(str::to_string);
     HeldRequest {
@@ -45,6 +46,7 @@ pub(super) fn ask(
         excerpt: redact(&approval::excerpt(body)),
         rule: index,
         rule_fingerprint: rule.fingerprint(),
+        tools,
     }
 }
 

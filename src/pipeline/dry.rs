@@ -68,6 +68,8 @@ pub(crate) enum Note {
     WouldAsk(usize),
     /// A credential of the policy, and what would happen to it.
     Credential(CredentialName, CredentialUse),
+    /// The rule's `mcp:` section (its index) judges each message the request carries.
+    Mcp(usize),
 }
 
 impl Note {
@@ -77,7 +79,7 @@ impl Note {
             Note::Decided { refused, .. } => refused.as_ref(),
             Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),
             Note::Address(_, r) => r.as_ref(),
-            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) => None,
+            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Mcp(_) => None,
         }
     }
 }

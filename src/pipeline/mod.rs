@@ -34,6 +34,7 @@ mod dry;
 mod exchange;
 mod identify;
 mod input;
+mod mcp;
 mod name;
 mod preview;
 mod record;

@@ -69,10 +69,16 @@ pub(super) async fn forward(
                 out.headers_mut().remove(name);
             }
         }
+        // What an MCP endpoint's rule says about the messages, before anyone is asked.
+        let mcp = ex.mcp(&sandbox, &target, &decision, &mut out).await?;
         // Before any credential is attached, so nothing secret is ever shown to the approver.
-        ex.approve(&sandbox, &target, &decision, &mut out).await?;
+        let tools = mcp.ask.as_ref().map(|a| a.tools.clone());
+        ex.approve(&sandbox, &target, &decision, tools, &mut out)
+            .await
+            .map_err(|e| mcp.answer(e))?;
         // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
-        let (reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
+        let (mut reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
+        reply.mcp = mcp.lists;
         Ok((out, reply, scan))
     }
     .await;
@@ -145,16 +151,20 @@ impl Exchange {
         Ok(Request::from_parts(parts, body))
     }
 
-    /// For a rule with `action: ask`: hold the request until a human decides (or a standing grant covers
-    /// it), showing them its start.
+    /// For a rule with `action: ask`, or MCP `tools` its `mcp:` section asks for: hold the request until a human
+    /// decides (or a standing grant covers it), showing them its start.
     async fn approve(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
         decision: &Permit,
+        tools: Option<Vec<String>>,
         req: &mut Request<ProxyBody>,
     ) -> Result<(), ProxyError> {
-        let (Action::Ask, Some(rule)) = (decision.action, decision.rule) else {
+        let Some(rule) = decision
+            .rule
+            .filter(|_| decision.action == Action::Ask || tools.is_some())
+        else {
             return Ok(());
         };
         let Some(state) = self.state().cloned() else {
@@ -181,7 +191,7 @@ impl Exchange {
         let Some(asking) = decision.policy.as_ref().and_then(|p| p.rules.get(rule)) else {
             return Err(ProxyError::Internal);
         };
-        let ask = super::ask::ask(sandbox, target, req, &data, rule, asking);
+        let ask = super::ask::ask(sandbox, target, req, &data, rule, asking, tools);
         *req.body_mut() = crate::body::read::whole(data, trailers);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
@@ -284,6 +294,7 @@ impl Exchange {
             aws_keys: generation.credentials.signs_aws(&applied.names),
             tokens: applied.tokens,
             masker: generation.credentials.masker(sandbox, policy, &decision.masked).await?,
+            mcp: None,
         };
         self.audit.credentials(applied.names);
         Ok((reply, applied.verdict))

@@ -37,6 +37,8 @@ pub(super) struct Reply {
     pub(super) aws_keys: bool,
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(super) tokens: bool,
+    /// An MCP endpoint's answer: its tool lists are filtered.
+    pub(super) mcp: Option<crate::mcp::answer::Lists>,
 }
 
 impl Exchange {
@@ -79,6 +81,22 @@ impl Exchange {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
+        }
+        if let Some(lists) = reply.mcp
+            && crate::mcp::answer::rewritten(&parts.headers)
+        {
+            // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
+            if parts
+                .headers
+                .get(CONTENT_ENCODING)
+                .is_some_and(|c| !c.as_bytes().eq_ignore_ascii_case(b"identity"))
+            {
+                return self.refuse(ProxyError::UpstreamEncoding(
+                    "an MCP answer in a content coding cordon did not ask for".into(),
+                ));
+            }
+            parts.headers.remove(CONTENT_LENGTH);
+            body = crate::mcp::answer::answer(&parts.headers, body, lists);
         }
         self.audit.status(parts.status.as_u16());
         let audit = self.audit;

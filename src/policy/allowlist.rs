@@ -225,6 +225,8 @@ pub struct Rule {
     pub tls: TlsMode,
     /// Whether a request it allows goes at once or waits for a human.
     pub action: Action,
+    /// For an MCP endpoint: the tools and methods its sandboxes may call (`mcp:`).
+    pub mcp: Option<std::sync::Arc<super::mcp::McpRules>>,
 }
 
 impl Rule {
@@ -232,8 +234,15 @@ impl Rule {
     /// (a standing approval grant holds only while the rule it was given under does).
     pub(crate) fn fingerprint(&self) -> String {
         let said = format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
-            self.host, self.cidrs, self.ports, self.methods, self.path_texts, self.tls, self.action
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            self.host,
+            self.cidrs,
+            self.ports,
+            self.methods,
+            self.path_texts,
+            self.tls,
+            self.action,
+            self.mcp.as_ref().map(|m| m.said())
         );
         hex::encode(ring::digest::digest(&ring::digest::SHA256, said.as_bytes()))
     }

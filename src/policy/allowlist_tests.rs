@@ -12,6 +12,7 @@ fn matches(pattern: &str, host: &str) -> bool {
         path_texts: vec![],
         tls: TlsMode::Intercept,
         action: Action::Allow,
+        mcp: None,
     };
     let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
     set.is_match(labels_as_path(host))

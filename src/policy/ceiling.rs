@@ -219,6 +219,34 @@ fn within_region(rule: &Rule, base: &Policy, region: &Region) -> Result<(), (&'s
                         ),
                     ));
                 }
+                // Likewise, every base rule that could answer first and limits MCP tools limits the own rule.
+                for (limiting, e) in governing.get(..=at).unwrap_or_default() {
+                    let Some(theirs) = e
+                        .mcp
+                        .as_deref()
+                        .filter(|_| e.tls == TlsMode::Intercept && overlaps(rule, e))
+                    else {
+                        continue;
+                    };
+                    let Some(mine) = rule.mcp.as_deref() else {
+                        return Err((
+                            ".mcp",
+                            format!(
+                                "{name:?} limits the MCP tools of {} (its rule {limiting}); repeat its mcp section or narrow it",
+                                region.what
+                            ),
+                        ));
+                    };
+                    mine.within(theirs).map_err(|(list, why)| {
+                        let field = match list {
+                            "tools" => ".mcp.tools",
+                            "ask" => ".mcp.ask",
+                            "deny" => ".mcp.deny",
+                            _ => ".mcp.methods",
+                        };
+                        (field, format!("{why} (rule {limiting} of {name:?})"))
+                    })?;
+                }
                 return Ok(());
             }
             Err((f, why)) => {

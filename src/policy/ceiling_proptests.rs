@@ -61,6 +61,7 @@ fn rule() -> impl Strategy<Value = Rule> {
                 path_texts,
                 tls: if tunnel { TlsMode::Tunnel } else { TlsMode::Intercept },
                 action,
+                mcp: None,
             }
         })
 }

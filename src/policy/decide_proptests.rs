@@ -67,6 +67,7 @@ fn policy(specs: &[Spec]) -> Policy {
             path_texts: vec![],
             tls: *tls,
             action: Action::Allow,
+            mcp: None,
         })
         .collect();
     Policy::new("p".into(), Mode::Enforce, rules).unwrap()

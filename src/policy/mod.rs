@@ -7,6 +7,7 @@ pub mod allowlist;
 pub(crate) mod ceiling;
 mod decide;
 mod hosts;
+pub mod mcp;
 mod overlaps;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
@@ -106,6 +107,7 @@ pub(crate) mod testing {
             path_texts: vec![],
             tls,
             action: Action::Allow,
+            mcp: None,
         }
     }
 }

@@ -92,6 +92,8 @@ pub struct ProxyState {
     pub(crate) webhook: Option<Arc<Webhook>>,
     /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
     pub(crate) previews: Option<Arc<crate::preview::Previews>>,
+    /// The MCP tools each sandbox saw, per endpoint (pinned to what they said).
+    pub(crate) mcp_pins: crate::mcp::tools::Pins,
 }
 
 impl ProxyState {
@@ -157,6 +159,7 @@ impl ProxyState {
             violations,
             credential_budgets,
             previews,
+            mcp_pins: Default::default(),
             webhook,
             cas: opened.cas,
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),

@@ -6,6 +6,7 @@ mod cargo_registry;
 pub(crate) mod git;
 pub(crate) mod harness;
 mod http_clients;
+mod mcp;
 mod npm;
 mod per_task;
 pub(crate) mod pip;

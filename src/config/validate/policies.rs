@@ -126,6 +126,19 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             Action::Allow
         }
     };
+    let mcp = raw.mcp.and_then(|m| {
+        if tls == TlsMode::Tunnel {
+            errs.at(
+                format!("{base}.mcp"),
+                "`mcp` needs to read each message, which a `tls: tunnel` rule does not; use `tls: intercept`",
+            );
+            return None;
+        }
+        crate::policy::mcp::McpRules::new(m.tools, m.ask, m.deny, m.methods)
+            .map_err(|(list, i, e)| errs.at(format!("{base}.mcp.{list}[{i}]"), e))
+            .ok()
+            .map(std::sync::Arc::new)
+    });
     let methods = methods(errs, base, raw.methods);
     let path_texts = raw.paths.clone().unwrap_or_default();
     let paths = paths(errs, base, raw.paths.as_deref());
@@ -138,5 +151,6 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         path_texts,
         tls,
         action,
+        mcp,
     })
 }

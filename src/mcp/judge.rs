@@ -1,0 +1,173 @@
+//! The request side: what a rule's `mcp:` section says about the messages of one POST. Every message is judged;
+//! a batch goes only if every message of it may, and waits for a person if one of its tool calls is under `ask`.
+
+use serde_json::Value;
+
+use super::message::{self, Message};
+use crate::policy::mcp::{CALL, McpRules, ToolVerdict};
+use crate::reason::Reason;
+
+/// What the audit record says about the MCP traffic of one request: the method, the tool and the id of the
+/// message that decided (the refused one, else the first tool call, else the first message), and how many there
+/// were.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub(crate) struct Seen {
+    /// The JSON-RPC method (`tools/call`, `initialize`, ...); absent for the client's answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) method: Option<String>,
+    /// For a `tools/call`: the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<String>,
+    /// The request's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<Value>,
+    /// How many messages the body had, when it was a batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) batch: Option<usize>,
+}
+
+/// A tool call that waits for a person.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Asked {
+    /// The tools, in the order called (one, unless a batch called several).
+    pub(crate) tools: Vec<String>,
+    /// The ids of the body's requests, and whether it was a batch: a person's refusal is answered to them.
+    pub(crate) ids: Vec<Value>,
+    pub(crate) batch: bool,
+}
+
+/// Why the messages may not go, and to whom the error is answered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refused {
+    pub(crate) reason: Reason,
+    pub(crate) message: String,
+    /// The ids of the body's requests, each answered with the error (empty: only notifications and answers).
+    pub(crate) ids: Vec<Value>,
+    /// Whether the body was a batch (answered with an array).
+    pub(crate) batch: bool,
+}
+
+/// The verdict on one POST body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    /// Every message may go.
+    Pass,
+    /// Every message may go once a person allows it.
+    Ask(Asked),
+    /// Not JSON-RPC (answered 400).
+    Invalid(String),
+    /// A message the rule refuses (answered with a JSON-RPC error).
+    Refused(Refused),
+}
+
+/// Judge the POST body `body` against `rules`; `changed` says whether a tool's meaning changed since the sandbox
+/// first saw it.
+pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8]) -> (Seen, Verdict) {
+    let (messages, batch) = match message::parse(body) {
+        Ok(parsed) => parsed,
+        Err(why) => return (Seen::default(), Verdict::Invalid(why)),
+    };
+    let ids: Vec<Value> = messages.iter().filter_map(|m| m.id().cloned()).collect();
+    let seen_of = |m: &Message, tool: Option<String>| Seen {
+        method: m.method().map(str::to_owned),
+        tool,
+        id: m.id().cloned(),
+        batch: batch.then_some(messages.len()),
+    };
+    let refuse = |reason: Reason, message: String| Refused {
+        reason,
+        message,
+        ids: ids.clone(),
+        batch,
+    };
+    let mut first: Option<Seen> = None;
+    let mut asked = Vec::new();
+    for m in &messages {
+        let Some(method) = m.method() else {
+            // The client's answer to the server's own request: nothing to judge.
+            first.get_or_insert_with(|| seen_of(m, None));
+            continue;
+        };
+        if method != CALL {
+            if !rules.method(method) {
+                let why = format!("the method {method:?} is not one this endpoint's rule allows");
+                return (seen_of(m, None), Verdict::Refused(refuse(Reason::McpMethodDenied, why)));
+            }
+            first.get_or_insert_with(|| seen_of(m, None));
+            continue;
+        }
+        let params = match m {
+            Message::Request { params, .. } => params.as_ref(),
+            // A tools/call that asks for no answer is still a call.
+            _ => None,
+        };
+        let call = match message::call(params) {
+            Ok(call) => call,
+            Err(why) => return (seen_of(m, None), Verdict::Invalid(why)),
+        };
+        let seen = seen_of(m, Some(call.tool.clone()));
+        let tool = &call.tool;
+        match rules.tool(tool) {
+            ToolVerdict::Deny => {
+                let why = format!("the tool {tool:?} is denied on this endpoint");
+                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+            }
+            ToolVerdict::Unnamed => {
+                let why = format!("the tool {tool:?} is not one this endpoint's rule allows");
+                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+            }
+            _ if changed(tool) => {
+                let why = format!("the tool {tool:?} changed since this sandbox first saw it");
+                return (seen, Verdict::Refused(refuse(Reason::McpToolChanged, why)));
+            }
+            ToolVerdict::Ask => asked.push(tool.clone()),
+            ToolVerdict::Allow => {}
+        }
+        if first.as_ref().is_none_or(|f| f.tool.is_none()) {
+            first = Some(seen);
+        }
+    }
+    let seen = first.unwrap_or_default();
+    if asked.is_empty() {
+        (seen, Verdict::Pass)
+    } else {
+        (
+            seen,
+            Verdict::Ask(Asked {
+                tools: asked,
+                ids,
+                batch,
+            }),
+        )
+    }
+}
+
+/// The body answering a refused POST: one JSON-RPC error per request (an array for a batch), code -32001, the
+/// reason code in `data`.
+pub(crate) fn error_body(refused: &Refused) -> Vec<u8> {
+    let error = |id: &Value| {
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": ERROR_CODE,
+                "message": format!("cordon refused this: {} ({})", refused.message, refused.reason.code()),
+                "data": { "reason": refused.reason.code() },
+            }
+        })
+    };
+    let value = match (refused.batch, refused.ids.as_slice()) {
+        (true, ids) => Value::Array(ids.iter().map(error).collect()),
+        (false, [id, ..]) => error(id),
+        // A notification has no id to answer: JSON-RPC's null id.
+        (false, []) => error(&Value::Null),
+    };
+    serde_json::to_vec(&value).unwrap_or_default()
+}
+
+/// The JSON-RPC error code of cordon's refusals (in the implementation-defined server error range).
+pub(crate) const ERROR_CODE: i64 = -32001;
+
+#[cfg(test)]
+#[path = "judge_tests.rs"]
+mod tests;

@@ -1,0 +1,235 @@
+//! A rule's `mcp:` section: which tools of a Model Context Protocol endpoint its sandboxes may call
+//! (`tools`), which wait for a person (`ask`), which are refused whatever else says (`deny`), and which JSON-RPC
+//! methods beyond the protocol's own lifecycle may be sent (`methods`). Decided purely, like the rest of a
+//! policy; reading the messages is `crate::mcp`'s.
+//!
+//! Names are tool names or globs (`*` any run of characters, `?` one). `deny` and `ask` match in any case (a
+//! broader refusal is the safe side: a server that looked names up without case would otherwise run `Delete_repo`
+//! past `deny: [delete_*]`); `tools` and `methods` match exactly, as servers look them up.
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Methods every MCP client sends to set up, keep and list a session: allowed without being named, so a rule
+/// that lists tools works with real clients. What they answer is judged on the way back (a tool list is
+/// filtered); none of them acts on the world.
+pub(crate) const LIFECYCLE: &[&str] = &[
+    "initialize",
+    "ping",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// The method that calls a tool, judged by name against the rule.
+pub(crate) const CALL: &str = "tools/call";
+
+/// A list of names or globs, as written and compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    texts: Vec<String>,
+    set: GlobSet,
+}
+
+impl Names {
+    /// Compile `texts`; `any_case` for `deny` and `ask`. The error names the entry (its index) and what is wrong.
+    fn new(texts: Vec<String>, any_case: bool, what: &str) -> Result<Names, (usize, String)> {
+        let mut set = GlobSetBuilder::new();
+        for (i, text) in texts.iter().enumerate() {
+            check(text, what).map_err(|e| (i, e))?;
+            let glob = GlobBuilder::new(text)
+                .case_insensitive(any_case)
+                .literal_separator(false)
+                .build()
+                .map_err(|e| (i, format!("{text:?} is not a valid glob: {}", e.kind())))?;
+            set.add(glob);
+        }
+        let set = set.build().map_err(|e| (0, format!("the globs do not compile: {e}")))?;
+        Ok(Names { texts, set })
+    }
+
+    /// Whether `name` is one of these.
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        self.set.is_match(name)
+    }
+
+    /// Whether every name one of `self`'s entries matches is matched by `base` too, judged conservatively: an
+    /// entry is inside `base` when `base` has the same entry, or it is a literal name `base` matches. The first
+    /// entry that is not, if any.
+    fn within(&self, base: &Names) -> Option<usize> {
+        self.texts
+            .iter()
+            .position(|t| !(base.texts.contains(t) || (!is_glob(t) && base.matches(t))))
+    }
+
+    /// Whether every entry of `base` is one of `self`'s (same text): `self` then matches at least what `base`
+    /// does. The first that is not, if any.
+    fn covers<'a>(&self, base: &'a Names) -> Option<&'a str> {
+        base.texts.iter().find(|t| !self.texts.contains(t)).map(String::as_str)
+    }
+}
+
+fn is_glob(text: &str) -> bool {
+    text.contains(['*', '?', '[', '{'])
+}
+
+/// A name as MCP allows it (1 to 128 of `A-Z a-z 0-9 _ - . /`), or a glob of such names.
+fn check(text: &str, what: &str) -> Result<(), String> {
+    if text.is_empty() || text.len() > 128 {
+        return Err(format!("{text:?}: a {what} is 1 to 128 characters"));
+    }
+    if let Some(c) = text
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-./*?".contains(*c)))
+    {
+        return Err(format!(
+            "{text:?} contains {c:?}; a {what} has letters, digits, '_', '-', '.' and '/' (and '*' or '?' as a glob)"
+        ));
+    }
+    Ok(())
+}
+
+/// What a rule says about one tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolVerdict {
+    /// Called at once.
+    Allow,
+    /// Held for a person.
+    Ask,
+    /// Named under `deny`.
+    Deny,
+    /// Named nowhere: refused (default deny).
+    Unnamed,
+}
+
+impl ToolVerdict {
+    /// Whether the sandbox may see the tool in a list: it may call it, perhaps after asking.
+    pub(crate) fn listed(self) -> bool {
+        matches!(self, ToolVerdict::Allow | ToolVerdict::Ask)
+    }
+}
+
+/// A validated `mcp:` section.
+#[derive(Debug, Clone)]
+pub struct McpRules {
+    pub(crate) tools: Names,
+    pub(crate) ask: Names,
+    pub(crate) deny: Names,
+    pub(crate) methods: Names,
+}
+
+impl McpRules {
+    /// Compile what was written; the error names the list (`tools`, `ask`, `deny`, `methods`), the entry and
+    /// what is wrong.
+    pub(crate) fn new(
+        tools: Vec<String>,
+        ask: Vec<String>,
+        deny: Vec<String>,
+        methods: Vec<String>,
+    ) -> Result<McpRules, (&'static str, usize, String)> {
+        let tools = Names::new(tools, false, "tool name").map_err(|(i, e)| ("tools", i, e))?;
+        let ask = Names::new(ask, true, "tool name").map_err(|(i, e)| ("ask", i, e))?;
+        let deny = Names::new(deny, true, "tool name").map_err(|(i, e)| ("deny", i, e))?;
+        let methods = Names::new(methods, false, "method").map_err(|(i, e)| ("methods", i, e))?;
+        if let Some(i) = methods.texts.iter().position(|m| m == CALL) {
+            return Err((
+                "methods",
+                i,
+                format!(
+                    "{:?}: tools/call is judged by tool name; list the tools under `tools` or `ask`",
+                    methods.texts[i]
+                ),
+            ));
+        }
+        Ok(McpRules {
+            tools,
+            ask,
+            deny,
+            methods,
+        })
+    }
+
+    /// What the rule says about calling `tool`: `deny` first, then `ask`, then `tools`; else refused.
+    pub(crate) fn tool(&self, tool: &str) -> ToolVerdict {
+        if self.deny.matches(tool) {
+            ToolVerdict::Deny
+        } else if self.ask.matches(tool) {
+            ToolVerdict::Ask
+        } else if self.tools.matches(tool) {
+            ToolVerdict::Allow
+        } else {
+            ToolVerdict::Unnamed
+        }
+    }
+
+    /// Whether a message of `method` (not `tools/call`, which [`McpRules::tool`] judges) may be sent.
+    pub(crate) fn method(&self, method: &str) -> bool {
+        LIFECYCLE.contains(&method) || self.methods.matches(method)
+    }
+
+    /// Everything the section says, for a rule's fingerprint.
+    pub(crate) fn said(&self) -> String {
+        format!(
+            "tools={:?} ask={:?} deny={:?} methods={:?}",
+            self.tools.texts, self.ask.texts, self.deny.texts, self.methods.texts
+        )
+    }
+
+    /// Whether `self` (a sandbox's own rule) only narrows `base` (the rule of the policy it extends): every tool it
+    /// lets through at once `base` lets through at once, every tool it asks for `base` allows or asks for, and
+    /// every method it allows `base` allows. Checked conservatively by the lists' entries: its `tools` inside
+    /// `base.tools`, its `ask` inside `base.tools` or `base.ask`, `base.deny` among its `deny`, `base.ask` among
+    /// its `ask` or `deny`, its `methods` inside `base.methods`. The field and why, when it does not.
+    pub(crate) fn within(&self, base: &McpRules) -> Result<(), (&'static str, String)> {
+        if let Some(i) = self.tools.within(&base.tools) {
+            return Err((
+                "tools",
+                format!(
+                    "{:?} is not a tool the base lets through at once (its tools: {:?})",
+                    self.tools.texts[i], base.tools.texts
+                ),
+            ));
+        }
+        if let Some(i) = self.ask.texts.iter().position(|t| {
+            let one = |n: &Names| n.texts.contains(t) || (!is_glob(t) && n.matches(t));
+            !(one(&base.tools) || one(&base.ask))
+        }) {
+            return Err((
+                "ask",
+                format!("{:?} is not a tool the base allows or asks for", self.ask.texts[i]),
+            ));
+        }
+        if let Some(missing) = self.deny.covers(&base.deny) {
+            return Err((
+                "deny",
+                format!("the base denies {missing:?}; an own rule must deny it too"),
+            ));
+        }
+        if let Some(missing) = base
+            .ask
+            .texts
+            .iter()
+            .find(|t| !(self.ask.texts.contains(t) || self.deny.texts.contains(t)))
+        {
+            return Err((
+                "ask",
+                format!("the base asks before {missing:?}; an own rule must ask before it or deny it"),
+            ));
+        }
+        if let Some(i) = self.methods.within(&base.methods) {
+            return Err((
+                "methods",
+                format!("{:?} is not a method the base allows", self.methods.texts[i]),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "mcp_tests.rs"]
+mod tests;

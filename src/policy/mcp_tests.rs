@@ -1,0 +1,91 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use super::*;
+
+fn rules(tools: &[&str], ask: &[&str], deny: &[&str]) -> McpRules {
+    let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+    McpRules::new(v(tools), v(ask), v(deny), Vec::new()).unwrap()
+}
+
+#[test]
+fn deny_then_ask_then_tools_and_nothing_else() {
+    let r = rules(&["*"], &["send_*"], &["delete_*"]);
+    assert_eq!(r.tool("read_file"), ToolVerdict::Allow);
+    assert_eq!(r.tool("send_email"), ToolVerdict::Ask);
+    assert_eq!(r.tool("delete_repo"), ToolVerdict::Deny);
+    // deny and ask in any case; a tool named nowhere is refused.
+    assert_eq!(r.tool("DELETE_repo"), ToolVerdict::Deny);
+    assert_eq!(r.tool("Send_Email"), ToolVerdict::Ask);
+    let narrow = rules(&["read_file"], &[], &[]);
+    assert_eq!(narrow.tool("read_file"), ToolVerdict::Allow);
+    assert_eq!(narrow.tool("Read_file"), ToolVerdict::Unnamed);
+    assert_eq!(narrow.tool("read_file2"), ToolVerdict::Unnamed);
+    assert!(!ToolVerdict::Unnamed.listed() && !ToolVerdict::Deny.listed() && ToolVerdict::Ask.listed());
+}
+
+#[test]
+fn lifecycle_passes_and_other_methods_only_when_named() {
+    let r = rules(&["a"], &[], &[]);
+    for m in LIFECYCLE {
+        assert!(r.method(m), "{m}");
+    }
+    assert!(!r.method("resources/read"));
+    assert!(!r.method("Tools/List"));
+    let named = McpRules::new(vec![], vec![], vec![], vec!["resources/read".into()]).unwrap();
+    assert!(named.method("resources/read"));
+}
+
+#[test]
+fn bad_names_are_refused_naming_the_entry() {
+    let e = McpRules::new(vec!["ok".into(), "bad name".into()], vec![], vec![], vec![]).unwrap_err();
+    assert_eq!((e.0, e.1), ("tools", 1));
+    assert!(e.2.contains("' '"), "{}", e.2);
+    let e = McpRules::new(vec![], vec![], vec![String::new()], vec![]).unwrap_err();
+    assert_eq!((e.0, e.1), ("deny", 0));
+    let e = McpRules::new(vec![], vec![], vec![], vec!["tools/call".into()]).unwrap_err();
+    assert_eq!(e.0, "methods");
+    let e = McpRules::new(vec!["x".repeat(129)], vec![], vec![], vec![]).unwrap_err();
+    assert!(e.2.contains("128"));
+}
+
+#[test]
+fn an_own_section_only_narrows_its_base() {
+    let base = rules(&["read_*", "list_issues"], &["send_email"], &["delete_*"]);
+    // Narrower: a literal the base's glob matches, the same deny, the base's ask kept.
+    assert!(
+        rules(&["read_file"], &["send_email"], &["delete_*"])
+            .within(&base)
+            .is_ok()
+    );
+    assert!(rules(&[], &[], &["delete_*", "send_email"]).within(&base).is_ok());
+    // Asking for what the base lets through at once is narrower too.
+    assert!(
+        rules(&[], &["read_file", "send_email"], &["delete_*"])
+            .within(&base)
+            .is_ok()
+    );
+    // Wider: a glob the base does not have, a tool the base does not name, a deny or an ask dropped.
+    assert_eq!(
+        rules(&["*"], &["send_email"], &["delete_*"])
+            .within(&base)
+            .unwrap_err()
+            .0,
+        "tools"
+    );
+    assert_eq!(
+        rules(&["write_file"], &["send_email"], &["delete_*"])
+            .within(&base)
+            .unwrap_err()
+            .0,
+        "tools"
+    );
+    assert_eq!(rules(&[], &["send_email"], &[]).within(&base).unwrap_err().0, "deny");
+    assert_eq!(rules(&[], &[], &["delete_*"]).within(&base).unwrap_err().0, "ask");
+    assert_eq!(
+        rules(&[], &["drop_db", "send_email"], &["delete_*"])
+            .within(&base)
+            .unwrap_err()
+            .0,
+        "ask"
+    );
+}

@@ -1,0 +1,341 @@
+//! MCP through cordon with the official SDK (PyPI `mcp`) on both sides: a server with three tools
+//! (`tests/servers/mcp_tools_server.py`: read_file, send_email, delete_repo) and the agent's client
+//! (`tests/clients/mcp_agent.py`), over streamable HTTP with SSE answers and with JSON answers. The rule lets
+//! read_file through, asks before send_email and denies delete_*: the list the agent sees, a call allowed, a call
+//! held then allowed (and one denied), a call refused with a JSON-RPC error, a tool that changes mid-session; and,
+//! with curl, what is not JSON-RPC, a member written twice, a batch, and the methods MCP does not use.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::harness::{Case, Spec};
+use crate::rigs::ports::free_port;
+use crate::rigs::tls::TestCa;
+
+/// The MCP server, stopped when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    calls: PathBuf,
+    swap: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server(ca: &TestCa, dir: &std::path::Path, json: bool) -> Server {
+    let (cert, key) = ca.pem_pair(&["mcp.test"]);
+    let (cert_path, key_path) = (dir.join("mcp-cert.pem"), dir.join("mcp-key.pem"));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    let port = free_port();
+    let (calls, swap) = (dir.join("calls.jsonl"), dir.join("swap"));
+    let mut c = Command::new("python3");
+    c.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/mcp_tools_server.py"
+    ))
+    .args(["--port", &port.to_string(), "--cert"])
+    .arg(&cert_path)
+    .arg("--key")
+    .arg(&key_path)
+    .arg("--calls")
+    .arg(&calls)
+    .arg("--swap")
+    .arg(&swap)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    if json {
+        c.arg("--json-response");
+    }
+    let mut child = c
+        .spawn()
+        .expect("python3 tests/servers/mcp_tools_server.py (pip install mcp, see .ci/run)");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(
+        line.trim(),
+        "ready",
+        "the MCP server did not start (is PyPI's mcp installed?)"
+    );
+    Server {
+        child,
+        port,
+        calls,
+        swap,
+    }
+}
+
+const RULE: &str = "mcp: { tools: [read_file], ask: [send_email], deny: [\"delete_*\"] }";
+
+async fn case(json: bool) -> (Case, Server, tempfile::TempDir) {
+    let ca = Case::ca();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(&ca, scratch.path(), json);
+    let spec = Spec {
+        rules: format!(
+            "      - host: mcp.test\n        ports: [{}]\n        {RULE}\n",
+            server.port
+        ),
+        names: vec!["mcp.test"],
+        ..Spec::default()
+    };
+    (Case::start(ca, spec).await, server, scratch)
+}
+
+fn url(server: &Server) -> String {
+    format!("https://mcp.test:{}/mcp", server.port)
+}
+
+fn names(step: &Value) -> Vec<&str> {
+    step["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {step}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+fn called(server: &Server) -> Vec<String> {
+    std::fs::read_to_string(&server.calls)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["tool"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The approval that became pending, or `None` if the agent ended first (or nothing came).
+async fn pending(case: &Case, run: &tokio::task::JoinHandle<std::process::Output>) -> Option<Value> {
+    for _ in 0..400 {
+        if run.is_finished() {
+            break;
+        }
+        let listed: Value = serde_json::from_str(&case.admin(&["approvals", "list", "--json"])).unwrap();
+        if let Some(first) = listed["pending"].as_array().and_then(|p| p.first()) {
+            return Some(first.clone());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+fn refused_by_cordon(step: &Value, reason: &str) {
+    assert_eq!(step["error"]["code"], -32001, "{step}");
+    assert!(step["error"]["message"].as_str().unwrap().contains(reason), "{step}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sdk_sees_only_what_it_may_call_and_calls_are_allowed_asked_refused_and_pinned() {
+    for json in [false, true] {
+        let (case, server, _scratch) = case(json).await;
+        let swap = server.swap.display().to_string();
+        let send = r#"call send_email {"to": "bob@example.com", "subject": "hi", "body": "the report"}"#;
+        let steps = [
+            "list",
+            r#"call read_file {"path": "notes.txt"}"#,
+            r#"call delete_repo {"name": "cordon"}"#,
+            send,
+            &format!("touch {swap}"),
+            "list",
+            send,
+        ];
+        let run = {
+            let mut c = case.client("python3");
+            c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
+                .arg(url(&server))
+                .args(steps)
+                .stdin(Stdio::null());
+            tokio::task::spawn_blocking(move || c.output().unwrap())
+        };
+        // send_email waits for a person, who sees the tool and its arguments.
+        let Some(held) = pending(&case, &run).await else {
+            let out = run.await.unwrap();
+            panic!(
+                "no approval became pending; the agent said: {}{}; audit: {:#?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                case.audit()
+            );
+        };
+        assert_eq!(held["tools"], serde_json::json!(["send_email"]), "{held}");
+        assert!(held["excerpt"].as_str().unwrap().contains("the report"), "{held}");
+        assert_eq!(held["method"], "POST", "{held}");
+        case.reviewer(&["approvals", "allow", held["id"].as_str().unwrap()]);
+        let out = run.await.unwrap();
+        let said: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let mode = if json { "json" } else { "sse" };
+        assert_eq!(
+            said.len(),
+            7,
+            "{mode}: {said:#?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The list shows what may be called (asked for or not), never delete_repo.
+        assert_eq!(names(&said[0]), ["read_file", "send_email"], "{mode}");
+        assert_eq!(said[1]["result"], "contents of notes.txt", "{mode}");
+        refused_by_cordon(&said[2], "mcp_tool_denied");
+        assert_eq!(said[3]["result"], "sent to bob@example.com", "{mode}");
+        // send_email now says something else: it is taken out of the list, and its calls refused.
+        assert_eq!(names(&said[5]), ["read_file"], "{mode}");
+        refused_by_cordon(&said[6], "mcp_tool_changed");
+        // Only what cordon let through reached the server.
+        assert_eq!(called(&server), ["read_file", "send_email"], "{mode}");
+        let denied = case
+            .audited(|r| r["mcp"]["tool"] == "delete_repo" && r["reason"] == "mcp_tool_denied")
+            .await;
+        assert_eq!(denied["mcp"]["method"], "tools/call");
+        assert_eq!(denied["decision"], "deny");
+        case.audited(|r| {
+            r["mcp"]["tool"] == "send_email"
+                && r["approval"]["outcome"] == "allow"
+                && r["approval"]["by"] == "e2e-reviewer"
+        })
+        .await;
+        case.audited(|r| r["mcp"]["tool"] == "send_email" && r["reason"] == "mcp_tool_changed")
+            .await;
+        case.audited(|r| r["mcp"]["method"] == "initialize").await;
+        crate::rigs::audit::assert_schema(&case.path("audit.log"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_a_person_denies_is_a_json_rpc_error_and_never_reaches_the_server() {
+    let (case, server, _scratch) = case(true).await;
+    let run = {
+        let mut c = case.client("python3");
+        c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
+            .arg(url(&server))
+            .arg(r#"call send_email {"to": "x@example.com", "subject": "s", "body": "b"}"#)
+            .stdin(Stdio::null());
+        tokio::task::spawn_blocking(move || c.output().unwrap())
+    };
+    let Some(held) = pending(&case, &run).await else {
+        let out = run.await.unwrap();
+        panic!(
+            "no approval became pending; the agent said: {}{}; audit: {:#?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            case.audit()
+        );
+    };
+    case.reviewer(&["approvals", "deny", held["id"].as_str().unwrap()]);
+    let out = run.await.unwrap();
+    let step: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    refused_by_cordon(&step, "approval_denied");
+    assert!(called(&server).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_is_not_json_rpc_is_400_and_a_batch_goes_whole_or_not_at_all() {
+    let (case, server, _scratch) = case(true).await;
+    let post = |body: &str, extra: &[&str]| {
+        let mut c = case.client("curl");
+        c.args([
+            "-sS",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "-H",
+            "content-type: application/json",
+        ])
+        .args(["-H", "accept: application/json, text/event-stream"])
+        .args(extra)
+        .args(["--data-binary", body])
+        .arg(url(&server));
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (
+            code.to_owned(),
+            format!("{body}{}", String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    for (body, why) in [
+        ("tools/call delete_repo", "not a JSON-RPC message"),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"method\":\"tools/call\",\"params\":{\"name\":\"delete_repo\"}}",
+            "twice",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"name\":\"delete_repo\"}}",
+            "twice",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"n\\u0061me\":\"delete_repo\"}}",
+            "twice",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[\"delete_repo\"]}",
+            "names its tool",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}",
+            "names its tool",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\"}}",
+            "neither a string nor an integer",
+        ),
+        ("[]", "empty batch"),
+    ] {
+        let (code, said) = post(body, &[]);
+        assert_eq!(code, "400", "{body}: {said}");
+        assert!(said.contains(why), "{body}: {said}");
+    }
+    // A compressed message cannot be judged.
+    let (code, said) = post("{}", &["-H", "content-encoding: gzip"]);
+    assert_eq!(code, "400", "{said}");
+    // A batch with one refused call: every request of it answered with the error, nothing sent.
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a"}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"DELETE_REPO","arguments":{"name":"x"}}}]"#;
+    let (code, said) = post(batch, &[]);
+    assert_eq!(code, "200", "{said}");
+    let answers: Value = serde_json::from_str(&said).unwrap();
+    assert_eq!(answers.as_array().unwrap().len(), 2, "{said}");
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers[1]["error"]["data"]["reason"], "mcp_tool_denied");
+    // A method beyond the lifecycle the rule does not name.
+    let (code, said) = post(
+        r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#,
+        &[],
+    );
+    assert_eq!(code, "200", "{said}");
+    assert!(said.contains("mcp_method_denied"), "{said}");
+    // Methods MCP's HTTP transport does not use.
+    for method in ["PUT", "PATCH"] {
+        let (code, said) = post("{}", &["-X", method]);
+        assert_eq!(code, "400", "{method}: {said}");
+    }
+    assert!(called(&server).is_empty(), "{:?}", called(&server));
+    // `cordon explain` names the MCP step.
+    let out = Command::new(crate::rigs::process::BIN)
+        .args(["explain", "--config"])
+        .arg(case.path("cordon.yaml"))
+        .args(["--sandbox", &case.sandbox, "--method", "POST", &url(&server)])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("mcp      rule 0 reads each JSON-RPC message of a POST"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
