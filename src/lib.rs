@@ -15,20 +15,21 @@
 //!
 //! | rank | modules | what they do |
 //! |---:|---|---|
-//! | 16 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
-//! | 15 | `cli` | the command line: every `cordon` command, and the admin API's client |
-//! | 14 | `jail` | `cordon jail`: a command whose only way out is cordon, bounded (CPU, memory, processes, disk, wall-clock and idle time) and recorded (every program it starts and file it writes) |
-//! | 13 | `server` | the listeners: accept, cap open connections, drain on shutdown |
-//! | 12 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
-//! | 11 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
-//! | 10 | `state` | what outlives reloads: the generation in force, CAs and leaves, sessions, limits; the one owner that acts (closes, revokes, re-decides) on what the replica and the watch learn |
-//! | 9 | `replica`, `violation` | this replica's part in a PostgreSQL store shared with others (opening it, applying announcements, the heartbeat, budget flushes); `on_violation`'s watch over refusals and its announcements |
-//! | 8 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
-//! | 7 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
-//! | 6 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
-//! | 5 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
-//! | 4 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
-//! | 3 | `control`, `error`, `tls`, `leak`, `mcp` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking; the Model Context Protocol's messages judged and its tool lists filtered |
+//! | 17 | `fuzzing` | with the `fuzzing` feature only: thin entry points into the parsers for the cargo-fuzz targets under `fuzz/` |
+//! | 16 | `cli` | the command line: every `cordon` command, and the admin API's client |
+//! | 15 | `jail` | `cordon jail`: a command whose only way out is cordon, bounded (CPU, memory, processes, disk, wall-clock and idle time) and recorded (every program it starts and file it writes) |
+//! | 14 | `server` | the listeners: accept, cap open connections, drain on shutdown |
+//! | 13 | `entry`, `admin` | the entries (explicit HTTP and CONNECT, interception, tunnels, transparent, DNS, explain); the admin API |
+//! | 12 | `pipeline`, `reload`, `preflight` | the one request pipeline, owner of the steps and of the audit record; reloading the configuration; what a start would refuse, the one list `check` prints and `run` refuses on |
+//! | 11 | `state` | what outlives reloads: the generation in force, CAs and leaves, sessions, limits; the one owner that acts (closes, revokes, re-decides) on what the replica and the watch learn |
+//! | 10 | `replica`, `violation` | this replica's part in a PostgreSQL store shared with others (opening it, applying announcements, the heartbeat, budget flushes); `on_violation`'s watch over refusals and its announcements |
+//! | 9 | `generation` | one configuration in force and everything built from it; the one way to a sandbox's policy under it |
+//! | 8 | `inject`, `sandbox_env`, `otlp` | applying credentials to a request (and refusing what must not leave); the environment a sandbox is started with; shipping audit records as OpenTelemetry logs |
+//! | 7 | `secrets`, `session`, `approval`, `logging`, `preview` | where credential values come from (vaults, token issuers, caches); what a sandbox has open and the only caller of limits; held requests; log and audit output; preview links, sessions and their names |
+//! | 6 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
+//! | 5 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
+//! | 4 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
+//! | 3 | `mcp` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |

@@ -12,6 +12,7 @@ mod audit;
 mod console;
 mod credentials;
 mod jail;
+mod policies;
 mod previews;
 mod principals;
 mod scalars;
@@ -20,6 +21,7 @@ pub(super) use audit::*;
 pub(super) use console::*;
 pub(super) use credentials::*;
 pub(super) use jail::*;
+pub(super) use policies::*;
 pub(super) use previews::*;
 pub(super) use principals::*;
 pub(super) use scalars::{Flag, Whole};
@@ -334,137 +336,4 @@ pub(super) struct RawSandbox {
     pub(crate) source_cidrs: Vec<String>,
     /// Name of the policy.
     pub(crate) policy: Option<String>,
-}
-
-/// One entry of `policies:`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a policy: a mapping with allow, credentials...")]
-pub(super) struct RawPolicy {
-    /// `enforce` (default) or `report`.
-    pub(crate) mode: Option<String>,
-    /// Ordered allow rules.
-    #[serde(default)]
-    pub(crate) allow: Vec<RawRule>,
-    /// Credentials sandboxes of this policy may use.
-    #[serde(default)]
-    pub(crate) credentials: Vec<String>,
-    /// Per-credential narrowing for this policy's sandboxes (OAuth2 scope/audience/resource, GitHub App
-    /// repositories/permissions).
-    #[serde(default)]
-    pub(crate) credential_scope: BTreeMap<String, RawScope>,
-    /// What happens to a sandbox that keeps being refused for probing.
-    pub(crate) on_violation: Option<RawOnViolation>,
-    /// Credential budgets for this policy's sandboxes, replacing the credentials' own.
-    #[serde(default)]
-    pub(crate) credential_budget: BTreeMap<String, RawBudget>,
-    /// Ports of its sandboxes that preview URLs may open.
-    pub(crate) expose: Option<Vec<Whole>>,
-    /// What a jail for a sandbox of this policy may spend (over `jail:`).
-    pub(crate) jail: Option<RawJailLimits>,
-}
-
-/// `policies.NAME.on_violation:`
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
-pub(super) struct RawOnViolation {
-    /// The window the thresholds count in.
-    pub(crate) window: Option<String>,
-    /// Placeholders or secrets sent off their binding.
-    pub(crate) exfiltration: Option<Whole>,
-    /// Metadata names or addresses.
-    pub(crate) metadata: Option<Whole>,
-    /// Private and special ranges, cordon itself.
-    pub(crate) private: Option<Whole>,
-    /// Any other refusal by the policy.
-    pub(crate) denied: Option<Whole>,
-    /// `revoke` or `hold`.
-    pub(crate) action: Option<String>,
-}
-
-/// One entry of `credential_scope:`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
-pub(super) struct RawScope {
-    /// OAuth2 scope.
-    pub(crate) scope: Option<String>,
-    /// OAuth2 audience.
-    pub(crate) audience: Option<String>,
-    /// OAuth2 resource.
-    pub(crate) resource: Option<String>,
-    /// GitHub App repositories.
-    pub(crate) repositories: Option<Vec<String>>,
-    /// GitHub App permissions.
-    pub(crate) permissions: Option<BTreeMap<String, String>>,
-    /// AWS AssumeRole session policy (an IAM policy document).
-    pub(crate) session_policy: Option<serde_json::Value>,
-}
-
-/// One allow rule.
-#[derive(Debug, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a rule: a mapping with host (or cidrs), and ports, methods, paths..."
-)]
-pub(super) struct RawRule {
-    /// Exact host or `*.suffix`.
-    pub(crate) host: Option<String>,
-    /// CIDRs for IP-literal destinations.
-    pub(crate) cidrs: Option<Vec<String>>,
-    /// Allowed ports.
-    pub(crate) ports: Option<Vec<Whole>>,
-    /// Allowed methods.
-    pub(crate) methods: Option<Vec<String>>,
-    /// Allowed path globs.
-    pub(crate) paths: Option<Vec<String>>,
-    /// `intercept` (default) or `tunnel`.
-    pub(crate) tls: Option<String>,
-    /// `allow` (default) or `ask` (hold for a human's approval).
-    pub(crate) action: Option<String>,
-    /// For an MCP endpoint: the tools its sandboxes may call, ask for, never call; further methods.
-    pub(crate) mcp: Option<RawMcp>,
-}
-
-/// A rule's `mcp:` section.
-#[derive(Debug, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "an mcp section: a mapping with tools, ask, deny and methods (lists of names or globs)"
-)]
-pub(super) struct RawMcp {
-    /// Tools called at once.
-    #[serde(default)]
-    pub(crate) tools: Vec<String>,
-    /// Tools held for a person.
-    #[serde(default)]
-    pub(crate) ask: Vec<String>,
-    /// Tools refused.
-    #[serde(default)]
-    pub(crate) deny: Vec<String>,
-    /// JSON-RPC methods beyond the lifecycle and tools/call.
-    #[serde(default)]
-    pub(crate) methods: Vec<String>,
-}
-
-/// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the
-/// named policy it narrows, and rules written exactly as under `policies:`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, expecting = "a policy: a mapping with extends, allow...")]
-pub(super) struct RawInline {
-    /// The policy of the file it narrows (its ceiling).
-    pub(crate) extends: String,
-    /// `enforce` (default) or `report` (only where the base reports).
-    pub(crate) mode: Option<String>,
-    /// Ordered allow rules.
-    #[serde(default)]
-    pub(crate) allow: Vec<RawRule>,
-    /// Credentials it may use; absent: the base's.
-    pub(crate) credentials: Option<Vec<String>>,
-    /// Refused with a message when present at all (even `null`): the base's narrowing applies.
-    #[serde(default, deserialize_with = "present")]
-    pub(crate) credential_scope: bool,
-}
-
-/// True for a member that is there, whatever its value (`null` included).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }

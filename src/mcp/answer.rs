@@ -1,7 +1,6 @@
-//! The answers an MCP endpoint sends back, on their way to the sandbox: a JSON answer is read whole (at most
-//! [`MOST_JSON`]) and each message in it filtered; a server-sent event stream is read event by event and each
-//! event's data filtered as it comes, never buffered whole (one event at most [`MOST_EVENT`]); anything else
-//! passes untouched. The filter is [`super::tools::filter`]: tool lists show only what the sandbox may call, and
+//! The answers an MCP endpoint sends back, on their way to the sandbox: a server-sent event stream is read event
+//! by event and each event's data filtered as it comes, never buffered whole (one event at most [`MOST_EVENT`]);
+//! any other answer is read whole (at most [`MOST_JSON`]) and, if it is JSON, each message in it filtered. The filter is [`super::tools::filter`]: tool lists show only what the sandbox may call, and
 //! tools that changed are taken out.
 //!
 //! A JSON answer or event cordon cannot read where a tool list could be is not passed on: the answer ends with an
@@ -71,32 +70,27 @@ impl Lists {
     }
 }
 
-/// The kind of answer, by its Content-Type.
-fn kind(headers: &HeaderMap) -> Option<&'static str> {
-    let ct = headers.get(CONTENT_TYPE)?.to_str().ok()?;
-    let essence = ct.split(';').next()?.trim().to_ascii_lowercase();
-    match essence.as_str() {
-        "application/json" => Some("json"),
-        "text/event-stream" => Some("sse"),
-        _ => None,
-    }
+/// Whether the answer says it is JSON, or an event stream, by its Content-Type.
+fn declared(headers: &HeaderMap, essence: &str) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|ct| ct.to_str().ok())
+        .and_then(|ct| ct.split(';').next())
+        .is_some_and(|e| e.trim().eq_ignore_ascii_case(essence))
 }
 
-/// Whether an answer with these headers is rewritten (its length then changes).
-pub(crate) fn rewritten(headers: &HeaderMap) -> bool {
-    kind(headers).is_some()
-}
-
-/// `body` as the sandbox gets it.
+/// `body` as the sandbox gets it: an event stream filtered event by event; anything else read whole as JSON
+/// (a tool list is filtered whatever Content-Type the server gave it, or none). An answer that says it is JSON
+/// and is not ends with an error; one that says nothing of the kind and is not JSON goes on as it came.
 pub(crate) fn answer(headers: &HeaderMap, body: ProxyBody, lists: Lists) -> ProxyBody {
-    match kind(headers) {
-        Some("json") => json(body, lists),
-        Some("sse") => sse(body, lists),
-        _ => body,
+    if declared(headers, "text/event-stream") {
+        sse(body, lists)
+    } else {
+        json(body, lists, declared(headers, "application/json"))
     }
 }
 
-fn json(body: ProxyBody, lists: Lists) -> ProxyBody {
+fn json(body: ProxyBody, lists: Lists, declared: bool) -> ProxyBody {
     let whole = async move {
         let read = crate::body::read::read(body, MOST_JSON)
             .await
@@ -107,9 +101,12 @@ fn json(body: ProxyBody, lists: Lists) -> ProxyBody {
                 return Err::<Frame<Bytes>, BoxError>(format!("an MCP answer over {MOST_JSON} bytes").into());
             }
         };
-        match lists.filtered(&data)? {
-            Some(filtered) => Ok(Frame::data(Bytes::from(filtered))),
-            None => Ok(Frame::data(data)),
+        match lists.filtered(&data) {
+            Ok(Some(filtered)) => Ok(Frame::data(Bytes::from(filtered))),
+            Ok(None) => Ok(Frame::data(data)),
+            Err(e) if declared => Err(e.into()),
+            // Not JSON, and not said to be: no tool list a client could read is in it.
+            Err(_) => Ok(Frame::data(data)),
         }
     };
     StreamBody::new(futures_util::stream::once(whole)).boxed_unsync()

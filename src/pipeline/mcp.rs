@@ -11,7 +11,6 @@ use super::checks::Permit;
 use super::dry::Note;
 use super::exchange::Exchange;
 use crate::body::ProxyBody;
-use crate::body::read::Read;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::mcp::answer::Lists;
@@ -89,20 +88,25 @@ impl Exchange {
         if dry {
             self.note(Note::Mcp(index));
         }
-        match *req.method() {
-            Method::POST => {}
-            Method::GET | Method::DELETE => {
-                self.audit.mcp(crate::mcp::judge::Seen::default());
-                return Ok(McpStep {
-                    ask: None,
-                    lists: Some(lists),
-                });
-            }
-            ref other => {
-                return Err(invalid(format!(
-                    "an MCP endpoint takes POST, GET and DELETE, not {other}"
-                )));
-            }
+        if matches!(*req.method(), Method::GET | Method::DELETE) {
+            self.audit.mcp(crate::mcp::judge::Seen::default());
+            return Ok(McpStep {
+                ask: None,
+                lists: Some(lists),
+            });
+        }
+        // Read before anything is refused, so that the refusal is what the client reads (an HTTP/2 stream reset
+        // while it still sends would be all it saw). A dry run has no body: its note says what would be judged.
+        let data = if dry {
+            None
+        } else {
+            Some(super::request::read_whole(req).await?)
+        };
+        if *req.method() != Method::POST {
+            return Err(invalid(format!(
+                "an MCP endpoint takes POST, GET and DELETE, not {}",
+                req.method()
+            )));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
         if let Some(coding) = req.headers().get(CONTENT_ENCODING)
@@ -113,21 +117,8 @@ impl Exchange {
                 String::from_utf8_lossy(coding.as_bytes())
             )));
         }
-        if dry {
-            // A dry run has no body: its note says what would be judged.
+        let Some(data) = data else {
             return Ok(McpStep::default());
-        }
-        let limit = crate::body::read::MAX_SCANNED_BODY;
-        let body = std::mem::replace(req.body_mut(), crate::body::empty());
-        let (data, trailers) = match crate::body::read::read(body, limit).await {
-            Ok(Read::Whole(data, trailers)) => (data, trailers),
-            Ok(Read::TooLarge) => return Err(ProxyError::PayloadTooLarge { limit }),
-            Err(e) => {
-                return Err(ProxyError::BadRequest {
-                    code: Reason::BodyUnreadable,
-                    message: format!("the request body could not be read: {e}"),
-                });
-            }
         };
         let changed = |tool: &str| {
             pinned
@@ -136,7 +127,6 @@ impl Exchange {
                 .changed(tool)
         };
         let (seen, verdict) = judge(&rules, &changed, &data);
-        *req.body_mut() = crate::body::read::whole(data, trailers);
         self.audit.mcp(seen);
         match verdict {
             Verdict::Pass => Ok(McpStep {

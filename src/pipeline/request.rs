@@ -176,23 +176,11 @@ impl Exchange {
         };
         // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
         // is read whole first (bounded, as a scanned body is).
-        let limit = crate::body::read::MAX_SCANNED_BODY;
-        let body = std::mem::replace(req.body_mut(), crate::body::empty());
-        let (data, trailers) = match crate::body::read::read(body, limit).await {
-            Ok(Read::Whole(data, trailers)) => (data, trailers),
-            Ok(Read::TooLarge) => return Err(ProxyError::PayloadTooLarge { limit }),
-            Err(e) => {
-                return Err(ProxyError::BadRequest {
-                    code: Reason::BodyUnreadable,
-                    message: format!("the request body could not be read: {e}"),
-                });
-            }
-        };
+        let data = read_whole(req).await?;
         let Some(asking) = decision.policy.as_ref().and_then(|p| p.rules.get(rule)) else {
             return Err(ProxyError::Internal);
         };
         let ask = super::ask::ask(sandbox, target, req, &data, rule, asking, tools);
-        *req.body_mut() = crate::body::read::whole(data, trailers);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
             Resolution::Allowed { id, decision, waited } => {
@@ -308,6 +296,24 @@ impl Exchange {
             return None;
         }
         BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone())
+    }
+}
+
+/// The request's body, read whole (bounded, as a scanned body is) and put back as it was, trailers and all: for
+/// the steps that must judge or show all of it before it is sent.
+pub(super) async fn read_whole(req: &mut Request<ProxyBody>) -> Result<bytes::Bytes, ProxyError> {
+    let limit = crate::body::read::MAX_SCANNED_BODY;
+    let body = std::mem::replace(req.body_mut(), crate::body::empty());
+    match crate::body::read::read(body, limit).await {
+        Ok(Read::Whole(data, trailers)) => {
+            *req.body_mut() = crate::body::read::whole(data.clone(), trailers);
+            Ok(data)
+        }
+        Ok(Read::TooLarge) => Err(ProxyError::PayloadTooLarge { limit }),
+        Err(e) => Err(ProxyError::BadRequest {
+            code: Reason::BodyUnreadable,
+            message: format!("the request body could not be read: {e}"),
+        }),
     }
 }
 

@@ -82,9 +82,7 @@ impl Exchange {
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
-        if let Some(lists) = reply.mcp
-            && crate::mcp::answer::rewritten(&parts.headers)
-        {
+        if let Some(lists) = reply.mcp {
             // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
             if parts
                 .headers

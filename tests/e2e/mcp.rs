@@ -7,10 +7,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::task::JoinHandle;
 
 use super::harness::{Case, Spec};
 use crate::rigs::ports::free_port;
@@ -119,19 +120,35 @@ fn called(server: &Server) -> Vec<String> {
         .collect()
 }
 
-/// The approval that became pending, or `None` if the agent ended first (or nothing came).
-async fn pending(case: &Case, run: &tokio::task::JoinHandle<std::process::Output>) -> Option<Value> {
+/// The agent's steps, in one session, run in the background.
+fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<Output> {
+    let mut c = case.client("python3");
+    c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
+        .arg(url(server))
+        .args(steps)
+        .stdin(Stdio::null());
+    tokio::task::spawn_blocking(move || c.output().unwrap())
+}
+
+/// The approval one of the agent's calls waits for; the test fails with what the agent said if it ended first.
+async fn held(case: &Case, run: JoinHandle<Output>) -> (Value, JoinHandle<Output>) {
     for _ in 0..400 {
         if run.is_finished() {
             break;
         }
         let listed: Value = serde_json::from_str(&case.admin(&["approvals", "list", "--json"])).unwrap();
         if let Some(first) = listed["pending"].as_array().and_then(|p| p.first()) {
-            return Some(first.clone());
+            return (first.clone(), run);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    None
+    let out = run.await.unwrap();
+    panic!(
+        "no approval became pending; the agent said: {}{}; audit: {:#?}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        case.audit()
+    );
 }
 
 fn refused_by_cordon(step: &Value, reason: &str) {
@@ -154,24 +171,8 @@ async fn the_sdk_sees_only_what_it_may_call_and_calls_are_allowed_asked_refused_
             "list",
             send,
         ];
-        let run = {
-            let mut c = case.client("python3");
-            c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
-                .arg(url(&server))
-                .args(steps)
-                .stdin(Stdio::null());
-            tokio::task::spawn_blocking(move || c.output().unwrap())
-        };
         // send_email waits for a person, who sees the tool and its arguments.
-        let Some(held) = pending(&case, &run).await else {
-            let out = run.await.unwrap();
-            panic!(
-                "no approval became pending; the agent said: {}{}; audit: {:#?}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr),
-                case.audit()
-            );
-        };
+        let (held, run) = held(&case, agent(&case, &server, &steps)).await;
         assert_eq!(held["tools"], serde_json::json!(["send_email"]), "{held}");
         assert!(held["excerpt"].as_str().unwrap().contains("the report"), "{held}");
         assert_eq!(held["method"], "POST", "{held}");
@@ -219,23 +220,8 @@ async fn the_sdk_sees_only_what_it_may_call_and_calls_are_allowed_asked_refused_
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_a_person_denies_is_a_json_rpc_error_and_never_reaches_the_server() {
     let (case, server, _scratch) = case(true).await;
-    let run = {
-        let mut c = case.client("python3");
-        c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
-            .arg(url(&server))
-            .arg(r#"call send_email {"to": "x@example.com", "subject": "s", "body": "b"}"#)
-            .stdin(Stdio::null());
-        tokio::task::spawn_blocking(move || c.output().unwrap())
-    };
-    let Some(held) = pending(&case, &run).await else {
-        let out = run.await.unwrap();
-        panic!(
-            "no approval became pending; the agent said: {}{}; audit: {:#?}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-            case.audit()
-        );
-    };
+    let send = r#"call send_email {"to": "x@example.com", "subject": "s", "body": "b"}"#;
+    let (held, run) = held(&case, agent(&case, &server, &[send])).await;
     case.reviewer(&["approvals", "deny", held["id"].as_str().unwrap()]);
     let out = run.await.unwrap();
     let step: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();

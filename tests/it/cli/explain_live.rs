@@ -171,8 +171,11 @@ impl Rig {
         let last = if url.starts_with("https") { "connect" } else { "http" };
         let read = || {
             let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default();
-            // The chain's own records (its start) are not traffic.
-            text.lines()
+            // The chain's own records (its start) are not traffic; a line still being written (no newline yet)
+            // is read next time.
+            let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+            whole
+                .lines()
                 .map(|l| serde_json::from_str::<Value>(l).unwrap())
                 .filter(|r| ["connect", "https", "http"].contains(&r["kind"].as_str().unwrap_or_default()))
                 .skip(*seen)
