@@ -31,6 +31,7 @@ fn policy(n: usize) -> Policy {
             tls: TlsMode::Intercept,
             action: Default::default(),
             mcp: None,
+            graphql: None,
         })
         .collect();
     Policy::new("bench".into(), Mode::Enforce, rules).unwrap()

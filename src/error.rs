@@ -126,6 +126,10 @@ pub(crate) enum ProxyError {
     /// understand it.
     #[error("{}", .0.message)]
     Mcp(crate::mcp::judge::Refused),
+    /// A request to a GraphQL endpoint its rule refuses: answered 200 with a GraphQL error, as GraphQL clients
+    /// understand it.
+    #[error("{}", .0.message)]
+    Graphql(crate::graphql::judge::Refused),
     /// A human denied the request (`action: ask`).
     #[error("denied by {by} (approval {id})")]
     ApprovalDenied {
@@ -188,7 +192,7 @@ impl ProxyError {
             ProxyError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
-            ProxyError::Mcp(_) => StatusCode::OK,
+            ProxyError::Mcp(_) | ProxyError::Graphql(_) => StatusCode::OK,
             ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
             ProxyError::AuditUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Held => StatusCode::FORBIDDEN,
@@ -221,6 +225,7 @@ impl ProxyError {
             ProxyError::ApprovalTimedOut(..) => Reason::ApprovalTimeout,
             ProxyError::ApprovalQueueFull => Reason::ApprovalQueueFull,
             ProxyError::Mcp(refused) => refused.reason,
+            ProxyError::Graphql(refused) => refused.reason,
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
@@ -247,6 +252,7 @@ impl ProxyError {
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
             | ProxyError::Mcp(_)
+            | ProxyError::Graphql(_)
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
             | ProxyError::Dial(DialError::Refused(_)) => Side::Downstream,
@@ -265,7 +271,11 @@ impl ProxyError {
 
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub(crate) fn is_refusal(&self) -> bool {
-        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable | ProxyError::Mcp(_))
+        self.status().is_client_error()
+            || matches!(
+                self,
+                ProxyError::AuditUnavailable | ProxyError::Mcp(_) | ProxyError::Graphql(_)
+            )
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,
@@ -280,6 +290,7 @@ impl ProxyError {
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             ProxyError::Mcp(refused) => Some(refused.message.clone()),
+            ProxyError::Graphql(refused) => Some(refused.message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -344,6 +355,7 @@ impl ProxyError {
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
             | ProxyError::Mcp(_)
+            | ProxyError::Graphql(_)
             | ProxyError::UpstreamTimeout
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
@@ -356,6 +368,13 @@ impl ProxyError {
     pub(crate) fn response(&self) -> Response<ProxyBody> {
         if let ProxyError::Mcp(refused) = self {
             let mut resp = Response::new(body::full(crate::mcp::judge::error_body(refused)));
+            let h = resp.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));
+            return resp;
+        }
+        if let ProxyError::Graphql(refused) = self {
+            let mut resp = Response::new(body::full(crate::graphql::judge::error_body(refused)));
             let h = resp.headers_mut();
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));

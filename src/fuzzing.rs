@@ -351,3 +351,76 @@ pub fn config(text: &str) -> Result<Config, Vec<ConfigProblem>> {
     Config::parse("fuzz.yaml", text)
         .map_err(|errors| errors.0.into_iter().map(|e| (e.location, e.path, e.message)).collect())
 }
+
+/// One GraphQL operation as a target sees it: its type (`query`, `mutation`, `subscription`), its name, and the
+/// fields it selects at its root (sorted).
+pub type GraphqlOperation = (&'static str, Option<String>, Vec<String>);
+
+/// The operations of a GraphQL document as cordon reads them (`src/graphql/document.rs`), or why it refuses it.
+pub fn graphql_operations(text: &str) -> Result<Vec<GraphqlOperation>, String> {
+    crate::graphql::document::operations(text).map(|ops| {
+        ops.into_iter()
+            .map(|op| {
+                let mut fields = op.fields;
+                fields.sort();
+                (op.ty.as_str(), op.name, fields)
+            })
+            .collect()
+    })
+}
+
+/// The verdict on a GraphQL request (`src/graphql/`) under the rule `operations: [query], ask: [mutation.add*],
+/// deny: ["mutation.delete*", subscription]`, with no persisted query known: `pass`, `ask`, `invalid`, or the
+/// refusal's reason code.
+pub fn graphql_judge(method: &str, query: Option<&str>, content_type: Option<&str>, body: &[u8]) -> String {
+    use crate::graphql::judge::{Documents, Verdict, judge};
+    struct Nothing;
+    impl Documents for Nothing {
+        fn get(&self, _: &str) -> Option<Arc<str>> {
+            None
+        }
+        fn put(&self, _: &str, _: Arc<str>) {}
+    }
+    static RULES: LazyLock<Option<crate::policy::graphql::GraphqlRules>> = LazyLock::new(|| {
+        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+        crate::policy::graphql::GraphqlRules::new(
+            v(&["query"]),
+            v(&["mutation.add*"]),
+            v(&["mutation.delete*", "subscription"]),
+            Vec::new(),
+        )
+        .ok()
+    });
+    let (Some(rules), Ok(method)) = (RULES.as_ref(), http::Method::from_bytes(method.as_bytes())) else {
+        return "invalid".into();
+    };
+    let (params, batch) = match crate::graphql::request::read(&method, query, content_type, body) {
+        Ok(read) => read,
+        Err(_) => return "invalid".into(),
+    };
+    match judge(rules, &Nothing, params, batch).1 {
+        Verdict::Pass => "pass".into(),
+        Verdict::Ask(_) => "ask".into(),
+        Verdict::Invalid(_) => "invalid".into(),
+        Verdict::Refused(r) => r.reason.code().into(),
+    }
+}
+
+/// The verdict on an MCP POST body (`src/mcp/`) under the rule `tools: ["read_*"], ask: ["send_*"],
+/// deny: ["delete_*"]`, no tool changed: `pass`, `ask`, `invalid`, or the refusal's reason code.
+pub fn mcp_judge(body: &[u8]) -> String {
+    use crate::mcp::judge::{Verdict, judge};
+    static RULES: LazyLock<Option<crate::policy::mcp::McpRules>> = LazyLock::new(|| {
+        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+        crate::policy::mcp::McpRules::new(v(&["read_*"]), v(&["send_*"]), v(&["delete_*"]), Vec::new()).ok()
+    });
+    let Some(rules) = RULES.as_ref() else {
+        return "invalid".into();
+    };
+    match judge(rules, &|_| false, body).1 {
+        Verdict::Pass => "pass".into(),
+        Verdict::Ask(_) => "ask".into(),
+        Verdict::Invalid(_) => "invalid".into(),
+        Verdict::Refused(r) => r.reason.code().into(),
+    }
+}

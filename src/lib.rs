@@ -29,7 +29,7 @@
 //! | 6 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
 //! | 5 | `audit`, `config`, `headers`, `upstream` | the audit record and its sinks; the validated configuration; header hygiene; sending upstream (pooled, verified) |
 //! | 4 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
-//! | 3 | `mcp` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned |
+//! | 3 | `mcp`, `graphql` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned; GraphQL: its requests read strictly, its documents parsed and each operation judged by its root fields against a rule's `graphql:` section |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
@@ -55,6 +55,7 @@ mod framing;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod generation;
+mod graphql;
 mod headers;
 pub mod identity;
 mod inject;

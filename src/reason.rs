@@ -179,6 +179,9 @@ reasons! {
     McpToolDenied = "mcp_tool_denied", Status(200), "a tools/call of a tool the endpoint's rule denies or does not name (answered with a JSON-RPC error)";
     McpMethodDenied = "mcp_method_denied", Status(200), "a JSON-RPC method beyond MCP's lifecycle that the endpoint's rule does not name (answered with a JSON-RPC error)";
     McpToolChanged = "mcp_tool_changed", Status(200), "a tools/call of a tool that changed what it says it does since the sandbox first saw it (answered with a JSON-RPC error)";
+    GraphqlInvalid = "graphql_invalid", Status(400), "a request to a GraphQL endpoint cordon cannot judge: not GraphQL over HTTP, a document that does not parse, a parameter written twice or a stored document's id";
+    GraphqlOperationDenied = "graphql_operation_denied", Status(200), "a GraphQL operation whose root fields (or name) the endpoint's rule denies or does not name (answered with a GraphQL error)";
+    GraphqlPersistedUnknown = "graphql_persisted_unknown", Status(200), "a persisted query's hash whose document cordon has not seen (answered PersistedQueryNotFound, so the client sends the document)";
     ApprovalDenied = "approval_denied", Status(403), "a human denied the request";
     ApprovalTimeout = "approval_timeout", Status(403), "nobody decided within approval.timeout";
     SandboxHeld = "sandbox_held", Status(403), "a tunnel (tls: tunnel) of a sandbox on_violation holds";

@@ -6,7 +6,8 @@
 #               mask_echo: every answer masked) | newconn (intercept, a new connection per request) |
 #               tunnel-bulk (a 4 MiB download through a blind tunnel) | squid-bulk (the same through squid's
 #               splice, for comparison) | idle (IDLE=10000 idle intercepted connections held open by
-#               idle.py: cordon's memory per connection)
+#               idle.py: cordon's memory per connection) | post (intercept, a 2 KiB MCP tools/call POSTed to
+#               /mcp under a plain rule) | mcp (the same under a rule with an mcp: section: read and judged)
 #     RESOLVE=dns   cordon resolves upstream.test through a real DNS server (dnsmasq on 127.0.0.153, TTL 60 s,
 #                   named by a resolv.conf of cordon's own mount namespace) instead of network.hosts
 #     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
@@ -63,6 +64,15 @@ case ${1:?scenario} in
   tunnel-bulk) args=(-x "http://127.0.0.1:$PORT" --proxy-header "$AUTH" --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
   idle) ;;
   squid-bulk) args=(-x http://127.0.0.1:13128 --cacert "$CA" https://127.0.0.1:18443/4m.bin);;
+  post|mcp)
+    # A 2 KiB tools/call of read_file, as benches/protocols.rs judges it.
+    python3 -c 'import json; print(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "/srv/notes.txt", "note": "lorem ipsum dolor sit amet " * 70}}}), end="")' > "$work/call.json"
+    who=bench; [ "$1" = mcp ] && who=mcp
+    [ "$1" = mcp ] && "$BIN" ca export --config "$work/cordon.yaml" --sandbox mcp > "$work/mcp-ca.pem"
+    ca="$work/bench-ca.pem"; [ "$1" = mcp ] && ca="$work/mcp-ca.pem"
+    args=(-m POST -T application/json -H "accept: application/json, text/event-stream" -D "$work/call.json"
+      -x "http://127.0.0.1:$PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "$who:$TOKEN" | base64 -w0)"
+      --cacert "$ca" https://upstream.test:18443/mcp);;
   inject|masked)
     "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$1" > "$work/$1-ca.pem"
     SANDBOX_AUTH="Proxy-Authorization: Basic $(printf %s "$1:$TOKEN" | base64 -w0)"

@@ -5,7 +5,7 @@ use super::types::{Grant, HeldRequest, HumanDecision, Pending, Scope};
 
 /// Whether `grant` covers `ask`: the same sandbox incarnation (a later sandbox given the same id is another),
 /// the same rule as it was when granted, the same method, host (ASCII case aside), port and path, the same MCP
-/// tools (for an MCP endpoint); for an `exact` grant also the same query and body.
+/// tools (for an MCP endpoint) or GraphQL operations (for a GraphQL endpoint); for an `exact` grant also the same query and body.
 fn covers(grant: &Grant, ask: &HeldRequest) -> bool {
     // SECURITY: keyed by incarnation and rule: a grant dies with the sandbox it was given to and with the rule it
     // was given under, and never passes a request that differs where its reach says it must not.
@@ -19,6 +19,8 @@ fn covers(grant: &Grant, ask: &HeldRequest) -> bool {
         && grant.path == ask.path
         // An MCP grant covers the tools it was given for, and no other call through the same endpoint.
         && grant.tools == ask.tools
+        // A GraphQL grant likewise covers the operations it was given for.
+        && grant.operations == ask.operations
         && match grant.reach {
             Scope::Exact => grant.query == ask.query && grant.body_sha256.as_deref() == Some(ask.body.sha256.as_str()),
             Scope::Always | Scope::Once => true,
@@ -99,6 +101,7 @@ impl Grants {
             rule: ask.rule,
             rule_fingerprint: ask.rule_fingerprint.clone(),
             tools: ask.tools.clone(),
+            operations: ask.operations.clone(),
             by: decision.by.clone(),
             at: decision.at.clone(),
             approval: pending.id.clone(),

@@ -37,6 +37,9 @@ struct Row {
     /// For an MCP endpoint: the tools the grant covers (absent in rows written before).
     #[serde(default)]
     tools: Option<Vec<String>>,
+    /// For a GraphQL endpoint: the operations the grant covers (absent in rows written before).
+    #[serde(default)]
+    operations: Option<Vec<String>>,
     by: String,
     at: String,
     approval: String,
@@ -67,6 +70,7 @@ impl From<&Grant> for Row {
             rule: g.rule,
             rule_fingerprint: g.rule_fingerprint.clone(),
             tools: g.tools.clone(),
+            operations: g.operations.clone(),
             by: g.by.clone(),
             at: g.at.clone(),
             approval: g.approval.clone(),
@@ -96,6 +100,7 @@ impl From<Row> for Grant {
             rule: r.rule,
             rule_fingerprint: r.rule_fingerprint,
             tools: r.tools,
+            operations: r.operations,
             by: r.by,
             at: r.at,
             approval: r.approval,

@@ -61,6 +61,10 @@ pub(crate) struct HeldRequest {
     /// For an MCP endpoint: the tools called that the rule asks for (their arguments are in the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tools: Option<Vec<String>>,
+    /// For a GraphQL endpoint: the operations the rule asks for (`mutation AddComment: addComment`; the document is
+    /// in the body or the query).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) operations: Option<Vec<String>>,
 }
 
 /// A request header as the approver sees it.
@@ -255,6 +259,9 @@ pub(crate) struct Grant {
     /// For an MCP endpoint: the tools it covers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tools: Option<Vec<String>>,
+    /// For a GraphQL endpoint: the operations it covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) operations: Option<Vec<String>>,
     /// Who granted it.
     #[serde(serialize_with = "shown")]
     pub(crate) by: String,

@@ -64,6 +64,7 @@ impl Pending {
                 exec: None,
                 file: None,
                 mcp: None,
+                graphql: None,
             },
             started: Instant::now(),
             sink,
@@ -211,6 +212,11 @@ impl Pending {
     /// What an MCP request said (the message that decided).
     pub(crate) fn mcp(&mut self, seen: crate::mcp::judge::Seen) {
         self.record.mcp = Some(seen);
+    }
+
+    /// What a GraphQL request said (the operation that decided).
+    pub(crate) fn graphql(&mut self, seen: crate::graphql::judge::Seen) {
+        self.record.graphql = Some(seen);
     }
 
     /// The approval the request waited for.

@@ -97,6 +97,9 @@ pub struct Record {
     /// A request to an MCP endpoint: the method, tool and id of the message that decided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) mcp: Option<crate::mcp::judge::Seen>,
+    /// A request to a GraphQL endpoint: the type, name and root fields of the operation that decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) graphql: Option<crate::graphql::judge::Seen>,
 }
 
 impl Record {

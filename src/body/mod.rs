@@ -8,6 +8,7 @@ pub(crate) mod codings;
 pub(crate) mod decode;
 pub(crate) mod decode_chain;
 pub(crate) mod encode;
+pub(crate) mod json;
 pub(crate) mod read;
 
 use std::collections::VecDeque;

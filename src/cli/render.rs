@@ -108,7 +108,8 @@ pub(crate) fn render_table(list: &Value) -> String {
 const EXCERPT_WIDTH: usize = 40;
 
 /// A person-readable table for `approvals list` (ID, SANDBOX, USER, METHOD, URL, EXPIRES, EXCERPT): URL is
-/// `host:port/path`, EXCERPT the body's start cut to 40 characters (ending in `…` when cut; `-` when empty). Accepts the
+/// `host:port/path`, EXCERPT the MCP tools or GraphQL operations asked for when there are some, else the body's
+/// start, cut to 40 characters (ending in `…` when cut; `-` when empty). Accepts the
 /// `{"pending":[...]}` answer or a bare array.
 pub(crate) fn render_approvals(list: &Value) -> String {
     let items = list.get("pending").unwrap_or(list).as_array();
@@ -117,10 +118,20 @@ pub(crate) fn render_approvals(list: &Value) -> String {
     ])];
     for item in items.into_iter().flatten() {
         let mut row = ["id", "sandbox", "user", "method"].map(|key| cell(item, key)).to_vec();
-        let excerpt = item
-            .get("excerpt")
-            .and_then(Value::as_str)
-            .map_or_else(String::new, clean);
+        let asked = ["tools", "operations"]
+            .iter()
+            .filter_map(|k| item.get(*k).and_then(Value::as_array))
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let excerpt = if asked.is_empty() {
+            item.get("excerpt")
+                .and_then(Value::as_str)
+                .map_or_else(String::new, clean)
+        } else {
+            clean(&asked)
+        };
         let excerpt = match excerpt.chars().count() {
             0 => "-".to_owned(),
             n if n > EXCERPT_WIDTH => format!("{}…", excerpt.chars().take(EXCERPT_WIDTH - 1).collect::<String>()),

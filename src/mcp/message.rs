@@ -4,10 +4,8 @@
 //! (cordon the last, a server the first) would let a message be judged, or shown to an approver, as one thing and
 //! run as another.
 
-use std::collections::HashSet;
-
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// The most messages in one batch.
@@ -106,7 +104,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<(Vec<Message>, bool), String> {
         None => return Err("an empty body".into()),
     }
     // SECURITY: no member twice in any object of the body (read before anything is judged).
-    serde_json::from_slice::<Unique>(body).map_err(|e| format!("not JSON-RPC: {e}"))?;
+    crate::body::json::unique_members(body).map_err(|e| format!("not JSON-RPC: {e}"))?;
     let (raws, batch) = match start.map(|i| body[i]) {
         Some(b'{') => (vec![from::<Raw>(body)?], false),
         Some(b'[') => {
@@ -139,59 +137,6 @@ pub(crate) fn parse(body: &[u8]) -> Result<(Vec<Message>, bool), String> {
 
 fn from<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("not JSON-RPC: {e}"))
-}
-
-/// A JSON document none of whose objects has a member twice (what it says is not kept).
-struct Unique;
-
-impl<'de> Deserialize<'de> for Unique {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Unique, D::Error> {
-        d.deserialize_any(UniqueVisitor)
-    }
-}
-
-struct UniqueVisitor;
-
-impl<'de> Visitor<'de> for UniqueVisitor {
-    type Value = Unique;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("JSON")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_unit<E>(self) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
-        while seq.next_element::<Unique>()?.is_some() {}
-        Ok(Unique)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
-        let mut keys = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if !keys.insert(key.clone()) {
-                return Err(serde::de::Error::custom(format!(
-                    "the member {key:?} appears twice in one object"
-                )));
-            }
-            map.next_value::<Unique>()?;
-        }
-        Ok(Unique)
-    }
 }
 
 fn message(raw: Raw) -> Result<Message, String> {

@@ -23,7 +23,7 @@ pub(super) fn ask(
     body: &Bytes,
     index: usize,
     rule: &Rule,
-    tools: Option<Vec<String>>,
+    (tools, operations): (Option<Vec<String>>, Option<Vec<String>>),
 ) -> HeldRequest {
     let query = req.uri().query().map(str::to_string);
     HeldRequest {
@@ -47,6 +47,7 @@ pub(super) fn ask(
         rule: index,
         rule_fingerprint: rule.fingerprint(),
         tools,
+        operations,
     }
 }
 

@@ -70,6 +70,8 @@ pub(crate) enum Note {
     Credential(CredentialName, CredentialUse),
     /// The rule's `mcp:` section (its index) judges each message the request carries.
     Mcp(usize),
+    /// The rule's `graphql:` section (its index) judges each operation the request carries.
+    Graphql(usize),
 }
 
 impl Note {
@@ -79,7 +81,7 @@ impl Note {
             Note::Decided { refused, .. } => refused.as_ref(),
             Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),
             Note::Address(_, r) => r.as_ref(),
-            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Mcp(_) => None,
+            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Mcp(_) | Note::Graphql(_) => None,
         }
     }
 }

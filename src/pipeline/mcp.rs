@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING};
+use http::header::{ACCEPT_ENCODING, UPGRADE};
 use http::{Method, Request};
 
 use super::checks::Permit;
@@ -88,6 +88,12 @@ impl Exchange {
         if dry {
             self.note(Note::Mcp(index));
         }
+        // SECURITY: a WebSocket's frames would pass unread; MCP's transport has none.
+        if req.headers().contains_key(UPGRADE) {
+            return Err(invalid(
+                "an MCP endpoint is not spoken to over a WebSocket (or any upgrade)".into(),
+            ));
+        }
         if matches!(*req.method(), Method::GET | Method::DELETE) {
             self.audit.mcp(crate::mcp::judge::Seen::default());
             return Ok(McpStep {
@@ -109,13 +115,8 @@ impl Exchange {
             )));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
-        if let Some(coding) = req.headers().get(CONTENT_ENCODING)
-            && !coding.as_bytes().eq_ignore_ascii_case(b"identity")
-        {
-            return Err(invalid(format!(
-                "an MCP message in a content coding ({}) cannot be judged; send it uncoded",
-                String::from_utf8_lossy(coding.as_bytes())
-            )));
+        if let Some(why) = super::request::coded(req, "an MCP message") {
+            return Err(invalid(why));
         }
         let Some(data) = data else {
             return Ok(McpStep::default());

@@ -32,6 +32,7 @@ mod budget;
 mod checks;
 mod dry;
 mod exchange;
+mod graphql;
 mod identify;
 mod input;
 mod mcp;

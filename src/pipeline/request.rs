@@ -69,13 +69,14 @@ pub(super) async fn forward(
                 out.headers_mut().remove(name);
             }
         }
-        // What an MCP endpoint's rule says about the messages, before anyone is asked.
+        // What an MCP or GraphQL endpoint's rule says about the messages, before anyone is asked.
         let mcp = ex.mcp(&sandbox, &target, &decision, &mut out).await?;
+        let graphql = ex.graphql(&target, &decision, &mut out).await?;
         // Before any credential is attached, so nothing secret is ever shown to the approver.
-        let tools = mcp.ask.as_ref().map(|a| a.tools.clone());
-        ex.approve(&sandbox, &target, &decision, tools, &mut out)
+        let held = (mcp.ask.as_ref().map(|a| a.tools.clone()), graphql.ask.clone());
+        ex.approve(&sandbox, &target, &decision, held, &mut out)
             .await
-            .map_err(|e| mcp.answer(e))?;
+            .map_err(|e| graphql.answer(mcp.answer(e)))?;
         // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
         let (mut reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
         reply.mcp = mcp.lists;
@@ -151,19 +152,20 @@ impl Exchange {
         Ok(Request::from_parts(parts, body))
     }
 
-    /// For a rule with `action: ask`, or MCP `tools` its `mcp:` section asks for: hold the request until a human
-    /// decides (or a standing grant covers it), showing them its start.
+    /// For a rule with `action: ask`, or MCP tools its `mcp:` section or GraphQL operations its `graphql:` section
+    /// asks for (`held`): hold the request until a human decides (or a standing grant covers it), showing them its
+    /// start.
     async fn approve(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
         decision: &Permit,
-        tools: Option<Vec<String>>,
+        held: (Option<Vec<String>>, Option<Vec<String>>),
         req: &mut Request<ProxyBody>,
     ) -> Result<(), ProxyError> {
         let Some(rule) = decision
             .rule
-            .filter(|_| decision.action == Action::Ask || tools.is_some())
+            .filter(|_| decision.action == Action::Ask || held.0.is_some() || held.1.is_some())
         else {
             return Ok(());
         };
@@ -180,7 +182,7 @@ impl Exchange {
         let Some(asking) = decision.policy.as_ref().and_then(|p| p.rules.get(rule)) else {
             return Err(ProxyError::Internal);
         };
-        let ask = super::ask::ask(sandbox, target, req, &data, rule, asking, tools);
+        let ask = super::ask::ask(sandbox, target, req, &data, rule, asking, held);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let (record, result) = match state.approvals.ask(ask).await {
             Resolution::Allowed { id, decision, waited } => {
@@ -297,6 +299,18 @@ impl Exchange {
         }
         BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone())
     }
+}
+
+/// Why a body in a content coding cannot be judged (`what`: "an MCP message", "a GraphQL request"), if it is in one:
+/// cordon reads what it judges as the server will, so a coded body is refused, not passed unjudged.
+pub(super) fn coded(req: &Request<ProxyBody>, what: &str) -> Option<String> {
+    let coding = req.headers().get(http::header::CONTENT_ENCODING)?;
+    (!coding.as_bytes().eq_ignore_ascii_case(b"identity")).then(|| {
+        format!(
+            "{what} in a content coding ({}) cannot be judged; send it uncoded",
+            String::from_utf8_lossy(coding.as_bytes())
+        )
+    })
 }
 
 /// The request's body, read whole (bounded, as a scanned body is) and put back as it was, trailers and all: for

@@ -227,6 +227,8 @@ pub struct Rule {
     pub action: Action,
     /// For an MCP endpoint: the tools and methods its sandboxes may call (`mcp:`).
     pub mcp: Option<std::sync::Arc<super::mcp::McpRules>>,
+    /// For a GraphQL endpoint: the operations its sandboxes may send (`graphql:`).
+    pub graphql: Option<std::sync::Arc<super::graphql::GraphqlRules>>,
 }
 
 impl Rule {
@@ -234,7 +236,7 @@ impl Rule {
     /// (a standing approval grant holds only while the rule it was given under does).
     pub(crate) fn fingerprint(&self) -> String {
         let said = format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}{}",
             self.host,
             self.cidrs,
             self.ports,
@@ -242,7 +244,12 @@ impl Rule {
             self.path_texts,
             self.tls,
             self.action,
-            self.mcp.as_ref().map(|m| m.said())
+            self.mcp.as_ref().map(|m| m.said()),
+            // Only when there is one, so the rules written before keep their fingerprints (and grants).
+            self.graphql
+                .as_ref()
+                .map(|g| format!("|graphql {}", g.said()))
+                .unwrap_or_default()
         );
         hex::encode(ring::digest::digest(&ring::digest::SHA256, said.as_bytes()))
     }

@@ -13,6 +13,7 @@ fn matches(pattern: &str, host: &str) -> bool {
         tls: TlsMode::Intercept,
         action: Action::Allow,
         mcp: None,
+        graphql: None,
     };
     let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
     set.is_match(labels_as_path(host))

@@ -219,34 +219,19 @@ fn within_region(rule: &Rule, base: &Policy, region: &Region) -> Result<(), (&'s
                         ),
                     ));
                 }
-                // Likewise, every base rule that could answer first and limits MCP tools limits the own rule.
-                for (limiting, e) in governing.get(..=at).unwrap_or_default() {
-                    let Some(theirs) = e
-                        .mcp
-                        .as_deref()
-                        .filter(|_| e.tls == TlsMode::Intercept && overlaps(rule, e))
-                    else {
-                        continue;
-                    };
-                    let Some(mine) = rule.mcp.as_deref() else {
-                        return Err((
-                            ".mcp",
-                            format!(
-                                "{name:?} limits the MCP tools of {} (its rule {limiting}); repeat its mcp section or narrow it",
-                                region.what
-                            ),
-                        ));
-                    };
-                    mine.within(theirs).map_err(|(list, why)| {
-                        let field = match list {
-                            "tools" => ".mcp.tools",
-                            "ask" => ".mcp.ask",
-                            "deny" => ".mcp.deny",
-                            _ => ".mcp.methods",
-                        };
-                        (field, format!("{why} (rule {limiting} of {name:?})"))
-                    })?;
-                }
+                // Likewise, every base rule that could answer first and limits MCP tools or GraphQL operations
+                // limits the own rule.
+                let first = governing.get(..=at).unwrap_or_default();
+                let whom = (name.as_str(), region.what.as_str());
+                section(rule, first, whom, &MCP, |r| r.mcp.as_deref(), |m, b| m.within(b))?;
+                section(
+                    rule,
+                    first,
+                    whom,
+                    &GRAPHQL,
+                    |r| r.graphql.as_deref(),
+                    |m, b| m.within(b),
+                )?;
                 return Ok(());
             }
             Err((f, why)) => {
@@ -261,6 +246,60 @@ fn within_region(rule: &Rule, base: &Policy, region: &Region) -> Result<(), (&'s
             region.what
         ),
     )))
+}
+
+/// A protocol section of a rule, as the ceiling's errors name it: its key, what it limits, its lists' fields.
+struct Section {
+    key: &'static str,
+    limits: &'static str,
+    fields: &'static [&'static str],
+}
+
+const MCP: Section = Section {
+    key: ".mcp",
+    limits: "the MCP tools",
+    fields: &[".mcp.tools", ".mcp.ask", ".mcp.deny", ".mcp.methods"],
+};
+
+const GRAPHQL: Section = Section {
+    key: ".graphql",
+    limits: "the GraphQL operations",
+    fields: &[".graphql.operations", ".graphql.ask", ".graphql.deny", ".graphql.names"],
+};
+
+/// Whether an own section narrows its base's; the field and why, when not.
+type Narrowed = Result<(), (&'static str, String)>;
+
+/// Whether `rule` narrows the section `s` of every base rule in `first` that has one and could answer the same
+/// requests (`whom`: the base's name, and what the region is); the field and why, when it does not.
+fn section<T>(
+    rule: &Rule,
+    first: &[(usize, &Rule)],
+    (name, what): (&str, &str),
+    s: &Section,
+    of: fn(&Rule) -> Option<&T>,
+    within: fn(&T, &T) -> Narrowed,
+) -> Narrowed {
+    for (limiting, e) in first {
+        let Some(theirs) = of(e).filter(|_| e.tls == TlsMode::Intercept && overlaps(rule, e)) else {
+            continue;
+        };
+        let Some(mine) = of(rule) else {
+            return Err((
+                s.key,
+                format!(
+                    "{name:?} limits {} of {what} (its rule {limiting}); repeat its {} section or narrow it",
+                    s.limits,
+                    &s.key[1..]
+                ),
+            ));
+        };
+        within(mine, theirs).map_err(|(list, why)| {
+            let field = s.fields.iter().find(|f| f.ends_with(list)).copied().unwrap_or(s.key);
+            (field, format!("{why} (rule {limiting} of {name:?})"))
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether some request could be allowed by both rules, judged by ports and methods (paths are taken to

@@ -62,6 +62,7 @@ fn rule() -> impl Strategy<Value = Rule> {
                 tls: if tunnel { TlsMode::Tunnel } else { TlsMode::Intercept },
                 action,
                 mcp: None,
+                graphql: None,
             }
         })
 }

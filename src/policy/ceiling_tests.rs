@@ -108,3 +108,62 @@ fn an_approval_of_the_governing_rule_is_kept() {
     asked.action = Action::Ask;
     assert!(exceeds(&policy("own", vec![asked]), &base, "policy").is_empty());
 }
+
+#[test]
+fn an_own_rule_keeps_every_protocol_section_that_could_answer_first() {
+    use crate::policy::TlsMode::*;
+    use std::sync::Arc;
+    let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let graphql = |ops: &[&str], ask: &[&str], deny: &[&str]| {
+        Some(Arc::new(
+            crate::policy::graphql::GraphqlRules::new(v(ops), v(ask), v(deny), Vec::new()).expect("graphql"),
+        ))
+    };
+    let mcp = |tools: &[&str], deny: &[&str]| {
+        Some(Arc::new(
+            crate::policy::mcp::McpRules::new(v(tools), Vec::new(), v(deny), Vec::new()).expect("mcp"),
+        ))
+    };
+    let mut gql = rule("api.example.com", Intercept);
+    gql.graphql = graphql(&["query"], &["mutation"], &["mutation.delete*"]);
+    let mut tools = rule("mcp.example.com", Intercept);
+    tools.mcp = mcp(&["read_*"], &["delete_*"]);
+    let base = policy("base", vec![gql, tools, rule("*.example.com", Intercept)]);
+    // Without the section, with a wider one, with a section missing a denial: refused at the field that is wrong.
+    for (host, g, m, field) in [
+        ("api.example.com", None, None, "policy.allow[0].graphql"),
+        (
+            "api.example.com",
+            graphql(&["query", "mutation"], &[], &["mutation.delete*"]),
+            None,
+            "policy.allow[0].graphql.operations",
+        ),
+        (
+            "api.example.com",
+            graphql(&["query"], &["mutation"], &[]),
+            None,
+            "policy.allow[0].graphql.deny",
+        ),
+        ("*.example.com", None, None, "policy.allow[0].graphql"),
+        ("mcp.example.com", None, None, "policy.allow[0].mcp"),
+        (
+            "mcp.example.com",
+            None,
+            mcp(&["*"], &["delete_*"]),
+            "policy.allow[0].mcp.tools",
+        ),
+    ] {
+        let mut own = rule(host, Intercept);
+        own.graphql = g;
+        own.mcp = m;
+        let e = exceeds(&policy("own", vec![own]), &base, "policy");
+        assert_eq!(e.first().map(|e| e.path.as_str()), Some(field), "{host}: {e:?}");
+    }
+    // A narrower section is kept.
+    let mut own = rule("api.example.com", Intercept);
+    own.graphql = graphql(&["query.issues"], &["mutation"], &["mutation.delete*", "subscription"]);
+    assert!(exceeds(&policy("own", vec![own]), &base, "policy").is_empty());
+    let mut own = rule("mcp.example.com", Intercept);
+    own.mcp = mcp(&["read_file"], &["delete_*"]);
+    assert!(exceeds(&policy("own", vec![own]), &base, "policy").is_empty());
+}

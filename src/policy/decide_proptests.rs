@@ -68,6 +68,7 @@ fn policy(specs: &[Spec]) -> Policy {
             tls: *tls,
             action: Action::Allow,
             mcp: None,
+            graphql: None,
         })
         .collect();
     Policy::new("p".into(), Mode::Enforce, rules).unwrap()

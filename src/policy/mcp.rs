@@ -7,7 +7,7 @@
 //! broader refusal is the safe side: a server that looked names up without case would otherwise run `Delete_repo`
 //! past `deny: [delete_*]`); `tools` and `methods` match exactly, as servers look them up.
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use super::globs::{Alphabet, Names};
 
 /// Methods every MCP client sends to set up, keep and list a session: allowed without being named, so a rule
 /// that lists tools works with real clients. What they answer is judged on the way back (a tool list is
@@ -28,70 +28,11 @@ pub(crate) const LIFECYCLE: &[&str] = &[
 /// The method that calls a tool, judged by name against the rule.
 pub(crate) const CALL: &str = "tools/call";
 
-/// A list of names or globs, as written and compiled.
-#[derive(Debug, Clone)]
-pub(crate) struct Names {
-    texts: Vec<String>,
-    set: GlobSet,
-}
-
-impl Names {
-    /// Compile `texts`; `any_case` for `deny` and `ask`. The error names the entry (its index) and what is wrong.
-    fn new(texts: Vec<String>, any_case: bool, what: &str) -> Result<Names, (usize, String)> {
-        let mut set = GlobSetBuilder::new();
-        for (i, text) in texts.iter().enumerate() {
-            check(text, what).map_err(|e| (i, e))?;
-            let glob = GlobBuilder::new(text)
-                .case_insensitive(any_case)
-                .literal_separator(false)
-                .build()
-                .map_err(|e| (i, format!("{text:?} is not a valid glob: {}", e.kind())))?;
-            set.add(glob);
-        }
-        let set = set.build().map_err(|e| (0, format!("the globs do not compile: {e}")))?;
-        Ok(Names { texts, set })
-    }
-
-    /// Whether `name` is one of these.
-    pub(crate) fn matches(&self, name: &str) -> bool {
-        self.set.is_match(name)
-    }
-
-    /// Whether every name one of `self`'s entries matches is matched by `base` too, judged conservatively: an
-    /// entry is inside `base` when `base` has the same entry, or it is a literal name `base` matches. The first
-    /// entry that is not, if any.
-    fn within(&self, base: &Names) -> Option<usize> {
-        self.texts
-            .iter()
-            .position(|t| !(base.texts.contains(t) || (!is_glob(t) && base.matches(t))))
-    }
-
-    /// Whether every entry of `base` is one of `self`'s (same text): `self` then matches at least what `base`
-    /// does. The first that is not, if any.
-    fn covers<'a>(&self, base: &'a Names) -> Option<&'a str> {
-        base.texts.iter().find(|t| !self.texts.contains(t)).map(String::as_str)
-    }
-}
-
-fn is_glob(text: &str) -> bool {
-    text.contains(['*', '?', '[', '{'])
-}
-
 /// A name as MCP allows it (1 to 128 of `A-Z a-z 0-9 _ - . /`), or a glob of such names.
-fn check(text: &str, what: &str) -> Result<(), String> {
-    if text.is_empty() || text.len() > 128 {
-        return Err(format!("{text:?}: a {what} is 1 to 128 characters"));
-    }
-    if let Some(c) = text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "_-./*?".contains(*c)))
-    {
-        return Err(format!(
-            "{text:?} contains {c:?}; a {what} has letters, digits, '_', '-', '.' and '/' (and '*' or '?' as a glob)"
-        ));
-    }
-    Ok(())
-}
+const MCP_NAME: Alphabet = Alphabet {
+    punctuation: "_-./",
+    says: "letters, digits, '_', '-', '.' and '/'",
+};
 
 /// What a rule says about one tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,10 +72,10 @@ impl McpRules {
         deny: Vec<String>,
         methods: Vec<String>,
     ) -> Result<McpRules, (&'static str, usize, String)> {
-        let tools = Names::new(tools, false, "tool name").map_err(|(i, e)| ("tools", i, e))?;
-        let ask = Names::new(ask, true, "tool name").map_err(|(i, e)| ("ask", i, e))?;
-        let deny = Names::new(deny, true, "tool name").map_err(|(i, e)| ("deny", i, e))?;
-        let methods = Names::new(methods, false, "method").map_err(|(i, e)| ("methods", i, e))?;
+        let tools = Names::new(tools, false, "tool name", &MCP_NAME).map_err(|(i, e)| ("tools", i, e))?;
+        let ask = Names::new(ask, true, "tool name", &MCP_NAME).map_err(|(i, e)| ("ask", i, e))?;
+        let deny = Names::new(deny, true, "tool name", &MCP_NAME).map_err(|(i, e)| ("deny", i, e))?;
+        let methods = Names::new(methods, false, "method", &MCP_NAME).map_err(|(i, e)| ("methods", i, e))?;
         if let Some(i) = methods.texts.iter().position(|m| m == CALL) {
             return Err((
                 "methods",
@@ -194,10 +135,12 @@ impl McpRules {
                 ),
             ));
         }
-        if let Some(i) = self.ask.texts.iter().position(|t| {
-            let one = |n: &Names| n.texts.contains(t) || (!is_glob(t) && n.matches(t));
-            !(one(&base.tools) || one(&base.ask))
-        }) {
+        if let Some(i) = self
+            .ask
+            .texts
+            .iter()
+            .position(|t| !(base.tools.holds(t) || base.ask.holds(t)))
+        {
             return Err((
                 "ask",
                 format!("{:?} is not a tool the base allows or asks for", self.ask.texts[i]),

@@ -6,6 +6,8 @@
 pub mod allowlist;
 pub(crate) mod ceiling;
 mod decide;
+mod globs;
+pub mod graphql;
 mod hosts;
 pub mod mcp;
 mod overlaps;
@@ -108,6 +110,7 @@ pub(crate) mod testing {
             tls,
             action: Action::Allow,
             mcp: None,
+            graphql: None,
         }
     }
 }

@@ -94,6 +94,8 @@ pub struct ProxyState {
     pub(crate) previews: Option<Arc<crate::preview::Previews>>,
     /// The MCP tools each sandbox saw, per endpoint (pinned to what they said).
     pub(crate) mcp_pins: crate::mcp::tools::Pins,
+    /// The documents of GraphQL persisted queries seen with their hash, per endpoint.
+    pub(crate) graphql_documents: crate::graphql::persisted::Persisted,
 }
 
 impl ProxyState {
@@ -160,6 +162,7 @@ impl ProxyState {
             credential_budgets,
             previews,
             mcp_pins: Default::default(),
+            graphql_documents: Default::default(),
             webhook,
             cas: opened.cas,
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),

@@ -340,6 +340,31 @@ policies:
         panic!("no such audit record in {:#?}", self.audit());
     }
 
+    /// The approval one of the agent's calls waits for; the test fails with what the agent said if it ended first.
+    pub(crate) async fn held(
+        &self,
+        run: tokio::task::JoinHandle<std::process::Output>,
+    ) -> (serde_json::Value, tokio::task::JoinHandle<std::process::Output>) {
+        for _ in 0..400 {
+            if run.is_finished() {
+                break;
+            }
+            let listed =
+                serde_json::from_str::<serde_json::Value>(&self.admin(&["approvals", "list", "--json"])).unwrap();
+            if let Some(first) = listed["pending"].as_array().and_then(|p| p.first()) {
+                return (first.clone(), run);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let out = run.await.unwrap();
+        panic!(
+            "no approval became pending; the agent said: {}{}; audit: {:#?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.audit()
+        );
+    }
+
     /// Run the admin CLI against this case's cordon.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
         admin_cli(self.dir.path(), &self.admin, args, "admin-token")

@@ -8,7 +8,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -130,27 +129,6 @@ fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<Output> {
     tokio::task::spawn_blocking(move || c.output().unwrap())
 }
 
-/// The approval one of the agent's calls waits for; the test fails with what the agent said if it ended first.
-async fn held(case: &Case, run: JoinHandle<Output>) -> (Value, JoinHandle<Output>) {
-    for _ in 0..400 {
-        if run.is_finished() {
-            break;
-        }
-        let listed: Value = serde_json::from_str(&case.admin(&["approvals", "list", "--json"])).unwrap();
-        if let Some(first) = listed["pending"].as_array().and_then(|p| p.first()) {
-            return (first.clone(), run);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let out = run.await.unwrap();
-    panic!(
-        "no approval became pending; the agent said: {}{}; audit: {:#?}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        case.audit()
-    );
-}
-
 fn refused_by_cordon(step: &Value, reason: &str) {
     assert_eq!(step["error"]["code"], -32001, "{step}");
     assert!(step["error"]["message"].as_str().unwrap().contains(reason), "{step}");
@@ -172,7 +150,7 @@ async fn the_sdk_sees_only_what_it_may_call_and_calls_are_allowed_asked_refused_
             send,
         ];
         // send_email waits for a person, who sees the tool and its arguments.
-        let (held, run) = held(&case, agent(&case, &server, &steps)).await;
+        let (held, run) = case.held(agent(&case, &server, &steps)).await;
         assert_eq!(held["tools"], serde_json::json!(["send_email"]), "{held}");
         assert!(held["excerpt"].as_str().unwrap().contains("the report"), "{held}");
         assert_eq!(held["method"], "POST", "{held}");
@@ -221,7 +199,7 @@ async fn the_sdk_sees_only_what_it_may_call_and_calls_are_allowed_asked_refused_
 async fn a_call_a_person_denies_is_a_json_rpc_error_and_never_reaches_the_server() {
     let (case, server, _scratch) = case(true).await;
     let send = r#"call send_email {"to": "x@example.com", "subject": "s", "body": "b"}"#;
-    let (held, run) = held(&case, agent(&case, &server, &[send])).await;
+    let (held, run) = case.held(agent(&case, &server, &[send])).await;
     case.reviewer(&["approvals", "deny", held["id"].as_str().unwrap()]);
     let out = run.await.unwrap();
     let step: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
@@ -287,6 +265,25 @@ async fn what_is_not_json_rpc_is_400_and_a_batch_goes_whole_or_not_at_all() {
         assert_eq!(code, "400", "{body}: {said}");
         assert!(said.contains(why), "{body}: {said}");
     }
+    // SECURITY: a WebSocket's frames would pass unread.
+    let (code, said) = post(
+        "{}",
+        &[
+            "-X",
+            "GET",
+            "--http1.1",
+            "-H",
+            "connection: upgrade",
+            "-H",
+            "upgrade: websocket",
+            "-H",
+            "sec-websocket-version: 13",
+            "-H",
+            "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==",
+        ],
+    );
+    assert_eq!(code, "400", "{said}");
+    assert!(said.contains("WebSocket"), "{said}");
     // A compressed message cannot be judged.
     let (code, said) = post("{}", &["-H", "content-encoding: gzip"]);
     assert_eq!(code, "400", "{said}");

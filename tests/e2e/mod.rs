@@ -4,6 +4,7 @@
 mod bundle;
 mod cargo_registry;
 pub(crate) mod git;
+mod graphql;
 pub(crate) mod harness;
 mod http_clients;
 mod mcp;

@@ -91,6 +91,12 @@ pub(super) fn held(pending: &[Value], decide: Option<&str>, error: Option<&str>)
                     dt { "Policy" } dd { (text(p, "policy")) ", rule " (p.get("rule").and_then(Value::as_u64).unwrap_or_default()) }
                     dt { "Asked" } dd { (text(p, "asked_at")) }
                     dt { "Times out" } dd { (text(p, "expires_at")) }
+                    @for (key, label) in [("tools", "MCP tools"), ("operations", "GraphQL operations")] {
+                        @if let Some(list) = p.get(key).and_then(Value::as_array) {
+                            dt { (label) }
+                            dd { @for item in list { code { (item.as_str().unwrap_or_default()) } " " } }
+                        }
+                    }
                 }
                 table.headers {
                     caption { "Headers (credentials redacted)" }

@@ -1,5 +1,5 @@
 //! The serde mirror of `policies:` (and of a sandbox's own policy as the admin API receives it): each policy's
-//! rules (with their `mcp:` sections), its credential narrowing and `on_violation`.
+//! rules (with their `mcp:` and `graphql:` sections), its credential narrowing and `on_violation`.
 
 use std::collections::BTreeMap;
 
@@ -93,6 +93,8 @@ pub(in crate::config) struct RawRule {
     pub(crate) action: Option<String>,
     /// For an MCP endpoint: the tools its sandboxes may call, ask for, never call; further methods.
     pub(crate) mcp: Option<RawMcp>,
+    /// For a GraphQL endpoint: the operations its sandboxes may send, ask for, never send; the names they may use.
+    pub(crate) graphql: Option<RawGraphql>,
 }
 
 /// A rule's `mcp:` section.
@@ -114,6 +116,27 @@ pub(in crate::config) struct RawMcp {
     /// JSON-RPC methods beyond the lifecycle and tools/call.
     #[serde(default)]
     pub(crate) methods: Vec<String>,
+}
+
+/// A rule's `graphql:` section.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a graphql section: a mapping with operations, ask, deny (operation types or type.field) and names"
+)]
+pub(in crate::config) struct RawGraphql {
+    /// Operation types or type.field entries sent at once.
+    #[serde(default)]
+    pub(crate) operations: Vec<String>,
+    /// Held for a person.
+    #[serde(default)]
+    pub(crate) ask: Vec<String>,
+    /// Refused.
+    #[serde(default)]
+    pub(crate) deny: Vec<String>,
+    /// When given, the only operation names that may be sent.
+    #[serde(default)]
+    pub(crate) names: Vec<String>,
 }
 
 /// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the

@@ -139,6 +139,26 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             .ok()
             .map(std::sync::Arc::new)
     });
+    let graphql = raw.graphql.and_then(|g| {
+        if tls == TlsMode::Tunnel {
+            errs.at(
+                format!("{base}.graphql"),
+                "`graphql` needs to read each request, which a `tls: tunnel` rule does not; use `tls: intercept`",
+            );
+            return None;
+        }
+        if mcp.is_some() {
+            errs.at(
+                format!("{base}.graphql"),
+                "a rule judges MCP or GraphQL, not both; write a rule for each endpoint (their paths differ)",
+            );
+            return None;
+        }
+        crate::policy::graphql::GraphqlRules::new(g.operations, g.ask, g.deny, g.names)
+            .map_err(|(list, i, e)| errs.at(format!("{base}.graphql.{list}[{i}]"), e))
+            .ok()
+            .map(std::sync::Arc::new)
+    });
     let methods = methods(errs, base, raw.methods);
     let path_texts = raw.paths.clone().unwrap_or_default();
     let paths = paths(errs, base, raw.paths.as_deref());
@@ -152,5 +172,10 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         tls,
         action,
         mcp,
+        graphql,
     })
 }
+
+#[cfg(test)]
+#[path = "policies_tests.rs"]
+mod tests;

@@ -25,7 +25,7 @@ const RANKS: &[&[&str]] = &[
         "sigv4",
     ],
     &["body", "identity", "net", "policy", "pg", "metrics", "placeholder"],
-    &["mcp"],
+    &["mcp", "graphql"],
     &["control", "error", "tls", "leak"],
     &["audit", "config", "headers", "upstream"],
     &["webhook", "oidc"],
