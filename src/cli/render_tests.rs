@@ -162,3 +162,15 @@ fn columns_line_up_by_display_width() {
     assert_eq!(columns, vec![columns[0]; 4], "{out}");
     assert_eq!(columns[0], "ID  NAME  ".len(), "{out}");
 }
+
+#[test]
+fn an_approval_of_mcp_tools_or_graphql_operations_shows_them_instead_of_the_body() {
+    let mut mcp = pending("ap-1");
+    mcp["tools"] = json!(["send_email"]);
+    let mut graphql = pending("ap-2");
+    graphql["operations"] = json!(["mutation AddComment: addComment", "mutation Close: closeIssue"]);
+    let out = render_approvals(&json!({"pending": [mcp, graphql]}));
+    let rows: Vec<&str> = out.lines().collect();
+    assert!(rows[1].ends_with("  send_email"), "{out}");
+    assert!(rows[2].ends_with("  mutation AddComment: addComment; mutati…"), "{out}");
+}

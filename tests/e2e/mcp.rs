@@ -79,10 +79,19 @@ fn server(ca: &TestCa, dir: &std::path::Path, json: bool) -> Server {
 const RULE: &str = "mcp: { tools: [read_file], ask: [send_email], deny: [\"delete_*\"] }";
 
 async fn case(json: bool) -> (Case, Server, tempfile::TempDir) {
+    case_with(json, false).await
+}
+
+/// The secret of the `mcp` credential in the masking case.
+const SECRET: &str = "mcp-secret-4f1c9a7be2d8";
+
+/// With `masked`, a credential `mcp` bound to the server, swapped for its placeholder in request bodies and
+/// masked in whatever comes back (`mask_echo`).
+async fn case_with(json: bool, masked: bool) -> (Case, Server, tempfile::TempDir) {
     let ca = Case::ca();
     let scratch = tempfile::tempdir().unwrap();
     let server = server(&ca, scratch.path(), json);
-    let spec = Spec {
+    let mut spec = Spec {
         rules: format!(
             "      - host: mcp.test\n        ports: [{}]\n        {RULE}\n",
             server.port
@@ -90,6 +99,15 @@ async fn case(json: bool) -> (Case, Server, tempfile::TempDir) {
         names: vec!["mcp.test"],
         ..Spec::default()
     };
+    if masked {
+        spec.credentials = format!(
+            "  mcp:\n    source: {{ env: MCP_SECRET }}\n    bind: {{ hosts: [mcp.test], ports: [{}] }}\n    \
+             inject: {{ placeholder: {{ body: true }} }}\n    mask_echo: true\n",
+            server.port
+        );
+        spec.policy_credentials = vec!["mcp"];
+        spec.secrets = vec![("MCP_SECRET", SECRET)];
+    }
     (Case::start(ca, spec).await, server, scratch)
 }
 
@@ -321,4 +339,26 @@ async fn what_is_not_json_rpc_is_400_and_a_batch_goes_whole_or_not_at_all() {
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_a_tool_echoes_is_masked_in_the_event_stream_and_the_json_answer() {
+    // SECURITY: the masking of what comes back runs on an MCP endpoint's answers as they stream, before the tool
+    // list filter: a tool that echoes the secret swapped into its arguments shows the sandbox its placeholder.
+    for json in [false, true] {
+        let (case, server, _scratch) = case_with(json, true).await;
+        let placeholder = case.env["CORDON_PLACEHOLDER_MCP"].clone();
+        let call = format!(r#"call read_file {{"path": "{placeholder}"}}"#);
+        let out = agent(&case, &server, &["list", &call]).await.unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(!said.contains(SECRET), "the secret came back: {said}");
+        assert!(
+            said.contains(&format!("contents of {placeholder}")),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The server was given the secret, not the placeholder.
+        let calls = std::fs::read_to_string(&server.calls).unwrap();
+        assert!(calls.contains(SECRET) && !calls.contains(&placeholder), "{calls}");
+    }
 }

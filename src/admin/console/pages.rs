@@ -297,3 +297,7 @@ pub(super) fn problem(viewer: Option<&Viewer<'_>>, title: &str, message: &str) -
         },
     )
 }
+
+#[cfg(test)]
+#[path = "pages_tests.rs"]
+mod tests;

@@ -1,0 +1,29 @@
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn a_held_request_shows_the_mcp_tools_and_graphql_operations_it_asks_for_escaped() {
+    let p = json!({
+        "id": "ap-1", "method": "POST", "url": "https://api.example.com/graphql", "sandbox": "sb-1",
+        "user": "alice", "policy": "p", "rule": 0, "asked_at": "t", "expires_at": "t", "headers": [],
+        "body": { "length": 10, "sha256": "00" }, "excerpt": "",
+        "tools": ["send_email"],
+        "operations": ["mutation <b>AddComment</b>: addComment"],
+    });
+    let html = held(&[p], None, None).into_string();
+    assert!(
+        html.contains("<dt>MCP tools</dt>") && html.contains("<code>send_email</code>"),
+        "{html}"
+    );
+    assert!(html.contains("<dt>GraphQL operations</dt>"), "{html}");
+    assert!(
+        html.contains("mutation &lt;b&gt;AddComment&lt;/b&gt;: addComment"),
+        "{html}"
+    );
+    let plain = held(&[json!({"id": "ap-2", "body": {}})], None, None).into_string();
+    assert!(
+        !plain.contains("MCP tools") && !plain.contains("GraphQL operations"),
+        "{plain}"
+    );
+}
