@@ -17,6 +17,7 @@ mod args;
 mod audit;
 mod ca;
 mod check;
+mod docs;
 mod explain;
 pub(crate) mod jail;
 mod output;
@@ -126,6 +127,18 @@ enum Command {
         /// A reason code, e.g. `no_rule`.
         code: Option<String>,
     },
+    /// Print a completion script for a shell: `cordon completions bash > /etc/bash_completion.d/cordon` (zsh: a
+    /// file `_cordon` on $fpath; fish: ~/.config/fish/completions/cordon.fish).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) of cordon or of one of its commands: `cordon man | man -l -`, or `cordon man
+    /// sandbox > cordon-sandbox.1`.
+    Man {
+        /// The command (and subcommand) whose page to print, e.g. `sandbox create`; none: cordon's own page.
+        command: Vec<String>,
+    },
     /// Token helpers.
     Token {
         #[command(subcommand)]
@@ -186,6 +199,8 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
         Command::Vault { command } => vault::main(command),
         Command::Reasons { code } => reasons(code.as_deref()),
+        Command::Completions { shell } => docs::completions(<Cli as clap::CommandFactory>::command(), shell),
+        Command::Man { command } => docs::man(<Cli as clap::CommandFactory>::command(), &command),
         Command::Token {
             command: TokenCommand::Hash,
         } => {

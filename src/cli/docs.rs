@@ -1,0 +1,52 @@
+//! The command line describing itself: shell completion scripts (`clap_complete`) and manual pages
+//! (`clap_mangen`), both made from the same definition clap parses with, so they cannot drift from it.
+
+use std::process::ExitCode;
+
+use clap::Command;
+
+/// Print `shell`'s completion script for `cmd` (the whole command line) on standard output.
+pub(super) fn completions(mut cmd: Command, shell: clap_complete::Shell) -> ExitCode {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "cordon", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    ExitCode::SUCCESS
+}
+
+/// Print the manual page of `cmd`, or of the subcommand `path` names (`["sandbox", "create"]`), in roff.
+pub(super) fn man(cmd: Command, path: &[String]) -> ExitCode {
+    let mut cmd = cmd;
+    cmd.build();
+    let mut name = String::from("cordon");
+    for word in path {
+        let Some(sub) = cmd.find_subcommand(word).filter(|s| !s.is_hide_set()).cloned() else {
+            let known: Vec<&str> = cmd
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(Command::get_name)
+                .collect();
+            eprintln!(
+                "cordon: {name} has no command {word:?}; its commands: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            );
+            return ExitCode::from(2);
+        };
+        name = format!("{name}-{}", sub.get_name());
+        cmd = sub.version(crate::version::LONG);
+    }
+    let mut page = Vec::new();
+    match clap_mangen::Man::new(cmd).title(name).render(&mut page) {
+        Ok(()) => {
+            out!("{}", String::from_utf8_lossy(&page));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cordon: cannot write the manual page: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
