@@ -8,16 +8,24 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
-    // Rebuild when the checkout moves to another commit: HEAD, and the branch it points at.
+    // Rebuild when the checkout moves to another commit: HEAD, and the branch it points at. Only files that
+    // exist: cargo takes a missing one as changed, and would run this script (and rebuild cordon) every time
+    // (a checkout without packed-refs: each fuzz target rebuilt cordon from scratch).
+    let watch = |p: String| {
+        let abs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(&p);
+        if abs.exists() {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    };
     for path in ["HEAD", "packed-refs"] {
         if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-            println!("cargo:rerun-if-changed={p}");
+            watch(p);
         }
     }
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
         && let Some(p) = git(&["rev-parse", "--git-path", &branch])
     {
-        println!("cargo:rerun-if-changed={p}");
+        watch(p);
     }
     let epoch = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
