@@ -71,6 +71,8 @@ pub(crate) fn operations(text: &str) -> Result<Vec<Operation>, String> {
         return Err("the document has no operation".into());
     }
     let mut out: Vec<Operation> = Vec::with_capacity(ops.len());
+    // Sets, not scans of what came before: a document within the limits holds tens of thousands of operations.
+    let mut names = HashSet::new();
     for op in ops {
         let ty = match op.operation_type() {
             None => OpType::Query,
@@ -79,11 +81,12 @@ pub(crate) fn operations(text: &str) -> Result<Vec<Operation>, String> {
             Some(_) => OpType::Query,
         };
         let name = op.name().map(|n| n.text().to_string());
-        if name.is_none() && !out.is_empty() || out.iter().any(|o| o.name.is_none()) {
+        // An anonymous operation only alone (an earlier one could only have been the first).
+        if !out.is_empty() && (name.is_none() || out[0].name.is_none()) {
             return Err("an anonymous operation must be the document's only operation".into());
         }
         if let Some(n) = &name
-            && out.iter().any(|o| o.name.as_ref() == Some(n))
+            && !names.insert(n.clone())
         {
             return Err(format!("two operations are named {n:?}"));
         }
@@ -98,6 +101,7 @@ pub(crate) fn operations(text: &str) -> Result<Vec<Operation>, String> {
 /// A work list, not recursion: a chain of fragments is as long as the document allows.
 fn root_fields(set: cst::SelectionSet, fragments: &HashMap<String, cst::SelectionSet>) -> Result<Vec<String>, String> {
     let mut fields: Vec<String> = Vec::new();
+    let mut have = HashSet::new();
     let mut spread = HashSet::new();
     let mut sets = vec![set];
     while let Some(set) = sets.pop() {
@@ -105,7 +109,7 @@ fn root_fields(set: cst::SelectionSet, fragments: &HashMap<String, cst::Selectio
             match selection {
                 cst::Selection::Field(f) => {
                     let name = f.name().map(|n| n.text().to_string()).ok_or("a field without a name")?;
-                    if !fields.contains(&name) {
+                    if have.insert(name.clone()) {
                         if fields.len() == MOST_ROOT_FIELDS {
                             return Err(format!("an operation selects more than {MOST_ROOT_FIELDS} root fields"));
                         }

@@ -103,3 +103,22 @@ fn deep_values_and_directives_do_not_overflow_the_stack() {
         assert!(operations(&doc).is_err(), "{open}");
     }
 }
+
+#[test]
+fn many_operations_and_fields_are_checked_in_one_pass() {
+    // Twenty thousand operations (within the token limit) and a thousand root fields each: names and fields
+    // are told apart by sets, not by scanning what came before.
+    let many: String = (0..20_000).map(|i| format!("query Q{i}{{a}}")).collect();
+    assert_eq!(operations(&many).unwrap().len(), 20_000);
+    let dup = format!("{many}query Q19999 {{ b }}");
+    assert!(
+        operations(&dup)
+            .unwrap_err()
+            .contains("two operations are named \"Q19999\"")
+    );
+    let wide = format!(
+        "{{ {} }}",
+        (0..1024).map(|i| format!("f{i} f{i}")).collect::<Vec<_>>().join(" ")
+    );
+    assert_eq!(operations(&wide).unwrap()[0].fields.len(), 1024);
+}

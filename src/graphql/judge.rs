@@ -195,7 +195,6 @@ pub(crate) fn judge(
         seen.name = op.name.clone();
         seen.fields = op.fields.clone();
     }
-    let what = describe(&op);
     match verdict {
         FieldVerdict::Allow => (seen, Verdict::Pass),
         FieldVerdict::Ask => (seen, Verdict::Ask(asked)),
@@ -205,14 +204,25 @@ pub(crate) fn judge(
                 seen,
                 refuse(
                     Reason::GraphqlOperationDenied,
-                    format!("the endpoint's rule denies {} {field} ({what})", op.ty.as_str()),
+                    format!(
+                        "the endpoint's rule denies {} {field} ({})",
+                        op.ty.as_str(),
+                        describe(&op)
+                    ),
                 ),
             )
         }
         FieldVerdict::Unnamed => {
             let message = match field {
-                Some(field) => format!("the endpoint's rule does not name {} {field} ({what})", op.ty.as_str()),
-                None => format!("the endpoint's rule does not list the operation name of {what}"),
+                Some(field) => format!(
+                    "the endpoint's rule does not name {} {field} ({})",
+                    op.ty.as_str(),
+                    describe(&op)
+                ),
+                None => format!(
+                    "the endpoint's rule does not list the operation name of {}",
+                    describe(&op)
+                ),
             };
             (seen, refuse(Reason::GraphqlOperationDenied, message))
         }

@@ -204,3 +204,21 @@ fn stored_documents_are_read_only_as_automatic_persisted_queries() {
         assert!(e.contains("in its URL"), "{k}: {e}");
     }
 }
+
+#[test]
+fn a_form_of_a_hundred_thousand_pairs_is_read_in_one_pass() {
+    let pairs: Vec<String> = (0..100_000).map(|i| format!("k{i}=")).collect();
+    let form = format!("query=%7Ba%7D&{}", pairs.join("&"));
+    assert_eq!(
+        post("application/x-www-form-urlencoded", &form).unwrap().0[0]
+            .query
+            .as_deref(),
+        Some("{a}")
+    );
+    let twice = format!("{form}&k99999=x");
+    assert!(
+        post("application/x-www-form-urlencoded", &twice)
+            .unwrap_err()
+            .contains("\"k99999\" twice")
+    );
+}

@@ -374,16 +374,10 @@ async fn what_cordon_cannot_read_as_the_server_would_is_400_and_every_operation_
         executed(&server)
     );
     // `cordon explain` names the GraphQL step.
-    let out = Command::new(crate::rigs::process::BIN)
-        .args(["explain", "--config"])
-        .arg(case.path("cordon.yaml"))
-        .args(["--sandbox", &case.sandbox, "--method", "POST", &url(&server)])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let out = case.explain("POST", &url(&server));
     assert!(
-        said.contains("graphql  rule 0 reads the GraphQL request of a GET or POST"),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout).contains("graphql  rule 0 reads the GraphQL request of a GET or POST"),
+        "{}",
+        super::harness::text(&out)
     );
 }

@@ -365,6 +365,16 @@ policies:
         );
     }
 
+    /// `cordon explain` of `method url` for this case's sandbox.
+    pub(crate) fn explain(&self, method: &str, url: &str) -> std::process::Output {
+        std::process::Command::new(crate::rigs::process::BIN)
+            .args(["explain", "--config"])
+            .arg(self.path("cordon.yaml"))
+            .args(["--sandbox", &self.sandbox, "--method", method, url])
+            .output()
+            .unwrap()
+    }
+
     /// Run the admin CLI against this case's cordon.
     pub(crate) fn admin(&self, args: &[&str]) -> String {
         admin_cli(self.dir.path(), &self.admin, args, "admin-token")

@@ -327,17 +327,11 @@ async fn what_is_not_json_rpc_is_400_and_a_batch_goes_whole_or_not_at_all() {
     }
     assert!(called(&server).is_empty(), "{:?}", called(&server));
     // `cordon explain` names the MCP step.
-    let out = Command::new(crate::rigs::process::BIN)
-        .args(["explain", "--config"])
-        .arg(case.path("cordon.yaml"))
-        .args(["--sandbox", &case.sandbox, "--method", "POST", &url(&server)])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stdout);
+    let out = case.explain("POST", &url(&server));
     assert!(
-        said.contains("mcp      rule 0 reads each JSON-RPC message of a POST"),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout).contains("mcp      rule 0 reads each JSON-RPC message of a POST"),
+        "{}",
+        super::harness::text(&out)
     );
 }
 

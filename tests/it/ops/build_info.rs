@@ -2,9 +2,6 @@
 //! commit and the build date, `cordon_build_info` with the same commit, and the standard `process_*` metrics
 //! with figures that agree with /proc.
 
-use crate::rigs::control::admin_request;
-use crate::rigs::ports::free_port;
-
 /// The commit the tests were built from, as build.rs reads it.
 fn head() -> String {
     let out = std::process::Command::new("git")
@@ -43,27 +40,11 @@ fn value(text: &str, name: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_carry_build_info_and_the_process_figures() {
-    let dir = tempfile::tempdir().unwrap();
-    let (proxy, admin_port) = (free_port(), free_port());
-    let config = dir.path().join("cordon.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "listen: {{ proxy: \"127.0.0.1:{proxy}\", admin: \"127.0.0.1:{admin_port}\" }}\n\
-             audit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
-             control: {{ admin_token: {{ file: {d}/admin-token }} }}\n",
-            d = dir.path().display()
-        ),
-    )
-    .unwrap();
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let mut child = crate::rigs::process::spawn_cordon(&config, proxy, &[]).await;
-    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin_port));
-    let (status, _, text) = admin_request(admin, "GET", "/metrics", None, "").await;
-    assert_eq!(status, 200);
+    let (_dir, mut child, text) = super::bare_metrics().await;
 
     let info = format!(
         "cordon_build_info{{version=\"{}\",commit=\"{}\",rustc=\"",

@@ -8,9 +8,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::rigs::control::admin_request;
-use crate::rigs::ports::free_port;
-
 /// Every `cordon_...` name in `text`.
 fn named(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -63,23 +60,8 @@ fn registered() -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_metric_the_alerts_and_the_dashboard_name_is_one_cordon_has() {
-    let dir = tempfile::tempdir().unwrap();
-    let (proxy, admin_port) = (free_port(), free_port());
-    let config = dir.path().join("cordon.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "listen: {{ proxy: \"127.0.0.1:{proxy}\", admin: \"127.0.0.1:{admin_port}\" }}\n\
-             audit: {{ path: {d}/audit.jsonl }}\nca: {{ dir: {d}/cas }}\n\
-             control: {{ admin_token: {{ file: {d}/admin-token }} }}\n",
-            d = dir.path().display()
-        ),
-    )
-    .unwrap();
-    let _cordon = crate::rigs::process::spawn_cordon(&config, proxy, &[]).await;
-    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin_port));
-    let (status, _, text) = admin_request(admin, "GET", "/metrics", None, "").await;
-    assert_eq!(status, 200);
+    let (_dir, mut cordon, text) = super::bare_metrics().await;
+    let _ = (cordon.kill(), cordon.wait());
     let families: BTreeSet<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
