@@ -14,6 +14,7 @@ mod model;
 pub(crate) mod previews;
 pub(crate) mod principals;
 mod raw;
+pub(crate) mod schema;
 mod validate;
 pub(crate) mod violations;
 

@@ -156,7 +156,9 @@ fn shipped_example_configs_are_valid() {
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "yaml") {
+        // The walkthrough's configuration names files its walkthrough makes first (the local API's CA); the
+        // walkthrough itself runs it, `cordon check` included, in tests/it/book/runnable.rs.
+        if path.extension().is_some_and(|e| e == "yaml") && !path.ends_with("walkthrough.yaml") {
             Config::load(Some(&path)).unwrap_or_else(|e| unreachable!("{e}"));
             n += 1;
         }

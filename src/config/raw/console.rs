@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::RawSecretRef;
+use super::shapes::{Duration, HttpUrl, Role, Text};
 
 /// `admin:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAdmin {
     /// The admin listener's certificate and key, and the CAs client certificates must chain to.
@@ -16,7 +18,7 @@ pub(in crate::config) struct RawAdmin {
 }
 
 /// `admin.tls:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping with cert, key and optionally client_ca")]
 pub(in crate::config) struct RawAdminTls {
     /// The certificate chain, PEM.
@@ -28,7 +30,7 @@ pub(in crate::config) struct RawAdminTls {
 }
 
 /// A listener's certificate chain and key (`console.tls`, `previews.tls`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping with cert and key")]
 pub(in crate::config) struct RawCertKey {
     /// The certificate chain, PEM.
@@ -38,26 +40,30 @@ pub(in crate::config) struct RawCertKey {
 }
 
 /// `console:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawConsole {
     /// Where people reach the console (`https://cordon.example.com:9443`): the base of the OIDC redirect.
+    #[schemars(with = "Option<HttpUrl>")]
     pub(crate) url: Option<String>,
     /// The certificate and key of `listen.console`.
     pub(crate) tls: Option<RawCertKey>,
     /// How long a sign-in lasts (e.g. `8h`).
+    #[schemars(with = "Option<Duration>")]
     pub(crate) session_ttl: Option<String>,
     /// Sign-in through an OpenID Connect provider.
     pub(crate) oidc: Option<RawOidc>,
 }
 
 /// `console.oidc:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping with issuer, client_id and the rest")]
 pub(in crate::config) struct RawOidc {
     /// The provider's issuer URL, as its discovery document names it.
+    #[schemars(with = "HttpUrl")]
     pub(crate) issuer: String,
     /// cordon's client id at the provider.
+    #[schemars(with = "Text")]
     pub(crate) client_id: String,
     /// cordon's client secret (any secret source); none for a public client (PKCE alone).
     pub(crate) client_secret: Option<RawSecretRef>,
@@ -66,5 +72,6 @@ pub(in crate::config) struct RawOidc {
     /// The ID token claim holding the person's groups or roles (default `groups`).
     pub(crate) roles_claim: Option<String>,
     /// The claim's values and the roles each gives; without it, values that are role names are the roles.
+    #[schemars(with = "Option<BTreeMap<String, Vec<Role>>>")]
     pub(crate) roles: Option<BTreeMap<String, Vec<String>>>,
 }

@@ -2,12 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::shapes::{BudgetPer, CredentialKind, Duration, HttpUrl, OAuth2Auth, Port, Size, Text};
 use super::{Flag, Whole};
 
 /// `vault:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawVault {
     /// The encrypted file vault.
@@ -16,14 +18,16 @@ pub(in crate::config) struct RawVault {
     /// A HashiCorp Vault / OpenBao server (KV v2).
     pub(crate) openbao: Option<RawOpenBao>,
     /// How long a secret read from the file vault or OpenBao is kept between requests.
+    #[schemars(with = "Option<Duration>")]
     pub(crate) cache_ttl: Option<String>,
 }
 
 /// `vault.openbao:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOpenBao {
     /// e.g. `https://vault.internal:8200`.
+    #[schemars(with = "HttpUrl")]
     pub(crate) addr: String,
     /// KV v2 mount (default `secret`).
     pub(crate) mount: Option<String>,
@@ -34,10 +38,11 @@ pub(in crate::config) struct RawOpenBao {
 }
 
 /// `vault.openbao.approle:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAppRole {
     /// The role id.
+    #[schemars(with = "Text")]
     pub(crate) role_id: String,
     /// The environment variable holding the secret id.
     pub(crate) secret_id_env: String,
@@ -46,7 +51,7 @@ pub(in crate::config) struct RawAppRole {
 }
 
 /// `vault.file:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawFileVault {
     /// The encrypted file.
@@ -58,7 +63,7 @@ pub(in crate::config) struct RawFileVault {
 }
 
 /// One entry of `credentials:`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a credential: a mapping with source, bind and inject"
@@ -81,26 +86,31 @@ pub(in crate::config) struct RawCredential {
     pub(crate) allow_minting: Vec<String>,
     /// What the credential is for, where cordon cannot tell from its source or hosts: `github` (a GitHub
     /// Enterprise API host), whose minting calls are refused.
+    #[schemars(with = "Option<CredentialKind>")]
     pub(crate) kind: Option<String>,
 }
 
 /// `budget:` of a credential (or a policy's override).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a budget such as { requests: 1000, window: 1h }")]
 pub(in crate::config) struct RawBudget {
     /// Requests it may be applied to per window.
     pub(crate) requests: Option<Whole>,
     /// Bytes (both ways) per window, e.g. `100MiB`.
+    #[schemars(with = "Option<Size>")]
     pub(crate) bytes: Option<String>,
     /// The window, e.g. `1h`.
+    #[schemars(with = "Option<Duration>")]
     pub(crate) window: Option<String>,
     /// `sandbox` (default) or `user`.
+    #[schemars(with = "Option<BudgetPer>")]
     pub(crate) per: Option<String>,
 }
 
-/// `source:` of a credential: exactly one key.
-#[derive(Debug, Default, Deserialize)]
+/// `source:` of a credential: exactly one of its keys.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
 pub(in crate::config) struct RawSource {
     /// A name in the file vault.
     pub(crate) vault: Option<String>,
@@ -119,7 +129,7 @@ pub(in crate::config) struct RawSource {
 }
 
 /// `source.aws:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAws {
     /// Where the access key id is.
@@ -133,7 +143,7 @@ pub(in crate::config) struct RawAws {
 }
 
 /// `source.aws.assume_role:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAssumeRole {
     /// The role's ARN.
@@ -141,10 +151,13 @@ pub(in crate::config) struct RawAssumeRole {
     /// `RoleSessionName` (default `cordon`).
     pub(crate) session_name: Option<String>,
     /// Lifetime of the keys, e.g. `1h` (default; 15m to 12h).
+    #[schemars(with = "Option<Duration>")]
     pub(crate) duration: Option<String>,
     /// `ExternalId`.
+    #[schemars(with = "Option<Text>")]
     pub(crate) external_id: Option<String>,
     /// STS endpoint (default `https://sts.<region>.amazonaws.com`).
+    #[schemars(with = "Option<HttpUrl>")]
     pub(crate) endpoint: Option<String>,
     /// Region of the STS endpoint (default `us-east-1`).
     pub(crate) region: Option<String>,
@@ -152,12 +165,13 @@ pub(in crate::config) struct RawAssumeRole {
     pub(crate) session_policy: Option<serde_json::Value>,
 }
 
-/// A reference to a stored secret (for a client secret or a private key).
-#[derive(Debug, Default, Deserialize)]
+/// A reference to a stored secret (a client secret, a private key, a token): exactly one of its keys.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a secret reference such as { env: VARIABLE }, { vault: NAME }, { file: PATH } or { openbao: PATH#KEY }"
 )]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
 pub(in crate::config) struct RawSecretRef {
     /// A name in the file vault.
     pub(crate) vault: Option<String>,
@@ -170,12 +184,14 @@ pub(in crate::config) struct RawSecretRef {
 }
 
 /// `source.oauth2:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOAuth2 {
     /// The token endpoint.
+    #[schemars(with = "HttpUrl")]
     pub(crate) token_url: String,
     /// The client id.
+    #[schemars(with = "Text")]
     pub(crate) client_id: String,
     /// Where the client secret is.
     pub(crate) client_secret: RawSecretRef,
@@ -186,16 +202,19 @@ pub(in crate::config) struct RawOAuth2 {
     /// Requested resource (RFC 8707).
     pub(crate) resource: Option<String>,
     /// `basic` (default) or `post`.
+    #[schemars(with = "Option<OAuth2Auth>")]
     pub(crate) auth: Option<String>,
 }
 
 /// `source.github_app:`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawGitHubApp {
     /// API base (default https://api.github.com; an Enterprise or test URL otherwise).
+    #[schemars(with = "Option<HttpUrl>")]
     pub(crate) api_base: Option<String>,
     /// The App id.
+    #[schemars(with = "Text")]
     pub(crate) app_id: String,
     /// The installation id.
     pub(crate) installation_id: Whole,
@@ -210,13 +229,14 @@ pub(in crate::config) struct RawGitHubApp {
 }
 
 /// `bind:` of a credential.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawBinding {
     /// Host patterns (policy semantics).
     #[serde(default)]
     pub(crate) hosts: Vec<String>,
     /// Ports (default [443]).
+    #[schemars(with = "Option<Vec<Port>>")]
     pub(crate) ports: Option<Vec<Whole>>,
     /// Methods (default any).
     pub(crate) methods: Option<Vec<String>>,
@@ -225,7 +245,7 @@ pub(in crate::config) struct RawBinding {
 }
 
 /// `inject:` of a credential: a header, Basic auth, or a placeholder.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawInject {
     /// Header to set.
@@ -241,7 +261,7 @@ pub(in crate::config) struct RawInject {
 }
 
 /// `inject.aws_sigv4:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawAwsSigV4 {
     /// The region (default: from the host).
@@ -251,7 +271,7 @@ pub(in crate::config) struct RawAwsSigV4 {
 }
 
 /// `inject.placeholder:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawPlaceholder {
     /// Also replace it in the query string.

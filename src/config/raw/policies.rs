@@ -3,15 +3,18 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::shapes::{Cidr, Duration, PolicyMode, Port, RuleAction, TlsMode, ViolationAction};
 use super::{RawBudget, RawJailLimits, Whole};
 
 /// One entry of `policies:`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a policy: a mapping with allow, credentials...")]
 pub(in crate::config) struct RawPolicy {
     /// `enforce` (default) or `report`.
+    #[schemars(with = "Option<PolicyMode>")]
     pub(crate) mode: Option<String>,
     /// Ordered allow rules.
     #[serde(default)]
@@ -29,16 +32,18 @@ pub(in crate::config) struct RawPolicy {
     #[serde(default)]
     pub(crate) credential_budget: BTreeMap<String, RawBudget>,
     /// Ports of its sandboxes that preview URLs may open.
+    #[schemars(with = "Option<Vec<Port>>")]
     pub(crate) expose: Option<Vec<Whole>>,
     /// What a jail for a sandbox of this policy may spend (over `jail:`).
     pub(crate) jail: Option<RawJailLimits>,
 }
 
 /// `policies.NAME.on_violation:`
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawOnViolation {
     /// The window the thresholds count in.
+    #[schemars(with = "Option<Duration>")]
     pub(crate) window: Option<String>,
     /// Placeholders or secrets sent off their binding.
     pub(crate) exfiltration: Option<Whole>,
@@ -49,11 +54,12 @@ pub(in crate::config) struct RawOnViolation {
     /// Any other refusal by the policy.
     pub(crate) denied: Option<Whole>,
     /// `revoke` or `hold`.
+    #[schemars(with = "Option<ViolationAction>")]
     pub(crate) action: Option<String>,
 }
 
 /// One entry of `credential_scope:`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
 pub(in crate::config) struct RawScope {
     /// OAuth2 scope.
@@ -71,7 +77,7 @@ pub(in crate::config) struct RawScope {
 }
 
 /// One allow rule.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a rule: a mapping with host (or cidrs), and ports, methods, paths..."
@@ -80,16 +86,20 @@ pub(in crate::config) struct RawRule {
     /// Exact host or `*.suffix`.
     pub(crate) host: Option<String>,
     /// CIDRs for IP-literal destinations.
+    #[schemars(with = "Option<Vec<Cidr>>")]
     pub(crate) cidrs: Option<Vec<String>>,
     /// Allowed ports.
+    #[schemars(with = "Option<Vec<Port>>")]
     pub(crate) ports: Option<Vec<Whole>>,
     /// Allowed methods.
     pub(crate) methods: Option<Vec<String>>,
     /// Allowed path globs.
     pub(crate) paths: Option<Vec<String>>,
     /// `intercept` (default) or `tunnel`.
+    #[schemars(with = "Option<TlsMode>")]
     pub(crate) tls: Option<String>,
     /// `allow` (default) or `ask` (hold for a human's approval).
+    #[schemars(with = "Option<RuleAction>")]
     pub(crate) action: Option<String>,
     /// For an MCP endpoint: the tools its sandboxes may call, ask for, never call; further methods.
     pub(crate) mcp: Option<RawMcp>,
@@ -98,7 +108,7 @@ pub(in crate::config) struct RawRule {
 }
 
 /// A rule's `mcp:` section.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "an mcp section: a mapping with tools, ask, deny and methods (lists of names or globs)"
@@ -119,7 +129,7 @@ pub(in crate::config) struct RawMcp {
 }
 
 /// A rule's `graphql:` section.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a graphql section: a mapping with operations, ask, deny (operation types or type.field) and names"

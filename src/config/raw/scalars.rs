@@ -4,7 +4,10 @@
 //! several such mistakes gets every one listed at once, in the configuration's words rather than serde's
 //! (`i64`, `u128`), and the rest of the file is still validated.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -141,5 +144,31 @@ impl<'de> Visitor<'de> for FlagVisitor {
 impl<'de> Deserialize<'de> for Flag {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
         d.deserialize_any(FlagVisitor)
+    }
+}
+
+/// In the schema a whole number is what it is in the file, whatever [`Whole::Wrong`] keeps for the message.
+impl JsonSchema for Whole {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Whole".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "integer" })
+    }
+}
+
+/// In the schema a switch is `true` or `false`, whatever [`Flag::Wrong`] keeps for the message.
+impl JsonSchema for Flag {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Flag".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "boolean" })
     }
 }

@@ -1,6 +1,9 @@
-//! The configuration file: errors in its words, `check` refusing what `run` would, stale sandbox CAs, the watcher.
+//! The configuration file: errors in its words, `check` refusing what `run` would, stale sandbox CAs, the watcher,
+//! and its JSON Schema held to the examples, the docs and `check`.
 
 mod ca_hints;
 mod preflight;
+mod schema;
+mod schema_keys;
 mod types;
 mod watch;
