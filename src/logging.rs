@@ -7,7 +7,6 @@
 //! is queued when cordon stops.
 
 use std::fs::OpenOptions;
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tracing_subscriber::filter::EnvFilter;
@@ -74,7 +73,9 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
         LogFormat::Text => fmt::layer()
             .with_writer(std::io::stderr)
             .with_target(false)
-            .with_ansi(std::io::stderr().is_terminal())
+            // Colour on a terminal only, and never under NO_COLOR (an explicit with_ansi overrides the
+            // crate's own NO_COLOR check): the rule of the commands' output (src/cli/style.rs).
+            .with_ansi(anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never)
             .with_filter(ops_filter)
             .boxed(),
         LogFormat::Json => fmt::layer()

@@ -13,7 +13,7 @@ use super::sandbox::{AdminArgs, pretty};
 pub(crate) enum ApprovalsCommand {
     /// List the requests waiting for a decision, oldest first.
     List {
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table: {"pending": [...]}, the admin API's answer (docs/openapi.yaml).
         #[arg(long)]
         json: bool,
     },
@@ -32,6 +32,9 @@ pub(crate) enum ApprovalsCommand {
         /// Gone: the decision carries the name of the admin token this command calls with.
         #[arg(long, hide = true)]
         by: Option<String>,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Refuse a held request (its client gets 403).
     Deny {
@@ -40,10 +43,13 @@ pub(crate) enum ApprovalsCommand {
         /// Gone: the decision carries the name of the admin token this command calls with.
         #[arg(long, hide = true)]
         by: Option<String>,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// List the standing grants.
     Grants {
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table: {"grants": [...]}, the admin API's answer (docs/openapi.yaml).
         #[arg(long)]
         json: bool,
     },
@@ -51,6 +57,9 @@ pub(crate) enum ApprovalsCommand {
     RevokeGrant {
         /// The grant's id (`gr-...`).
         id: String,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -67,10 +76,15 @@ pub(crate) fn main(args: AdminArgs, command: ApprovalsCommand) -> ExitCode {
     super::sandbox::over_admin(&args, |client| async move { execute(&client, command).await })
 }
 
+/// How tables are painted on standard output.
+fn paint() -> crate::cli::style::Paint {
+    crate::cli::style::Paint::stdout()
+}
+
 async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<String, ClientError> {
     Ok(match command {
         ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
-        ApprovalsCommand::List { json: false } => render::render_approvals(&client.approvals().await?),
+        ApprovalsCommand::List { json: false } => paint().table(&render::render_approvals(&client.approvals().await?)),
         ApprovalsCommand::Allow { id, always, exact, .. } => {
             let scope = match (always, exact) {
                 (true, _) => "always",
@@ -81,7 +95,7 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
         }
         ApprovalsCommand::Deny { id, .. } => pretty(&client.decide(&id, "deny", "once").await?),
         ApprovalsCommand::Grants { json: true } => pretty(&client.grants().await?),
-        ApprovalsCommand::Grants { json: false } => render::render_grants(&client.grants().await?),
-        ApprovalsCommand::RevokeGrant { id } => pretty(&client.revoke_grant(&id).await?),
+        ApprovalsCommand::Grants { json: false } => paint().table(&render::render_grants(&client.grants().await?)),
+        ApprovalsCommand::RevokeGrant { id, .. } => pretty(&client.revoke_grant(&id).await?),
     })
 }

@@ -22,7 +22,7 @@ const UNSEALED: u8 = 3;
 /// cordon wrote them.
 const NO_SIGNED_EVIDENCE: u8 = 4;
 
-/// The exit status of each verdict: the one place they are set (the help text of `verify` and the README's
+/// The exit status of each verdict: the one place they are set (the help text of `verify` and the audit page's
 /// "Tamper evidence" list them; a test holds both to this).
 fn exit_status(outcome: Verification) -> u8 {
     match outcome {
@@ -62,6 +62,11 @@ pub(crate) enum AuditCommand {
         /// are skipped): lines they cover that are missing or changed are tampering, also at the end. Repeatable.
         #[arg(long, value_name = "FILE")]
         anchor: Vec<PathBuf>,
+        /// Print the result as JSON: {"verdict": "intact|tampered|unsealed|no_signed_evidence", "exit_code",
+        /// "files" (oldest first), "lines", "signed_checkpoints", "anchors": {"given", "found"}, "tampering":
+        /// ["FILE:LINE: what", ...], "notes": [...]}; the exit status is the same.
+        #[arg(long)]
+        json: bool,
         /// The audit files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -83,6 +88,7 @@ pub(crate) fn main(command: AuditCommand) -> ExitCode {
             config,
             no_signatures,
             anchor,
+            json,
             files,
         } => {
             let key = match (public_key, config) {
@@ -102,7 +108,7 @@ pub(crate) fn main(command: AuditCommand) -> ExitCode {
                     );
                 }
             };
-            run_verify(&files, key.as_deref(), &anchor)
+            run_verify(&files, key.as_deref(), &anchor, json)
         }
     }
 }
@@ -112,7 +118,7 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(UNUSABLE)
 }
 
-fn run_verify(paths: &[PathBuf], key: Option<&[u8]>, anchor_paths: &[PathBuf]) -> ExitCode {
+fn run_verify(paths: &[PathBuf], key: Option<&[u8]>, anchor_paths: &[PathBuf], json: bool) -> ExitCode {
     let mut anchors = Vec::new();
     for path in anchor_paths {
         let text = match read(path) {
@@ -138,18 +144,41 @@ fn run_verify(paths: &[PathBuf], key: Option<&[u8]>, anchor_paths: &[PathBuf]) -
     // Oldest first, by the first `seq` each holds (rotated files may be given in any order).
     files.sort_by_key(|(_, text)| first_seq(text));
     let report = verify(&files, key, &anchors);
+    let outcome = report.outcome();
+    if json {
+        let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+        let shape = serde_json::json!({
+            "verdict": match outcome {
+                Verification::Intact => "intact",
+                Verification::Tampered => "tampered",
+                Verification::Unsealed => "unsealed",
+                Verification::NoSignedEvidence => "no_signed_evidence",
+            },
+            "exit_code": exit_status(outcome),
+            "files": names,
+            "lines": report.lines,
+            "signed_checkpoints": report.signed,
+            "anchors": { "given": anchors.len(), "found": report.anchored },
+            "tampering": report.tampering,
+            "notes": report.notes,
+        });
+        out!("{}", super::sandbox::pretty(&shape));
+        return ExitCode::from(exit_status(outcome));
+    }
+    let paint = super::style::Paint::stdout();
     for t in &report.tampering {
-        outln!("TAMPERED {t}");
+        outln!("{} {t}", paint.bad("TAMPERED"));
     }
     for n in &report.notes {
         outln!("note     {n}");
     }
-    let outcome = report.outcome();
     let verdict = match outcome {
-        Verification::Intact => "intact: every line in place, the end sealed by cordon's final checkpoint",
-        Verification::Unsealed => "no change found, but the end is not sealed (see the note)",
-        Verification::NoSignedEvidence => "no signed evidence: no checkpoint signed by this key (see the note)",
-        Verification::Tampered => "TAMPERED",
+        Verification::Intact => paint.good("intact: every line in place, the end sealed by cordon's final checkpoint"),
+        Verification::Unsealed => paint.doubt("no change found, but the end is not sealed (see the note)"),
+        Verification::NoSignedEvidence => {
+            paint.doubt("no signed evidence: no checkpoint signed by this key (see the note)")
+        }
+        Verification::Tampered => paint.bad("TAMPERED"),
     };
     let anchored = if anchors.is_empty() {
         String::new()

@@ -4,7 +4,7 @@ use clap::Subcommand;
 
 use super::*;
 
-/// Each verdict, as the help text and the README name it.
+/// Each verdict, as the help text and docs/src/audit.md name it.
 const VERDICTS: [(Verification, &str); 4] = [
     (Verification::Intact, "intact"),
     (Verification::Tampered, "tampered"),
@@ -28,8 +28,8 @@ fn the_help_text_and_the_readme_give_each_verdict_its_exit_status() {
     let verify = command.find_subcommand("verify").unwrap();
     let help = verify.get_long_about().or(verify.get_about()).unwrap().to_string();
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find("**Tamper evidence.**").unwrap()..];
+    let readme = include_str!("../../docs/src/audit.md");
+    let section = &readme[readme.find("## Tamper evidence").unwrap()..];
     let exit = &section[section.find("Exit status").unwrap()..];
     let exit = exit[..exit.find("\n\n").unwrap()]
         .split_whitespace()
@@ -43,7 +43,7 @@ fn the_help_text_and_the_readme_give_each_verdict_its_exit_status() {
         );
         assert!(
             exit.contains(&format!("`{code}` {word}")),
-            "README: {word} is not {code}: {exit}"
+            "docs/src/audit.md: {word} is not {code}: {exit}"
         );
     }
     assert!(help.contains(&format!("{UNUSABLE} unusable")), "{help}");

@@ -15,46 +15,49 @@ pub(crate) struct CheckArgs {
     /// GitHub App) for its value, once, and print each result; exit 1 if any fails.
     #[arg(long)]
     pub(crate) probe: bool,
+    /// Print the summary as one JSON object (its shape: the CLI reference, "cordon check --json"); probe
+    /// results in its "probe" array. Errors stay on stderr (as JSON lines with CORDON_LOG_FORMAT=json).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
-/// Print the summary; with `probe`, probe and print each network credential's result. Errors go to `err`, in
-/// the format the configuration (or `CORDON_LOG_FORMAT`) chose, like every other line `check` writes there.
-pub(crate) fn main(config: &Config, probe: bool, err: Stderr) -> ExitCode {
-    print_summary(config);
-    if !probe {
-        return ExitCode::SUCCESS;
+/// Print the summary; with `probe`, probe and print each network credential's result; as one JSON object
+/// with `json`. Errors go to `err`, in the format the configuration (or `CORDON_LOG_FORMAT`) chose, like every
+/// other line `check` writes there.
+pub(crate) fn main(config: &Config, args: &CheckArgs, err: Stderr) -> ExitCode {
+    let paint = super::style::Paint::stdout();
+    if !args.json {
+        outln!("{}: {}", config.source, paint.good("ok"));
+        print_summary(config);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            err.error(&format!("cannot start the runtime: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let probed = runtime.block_on(async {
-        let secrets = crate::secrets::Secrets::new(config)?;
-        Ok::<_, String>(crate::secrets::probe::probe_all(&secrets, config).await)
-    });
-    let probed = match probed {
-        Ok(p) => p,
-        Err(e) => {
-            err.error(&format!("cannot open the credential sources: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    if probed.is_empty() {
-        outln!("probe    no credential needs the network");
-    }
-    let mut failed = 0;
-    for p in &probed {
-        match &p.result {
-            Ok(()) => outln!("probe    credential {} ({}): ok", p.name, p.reaches),
+    let probed = if args.probe {
+        match probe(config) {
+            Ok(p) => Some(p),
             Err(e) => {
-                failed += 1;
-                outln!("probe    credential {} ({}): {e}", p.name, p.reaches);
+                err.error(&e);
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    if args.json {
+        out!(
+            "{}",
+            super::sandbox::pretty(&super::check_json::summary(config, probed.as_deref()))
+        );
+    } else if let Some(probed) = &probed {
+        if probed.is_empty() {
+            outln!("probe    no credential needs the network");
+        }
+        for p in probed {
+            match &p.result {
+                Ok(()) => outln!("probe    credential {} ({}): {}", p.name, p.reaches, paint.good("ok")),
+                Err(e) => outln!("probe    credential {} ({}): {}", p.name, p.reaches, paint.bad(e)),
             }
         }
     }
+    let failed = probed.iter().flatten().filter(|p| p.result.is_err()).count();
     if failed > 0 {
         err.error(&format!(
             "{failed} credential(s) cannot be supplied now; requests that use them would fail"
@@ -64,9 +67,21 @@ pub(crate) fn main(config: &Config, probe: bool, err: Stderr) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Print what the configuration sets up.
+/// Ask each credential whose source needs the network for its value, once.
+fn probe(config: &Config) -> Result<Vec<crate::secrets::probe::Probed>, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let secrets =
+            crate::secrets::Secrets::new(config).map_err(|e| format!("cannot open the credential sources: {e}"))?;
+        Ok(crate::secrets::probe::probe_all(&secrets, config).await)
+    })
+}
+
+/// Print what the configuration sets up (after the line that says it is ok).
 fn print_summary(c: &Config) {
-    outln!("{}: ok", c.source);
     match c.listen.admin {
         Some(admin) => {
             let how = match (&c.admin_tls, c.listen.admin_api_served(c.admin_tls.is_some())) {
@@ -247,7 +262,7 @@ fn print_summary(c: &Config) {
         );
     }
     for (name, spec) in &c.credentials {
-        outln!("credential {name}: {}", credential_kind(spec));
+        outln!("credential {name}: {}", super::check_json::credential_kind(spec));
     }
     let budgets = &c.credential_budgets;
     let shown = budgets.credentials.iter().map(|(cred, b)| (cred.clone(), b)).chain(
@@ -267,43 +282,4 @@ fn print_summary(c: &Config) {
             if b.per_user { "user" } else { "sandbox" }
         );
     }
-}
-
-/// Where a credential's value comes from and how it is applied, in a few words.
-fn credential_kind(spec: &crate::config::credentials::CredentialSpec) -> String {
-    use crate::config::credentials::{Inject, SecretSource};
-    let source = match &spec.source {
-        SecretSource::Static(_) => "stored secret".to_string(),
-        SecretSource::OAuth2(o) => format!("OAuth2 tokens from {}", o.token_url),
-        SecretSource::GitHubApp(g) => format!("GitHub App {} tokens", g.app_id),
-        SecretSource::Aws(a) => match &a.assume_role {
-            None => "AWS keys".to_string(),
-            Some(r) => format!(
-                "AWS keys of role {} ({}, from {}{})",
-                r.role_arn,
-                humantime::format_duration(r.duration),
-                r.endpoint,
-                if r.session_policy.is_some() {
-                    ", session policy"
-                } else {
-                    ""
-                }
-            ),
-        },
-    };
-    let how = match &spec.inject {
-        Inject::Header { name, .. } => format!("header {name}"),
-        Inject::Basic { .. } => "Basic authorization".to_string(),
-        Inject::Placeholder { .. } => "placeholder swap".to_string(),
-        Inject::AwsSigV4 { region, service } => format!(
-            "SigV4 re-signed for region {}, service {}",
-            region.as_deref().unwrap_or("as signed"),
-            service.as_deref().unwrap_or("as signed")
-        ),
-    };
-    let how = if spec.github { format!("{how}, GitHub API") } else { how };
-    if spec.allow_minting.is_empty() {
-        return format!("{source}, {how}");
-    }
-    format!("{source}, {how}, may mint {}", spec.allow_minting.join(", "))
 }

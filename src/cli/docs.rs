@@ -38,10 +38,18 @@ pub(super) fn man(cmd: Command, path: &[String]) -> ExitCode {
         name = format!("{name}-{}", sub.get_name());
         cmd = sub.version(crate::version::LONG);
     }
+    // clap_mangen would fill the examples into one paragraph (EXTRA): they get a section of their own.
+    let examples = super::examples::of(&path.join(" "));
+    let cmd = cmd.after_help(None::<&'static str>);
     let mut page = Vec::new();
     match clap_mangen::Man::new(cmd).title(name).render(&mut page) {
         Ok(()) => {
-            out!("{}", String::from_utf8_lossy(&page));
+            let mut page = String::from_utf8_lossy(&page).into_owned();
+            if let Some(text) = examples {
+                let at = page.find("\n.SH VERSION\n").map_or(page.len(), |i| i + 1);
+                page.insert_str(at, &examples_section(text));
+            }
+            out!("{page}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -49,4 +57,24 @@ pub(super) fn man(cmd: Command, path: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The EXAMPLES section of a manual page: what each example does, then its command lines unfilled, in bold.
+fn examples_section(text: &'static str) -> String {
+    use clap_mangen::roff::{Roff, bold, roman};
+    let mut roff = Roff::new();
+    roff.control("SH", ["EXAMPLES"]);
+    for example in super::examples::parse(text) {
+        roff.control("PP", std::iter::empty::<&str>());
+        roff.text([roman(example.what)]);
+        roff.control("RS", ["4"]).control("nf", std::iter::empty::<&str>());
+        for line in example.commands {
+            roff.text([bold(line)]);
+        }
+        roff.control("fi", std::iter::empty::<&str>())
+            .control("RE", std::iter::empty::<&str>());
+    }
+    // Rendered with the apostrophes a shell needs, without the preamble the page already has.
+    let text = roff.render();
+    text.find(".SH EXAMPLES").map_or(text.clone(), |i| text[i..].to_owned())
 }

@@ -42,7 +42,7 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str, json: boo
     match rt.block_on(crate::entry::explain::explain(&config, id, method, url)) {
         Ok(e) => {
             if !json {
-                out!("{}", e.text);
+                out!("{}", painted(&e.text, e.allowed));
             } else {
                 match serde_json::to_string_pretty(&e.json) {
                     Ok(text) => outln!("{text}"),
@@ -69,6 +69,18 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str, json: boo
             ExitCode::from(2)
         }
     }
+}
+
+/// The explanation with its verdict (the last line, `verdict  ALLOW` or `verdict  DENY`) in colour where
+/// standard output takes it.
+fn painted(text: &str, allowed: bool) -> String {
+    let paint = crate::cli::style::Paint::stdout();
+    let Some((head, tail)) = text.rsplit_once("verdict  ") else {
+        return text.to_owned();
+    };
+    let word = tail.trim_end();
+    let shown = if allowed { paint.good(word) } else { paint.bad(word) };
+    format!("{head}verdict  {shown}{}", &tail[word.len()..])
 }
 
 /// The known method `method` spells in another case (`get` → GET), if it does.

@@ -17,19 +17,24 @@ mod args;
 mod audit;
 mod ca;
 mod check;
+mod check_json;
+mod config_cmd;
 mod docs;
+mod examples;
 mod explain;
 pub(crate) mod jail;
 mod output;
+mod reasons;
 mod render;
 pub(crate) mod run;
 pub(crate) mod sandbox;
+mod style;
 mod vault;
 
 use std::io::Read;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches, Parser, Subcommand};
 
 use crate::identity;
 pub(crate) use args::ConfigArg;
@@ -56,6 +61,11 @@ enum Command {
     /// Validate a configuration and what a start would refuse (folders, the audit file, every secret from a
     /// local source), print a summary; exit 2 listing every error. No network unless --probe.
     Check(check::CheckArgs),
+    /// The configuration file's JSON Schema, for editors and CI: `cordon config schema > cordon.schema.json`.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
+    },
     /// Say what cordon would do with a request from a sandbox, and why.
     Explain {
         #[command(flatten)]
@@ -95,6 +105,9 @@ enum Command {
         /// The sandbox id.
         #[arg(long)]
         sandbox: String,
+        /// Print them as one JSON object, {"CORDON_PLACEHOLDER_<NAME>": "value", ...}.
+        #[arg(long)]
+        json: bool,
     },
     /// Run a command whose only way out is cordon (Linux, bubblewrap): in a network namespace as root, or with
     /// --project as you, without root.
@@ -126,6 +139,9 @@ enum Command {
     Reasons {
         /// A reason code, e.g. `no_rule`.
         code: Option<String>,
+        /// Print JSON: {"reasons": [{"code", "answer", "status", "meaning"}, ...]}, or that one object for a CODE.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a completion script for a shell: `cordon completions bash > /etc/bash_completion.d/cordon` (zsh: a
     /// file `_cordon` on $fpath; fish: ~/.config/fish/completions/cordon.fish).
@@ -152,11 +168,17 @@ enum TokenCommand {
     Hash,
 }
 
+/// The command line's definition, with every command's examples after its help: what is parsed, and what
+/// `--help`, the completion scripts and the manual pages show.
+fn definition() -> clap::Command {
+    examples::attach(<Cli as clap::CommandFactory>::command())
+}
+
 /// Parse the command line and run the command; the exit code says how it went. `on_idle` is the binary's
 /// allocator handing back memory it no longer uses: `cordon run` calls it on a worker thread about to park
 /// (nothing left to run), at most once a second per worker.
 pub fn main(on_idle: fn()) -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&definition().get_matches()).unwrap_or_else(|e| e.format(&mut definition()).exit());
     // Plain `cordon` is `cordon run`, CORDON_CONFIG included (clap reads it only for a subcommand it parsed).
     let command = cli.command.unwrap_or_else(|| {
         Command::Run(ConfigArg {
@@ -184,7 +206,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
         Command::Check(args) => match load_startable(&args.config) {
-            Ok((config, err)) => check::main(&config, args.probe, err),
+            Ok((config, err)) => check::main(&config, &args, err),
             Err(code) => code,
         },
         Command::Explain {
@@ -195,12 +217,13 @@ pub fn main(on_idle: fn()) -> ExitCode {
             url,
         } => explain::main(&config, &sandbox, &method, &url, json),
         Command::Ca { command } => ca::main(command),
+        Command::Config { command } => config_cmd::main(command),
         Command::Audit { command } => audit::main(command),
-        Command::Placeholders { config, sandbox } => vault::placeholders(&config, &sandbox),
+        Command::Placeholders { config, sandbox, json } => vault::placeholders(&config, &sandbox, json),
         Command::Vault { command } => vault::main(command),
-        Command::Reasons { code } => reasons(code.as_deref()),
-        Command::Completions { shell } => docs::completions(<Cli as clap::CommandFactory>::command(), shell),
-        Command::Man { command } => docs::man(<Cli as clap::CommandFactory>::command(), &command),
+        Command::Reasons { code, json } => reasons::main(code.as_deref(), json),
+        Command::Completions { shell } => docs::completions(definition(), shell),
+        Command::Man { command } => docs::man(definition(), &command),
         Command::Token {
             command: TokenCommand::Hash,
         } => {
@@ -216,31 +239,6 @@ pub fn main(on_idle: fn()) -> ExitCode {
             }
             outln!("{}", identity::hash_token(token));
             ExitCode::SUCCESS
-        }
-    }
-}
-
-/// `cordon reasons [CODE]`: the registry's table, or one reason's answer and meaning (exit 2: no such code).
-fn reasons(code: Option<&str>) -> ExitCode {
-    use crate::reason::Reason;
-    let Some(code) = code else {
-        outln!("{}", Reason::table().trim_end());
-        return ExitCode::SUCCESS;
-    };
-    match Reason::from_code(code) {
-        Some(reason) => {
-            outln!("{}  {}  {}", reason.code(), reason.answer().shown(), reason.meaning());
-            ExitCode::SUCCESS
-        }
-        None => {
-            let near = Reason::ALL
-                .iter()
-                .map(|r| (strsim::levenshtein(code, r.code()), r.code()))
-                .min()
-                .map(|(_, near)| format!(" (did you mean {near}?)"))
-                .unwrap_or_default();
-            eprintln!("cordon: {code:?} is not a reason code{near}; `cordon reasons` lists them all");
-            ExitCode::from(2)
         }
     }
 }

@@ -81,6 +81,9 @@ pub(crate) enum SandboxCommand {
         /// Print only the environment, in this format.
         #[arg(long)]
         format: Option<EnvFormat>,
+        /// Print JSON, the admin API's answer (the default; not with --format).
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
     },
     /// Give a run-time sandbox another policy (a name, or its own from a file): tunnels it no longer allows are
     /// closed, and its CA is re-issued when the names it may sign change (printed with the answer).
@@ -89,10 +92,13 @@ pub(crate) enum SandboxCommand {
         id: String,
         #[command(flatten)]
         policy: PolicyArg,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// List sandboxes.
     List {
-        /// Print JSON instead of a table.
+        /// Print JSON instead of a table: {"sandboxes": [...]}, the admin API's answer (docs/openapi.yaml).
         #[arg(long)]
         json: bool,
     },
@@ -100,6 +106,9 @@ pub(crate) enum SandboxCommand {
     Show {
         /// Its id.
         id: String,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Extend a sandbox's life.
     Renew {
@@ -108,11 +117,17 @@ pub(crate) enum SandboxCommand {
         /// New remaining lifetime (default: control.default_ttl); never shortens it.
         #[arg(long)]
         ttl: Option<String>,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Revoke a sandbox: its requests get 407 and its open connections are closed.
     Revoke {
         /// Its id.
         id: String,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Print the CA bundle (PEM) the sandbox's CA variables point at: write it at `control.ca_file` in the sandbox.
     CaBundle {
@@ -143,6 +158,9 @@ pub(crate) enum SandboxCommand {
         id: String,
         /// The preview's id (`pv-...`).
         preview: String,
+        /// Print JSON, the admin API's answer (what this command prints either way).
+        #[arg(long)]
+        json: bool,
     },
     /// Issue a further credential and print the environment to start the sandbox with.
     Env {
@@ -267,6 +285,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
             labels,
             source_cidrs,
             format,
+            json: _,
         } => {
             let req = CreateRequest {
                 user,
@@ -282,7 +301,7 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
                 None => pretty(&created),
             }
         }
-        SandboxCommand::SetPolicy { id, policy } => {
+        SandboxCommand::SetPolicy { id, policy, .. } => {
             let policy = policy.value().map_err(admin_client::ClientError::Invalid)?;
             pretty(&client.set_policy(&id, &policy).await?)
         }
@@ -292,12 +311,12 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
             if json {
                 pretty(&list)
             } else {
-                render::render_table(&list)
+                crate::cli::style::Paint::stdout().table(&render::render_table(&list))
             }
         }
-        SandboxCommand::Show { id } => pretty(&client.show(&id).await?),
-        SandboxCommand::Renew { id, ttl } => pretty(&client.renew(&id, ttl.as_deref()).await?),
-        SandboxCommand::Revoke { id } => pretty(&client.revoke(&id).await?),
+        SandboxCommand::Show { id, .. } => pretty(&client.show(&id).await?),
+        SandboxCommand::Renew { id, ttl, .. } => pretty(&client.renew(&id, ttl.as_deref()).await?),
+        SandboxCommand::Revoke { id, .. } => pretty(&client.revoke(&id).await?),
         SandboxCommand::Env { id, format } => render::render_env(&client.credentials(&id).await?, format)?,
         SandboxCommand::Preview {
             id,
@@ -312,6 +331,6 @@ async fn execute(client: &AdminClient, command: SandboxCommand) -> Result<String
                 _ => pretty(&made),
             }
         }
-        SandboxCommand::ClosePreview { id, preview } => pretty(&client.close_preview(&id, &preview).await?),
+        SandboxCommand::ClosePreview { id, preview, .. } => pretty(&client.close_preview(&id, &preview).await?),
     })
 }

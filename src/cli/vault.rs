@@ -20,6 +20,9 @@ pub(super) enum VaultCommand {
     List {
         #[command(flatten)]
         config: ConfigArg,
+        /// Print JSON: {"secrets": ["NAME", ...]}, sorted.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a secret.
     Rm {
@@ -33,7 +36,9 @@ pub(super) enum VaultCommand {
 /// Run a `vault` command.
 pub(crate) fn main(command: VaultCommand) -> ExitCode {
     let arg = match &command {
-        VaultCommand::Set { config, .. } | VaultCommand::List { config } | VaultCommand::Rm { config, .. } => config,
+        VaultCommand::Set { config, .. } | VaultCommand::List { config, .. } | VaultCommand::Rm { config, .. } => {
+            config
+        }
     };
     let config = match load(arg) {
         Ok(c) => c,
@@ -63,7 +68,12 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
                 .set(name, value.into())
                 .map(|()| eprintln!("cordon: stored {name:?}"))
         }
-        VaultCommand::List { .. } => vault.list().map(|names| names.iter().for_each(|n| outln!("{n}"))),
+        VaultCommand::List { json: false, .. } => vault.list().map(|names| names.iter().for_each(|n| outln!("{n}"))),
+        VaultCommand::List { json: true, .. } => vault.list().map(|names| {
+            let mut names: Vec<&String> = names.iter().collect();
+            names.sort();
+            out!("{}", super::sandbox::pretty(&serde_json::json!({ "secrets": names })));
+        }),
         VaultCommand::Rm { name, .. } => vault.remove(name).map(|found| {
             if !found {
                 eprintln!("cordon: {name:?} was not in the vault");
@@ -79,8 +89,8 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
     }
 }
 
-/// Print a sandbox's placeholders as environment variables.
-pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
+/// Print a sandbox's placeholders as environment variables (`NAME=value` lines, or one JSON object).
+pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str, json: bool) -> ExitCode {
     let config = match load(arg) {
         Ok(c) => c,
         Err(code) => return code,
@@ -102,11 +112,20 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str) -> ExitCode {
         }
     };
     let incarnation = crate::identity::file_incarnation(&spec.id, &spec.user);
-    for (name, value) in creds.placeholders_for(&incarnation, &allowed) {
-        outln!("{}={value}", crate::placeholder::env_var(&name));
-    }
-    for (var, value) in creds.aws_env(&incarnation, &allowed) {
-        outln!("{var}={value}");
+    let vars: Vec<(String, String)> = creds
+        .placeholders_for(&incarnation, &allowed)
+        .into_iter()
+        .map(|(name, value)| (crate::placeholder::env_var(&name), value))
+        .chain(creds.aws_env(&incarnation, &allowed))
+        .collect();
+    if json {
+        let object: serde_json::Map<String, serde_json::Value> =
+            vars.into_iter().map(|(var, value)| (var, value.into())).collect();
+        out!("{}", super::sandbox::pretty(&serde_json::Value::Object(object)));
+    } else {
+        for (var, value) in vars {
+            outln!("{var}={value}");
+        }
     }
     ExitCode::SUCCESS
 }

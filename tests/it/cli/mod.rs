@@ -1,7 +1,12 @@
 //! The `cordon` commands through the binary: check, explain (also live), run, token, reasons, ca, plain `cordon`,
-//! and the completions and manual pages it prints of itself.
+//! the completions and manual pages it prints of itself, the examples of its help (run), colour only at a terminal,
+//! and `--json`.
 
+mod colour;
 mod commands;
 mod default;
 mod docs;
+mod examples;
 mod explain_live;
+mod json;
+mod troubleshooting;

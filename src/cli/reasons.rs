@@ -1,0 +1,58 @@
+//! `cordon reasons [CODE] [--json]`: what a reason code means, how the sandbox was answered, and what to do.
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use crate::reason::{Answer, Reason};
+
+/// The registry's table, or one reason's answer and meaning; as JSON when `json` (exit 2: no such code).
+pub(super) fn main(code: Option<&str>, json: bool) -> ExitCode {
+    let Some(code) = code else {
+        if json {
+            let all: Vec<Value> = Reason::ALL.iter().map(|r| shape(*r)).collect();
+            outln!("{}", super::sandbox::pretty(&json!({ "reasons": all })).trim_end());
+        } else {
+            outln!("{}", Reason::table().trim_end());
+        }
+        return ExitCode::SUCCESS;
+    };
+    match Reason::from_code(code) {
+        Some(reason) if json => {
+            outln!("{}", super::sandbox::pretty(&shape(reason)).trim_end());
+            ExitCode::SUCCESS
+        }
+        Some(reason) => {
+            outln!("{}  {}  {}", reason.code(), reason.answer().shown(), reason.meaning());
+            outln!("what to do: {}", reason.remedy());
+            ExitCode::SUCCESS
+        }
+        None => {
+            let near = Reason::ALL
+                .iter()
+                .map(|r| (strsim::levenshtein(code, r.code()), r.code()))
+                .min()
+                .map(|(_, near)| format!(" (did you mean {near}?)"))
+                .unwrap_or_default();
+            eprintln!("cordon: {code:?} is not a reason code{near}; `cordon reasons` lists them all");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A reason as JSON: its `code`, the `answer` as the table shows it (`403`, `(1008)`, `DNS REFUSED`, `closed`,
+/// `record`), the HTTP `status` when the answer is one (else null), its `meaning`, and its `remedy` (what to do).
+fn shape(reason: Reason) -> Value {
+    let answer = reason.answer();
+    let status = match answer {
+        Answer::Status(s) => Some(s),
+        _ => None,
+    };
+    json!({
+        "code": reason.code(),
+        "answer": answer.shown(),
+        "status": status,
+        "meaning": reason.meaning(),
+        "remedy": reason.remedy(),
+    })
+}
