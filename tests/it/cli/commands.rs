@@ -151,15 +151,28 @@ fn token_hash_reads_stdin() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), hash("demo-token"));
 }
 
-/// `cordon reasons` is the README's table, and one code's line says how the sandbox was answered; a wrong code
-/// says the closest one.
+/// `cordon reasons` is the table the book's Troubleshooting page starts with, and one code's line says how the
+/// sandbox was answered; a wrong code says the closest one.
 #[test]
-fn reasons_are_the_readmes_table_and_a_wrong_code_names_the_closest() {
+fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
     let all = Command::new(BIN).arg("reasons").output().unwrap();
     assert!(all.status.success());
     let table = String::from_utf8_lossy(&all.stdout).into_owned();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    assert!(readme.contains(&table), "{table}");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/troubleshooting.md")).unwrap();
+    // The page links each code to its section: [`no_rule`](#no_rule) there is `no_rule` here.
+    let unlinked: String = page
+        .split("](#")
+        .enumerate()
+        .map(|(i, piece)| {
+            if i == 0 {
+                piece
+            } else {
+                &piece[piece.find(')').unwrap() + 1..]
+            }
+        })
+        .collect::<String>()
+        .replace("[`", "`");
+    assert!(unlinked.contains(&table), "{table}");
     assert!(table.lines().count() > 100, "{table}");
     let one = Command::new(BIN)
         .args(["reasons", "method_not_allowed"])
@@ -170,6 +183,14 @@ fn reasons_are_the_readmes_table_and_a_wrong_code_names_the_closest() {
         one.status.success() && line.starts_with("method_not_allowed  403  "),
         "{line}"
     );
+    // And what to do about it, as the Troubleshooting page says.
+    let todo = line
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("what to do: "))
+        .unwrap_or_default();
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/troubleshooting.md")).unwrap();
+    assert!(todo.len() > 20 && page.contains(todo), "{line}");
     let wrong = Command::new(BIN)
         .args(["reasons", "method_not_alowed"])
         .output()
