@@ -5,7 +5,10 @@
 #
 # 1. every manifest (each document of each .yaml under deploy/kubernetes but kustomization.yaml) against
 #    the Kubernetes $K8S_VERSION schemas, strictly (an unknown field fails), with PyPI kubernetes-validate;
-#    a kind it has no schema for fails too (the tool itself only warns);
+#    a kind it has no schema for fails too (the tool itself only warns). The Prometheus Operator's
+#    PodMonitor and ServiceMonitor (deploy/kubernetes/monitoring/, in files of their own) against their CRDs'
+#    schemas vendored in .ci/schemas/ (prometheus-operator v0.93.0), as strictly, by .ci/monitor-validate.py
+#    (PyPI jsonschema), which is shown to refuse an unknown field;
 # 2. when kubectl is installed: each kustomization rendered (`kubectl kustomize`, offline), validated the same;
 # 3. the files agree with each other: the ports and UID redirect.sh is given are the ones cordon.yaml listens
 #    on and cordon runs as, the app never runs as cordon's UID, the exported sandbox exists, ...; the gateway
@@ -13,6 +16,10 @@
 #    volume shared between pods, and every Secret key it references is in the example Secret; the probes'
 #    scheme is the admin port's (HTTPS with admin.tls), and the gateway, whose admin API the platform calls
 #    off loopback, has admin.tls with its certificate and key brought from the Secret by prepare.sh;
+#    the monitors scrape the port cordon.yaml's listen.admin is on, by its name, at /metrics (which
+#    docs/openapi.yaml says takes no token: they send no credentials), with the admin port's scheme; the
+#    gateway's verifies the admin Service's name with a CA from a Secret, and its NetworkPolicy lets only
+#    Prometheus pods of the namespace `monitoring` in, to the admin port only;
 #    with CORDON_BIN=path/to/cordon also `cordon check` on every embedded cordon.yaml (stand-ins for the
 #    files it reads), which must describe the admin listener as HTTPS or probes-only as the file says;
 # 4. redirect.sh and prepare.sh parse as POSIX sh, prepare.sh stops on a REPLACE-ME value in its environment,
@@ -26,7 +33,7 @@
 #    folder, one local upstream opened), then the app's UID fetches over HTTP and intercepted HTTPS (trusting
 #    the CA the way the pod's variables say), resolves names (a raw query, dig and glibc's getent), tries the
 #    admin port (and /v1 on it, which a plain listener off loopback does not serve), and a peer outside the pod
-#    connects in to an allowed port and to others;
+#    connects in to an allowed port and to others, and scrapes /metrics as the PodMonitor says (Prometheus);
 # 7. the admission policy's CEL (cel-python, .ci/admission-check.py) against the shipped sidecar pod
 #    (admitted) and every way to run a second container as cordon's UID (refused).
 set -euo pipefail
@@ -38,6 +45,8 @@ K8S_VERSION=1.33.0
 KV_VERSION=1.37.0
 # cel-python evaluates the admission policy's CEL expressions (step 7).
 CEL_VERSION=0.5.0
+# jsonschema validates the monitors against .ci/schemas/ (step 1; kubernetes-validate depends on it too).
+JSONSCHEMA_VERSION=4.26.0
 DEPLOY=deploy/kubernetes
 SCRIPTS=$DEPLOY/scripts
 
@@ -56,7 +65,7 @@ trap 'rm -rf "$work"' EXIT
 
 echo "== tools"
 python3 -m pip install --quiet --disable-pip-version-check "kubernetes-validate==$KV_VERSION" \
-    "cel-python==$CEL_VERSION" 2>&1 |
+    "cel-python==$CEL_VERSION" "jsonschema==$JSONSCHEMA_VERSION" 2>&1 |
     grep -v "Running pip as the 'root' user" || true
 KV=(python3 -m kubernetes_validate)
 "${KV[@]}" --version >/dev/null 2>&1 || KV=(kubernetes-validate)
@@ -68,6 +77,13 @@ else
     echo "k8s-validate: $passed passed, $failed failed"
     exit 1
 fi
+have=$(python3 -c 'import jsonschema, importlib.metadata as m; print(m.version("jsonschema"))' 2>&1 || true)
+if [ "$have" = "$JSONSCHEMA_VERSION" ]; then
+    ok "jsonschema $have, for the monitors' schemas in .ci/schemas/"
+else
+    bad "jsonschema $JSONSCHEMA_VERSION is not usable (got: $have)"
+fi
+MV=(python3 .ci/monitor-validate.py --k8s "$K8S_VERSION")
 
 # validate LABEL FILE...: strict schema validation; any ERROR or WARN line (no schema for a kind) fails.
 validate() {
@@ -85,6 +101,23 @@ validate() {
     fi
 }
 
+# validate_monitors LABEL FILE...: the Prometheus Operator's kinds against .ci/schemas/, strictly; with
+# OTHERS=path set, every other document is written there (for validate).
+validate_monitors() {
+    local label=$1
+    shift
+    local rc=0
+    "${MV[@]}" ${OTHERS:+--others "$OTHERS"} "$@" >"$work/mv.out" 2>&1 || rc=$?
+    local count
+    count=$(grep -c '^valid ' "$work/mv.out" || true)
+    if [ "$rc" -eq 0 ]; then
+        ok "$label: $count monitors valid (.ci/schemas/, unknown fields refused)"
+    else
+        bad "$label (monitor-validate.py exit $rc):"
+        grep -v '^valid ' "$work/mv.out" | sed 's/^/         /'
+    fi
+}
+
 echo "== 1. manifests, file by file"
 mapfile -t manifests < <(find "$DEPLOY" -type f \( -name '*.yaml' -o -name '*.yml' \) \
     ! -name kustomization.yaml ! -name kustomization.yml | sort)
@@ -92,22 +125,34 @@ if [ "${#manifests[@]}" -eq 0 ]; then
     bad "no manifests under $DEPLOY"
 else
     # Every document must be a Kubernetes object: kubernetes-validate cannot say so about one without a kind.
-    if python3 - "${manifests[@]}" >"$work/shape.out" 2>&1 <<'EOF'; then
+    # Files of the Prometheus Operator's kinds (listed in monitors.list) hold nothing else: they are checked
+    # against .ci/schemas/, the others by kubernetes-validate.
+    if python3 - "$work/monitors.list" "${manifests[@]}" >"$work/shape.out" 2>&1 <<'EOF'; then
 import sys, yaml
 bad = 0
-for path in sys.argv[1:]:
+monitors = []
+for path in sys.argv[2:]:
     try:
         docs = list(yaml.safe_load_all(open(path)))
     except yaml.YAMLError as e:
         print(f"{path}: not YAML: {e}")
         bad += 1
         continue
+    groups = set()
     for i, doc in enumerate(docs):
         if doc is None:
             continue
         if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
             print(f"{path}: document {i + 1} is not a Kubernetes object (no apiVersion/kind)")
             bad += 1
+            continue
+        groups.add(str(doc["apiVersion"]).startswith("monitoring.coreos.com/"))
+    if groups == {True}:
+        monitors.append(path)
+    elif len(groups) > 1:
+        print(f"{path}: mixes monitoring.coreos.com objects with others: put them in a file of their own")
+        bad += 1
+open(sys.argv[1], "w").write("".join(p + "\n" for p in monitors))
 sys.exit(1 if bad else 0)
 EOF
         ok "${#manifests[@]} files, every document a Kubernetes object"
@@ -115,17 +160,52 @@ EOF
         bad "not Kubernetes objects:"
         sed 's/^/         /' "$work/shape.out"
     fi
-    validate "${#manifests[@]} manifest files" "${manifests[@]}"
+    mapfile -t monitor_files <"$work/monitors.list"
+    core_files=()
+    for f in "${manifests[@]}"; do
+        grep -qxF -- "$f" "$work/monitors.list" || core_files+=("$f")
+    done
+    validate "${#core_files[@]} manifest files" "${core_files[@]}"
+    if [ "${#monitor_files[@]}" -eq 0 ]; then
+        bad "no PodMonitor or ServiceMonitor under $DEPLOY (deploy/kubernetes/monitoring/)"
+    else
+        validate_monitors "${#monitor_files[@]} monitor files" "${monitor_files[@]}"
+        # The check is strict: a misspelt field (which the API server would prune and Prometheus never see)
+        # fails, and so does one of the wrong type.
+        python3 - "${monitor_files[0]}" >"$work/wrong.yaml" <<'EOF'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+key = "endpoints" if doc["kind"] == "ServiceMonitor" else "podMetricsEndpoints"
+doc["spec"][key][0]["shceme"] = doc["spec"][key][0].pop("scheme")
+doc["metadata"]["labels"] = ["not", "a", "map"]
+print(yaml.safe_dump(doc))
+EOF
+        rc=0
+        "${MV[@]}" "$work/wrong.yaml" >"$work/wrong.out" 2>&1 || rc=$?
+        if [ "$rc" -eq 1 ] && grep -q "'shceme' was unexpected" "$work/wrong.out" &&
+            grep -q 'metadata.labels: .* is not of type' "$work/wrong.out"; then
+            ok "monitor-validate.py refuses a misspelt field (shceme) and a field of the wrong type"
+        else
+            bad "monitor-validate.py let a misspelt field or a wrong type through (exit $rc):"
+            sed 's/^/         /' "$work/wrong.out"
+        fi
+    fi
 fi
 
 echo "== 2. kustomizations, rendered"
 if command -v kubectl >/dev/null 2>&1; then
-    for dir in "$DEPLOY"/*/; do
-        dir=${dir%/}
-        [ -f "$dir/kustomization.yaml" ] || continue
-        name=$(basename "$dir")
+    mapfile -t kustomizations < <(find "$DEPLOY" -name kustomization.yaml -printf '%h\n' | sort)
+    for dir in "${kustomizations[@]}"; do
+        name=${dir#"$DEPLOY"/}
+        name=${name//\//-}
         if kubectl kustomize "$dir" >"$work/$name.yaml" 2>"$work/$name.err"; then
-            validate "kubectl kustomize $dir" "$work/$name.yaml"
+            # The monitors (deploy/kubernetes/monitoring/*) against .ci/schemas/, the rest with kubernetes-validate.
+            if grep -q '^apiVersion: monitoring.coreos.com/' "$work/$name.yaml"; then
+                OTHERS="$work/$name.core.yaml" validate_monitors "kubectl kustomize $dir" "$work/$name.yaml"
+                validate "kubectl kustomize $dir" "$work/$name.core.yaml"
+            else
+                validate "kubectl kustomize $dir" "$work/$name.yaml"
+            fi
         else
             bad "kubectl kustomize $dir:"
             sed 's/^/         /' "$work/$name.err"
@@ -382,12 +462,102 @@ for flavour, cm_name in (("sidecar", "cordon-agent-config"), ("gateway", "cordon
                 expect(prepare_refs.get(var) == cordon_refs.get(var),
                        f"gateway: cordon-prepare does not get {var} as cordon does (its placeholder check)")
 
+# The monitors (monitoring/<flavour>, each a kustomization of the base and its monitor): they scrape the port
+# listen.admin is on, by the name the pod gives it, at /metrics, with the admin port's scheme, and send no
+# credentials: /metrics takes none (docs/openapi.yaml), and the admin token would open the whole admin API.
+openapi = yaml.safe_load(open("docs/openapi.yaml"))
+metrics = (openapi["paths"].get("/metrics") or {}).get("get") or {}
+expect(metrics.get("security") == [], "docs/openapi.yaml: GET /metrics is not open (security: []), yet the "
+       "monitors send no credentials")
+CREDENTIALS = ("authorization", "basicAuth", "bearerTokenSecret", "bearerTokenFile", "oauth2")
+for flavour, kind, file, key in (("sidecar", "PodMonitor", "podmonitor.yaml", "podMetricsEndpoints"),
+                                 ("gateway", "ServiceMonitor", "servicemonitor.yaml", "endpoints")):
+    where = f"monitoring/{flavour}"
+    kust = yaml.safe_load(open(f"{root}/{where}/kustomization.yaml"))
+    base = yaml.safe_load(open(f"{root}/{flavour}/kustomization.yaml"))
+    expect(f"../../{flavour}" in kust["resources"] and file in kust["resources"],
+           f"{where}: the kustomization must list ../../{flavour} and {file}")
+    expect(kust.get("namespace") == base.get("namespace"),
+           f"{where}: namespace {kust.get('namespace')} is not the base's ({base.get('namespace')})")
+    monitor = one(load(f"{where}/{file}"), kind)
+    config = yaml.safe_load(one(load(f"{flavour}/configmap.yaml"), "ConfigMap")["data"]["cordon.yaml"])
+    deployment = one(load(f"{flavour}/deployment.yaml"), "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    cordon = by_name(pod, "cordon")
+    admin_port = port(config["listen"]["admin"])
+    admin_tls = bool((config.get("admin") or {}).get("tls"))
+    expect("namespace" not in monitor["metadata"] and "namespaceSelector" not in monitor["spec"],
+           f"{where}: {kind} must stay in the namespace it is applied to, the pods' (no namespace, no "
+           "namespaceSelector)")
+    endpoints = monitor["spec"][key]
+    expect(len(endpoints) == 1, f"{where}: {kind} has {len(endpoints)} endpoints, not one")
+    ep = endpoints[0]
+    expect(ep.get("path") == "/metrics", f"{where}: {kind} scrapes {ep.get('path')}, not /metrics")
+    want = "https" if admin_tls else "http"
+    expect(ep.get("scheme") == want, f"{where}: {kind} scrapes with scheme {ep.get('scheme')}, but the admin port "
+           f"is {want} ({'with' if admin_tls else 'without'} admin.tls)")
+    for field in CREDENTIALS:
+        expect(field not in ep, f"{where}: {kind} sends credentials ({field}); /metrics takes none")
+    tls_config = ep.get("tlsConfig") or {}
+    expect(not tls_config.get("insecureSkipVerify"), f"{where}: {kind} does not verify the admin certificate")
+    # The port by name: the cordon container's port on listen.admin, and no other container's.
+    named = [(c["name"], p["containerPort"]) for c in containers(pod) for p in c.get("ports", [])
+             if p.get("name") == ep.get("port")]
+    template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    if flavour == "sidecar":
+        expect(named == [("cordon", admin_port)],
+               f"{where}: PodMonitor port {ep.get('port')} is {named}, not cordon's listen.admin ({admin_port})")
+        selector = monitor["spec"]["selector"]
+        expect(set(selector) == {"matchLabels"} and selector["matchLabels"].items() <= template_labels.items(),
+               f"{where}: PodMonitor selects {selector}, not the agent pods ({template_labels})")
+        expect(not tls_config, f"{where}: PodMonitor has a tlsConfig for a plain admin port")
+    else:
+        # The Services the ServiceMonitor selects with a port of that name: the admin Service alone, whose port
+        # leads to cordon's listen.admin.
+        services = [d for d in load("gateway/service.yaml") if d["kind"] == "Service"]
+        selector = monitor["spec"]["selector"]
+        expect(set(selector) == {"matchLabels"}, f"{where}: ServiceMonitor selector {selector}: matchLabels only")
+        chosen = [(svc["metadata"]["name"], p) for svc in services
+                  if selector.get("matchLabels", {}).items() <= svc["metadata"].get("labels", {}).items()
+                  for p in svc["spec"]["ports"] if p.get("name") == ep.get("port")]
+        expect(len(chosen) == 1, f"{where}: ServiceMonitor port {ep.get('port')} is on {len(chosen)} Services")
+        if chosen:
+            svc_name, svc_port = chosen[0]
+            target = svc_port.get("targetPort", svc_port["port"])
+            to = [p["containerPort"] for p in cordon.get("ports", []) if target in (p.get("name"), p["containerPort"])]
+            expect(to == [admin_port], f"{where}: Service {svc_name} port {ep.get('port')} leads to {to}, not "
+                   f"listen.admin ({admin_port})")
+            server_name = f"{svc_name}.{base['namespace']}.svc"
+            expect(tls_config.get("serverName") == server_name,
+                   f"{where}: tlsConfig.serverName is {tls_config.get('serverName')}, not {server_name}, the name "
+                   "the admin certificate carries (secret.yaml)")
+            expect(server_name in open(f"{root}/gateway/secret.yaml").read(),
+                   f"gateway/secret.yaml does not say the admin certificate is for {server_name}")
+        ca = (tls_config.get("ca") or {}).get("secret") or {}
+        expect(bool(ca.get("name")) and bool(ca.get("key")),
+               f"{where}: tlsConfig.ca must come from a Secret (name and key)")
+        # Prometheus through the NetworkPolicy: its pods, from the namespace monitoring, to the admin port only.
+        policy = one(load(f"{where}/networkpolicy.yaml"), "NetworkPolicy")
+        gateway_labels = deployment["spec"]["selector"]["matchLabels"]
+        expect(policy["spec"]["podSelector"] == {"matchLabels": gateway_labels},
+               f"{where}: the NetworkPolicy selects {policy['spec']['podSelector']}, not the gateway pods")
+        expect(policy["spec"].get("policyTypes") == ["Ingress"] and len(policy["spec"]["ingress"]) == 1,
+               f"{where}: the NetworkPolicy must have one Ingress rule")
+        rule = policy["spec"]["ingress"][0]
+        peers = rule.get("from", [])
+        expect(len(peers) == 1 and peers[0].get("namespaceSelector") == {
+            "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}} and bool(peers[0].get("podSelector")),
+               f"{where}: the NetworkPolicy must admit Prometheus pods (a podSelector) of the namespace "
+               f"monitoring only, in one peer: {peers}")
+        expect(rule.get("ports") == [{"port": admin_port, "protocol": "TCP"}],
+               f"{where}: the NetworkPolicy must open the admin port {admin_port}/TCP only: {rule.get('ports')}")
+
 print(f"{checks} checks")
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)
 EOF
-    ok "sidecar and gateway: $(head -n 1 "$work/agree.out")"
+    ok "sidecar, gateway and their monitors: $(head -n 1 "$work/agree.out")"
 else
     bad "the files disagree:"
     sed 's/^/         /' "$work/agree.out"
@@ -814,9 +984,14 @@ while True:
     data, peer = u.recvfrom(100); u.sendto(b"the app's data", peer)
 """
 
-# The peer: what it gets out of each.
+# The peer: what it gets out of each; and, as Prometheus, the URL the PodMonitor makes (argv[2]).
 PEER = """
-import socket, sys
+import socket, sys, urllib.request
+try:
+    body = urllib.request.urlopen(sys.argv[2], timeout=5).read().decode()
+    print("metrics=" + ("cordon" if "cordon_build_info" in body else "other"))
+except OSError as e:
+    print(f"metrics={type(e).__name__}")
 for port in (8081, 7777):
     try:
         c = socket.create_connection((sys.argv[1], port), timeout=2); c.settimeout(2)
@@ -1033,7 +1208,12 @@ try:
         server = subprocess.Popen(["python3", "-c", APP_SERVER, POD_IP], preexec_fn=as_uid(app_uid),
                                   stderr=subprocess.DEVNULL)
         time.sleep(0.5)
-        out = subprocess.run([*into_peer, "python3", "-c", PEER, POD_IP], capture_output=True, text=True,
+        # The URL Prometheus scrapes: the PodMonitor's scheme, its port (by name) on the pod's IP, its path.
+        monitor = yaml.safe_load(open(f"{deploy}/monitoring/sidecar/podmonitor.yaml"))["spec"]
+        ep = monitor["podMetricsEndpoints"][0]
+        ports = {p["name"]: p["containerPort"] for c in by_name.values() for p in c.get("ports", [])}
+        scrape = f"{ep['scheme']}://{POD_IP}:{ports[ep['port']]}{ep['path']}"
+        out = subprocess.run([*into_peer, "python3", "-c", PEER, POD_IP, scrape], capture_output=True, text=True,
                              timeout=30)
         server.kill()
         got = out.stdout.split()
@@ -1042,6 +1222,8 @@ try:
         check("a peer connecting in to any other port gets nothing out of the app",
               "tcp7777=none" in got, out.stdout + out.stderr)
         check("a peer's UDP gets no reply out of the app", "udp7778=none" in got, out.stdout + out.stderr)
+        check(f"Prometheus outside the pod scrapes {scrape} as the PodMonitor says", "metrics=cordon" in got,
+              out.stdout + out.stderr)
     finally:
         peer.kill()
 finally:

@@ -1,6 +1,6 @@
 #!/bin/sh
 # prepare.sh: lay out cordon's private state before cordon starts (the init container `cordon-prepare`, which
-# runs as cordon's UID, 1337, with the cordon image). See docs/kubernetes.md.
+# runs as cordon's UID, 1337, with the cordon image). See docs/src/deploying/kubernetes.md.
 #
 # 1. Copies what came from Kubernetes Secrets into the state volume, with the modes cordon insists on.
 #    Secret files are owned by root and readable by group or others (that is how a non-root container can read
@@ -69,7 +69,7 @@ copy() {
         return 1
     fi
     if grep -q '^REPLACE-ME' "$1"; then
-        die "$1 still holds the template's placeholder value: put a real value in the Secret (docs/kubernetes.md)"
+        die "$1 still holds the template's placeholder value: put a real value in the Secret (docs/src/deploying/kubernetes.md)"
     fi
     # A temporary name of this pod's own: replicas may share ca.dir.
     tmp="$2.tmp-${HOSTNAME:-$$}"
@@ -83,7 +83,7 @@ copy() {
 placeholders=$(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=REPLACE-ME.*$/\1/p' | tr '\n' ' ')
 if [ -n "$placeholders" ]; then
     die "${placeholders% } still hold the template's placeholder value: put real values in the Secret" \
-        "(docs/kubernetes.md)"
+        "(docs/src/deploying/kubernetes.md)"
 fi
 
 [ -d "$STATE" ] && [ -w "$STATE" ] || die "$STATE is not a writable folder: mount the state volume there"
@@ -114,7 +114,7 @@ fi
 for name in admin-tls.crt admin-tls.key; do
     if [ ! -e "$STATE/$name" ] && grep -qF "$STATE/$name" "$CONFIG" 2>/dev/null; then
         die "$CONFIG names $STATE/$name (admin.tls) but $SECRETS has no $name: put the admin listener's" \
-            "certificate and key in the Secret (docs/kubernetes.md)"
+            "certificate and key in the Secret (docs/src/deploying/kubernetes.md)"
     fi
 done
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # redirect.sh: force every connection a pod makes through its cordon sidecar (the Istio init-container
-# pattern). See docs/kubernetes.md.
+# pattern). See docs/src/deploying/kubernetes.md.
 #
 # It runs once, as root with only NET_ADMIN and NET_RAW, in the pod's network namespace, before cordon and
 # the app start (the init container `cordon-redirect`). For IPv4, and for IPv6 when the kernel has it:
