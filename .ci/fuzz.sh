@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI: a short run of every cargo-fuzz target (about a minute of fuzzing in all), from a copy of the seed
 # corpora, so that the targets keep building and a crash the seeds reach quickly fails the build. The long run
-# and what each target checks are in docs/fuzzing.md.
+# and what each target checks are in docs/src/fuzzing.md.
 #
 # Exits non-zero if a target fails to build or run, or finds a crash (the crashing input's path is printed).
 # Prints, per target, the executions done, exec/s, and the coverage (cov) and features (ft) libFuzzer reached.

@@ -14,9 +14,9 @@ echo "== systemd-analyze verify"
 systemd-analyze verify "$work/cordon.service"
 echo "== systemd-analyze security (exposure at most 2.5)"
 systemd-analyze security --offline=yes --threshold=25 --no-pager "$work/cordon.service" | tail -1
-# The ExecStartPre check must pass on the configuration a gateway starts from (docs/gateway.md's example).
-echo "== the gateway configuration of docs/gateway.md passes cordon check"
-python3 - docs/gateway.md > "$work/gateway.yaml" <<'PY'
+# The ExecStartPre check must pass on the configuration a gateway starts from (docs/src/deploying/gateway.md's example).
+echo "== the gateway configuration of docs/src/deploying/gateway.md passes cordon check"
+python3 - docs/src/deploying/gateway.md > "$work/gateway.yaml" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 block = re.search(r"## cordon's configuration\n\n```yaml\n(.*?)```", text, re.S).group(1)

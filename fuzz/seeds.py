@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora under fuzz/corpus/<target>/ (see docs/fuzzing.md).
+"""Writes the seed corpora under fuzz/corpus/<target>/ (see docs/src/fuzzing.md).
 
 Most seeds are written out here; the ClientHellos are captured from real clients (`openssl s_client`, `curl`)
 connecting to a local socket, and the DNS queries from `dig` sending to one. Run from anywhere:
@@ -241,7 +241,7 @@ def config():
 
 
 def regressions():
-    """What the targets found while they were written (docs/fuzzing.md, "Findings"), kept as seeds."""
+    """What the targets found while they were written (docs/src/fuzzing.md, "Findings"), kept as seeds."""
     write("framing", "found-blank-lines-then-bad-head", b"\n\r\nH /\n\xc51POSa.")
     write("proxy_auth", "found-nbsp-before-scheme", "\u00a0Basic " + base64.b64encode(b"fuzz:fuzz-token").decode())
     write("ip_guard", "found-dummy-prefix", bytes([1]) + socket.inet_pton(socket.AF_INET6, "100::1:a900:0:0:a900"))

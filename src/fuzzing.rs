@@ -4,7 +4,7 @@
 //! compare; none has logic of its own beyond adapting types: an in-memory connection for the framing guard, a
 //! noop waker for code that never waits on I/O here, a stand-in policy for the DNS responder (which has no
 //! entry point without sockets, so [`dns_query`] reaches it over loopback). What each target checks is in
-//! `docs/fuzzing.md`.
+//! `docs/src/fuzzing.md`.
 
 use std::collections::VecDeque;
 use std::future::Future;

@@ -32,9 +32,9 @@
 //! | 3 | `mcp`, `graphql` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned; GraphQL: its requests read strictly, its documents parsed and each operation judged by its root fields against a rule's `graphql:` section |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
-//! | 0 | `reason` | every reason code, its answer and its meaning (the README's table is made from it) |
+//! | 0 | `reason` | every reason code, its answer and its meaning (the Troubleshooting page, docs/src/troubleshooting.md, is made from it) |
 //!
-//! The invariants every module keeps are in `docs/architecture.md`.
+//! The invariants every module keeps are in `docs/src/architecture.md`.
 
 #![forbid(unsafe_code)]
 
@@ -51,7 +51,7 @@ pub mod entry;
 mod error;
 mod file_lock;
 mod framing;
-/// Entry points into the parsers for the cargo-fuzz targets under `fuzz/` (see `docs/fuzzing.md`).
+/// Entry points into the parsers for the cargo-fuzz targets under `fuzz/` (see `docs/src/fuzzing.md`).
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod generation;

@@ -15,7 +15,7 @@
 //!   any secret's forms and the placeholder prefix's) in a reading. Not more: the scan matches leftmost-longest,
 //!   without overlaps, so a secret whose every occurrence overlaps another credential's secret or the prefix
 //!   goes unreported (`abcdefgh12` and `12345678xyz` in `abcdefgh12345678xyz`: a known gap, see
-//!   `docs/fuzzing.md`);
+//!   `docs/src/fuzzing.md`);
 //! - masking the text in one piece and masking it as a body arriving in arbitrary frames give the same bytes;
 //! - the masked text holds no form of any secret (placeholders are made of a byte no form contains).
 #![no_main]

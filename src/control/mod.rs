@@ -6,7 +6,7 @@
 //!
 //! The store is the shared revocation list and the record of renewals; each replica keeps it in memory and
 //! re-reads it when another process has written (SQLite's `data_version`, PostgreSQL's notifications). See
-//! docs/control-plane.md.
+//! docs/src/control-plane.md.
 
 mod backend;
 mod fields;

@@ -18,7 +18,7 @@
 //! decoding that kind, so a secret with a literal `=` or `%` is still found percent-encoded or
 //! quoted-printable. An upstream can still choose encodings that these readings do not undo, or mix them
 //! so that one escape swallows the first characters of the next: an upstream that wants to hand a secret
-//! back can always encrypt it. See README, "What comes back".
+//! back can always encrypt it. See docs/src/credentials/masking.md, "What comes back".
 
 /// The most digits a numeric character reference may have (`&#x0000073;` is still read).
 pub(crate) const ENTITY_DIGITS: usize = 8;

@@ -1,6 +1,6 @@
 //! A replica's share of the limits when several replicas share a PostgreSQL store: each enforces the rates
 //! and open-connection caps divided by the number of live replicas, so that together they allow what the
-//! configuration says. Byte budgets and the authentication throttle are not divided (see docs/control-plane.md).
+//! configuration says. Byte budgets and the authentication throttle are not divided (see docs/src/control-plane.md).
 
 use std::num::NonZeroU32;
 

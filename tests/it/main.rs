@@ -8,6 +8,7 @@
 
 mod approval;
 mod audit;
+mod book;
 mod cli;
 mod config;
 mod console;

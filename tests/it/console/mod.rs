@@ -14,7 +14,7 @@ use crate::rigs::console::ConsoleRig;
 pub(crate) fn screenshot_path(rig: &ConsoleRig, name: &str) -> std::path::PathBuf {
     match std::env::var("CORDON_SCREENSHOTS").as_deref() {
         Ok("docs") => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/img")
+            .join("docs/src/img")
             .join(name),
         _ => rig.dir.path().join(name),
     }

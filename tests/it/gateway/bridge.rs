@@ -1,4 +1,4 @@
-//! VMs on a shared bridge behind the gateway (docs/gateway.md), in network namespaces: with the inet ruleset
+//! VMs on a shared bridge behind the gateway (docs/src/deploying/gateway.md), in network namespaces: with the inet ruleset
 //! alone, frames between two VMs are switched and never seen by it (br_netfilter off), and a VM can take
 //! another VM's address, the identity cordon knows it by; with deploy/gateway/cordon-gateway-bridge.nft
 //! loaded too, neither works.

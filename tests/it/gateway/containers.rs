@@ -1,4 +1,4 @@
-//! The container recipe (docs/containers.md) in network namespaces: a container on an internal network (no
+//! The container recipe (docs/src/deploying/containers.md) in network namespaces: a container on an internal network (no
 //! forwarding, no NAT: Docker's `--internal`, Podman's `--internal`) whose only peer is cordon on the network's
 //! gateway address, started with nothing but the environment the admin API hands out. It reaches what its policy
 //! allows through cordon, is refused the rest, and cannot reach anything directly.

@@ -1,4 +1,4 @@
-//! VMs that take their addresses by DHCP behind the gateway (docs/gateway.md, "Addresses by DHCP"), on a
+//! VMs that take their addresses by DHCP behind the gateway (docs/src/deploying/gateway.md, "Addresses by DHCP"), on a
 //! bridge in network namespaces: dnsmasq with deploy/gateway/cordon-dhcp.conf and the two DHCP rulesets
 //! gives each known VM exactly the address the rulesets bind to its port and MAC, holds no packet socket (so
 //! it hears only what the rules let through), and nothing else a VM without an address sends gets through:

@@ -1,4 +1,4 @@
-//! Transparent mode as a VM gateway (docs/gateway.md), in network namespaces: cordon runs in a "gateway"
+//! Transparent mode as a VM gateway (docs/src/deploying/gateway.md), in network namespaces: cordon runs in a "gateway"
 //! namespace with deploy/gateway/cordon-gateway.nft loaded for the link to a "sandbox" namespace standing
 //! in for a VM; the upstreams live in an "internet" namespace and 169.254.169.254 in a "metadata" one.
 //! The gateway forwards packets (as a real one does), so only cordon and the rules stand in the way.

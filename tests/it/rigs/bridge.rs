@@ -1,4 +1,4 @@
-//! VMs on a shared bridge behind the gateway (docs/gateway.md), in network namespaces: a gateway namespace
+//! VMs on a shared bridge behind the gateway (docs/src/deploying/gateway.md), in network namespaces: a gateway namespace
 //! with a bridge and two VM namespaces on it, rulesets of deploy/gateway/ loaded there, and TCP and ping between
 //! the namespaces.
 

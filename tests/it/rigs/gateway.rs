@@ -1,4 +1,4 @@
-//! The gateway world (docs/gateway.md) in network namespaces: cordon in a "gateway" namespace with
+//! The gateway world (docs/src/deploying/gateway.md) in network namespaces: cordon in a "gateway" namespace with
 //! deploy/gateway/cordon-gateway.nft loaded for the link to a "sandbox" namespace standing in for a VM,
 //! upstreams in an "internet" one; and cordon started there, killed when dropped.
 

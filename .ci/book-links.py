@@ -1,0 +1,105 @@
+"""Check the built book's internal links and anchors, and the README's relative links.
+
+    python3 .ci/book-links.py BOOK_DIR README.md
+
+Every <a href> of every page of BOOK_DIR that is relative must name a file of the book, and its #fragment an id
+of that file; the README's Markdown links must name files of the repository, and a #fragment into a Markdown
+file a heading of it (as GitHub makes ids). Prints each broken link; exit 1 when there is one.
+"""
+
+import html.parser
+import os
+import re
+import sys
+import urllib.parse
+
+
+class Page(html.parser.HTMLParser):
+    """The ids and the hrefs of one HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.hrefs = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append((attrs["href"], self.getpos()[0]))
+
+
+def external(href):
+    return urllib.parse.urlsplit(href).scheme != "" or href.startswith("//")
+
+
+def check_book(book):
+    pages = {}
+    for folder, _, files in os.walk(book):
+        for name in files:
+            if name.endswith(".html"):
+                path = os.path.join(folder, name)
+                page = Page()
+                with open(path, encoding="utf-8") as f:
+                    page.feed(f.read())
+                pages[os.path.normpath(path)] = page
+    broken = []
+    for path, page in sorted(pages.items()):
+        # mdBook's own pages (print view, 404, search, toc) link the same pages as the chapters.
+        for href, line in page.hrefs:
+            if external(href):
+                continue
+            target, _, fragment = href.partition("#")
+            target = urllib.parse.unquote(target)
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+            if os.path.isdir(dest):
+                dest = os.path.join(dest, "index.html")
+            where = f"{os.path.relpath(path, book)}:{line}: {href}"
+            if not os.path.exists(dest):
+                broken.append(f"{where}: no such file in the book")
+            elif fragment and dest in pages and fragment not in pages[dest].ids:
+                broken.append(f"{where}: no id {fragment!r} on {os.path.relpath(dest, book)}")
+    return broken, len(pages)
+
+
+def github_id(heading):
+    heading = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return heading.replace(" ", "-")
+
+
+def check_readme(readme):
+    root = os.path.dirname(os.path.abspath(readme))
+    broken = []
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    for match in re.finditer(r"\]\(([^)\s]+)\)", text):
+        href = match.group(1)
+        line = text.count("\n", 0, match.start()) + 1
+        if external(href):
+            continue
+        target, _, fragment = href.partition("#")
+        dest = os.path.join(root, target) if target else os.path.abspath(readme)
+        if not os.path.exists(dest):
+            broken.append(f"{readme}:{line}: {href}: no such file")
+        elif fragment and dest.endswith(".md"):
+            with open(dest, encoding="utf-8") as f:
+                ids = {github_id(m.group(1)) for m in re.finditer(r"^#+ (.*)$", f.read(), re.M)}
+            if fragment not in ids:
+                broken.append(f"{readme}:{line}: {href}: no heading makes #{fragment}")
+    return broken
+
+
+def main():
+    book, readme = sys.argv[1], sys.argv[2]
+    broken, n = check_book(book)
+    broken += check_readme(readme)
+    for b in broken:
+        print(b)
+    if broken:
+        print(f"{len(broken)} broken link(s)")
+        sys.exit(1)
+    print(f"book: {n} pages, every internal link and anchor lands; README: every relative link lands")
+
+
+if __name__ == "__main__":
+    main()
