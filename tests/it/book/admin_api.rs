@@ -9,6 +9,8 @@ use std::path::Path;
 
 use serde_yaml_ng::Value;
 
+use crate::repo::openapi::{document as spec, resolve};
+
 const PAGE: &str = "docs/src/reference/admin-api.md";
 const SPEC: &str = "docs/openapi.yaml";
 const METHODS: [&str; 5] = ["get", "put", "post", "patch", "delete"];
@@ -38,29 +40,6 @@ them; the API itself takes bearer tokens only ([People: roles, sign-in, the cons
 curl -sS -H \"Authorization: Bearer $(cat state/admin-token)\" http://127.0.0.1:9090/v1/sandboxes
 ```
 ";
-
-/// The specification, parsed.
-fn spec() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SPEC);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {SPEC}: {e}"));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{SPEC} is not YAML: {e}"))
-}
-
-/// Follow local `$ref`s (`#/components/...`) until a node that is not one.
-fn resolve<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
-    for _ in 0..16 {
-        let Some(r) = v.get("$ref").and_then(Value::as_str) else {
-            return v;
-        };
-        let pointer = r
-            .strip_prefix("#/")
-            .unwrap_or_else(|| panic!("{SPEC}: a non-local $ref {r}"));
-        v = pointer.split('/').fold(doc, |node, key| {
-            node.get(key).unwrap_or_else(|| panic!("{SPEC}: {r} points at nothing"))
-        });
-    }
-    panic!("{SPEC}: a $ref cycle")
-}
 
 /// A string field of a node, or "".
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {

@@ -1,4 +1,4 @@
 //! The repository agrees with itself: the module map of src/lib.rs and the paths the docs name, and docs/openapi.yaml.
 
 mod layers;
-mod openapi;
+pub(crate) mod openapi;

@@ -7,14 +7,14 @@ use serde_yaml_ng::Value;
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-fn document() -> Value {
+pub(crate) fn document() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{path} is not YAML: {e}"))
 }
 
 /// Follow a local `$ref` (`#/components/...`), repeatedly.
-fn resolve<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
+pub(crate) fn resolve<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
     for _ in 0..16 {
         let Some(r) = v.get("$ref").and_then(Value::as_str) else {
             return v;
