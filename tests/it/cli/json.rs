@@ -26,6 +26,16 @@ fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
+/// The entry of sandbox `id` in `cordon sandbox list --json`'s answer.
+fn listed_one<'a>(listed: &'a Value, id: &str) -> &'a Value {
+    listed["sandboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_commands_print_json_and_their_examples_run_against_a_running_cordon() {
     let rig = rig().await;
@@ -70,12 +80,7 @@ fn admin_commands(url: &str, token: &str, proxy: &str) {
         "{table}"
     );
     let listed = json(&run("sandbox list", "cordon sandbox list --json", ""));
-    let one = listed["sandboxes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "agent-1")
-        .unwrap();
+    let one = listed_one(&listed, "agent-1");
     assert_eq!(
         (&one["user"], &one["policy"]),
         (&Value::from("alice"), &Value::from("default"))
@@ -149,12 +154,7 @@ fn admin_commands(url: &str, token: &str, proxy: &str) {
     let revoked = json(&run("sandbox revoke", "cordon sandbox revoke agent-1", ""));
     assert!(revoked["revoked_at"].is_string(), "{revoked}");
     let listed = json(&run("sandbox list", "cordon sandbox list --json", ""));
-    let one = listed["sandboxes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "agent-1")
-        .unwrap();
+    let one = listed_one(&listed, "agent-1");
     assert!(one["revoked_at"].is_string(), "{listed}");
 }
 
