@@ -1,5 +1,6 @@
 //! Colour only for a person at a terminal (https://no-color.org): the binary run on a pseudo-terminal (Python's
-//! `pty`) and through a pipe, with and without NO_COLOR, CLICOLOR_FORCE and TERM=dumb. clap's help, the verdicts
+//! `pty`) and through a pipe, with and without NO_COLOR, CLICOLOR_FORCE, TERM=dumb and CI (each case sets or clears
+//! them itself, so the test means the same on a CI runner, where CI is set). clap's help, the verdicts
 //! of `explain`, `audit verify` and `check`, and `cordon run`'s operational log follow one rule; JSON never has
 //! colour.
 
@@ -48,6 +49,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")
         .env_remove("CLICOLOR_FORCE")
+        .env_remove("CI")
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_LOG_FORMAT")
         .envs(env.iter().copied())
@@ -65,6 +67,7 @@ fn piped(args: &[&str], env: &[(&str, &str)]) -> (String, String) {
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")
         .env_remove("CLICOLOR_FORCE")
+        .env_remove("CI")
         .env_remove("CORDON_CONFIG")
         .envs(env.iter().copied())
         .output()
@@ -102,6 +105,12 @@ fn colour_on_a_terminal_unless_no_color_says_otherwise() {
         let plain = on_terminal(REFUSED, &[env]);
         assert!(!plain.contains(ESC), "{env:?}: {plain:?}");
     }
+    // A CI runner's log (CI set) shows colour whatever TERM says, but still not through a pipe or under NO_COLOR.
+    let ci = on_terminal(REFUSED, &[("TERM", "dumb"), ("CI", "true")]);
+    assert!(ci.contains(&format!("verdict  {ESC}[")), "{ci:?}");
+    assert!(!on_terminal(REFUSED, &[("TERM", "dumb"), ("CI", "true"), ("NO_COLOR", "1")]).contains(ESC));
+    let (out, _) = piped(REFUSED, &[("CI", "true")]);
+    assert!(!out.contains(ESC), "{out:?}");
     // Piped: plain, unless CLICOLOR_FORCE (and then not under NO_COLOR).
     let (out, _) = piped(REFUSED, &[]);
     assert!(!out.contains(ESC) && out.ends_with("verdict  DENY\n"), "{out:?}");
