@@ -4,12 +4,17 @@
 
 Every <a href> of every page of BOOK_DIR that is relative must name a file of the book, and its #fragment an id
 of that file; the README's Markdown links must name files of the repository, and a #fragment into a Markdown
-file a heading of it (as GitHub makes ids). Prints each broken link; exit 1 when there is one.
+file a heading of it (as GitHub makes ids). Every `code span` of the book's sources and the repository's top-level pages that names a
+path of the repository (it starts with one of its top-level folders, such as `src/` or `deploy/`) must name one
+that exists, or one the running program makes and git ignores (`certs/demo/`). Prints each broken link or
+path; exit 1 when there is one.
 """
 
+import glob
 import html.parser
 import os
 import re
+import subprocess
 import sys
 import urllib.parse
 
@@ -89,16 +94,58 @@ def check_readme(readme):
     return broken
 
 
+def ignored(root, path):
+    """Whether git ignores `path` (as a file or as a folder): something cordon makes at run time."""
+    return any(
+        subprocess.run(["git", "-C", root, "check-ignore", "-q", p]).returncode == 0 for p in (path, path + "/")
+    )
+
+
+def check_paths(sources, readme):
+    """Code spans naming repository paths that do not exist: a file moved or renamed under the docs."""
+    root = os.path.dirname(os.path.abspath(readme))
+    tops = tuple(
+        name + "/"
+        for name in os.listdir(root)
+        if os.path.isdir(os.path.join(root, name)) and name not in (".git", "target")
+    )
+    # The book's sources and the repository's own top-level pages (README, BENCHMARKS, RELIABILITY).
+    pages = sorted(glob.glob(os.path.join(sources, "**", "*.md"), recursive=True))
+    pages += sorted(glob.glob(os.path.join(root, "*.md")))
+    broken = []
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        # Fenced blocks hold commands and files, whose paths are often ones the reader makes.
+        prose = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+        for match in re.finditer(r"`([^`\s]+)`", prose):
+            path = match.group(1)
+            if not path.startswith(tops):
+                continue
+            # A line (`src/lib.rs:12`) or an anchor after the path; a placeholder (`<target>`) stands for any name.
+            path = re.sub(r"(:\d+(-\d+)?|#.*)$", "", path)
+            pattern = re.sub(r"<[^>]*>", "*", path)
+            if glob.glob(os.path.join(root, pattern)) or ignored(root, path):
+                continue
+            line = prose.count("\n", 0, match.start()) + 1
+            broken.append(f"{os.path.relpath(page, root)}:{line}: `{match.group(1)}`: no such path in the repository")
+    return broken
+
+
 def main():
     book, readme = sys.argv[1], sys.argv[2]
     broken, n = check_book(book)
     broken += check_readme(readme)
+    broken += check_paths(os.path.join(os.path.dirname(os.path.abspath(book)), "src"), readme)
     for b in broken:
         print(b)
     if broken:
         print(f"{len(broken)} broken link(s)")
         sys.exit(1)
-    print(f"book: {n} pages, every internal link and anchor lands; README: every relative link lands")
+    print(
+        f"book: {n} pages, every internal link and anchor lands; README: every relative link lands; "
+        "every repository path the docs name exists"
+    )
 
 
 if __name__ == "__main__":
