@@ -6,8 +6,9 @@ Every <a href> of every page of BOOK_DIR that is relative must name a file of th
 of that file; the README's Markdown links must name files of the repository, and a #fragment into a Markdown
 file a heading of it (as GitHub makes ids). Every `code span` of the book's sources and the repository's top-level pages that names a
 path of the repository (it starts with one of its top-level folders, such as `src/` or `deploy/`) must name one
-that exists, or one the running program makes and git ignores (`certs/demo/`). Prints each broken link or
-path; exit 1 when there is one.
+that exists, or one the running program makes and git ignores (`certs/demo/`). A path under docs/ that the
+code, tests, manifests or scripts name must exist too. Prints each broken link or path; exit 1 when there is
+one.
 """
 
 import glob
@@ -132,11 +133,41 @@ def check_paths(sources, readme):
     return broken
 
 
+def check_docs_named_by_code(readme):
+    """Paths under docs/ that the code, tests, manifests and scripts name (in comments, help texts and log
+    hints) and that do not exist: a page moved or renamed under them."""
+    root = os.path.dirname(os.path.abspath(readme))
+    named = re.compile(r"(?<![\w/.-])docs/[\w./-]*\w\.(?:md|yaml|json|toml|svg|dot)\b")
+    broken = []
+    for top in ("src", "tests", "deploy", ".ci", "config", "benches", "fuzz", "crates", "build.rs", "Cargo.toml"):
+        base = os.path.join(root, top)
+        files = [base] if os.path.isfile(base) else [
+            os.path.join(folder, name)
+            for folder, dirs, names in os.walk(base)
+            if "/target" not in folder and "/corpus" not in folder and "/artifacts" not in folder
+            for name in names
+        ]
+        for path in sorted(files):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for match in named.finditer(text):
+                # A word in capitals (`docs/src/img/NAME.dot`) stands for any name.
+                pattern = re.sub(r"\b[A-Z][A-Z_]+\b", "*", match.group(0))
+                if not glob.glob(os.path.join(root, pattern)):
+                    line = text.count("\n", 0, match.start()) + 1
+                    broken.append(f"{os.path.relpath(path, root)}:{line}: {match.group(0)}: no such file")
+    return broken
+
+
 def main():
     book, readme = sys.argv[1], sys.argv[2]
     broken, n = check_book(book)
     broken += check_readme(readme)
     broken += check_paths(os.path.join(os.path.dirname(os.path.abspath(book)), "src"), readme)
+    broken += check_docs_named_by_code(readme)
     for b in broken:
         print(b)
     if broken:
@@ -144,7 +175,7 @@ def main():
         sys.exit(1)
     print(
         f"book: {n} pages, every internal link and anchor lands; README: every relative link lands; "
-        "every repository path the docs name exists"
+        "every repository path the docs name, and every docs/ path the code names, exists"
     )
 
 

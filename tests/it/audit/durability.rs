@@ -1,4 +1,4 @@
-//! What the audit trail can lose, through the binary (the contract in docs/audit.md): cordon killed outright
+//! What the audit trail can lose, through the binary (the contract in docs/src/audit.md): cordon killed outright
 //! under load still has the record of every request answered more than a moment before the kill, and goes on
 //! with the same chain when it starts again; a disk that fills makes cordon refuse requests (503
 //! `audit_unavailable`) instead of serving them unrecorded, report it, and recover by itself when the disk
