@@ -4,11 +4,11 @@
 
 Every <a href> of every page of BOOK_DIR that is relative must name a file of the book, and its #fragment an id
 of that file; the README's Markdown links must name files of the repository, and a #fragment into a Markdown
-file a heading of it (as GitHub makes ids). Every `code span` of the book's sources and the repository's top-level pages that names a
-path of the repository (it starts with one of its top-level folders, such as `src/` or `deploy/`) must name one
-that exists, or one the running program makes and git ignores (`certs/demo/`). A path under docs/ that the
-code, tests, manifests or scripts name must exist too. Prints each broken link or path; exit 1 when there is
-one.
+file a heading of it (as GitHub makes ids). Every `code span` of the book's sources and of the repository's
+top-level pages that names a path of the repository (it starts with one of its top-level folders, such as
+`src/` or `deploy/`) must name one that exists, or one the running program makes and git ignores
+(`certs/demo/`). A path under docs/ that the code, tests, manifests or scripts name must exist too. Prints each
+broken link or path; exit 1 when there is one.
 """
 
 import glob
@@ -171,7 +171,7 @@ def main():
     for b in broken:
         print(b)
     if broken:
-        print(f"{len(broken)} broken link(s)")
+        print(f"{len(broken)} broken link(s) or path(s)")
         sys.exit(1)
     print(
         f"book: {n} pages, every internal link and anchor lands; README: every relative link lands; "
