@@ -31,7 +31,7 @@ grep -q '^\[Service\]$' "$work/drop-in.conf"
 systemd-analyze verify "$work/plain/cordon.service"
 plain=$(exposure "$work/plain/cordon.service"); echo "$plain"
 number() { grep -oE '[0-9]+\.[0-9]+' <<<"$1" | head -1; }
-python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)' "$(number "$gateway")" "$(number "$plain")" \
+awk -v gateway="$(number "$gateway")" -v plain="$(number "$plain")" 'BEGIN { exit !(plain < gateway) }' \
   || { echo "the drop-in does not lower the exposure: $gateway, then $plain"; exit 1; }
 # The ExecStartPre check must pass on the configuration a gateway starts from (docs/src/deploying/gateway.md's example).
 echo "== the gateway configuration of docs/src/deploying/gateway.md passes cordon check"

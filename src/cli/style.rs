@@ -1,7 +1,7 @@
 //! Colour in what the commands print for people, by the rule clap's help follows (anstream's): only on a
-//! terminal (`TERM` not `dumb`, or `CI` set: a CI runner's log shows colour), never when `NO_COLOR` is set to anything but the empty string
-//! (<https://no-color.org>) or `CLICOLOR=0`; `CLICOLOR_FORCE` (non-empty) forces it, piped too. JSON output is
-//! never painted.
+//! terminal (`TERM` not `dumb`, or `CI` set: a CI runner's log shows colour), never when `NO_COLOR` is set to
+//! anything but the empty string (<https://no-color.org>) or `CLICOLOR=0`; `CLICOLOR_FORCE` (non-empty) forces
+//! it, piped too. JSON output is never painted.
 
 use anstream::ColorChoice;
 use anstream::stream::RawStream;

@@ -22,7 +22,8 @@ fn check_embedded_config_prints_a_summary() {
         out.contains("listen   proxy 127.0.0.1:3128, admin 127.0.0.1:9090 (plain HTTP on loopback)"),
         "{out}"
     );
-    // The promise of the book's People page (docs/src/admin-access.md): the console, with token sign-in, under /console/ on the admin listener.
+    // The promise of the book's People page (docs/src/admin-access.md): the console, with token sign-in, under
+    // /console/ on the admin listener.
     assert!(
         out.contains("console 127.0.0.1:9090 under /console/ (the admin listener's; sign in with an admin token"),
         "{out}"
