@@ -38,6 +38,11 @@
 
 #![forbid(unsafe_code)]
 
+// cordon is built and tested on Linux only (CI builds nothing else): the jail, transparent mode, splice(2) and
+// the gateway use Linux interfaces. Say so at once rather than with a page of unresolved imports.
+#[cfg(not(target_os = "linux"))]
+compile_error!("cordon builds on Linux only: the jail, transparent interception and the gateway use Linux interfaces");
+
 mod addr;
 pub mod admin;
 pub mod approval;

@@ -217,7 +217,8 @@ impl Reloader {
         if crate::config::is_blank(text) {
             return Err(ReloadError::Empty(path.display().to_string()));
         }
-        let config = Config::parse(&self.source(), text).map_err(ReloadError::Invalid)?;
+        let config = Config::parse_at(&self.source(), text, crate::config::paths::Base::of_file(path))
+            .map_err(ReloadError::Invalid)?;
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
@@ -282,9 +283,11 @@ impl Reloader {
             if let Some(audit) = state.current().config.audit_file()
                 && same_folder(audit, &dir)
             {
-                tracing::warn!(
+                // Advice, not a fault: the watcher drops those events, each costs it a wake-up.
+                tracing::info!(
                     "audit.path {} is in the folder watched for configuration changes ({}): every audit record \
-                     wakes the watcher; write the audit log elsewhere, or set control.watch: false",
+                     wakes the watcher, which ignores it; under heavy load write the audit log elsewhere, or set \
+                     control.watch: false",
                     audit.display(),
                     dir.display()
                 );

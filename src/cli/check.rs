@@ -19,12 +19,23 @@ pub(crate) struct CheckArgs {
     /// results in its "probe" array. Errors stay on stderr (as JSON lines with CORDON_LOG_FORMAT=json).
     #[arg(long)]
     pub(crate) json: bool,
+    /// Make the configuration's warnings errors: exit 1 when there is any (a wildcard under a public suffix, a
+    /// range holding private, loopback or link-local space, a rule that can never match, ...).
+    #[arg(long)]
+    pub(crate) strict: bool,
 }
 
 /// Print the summary; with `probe`, probe and print each network credential's result; as one JSON object
 /// with `json`. Errors go to `err`, in the format the configuration (or `CORDON_LOG_FORMAT`) chose, like every
 /// other line `check` writes there.
 pub(crate) fn main(config: &Config, args: &CheckArgs, err: Stderr) -> ExitCode {
+    if args.strict && !config.warnings.is_empty() {
+        err.error(&format!(
+            "{} warning(s), which --strict makes errors (each is printed above); fix them, or drop --strict",
+            config.warnings.len()
+        ));
+        return ExitCode::FAILURE;
+    }
     let paint = super::style::Paint::stdout();
     if !args.json {
         outln!("{}: {}", config.source, paint.good("ok"));
@@ -82,6 +93,14 @@ fn probe(config: &Config) -> Result<Vec<crate::secrets::probe::Probed>, String> 
 
 /// Print what the configuration sets up (after the line that says it is ok).
 fn print_summary(c: &Config) {
+    if let Some(folder) = c.base.folder() {
+        let whose = if c.source == crate::config::EMBEDDED_NAME {
+            "the state folder"
+        } else {
+            "the file's folder"
+        };
+        outln!("paths    relative to {} ({whose})", folder.display());
+    }
     match c.listen.admin {
         Some(admin) => {
             let how = match (&c.admin_tls, c.listen.admin_api_served(c.admin_tls.is_some())) {

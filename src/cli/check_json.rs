@@ -9,12 +9,14 @@ use crate::config::Config;
 use crate::limits::Rate;
 use crate::secrets::probe::Probed;
 
-/// The summary of `c`: `source`, `listen`, `console`, `previews`, `control`, `jail`, `limits`, `audit`,
+/// The summary of `c`: `source`, `paths_relative_to` (the folder relative paths were read against; null when
+/// read as written), `listen`, `console`, `previews`, `control`, `jail`, `limits`, `audit`,
 /// `network`, `sandboxes`, `policies`, `credentials`, `budgets`, and `probe` (null without `--probe`).
 pub(super) fn summary(c: &Config, probed: Option<&[Probed]>) -> Value {
     let addr = |a: Option<std::net::SocketAddr>| a.map(|a| a.to_string());
     json!({
         "source": c.source.to_string(),
+        "paths_relative_to": c.base.folder().map(|f| f.display().to_string()),
         "listen": {
             "proxy": c.listen.proxy.to_string(),
             "admin": addr(c.listen.admin),

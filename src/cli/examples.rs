@@ -1,6 +1,6 @@
 //! The `Examples:` block of every command's `--help` (and the EXAMPLES section of its manual page): commands
 //! that work against the embedded configuration (config/cordon.yaml: sandbox `demo` with token `demo-token`,
-//! policy `default`, proxy on 127.0.0.1:3128, admin API on 127.0.0.1:9090, state under ./state), each after a
+//! policy `default`, proxy on 127.0.0.1:3128, admin API on 127.0.0.1:9090, state in the state folder), each after a
 //! `# ` line that says what it does. tests/it/cli/examples.rs fails when a visible command has none, and runs the
 //! ones that need neither a running cordon nor the network.
 
@@ -24,7 +24,8 @@ cordon explain --sandbox demo http://example.com/",
     ),
     (
         "run",
-        "# Run the proxy with the embedded configuration; its state (admin token, keys, store) goes to ./state
+        "# Run the proxy with the embedded configuration; its state (admin token, keys, store) goes to the state
+# folder (~/.local/state/cordon; /var/lib/cordon for root; $CORDON_STATE_DIR)
 cordon run
 
 # Keep the audit lines (stdout) in a file, and the operational log (stderr) as JSON at debug level
@@ -38,8 +39,8 @@ cordon check
 # The same summary as JSON, and each credential that needs the network asked for its value once
 cordon check --json --probe
 
-# Validate your own copy before you start it
-cordon check --config cordon.yaml",
+# Validate your own copy before you start it, its warnings counted as errors (as in CI)
+cordon check --strict --config cordon.yaml",
     ),
     (
         "explain",
@@ -86,7 +87,7 @@ cordon ca rotate --sandbox demo > demo-ca.pem",
     ),
     (
         "ca export",
-        "# The demo sandbox's CA certificate (made on first use, under ./certs)
+        "# The demo sandbox's CA certificate (made on first use, under certs/ in the state folder)
 cordon ca export --sandbox demo > demo-ca.pem",
     ),
     (
@@ -249,6 +250,9 @@ cordon approvals revoke-grant gr-0c1d2e3f4a5b6c7d",
         "reasons",
         "# Every reason code, with the answer the sandbox got and what it means
 cordon reasons
+
+# The same table as Markdown, for a wiki or an issue
+cordon reasons --markdown
 
 # One code, as `x-cordon-reason` or an audit record's `reason` carries it
 cordon reasons no_rule

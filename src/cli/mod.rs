@@ -140,8 +140,11 @@ enum Command {
         /// A reason code, e.g. `no_rule`.
         code: Option<String>,
         /// Print JSON: {"reasons": [{"code", "answer", "status", "meaning"}, ...]}, or that one object for a CODE.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "markdown")]
         json: bool,
+        /// Print the table as Markdown (as the Troubleshooting page has it), not aligned columns.
+        #[arg(long)]
+        markdown: bool,
     },
     /// Print a completion script for a shell: `cordon completions bash > /etc/bash_completion.d/cordon` (zsh: a
     /// file `_cordon` on $fpath; fish: ~/.config/fish/completions/cordon.fish).
@@ -221,7 +224,7 @@ pub fn main(on_idle: fn()) -> ExitCode {
         Command::Audit { command } => audit::main(command),
         Command::Placeholders { config, sandbox, json } => vault::placeholders(&config, &sandbox, json),
         Command::Vault { command } => vault::main(command),
-        Command::Reasons { code, json } => reasons::main(code.as_deref(), json),
+        Command::Reasons { code, json, markdown } => reasons::main(code.as_deref(), json, markdown),
         Command::Completions { shell } => docs::completions(definition(), shell),
         Command::Man { command } => docs::man(definition(), &command),
         Command::Token {

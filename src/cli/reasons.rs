@@ -1,4 +1,5 @@
-//! `cordon reasons [CODE] [--json]`: what a reason code means, how the sandbox was answered, and what to do.
+//! `cordon reasons [CODE] [--json | --markdown]`: what a reason code means, how the sandbox was answered, and what
+//! to do.
 
 use std::process::ExitCode;
 
@@ -6,14 +7,24 @@ use serde_json::{Value, json};
 
 use crate::reason::{Answer, Reason};
 
-/// The registry's table, or one reason's answer and meaning; as JSON when `json` (exit 2: no such code).
-pub(super) fn main(code: Option<&str>, json: bool) -> ExitCode {
+/// The registry's table (aligned columns for people, Markdown with `markdown`), or one reason's answer and
+/// meaning; as JSON when `json` (exit 2: no such code).
+pub(super) fn main(code: Option<&str>, json: bool, markdown: bool) -> ExitCode {
     let Some(code) = code else {
         if json {
             let all: Vec<Value> = Reason::ALL.iter().map(|r| shape(*r)).collect();
             outln!("{}", super::sandbox::pretty(&json!({ "reasons": all })).trim_end());
-        } else {
+        } else if markdown {
             outln!("{}", Reason::table().trim_end());
+        } else {
+            let mut rows = vec![vec!["CODE".to_owned(), "ANSWER".to_owned(), "MEANING".to_owned()]];
+            rows.extend(
+                Reason::ALL
+                    .iter()
+                    .map(|r| vec![r.code().to_owned(), r.answer().shown(), r.meaning().to_owned()]),
+            );
+            out!("{}", super::render::align(&rows));
+            outln!("`cordon reasons CODE` says what to do about one.");
         }
         return ExitCode::SUCCESS;
     };

@@ -186,7 +186,7 @@ fn heading(names: &[&str]) -> Vec<String> {
 /// The rows as aligned columns separated by two spaces, without trailing spaces, each line ending with a newline.
 /// Columns are as wide as their widest cell on a terminal (East Asian wide characters take two columns,
 /// combining marks none), so the columns line up however the cells are written.
-fn align(rows: &[Vec<String>]) -> String {
+pub(super) fn align(rows: &[Vec<String>]) -> String {
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)

@@ -11,6 +11,7 @@ pub(crate) mod jail;
 mod listen;
 pub(crate) mod minting;
 mod model;
+pub(crate) mod paths;
 pub(crate) mod previews;
 pub(crate) mod principals;
 mod raw;
@@ -43,8 +44,15 @@ pub(crate) fn is_blank(text: &str) -> bool {
 }
 
 impl Config {
-    /// Parse and validate YAML text; `source` names it in errors.
+    /// Parse and validate YAML text; `source` names it in errors. Relative paths stay as written (relative to
+    /// the working folder): a configuration read from a file is [`Config::load`]'s, which reads them against
+    /// the file's folder.
     pub fn parse(source: &str, text: &str) -> Result<Config, ConfigErrors> {
+        Config::parse_at(source, text, paths::Base::AsWritten)
+    }
+
+    /// [`Config::parse`], reading relative paths against `base`.
+    pub(crate) fn parse_at(source: &str, text: &str, base: paths::Base) -> Result<Config, ConfigErrors> {
         let raw: raw::RawConfig = if is_blank(text) {
             raw::RawConfig::default()
         } else {
@@ -57,14 +65,25 @@ impl Config {
                 }])
             })?
         };
-        validate::validate(source, raw)
+        validate::validate(source, base, raw)
     }
 
     /// Load from a file, or the embedded default when `path` is `None`. A file that holds nothing
-    /// ([`is_blank`]) is refused.
+    /// ([`is_blank`]) is refused. Relative paths are read against the file's folder, or the state folder
+    /// ([`paths::state_dir`]) for the embedded configuration.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigErrors> {
         match path {
-            None => Config::parse(EMBEDDED_NAME, EMBEDDED),
+            None => {
+                let state = paths::state_dir().map_err(|message| {
+                    ConfigErrors(vec![ConfigError {
+                        file: EMBEDDED_NAME.to_owned(),
+                        location: None,
+                        path: String::new(),
+                        message,
+                    }])
+                })?;
+                Config::parse_at(EMBEDDED_NAME, EMBEDDED, paths::Base::Folder(state))
+            }
             Some(p) => {
                 let name = p.display().to_string();
                 let text = std::fs::read_to_string(p).map_err(|e| {
@@ -83,7 +102,7 @@ impl Config {
                         message: format!("the file is empty (or only comments); {BLANK_HINT}"),
                     }]));
                 }
-                Config::parse(&name, &text)
+                Config::parse_at(&name, &text, paths::Base::of_file(p))
             }
         }
     }
@@ -94,19 +113,41 @@ impl Config {
     }
 
     /// The exact shell command that runs `cordon ARGS` on this configuration, for a hint in a log line or an
-    /// error: `--config` with the file's absolute path (none for the embedded configuration), after a `cd` into
-    /// this process's working folder, against which the configuration's relative paths (`ca.dir`, the vault,
-    /// the store) resolve; so the command acts on the same files from wherever the operator runs it.
+    /// error, so the command acts on the same files from wherever the operator runs it: `--config` with the
+    /// file's absolute path, whose relative paths are read against its folder; for the embedded configuration,
+    /// `CORDON_STATE_DIR=...` in front when this process's state folder is not the one a plain `cordon` of the
+    /// same user would choose; for a configuration given as text, a `cd` into the working folder its relative
+    /// paths are read against.
     pub(crate) fn command(&self, args: &str) -> String {
         let quote = |s: &str| {
             shlex::try_quote(s)
                 .map(|q| q.into_owned())
                 .unwrap_or_else(|_| s.to_owned())
         };
-        let cwd = std::env::current_dir().ok();
         let mut line = String::new();
-        if let Some(cwd) = &cwd {
-            line.push_str(&format!("cd {} && ", quote(&cwd.display().to_string())));
+        match &self.base {
+            paths::Base::AsWritten => {
+                if let Ok(cwd) = std::env::current_dir() {
+                    line.push_str(&format!("cd {} && ", quote(&cwd.display().to_string())));
+                }
+            }
+            paths::Base::Folder(state) if self.source == EMBEDDED_NAME => {
+                let plain = paths::state_dir_from(
+                    &|name| match name {
+                        paths::STATE_DIR_VAR | "STATE_DIRECTORY" => None,
+                        other => std::env::var_os(other),
+                    },
+                    nix::unistd::geteuid().is_root(),
+                );
+                if plain.as_ref() != Ok(state) {
+                    line.push_str(&format!(
+                        "{}={} ",
+                        paths::STATE_DIR_VAR,
+                        quote(&state.display().to_string())
+                    ));
+                }
+            }
+            paths::Base::Folder(_) => {}
         }
         line.push_str("cordon ");
         line.push_str(args);

@@ -16,6 +16,8 @@ use crate::policy::Policy;
 pub struct Config {
     /// Where it came from, for messages.
     pub(crate) source: String,
+    /// What its relative paths were read against (every path below is already resolved against it).
+    pub(crate) base: super::paths::Base,
     /// Listener addresses.
     pub(crate) listen: Listen,
     /// Audit sink.

@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use ipnet::IpNet;
@@ -23,6 +22,7 @@ mod fields;
 mod inline;
 mod jail;
 mod limits;
+mod lint;
 mod minting;
 mod policies;
 mod postgres;
@@ -33,11 +33,12 @@ mod violations;
 use fields::{Errors, cidr, duration, ip, socket_addr};
 pub(crate) use inline::inline_policy;
 
-pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, ConfigErrors> {
+pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfig) -> Result<Config, ConfigErrors> {
     let mut errs = Errors {
         file: source.to_string(),
         list: Vec::new(),
         warnings: Vec::new(),
+        base,
     };
     let listen = Listen {
         proxy: socket_addr(&mut errs, "listen.proxy", raw.listen.proxy.as_deref(), "127.0.0.1:3128"),
@@ -177,6 +178,8 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
             p.credentials = list.into_iter().map(crate::names::CredentialName::from).collect();
         }
     }
+    lint::network(&mut errs, &network);
+    lint::policies(&mut errs, &policies, &network);
     let sandboxes = sandboxes(&mut errs, raw.sandboxes, &policies);
     let log_format = match raw.log.format.as_deref() {
         None | Some("text") => LogFormat::Text,
@@ -192,6 +195,7 @@ pub(super) fn validate(source: &str, mut raw: RawConfig) -> Result<Config, Confi
     if errs.list.is_empty() {
         Ok(Config {
             source: source.to_string(),
+            base: errs.base,
             listen,
             audit,
             audit_chain,
@@ -301,11 +305,12 @@ fn network(errs: &mut Errors, raw: super::raw::RawNetwork) -> Network {
 
 fn ca(errs: &mut Errors, raw: super::raw::RawCa) -> CaConfig {
     let mut ca = CaConfig::default();
+    ca.dir = errs.path(&ca.dir.to_string_lossy());
     if let Some(dir) = raw.dir {
         if dir.trim().is_empty() {
             errs.at("ca.dir", "is empty; name a folder, e.g. \"certs\"");
         }
-        ca.dir = PathBuf::from(dir);
+        ca.dir = errs.path(&dir);
     }
     ca.leaf_validity = duration(errs, "ca.leaf_validity", raw.leaf_validity, ca.leaf_validity);
     if ca.leaf_validity < Duration::from_secs(3600) {
@@ -328,10 +333,11 @@ fn upstream(errs: &mut Errors, raw: super::raw::RawUpstream) -> UpstreamConfig {
     up.pool_idle = duration(errs, "upstream.pool_idle", raw.pool_idle, up.pool_idle);
     for (i, file) in raw.extra_roots.iter().enumerate() {
         let path = format!("upstream.extra_roots[{i}]");
-        match crate::tls::pem::read_pem_certs(std::path::Path::new(file)) {
+        let resolved = errs.path(file);
+        match crate::tls::pem::read_pem_certs(&resolved) {
             Ok(certs) if certs.is_empty() => errs.at(path, format!("{file}: holds no PEM certificate")),
             Ok(certs) => {
-                up.extra_root_files.push(PathBuf::from(file));
+                up.extra_root_files.push(resolved);
                 up.extra_roots.extend(certs);
             }
             Err(e) => errs.at(path, format!("{file}: {e}")),

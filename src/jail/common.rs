@@ -137,12 +137,8 @@ fn forward(child: &tokio::process::Child, signal: Signal) {
 
 /// A place among the jails the sandbox's user runs on this host, when `limits.per_user.jails` bounds them (held
 /// until the jail ends): counted in the `control.store` file when the configuration has one, else in
-/// `jails.db` where the jails keep their state (`/var/lib/cordon` as root, the user's state folder otherwise).
-pub(super) fn place(
-    config: &Config,
-    sandbox: &str,
-    root: bool,
-) -> Result<Option<crate::control::jails::Place>, String> {
+/// `jails.db` in cordon's state folder ([`crate::config::paths::state_dir`]).
+pub(super) fn place(config: &Config, sandbox: &str) -> Result<Option<crate::control::jails::Place>, String> {
     let Some(most) = config.jail.per_user else {
         return Ok(None);
     };
@@ -154,21 +150,9 @@ pub(super) fn place(
         .unwrap_or_default();
     let file = match &config.control.store {
         Some(store) => store.clone(),
-        None => state_base(root)?.join("jails.db"),
+        None => crate::config::paths::state_dir()?.join("jails.db"),
     };
     crate::control::jails::take(&file, sandbox, &user, most).map(Some)
-}
-
-/// Where the jails keep their state: `/var/lib/cordon` as root, else the user's state folder.
-fn state_base(root: bool) -> Result<PathBuf, String> {
-    if root {
-        return Ok(PathBuf::from("/var/lib/cordon"));
-    }
-    match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
-        (Some(state), _) if !state.is_empty() => Ok(PathBuf::from(state).join("cordon")),
-        (_, Some(home)) if !home.is_empty() => Ok(PathBuf::from(home).join(".local/state/cordon")),
-        _ => Err("neither XDG_STATE_HOME nor HOME says where this user's jails keep their state".into()),
-    }
 }
 
 /// Where a jail's audit records go when the configuration sends them to a stream the command would share.
@@ -177,9 +161,10 @@ fn state_base(root: bool) -> Result<PathBuf, String> {
 /// stream as whatever the command prints: it could write a line in cordon's format claiming a harmless request,
 /// or leave half a line for cordon's next record to be glued onto. So in a jail, `audit.path: "-"` (or a path
 /// that is the very stream on fd 1 or 2, such as `/dev/stdout`) becomes a file of the jail's own, which the
-/// command never holds: `/var/lib/cordon/jail/ID/audit.jsonl` as root, else under `$XDG_STATE_HOME` (or
-/// `~/.local/state`). Its path is printed on stderr at start. Returns the new path, if the audit was moved.
-pub(super) fn audit_apart(config: &mut Config, sandbox: &str, root: bool) -> Result<Option<PathBuf>, String> {
+/// command never holds: `jail/ID/audit.jsonl` in cordon's state folder ([`crate::config::paths::state_dir`]:
+/// `/var/lib/cordon` as root, else under `$XDG_STATE_HOME` or `~/.local/state`). Its path is printed on stderr
+/// at start. Returns the new path, if the audit was moved.
+pub(super) fn audit_apart(config: &mut Config, sandbox: &str) -> Result<Option<PathBuf>, String> {
     use crate::config::AuditConfig;
     let shared = match &config.audit {
         AuditConfig::Stdout => true,
@@ -188,7 +173,7 @@ pub(super) fn audit_apart(config: &mut Config, sandbox: &str, root: bool) -> Res
     if !shared {
         return Ok(None);
     }
-    let base = state_base(root).map_err(|e| {
+    let base = crate::config::paths::state_dir().map_err(|e| {
         format!("audit.path is \"-\", which the jailed command would share; set audit.path to a file ({e})")
     })?;
     let dir = base.join("jail").join(sandbox);

@@ -122,7 +122,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         sudo("SUDO_GID").as_deref(),
         options.allow_root,
     )?;
-    if let Some(path) = common::audit_apart(&mut config, &id, true)? {
+    if let Some(path) = common::audit_apart(&mut config, &id)? {
         eprintln!(
             "cordon jail: audit records go to {} (not the command's output)",
             path.display()
@@ -130,7 +130,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     }
     let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
-    let _place = common::place(&config, &id, true)?;
+    let _place = common::place(&config, &id)?;
     if let Some(private) = &view.private_home {
         fresh_home(private, &who)?;
     }

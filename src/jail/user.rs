@@ -48,7 +48,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         return Err(format!("--project {}: not a folder", project.display()));
     }
     let id = pick_sandbox(&config, options.sandbox.as_deref())?;
-    let _place = super::common::place(&config, &id, false)?;
+    let _place = super::common::place(&config, &id)?;
     // SECURITY: the sandbox is whoever holds a credential made for this jail alone (its declared token, if
     // any, does not open this cordon).
     let token = crate::secret_file::random_hex(24)?;
@@ -56,7 +56,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         spec.token_sha256 = Some(Sha256::digest(token.as_bytes()).into());
     }
     config.control.watch = false;
-    if let Some(path) = super::common::audit_apart(&mut config, &id, false)? {
+    if let Some(path) = super::common::audit_apart(&mut config, &id)? {
         eprintln!(
             "cordon jail: audit records go to {} (not the command's output)",
             path.display()

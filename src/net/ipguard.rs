@@ -403,6 +403,10 @@ fn canonical_net(net: IpNet) -> IpNet {
 #[path = "ipguard_own.rs"]
 mod own;
 
+#[path = "ipguard_ranges.rs"]
+mod ranges;
+pub(crate) use ranges::{SpecialOverlap, is_metadata_net, special_overlaps};
+
 #[cfg(test)]
 #[path = "ipguard_tests.rs"]
 mod tests;

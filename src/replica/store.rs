@@ -60,10 +60,13 @@ pub(crate) struct Opened {
 pub(crate) async fn open(config: &Config, generation: &Generation) -> Result<Opened, String> {
     let key = match &config.control.signing_key {
         None => {
-            tracing::warn!(
-                "control.signing_key is not set: run-time sandboxes' credentials are signed with a key that \
+            // Without the admin API no sandbox is made at run time, so there is nothing to sign for others.
+            if config.listen.admin.is_some() {
+                tracing::warn!(
+                    "control.signing_key is not set: run-time sandboxes' credentials are signed with a key that \
                      dies with this process, and no other replica accepts them"
-            );
+                );
+            }
             None
         }
         Some(r) => {

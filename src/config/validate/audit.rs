@@ -1,7 +1,6 @@
 //! Validation of `audit:`: where records go, the chain's checkpoints, rotation and retention (and, in
 //! `export.rs`, shipping).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::fields::secret_ref;
@@ -17,7 +16,7 @@ pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChai
             errs.at("audit.path", "is empty; write \"-\" for standard output or a file path");
             AuditConfig::Stdout
         }
-        Some(p) => AuditConfig::File(PathBuf::from(p)),
+        Some(p) => AuditConfig::File(errs.path(p)),
     };
     let optional = |errs: &mut Errors, path: &str, text: Option<String>| {
         text.map(|t| duration(errs, path, Some(t), Duration::from_secs(1)))

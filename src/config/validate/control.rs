@@ -1,7 +1,5 @@
 //! Validation of `control:` — the admin API's token, the signing key, the store and what sandboxes are told.
 
-use std::path::PathBuf;
-
 use super::fields::secret_ref;
 use super::fields::{Errors, duration, flag};
 use crate::config::model::{ControlConfig, Listen};
@@ -32,7 +30,7 @@ pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> Co
                     "is empty; name a file, e.g. \"state/cordon.db\", or a postgres:// DSN",
                 );
             }
-            c.store = Some(PathBuf::from(store));
+            c.store = Some(errs.path(&store));
             super::postgres::only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key);
         }
         None => super::postgres::only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key),

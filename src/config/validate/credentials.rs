@@ -1,7 +1,6 @@
 //! Validation of `vault:` and `credentials:`, and of the credentials policies name.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use http::HeaderName;
 
@@ -26,13 +25,14 @@ const FORBIDDEN_HEADERS: [&str; 6] = [
 
 pub(super) fn vault(errs: &mut Errors, raw: RawVault) -> FileVaultSpec {
     let mut spec = FileVaultSpec::default();
+    spec.path = errs.path(&spec.path.to_string_lossy());
     let f = raw.file;
     if let Some(p) = f.path {
-        spec.path = PathBuf::from(p);
+        spec.path = errs.path(&p);
     }
     match (f.key_file, f.key_env) {
         (Some(_), Some(_)) => errs.at("vault.file", "has both `key_file` and `key_env`; keep one"),
-        (Some(k), None) => spec.key = KeySpec::File(PathBuf::from(k)),
+        (Some(k), None) => spec.key = KeySpec::File(errs.path(&k)),
         (None, Some(v)) => spec.key = KeySpec::Env(v),
         (None, None) => {
             // The key file sits beside the vault file by default.

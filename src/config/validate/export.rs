@@ -69,7 +69,7 @@ pub(super) fn otlp(errs: &mut Errors, raw: RawOtlp, audit: &AuditConfig) -> Opti
     }
     let mut roots = Vec::new();
     if let Some(file) = raw.ca_file {
-        match crate::tls::pem::read_pem_certs(std::path::Path::new(&file)) {
+        match crate::tls::pem::read_pem_certs(&errs.path(&file)) {
             Ok(certs) if certs.is_empty() => {
                 errs.at(format!("{at}.ca_file"), format!("{file}: holds no PEM certificate"))
             }
@@ -90,7 +90,7 @@ pub(super) fn otlp(errs: &mut Errors, raw: RawOtlp, audit: &AuditConfig) -> Opti
         }
     };
     let spool = match (raw.spool.path, audit) {
-        (Some(p), _) if !p.trim().is_empty() => Some(PathBuf::from(p)),
+        (Some(p), _) if !p.trim().is_empty() => Some(errs.path(&p)),
         (Some(_), _) => {
             errs.at(
                 format!("{at}.spool.path"),

@@ -17,6 +17,8 @@ pub(super) struct Errors {
     pub(super) list: Vec<ConfigError>,
     /// What is accepted but probably not meant, with where.
     pub(super) warnings: Vec<String>,
+    /// What the file's relative paths are read against.
+    pub(super) base: crate::config::paths::Base,
 }
 
 impl Errors {
@@ -24,6 +26,11 @@ impl Errors {
     pub(super) fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.warnings
             .push(format!("{}: {}: {}", self.file, path.into(), message.into()));
+    }
+
+    /// A path the file wrote, read against the file's base (see [`crate::config::paths`]).
+    pub(super) fn path(&self, written: &str) -> std::path::PathBuf {
+        self.base.resolve(written)
     }
 
     pub(super) fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -203,7 +210,7 @@ pub(super) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Op
         (Some(v), None, None, None) => Some(SecretRef::Vault(v)),
         (None, Some(e), None, None) => Some(SecretRef::Env(e)),
         (None, None, Some(b), None) => Some(SecretRef::OpenBao(b)),
-        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(std::path::PathBuf::from(f))),
+        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(errs.path(&f))),
         _ => {
             errs.at(
                 path,

@@ -67,6 +67,7 @@ pub(crate) fn inline_policy(
         file: String::new(),
         list: Vec::new(),
         warnings: Vec::new(),
+        base: crate::config::paths::Base::AsWritten,
     };
     if raw.credential_scope {
         errs.at(

@@ -29,7 +29,7 @@ pub(super) fn postgres(
     let password = password.and_then(|r| secret_ref(errs, "control.store_password", r));
     let mut roots = Vec::new();
     if let Some(file) = ca_file {
-        match crate::tls::pem::read_pem_certs(std::path::Path::new(&file)) {
+        match crate::tls::pem::read_pem_certs(&errs.path(&file)) {
             Ok(certs) if certs.is_empty() => errs.at("control.store_ca_file", format!("{file:?} holds no certificate")),
             Ok(certs) => roots = certs,
             Err(e) => errs.at("control.store_ca_file", e),

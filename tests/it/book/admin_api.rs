@@ -32,12 +32,13 @@ call it for you ([Command line](cli.md)).
 
 Calls under `/v1` authenticate with an admin token, `Authorization: Bearer <token>`: `control.admin_token` (the
 principal `admin`, role `admin`, which may do everything; the default configuration makes it on first start, in
-`state/admin-token`) or a named entry of `control.admin_tokens` with the roles it is given ([Roles](#roles)). People who sign in through
+`state/admin-token` under cordon's state folder, `~/.local/state/cordon` or `/var/lib/cordon` for root) or a named
+entry of `control.admin_tokens` with the roles it is given ([Roles](#roles)). People who sign in through
 OpenID Connect do so in the console, which makes these same calls with the roles their provider's groups give
 them; the API itself takes bearer tokens only ([People: roles, sign-in, the console](../admin-access.md)).
 
 ```sh
-curl -sS -H \"Authorization: Bearer $(cat state/admin-token)\" http://127.0.0.1:9090/v1/sandboxes
+curl -sS -H \"Authorization: Bearer $(cat ~/.local/state/cordon/state/admin-token)\" http://127.0.0.1:9090/v1/sandboxes
 ```
 ";
 

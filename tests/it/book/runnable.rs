@@ -6,7 +6,12 @@
 //! a line ending in `# -> TEXT` (after the exit status, if any) must print TEXT on standard output or error.
 //! The session runs with this tree's `cordon` first on `PATH`, `CORDON_REPO` set to the repository, in an empty
 //! folder, inside a network and PID namespace of its own (root only): the documented fixed ports (3128, 8443)
-//! cannot meet another test's, and nothing started by a page outlives it.
+//! cannot meet another test's, and nothing started by a page outlives it. `CORDON_STATE_DIR` is a folder of the
+//! page's own, so the embedded configuration keeps its state there rather than in root's `/var/lib/cordon`.
+//!
+//! The pages run beside a CPU hog (a busy loop per core), as a reader's machine may be busy: a block that races
+//! its own server (starts it in the background and uses it at once) fails here rather than on some reader's
+//! slower machine.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,6 +132,8 @@ fn pages(root: &Path) -> Vec<PathBuf> {
 fn run_page(root: &Path, page: &str, steps: &[Step]) -> Option<String> {
     let work = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
+    // cordon's state folder for the embedded configuration: the page's own, not root's /var/lib/cordon.
+    let state = tempfile::tempdir().unwrap();
     let file = out.path().join("page.sh");
     std::fs::write(&file, script(steps)).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_cordon")).parent().unwrap();
@@ -148,6 +155,7 @@ fn run_page(root: &Path, page: &str, steps: &[Step]) -> Option<String> {
         .env("CORDON_REPO", root)
         .env("CORDON_WORK", work.path())
         .env("CORDON_OUT", out.path())
+        .env("CORDON_STATE_DIR", state.path())
         .env_remove("CORDON_CONFIG")
         .output()
         .unwrap();
@@ -191,6 +199,7 @@ fn the_docs_tested_shell_blocks_run_as_written() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let _hog = Hog::start();
     let mut ran = Vec::new();
     let mut failures = Vec::new();
     for path in pages(root) {
@@ -231,4 +240,25 @@ fn a_pages_steps_are_read_as_a_reader_runs_them() {
     assert_eq!(steps[1].at, "p.md:12");
     assert_eq!((steps[2].exit, steps[2].shows.as_deref()), (0, None));
     assert_eq!(steps[2].at, "p.md:13");
+}
+
+/// A busy loop on every core for as long as it lives (killed when dropped).
+struct Hog(Vec<std::process::Child>);
+
+impl Hog {
+    fn start() -> Hog {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Hog((0..cores)
+            .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+            .collect())
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

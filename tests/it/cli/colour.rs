@@ -45,6 +45,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
         .arg(ON_A_TERMINAL)
         .arg(BIN)
         .args(args)
+        .env("CORDON_STATE_DIR", crate::rigs::process::state_dir())
         .env("TERM", "xterm-256color")
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")
@@ -63,6 +64,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
 fn piped(args: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let out = Command::new(BIN)
         .args(args)
+        .env("CORDON_STATE_DIR", crate::rigs::process::state_dir())
         .env("TERM", "xterm-256color")
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR")

@@ -95,7 +95,12 @@ fn a_closed_pipe_ends_the_output_quietly() {
     // `cordon check | head`: the reader is gone before cordon writes.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = Command::new(BIN).arg("check").stdout(writer).output().unwrap();
+    let out = Command::new(BIN)
+        .arg("check")
+        .env("CORDON_STATE_DIR", crate::rigs::process::state_dir())
+        .stdout(writer)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(141), "{err}");
@@ -152,11 +157,27 @@ fn token_hash_reads_stdin() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), hash("demo-token"));
 }
 
-/// `cordon reasons` is the table the book's Troubleshooting page starts with, and one code's line says how the
-/// sandbox was answered; a wrong code says the closest one.
+/// `cordon reasons --markdown` is the table the book's Troubleshooting page starts with, `cordon reasons` the same
+/// codes in aligned columns for people, and one code's line says how the sandbox was answered; a wrong code says
+/// the closest one.
 #[test]
 fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
-    let all = Command::new(BIN).arg("reasons").output().unwrap();
+    let people = Command::new(BIN).arg("reasons").output().unwrap();
+    let people = String::from_utf8_lossy(&people.stdout).into_owned();
+    let mut rows = people.lines();
+    let head = rows.next().unwrap();
+    assert!(
+        head.starts_with("CODE") && head.contains("ANSWER") && head.contains("MEANING"),
+        "{people}"
+    );
+    let at = head.find("MEANING").unwrap();
+    let no_rule = rows.find(|r| r.starts_with("no_rule ")).unwrap();
+    assert!(
+        no_rule.contains(" 403 ") && no_rule[at..].starts_with("no rule of the policy"),
+        "{no_rule}"
+    );
+    assert!(!people.contains('|'), "{people}");
+    let all = Command::new(BIN).args(["reasons", "--markdown"]).output().unwrap();
     assert!(all.status.success());
     let table = String::from_utf8_lossy(&all.stdout).into_owned();
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/troubleshooting.md")).unwrap();

@@ -98,6 +98,7 @@ pub(super) fn run_in(dir: &Path, line: &str, after: &str, env: &[(&str, &str)]) 
         .args(["-c", &script])
         .current_dir(dir)
         .env("PATH", path)
+        .env("CORDON_STATE_DIR", dir.join(".cordon-state"))
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
@@ -183,6 +184,9 @@ fn the_offline_examples_run_as_printed_against_the_embedded_configuration() {
 
     let (code, out, err) = run("reasons", "cordon reasons", "");
     assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("CODE ") && out.contains("\nno_rule "), "{out}");
+    let (code, out, err) = run("reasons", "cordon reasons --markdown", "");
+    assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("| answer | `x-cordon-reason` | meaning |\n"), "{out}");
     let (code, out, err) = run("reasons", "cordon reasons no_rule", "");
     assert_eq!(code, 0, "{err}");
@@ -225,16 +229,16 @@ fn the_offline_examples_run_as_printed_against_the_embedded_configuration() {
     assert_eq!(out.trim(), crate::rigs::client::hash(token.trim()));
 }
 
-/// The audit examples, on the log of a real run whose key (`state/audit-key`, where the embedded configuration
-/// keeps it) is put in the folder they run in.
+/// The audit examples, on the log of a real run whose key is put where the embedded configuration keeps it
+/// (`state/audit-key` in the state folder the examples run with).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_examples_verify_a_real_log() {
     let (signed, port, config) = crate::rigs::audit::signed_config("300ms");
     crate::rigs::audit::run_once(&config, port, 3, "-TERM").await;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir(d.join("state")).unwrap();
-    std::fs::copy(signed.path().join("audit-key"), d.join("state/audit-key")).unwrap();
+    std::fs::create_dir_all(d.join(".cordon-state/state")).unwrap();
+    std::fs::copy(signed.path().join("audit-key"), d.join(".cordon-state/state/audit-key")).unwrap();
     std::fs::copy(signed.path().join("audit.jsonl"), d.join("audit.jsonl")).unwrap();
     let run = |path: &str, line: &str| {
         shown(path, line);

@@ -1,7 +1,8 @@
-//! The configuration file: errors in its words, `check` refusing what `run` would, stale sandbox CAs, the watcher,
-//! and its JSON Schema held to the examples, the docs and `check`.
+//! The configuration file: errors in its words, `check` refusing what `run` would, its warnings about the classic
+//! mistakes, stale sandbox CAs, the watcher, and its JSON Schema held to the examples, the docs and `check`.
 
 mod ca_hints;
+mod lint;
 mod preflight;
 mod schema;
 mod schema_keys;

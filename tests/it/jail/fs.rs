@@ -101,19 +101,30 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
     }
     let w = World::new().await;
     let id = format!("relative{}", w.net.n);
-    // 1. The embedded default (`certs`, `state/…`, relative) from a working folder: those files lie in the
-    // folder the command may write, so the jail refuses, naming one; nothing is made on the host's root.
+    // 1. The embedded default (`certs`, `state/…`, relative) from a working folder: its relative paths are read
+    // against cordon's state folder, never the working folder, so the jail starts there, makes nothing in it,
+    // and what it keeps in the state folder reads as nothing inside.
     let work = Scratch::new("/var/lib", &format!("{id}-default"));
-    let (code, _, err) = jail_in(&w, &work.0, None, &["--allow-root"], &["cat", "state/signing-key"]);
-    assert_eq!(code, 125, "{err}");
-    assert!(
-        err.contains(&format!("{}/", work.0.display()))
-            && err.contains("lies inside")
-            && err.contains("working folder"),
-        "{err}"
+    let state = Scratch::new("/var/lib", &format!("{id}-state"));
+    let key = state.0.join("state/signing-key");
+    let read = format!("cat {} 2>/dev/null; ls -A; echo [end]", key.display());
+    let mut c = w.net.enter(&w.net.gw, BIN);
+    c.env_remove("CORDON_CONFIG")
+        .env("CORDON_STATE_DIR", &state.0)
+        .args(["jail", "--allow-root", "--", "sh", "-c", &read])
+        .current_dir(&work.0);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim()),
+        (Some(0), "[end]"),
+        "the state folder was readable inside, or the working folder not empty: {err}"
     );
-    // 2. Relative paths that lead out of the working folder into one the jail shows (/etc): hidden there, whoever
-    // the command runs as (root here), and nothing made at /certs or /state on the host's root.
+    assert!(std::fs::metadata(&key).unwrap().len() > 0, "{err}");
+    assert_eq!(std::fs::read_dir(&work.0).unwrap().count(), 0, "{err}");
+    // 2. Relative paths of a file are read against the file's folder; here they lead out of the working folder
+    // into one the jail shows (/etc): hidden there, whoever the command runs as (root here), and nothing made at
+    // /certs or /state on the host's root.
     let etc = Scratch::new("/etc", &id);
     let cwd = etc.0.join("work");
     std::fs::create_dir(&cwd).unwrap();
@@ -122,16 +133,16 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
         .unwrap()
         .replace(
             &format!("ca: {{ dir: {}/cas }}", w.dir.path().display()),
-            "ca: { dir: ../certs }",
+            "ca: { dir: certs }",
         )
         .replace(
             &format!("audit: {{ path: {}/audit.log }}", w.dir.path().display()),
-            "audit: { path: ../state/audit.log }",
+            "audit: { path: state/audit.log }",
         )
-        + "control:\n  admin_token: { file: ../state/admin-token }\n  signing_key: { file: ../state/signing-key }\n  \
-           store: ../state/cordon.db\n";
+        + "control:\n  admin_token: { file: state/admin-token }\n  signing_key: { file: state/signing-key }\n  \
+           store: state/cordon.db\n";
     assert!(
-        yaml.contains("../certs") && yaml.contains("../state/audit.log"),
+        yaml.contains("dir: certs") && yaml.contains("state/audit.log"),
         "{yaml}"
     );
     let config = etc.0.join("cordon.yaml");

@@ -9,11 +9,21 @@ use std::time::{Duration, Instant};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_cordon");
 
+/// cordon's state folder for the commands tests run on the embedded configuration (`CORDON_STATE_DIR`): one
+/// folder of this test process's own, so they neither share root's `/var/lib/cordon` nor a user's
+/// `~/.local/state/cordon` with anything else.
+pub(crate) fn state_dir() -> &'static std::path::Path {
+    static DIR: std::sync::LazyLock<tempfile::TempDir> =
+        std::sync::LazyLock::new(|| tempfile::tempdir().expect("a temporary folder"));
+    DIR.path()
+}
+
 /// `cordon ARGS` without the environment's defaults (configuration, admin URL and token): (exit code, stdout,
 /// stderr).
 pub(crate) fn cordon(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)
+        .env("CORDON_STATE_DIR", state_dir())
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
