@@ -63,13 +63,15 @@ pub(crate) enum Base {
 }
 
 impl Base {
-    /// The base for a configuration read from the file at `file`: its folder, made absolute.
+    /// The base for a configuration read from the file at `file`: its folder, made absolute (canonical when it
+    /// exists: `../conf` from another folder reads as the folder it is; the file itself may be a link, as a
+    /// ConfigMap's is, and its folder is still the one it was named in).
     pub(crate) fn of_file(file: &Path) -> Base {
         let folder = file
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        match std::path::absolute(folder) {
+        match std::fs::canonicalize(folder).or_else(|_| std::path::absolute(folder)) {
             Ok(folder) => Base::Folder(folder),
             Err(_) => Base::AsWritten,
         }

@@ -9,13 +9,15 @@
 #
 # Installs from the registries (Debian: nginx, squid-openssl, dnsmasq-base; PyPI: mitmproxy; crates.io: oha), writes the
 # configurations and a test PKI, and is safe to run again. Then: start.sh, and stop.sh when done.
+# With LOAD_RIG_PEERS=0 (run.sh --smoke) only nginx, the PKI and oha: no squid, no mitmproxy.
 set -euo pipefail
 ROOT="${PEER_RIG_ROOT:?set PEER_RIG_ROOT to a scratch folder for the rig}"
 here="$(cd "$(dirname "$0")" && pwd)"
 
+PEERS="${LOAD_RIG_PEERS:-1}"
 missing=()
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
-[ -x /usr/lib/squid/security_file_certgen ] || missing+=(squid-openssl)
+[ "$PEERS" = 0 ] || [ -x /usr/lib/squid/security_file_certgen ] || missing+=(squid-openssl)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq-base)
 python3 -c 'import venv' 2>/dev/null || missing+=(python3-venv)
@@ -34,12 +36,16 @@ for f in nginx squid; do sed "s#@ROOT@#$ROOT#g" "$here/$f.conf.in" > "$ROOT/$f/$
 # A bulk download (the tunnel-bulk scenario: what splice(2) changes is the cost per byte, not per request).
 [ -s "$ROOT/www/4m.bin" ] || head -c 4194304 /dev/urandom > "$ROOT/www/4m.bin"
 [ -f "$ROOT/ca/nginx.pem" ] || bash "$here/certs.sh" "$ROOT/ca"
+command -v oha >/dev/null 2>&1 || cargo install --locked --quiet oha@1.16.0
+if [ "$PEERS" = 0 ]; then
+  echo "rig ready in $ROOT without peers (start it with $here/start.sh)"
+  exit 0
+fi
 # mitmdump's own CA, made once by mitmdump itself on first start, lives in $ROOT/mitm/conf.
 [ -x "$ROOT/venv/bin/mitmdump" ] || {
   python3 -m venv "$ROOT/venv"
   "$ROOT/venv/bin/pip" install --quiet 'mitmproxy==11.0.2'
 }
-command -v oha >/dev/null 2>&1 || cargo install --locked --quiet oha@1.16.0
 # squid's certificate generator keeps minted leaves in a database of its own.
 [ -d "$ROOT/squid/ssl_db" ] || /usr/lib/squid/security_file_certgen -c -s "$ROOT/squid/ssl_db" -M 16MB >/dev/null
 chown -R proxy:proxy "$ROOT/squid"

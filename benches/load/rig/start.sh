@@ -13,10 +13,14 @@ start() { # name, port, command...
   echo $! > "$run/$name.pid"
 }
 start nginx 18443 nginx -c "$ROOT/nginx/nginx.conf"
-start squid 13128 squid -N -f "$ROOT/squid/squid.conf"
-start mitmdump 18081 "$ROOT/venv/bin/mitmdump" -q --listen-host 127.0.0.1 -p 18081 \
-  --set confdir="$ROOT/mitm/conf" --set ssl_verify_upstream_trusted_ca="$ROOT/ca/upstream-ca.pem"
-for port in 18080 18443 13128 13129 18081; do
+ports=(18080 18443)
+if [ "${LOAD_RIG_PEERS:-1}" != 0 ]; then
+  start squid 13128 squid -N -f "$ROOT/squid/squid.conf"
+  start mitmdump 18081 "$ROOT/venv/bin/mitmdump" -q --listen-host 127.0.0.1 -p 18081 \
+    --set confdir="$ROOT/mitm/conf" --set ssl_verify_upstream_trusted_ca="$ROOT/ca/upstream-ca.pem"
+  ports+=(13128 13129 18081)
+fi
+for port in "${ports[@]}"; do
   for _ in $(seq 100); do
     up "$port" && break
     for name in nginx squid mitmdump; do
@@ -29,4 +33,4 @@ for port in 18080 18443 13128 13129 18081; do
   done
   up "$port" || { echo "port $port did not come up; see $run/*.out" >&2; exit 1; }
 done
-echo "rig up: nginx 18080/18443, squid 13128/13129, mitmdump 18081"
+echo "rig up on ports ${ports[*]} (nginx 18080/18443, squid 13128/13129, mitmdump 18081)"

@@ -3,6 +3,7 @@
 
 mod ca_hints;
 mod lint;
+mod paths;
 mod preflight;
 mod schema;
 mod schema_keys;

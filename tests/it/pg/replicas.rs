@@ -81,8 +81,11 @@ async fn three_replicas_share_sandboxes_cas_and_revocations() {
         took < Duration::from_secs(1),
         "b closed the tunnel {took:?} after the revocation on c"
     );
+    // Refused at the CONNECT (curl reports no status: 0), or, on a replica that let the CONNECT through just before
+    // the revocation reached it, refused inside it with 407: either way nothing passes.
     for r in [&a, &b, &c] {
-        assert_eq!(curl_status(r, &id, &cred, &ca, &url), 0, "a revoked credential passed");
+        let status = curl_status(r, &id, &cred, &ca, &url);
+        assert!(matches!(status, 0 | 407), "a revoked credential got {status}");
     }
     drop((a, b, c));
 }
