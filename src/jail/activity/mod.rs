@@ -8,11 +8,14 @@
 //! `cordon jail-activity` in the root jail); cordon then reads each matching call while it waits ([`decode`]),
 //! lets it go on, and writes the record ([`Recorder`]), at most so many one by one ([`rate`]).
 //!
-//! It is a record, not a gate: every call goes on. What it cannot see: a call another thread changes the memory
-//! of between cordon's read and the kernel's (the record then names what was asked first); bytes written to a
-//! file opened for writing before the log began, or through a descriptor passed in; what a program does
-//! through `mmap` of a file it opened for writing (the open is recorded); and bytes written, which only `close`
-//! would tell (not recorded).
+//! It is a record, not a gate: every call goes on. Each call is read as its caller sees it: its memory
+//! ([`memory`]), its paths resolved in its root from its folder or descriptor ([`resolve`], [`links`]), what the
+//! kernel will refuse for certain ([`outcome`]: an attempt, recorded with the error); what cannot be read is
+//! recorded as unreadable, and only a call whose caller was killed while it waited (so it never ran) leaves no
+//! record. What it cannot see: a call another thread changes the memory of between cordon's read and the
+//! kernel's (the record then names what was asked first); bytes written, which only `close` would tell, and
+//! bytes written through a descriptor opened before the log began, passed in, or mapped (`mmap`); metadata
+//! (`chmod`, `chown`, times, extended attributes); whether a call cordon saw nothing refuse then worked.
 
 mod calls;
 mod decode;
@@ -246,7 +249,13 @@ fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
                 Some(i) => &path[..i],
                 None => "?",
             };
-            if tally.admit("file", folder, op) {
+            // A summary counts attempts and unreadable calls apart from what was done.
+            let what = match (&unreadable, error) {
+                (Some(_), _) => "unreadable".to_owned(),
+                (None, Some(e)) => format!("{op} {e}"),
+                (None, None) => op.to_owned(),
+            };
+            if tally.admit("file", folder, &what) {
                 let file = FileRecord {
                     op,
                     path,

@@ -71,15 +71,24 @@ pub(crate) fn family(records: &[Value], work: &str) {
             .iter()
             .any(|r| r["file"]["op"] == "write" && r["file"]["path"] == format!("{work}/spell/rel.txt"))
     );
-    let fifo = done("create", &format!("{work}/spell/fifo"));
+    let fifo = done("create", &format!("{work}/ops/fifo"));
     assert!(fifo["file"]["syscall"].as_str().unwrap().starts_with("mknod"), "{fifo}");
-    done("mkdir", &format!("{work}/spell/made"));
+    done("mkdir", &format!("{work}/ops/made"));
+    done("create", &format!("{work}/ops/(unnamed)"));
+    let renamed = done("rename", &format!("{work}/ops/a.txt"));
+    assert_eq!(renamed["file"]["to"], format!("{work}/ops/renamed.txt"));
+    let hard = done("link", &format!("{work}/ops/hard.txt"));
+    assert_eq!(hard["file"]["to"], format!("{work}/ops/renamed.txt"));
+    done("remove", &format!("{work}/ops/renamed.txt"));
     // Attempts the kernel refuses are attempts, with its error.
     for (op, path, error) in [
         ("create", "/usr/cordon-read-only.txt".to_string(), "EROFS"),
         ("create", format!("{work}/missing/enoent.txt"), "ENOENT"),
-        ("mkdir", format!("{work}/spell/sub"), "EEXIST"),
-        ("write", format!("{work}/spell/sub"), "EISDIR"),
+        ("mkdir", format!("{work}/fail/sub"), "EEXIST"),
+        ("write", format!("{work}/fail/sub"), "EISDIR"),
+        ("create", format!("{work}/fail/file.txt/enotdir.txt"), "ENOTDIR"),
+        ("write", format!("{work}/fail/lnk"), "ELOOP"),
+        ("create", format!("{work}/locked/eacces.txt"), "EACCES"),
     ] {
         let r = records
             .iter()
@@ -88,6 +97,11 @@ pub(crate) fn family(records: &[Value], work: &str) {
         assert_eq!(r["reason"], "jail_attempted", "{r}");
         assert_eq!(r["file"]["error"], error, "{r}");
     }
+    let missing = execs(records, "no-such");
+    assert_eq!(missing.len(), 1, "{records:#?}");
+    assert_eq!(missing[0]["reason"], "jail_attempted");
+    assert_eq!(missing[0]["exec"]["error"], "ENOENT");
+    assert_eq!(missing[0]["exec"]["path"], "/usr/bin/cordon-no-such-program");
     // Programs with no path: a memfd run by its descriptor and through /proc/self/fd.
     for name in ["anon-fd", "anon-proc"] {
         let run = execs(records, name);

@@ -11,7 +11,10 @@ import sys
 p = sys.argv[1]
 os.chdir(p)
 libc = ctypes.CDLL(None, use_errno=True)
+# Each kind of case in a folder of its own: the log records 16 events of a folder one by one per window.
 os.makedirs("spell/sub")
+os.makedirs("ops/sub")
+os.makedirs("fail/sub")
 
 # Spellings of one folder: relative, through /proc/self and /proc/thread-self, a descriptor (/proc/self/fd, /dev/fd,
 # openat's dirfd), a link in the jail's own /tmp (absolute, to a folder only the jail has), `..` after a link.
@@ -45,9 +48,17 @@ openat2("spell/openat2.txt", os.O_CREAT | os.O_WRONLY)
 openat2("spell/openat2.txt", os.O_RDONLY)
 openat2("spell/rel.txt", os.O_WRONLY | os.O_TRUNC)
 
-# mknod, and a folder named through `..`.
-os.mknod("spell/fifo", 0o600 | stat.S_IFIFO)
-os.mkdir("spell/sub/../made")
+# mknod, a folder named through `..`, an unnamed file (O_TMPFILE), a rename, a hard link, a removal.
+os.mknod("ops/fifo", 0o600 | stat.S_IFIFO)
+os.mkdir("ops/sub/../made")
+os.close(os.open("ops", os.O_TMPFILE | os.O_WRONLY, 0o600))
+open("ops/a.txt", "w").close()
+os.rename("ops/a.txt", "ops/renamed.txt")
+os.link("ops/renamed.txt", "ops/hard.txt")
+os.unlink("ops/renamed.txt")
+open("fail/file.txt", "w").close()
+os.symlink("file.txt", "fail/lnk")
+os.mkdir("locked", 0o555)
 
 
 # Attempts the kernel refuses: recorded with its error, not as done.
@@ -61,8 +72,12 @@ def refused(what, f):
 
 refused("EROFS", lambda: open("/usr/cordon-read-only.txt", "w"))
 refused("ENOENT", lambda: open("missing/enoent.txt", "w"))
-refused("EEXIST", lambda: os.mkdir("spell/sub"))
-refused("EISDIR", lambda: open("spell/sub", "w"))
+refused("EEXIST", lambda: os.mkdir("fail/sub"))
+refused("EISDIR", lambda: open("fail/sub", "w"))
+refused("ENOTDIR", lambda: open("fail/file.txt/enotdir.txt", "w"))
+refused("ELOOP", lambda: os.open("fail/lnk", os.O_WRONLY | os.O_NOFOLLOW))
+refused("EACCES", lambda: open("locked/eacces.txt", "w"))
+refused("exec ENOENT", lambda: os.execv("/usr/bin/cordon-no-such-program", ["no-such"]))
 
 
 # Programs with no path: a memfd run by its descriptor (fexecve: execveat with AT_EMPTY_PATH) and through
