@@ -15,6 +15,8 @@ const RESOLVE_IN_ROOT: u64 = 0x10;
 pub(crate) struct Named {
     pub(crate) base: Base,
     pub(crate) addr: u64,
+    /// Whether an empty path names the descriptor itself (`AT_EMPTY_PATH`); else the kernel refuses it.
+    pub(crate) empty: bool,
 }
 
 fn named(dirfd: u64, addr: u64) -> Named {
@@ -23,6 +25,15 @@ fn named(dirfd: u64, addr: u64) -> Named {
     Named {
         base: if fd == AT_FDCWD { Base::Cwd } else { Base::Fd(fd) },
         addr,
+        empty: false,
+    }
+}
+
+/// `named` that may be empty when `flags` has `AT_EMPTY_PATH`.
+fn or_empty(named: Named, flags: u64) -> Named {
+    Named {
+        empty: flags & libc::AT_EMPTY_PATH as u64 != 0,
+        ..named
     }
 }
 
@@ -96,7 +107,7 @@ pub(crate) fn ask(nr: i64, a: [u64; 6], mem: &Memory) -> Result<Option<Ask>, Unr
             flags: 0,
         },
         libc::SYS_execveat => Ask::Exec {
-            name: named(a[0], a[1]),
+            name: or_empty(named(a[0], a[1]), a[4]),
             argv: a[2],
             flags: a[4],
         },
@@ -131,7 +142,7 @@ pub(crate) fn ask(nr: i64, a: [u64; 6], mem: &Memory) -> Result<Option<Ask>, Unr
         },
         libc::SYS_linkat => Ask::Link {
             name: named(a[2], a[3]),
-            old: named(a[0], a[1]),
+            old: or_empty(named(a[0], a[1]), a[4]),
             follow: a[4] & libc::AT_SYMLINK_FOLLOW as u64 != 0,
         },
         libc::SYS_symlinkat => Ask::Symlink {

@@ -59,9 +59,14 @@ pub(crate) enum Event {
     },
 }
 
-/// Whether `open`'s `flags` write: `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_TRUNC` (or `O_TMPFILE`, which needs one).
+/// Whether `open`'s `flags` write: `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_TRUNC` (or `O_TMPFILE`, which needs one),
+/// without `O_PATH`.
 fn opens_for_writing(flags: u64) -> bool {
     let flags = flags as u32 as i32;
+    if flags & libc::O_PATH != 0 {
+        // The kernel ignores every other flag of an O_PATH open: it neither reads nor writes.
+        return false;
+    }
     flags & libc::O_ACCMODE != libc::O_RDONLY || flags & (libc::O_CREAT | libc::O_TRUNC) != 0
 }
 
@@ -88,13 +93,29 @@ impl Caller {
         if cut {
             return Err(format!("a path longer than {MOST_PATH} bytes"));
         }
-        let view = self.view.as_ref().map_err(Clone::clone)?;
+        let view = match &self.view {
+            Ok(v) => v,
+            Err(why) => {
+                return Ok(Resolved {
+                    path: bytes,
+                    found: Found::Unresolved(why.clone()),
+                });
+            }
+        };
         if bytes.is_empty() {
-            // AT_EMPTY_PATH: the descriptor itself (the kernel refuses an empty path otherwise).
-            return match named.base {
-                Base::Fd(fd) => Ok(view.fd(fd, follow)),
-                Base::Cwd => Ok(view.resolve(Base::Cwd, b".", follow, false)),
-            };
+            return Ok(match named.base {
+                // AT_EMPTY_PATH: the descriptor itself.
+                Base::Fd(fd) if named.empty => view.fd(fd, follow),
+                Base::Cwd if named.empty => view.resolve(Base::Cwd, b".", follow, false),
+                // Else the kernel refuses an empty path.
+                _ => Resolved {
+                    path: Vec::new(),
+                    found: Found::Absent {
+                        errno: "ENOENT",
+                        parent: None,
+                    },
+                },
+            });
         }
         Ok(view.resolve(named.base, &bytes, follow, in_root))
     }

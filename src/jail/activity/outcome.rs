@@ -99,3 +99,7 @@ pub(crate) fn running(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static st
     }
     (!who.may(st, X)).then_some("EACCES")
 }
+
+#[cfg(test)]
+#[path = "outcome_tests.rs"]
+mod tests;

@@ -80,6 +80,12 @@ pub(crate) fn family(records: &[Value], work: &str) {
     let hard = done("link", &format!("{work}/ops/hard.txt"));
     assert_eq!(hard["file"]["to"], format!("{work}/ops/renamed.txt"));
     done("remove", &format!("{work}/ops/renamed.txt"));
+    // An O_PATH open neither reads nor writes (the kernel ignores its other flags): no record.
+    assert!(
+        !records
+            .iter()
+            .any(|r| r["file"]["path"] == format!("{work}/ops/hard.txt") && r["file"]["op"] != "link")
+    );
     // Attempts the kernel refuses are attempts, with its error.
     for (op, path, error) in [
         ("create", "/usr/cordon-read-only.txt".to_string(), "EROFS"),
