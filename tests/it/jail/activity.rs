@@ -180,7 +180,7 @@ async fn the_root_jail_records_what_its_command_names_as_it_sees_it_and_every_fi
     std::fs::write(work.join("flood.py"), FLOOD).unwrap();
     crate::rigs::jail::chown_r(&work, 65534, 65534);
     let w_ = work.display().to_string();
-    for (script, said) in [("family", "family=ok"), ("flood", "flood=ok")] {
+    for (script, said) in [("flood", "flood=ok"), ("family", "family=ok")] {
         let (code, out, err) = jail(
             &w,
             &config,
@@ -197,7 +197,7 @@ async fn the_root_jail_records_what_its_command_names_as_it_sees_it_and_every_fi
             .iter()
             .all(|r| r["sandbox"] == id.as_str() && r["user"] == "alice")
     );
-    family(&records, &format!("{w_}/family"));
     flood(&records, &format!("{w_}/flood"));
+    family(&records, &format!("{w_}/family"));
     crate::rigs::audit::assert_schema(&audit);
 }

@@ -174,6 +174,18 @@ pub(crate) fn flood(records: &[Value], work: &str) {
             .sum();
         (one_by_one, counted)
     };
+    // 8,000 files, 2,000 each way: every one recorded or counted in its folder's summaries.
+    let ways: Vec<(&str, u64, u64)> = ["shell", "xargs", "spawn", "threads"]
+        .into_iter()
+        .map(|way| {
+            let (one, counted) = in_folder(&format!("{work}/count/{way}"));
+            (way, one, counted)
+        })
+        .collect();
+    assert!(
+        ways.iter().all(|(_, one, counted)| one + counted == 2_000),
+        "(way, recorded, counted): {ways:?}"
+    );
     // 30,000 opens of one file, spelled 30,000 ways: one folder, one key, a summary per window.
     let (one, counted) = in_folder(&format!("{work}/sp"));
     assert_eq!(one + counted, 30_000, "{one} recorded, {counted} counted");
@@ -186,11 +198,6 @@ pub(crate) fn flood(records: &[Value], work: &str) {
             .any(|r| r["file"]["path"].as_str().is_some_and(|p| p.contains("/./"))),
         "no path as spelled"
     );
-    // 8,000 files, 2,000 each way: every one recorded or counted in its folder's summaries.
-    for way in ["shell", "xargs", "spawn", "threads"] {
-        let (one, counted) = in_folder(&format!("{work}/count/{way}"));
-        assert_eq!(one + counted, 2_000, "{way}: {one} recorded, {counted} counted");
-    }
     assert!(
         !records.iter().any(|r| r["file"]["path"] == "*"),
         "nothing past the bounds on folders"

@@ -71,9 +71,10 @@ fn the_project_jail_records_what_its_command_names_as_it_sees_it_and_stays_bound
     assert!(records.iter().all(|r| r["sandbox"] == "laptop" && r["user"] == "dev"));
     family(&records, &format!("{p}/family"));
     flood(&records, &format!("{p}/flood"));
-    // The recorder's memory is bounded: 30,000 spellings and 8,000 files cost it no more than a few MiB.
+    // The recorder's memory is bounded: 30,000 spellings and 8,000 files cost it a few MiB at most (a recorder
+    // keyed by the folder as spelled grew by 25 MiB here, and by 263 MiB in the attack that found it).
     assert!(
-        peak < idle + 48 * 1024,
+        peak < idle + 16 * 1024,
         "VmHWM {peak} kB after flood.py, {idle} kB after `true`"
     );
     crate::rigs::audit::assert_schema(&d.join("audit.jsonl"));
