@@ -304,9 +304,18 @@ impl View {
                             return self.textual(text, &joined(&rest)[1..], nameless_found(rest.is_empty()));
                         }
                         Ok(text) => {
+                            links += 1;
+                            if links > MOST_LINKS {
+                                return Resolved {
+                                    path: joined(&cur),
+                                    found: Found::Absent {
+                                        errno: "ELOOP",
+                                        parent: None,
+                                    },
+                                };
+                            }
                             cur.truncate(floor);
                             todo = components(&text).chain(rest).collect();
-                            links += 1;
                             here = None;
                             continue;
                         }

@@ -126,6 +126,7 @@ pub(crate) fn family(records: &[Value], work: &str) {
     // Non-dumpable processes: one that said so, one that runs a program it may not read.
     done("create", &format!("{work}/nd.txt"));
     done("mkdir", &format!("{work}/nd-dir"));
+    done("mkdir", &format!("{work}/nd-dir/nd-at"));
     let nd = execs(records, "nd-true");
     assert_eq!(nd.len(), 1, "{records:#?}");
     assert_eq!(nd[0]["exec"]["path"], "/usr/bin/true");

@@ -102,6 +102,8 @@ run(lambda: os.execv("/proc/self/exe", ["self-exe", "-c", "pass"]))
 
 # Non-dumpable processes: one that says so itself, one that runs a program it may not read.
 nd = "import ctypes, os; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); open('nd.txt', 'w').close(); os.mkdir('nd-dir'); "
+# Relative to a descriptor, which a process that is not dumpable hides in /proc from a cordon without root.
+nd += "os.mkdir('nd-at', dir_fd=os.open('nd-dir', os.O_RDONLY)); "
 nd += "os.execv('/usr/bin/true', ['nd-true'])"
 subprocess.run([sys.executable, "-c", nd], check=True)
 shutil.copy("/usr/bin/touch", "touch-x")
