@@ -44,7 +44,7 @@ pub(crate) fn jail_exec(sink: &Arc<dyn Sink>, of: &JailOf<'_>, exec: ExecRecord)
     pending.sandbox_id(of.sandbox);
     pending.visitor(of.user);
     pending.allowed(None, None);
-    pending.reason(Reason::JailExec);
+    pending.reason(activity_reason(&exec.unreadable, exec.error, Reason::JailExec));
     pending.exec(exec);
     pending.finish();
 }
@@ -55,7 +55,19 @@ pub(crate) fn jail_file_op(sink: &Arc<dyn Sink>, of: &JailOf<'_>, file: FileReco
     pending.sandbox_id(of.sandbox);
     pending.visitor(of.user);
     pending.allowed(None, None);
-    pending.reason(Reason::JailFileWritten);
+    pending.reason(activity_reason(&file.unreadable, file.error, Reason::JailFileWritten));
     pending.file(file);
     pending.finish();
+}
+
+/// The reason of an activity record: `done` for a call cordon read and saw nothing refuse, else an attempt the
+/// kernel refuses, or a call cordon could not read.
+fn activity_reason(unreadable: &Option<String>, error: Option<&str>, done: Reason) -> Reason {
+    if unreadable.is_some() {
+        Reason::JailUnreadable
+    } else if error.is_some() {
+        Reason::JailAttempted
+    } else {
+        done
+    }
 }

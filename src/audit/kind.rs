@@ -162,6 +162,16 @@ pub(crate) struct ExecRecord {
     /// Its real uid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) uid: Option<u32>,
+    /// A program with no path (`path` is the kernel's name of it): a `memfd`, a deleted file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) anonymous: bool,
+    /// An attempt the kernel refuses: the error it answers (`ENOENT`, `EACCES`, ...), as cordon saw while the
+    /// call waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<&'static str>,
+    /// Why what the call names could not be read (its memory, folder or descriptor out of cordon's reach).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unreadable: Option<String>,
     /// For a summary: the starts counted and not recorded one by one, by folder, within `window_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) aggregated: Option<Aggregated>,
@@ -173,7 +183,7 @@ pub(crate) struct ExecRecord {
 pub(crate) struct FileRecord {
     /// `write`, `create`, `rename`, `remove`, `mkdir`, `link`; `many` for a summary.
     pub(crate) op: &'static str,
-    /// The file (for a summary: the folder).
+    /// The file (for a summary: the folder; `*` for the events past the log's bounds on folders).
     pub(crate) path: String,
     /// For a rename or a link: the new name.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,6 +191,16 @@ pub(crate) struct FileRecord {
     /// The process (none for a summary).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) pid: Option<u32>,
+    /// The system call (none for a summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) syscall: Option<&'static str>,
+    /// An attempt the kernel refuses: the error it answers (`ENOENT`, `EROFS`, `EACCES`, `EEXIST`, ...), as
+    /// cordon saw while the call waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<&'static str>,
+    /// Why what the call names could not be read (`path` is then what could, or `?`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unreadable: Option<String>,
     /// For a summary: the operations counted and not recorded one by one, by kind, within `window_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) aggregated: Option<Aggregated>,

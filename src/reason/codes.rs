@@ -321,6 +321,10 @@ reasons! {
             "Nothing: this is a record of a program the jailed command started (`audit.activity: false` stops these).";
         JailFileWritten = "jail_file_written", Record, "a file a jailed command wrote, created, renamed or removed, or a summary of many in one folder (kind file)",
             "Nothing: this is a record of a file the jailed command changed (`audit.activity: false` stops these).";
+        JailAttempted = "jail_attempted", Record, "a program start or file change a jailed command asked for that the kernel refuses: the error it answers, as cordon saw while the call waited (kinds exec and file)",
+            "Nothing: this is a record of an attempt that failed (a program not there, a file on a read-only mount, a folder the command may not write). Many from one program is a tool probing `PATH` or a command trying what its jail does not let it.";
+        JailUnreadable = "jail_unreadable", Record, "a program start or file change of a jailed command whose path cordon could not read: the system call and pid, and why (kinds exec and file)",
+            "Look at `unreadable`: a path or argument in memory the process could not map (the kernel refuses the call too), or a descriptor or folder out of cordon's reach. The call was made; what it named is not known.";
         JailFileChanged = "jail_file_changed", Record, "a file developer tools run, changed by a jailed command (kind jail_file)",
             "Review the change before you run git, direnv or your editor in that folder: the jailed command changed a file those tools run (a git hook, `.envrc`, `.vscode/`...).";
     }

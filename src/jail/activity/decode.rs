@@ -1,18 +1,20 @@
-//! What a waiting system call of a jailed command did, read from the kernel's notification and the caller's
-//! memory and `/proc` entries: a program started (its path, arguments, folder, pid, parent, uid) or a file
-//! written, created, renamed or removed (its path, as the command sees its file system).
+//! What a waiting system call of a jailed command does, read from the kernel's notification, the caller's memory
+//! ([`super::memory`]) and its view of the file system ([`super::resolve`]): a program started (its path,
+//! arguments, folder, pid, parent, uid) or a file written, created, renamed or removed (its path, as the command
+//! sees its file system), and whether the kernel will refuse it ([`super::outcome`]).
 //!
-//! All of it is read while the call waits ([`Reader::event`]): its strings from its memory (another thread of the
-//! caller could change them in between, so what a record says is what the caller asked when cordon looked,
-//! seccomp_unotify(2)), its paths resolved against its folder, and what it names checked to be there. Once the
-//! call went on, the caller may be gone (a short-lived `mkdir` exits at once), and with it its folder and `/proc`
-//! entries: a record made from them afterwards would be lost or wrong.
-
-use std::collections::HashMap;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+//! All of it is read while the call waits ([`event`]): its strings from its memory (another thread of the caller
+//! could change them in between, so what a record says is what the caller asked when cordon looked,
+//! seccomp_unotify(2)), its paths resolved in its root from its folder. Once the call went on, the caller may be
+//! gone (a short-lived `mkdir` exits at once), and with it its folder and `/proc` entries. What cannot be read is
+//! recorded as unreadable (with the system call and pid), never left out.
 
 use cordon_unotify::Notification;
+
+use super::calls::{Ask, Named, ask, syscall_name};
+use super::memory::Memory;
+use super::outcome::{self, Who};
+use super::resolve::{Base, Found, Resolved, View};
 
 /// The longest path read.
 const MOST_PATH: usize = 4096;
@@ -20,10 +22,10 @@ const MOST_PATH: usize = 4096;
 const MOST_ARGS: usize = 256;
 /// The most bytes of arguments recorded in all.
 const MOST_ARG_BYTES: usize = 16 * 1024;
-/// `AT_FDCWD`: a path relative to the caller's working folder.
-const AT_FDCWD: i64 = -100;
+/// `O_TMPFILE` without its `O_DIRECTORY`.
+const TMPFILE: u64 = 0o20_000_000;
 
-/// What one call did.
+/// What one call did (or asked, for an attempt the kernel refuses).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
     /// A program started.
@@ -36,6 +38,12 @@ pub(crate) enum Event {
         pid: u32,
         ppid: u32,
         uid: u32,
+        /// A program with no path: a `memfd` or a deleted file.
+        anonymous: bool,
+        /// The error the kernel answers, when cordon saw it would refuse.
+        error: Option<&'static str>,
+        /// Why what the call names could not be read.
+        unreadable: Option<String>,
     },
     /// A file written, made, renamed or removed.
     File {
@@ -44,259 +52,292 @@ pub(crate) enum Event {
         /// For a rename or link: where to.
         to: Option<String>,
         pid: u32,
+        error: Option<&'static str>,
+        unreadable: Option<String>,
+        /// The system call.
+        syscall: &'static str,
     },
 }
 
-/// The caller's memory, read through `/proc/PID/mem`.
-struct Memory(std::fs::File);
+/// Whether `open`'s `flags` write: `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_TRUNC` (or `O_TMPFILE`, which needs one),
+/// without `O_PATH`.
+fn opens_for_writing(flags: u64) -> bool {
+    let flags = flags as u32 as i32;
+    if flags & libc::O_PATH != 0 {
+        // The kernel ignores every other flag of an O_PATH open: it neither reads nor writes.
+        return false;
+    }
+    flags & libc::O_ACCMODE != libc::O_RDONLY || flags & (libc::O_CREAT | libc::O_TRUNC) != 0
+}
 
-impl Memory {
-    fn open(pid: u32) -> Option<Memory> {
-        std::fs::File::open(format!("/proc/{pid}/mem")).ok().map(Memory)
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// One waiting call, as read: its memory, its view and credentials.
+struct Caller {
+    mem: Memory,
+    view: Result<View, String>,
+    who: Who,
+    status: String,
+    pid: u32,
+}
+
+/// A path the caller named: resolved, or why not.
+type Looked = Result<Resolved, String>;
+
+impl Caller {
+    /// The path `named` names, resolved (`follow`: its last link followed).
+    fn look(&self, named: Named, follow: bool, in_root: bool) -> Looked {
+        let (bytes, cut) = self.mem.string(named.addr, MOST_PATH).map_err(|u| u.0)?;
+        if cut {
+            return Err(format!("a path longer than {MOST_PATH} bytes"));
+        }
+        let view = match &self.view {
+            Ok(v) => v,
+            Err(why) => {
+                return Ok(Resolved {
+                    path: bytes,
+                    found: Found::Unresolved(why.clone()),
+                });
+            }
+        };
+        if bytes.is_empty() {
+            return Ok(match named.base {
+                // AT_EMPTY_PATH: the descriptor itself.
+                Base::Fd(fd) if named.empty => view.fd(fd, follow),
+                Base::Cwd if named.empty => view.resolve(Base::Cwd, b".", follow, false),
+                // Else the kernel refuses an empty path.
+                _ => Resolved {
+                    path: Vec::new(),
+                    found: Found::Absent {
+                        errno: "ENOENT",
+                        parent: None,
+                    },
+                },
+            });
+        }
+        Ok(view.resolve(named.base, &bytes, follow, in_root))
     }
 
-    /// The NUL-terminated string at `addr` (at most `most` bytes), read a page at a time so that an unmapped
-    /// page after it does not fail the read.
-    fn string(&self, addr: u64, most: usize) -> Option<String> {
-        if addr == 0 {
+    /// The record of a file operation on `looked`, the error from `judge` when it is there.
+    fn file(
+        &self,
+        syscall: &'static str,
+        op: &'static str,
+        looked: Looked,
+        to: Option<String>,
+        judge: impl FnOnce(&Found) -> Option<&'static str>,
+    ) -> Event {
+        let (path, error, unreadable) = match looked {
+            Ok(r) => {
+                let error = judge(&r.found);
+                let unreadable = match &r.found {
+                    Found::Unresolved(why) => Some(why.clone()),
+                    _ => None,
+                };
+                (text(&r.path), error, unreadable)
+            }
+            Err(why) => ("?".into(), None, Some(why)),
+        };
+        Event::File {
+            op,
+            path,
+            to,
+            pid: self.pid,
+            error,
+            unreadable,
+            syscall,
+        }
+    }
+
+    /// A new name the call makes (`mkdir`, `mknod`, `link`, `symlink`, `open` with `O_CREAT|O_EXCL`).
+    fn making(&self, found: &Found) -> Option<&'static str> {
+        match found {
+            Found::There(..) => Some("EEXIST"),
+            Found::Absent {
+                errno: "ENOENT",
+                parent: Some((fd, st)),
+            } => outcome::naming(&self.who, fd, st),
+            Found::Absent { errno, .. } => Some(errno),
+            Found::Anonymous | Found::Unresolved(_) => None,
+        }
+    }
+
+    /// A name the call removes or renames.
+    fn removing(&self, found: &Found, path: &[u8]) -> Option<&'static str> {
+        match found {
+            Found::There(..) => {
+                let (fd, st) = self.view.as_ref().ok()?.parent_of(path)?;
+                outcome::naming(&self.who, fd, &st)
+            }
+            Found::Absent { errno, .. } => Some(errno),
+            Found::Anonymous | Found::Unresolved(_) => None,
+        }
+    }
+
+    fn open(&self, syscall: &'static str, name: Named, flags: u64, in_root: bool) -> Option<Event> {
+        if !opens_for_writing(flags) {
             return None;
         }
-        let mut out = Vec::new();
-        let mut at = addr;
-        while out.len() < most {
-            let room = 4096 - (at % 4096) as usize;
-            let mut buf = vec![0u8; room.min(most - out.len())];
-            let n = self.0.read_at(&mut buf, at).ok()?;
-            if n == 0 {
-                // A memory whose process has gone (or started another program) reads nothing at all.
-                if out.is_empty() {
-                    return None;
-                }
-                break;
-            }
-            if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
-                out.extend_from_slice(&buf[..end]);
-                return Some(String::from_utf8_lossy(&out).into_owned());
-            }
-            out.extend_from_slice(&buf[..n]);
-            at += n as u64;
+        let f = flags as u32 as i32;
+        let (create, excl) = (f & libc::O_CREAT != 0, f & libc::O_EXCL != 0);
+        let follow = f & libc::O_NOFOLLOW == 0 && !(create && excl);
+        let looked = self.look(name, follow, in_root);
+        if flags & TMPFILE != 0 {
+            // An unnamed file in the folder (it may get a name later, by linkat: recorded then).
+            let looked = looked.map(|mut r| {
+                r.path.extend_from_slice(b"/(unnamed)");
+                r
+            });
+            return Some(self.file(syscall, "create", looked, None, |found| match found {
+                Found::There(fd, st) => outcome::naming(&self.who, fd, st),
+                Found::Absent { errno, .. } => Some(errno),
+                _ => None,
+            }));
         }
-        Some(String::from_utf8_lossy(&out).into_owned())
-    }
-
-    /// The pointer-sized word at `addr`.
-    fn word(&self, addr: u64) -> Option<u64> {
-        let mut buf = [0u8; 8];
-        (self.0.read_at(&mut buf, addr).ok()? == 8).then(|| u64::from_ne_bytes(buf))
-    }
-
-    /// The `argv` array at `addr`: its strings, and whether it was cut short.
-    fn strings(&self, addr: u64) -> (Vec<String>, bool) {
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for i in 0..MOST_ARGS {
-            let Some(ptr) = self.word(addr + 8 * i as u64) else {
-                return (out, true);
-            };
-            if ptr == 0 {
-                return (out, false);
-            }
-            let Some(s) = self.string(ptr, MOST_ARG_BYTES.saturating_sub(bytes).max(1)) else {
-                return (out, true);
-            };
-            bytes += s.len();
-            out.push(s);
-            if bytes >= MOST_ARG_BYTES {
-                return (out, true);
-            }
-        }
-        (out, true)
-    }
-}
-
-/// The parent and real uid of `pid`.
-fn parent_and_uid(pid: u32) -> (u32, u32) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("PPid:"), field("Uid:"))
-}
-
-/// Whether `path` (as the caller sees its file system) names something now; for a path to be made, whether its
-/// folder does. A call on what is not there fails, and is not recorded (`execvp` tries every folder of `PATH`).
-fn there(pid: u32, path: &str, made: bool) -> bool {
-    let inside = |p: &Path| PathBuf::from(format!("/proc/{pid}/root")).join(p.strip_prefix("/").unwrap_or(p));
-    let path = Path::new(path);
-    if made {
-        return path.parent().is_none_or(|dir| inside(dir).is_dir());
-    }
-    std::fs::symlink_metadata(inside(path)).is_ok()
-}
-
-/// A path argument: the folder it is relative to (`dirfd`, or [`AT_FDCWD`]) and the path as given.
-#[derive(Debug, Clone)]
-struct Named(i64, String);
-
-/// What a waiting call asks, as read from its memory.
-#[derive(Debug)]
-enum What {
-    Exec {
-        name: Named,
-        argv: Vec<String>,
-        truncated: bool,
-    },
-    /// `to` is a path for a rename or link, a link's text for a symlink (`linked`).
-    File {
-        op: &'static str,
-        path: Named,
-        to: Option<Named>,
-        linked: Option<String>,
-    },
-}
-
-/// Reads waiting calls, keeping each caller's memory open while it lives.
-#[derive(Default)]
-pub(crate) struct Reader {
-    mems: HashMap<u32, Memory>,
-}
-
-impl Reader {
-    /// The caller's memory, opened once.
-    fn mem(&mut self, pid: u32) -> Option<&Memory> {
-        if self.mems.len() > 256 {
-            self.mems.clear();
-        }
-        match self.mems.entry(pid) {
-            std::collections::hash_map::Entry::Occupied(e) => Some(e.into_mut()),
-            std::collections::hash_map::Entry::Vacant(e) => Some(e.insert(Memory::open(pid)?)),
-        }
-        .map(|m| &*m)
-    }
-
-    /// What the waiting call `n` does, if it is one cordon records: read now, while it waits. A call on what is
-    /// not there (it will fail) is not recorded.
-    pub(crate) fn event(&mut self, n: &Notification) -> Option<Event> {
-        let first = self.read(n);
-        // A memory opened before the caller started another program reads nothing: open it again, once.
-        let what = match first {
-            Some(w) => w,
-            None => {
-                self.mems.remove(&n.pid);
-                self.read(n)?
-            }
-        };
-        let pid = n.pid;
-        match what {
-            What::Exec { name, argv, truncated } => {
-                let path = resolve(pid, &name);
-                if !there(pid, &path, false) {
-                    return None;
-                }
-                let (ppid, uid) = parent_and_uid(pid);
-                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_else(|_| PathBuf::from("?"));
-                Some(Event::Exec {
-                    path,
-                    argv,
-                    truncated,
-                    cwd: cwd.to_string_lossy().into_owned(),
-                    pid,
-                    ppid,
-                    uid,
-                })
-            }
-            What::File { op, path, to, linked } => {
-                let path = resolve(pid, &path);
-                if !there(pid, &path, matches!(op, "create" | "mkdir" | "link")) {
-                    return None;
-                }
-                let to = to.map(|t| resolve(pid, &t)).or(linked);
-                Some(Event::File { op, path, to, pid })
-            }
-        }
-    }
-
-    fn read(&mut self, n: &Notification) -> Option<What> {
-        let mem = self.mem(n.pid)?;
-        let nr = i64::from(n.nr);
-        let a = n.args;
-        let path = |addr: u64| mem.string(addr, MOST_PATH);
-        let named = |dirfd: u64, addr: u64| Some(Named(dirfd as i64 as i32 as i64, path(addr)?));
-        let cwd = |addr: u64| named(AT_FDCWD as u64, addr);
-        let file = |op: &'static str, path: Option<Named>, to: Option<Named>, linked: Option<String>| {
-            Some(What::File {
-                op,
-                path: path?,
-                to,
-                linked,
+        let there = matches!(
+            looked,
+            Ok(Resolved {
+                found: Found::There(..),
+                ..
             })
-        };
-        let opened = |flags: u64| {
-            if (flags as i32 & libc::O_CREAT) != 0 {
-                "create"
-            } else {
-                "write"
+        );
+        let op = if create && (!there || excl) { "create" } else { "write" };
+        Some(self.file(syscall, op, looked, None, |found| match found {
+            Found::There(..) if create && excl => Some("EEXIST"),
+            Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+                Some("ELOOP")
             }
-        };
-        match nr {
-            libc::SYS_execve | libc::SYS_execveat => {
-                let (name, args) = if nr == libc::SYS_execve {
-                    (cwd(a[0]), a[1])
-                } else {
-                    (named(a[0], a[1]), a[2])
-                };
-                let (argv, truncated) = mem.strings(args);
-                Some(What::Exec {
-                    name: name?,
-                    argv,
-                    truncated,
-                })
-            }
-            libc::SYS_openat => file(opened(a[2]), named(a[0], a[1]), None, None),
-            libc::SYS_openat2 => file("write", named(a[0], a[1]), None, None),
-            libc::SYS_truncate => file("write", cwd(a[0]), None, None),
-            libc::SYS_renameat | libc::SYS_renameat2 => file("rename", named(a[0], a[1]), named(a[2], a[3]), None),
-            libc::SYS_unlinkat => file("remove", named(a[0], a[1]), None, None),
-            libc::SYS_mkdirat => file("mkdir", named(a[0], a[1]), None, None),
-            libc::SYS_linkat => file("link", named(a[2], a[3]), named(a[0], a[1]), None),
-            libc::SYS_symlinkat => file("link", named(a[1], a[2]), None, path(a[0])),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_open => file(opened(a[1]), cwd(a[0]), None, None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_creat => file("create", cwd(a[0]), None, None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_rename => file("rename", cwd(a[0]), cwd(a[1]), None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_unlink | libc::SYS_rmdir => file("remove", cwd(a[0]), None, None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_mkdir => file("mkdir", cwd(a[0]), None, None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_link => file("link", cwd(a[1]), cwd(a[0]), None),
-            #[cfg(target_arch = "x86_64")]
-            libc::SYS_symlink => file("link", cwd(a[1]), None, path(a[0])),
+            Found::There(fd, st) => outcome::writing(&self.who, fd, st),
+            _ if create => self.making(found),
+            Found::Absent { errno, .. } => Some(errno),
             _ => None,
+        }))
+    }
+
+    fn exec(&self, name: Named, argv: u64, flags: u64) -> Event {
+        let follow = flags & libc::AT_SYMLINK_NOFOLLOW as u64 == 0;
+        let looked = self.look(name, follow, false);
+        let (argv, truncated) = self.mem.strings(argv, MOST_ARGS, MOST_ARG_BYTES);
+        let (mut anonymous, mut error, mut unreadable) = (false, None, None);
+        let path = match looked {
+            Ok(r) => {
+                match &r.found {
+                    Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+                        error = Some("ELOOP");
+                    }
+                    Found::There(fd, st) => error = outcome::running(&self.who, fd, st),
+                    Found::Absent { errno, .. } => error = Some(errno),
+                    Found::Anonymous => anonymous = true,
+                    Found::Unresolved(why) => unreadable = Some(why.clone()),
+                }
+                text(&r.path)
+            }
+            Err(why) => {
+                unreadable = Some(why);
+                "?".into()
+            }
+        };
+        let field = |name: &str| {
+            self.status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        let cwd = match &self.view {
+            Ok(v) => v.link("cwd").map_or_else(|_| "?".into(), |c| text(&c)),
+            Err(_) => "?".into(),
+        };
+        Event::Exec {
+            path,
+            argv,
+            truncated,
+            cwd,
+            pid: self.pid,
+            ppid: field("PPid:"),
+            uid: field("Uid:"),
+            anonymous,
+            error,
+            unreadable,
         }
     }
 }
 
-/// `named` as the caller meant it: absolute as given, else under the folder its `dirfd` names (its working
-/// folder for `AT_FDCWD`).
-fn resolve(pid: u32, named: &Named) -> String {
-    let Named(dirfd, path) = named;
-    if path.starts_with('/') {
-        return path.clone();
-    }
-    let base = if *dirfd == AT_FDCWD {
-        std::fs::read_link(format!("/proc/{pid}/cwd"))
-    } else {
-        std::fs::read_link(format!("/proc/{pid}/fd/{dirfd}"))
+/// What the waiting call `n` does, if it is one cordon records: read now, while it waits.
+pub(crate) fn event(n: &Notification) -> Option<Event> {
+    let nr = i64::from(n.nr);
+    let syscall = syscall_name(nr);
+    let mem = Memory::of(n.pid);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", n.pid)).unwrap_or_default();
+    let asked = ask(nr, n.args, &mem);
+    let caller = Caller {
+        view: View::of(n.pid, &status),
+        who: Who::of(&status),
+        status,
+        mem,
+        pid: n.pid,
     };
-    match base {
-        Ok(base) => Path::new(&base).join(path).to_string_lossy().into_owned(),
-        Err(_) => path.clone(),
-    }
+    let ask = match asked {
+        Ok(Some(a)) => a,
+        Ok(None) => return None,
+        Err(why) => {
+            return Some(caller.file(syscall, "write", Err(why.0), None, |_| None));
+        }
+    };
+    Some(match ask {
+        Ask::Exec { name, argv, flags } => caller.exec(name, argv, flags),
+        Ask::Open { name, flags, in_root } => return caller.open(syscall, name, flags, in_root),
+        Ask::Truncate(name) => {
+            let looked = caller.look(name, true, false);
+            caller.file(syscall, "write", looked, None, |found| match found {
+                Found::There(fd, st) => outcome::writing(&caller.who, fd, st),
+                Found::Absent { errno, .. } => Some(errno),
+                _ => None,
+            })
+        }
+        Ask::Make { op, name } => {
+            let looked = caller.look(name, false, false);
+            caller.file(syscall, op, looked, None, |found| caller.making(found))
+        }
+        Ask::Link { name, old, follow } => {
+            let to = caller.look(old, follow, false);
+            let old_error = match &to {
+                Ok(Resolved {
+                    found: Found::Absent { errno, .. },
+                    ..
+                }) => Some(*errno),
+                _ => None,
+            };
+            let to = Some(to.map_or_else(|_| "?".into(), |r| text(&r.path)));
+            let looked = caller.look(name, false, false);
+            caller.file(syscall, "link", looked, to, |found| {
+                old_error.or_else(|| caller.making(found))
+            })
+        }
+        Ask::Symlink { name, text: at } => {
+            let to = caller
+                .mem
+                .string(at, MOST_PATH)
+                .map_or_else(|_| "?".into(), |(t, _)| text(&t));
+            let looked = caller.look(name, false, false);
+            caller.file(syscall, "link", looked, Some(to), |found| caller.making(found))
+        }
+        Ask::Rename { from, to } => {
+            let to = caller
+                .look(to, false, false)
+                .map_or_else(|_| "?".into(), |r| text(&r.path));
+            let looked = caller.look(from, false, false);
+            let path = looked.as_ref().map(|r| r.path.clone()).unwrap_or_default();
+            caller.file(syscall, "rename", looked, Some(to), |found| {
+                caller.removing(found, &path)
+            })
+        }
+        Ask::Remove(name) => {
+            let looked = caller.look(name, false, false);
+            let path = looked.as_ref().map(|r| r.path.clone()).unwrap_or_default();
+            caller.file(syscall, "remove", looked, None, |found| caller.removing(found, &path))
+        }
+    })
 }

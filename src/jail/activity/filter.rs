@@ -1,9 +1,12 @@
 //! The activity filter: which system calls of a jailed command wait for cordon to record them. Programs started
 //! (`execve`, `execveat`), files opened for writing or created (`open`/`openat` with `O_WRONLY`, `O_RDWR`,
-//! `O_CREAT` or `O_TRUNC`; `openat2`, whose flags are in memory the filter cannot read; `creat`, `truncate`),
-//! renamed (`rename*`), removed (`unlink*`, `rmdir`), and folders and links made (`mkdir*`, `link*`,
-//! `symlink*`). Compiled by seccompiler, whose rules say "trace" with a mark of cordon's own; the mark is then
-//! made the user-notification action seccompiler does not know.
+//! `O_CREAT` or `O_TRUNC`, hence `O_TMPFILE`; every `openat2`, whose flags are in memory the filter cannot read
+//! and cordon then reads; `creat`, `truncate`), renamed (`rename*`), removed (`unlink*`, `rmdir`), and folders,
+//! nodes and links made (`mkdir*`, `mknod*`, `link*`, `symlink*`). A call of another ABI (x32, i386) is refused or
+//! killed by the base filter ([`crate::jail::seccomp`]), whose action takes precedence over this one's. Metadata
+//! (`chmod`, `chown`, `utimensat`, extended attributes) is not recorded, nor `open_by_handle_at` (it needs
+//! `CAP_DAC_READ_SEARCH`, which no jailed process has). Compiled by seccompiler, whose rules say "trace" with a
+//! mark of cordon's own; the mark is then made the user-notification action seccompiler does not know.
 
 use std::collections::BTreeMap;
 
@@ -47,6 +50,7 @@ fn always() -> Vec<i64> {
         libc::SYS_renameat2,
         libc::SYS_unlinkat,
         libc::SYS_mkdirat,
+        libc::SYS_mknodat,
         libc::SYS_linkat,
         libc::SYS_symlinkat,
     ];
@@ -57,6 +61,7 @@ fn always() -> Vec<i64> {
         libc::SYS_unlink,
         libc::SYS_rmdir,
         libc::SYS_mkdir,
+        libc::SYS_mknod,
         libc::SYS_link,
         libc::SYS_symlink,
     ]);

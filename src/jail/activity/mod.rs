@@ -8,15 +8,23 @@
 //! `cordon jail-activity` in the root jail); cordon then reads each matching call while it waits ([`decode`]),
 //! lets it go on, and writes the record ([`Recorder`]), at most so many one by one ([`rate`]).
 //!
-//! It is a record, not a gate: every call goes on. What it cannot see: a call another thread changes the memory
-//! of between cordon's read and the kernel's (the record then names what was asked first); bytes written to a
-//! file opened for writing before the log began, or through a descriptor passed in; what a program does
-//! through `mmap` of a file it opened for writing (the open is recorded); and bytes written, which only `close`
-//! would tell (not recorded).
+//! It is a record, not a gate: every call goes on. Each call is read as its caller sees it: its memory
+//! ([`memory`]), its paths resolved in its root from its folder or descriptor ([`resolve`], [`links`]), what the
+//! kernel will refuse for certain ([`outcome`]: an attempt, recorded with the error); what cannot be read is
+//! recorded as unreadable, and only a call whose caller was killed while it waited (so it never ran) leaves no
+//! record. What it cannot see: a call another thread changes the memory of between cordon's read and the
+//! kernel's (the record then names what was asked first); bytes written, which only `close` would tell, and
+//! bytes written through a descriptor opened before the log began, passed in, or mapped (`mmap`); metadata
+//! (`chmod`, `chown`, times, extended attributes); whether a call cordon saw nothing refuse then worked.
 
+mod calls;
 mod decode;
 mod filter;
+mod links;
+mod memory;
+mod outcome;
 mod rate;
+mod resolve;
 
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -164,7 +172,6 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let mut tally = rate::Tally::default();
-    let mut reader = decode::Reader::default();
     loop {
         let ready = {
             let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
@@ -180,7 +187,7 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
             Some(r) if r.contains(PollFlags::POLLIN) => {
                 let Ok(n) = listener.recv() else { continue };
                 // Read while the call waits, then let it go on (a record, not a gate), then write the record.
-                let event = reader.event(&n);
+                let event = decode::event(&n);
                 let valid = listener.is_valid(n.id);
                 let _ = listener.allow(n.id);
                 if let (true, Some(event)) = (valid, event) {
@@ -195,7 +202,8 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
     summarise(&mut tally, log);
 }
 
-/// The record of `event`, or its count towards a summary.
+/// The record of `event`, or its count towards a summary: keyed by the program, or by the folder the file is in
+/// (both resolved as the command sees them; `?` for what could not be read).
 fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
     match event {
         Event::Exec {
@@ -206,9 +214,11 @@ fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
             pid,
             ppid,
             uid,
+            anonymous,
+            error,
+            unreadable,
         } => {
-            let folder = cwd.clone();
-            if tally.admit(&format!("exec {path}"), &folder) {
+            if tally.admit("exec", &path, &cwd) {
                 let exec = ExecRecord {
                     path,
                     argv: Some(argv),
@@ -217,21 +227,43 @@ fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
                     pid: Some(pid),
                     ppid: Some(ppid),
                     uid: Some(uid),
+                    anonymous,
+                    error,
+                    unreadable,
                     aggregated: None,
                 };
                 crate::audit::jail_exec(&log.sink, &log.of(), exec);
             }
         }
-        Event::File { op, path, to, pid } => {
-            let folder = Path::new(&path)
-                .parent()
-                .map_or_else(|| "/".to_owned(), |p| p.to_string_lossy().into_owned());
-            if tally.admit(&format!("file {folder}"), op) {
+        Event::File {
+            op,
+            path,
+            to,
+            pid,
+            error,
+            unreadable,
+            syscall,
+        } => {
+            let folder = match path.rfind('/') {
+                Some(0) => "/",
+                Some(i) => &path[..i],
+                None => "?",
+            };
+            // A summary counts attempts and unreadable calls apart from what was done.
+            let what = match (&unreadable, error) {
+                (Some(_), _) => "unreadable".to_owned(),
+                (None, Some(e)) => format!("{op} {e}"),
+                (None, None) => op.to_owned(),
+            };
+            if tally.admit("file", folder, &what) {
                 let file = FileRecord {
                     op,
                     path,
                     to,
                     pid: Some(pid),
+                    syscall: Some(syscall),
+                    error,
+                    unreadable,
                     aggregated: None,
                 };
                 crate::audit::jail_file_op(&log.sink, &log.of(), file);
@@ -243,30 +275,36 @@ fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
 /// The summaries of the window that closed.
 fn summarise(tally: &mut rate::Tally, log: &Log) {
     let window_ms = u64::try_from(rate::WINDOW.as_millis()).unwrap_or(u64::MAX);
-    for (key, counted) in tally.close() {
+    for (kind, key, counted) in tally.close() {
         let aggregated = Aggregated {
             count: counted.count,
             by: counted.by,
             window_ms,
         };
-        if let Some(program) = key.strip_prefix("exec ") {
+        if kind == "exec" {
             let exec = ExecRecord {
-                path: program.to_owned(),
+                path: key,
                 argv: None,
                 truncated: false,
                 cwd: None,
                 pid: None,
                 ppid: None,
                 uid: None,
+                anonymous: false,
+                error: None,
+                unreadable: None,
                 aggregated: Some(aggregated),
             };
             crate::audit::jail_exec(&log.sink, &log.of(), exec);
-        } else if let Some(folder) = key.strip_prefix("file ") {
+        } else {
             let file = FileRecord {
                 op: "many",
-                path: folder.to_owned(),
+                path: key,
                 to: None,
                 pid: None,
+                syscall: None,
+                error: None,
+                unreadable: None,
                 aggregated: Some(aggregated),
             };
             crate::audit::jail_file_op(&log.sink, &log.of(), file);

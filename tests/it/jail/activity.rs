@@ -7,6 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::jail::activity_checks::{FAMILY, FLOOD, family, flood};
 use crate::rigs::gateway::World;
 use crate::rigs::jail::jail;
 use crate::rigs::netns::available;
@@ -73,22 +74,24 @@ mkdir many && for i in $(seq 1 100); do : > many/f$i; done; echo many=ok"
             .iter()
             .all(|r| r["sandbox"] == id.as_str() && r["user"] == "alice")
     );
+    // A program by the name it was run as (argv[0]): its path is where that name leads, links followed
+    // (`sh` is /usr/bin/dash here, `python3` /usr/bin/python3.11).
     let execs: Vec<&str> = activity
         .iter()
-        .filter(|r| r["kind"] == "exec" && r["exec"]["aggregated"].is_null())
-        .map(|r| r["exec"]["path"].as_str().unwrap())
+        .filter(|r| r["reason"] == "jail_exec" && r["exec"]["aggregated"].is_null())
+        .map(|r| r["exec"]["argv"][0].as_str().unwrap())
         .collect();
     let position = |name: &str| {
         execs
             .iter()
-            .position(|p| p.ends_with(&format!("/{name}")))
+            .position(|p| *p == name)
             .unwrap_or_else(|| panic!("no exec of {name} in {execs:#?}"))
     };
     assert!(position("sh") < position("git"), "{execs:#?}");
     assert!(position("git") < position("python3"), "{execs:#?}");
     let git = activity
         .iter()
-        .find(|r| r["exec"]["path"].as_str().is_some_and(|p| p.ends_with("/git")))
+        .find(|r| r["reason"] == "jail_exec" && r["exec"]["path"].as_str().is_some_and(|p| p.ends_with("/git")))
         .unwrap();
     assert_eq!(
         git["exec"]["argv"],
@@ -107,17 +110,17 @@ mkdir many && for i in $(seq 1 100); do : > many/f$i; done; echo many=ok"
     let exec_at = |name: &str| {
         activity
             .iter()
-            .position(|r| {
-                r["exec"]["path"]
-                    .as_str()
-                    .is_some_and(|p| p.ends_with(&format!("/{name}")))
-            })
+            .position(|r| r["reason"] == "jail_exec" && r["exec"]["argv"][0] == name)
             .unwrap()
     };
     assert!(exec_at("git") < file_at("/clone/README"));
     assert!(exec_at("python3") < file_at("/lib/cordon_e2e_hello.py"));
     assert!(file_at("/lib/cordon_e2e_hello.py") < file_at("/opened.txt"));
     let opened = &activity[file_at("/opened.txt")];
+    assert!(
+        activity.iter().all(|r| r["reason"] != "jail_unreadable"),
+        "{activity:#?}"
+    );
     assert_eq!(opened["file"]["op"], "create");
     assert_eq!(opened["reason"], "jail_file_written");
     // A program that exits as soon as its call went on (mkdir) is recorded all the same: what a record says is
@@ -152,4 +155,49 @@ mkdir many && for i in $(seq 1 100); do : > many/f$i; done; echo many=ok"
     let (code, _, said) =
         crate::rigs::process::cordon(&["audit", "verify", "--no-signatures", audit.to_str().unwrap()]);
     assert_eq!(code, 0, "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_root_jail_records_what_its_command_names_as_it_sees_it_and_every_file_it_makes() {
+    if !available("the_root_jail_records_what_its_command_names_as_it_sees_it_and_every_file_it_makes") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("family{}", w.net.n);
+    let config = w.config(&id, "audit: { path: AUDIT }\n", None);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let audit = w.path("family-audit.jsonl");
+    let text = text.replace("audit: { path: AUDIT }\n", "").replace(
+        &format!("{}/audit.log", w.dir.path().display()),
+        &audit.display().to_string(),
+    );
+    std::fs::write(&config, text).unwrap();
+    let work = w.path("work");
+    for sub in ["family", "flood"] {
+        std::fs::create_dir_all(work.join(sub)).unwrap();
+    }
+    std::fs::write(work.join("family.py"), FAMILY).unwrap();
+    std::fs::write(work.join("flood.py"), FLOOD).unwrap();
+    crate::rigs::jail::chown_r(&work, 65534, 65534);
+    let w_ = work.display().to_string();
+    for (script, said) in [("flood", "flood=ok"), ("family", "family=ok")] {
+        let (code, out, err) = jail(
+            &w,
+            &config,
+            &id,
+            &[],
+            &["python3", &format!("{w_}/{script}.py"), &format!("{w_}/{script}")],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains(said) && !out.contains("not refused"), "{out}{err}");
+    }
+    let records = crate::jail::activity_checks::activity(&audit);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["sandbox"] == id.as_str() && r["user"] == "alice")
+    );
+    flood(&records, &format!("{w_}/flood"));
+    family(&records, &format!("{w_}/family"));
+    crate::rigs::audit::assert_schema(&audit);
 }

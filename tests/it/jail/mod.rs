@@ -1,6 +1,8 @@
 //! `cordon jail`, as root and without: what the command reaches by network, file system, kernel and streams, its exit.
 
 mod activity;
+mod activity_checks;
+mod activity_user;
 mod confine;
 mod exit;
 mod fs;

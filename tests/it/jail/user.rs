@@ -154,14 +154,23 @@ echo whoami=$(id -u)",
     let at = |kind: &str, key: &str, suffix: &str| {
         records
             .iter()
-            .position(|r| r["kind"] == kind && r[kind][key].as_str().is_some_and(|p| p.ends_with(suffix)))
+            .position(|r| {
+                r["kind"] == kind
+                    && r["reason"] != "jail_attempted"
+                    && r[kind][key].as_str().is_some_and(|p| p.ends_with(suffix))
+            })
             .unwrap_or_else(|| panic!("no {kind} record of {suffix}:\n{audit}"))
     };
     assert!(at("exec", "path", "/git") < at("file", "path", "/repo/README"));
     assert!(at("file", "path", "/repo/README") < at("file", "path", "/lib/cordon_e2e_hello.py"));
     assert!(at("file", "path", "/lib/cordon_e2e_hello.py") < at("file", "path", "/inside"));
     assert!(at("file", "path", "/inside") < at("file", "path", "/opened.txt"));
-    assert!(at("exec", "path", "/python3") < at("file", "path", "/lib/cordon_e2e_hello.py"));
+    // Python by the name pip was run as: its path is where that leads (/usr/bin/python3.11).
+    let python = records
+        .iter()
+        .position(|r| r["reason"] == "jail_exec" && r["exec"]["argv"][0] == "python3")
+        .unwrap_or_else(|| panic!("no exec of python3:\n{audit}"));
+    assert!(python < at("file", "path", "/lib/cordon_e2e_hello.py"));
     let activity = records.iter().filter(|r| r["kind"] == "exec" || r["kind"] == "file");
     assert!(activity.clone().count() > 4);
     assert!(activity.clone().all(|r| r["sandbox"] == "laptop" && r["user"] == "dev"));

@@ -44,12 +44,52 @@ pub(crate) fn jail(
         c.args(["--user", "65534:65534"]);
     }
     c.arg("--").args(cmd);
-    let out = c.output().unwrap();
+    let out = output_within(c, std::time::Duration::from_secs(600), |_| {});
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Run `c` to its end with its output captured, calling `tick` with its pid every 50 ms while it runs; kill it
+/// and fail the test past `limit` (no jail test may hang).
+pub(crate) fn output_within(
+    mut c: Command,
+    limit: std::time::Duration,
+    mut tick: impl FnMut(u32),
+) -> std::process::Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let until = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{c:?} did not end within {limit:?}");
+        }
+        tick(child.id());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }
 
 /// A host folder outside every folder the jails show, removed when dropped.
