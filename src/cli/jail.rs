@@ -69,7 +69,7 @@ pub(crate) struct JailArgs {
 }
 
 /// Run `cordon jail`; the exit code is the command's.
-pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
+pub(crate) fn main(config: Config, args: JailArgs, child_signals: jail::ChildSignals) -> ExitCode {
     let subnet = match args.subnet.parse() {
         Ok(s) => s,
         Err(_) => {
@@ -123,6 +123,7 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
             wall: args.wall,
             idle: args.idle,
         },
+        child_signals,
     };
     match jail::run(config, options) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -169,8 +170,8 @@ pub(crate) struct RelayArgs {
 }
 
 /// Run `cordon jail-relay`; the exit code is the command's.
-pub(crate) fn relay(args: RelayArgs) -> ExitCode {
-    match jail::relay::run(args.socket, args.activity, args.listen, &args.command) {
+pub(crate) fn relay(args: RelayArgs, child_signals: jail::ChildSignals) -> ExitCode {
+    match jail::relay::run(args.socket, args.activity, args.listen, &args.command, child_signals) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("cordon jail: {e}");

@@ -34,11 +34,19 @@ pub(crate) struct Options {
     pub(crate) project: Option<std::path::PathBuf>,
     /// Which home the command gets (default: a private, empty one).
     pub(crate) home: super::view::HomeMode,
-    /// Leave `.git/config` and `.git/hooks` of the writable folder writable.
+    /// Leave git's files in the writable folder writable ([`super::git`]).
     pub(crate) writable_git: bool,
     /// Limits given on the command line, over the configuration's.
     pub(crate) limits: crate::config::jail::JailLimits,
+    /// What makes the jail's first process start with default signal dispositions and an empty mask.
+    pub(crate) child_signals: ChildSignals,
 }
+
+/// The binary's hook that makes a command start its program with every signal's disposition at its default and
+/// an empty signal mask (a `pre_exec`: the library forbids unsafe code). An ignored disposition survives exec: a
+/// jail started under `nohup` or as a background job would otherwise hand its command SIGINT and SIGQUIT
+/// ignored, beyond the reach even of the command's own `trap`.
+pub type ChildSignals = fn(&mut std::process::Command);
 
 /// The sandbox the jail is for: named, or the config's only one.
 pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
@@ -56,21 +64,20 @@ pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<Stri
     }
 }
 
-/// Start `command` with nothing of cordon's environment but `PATH` and wait for it, passing on the signals that
+/// Start `command` with nothing of cordon's environment but `PATH`, with default signal dispositions and no
+/// signal blocked (`child_signals`), and wait for it, passing on the signals that
 /// would otherwise end cordon and so the jail (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2); its exit
 /// code (128 + signal if a signal ended it). Under `limits`, the jail is watched meanwhile, and stopped when a
 /// wall-clock or idle limit is reached (SIGTERM to all its processes, SIGKILL after the grace period): its exit
 /// code is then the limit's ([`Stop::exit_code`]).
-pub(super) async fn wait(command: &mut tokio::process::Command, limits: Option<&Supervision>) -> Result<i32, String> {
+pub(super) async fn wait(
+    command: &mut tokio::process::Command,
+    limits: Option<&Supervision>,
+    child_signals: ChildSignals,
+) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
-    let mut child = command
-        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
-        // nor bubblewrap's own environment, which a root command could read.
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", command.as_std().get_program()))?;
+    // Listening first: a signal that comes while the command starts is passed on, not lost.
     let listen = |kind: SignalKind| signal(kind).map_err(|e| e.to_string());
     let (mut term, mut int, mut hup) = (
         listen(SignalKind::terminate())?,
@@ -82,6 +89,16 @@ pub(super) async fn wait(command: &mut tokio::process::Command, limits: Option<&
         listen(SignalKind::user_defined1())?,
         listen(SignalKind::user_defined2())?,
     );
+    // SECURITY: the jail's first process, and so the command, starts with default signal dispositions and no
+    // signal blocked, whatever cordon was started with.
+    child_signals(command.as_std_mut());
+    let mut child = command
+        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
+        // nor bubblewrap's own environment, which a root command could read.
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", command.as_std().get_program()))?;
     let root = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     let watching = async {
         match limits {

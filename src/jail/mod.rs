@@ -34,6 +34,7 @@ use ipnet::{IpNet, Ipv4Net};
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
+pub use common::ChildSignals;
 use common::wait;
 pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
@@ -91,6 +92,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     if options.command.is_empty() {
         return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
     }
+    // A signal blocked since cordon started (a parent's mask survives exec) would never reach cordon, which passes
+    // on what it gets (and learns of its children's end by SIGCHLD): every thread it starts inherits this mask.
+    nix::sys::signal::SigSet::all()
+        .thread_unblock()
+        .map_err(|e| format!("cannot unblock signals: {e}"))?;
     if let Some(project) = options.project.clone() {
         return user::run(config, options, &project);
     }
@@ -169,6 +175,8 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 who,
                 view,
                 command: options.command,
+                child_signals: options.child_signals,
+                git: git.as_ref(),
             },
             &supervision,
         ))
@@ -182,10 +190,13 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
 }
 
 /// The command and how it is confined.
-struct Confined {
+struct Confined<'a> {
     who: confine::Who,
     view: view::View,
     command: Vec<String>,
+    child_signals: ChildSignals,
+    /// What keeps git's files in the writable folder read-only.
+    git: Option<&'a git::Guard>,
 }
 
 /// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
@@ -262,7 +273,7 @@ async fn serve(
     audit: Arc<dyn crate::audit::Sink>,
     plan: &Plan,
     firewall: Firewall,
-    confined: Confined,
+    confined: Confined<'_>,
     supervision: &limits::Supervision,
 ) -> Result<i32, String> {
     let (listeners, (udp, tcp), ports) = bind_all(plan).await?;
@@ -357,7 +368,7 @@ async fn serve(
     let line = with_seccomp(line, &filter);
     let before = confined.view.writable.as_deref().map(planted::snapshot);
     supervision.started();
-    let code = run_command(plan, &line, supervision).await;
+    let code = run_command(plan, &line, supervision, confined.child_signals).await;
     if let Some(r) = recorder {
         r.finish();
     }
@@ -394,7 +405,12 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
 
 /// Run the confined command line in the namespace, in the jail's cgroup (if it has one) from its first process,
 /// under its limits; the signals that would end cordon are passed on to it.
-async fn run_command(plan: &Plan, line: &[String], supervision: &limits::Supervision) -> Result<i32, String> {
+async fn run_command(
+    plan: &Plan,
+    line: &[String],
+    supervision: &limits::Supervision,
+    child_signals: ChildSignals,
+) -> Result<i32, String> {
     let started = common::Started::new(&plan.run_dir)?;
     let mut line = line.to_vec();
     started.wrap(&mut line);
@@ -404,6 +420,6 @@ async fn run_command(plan: &Plan, line: &[String], supervision: &limits::Supervi
     let (program, args) = full.split_first().ok_or("an empty command line")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
-    let code = wait(&mut command, Some(supervision)).await?;
+    let code = wait(&mut command, Some(supervision), child_signals).await?;
     started.outcome(code)
 }

@@ -87,8 +87,8 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         sink,
         (&id, &token),
         view,
-        options.home,
-        &options.command,
+        (&options.command, options.child_signals),
+        git.as_ref(),
         &supervision,
     ));
     supervision.ended(&result);
@@ -204,11 +204,12 @@ async fn serve(
     let mut bwrap = tokio::process::Command::new(program);
     bwrap.args(args);
     supervision.started();
-    let code = wait(&mut bwrap, Some(supervision)).await;
+    let code = wait(&mut bwrap, Some(supervision), child_signals).await;
     if let Some(r) = recorder {
         r.finish();
     }
-    planted::report(&project, &before, &audit, id);
+    let protected = git.map(super::git::Guard::protected).unwrap_or_default();
+    planted::report(&project, &before, &audit, id, protected);
     stop.cancel();
     let _ = server.await;
     started.outcome(code?)

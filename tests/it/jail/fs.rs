@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{SOCKETS, Scratch, TRY_SOCKETS, host_server, shell_words};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
@@ -22,7 +23,7 @@ fn jail_in(w: &World, cwd: &Path, config: Option<&Path>, extra: &[&str], cmd: &[
         c.env_remove("CORDON_CONFIG");
     }
     c.args(extra).arg("--").args(cmd).current_dir(cwd);
-    let out = c.output().unwrap();
+    let out = c.output_within();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -71,7 +72,7 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
         .arg(&config)
         .args(["--user", "65534:65534", "--", "sh", "-c", &script])
         .current_dir(&project.0);
-    let out = c.output().unwrap();
+    let out = c.output_within();
     for mut s in servers {
         let _ = s.kill();
         let _ = s.wait();
@@ -196,7 +197,7 @@ echo home=$HOME";
         .env("SUDO_GID", gid.to_string())
         .env("SUDO_USER", crate::rigs::jail::USER)
         .current_dir(&project.0);
-    let out = c.output().unwrap();
+    let out = c.output_within();
     let (text, err) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -261,7 +262,7 @@ echo home=$HOME";
         .env("SUDO_UID", uid.to_string())
         .env("SUDO_GID", gid.to_string())
         .current_dir(&project.0);
-    let out = c.output().unwrap();
+    let out = c.output_within();
     let (text, err) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::rigs::client::hash;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
 
 /// A configuration for the user's jail in `d`, audit records to `d/audit.jsonl`.
@@ -45,7 +46,7 @@ fn the_jail_without_root_is_bounded_by_rlimits_tmpfs_sizes_and_cordons_clock() {
     let config = config(d);
     chown_r(d, uid, gid);
     let run = |extra: &[&str], script: &str| {
-        let out = jail_as_user(&bin, &config, &project, extra, script).output().unwrap();
+        let out = jail_as_user(&bin, &config, &project, extra, script).output_within();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -83,7 +84,7 @@ fn the_jail_without_root_is_bounded_by_rlimits_tmpfs_sizes_and_cordons_clock() {
         .spawn()
         .unwrap();
     let stdin = child.stdin.take();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::rigs::jail::wait_within(child, "the jail");
     drop(stdin);
     assert_eq!(out.status.code(), Some(123), "{}", String::from_utf8_lossy(&out.stderr));
 

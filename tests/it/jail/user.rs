@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::rigs::client::hash;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
 use crate::rigs::tls::{https_upstream, test_ca};
 
@@ -102,8 +103,7 @@ echo whoami=$(id -u)",
         .env("JAIL_API_KEY", "jail-api-s3cr3t")
         .env("JAIL_GIT_TOKEN", git_token)
         .env("JAIL_PYPI_TOKEN", crate::e2e::pip::SECRET)
-        .output()
-        .unwrap();
+        .output_within();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
