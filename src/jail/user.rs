@@ -41,6 +41,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
             "cordon jail runs the command under bubblewrap, which is not installed (apt-get install bubblewrap)".into(),
         );
     }
+    refuse_privileged()?;
     let project = project
         .canonicalize()
         .map_err(|e| format!("--project {}: {e}", project.display()))?;
@@ -95,13 +96,37 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     result
 }
 
+/// Refuse to run as root or with capabilities. The project jail is a user's: bubblewrap maps whoever starts it
+/// into the jail's user namespace, so uid 0 would stay the host's root there, with every capability of that
+/// namespace over the host's files (`/etc/shadow` readable, any file the view shows writable by owner).
+fn refuse_privileged() -> Result<(), String> {
+    let status = procfs::process::Process::myself()
+        .and_then(|p| p.status())
+        .map_err(|e| format!("cannot read /proc/self/status to check who runs the jail: {e}"))?;
+    // SECURITY: the project jail never runs as root or with capabilities: its command would be root on the
+    // host's files.
+    if status.ruid == 0 || status.euid == 0 || status.capeff != 0 {
+        return Err(format!(
+            "cordon jail --project runs the command as the user who starts it, and this is {} (uid {},              capabilities {:#x}): the command would be root over the host's files. Run it as the user who owns              the project, without sudo; or, as root, use the root jail from the project folder: cordon jail              --user NAME -- CMD",
+            if status.euid == 0 || status.ruid == 0 {
+                "root"
+            } else {
+                "a process with capabilities"
+            },
+            status.euid,
+            status.capeff
+        ));
+    }
+    Ok(())
+}
+
 async fn serve(
     config: Config,
     audit: Arc<dyn crate::audit::Sink>,
     (id, token): (&str, &str),
-    mut view: View,
-    home: HomeMode,
-    command: &[String],
+    view: View,
+    (command, child_signals): (&[String], super::common::ChildSignals),
+    git: Option<&super::git::Guard>,
     supervision: &super::limits::Supervision,
 ) -> Result<i32, String> {
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
