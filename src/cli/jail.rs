@@ -37,8 +37,8 @@ pub(crate) struct JailArgs {
     /// (the user's, read-only, with keys and credentials hidden).
     #[arg(long, value_parser = ["private", "real"], default_value = "private")]
     pub(crate) home: String,
-    /// Leave `.git/config` and `.git/hooks` of the writable folder writable (by default they are read-only
-    /// inside: git runs what they say on the host).
+    /// Leave git's files in the writable folder writable: each repository's config, config.worktree, commondir,
+    /// hooks, info and alternates (by default they are read-only inside: git on the host runs what they say).
     #[arg(long)]
     pub(crate) writable_git: bool,
     /// CPUs the jail may use, e.g. 1.5 (a cgroup's CPU quota; over the configuration's `jail.cpu`).

@@ -13,7 +13,10 @@
 pub(crate) mod activity;
 mod common;
 mod confine;
+mod git;
+mod inotify;
 pub(crate) mod limits;
+mod links;
 pub(crate) mod net;
 pub mod plan;
 mod planted;
@@ -137,9 +140,8 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
     let _place = common::place(&config, &id, true)?;
-    if let Some(private) = &view.private_home {
-        fresh_home(private, &who)?;
-    }
+    let mut view = view;
+    let git = git::guard(&mut view, options.writable_git)?;
     let stale = net::leftovers(&plan);
     if !stale.is_empty() {
         eprintln!("cordon jail: removing what an earlier jail left: {}", stale.join(", "));
@@ -374,10 +376,14 @@ async fn serve(
     }
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
-        planted::report(folder, before, &audit_sink, &plan.sandbox);
+        let protected = confined.git.map(git::Guard::protected).unwrap_or_default();
+        planted::report(folder, before, &audit_sink, &plan.sandbox, protected);
     }
-    if let Some(private) = confined.view.private_home.as_deref().and_then(Path::parent) {
-        let _ = std::fs::remove_dir_all(private);
+    if let Some(view::PrivateHome::Host(home)) = &confined.view.private_home {
+        confine::unmount(home);
+        if let Some(private) = home.parent() {
+            let _ = std::fs::remove_dir_all(private);
+        }
     }
     stop.cancel();
     let _ = proxy.await;

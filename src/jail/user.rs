@@ -71,7 +71,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         home: std::env::var_os("HOME").map(|h| view::resolve(Path::new(&h))),
         // Set once the jail's own folder is made.
         private_home: None,
-        writable_git: options.writable_git,
+        git: Vec::new(),
         hidden,
         empty: PathBuf::from("/dev/null"),
     };
@@ -79,6 +79,10 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     let (supervision, sink) = super::limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
     let mut view = view;
     view.tmpfs_size = supervision.bounds.limits.disk;
+    let git = super::git::guard(&mut view, options.writable_git)?;
+    if options.home == HomeMode::Private {
+        view.private_home = Some(view::PrivateHome::Fresh);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

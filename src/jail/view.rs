@@ -197,11 +197,7 @@ impl View {
         {
             self.hide_into(&mut a, HOME_SECRETS.iter().map(|h| home.join(h)));
         }
-        if let Some(w) = &self.writable
-            && !self.writable_git
-        {
-            a.extend(git_guard(w));
-        }
+        a.extend(self.git.iter().cloned());
         a
     }
 
@@ -229,41 +225,6 @@ impl View {
             }
         }
     }
-}
-
-/// `.git` of `project` kept in place (bound onto itself, so it cannot be renamed away and replaced) with its
-/// `config` and `hooks` read-only: what git runs on the host (hooks, `core.fsmonitor`, `core.hooksPath`,
-/// `core.sshCommand`, `core.pager`, aliases, filters, textconv) cannot be planted. A `.git` file (a worktree's
-/// or a submodule's `gitdir:` link) is left as it is.
-fn git_guard(project: &Path) -> Vec<String> {
-    let git = project.join(".git");
-    let mut a = Vec::new();
-    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
-        return a;
-    }
-    // SECURITY: the command cannot write what git runs on the host: `.git/config` and `.git/hooks`.
-    a.extend(["--bind".into(), s(&git), s(&git)]);
-    for (part, folder) in [("config", false), ("hooks", true)] {
-        let path = git.join(part);
-        if std::fs::symlink_metadata(&path).is_err() {
-            // Made (empty, as `.git`'s owner) so that the command cannot create it.
-            let made = if folder {
-                std::fs::create_dir(&path)
-            } else {
-                std::fs::write(&path, "")
-            };
-            if made.is_ok()
-                && let Ok(meta) = std::fs::metadata(&git)
-            {
-                use std::os::unix::fs::MetadataExt;
-                let _ = std::os::unix::fs::chown(&path, Some(meta.uid()), Some(meta.gid()));
-            }
-        }
-        if std::fs::symlink_metadata(&path).is_ok() {
-            a.extend(["--ro-bind".into(), s(&path), s(&path)]);
-        }
-    }
-    a
 }
 
 #[cfg(test)]
