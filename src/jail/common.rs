@@ -169,11 +169,11 @@ pub(super) fn place(
         .find(|s| s.id == sandbox)
         .map(|s| s.user.clone())
         .unwrap_or_default();
-    let file = match &config.control.store {
-        Some(store) => store.clone(),
-        None => state_base(root)?.join("jails.db"),
+    let (file, store) = match &config.control.store {
+        Some(store) => (store.clone(), true),
+        None => (state_base(root)?.join("jails.db"), false),
     };
-    crate::control::jails::take(&file, sandbox, &user, most).map(Some)
+    crate::control::jails::take(&file, sandbox, &user, most, store).map(Some)
 }
 
 /// Where the jails keep their state: `/var/lib/cordon` as root, else the user's state folder.
@@ -235,29 +235,45 @@ fn is_a_standard_stream(path: &Path) -> bool {
 }
 
 /// Word, from inside the jail, that bubblewrap set it up and started the program: the first thing run inside
-/// is a shell that leaves a file in a folder bound in from outside, then becomes the program. A jail whose
+/// is a shell that writes `ok` into a FIFO bound in from outside, then becomes the program. A jail whose
 /// program never started failed itself (bubblewrap could not mount, chdir or unshare; `ip netns exec` could
 /// not enter), and `cordon jail` exits 125 for it, not with bubblewrap's own code, which would pass for the
 /// command's.
-pub(super) struct Started(PathBuf);
+///
+/// The FIFO is bound read-only and is write-only for its owner (cordon holds the one read end, opened before
+/// the mode was narrowed): the command can neither take the word back (read it, remove it) nor store anything on
+/// the host through it (a pipe holds what fits its buffer, and cordon reads only the first bytes).
+pub(super) struct Started {
+    fifo: PathBuf,
+    read: std::fs::File,
+}
 
 impl Started {
-    /// Where the folder is inside the jail (its `/run` is private).
+    /// Where the FIFO is inside the jail (its `/run` is private).
     const INSIDE: &'static str = "/run/cordon-started";
 
-    /// An empty folder for the word, in `run_dir`.
+    /// A fresh FIFO in `run_dir`, its read end open.
     pub(super) fn new(run_dir: &Path) -> Result<Started, String> {
-        let dir = run_dir.join("started");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(Started(dir))
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let fifo = run_dir.join("started");
+        let err = |e: &dyn std::fmt::Display| format!("cannot make {}: {e}", fifo.display());
+        let _ = std::fs::remove_dir_all(&fifo);
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
+            .map_err(|e| err(&e))?;
+        let read = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .map_err(|e| err(&e))?;
+        // SECURITY: the start word cannot be read (taken back) or stored in by the command: write-only, read-only
+        // mount.
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o200)).map_err(|e| err(&e))?;
+        Ok(Started { fifo, read })
     }
 
-    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the folder bound
-    /// in and the program started through the shell that leaves the word.
+    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the FIFO bound in
+    /// and the program started through the shell that writes the word.
     pub(super) fn wrap(&self, line: &mut Vec<String>) {
         let Some(end) = line.iter().position(|a| a == "--") else {
             return;
@@ -266,13 +282,13 @@ impl Started {
         line.splice(
             end..=end,
             [
-                "--bind".into(),
-                self.0.to_string_lossy().into_owned(),
+                "--ro-bind".into(),
+                self.fifo.to_string_lossy().into_owned(),
                 inside.into(),
                 "--".into(),
                 "/bin/sh".into(),
                 "-c".into(),
-                format!(": > {inside}/ok && exec \"$@\""),
+                format!("printf ok > {inside} && exec \"$@\""),
                 "sh".into(),
             ],
         );
@@ -280,12 +296,21 @@ impl Started {
 
     /// The command's exit `code`, or an error if the program inside never started.
     pub(super) fn outcome(&self, code: i32) -> Result<i32, String> {
-        if self.0.join("ok").exists() {
+        use std::io::Read;
+        let mut word = [0u8; 2];
+        let mut read = &self.read;
+        if read.read_exact(&mut word).is_ok() && &word == b"ok" {
             return Ok(code);
         }
         Err(format!(
             "the jail could not be set up (bubblewrap exited {code} before starting the command; its message is \
              above)"
         ))
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.fifo);
     }
 }

@@ -161,8 +161,10 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     config.control.watch = false;
     let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
     let (supervision, sink) = limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
-    let mut view = view;
     view.tmpfs_size = supervision.bounds.limits.disk;
+    if let Some(view::PrivateHome::Host(private)) = &view.private_home {
+        confine::fresh_home(private, &who, view.tmpfs_size)?;
+    }
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -208,45 +210,23 @@ fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan
     let home = confine::account(who).map(|u| view::resolve(&u.dir));
     let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     let writable = confine::working_folder(&cwd, home.as_deref());
+    let what = "the working folder, which the command may write";
     if let Some(w) = &writable {
-        view::refuse_inside(&files, w, "the working folder, which the command may write")?;
+        view::refuse_inside(&files, w, what)?;
     }
+    links::refuse_links(&files, writable.as_deref(), what)?;
     let mut hidden = files;
     hidden.extend(confine::host_sockets());
     Ok(view::View {
         tmpfs_size: None,
         writable,
-        private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("private/home")),
+        private_home: (options.home == view::HomeMode::Private)
+            .then(|| view::PrivateHome::Host(plan.run_dir.join("private/home"))),
         home,
-        writable_git: options.writable_git,
+        git: Vec::new(),
         hidden,
         empty: plan.run_dir.join("empty"),
     })
-}
-
-/// Make `dir` an empty folder of the command's user, its private home for this run: `0711`, so that bubblewrap,
-/// root without capabilities by then, can pass through it to a working folder inside, in a parent only root may
-/// enter (other users of the host cannot reach it).
-fn fresh_home(dir: &Path, who: &confine::Who) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let err = |e: std::io::Error| format!("cannot make the private home {}: {e}", dir.display());
-    if let Some(parent) = dir.parent() {
-        if parent.exists() {
-            std::fs::remove_dir_all(parent).map_err(err)?;
-        }
-        std::fs::create_dir_all(parent).map_err(err)?;
-        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-    }
-    std::fs::create_dir(dir).map_err(err)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).map_err(err)?;
-    let (uid, gid) = match who {
-        confine::Who::User { uid, gid } => {
-            let primary = confine::account(who).map(|u| u.gid.as_raw());
-            (*uid, gid.or(primary).unwrap_or(*uid))
-        }
-        confine::Who::Root => (0, 0),
-    };
-    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).map_err(err)
 }
 
 async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>, DnsSockets, Ports), String> {

@@ -65,6 +65,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     }
     let hidden = confine::cordons_files(&config, options.config_file.as_deref());
     view::refuse_inside(&hidden, &project, "--project, which the command may write")?;
+    super::links::refuse_links(&hidden, Some(&project), "--project, which the command may write")?;
     let view = View {
         tmpfs_size: None,
         writable: Some(project.clone()),
@@ -144,11 +145,6 @@ async fn serve(
         .prefix("cordon-jail-")
         .tempdir_in(&base)
         .map_err(|e| format!("cannot make a folder in {}: {e}", base.display()))?;
-    if home == HomeMode::Private {
-        let private = run_dir.path().join("home");
-        std::fs::create_dir(&private).map_err(|e| format!("cannot make {}: {e}", private.display()))?;
-        view.private_home = Some(private);
-    }
     let generation = state.current();
     let sandbox = generation
         .identities
@@ -215,18 +211,33 @@ async fn serve(
         Some((sink, sandbox, user)) => Some(super::activity::Recorder::start(run_dir.path(), sink, sandbox, user)?),
         None => None,
     };
-    let line = command_line(&exe, run_dir.path(), &view, &env, &limited, recorder.is_some());
+    let mut line = command_line(&exe, run_dir.path(), &view, &env, &limited, recorder.is_some());
+    // SECURITY: the jail takes at most half of its user's inotify instances and watches on the host.
+    let inotify = super::inotify::prefix();
+    let said = match &inotify {
+        Ok((b, _)) => format!(
+            "at most {} instances and {} watches (half the user's on this host)",
+            b.instances, b.watches
+        ),
+        Err(why) => format!("not bounded per jail ({why})"),
+    };
+    if inotify.is_ok() {
+        line.splice(0..0, super::inotify::same_user());
+    }
     eprintln!(
-        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
+        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: \
+         {}; inotify: {said}",
         project.display(),
         super::seccomp::BASE,
         super::seccomp::COMMAND
     );
     let started = super::common::Started::new(run_dir.path())?;
-    let mut line = line;
     started.wrap(&mut line);
     let before = planted::snapshot(&project);
     let mut full = supervision.bounds.enter();
+    if let Ok((_, prefix)) = inotify {
+        full.extend(prefix);
+    }
     full.push("bwrap".into());
     full.extend(line);
     let (program, args) = full.split_first().ok_or("an empty command line")?;

@@ -76,7 +76,8 @@ impl Bounds {
             out.push((
                 "disk",
                 size(d),
-                "tmpfs size of each private folder (/tmp, /var/tmp, /var, /run, /dev/shm)".into(),
+                "tmpfs size of each private folder (/tmp, /var/tmp, /var, /run, /dev/shm) and of the private home"
+                    .into(),
             ));
         }
         if let Some(w) = l.wall {

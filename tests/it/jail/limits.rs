@@ -155,6 +155,20 @@ async fn dd_into_tmp_stops_at_the_disk_size() {
     assert!(out.contains("dd=1"), "{out}");
     let written: u64 = out.lines().last().unwrap().trim().parse().unwrap();
     assert!(written <= 8, "{written} MiB in /tmp");
+    // The private home too: a tmpfs of its own of that size, not a folder on the host's /run.
+    let script = "dd if=/dev/zero of=$HOME/big bs=1M count=64 2>&1; echo dd=$?; du -m $HOME/big | cut -f1; \
+                  grep \" $HOME \" /proc/self/mountinfo | grep -c tmpfs";
+    let (code, out, err) = jail(&w, &config, id, &["--disk", "8MiB"], &["sh", "-c", script]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No space left on device") && out.contains("dd=1"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let written: u64 = lines[lines.len() - 2].trim().parse().unwrap();
+    assert!(written <= 8, "{written} MiB in the private home");
+    assert_eq!(
+        lines.last().map(|l| l.trim()),
+        Some("1"),
+        "the home is not a tmpfs of its own: {out}"
+    );
     let records = jail_records(&w);
     let disk = limit_record(&records, "disk");
     assert_eq!(disk["jail"]["value"], "8MiB");
