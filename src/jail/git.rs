@@ -387,6 +387,8 @@ fn configured(dir: &Path, work_tree: &Path) -> Vec<(PathBuf, Made)> {
             .arg("--file")
             .arg(dir.join("config"))
             .args(args)
+            // Not in the folder: no repository is looked for, only the file is read.
+            .current_dir("/")
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("GIT_CONFIG_NOSYSTEM", "1")
