@@ -11,7 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     keep_inherited_descriptors();
-    cordon::cli::main(give_back)
+    cordon::cli::main(give_back, default_signals)
 }
 
 /// Mark every descriptor above stderr that cordon was started with close-on-exec, before anything else runs.
@@ -42,6 +42,40 @@ fn keep_inherited_descriptors() {
     for fd in fds {
         // SAFETY: F_SETFD on a number that is not (or no longer) open fails with EBADF and changes nothing.
         unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+}
+
+/// Make `command` start its program as a service manager starts one: every signal's disposition at its default
+/// and none blocked. A disposition of "ignore" (and the signal mask) survives exec, so a jail started under
+/// `nohup` or as a shell's background job (SIGINT and SIGQUIT ignored) would hand the jailed command signals it
+/// could not even trap, and the SIGINT cordon passes on would be lost. `cordon jail` gives every jail's first
+/// process this (the library forbids unsafe code; this is the one call between fork and exec).
+#[expect(
+    unsafe_code,
+    reason = "pre_exec runs code between fork and exec, which has no safe binding"
+)]
+fn default_signals(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SECURITY: the jailed command starts with default signal dispositions and an empty signal mask.
+    // SAFETY: the closure allocates nothing and calls only sigaction, sigemptyset and sigprocmask, which are
+    // async-signal-safe, as code between fork and exec in a threaded process must be.
+    unsafe {
+        command.pre_exec(|| {
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            for signal in 1..=libc::SIGRTMAX() {
+                // SIGKILL and SIGSTOP cannot be changed, nor the two the C library keeps for itself (EINVAL).
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::sigaction(signal, &default, std::ptr::null_mut());
+                }
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 

@@ -37,8 +37,8 @@ pub(crate) struct JailArgs {
     /// (the user's, read-only, with keys and credentials hidden).
     #[arg(long, value_parser = ["private", "real"], default_value = "private")]
     pub(crate) home: String,
-    /// Leave `.git/config` and `.git/hooks` of the writable folder writable (by default they are read-only
-    /// inside: git runs what they say on the host).
+    /// Leave git's files in the writable folder writable: each repository's config, config.worktree, commondir,
+    /// hooks, info and alternates (by default they are read-only inside: git on the host runs what they say).
     #[arg(long)]
     pub(crate) writable_git: bool,
     /// CPUs the jail may use, e.g. 1.5 (a cgroup's CPU quota; over the configuration's `jail.cpu`).
@@ -69,7 +69,7 @@ pub(crate) struct JailArgs {
 }
 
 /// Run `cordon jail`; the exit code is the command's.
-pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
+pub(crate) fn main(config: Config, args: JailArgs, child_signals: jail::ChildSignals) -> ExitCode {
     let subnet = match args.subnet.parse() {
         Ok(s) => s,
         Err(_) => {
@@ -123,6 +123,7 @@ pub(crate) fn main(config: Config, args: JailArgs) -> ExitCode {
             wall: args.wall,
             idle: args.idle,
         },
+        child_signals,
     };
     match jail::run(config, options) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -169,8 +170,8 @@ pub(crate) struct RelayArgs {
 }
 
 /// Run `cordon jail-relay`; the exit code is the command's.
-pub(crate) fn relay(args: RelayArgs) -> ExitCode {
-    match jail::relay::run(args.socket, args.activity, args.listen, &args.command) {
+pub(crate) fn relay(args: RelayArgs, child_signals: jail::ChildSignals) -> ExitCode {
+    match jail::relay::run(args.socket, args.activity, args.listen, &args.command, child_signals) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             eprintln!("cordon jail: {e}");

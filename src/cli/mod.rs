@@ -179,8 +179,9 @@ fn definition() -> clap::Command {
 
 /// Parse the command line and run the command; the exit code says how it went. `on_idle` is the binary's
 /// allocator handing back memory it no longer uses: `cordon run` calls it on a worker thread about to park
-/// (nothing left to run), at most once a second per worker.
-pub fn main(on_idle: fn()) -> ExitCode {
+/// (nothing left to run), at most once a second per worker. `child_signals` is the binary's way to start a jail's
+/// first process with default signal dispositions and an empty signal mask ([`crate::jail::ChildSignals`]).
+pub fn main(on_idle: fn(), child_signals: crate::jail::ChildSignals) -> ExitCode {
     let cli = Cli::from_arg_matches(&definition().get_matches()).unwrap_or_else(|e| e.format(&mut definition()).exit());
     // Plain `cordon` is `cordon run`, CORDON_CONFIG included (clap reads it only for a subcommand it parsed).
     let command = cli.command.unwrap_or_else(|| {
@@ -198,12 +199,12 @@ pub fn main(on_idle: fn()) -> ExitCode {
                 Err(code) => code,
             }
         }
-        Command::JailRelay(args) => jail::relay(args),
+        Command::JailRelay(args) => jail::relay(args, child_signals),
         Command::JailActivity(args) => jail::activity(args),
         Command::Jail(args) => match load(&ConfigArg {
             config: args.config.clone(),
         }) {
-            Ok(config) => jail::main(config, args),
+            Ok(config) => jail::main(config, args, child_signals),
             Err(code) => code,
         },
         Command::Sandbox { admin, command } => sandbox::main(admin, command),

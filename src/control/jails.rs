@@ -38,11 +38,16 @@ fn e(file: &Path) -> impl Fn(rusqlite::Error) -> String + '_ {
 }
 
 /// Take a place for the jail of `sandbox` run for `user` by this process in `file`, unless `user` runs `most`
-/// jails already: then why not, naming them.
-pub(crate) fn take(file: &Path, sandbox: &str, user: &str, most: u32) -> Result<Place, String> {
+/// jails already: then why not, naming them. When `file` is the `control.store` (`store`), it is made a store
+/// first (the sandbox store's schema, as `cordon run` makes it), so that a store that did not exist yet is one
+/// the jail's own proxy then opens, not "a SQLite database of something else" with only this table.
+pub(crate) fn take(file: &Path, sandbox: &str, user: &str, most: u32, store: bool) -> Result<Place, String> {
     super::store_file::prepare_file(file).map_err(|err| format!("cannot create {}: {err}", file.display()))?;
     let mut conn = Connection::open(file).map_err(e(file))?;
     conn.busy_timeout(BUSY).map_err(e(file))?;
+    if store {
+        super::store::migrate(&mut conn, &file.display().to_string()).map_err(|err| err.to_string())?;
+    }
     conn.execute(
         "CREATE TABLE IF NOT EXISTS jails (id INTEGER PRIMARY KEY, sandbox TEXT NOT NULL, user TEXT NOT NULL, \
          pid INTEGER NOT NULL, started INTEGER NOT NULL)",

@@ -334,7 +334,7 @@ impl Store {
 }
 
 /// Bring the schema to [`SCHEMA_VERSION`] in one transaction, refusing a newer one or someone else's database.
-fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
+pub(super) fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
     let fail = |e: &dyn Display| StoreError::Db(format!("cannot open the sandbox store {location}: {e}"));
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)

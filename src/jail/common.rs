@@ -34,11 +34,19 @@ pub(crate) struct Options {
     pub(crate) project: Option<std::path::PathBuf>,
     /// Which home the command gets (default: a private, empty one).
     pub(crate) home: super::view::HomeMode,
-    /// Leave `.git/config` and `.git/hooks` of the writable folder writable.
+    /// Leave git's files in the writable folder writable ([`super::git`]).
     pub(crate) writable_git: bool,
     /// Limits given on the command line, over the configuration's.
     pub(crate) limits: crate::config::jail::JailLimits,
+    /// What makes the jail's first process start with default signal dispositions and an empty mask.
+    pub(crate) child_signals: ChildSignals,
 }
+
+/// The binary's hook that makes a command start its program with every signal's disposition at its default and
+/// an empty signal mask (a `pre_exec`: the library forbids unsafe code). An ignored disposition survives exec: a
+/// jail started under `nohup` or as a background job would otherwise hand its command SIGINT and SIGQUIT
+/// ignored, beyond the reach even of the command's own `trap`.
+pub type ChildSignals = fn(&mut std::process::Command);
 
 /// The sandbox the jail is for: named, or the config's only one.
 pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
@@ -56,21 +64,20 @@ pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<Stri
     }
 }
 
-/// Start `command` with nothing of cordon's environment but `PATH` and wait for it, passing on the signals that
+/// Start `command` with nothing of cordon's environment but `PATH`, with default signal dispositions and no
+/// signal blocked (`child_signals`), and wait for it, passing on the signals that
 /// would otherwise end cordon and so the jail (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2); its exit
 /// code (128 + signal if a signal ended it). Under `limits`, the jail is watched meanwhile, and stopped when a
 /// wall-clock or idle limit is reached (SIGTERM to all its processes, SIGKILL after the grace period): its exit
 /// code is then the limit's ([`Stop::exit_code`]).
-pub(super) async fn wait(command: &mut tokio::process::Command, limits: Option<&Supervision>) -> Result<i32, String> {
+pub(super) async fn wait(
+    command: &mut tokio::process::Command,
+    limits: Option<&Supervision>,
+    child_signals: ChildSignals,
+) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
-    let mut child = command
-        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
-        // nor bubblewrap's own environment, which a root command could read.
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", command.as_std().get_program()))?;
+    // Listening first: a signal that comes while the command starts is passed on, not lost.
     let listen = |kind: SignalKind| signal(kind).map_err(|e| e.to_string());
     let (mut term, mut int, mut hup) = (
         listen(SignalKind::terminate())?,
@@ -82,6 +89,16 @@ pub(super) async fn wait(command: &mut tokio::process::Command, limits: Option<&
         listen(SignalKind::user_defined1())?,
         listen(SignalKind::user_defined2())?,
     );
+    // SECURITY: the jail's first process, and so the command, starts with default signal dispositions and no
+    // signal blocked, whatever cordon was started with.
+    child_signals(command.as_std_mut());
+    let mut child = command
+        // SECURITY: nothing of cordon's environment (an `env:` secret, CORDON_VAULT_KEY) reaches the command,
+        // nor bubblewrap's own environment, which a root command could read.
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", command.as_std().get_program()))?;
     let root = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     let watching = async {
         match limits {
@@ -148,11 +165,11 @@ pub(super) fn place(config: &Config, sandbox: &str) -> Result<Option<crate::cont
         .find(|s| s.id == sandbox)
         .map(|s| s.user.clone())
         .unwrap_or_default();
-    let file = match &config.control.store {
-        Some(store) => store.clone(),
-        None => crate::config::paths::state_dir()?.join("jails.db"),
+    let (file, store) = match &config.control.store {
+        Some(store) => (store.clone(), true),
+        None => (crate::config::paths::state_dir()?.join("jails.db"), false),
     };
-    crate::control::jails::take(&file, sandbox, &user, most).map(Some)
+    crate::control::jails::take(&file, sandbox, &user, most, store).map(Some)
 }
 
 /// Where a jail's audit records go when the configuration sends them to a stream the command would share.
@@ -203,29 +220,45 @@ fn is_a_standard_stream(path: &Path) -> bool {
 }
 
 /// Word, from inside the jail, that bubblewrap set it up and started the program: the first thing run inside
-/// is a shell that leaves a file in a folder bound in from outside, then becomes the program. A jail whose
+/// is a shell that writes `ok` into a FIFO bound in from outside, then becomes the program. A jail whose
 /// program never started failed itself (bubblewrap could not mount, chdir or unshare; `ip netns exec` could
 /// not enter), and `cordon jail` exits 125 for it, not with bubblewrap's own code, which would pass for the
 /// command's.
-pub(super) struct Started(PathBuf);
+///
+/// The FIFO is bound read-only and is write-only for its owner (cordon holds the one read end, opened before
+/// the mode was narrowed): the command can neither take the word back (read it, remove it) nor store anything on
+/// the host through it (a pipe holds what fits its buffer, and cordon reads only the first bytes).
+pub(super) struct Started {
+    fifo: PathBuf,
+    read: std::fs::File,
+}
 
 impl Started {
-    /// Where the folder is inside the jail (its `/run` is private).
+    /// Where the FIFO is inside the jail (its `/run` is private).
     const INSIDE: &'static str = "/run/cordon-started";
 
-    /// An empty folder for the word, in `run_dir`.
+    /// A fresh FIFO in `run_dir`, its read end open.
     pub(super) fn new(run_dir: &Path) -> Result<Started, String> {
-        let dir = run_dir.join("started");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(Started(dir))
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let fifo = run_dir.join("started");
+        let err = |e: &dyn std::fmt::Display| format!("cannot make {}: {e}", fifo.display());
+        let _ = std::fs::remove_dir_all(&fifo);
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
+            .map_err(|e| err(&e))?;
+        let read = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .map_err(|e| err(&e))?;
+        // SECURITY: the start word cannot be read (taken back) or stored in by the command: write-only, read-only
+        // mount.
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o200)).map_err(|e| err(&e))?;
+        Ok(Started { fifo, read })
     }
 
-    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the folder bound
-    /// in and the program started through the shell that leaves the word.
+    /// Bubblewrap's arguments `line` (its options, `--`, the program and its arguments) with the FIFO bound in
+    /// and the program started through the shell that writes the word.
     pub(super) fn wrap(&self, line: &mut Vec<String>) {
         let Some(end) = line.iter().position(|a| a == "--") else {
             return;
@@ -234,13 +267,13 @@ impl Started {
         line.splice(
             end..=end,
             [
-                "--bind".into(),
-                self.0.to_string_lossy().into_owned(),
+                "--ro-bind".into(),
+                self.fifo.to_string_lossy().into_owned(),
                 inside.into(),
                 "--".into(),
                 "/bin/sh".into(),
                 "-c".into(),
-                format!(": > {inside}/ok && exec \"$@\""),
+                format!("printf ok > {inside} && exec \"$@\""),
                 "sh".into(),
             ],
         );
@@ -248,12 +281,21 @@ impl Started {
 
     /// The command's exit `code`, or an error if the program inside never started.
     pub(super) fn outcome(&self, code: i32) -> Result<i32, String> {
-        if self.0.join("ok").exists() {
+        use std::io::Read;
+        let mut word = [0u8; 2];
+        let mut read = &self.read;
+        if read.read_exact(&mut word).is_ok() && &word == b"ok" {
             return Ok(code);
         }
         Err(format!(
             "the jail could not be set up (bubblewrap exited {code} before starting the command; its message is \
              above)"
         ))
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.fifo);
     }
 }

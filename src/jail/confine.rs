@@ -305,6 +305,51 @@ pub(crate) fn command_line(
     a
 }
 
+/// Make `dir` the command's private home for this run: a fresh tmpfs of at most `size` bytes (the `disk` limit)
+/// mounted there, the command's user's, `0711` (so that bubblewrap, root without capabilities by then, can pass
+/// through it to a working folder inside), in a parent only root may enter (other users of the host cannot
+/// reach it). What it holds is counted in no host file system: the run folder is on the host's `/run`.
+pub(crate) fn fresh_home(dir: &Path, who: &Who, size: Option<u64>) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |e: &dyn std::fmt::Display| format!("cannot make the private home {}: {e}", dir.display());
+    if let Some(parent) = dir.parent() {
+        // What a jail that was killed left mounted there.
+        unmount(dir);
+        if parent.exists() {
+            std::fs::remove_dir_all(parent).map_err(|e| err(&e))?;
+        }
+        std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(|e| err(&e))?;
+    }
+    std::fs::create_dir(dir).map_err(|e| err(&e))?;
+    let (uid, gid) = match who {
+        Who::User { uid, gid } => {
+            let primary = account(who).map(|u| u.gid.as_raw());
+            (*uid, gid.or(primary).unwrap_or(*uid))
+        }
+        Who::Root => (0, 0),
+    };
+    let mut options = format!("mode=0711,uid={uid},gid={gid}");
+    if let Some(size) = size {
+        options.push_str(&format!(",size={size}"));
+    }
+    use nix::mount::MsFlags;
+    // SECURITY: the private home is a tmpfs of its own, at most the disk limit: not the host's /run.
+    nix::mount::mount(
+        Some("cordon-home"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(|e| err(&e))
+}
+
+/// Detach what is mounted at `dir` (nothing, most often).
+pub(crate) fn unmount(dir: &Path) {
+    let _ = nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH);
+}
+
 #[cfg(test)]
 #[path = "confine_tests.rs"]
 mod tests;

@@ -46,7 +46,7 @@ fn the_command_line_confines_and_drops_everything() {
             writable: None,
             home: None,
             private_home: None,
-            writable_git: false,
+            git: Vec::new(),
             hidden: vec![PathBuf::from("/etc/hostname"), PathBuf::from("/no/such/file")],
             empty: PathBuf::from("/run/cordon/jail/x/empty"),
         },

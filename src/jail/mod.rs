@@ -13,7 +13,10 @@
 pub(crate) mod activity;
 mod common;
 mod confine;
+mod git;
+mod inotify;
 pub(crate) mod limits;
+mod links;
 pub(crate) mod net;
 pub mod plan;
 mod planted;
@@ -34,6 +37,7 @@ use ipnet::{IpNet, Ipv4Net};
 use crate::config::Config;
 use crate::server::{self, Entry};
 use crate::state::ProxyState;
+pub use common::ChildSignals;
 use common::wait;
 pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
@@ -91,6 +95,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     if options.command.is_empty() {
         return Err("no command given; write it after --, e.g. cordon jail -- curl https://example.com".into());
     }
+    // A signal blocked since cordon started (a parent's mask survives exec) would never reach cordon, which passes
+    // on what it gets (and learns of its children's end by SIGCHLD): every thread it starts inherits this mask.
+    nix::sys::signal::SigSet::all()
+        .thread_unblock()
+        .map_err(|e| format!("cannot unblock signals: {e}"))?;
     if let Some(project) = options.project.clone() {
         return user::run(config, options, &project);
     }
@@ -131,9 +140,8 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     let view = root_view(&config, &options, &who, &plan)?;
     let _lock = lock(&plan)?;
     let _place = common::place(&config, &id)?;
-    if let Some(private) = &view.private_home {
-        fresh_home(private, &who)?;
-    }
+    let mut view = view;
+    let git = git::guard(&mut view, options.writable_git)?;
     let stale = net::leftovers(&plan);
     if !stale.is_empty() {
         eprintln!("cordon jail: removing what an earlier jail left: {}", stale.join(", "));
@@ -153,8 +161,10 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     config.control.watch = false;
     let audit = crate::logging::init(&config.audit, &config.audit_chain, config.log_format)?;
     let (supervision, sink) = limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
-    let mut view = view;
     view.tmpfs_size = supervision.bounds.limits.disk;
+    if let Some(view::PrivateHome::Host(private)) = &view.private_home {
+        confine::fresh_home(private, &who, view.tmpfs_size)?;
+    }
     let result = net::create_link(&plan).and_then(|()| {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -169,6 +179,8 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 who,
                 view,
                 command: options.command,
+                child_signals: options.child_signals,
+                git: git.as_ref(),
             },
             &supervision,
         ))
@@ -182,10 +194,13 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
 }
 
 /// The command and how it is confined.
-struct Confined {
+struct Confined<'a> {
     who: confine::Who,
     view: view::View,
     command: Vec<String>,
+    child_signals: ChildSignals,
+    /// What keeps git's files in the writable folder read-only.
+    git: Option<&'a git::Guard>,
 }
 
 /// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
@@ -195,45 +210,23 @@ fn root_view(config: &Config, options: &Options, who: &confine::Who, plan: &Plan
     let home = confine::account(who).map(|u| view::resolve(&u.dir));
     let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     let writable = confine::working_folder(&cwd, home.as_deref());
+    let what = "the working folder, which the command may write";
     if let Some(w) = &writable {
-        view::refuse_inside(&files, w, "the working folder, which the command may write")?;
+        view::refuse_inside(&files, w, what)?;
     }
+    links::refuse_links(&files, writable.as_deref(), what)?;
     let mut hidden = files;
     hidden.extend(confine::host_sockets());
     Ok(view::View {
         tmpfs_size: None,
         writable,
-        private_home: (options.home == view::HomeMode::Private).then(|| plan.run_dir.join("private/home")),
+        private_home: (options.home == view::HomeMode::Private)
+            .then(|| view::PrivateHome::Host(plan.run_dir.join("private/home"))),
         home,
-        writable_git: options.writable_git,
+        git: Vec::new(),
         hidden,
         empty: plan.run_dir.join("empty"),
     })
-}
-
-/// Make `dir` an empty folder of the command's user, its private home for this run: `0711`, so that bubblewrap,
-/// root without capabilities by then, can pass through it to a working folder inside, in a parent only root may
-/// enter (other users of the host cannot reach it).
-fn fresh_home(dir: &Path, who: &confine::Who) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let err = |e: std::io::Error| format!("cannot make the private home {}: {e}", dir.display());
-    if let Some(parent) = dir.parent() {
-        if parent.exists() {
-            std::fs::remove_dir_all(parent).map_err(err)?;
-        }
-        std::fs::create_dir_all(parent).map_err(err)?;
-        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-    }
-    std::fs::create_dir(dir).map_err(err)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).map_err(err)?;
-    let (uid, gid) = match who {
-        confine::Who::User { uid, gid } => {
-            let primary = confine::account(who).map(|u| u.gid.as_raw());
-            (*uid, gid.or(primary).unwrap_or(*uid))
-        }
-        confine::Who::Root => (0, 0),
-    };
-    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).map_err(err)
 }
 
 async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>, DnsSockets, Ports), String> {
@@ -262,7 +255,7 @@ async fn serve(
     audit: Arc<dyn crate::audit::Sink>,
     plan: &Plan,
     firewall: Firewall,
-    confined: Confined,
+    confined: Confined<'_>,
     supervision: &limits::Supervision,
 ) -> Result<i32, String> {
     let (listeners, (udp, tcp), ports) = bind_all(plan).await?;
@@ -357,16 +350,20 @@ async fn serve(
     let line = with_seccomp(line, &filter);
     let before = confined.view.writable.as_deref().map(planted::snapshot);
     supervision.started();
-    let code = run_command(plan, &line, supervision).await;
+    let code = run_command(plan, &line, supervision, confined.child_signals).await;
     if let Some(r) = recorder {
         r.finish();
     }
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
-        planted::report(folder, before, &audit_sink, &plan.sandbox);
+        let protected = confined.git.map(git::Guard::protected).unwrap_or_default();
+        planted::report(folder, before, &audit_sink, &plan.sandbox, protected);
     }
-    if let Some(private) = confined.view.private_home.as_deref().and_then(Path::parent) {
-        let _ = std::fs::remove_dir_all(private);
+    if let Some(view::PrivateHome::Host(home)) = &confined.view.private_home {
+        confine::unmount(home);
+        if let Some(private) = home.parent() {
+            let _ = std::fs::remove_dir_all(private);
+        }
     }
     stop.cancel();
     let _ = proxy.await;
@@ -394,7 +391,12 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
 
 /// Run the confined command line in the namespace, in the jail's cgroup (if it has one) from its first process,
 /// under its limits; the signals that would end cordon are passed on to it.
-async fn run_command(plan: &Plan, line: &[String], supervision: &limits::Supervision) -> Result<i32, String> {
+async fn run_command(
+    plan: &Plan,
+    line: &[String],
+    supervision: &limits::Supervision,
+    child_signals: ChildSignals,
+) -> Result<i32, String> {
     let started = common::Started::new(&plan.run_dir)?;
     let mut line = line.to_vec();
     started.wrap(&mut line);
@@ -404,6 +406,6 @@ async fn run_command(plan: &Plan, line: &[String], supervision: &limits::Supervi
     let (program, args) = full.split_first().ok_or("an empty command line")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
-    let code = wait(&mut command, Some(supervision)).await?;
+    let code = wait(&mut command, Some(supervision), child_signals).await?;
     started.outcome(code)
 }

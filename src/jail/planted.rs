@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-/// The files and folders (everything under them) of the writable folder that developer tools run on the host:
-/// git's hooks and configuration (also hooks kept in the tree for `core.hooksPath`: husky, `.githooks`,
+/// The files and folders (everything under them) of the writable folder that developer tools run on the host,
+/// besides git's own ([`super::git::watched`]): hooks kept in the tree for `core.hooksPath` (husky, `.githooks`,
 /// pre-commit's), direnv's `.envrc`, VS Code's tasks, launch configurations and settings, dev containers.
-pub(crate) const WATCHED: [&str; 8] = [
-    ".git/config",
-    ".git/hooks",
+pub(crate) const WATCHED: [&str; 6] = [
     ".husky",
     ".githooks",
     ".pre-commit-config.yaml",
@@ -34,8 +32,9 @@ pub(crate) type Snapshot = BTreeMap<PathBuf, String>;
 /// The snapshot of `folder`'s watched files now.
 pub(crate) fn snapshot(folder: &Path) -> Snapshot {
     let mut found = Snapshot::new();
-    for watched in WATCHED {
-        for entry in walkdir::WalkDir::new(folder.join(watched))
+    let git = super::git::watched(folder);
+    for watched in WATCHED.iter().map(|w| folder.join(w)).chain(git) {
+        for entry in walkdir::WalkDir::new(watched)
             .follow_links(false)
             .follow_root_links(false)
             .into_iter()
@@ -83,9 +82,33 @@ pub(crate) fn changes(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
         .collect()
 }
 
-/// Compare `folder` with `before`, print each change to stderr and write an audit record for it (sandbox `id`).
-pub(crate) fn report(folder: &Path, before: &Snapshot, audit: &Arc<dyn crate::audit::Sink>, id: &str) {
+/// Compare `folder` with `before`, print each change to stderr and write an audit record for it (sandbox `id`);
+/// then say which of git's files were kept read-only in the jail (`protected`).
+pub(crate) fn report(
+    folder: &Path,
+    before: &Snapshot,
+    audit: &Arc<dyn crate::audit::Sink>,
+    id: &str,
+    protected: &[PathBuf],
+) {
     let found = changes(before, &snapshot(folder));
+    if !protected.is_empty() {
+        let shown: Vec<String> = protected
+            .iter()
+            .take(SHOWN)
+            .map(|p| p.strip_prefix(folder).unwrap_or(p).display().to_string())
+            .collect();
+        let more = protected.len().saturating_sub(SHOWN);
+        eprintln!(
+            "cordon jail: read-only in the jail, for git on this host: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
     if found.is_empty() {
         return;
     }
@@ -112,6 +135,9 @@ pub(crate) fn report(folder: &Path, before: &Snapshot, audit: &Arc<dyn crate::au
         );
     }
 }
+
+/// How many of git's protected paths the report names (then how many more).
+const SHOWN: usize = 24;
 
 #[cfg(test)]
 #[path = "planted_tests.rs"]

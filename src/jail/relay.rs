@@ -11,13 +11,14 @@ use std::path::PathBuf;
 
 use super::seccomp;
 
-/// Relay `listen` to `socket`, run `command` under the filters; its exit code (128 + signal if a signal ended
-/// it).
+/// Relay `listen` to `socket`, run `command` under the filters, started with default signal dispositions and
+/// an empty mask (`child_signals`); its exit code (128 + signal if a signal ended it).
 pub(crate) fn run(
     socket: PathBuf,
     activity: Option<PathBuf>,
     listen: SocketAddr,
     command: &[String],
+    child_signals: super::common::ChildSignals,
 ) -> Result<i32, String> {
     let (program, args) = command.split_first().ok_or("no command given; write it after --")?;
     // SECURITY: the command (same uid, same namespaces) can neither ptrace the relay nor open its
@@ -56,7 +57,11 @@ pub(crate) fn run(
     }
     // SECURITY: the command (and everything it starts) cannot open a Unix socket to a host service.
     seccomp::apply(&filter)?;
-    let child = std::process::Command::new(program)
+    let mut command = std::process::Command::new(program);
+    // SECURITY: the command starts with default signal dispositions and none blocked (a process spawned from a
+    // threaded one would otherwise get the C library's two internal signals ignored).
+    child_signals(&mut command);
+    let child = command
         .args(args)
         .spawn()
         .map_err(|e| format!("cannot start {program}: {e}"))?;

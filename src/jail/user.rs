@@ -41,6 +41,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
             "cordon jail runs the command under bubblewrap, which is not installed (apt-get install bubblewrap)".into(),
         );
     }
+    refuse_privileged()?;
     let project = project
         .canonicalize()
         .map_err(|e| format!("--project {}: {e}", project.display()))?;
@@ -64,13 +65,14 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     }
     let hidden = confine::cordons_files(&config, options.config_file.as_deref());
     view::refuse_inside(&hidden, &project, "--project, which the command may write")?;
+    super::links::refuse_links(&hidden, Some(&project), "--project, which the command may write")?;
     let view = View {
         tmpfs_size: None,
         writable: Some(project.clone()),
         home: std::env::var_os("HOME").map(|h| view::resolve(Path::new(&h))),
         // Set once the jail's own folder is made.
         private_home: None,
-        writable_git: options.writable_git,
+        git: Vec::new(),
         hidden,
         empty: PathBuf::from("/dev/null"),
     };
@@ -78,6 +80,10 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     let (supervision, sink) = super::limits::Supervision::new(&config, &id, options.limits, audit.sink.clone());
     let mut view = view;
     view.tmpfs_size = supervision.bounds.limits.disk;
+    let git = super::git::guard(&mut view, options.writable_git)?;
+    if options.home == HomeMode::Private {
+        view.private_home = Some(view::PrivateHome::Fresh);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,21 +93,45 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
         sink,
         (&id, &token),
         view,
-        options.home,
-        &options.command,
+        (&options.command, options.child_signals),
+        git.as_ref(),
         &supervision,
     ));
     supervision.ended(&result);
     result
 }
 
+/// Refuse to run as root or with capabilities. The project jail is a user's: bubblewrap maps whoever starts it
+/// into the jail's user namespace, so uid 0 would stay the host's root there, with every capability of that
+/// namespace over the host's files (`/etc/shadow` readable, any file the view shows writable by owner).
+fn refuse_privileged() -> Result<(), String> {
+    let status = procfs::process::Process::myself()
+        .and_then(|p| p.status())
+        .map_err(|e| format!("cannot read /proc/self/status to check who runs the jail: {e}"))?;
+    // SECURITY: the project jail never runs as root or with capabilities: its command would be root on the
+    // host's files.
+    if status.ruid == 0 || status.euid == 0 || status.capeff != 0 {
+        return Err(format!(
+            "cordon jail --project runs the command as the user who starts it, and this is {} (uid {},              capabilities {:#x}): the command would be root over the host's files. Run it as the user who owns              the project, without sudo; or, as root, use the root jail from the project folder: cordon jail              --user NAME -- CMD",
+            if status.euid == 0 || status.ruid == 0 {
+                "root"
+            } else {
+                "a process with capabilities"
+            },
+            status.euid,
+            status.capeff
+        ));
+    }
+    Ok(())
+}
+
 async fn serve(
     config: Config,
     audit: Arc<dyn crate::audit::Sink>,
     (id, token): (&str, &str),
-    mut view: View,
-    home: HomeMode,
-    command: &[String],
+    view: View,
+    (command, child_signals): (&[String], super::common::ChildSignals),
+    git: Option<&super::git::Guard>,
     supervision: &super::limits::Supervision,
 ) -> Result<i32, String> {
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -115,11 +145,6 @@ async fn serve(
         .prefix("cordon-jail-")
         .tempdir_in(&base)
         .map_err(|e| format!("cannot make a folder in {}: {e}", base.display()))?;
-    if home == HomeMode::Private {
-        let private = run_dir.path().join("home");
-        std::fs::create_dir(&private).map_err(|e| format!("cannot make {}: {e}", private.display()))?;
-        view.private_home = Some(private);
-    }
     let generation = state.current();
     let sandbox = generation
         .identities
@@ -186,29 +211,45 @@ async fn serve(
         Some((sink, sandbox, user)) => Some(super::activity::Recorder::start(run_dir.path(), sink, sandbox, user)?),
         None => None,
     };
-    let line = command_line(&exe, run_dir.path(), &view, &env, &limited, recorder.is_some());
+    let mut line = command_line(&exe, run_dir.path(), &view, &env, &limited, recorder.is_some());
+    // SECURITY: the jail takes at most half of its user's inotify instances and watches on the host.
+    let inotify = super::inotify::prefix();
+    let said = match &inotify {
+        Ok((b, _)) => format!(
+            "at most {} instances and {} watches (half the user's on this host)",
+            b.instances, b.watches
+        ),
+        Err(why) => format!("not bounded per jail ({why})"),
+    };
+    if inotify.is_ok() {
+        line.splice(0..0, super::inotify::same_user());
+    }
     eprintln!(
-        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: {}",
+        "cordon jail: sandbox {id}, project {} writable, proxy {INSIDE_PROXY} inside; seccomp: {}; for the command: \
+         {}; inotify: {said}",
         project.display(),
         super::seccomp::BASE,
         super::seccomp::COMMAND
     );
     let started = super::common::Started::new(run_dir.path())?;
-    let mut line = line;
     started.wrap(&mut line);
     let before = planted::snapshot(&project);
     let mut full = supervision.bounds.enter();
+    if let Ok((_, prefix)) = inotify {
+        full.extend(prefix);
+    }
     full.push("bwrap".into());
     full.extend(line);
     let (program, args) = full.split_first().ok_or("an empty command line")?;
     let mut bwrap = tokio::process::Command::new(program);
     bwrap.args(args);
     supervision.started();
-    let code = wait(&mut bwrap, Some(supervision)).await;
+    let code = wait(&mut bwrap, Some(supervision), child_signals).await;
     if let Some(r) = recorder {
         r.finish();
     }
-    planted::report(&project, &before, &audit, id);
+    let protected = git.map(super::git::Guard::protected).unwrap_or_default();
+    planted::report(&project, &before, &audit, id, protected);
     stop.cancel();
     let _ = server.await;
     started.outcome(code?)

@@ -53,6 +53,17 @@ pub(crate) enum HomeMode {
     Real,
 }
 
+/// Where a private home lives. Either way it is a tmpfs of the jail's own, at most the `disk` limit in size: not
+/// a folder of a host file system the limit does not reach (the root jail's run folder is on the host's `/run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PrivateHome {
+    /// This host folder, a tmpfs cordon mounted there for the jail (the root jail's: it belongs to the command's
+    /// user, which bubblewrap, running as root, could not make it inside).
+    Host(PathBuf),
+    /// A tmpfs bubblewrap makes inside the jail (the project jail's: bubblewrap runs as the user).
+    Fresh,
+}
+
 /// The command's file system, as bubblewrap arguments.
 #[derive(Debug, Clone)]
 pub(crate) struct View {
@@ -62,10 +73,11 @@ pub(crate) struct View {
     pub(crate) tmpfs_size: Option<u64>,
     /// The user's home as the command sees it.
     pub(crate) home: Option<PathBuf>,
-    /// Private home: the host folder shown at `home`; `None`: the real one, read-only.
-    pub(crate) private_home: Option<PathBuf>,
-    /// Whether `.git/config` and `.git/hooks` of the writable folder stay writable (`--writable-git`).
-    pub(crate) writable_git: bool,
+    /// A private home shown at `home`; `None`: the real one, read-only.
+    pub(crate) private_home: Option<PrivateHome>,
+    /// The binds that keep git's files in the writable folder read-only (the git guard's; none with
+    /// `--writable-git`).
+    pub(crate) git: Vec<String>,
     /// What must read as nothing (absolute, canonical): cordon's files, the host sockets listed at start.
     pub(crate) hidden: Vec<PathBuf>,
     /// The empty file shown instead of a hidden file.
@@ -168,7 +180,8 @@ impl View {
         let mut binds: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
         if let Some(home) = &self.home {
             match &self.private_home {
-                Some(private) => binds.push((private.clone(), home.clone(), "--bind")),
+                Some(PrivateHome::Host(private)) => binds.push((private.clone(), home.clone(), "--bind")),
+                Some(PrivateHome::Fresh) => binds.push((PathBuf::new(), home.clone(), "--tmpfs")),
                 None => binds.push((home.clone(), home.clone(), "--ro-bind")),
             }
         }
@@ -190,18 +203,22 @@ impl View {
                     a.extend(["--perms".into(), "0755".into(), "--dir".into(), s(folder)]);
                 }
             }
-            a.extend([how.into(), s(&from), s(&at)]);
+            if how == "--tmpfs" {
+                // SECURITY: the private home holds at most the jail's disk limit, like the private folders.
+                if let Some(size) = self.tmpfs_size {
+                    a.extend(["--size".into(), size.to_string()]);
+                }
+                a.extend(["--perms".into(), "0700".into(), "--tmpfs".into(), s(&at)]);
+            } else {
+                a.extend([how.into(), s(&from), s(&at)]);
+            }
         }
         if self.private_home.is_none()
             && let Some(home) = &self.home
         {
             self.hide_into(&mut a, HOME_SECRETS.iter().map(|h| home.join(h)));
         }
-        if let Some(w) = &self.writable
-            && !self.writable_git
-        {
-            a.extend(git_guard(w));
-        }
+        a.extend(self.git.iter().cloned());
         a
     }
 
@@ -229,41 +246,6 @@ impl View {
             }
         }
     }
-}
-
-/// `.git` of `project` kept in place (bound onto itself, so it cannot be renamed away and replaced) with its
-/// `config` and `hooks` read-only: what git runs on the host (hooks, `core.fsmonitor`, `core.hooksPath`,
-/// `core.sshCommand`, `core.pager`, aliases, filters, textconv) cannot be planted. A `.git` file (a worktree's
-/// or a submodule's `gitdir:` link) is left as it is.
-fn git_guard(project: &Path) -> Vec<String> {
-    let git = project.join(".git");
-    let mut a = Vec::new();
-    if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
-        return a;
-    }
-    // SECURITY: the command cannot write what git runs on the host: `.git/config` and `.git/hooks`.
-    a.extend(["--bind".into(), s(&git), s(&git)]);
-    for (part, folder) in [("config", false), ("hooks", true)] {
-        let path = git.join(part);
-        if std::fs::symlink_metadata(&path).is_err() {
-            // Made (empty, as `.git`'s owner) so that the command cannot create it.
-            let made = if folder {
-                std::fs::create_dir(&path)
-            } else {
-                std::fs::write(&path, "")
-            };
-            if made.is_ok()
-                && let Ok(meta) = std::fs::metadata(&git)
-            {
-                use std::os::unix::fs::MetadataExt;
-                let _ = std::os::unix::fs::chown(&path, Some(meta.uid()), Some(meta.gid()));
-            }
-        }
-        if std::fs::symlink_metadata(&path).is_ok() {
-            a.extend(["--ro-bind".into(), s(&path), s(&path)]);
-        }
-    }
-    a
 }
 
 #[cfg(test)]

@@ -38,12 +38,13 @@ fn hiding_comes_after_every_bind_and_only_where_the_view_shows() {
     std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
     std::fs::write(project.join(".git/config"), "").unwrap();
     std::fs::write(project.join("secret"), "").unwrap();
+    let guard = crate::jail::git::Guard::set_up(&project).unwrap();
     let view = View {
         tmpfs_size: None,
         writable: Some(project.clone()),
         home: Some(PathBuf::from("/home/someone")),
-        private_home: Some(PathBuf::from("/run/x/home")),
-        writable_git: false,
+        private_home: Some(PrivateHome::Host(PathBuf::from("/run/x/home"))),
+        git: guard.args(),
         hidden: vec![
             project.join("secret"),
             PathBuf::from("/etc/hostname"),
@@ -77,7 +78,7 @@ fn hiding_comes_after_every_bind_and_only_where_the_view_shows() {
     assert!(!view.shows(Path::new("/var/spool/postfix/public/pickup")) && !view.shows(Path::new("/home/someone/.ssh")));
     // With --writable-git, git's files are the project's like any other.
     let open = View {
-        writable_git: true,
+        git: Vec::new(),
         ..view
     };
     assert!(!open.mounts().join(" ").contains(".git/config"));

@@ -6,6 +6,11 @@ use std::time::Duration;
 use super::cgroup::Cgroup;
 use crate::config::jail::{JailLimits, size};
 
+/// What holds `memory` without a cgroup, exactly: the address space of each process, so what it maps (a mapped
+/// memfd included), not what the kernel holds for it unmapped.
+pub(crate) const FALLBACK_MEMORY: &str = "RLIMIT_AS per process: address space only, so not a memfd's unmapped \
+    contents, pipe or socket buffers, nor what several processes hold together";
+
 /// A jail's limits and what holds them.
 #[derive(Debug)]
 pub(crate) struct Bounds {
@@ -61,7 +66,7 @@ impl Bounds {
         if let Some(m) = l.memory {
             let how = match self.by_cgroup("memory") {
                 Some(by) => format!("{by} memory, no swap"),
-                None => weaker("RLIMIT_AS per process"),
+                None => weaker(FALLBACK_MEMORY),
             };
             out.push(("memory", size(m), how));
         }
@@ -76,7 +81,8 @@ impl Bounds {
             out.push((
                 "disk",
                 size(d),
-                "tmpfs size of each private folder (/tmp, /var/tmp, /var, /run, /dev/shm)".into(),
+                "tmpfs size of each private folder (/tmp, /var/tmp, /var, /run, /dev/shm) and of the private home"
+                    .into(),
             ));
         }
         if let Some(w) = l.wall {

@@ -107,14 +107,32 @@ impl Cgroup {
                 "{v2_why}, and no cgroup v1 memory, pids or cpu hierarchy is mounted"
             ));
         }
+        // Each hierarchy where cordon may make the jail's folder (a user may have one delegated, memory alone, say):
+        // what it holds is held there, the rest falls back to rlimits.
+        let mut refused = Vec::new();
+        let dirs: Vec<(&'static str, PathBuf)> = dirs
+            .into_iter()
+            .filter(|(controller, dir)| match std::fs::create_dir(dir) {
+                Ok(()) => true,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => true,
+                Err(e) => {
+                    refused.push(format!("{controller}: cannot create {}: {e}", dir.display()));
+                    false
+                }
+            })
+            .collect();
         let made = Cgroup {
             version: Version::V1,
             dirs,
         };
-        made.create().and_then(|()| made.limit_v1(limits)).map_err(|e| {
+        let why = |e: String| format!("{v2_why}; cgroup v1: {e}");
+        if made.dirs.is_empty() {
+            return Err(why(refused.join("; ")));
+        }
+        if let Err(e) = made.limit_v1(limits) {
             made.remove();
-            format!("{v2_why}; cgroup v1: {e}")
-        })?;
+            return Err(why(e));
+        }
         Ok(made)
     }
 
@@ -180,24 +198,25 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Write each limit whose controller's folder the cgroup has (the others are held by rlimits).
     fn limit_v1(&self, l: &JailLimits) -> Result<(), String> {
         let need = |controller: &str| {
-            self.dir(controller)
-                .ok_or_else(|| format!("the {controller} controller is not mounted"))
+            self.dirs
+                .iter()
+                .find(|(c, _)| *c == controller)
+                .map(|(_, d)| d.as_path())
         };
-        if let Some(m) = l.memory {
-            let dir = need("memory")?;
+        if let (Some(m), Some(dir)) = (l.memory, need("memory")) {
             write(dir, "memory.limit_in_bytes", &m.to_string())?;
             // Memory plus swap no more than memory: no swap (when the kernel accounts swap).
             if dir.join("memory.memsw.limit_in_bytes").exists() {
                 write(dir, "memory.memsw.limit_in_bytes", &m.to_string())?;
             }
         }
-        if let Some(p) = l.pids {
-            write(need("pids")?, "pids.max", &p.to_string())?;
+        if let (Some(p), Some(dir)) = (l.pids, need("pids")) {
+            write(dir, "pids.max", &p.to_string())?;
         }
-        if let Some(c) = l.cpu {
-            let dir = need("cpu")?;
+        if let (Some(c), Some(dir)) = (l.cpu, need("cpu")) {
             write(dir, "cpu.cfs_period_us", &PERIOD_US.to_string())?;
             write(dir, "cpu.cfs_quota_us", &quota(c).to_string())?;
         }
@@ -284,9 +303,12 @@ impl Cgroup {
         }
     }
 
-    /// Whether the limit of `controller` is enforced here (v1: the hierarchy is mounted).
+    /// Whether the limit of `controller` is enforced here (v1: the jail has a folder in its hierarchy).
     pub(crate) fn bounds(&self, controller: &str) -> bool {
-        self.dir(controller).is_some()
+        match self.version {
+            Version::V2 => true,
+            Version::V1 => self.dirs.iter().any(|(c, _)| *c == controller),
+        }
     }
 }
 

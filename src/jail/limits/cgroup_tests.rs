@@ -81,15 +81,17 @@ fn v1_limits_go_to_each_controllers_folder() {
 }
 
 #[test]
-fn a_v1_hierarchy_that_is_not_mounted_is_said_not_ignored() {
+fn a_v1_hierarchy_the_jail_has_no_folder_in_is_left_to_the_rlimits() {
+    // A user with a memory cgroup delegated, and no other: memory is held there, the rest is not written.
     let root = tempfile::tempdir().unwrap();
     let c = Cgroup {
         version: Version::V1,
-        dirs: vec![("pids", root.path().to_path_buf())],
+        dirs: vec![("memory", root.path().to_path_buf())],
     };
-    let e = c.limit_v1(&limits()).unwrap_err();
-    assert!(e.contains("the memory controller is not mounted"), "{e}");
-    assert!(!c.bounds("cpu") && c.bounds("pids"));
+    c.limit_v1(&limits()).unwrap();
+    assert_eq!(read(root.path(), "memory.limit_in_bytes"), "67108864");
+    assert!(!root.path().join("pids.max").exists() && !root.path().join("cpu.cfs_quota_us").exists());
+    assert!(c.bounds("memory") && !c.bounds("cpu") && !c.bounds("pids"));
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::jail;
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
@@ -102,8 +103,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
         .args(["-qec", &line, "/dev/null"])
         .env("T", TIOCSTI)
         .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .output_within();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("refused") && !text.contains("INJECTED"), "{text}");
 
@@ -116,7 +116,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
         .arg("echo \"[${ESC_API_KEY:-}][${CORDON_VAULT_KEY:-}][${HTTPS_PROXY:-}]\"")
         .env("ESC_API_KEY", "sk-not-for-the-sandbox")
         .env("CORDON_VAULT_KEY", "00".repeat(32));
-    let out = c.output().unwrap();
+    let out = c.output_within();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.starts_with("[][][http://10.") && !text.contains("sk-not"),
@@ -132,8 +132,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
     for _ in 0..20 {
         let out = std::process::Command::new("pgrep")
             .args(["-af", &format!("sleep {marker}")])
-            .output()
-            .unwrap();
+            .output_within();
         left = String::from_utf8_lossy(&out.stdout).into_owned();
         if left.trim().is_empty() {
             break;
@@ -168,7 +167,7 @@ async fn nothing_but_the_network_through_cordon_leads_out_of_the_jail() {
         if let Some(uid) = sudo {
             c.env("SUDO_UID", uid).env("SUDO_GID", uid);
         }
-        let out = c.output().unwrap();
+        let out = c.output_within();
         assert_eq!(
             out.status.code(),
             Some(125),

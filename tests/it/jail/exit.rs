@@ -3,6 +3,7 @@
 //! 1 would otherwise pass for the command's.
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::{Deadline, Within};
 use crate::rigs::netns::available;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -19,7 +20,7 @@ async fn the_root_jail_exits_with_the_commands_code_and_125_when_bubblewrap_fail
             .arg(&config)
             .args(["--user", "65534:65534", "--", "sh", "-c", &format!("exit {code}")])
             .current_dir(cwd);
-        c.output().unwrap()
+        c.output_within()
     };
     for code in ["0", "1", "3", "125"] {
         let out = run("/", code);
@@ -52,8 +53,7 @@ async fn the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_f
     crate::rigs::jail::chown_r(d, uid, gid);
     let run = |project: &std::path::Path, code: &str| {
         crate::rigs::jail::jail_as_user(&bin, &d.join("cordon.yaml"), project, &[], &format!("exit {code}"))
-            .output()
-            .unwrap()
+            .output_within()
     };
     for code in ["0", "1", "3", "125"] {
         let out = run(&d.join("project"), code);
@@ -67,24 +67,61 @@ async fn the_project_jail_exits_with_the_commands_code_and_125_when_bubblewrap_f
 }
 
 /// Start `jail` (a `cordon jail ... -- sh -c` of [`TRAPS`]), wait until the command is up, send cordon
-/// `signal`, and return what the command printed and cordon's exit code.
+/// `signal`, and return what the command printed and cordon's exit code; all within a minute.
 fn signalled(mut jail: std::process::Command, signal: nix::sys::signal::Signal) -> (String, Option<i32>) {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
+    use std::os::unix::process::CommandExt;
+    let what = format!("{jail:?}, sent {signal}");
     let mut child = jail
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .spawn()
         .unwrap();
+    let deadline = Deadline::start(&child, std::time::Duration::from_secs(60), &what);
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "{:?}", child.wait_with_output());
-    // `ip netns exec` and setpriv exec in place: the child is cordon itself.
+    if line.trim() != "ready" {
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        deadline.check(&err);
+        panic!("{what}: the command never said ready: {line:?} {err}");
+    }
+    // `nsenter`, setpriv and the wrapper of [`ignoring`] exec in place: the child is cordon itself.
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     nix::sys::signal::kill(pid, signal).unwrap();
     let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    (rest, child.wait().unwrap().code())
+    out.read_to_string(&mut rest).unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let code = child.wait().unwrap().code();
+    deadline.check(&format!("{rest}{err}"));
+    (rest, code)
+}
+
+/// `jail` started the way a shell starts a background job or `nohup` does, and more: SIGINT, SIGQUIT and SIGHUP
+/// ignored, SIGTERM, SIGUSR1 and SIGCHLD blocked (a disposition of ignore and the signal mask survive exec).
+fn ignoring(jail: &std::process::Command) -> std::process::Command {
+    const WRAP: &str = "import os, signal, sys
+for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGUSR1, signal.SIGCHLD})
+os.execvp(sys.argv[1], sys.argv[1:])";
+    let mut c = std::process::Command::new("python3");
+    c.args(["-c", WRAP]).arg(jail.get_program()).args(jail.get_args());
+    c.env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    for (k, v) in jail.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    if let Some(dir) = jail.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
 }
 
 /// A command that says which signal reached it and exits with a code of its own.
@@ -100,11 +137,11 @@ async fn signals_to_either_jail_reach_the_command_whose_code_cordon_exits_with()
     let w = World::new().await;
     let id = format!("sig{}", w.net.n);
     let config = w.config(&id, "", None);
-    let root = || {
+    let root = |script: &str| {
         let mut c = w.net.enter(&w.net.gw, crate::rigs::process::BIN);
         c.args(["jail", "--sandbox", &id, "--config"])
             .arg(&config)
-            .args(["--user", "65534:65534", "--", "sh", "-c", TRAPS])
+            .args(["--user", "65534:65534", "--", "sh", "-c", script])
             .current_dir("/");
         c
     };
@@ -118,11 +155,20 @@ async fn signals_to_either_jail_reach_the_command_whose_code_cordon_exits_with()
     );
     std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
     crate::rigs::jail::chown_r(d, uid, gid);
-    let user = || crate::rigs::jail::jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], TRAPS);
+    let user = |script: &str| crate::rigs::jail::jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], script);
     for (name, make) in [
-        ("root", &root as &dyn Fn() -> std::process::Command),
+        ("root", &root as &dyn Fn(&str) -> std::process::Command),
         ("project", &user),
     ] {
+        // Started ignoring and blocking signals, the command has none ignored and none blocked.
+        let out = ignoring(&make("exec grep -E '^Sig(Ign|Blk)' /proc/self/status")).output_within();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            said.split_whitespace().collect::<Vec<_>>(),
+            ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"],
+            "{name} jail: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let signals = [
             (Signal::SIGTERM, 7),
             (Signal::SIGINT, 8),
@@ -132,10 +178,70 @@ async fn signals_to_either_jail_reach_the_command_whose_code_cordon_exits_with()
             (Signal::SIGUSR2, 12),
         ];
         for (signal, code) in signals {
-            let (said, exit) = signalled(make(), signal);
+            let (said, exit) = signalled(make(TRAPS), signal);
             let what = signal.as_str().trim_start_matches("SIG");
             assert!(said.contains(&format!("got={what}")), "{name} jail, {signal}: {said:?}");
             assert_eq!(exit, Some(code), "{name} jail, {signal}: {said:?}");
+        }
+        // Started from a background job or under nohup: the command still gets, and can trap, each signal.
+        for (signal, code) in signals {
+            let (said, exit) = signalled(ignoring(&make(TRAPS)), signal);
+            let what = signal.as_str().trim_start_matches("SIG");
+            assert!(
+                said.contains(&format!("got={what}")),
+                "{name} jail started ignoring signals, {signal}: {said:?}"
+            );
+            assert_eq!(
+                exit,
+                Some(code),
+                "{name} jail started ignoring signals, {signal}: {said:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_cannot_take_back_the_word_that_it_started() {
+    if !available("the_command_cannot_take_back_the_word_that_it_started") {
+        return;
+    }
+    let (uid, gid, _) = crate::rigs::jail::user();
+    let crate::rigs::jail::UserDir { dir, bin, project } = crate::rigs::jail::user_dir("jail-started");
+    let d = dir.path();
+    let yaml = format!(
+        "ca: {{ dir: {d}/cas }}\naudit: {{ path: {d}/audit.jsonl }}\nsandboxes:\n  - {{ id: t, user: dev, token_sha256: {h}, policy: p }}\npolicies:\n  p: {{ allow: [] }}\n",
+        d = d.display(),
+        h = crate::rigs::client::hash("unused"),
+    );
+    std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
+    crate::rigs::jail::chown_r(d, uid, gid);
+    // Read it back, remove it, replace it, change its mode: each fails, and cordon exits with the command's code.
+    let script = "w=/run/cordon-started
+timeout 2 cat $w >/dev/null 2>&1 && echo read=took || echo read=refused
+rm -f $w 2>/dev/null && echo rm=took || echo rm=refused
+mv $w /run/x 2>/dev/null && echo mv=took || echo mv=refused
+chmod 600 $w 2>/dev/null && echo chmod=took || echo chmod=refused
+exit 3";
+    let w = World::new().await;
+    let id = format!("word{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let mut root = w.net.enter(&w.net.gw, crate::rigs::process::BIN);
+    root.args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .args(["--user", &format!("{uid}:{gid}"), "--", "sh", "-c", script])
+        .current_dir("/");
+    let user = crate::rigs::jail::jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], script);
+    for (name, mut c) in [("root", root), ("project", user)] {
+        let out = c.output_within();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{name}: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for wanted in ["read=refused", "rm=refused", "mv=refused", "chmod=refused"] {
+            assert!(said.contains(wanted), "{name}, {wanted}: {said}");
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{
     SOCKETS, Scratch, TRY_SOCKETS, USER, UserDir, chown_r, host_server, jail_as_user, shell_words, user, user_dir,
 };
@@ -27,8 +28,7 @@ fn run_as_user_with(
     let out = jail_as_user(bin, config, project, extra, script)
         .env("HOME", home)
         .current_dir(project)
-        .output()
-        .unwrap();
+        .output_within();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail, jail_as_user, user, user_dir};
 use crate::rigs::netns::available;
 
@@ -119,9 +120,7 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
     std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
     chown_r(d, uid, gid);
     let script = format!("{}; {INIT}", script(&project, &host_dgram, "127.0.0.1:3128"));
-    let out = jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], &script)
-        .output()
-        .unwrap();
+    let out = jail_as_user(&bin, &d.join("cordon.yaml"), &project, &[], &script).output_within();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -177,8 +176,7 @@ async fn no_way_around_the_root_jail_through_the_kernel() {
             .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
             .arg(dir.join("probe"))
             .arg(what)
-            .output()
-            .unwrap();
+            .output_within();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(as_nobody("add-key"), "add_key=ok");

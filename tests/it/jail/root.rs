@@ -7,6 +7,7 @@ use std::time::Duration;
 use cordon::jail::Plan;
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{jail, leftovers};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
@@ -165,23 +166,20 @@ fn the_jail_refuses_without_a_command_or_an_unknown_sandbox() {
     let out = std::process::Command::new(BIN)
         .args(["jail", "--config"])
         .arg(&config)
-        .output()
-        .unwrap();
+        .output_within();
     assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no command given"));
     let out = std::process::Command::new(BIN)
         .args(["jail", "--sandbox", "nope", "--config"])
         .arg(&config)
         .args(["--", "true"])
-        .output()
-        .unwrap();
+        .output_within();
     assert!(String::from_utf8_lossy(&out.stderr).contains("declares no such sandbox"));
     let out = std::process::Command::new(BIN)
         .args(["jail", "--subnet", "10.0.0.0/30", "--config"])
         .arg(&config)
         .args(["--", "true"])
-        .output()
-        .unwrap();
+        .output_within();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("too small"),
         "{}",

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use crate::rigs::gateway::World;
+use crate::rigs::jail::Within;
 use crate::rigs::netns::available;
 
 /// Run `command` with fd 5 connected to the Unix socket at `socket` (Python holds the connection and passes
@@ -31,7 +32,7 @@ sys.exit(subprocess.run(sys.argv[2:], pass_fds=(5,)).returncode)";
             None => c.env_remove(k),
         };
     }
-    c.output().unwrap()
+    c.output_within()
 }
 
 /// A Unix socket anyone may connect to, keeping every byte it is sent.

@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::rigs::client::hash;
+use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
 use crate::rigs::tls::{https_upstream, test_ca};
 
@@ -102,8 +103,7 @@ echo whoami=$(id -u)",
         .env("JAIL_API_KEY", "jail-api-s3cr3t")
         .env("JAIL_GIT_TOKEN", git_token)
         .env("JAIL_PYPI_TOKEN", crate::e2e::pip::SECRET)
-        .output()
-        .unwrap();
+        .output_within();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -178,5 +178,94 @@ echo whoami=$(id -u)",
         activity
             .filter(|r| r["kind"] == "exec")
             .all(|r| r["exec"]["uid"].as_u64().is_none_or(|u| u == u64::from(uid)))
+    );
+}
+
+/// `cordon jail --project` run as root (directly, through sudo), or by a user holding a capability, is refused
+/// before anything runs: the command would be root (or privileged) over the host's files in its user namespace,
+/// `/etc/shadow` first of all.
+#[test]
+fn the_project_jail_refuses_root_and_capabilities() {
+    if !crate::rigs::netns::available("the_project_jail_refuses_root_and_capabilities") {
+        return;
+    }
+    let (uid, gid, _) = user();
+    let UserDir { dir, bin, project } = user_dir("jail-root-refused");
+    let d = dir.path();
+    let yaml = format!(
+        "ca: {{ dir: {d}/cas }}\naudit: {{ path: {d}/audit.jsonl }}\nsandboxes:\n  - {{ id: t, user: dev, token_sha256: {h}, policy: p }}\npolicies:\n  p: {{ allow: [] }}\n",
+        d = d.display(),
+        h = hash("unused"),
+    );
+    std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
+    chown_r(d, uid, gid);
+    let script = format!(
+        "cat /etc/shadow > {p}/shadow; grep CapEff /proc/self/status > {p}/caps; touch {p}/ran",
+        p = project.display()
+    );
+    let as_root = |sudo: bool| {
+        let mut c = std::process::Command::new(&bin);
+        c.args(["jail", "--config"])
+            .arg(d.join("cordon.yaml"))
+            .arg("--project")
+            .arg(&project)
+            .args(["--", "sh", "-c", &script]);
+        if sudo {
+            c.env("SUDO_UID", uid.to_string()).env("SUDO_GID", gid.to_string());
+        }
+        c.output_within()
+    };
+    // The user, holding CAP_DAC_READ_SEARCH (which reads any file) as an ambient capability.
+    let with_cap = || {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--reuid",
+            &uid.to_string(),
+            "--regid",
+            &gid.to_string(),
+            "--init-groups",
+            "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["jail", "--config"])
+        .arg(d.join("cordon.yaml"))
+        .arg("--project")
+        .arg(&project)
+        .args(["--", "sh", "-c", &script])
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        c.output_within()
+    };
+    for (what, out, said) in [
+        ("root", as_root(false), "this is root (uid 0"),
+        ("root through sudo", as_root(true), "this is root (uid 0"),
+        ("a user with a capability", with_cap(), "a process with capabilities"),
+    ] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "{what}: {err}");
+        assert!(
+            err.contains(said) && err.contains("the command would be root over the host's files"),
+            "{what}: {err}"
+        );
+        for file in ["shadow", "caps", "ran"] {
+            assert!(!project.join(file).exists(), "{what}: the command ran ({file})");
+        }
+    }
+    // The same user without the capability runs it, and the command holds none and cannot read /etc/shadow.
+    let out = jail_as_user(
+        &bin,
+        &d.join("cordon.yaml"),
+        &project,
+        &[],
+        "cat /etc/shadow >/dev/null 2>&1 && echo shadow=read || echo shadow=refused; grep CapEff /proc/self/status",
+    )
+    .output_within();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        said.contains("shadow=refused") && said.contains("CapEff:\t0000000000000000"),
+        "{said}"
     );
 }

@@ -44,7 +44,7 @@ pub(crate) fn jail(
         c.args(["--user", "65534:65534"]);
     }
     c.arg("--").args(cmd);
-    let out = output_within(c, std::time::Duration::from_secs(600), |_| {});
+    let out = c.output_within();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -263,4 +263,119 @@ pub(crate) fn jail_as_user(bin: &Path, config: &Path, project: &Path, extra: &[&
     .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     .env("HOME", home);
     c
+}
+
+/// How long a jail test waits for a process, at most: the slowest jail here (git clone and pip install through
+/// cordon, on two shared cores) takes well under a minute.
+pub(crate) const DEADLINE: std::time::Duration = std::time::Duration::from_secs(240);
+
+/// A watch on a started process: past `limit`, it and its process group are killed (SIGKILL), and
+/// [`Deadline::check`] fails the test saying what it waited for.
+pub(crate) struct Deadline {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    watchdog: Option<std::thread::JoinHandle<()>>,
+    what: String,
+    limit: std::time::Duration,
+}
+
+impl Deadline {
+    /// Watch `child` (`what` it is, for the failure) for `limit`.
+    pub(crate) fn start(child: &std::process::Child, limit: std::time::Duration, what: &str) -> Deadline {
+        use nix::sys::signal::{Signal, kill, killpg};
+        use nix::unistd::Pid;
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = fired.clone();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let watchdog = std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Its own process group when it was started in one (see `output_within`), else itself.
+                if killpg(pid, Signal::SIGKILL).is_err() {
+                    let _ = kill(pid, Signal::SIGKILL);
+                }
+            }
+        });
+        Deadline {
+            stop: Some(stop),
+            fired,
+            watchdog: Some(watchdog),
+            what: what.to_owned(),
+            limit,
+        }
+    }
+
+    /// Stop watching; fail the test if the deadline passed (`seen`: what the process said, for the message).
+    pub(crate) fn check(mut self, seen: &str) {
+        self.stop.take();
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+        assert!(
+            !self.fired.load(std::sync::atomic::Ordering::SeqCst),
+            "{} did not end within {:?}, and was killed; it said:\n{seen}",
+            self.what,
+            self.limit
+        );
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.stop.take();
+    }
+}
+
+/// What a command run to its end with a deadline gives: `output()` for the jail tests, which must not hang.
+pub(crate) trait Within {
+    /// Run it (stdin empty, stdout and stderr captured, in a process group of its own) and wait at most
+    /// [`DEADLINE`]; the test fails, naming the command, if it is not done by then.
+    fn output_within(&mut self) -> std::process::Output;
+}
+
+impl Within for Command {
+    fn output_within(&mut self) -> std::process::Output {
+        use std::os::unix::process::CommandExt;
+        let child = self
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        wait_within(child, &format!("{:?}", self))
+    }
+}
+
+/// Wait at most [`DEADLINE`] for `child` (`what` it is) and collect its output; the test fails if it is not done.
+pub(crate) fn wait_within(child: std::process::Child, what: &str) -> std::process::Output {
+    let deadline = Deadline::start(&child, DEADLINE, what);
+    let out = child.wait_with_output().unwrap();
+    deadline.check(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
+    out
+}
+
+/// `c` started through `sh -c PREFIX`, which then becomes it: its program, arguments, the environment it sets
+/// (nothing else of the test's but PATH) and its working folder.
+pub(crate) fn through_shell(prefix: &str, c: &Command) -> Command {
+    let mut w = Command::new("sh");
+    w.args(["-c", &format!("{prefix} && exec \"$@\""), "sh"])
+        .arg(c.get_program())
+        .args(c.get_args())
+        .env_clear()
+        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            w.env(k, v);
+        }
+    }
+    if let Some(dir) = c.get_current_dir() {
+        w.current_dir(dir);
+    }
+    w
 }
