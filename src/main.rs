@@ -57,17 +57,33 @@ fn keep_inherited_descriptors() {
 fn default_signals(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SECURITY: the jailed command starts with default signal dispositions and an empty signal mask.
-    // SAFETY: the closure allocates nothing and calls only sigaction, sigemptyset and sigprocmask, which are
-    // async-signal-safe, as code between fork and exec in a threaded process must be.
+    // SAFETY: the closure allocates nothing and calls only sigaction, sigemptyset, sigprocmask and the raw
+    // rt_sigaction system call, which are async-signal-safe, as code between fork and exec in a threaded process
+    // must be.
     unsafe {
         command.pre_exec(|| {
             let mut default: libc::sigaction = std::mem::zeroed();
             default.sa_sigaction = libc::SIG_DFL;
             for signal in 1..=libc::SIGRTMAX() {
-                // SIGKILL and SIGSTOP cannot be changed, nor the two the C library keeps for itself (EINVAL).
+                // SIGKILL and SIGSTOP cannot be changed, nor, through sigaction, the two the C library keeps for
+                // itself (EINVAL), which are reset below.
                 if signal != libc::SIGKILL && signal != libc::SIGSTOP {
                     libc::sigaction(signal, &default, std::ptr::null_mut());
                 }
+            }
+            // The C library's own real-time signals (32 and 33 in glibc, below SIGRTMIN) are ignored in a child
+            // that posix_spawn made of a threaded process, and an ignored disposition survives exec: cordon
+            // itself started that way would hand them on. sigaction refuses them, so the kernel is asked
+            // directly: rt_sigaction(signal, {SIG_DFL, no flags, no restorer, empty mask}, NULL, 8).
+            let kernel_default: [libc::c_ulong; 4] = [libc::SIG_DFL as libc::c_ulong, 0, 0, 0];
+            for signal in 32..libc::SIGRTMIN() {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    signal,
+                    kernel_default.as_ptr(),
+                    std::ptr::null_mut::<libc::c_void>(),
+                    8usize,
+                );
             }
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
