@@ -7,9 +7,11 @@
 //! them goes through the same handlers, role checks and `kind: admin` records as the admin API: the approver a
 //! record names is whoever signed in, never a field of a form.
 //!
-//! The session cookie is `HttpOnly` and `SameSite=Strict` (`__Host-` and `Secure` over TLS); every form carries
-//! the session's CSRF token and must come from the console's own origin; the pages forbid scripts, styles and
-//! frames from anywhere else (CSP) and no token ever travels in a URL.
+//! The session cookie is `HttpOnly` and `SameSite=Strict` (`__Secure-` and `Secure` over TLS), and sent only
+//! under the session's random place (`/console/s/PLACE/`, where its pages are), so that no other port of the
+//! console's host receives it; every form carries the session's CSRF token and must say it comes from the
+//! console's exact origin; the pages forbid scripts, styles and frames from anywhere else (CSP) and no token
+//! ever travels in a URL. With `admin.tls.client_ca`, a token's session needs a client certificate as `/v1` does.
 
 mod answer;
 mod events;

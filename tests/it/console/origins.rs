@@ -223,9 +223,23 @@ async fn a_server_on_another_port_never_gets_the_session_and_cross_origin_change
         assert!(page.contains("did not come from this console"), "{headers:?}: {page}");
     }
     // A GET never changes anything: not a decision, not signing out.
-    let (status, _) = raw(&rig, "GET", &format!("{path}?{form}"), &[cookie.clone()], "").await;
+    let (status, _) = raw(
+        &rig,
+        "GET",
+        &format!("{path}?{form}"),
+        std::slice::from_ref(&cookie),
+        "",
+    )
+    .await;
     assert_eq!(status, 404);
-    let (status, _) = raw(&rig, "GET", &format!("{}logout", mine.base), &[cookie.clone()], "").await;
+    let (status, _) = raw(
+        &rig,
+        "GET",
+        &format!("{}logout", mine.base),
+        std::slice::from_ref(&cookie),
+        "",
+    )
+    .await;
     assert_eq!(status, 404);
     assert_eq!(rig.pending().await.len(), 1, "nothing decided the held request");
     // From the console's own origin (Origin, or Sec-Fetch-Site alone), the form is read (and this one is no
@@ -237,7 +251,7 @@ async fn a_server_on_another_port_never_gets_the_session_and_cross_origin_change
         assert_eq!(status, 422, "{page}");
     }
     // Every answer says no other origin may load it.
-    let (_, page) = raw(&rig, "GET", &mine.base, &[cookie.clone()], "").await;
+    let (_, page) = raw(&rig, "GET", &mine.base, std::slice::from_ref(&cookie), "").await;
     assert!(
         page.to_ascii_lowercase()
             .contains("cross-origin-resource-policy: same-origin"),
@@ -259,7 +273,14 @@ async fn a_server_on_another_port_never_gets_the_session_and_cross_origin_change
         .to_owned();
     let token_form = format!("csrf={csrf}&token={}", rig.token("apr"));
     let with_form = format!("Cookie: cordon_form={form_cookie}");
-    let (status, page) = raw(&rig, "POST", "/console/login/token", &[with_form.clone()], &token_form).await;
+    let (status, page) = raw(
+        &rig,
+        "POST",
+        "/console/login/token",
+        std::slice::from_ref(&with_form),
+        &token_form,
+    )
+    .await;
     assert_eq!(status, 403, "{page}");
     let (status, page) = raw(
         &rig,
