@@ -154,7 +154,8 @@ pub enum Via {
 /// Who is calling: a name and the roles it holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Principal {
-    /// The token's configured name, or the signed-in person's `email` (else `sub`) from the verified ID token.
+    /// The token's configured name, or for a person signed in through OpenID Connect `person:` and their `email`
+    /// (else `person-sub:` and their `sub`) from the verified ID token: the two never share a name.
     pub name: String,
     /// What it may do.
     pub roles: Roles,
@@ -169,7 +170,12 @@ impl Principal {
     }
 }
 
-/// Whether `name` can name a principal (a token's name): 1 to 64 of letters, digits and `._@+-`.
+/// Who the decisions cordon makes itself are by (an ask ended because its sandbox went away): no token may
+/// take this name.
+pub const CORDON: &str = "cordon";
+
+/// Whether `name` can name a principal (a token's name): 1 to 64 of letters, digits and `._@+-`. It holds no
+/// `:`, so it never reads as a person's name (`person:...`, `person-sub:...`).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._@+-".contains(&b))
 }

@@ -79,7 +79,20 @@ pub(super) async fn handle(
         if !api {
             return boxed(needs_tls(state, client, &path));
         }
-        return console::handle(console, state, req, client).await;
+        // SECURITY: the console's token sign-in and token sessions need what /v1 needs: on a listener that
+        // asks for client certificates, one; on listen.console (which asks for none) with admin.tls.client_ca,
+        // they are refused (people sign in through the identity provider).
+        let certs = console::Certs {
+            needed: client_certs
+                || state
+                    .current()
+                    .config
+                    .admin_tls
+                    .as_ref()
+                    .is_some_and(|t| t.client_ca.is_some()),
+            presented: conn.client_cert,
+        };
+        return console::handle(console, state, req, client, certs).await;
     }
     if conn.surface == Surface::Console {
         return boxed(match path.as_str() {

@@ -36,12 +36,13 @@ pub(crate) use shared::{SharedApprovals, Written};
 pub(crate) use shown::{excerpt, unmisleading};
 pub(crate) use types::{
     BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Pending, Resolution, Ruling, Scope,
+    ToolCall,
 };
 
 /// The longest `by` accepted, in characters.
 const MAX_BY: usize = 128;
 /// Who decides when cordon itself ends an ask (its sandbox is gone).
-const CORDON: &str = "cordon";
+const CORDON: &str = crate::principal::CORDON;
 
 /// A registered ask: what the API shows, and how to wake the request waiting for it.
 struct Entry {

@@ -46,6 +46,7 @@ pub(super) fn ask(sandbox: &str, path: &str) -> HeldRequest {
         rule: 3,
         rule_fingerprint: "rule-3".to_string(),
         tools: None,
+        calls: None,
         operations: None,
     }
 }

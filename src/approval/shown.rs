@@ -59,6 +59,13 @@ pub(super) fn shown<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_str(&visible(text))
 }
 
+/// Text of several lines (pretty-printed JSON) shown line by line: the line breaks stay, and nothing in a line
+/// can mislead ([`unmisleading`]: JSON text writes a backslash of its strings as `\\` already).
+pub(super) fn shown_lines<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    let lines: Vec<String> = text.split('\n').map(unmisleading).collect();
+    s.serialize_str(&lines.join("\n"))
+}
+
 pub(super) fn shown_query<S: Serializer>(query: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
     match query {
         Some(q) => shown(q, s),

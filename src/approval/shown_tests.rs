@@ -1,3 +1,5 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
+
 use super::*;
 
 #[test]
@@ -14,4 +16,20 @@ fn what_could_mislead_is_escaped_visibly() {
     // The CLI's pass leaves the API's escapes as they are and escapes only what is raw.
     assert_eq!(unmisleading(&visible(sly)), visible(sly));
     assert_eq!(unmisleading("x\u{202e}y\\n"), "x\\u{202e}y\\n");
+}
+
+#[test]
+fn pretty_json_keeps_its_lines_and_nothing_in_them_misleads() {
+    let value = serde_json::json!({"a": "x\u{202e}y", "b": "one\ntwo", "c": "back\\slash", "d": "\u{85}"});
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    let mut out = serde_json::Serializer::new(Vec::new());
+    shown_lines(&pretty, &mut out).unwrap();
+    let shown: String = serde_json::from_slice(&out.into_inner()).unwrap();
+    assert_eq!(shown.lines().count(), 6, "a member a line: {shown}");
+    assert!(shown.contains("\"a\": \"x\\u{202e}y\""), "{shown}");
+    // JSON's own escapes read as JSON writes them; a raw backslash is JSON's doubled one.
+    assert!(shown.contains("\"b\": \"one\\ntwo\""), "{shown}");
+    assert!(shown.contains("\"c\": \"back\\\\slash\""), "{shown}");
+    assert!(shown.contains("\"d\": \"\\u{0085}\""), "{shown}");
+    assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown}");
 }

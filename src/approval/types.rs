@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::shown::{shown, shown_query};
+use super::shown::{shown, shown_lines, shown_query};
 use crate::identity::Sandbox;
 
 /// What is being asked about: the request as the sandbox sent it, with what the approver must not see
@@ -58,13 +58,29 @@ pub(crate) struct HeldRequest {
     /// What that rule said, digested: a grant holds only while its rule does (not shown).
     #[serde(skip)]
     pub(crate) rule_fingerprint: String,
-    /// For an MCP endpoint: the tools called that the rule asks for (their arguments are in the body).
+    /// For an MCP endpoint: the tools called that the rule asks for (their arguments are in `calls`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tools: Option<Vec<String>>,
+    /// For an MCP endpoint: every tool call of the body with its whole arguments, however long (the excerpt
+    /// holds only the body's start), so that the person deciding reads all of what they allow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) calls: Option<Vec<ToolCall>>,
     /// For a GraphQL endpoint: the operations the rule asks for (`mutation AddComment: addComment`; the document is
     /// in the body or the query).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) operations: Option<Vec<String>>,
+}
+
+/// A tool call of a held MCP request as the approver sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ToolCall {
+    /// The tool.
+    #[serde(serialize_with = "shown")]
+    pub(crate) tool: String,
+    /// Its arguments whole, as JSON pretty-printed (one member a line), placeholders redacted; each line shown
+    /// as [`unmisleading`](super::unmisleading) writes it (JSON escapes its own control characters).
+    #[serde(serialize_with = "shown_lines")]
+    pub(crate) arguments: String,
 }
 
 /// A request header as the approver sees it.

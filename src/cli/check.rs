@@ -125,12 +125,23 @@ fn print_summary(c: &Config) {
                 "the admin listener's",
             ),
         };
-        let sign_in = match &console.oidc {
-            Some(o) => format!(
-                "OpenID Connect at {} (roles from the claim {}) or a token",
+        // With admin.tls.client_ca, a token needs its certificate, which only the admin listener asks for.
+        let certs = c.admin_tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+        let token = match (certs, c.listen.console) {
+            (false, _) => Some("a token"),
+            (true, None) => Some("a token with its client certificate"),
+            (true, Some(_)) => None,
+        };
+        let sign_in = match (&console.oidc, token) {
+            (Some(o), Some(t)) => format!(
+                "OpenID Connect at {} (roles from the claim {}) or {t}",
                 o.issuer, o.roles_claim
             ),
-            None => "an admin token".to_owned(),
+            (Some(o), None) => format!(
+                "OpenID Connect at {} (roles from the claim {}); no token here (admin.tls.client_ca)",
+                o.issuer, o.roles_claim
+            ),
+            (None, t) => format!("an admin {}", t.unwrap_or("token").trim_start_matches("a ")),
         };
         outln!(
             "         console {at} ({how}; sign in with {sign_in}; sessions {})",

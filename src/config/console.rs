@@ -76,6 +76,16 @@ impl RoleSource {
 }
 
 impl Console {
+    /// What of it takes a restart to change, for comparing: everything but `oidc.roles`, which a reload applies
+    /// to open sessions (a person's roles are found again from their roles claim at each request).
+    pub(crate) fn restart_only(&self) -> String {
+        let mut fixed = self.clone();
+        if let Some(o) = &mut fixed.oidc {
+            o.roles = RoleSource::Mapped(BTreeMap::new());
+        }
+        format!("{fixed:?}")
+    }
+
     /// The secrets it reads, with where each is written.
     pub(crate) fn refs(&self) -> Vec<(&'static str, &SecretRef)> {
         let mut out = Vec::new();

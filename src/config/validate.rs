@@ -66,6 +66,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
     let previews = previews::previews(&mut errs, raw.previews.take(), listen.preview);
     let admin_tls = console::admin_tls(&mut errs, raw.admin.take(), listen.admin);
     let console = console::console(&mut errs, raw.console.take(), listen.console, listen.admin);
+    console::certs_and_sign_in(&mut errs, admin_tls.as_ref(), console.as_ref(), listen.console);
     if let Some(admin) = listen.admin
         && !listen.admin_api_served(admin_tls.is_some())
     {

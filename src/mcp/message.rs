@@ -95,6 +95,21 @@ pub(crate) fn call(params: Option<&Value>) -> Result<Call, String> {
     })
 }
 
+/// Every tool call of a POST body (its `tools/call` requests), in order: what a person deciding on the body is
+/// shown whole. Nothing when the body is not JSON-RPC (the judge refuses such a body before anyone is asked).
+pub(crate) fn calls(body: &[u8]) -> Vec<Call> {
+    let Ok((messages, _)) = parse(body) else {
+        return Vec::new();
+    };
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request { method, params, .. } if method == crate::policy::mcp::CALL => call(params.as_ref()).ok(),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The messages of a POST body, and whether it was a batch; or why it is not JSON-RPC.
 pub(crate) fn parse(body: &[u8]) -> Result<(Vec<Message>, bool), String> {
     let start = body.iter().position(|b| !b.is_ascii_whitespace());

@@ -14,18 +14,27 @@ use crate::principal::Roles;
 
 /// Clock skew allowed between cordon and the provider, in seconds.
 const LEEWAY: u64 = 60;
-/// The longest name a principal may carry (what decisions and records hold).
-const MAX_NAME: usize = 128;
+/// The longest email or `sub` a person's name is made of (with its prefix, it fits the 128 characters a
+/// decision's `by` holds).
+const MAX_NAME: usize = 112;
+/// What a person's name starts with when it is their email.
+pub(crate) const PERSON: &str = "person:";
+/// What it starts with when it is their `sub` (the provider gave no verified email).
+pub(crate) const PERSON_SUB: &str = "person-sub:";
 
 /// Who signed in, from a verified ID token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Person {
-    /// Their `email` when the provider has not said it is unverified, else their `sub`.
+    /// `person:` and their `email` when the provider has not said it is unverified, else `person-sub:` and their
+    /// `sub`. A token's name can hold no `:`, so no person is ever named as a token is.
     pub(crate) name: String,
     /// `sub`: the provider's stable id of the person.
     pub(crate) subject: String,
     /// The roles the roles claim gives.
     pub(crate) roles: Roles,
+    /// The roles claim's values that gave a role (the roles are found from them again at each console request,
+    /// under the `console.oidc.roles` then in force).
+    pub(crate) claimed: Vec<String>,
 }
 
 /// The `kid` an ID token's header names, if it is a JWT at all.
@@ -149,9 +158,10 @@ pub(super) fn person(
         .and_then(Value::as_str)
         .filter(|_| !unverified)
         .filter(fits);
+    // SECURITY: a person's name is in a namespace of its own (`person:`), apart from admin tokens' names.
     let name = match email {
-        Some(e) => e.to_owned(),
-        None if fits(&subject.as_str()) => subject.clone(),
+        Some(e) => format!("{PERSON}{e}"),
+        None if fits(&subject.as_str()) => format!("{PERSON_SUB}{subject}"),
         None => {
             return Err(SignInError::IdToken(
                 "its sub is too long or holds control characters".into(),
@@ -163,11 +173,22 @@ pub(super) fn person(
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    let roles = source.roles(values);
+    let roles = source.roles(values.iter().copied());
     if roles.is_empty() {
         return Err(SignInError::NoRole(name, roles_claim.to_owned()));
     }
-    Ok(Person { name, subject, roles })
+    // Kept: the values that give a role (bounded by the configuration, whatever the token holds).
+    let claimed = values
+        .into_iter()
+        .filter(|v| !source.roles([*v]).is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(Person {
+        name,
+        subject,
+        roles,
+        claimed,
+    })
 }
 
 #[cfg(test)]

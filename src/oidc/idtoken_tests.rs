@@ -186,13 +186,27 @@ fn the_person_is_named_by_verified_email_else_sub_and_given_mapped_roles() {
     let map = RoleSource::Mapped([("cordon-approvers".to_string(), Roles::of([Role::Approver]))].into());
     let c = claims();
     let p = person(c.as_object().unwrap(), "groups", &map).unwrap();
-    assert_eq!((p.name.as_str(), p.subject.as_str()), ("anna@example.test", "anna"));
+    assert_eq!(
+        (p.name.as_str(), p.subject.as_str()),
+        ("person:anna@example.test", "anna")
+    );
     assert_eq!(p.roles, Roles::of([Role::Approver]));
+    assert!(
+        !crate::principal::valid_name(&p.name),
+        "no admin token can be named as a person is"
+    );
 
     let mut c = claims();
     c["email_verified"] = json!(false);
     let p = person(c.as_object().unwrap(), "groups", &map).unwrap();
-    assert_eq!(p.name, "anna", "an unverified email is not a name");
+    assert_eq!(p.name, "person-sub:anna", "an unverified email is not a name");
+    assert!(!crate::principal::valid_name(&p.name));
+    // A sub that looks like someone's email is still apart from that person's name.
+    let mut c = claims();
+    c["email"] = Value::Null;
+    c["sub"] = json!("bob@example.test");
+    let p = person(c.as_object().unwrap(), "groups", &map).unwrap();
+    assert_eq!(p.name, "person-sub:bob@example.test");
 
     let mut c = claims();
     c["groups"] = json!("cordon-approvers");
@@ -212,4 +226,5 @@ fn the_person_is_named_by_verified_email_else_sub_and_given_mapped_roles() {
     c["roles"] = json!(["viewer", "superuser"]);
     let p = person(c.as_object().unwrap(), "roles", &RoleSource::Named).unwrap();
     assert_eq!(p.roles, Roles::of([Role::Viewer]), "unknown names give nothing");
+    assert_eq!(p.claimed, ["viewer"], "only the values that give a role are kept");
 }

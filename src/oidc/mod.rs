@@ -29,7 +29,7 @@ use http_body_util::Full;
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
-use crate::config::console::Oidc;
+use crate::config::console::{Oidc, RoleSource};
 use crate::principal::Principal;
 use crate::upstream::outbound::HttpClient;
 use discovery::Discovered;
@@ -141,8 +141,9 @@ impl Provider {
         Ok((url.to_string(), flow))
     }
 
-    /// Finish a sign-in: exchange `code` (with the flow's PKCE verifier) and verify the ID token that comes back.
-    pub(crate) async fn finish(&self, flow: &Flow, code: &str) -> Result<Person, SignInError> {
+    /// Finish a sign-in: exchange `code` (with the flow's PKCE verifier) and verify the ID token that comes back;
+    /// the person's roles are what `roles` (the `console.oidc.roles` in force: a reload may change it) gives.
+    pub(crate) async fn finish(&self, flow: &Flow, code: &str, roles: &RoleSource) -> Result<Person, SignInError> {
         let found = self
             .found
             .load_full()
@@ -167,7 +168,7 @@ impl Provider {
             keys: &keys.keys,
         };
         let claims = verifier.verify(&id_token, &flow.nonce)?;
-        idtoken::person(&claims, &self.config.roles_claim, &self.config.roles)
+        idtoken::person(&claims, &self.config.roles_claim, roles)
     }
 
     /// The keys fetched again, when the last such fetch is long enough ago; the new document is kept.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
 
-use crate::approval::{self, BodySeen, Header, HeldRequest};
+use crate::approval::{self, BodySeen, Header, HeldRequest, ToolCall};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;
 use crate::placeholder::redact;
@@ -46,9 +46,21 @@ pub(super) fn ask(
         excerpt: redact(&approval::excerpt(body)),
         rule: index,
         rule_fingerprint: rule.fingerprint(),
+        calls: tools.as_ref().map(|_| calls(body)),
         tools,
         operations,
     }
+}
+
+/// Every tool call of an MCP body with its whole arguments, pretty-printed, placeholders redacted.
+fn calls(body: &Bytes) -> Vec<ToolCall> {
+    crate::mcp::message::calls(body)
+        .into_iter()
+        .map(|c| ToolCall {
+            tool: c.tool,
+            arguments: redact(&serde_json::to_string_pretty(&c.arguments).unwrap_or_default()),
+        })
+        .collect()
 }
 
 /// The request's headers in order, as the approver sees them: the value of a header that carries a credential

@@ -54,10 +54,11 @@ pub(super) fn asset(text: &'static str, kind: &'static str) -> Response<Body> {
 }
 
 /// 303 to `to` (a path of the console), setting `cookie` if given.
-pub(super) fn see_other(to: &'static str, cookie: Option<String>) -> Response<Body> {
+pub(super) fn see_other(to: &str, cookie: Option<String>) -> Response<Body> {
     let mut resp = Response::new(body(Bytes::new()));
     *resp.status_mut() = StatusCode::SEE_OTHER;
-    resp.headers_mut().insert(LOCATION, HeaderValue::from_static(to));
+    let to = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/console/login"));
+    resp.headers_mut().insert(LOCATION, to);
     if let Some(v) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
         resp.headers_mut().append(SET_COOKIE, v);
     }
@@ -72,11 +73,11 @@ pub(super) fn not_found(me: &Me) -> Response<Body> {
     )
 }
 
-/// What follows an admin handler's answer in the browser: on success, 303 to `to`; else the handler's
-/// message on a page with its status.
-pub(super) async fn after(me: &Me, resp: AdminResponse, to: &'static str) -> Response<Body> {
+/// What follows an admin handler's answer in the browser: on success, 303 to `to` (below the session's place);
+/// else the handler's message on a page with its status.
+pub(super) async fn after(me: &Me, resp: AdminResponse, to: &str) -> Response<Body> {
     if resp.status().is_success() {
-        return see_other(to, None);
+        return see_other(&format!("{}{to}", me.base), None);
     }
     let status = resp.status();
     let bytes = resp
@@ -90,9 +91,9 @@ pub(super) async fn after(me: &Me, resp: AdminResponse, to: &'static str) -> Res
     html(status, &pages::problem(Some(&me.viewer()), "Not done", message))
 }
 
-/// Every console answer carries these: no caching, no framing, no sniffing, a referrer only to the console
-/// itself (a callback URL holds a code; `no-referrer` would make the browser send `Origin: null` on the console's
-/// own forms), and the CSP.
+/// Every console answer carries these: no caching, no framing, no sniffing, no loading by other origins, a
+/// referrer only to the console itself (a session's place and a callback's code stay here; `no-referrer` would
+/// make the browser send `Origin: null` on the console's own forms), and the CSP.
 pub(super) fn secured(mut resp: Response<Body>) -> Response<Body> {
     let h = resp.headers_mut();
     h.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
@@ -101,6 +102,9 @@ pub(super) fn secured(mut resp: Response<Body>) -> Response<Body> {
     h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.entry(CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    // No page of another origin may load a console answer, even as an image or a script (whose bytes a
+    // side channel could read).
+    h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
     resp
 }
 

@@ -7,9 +7,11 @@
 //! them goes through the same handlers, role checks and `kind: admin` records as the admin API: the approver a
 //! record names is whoever signed in, never a field of a form.
 //!
-//! The session cookie is `HttpOnly` and `SameSite=Strict` (`__Host-` and `Secure` over TLS); every form carries
-//! the session's CSRF token and must come from the console's own origin; the pages forbid scripts, styles and
-//! frames from anywhere else (CSP) and no token ever travels in a URL.
+//! The session cookie is `HttpOnly` and `SameSite=Strict` (`__Secure-` and `Secure` over TLS), and sent only
+//! under the session's random place (`/console/s/PLACE/`, where its pages are), so that no other port of the
+//! console's host receives it; every form carries the session's CSRF token and must say it comes from the
+//! console's exact origin; the pages forbid scripts, styles and frames from anywhere else (CSP) and no token
+//! ever travels in a URL. With `admin.tls.client_ca`, a token's session needs a client certificate as `/v1` does.
 
 mod answer;
 mod events;
@@ -35,9 +37,9 @@ use crate::principal::Needs;
 use crate::reason::Reason;
 use crate::state::ProxyState;
 use answer::{after, asset, forbidden_page, fragment, html, not_found, read_form, refuse_csrf, secured, see_other};
-use sessions::same;
-pub(crate) use state::Console;
+use sessions::{Proof, same};
 use state::Me;
+pub(crate) use state::{Certs, Console};
 
 /// The console's script and style, served from the binary.
 const SCRIPT: &str = include_str!("assets/app.js");
@@ -45,10 +47,11 @@ const STYLE: &str = include_str!("assets/style.css");
 
 /// Answer one request under `/console`.
 pub(super) async fn handle(
-    console: &Console,
+    console: &Arc<Console>,
     state: &Arc<ProxyState>,
     req: Request<Incoming>,
     client: SocketAddr,
+    certs: Certs,
 ) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let rest = path.strip_prefix("/console").unwrap_or(&path).to_owned();
@@ -56,34 +59,73 @@ pub(super) async fn handle(
     let resp = match (&method, rest.as_str()) {
         (&Method::GET, "/static/app.js") => asset(SCRIPT, "text/javascript; charset=utf-8"),
         (&Method::GET, "/static/style.css") => asset(STYLE, "text/css; charset=utf-8"),
-        (&Method::GET, "/login") => sign_in::page(console, state, req.headers(), None, StatusCode::OK),
-        (&Method::GET, "/login/oidc") => sign_in::start_oidc(console, state, req.headers()),
+        (&Method::GET, "/login") => sign_in::page(console, None, StatusCode::OK),
+        (&Method::GET, "/login/oidc") => sign_in::start_oidc(console),
         (&Method::GET, "/callback") => sign_in::callback(console, state, &req, client).await,
-        (&Method::POST, "/login/token") => sign_in::token(console, state, req, client).await,
-        _ => match console.me(state, req.headers()) {
-            None if method == Method::GET && !rest.starts_with("/fragments/") && rest != "/events" => {
-                see_other("/console/login", None)
+        (&Method::POST, "/login/token") => sign_in::token(console, state, req, client, certs).await,
+        _ => match rest.strip_prefix("/s/").and_then(|r| r.split_once('/')) {
+            Some((place, inner)) => {
+                let (place, inner) = (place.to_owned(), format!("/{inner}"));
+                session(console, state, req, client, certs, &place, &inner).await
             }
-            None => {
-                if method != Method::GET {
-                    let why = "the console form came without a live session (signed out, expired, or posted from \
-                               another site, which the session cookie is never sent to)";
-                    access::record_refusal(state, None, client, action_of(&rest), Reason::AdminUnauthorized, why);
-                }
-                html(
-                    StatusCode::UNAUTHORIZED,
-                    &pages::problem(None, "Signed out", "Sign in again at /console/login."),
-                )
-            }
-            Some(me) => signed_in(console, state, req, client, &me, &rest).await,
+            // The console's pages are a session's (under its place): anything else is the sign-in page's.
+            None if method == Method::GET => see_other("/console/login", None),
+            None => html(
+                StatusCode::NOT_FOUND,
+                &pages::problem(None, "Not found", "The console has no such page."),
+            ),
         },
     };
     secured(resp)
 }
 
+/// A request under a session's place (`/console/s/{place}{rest}`).
+async fn session(
+    console: &Arc<Console>,
+    state: &Arc<ProxyState>,
+    req: Request<Incoming>,
+    client: SocketAddr,
+    certs: Certs,
+    place: &str,
+    rest: &str,
+) -> Response<Body> {
+    let method = req.method().clone();
+    let Some(me) = console.me(state, req.headers(), place) else {
+        if method == Method::GET && !rest.starts_with("/fragments/") && rest != "/events" {
+            return see_other("/console/login", None);
+        }
+        if method != Method::GET {
+            let why = "the console form came without a live session (signed out, expired, or posted from \
+                       another site or port, which the session cookie is never sent to)";
+            access::record_refusal(state, None, client, action_of(rest), Reason::AdminUnauthorized, why);
+        }
+        return html(
+            StatusCode::UNAUTHORIZED,
+            &pages::problem(None, "Signed out", "Sign in again at /console/login."),
+        );
+    };
+    // SECURITY: with admin.tls.client_ca, a token's principal needs a client certificate in the console too.
+    if matches!(me.session.proof, Proof::Token(_)) && certs.lacking() {
+        let why = sign_in::NEEDS_CERT;
+        access::record_refusal(
+            state,
+            Some(&me.principal),
+            client,
+            action_of(rest),
+            Reason::AdminUnauthorized,
+            why,
+        );
+        return html(
+            StatusCode::UNAUTHORIZED,
+            &pages::problem(None, "Certificate required", why),
+        );
+    }
+    signed_in(console, state, req, client, &me, rest).await
+}
+
 /// The routes that need a session.
 async fn signed_in(
-    console: &Console,
+    console: &Arc<Console>,
     state: &Arc<ProxyState>,
     req: Request<Incoming>,
     client: SocketAddr,
@@ -145,7 +187,7 @@ async fn signed_in(
             let mut resp = sandboxes::revoke(state, id).await;
             acted::record(state, &caller, action, Some(id), &mut resp);
             console.touched();
-            after(me, resp, "/console/sandboxes?note=revoked").await
+            after(me, resp, "sandboxes?note=revoked").await
         }
         _ => not_found(me),
     }
@@ -153,7 +195,8 @@ async fn signed_in(
 
 /// The held requests as `me` sees them: with decision buttons when they may decide.
 async fn held(state: &ProxyState, me: &Me) -> Markup {
-    let decide = me.principal.may(Needs::Decide).then_some(me.session.csrf.as_str());
+    let viewer = me.viewer();
+    let decide = me.principal.may(Needs::Decide).then_some(&viewer);
     match approvals::pending(state).await {
         Ok(list) => pages::held(&list, decide, None),
         Err(e) => pages::held(&[], None, Some(&format!("the shared store does not answer: {e}"))),
@@ -162,30 +205,42 @@ async fn held(state: &ProxyState, me: &Me) -> Markup {
 
 /// The sandboxes as `me` sees them: with revoke buttons when they may revoke.
 fn sandbox_list(state: &ProxyState, me: &Me) -> Markup {
-    let revoke = me.principal.may(Needs::Sandboxes).then_some(me.session.csrf.as_str());
+    let viewer = me.viewer();
+    let revoke = me.principal.may(Needs::Sandboxes).then_some(&viewer);
     let list = sandboxes::all(state);
     pages::sandbox_list(&list, revoke, &|id| state.recent.refusals(id))
 }
 
-/// The event stream of an open page, until its session ends.
-fn events(console: &Console, state: &ProxyState, me: &Me) -> Response<Body> {
-    let Ok(permit) = console.streams.clone().try_acquire_owned() else {
-        return html(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &pages::problem(
-                None,
-                "Busy",
-                "Too many console pages are open; the lists update on reload.",
-            ),
-        );
+/// The event stream of an open page, until its session ends or loses its roles.
+fn events(console: &Arc<Console>, state: &Arc<ProxyState>, me: &Me) -> Response<Body> {
+    // SECURITY: one principal's pages hold at most MOST_STREAMS_EACH streams, so they cannot starve others'.
+    let held = match console.streams.take(&me.principal.name) {
+        Ok(held) => held,
+        Err(full) => {
+            let why = match full {
+                events::Full::Yours => format!(
+                    "You have {} console pages with live lists open already; this one updates on reload.",
+                    events::MOST_STREAMS_EACH
+                ),
+                events::Full::Everyone => "Too many console pages are open; the lists update on reload.".to_owned(),
+            };
+            return html(StatusCode::TOO_MANY_REQUESTS, &pages::problem(None, "Busy", &why));
+        }
     };
-    let body = events::stream(
-        state.approvals.changes(),
-        console.sandboxes.subscribe(),
-        me.session.ends,
-        state.approvals.shared().is_some(),
-        permit,
-    );
+    // Weak: an open stream keeps neither the console nor the state alive.
+    let (console_of, state_of, cookie) = (Arc::downgrade(console), Arc::downgrade(state), me.cookie.clone());
+    let body = events::stream(events::Watched {
+        approvals: state.approvals.changes(),
+        sandboxes: console.sandboxes.subscribe(),
+        ends: me.session.ends,
+        shared: state.approvals.shared().is_some(),
+        alive: Box::new(move || {
+            let (console, state) = (console_of.upgrade()?, state_of.upgrade()?);
+            console.principal_of(&state, &cookie).map(|p| p.roles)
+        }),
+        roles: me.principal.roles,
+        _held: held,
+    });
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -225,15 +280,15 @@ async fn decide(
         let list = approvals::pending(state).await.unwrap_or_default();
         return match list.iter().find(|p| p.get("id").and_then(Value::as_str) == Some(id)) {
             Some(p) => html(StatusCode::OK, &pages::confirm_always(&me.viewer(), id, p)),
-            None => see_other("/console/?note=gone", None),
+            None => see_other(&format!("{}?note=gone", me.base), None),
         };
     }
     let mut resp = approvals::decide(state, caller, id, &json!({"decision": verdict, "scope": scope})).await;
     acted::record(state, caller, action, None, &mut resp);
     if resp.status() == StatusCode::NOT_FOUND {
-        return see_other("/console/?note=gone", None);
+        return see_other(&format!("{}?note=gone", me.base), None);
     }
-    after(me, resp, "/console/?note=decided").await
+    after(me, resp, "?note=decided").await
 }
 
 /// The action a console form at `rest` (the path after `/console`) does, as records name it (`read`: none).

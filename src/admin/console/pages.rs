@@ -8,10 +8,11 @@ use serde_json::Value;
 use crate::audit::Seen;
 use crate::principal::{Principal, Via};
 
-/// Who is looking, and the token their forms carry.
+/// Who is looking, the token their forms carry, and where their session's pages are (`/console/s/{place}/`).
 pub(super) struct Viewer<'a> {
     pub(super) principal: &'a Principal,
     pub(super) csrf: &'a str,
+    pub(super) base: &'a str,
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -26,7 +27,7 @@ fn opt(s: &Option<String>) -> &str {
 pub(super) fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Markup) -> Markup {
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang="en" data-base=[viewer.map(|v| v.base)] {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
@@ -39,8 +40,8 @@ pub(super) fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Markup) -> Ma
                     span.brand { "cordon" }
                     @if let Some(v) = viewer {
                         nav {
-                            a href="/console/" { "Inbox" }
-                            a href="/console/sandboxes" { "Sandboxes" }
+                            a href=(v.base) { "Inbox" }
+                            a href={ (v.base) "sandboxes" } { "Sandboxes" }
                         }
                         span.who id="who" {
                             (v.principal.name) " "
@@ -48,7 +49,7 @@ pub(super) fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Markup) -> Ma
                                 (match v.principal.via { Via::Oidc => "signed in with OpenID Connect", Via::Token => "signed in with a token" })
                                 ")" }
                         }
-                        form.inline method="post" action="/console/logout" {
+                        form.inline method="post" action={ (v.base) "logout" } {
                             input type="hidden" name="csrf" value=(v.csrf);
                             button type="submit" id="sign-out" { "Sign out" }
                         }
@@ -76,8 +77,8 @@ pub(super) fn inbox(viewer: &Viewer<'_>, note: Option<&str>, held: Markup, decis
     )
 }
 
-/// The held requests, each with its decision buttons when `decide` (the viewer's CSRF token) is given.
-pub(super) fn held(pending: &[Value], decide: Option<&str>, error: Option<&str>) -> Markup {
+/// The held requests, each with its decision buttons when `decide` (the viewer, who may) is given.
+pub(super) fn held(pending: &[Value], decide: Option<&Viewer<'_>>, error: Option<&str>) -> Markup {
     html! {
         @if let Some(e) = error { p.error { (e) } }
         @if pending.is_empty() && error.is_none() { p.empty { "Nothing is waiting for a decision." } }
@@ -110,9 +111,16 @@ pub(super) fn held(pending: &[Value], decide: Option<&str>, error: Option<&str>)
                     code { (text(&body, "sha256")) }
                 }
                 @if !text(p, "excerpt").is_empty() { pre.excerpt { (text(p, "excerpt")) } }
-                @if let Some(csrf) = decide {
-                    form.decide method="post" action={ "/console/approvals/" (id) } {
-                        input type="hidden" name="csrf" value=(csrf);
+                // The body's start is not all of it: an MCP call's arguments are shown whole, scrollable.
+                @for c in p.get("calls").and_then(Value::as_array).into_iter().flatten() {
+                    section.call {
+                        h4 { "Tool call " code { (text(c, "tool")) } ", its arguments whole:" }
+                        pre.arguments { (text(c, "arguments")) }
+                    }
+                }
+                @if let Some(v) = decide {
+                    form.decide method="post" action={ (v.base) "approvals/" (id) } {
+                        input type="hidden" name="csrf" value=(v.csrf);
                         button.allow type="submit" name="act" value="allow_once" { "Approve once" }
                         button type="submit" name="act" value="allow_exact" title="This request and every later one with the same method, URL and body" { "Approve exact" }
                         button type="submit" name="act" value="allow_always" title="Every later request with the same method, host and path" { "Approve always…" }
@@ -160,9 +168,13 @@ pub(super) fn sandboxes(viewer: &Viewer<'_>, note: Option<&str>, list: Markup) -
     )
 }
 
-/// The sandboxes, with a revoke button for run-time ones when `revoke` (the viewer's CSRF token) is given,
-/// and the latest refusals of each (`refusals` per sandbox id).
-pub(super) fn sandbox_list(list: &[Value], revoke: Option<&str>, refusals: &dyn Fn(&str) -> Vec<Seen>) -> Markup {
+/// The sandboxes, with a revoke button for run-time ones when `revoke` (the viewer, who may) is given, and the
+/// latest refusals of each (`refusals` per sandbox id).
+pub(super) fn sandbox_list(
+    list: &[Value],
+    revoke: Option<&Viewer<'_>>,
+    refusals: &dyn Fn(&str) -> Vec<Seen>,
+) -> Markup {
     html! {
         @if list.is_empty() { p.empty { "No sandboxes." } }
         @else {
@@ -180,9 +192,9 @@ pub(super) fn sandbox_list(list: &[Value], revoke: Option<&str>, refusals: &dyn 
                         td { (s.get("expires_at").and_then(Value::as_str).unwrap_or("never (declared)")) }
                         td { @if revoked { "revoked" } @else { (s.get("violation").and_then(Value::as_str).unwrap_or("live")) } }
                         td {
-                            @if let (Some(csrf), "api", false) = (revoke, text(s, "origin"), revoked) {
-                                form.inline method="post" action={ "/console/sandboxes/" (id) "/revoke" } {
-                                    input type="hidden" name="csrf" value=(csrf);
+                            @if let (Some(v), "api", false) = (revoke, text(s, "origin"), revoked) {
+                                form.inline method="post" action={ (v.base) "sandboxes/" (id) "/revoke" } {
+                                    input type="hidden" name="csrf" value=(v.csrf);
                                     button.deny type="submit" { "Revoke" }
                                 }
                             }
@@ -245,19 +257,19 @@ pub(super) fn sign_in(provider: Option<(&str, bool)>, form: &str, problem: Optio
     )
 }
 
-/// The step between the provider and the console: a same-site page that moves on to the inbox, so that the
-/// `SameSite=Strict` session cookie goes along (a redirect from the provider's site would not carry it).
-pub(super) fn signed_in(name: &str) -> Markup {
+/// The step between the provider and the console: a same-site page that moves on to the inbox at `base`, so
+/// that the `SameSite=Strict` session cookie goes along (a redirect from the provider's site would not carry it).
+pub(super) fn signed_in(name: &str, base: &str) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
-                meta http-equiv="refresh" content="0;url=/console/";
+                meta http-equiv="refresh" content={ "0;url=" (base) };
                 title { "cordon · signed in" }
                 link rel="stylesheet" href="/console/static/style.css";
             }
-            body { main { p { "Signed in as " (name) ". " a href="/console/" { "Continue to the inbox" } } } }
+            body { main { p { "Signed in as " (name) ". " a href=(base) { "Continue to the inbox" } } } }
         }
     }
 }
@@ -275,11 +287,11 @@ pub(super) fn confirm_always(viewer: &Viewer<'_>, id: &str, p: &Value) -> Markup
                 ", whatever its query and body, will pass without asking, as long as this sandbox and rule "
                 (p.get("rule").and_then(Value::as_u64).unwrap_or_default()) " of policy " (text(p, "policy")) " last."
             }
-            form.decide method="post" action={ "/console/approvals/" (id) } {
+            form.decide method="post" action={ (viewer.base) "approvals/" (id) } {
                 input type="hidden" name="csrf" value=(viewer.csrf);
                 input type="hidden" name="confirm" value="yes";
                 button.allow type="submit" name="act" value="allow_always" id="confirm-always" { "Yes, allow always" }
-                a.button href="/console/" { "Cancel" }
+                a.button href=(viewer.base) { "Cancel" }
             }
         },
     )
@@ -293,7 +305,7 @@ pub(super) fn problem(viewer: Option<&Viewer<'_>>, title: &str, message: &str) -
         html! {
             h1 { (title) }
             p.error id="problem" { (message) }
-            p { a href="/console/" { "Back to the inbox" } }
+            p { a href=(viewer.map_or("/console/login", |v| v.base)) { "Back to the inbox" } }
         },
     )
 }

@@ -27,3 +27,14 @@ fn a_held_request_shows_the_mcp_tools_and_graphql_operations_it_asks_for_escaped
         "{plain}"
     );
 }
+
+#[test]
+fn a_held_mcp_call_shows_its_arguments_whole_and_escaped() {
+    let tail = "DELETE-EVERYTHING";
+    let arguments = format!("{{\n  \"a\": \"{}\",\n  \"z\": \"<b>{tail}</b>\"\n}}", "x".repeat(2000));
+    let p = json!({"id": "ap-3", "body": {}, "calls": [{"tool": "add_comment", "arguments": arguments}]});
+    let html = held(&[p], None, None).into_string();
+    assert!(html.contains("<pre class=\"arguments\">"), "{html}");
+    assert!(html.contains(&format!("&lt;b&gt;{tail}&lt;/b&gt;")), "{html}");
+    assert!(html.contains(&"x".repeat(2000)), "whole");
+}

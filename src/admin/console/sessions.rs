@@ -1,5 +1,9 @@
 //! Who is signed in to the console. A session is a random cookie (kept here only as its SHA-256) with the
-//! principal it stands for, the CSRF token every form of it must carry, and when it ends. A sign-in through
+//! principal it stands for, the CSRF token every form of it must carry, when it ends, and its place: a random
+//! path (`/console/s/PLACE/`) under which its pages live and to which alone the browser sends its cookie. A
+//! browser sends a host's cookies to every port of that host, so a server on another port of the console's host
+//! would otherwise receive the session with any request the browser makes to it; it receives it now only for
+//! requests under a place it cannot know. A sign-in through
 //! the identity provider under way is kept by its `state`, bound to the browser that started it by a cookie
 //! of its own, for ten minutes at most. Both are bounded in number, so a flood of sign-ins cannot grow them.
 //!
@@ -28,15 +32,26 @@ const FLOW_TTL: Duration = Duration::from_secs(600);
 /// One signed-in person or token holder.
 #[derive(Debug)]
 pub(super) struct Session {
-    /// Who.
+    /// Who, as at sign-in (the roles in force are found again at each request: [`Proof`]).
     pub(super) principal: Principal,
+    /// How they signed in.
+    pub(super) proof: Proof,
     /// The token every form of this session carries.
     pub(super) csrf: String,
+    /// The random path segment under which the session's pages live (`/console/s/{place}/`), its cookie's path.
+    pub(super) place: String,
     /// When it ends.
     pub(super) ends: SystemTime,
-    /// For a token sign-in: the token's SHA-256, looked up again at each request (a reload may remove the token
-    /// or change its roles).
-    pub(super) token: Option<[u8; 32]>,
+}
+
+/// How a session's principal proved itself, kept so that its roles are found again at each request (a reload
+/// may remove a token, change a token's roles, or change what a person's groups give).
+#[derive(Debug, Clone)]
+pub(super) enum Proof {
+    /// An admin token, by its SHA-256.
+    Token([u8; 32]),
+    /// A person signed in through OpenID Connect, with the values their roles claim held.
+    Person(Vec<String>),
 }
 
 /// A sign-in through the provider under way.
@@ -46,8 +61,9 @@ struct Started {
     browser: [u8; 32],
 }
 
-/// The names of the console's cookies: `__Host-` over TLS (Secure, Path=/, no Domain: no other host can set
-/// them), plain on loopback HTTP (where a browser may not keep Secure cookies).
+/// The names of the console's cookies. Over TLS: the sign-in cookies `__Host-` (Secure, Path=/, no Domain: no
+/// other host can set them) and the session `__Secure-` (its path is its place, which `__Host-` does not allow);
+/// plain on loopback HTTP.
 #[derive(Clone, Copy)]
 pub(super) struct Names {
     pub(super) session: &'static str,
@@ -60,7 +76,7 @@ impl Names {
     pub(super) fn new(tls: bool) -> Names {
         if tls {
             Names {
-                session: "__Host-cordon_console",
+                session: "__Secure-cordon_console",
                 flow: "__Host-cordon_signin",
                 form: "__Host-cordon_form",
                 secure: true,
@@ -77,8 +93,18 @@ impl Names {
 
     /// A `Set-Cookie` value: `name=value`, HttpOnly, Path=/, `same_site`, living `life` (zero: removed).
     pub(super) fn set(&self, name: &'static str, value: &str, same_site: SameSite, life: Duration) -> String {
+        self.set_at(name, value, same_site, life, "/")
+    }
+
+    /// The session's `Set-Cookie` value: sent by the browser only under its place, `Strict`.
+    pub(super) fn session(&self, value: &str, place: &str, life: Duration) -> String {
+        self.set_at(self.session, value, SameSite::Strict, life, &path_of(place))
+    }
+
+    /// A `Set-Cookie` value as [`Names::set`] with the path `path`.
+    fn set_at(&self, name: &'static str, value: &str, same_site: SameSite, life: Duration, path: &str) -> String {
         Cookie::build((name, value.to_owned()))
-            .path("/")
+            .path(path.to_owned())
             .http_only(true)
             .secure(self.secure)
             .same_site(same_site)
@@ -100,6 +126,12 @@ pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter_map(Result::ok)
         .find(|c| c.name() == name)
         .map(|c| c.value().to_owned())
+}
+
+/// The path a session's cookie is sent to, and under which its pages live (without the trailing slash, so that
+/// it matches the place itself and everything below it).
+pub(super) fn path_of(place: &str) -> String {
+    format!("/console/s/{place}")
 }
 
 /// A fresh random value: 32 bytes, as hex.
@@ -140,13 +172,14 @@ impl SignIns {
     }
 
     /// Open a session for `principal`: the cookie's value, and the session.
-    pub(super) fn open(&self, principal: Principal, token: Option<[u8; 32]>) -> Result<(String, Arc<Session>), String> {
+    pub(super) fn open(&self, principal: Principal, proof: Proof) -> Result<(String, Arc<Session>), String> {
         let value = random()?;
         let session = Arc::new(Session {
             principal,
+            proof,
             csrf: random()?,
+            place: crate::secret_file::random_hex(16)?,
             ends: SystemTime::now() + self.ttl,
-            token,
         });
         self.sessions.insert(digest(&value), session.clone());
         Ok((value, session))

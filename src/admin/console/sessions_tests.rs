@@ -34,9 +34,12 @@ fn sessions_are_found_by_their_cookie_until_closed() {
         roles: Roles::of([Role::Approver]),
         via: Via::Oidc,
     };
-    let (value, session) = s.open(anna.clone(), None).unwrap();
+    let (value, session) = s.open(anna.clone(), Proof::Person(vec!["g".into()])).unwrap();
     assert_eq!(value.len(), 64);
     assert_ne!(session.csrf, value, "the CSRF token is not the cookie");
+    assert_eq!(session.place.len(), 32);
+    let (_, other) = s.open(anna.clone(), Proof::Person(vec![])).unwrap();
+    assert_ne!(session.place, other.place, "every session has a place of its own");
     assert_eq!(s.get(&value).unwrap().principal, anna);
     assert!(s.get("not-the-cookie").is_none());
     s.close(&value);
@@ -66,4 +69,20 @@ fn cookies_are_read_by_exact_name() {
     }
     let plain = Names::new(false).set("cordon_console", "v", SameSite::Strict, Duration::from_secs(5));
     assert!(!plain.contains("Secure"), "{plain}");
+    // The session's cookie is sent to its place alone: `__Secure-` over TLS (`__Host-` requires Path=/).
+    let session = Names::new(true).session("v", "abc", Duration::from_secs(5));
+    for part in [
+        "__Secure-cordon_console=v",
+        "Path=/console/s/abc",
+        "Secure",
+        "HttpOnly",
+        "SameSite=Strict",
+    ] {
+        assert!(session.contains(part), "{session}");
+    }
+    let session = Names::new(false).session("v", "abc", Duration::from_secs(5));
+    assert!(
+        session.starts_with("cordon_console=v") && session.contains("Path=/console/s/abc"),
+        "{session}"
+    );
 }

@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use cookie::SameSite;
 use http::header::{LOCATION, SET_COOKIE};
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use sha2::{Digest, Sha256};
 
 use super::answer::refuse_csrf;
 use super::answer::{html, read_form, see_other};
 use super::pages;
-use super::sessions::{cookie, random, same};
-use super::state::{Console, Me};
+use super::sessions::{Proof, cookie, path_of, random, same};
+use super::state::{Certs, Console, Me};
 use crate::admin::response::Body;
 use crate::audit::AdminAction;
 use crate::principal::Principal;
@@ -26,19 +26,15 @@ use crate::state::ProxyState;
 /// How long the sign-in page's form (and the round trip through the provider) may take.
 const FORM_LIFE: Duration = Duration::from_secs(600);
 
-/// The sign-in page (or the inbox, for someone signed in), with `problem` said and answered with `status`. The
-/// token form carries a fresh value that a `SameSite=Strict` cookie carries too (a page elsewhere cannot post
-/// a token into this browser's console).
-pub(super) fn page(
-    console: &Console,
-    state: &ProxyState,
-    headers: &HeaderMap,
-    problem: Option<&str>,
-    status: StatusCode,
-) -> Response<Body> {
-    if problem.is_none() && console.me(state, headers).is_some() {
-        return see_other("/console/", None);
-    }
+/// Why a token's principal is refused over a connection without a client certificate.
+pub(super) const NEEDS_CERT: &str = "admin tokens need a client certificate here as on /v1 (admin.tls.client_ca): \
+                                     sign in over a connection that presents one, on the admin listener, or sign \
+                                     in with the identity provider";
+
+/// The sign-in page, with `problem` said and answered with `status`. The token form carries a fresh value that
+/// a `SameSite=Strict` cookie carries too (a page elsewhere cannot post a token into this browser's console).
+/// Nobody is signed in here: a session's cookie is sent only to its own place.
+pub(super) fn page(console: &Console, problem: Option<&str>, status: StatusCode) -> Response<Body> {
     let Ok(form) = random() else {
         return html(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -57,12 +53,10 @@ pub(super) fn page(
 }
 
 /// Send the browser to the provider, remembering the sign-in (bound to this browser by a cookie).
-pub(super) fn start_oidc(console: &Console, state: &ProxyState, headers: &HeaderMap) -> Response<Body> {
+pub(super) fn start_oidc(console: &Console) -> Response<Body> {
     let Some(provider) = &console.oidc else {
         return page(
             console,
-            state,
-            headers,
             Some("this console has no identity provider (console.oidc); sign in with a token"),
             StatusCode::NOT_FOUND,
         );
@@ -70,20 +64,12 @@ pub(super) fn start_oidc(console: &Console, state: &ProxyState, headers: &Header
     let (url, flow) = match provider.begin() {
         Ok(x) => x,
         Err(e) => {
-            return page(
-                console,
-                state,
-                headers,
-                Some(&e.to_string()),
-                StatusCode::SERVICE_UNAVAILABLE,
-            );
+            return page(console, Some(&e.to_string()), StatusCode::SERVICE_UNAVAILABLE);
         }
     };
     let Ok(browser) = random() else {
         return page(
             console,
-            state,
-            headers,
             Some("the system random generator failed"),
             StatusCode::INTERNAL_SERVER_ERROR,
         );
@@ -96,8 +82,6 @@ pub(super) fn start_oidc(console: &Console, state: &ProxyState, headers: &Header
         Err(_) => {
             return page(
                 console,
-                state,
-                headers,
                 Some("the provider's URL is not usable"),
                 StatusCode::BAD_GATEWAY,
             );
@@ -125,8 +109,6 @@ pub(super) async fn callback(
     let Some(provider) = &console.oidc else {
         return page(
             console,
-            state,
-            req.headers(),
             Some("this console has no identity provider"),
             StatusCode::NOT_FOUND,
         );
@@ -147,8 +129,6 @@ pub(super) async fn callback(
         );
         page(
             console,
-            state,
-            req.headers(),
             Some(&format!("Sign-in refused: {why}")),
             StatusCode::UNAUTHORIZED,
         )
@@ -169,12 +149,25 @@ pub(super) async fn callback(
         Ok(flow) => flow,
         Err(why) => return refused(why.into()),
     };
-    let person = match provider.finish(&flow, code).await {
+    let generation = state.current();
+    let roles = generation
+        .config
+        .console
+        .as_ref()
+        .and_then(|c| c.oidc.as_ref())
+        .map(|o| &o.roles);
+    let Some(roles) = roles else {
+        return refused("the configuration in force has no console.oidc".into());
+    };
+    let person = match provider.finish(&flow, code, roles).await {
         Ok(p) => p,
         Err(e) => return refused(e.to_string()),
     };
     let principal = person.principal();
-    let Ok((value, _)) = console.sessions.open(principal.clone(), None) else {
+    let Ok((value, session)) = console
+        .sessions
+        .open(principal.clone(), Proof::Person(person.claimed.clone()))
+    else {
         return refused("cordon could not open a session (the system random generator failed)".into());
     };
     tracing::info!(%client, principal = %principal.name, roles = %principal.roles.names(), "console: signed in through OpenID Connect");
@@ -186,10 +179,11 @@ pub(super) async fn callback(
         None,
         Some(format!("sub {:?} of {}", person.subject, provider.issuer())),
     );
-    let mut resp = html(StatusCode::OK, &pages::signed_in(&principal.name));
+    let base = format!("{}/", path_of(&session.place));
+    let mut resp = html(StatusCode::OK, &pages::signed_in(&principal.name, &base));
     let names = console.names;
     for c in [
-        names.set(names.session, &value, SameSite::Strict, console.sessions.ttl),
+        names.session(&value, &session.place, console.sessions.ttl),
         names.set(names.flow, "", SameSite::Lax, Duration::ZERO),
     ] {
         if let Ok(v) = HeaderValue::from_str(&c) {
@@ -205,6 +199,7 @@ pub(super) async fn token(
     state: &Arc<ProxyState>,
     req: Request<Incoming>,
     client: SocketAddr,
+    certs: Certs,
 ) -> Response<Body> {
     let headers = req.headers().clone();
     let origin_ok = console.same_origin(&headers);
@@ -216,6 +211,18 @@ pub(super) async fn token(
     let kept = cookie(&headers, console.names.form).unwrap_or_default();
     if !origin_ok || !same(posted, &kept) {
         return refuse_csrf(state, None, client, "sign_in", None);
+    }
+    // SECURITY: a token that needs a client certificate on /v1 needs one to sign in to the console too.
+    if certs.lacking() {
+        record(
+            state,
+            None,
+            client,
+            "sign_in",
+            Some(Reason::AdminUnauthorized),
+            Some(NEEDS_CERT.into()),
+        );
+        return page(console, Some(NEEDS_CERT), StatusCode::UNAUTHORIZED);
     }
     let token = form.get("token").map(|t| t.trim()).unwrap_or_default();
     let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -229,13 +236,11 @@ pub(super) async fn token(
             Some(Reason::AdminUnauthorized),
             Some(why.into()),
         );
-        return page(console, state, &headers, Some(why), StatusCode::UNAUTHORIZED);
+        return page(console, Some(why), StatusCode::UNAUTHORIZED);
     };
-    let Ok((value, _)) = console.sessions.open(principal.clone(), Some(hash)) else {
+    let Ok((value, session)) = console.sessions.open(principal.clone(), Proof::Token(hash)) else {
         return page(
             console,
-            state,
-            &headers,
             Some("the system random generator failed"),
             StatusCode::INTERNAL_SERVER_ERROR,
         );
@@ -248,19 +253,15 @@ pub(super) async fn token(
         None,
         Some("with an admin token".into()),
     );
-    let cookie = console
-        .names
-        .set(console.names.session, &value, SameSite::Strict, console.sessions.ttl);
-    see_other("/console/", Some(cookie))
+    let cookie = console.names.session(&value, &session.place, console.sessions.ttl);
+    see_other(&format!("{}/", path_of(&session.place)), Some(cookie))
 }
 
 /// End `me`'s session.
 pub(super) fn sign_out(console: &Console, state: &ProxyState, client: SocketAddr, me: &Me) -> Response<Body> {
     console.sessions.close(&me.cookie);
     record(state, Some(&me.principal), client, "sign_out", None, None);
-    let gone = console
-        .names
-        .set(console.names.session, "", SameSite::Strict, Duration::ZERO);
+    let gone = console.names.session("", &me.session.place, Duration::ZERO);
     see_other("/console/login", Some(gone))
 }
 

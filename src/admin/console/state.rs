@@ -5,16 +5,29 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 use http::header::{HOST, ORIGIN};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use super::pages::Viewer;
-use super::sessions::{Names, Session, SignIns, cookie};
+use super::sessions::{Names, Proof, Session, SignIns, cookie, same};
 use crate::oidc::Provider;
 use crate::principal::Principal;
 use crate::state::ProxyState;
 
-/// Event streams open at once (one per open page).
-const MOST_STREAMS: usize = 256;
+/// What the connection a console request came on proves for the admin tokens' principals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Certs {
+    /// Whether an admin token needs a verified client certificate besides (`admin.tls.client_ca`).
+    pub(crate) needed: bool,
+    /// Whether this connection presented one.
+    pub(crate) presented: bool,
+}
+
+impl Certs {
+    /// Whether a token principal may act over this connection.
+    pub(super) fn lacking(self) -> bool {
+        self.needed && !self.presented
+    }
+}
 
 /// The console of this process.
 pub(crate) struct Console {
@@ -25,7 +38,8 @@ pub(crate) struct Console {
     pub(super) oidc: Option<Arc<Provider>>,
     /// Counts changes of the sandboxes made through the admin API, for the event streams.
     pub(super) sandboxes: watch::Sender<u64>,
-    pub(super) streams: Arc<Semaphore>,
+    /// The event streams open.
+    pub(super) streams: super::events::Streams,
 }
 
 /// Who a request's session stands for.
@@ -33,6 +47,8 @@ pub(super) struct Me {
     pub(super) cookie: String,
     pub(super) session: Arc<Session>,
     pub(super) principal: Principal,
+    /// Where the session's pages are: `/console/s/{place}/`.
+    pub(super) base: String,
 }
 
 impl Me {
@@ -40,6 +56,7 @@ impl Me {
         Viewer {
             principal: &self.principal,
             csrf: &self.session.csrf,
+            base: &self.base,
         }
     }
 }
@@ -89,7 +106,7 @@ impl Console {
             tls,
             oidc,
             sandboxes: watch::Sender::new(0),
-            streams: Arc::new(Semaphore::new(MOST_STREAMS)),
+            streams: super::events::Streams::new(),
         })))
     }
 
@@ -98,30 +115,57 @@ impl Console {
         self.sandboxes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// The live session the request's cookie names, with its principal as of now (a token sign-in's token is
-    /// looked up again: a reload that removed it ends the session).
-    pub(super) fn me(&self, state: &ProxyState, headers: &HeaderMap) -> Option<Me> {
+    /// The live session the request's cookie names at the session's own place `place`, with its principal as of
+    /// now.
+    pub(super) fn me(&self, state: &ProxyState, headers: &HeaderMap, place: &str) -> Option<Me> {
         let value = cookie(headers, self.names.session)?;
         let session = self.sessions.get(&value)?;
-        let principal = match &session.token {
-            Some(hash) => state.current().admin_principal_hashed(hash)?,
-            None => session.principal.clone(),
-        };
+        // The browser sends the cookie only under its place; a cookie shown at another place is not the browser's.
+        if !same(place, &session.place) {
+            return None;
+        }
+        let principal = self.principal_of(state, &value)?;
+        let base = format!("{}/", super::sessions::path_of(&session.place));
         Some(Me {
             cookie: value,
             session,
             principal,
+            base,
         })
     }
 
-    /// Whether a form comes from the console's own origin (`Sec-Fetch-Site`, `Origin`), as far as the browser says.
+    /// The principal of the live session whose cookie is `value`, with the roles in force now: a token is looked
+    /// up again (a reload that removed it ends the session, one that changed its roles applies), and a person's
+    /// roles claim is read through the `console.oidc.roles` in force (no role left ends the session).
+    pub(super) fn principal_of(&self, state: &ProxyState, value: &str) -> Option<Principal> {
+        let session = self.sessions.get(value)?;
+        match &session.proof {
+            Proof::Token(hash) => state.current().admin_principal_hashed(hash),
+            Proof::Person(claimed) => {
+                let generation = state.current();
+                let oidc = generation.config.console.as_ref()?.oidc.as_ref()?;
+                let roles = oidc.roles.roles(claimed.iter().map(String::as_str));
+                (!roles.is_empty()).then(|| Principal {
+                    roles,
+                    ..session.principal.clone()
+                })
+            }
+        }
+    }
+
+    /// Whether a request that changes something comes from the console's own origin, as the browser says: it must
+    /// say (a browser sends `Origin` with every POST, and `Sec-Fetch-Site`), and what it says must be this origin
+    /// exactly (scheme, host and port as the request's `Host` names them). `Origin: null`, another port, another
+    /// spelling of this host (`localhost` for `127.0.0.1`), `same-site` or `cross-site` are refused.
     pub(super) fn same_origin(&self, headers: &HeaderMap) -> bool {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        if header("sec-fetch-site").is_some_and(|s| s != "same-origin") {
+        let fetch_site = header("sec-fetch-site");
+        if fetch_site.is_some_and(|s| s != "same-origin") {
             return false;
         }
         match header(ORIGIN.as_str()) {
-            None => true,
+            // SECURITY: a state change must prove where it comes from; no header at all is not a browser's form.
+            None => fetch_site.is_some(),
             Some(origin) => {
                 let scheme = if self.tls { "https" } else { "http" };
                 header(HOST.as_str()).is_some_and(|host| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")))

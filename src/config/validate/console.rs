@@ -111,6 +111,29 @@ pub(super) fn console(
     })
 }
 
+/// With `admin.tls.client_ca`, an admin token needs a client certificate in the console as on `/v1`; a console on
+/// `listen.console` (which asks for none) takes no token sign-in then, so it needs `console.oidc` or nobody
+/// could sign in.
+pub(super) fn certs_and_sign_in(
+    errs: &mut Errors,
+    admin_tls: Option<&AdminTls>,
+    console: Option<&Console>,
+    own: Option<SocketAddr>,
+) {
+    if let (Some(_), Some(c), Some(addr)) = (admin_tls.and_then(|t| t.client_ca.as_ref()), console, own)
+        && c.oidc.is_none()
+    {
+        errs.at(
+            "console.oidc",
+            format!(
+                "is missing, and with admin.tls.client_ca an admin token needs a client certificate, which \
+                 listen.console ({addr}) does not ask for: nobody could sign in. Set console.oidc (people sign in \
+                 with the identity provider), or serve the console on the admin listener (remove listen.console)"
+            ),
+        );
+    }
+}
+
 /// An `https://` URL (or `http://` on loopback) with no query or fragment, without its trailing slash.
 fn base_url(errs: &mut Errors, at: &str, text: &str) -> Option<String> {
     let parsed = match url::Url::parse(text) {

@@ -32,6 +32,14 @@ pub(super) fn admin_tokens(
                 ),
             );
         }
+        // SECURITY: "cordon" is who the decisions cordon makes itself are by (an ask ended with its sandbox).
+        if raw.name == crate::principal::CORDON {
+            errs.at(
+                format!("{at}.name"),
+                "\"cordon\" is reserved: it names the decisions cordon makes itself (an ask whose sandbox went \
+                 away); choose another name",
+            );
+        }
         // SECURITY: a principal's name is what every audit record and decision it makes carries; two tokens
         // of one name would make them indistinguishable, so the second is refused.
         if let Some(first) = out.iter().find(|t| t.name == raw.name) {

@@ -216,7 +216,11 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&refused.stdout), "403");
-    anna.client.goto(&rig.url("/console/sandboxes")).await.unwrap();
+    let mine = session_of(&anna).await;
+    anna.client
+        .goto(&rig.url(&format!("{}sandboxes", mine.base)))
+        .await
+        .unwrap();
     anna.wait_for("tr[data-sandbox='sb1']", 10).await;
     let refusals = anna
         .wait_for("table.refusals[data-sandbox='sb1']", 10)
@@ -253,7 +257,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .iter()
         .find(|r| r["kind"] == "admin" && r["admin"]["action"] == "sign_in" && r["decision"] == "allow")
         .expect("a sign-in record");
-    assert_eq!(signed_in["admin"]["principal"], "anna@example.test");
+    assert_eq!(signed_in["admin"]["principal"], "person:anna@example.test");
     assert_eq!(signed_in["admin"]["via"], "oidc");
     assert!(signed_in["admin"]["detail"].as_str().unwrap().contains("\"anna\""));
     let decided = records
@@ -261,10 +265,10 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .find(|r| r["admin"]["action"] == "approval_decided")
         .expect("a decision record");
     assert_eq!(decided["decision"], "allow");
-    assert_eq!(decided["admin"]["principal"], "anna@example.test");
+    assert_eq!(decided["admin"]["principal"], "person:anna@example.test");
     assert_eq!(decided["admin"]["via"], "oidc");
     assert_eq!(decided["admin"]["roles"], serde_json::json!(["approver"]));
-    assert_eq!(decided["approval"]["by"], "anna@example.test");
+    assert_eq!(decided["approval"]["by"], "person:anna@example.test");
     assert_eq!(decided["approval"]["id"], id.as_str());
     assert_eq!(decided["path"], "/pay");
     let decisions: Vec<(&str, &str, &str)> = records
@@ -279,7 +283,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
             )
         })
         .collect();
-    let anna = "anna@example.test";
+    let anna = "person:anna@example.test";
     assert_eq!(
         decisions,
         [
@@ -297,7 +301,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .iter()
         .find(|r| r["kind"] == "http" && r["path"] == "/pay")
         .expect("the request's record");
-    assert_eq!(request["approval"]["by"], "anna@example.test");
+    assert_eq!(request["approval"]["by"], "person:anna@example.test");
     assert_eq!(request["decision"], "allow");
     crate::rigs::audit::assert_schema(&rig.dir.path().join("audit.jsonl"));
     let (code, _, said) = crate::rigs::process::cordon(&[
@@ -326,14 +330,14 @@ async fn a_viewer_sees_but_cannot_decide_and_forged_forms_decide_nothing() {
     );
     assert!(card.text().await.unwrap().contains("You may look but not decide"));
     // Posting anyway, with the viewer's own session and CSRF token, from the console's origin: 403 naming the role.
-    let (csrf, cookie) = session_of(&victor).await;
+    let v = session_of(&victor).await;
     let origin = rig.url("");
     let (status, page) = post_form(
         &rig,
-        &format!("/console/approvals/{id}"),
-        &cookie,
+        &format!("{}approvals/{id}", v.base),
+        &v.cookie,
         Some(&origin),
-        &format!("csrf={csrf}&act=allow_once"),
+        &format!("csrf={}&act=allow_once", v.csrf),
     )
     .await;
     assert_eq!(status, 403, "{page}");
@@ -345,7 +349,9 @@ async fn a_viewer_sees_but_cannot_decide_and_forged_forms_decide_nothing() {
 
     let anna = browser().await;
     sign_in(&rig, &anna, "anna").await;
-    let action = rig.url(&format!("/console/approvals/{id}"));
+    let mine = session_of(&anna).await;
+    // The forms are given the session's place (as if it had leaked), which no other origin can read.
+    let action = rig.url(&format!("{}approvals/{id}", mine.base));
     // Another site (127.0.0.3): the Strict session cookie is not sent, so the post has no session at all.
     let elsewhere = forger("127.0.0.3", action.clone()).await;
     anna.client
@@ -361,15 +367,14 @@ async fn a_viewer_sees_but_cannot_decide_and_forged_forms_decide_nothing() {
         .unwrap();
     anna.wait_text("did not come from this console", 10).await;
     // The approver's own session, a right token, but the Origin of another page: refused too.
-    anna.client.goto(&rig.url("/console/")).await.unwrap();
+    anna.client.goto(&rig.url(&mine.base)).await.unwrap();
     anna.wait_for("#who", 10).await;
-    let (csrf, cookie) = session_of(&anna).await;
     let (status, page) = post_form(
         &rig,
-        &format!("/console/approvals/{id}"),
-        &cookie,
+        &format!("{}approvals/{id}", mine.base),
+        &mine.cookie,
         Some("http://127.0.0.3:9"),
-        &format!("csrf={csrf}&act=allow_once"),
+        &format!("csrf={}&act=allow_once", mine.csrf),
     )
     .await;
     assert_eq!(status, 403, "{page}");
@@ -406,10 +411,10 @@ async fn a_viewer_sees_but_cannot_decide_and_forged_forms_decide_nothing() {
     assert_eq!(
         refused,
         [
-            ("approval_decided", "admin_forbidden", "victor@example.test"),
+            ("approval_decided", "admin_forbidden", "person:victor@example.test"),
             ("approval_decided", "admin_unauthorized", "-"),
-            ("approval_decided", "admin_csrf", "anna@example.test"),
-            ("approval_decided", "admin_csrf", "anna@example.test"),
+            ("approval_decided", "admin_csrf", "person:anna@example.test"),
+            ("approval_decided", "admin_csrf", "person:anna@example.test"),
         ],
         "{records:#?}"
     );

@@ -249,6 +249,7 @@ fn wrong_console_and_tls_settings_are_refused_by_check_and_run_naming_the_key() 
     std::fs::write(d.join("admin.key"), &key).unwrap();
     std::fs::write(d.join("other.key"), &other_key).unwrap();
     std::fs::write(d.join("garbage.pem"), "not a certificate\n").unwrap();
+    std::fs::write(d.join("ca.pem"), &ca.pem).unwrap();
     let oidc = |extra: &str| {
         format!(
             "console:\n  url: http://127.0.0.1:9443\n  oidc:\n    issuer: http://127.0.0.1:9\n    client_id: cordon\n{extra}"
@@ -328,6 +329,18 @@ fn wrong_console_and_tls_settings_are_refused_by_check_and_run_naming_the_key() 
             admin.into(),
             format!("admin:\n  tls: {{ cert: {{ file: {dd}/missing.crt }}, key: {{ file: {dd}/admin.key }} }}\n"),
             "admin.tls.cert.file:",
+        ),
+        (
+            "admin: 127.0.0.1:1, console: 127.0.0.1:2".into(),
+            format!(
+                "admin:\n  tls: {{ cert: {{ file: {dd}/admin.crt }}, key: {{ file: {dd}/admin.key }}, client_ca: {{ file: {dd}/ca.pem }} }}\nconsole: {{}}\n"
+            ),
+            "console.oidc: is missing, and with admin.tls.client_ca an admin token needs a client certificate",
+        ),
+        (
+            admin.into(),
+            "  admin_tokens:\n    - { name: cordon, roles: [viewer], token: { env: CORDON_TEST_TOKEN } }\n".into(),
+            "control.admin_tokens[0].name: \"cordon\" is reserved",
         ),
         (
             "proxy2: 1".into(),

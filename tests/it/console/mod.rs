@@ -1,11 +1,17 @@
 //! The console, the approval inbox in the browser, through the binary and headless Chromium: people sign in
-//! through a real OpenID Connect provider, see held requests appear without reloading, decide them, and the
-//! audit records name who they are; a viewer sees but cannot decide, forged forms from other pages do nothing,
-//! and ID tokens that are not right are refused. Also the admin listener's TLS and client certificates, and
+//! through a real OpenID Connect provider, see held requests appear without reloading (an MCP call's arguments
+//! whole), decide them, and the audit records name who they are; a viewer sees but cannot decide, forged forms
+//! from other pages and other ports do nothing, no other port of the host gets a session, a reload that lowers
+//! roles applies to open pages, one person's streams leave others theirs, and ID tokens that are not right are
+//! refused. Also the admin listener's TLS and client certificates (for the console's token sign-in too), and
 //! what `cordon check` and `cordon run` refuse.
 
+mod certs;
+mod held;
 mod inbox;
 mod listener;
+mod live;
+mod origins;
 mod sign_in;
 
 use crate::rigs::console::ConsoleRig;

@@ -106,7 +106,11 @@ async fn a_token_signs_in_too_and_a_wrong_one_is_refused_and_recorded() {
         b.wait_text(expect, 10).await;
     }
     // A platform token may revoke from the sandboxes page; sb1 is declared in the file, so it has no button.
-    b.client.goto(&rig.url("/console/sandboxes")).await.unwrap();
+    let signed = crate::rigs::console::session_of(&b).await;
+    b.client
+        .goto(&rig.url(&format!("{}sandboxes", signed.base)))
+        .await
+        .unwrap();
     b.wait_for("tr[data-sandbox='sb1']", 10).await;
     let (status, made) = rig
         .api(

@@ -1,7 +1,7 @@
 //! A cordon with the console on a listener of its own, signing people in through the repository's own OpenID
 //! Connect provider (`tests/servers/oidc-login.mjs`: `anna` an approver, `victor` a viewer), with one sandbox
-//! whose `POST /pay` is held for a person; and what the console's tests do in a browser (sign in, read the CSRF
-//! token a page carries).
+//! whose `POST /pay` is held for a person (and whose MCP calls of `add_comment` at `/mcp` are); and what the
+//! console's tests do in a browser (sign in, read the CSRF token and the session's place a page carries).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -66,6 +66,48 @@ impl ConsoleRig {
             .unwrap()
     }
 
+    /// A JSON-RPC `tools/call` of `tool` with `arguments` POSTed to `/mcp` through cordon as sandbox sb1, in the
+    /// background: curl's `%{http_code}` when it ends.
+    pub(crate) fn mcp_call(&self, tool: &str, arguments: &Value) -> Child {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": { "name": tool, "arguments": arguments },
+        });
+        crate::rigs::process::curl()
+            .args(["--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", self.proxy)])
+            .args([
+                "-H",
+                "content-type: application/json",
+                "-H",
+                "accept: application/json, text/event-stream",
+            ])
+            .args(["--data", &body.to_string()])
+            .arg(format!("http://pay.test:{}/mcp", self.up.addr.port()))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Write the configuration again with `roles` as `console.oidc.roles`, the `apr` token or not, and `extra`
+    /// appended, and reload it through the admin API: the status and answer.
+    pub(crate) async fn reload(&self, roles: &str, apr: bool, extra: &str) -> (u16, Value) {
+        let mut yaml = yaml(self.dir.path(), self.ports(), roles, extra);
+        if !apr {
+            yaml = yaml
+                .lines()
+                .filter(|l| !l.contains("name: apr"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+        std::fs::write(&self.config, yaml).unwrap();
+        self.api("POST", "/v1/reload", &self.token("admin"), "").await
+    }
+
+    fn ports(&self) -> [u16; 5] {
+        [self.proxy, self.admin, self.console, self.idp, self.up.addr.port()]
+    }
+
     /// Wait until `n` requests are held.
     pub(crate) async fn wait_pending(&self, n: usize) -> Vec<Value> {
         let until = Instant::now() + Duration::from_secs(20);
@@ -121,8 +163,11 @@ impl ConsoleRig {
     }
 }
 
-/// The configuration: `extra` is appended under `console:` (after url and oidc).
-fn yaml(d: &std::path::Path, proxy: u16, admin: u16, console: u16, idp: u16, up: u16) -> String {
+/// The roles people's groups give, as the rig starts.
+pub(crate) const ROLES: &str = "{ cordon-approvers: [approver], cordon-viewers: [viewer] }";
+
+/// The configuration, with `roles` as `console.oidc.roles` and `extra` (top-level settings) at its end.
+fn yaml(d: &std::path::Path, [proxy, admin, console, idp, up]: [u16; 5], roles: &str, extra: &str) -> String {
     let d = d.display();
     format!(
         r#"listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin}, console: 127.0.0.1:{console} }}
@@ -142,13 +187,15 @@ console:
     issuer: http://127.0.0.1:{idp}
     client_id: cordon-console
     client_secret: {{ env: CONSOLE_OIDC_SECRET }}
-    roles: {{ cordon-approvers: [approver], cordon-viewers: [viewer] }}
+    roles: {roles}
 sandboxes:
   - {{ id: sb1, user: alice, token_sha256: {h1}, policy: pay }}
 policies:
   pay:
     allow:
       - {{ host: pay.test, ports: [{up}], methods: [POST], paths: ["/pay"], action: ask }}
+      - {{ host: pay.test, ports: [{up}], methods: [POST], paths: ["/mcp"], mcp: {{ ask: [add_comment] }} }}
+{extra}
 "#,
         h1 = hash("tok1"),
     )
@@ -156,11 +203,17 @@ policies:
 
 /// The rig: the provider started unless `idp_later`, then cordon, listening.
 pub(crate) async fn console_rig(idp_later: bool) -> ConsoleRig {
+    console_rig_with(idp_later, "").await
+}
+
+/// The rig with `extra` top-level settings in its configuration.
+pub(crate) async fn console_rig_with(idp_later: bool, extra: &str) -> ConsoleRig {
     let dir = tempfile::tempdir().unwrap();
     let up = crate::rigs::upstreams::upstream("127.0.0.2").await;
     let (proxy, admin, console, idp) = (free_port(), free_port(), free_port(), free_port());
     let config = dir.path().join("cordon.yaml");
-    std::fs::write(&config, yaml(dir.path(), proxy, admin, console, idp, up.addr.port())).unwrap();
+    let ports = [proxy, admin, console, idp, up.addr.port()];
+    std::fs::write(&config, yaml(dir.path(), ports, ROLES, extra)).unwrap();
     let mut rig = ConsoleRig {
         dir,
         config,
@@ -232,17 +285,41 @@ pub(crate) async fn sign_in(rig: &ConsoleRig, browser: &Browser, login: &str) ->
     browser.text().await
 }
 
-/// The CSRF token the page's forms carry, and the session cookie (`name=value`).
-pub(crate) async fn session_of(browser: &Browser) -> (String, String) {
+/// What a signed-in page says of its session: the CSRF token its forms carry, the session cookie
+/// (`name=value`), and the session's place (`/console/s/PLACE/`, where its pages are).
+pub(crate) struct Signed {
+    pub(crate) csrf: String,
+    pub(crate) cookie: String,
+    pub(crate) base: String,
+}
+
+/// The session of the page `browser` shows.
+pub(crate) async fn session_of(browser: &Browser) -> Signed {
     let csrf = browser
         .client
-        .find(Locator::Css("form[action='/console/logout'] input[name=csrf]"))
+        .find(Locator::Css("form[action$='/logout'] input[name=csrf]"))
         .await
         .unwrap()
         .attr("value")
         .await
         .unwrap()
         .unwrap();
+    let base = browser
+        .client
+        .find(Locator::Css("html"))
+        .await
+        .unwrap()
+        .attr("data-base")
+        .await
+        .unwrap()
+        .expect("a signed-in page names its session's place");
+    assert!(base.starts_with("/console/s/") && base.ends_with('/'), "{base}");
     let cookie = browser.client.get_named_cookie("cordon_console").await.unwrap();
-    (csrf, format!("cordon_console={}", cookie.value()))
+    assert_eq!(
+        cookie.path(),
+        Some(base.trim_end_matches('/')),
+        "the session cookie is sent to its place alone"
+    );
+    let cookie = format!("cordon_console={}", cookie.value());
+    Signed { csrf, cookie, base }
 }
