@@ -18,7 +18,8 @@
 #    cordon in the image, `--read-only`, as the image's user, in a network namespace made for the test (loopback
 #    only), configured as the README's walkthrough (a secret put in the vault through the image, the state on a
 #    volume); intercepted HTTPS gets the credential added, a POST its policy does not allow is refused; the
-#    root file system refuses a write; `podman stop` ends it with status 0. Where a container cannot run, the
+#    root file system refuses a write; `podman stop` ends it with status 0; and redirect.sh, the sidecar's init
+#    container, run from the image as the pod runs it, leaves its rules with both iptables backends. Where a container cannot run, the
 #    test says why and ends after step 2 (CORDON_REQUIRE_CONTAINER=1, which CI sets, makes that a failure).
 # It prints how long the load, the start and the first intercepted request took.
 # Needs root, podman, buildah, runc, ip, curl, openssl, python3.
@@ -69,6 +70,7 @@ cleanup() {
     podman volume rm -f "$volume" >/dev/null 2>&1
     [ -n "$upstream_pid" ] && kill -9 "$upstream_pid" 2>/dev/null && wait "$upstream_pid" 2>/dev/null
     ip netns del "$ns" 2>/dev/null
+    ip netns del "$ns-redirect" 2>/dev/null
     rm -rf "$work"
     exit $rc
 }
@@ -246,6 +248,23 @@ podman stop -t 30 "$container" > /dev/null || fail "podman stop"
 code=$(podman inspect --format '{{.State.ExitCode}}' "$container")
 [ "$code" = 0 ] || fail "cordon exited $code on stop: $(podman logs --tail 5 "$container" 2>&1)"
 ok "podman stop: exit 0"
+
+# The sidecar's init container: redirect.sh run from the image, as the pod runs it (root with only NET_ADMIN
+# and NET_RAW), with each iptables backend, each in a fresh namespace; the rules it leaves are read from the host.
+for backend in iptables-nft iptables-legacy; do
+    ip netns add "$ns-redirect"
+    ip -n "$ns-redirect" link set lo up
+    "${run[@]}" --rm --read-only --user 0:0 --cap-drop all --cap-add NET_ADMIN --cap-add NET_RAW \
+        --network "ns:/run/netns/$ns-redirect" -v "$repo/deploy/kubernetes/scripts:/opt/cordon/scripts:ro" \
+        -e CORDON_IPTABLES="$backend" --entrypoint /bin/sh "$name" /opt/cordon/scripts/redirect.sh \
+        > "$work/redirect.log" 2>&1 || fail "redirect.sh with $backend in the image: $(tail -n 3 "$work/redirect.log")"
+    rules=$(ip netns exec "$ns-redirect" "$backend" -t nat -S CORDON_OUTPUT 2>&1)
+    grep -q -- '-p tcp -j REDIRECT --to-ports 15001' <<<"$rules" || fail "$backend: no redirect to 15001: $rules"
+    rules6=$(ip netns exec "$ns-redirect" "${backend/iptables/ip6tables}" -t filter -S CORDON_EGRESS 2>&1)
+    grep -q -- '-j DROP' <<<"$rules6" || fail "${backend/iptables/ip6tables}: IPv6 egress not dropped: $rules6"
+    ip netns del "$ns-redirect"
+done
+ok "redirect.sh from the image (root, NET_ADMIN and NET_RAW only): its rules with iptables-nft and -legacy, IPv4 and IPv6"
 
 total=$(awk -v a="$load_s" -v b="$start_s" -v c="$request_s" 'BEGIN { printf "%.2f", a + b + c }')
 echo "image timings: podman load ${load_s} s, run to listening ${start_s} s, first intercepted request" \

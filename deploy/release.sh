@@ -10,12 +10,12 @@
 #   SHA256SUMS.minisig                 minisign's detached signature of SHA256SUMS
 #
 #   deploy/release.sh --key SECRET_KEY --pubkey PUBLIC_KEY [--profile release] [--out dist]
-#   deploy/release.sh --dry-run [--profile release] [--no-build] [--out DIR]
+#   deploy/release.sh --dry-run [--profile release] [--no-build] [--fast] [--out DIR]
 #
 # A release needs a clean tree whose HEAD is tagged vVERSION (Cargo.toml's version); minisign asks for the key's
 # password. --dry-run skips those checks and signs with a throwaway key made for the run (the artifacts are
 # then good for testing only: CI runs it so). Either way the signature and every checksum are verified before
-# the script ends. --no-build packages the binary the profile already has.
+# the script ends. --no-build packages the binary the profile already has; --fast compresses the .deb less.
 # Needs cargo, cargo-deb, buildah, busybox, iptables, binutils, dpkg-dev and minisign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,12 +26,14 @@ build=1
 dry=0
 key=
 pubkey=
+fast=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --dry-run) dry=1; shift ;;
     --profile) profile=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --fast) fast=(--fast); shift ;;
     --key) key=$2; shift 2 ;;
     --pubkey) pubkey=$2; shift 2 ;;
     *) echo "deploy/release.sh: unknown argument $1" >&2; exit 2 ;;
@@ -75,7 +77,7 @@ chmod 0644 "$out/$name.debug"
 "$out/$name" --version | grep -qF "$version (commit $commit" || die "the stripped binary does not run"
 
 say "the Debian package"
-deb=$(deploy/debian/build.sh --profile "$profile" --no-build --output "$out" | tail -n 1)
+deb=$(deploy/debian/build.sh --profile "$profile" --no-build "${fast[@]}" --output "$out" | tail -n 1)
 [ -f "$deb" ] || die "deploy/debian/build.sh made no package ($deb)"
 
 say "the container image"

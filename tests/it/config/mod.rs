@@ -1,7 +1,8 @@
 //! The configuration file: errors in its words, `check` refusing what `run` would, stale sandbox CAs, the watcher,
-//! and its JSON Schema held to the examples, the docs and `check`.
+//! its JSON Schema held to the examples, the docs and `check`, and the configurations the packages install.
 
 mod ca_hints;
+mod packaged;
 mod preflight;
 mod schema;
 mod schema_keys;
