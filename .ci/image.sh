@@ -19,8 +19,9 @@
 #    only), configured as the README's walkthrough (a secret put in the vault through the image, the state on a
 #    volume); intercepted HTTPS gets the credential added, a POST its policy does not allow is refused; the
 #    root file system refuses a write; `podman stop` ends it with status 0; and redirect.sh, the sidecar's init
-#    container, run from the image as the pod runs it, leaves its rules with both iptables backends. Where a container cannot run, the
-#    test says why and ends after step 2 (CORDON_REQUIRE_CONTAINER=1, which CI sets, makes that a failure).
+#    container, run from the image as the pod runs it, leaves its rules with both iptables backends. Where a
+#    container cannot run, the test says why and ends after step 2 (CORDON_REQUIRE_CONTAINER=1, which CI sets,
+#    makes that a failure).
 # It prints how long the load, the start and the first intercepted request took.
 # Needs root, podman, buildah, runc, ip, curl, openssl, python3.
 set -euo pipefail
@@ -264,7 +265,7 @@ for backend in iptables-nft iptables-legacy; do
     grep -q -- '-j DROP' <<<"$rules6" || fail "${backend/iptables/ip6tables}: IPv6 egress not dropped: $rules6"
     ip netns del "$ns-redirect"
 done
-ok "redirect.sh from the image (root, NET_ADMIN and NET_RAW only): its rules with iptables-nft and -legacy, IPv4 and IPv6"
+ok "redirect.sh from the image (root, NET_ADMIN and NET_RAW only): its rules with both backends, IPv4 and IPv6"
 
 total=$(awk -v a="$load_s" -v b="$start_s" -v c="$request_s" 'BEGIN { printf "%.2f", a + b + c }')
 echo "image timings: podman load ${load_s} s, run to listening ${start_s} s, first intercepted request" \

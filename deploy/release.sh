@@ -53,7 +53,12 @@ if [ "$dry" = 0 ]; then
 fi
 
 target=${CARGO_TARGET_DIR:-target}
-bin=$target/$profile/cordon
+if [ "$profile" = dev ]; then
+    [ "$dry" = 1 ] || die "a release is built with the release profile, not dev"
+    bin=$target/debug/cordon
+else
+    bin=$target/$profile/cordon
+fi
 if [ "$build" = 1 ]; then
     say "building cordon with the $profile profile"
     cargo build --profile "$profile" --locked --bin cordon
