@@ -1,6 +1,7 @@
 //! What `cordon --version` and the `cordon_build_info` metric say about the build: the git commit (from git
 //! when the source is a checkout; `unknown` in a tarball build or without git), the build date (UTC;
-//! `SOURCE_DATE_EPOCH` when set, for reproducible builds) and the compiler's version.
+//! `SOURCE_DATE_EPOCH` when set, for reproducible builds), the target triple it was built for and the
+//! compiler's version.
 
 use std::process::Command;
 
@@ -47,6 +48,9 @@ fn main() {
     println!("cargo:rustc-env=CORDON_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=CORDON_BUILD_DATE={date}");
     println!("cargo:rustc-env=CORDON_RUSTC_VERSION={rustc}");
+    // Cargo sets TARGET for build scripts: the triple the crate is compiled for (not the host's, when cross).
+    let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".to_owned());
+    println!("cargo:rustc-env=CORDON_TARGET={target}");
 }
 
 /// The trimmed output of `git ARGS` run in the package's folder, if git is there and succeeds.

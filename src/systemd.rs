@@ -1,5 +1,5 @@
 //! Telling systemd how the service stands (`sd_notify`, for `Type=notify` units such as
-//! deploy/gateway/cordon.service): `READY=1` once every listener is bound and the state is built, `RELOADING=1`
+//! deploy/systemd/cordon.service): `READY=1` once every listener is bound and the state is built, `RELOADING=1`
 //! and `READY=1` around a SIGHUP reload, `STOPPING=1` when the drain starts. Without `NOTIFY_SOCKET` (not
 //! started by systemd) each call does nothing.
 

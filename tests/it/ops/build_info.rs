@@ -1,5 +1,5 @@
 //! What cordon says about its build and its process, through the binary: `cordon --version` with the git
-//! commit and the build date, `cordon_build_info` with the same commit, and the standard `process_*` metrics
+//! commit, the build date and the target triple, `cordon_build_info` with the same commit, and the standard `process_*` metrics
 //! with figures that agree with /proc.
 
 /// The commit the tests were built from, as build.rs reads it.
@@ -12,16 +12,32 @@ fn head() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// The target triple the tests were built for: rustc's host triple (the tests are not cross-compiled).
+fn host_triple() -> String {
+    let out = std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
 #[test]
-fn version_names_the_commit_and_the_build_date() {
+fn version_names_the_commit_the_build_date_and_the_target() {
     let (code, out, err) = crate::rigs::process::cordon(&["--version"]);
     assert_eq!(code, 0, "{err}");
     let line = out.trim();
     let rest = line
         .strip_prefix(&format!("cordon {} (commit ", env!("CARGO_PKG_VERSION")))
         .unwrap_or_else(|| panic!("{line}"));
-    let (commit, date) = rest.strip_suffix(')').unwrap().split_once(", built ").unwrap();
+    let (commit, rest) = rest.strip_suffix(')').unwrap().split_once(", built ").unwrap();
+    let (date, target) = rest.split_once(", ").unwrap_or_else(|| panic!("{line}"));
     assert_eq!(commit, head(), "{line}");
+    assert_eq!(target, host_triple(), "{line}");
     assert!(
         time::Date::parse(date, time::macros::format_description!("[year]-[month]-[day]")).is_ok(),
         "{line}"
