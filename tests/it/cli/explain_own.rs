@@ -93,7 +93,7 @@ async fn start(proxy: u16, listen: &str, cidrs: &[String], ports: &[u16], consol
     )
 }
 
-/// What one side said: allow or deny, the reason code of the refusal (if any), and explain's caveats.
+/// What one side said: allow or deny, and the reason code of the refusal (if any).
 #[derive(Debug, PartialEq)]
 struct Said {
     verdict: String,
