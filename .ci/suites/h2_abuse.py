@@ -3,7 +3,8 @@ sandbox that CONNECTs to an allowed host, negotiates h2 over the leaf its CA min
 each attack: cordon closes the connection or answers as RFC 9113 says, a bystander (another sandbox, its own
 connection) is served during and after, and cordon's resident memory stays bounded.
 
-Attacks: CONTINUATION flood; RST_STREAM flood (rapid reset); SETTINGS flood; PING flood; WINDOW_UPDATE overflow
+Attacks: CONTINUATION flood; RST_STREAM flood (rapid reset); malformed streams that cordon resets, one after
+another; SETTINGS flood; PING flood; WINDOW_UPDATE overflow
 (connection and stream); DATA beyond the window; a window of 0 that never opens (the response stalls); HPACK
 bombs (one huge header, and one dynamic-table entry referenced thousands of times); too many concurrent
 streams."""
@@ -239,6 +240,28 @@ def still_answers(c, authority):
     return c.responses.get(sid) in ("200", b"200"), f"open, then answered {c.responses.get(sid)}"
 
 
+def malformed_stream_flood(cordon, authority, ca):
+    c = H2(cordon, authority, ca)
+    sent = 0
+    try:
+        for _ in range(5000):
+            sid = c.stream()
+            # A connection-specific header: each stream is malformed (§8.2.2), a stream error cordon resets.
+            block = c.headers_block(authority) + b"\x10\x0aconnection\x0akeep-alive"
+            f = HeadersFrame(sid, block)
+            f.flags.add("END_HEADERS")
+            f.flags.add("END_STREAM")
+            c.send(f.serialize())
+            sent += 1
+    except OSError:
+        pass
+    c.read(5)
+    c.close()
+    # Each is a stream error (RST_STREAM PROTOCOL_ERROR); past max_local_error_reset_streams, the connection ends.
+    ok = (c.closed or c.goaway is not None) and sent < 5000 or c.goaway == ENHANCE_YOUR_CALM
+    return ok, f"{sent} malformed streams sent; {len(c.resets)} reset, goaway {c.goaway}, closed {c.closed}"
+
+
 def settings_flood(cordon, authority, ca):
     c = H2(cordon, authority, ca)
     sent = 0
@@ -444,6 +467,7 @@ ATTACKS = [
     ("a header near limits.max_request_header_bytes, h2 as HTTP/1.1", header_limit),
     ("CONTINUATION flood", continuation_flood),
     ("RST_STREAM flood (rapid reset)", rapid_reset),
+    ("malformed streams, each reset by cordon", malformed_stream_flood),
     ("SETTINGS flood", settings_flood),
     ("PING flood", ping_flood),
     ("WINDOW_UPDATE overflow (connection)", window_overflow_connection),
@@ -478,7 +502,10 @@ def main():
             before = cordon.rss_kib()
             by = Bystander(cordon, authority, ca_file)
             start = time.monotonic()
-            ok, detail = attack(cordon, authority, ca_file)
+            try:
+                ok, detail = attack(cordon, authority, ca_file)
+            except Exception as e:  # a broken attack is a failed case, and the others still run
+                ok, detail = False, f"the attack itself failed: {e!r}"
             took = time.monotonic() - start
             peak = cordon.rss_kib()
             served, failed = by.finish()
