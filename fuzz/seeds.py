@@ -240,6 +240,45 @@ def config():
     write("config", "bad-yaml.yaml", "policies:\n  - : [\n")
 
 
+def websocket():
+    """WebSocket frames from a client (first byte odd: masked frames) and from a server (even: unmasked)."""
+
+    def frame(opcode, payload, fin=True, mask=None, rsv=0):
+        head = bytes([(0x80 if fin else 0) | rsv | opcode])
+        n = len(payload)
+        m = 0x80 if mask else 0
+        if n < 126:
+            head += bytes([m | n])
+        elif n < 65536:
+            head += bytes([m | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([m | 127]) + struct.pack(">Q", n)
+        if mask:
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            head += mask
+        return head + payload
+
+    key = b"\x37\xfa\x21\x3d"
+    euro = "€".encode()
+    for side, first, mask in [("client", b"\x01", key), ("server", b"\x00", None)]:
+        f = lambda *a, **k: frame(*a, mask=mask, **k)
+        write("websocket", f"{side}-text", first + f(0x1, b"hello"))
+        write("websocket", f"{side}-binary", first + f(0x2, bytes(range(256))))
+        write("websocket", f"{side}-fragmented-utf8",
+              first + f(0x1, b"a" + euro[:1], fin=False) + f(0x9, b"ping") + f(0x0, euro[1:] + b"b"))
+        write("websocket", f"{side}-close", first + f(0x8, struct.pack(">H", 1000) + b"bye"))
+        write("websocket", f"{side}-pong-then-text", first + f(0xA, b"") + f(0x1, b"x" * 300))
+        write("websocket", f"{side}-not-utf8", first + f(0x1, b"\xff\xfe", fin=False) + f(0x0, b"z"))
+        write("websocket", f"{side}-reserved-bit", first + f(0x1, b"rsv", rsv=0x40))
+        write("websocket", f"{side}-continuation-first", first + f(0x0, b"orphan"))
+        write("websocket", f"{side}-frame-over-limit", first + f(0x2, b"y" * 5000))
+        write("websocket", f"{side}-message-over-limit",
+              first + b"".join(f(0x2 if i == 0 else 0x0, b"m" * 4000, fin=(i == 4)) for i in range(5)))
+    # A client frame sent unmasked, and a server frame masked: both protocol errors for their side.
+    write("websocket", "client-unmasked", b"\x01" + frame(0x1, b"plain"))
+    write("websocket", "server-masked", b"\x00" + frame(0x1, b"masked", mask=key))
+
+
 def regressions():
     """What the targets found while they were written (docs/src/fuzzing.md, "Findings"), kept as seeds."""
     write("framing", "found-blank-lines-then-bad-head", b"\n\r\nH /\n\xc51POSa.")
@@ -262,5 +301,5 @@ def regressions():
     write("config", "found-two-documents.yaml", "\n  \n!\n  \n!e")
 
 
-for make in [framing, target, proxy_auth, ip_guard, secrets, sni, dns_query, config, regressions]:
+for make in [framing, target, proxy_auth, ip_guard, secrets, sni, dns_query, config, websocket, regressions]:
     make()

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, Listener};
 use crate::logging::Stderr;
 use crate::reload::Reloader;
 use crate::state::ProxyState;
@@ -175,16 +175,17 @@ async fn serve(
         },
         None => None,
     };
-    // SECURITY: every listener cordon opens is its own address, which no rule can send a sandbox to.
-    let mut own = vec![bound];
-    own.extend(admin_bound);
-    own.extend(transparent_bound);
-    own.extend(preview_bound);
-    own.extend(console_bound);
-    if let Some((udp, tcp)) = &dns {
-        own.extend(udp.local_addr().ok());
-        own.extend(tcp.local_addr().ok());
-    }
+    let dns_bound = dns.as_ref().and_then(|(udp, _)| udp.local_addr().ok());
+    // SECURITY: every listener cordon opens is its own address, which no rule can send a sandbox to. The list
+    // is the configuration's (`Listen::listeners`, which `cordon explain` reads too), with the ports opened.
+    let own = config.listen.own(|l| match l {
+        Listener::Proxy => Some(bound),
+        Listener::Admin => admin_bound,
+        Listener::Transparent => transparent_bound,
+        Listener::Dns => dns_bound,
+        Listener::Preview => preview_bound,
+        Listener::Console => console_bound,
+    });
     let text = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
     let watch = config.control.watch;
     let summary = format!(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-pub(crate) use super::listen::Listen;
+pub(crate) use super::listen::{Listen, Listener};
 pub(crate) use crate::identity::SandboxSpec;
 use crate::policy::Policy;
 

@@ -90,8 +90,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
         );
     }
     // TCP listeners may not share an address (the DNS responder's TCP side is checked with them).
-    let mut tcp = listen.all();
-    tcp.extend(listen.dns.map(|a| ("listen.dns", a)));
+    let tcp = listen.all();
     for (i, (name, addr)) in tcp.iter().enumerate() {
         if let Some((other, _)) = tcp[..i].iter().find(|(_, a)| a == addr && addr.port() != 0) {
             errs.at(

@@ -47,6 +47,10 @@ pub(crate) struct Summary {
     verdict: &'static str,
     /// Each exchange live traffic makes, in order: the CONNECT and the request inside it, or the one request.
     exchanges: Vec<Exchange>,
+    /// What explain cannot know and live traffic may decide otherwise: a listener of cordon's own configured
+    /// with port 0 (its port is chosen when cordon starts) on an address the request may be dialled at.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    caveats: Vec<String>,
 }
 
 /// One exchange: its kind (the audit record's) and how it ends.
@@ -112,6 +116,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         path: uri.path().to_owned(),
         verdict: "deny",
         exchanges: Vec::new(),
+        caveats: Vec::new(),
     };
 
     let generation = Arc::new(Generation::dry(config.clone())?);
@@ -129,8 +134,10 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         .uri(uri)
         .body(crate::body::empty())
         .map_err(|e| format!("{url:?} cannot be a request: {e}"))?;
+    let mut caveats = Vec::new();
     let mut record = |kind, label, notes: Vec<Note>| {
         write_notes(&mut out, label, &notes);
+        caveats.extend(unknown_ports(config, &notes));
         summary.exchanges.push(Exchange {
             kind,
             ending: Ending::of(&notes),
@@ -163,6 +170,11 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         record(Kind::Http, "policy ", notes)
     };
     let allowed = !refused;
+    caveats.dedup();
+    for caveat in &caveats {
+        let _ = writeln!(out, "caveat   {caveat}");
+    }
+    summary.caveats = caveats;
     summary.verdict = if allowed { "allow" } else { "deny" };
     let _ = writeln!(out, "verdict  {}", if allowed { "ALLOW" } else { "DENY" });
     Ok(Explanation {
@@ -170,6 +182,26 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         json: summary,
         allowed,
     })
+}
+
+/// What explain cannot judge in `notes`: an address the guard let through that a listener of cordon's own,
+/// configured with port 0, may be on. Live, the port is the one the kernel chose when cordon started, and a
+/// request to it is refused (403 `self_address`); explain opens nothing, so it cannot know that port.
+fn unknown_ports(config: &Config, notes: &[Note]) -> Vec<String> {
+    let mut said = Vec::new();
+    for note in notes {
+        let Note::Address(addr, None) = note else { continue };
+        for (listener, own) in config.listen.listeners() {
+            if own.port() == 0 && crate::net::ipguard::lands_on(own.ip(), *addr) {
+                said.push(format!(
+                    "{} is {own}: its port is chosen when cordon starts, which explain cannot know; if {addr} is \
+                     that port, live traffic refuses it (403 self_address)",
+                    listener.key()
+                ));
+            }
+        }
+    }
+    said
 }
 
 /// One line per note.

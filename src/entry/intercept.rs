@@ -83,9 +83,7 @@ pub(crate) async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'stati
     });
     let mut end = None;
     if h2 {
-        let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .serve_connection(TokioIo::new(tls), service);
+        let conn = h2_server(max_head).serve_connection(TokioIo::new(tls), service);
         let result = tokio::select! {
             r = conn => r,
             why = watch.stop.ended() => {
@@ -120,6 +118,37 @@ pub(crate) async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'stati
         end = Some(TunnelEnd::ByteBudget);
     }
     record.end(end.as_ref());
+}
+
+/// Streams one intercepted h2 connection may have open at once (RFC 9113 §6.5.2 recommends no fewer than 100);
+/// more are refused (`REFUSED_STREAM`).
+const H2_MAX_STREAMS: u32 = 100;
+
+/// The h2 server of an interception, its limits pinned rather than left to hyper's defaults (which hyper says
+/// may change), each tried by `.ci/suites/h2_abuse.py`.
+fn h2_server(max_head: usize) -> hyper::server::conn::http2::Builder<TokioExecutor> {
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(H2_MAX_STREAMS)
+        // SECURITY: the same limit on a request's head as HTTP/1.1 has (limits.max_request_header_bytes), on
+        // the decoded header list, so an HPACK bomb (a dynamic-table entry referenced thousands of times) is
+        // refused before it is built.
+        .max_header_list_size(u32::try_from(max_head).unwrap_or(u32::MAX))
+        // SECURITY: rapid reset (CVE-2023-44487): streams the client opens and resets before cordon has taken
+        // them; more end the connection (GOAWAY ENHANCE_YOUR_CALM).
+        .max_pending_accept_reset_streams(20)
+        // SECURITY: streams cordon itself resets for the client's errors (a malformed request each), likewise
+        // bounded: more end the connection.
+        .max_local_error_reset_streams(1024)
+        // SECURITY: what is buffered for a stream the client does not read (a window of 0): at most this per
+        // stream, so one connection holds at most H2_MAX_STREAMS times it.
+        .max_send_buf_size(256 * 1024)
+        // A client that stops reading (it answers no PING) is closed rather than held forever with what its
+        // streams buffer (not tried by the suites: it takes 50 s).
+        .keep_alive_interval(std::time::Duration::from_secs(30))
+        .keep_alive_timeout(std::time::Duration::from_secs(20));
+    builder
 }
 
 /// The client's TLS handshake, with a leaf for the CONNECT host from the sandbox's CA.

@@ -24,5 +24,5 @@ mod socket;
 pub(crate) mod transparent;
 pub(crate) mod tunnel;
 mod websocket;
-mod websocket_frames;
-mod websocket_message;
+pub(crate) mod websocket_frames;
+pub(crate) mod websocket_message;

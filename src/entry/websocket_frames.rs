@@ -236,6 +236,12 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         }
     }
 
+    /// What the frames were written to (the fuzzing entry reads them back).
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn into_inner(self) -> W {
+        self.io
+    }
+
     /// Send one frame and flush it.
     pub(crate) async fn send(&mut self, opcode: OpCode, fin: bool, payload: &[u8]) -> io::Result<()> {
         let mut header = FrameHeader {

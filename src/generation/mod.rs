@@ -85,12 +85,14 @@ impl Generation {
         Generation::assemble(number, config, self_addrs, credentials, admin_tokens)
     }
 
-    /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon
-    /// listening on `listen.proxy` would build it, without a file read or made and no secret source opened.
+    /// The generation a dry run (`cordon explain`) decides on: built from `config` as a running cordon would
+    /// build it, its own addresses every listener the configuration opens (a port 0 stays 0: explain opens
+    /// nothing, so it cannot know the port the kernel would choose), without a file read or made and no secret
+    /// source opened.
     pub(crate) fn dry(config: Config) -> Result<Generation, String> {
         let credentials = Credentials::inert(&config)?;
-        let proxy = config.listen.proxy;
-        Generation::assemble(0, config, &[proxy], credentials, Vec::new())
+        let own = config.listen.own(|_| None);
+        Generation::assemble(0, config, &own, credentials, Vec::new())
     }
 
     fn assemble(

@@ -402,6 +402,7 @@ fn canonical_net(net: IpNet) -> IpNet {
 
 #[path = "ipguard_own.rs"]
 mod own;
+pub(crate) use own::lands_on;
 
 #[path = "ipguard_ranges.rs"]
 mod ranges;

@@ -35,31 +35,34 @@ impl Guard {
     /// Whether dialing `addr` would connect back to one of cordon's own
     /// listeners.
     pub(super) fn is_self(&self, addr: SocketAddr) -> bool {
-        let ip = addr.ip().to_canonical();
-        self.self_addrs.iter().any(|own| {
-            if own.port() != addr.port() {
-                return false;
-            }
-            let own_ip = own.ip().to_canonical();
-            // SECURITY: proxy loop via our own socket; compare canonical IP and
-            // port only, so a mapped form, scope id or flow label cannot hide
-            // an exact match (SocketAddrV6 equality includes those).
-            if own_ip == ip {
-                return true;
-            }
-            // SECURITY: proxy loop via connect() to 0.0.0.0 or ::, which the
-            // kernel sends to the local host (loopback), where any of our
-            // listeners on this port may be waiting.
-            if ip.is_unspecified() {
-                return true;
-            }
-            // SECURITY: proxy loop via a wildcard listener, reached through
-            // any local address (127.0.0.2, the host's LAN IP, ...). Either
-            // wildcard family counts, since a [::] listener is usually
-            // dual-stack.
-            own_ip.is_unspecified() && is_local_address(addr)
-        })
+        self.self_addrs
+            .iter()
+            .any(|own| own.port() == addr.port() && lands_on(own.ip(), addr))
     }
+}
+
+/// Whether a connection to `addr` reaches a socket listening on `own` (an IP, on `addr`'s port): `cordon
+/// explain` asks it of a listener configured with port 0, whose port only a running cordon knows.
+pub(crate) fn lands_on(own: IpAddr, addr: SocketAddr) -> bool {
+    let ip = addr.ip().to_canonical();
+    let own_ip = own.to_canonical();
+    // SECURITY: proxy loop via our own socket; compare canonical IP and
+    // port only, so a mapped form, scope id or flow label cannot hide
+    // an exact match (SocketAddrV6 equality includes those).
+    if own_ip == ip {
+        return true;
+    }
+    // SECURITY: proxy loop via connect() to 0.0.0.0 or ::, which the
+    // kernel sends to the local host (loopback), where any of our
+    // listeners on this port may be waiting.
+    if ip.is_unspecified() {
+        return true;
+    }
+    // SECURITY: proxy loop via a wildcard listener, reached through
+    // any local address (127.0.0.2, the host's LAN IP, ...). Either
+    // wildcard family counts, since a [::] listener is usually
+    // dual-stack.
+    own_ip.is_unspecified() && is_local_address(addr)
 }
 
 /// Whether `addr`'s IP belongs to this machine: loopback, or an address a

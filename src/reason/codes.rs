@@ -97,6 +97,8 @@ reasons! {
             "Fix the client: its request line or headers can be read more than one way (line folding, a bare CR or NUL in a value, a space before a colon); the record's `error` says what.";
         MalformedChunk = "malformed_chunk", Status(400), "a chunked body that cannot be read unambiguously",
             "Fix the client: its chunked body does not follow the chunked format (hex sizes, CRLF after each chunk).";
+        BodyIncomplete = "body_incomplete", Status(400), "a request body that broke off before its framing ended",
+            "Fix the client: it stopped its request body before the end its Content-Length or chunked framing announced, or sent a chunked body cordon cut off (the connection's `malformed_chunk` record says where); the upstream got no complete request. The record's `error` says what.";
         UnparseableRequest = "unparseable_request", Status(400), "bytes that are not an HTTP request",
             "Fix the client: it sent something that is not HTTP to cordon, often TLS to the plain HTTP proxy port (an `https://` proxy URL): write the proxy URL with `http://`.";
         HeadTooLarge = "head_too_large", Status(431), "a request head over limits.max_request_header_bytes",

@@ -155,8 +155,10 @@ pub(super) fn generate(sandbox: &str, scope: &Scope) -> Result<(String, String),
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(generate_err("a CA key"))?;
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, format!("cordon sandbox {sandbox} CA"));
+    // Organization before common name: the order X.520 and the CA/Browser Forum's baseline requirements give
+    // (pkilint flags the reverse, .ci/suites/pki_lint.py).
     dn.push(DnType::OrganizationName, "cordon");
+    dn.push(DnType::CommonName, format!("cordon sandbox {sandbox} CA"));
     params.distinguished_name = dn;
     // Path length 0: this CA signs leaves only, never another CA.
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));

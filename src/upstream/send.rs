@@ -28,8 +28,21 @@ pub(crate) async fn send(
 pub(crate) fn upstream_error(err: &hyper_util::client::legacy::Error) -> ProxyError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut detail = Vec::new();
+    let mut in_request_body = false;
     while let Some(e) = source {
         detail.push(e.to_string());
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            // The request body being sent failed, and under that is hyper's own error from reading it off the
+            // sandbox's connection: the client broke its body off (or the framing guard cut a malformed chunked
+            // body), which is the client's fault (400), not the upstream's (502).
+            if in_request_body {
+                return ProxyError::BadRequest {
+                    code: crate::reason::Reason::BodyIncomplete,
+                    message: format!("the request body broke off: {h}"),
+                };
+            }
+            in_request_body = h.is_user();
+        }
         if let Some(dial) = e.downcast_ref::<DialError>() {
             return ProxyError::Dial(dial.duplicate());
         }

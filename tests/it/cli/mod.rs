@@ -8,5 +8,6 @@ mod default;
 mod docs;
 mod examples;
 mod explain_live;
+mod explain_own;
 mod json;
 mod troubleshooting;

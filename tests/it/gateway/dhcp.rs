@@ -14,7 +14,7 @@ use crate::rigs::netns::{available, ip};
 
 const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/gateway");
 
-struct Killed(Child);
+pub(super) struct Killed(pub(super) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -46,7 +46,7 @@ fn packet_sockets(pid: u32) -> usize {
 
 /// Ask for a lease from `vm` with busybox's udhcpc (a real client: raw DISCOVER from 0.0.0.0, as a VM's
 /// is); the address it was given, if any. The lease is not applied: the test does that where it wants.
-fn lease(b: &Bridge, vm: &str, dir: &std::path::Path) -> Option<(String, String)> {
+pub(super) fn lease(b: &Bridge, vm: &str, dir: &std::path::Path) -> Option<(String, String)> {
     let out_file = dir.join(format!("{vm}.lease"));
     let _ = std::fs::remove_file(&out_file);
     let script = dir.join("udhcpc.sh");
@@ -85,7 +85,7 @@ fn lease(b: &Bridge, vm: &str, dir: &std::path::Path) -> Option<(String, String)
     Some((addr.to_string(), router.to_string()))
 }
 
-fn set_mac(vm: &str, mac: &str) {
+pub(super) fn set_mac(vm: &str, mac: &str) {
     ip(&["-n", vm, "link", "set", "eth0", "down"]);
     ip(&["-n", vm, "link", "set", "eth0", "address", mac]);
     ip(&["-n", vm, "link", "set", "eth0", "up"]);
@@ -120,56 +120,11 @@ fn vms_get_their_own_address_by_dhcp_and_nothing_else_from_no_address_gets_throu
     for vm in [&b.vm1, &b.vm2] {
         ip(&["-n", vm, "addr", "flush", "dev", "eth0"]);
     }
-    let ports = format!("{{ \"tap2\" . {vm1_ip} . 52:54:00:00:00:02, \"tap3\" . {vm2_ip} . 52:54:00:00:00:03 }}");
-    let base = |b: &Bridge| {
-        b.load(
-            "cordon-gateway.nft",
-            &[
-                "VM_IF=\"br0\"".into(),
-                format!("CORDON_IP={host}"),
-                "PROXY_PORT=3128".into(),
-                "TRANSPARENT_PORT=15001".into(),
-                "DNS_PORT=15053".into(),
-            ],
-        );
-        b.load(
-            "cordon-gateway-bridge.nft",
-            &["VM_PORT_IF=\"tap*\"".into(), format!("VM_PORTS={ports}")],
-        );
-    };
-    base(&b);
+    rules::base(&b);
 
     // dnsmasq knows vm1's and vm2's MACs; it holds no packet socket (a process that does is seen as one).
-    let net: Vec<&str> = host.rsplitn(2, '.').collect();
-    let dnsmasq = Command::new("ip")
-        .args(["netns", "exec", &b.gw, "dnsmasq", "--keep-in-foreground"])
-        .arg(format!("--conf-file={DEPLOY}/cordon-dhcp.conf"))
-        .arg(format!("--dhcp-leasefile={}", dir.path().join("leases").display()))
-        .arg("--pid-file")
-        .args(["--interface=br0", "--log-dhcp"])
-        .arg(format!("--dhcp-range={}.0,static,255.255.255.0,1h", net[1]))
-        .arg(format!("--dhcp-option=option:router,{host}"))
-        .arg(format!("--dhcp-option=option:dns-server,{host}"))
-        .arg(format!("--dhcp-host=52:54:00:00:00:02,{vm1_ip}"))
-        .arg(format!("--dhcp-host=52:54:00:00:00:03,{vm2_ip}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let dnsmasq = Killed(dnsmasq);
-    // `ip netns exec` becomes dnsmasq (it execs in place); wait until it listens on port 67 (0x0043).
+    let dnsmasq = dnsmasq(&b, dir.path());
     let pid = dnsmasq.0.id();
-    let listening = || {
-        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "dnsmasq")
-            && std::fs::read_to_string(format!("/proc/{pid}/net/udp")).is_ok_and(|t| t.contains(":0043 "))
-    };
-    for _ in 0..100 {
-        if listening() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(listening(), "dnsmasq did not start");
     assert_eq!(packet_sockets(pid), 0, "dnsmasq holds a packet socket");
     let mut control = Killed(
         Command::new("ip")
@@ -196,24 +151,10 @@ fn vms_get_their_own_address_by_dhcp_and_nothing_else_from_no_address_gets_throu
     assert_eq!(lease(&b, &b.vm1, dir.path()), None, "a lease without the DHCP rules");
 
     // With them: each VM gets its own address, with the host as router.
-    let dhcp = |b: &Bridge| {
-        b.load(
-            "cordon-gateway-dhcp.nft",
-            &["VM_IF=\"br0\"".into(), format!("CORDON_IP={host}")],
-        );
-        b.load(
-            "cordon-gateway-bridge-dhcp.nft",
-            &[
-                "VM_PORT_IF=\"tap*\"".into(),
-                "VM_MACS={ \"tap2\" . 52:54:00:00:00:02, \"tap3\" . 52:54:00:00:00:03, \"tap3\" . 52:54:00:00:00:04 }"
-                    .into(),
-            ],
-        );
-    };
-    dhcp(&b);
+    rules::dhcp(&b);
     // Loaded twice over (as after a reload of the base files): the same rules, not an error.
-    base(&b);
-    dhcp(&b);
+    rules::base(&b);
+    rules::dhcp(&b);
     assert_eq!(lease(&b, &b.vm1, dir.path()), Some((vm1_ip.clone(), host.clone())));
 
     // A MAC dnsmasq does not know, on a port that may ask from it: no answer.
@@ -271,4 +212,99 @@ fn vms_get_their_own_address_by_dhcp_and_nothing_else_from_no_address_gets_throu
         );
     }
     drop(dnsmasq);
+}
+
+/// The rulesets the DHCP tests load, with vm1 (tap2, 52:54:00:00:00:02) and vm2 (tap3, 52:54:00:00:00:03, and
+/// 52:54:00:00:00:04 on the same port) bound to their addresses.
+pub(super) mod rules {
+    use crate::rigs::bridge::Bridge;
+
+    /// cordon-gateway.nft and cordon-gateway-bridge.nft.
+    pub(in crate::gateway) fn base(b: &Bridge) {
+        let (host, vm1_ip, vm2_ip) = (b.addr(1), b.addr(2), b.addr(3));
+        let ports = format!("{{ \"tap2\" . {vm1_ip} . 52:54:00:00:00:02, \"tap3\" . {vm2_ip} . 52:54:00:00:00:03 }}");
+        b.load(
+            "cordon-gateway.nft",
+            &[
+                "VM_IF=\"br0\"".into(),
+                format!("CORDON_IP={host}"),
+                "PROXY_PORT=3128".into(),
+                "TRANSPARENT_PORT=15001".into(),
+                "DNS_PORT=15053".into(),
+            ],
+        );
+        b.load(
+            "cordon-gateway-bridge.nft",
+            &["VM_PORT_IF=\"tap*\"".into(), format!("VM_PORTS={ports}")],
+        );
+    }
+
+    /// The two DHCP rulesets.
+    pub(in crate::gateway) fn dhcp(b: &Bridge) {
+        let host = b.addr(1);
+        b.load(
+            "cordon-gateway-dhcp.nft",
+            &[
+                "VM_IF=\"br0\"".into(),
+                format!("CORDON_IP={host}"),
+                "VM_IF_MACS={ \"br0\" . 52:54:00:00:00:02, \"br0\" . 52:54:00:00:00:03, \"br0\" . 52:54:00:00:00:04 }"
+                    .into(),
+                "VM_IF_CHADDRS={ \"br0\" . 0x525400000002, \"br0\" . 0x525400000003, \"br0\" . 0x525400000004 }".into(),
+            ],
+        );
+        b.load(
+            "cordon-gateway-bridge-dhcp.nft",
+            &[
+                "VM_PORT_IF=\"tap*\"".into(),
+                "VM_MACS={ \"tap2\" . 52:54:00:00:00:02, \"tap3\" . 52:54:00:00:00:03, \"tap3\" . 52:54:00:00:00:04 }"
+                    .into(),
+                "VM_CHADDRS={ \"tap2\" . 0x525400000002, \"tap3\" . 0x525400000003, \"tap3\" . 0x525400000004 }".into(),
+            ],
+        );
+    }
+}
+
+/// dnsmasq in the gateway's namespace with deploy/gateway/cordon-dhcp.conf, knowing vm1's and vm2's MACs, its
+/// leases (`dir`/leases) and its log (`--log-dhcp`, `dir`/dnsmasq.log) in `dir`; once it listens on port 67.
+pub(super) fn dnsmasq(b: &Bridge, dir: &std::path::Path) -> Killed {
+    let (host, vm1_ip, vm2_ip) = (b.addr(1), b.addr(2), b.addr(3));
+    let net: Vec<&str> = host.rsplitn(2, '.').collect();
+    // The shipped file with its lease file moved into `dir`: dnsmasq takes the file's dhcp-leasefile over the
+    // command line's, and tests running at once must not share one.
+    let shipped = std::fs::read_to_string(format!("{DEPLOY}/cordon-dhcp.conf")).unwrap();
+    let line = "dhcp-leasefile=/var/lib/misc/cordon-dhcp.leases";
+    assert!(shipped.contains(line), "cordon-dhcp.conf no longer says {line}");
+    let conf = dir.join("cordon-dhcp.conf");
+    let leases = format!("dhcp-leasefile={}", dir.join("leases").display());
+    std::fs::write(&conf, shipped.replace(line, &leases)).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &b.gw, "dnsmasq", "--keep-in-foreground"])
+        .arg(format!("--conf-file={}", conf.display()))
+        .arg(format!("--log-facility={}", dir.join("dnsmasq.log").display()))
+        .arg("--pid-file")
+        .args(["--interface=br0", "--log-dhcp"])
+        .arg(format!("--dhcp-range={}.0,static,255.255.255.0,1h", net[1]))
+        .arg(format!("--dhcp-option=option:router,{host}"))
+        .arg(format!("--dhcp-option=option:dns-server,{host}"))
+        .arg(format!("--dhcp-host=52:54:00:00:00:02,{vm1_ip}"))
+        .arg(format!("--dhcp-host=52:54:00:00:00:03,{vm2_ip}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dnsmasq = Killed(child);
+    // `ip netns exec` becomes dnsmasq (it execs in place); wait until it listens on port 67 (0x0043).
+    let pid = dnsmasq.0.id();
+    let listening = || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "dnsmasq")
+            && std::fs::read_to_string(format!("/proc/{pid}/net/udp")).is_ok_and(|t| t.contains(":0043 "))
+    };
+    for _ in 0..100 {
+        if listening() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(listening(), "dnsmasq did not start");
+    dnsmasq
 }

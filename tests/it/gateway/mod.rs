@@ -3,6 +3,7 @@
 mod bridge;
 mod containers;
 mod dhcp;
+mod dhcp_hostile;
 mod runtime;
 mod tproxy;
 mod vm;

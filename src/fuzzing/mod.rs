@@ -40,6 +40,9 @@ use crate::target::check_path;
 pub use crate::target::{Target, TargetError};
 use crate::tls::sni::read_client_hello;
 
+mod websocket;
+pub use websocket::{Relayed, websocket};
+
 /// Polls `fut` once with a waker that does nothing: for futures that never wait here (in-memory I/O).
 fn once<F: Future>(fut: F) -> Option<F::Output> {
     match pin!(fut).poll(&mut Context::from_waker(Waker::noop())) {
