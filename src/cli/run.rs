@@ -62,6 +62,23 @@ fn when_due(hook: fn()) {
     }
 }
 
+/// The secret files cordon makes with a random value on first start (every `file:` admin token,
+/// `control.signing_key`, `audit.signing_key`), made before any port opens: whoever waits for cordon's port (a
+/// script, the book's walkthrough, a readiness probe) then finds the token it signs in with and the key
+/// `cordon audit public-key` reads, not a file still to come. Making one again later finds it there.
+fn make_first_start_files(config: &Config) -> Result<(), String> {
+    for t in &config.control.admin_tokens {
+        crate::generation::generate_if_file(&t.token).map_err(|e| format!("{}: {e}", t.at))?;
+    }
+    if let Some(r) = &config.control.signing_key {
+        crate::generation::generate_if_file(r).map_err(|e| format!("control.signing_key: {e}"))?;
+    }
+    if let Some(r) = &config.audit_chain.signing_key {
+        crate::generation::generate_if_file(r).map_err(|e| format!("audit.signing_key: {e}"))?;
+    }
+    Ok(())
+}
+
 /// The key of the audit checkpoints from `audit.signing_key` (a `file:` one is created with a random secret on
 /// first start); `None` without one (checkpoints stay unsigned).
 async fn audit_signer(
@@ -124,6 +141,10 @@ async fn serve(
     let audit = audit_out.sink.clone();
     let audit_key = config.audit_chain.signing_key.clone();
     let otlp = config.audit_chain.otlp.clone();
+    if let Err(e) = make_first_start_files(&config) {
+        out.error(&e);
+        return ExitCode::FAILURE;
+    }
     let addr = config.listen.proxy;
     let listener = match bind(addr, "listen.proxy", out).await {
         Ok(l) => l,

@@ -1,6 +1,6 @@
 //! `/readyz` says what cordon cannot do, through the binary: a credential whose token issuer is down makes it
 //! 503 naming the credential until the issuer answers again; a drain after SIGTERM makes it 503 from its first
-//! moment, while `/healthz` stays 200.
+//! moment, while `/healthz` stays 200; the files cordon makes on first start exist before any port opens.
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -147,4 +147,71 @@ policies:
     drop(t);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Whoever waits for cordon's port finds the files cordon makes on first start: every `file:` admin token and
+/// the control and audit signing keys exist the moment any port opens, even while a slow secret source holds
+/// up the rest of the start (an OpenBao that takes the connection and never answers keeps cordon two seconds in
+/// learning its stored secrets, after the ports are open).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_files_made_on_first_start_exist_the_moment_a_port_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The kernel completes connections to it; nothing ever reads them.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let bao = silent.local_addr().unwrap().port();
+    let (proxy, admin_port) = (free_port(), free_port());
+    let yaml = format!(
+        r#"
+listen: {{ proxy: "127.0.0.1:{proxy}", admin: "127.0.0.1:{admin_port}" }}
+audit: {{ path: {d}/audit.jsonl, signing_key: {{ file: {d}/audit-key }} }}
+ca: {{ dir: {d}/cas }}
+control:
+  admin_token: {{ file: {d}/admin-token }}
+  admin_tokens: [{{ name: ci, roles: [platform], token: {{ file: {d}/ci-token }} }}]
+  signing_key: {{ file: {d}/signing-key }}
+  store: {d}/cordon.db
+vault: {{ openbao: {{ addr: "http://127.0.0.1:{bao}", token_env: SLOW_BAO_TOKEN }} }}
+credentials:
+  slow:
+    source: {{ openbao: "cordon/slow#key" }}
+    bind: {{ hosts: [a.test] }}
+    inject: {{ header: X-Key }}
+"#,
+        d = d.display(),
+    );
+    let config = d.join("cordon.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let mut child = Command::new(crate::rigs::process::BIN)
+        .args(["run", "--config"])
+        .arg(&config)
+        .env("SLOW_BAO_TOKEN", "t")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            panic!("cordon exited ({status}): {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let open = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if open(proxy) || open(admin_port) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "cordon never opened a port");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let missing: Vec<&str> = ["admin-token", "ci-token", "signing-key", "audit-key"]
+        .into_iter()
+        .filter(|f| std::fs::metadata(d.join(f)).map(|m| m.len() == 0).unwrap_or(true))
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        missing.is_empty(),
+        "a port was open before these files were made: {missing:?}"
+    );
+    drop(silent);
 }
