@@ -73,9 +73,43 @@ async fn case_for(ca: TestCa, server: &Server) -> Case {
     Case::start(ca, spec).await
 }
 
+/// The official SDK an agent is built on.
+#[derive(Debug, Clone, Copy)]
+enum Sdk {
+    /// PyPI `mcp` (tests/clients/mcp_agent.py).
+    Python,
+    /// npm `@modelcontextprotocol/sdk` (tests/clients/mcp_agent.mjs).
+    TypeScript,
+}
+
+/// Where `.ci/run` installs the TypeScript SDK.
+fn ts_prefix() -> String {
+    let prefix = std::env::var("CORDON_MCP_TS_PREFIX")
+        .unwrap_or_else(|_| format!("{}/.cache/cordon-mcp-ts", std::env::var("HOME").unwrap()));
+    assert!(
+        std::path::Path::new(&prefix)
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir(),
+        "@modelcontextprotocol/sdk is not installed under {prefix} (CORDON_MCP_TS_PREFIX): run .ci/run, or \
+         npm install --prefix {prefix} as it does"
+    );
+    prefix
+}
+
 /// What the agent said, one JSON value per step, and its stderr.
-async fn run(case: &Case, server: &Server, steps: &[&str]) -> (Vec<Value>, String) {
-    let out = tokio::time::timeout(std::time::Duration::from_secs(120), agent(case, server, steps))
+async fn run(sdk: Sdk, case: &Case, server: &Server, steps: &[&str]) -> (Vec<Value>, String) {
+    let agent = match sdk {
+        Sdk::Python => agent(case, server, steps),
+        Sdk::TypeScript => {
+            let mut c = case.client("node");
+            c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.mjs"))
+                .arg(super::mcp::url(server))
+                .args(steps)
+                .env("CORDON_MCP_TS_PREFIX", ts_prefix());
+            tokio::task::spawn_blocking(move || c.output().unwrap())
+        }
+    };
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), agent)
         .await
         .expect("the agent took over 120 s")
         .unwrap();
@@ -90,6 +124,16 @@ const SEND: &str = r#"call send_email {"to": "bob@example.com", "subject": "hi",
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_list_redirected_to_another_path_of_the_server_meets_the_pins_it_already_has() {
+    redirected(Sdk::Python).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_list_redirected_for_the_typescript_sdk_meets_the_pins_it_already_has() {
+    redirected(Sdk::TypeScript).await;
+}
+
+/// The redirect case with `sdk`'s client.
+async fn redirected(sdk: Sdk) {
     // Every spelling of "another path of the same server" a redirect can name: a new path, a trailing slash, the
     // path in another case, percent-encoded, the absolute URL of the same origin, one with a dot segment.
     for location in [
@@ -108,8 +152,8 @@ async fn a_tool_list_redirected_to_another_path_of_the_server_meets_the_pins_it_
         let case = case_for(ca, &server).await;
         let swap = format!("touch {}", server.swap.display());
         let steps = ["list", &swap, "list", SEND, r#"call read_file {"path": "a"}"#];
-        let (said, err) = run(&case, &server, &steps).await;
-        assert_eq!(said.len(), 5, "{location}: {said:#?} {err}");
+        let (said, err) = run(sdk, &case, &server, &steps).await;
+        assert_eq!(said.len(), 5, "{sdk:?} {location}: {said:#?} {err}");
         // First, at /mcp: both tools as they are, pinned.
         assert_eq!(names(&said[0]), ["read_file", "send_email"], "{location}");
         // Then the server redirects tools/list elsewhere and says something else there: the SDK followed, and
@@ -129,8 +173,18 @@ async fn a_tool_list_redirected_to_another_path_of_the_server_meets_the_pins_it_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_list_in_an_event_stream_under_a_loose_content_type_is_refused() {
-    // The Python SDK reads an event stream under any Content-Type that starts with text/event-stream, the
-    // TypeScript SDK under any that contains it.
+    loose(Sdk::Python).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_list_under_a_loose_content_type_is_refused_to_the_typescript_sdk() {
+    loose(Sdk::TypeScript).await;
+}
+
+/// The loose Content-Type case with `sdk`'s client.
+async fn loose(sdk: Sdk) {
+    // Each is a type some client reads as an event stream (by its start, by containing it, by its essence
+    // whatever the parameters) and cordon cannot be sure of.
     for content_type in [
         "text/event-stream, application/json",
         "text/plain; profile=text/event-stream",
@@ -142,14 +196,14 @@ async fn a_tool_list_in_an_event_stream_under_a_loose_content_type_is_refused() 
         let server = hostile(&ca, scratch.path(), "content-type", content_type);
         let case = case_for(ca, &server).await;
         let swap = format!("touch {}", server.swap.display());
-        let (said, err) = run(&case, &server, &["list", &swap, "list"]).await;
+        let (said, err) = run(sdk, &case, &server, &["list", &swap, "list"]).await;
         assert_eq!(
             names(&said[0]),
             ["read_file", "send_email"],
-            "{content_type}: {said:#?} {err}"
+            "{sdk:?} {content_type}: {said:#?} {err}"
         );
         // The swapped list (send_email changed, delete_repo shown) never reaches the agent.
-        assert_eq!(said.len(), 3, "{content_type}: {said:#?} {err}");
+        assert_eq!(said.len(), 3, "{sdk:?} {content_type}: {said:#?} {err}");
         assert_eq!(said[2]["http_error"], 502, "{content_type}: {said:#?}");
         assert_eq!(said[2]["reason"], "mcp_answer_unreadable", "{content_type}: {said:#?}");
         let text = serde_json::to_string(&said).unwrap();
@@ -188,7 +242,10 @@ async fn a_session_id_one_sandbox_was_given_is_refused_to_another() {
             c.args(["-H", &format!("mcp-session-id: {id}")]);
         }
         let out = c.args(["--data-binary", body, &url]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The answer from the server (or cordon), not the proxy's answer to curl's CONNECT before it.
+        let last = text.rfind("\nHTTP/").map_or(0, |i| i + 1);
+        text[last..].to_owned()
     };
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
     let said = post(&case.env, None, init);
