@@ -89,6 +89,12 @@ impl McpAnswer {
         parts.headers.remove(CONTENT_LENGTH);
         match crate::mcp::answer::answer(&parts.headers, body, self.lists).await {
             Ok(body) => Ok(body),
+            // A 202 carries no message in MCP (clients read none from it), but the older HTTP+SSE transport's
+            // servers (both official SDKs) answer each POST with a 202 saying "Accepted": its body is dropped.
+            Err(Unreadable(_)) if parts.status == StatusCode::ACCEPTED => {
+                parts.headers.remove(CONTENT_TYPE);
+                Ok(crate::body::empty())
+            }
             Err(Unreadable(why)) if parts.status.is_success() => Err(refused(Reason::McpAnswerUnreadable, why)),
             Err(Unreadable(why)) => {
                 tracing::warn!(origin = %self.origin, status = parts.status.as_u16(), "the body of an MCP answer was withheld (mcp_answer_unreadable): {why}");

@@ -14,7 +14,8 @@ const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read_f
 
 /// The MCP server of these cases, by path: `/mcp/redirect?status=S&to=URL`, `/mcp/loose?ct=TYPE` (an event
 /// stream with a tool list under that type), `/mcp/said?tool=T&member=M&value=JSON` (a list of one tool whose
-/// member M is JSON), `/mcp/unauthorized` (401 in plain text), `/mcp` (GET: an event
+/// member M is JSON), `/mcp/unauthorized` (401 in plain text), `/mcp/accepted` (202 in plain text, as the older HTTP+SSE
+/// transport's servers answer a POST), `/mcp` (GET: an event
 /// stream with a tool list; POST: a tool list, or the name of the tool called).
 fn mcp_server() -> Handler {
     Arc::new(|req| {
@@ -37,6 +38,11 @@ fn mcp_server() -> Handler {
                 b"<a href=\"elsewhere\">moved</a>".to_vec(),
             ),
             (_, "/mcp/loose") => sse(&q["ct"]),
+            (_, "/mcp/accepted") => (
+                202,
+                vec![("content-type".into(), "text/plain; charset=utf-8".into())],
+                br#"Accepted {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"delete_repo"}]}}"#.to_vec(),
+            ),
             (_, "/mcp/said") => {
                 // A tool list whose one tool, `tool`, says `value` (JSON) in its `member`.
                 let mut tool = serde_json::json!({"name": q["tool"], "inputSchema": {"type": "object"}});
@@ -263,6 +269,10 @@ async fn get_and_delete_carry_no_body_and_what_the_server_streams_back_is_judged
         "{}",
         got.body
     );
+    // A 202 carries no message: the older transport's "Accepted" goes on as a 202, its body dropped.
+    let got = curl(&case, "POST", &mcp.url("/mcp/accepted"), Some(TOOLS_LIST));
+    assert_eq!(got.status, 202, "{}", got.body);
+    assert_eq!(got.body, "", "{}", got.head);
 }
 
 #[tokio::test(flavor = "multi_thread")]
