@@ -278,3 +278,42 @@ async fn a_session_id_one_sandbox_was_given_is_refused_to_another() {
     case.audited(|r| r["reason"] == "mcp_session_foreign" && r["sandbox"] == "thief")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_older_http_sse_transport_still_works_filtered_and_pinned() {
+    // Its POSTs are answered 202 "Accepted" in plain text (a body cordon does not read as JSON) and its messages
+    // come back in the GET stream: the list there is filtered and pinned like any other, the call goes through.
+    let ca = Case::ca();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(&ca, scratch.path(), false);
+    let case = case_for(ca, &server).await;
+    let swap = format!("touch {}", server.swap.display());
+    let url = format!("https://mcp.test:{}/sse", server.port);
+    let steps = ["list", &swap, "list", r#"call read_file {"path": "a"}"#];
+    let mut c = case.client("python3");
+    c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
+        .arg(&url)
+        .args(steps);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        tokio::task::spawn_blocking(move || c.output().unwrap()),
+    )
+    .await
+    .expect("the agent took over 120 s")
+    .unwrap();
+    let said: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.len(), 4, "{said:#?} {err}");
+    assert_eq!(names(&said[0]), ["read_file", "send_email"]);
+    // The swapped send_email is hidden (it changed), delete_repo never shown.
+    assert_eq!(names(&said[2]), ["read_file"], "{:#?}", said[2]);
+    assert_eq!(said[3]["result"], "contents of a", "{said:#?}");
+    assert_eq!(called(&server), ["read_file"]);
+    let accepted = case
+        .audited(|r| r["path"] == "/messages/" && r["mcp"]["tool"] == "read_file")
+        .await;
+    assert_eq!(accepted["status"], 202, "{accepted}");
+}
