@@ -25,6 +25,7 @@ use http_body_util::{BodyDataStream, BodyExt, StreamBody};
 use serde_json::Value;
 
 use super::held::{Held, Share};
+use super::sessions::Sessions;
 use super::tools::{Filtered, Pinned, filter};
 use crate::body::{BoxError, ProxyBody};
 use crate::policy::mcp::McpRules;
@@ -44,6 +45,8 @@ pub(crate) struct Lists {
     /// What unfinished answers hold, and the sandbox (incarnation) this one counts for.
     pub(crate) held: Arc<Held>,
     pub(crate) sandbox: Arc<str>,
+    /// Where the session ids of the older transport's `endpoint` events are bound, and the server's origin.
+    pub(crate) sessions: Option<(Arc<Sessions>, Arc<str>)>,
 }
 
 /// An answer cordon cannot read with certainty where a tool list could be, and why.
@@ -160,6 +163,22 @@ fn sse(body: ProxyBody, lists: Lists) -> ProxyBody {
         // under another name); one named as a message (or not named) must be JSON. Only another event's data
         // that is not JSON (the older transport's `endpoint` event, a URL) goes on as it came.
         let message = event.event.as_deref().is_none_or(|name| name == "message");
+        // SECURITY: the older transport's session id (in the query of the URL its `endpoint` event gives) is the
+        // sandbox's, as an Mcp-Session-Id is; a server that hands one sandbox another's session is cut off.
+        if let (Some("endpoint"), Some(data), Some((sessions, origin))) =
+            (event.event.as_deref(), &event.data, &lists.sessions)
+        {
+            for id in super::sessions::ids_in_endpoint(data) {
+                if sessions.bind(origin, &id, &lists.sandbox).is_err() {
+                    return Err(format!(
+                        "an MCP endpoint event whose session is another sandbox's (mcp_session_foreign), or past the \
+                         sandbox's {} sessions",
+                        super::sessions::MOST_PER_SANDBOX
+                    )
+                    .into());
+                }
+            }
+        }
         let data = match &event.data {
             Some(data) => match lists.filtered(data.as_bytes()) {
                 Ok(Some(filtered)) => Some(String::from_utf8_lossy(&filtered).into_owned()),

@@ -17,6 +17,7 @@ fn lists_held(held: Arc<Held>, sandbox: &str) -> Lists {
         whose: "test".into(),
         held,
         sandbox: sandbox.into(),
+        sessions: None,
     }
 }
 

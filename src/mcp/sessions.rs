@@ -4,6 +4,10 @@
 //! act in another's session, whose tools, grants and pins are the other's. Kept per server origin, in this
 //! replica's memory, until the session's own sandbox ends it (a DELETE the server accepts) or for a day after last
 //! use; at most [`MOST_PER_SANDBOX`] per sandbox, so no sandbox can crowd out another's bindings.
+//!
+//! The older HTTP+SSE transport names its session in the query of the URL its `endpoint` event gives
+//! (`/messages/?session_id=...`): each query value there of 16 characters or more is bound as a session id the
+//! same way, and a request whose query carries one bound to another sandbox is refused.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -94,6 +98,15 @@ impl Sessions {
 }
 
 impl Sessions {
+    /// Whether the session `id` of the server at `origin` is bound to another sandbox than `incarnation`.
+    pub(crate) fn foreign(&self, origin: &str, id: &str, incarnation: &str) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner
+            .bound
+            .get(&(origin.to_owned(), id.to_owned()))
+            .is_some_and(|(whose, _)| whose != incarnation)
+    }
+
     /// The session `id` of the server at `origin` ended (its sandbox's DELETE was accepted): its binding goes.
     pub(crate) fn end(&self, origin: &str, id: &str, incarnation: &str) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -108,6 +121,28 @@ impl Sessions {
             }
         }
     }
+}
+
+/// The shortest query value taken for a session id of the older HTTP+SSE transport (`?session_id=` in the
+/// Python SDK, `?sessionId=` in the TypeScript SDK): a UUID's hex is 32.
+const SHORTEST_IN_QUERY: usize = 16;
+
+/// The session ids in a URL's query, as the older HTTP+SSE transport writes them: every value (decoded) of at
+/// least [`SHORTEST_IN_QUERY`] visible ASCII characters, whatever its name.
+pub(crate) fn ids_in_query(query: &str) -> Vec<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(_, value)| value.into_owned())
+        .filter(|value| value.len() >= SHORTEST_IN_QUERY && check(value).is_ok())
+        .collect()
+}
+
+/// The session ids in the URL an `endpoint` event of the older transport gives (relative or absolute).
+pub(crate) fn ids_in_endpoint(data: &str) -> Vec<String> {
+    url::Url::parse("https://endpoint.invalid/")
+        .and_then(|base| base.join(data.trim()))
+        .ok()
+        .and_then(|url| url.query().map(ids_in_query))
+        .unwrap_or_default()
 }
 
 impl Inner {

@@ -41,3 +41,23 @@ fn one_sandbox_cannot_crowd_out_anothers_bindings() {
     s.end("o", "x", "a#1");
     assert!(!s.inner.lock().unwrap().counts.contains_key("a#1"));
 }
+
+#[test]
+fn the_older_transports_session_ids_are_read_from_the_endpoints_query() {
+    let id = "0f5d3c2e9a7b4c1d8e6f2a3b4c5d6e7f";
+    for endpoint in [
+        format!("/messages/?session_id={id}"),
+        format!("https://mcp.test:8443/messages?sessionId={id}"),
+        format!(" messages?x=1&sessionId={id}#frag\n"),
+    ] {
+        assert_eq!(ids_in_endpoint(&endpoint), [id], "{endpoint}");
+    }
+    // Percent-encoded, it is the same id.
+    assert_eq!(ids_in_query(&format!("session_id={}", id.replace('f', "%66"))), [id]);
+    // Short values (a version, a flag) and a URL with no query are no session.
+    assert!(ids_in_query("v=2&debug=true").is_empty());
+    assert!(ids_in_endpoint("/messages/").is_empty());
+    let s = Sessions::default();
+    s.bind("o", id, "a#1").unwrap();
+    assert!(s.foreign("o", id, "b#1") && !s.foreign("o", id, "a#1") && !s.foreign("p", id, "b#1"));
+}

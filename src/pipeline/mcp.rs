@@ -80,6 +80,9 @@ impl Exchange {
             whose: format!("sandbox {} at {origin}", sandbox.id).into(),
             held,
             sandbox: sandbox.incarnation().into(),
+            sessions: self
+                .state()
+                .map(|state| (state.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
         };
         let mut answer = McpAnswer {
             lists,
@@ -129,6 +132,16 @@ impl Exchange {
                 answer.session = Some(id.to_owned());
             }
             (None, _) => {}
+        }
+        // SECURITY: so is the older transport's, named in the query of the URL its endpoint event gave.
+        if let (Some(state), Some(query)) = (self.state(), req.uri().query()) {
+            let ids = crate::mcp::sessions::ids_in_query(query);
+            if ids
+                .iter()
+                .any(|id| state.mcp_sessions.foreign(&origin, id, sandbox.incarnation()))
+            {
+                return Err(ProxyError::McpSessionForeign);
+            }
         }
         if matches!(*req.method(), Method::GET | Method::DELETE) {
             // SECURITY: MCP's GET and DELETE carry no message; a body on one would reach the server unjudged.

@@ -219,7 +219,7 @@ reasons! {
             "If the agent needs the method, name it in the rule's `mcp.methods` (e.g. `resources/read`).";
         McpToolChanged = "mcp_tool_changed", Status(200), "a tools/call of a tool that changed what it says it does since the sandbox first saw it (answered with a JSON-RPC error)",
             "The server changed what the tool says (any member of the tool: its description, schemas, annotations, `_meta`, icons) since the sandbox first saw it on that server (its origin, whatever the path), and cordon's log names the sandbox, server and tool: review the change. If it is sound, a new sandbox pins the tool afresh.";
-        McpSessionForeign = "mcp_session_foreign", Status(403), "a request with an Mcp-Session-Id that another sandbox first showed cordon (the session is that sandbox's)",
+        McpSessionForeign = "mcp_session_foreign", Status(403), "a request with an Mcp-Session-Id (or the older HTTP+SSE transport's session id in its query) that another sandbox first showed cordon (the session is that sandbox's)",
             "Fix the client: a session is its own sandbox's; start one with `initialize` rather than reuse an id another sandbox was given. Several sandboxes sharing one id is what this refuses.";
         McpRedirect = "mcp_redirect", Status(502), "an MCP endpoint redirected to another origin, or to a path no `mcp:` rule of the sandbox's policy allows (its tool lists would escape the pins and the filter)",
             "If the server really moved, point the client at the new URL and give it a rule with an `mcp:` section; a redirect within the same origin to a path an `mcp:` rule allows (e.g. `/mcp` to `/mcp/`) goes through.";

@@ -95,7 +95,7 @@ pub struct ProxyState {
     /// The MCP tools each sandbox saw, per server origin (pinned to what they said).
     pub(crate) mcp_pins: crate::mcp::tools::Pins,
     /// Each MCP session id, bound to the sandbox that first showed it.
-    pub(crate) mcp_sessions: crate::mcp::sessions::Sessions,
+    pub(crate) mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
     /// What unfinished MCP answers hold, per sandbox and in all.
     pub(crate) mcp_held: Arc<crate::mcp::held::Held>,
     /// The documents of GraphQL persisted queries seen with their hash, per endpoint.

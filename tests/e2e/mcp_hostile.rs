@@ -317,3 +317,53 @@ async fn the_older_http_sse_transport_still_works_filtered_and_pinned() {
         .await;
     assert_eq!(accepted["status"], 202, "{accepted}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_older_transports_session_in_the_query_is_refused_to_another_sandbox() {
+    let ca = Case::ca();
+    let scratch = tempfile::tempdir().unwrap();
+    let server = server(&ca, scratch.path(), false);
+    let case = case_for(ca, &server).await;
+    let other = second_sandbox(&case, "thief");
+    let base = format!("https://mcp.test:{}", server.port);
+    // The sandbox opens the stream; the endpoint event names its session.
+    let stream = case.path("stream.txt");
+    let mut get = case.client("curl");
+    get.args(["-sS", "-N", "--max-time", "30", "-o"])
+        .arg(&stream)
+        .arg(format!("{base}/sse"));
+    let mut get = get.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let endpoint = loop {
+        let text = std::fs::read_to_string(&stream).unwrap_or_default();
+        if let Some(data) = text
+            .split("event: endpoint")
+            .nth(1)
+            .and_then(|rest| rest.lines().find_map(|l| l.strip_prefix("data: ")))
+        {
+            break data.trim().to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no endpoint event: {text}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(endpoint.contains("session_id="), "{endpoint}");
+    let post = |env: &BTreeMap<String, String>| {
+        let out = case
+            .client_of(env, "curl")
+            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code} %header{x-cordon-reason}"])
+            .args(["--max-time", "30", "-H", "content-type: application/json"])
+            .args(["--data-binary", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#])
+            .arg(format!("{base}{endpoint}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // SECURITY: another sandbox with the session of the query is refused before anything reaches the server.
+    assert_eq!(post(&other), "403 mcp_session_foreign");
+    // Its own sandbox goes on (the server accepts, 202).
+    assert_eq!(post(&case.env), "202 ");
+    let _ = get.kill();
+    let _ = get.wait();
+    case.audited(|r| r["reason"] == "mcp_session_foreign" && r["sandbox"] == "thief")
+        .await;
+}
