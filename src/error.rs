@@ -126,6 +126,18 @@ pub(crate) enum ProxyError {
     /// understand it.
     #[error("{}", .0.message)]
     Mcp(crate::mcp::judge::Refused),
+    /// An `Mcp-Session-Id` bound to another sandbox.
+    #[error("this MCP session belongs to another sandbox; start a session of your own (initialize)")]
+    McpSessionForeign,
+    /// An MCP endpoint's answer cordon will not pass on: a redirect out of the server's pins or rules, a body it
+    /// cannot read with certainty where a tool list could be.
+    #[error("the MCP server's answer was refused: {message}")]
+    McpAnswer {
+        /// Stable reason code.
+        code: Reason,
+        /// What is wrong.
+        message: String,
+    },
     /// A request to a GraphQL endpoint its rule refuses: answered 200 with a GraphQL error, as GraphQL clients
     /// understand it.
     #[error("{}", .0.message)]
@@ -175,8 +187,9 @@ impl ProxyError {
             | ProxyError::Exfiltration { .. }
             | ProxyError::SecretExfiltration { .. }
             | ProxyError::Minting { .. }
-            | ProxyError::Signature { .. } => StatusCode::FORBIDDEN,
-            ProxyError::UpstreamEncoding(_) => StatusCode::BAD_GATEWAY,
+            | ProxyError::Signature { .. }
+            | ProxyError::McpSessionForeign => StatusCode::FORBIDDEN,
+            ProxyError::UpstreamEncoding(_) | ProxyError::McpAnswer { .. } => StatusCode::BAD_GATEWAY,
             ProxyError::CredentialUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::Dial(d) => match d {
@@ -225,6 +238,8 @@ impl ProxyError {
             ProxyError::ApprovalTimedOut(..) => Reason::ApprovalTimeout,
             ProxyError::ApprovalQueueFull => Reason::ApprovalQueueFull,
             ProxyError::Mcp(refused) => refused.reason,
+            ProxyError::McpSessionForeign => Reason::McpSessionForeign,
+            ProxyError::McpAnswer { code, .. } => *code,
             ProxyError::Graphql(refused) => refused.reason,
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
@@ -252,12 +267,14 @@ impl ProxyError {
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
             | ProxyError::Mcp(_)
+            | ProxyError::McpSessionForeign
             | ProxyError::Graphql(_)
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
             | ProxyError::Dial(DialError::Refused(_)) => Side::Downstream,
             ProxyError::Dial(DialError::Resolve { .. } | DialError::NoAddress { .. })
             | ProxyError::Dial(DialError::Connect { .. } | DialError::Timeout(_))
+            | ProxyError::McpAnswer { .. }
             | ProxyError::UpstreamEncoding(_)
             | ProxyError::UpstreamCertificate(_)
             | ProxyError::Upstream(_)
@@ -290,6 +307,7 @@ impl ProxyError {
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             ProxyError::Mcp(refused) => Some(refused.message.clone()),
+            ProxyError::McpAnswer { message, .. } => Some(message.clone()),
             ProxyError::Graphql(refused) => Some(refused.message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
@@ -304,6 +322,7 @@ impl ProxyError {
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
+            | ProxyError::McpSessionForeign
             | ProxyError::Dial(DialError::Refused(_)) => None,
             ProxyError::Dial(DialError::Connect { addr, source, .. }) => Some(format!("{addr}: {source}")),
             ProxyError::Dial(DialError::Resolve { detail, .. }) => Some(detail.clone()),
@@ -355,6 +374,8 @@ impl ProxyError {
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
             | ProxyError::Mcp(_)
+            | ProxyError::McpSessionForeign
+            | ProxyError::McpAnswer { .. }
             | ProxyError::Graphql(_)
             | ProxyError::UpstreamTimeout
             | ProxyError::UnknownSource(_)

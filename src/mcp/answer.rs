@@ -1,13 +1,20 @@
-//! The answers an MCP endpoint sends back, on their way to the sandbox: a server-sent event stream is read event
-//! by event and each event's data filtered as it comes, never buffered whole (one event at most [`MOST_EVENT`]);
-//! any other answer is read whole (at most [`MOST_JSON`]) and, if it is JSON, each message in it filtered. The filter is [`super::tools::filter`]: tool lists show only what the sandbox may call, and
-//! tools that changed are taken out.
+//! The answers an MCP endpoint sends back, on their way to the sandbox. Wherever a tool list could be, cordon
+//! reads the answer with certainty or does not pass it on:
 //!
-//! A JSON answer or event cordon cannot read where a tool list could be is not passed on: the answer ends with an
-//! error. SSE comments (keep-alives) are not carried over (the parser drops them).
+//! - an answer whose one `Content-Type` is exactly `text/event-stream` (in any case, with at most a `charset` of
+//!   UTF-8) is read event by event and each event's data filtered as it comes, never buffered whole (one event at
+//!   most [`MOST_EVENT`]);
+//! - any other answer, whatever its media type says (`application/json`, none, `text/event-stream,
+//!   application/json`, `text/plain; profile=text/event-stream`, ...), is read whole (at most [`MOST_JSON`]) and
+//!   must be empty or one JSON text with no member written twice in any object; each message in it is filtered.
+//!
+//! What cannot be read so is [`Unreadable`]: the pipeline refuses the answer (a 2xx) or puts its own short text
+//! in place of the body (an error or a redirect, whose status and headers a client still needs). The filter is
+//! [`super::tools::filter`]: tool lists show only what the sandbox may call, and tools that changed are taken out.
+//! What is held of unfinished answers is bounded per sandbox and in all ([`super::held`]). SSE comments
+//! (keep-alives) are not carried over (the parser drops them).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
@@ -17,6 +24,8 @@ use http_body::Frame;
 use http_body_util::{BodyDataStream, BodyExt, StreamBody};
 use serde_json::Value;
 
+use super::held::{Held, Share};
+use super::sessions::Sessions;
 use super::tools::{Filtered, Pinned, filter};
 use crate::body::{BoxError, ProxyBody};
 use crate::policy::mcp::McpRules;
@@ -26,14 +35,24 @@ pub(crate) const MOST_JSON: usize = 8 * 1024 * 1024;
 /// The most bytes of one event (or of what comes before the first).
 pub(crate) const MOST_EVENT: usize = 8 * 1024 * 1024;
 
-/// What the answers of one endpoint are filtered with.
+/// What the answers of one server are filtered with.
 #[derive(Clone)]
 pub(crate) struct Lists {
     pub(crate) rules: Arc<McpRules>,
     pub(crate) pinned: Arc<Mutex<Pinned>>,
-    /// For the log line of a changed tool: the sandbox and the endpoint.
+    /// For the log line of a changed tool: the sandbox and the server.
     pub(crate) whose: Arc<str>,
+    /// What unfinished answers hold, and the sandbox (incarnation) this one counts for.
+    pub(crate) held: Arc<Held>,
+    pub(crate) sandbox: Arc<str>,
+    /// Where the session ids of the older transport's `endpoint` events are bound, and the server's origin.
+    pub(crate) sessions: Option<(Arc<Sessions>, Arc<str>)>,
 }
+
+/// An answer cordon cannot read with certainty where a tool list could be, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Unreadable(pub(crate) String);
 
 impl Lists {
     /// Filter one JSON value: a message, or a batch of them.
@@ -61,6 +80,9 @@ impl Lists {
         if text.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
+        // SECURITY: a member written twice (`"result"` twice, one with the tool list cordon filters and one a
+        // client that keeps the first reads) is read differently by different parsers: not passed on.
+        crate::body::json::unique_members(text).map_err(|e| format!("an MCP answer that is not JSON: {e}"))?;
         let mut value: Value =
             serde_json::from_slice(text).map_err(|e| format!("an MCP answer that is not JSON: {e}"))?;
         if self.filter(&mut value) {
@@ -70,46 +92,46 @@ impl Lists {
     }
 }
 
-/// Whether the answer says it is JSON, or an event stream, by its Content-Type.
-fn declared(headers: &HeaderMap, essence: &str) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|ct| ct.to_str().ok())
-        .and_then(|ct| ct.split(';').next())
-        .is_some_and(|e| e.trim().eq_ignore_ascii_case(essence))
-}
-
-/// `body` as the sandbox gets it: an event stream filtered event by event; anything else read whole as JSON
-/// (a tool list is filtered whatever Content-Type the server gave it, or none). An answer that says it is JSON
-/// and is not ends with an error; one that says nothing of the kind and is not JSON goes on as it came.
-pub(crate) fn answer(headers: &HeaderMap, body: ProxyBody, lists: Lists) -> ProxyBody {
-    if declared(headers, "text/event-stream") {
-        sse(body, lists)
-    } else {
-        json(body, lists, declared(headers, "application/json"))
-    }
-}
-
-fn json(body: ProxyBody, lists: Lists, declared: bool) -> ProxyBody {
-    let whole = async move {
-        let read = crate::body::read::read(body, MOST_JSON)
-            .await
-            .map_err(|e| -> BoxError { e.to_string().into() })?;
-        let data = match read {
-            crate::body::read::Read::Whole(data, _) => data,
-            crate::body::read::Read::TooLarge => {
-                return Err::<Frame<Bytes>, BoxError>(format!("an MCP answer over {MOST_JSON} bytes").into());
-            }
-        };
-        match lists.filtered(&data) {
-            Ok(Some(filtered)) => Ok(Frame::data(Bytes::from(filtered))),
-            Ok(None) => Ok(Frame::data(data)),
-            Err(e) if declared => Err(e.into()),
-            // Not JSON, and not said to be: no tool list a client could read is in it.
-            Err(_) => Ok(Frame::data(data)),
-        }
+/// Whether the answer is an event stream beyond doubt: one `Content-Type`, `text/event-stream` in any case,
+/// with no parameter but `charset=utf-8`.
+fn event_stream(headers: &HeaderMap) -> bool {
+    let mut types = headers.get_all(CONTENT_TYPE).iter();
+    let (Some(only), None) = (types.next(), types.next()) else {
+        return false;
     };
-    StreamBody::new(futures_util::stream::once(whole)).boxed_unsync()
+    let Ok(text) = only.to_str() else {
+        return false;
+    };
+    let mut parts = text.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("text/event-stream")
+        && parts.all(|p| {
+            p.split_once('=').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("charset")
+                    && value.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+            })
+        })
+}
+
+/// `body` as the sandbox gets it: an event stream (beyond doubt, see [`event_stream`]) filtered event by event
+/// as it comes; anything else read whole here, and filtered, or [`Unreadable`].
+pub(crate) async fn answer(headers: &HeaderMap, body: ProxyBody, lists: Lists) -> Result<ProxyBody, Unreadable> {
+    if event_stream(headers) {
+        return Ok(sse(body, lists));
+    }
+    let mut share = Share::new(lists.held.clone(), lists.sandbox.clone());
+    let mut data = Vec::new();
+    let mut stream = BodyDataStream::new(body);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| Unreadable(format!("the MCP answer could not be read: {e}")))?;
+        // SECURITY: what is held while the answer is not yet whole is bounded, per answer, sandbox and in all.
+        share
+            .grow(chunk.len(), MOST_JSON, "an MCP answer")
+            .map_err(Unreadable)?;
+        data.extend_from_slice(&chunk);
+    }
+    let filtered = lists.filtered(&data).map_err(Unreadable)?;
+    Ok(crate::body::full(filtered.unwrap_or(data)))
 }
 
 /// An error ending an event stream.
@@ -118,28 +140,53 @@ fn json(body: ProxyBody, lists: Lists, declared: bool) -> ProxyBody {
 struct StreamError(String);
 
 fn sse(body: ProxyBody, lists: Lists) -> ProxyBody {
-    // SECURITY: what the parser holds between events is bounded: a stream that never ends an event is cut.
-    let pending = Arc::new(AtomicUsize::new(0));
-    let counted = pending.clone();
+    // SECURITY: what the parser holds between events is bounded (per event, per sandbox and in all): a stream
+    // that never ends an event is cut.
+    let share = Arc::new(Mutex::new(Share::new(lists.held.clone(), lists.sandbox.clone())));
+    let (counted, whose) = (share.clone(), lists.whose.clone());
     let bytes = BodyDataStream::new(body).map(move |chunk| {
         let chunk = chunk.map_err(|e| StreamError(e.to_string()))?;
-        if counted.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > MOST_EVENT {
-            return Err(StreamError(format!("an MCP event over {MOST_EVENT} bytes")));
-        }
-        Ok(chunk)
+        counted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .grow(chunk.len(), MOST_EVENT, "an MCP event")
+            .map_err(|e| {
+                tracing::warn!(%whose, "an MCP event stream was cut (mcp_answer_unreadable): {e}");
+                StreamError(e)
+            })?;
+        Ok::<_, StreamError>(chunk)
     });
     let events = sse_stream::SseStream::from_bytes_stream(bytes).map(move |event| {
         let event = event.map_err(|e| -> BoxError { format!("an MCP event stream cordon cannot read: {e}").into() })?;
-        pending.store(0, Ordering::Relaxed);
-        // Only messages carry JSON-RPC (the older transport's `endpoint` event carries a URL).
+        share.lock().unwrap_or_else(PoisonError::into_inner).release();
+        // SECURITY: any event whose data is JSON is filtered, whatever its name (a client might read a message
+        // under another name); one named as a message (or not named) must be JSON. Only another event's data
+        // that is not JSON (the older transport's `endpoint` event, a URL) goes on as it came.
         let message = event.event.as_deref().is_none_or(|name| name == "message");
+        // SECURITY: the older transport's session id (in the query of the URL its `endpoint` event gives) is the
+        // sandbox's, as an Mcp-Session-Id is; a server that hands one sandbox another's session is cut off.
+        if let (Some("endpoint"), Some(data), Some((sessions, origin))) =
+            (event.event.as_deref(), &event.data, &lists.sessions)
+        {
+            for id in super::sessions::ids_in_endpoint(data) {
+                if sessions.bind(origin, &id, &lists.sandbox).is_err() {
+                    return Err(format!(
+                        "an MCP endpoint event whose session is another sandbox's (mcp_session_foreign), or past the \
+                         sandbox's {} sessions",
+                        super::sessions::MOST_PER_SANDBOX
+                    )
+                    .into());
+                }
+            }
+        }
         let data = match &event.data {
-            Some(data) if message => match lists.filtered(data.as_bytes()) {
+            Some(data) => match lists.filtered(data.as_bytes()) {
                 Ok(Some(filtered)) => Some(String::from_utf8_lossy(&filtered).into_owned()),
                 Ok(None) => None,
-                Err(e) => return Err(e.into()),
+                Err(e) if message => return Err(e.into()),
+                Err(_) => None,
             },
-            _ => None,
+            None => None,
         };
         Ok(Frame::data(encode(&event, data.as_deref())))
     });

@@ -90,7 +90,13 @@ pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8
         };
         if method != CALL {
             if !rules.method(method) {
-                let why = format!("the method {method:?} is not one this endpoint's rule allows");
+                let why = if crate::policy::mcp::well_formed(method) {
+                    format!("the method {method:?} is not one this endpoint's rule allows")
+                } else {
+                    format!(
+                        "the method {method:?} is not a name MCP allows (ASCII letters, digits, '_', '-', '.', '/')"
+                    )
+                };
                 return (seen_of(m, None), Verdict::Refused(refuse(Reason::McpMethodDenied, why)));
             }
             first.get_or_insert_with(|| seen_of(m, None));
@@ -114,6 +120,13 @@ pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8
             }
             ToolVerdict::Unnamed => {
                 let why = format!("the tool {tool:?} is not one this endpoint's rule allows");
+                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+            }
+            ToolVerdict::Malformed => {
+                let why = format!(
+                    "the tool name {tool:?} is not one MCP allows (1 to 128 ASCII letters, digits, '_', '-', '.', '/'), \
+                     so cordon cannot tell it from a name the rule denies"
+                );
                 return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
             }
             _ if changed(tool) => {

@@ -5,12 +5,17 @@
 //! - [`message`] reads the messages of a POST strictly (one, or a batch);
 //! - [`judge`] decides them against the rule (`crate::policy::mcp`): lifecycle passes, each `tools/call` is
 //!   allowed, held for a person, or refused with a JSON-RPC error, and a batch goes whole or not at all;
-//! - [`tools`] filters the tool lists the sandbox is shown and pins what each tool said;
-//! - [`answer`] applies that filter to JSON answers and to event streams as they come.
+//! - [`tools`] filters the tool lists the sandbox is shown and pins what each tool said, per sandbox and server
+//!   origin;
+//! - [`answer`] applies that filter to JSON answers and to event streams as they come, and refuses what it cannot
+//!   read with certainty; [`held`] bounds what unfinished answers hold;
+//! - [`sessions`] binds each `Mcp-Session-Id` to the sandbox that first showed it.
 //!
 //! The pipeline's MCP step (`crate::pipeline`) reads the body, hands it here, and acts on the verdict.
 
 pub(crate) mod answer;
+pub(crate) mod held;
 pub(crate) mod judge;
 pub(crate) mod message;
+pub(crate) mod sessions;
 pub(crate) mod tools;

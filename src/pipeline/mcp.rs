@@ -1,6 +1,8 @@
 //! Step 6's MCP part, for a request under a rule with an `mcp:` section (before approval and credentials): a
 //! POST's JSON-RPC messages read whole and judged (`crate::mcp`), a GET (the server's stream) and a DELETE (the
-//! session's end) let through, anything else refused; and, for every request, the filter its answer goes through.
+//! session's end) let through if they carry no body, anything else refused; its `Mcp-Session-Id` held to the
+//! sandbox that first showed it; and, for every request, what its answer is checked with
+//! (`super::mcp_answer`).
 
 use std::sync::{Arc, Mutex};
 
@@ -10,13 +12,14 @@ use http::{Method, Request};
 use super::checks::Permit;
 use super::dry::Note;
 use super::exchange::Exchange;
+use super::mcp_answer::{McpAnswer, SESSION, invalid, session_refused};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::mcp::answer::Lists;
 use crate::mcp::judge::{Verdict, judge};
-use crate::mcp::tools::Pinned;
-use crate::reason::Reason;
+use crate::mcp::sessions::Refusal;
+use crate::mcp::tools::{Pinned, Server};
 use crate::target::Target;
 
 /// What the MCP step hands on.
@@ -24,8 +27,8 @@ use crate::target::Target;
 pub(super) struct McpStep {
     /// The tools a person must allow first, and to whom a refusal is answered (JSON-RPC ids, batch).
     pub(super) ask: Option<crate::mcp::judge::Asked>,
-    /// The filter the answer goes through.
-    pub(super) lists: Option<Lists>,
+    /// What the answer is checked and filtered with.
+    pub(super) answer: Option<McpAnswer>,
 }
 
 impl McpStep {
@@ -45,13 +48,6 @@ impl McpStep {
     }
 }
 
-fn invalid(message: String) -> ProxyError {
-    ProxyError::BadRequest {
-        code: Reason::McpInvalid,
-        message,
-    }
-}
-
 impl Exchange {
     /// Judge `req` by its rule's `mcp:` section, if it has one.
     pub(super) async fn mcp(
@@ -66,21 +62,37 @@ impl Exchange {
         else {
             return Ok(McpStep::default());
         };
-        let path = req.uri().path().to_owned();
-        let endpoint = (
-            sandbox.incarnation().to_string(),
-            target.host.to_string(),
-            target.port,
-            path.clone(),
-        );
-        let pinned = match self.state() {
-            Some(state) => state.mcp_pins.of(endpoint),
-            None => Arc::new(Mutex::new(Pinned::default())),
+        let scheme = req.uri().scheme_str().unwrap_or("http").to_owned();
+        // SECURITY: pins are the server's, not a path's: any spelling of the path, and any path a server redirects
+        // to, meets the pins the sandbox already has for that origin.
+        let origin = format!("{scheme}://{}:{}", target.host, target.port);
+        let server = Server {
+            incarnation: sandbox.incarnation().to_string(),
+            origin: origin.clone(),
+        };
+        let (pinned, held) = match self.state() {
+            Some(state) => (state.mcp_pins.of(server), state.mcp_held.clone()),
+            None => (Arc::new(Mutex::new(Pinned::default())), Arc::default()),
         };
         let lists = Lists {
             rules: rules.clone(),
             pinned: pinned.clone(),
-            whose: format!("sandbox {} at {}:{}{path}", sandbox.id, target.host, target.port).into(),
+            whose: format!("sandbox {} at {origin}", sandbox.id).into(),
+            held,
+            sandbox: sandbox.incarnation().into(),
+            sessions: self
+                .state()
+                .map(|state| (state.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
+        };
+        let mut answer = McpAnswer {
+            lists,
+            policy: decision.policy.clone(),
+            target: target.clone(),
+            url: req.uri().clone(),
+            method: req.method().clone(),
+            origin: origin.clone(),
+            incarnation: sandbox.incarnation().to_owned(),
+            session: None,
         };
         // SECURITY: an answer cordon filters comes uncompressed (one that does not is refused at the answer).
         req.headers_mut().remove(ACCEPT_ENCODING);
@@ -94,13 +106,6 @@ impl Exchange {
                 "an MCP endpoint is not spoken to over a WebSocket (or any upgrade)".into(),
             ));
         }
-        if matches!(*req.method(), Method::GET | Method::DELETE) {
-            self.audit.mcp(crate::mcp::judge::Seen::default());
-            return Ok(McpStep {
-                ask: None,
-                lists: Some(lists),
-            });
-        }
         // Read before anything is refused, so that the refusal is what the client reads (an HTTP/2 stream reset
         // while it still sends would be all it saw). A dry run has no body: its note says what would be judged.
         let data = if dry {
@@ -108,6 +113,50 @@ impl Exchange {
         } else {
             Some(super::request::read_whole(req).await?)
         };
+        // SECURITY: a session id is its first sandbox's: another's use of it is refused before anything is sent.
+        let mut sessions = req.headers().get_all(SESSION).iter();
+        match (sessions.next(), sessions.next()) {
+            (Some(_), Some(_)) => return Err(invalid("an MCP request names one Mcp-Session-Id, not several".into())),
+            (Some(id), None) => {
+                let id = id.to_str().map_err(|_| {
+                    session_refused(Refusal::Malformed(
+                        "an Mcp-Session-Id of visible ASCII characters".into(),
+                    ))
+                })?;
+                if let Some(state) = self.state() {
+                    state
+                        .mcp_sessions
+                        .bind(&origin, id, sandbox.incarnation())
+                        .map_err(session_refused)?;
+                }
+                answer.session = Some(id.to_owned());
+            }
+            (None, _) => {}
+        }
+        // SECURITY: so is the older transport's, named in the query of the URL its endpoint event gave.
+        if let (Some(state), Some(query)) = (self.state(), req.uri().query()) {
+            let ids = crate::mcp::sessions::ids_in_query(query);
+            if ids
+                .iter()
+                .any(|id| state.mcp_sessions.foreign(&origin, id, sandbox.incarnation()))
+            {
+                return Err(ProxyError::McpSessionForeign);
+            }
+        }
+        if matches!(*req.method(), Method::GET | Method::DELETE) {
+            // SECURITY: MCP's GET and DELETE carry no message; a body on one would reach the server unjudged.
+            if data.as_ref().is_some_and(|d| !d.is_empty()) {
+                return Err(invalid(format!(
+                    "an MCP {} carries no body (JSON-RPC messages go by POST, where they are judged)",
+                    req.method()
+                )));
+            }
+            self.audit.mcp(crate::mcp::judge::Seen::default());
+            return Ok(McpStep {
+                ask: None,
+                answer: Some(answer),
+            });
+        }
         if *req.method() != Method::POST {
             return Err(invalid(format!(
                 "an MCP endpoint takes POST, GET and DELETE, not {}",
@@ -132,11 +181,11 @@ impl Exchange {
         match verdict {
             Verdict::Pass => Ok(McpStep {
                 ask: None,
-                lists: Some(lists),
+                answer: Some(answer),
             }),
             Verdict::Ask(asked) => Ok(McpStep {
                 ask: Some(asked),
-                lists: Some(lists),
+                answer: Some(answer),
             }),
             Verdict::Invalid(why) => Err(invalid(why)),
             Verdict::Refused(refused) => Err(ProxyError::Mcp(refused)),

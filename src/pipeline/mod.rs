@@ -36,6 +36,7 @@ mod graphql;
 mod identify;
 mod input;
 mod mcp;
+mod mcp_answer;
 mod name;
 mod preview;
 mod record;

@@ -79,7 +79,7 @@ pub(super) async fn forward(
             .map_err(|e| graphql.answer(mcp.answer(e)))?;
         // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
         let (mut reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
-        reply.mcp = mcp.lists;
+        reply.mcp = mcp.answer;
         Ok((out, reply, scan))
     }
     .await;
@@ -103,8 +103,8 @@ pub(super) async fn forward(
     let pool = if websocket { &clients.http1 } else { &clients.any };
     let timeout = ex.generation.config.timeouts.upstream_headers;
     match send(pool, out, timeout).await {
-        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials, reply),
-        Ok(resp) => ex.respond(resp.map(crate::body::boxed), reply),
+        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials, reply).await,
+        Ok(resp) => ex.respond(resp.map(crate::body::boxed), reply).await,
         Err(e) => {
             // The body scan ended the upload: the sandbox hears why, not that the upstream failed.
             let e = ex.scan_refusal(&sandbox, &mut scan).unwrap_or(e);

@@ -37,14 +37,14 @@ pub(super) struct Reply {
     pub(super) aws_keys: bool,
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(super) tokens: bool,
-    /// An MCP endpoint's answer: its tool lists are filtered.
-    pub(super) mcp: Option<crate::mcp::answer::Lists>,
+    /// An MCP endpoint's answer: checked, and its tool lists filtered.
+    pub(super) mcp: Option<super::mcp_answer::McpAnswer>,
 }
 
 impl Exchange {
     /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when
     /// the body ends).
-    pub(super) fn respond(mut self, resp: Response<ProxyBody>, reply: Reply) -> Outcome {
+    pub(super) async fn respond(mut self, resp: Response<ProxyBody>, reply: Reply) -> Outcome {
         let (mut parts, mut body) = resp.into_parts();
         if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
             self.audit.dialled(addr.to_string());
@@ -82,19 +82,12 @@ impl Exchange {
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
-        if let Some(lists) = reply.mcp {
+        if let Some(mcp) = reply.mcp {
             // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
-            if parts
-                .headers
-                .get(CONTENT_ENCODING)
-                .is_some_and(|c| !c.as_bytes().eq_ignore_ascii_case(b"identity"))
-            {
-                return self.refuse(ProxyError::UpstreamEncoding(
-                    "an MCP answer in a content coding cordon did not ask for".into(),
-                ));
-            }
-            parts.headers.remove(CONTENT_LENGTH);
-            body = crate::mcp::answer::answer(&parts.headers, body, lists);
+            body = match mcp.answered(&mut parts, body, self.state().map(|s| &**s)).await {
+                Ok(body) => body,
+                Err(e) => return self.refuse(e),
+            };
         }
         self.audit.status(parts.status.as_u16());
         let audit = self.audit;
@@ -111,14 +104,14 @@ impl Exchange {
     /// the WebSocket's audit record, masker and scanner travel in the response's extensions (beside the
     /// upstream's upgraded stream, `hyper::upgrade::on`) for the entry to relay the frames with; `allowed`
     /// are the credentials whose secrets may be sent on it.
-    pub(super) fn respond_upgrade(
+    pub(super) async fn respond_upgrade(
         mut self,
         resp: Response<Incoming>,
         allowed: Vec<CredentialName>,
         reply: Reply,
     ) -> Outcome {
         if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
-            return self.respond(resp.map(crate::body::boxed), reply);
+            return self.respond(resp.map(crate::body::boxed), reply).await;
         }
         let (mut parts, _) = resp.into_parts();
         if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {

@@ -6,6 +6,11 @@
 //! Names are tool names or globs (`*` any run of characters, `?` one). `deny` and `ask` match in any case (a
 //! broader refusal is the safe side: a server that looked names up without case would otherwise run `Delete_repo`
 //! past `deny: [delete_*]`); `tools` and `methods` match exactly, as servers look them up.
+//!
+//! A name that comes over the wire is judged only if it is one MCP allows (ASCII letters, digits, `_ - . /`):
+//! anything else (`\u{212a}ill_all`, whose KELVIN SIGN a server's Unicode case folding makes `kill_all`; `\u{17f}`,
+//! fullwidth forms, a dotless i, a zero-width space) is refused, so no folding or normalization a server applies
+//! can turn a name the globs did not match into one they deny.
 
 use super::globs::{Alphabet, Names};
 
@@ -34,6 +39,15 @@ const MCP_NAME: Alphabet = Alphabet {
     says: "letters, digits, '_', '-', '.' and '/'",
 };
 
+/// Whether `name` (a tool or method as sent) is a name as MCP writes them: 1 to 128 of ASCII letters, digits,
+/// `_`, `-`, `.` and `/`.
+pub(crate) fn well_formed(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || MCP_NAME.punctuation.as_bytes().contains(&b))
+}
+
 /// What a rule says about one tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ToolVerdict {
@@ -45,6 +59,8 @@ pub(crate) enum ToolVerdict {
     Deny,
     /// Named nowhere: refused (default deny).
     Unnamed,
+    /// Not a name MCP allows (not 1 to 128 ASCII letters, digits, `_ - . /`): refused whatever the rule says.
+    Malformed,
 }
 
 impl ToolVerdict {
@@ -94,9 +110,14 @@ impl McpRules {
         })
     }
 
-    /// What the rule says about calling `tool`: `deny` first, then `ask`, then `tools`; else refused.
+    /// What the rule says about calling `tool`: a name MCP does not allow is refused; then `deny`, then `ask`,
+    /// then `tools`; else refused.
     pub(crate) fn tool(&self, tool: &str) -> ToolVerdict {
-        if self.deny.matches(tool) {
+        // SECURITY: Unicode case folding or normalization on the server (KELVIN SIGN -> k, LONG S -> s) would
+        // turn a name no `deny` glob matches here into one it denies: only MCP's ASCII names are judged.
+        if !well_formed(tool) {
+            ToolVerdict::Malformed
+        } else if self.deny.matches(tool) {
             ToolVerdict::Deny
         } else if self.ask.matches(tool) {
             ToolVerdict::Ask
@@ -107,8 +128,14 @@ impl McpRules {
         }
     }
 
-    /// Whether a message of `method` (not `tools/call`, which [`McpRules::tool`] judges) may be sent.
+    /// Whether a message of `method` (not `tools/call`, which [`McpRules::tool`] judges) may be sent: a lifecycle
+    /// method or one `methods` names, written as MCP writes names, and no other spelling of `tools/call`.
     pub(crate) fn method(&self, method: &str) -> bool {
+        // SECURITY: `Tools/Call` under `methods: ["tools/*"]` would be a tool call judged as a method by a server
+        // that folds case.
+        if !well_formed(method) || method.eq_ignore_ascii_case(CALL) {
+            return false;
+        }
         LIFECYCLE.contains(&method) || self.methods.matches(method)
     }
 

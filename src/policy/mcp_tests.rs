@@ -24,6 +24,37 @@ fn deny_then_ask_then_tools_and_nothing_else() {
 }
 
 #[test]
+fn names_no_glob_matches_but_a_folding_server_reads_as_denied_are_refused() {
+    // Each of these folds or normalizes (NFKC, Unicode case folding, ignoring invisible characters) to a name the
+    // rule denies, or one a permissive `tools: ["*"]` would let through unchecked.
+    let r = rules(&["*"], &["send_*"], &["kill_*", "delete_*"]);
+    for name in [
+        "\u{212a}ill_all",     // KELVIN SIGN: lowercases to k
+        "delete_repo\u{17f}",  // LONG S: case-folds to s
+        "\u{17f}end_email",    // ... past `ask` too
+        "\u{ff44}elete_repo",  // FULLWIDTH d: NFKC to d
+        "delete_repo\u{200b}", // ZERO WIDTH SPACE
+        "de\u{ad}lete_repo",   // SOFT HYPHEN
+        "kill_\u{131}t",       // DOTLESS i
+        "K\u{0130}LL_ALL",     // DOTTED capital I: lowercases to i + combining dot
+        "delete\u{2010}repo",  // HYPHEN, not '-'
+        "kill_all\u{301}",     // a combining mark
+        "delete_repo ",
+        "delete_repo\n",
+        "delete_repo\0",
+        "",
+        &"a".repeat(129),
+        "read_*",
+        "read_?",
+    ] {
+        assert_eq!(r.tool(name), ToolVerdict::Malformed, "{name:?}");
+        assert!(!r.tool(name).listed(), "{name:?}");
+    }
+    assert_eq!(r.tool("read/file.v2-x_y"), ToolVerdict::Allow);
+    assert!(!ToolVerdict::Malformed.listed());
+}
+
+#[test]
 fn lifecycle_passes_and_other_methods_only_when_named() {
     let r = rules(&["a"], &[], &[]);
     for m in LIFECYCLE {
@@ -31,8 +62,24 @@ fn lifecycle_passes_and_other_methods_only_when_named() {
     }
     assert!(!r.method("resources/read"));
     assert!(!r.method("Tools/List"));
-    let named = McpRules::new(vec![], vec![], vec![], vec!["resources/read".into()]).unwrap();
+    let named = McpRules::new(
+        vec![],
+        vec![],
+        vec![],
+        vec!["resources/read".into(), "tools/*".into(), "*".into()],
+    )
+    .unwrap();
     assert!(named.method("resources/read"));
+    // No other spelling of tools/call passes as a method, nor a name MCP does not write.
+    for m in [
+        "Tools/Call",
+        "TOOLS/CALL",
+        "tools/cal\u{13f}",
+        "tools/\u{ff43}all",
+        "resources/read\u{200b}",
+    ] {
+        assert!(!named.method(m), "{m:?}");
+    }
 }
 
 #[test]

@@ -92,8 +92,12 @@ pub struct ProxyState {
     pub(crate) webhook: Option<Arc<Webhook>>,
     /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
     pub(crate) previews: Option<Arc<crate::preview::Previews>>,
-    /// The MCP tools each sandbox saw, per endpoint (pinned to what they said).
+    /// The MCP tools each sandbox saw, per server origin (pinned to what they said).
     pub(crate) mcp_pins: crate::mcp::tools::Pins,
+    /// Each MCP session id, bound to the sandbox that first showed it.
+    pub(crate) mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
+    /// What unfinished MCP answers hold, per sandbox and in all.
+    pub(crate) mcp_held: Arc<crate::mcp::held::Held>,
     /// The documents of GraphQL persisted queries seen with their hash, per endpoint.
     pub(crate) graphql_documents: crate::graphql::persisted::Persisted,
 }
@@ -162,6 +166,8 @@ impl ProxyState {
             credential_budgets,
             previews,
             mcp_pins: Default::default(),
+            mcp_sessions: Default::default(),
+            mcp_held: Default::default(),
             graphql_documents: Default::default(),
             webhook,
             cas: opened.cas,

@@ -4,7 +4,8 @@ streamable HTTP client, running every step in one session through cordon.
 
     mcp_agent.py URL STEP [STEP ...]
 
-Each STEP is one argument: "list", "call NAME JSON_ARGS" (e.g. 'call read_file {"path": "a.txt"}') or
+A URL whose path ends in /sse is spoken to with the older HTTP+SSE transport (the SDK's sse_client), any other
+with streamable HTTP. Each STEP is one argument: "list", "call NAME JSON_ARGS" (e.g. 'call read_file {"path": "a.txt"}') or
 "touch PATH" (creates PATH, e.g. the server's --swap file). The session is initialized before the first step.
 It goes through the proxy in HTTPS_PROXY / https_proxy and trusts the CA in SSL_CERT_FILE (the trust_env of
 httpx2, the SDK's HTTP client), with certificate verification on. One JSON line per step on stdout:
@@ -30,6 +31,7 @@ import sys
 import anyio
 import httpx2
 from mcp import ClientSession, MCPError
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 STEP_TIMEOUT = 60
@@ -89,7 +91,19 @@ class Agent:
         # What the SDK builds when given no client (httpx2 with trust_env on: HTTPS_PROXY, SSL_CERT_FILE), but with
         # reads capped at a step's timeout instead of 300 s, so the closing DELETE cannot hang either.
         timeout = httpx2.Timeout(30.0, read=STEP_TIMEOUT)
-        async with httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [self.on_response]}) as client:
+        hooks = {"response": [self.on_response]}
+        if url.endswith("/sse"):
+
+            def factory(headers=None, timeout=None, auth=None):
+                return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
+
+            async with sse_client(url, httpx_client_factory=factory, sse_read_timeout=STEP_TIMEOUT) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await self.run_step(session, ["initialize"])
+                    for words in steps:
+                        await self.run_step(session, words)
+            return
+        async with httpx2.AsyncClient(timeout=timeout, event_hooks=hooks) as client:
             async with streamable_http_client(url, http_client=client) as (read, write):
                 async with ClientSession(read, write) as session:
                     await self.run_step(session, ["initialize"])

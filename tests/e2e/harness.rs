@@ -395,6 +395,11 @@ policies:
             .unwrap()
     }
 
+    /// The process id of the case's cordon.
+    pub(crate) fn cordon_pid(&self) -> u32 {
+        self._cordon.0.id()
+    }
+
     pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

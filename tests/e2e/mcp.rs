@@ -17,11 +17,11 @@ use crate::rigs::ports::free_port;
 use crate::rigs::tls::TestCa;
 
 /// The MCP server, stopped when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    calls: PathBuf,
-    swap: PathBuf,
+pub(super) struct Server {
+    pub(super) child: Child,
+    pub(super) port: u16,
+    pub(super) calls: PathBuf,
+    pub(super) swap: PathBuf,
 }
 
 impl Drop for Server {
@@ -31,7 +31,7 @@ impl Drop for Server {
     }
 }
 
-fn server(ca: &TestCa, dir: &std::path::Path, json: bool) -> Server {
+pub(super) fn server(ca: &TestCa, dir: &std::path::Path, json: bool) -> Server {
     let (cert, key) = ca.pem_pair(&["mcp.test"]);
     let (cert_path, key_path) = (dir.join("mcp-cert.pem"), dir.join("mcp-key.pem"));
     std::fs::write(&cert_path, cert).unwrap();
@@ -111,11 +111,11 @@ async fn case_with(json: bool, masked: bool) -> (Case, Server, tempfile::TempDir
     (Case::start(ca, spec).await, server, scratch)
 }
 
-fn url(server: &Server) -> String {
+pub(super) fn url(server: &Server) -> String {
     format!("https://mcp.test:{}/mcp", server.port)
 }
 
-fn names(step: &Value) -> Vec<&str> {
+pub(super) fn names(step: &Value) -> Vec<&str> {
     step["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("not a list: {step}"))
@@ -124,7 +124,7 @@ fn names(step: &Value) -> Vec<&str> {
         .collect()
 }
 
-fn called(server: &Server) -> Vec<String> {
+pub(super) fn called(server: &Server) -> Vec<String> {
     std::fs::read_to_string(&server.calls)
         .unwrap_or_default()
         .lines()
@@ -138,7 +138,7 @@ fn called(server: &Server) -> Vec<String> {
 }
 
 /// The agent's steps, in one session, run in the background.
-fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<Output> {
+pub(super) fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<Output> {
     let mut c = case.client("python3");
     c.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_agent.py"))
         .arg(url(server))
@@ -147,7 +147,7 @@ fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<Output> {
     tokio::task::spawn_blocking(move || c.output().unwrap())
 }
 
-fn refused_by_cordon(step: &Value, reason: &str) {
+pub(super) fn refused_by_cordon(step: &Value, reason: &str) {
     assert_eq!(step["error"]["code"], -32001, "{step}");
     assert!(step["error"]["message"].as_str().unwrap().contains(reason), "{step}");
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A real MCP server for the MCP policy tests, built on the official SDK (PyPI `mcp`): streamable HTTP over
-HTTPS, endpoint /mcp, stateful sessions (Mcp-Session-Id), serving three tools:
+HTTPS, endpoint /mcp, stateful sessions (Mcp-Session-Id), and the older HTTP+SSE transport beside it (GET /sse,
+POST /messages/?session_id=...), serving three tools:
 
     read_file(path)               -> "contents of PATH"
     send_email(to, subject, body) -> "sent to TO"
@@ -26,8 +27,11 @@ import sys
 
 import mcp.types as types
 import uvicorn
+from starlette.responses import Response
+from starlette.routing import Mount, Route
 from mcp import MCPError
 from mcp.server.lowlevel import Server
+from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
 
 DESCRIPTIONS = {
@@ -91,6 +95,18 @@ async def serve(args):
         json_response=args.json_response,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    # The older HTTP+SSE transport, as the SDK's MCPServer.sse_app wires it.
+    legacy = SseServerTransport(
+        "/messages/", security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+
+    async def handle_sse(request):
+        async with legacy.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return Response()
+
+    app.router.routes.append(Route("/sse", endpoint=handle_sse, methods=["GET"]))
+    app.router.routes.append(Mount("/messages/", app=legacy.handle_post_message))
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
