@@ -2,6 +2,7 @@
 //! mistakes, stale sandbox CAs, the watcher, and its JSON Schema held to the examples, the docs and `check`.
 
 mod ca_hints;
+mod jail_only;
 mod lint;
 mod preflight;
 mod schema;

@@ -2,6 +2,7 @@
 
 mod activity;
 mod confine;
+mod examples;
 mod exit;
 mod fs;
 mod fs_user;
