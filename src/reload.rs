@@ -107,25 +107,6 @@ pub(crate) fn warn_reporting(names: &[&str]) {
     }
 }
 
-/// Warn that the declared sandboxes of `config` that have neither `token_sha256` nor `source_cidrs` cannot be
-/// reached through this cordon (at start and at each reload): they are for `cordon jail`, which makes a
-/// credential of its own for the sandbox it runs.
-pub(crate) fn warn_jail_only(config: &crate::config::Config) {
-    for s in config
-        .sandboxes
-        .iter()
-        .filter(|s| s.token_sha256.is_none() && s.source_cidrs.is_empty())
-    {
-        tracing::warn!(
-            sandbox = %s.id,
-            "sandbox {} has neither token_sha256 nor source_cidrs: nothing reaches it through this proxy (it is \
-             for `cordon jail`, which makes a credential of its own); give it a token_sha256 (`cordon token \
-             hash`) to use it here",
-            s.id
-        );
-    }
-}
-
 /// Reloads one configuration file.
 pub struct Reloader {
     path: Option<PathBuf>,
@@ -241,7 +222,7 @@ impl Reloader {
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
-        warn_jail_only(&config);
+        config.warn_jail_only();
         let before = state.current();
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
         let now = state.current();

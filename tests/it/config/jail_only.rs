@@ -1,7 +1,8 @@
 //! A declared sandbox with neither `token_sha256` nor `source_cidrs` (a sandbox for `cordon jail`, which makes a
-//! credential of its own for it, as config/examples/agent.yaml's): `cordon run` starts, says at start that
-//! nothing reaches that sandbox through it, and nothing does: no credential, an empty token, guessed tokens
-//! (its id, the SHA-256 of nothing, the hash of the empty token as a token) all get 407, and no request leaves.
+//! credential of its own for it, as config/examples/agent.yaml's): `cordon run` starts, says at start and at
+//! each reload that nothing reaches that sandbox through it, and nothing does: no credential, an empty token,
+//! guessed tokens (its id, the SHA-256 of nothing, the hash of the empty token as a token) all get 407, and no
+//! request leaves.
 
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{curl, signal_and_wait, spawn_cordon};
@@ -47,14 +48,19 @@ async fn a_sandbox_without_token_or_source_is_reached_by_no_request() {
             "{proxy} reached the jail's sandbox"
         );
     }
+    // A reload (SIGHUP) says it again.
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let out = signal_and_wait(child, "-TERM").await;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(
-        stderr.contains("sandbox agent has neither token_sha256 nor source_cidrs: nothing reaches it"),
-        "{stderr}"
-    );
+    let warned = stderr.matches("sandbox agent has neither token_sha256 nor source_cidrs: nothing reaches it");
+    assert_eq!(warned.count(), 2, "at start and at the reload: {stderr}");
     assert!(!stdout.contains("\"decision\":\"allow\""), "{stdout}");
 }
