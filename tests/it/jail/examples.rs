@@ -355,6 +355,8 @@ fn the_agent_configuration_runs_as_the_local_agents_page_prints_it() {
         refused.starts_with("HTTP/1.1 403") && refused.contains("x-cordon-reason: no_rule"),
         "{refused}"
     );
+    // Where the file's own comment says: the sandbox's CA beside the copy, the jail's audit in the state folder.
+    ok(&m, m.path(), "test -s /home/dev/.config/cordon/certs/agent/ca.pem");
     let audit = records(&m, "/home/dev/.local/state/cordon/jail/agent/audit.jsonl");
     assert!(
         audit.iter().any(|r| r["host"] == "api.anthropic.com"
