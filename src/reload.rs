@@ -222,6 +222,7 @@ impl Reloader {
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
+        config.warn_jail_only();
         let before = state.current();
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
         let now = state.current();

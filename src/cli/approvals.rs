@@ -14,8 +14,12 @@ pub(crate) enum ApprovalsCommand {
     /// List the requests waiting for a decision, oldest first.
     List {
         /// Print JSON instead of a table: {"pending": [...]}, the admin API's answer (docs/openapi.yaml).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "ids")]
         json: bool,
+        /// Print only their ids, one a line, oldest first: for a script, or `cordon approvals allow "$(cordon
+        /// approvals list --ids | head -n 1)"`.
+        #[arg(long)]
+        ids: bool,
     },
     /// Let a held request through.
     Allow {
@@ -50,8 +54,11 @@ pub(crate) enum ApprovalsCommand {
     /// List the standing grants.
     Grants {
         /// Print JSON instead of a table: {"grants": [...]}, the admin API's answer (docs/openapi.yaml).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "ids")]
         json: bool,
+        /// Print only their ids, one a line, oldest first: for a script, or `cordon approvals revoke-grant`.
+        #[arg(long)]
+        ids: bool,
     },
     /// Remove a standing grant: the requests it covered are held for approval again.
     RevokeGrant {
@@ -83,8 +90,9 @@ fn paint() -> crate::cli::style::Paint {
 
 async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<String, ClientError> {
     Ok(match command {
-        ApprovalsCommand::List { json: true } => pretty(&client.approvals().await?),
-        ApprovalsCommand::List { json: false } => paint().table(&render::render_approvals(&client.approvals().await?)),
+        ApprovalsCommand::List { ids: true, .. } => ids(&client.approvals().await?, "pending"),
+        ApprovalsCommand::List { json: true, .. } => pretty(&client.approvals().await?),
+        ApprovalsCommand::List { .. } => paint().table(&render::render_approvals(&client.approvals().await?)),
         ApprovalsCommand::Allow { id, always, exact, .. } => {
             let scope = match (always, exact) {
                 (true, _) => "always",
@@ -94,8 +102,21 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
             pretty(&client.decide(&id, "allow", scope).await?)
         }
         ApprovalsCommand::Deny { id, .. } => pretty(&client.decide(&id, "deny", "once").await?),
-        ApprovalsCommand::Grants { json: true } => pretty(&client.grants().await?),
-        ApprovalsCommand::Grants { json: false } => paint().table(&render::render_grants(&client.grants().await?)),
+        ApprovalsCommand::Grants { ids: true, .. } => ids(&client.grants().await?, "grants"),
+        ApprovalsCommand::Grants { json: true, .. } => pretty(&client.grants().await?),
+        ApprovalsCommand::Grants { .. } => paint().table(&render::render_grants(&client.grants().await?)),
         ApprovalsCommand::RevokeGrant { id, .. } => pretty(&client.revoke_grant(&id).await?),
     })
+}
+
+/// The ids of the entries under `key` in an admin API answer (`{"pending": [...]}`, `{"grants": [...]}`), one a
+/// line in the answer's order (oldest first); nothing for none.
+fn ids(answer: &serde_json::Value, key: &str) -> String {
+    answer[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["id"].as_str())
+        .map(|id| format!("{id}\n"))
+        .collect()
 }

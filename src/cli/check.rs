@@ -246,7 +246,8 @@ fn print_summary(c: &Config) {
         let how = match (s.token_sha256.is_some(), s.source_cidrs.is_empty()) {
             (true, true) => "token".to_string(),
             (true, false) => format!("token or source {:?}", s.source_cidrs),
-            (false, _) => format!("source {:?}", s.source_cidrs),
+            (false, false) => format!("source {:?}", s.source_cidrs),
+            (false, true) => "cordon jail alone (a credential of the jail's own)".to_string(),
         };
         outln!("  {:<16} user {:<16} policy {:<12} by {how}", s.id, s.user, s.policy);
     }

@@ -1,8 +1,8 @@
 //! The `Examples:` block of every command's `--help` (and the EXAMPLES section of its manual page): commands
 //! that work against the embedded configuration (config/cordon.yaml: sandbox `demo` with token `demo-token`,
 //! policy `default`, proxy on 127.0.0.1:3128, admin API on 127.0.0.1:9090, state in the state folder), each after a
-//! `# ` line that says what it does. tests/it/cli/examples.rs fails when a visible command has none, and runs the
-//! ones that need neither a running cordon nor the network.
+//! `# ` line that says what it does, and each runs as printed: tests/it/cli/examples.rs fails when a visible
+//! command has none or a line is run by no test (tests/it/cli/examples*.rs, tests/it/jail/examples.rs).
 
 use clap::Command;
 use clap::builder::StyledStr;
@@ -194,12 +194,16 @@ cordon sandbox ca-bundle agent-1 > ca-bundle.pem",
     (
         "sandbox preview",
         "# A link for alice to port 3000 of agent-1 (a configuration with previews: and a policy that exposes 3000)
-cordon sandbox preview agent-1 --port 3000 --user alice --ttl 15m",
+cordon sandbox preview agent-1 --port 3000 --user alice --ttl 15m
+
+# As JSON: the link, when it expires, and the preview's id (to close it early)
+cordon sandbox preview agent-1 --port 3000 --user alice --json",
     ),
     (
         "sandbox close-preview",
-        "# Close a preview at once (its id from `cordon sandbox preview --json`)
-cordon sandbox close-preview agent-1 pv-6b1f0c2d9e8a7354",
+        "# Close the preview whose id (pv-..., from `cordon sandbox preview --json`) is in $PREVIEW: its link and
+# every session opened with it are refused from now on
+cordon sandbox close-preview agent-1 \"$PREVIEW\"",
     ),
     (
         "sandbox env",
@@ -208,43 +212,52 @@ cordon sandbox env agent-1 --format dotenv > agent-1.env",
     ),
     (
         "approvals",
-        "# The requests held for a decision, then let one through for good
+        "# The requests held for a decision, then let the oldest through for good
 cordon approvals list
-cordon approvals allow ap-3f9a1c0d2e4b5a67 --always",
+cordon approvals allow \"$(cordon approvals list --ids | head -n 1)\" --always",
     ),
     (
         "approvals list",
         "# The requests held for a decision (rules with `action: ask`), oldest first
 cordon approvals list
 
+# Only their ids, one a line, oldest first (for scripts)
+cordon approvals list --ids
+
 # As JSON
 cordon approvals list --json",
     ),
     (
         "approvals allow",
-        "# Let one held request through (its id from `cordon approvals list`)
-cordon approvals allow ap-3f9a1c0d2e4b5a67
+        "# Let the oldest held request through (`cordon approvals list` shows them, oldest first)
+cordon approvals allow \"$(cordon approvals list --ids | head -n 1)\"
 
-# And every later request to the same method, host, port and path
-cordon approvals allow ap-3f9a1c0d2e4b5a67 --always",
+# The same, and every later request of its sandbox to the same method, host, port and path: a standing grant
+cordon approvals allow \"$(cordon approvals list --ids | head -n 1)\" --always",
     ),
     (
         "approvals deny",
-        "# Refuse a held request: its client gets 403
-cordon approvals deny ap-3f9a1c0d2e4b5a67",
+        "# Refuse the oldest held request: its client gets 403
+cordon approvals deny \"$(cordon approvals list --ids | head -n 1)\"
+
+# Refuse every held request
+cordon approvals list --ids | xargs -r -n 1 cordon approvals deny",
     ),
     (
         "approvals grants",
         "# The standing grants `allow --always` and `allow --exact` made
 cordon approvals grants
 
+# Only their ids, one a line, oldest first (for scripts)
+cordon approvals grants --ids
+
 # As JSON
 cordon approvals grants --json",
     ),
     (
         "approvals revoke-grant",
-        "# Hold the requests a grant covered for approval again (its id from `cordon approvals grants`)
-cordon approvals revoke-grant gr-0c1d2e3f4a5b6c7d",
+        "# Hold the requests the newest grant covered for approval again (`cordon approvals grants` lists them)
+cordon approvals revoke-grant \"$(cordon approvals grants --ids | tail -n 1)\"",
     ),
     (
         "reasons",
@@ -262,11 +275,15 @@ cordon reasons --json",
     ),
     (
         "completions",
-        "# bash, for every user
+        "# bash, for every user (the folder the bash-completion package reads)
 cordon completions bash > /etc/bash_completion.d/cordon
 
-# zsh (a file _cordon in a folder of $fpath) and fish
+# zsh: a file _cordon in a folder of $fpath (`fpath+=~/.zfunc` in ~/.zshrc, before compinit)
+mkdir -p ~/.zfunc
 cordon completions zsh > ~/.zfunc/_cordon
+
+# fish
+mkdir -p ~/.config/fish/completions
 cordon completions fish > ~/.config/fish/completions/cordon.fish",
     ),
     (
@@ -274,7 +291,8 @@ cordon completions fish > ~/.config/fish/completions/cordon.fish",
         "# Read cordon's manual page
 cordon man | man -l -
 
-# Install the page of `cordon sandbox create`
+# Install the page of `cordon sandbox create`, for `man cordon-sandbox-create`
+mkdir -p /usr/local/share/man/man1
 cordon man sandbox create > /usr/local/share/man/man1/cordon-sandbox-create.1",
     ),
     (

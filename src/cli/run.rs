@@ -250,6 +250,7 @@ async fn serve(
     }
     tracing::info!("cordon {} listening on {bound} ({summary})", env!("CARGO_PKG_VERSION"));
     crate::reload::warn_reporting(&crate::policy::newly_reporting(&state.current().config.policies, None));
+    state.current().config.warn_jail_only();
     probe_at_start(&state, path.as_deref());
     let reloader = Arc::new(Reloader::new(path, text.as_deref()));
     reloader.clone().spawn_watchers(&state, watch);

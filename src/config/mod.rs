@@ -112,6 +112,26 @@ impl Config {
         self.sandboxes.iter().find(|s| s.id == id)
     }
 
+    /// Warn (`cordon run`, at start and at each reload) that the declared sandboxes with neither `token_sha256`
+    /// nor `source_cidrs` cannot be reached through this proxy: they are for `cordon jail`, which makes a
+    /// credential of its own for the sandbox it runs. (`cordon check` does not warn: such a file is right for a
+    /// jail.)
+    pub(crate) fn warn_jail_only(&self) {
+        for s in self
+            .sandboxes
+            .iter()
+            .filter(|s| s.token_sha256.is_none() && s.source_cidrs.is_empty())
+        {
+            tracing::warn!(
+                sandbox = %s.id,
+                "sandbox {} has neither token_sha256 nor source_cidrs: nothing reaches it through this proxy (it is \
+                 for `cordon jail`, which makes a credential of its own); give it a token_sha256 (`cordon token \
+                 hash`) to use it here",
+                s.id
+            );
+        }
+    }
+
     /// The exact shell command that runs `cordon ARGS` on this configuration, for a hint in a log line or an
     /// error, so the command acts on the same files from wherever the operator runs it: `--config` with the
     /// file's absolute path, whose relative paths are read against its folder; for the embedded configuration,

@@ -103,7 +103,6 @@ policies:
         "sandboxes[0].id",
         "sandboxes[0].user",
         "sandboxes[1].policy: \"missing\" is not a policy",
-        "sandboxes[1]: has no way to be identified",
         "sandboxes[2].id: \"ok\" is declared twice",
         "sandboxes[2].token_sha256",
         "sandboxes[4].source_cidrs[0]: 10.1.2.0/24 overlaps a source range of sandbox \"s1\"",

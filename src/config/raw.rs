@@ -358,7 +358,7 @@ pub(super) struct RawUpstream {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a sandbox: a mapping with id, user, policy and token_sha256 or source_cidrs"
+    expecting = "a sandbox: a mapping with id, user, policy (and token_sha256 or source_cidrs, unless only `cordon jail` serves it)"
 )]
 pub(super) struct RawSandbox {
     /// Sandbox id.
@@ -367,7 +367,8 @@ pub(super) struct RawSandbox {
     /// Owning user.
     #[schemars(with = "Option<Text>")]
     pub(crate) user: Option<String>,
-    /// Hex SHA-256 of the sandbox's proxy token.
+    /// Hex SHA-256 of the sandbox's proxy token. Neither this nor `source_cidrs`: only `cordon jail` serves the
+    /// sandbox (with a credential of its own).
     #[schemars(with = "Option<Sha256>")]
     pub(crate) token_sha256: Option<String>,
     /// Source ranges that identify this sandbox without a token.

@@ -375,7 +375,6 @@ fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String
                 format!("{policy:?} is not a policy; the policies are: {}", known.join(", ")),
             );
         }
-        let has_token = s.token_sha256.is_some();
         let token_sha256 = s.token_sha256.and_then(|h| {
             let mut out = [0u8; 32];
             hex::decode_to_slice(h.trim(), &mut out)
@@ -394,12 +393,8 @@ fn sandboxes(errs: &mut Errors, raw: Vec<RawSandbox>, policies: &BTreeMap<String
             .enumerate()
             .filter_map(|(j, c)| cidr(errs, &format!("{base}.source_cidrs[{j}]"), c))
             .collect();
-        if !has_token && s.source_cidrs.is_empty() {
-            errs.at(
-                &base,
-                "has no way to be identified; give `token_sha256` or `source_cidrs`",
-            );
-        }
+        // Neither `token_sha256` nor `source_cidrs`: a sandbox for `cordon jail`, which makes a credential of its
+        // own for it (or knows it by the jail's address); `cordon run` says at start that nothing reaches it.
         for (j, net) in source_cidrs.iter().enumerate() {
             // SECURITY: overlapping source ranges would make one client address two sandboxes.
             if let Some(other) = out

@@ -1,8 +1,9 @@
 //! The examples of `--help` (issue 41, item 4): every visible command has some, shown by `-h`, `--help` and
-//! `cordon man`; and the examples that need neither a running cordon nor the network are run as printed (by
-//! `sh -c`, in a fresh folder, against the embedded configuration), each checked for what it says it does. Which
-//! ones run is the list in each test; the rest (jail, run, previews, approvals of held requests, completions and
-//! pages written into system folders, curl through a proxy) are not run here.
+//! `cordon man`; the examples that need neither a running cordon nor the network are run as printed (by `sh -c`,
+//! in a fresh folder, against the embedded configuration), each checked for what it says it does; and every
+//! example is run by some test: here, `json.rs` (the sandbox commands' output), `examples_live.rs` (`cordon run`
+//! and the sandbox commands), `examples_held.rs` (approvals and previews), `examples_system.rs` (completions and
+//! manual pages) or `../jail/examples.rs` (the jail's).
 
 use std::path::Path;
 use std::process::Command;
@@ -84,6 +85,38 @@ fn every_visible_command_has_examples_in_its_help_and_manual_page() {
     }
 }
 
+/// The sources of the tests that run the examples as printed (each through [`shown`], which checks the line is
+/// printed, then `sh -c`).
+const RUNNERS: &[&str] = &[
+    include_str!("examples.rs"),
+    include_str!("examples_held.rs"),
+    include_str!("examples_live.rs"),
+    include_str!("examples_system.rs"),
+    include_str!("json.rs"),
+    include_str!("../jail/examples.rs"),
+];
+
+/// No example is left out of the tests: every command line of every `Examples:` block is written, as a Rust
+/// string, in one of the [`RUNNERS`] (a new example fails here until a test runs it).
+#[test]
+fn every_example_line_is_in_a_test_that_runs_it() {
+    let runners = RUNNERS.concat();
+    let mut missing = Vec::new();
+    for path in paths() {
+        let (_, help, _) = cordon(&args(&path, "--help"));
+        for line in examples(&help) {
+            if line.is_empty() || line.starts_with("# ") {
+                continue;
+            }
+            let literal = format!("{line:?}");
+            if !runners.contains(&literal[1..literal.len() - 1]) {
+                missing.push(format!("cordon {path}: {line}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "examples no test runs:\n{}", missing.join("\n"));
+}
+
 /// Run `line` as printed with `sh -c` in `dir`, the binary first on PATH, none of the caller's cordon variables;
 /// then `after` in the same shell (to look at what the line did). (exit code of the whole, stdout, stderr)
 pub(super) fn run_in(dir: &Path, line: &str, after: &str, env: &[(&str, &str)]) -> (i32, String, String) {
@@ -113,12 +146,17 @@ pub(super) fn run_in(dir: &Path, line: &str, after: &str, env: &[(&str, &str)]) 
     )
 }
 
-/// `line` is an example in the help of `path` (so what runs is what is printed).
-pub(super) fn shown(path: &str, line: &str) {
+/// `text` (a line, or several in a row) is printed among the examples in the help of `path` (so what runs is
+/// what is printed).
+pub(crate) fn shown(path: &str, text: &str) {
     let (_, help, _) = cordon(&args(path, "--help"));
+    let printed = examples(&help);
+    let wanted: Vec<&str> = text.lines().collect();
     assert!(
-        examples(&help).iter().any(|l| l == line),
-        "`{line}` is not an example of `cordon {path}`:\n{help}"
+        printed
+            .windows(wanted.len())
+            .any(|w| w.iter().zip(&wanted).all(|(a, b)| a == b)),
+        "`{text}` is not an example of `cordon {path}`:\n{help}"
     );
 }
 
@@ -256,4 +294,75 @@ async fn the_audit_examples_verify_a_real_log() {
     assert!(out.contains("verdict  intact"), "{out}");
     let (code, out, err) = run("audit verify", "cordon audit verify --no-signatures audit.jsonl");
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("verdict  intact"), "{out}");
+}
+
+/// Requests through the cordon at `port` that each leave one record (407: no credentials).
+fn unauthenticated(port: u16, n: usize) {
+    for i in 0..n {
+        let out = crate::rigs::process::curl()
+            .args([
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-x",
+                &format!("http://127.0.0.1:{port}"),
+            ])
+            .arg(format!("http://host-{i}.test/"))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
+    }
+}
+
+/// The rotated-files example, on a log an external logrotate turned (renamed to `audit.jsonl.1`, SIGUSR1,
+/// compressed as logrotate's `compress` does) in the middle of a real run: the two files verify given newest
+/// first, as printed, with the key kept in a file by the `audit public-key` example, and the result is JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rotated_files_example_verifies_a_log_turned_by_logrotate() {
+    let (signed, port, config) = crate::rigs::audit::signed_config("300ms");
+    let s = signed.path();
+    let child = crate::rigs::process::spawn_cordon(&config, port, &[]).await;
+    unauthenticated(port, 2);
+    std::fs::rename(s.join("audit.jsonl"), s.join("audit.jsonl.1")).unwrap();
+    let sent = Command::new("kill")
+        .args(["-USR1", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    unauthenticated(port, 3);
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gz = Command::new("gzip").arg(s.join("audit.jsonl.1")).status().unwrap();
+    assert!(gz.success(), "gzip audit.jsonl.1");
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".cordon-state/state")).unwrap();
+    std::fs::copy(s.join("audit-key"), d.join(".cordon-state/state/audit-key")).unwrap();
+    for file in ["audit.jsonl", "audit.jsonl.1.gz"] {
+        std::fs::copy(s.join(file), d.join(file)).unwrap();
+    }
+    let run = |path: &str, line: &str| {
+        shown(path, line);
+        run_in(d, line, "", &[])
+    };
+    let (code, _, err) = run("audit public-key", "cordon audit public-key > audit-key.pub");
+    assert_eq!(code, 0, "{err}");
+    let line = "cordon audit verify --public-key \"$(cat audit-key.pub)\" --json audit.jsonl audit.jsonl.1.gz";
+    let (code, out, err) = run("audit verify", line);
+    assert_eq!(code, 0, "{out}{err}");
+    let report = json(&out);
+    assert_eq!(report["verdict"], "intact", "{report}");
+    // Put in order, oldest first, and no line missing: the 5 requests' records are in the two files.
+    assert_eq!(
+        report["files"],
+        serde_json::json!(["audit.jsonl.1.gz", "audit.jsonl"]),
+        "{report}"
+    );
+    assert_eq!(report["tampering"], serde_json::json!([]), "{report}");
+    assert!(report["signed_checkpoints"].as_u64().unwrap() >= 2, "{report}");
 }

@@ -216,4 +216,19 @@ fn every_configuration_the_project_ships_starts_without_a_warning() {
         // The walkthrough's key is stored by its first step; what matters here is that nothing warns.
         assert!(code == 0 || err.contains("demo-api-key"), "{example}: {err}");
     }
+    // The coding agent's, for `cordon jail`: its sandbox has no token (the jail makes one), and check neither
+    // fails nor warns for it; its key is read from the environment, as the Local agents page says.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agent.yaml");
+    std::fs::copy(root.join("config/examples/agent.yaml"), &file).unwrap();
+    let state = dir.path().join("state").display().to_string();
+    let env = [
+        ("ANTHROPIC_API_KEY", "sk-ant-lint"),
+        ("CORDON_STATE_DIR", state.as_str()),
+    ];
+    let (code, out, err) =
+        crate::rigs::process::cordon_env(&["check", "--strict", "--config", &file.display().to_string()], &env);
+    assert_eq!(code, 0, "agent.yaml: {err}");
+    assert!(!err.contains("warning") && !err.contains("WARN"), "agent.yaml: {err}");
+    assert!(out.contains("by cordon jail alone"), "agent.yaml: {out}");
 }

@@ -3,6 +3,7 @@
 //! configurations the packages install.
 
 mod ca_hints;
+mod jail_only;
 mod lint;
 mod packaged;
 mod paths;

@@ -4,6 +4,7 @@ mod activity;
 mod activity_checks;
 mod activity_user;
 mod confine;
+mod examples;
 mod exit;
 mod fs;
 mod fs_user;

@@ -11,6 +11,7 @@ pub(crate) mod control;
 pub(crate) mod encodings;
 pub(crate) mod envelope;
 pub(crate) mod gateway;
+pub(crate) mod isolated;
 pub(crate) mod issuers;
 pub(crate) mod jail;
 pub(crate) mod leaky;
