@@ -111,7 +111,7 @@ fn read_body(parts: &Parts, body: &[u8], out: &mut Vec<String>) -> Result<(), St
         "application/x-www-form-urlencoded" => {
             // A server that reads a body by what it looks like would read this one as JSON.
             let as_json = serde_json::from_str::<Value>(text).ok();
-            if let Some(name) = as_json.as_ref().and_then(|v| nested_grant(v)) {
+            if let Some(name) = as_json.as_ref().and_then(nested_grant) {
                 return Err(format!(
                     "the form is JSON with {name:?}, which servers that read a body by its look take for a grant; \
                      send JSON as application/json"
@@ -161,8 +161,8 @@ fn media_type(parts: &Parts) -> Result<(String, Option<String>), String> {
 /// The grants of a form or query string, written as every server reads them, pushed onto `out`. A `;` is
 /// refused only where it changes what is read: split on `&` alone and on `&` and `;`, the grants must be the same.
 fn form(text: &[u8], what: &str, out: &mut Vec<String>) -> Result<(), String> {
-    let by_amp = form_pairs(text, &[b'&'], what)?;
-    let by_both = form_pairs(text, &[b'&', b';'], what)?;
+    let by_amp = form_pairs(text, b"&", what)?;
+    let by_both = form_pairs(text, b"&;", what)?;
     if by_amp != by_both {
         return Err(format!(
             "{what} has a ';', which some servers read as a separator and others do not, and the grant_type read \
@@ -243,10 +243,9 @@ fn json(text: &str, out: &mut Vec<String>) -> Result<(), String> {
         }
     }
     // SECURITY: a grant_type nested anywhere (or in a top-level array) is one some server unwraps.
-    let nested = |v: &Value| nested_grant(v);
     let deeper = match &value {
-        Value::Object(map) => map.values().find_map(nested),
-        other => nested(other),
+        Value::Object(map) => map.values().find_map(nested_grant),
+        other => nested_grant(other),
     };
     if let Some(path) = deeper {
         return Err(format!(

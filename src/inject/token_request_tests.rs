@@ -97,6 +97,9 @@ fn what_only_mentions_a_grant_mints_nothing() {
     assert_eq!(read("/x?a=1;b=2", &[FORM], b"x=1"), Ok(vec![]));
 }
 
+/// A request (its URI, headers and body) and what the refusal must say.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>, &'a str);
+
 #[test]
 fn every_way_servers_read_apart_is_refused() {
     let cc = "client_credentials";
@@ -104,7 +107,7 @@ fn every_way_servers_read_apart_is_refused() {
     let form_bom = [&[0xEF, 0xBB, 0xBF][..], b"grant_type=client_credentials"].concat();
     let overlong = [&b"grant"[..], &[0xC1, 0x9F], b"type=client_credentials"].concat();
     let latin1 = [&b"grant_type=client_credentials&x="[..], &[0xE9]].concat();
-    let cases: Vec<(&str, Vec<(&str, &str)>, Vec<u8>, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("/t", vec![FORM], format!("a=1;grant_type={cc}").into_bytes(), "';'"),
         ("/t?a=1;grant_type=password", vec![], Vec::new(), "';'"),
         ("/t", vec![JSON], bom, "byte order mark"),

@@ -21,6 +21,8 @@ fn every_escape_of_the_grammar_is_read() {
         ("\\u0000", ch(6, '\0')),
         ("\\uD83D\\uDE00", ch(12, '😀')),
         ("\\ud83d\\ude00!", ch(12, '😀')),
+        ("\\u00eA", ch(6, 'ê')),
+        ("\\uD83d\\udE00", ch(12, '😀')),
     ] {
         assert_eq!(escape(text.as_bytes(), true), want, "{text:?}");
         assert_eq!(escape(text.as_bytes(), false), want, "{text:?}");

@@ -171,3 +171,31 @@ fn separators_found_escaped_are_written_escaped_again() {
         sep(PLACEHOLDER, "%0A")
     );
 }
+
+#[test]
+fn form_encoding_of_a_secret_with_spaces_is_masked() {
+    // A passphrase echoed in a form or query: its spaces as `+`, as `%20`, or mixed; whole and streamed.
+    let secret = "correct horse battery staple 42";
+    let m = Arc::new(Masker::new(&[(SecretString::from(secret), PLACEHOLDER.to_string())]).unwrap());
+    let plus = secret.replace(' ', "+");
+    let mixed = secret.replacen(' ', "%20", 2).replace(' ', "+");
+    for echoed in [plus, mixed] {
+        let text = format!("q={echoed}&page=2");
+        let want = format!("q={PLACEHOLDER}&page=2");
+        assert_eq!(
+            String::from_utf8(m.mask(text.as_bytes()).unwrap()).unwrap(),
+            want,
+            "{text}"
+        );
+        for size in 1..=text.len() {
+            assert_eq!(
+                String::from_utf8(streamed(&m, text.as_bytes(), size)).unwrap(),
+                want,
+                "{size}"
+            );
+        }
+    }
+    // A `+` is a `+` for a secret without a space: `sk+live` is not `sk live`.
+    let m = masker();
+    assert!(m.mask(SECRET.replace('-', "+").as_bytes()).is_none());
+}
