@@ -78,7 +78,7 @@ pub(crate) enum ProxyError {
     /// A call that would mint a credential the sandbox keeps (new AWS keys, a GitHub token, an OAuth2 token),
     /// through a credential whose `allow_minting` does not name it.
     #[error(
-        "refused: {call} makes a new credential the sandbox could keep; credential {credential:?} does not allow it (allow_minting)"
+        "refused: {call} makes a new credential the sandbox could keep, or gives someone lasting access without cordon; credential {credential:?} does not allow it (allow_minting)"
     )]
     Minting {
         /// The credential's name.

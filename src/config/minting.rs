@@ -1,7 +1,11 @@
-//! The calls that mint credentials: through an injected credential, each one would hand the sandbox a new
-//! credential it could keep and use without cordon (temporary AWS keys, a new access key, a login password,
-//! a registry token, a GitHub installation token or deploy key, an OAuth2 access token). cordon refuses them
-//! unless the credential's `allow_minting` names them; this table is what `allow_minting` may name.
+//! The calls that mint credentials or hand out lasting access: through an injected credential, each one would
+//! hand the sandbox a new credential it could keep and use without cordon (temporary AWS keys, a new access key,
+//! a login password, a registry token, a GitHub installation token or deploy key, an OAuth2 access token), or
+//! give someone outside lasting access that outlives the sandbox (a role's trust policy, a resource policy
+//! naming another account, a GitHub collaborator, member or transfer). cordon refuses them unless the
+//! credential's `allow_minting` names them; this table is what `allow_minting` may name, and the book's table
+//! (docs/src/credentials/minting.md) lists it row by row (a test reads that table and tries every row through
+//! the binary).
 
 /// Which kind of credential a minting call is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +40,7 @@ pub(crate) struct Minting {
     /// Several rows may share a name (one name allows them all).
     pub(crate) name: &'static str,
     /// For a REST-style call (the action is the path, not a parameter or a target header): its method and
-    /// path, `*` one segment.
+    /// path, `*` one segment, `**` at the end any number of them, and `?name` a query parameter it must have.
     pub(crate) rest: Option<(&'static str, &'static str)>,
     /// For an OAuth2 token request: the `grant_type` value (`*`: any other grant).
     pub(crate) grant: Option<&'static str>,
@@ -124,6 +128,36 @@ pub(crate) const MINTING: &[Minting] = &[
     aws("iam:EnableMFADevice"),
     aws("iam:CreateOpenIDConnectProvider"),
     aws("iam:CreateSAMLProvider"),
+    // IAM trust: who may assume a role, and which identity providers' users may.
+    aws("iam:CreateRole"),
+    aws("iam:UpdateAssumeRolePolicy"),
+    aws("iam:UpdateSAMLProvider"),
+    aws("iam:AddClientIDToOpenIDConnectProvider"),
+    aws("iam:UpdateOpenIDConnectProviderThumbprint"),
+    // IAM Identity Center: an account assignment for a user or group, and a token for an identity-enhanced
+    // session (SSO OIDC, signed with AWS keys).
+    aws("sso:CreateAccountAssignment"),
+    aws_rest("sso-oauth:CreateTokenWithIAM", "POST", "/token"),
+    // Resource policies, grants and shares that can name another account or everyone.
+    aws_rest("s3:PutBucketPolicy", "PUT", "/**?policy"),
+    aws_rest("s3:PutBucketAcl", "PUT", "/**?acl"),
+    aws_rest("s3:PutObjectAcl", "PUT", "/**?acl"),
+    aws("kms:PutKeyPolicy"),
+    aws("kms:CreateGrant"),
+    aws("secretsmanager:PutResourcePolicy"),
+    aws_rest("lambda:AddPermission", "POST", "/2015-03-31/functions/*/policy"),
+    aws_rest("lambda:CreateFunctionUrlConfig", "POST", "/2021-10-31/functions/*/url"),
+    aws_rest("lambda:UpdateFunctionUrlConfig", "PUT", "/2021-10-31/functions/*/url"),
+    aws("sqs:AddPermission"),
+    aws("sns:AddPermission"),
+    aws("ecr:SetRepositoryPolicy"),
+    aws("ecr-public:SetRepositoryPolicy"),
+    aws("ec2:ModifySnapshotAttribute"),
+    aws("ec2:ModifyImageAttribute"),
+    aws("rds:ModifyDBSnapshotAttribute"),
+    aws("rds:ModifyDBClusterSnapshotAttribute"),
+    aws_rest("ram:CreateResourceShare", "POST", "/createresourceshare"),
+    aws_rest("ram:AssociateResourceShare", "POST", "/associateresourceshare"),
     // Tokens and passwords of other services.
     aws("cognito-identity:GetCredentialsForIdentity"),
     aws("cognito-identity:GetOpenIdToken"),
@@ -216,6 +250,29 @@ pub(crate) const MINTING: &[Minting] = &[
     // Fine-grained personal access tokens: approving a token's request for an organisation's resources.
     github("github:pat_grants", "POST", "/orgs/*/personal-access-token-requests"),
     github("github:pat_grants", "POST", "/orgs/*/personal-access-token-requests/*"),
+    // Lasting access for someone else: a collaborator (invited), an organisation's member or invitee, a team's
+    // member, a team or role given a repository or the organisation.
+    github("github:collaborators", "PUT", "/repos/*/*/collaborators/*"),
+    github("github:collaborators", "PATCH", "/repos/*/*/invitations/*"),
+    github("github:members", "POST", "/orgs/*/invitations"),
+    github("github:members", "PUT", "/orgs/*/memberships/*"),
+    github("github:members", "PUT", "/orgs/*/teams/*/memberships/*"),
+    github("github:members", "PUT", "/teams/*/memberships/*"),
+    github("github:members", "PUT", "/teams/*/members/*"),
+    github("github:members", "PUT", "/orgs/*/teams/*/repos/*/*"),
+    github("github:members", "PUT", "/teams/*/repos/*/*"),
+    github("github:members", "PUT", "/orgs/*/organization-roles/users/*/*"),
+    github("github:members", "PUT", "/orgs/*/organization-roles/teams/*/*"),
+    // A repository handed to another owner; a GitHub App's installation given a repository.
+    github("github:transfers", "POST", "/repos/*/*/transfer"),
+    github(
+        "github:app_installations",
+        "PUT",
+        "/user/installations/*/repositories/*",
+    ),
+    // Webhooks: every later event of a repository or organisation sent to an address of someone's choosing.
+    github("github:webhooks", "POST", "/repos/*/*/hooks"),
+    github("github:webhooks", "POST", "/orgs/*/hooks"),
     // OAuth2 token requests (RFC 6749 §4, RFC 8693, RFC 7523, RFC 7522, RFC 8628, OpenID CIBA), by grant.
     oauth2("oauth2:client_credentials", "client_credentials"),
     oauth2("oauth2:refresh_token", "refresh_token"),

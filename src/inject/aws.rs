@@ -37,7 +37,8 @@ pub(super) struct AwsSigned {
 impl Credentials {
     /// Whether a request to which `usable` credentials apply must be read whole for AWS: one of them signs
     /// and the sandbox's signature does not give the payload's hash (`x-amz-content-sha256`).
-    /// Also when the request is for a service with minting actions: its body is read to find the action.
+    /// Also when the request is for a service with minting actions named in the body: it is read to find the
+    /// action.
     pub(super) fn aws_needs_body(&self, usable: &[CredentialName], parts: &Parts) -> bool {
         let mut aws = self.aws_usable(usable).peekable();
         if aws.peek().is_none() {
@@ -49,7 +50,7 @@ impl Credentials {
             _ => String::new(),
         };
         !parts.headers.contains_key("x-amz-content-sha256")
-            || aws.any(|name| aws_minting::mints(&aws_minting::services(&scope, self.pinned_service(name), &host)))
+            || aws.any(|name| aws_minting::reads_body(&aws_minting::services(&scope, self.pinned_service(name), &host)))
     }
 
     /// The service credential `name` is pinned to sign for, if it is.
@@ -210,7 +211,7 @@ impl Credentials {
         if !aws_minting::mints(&services) {
             return Ok(());
         }
-        if body.is_none() {
+        if body.is_none() && aws_minting::reads_body(&services) {
             return Err(ProxyError::BadRequest {
                 code: Reason::AwsBodyUnreadable,
                 message: format!(

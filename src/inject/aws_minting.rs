@@ -31,11 +31,19 @@ pub(crate) fn services(scope: &str, pinned: Option<&str>, host: &str) -> Vec<Str
     out
 }
 
-/// Whether any of `services` has a minting action (then its requests' bodies are read to find the action).
+/// Whether any of `services` has a minting action.
 pub(crate) fn mints(services: &[String]) -> bool {
     MINTING
         .iter()
         .any(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
+}
+
+/// Whether any of `services` has a minting action named in a request's body (then its requests' bodies are
+/// read to find the action; a REST action is its method and path, and an S3 upload of any size goes unread).
+pub(crate) fn reads_body(services: &[String]) -> bool {
+    MINTING
+        .iter()
+        .any(|m| m.kind == Kind::Aws && m.rest.is_none() && services.contains(&service_of(m)))
 }
 
 /// The action names a request carries: every `Action` parameter of its query and of `body` (a form), and the
@@ -73,6 +81,7 @@ pub(crate) fn refused(
 ) -> Option<&'static str> {
     let actions = actions(parts, body);
     let path = segments(parts.uri.path());
+    let query = parts.uri.query().unwrap_or_default();
     MINTING
         .iter()
         .filter(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
@@ -80,7 +89,7 @@ pub(crate) fn refused(
         .find(|m| {
             let action = m.name.split_once(':').map(|(_, a)| a).unwrap_or_default();
             let rest = m.rest.is_some_and(|(method, pattern)| {
-                parts.method.as_str().eq_ignore_ascii_case(method) && matches(&path, pattern)
+                parts.method.as_str().eq_ignore_ascii_case(method) && matches_with_query(&path, query, pattern)
             });
             rest || actions.iter().any(|a| a.eq_ignore_ascii_case(action))
         })
@@ -108,14 +117,28 @@ pub(crate) fn segments(path: &str) -> Vec<String> {
     out
 }
 
-/// Whether `path`'s segments are `pattern`'s, `*` standing for any one segment.
+/// Whether `path`'s segments are `pattern`'s, `*` standing for any one segment and a last `**` for any number
+/// of them (none included).
 pub(crate) fn matches(path: &[String], pattern: &str) -> bool {
-    let pattern: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
-    path.len() == pattern.len()
+    let mut pattern: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let any_tail = pattern.last() == Some(&"**");
+    if any_tail {
+        pattern.pop();
+    }
+    (path.len() == pattern.len() || (any_tail && path.len() >= pattern.len()))
         && path
             .iter()
             .zip(&pattern)
             .all(|(s, p)| *p == "*" || s.eq_ignore_ascii_case(p))
+}
+
+/// [`matches`], and for a pattern ending `?name`, whether `query` has a parameter so named (in any case,
+/// percent-decoded, with or without a value: S3 reads `?acl` and `?acl=`).
+fn matches_with_query(path: &[String], query: &str, pattern: &str) -> bool {
+    let (pattern, name) = pattern.split_once('?').unwrap_or((pattern, ""));
+    matches(path, pattern)
+        && (name.is_empty()
+            || form_urlencoded::parse(query.as_bytes()).any(|(k, _)| k.trim().eq_ignore_ascii_case(name)))
 }
 
 #[cfg(test)]

@@ -154,7 +154,26 @@ fn the_service_is_the_scope_the_pin_and_the_host() {
     assert_eq!(refused(&p, None, &s, &[]), Some("sts:GetSessionToken"));
     // A pinned service counts too, and a plain S3 request mints nothing.
     assert!(mints(&services("s3", Some("iam"), "moto.test")));
-    assert!(!mints(&services("s3", None, "bucket.s3.us-east-1.amazonaws.com")));
+    // S3's calls that grant access are its method, path and query: its bodies (uploads) are never read for them.
+    let s3 = services("s3", None, "bucket.s3.us-east-1.amazonaws.com");
+    assert!(mints(&s3) && !reads_body(&s3) && reads_body(&s));
+    assert_eq!(refused(&parts("PUT", "/key?x=1", &[]), None, &s3, &[]), None);
+    for (method, path) in [
+        ("PUT", "/?policy"),
+        ("put", "/b?Policy="),
+        ("PUT", "/b/a/b/c?acl"),
+        ("PUT", "/%3Facl?ACL"),
+    ] {
+        assert!(
+            refused(&parts(method, path, &[]), None, &s3, &[]).is_some(),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        refused(&parts("PUT", "/b?acl", &[]), None, &s3, &["s3:PutBucketAcl"]),
+        Some("s3:PutObjectAcl"),
+        "a bucket's ?acl is not told from an object's"
+    );
     let p = parts("GET", "/?Action=GetSessionToken", &[]);
     assert_eq!(refused(&p, None, &services("s3", None, "moto.test"), &[]), None);
 }

@@ -12,7 +12,6 @@
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
-use serde::de::{Deserializer as _, MapAccess, Visitor};
 
 use crate::config::credentials::Inject;
 use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, Kind, MINTING, Minting};
@@ -45,46 +44,15 @@ pub(crate) fn github_calls(parts: &Parts) -> Vec<&'static Minting> {
         .collect()
 }
 
-/// Every `grant_type` the request carries: in its query, in `body` read as a form, and in `body` read as a
-/// JSON object (a value that is not a string is given as its JSON text).
-pub(crate) fn grants(parts: &Parts, body: Option<&[u8]>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut params = |bytes: &[u8]| {
-        out.extend(
-            form_urlencoded::parse(bytes)
-                .filter(|(k, _)| k.trim().eq_ignore_ascii_case("grant_type"))
-                .map(|(_, v)| v.trim().to_string()),
-        );
-    };
-    if let Some(q) = parts.uri.query() {
-        params(q.as_bytes());
-    }
-    if let Some(body) = body {
-        params(body);
-        let mut de = serde_json::Deserializer::from_slice(body);
-        if let Ok(members) = de.deserialize_map(Members) {
-            out.extend(
-                members
-                    .into_iter()
-                    .filter(|(k, _)| k.trim().eq_ignore_ascii_case("grant_type"))
-                    .map(|(_, v)| match v {
-                        serde_json::Value::String(s) => s.trim().to_string(),
-                        other => other.to_string(),
-                    }),
-            );
-        }
-    }
-    out
-}
-
-/// The OAuth2 minting calls the request makes: one per grant it carries (an unknown grant is
-/// `oauth2:other_grants`), and a device authorization request.
-pub(crate) fn oauth2_calls(parts: &Parts, body: Option<&[u8]>) -> Vec<&'static Minting> {
+/// The OAuth2 minting calls the request makes: one per grant it carries (`grants`, as
+/// [`crate::inject::token_request`] read them; an unknown grant is `oauth2:other_grants`), and a device
+/// authorization request.
+pub(crate) fn oauth2_calls(parts: &Parts, grants: &[String]) -> Vec<&'static Minting> {
     let rows = || MINTING.iter().filter(|m| m.kind == Kind::OAuth2);
     let mut out: Vec<&'static Minting> = Vec::new();
-    for grant in grants(parts, body) {
+    for grant in grants {
         let row = rows()
-            .find(|m| m.grant.is_some_and(|g| g.eq_ignore_ascii_case(&grant)))
+            .find(|m| m.grant.is_some_and(|g| g.eq_ignore_ascii_case(grant)))
             .or_else(|| rows().find(|m| m.grant == Some("*")));
         out.extend(row);
     }
@@ -98,25 +66,6 @@ pub(crate) fn oauth2_calls(parts: &Parts, body: Option<&[u8]>) -> Vec<&'static M
         }
     }
     out
-}
-
-/// A JSON object's members in order, repeated names kept (serde_json's map keeps only the last).
-struct Members;
-
-impl<'de> Visitor<'de> for Members {
-    type Value = Vec<(String, serde_json::Value)>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(pair) = map.next_entry::<String, serde_json::Value>()? {
-            out.push(pair);
-        }
-        Ok(out)
-    }
 }
 
 /// Whether a body cordon could not read might be a token request: a `POST` whose body is a form, or says
@@ -169,9 +118,20 @@ impl Credentials {
         body: Option<&[u8]>,
     ) -> Result<bool, ProxyError> {
         let mut mask = false;
+        if self.injected(usable).next().is_none() {
+            return Ok(false);
+        }
+        // SECURITY: a request that may be a token request in a way some server reads and cordon cannot is
+        // refused whatever the credentials allow.
+        let grants = crate::inject::token_request::grants(parts, body).map_err(|why| ProxyError::BadRequest {
+            code: Reason::TokenRequestAmbiguous,
+            message: format!(
+                "this request may be an OAuth2 token request that cordon cannot read as every server would: {why}"
+            ),
+        })?;
         for name in self.injected(usable) {
             let Some(spec) = self.specs.get(name) else { continue };
-            let mut calls = oauth2_calls(parts, body);
+            let mut calls = oauth2_calls(parts, &grants);
             if spec.github {
                 calls.extend(github_calls(parts));
             }

@@ -66,10 +66,15 @@ pub(crate) fn mask_forms(secret: &[u8]) -> Vec<(Vec<u8>, Style)> {
 
 /// `bytes` with `sep` between every two of them.
 pub(crate) fn joined(bytes: &[u8], sep: u8) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() * 2);
+    joined_with(bytes, &[sep])
+}
+
+/// `bytes` with the bytes `sep` between every two of them.
+pub(crate) fn joined_with(bytes: &[u8], sep: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() * (1 + sep.len()));
     for (i, &b) in bytes.iter().enumerate() {
         if i > 0 {
-            out.push(sep);
+            out.extend_from_slice(sep);
         }
         out.push(b);
     }

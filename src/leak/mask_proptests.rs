@@ -147,8 +147,61 @@ fn holds_window(hay: &[u8], needle: &[u8], n: usize) -> bool {
         .any(|w| hay.windows(n).any(|h| h.eq_ignore_ascii_case(w)))
 }
 
+/// `secret` in a JSON string as an encoder, or a hostile upstream, may write it: each character as it is (where
+/// JSON lets it be), as `\uXXXX` with hex digits of either case (a surrogate pair for one past the BMP), or
+/// with its short escape (`\"`, `\\`, `\/`).
+fn json_escaped(secret: &str, d: &mut Dice) -> String {
+    let mut out = String::new();
+    for c in secret.chars() {
+        let short = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '/' => Some("\\/"),
+            _ => None,
+        };
+        match d.roll(3) {
+            0 => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let h = format!("{u:04x}");
+                    out.push_str("\\u");
+                    out.push_str(&if d.coin() { h.to_ascii_uppercase() } else { h });
+                }
+            }
+            1 if short.is_some() => out.push_str(short.unwrap_or_default()),
+            _ if c == '"' || c == '\\' => out.push_str(short.unwrap_or_default()),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(192))]
+
+    /// A secret of any characters (quotes, backslashes, slashes, accents, emoji) in a JSON document, every
+    /// character written as it is or escaped in any mix, fed whole or in chunks that cut escapes anywhere,
+    /// plain or as a server-sent event: the document comes out as exactly that JSON with the placeholder where
+    /// the secret was, and still parses.
+    #[test]
+    fn json_escaped_secrets_are_replaced_and_the_document_stays_json(
+        secret in "[A-Za-z0-9_./+~\\- \"\\\\éß€😀]{10,28}", seed in 1u64.., sse in any::<bool>(),
+        sizes in prop::collection::vec(1usize..40, 1..6)
+    ) {
+        prop_assume!(secret.len() >= crate::leak::forms::MIN_FORM);
+        let mut d = Dice(seed);
+        let doc = |s: &str| format!("{{\"note\": \"echo: {s}\", \"n\": [1, \"\\u0041\\n\"]}}");
+        let frame = |j: String| if sse { format!("event: m\ndata: {j}\n\n") } else { j };
+        let body = frame(doc(&json_escaped(&secret, &mut d)));
+        let want = frame(doc(PLACEHOLDER));
+        let m = masker(&secret);
+        let (whole, parts) = (m.mask(body.as_bytes()).unwrap(), streamed(&m, body.as_bytes(), &sizes));
+        prop_assert_eq!(String::from_utf8_lossy(&whole), want.as_str(), "{}", body);
+        prop_assert_eq!(String::from_utf8_lossy(&parts), want.as_str(), "{}", body);
+        let masked = String::from_utf8(whole).unwrap();
+        let json = masked.trim_start_matches("event: m\ndata: ").trim_end();
+        prop_assert_eq!(&serde_json::from_str::<serde_json::Value>(json).unwrap()["note"], &format!("echo: {PLACEHOLDER}"));
+    }
 
     /// A secret escaped character by character inside ordinary text comes out as exactly that text with
     /// the placeholder (written the same way) where the secret was, whatever the chunks.

@@ -10,15 +10,24 @@
 //! - `=XX` and the soft line breaks `=\r\n` and `=\n` (quoted-printable);
 //! - `&#DDD;` and `&#xHH;` / `&#XHH;` with up to [`ENTITY_DIGITS`] digits (leading zeros included), and the
 //!   named entities of ASCII punctuation (HTML and XML escaping, of all characters or of some);
+//! - JSON string escapes: `\uXXXX` of any character (either case, surrogate pairs), `\/`, `\"`, `\\`, `\n` and
+//!   the rest, of every character or of some (the grammar the exfiltration scan reads,
+//!   [`crate::leak::json_escape`]);
 //! - a line break (`\n` or `\r\n`) between two characters that base64, base32 or hex use: the line breaks of
 //!   wrapped base64 (MIME at 76 columns, PEM at 64, any other length) and base32.
+//!
+//! An escape inside another (`\u0025` for the `%` of `%2D`, `%5C` for the `\` of `\u002d`: the scan reads two
+//! deep too) is read by reading the reading once more. Form encoding's `+` for a space is read only when a
+//! secret holds a space (a `+` is a `+` in base64 and in most secrets).
 //!
 //! A secret may itself hold what reads as an escape (`Cd=Ef` is `Cd` and the byte `0xEF` to a
 //! quoted-printable reader): when the reading decoded a `=XX` or a `%XX`, the text is read again without
 //! decoding that kind, so a secret with a literal `=` or `%` is still found percent-encoded or
-//! quoted-printable. An upstream can still choose encodings that these readings do not undo, or mix them
+//! quoted-printable; likewise without JSON escapes for a secret that holds a `\`. An upstream can still choose encodings that these readings do not undo, or mix them
 //! so that one escape swallows the first characters of the next: an upstream that wants to hand a secret
 //! back can always encrypt it. See docs/src/credentials/masking.md, "What comes back".
+
+use crate::leak::json_escape::{self, Escape};
 
 /// The most digits a numeric character reference may have (`&#x0000073;` is still read).
 pub(crate) const ENTITY_DIGITS: usize = 8;
@@ -70,14 +79,40 @@ pub(crate) struct Escapes {
     pub(crate) qp: bool,
     /// `%XX` (percent-encoding).
     pub(crate) percent: bool,
+    /// JSON string escapes.
+    pub(crate) json: bool,
+    /// `+` as a space (form encoding).
+    pub(crate) plus: bool,
 }
 
 impl Escapes {
-    /// Every escape.
+    /// Every escape but `+`.
     pub(crate) const ALL: Escapes = Escapes {
         qp: true,
         percent: true,
+        json: true,
+        plus: false,
     };
+}
+
+/// What the secrets looked for hold that a reading would take for an escape: a reading that leaves that
+/// escape alone is made too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Holds {
+    /// A `\`: read without JSON escapes too.
+    pub(crate) backslash: bool,
+    /// A space: read with `+` as a space too.
+    pub(crate) space: bool,
+}
+
+impl Holds {
+    /// What these secrets hold.
+    pub(crate) fn of<'a>(secrets: impl IntoIterator<Item = &'a [u8]>) -> Holds {
+        secrets.into_iter().fold(Holds::default(), |h, s| Holds {
+            backslash: h.backslash || s.contains(&b'\\'),
+            space: h.space || s.contains(&b' '),
+        })
+    }
 }
 
 /// One piece of the original, read from where it starts.
@@ -110,6 +145,8 @@ pub(crate) struct View {
     pub(crate) saw_qp: bool,
     /// Whether a `%XX` was decoded.
     pub(crate) saw_percent: bool,
+    /// Whether a JSON escape was decoded.
+    pub(crate) saw_json: bool,
 }
 
 impl View {
@@ -131,46 +168,95 @@ impl View {
             _ => pos,
         }
     }
+
+    /// `pos`, or the end of the decoded or dropped span it falls inside.
+    pub(crate) fn unit_end(&self, pos: usize) -> usize {
+        let i = self.units.partition_point(|u| u.1 <= pos);
+        match self.units.get(i) {
+            Some(&(start, end)) if start < pos => end,
+            _ => pos,
+        }
+    }
+
+    /// This reading of the reading `outer`'s bytes, its spans taken back to the text `outer` read.
+    fn within(self, outer: &View) -> View {
+        let back = |(a, b): (usize, usize)| {
+            (
+                outer.source(a, outer.read_to),
+                outer.span.get(b - 1).map_or(outer.read_to, |s| s.1),
+            )
+        };
+        let whole = self.read_to >= outer.bytes.len();
+        View {
+            span: self.span.into_iter().map(back).collect(),
+            units: self.units.into_iter().map(back).collect(),
+            read_to: if whole {
+                outer.read_to
+            } else {
+                outer.source(self.read_to, outer.read_to)
+            },
+            cut_escape: if whole { outer.cut_escape } else { self.cut_escape },
+            bytes: self.bytes,
+            ..View::default()
+        }
+    }
 }
 
-/// Whether the reading of `bytes` would differ from them: cheap (a SIMD search for `%`, `=`, `&` and line
-/// breaks), so that text with nothing encoded is searched once.
+/// Whether the reading of `bytes` would differ from them: cheap (a SIMD search for `%`, `=`, `&`, `\` and
+/// line breaks), so that text with nothing encoded is searched once.
 pub(crate) fn differs(bytes: &[u8], at_end: bool) -> bool {
     memchr::memchr3_iter(b'%', b'=', b'&', bytes)
-        .chain(memchr::memchr2_iter(b'\n', b'\r', bytes))
+        .chain(memchr::memchr3_iter(b'\n', b'\r', b'\\', bytes))
         .any(|i| unit(bytes, i, at_end, Escapes::ALL) != Unit::Literal)
 }
 
-/// The readings of `bytes` to search (`at_end` when no more bytes follow: nothing is then cut short): none
-/// if it reads as it is, else the reading with every escape, and the ones without `=XX` or without `%XX`
-/// when the first decoded some.
-pub(crate) fn readings(bytes: &[u8], at_end: bool) -> Vec<View> {
-    if !differs(bytes, at_end) {
+/// The readings of `bytes` to search (`at_end` when no more bytes follow: nothing is then cut short), for
+/// secrets that hold `holds`: none if it reads as it is, else the reading with every escape; that reading
+/// read once more when it holds escapes itself; the ones without `=XX`, without `%XX` or (for a secret with a
+/// `\`) without JSON escapes when the first decoded some; and (for a secret with a space) the one with `+` as
+/// a space when there is a `+`.
+pub(crate) fn readings(bytes: &[u8], at_end: bool, holds: Holds) -> Vec<View> {
+    let plus = holds.space && memchr::memchr(b'+', bytes).is_some();
+    if !plus && !differs(bytes, at_end) {
         return Vec::new();
     }
     let all = read(bytes, at_end, Escapes::ALL);
-    let (qp, percent) = (all.saw_qp, all.saw_percent);
-    let mut out = vec![all];
-    if qp {
-        out.push(read(
-            bytes,
-            at_end,
+    let mut out = Vec::new();
+    if differs(&all.bytes, at_end) {
+        out.push(read(&all.bytes, at_end, Escapes::ALL).within(&all));
+    }
+    let without = [
+        (
+            all.saw_qp,
             Escapes {
                 qp: false,
-                percent: true,
+                ..Escapes::ALL
             },
-        ));
-    }
-    if percent {
-        out.push(read(
-            bytes,
-            at_end,
+        ),
+        (
+            all.saw_percent,
             Escapes {
-                qp: true,
                 percent: false,
+                ..Escapes::ALL
             },
-        ));
-    }
+        ),
+        (
+            all.saw_json && holds.backslash,
+            Escapes {
+                json: false,
+                ..Escapes::ALL
+            },
+        ),
+        (
+            plus,
+            Escapes {
+                plus: true,
+                ..Escapes::ALL
+            },
+        ),
+    ];
+    out.insert(0, all);
+    out.extend(without.into_iter().filter(|w| w.0).map(|(_, e)| read(bytes, at_end, e)));
     out
 }
 
@@ -192,6 +278,7 @@ pub(crate) fn read(bytes: &[u8], at_end: bool, escapes: Escapes) -> View {
             Unit::Decoded { len, value, n } => {
                 v.saw_qp |= bytes[i] == b'=';
                 v.saw_percent |= bytes[i] == b'%';
+                v.saw_json |= bytes[i] == b'\\';
                 v.bytes.extend_from_slice(&value[..n]);
                 v.span.extend(std::iter::repeat_n((i, i + len), n));
                 v.units.push((i, i + len));
@@ -244,6 +331,12 @@ fn unit(bytes: &[u8], i: usize, at_end: bool, escapes: Escapes) -> Unit {
             _ => Unit::Literal,
         },
         b'&' => entity(rest, at_end),
+        b'\\' if escapes.json => match json_escape::escape(rest, at_end) {
+            Escape::Char { len, c } => character(len, c),
+            Escape::Cut => Unit::Cut,
+            Escape::No => Unit::Literal,
+        },
+        b'+' if escapes.plus => byte(1, b' '),
         b'\r' | b'\n' => line_break(bytes, i, at_end),
         _ => Unit::Literal,
     }
@@ -280,16 +373,15 @@ fn entity(rest: &[u8], at_end: bool) -> Unit {
         [b'#', digits @ ..] => number(digits, 10),
         name => NAMED.iter().find(|(n, _)| *n == name).map(|&(_, c)| u32::from(c)),
     };
-    let Some(c) = code.and_then(char::from_u32) else {
-        return Unit::Literal;
-    };
+    code.and_then(char::from_u32)
+        .map_or(Unit::Literal, |c| character(semi + 1, c))
+}
+
+/// A character decoded from `len` bytes.
+fn character(len: usize, c: char) -> Unit {
     let mut value = [0u8; 4];
     let n = c.encode_utf8(&mut value).len();
-    Unit::Decoded {
-        len: semi + 1,
-        value,
-        n,
-    }
+    Unit::Decoded { len, value, n }
 }
 
 /// `digits` in this radix, if there are 1 to [`ENTITY_DIGITS`] of them.

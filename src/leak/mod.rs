@@ -10,6 +10,7 @@
 pub mod detect;
 pub(crate) mod envelope;
 mod forms;
+mod json_escape;
 pub(crate) mod key_body;
 pub(crate) mod key_mask;
 pub mod mask;

@@ -76,61 +76,11 @@ fn percent_decode(text: &[u8]) -> Vec<u8> {
     percent_encoding::percent_decode(&spaced).collect()
 }
 
-/// JSON string escapes undone (`\uXXXX` including surrogate pairs, `\/`, `\n` and the rest); anything that
-/// is not a valid escape is kept as it is.
+/// JSON string escapes undone (`\uXXXX` of any character in either case, surrogate pairs, `\/`, `\n` and the
+/// rest), by the grammar echo masking reads too ([`crate::leak::json_escape`]); anything that is not a whole
+/// escape is kept as it is.
 fn json_unescape(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        if text[i] != b'\\' || i + 1 >= text.len() {
-            out.push(text[i]);
-            i += 1;
-            continue;
-        }
-        let simple = match text[i + 1] {
-            b'/' => Some(b'/'),
-            b'\\' => Some(b'\\'),
-            b'"' => Some(b'"'),
-            b'n' => Some(b'\n'),
-            b't' => Some(b'\t'),
-            b'r' => Some(b'\r'),
-            b'b' => Some(8),
-            b'f' => Some(12),
-            _ => None,
-        };
-        if let Some(c) = simple {
-            out.push(c);
-            i += 2;
-            continue;
-        }
-        if let Some((c, used)) = unicode_escape(&text[i..]) {
-            let mut buf = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            i += used;
-            continue;
-        }
-        out.push(text[i]);
-        i += 1;
-    }
-    out
-}
-
-/// `\uXXXX` (or a surrogate pair `\uD83D\uDE00`) at the start of `text`: the character and the bytes used.
-fn unicode_escape(text: &[u8]) -> Option<(char, usize)> {
-    let unit = |t: &[u8]| -> Option<u32> {
-        let digits = t.get(2..6)?;
-        (t.get(..2)? == b"\\u").then_some(())?;
-        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-    };
-    let first = unit(text)?;
-    if (0xD800..0xDC00).contains(&first)
-        && let Some(second) = text.get(6..).and_then(unit)
-        && (0xDC00..0xE000).contains(&second)
-    {
-        let c = char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))?;
-        return Some((c, 12));
-    }
-    Some((char::from_u32(first)?, 6))
+    crate::leak::json_escape::unescape(text)
 }
 
 /// The values of `a=1&b=2` (each percent-decoded) joined with nothing between them.

@@ -47,3 +47,12 @@ fn decoders_leave_what_is_not_theirs_alone() {
     assert_eq!(form_values_joined(b"a=1&b=2&c"), b"12c");
     assert_eq!(views(b"plain").len(), 1);
 }
+
+#[test]
+fn json_escapes_are_read_as_masking_reads_them() {
+    // Any character escaped, hex digits of either case, a surrogate pair; a sign before the digits is no hex.
+    let all: String = PH.bytes().map(|b| format!("\\u{b:04X}")).collect();
+    assert!(found(&all));
+    assert!(found(&PH.replacen('c', "\\u0063", 1).replace('-', "\\u002D")));
+    assert_eq!(json_unescape(b"\\u+041\\uD83D\\uDE00"), "\\u+041\u{1F600}".as_bytes());
+}

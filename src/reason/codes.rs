@@ -129,8 +129,8 @@ reasons! {
             "The record's `error` names the credential and why. If the placeholder belongs there, add the host to the credential's `bind.hosts`; if it is stale (the sandbox was created again), give the sandbox its current environment (`cordon sandbox env ID`). Otherwise something tried to carry it out.";
         SecretExfiltration = "secret_exfiltration", Status(403), "a credential's real secret sent anywhere but its binding",
             "The sandbox holds a real secret, which it never should: take it out, give it the placeholder instead (`cordon placeholders --sandbox ID`), and rotate the secret, which may have leaked elsewhere.";
-        CredentialMinting = "credential_minting", Status(403), "a call that would mint a credential the sandbox keeps, which allow_minting does not name",
-            "If the sandbox should make this call, name it in the credential's `allow_minting` (the record's `error` gives the call, e.g. `sts:AssumeRole`; `cordon check` lists what each credential may mint); the token in the answer is still masked.";
+        CredentialMinting = "credential_minting", Status(403), "a call that would mint a credential the sandbox keeps, or give someone outside lasting access (a role's trust, a resource policy, a collaborator), which allow_minting does not name",
+            "If the sandbox should make this call, name it in the credential's `allow_minting` (the record's `error` gives the call, e.g. `sts:AssumeRole`, `github:collaborators`; `cordon check` lists what each credential may mint); the token in the answer is still masked.";
         CredentialUnavailable = "credential_unavailable", Status(503), "a bound credential's secret or token could not be had",
             "Run `cordon check --probe` to ask each network source (OpenBao, an OAuth2 token endpoint, STS, a GitHub App) once and print its error; the record's `error` and `/readyz` name the credential. For a vault, `env` or `file` source, `cordon check` names what is missing.";
     }
@@ -157,6 +157,8 @@ reasons! {
     "Bodies cordon must read" {
         MintingBodyUnreadable = "minting_body_unreadable", Status(400), "a token request body cordon must read to judge, which cannot be read",
             "Fix the client: send the form uncompressed and under 1 MiB, so cordon can see whether it asks for a token.";
+        TokenRequestAmbiguous = "token_request_ambiguous", Status(400), "a request that may be an OAuth2 token request written in a way servers read differently (a `;`, a byte order mark, a NUL, `grant_type` spelt otherwise, twice, nested or not a string, a charset, a multipart body)",
+            "Fix the client: send a token request as every server reads it: `grant_type` once, written as it is, in an uncompressed UTF-8 `application/x-www-form-urlencoded` (or JSON) body without `;`. The answer says what is wrong.";
         UnreadableBody = "unreadable_body", Status(400), "a request body in a content coding cordon cannot read to scan",
             "Fix the client: send the body uncompressed, or in gzip, deflate, br or zstd, which cordon reads to scan it for secrets.";
         BodyUnreadable = "body_unreadable", Status(400), "a request body that could not be read (to scan it or to show it to an approver)",

@@ -12,6 +12,8 @@
     aws_agent.py mint ENDPOINT WHAT    a call that mints credentials, with boto3; prints {"status", "reason", "result"}
         WHAT: session (STS GetSessionToken), role ROLE_ARN (STS AssumeRole), key (IAM CreateAccessKey), ecr (ECR
         GetAuthorizationToken, JSON protocol), codeartifact (CodeArtifact GetAuthorizationToken, REST)
+    aws_agent.py table ENDPOINT NAME...  each `service:Action` (the book's minting table) called with boto3, every
+        required parameter a stub; prints [{"name", "status", "reason"} or {"name", "skipped"}]
     aws_agent.py raw ENDPOINT SERVICE METHOD QUERY BODY [HEADER:VALUE...]   one request signed with botocore's
         SigV4Auth exactly as written (QUERY and BODY as they go, `-` for none); headers after the first `--` are
         added after signing; prints {"status", "reason", "body"}
@@ -29,6 +31,7 @@ from unittest import mock
 
 import boto3
 import botocore.auth
+import botocore.session
 import botocore.parsers
 import requests
 from botocore.awsrequest import AWSRequest
@@ -156,6 +159,73 @@ def raw(endpoint, service, method, query, body, extra):
     print(json.dumps({"status": r.status_code, "reason": r.headers.get("x-cordon-reason"), "body": r.text[:4000]}))
 
 
+def stub(shape, depth=0):
+    """A value of `shape` with every required member filled: enough for botocore to serialize the call."""
+    t = shape.type_name
+    if t == "structure":
+        return {k: stub(shape.members[k], depth + 1) for k in shape.required_members} if depth < 6 else {}
+    if t == "list":
+        return [stub(shape.member, depth + 1)]
+    if t == "map":
+        return {}
+    if t in ("integer", "long"):
+        return 1
+    if t in ("float", "double"):
+        return 1.0
+    if t == "boolean":
+        return True
+    if t == "timestamp":
+        return datetime.datetime(2030, 1, 1)
+    if t == "blob":
+        return b"x"
+    return "x"
+
+
+# The services an IAM action prefix may be in, when the prefix is not botocore's name for it.
+PREFIXES = {"sso-oauth": ["sso-oidc"], "sso": ["sso", "sso-admin"]}
+
+
+def table(endpoint, names):
+    """Each `service:Action` of the book's minting table, called with boto3 (the protocol botocore uses for that
+    service, every required parameter a stub); prints [{"name", "status", "reason"} or {"name", "skipped"}]."""
+    out = []
+    session = botocore.session.get_session()
+    for name in names:
+        prefix, _, action = name.partition(":")
+        found = None
+        for service in PREFIXES.get(prefix, [prefix]):
+            try:
+                model = session.get_service_model(service)
+            except Exception:
+                continue
+            if action in model.operation_names:
+                found = (service, model.operation_model(action))
+                break
+        if found is None:
+            out.append({"name": name, "skipped": "not an operation of any botocore service"})
+            continue
+        service, op = found
+        if op.auth_type == "none" or getattr(op, "auth", None) == ["smithy.api#noAuth"]:
+            out.append({"name": name, "skipped": "an unsigned operation: no AWS keys are injected into it"})
+            continue
+        c = boto3.client(service, endpoint_url=endpoint, region_name=REGION, config=Config(
+            signature_version="s3v4" if service == "s3" else None, s3={"addressing_style": "path"},
+            retries={"max_attempts": 1}, parameter_validation=False))
+        seen = {}
+
+        def before_parse(response_dict, seen=seen, **_):
+            seen["status"] = response_dict["status_code"]
+            seen["reason"] = response_dict["headers"].get("x-cordon-reason")
+
+        c.meta.events.register("before-parse", before_parse)
+        try:
+            c._make_api_call(action, stub(op.input_shape) if op.input_shape is not None else {})
+        except Exception as e:  # a refusal is not the service's error shape; a stub may be refused by moto
+            seen.setdefault("error", type(e).__name__)
+        out.append({"name": name, "status": seen.get("status"), "reason": seen.get("reason")})
+    print(json.dumps(out))
+
+
 def presign(url):
     endpoint, _, rest = url.partition("://")[2].partition("/")
     bucket, _, key = rest.partition("/")
@@ -177,6 +247,8 @@ if __name__ == "__main__":
         mint(sys.argv[2], sys.argv[3], *sys.argv[4:5])
     elif cmd == "raw":
         raw(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7:])
+    elif cmd == "table":
+        table(sys.argv[2], sys.argv[3:])
     elif cmd == "call":
         call(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

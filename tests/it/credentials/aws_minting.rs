@@ -16,13 +16,13 @@ use crate::rigs::process::{BIN, Killed, spawn_cordon};
 use crate::rigs::tls::test_ca;
 
 /// moto, cordon and two sandboxes: `plain` (a credential that mints nothing) and `mint` (one whose
-/// `allow_minting` names GetSessionToken, AssumeRole and CreateAccessKey).
-struct Rig {
+/// `allow_minting` names GetSessionToken, AssumeRole, CreateAccessKey and UpdateAssumeRolePolicy).
+pub(super) struct Rig {
     dir: tempfile::TempDir,
-    endpoint: String,
+    pub(super) endpoint: String,
     config: PathBuf,
-    plain: BTreeMap<String, String>,
-    mint: BTreeMap<String, String>,
+    pub(super) plain: BTreeMap<String, String>,
+    pub(super) mint: BTreeMap<String, String>,
     role: String,
     real: (String, String),
     _moto: Killed,
@@ -38,7 +38,7 @@ impl Drop for Rig {
     }
 }
 
-async fn rig() -> Rig {
+pub(super) async fn rig() -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ca = test_ca("aws minting CA");
@@ -81,7 +81,7 @@ credentials:
   aws-mint:
     source: {{ aws: {{ access_key_id: {{ env: REAL_AWS_KEY_ID }}, secret_access_key: {{ env: REAL_AWS_SECRET }} }} }}
     bind: {{ hosts: [moto.test], ports: [{port}] }}
-    allow_minting: [sts:GetSessionToken, "STS:assumerole", iam:CreateAccessKey]
+    allow_minting: [sts:GetSessionToken, "STS:assumerole", iam:CreateAccessKey, iam:UpdateAssumeRolePolicy]
 policies:
   plain:
     credentials: [aws-plain]
@@ -138,12 +138,12 @@ impl Rig {
         json(&run("python3", &full, env))
     }
 
-    fn audit(&self) -> String {
+    pub(super) fn audit(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default()
     }
 }
 
-fn refused_as(got: &Value, reason: &str, what: &str) {
+pub(super) fn refused_as(got: &Value, reason: &str, what: &str) {
     assert_eq!(
         (got["status"].as_i64(), got["reason"].as_str()),
         (Some(403), Some(reason)),

@@ -1,8 +1,10 @@
 //! Injected GitHub and OAuth2 credentials do not mint credentials the sandbox keeps: through the `cordon`
 //! binary, with curl (HTTP/1.1 and h2) and python requests as the sandbox's clients, against a fake GitHub API
 //! and a fake token endpoint over real TLS that record what reached them. Every minting call, however it is
-//! spelt, is refused 403 `credential_minting` and never reaches the server; named in `allow_minting`, it goes
-//! through and the tokens of its answer come back masked; calls that mint nothing still work.
+//! spelt, is refused 403 `credential_minting` and never reaches the server; a token request written in a way
+//! servers read apart is refused 400 `token_request_ambiguous`, even through a credential that may mint; named in
+//! `allow_minting`, it goes through and the tokens of its answer come back masked; calls that mint nothing still
+//! work.
 
 use crate::rigs::minting::{MINTED, rig};
 
@@ -143,16 +145,51 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
     for grant in GRANTS {
         let enc: String = form_urlencoded::byte_serialize(grant.as_bytes()).collect();
         let pct: String = grant.bytes().map(|b| format!("%{b:02X}")).collect();
-        for (body, media) in [
-            (format!("grant_type={enc}&scope=all"), form),
-            (format!("scope=all&%67rant_type={pct}"), form),
-            (format!("GRANT_TYPE={enc}"), form),
-            (format!("grant_type=none&grant_type={enc}"), form),
-            (format!("grant_type={enc}"), "text/plain"),
-            (format!(r#"{{"grant_type": "{grant}"}}"#), "application/json"),
+        // Written the one way every server reads: refused as the grant it is; written any way servers read apart
+        // (a name spelt otherwise, twice, a multipart body, `;`, a byte order mark, a nested grant): refused
+        // as unreadable, whatever the credential allows. A text/plain or untyped body is read as a form too.
+        let minting = (403, "credential_minting");
+        let ambiguous = (400, "token_request_ambiguous");
+        for (body, media, want) in [
+            (format!("grant_type={enc}&scope=all"), form, minting),
+            (format!("scope=all&grant_type={pct}"), form, minting),
+            (format!(r#"{{"grant_type": "{grant}"}}"#), "application/json", minting),
+            (format!("scope=all&%67rant_type={pct}"), form, ambiguous),
+            (format!("GRANT_TYPE={enc}"), form, ambiguous),
+            (format!("grant_type=none&grant_type={enc}"), form, ambiguous),
+            (format!("a=1;grant_type={enc}"), form, ambiguous),
+            (format!("grant_type={enc}"), "text/plain", minting),
+            (format!("a=1;grant_type={enc}"), "text/plain", ambiguous),
+            (
+                format!("--b\r\nContent-Disposition: form-data; name=\"grant_type\"\r\n\r\n{grant}\r\n--b--\r\n"),
+                "multipart/form-data; boundary=b",
+                ambiguous,
+            ),
+            (
+                format!("grant_type={enc}"),
+                "application/x-www-form-urlencoded; charset=latin1",
+                ambiguous,
+            ),
+            (format!("\u{feff}grant_type={enc}"), form, ambiguous),
+            (
+                format!("\u{feff}{{\"grant_type\": \"{grant}\"}}"),
+                "application/json",
+                ambiguous,
+            ),
+            (
+                format!(r#"{{"grant_type": ["{grant}"]}}"#),
+                "application/json",
+                ambiguous,
+            ),
+            (
+                format!(r#"{{"a": {{"grant_type": "{grant}"}}}}"#),
+                "application/json",
+                ambiguous,
+            ),
             (
                 format!(r#"{{"scope": "a", "Grant_Type": "{grant}", "grant_type": "x"}}"#),
                 "application/json",
+                ambiguous,
             ),
         ] {
             for (host, path) in [("idp.test", "/oauth/token"), ("api.github.com", "/anything")] {
@@ -160,7 +197,7 @@ async fn oauth2_token_requests_through_a_bound_host_are_refused_in_every_form() 
                     let got = r.curl("plain", ("POST", host, path), &body, media, h2);
                     assert_eq!(
                         (got.status, got.reason.as_str()),
-                        (403, "credential_minting"),
+                        want,
                         "{host} {body} {media}: {got:?}"
                     );
                 }
@@ -312,6 +349,21 @@ async fn an_allowed_mint_goes_through_and_its_tokens_come_back_masked() {
         !answers.contains(MINTED),
         "a minted token reached the sandbox: {answers}"
     );
+    assert_eq!(r.reached().len(), 9, "{:?}", r.reached());
+    // A grant the credential names, written in a way servers read apart, is refused all the same.
+    for (body, media) in [
+        ("a=1;grant_type=client_credentials", form),
+        ("grant_type=client_credentials&grant_type=refresh_token", form),
+        ("\u{feff}{\"grant_type\": \"client_credentials\"}", "application/json"),
+        ("grant%5Ftype=refresh_token&grant_type=client_credentials", form),
+    ] {
+        let got = r.curl("mint", ("POST", "idp.test", "/oauth/token"), body, media, false);
+        assert_eq!(
+            (got.status, got.reason.as_str()),
+            (400, "token_request_ambiguous"),
+            "{body}: {got:?}"
+        );
+    }
     assert_eq!(r.reached().len(), 9, "{:?}", r.reached());
     // What the credential does not name is still refused.
     for (host, path, body) in [

@@ -134,3 +134,40 @@ pub(crate) fn plain() -> Vec<u8> {
     )
     .into_bytes()
 }
+
+/// The JSON string escaping families of `/json?e=FAMILY`: how a JSON encoder (or one that escapes more than
+/// it must) writes the secret inside a string.
+pub(crate) const JSON_FAMILIES: &[&str] = &["json-one", "json-all", "json-all-upper", "json-mixed", "json-slash"];
+
+/// `s` inside a JSON string (without the quotes), written by `family`: one character as `\u002d`, every
+/// character as `\uXXXX` (lower- or upper-case hex), every other one escaped with `/` as `\/`, or as a
+/// JSON encoder writes it with `/` as `\/`.
+pub(crate) fn json_escaped(family: &str, s: &str) -> String {
+    let hex = |c: char, upper: bool| {
+        let digits = format!("{:04x}", c as u32);
+        format!("\\u{}", if upper { digits.to_ascii_uppercase() } else { digits })
+    };
+    let quoted = serde_json::to_string(s).unwrap();
+    let plain = &quoted[1..quoted.len() - 1];
+    match family {
+        "json-one" => plain.replacen('-', "\\u002d", 1),
+        "json-all" => s.chars().map(|c| hex(c, false)).collect(),
+        "json-all-upper" => s.chars().map(|c| hex(c, true)).collect(),
+        "json-mixed" => s
+            .chars()
+            .enumerate()
+            .map(|(i, c)| match (i % 2, c) {
+                (_, '/') => "\\/".to_string(),
+                (0, c) => hex(c, i % 4 == 0),
+                (_, c) => c.to_string(),
+            })
+            .collect(),
+        "json-slash" => plain.replace('/', "\\/"),
+        other => panic!("no family {other}"),
+    }
+}
+
+/// The document `/json` answers: `s` (already escaped) in two strings of a JSON object.
+pub(crate) fn json_doc(s: &str) -> String {
+    format!("{{\"echo\": \"{s}\", \"list\": [1, \"a {s} b\"], \"note\": \"caf\\u00e9 \\\"q\\\"\"}}")
+}

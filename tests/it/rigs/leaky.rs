@@ -200,6 +200,7 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
             &[("content-type", "text/plain")],
             crate::rigs::encodings::encoded(query.strip_prefix("e=").unwrap_or("plain"), &secret),
         ),
+        "/json" => json(&query, &secret),
         "/sse" => sse(leaks.sse_gate.clone(), secret),
         "/download" => download(
             secret,
@@ -207,6 +208,39 @@ async fn handle(leaks: Leaks, req: Request<Incoming>) -> Result<Response<Body>, 
         ),
         _ => full(200, &[], format!("{method} {path}\n")),
     })
+}
+
+/// `/json?e=FAMILY[&c=CODING][&sse=1]`: a JSON document holding the secret escaped by `FAMILY` (as server-sent
+/// events when `sse`, compressed with `CODING` when given), sent a few bytes at a time with pauses between, so
+/// that escapes straddle the chunks cordon reads.
+fn json(query: &str, secret: &str) -> Response<Body> {
+    let q: std::collections::HashMap<String, String> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let doc = crate::rigs::encodings::json_doc(&crate::rigs::encodings::json_escaped(&q["e"], secret));
+    let sse = q.contains_key("sse");
+    let text = if sse {
+        format!("event: a\ndata: {doc}\n\ndata: {doc}\n\n")
+    } else {
+        doc
+    };
+    let coding = q.get("c").cloned();
+    let data = match &coding {
+        Some(c) => compressed(c, text.as_bytes()),
+        None => text.into_bytes(),
+    };
+    let pieces: Vec<Bytes> = data.chunks(5).map(Bytes::copy_from_slice).collect();
+    let stream = futures_util::stream::unfold(pieces.into_iter(), |mut pieces| async move {
+        let piece = pieces.next()?;
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        Some((Ok::<_, Infallible>(Frame::data(piece)), pieces))
+    });
+    let mut b = Response::builder().header(
+        "content-type",
+        if sse { "text/event-stream" } else { "application/json" },
+    );
+    if let Some(c) = coding {
+        b = b.header("content-encoding", c);
+    }
+    b.body(StreamBody::new(stream).boxed()).unwrap()
 }
 
 /// Two events: the first at once, the second when the test opens the gate; each carries the secret.

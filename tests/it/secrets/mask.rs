@@ -294,3 +294,44 @@ async fn a_50_mib_masked_download_keeps_memory_flat() {
     let grew = after.saturating_sub(before);
     assert!(grew < 24 * 1024, "peak RSS grew by {grew} KiB over a 50 MiB download");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_escapes_of_an_echoed_secret_come_back_masked_and_still_json() {
+    use crate::rigs::encodings::{JSON_FAMILIES, json_doc, json_escaped};
+    let rig = Rig::start().await;
+    let ph = rig.placeholder_of("bearer");
+    let want = json_doc(&ph);
+    for family in JSON_FAMILIES {
+        let sent = json_escaped(family, BEARER);
+        for coding in ["", "gzip", "br", "zstd"] {
+            for sse in [false, true] {
+                let mut query = format!("e={family}");
+                if !coding.is_empty() {
+                    query.push_str(&format!("&c={coding}"));
+                }
+                if sse {
+                    query.push_str("&sse=1");
+                }
+                let mut c = rig.curl();
+                c.args(["-sS", "--fail", "-N", &rig.url("leaky.test", &format!("/json?{query}"))]);
+                let (out, err) = run(c);
+                let text = String::from_utf8_lossy(&out).into_owned();
+                let what = format!("{query} (the upstream sent {sent:?})");
+                clean(&out, &what);
+                assert!(!text.contains(&sent), "{what}: {text}{err}");
+                // The document is the one sent with the placeholder where the secret was, and still JSON.
+                let docs: Vec<&str> = if sse {
+                    text.lines().filter_map(|l| l.strip_prefix("data: ")).collect()
+                } else {
+                    vec![text.as_str()]
+                };
+                assert_eq!(docs.len(), if sse { 2 } else { 1 }, "{what}: {text}{err}");
+                for doc in docs {
+                    assert_eq!(doc, want, "{what}");
+                    let v: serde_json::Value = serde_json::from_str(doc).unwrap();
+                    assert_eq!(v["echo"], ph.as_str(), "{what}");
+                }
+            }
+        }
+    }
+}
