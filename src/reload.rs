@@ -219,9 +219,7 @@ impl Reloader {
         }
         let config = Config::parse_at(&self.source(), text, crate::config::paths::Base::of_file(path))
             .map_err(ReloadError::Invalid)?;
-        for w in &config.warnings {
-            tracing::warn!("{w}");
-        }
+        config.warnings.iter().for_each(|w| tracing::warn!("{w}"));
         config.warn_jail_only();
         let before = state.current();
         let generation = state.reload(config, restart_only).await.map_err(ReloadError::Refused)?;
