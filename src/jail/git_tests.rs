@@ -18,7 +18,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
     let p = dir.path().canonicalize().unwrap();
     git(&p, &["init", "-q"]);
     git(&p, &["config", "core.hooksPath", "tools/hooks"]);
-    git(&p, &["config", "include.path", "../shared.gitconfig"]);
+    git(&p, &["config", "include.path", "../team.gitconfig"]);
     // A submodule's git directory and a linked worktree's, as git lays them out.
     let module = p.join(".git/modules/lib/inner");
     std::fs::create_dir_all(module.join("objects/info")).unwrap();
@@ -53,7 +53,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
         ".git/modules/lib/inner/commondir",
         ".git/modules/lib/inner/hooks",
         "tools/hooks",
-        "shared.gitconfig",
+        "team.gitconfig",
         "vendor/lib/.git",
         "nested/.git/config",
         "nested/.git/commondir",
@@ -62,7 +62,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
     }
     // What was missing was made, harmless to git: commondir names the git directory itself.
     assert_eq!(std::fs::read_to_string(p.join(".git/commondir")).unwrap(), ".\n");
-    assert!(p.join("tools/hooks").is_dir() && p.join("shared.gitconfig").is_file());
+    assert!(p.join("tools/hooks").is_dir() && p.join("team.gitconfig").is_file());
     // Each folder on the way is bound onto itself before what it holds is bound read-only.
     let args = guard.args().join(" ");
     let at = |s: &str| {
@@ -95,7 +95,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
         ".git/commondir",
         ".git/config.worktree",
         "tools",
-        "shared.gitconfig",
+        "team.gitconfig",
         ".git/modules/lib/inner/commondir",
     ] {
         assert!(!p.join(gone).exists(), "{gone} was left");
