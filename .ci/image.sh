@@ -179,30 +179,7 @@ ok "a container runs here (podman --runtime runc)"
 podman image inspect "$name" > /dev/null
 {
     sed '/^sandboxes: \[\]$/,$d' deploy/image/cordon.yaml
-    cat <<'YAML'
-network:
-  allow_cidrs: ["127.0.0.1/32"]
-  hosts: { api.local.test: 127.0.0.1 }
-upstream:
-  extra_roots: [/etc/cordon/upstream-ca.pem]
-credentials:
-  demo-api:
-    source: { vault: demo-api-key }
-    bind: { hosts: [api.local.test], ports: [8443] }
-    inject: { header: Authorization, value: "Bearer {secret}" }
-sandboxes:
-  - id: demo
-    user: demo-user
-    token_sha256: 7c43ef5ae21d43ce2743f770c68e24def1a43ee2f416d2438410c8af7af2ff2c   # "demo-token"
-    policy: agent
-policies:
-  agent:
-    credentials: [demo-api]
-    allow:
-      - host: api.local.test
-        ports: [8443]
-        methods: [GET]
-YAML
+    cat .ci/walkthrough-policy.yaml
 } > "$work/cordon.yaml"
 chmod 0644 "$work/cordon.yaml"
 chmod 0755 "$work"

@@ -207,30 +207,7 @@ install -m 0644 "$work/upstream-ca.pem" /etc/cordon/upstream-ca.pem
 # come in their place of the empty lists.
 {
     sed '/^sandboxes: \[\]$/,$d' /etc/cordon/cordon.yaml
-    cat <<'YAML'
-network:
-  allow_cidrs: ["127.0.0.1/32"]
-  hosts: { api.local.test: 127.0.0.1 }
-upstream:
-  extra_roots: [/etc/cordon/upstream-ca.pem]
-credentials:
-  demo-api:
-    source: { vault: demo-api-key }
-    bind: { hosts: [api.local.test], ports: [8443] }
-    inject: { header: Authorization, value: "Bearer {secret}" }
-sandboxes:
-  - id: demo
-    user: demo-user
-    token_sha256: 7c43ef5ae21d43ce2743f770c68e24def1a43ee2f416d2438410c8af7af2ff2c   # "demo-token"
-    policy: agent
-policies:
-  agent:
-    credentials: [demo-api]
-    allow:
-      - host: api.local.test
-        ports: [8443]
-        methods: [GET]
-YAML
+    cat .ci/walkthrough-policy.yaml
 } > "$work/cordon.yaml"
 install -m 0644 "$work/cordon.yaml" /etc/cordon/cordon.yaml
 (cd / && printf %s 'sk-demo-1234' | runuser -u cordon -- /usr/bin/cordon vault set demo-api-key \
