@@ -23,7 +23,7 @@ COMPONENTS = [
     ("hyper h1 server: parse and encode", r"hyper::proto::h1::role|httparse"),
     ("cordon: audit record", r"cordon::audit"),
     ("cordon: credentials", r"cordon::credentials"),
-    ("cordon: headers and framing", r"cordon::headers|cordon::framing"),
+    ("cordon: headers and framing", r"cordon::proxy::headers|cordon::framing"),
     ("cordon: policy", r"cordon::policy"),
     ("cordon: metrics", r"cordon::metrics|prometheus"),
     ("hyper-util pool and client", r"hyper_util::client"),

@@ -1,4 +1,4 @@
-//! cordon's DNS responder (`src/dns/server.rs`, with a stand-in for the policy that, like `src/entry/dns.rs`,
+//! cordon's DNS responder (`src/dns/server.rs`, with a stand-in for the policy that, like `src/proxy/entry/dns.rs`,
 //! answers only names the target parser reads as themselves) on arbitrary datagrams.
 //!
 //! The responder's request handler is private to `dns::server`, so each datagram goes over loopback UDP to

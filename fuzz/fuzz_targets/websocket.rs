@@ -1,4 +1,4 @@
-//! The WebSocket relay (`src/entry/websocket_frames.rs`, `src/entry/websocket_message.rs`) on arbitrary bytes
+//! The WebSocket relay (`src/proxy/tunnel/websocket_frames.rs`, `src/proxy/tunnel/websocket_message.rs`) on arbitrary bytes
 //! from a peer (the first input byte picks client or server, and small limits so that they are within reach).
 //!
 //! Checks that the reader and the message splitter never panic, and that:

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
-use crate::pipeline::{PreviewRefusal, preview_allowed, preview_live};
 use crate::preview::{Claims, Previews, host};
+use crate::proxy::{PreviewRefusal, preview_allowed, preview_live};
 use crate::state::ProxyState;
 
 /// The body of `POST /v1/sandboxes/{id}/previews`.

@@ -39,7 +39,7 @@ pub(crate) fn main(arg: &ConfigArg, id: &str, method: &str, url: &str, json: boo
             Err(e) => eprintln!("cordon: the admin API was not asked about {id:?}: {e}"),
         }
     }
-    match rt.block_on(crate::entry::explain::explain(&config, id, method, url)) {
+    match rt.block_on(crate::proxy::entry::explain::explain(&config, id, method, url)) {
         Ok(e) => {
             if !json {
                 out!("{}", painted(&e.text, e.allowed));

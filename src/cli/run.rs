@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use crate::config::{Config, Listener};
 use crate::logging::Stderr;
+use crate::proxy::server;
 use crate::reload::Reloader;
 use crate::state::ProxyState;
-use crate::{admin, logging, server};
+use crate::{admin, logging};
 
 /// Run until a shutdown signal, then drain; `on_idle` runs on a worker about to park, at most once a second per
 /// worker ([`when_due`]). `out` writes what stops the start, in the operational log's format.
@@ -160,7 +161,7 @@ async fn serve(
     };
     let admin_bound = admin_listener.as_ref().and_then(|l| l.local_addr().ok());
     let transparent = match config.listen.transparent {
-        Some(a) => match crate::entry::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
+        Some(a) => match crate::proxy::entry::transparent::origdst::bind(a, config.listen.transparent_tproxy) {
             Ok(l) => Some(l),
             Err(e) => {
                 out.error(&format!("cannot listen on {a} (listen.transparent): {e}"));
@@ -187,7 +188,7 @@ async fn serve(
     };
     let console_bound = console_listener.as_ref().and_then(|l| l.local_addr().ok());
     let dns = match config.listen.dns {
-        Some(a) => match crate::entry::dns::bind(a).await {
+        Some(a) => match crate::proxy::entry::dns::bind(a).await {
             Ok(sockets) => Some(sockets),
             Err(e) => {
                 out.error(&format!("cannot listen on {a} (listen.dns, UDP and TCP): {e}"));
@@ -264,7 +265,7 @@ async fn serve(
         tracing::info!("DNS responder on {addr} (UDP and TCP; answers only names the sandbox's policy allows)");
         let (st, stop) = (state.clone(), stop_admin.clone());
         tokio::spawn(async move {
-            if let Err(e) = crate::entry::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
+            if let Err(e) = crate::proxy::entry::dns::serve(udp, tcp, st, async move { stop.cancelled().await }).await {
                 tracing::error!("DNS responder stopped: {e}");
             }
         });

@@ -315,7 +315,7 @@ static RESPONDER: LazyLock<Option<(tokio::runtime::Runtime, SocketAddr)>> = Lazy
         .build()
         .ok()?;
     let addr = rt.block_on(async {
-        let (udp, tcp) = crate::entry::dns::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        let (udp, tcp) = crate::proxy::entry::dns::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .await
             .ok()?;
         let addr = udp.local_addr().ok()?;

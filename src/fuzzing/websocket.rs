@@ -6,8 +6,8 @@
 use tokio_tungstenite::tungstenite::protocol::frame::coding::OpCode;
 
 use super::{Script, once};
-use crate::entry::websocket_frames::{Fault, FrameReader, FrameWriter, Kind, Limits, Piece};
-use crate::entry::websocket_message::{Filter, Message};
+use crate::proxy::tunnel::websocket_frames::{Fault, FrameReader, FrameWriter, Kind, Limits, Piece};
+use crate::proxy::tunnel::websocket_message::{Filter, Message};
 
 /// What the relay made of one peer's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! - [`judge`] decides them against the rule (`crate::policy::graphql`): every operation, worst wins; persisted
 //!   queries by the document seen with their hash.
 //!
-//! The pipeline's GraphQL step (`crate::pipeline`) reads the body, hands it here, and acts on the verdict.
+//! The pipeline's GraphQL step (`crate::proxy`) reads the body, hands it here, and acts on the verdict.
 
 pub(crate) mod document;
 pub(crate) mod judge;

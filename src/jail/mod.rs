@@ -35,7 +35,7 @@ use std::sync::Arc;
 use ipnet::{IpNet, Ipv4Net};
 
 use crate::config::Config;
-use crate::server::{self, Entry};
+use crate::proxy::server::{self, Entry};
 use crate::state::ProxyState;
 pub use common::ChildSignals;
 use common::wait;
@@ -233,8 +233,8 @@ async fn bind_all(plan: &Plan) -> Result<(Vec<(tokio::net::TcpListener, Entry)>,
     let at = SocketAddr::from((plan.host_ip, 0));
     let err = |what: &str, e: std::io::Error| format!("cannot listen on {} ({what}): {e}", plan.host_ip);
     let proxy = tokio::net::TcpListener::bind(at).await.map_err(|e| err("proxy", e))?;
-    let transparent = crate::entry::transparent::origdst::bind(at, false).map_err(|e| err("transparent", e))?;
-    let dns = crate::entry::dns::bind(at).await.map_err(|e| err("DNS", e))?;
+    let transparent = crate::proxy::entry::transparent::origdst::bind(at, false).map_err(|e| err("transparent", e))?;
+    let dns = crate::proxy::entry::dns::bind(at).await.map_err(|e| err("DNS", e))?;
     let port = |a: std::io::Result<SocketAddr>| a.map(|a| a.port()).unwrap_or(0);
     let ports = Ports {
         proxy: port(proxy.local_addr()),
@@ -305,9 +305,9 @@ async fn serve(
     let stop = tokio_util::sync::CancellationToken::new();
     let st = state.clone();
     let dns_stop = stop.clone();
-    tokio::spawn(
-        async move { crate::entry::dns::serve(udp, tcp, st, async move { dns_stop.cancelled().await }).await },
-    );
+    tokio::spawn(async move {
+        crate::proxy::entry::dns::serve(udp, tcp, st, async move { dns_stop.cancelled().await }).await
+    });
     let server_stop = stop.clone();
     let proxy = tokio::spawn(server::serve(
         listeners,

@@ -20,7 +20,7 @@ use super::common::{Options, pick_sandbox, wait};
 use super::view::{self, HomeMode, View};
 use super::{confine, planted};
 use crate::config::Config;
-use crate::server::{self, Entry};
+use crate::proxy::server::{self, Entry};
 use crate::state::ProxyState;
 
 /// Where the command finds the proxy.

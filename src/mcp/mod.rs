@@ -11,7 +11,7 @@
 //!   read with certainty; [`held`] bounds what unfinished answers hold;
 //! - [`sessions`] binds each `Mcp-Session-Id` to the sandbox that first showed it.
 //!
-//! The pipeline's MCP step (`crate::pipeline`) reads the body, hands it here, and acts on the verdict.
+//! The pipeline's MCP step (`crate::proxy`) reads the body, hands it here, and acts on the verdict.
 
 pub(crate) mod answer;
 pub(crate) mod held;

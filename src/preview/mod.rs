@@ -2,7 +2,7 @@
 //! reaches a dev server inside the sandbox, but only with a short-lived link made through the admin API. This
 //! module holds what the link and the session are: claims signed with HS256 (`jsonwebtoken`), one audience for
 //! links and another for sessions so neither passes for the other, the names previews live at, and the
-//! previews revoked. The request flow is `pipeline::preview`; the listener `entry::preview`.
+//! previews revoked. The request flow is `proxy::preview`; the listener `entry::preview`.
 
 pub(crate) mod cookies;
 pub(crate) mod host;

@@ -1,8 +1,6 @@
-//! What a sandbox has open and when it must close: the connections and tunnels registered under it, how a
-//! tunnel's life is watched (bytes, idleness, age, byte budget), and the limits each must pass.
+//! What a sandbox has open, as state that outlives a connection: the connections and tunnels registered under it
+//! (leases) and the rates, caps and budget each must pass (admission). A tunnel's own life (its stop, its watch,
+//! the splice) is the data plane's: `crate::proxy::tunnel`.
 
 pub(crate) mod admission;
 pub(crate) mod leases;
-pub(crate) mod lifetime;
-pub(crate) mod scope;
-pub(crate) mod splice;

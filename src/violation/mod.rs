@@ -168,7 +168,7 @@ impl Watch {
     }
 
     /// Add the bytes of a finished exchange to the budgets of the credentials applied to it (a sandbox's kept
-    /// for its incarnation, as `pipeline::budget` takes them).
+    /// for its incarnation, as `proxy::budget` takes them).
     fn count_bytes(&self, record: &Record) {
         let (Some(names), Some(sandbox), Some(policy)) = (record.credentials(), record.incarnation(), record.policy())
         else {

@@ -52,10 +52,12 @@ policies:
     let config = Config::parse("dns.yaml", yaml).unwrap();
     let audit = Capture::default();
     let state = ProxyState::new(config, Arc::new(audit.clone()), vec![]).await.unwrap();
-    let (udp, tcp) = cordon::entry::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (udp, tcp) = cordon::proxy::entry::dns::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let server = udp.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(cordon::entry::dns::serve(udp, tcp, state, async move {
+    tokio::spawn(cordon::proxy::entry::dns::serve(udp, tcp, state, async move {
         let _ = stopped.await;
     }));
 
@@ -160,10 +162,12 @@ policies:
     let config = Config::parse("dns.yaml", yaml).unwrap();
     let audit = Capture::default();
     let state = ProxyState::new(config, Arc::new(audit.clone()), vec![]).await.unwrap();
-    let (udp, tcp) = cordon::entry::dns::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let (udp, tcp) = cordon::proxy::entry::dns::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
     let server = udp.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(cordon::entry::dns::serve(udp, tcp, state, async move {
+    tokio::spawn(cordon::proxy::entry::dns::serve(udp, tcp, state, async move {
         let _ = stopped.await;
     }));
     let question = |name: &str, rtype: RecordType| Query::query(Name::from_ascii(name).unwrap(), rtype);

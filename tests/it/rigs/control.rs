@@ -118,7 +118,7 @@ pub(crate) async fn control_rig_edit(extra_top: &str, edit: impl Fn(String, u16)
         async move { s.cancelled().await },
     ));
     let s = stop.clone();
-    tokio::spawn(cordon::server::run(listener, state.clone(), async move {
+    tokio::spawn(cordon::proxy::server::run(listener, state.clone(), async move {
         s.cancelled().await
     }));
     let token = std::fs::read_to_string(dir.path().join("admin-token"))

@@ -158,7 +158,7 @@ pub(crate) async fn proxy(yaml: &str) -> Proxy {
         .await
         .unwrap();
     let (tx, rx) = oneshot::channel::<()>();
-    let done = tokio::spawn(cordon::server::run(listener, state, async move {
+    let done = tokio::spawn(cordon::proxy::server::run(listener, state, async move {
         let _ = rx.await;
     }));
     Proxy {

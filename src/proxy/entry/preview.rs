@@ -37,7 +37,7 @@ where
     let svc_state = state.clone();
     let svc = service_fn(move |req| {
         let state = svc_state.clone();
-        async move { Ok::<_, Infallible>(crate::pipeline::preview(&state, client.0, req).await) }
+        async move { Ok::<_, Infallible>(crate::proxy::preview(&state, client.0, req).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder

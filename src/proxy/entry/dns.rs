@@ -12,7 +12,7 @@ use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::dns::{Answer, Answerer, Query};
 use crate::error::ProxyError;
-use crate::pipeline::{self, Claim, Input, Intent, Outcome};
+use crate::proxy::{self, Claim, Input, Intent, Outcome};
 use crate::reason::Reason;
 use crate::state::ProxyState;
 use crate::target::Target;
@@ -61,7 +61,7 @@ impl PolicyAnswerer {
 
 impl Answerer for PolicyAnswerer {
     async fn answer(&self, q: &Query) -> Answer {
-        match pipeline::run(&self.state, PolicyAnswerer::input(q, true)).await {
+        match proxy::run(&self.state, PolicyAnswerer::input(q, true)).await {
             Outcome::Answer(answer) => answer,
             _ => Answer::Refused,
         }
@@ -73,12 +73,12 @@ impl Answerer for PolicyAnswerer {
             code: reason,
             message: format!("a DNS query cordon does not answer ({} {:?})", q.qtype, q.name),
         });
-        let _ = pipeline::run(&self.state, input).await;
+        let _ = proxy::run(&self.state, input).await;
     }
 
     async fn other(&self, q: &Query) -> bool {
         matches!(
-            pipeline::run(&self.state, PolicyAnswerer::input(q, false)).await,
+            proxy::run(&self.state, PolicyAnswerer::input(q, false)).await,
             Outcome::Answer(Answer::Addrs(_))
         )
     }

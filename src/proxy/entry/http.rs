@@ -19,12 +19,12 @@ use crate::audit::Kind;
 use crate::body::{self, ProxyBody};
 use crate::error::{self, ProxyError};
 use crate::framing::FramingGuard;
-use crate::headers;
 use crate::identity;
 use crate::limits::Waiting;
-use crate::pipeline::{self, Claim, Input, Intent};
+use crate::proxy::headers;
+use crate::proxy::tunnel::scope::ConnScope;
+use crate::proxy::{self, Claim, Input, Intent};
 use crate::reason::Reason;
-use crate::session::scope::ConnScope;
 use crate::state::ProxyState;
 use crate::target::Target;
 
@@ -111,7 +111,7 @@ async fn serve_http(
     };
     // Ends the watcher tasks; the leases go with the scope.
     cut.cancel();
-    pipeline::malformed(&state, client, &report, &result);
+    proxy::malformed(&state, client, &report, &result);
     if let Err(e) = result {
         tracing::debug!(%client, "client connection ended: {e}");
     }
@@ -129,7 +129,7 @@ async fn route(
         None if req.method() == Method::CONNECT => return connect::connect(state, scope, client, req).await,
         None => explicit(req, client, scope),
     };
-    pipeline::run(&state, input).await.into_response()
+    proxy::run(&state, input).await.into_response()
 }
 
 /// An absolute-form request to the explicit proxy port.

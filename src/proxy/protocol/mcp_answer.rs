@@ -19,27 +19,27 @@ use crate::state::ProxyState;
 use crate::target::{Target, check_path};
 
 /// What an MCP endpoint's answer is checked with.
-pub(super) struct McpAnswer {
+pub(crate) struct McpAnswer {
     /// The tool list filter.
-    pub(super) lists: Lists,
+    pub(crate) lists: Lists,
     /// The policy that allowed the request: a redirect's target must be allowed by it, under an `mcp:` rule.
-    pub(super) policy: Option<Arc<Policy>>,
+    pub(crate) policy: Option<Arc<Policy>>,
     /// Where the request went: its target, absolute URL and method.
-    pub(super) target: Target,
-    pub(super) url: Uri,
-    pub(super) method: Method,
+    pub(crate) target: Target,
+    pub(crate) url: Uri,
+    pub(crate) method: Method,
     /// The server's origin (`scheme://host:port`) and the sandbox incarnation, which session ids are bound to.
-    pub(super) origin: String,
-    pub(super) incarnation: String,
+    pub(crate) origin: String,
+    pub(crate) incarnation: String,
     /// The session id the request named, if any.
-    pub(super) session: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 /// The header MCP's streamable HTTP names a session with.
-pub(super) const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const SESSION: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// A message to an MCP endpoint that is not what MCP's transport sends.
-pub(super) fn invalid(message: String) -> ProxyError {
+pub(crate) fn invalid(message: String) -> ProxyError {
     ProxyError::BadRequest {
         code: Reason::McpInvalid,
         message,
@@ -47,7 +47,7 @@ pub(super) fn invalid(message: String) -> ProxyError {
 }
 
 /// A session id the request may not use, as the error it is answered with.
-pub(super) fn session_refused(refusal: Refusal) -> ProxyError {
+pub(crate) fn session_refused(refusal: Refusal) -> ProxyError {
     match refusal {
         Refusal::Malformed(what) => invalid(format!("an MCP endpoint takes {what}")),
         Refusal::Foreign => ProxyError::McpSessionForeign,
@@ -66,7 +66,7 @@ impl McpAnswer {
     /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused. An answer that is not a
     /// success and cannot be read is not refused (its status and headers, `WWW-Authenticate` or `Location`, are
     /// what a client acts on): its body is replaced with cordon's word on why.
-    pub(super) async fn answered(
+    pub(crate) async fn answered(
         self,
         parts: &mut Parts,
         body: ProxyBody,

@@ -20,7 +20,7 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::Kind;
 use crate::error::TunnelEnd;
 use crate::identity::Sandbox;
-use crate::pipeline::{self, Claim, Input, Intent, Outcome};
+use crate::proxy::{self, Claim, Input, Intent, Outcome};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
@@ -98,7 +98,7 @@ pub(crate) async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: Cli
         }
     };
     // Who: known by the source address alone, before a byte is read.
-    let Some(sandbox) = pipeline::by_source(&state, client, original) else {
+    let Some(sandbox) = proxy::by_source(&state, client, original) else {
         return;
     };
     let limit = state.current().config.timeouts.tls_handshake;
@@ -107,7 +107,7 @@ pub(crate) async fn serve(state: Arc<ProxyState>, stream: TcpStream, client: Cli
         Sniffed::Tls => tls(state, stream, client, original, sandbox).await,
         // SECURITY: a protocol cordon cannot police (SSH, SMTP, raw TCP) is closed, never relayed.
         Sniffed::Other(why) => {
-            pipeline::refuse_connection(&state, client, original, Some(&sandbox), &TunnelEnd::NotTlsOrHttp(why));
+            proxy::refuse_connection(&state, client, original, Some(&sandbox), &TunnelEnd::NotTlsOrHttp(why));
         }
     }
 }
@@ -139,7 +139,7 @@ async fn tls(
     };
     let (head, target) = match target {
         Ok(found) => found,
-        Err(end) => return pipeline::refuse_connection(&state, client, original, Some(&sandbox), &end),
+        Err(end) => return proxy::refuse_connection(&state, client, original, Some(&sandbox), &end),
     };
     let input = Input {
         kind: Kind::Transparent,
@@ -151,9 +151,9 @@ async fn tls(
         intent: Intent::Tunnel,
     };
     // Nothing to answer on a TLS connection cordon will not open: the refusal's record is all there is.
-    if let Outcome::Open(opened) = pipeline::run(&state, input).await {
+    if let Outcome::Open(opened) = proxy::run(&state, input).await {
         let io = Replay::new(head, stream);
-        super::tunnel::launch(state, client, *opened, async move { Ok(io) });
+        crate::proxy::tunnel::run::launch(state, client, *opened, async move { Ok(io) });
     }
 }
 

@@ -18,7 +18,7 @@ use crate::leak::detect::Detector;
 use crate::leak::mask::Masker;
 use crate::limits::OpenGuard;
 use crate::names::CredentialName;
-use crate::session::scope::ConnScope;
+use crate::proxy::tunnel::scope::ConnScope;
 use crate::target::{Spellings, Target};
 use crate::upstream::pool::SandboxClients;
 use tokio::net::TcpStream;

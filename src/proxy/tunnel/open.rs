@@ -3,20 +3,20 @@
 
 use std::sync::Arc;
 
-use super::checks::Permit;
-use super::dry::{DryRefusal, Note};
-use super::exchange::Exchange;
-use super::input::{Opened, Outcome, TunnelRecord};
 use crate::audit::Kind;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::net::DialError;
 use crate::policy::TlsMode;
+use crate::proxy::checks::Permit;
+use crate::proxy::dry::{DryRefusal, Note};
+use crate::proxy::exchange::Exchange;
+use crate::proxy::input::{Opened, Outcome, TunnelRecord};
 use crate::session::admission;
 use crate::target::Target;
 
 /// Caps, then dial or resolve: every check before the client hears 200.
-pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Permit) -> Outcome {
+pub(crate) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target, decision: Permit) -> Outcome {
     let Some(state) = ex.state().cloned() else {
         ex.dry_guard(&target).await;
         // What the CONNECT becomes, once open (a refused one becomes nothing).
@@ -67,7 +67,7 @@ pub(super) async fn open(mut ex: Exchange, sandbox: Arc<Sandbox>, target: Target
 impl Exchange {
     /// A dry run's view of the address guard: every address the destination resolves to, and whether it
     /// may be dialled.
-    pub(super) async fn dry_guard(&mut self, target: &Target) {
+    pub(crate) async fn dry_guard(&mut self, target: &Target) {
         match self.generation.dialer.explain(target).await {
             Ok(res) if res.addrs.is_empty() => {
                 let e = ProxyError::Dial(DialError::NoAddress { target: target.clone() });

@@ -10,8 +10,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::addr::ClientAddr;
-use crate::entry::{http, preview, transparent};
 use crate::error;
+use crate::proxy::entry::{http, preview, transparent};
 use crate::state::ProxyState;
 
 /// Which path a listener's connections take.

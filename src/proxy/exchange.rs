@@ -11,7 +11,7 @@ use crate::audit::{self, Kind};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::generation::Generation;
-use crate::session::scope::ConnScope;
+use crate::proxy::tunnel::scope::ConnScope;
 use crate::state::ProxyState;
 
 /// Live traffic, or a dry run.

@@ -9,9 +9,6 @@ use std::sync::{Arc, Mutex};
 use http::header::{ACCEPT_ENCODING, UPGRADE};
 use http::{Method, Request};
 
-use super::checks::Permit;
-use super::dry::Note;
-use super::exchange::Exchange;
 use super::mcp_answer::{McpAnswer, SESSION, invalid, session_refused};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
@@ -20,20 +17,23 @@ use crate::mcp::answer::Lists;
 use crate::mcp::judge::{Verdict, judge};
 use crate::mcp::sessions::Refusal;
 use crate::mcp::tools::{Pinned, Server};
+use crate::proxy::checks::Permit;
+use crate::proxy::dry::Note;
+use crate::proxy::exchange::Exchange;
 use crate::target::Target;
 
 /// What the MCP step hands on.
 #[derive(Default)]
-pub(super) struct McpStep {
+pub(crate) struct McpStep {
     /// The tools a person must allow first, and to whom a refusal is answered (JSON-RPC ids, batch).
-    pub(super) ask: Option<crate::mcp::judge::Asked>,
+    pub(crate) ask: Option<crate::mcp::judge::Asked>,
     /// What the answer is checked and filtered with.
-    pub(super) answer: Option<McpAnswer>,
+    pub(crate) answer: Option<McpAnswer>,
 }
 
 impl McpStep {
     /// A person's refusal of an MCP call as the client understands it: a JSON-RPC error, not an HTTP status.
-    pub(super) fn answer(&self, e: ProxyError) -> ProxyError {
+    pub(crate) fn answer(&self, e: ProxyError) -> ProxyError {
         match (&self.ask, e) {
             (Some(asked), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..))) => {
                 ProxyError::Mcp(crate::mcp::judge::Refused {
@@ -50,7 +50,7 @@ impl McpStep {
 
 impl Exchange {
     /// Judge `req` by its rule's `mcp:` section, if it has one.
-    pub(super) async fn mcp(
+    pub(crate) async fn mcp(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
@@ -111,7 +111,7 @@ impl Exchange {
         let data = if dry {
             None
         } else {
-            Some(super::request::read_whole(req).await?)
+            Some(crate::proxy::request::read_whole(req).await?)
         };
         // SECURITY: a session id is its first sandbox's: another's use of it is refused before anything is sent.
         let mut sessions = req.headers().get_all(SESSION).iter();
@@ -164,7 +164,7 @@ impl Exchange {
             )));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
-        if let Some(why) = super::request::coded(req, "an MCP message") {
+        if let Some(why) = crate::proxy::request::coded(req, "an MCP message") {
             return Err(invalid(why));
         }
         let Some(data) = data else {

@@ -31,18 +31,19 @@ mod ask;
 mod budget;
 mod checks;
 mod dry;
+pub mod entry;
 mod exchange;
-mod graphql;
+pub(crate) mod headers;
 mod identify;
 mod input;
-mod mcp;
-mod mcp_answer;
 mod name;
 mod preview;
+mod protocol;
 mod record;
 mod request;
 mod respond;
-mod tunnel;
+pub mod server;
+pub(crate) mod tunnel;
 
 use std::sync::Arc;
 
@@ -110,7 +111,7 @@ async fn flow(mut ex: Exchange, input: Input) -> Outcome {
     };
     // 6. What was asked.
     match ask {
-        Intent::Tunnel => tunnel::open(ex, sandbox, target, decision).await,
+        Intent::Tunnel => tunnel::open::open(ex, sandbox, target, decision).await,
         Intent::Request { req, inside } => request::forward(ex, sandbox, target, decision, req, inside).await,
         Intent::Name { resolve, .. } => name::answer(ex, target, decision, resolve).await,
     }

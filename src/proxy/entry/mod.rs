@@ -1,5 +1,5 @@
-//! The entries: each reads one kind of traffic, translates what it read into a [`crate::pipeline::Input`],
-//! and acts on the [`crate::pipeline::Outcome`]. None of them decides anything itself.
+//! The entries: each reads one kind of traffic, translates what it read into a [`crate::proxy::Input`],
+//! and acts on the [`crate::proxy::Outcome`]. None of them decides anything itself.
 //!
 //! - [`http`]: a client connection on the explicit proxy port (absolute-form HTTP and CONNECT), or plain
 //!   HTTP that reached the transparent listener;
@@ -17,12 +17,7 @@ pub(crate) mod connect;
 pub mod dns;
 pub(crate) mod explain;
 pub(crate) mod http;
-pub(crate) mod intercept;
 pub(crate) mod preview;
 mod replay;
-mod socket;
+pub(crate) mod socket;
 pub(crate) mod transparent;
-pub(crate) mod tunnel;
-mod websocket;
-pub(crate) mod websocket_frames;
-pub(crate) mod websocket_message;

@@ -24,9 +24,9 @@ use super::websocket_message::{Filter, Message, Stopped};
 use crate::error::TunnelEnd;
 use crate::leak::detect::Found;
 use crate::leak::scan_stream::{ScanStream, streamed_refuses};
-use crate::pipeline::WebSocketGuard;
+use crate::proxy::WebSocketGuard;
+use crate::proxy::tunnel::lifetime::Stop;
 use crate::reason::Reason;
-use crate::session::lifetime::Stop;
 
 type Io = TokioIo<Upgraded>;
 type Writer = FrameWriter<WriteHalf<Io>>;

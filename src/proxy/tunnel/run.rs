@@ -9,13 +9,13 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::intercept;
-use super::socket::IntoSocket;
 use crate::addr::ClientAddr;
 use crate::error::TunnelEnd;
-use crate::pipeline::{Opened, TunnelRecord};
 use crate::policy::TlsMode;
+use crate::proxy::entry::socket::IntoSocket;
+use crate::proxy::tunnel::lifetime::{Activity, Stop};
+use crate::proxy::{Opened, TunnelRecord};
 use crate::session::admission::BudgetMeter;
-use crate::session::lifetime::{Activity, Stop};
 use crate::state::ProxyState;
 use crate::target::Target;
 use crate::tls::sni;
@@ -105,7 +105,7 @@ where
                     stop.count(socket.pending.len() as u64, 0)?;
                     upstream.write_all(&socket.pending).await?;
                 }
-                crate::session::splice::relay(socket.tcp(), &mut upstream, &stop).await
+                crate::proxy::tunnel::splice::relay(socket.tcp(), &mut upstream, &stop).await
             };
             tokio::select! {
                 relayed = relayed => Ok(relayed),

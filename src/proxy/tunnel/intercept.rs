@@ -21,8 +21,8 @@ use crate::error::{self, TunnelEnd};
 use crate::framing::FramingGuard;
 use crate::generation::Generation;
 use crate::identity::Sandbox;
-use crate::pipeline::{self, Claim, Input, Inside, Intent, TunnelRecord, WebSocketGuard};
-use crate::session::lifetime::{Stop, Watched};
+use crate::proxy::tunnel::lifetime::{Stop, Watched};
+use crate::proxy::{self, Claim, Input, Inside, Intent, TunnelRecord, WebSocketGuard};
 use crate::state::ProxyState;
 use crate::target::{Host, Target};
 use crate::tls::ca::CaError;
@@ -109,7 +109,7 @@ pub(crate) async fn intercept<IO: AsyncRead + AsyncWrite + Unpin + Send + 'stati
                 Ok(())
             }
         };
-        pipeline::malformed(&state, client, &report, &result);
+        proxy::malformed(&state, client, &report, &result);
         if let Err(e) = result {
             tracing::debug!(%client, "intercepted connection ended: {e}");
         }
@@ -202,7 +202,7 @@ async fn handshake<IO: AsyncRead + AsyncWrite + Unpin>(
 /// One request inside the interception.
 async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> Response<ProxyBody> {
     // A WebSocket handshake: after a 101 the client's upgraded stream is spliced to the upstream's.
-    let client_upgrade = pipeline::is_websocket(&req).then(|| hyper::upgrade::on(&mut req));
+    let client_upgrade = proxy::is_websocket(&req).then(|| hyper::upgrade::on(&mut req));
     let input = Input {
         kind: Kind::Https,
         client: interception.client,
@@ -215,7 +215,7 @@ async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> R
             inside: Some(interception.inside.clone()),
         },
     };
-    let mut resp = pipeline::run(&interception.state, input).await.into_response();
+    let mut resp = proxy::run(&interception.state, input).await.into_response();
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (resp.status(), client_upgrade) {
         let upstream_upgrade = hyper::upgrade::on(&mut resp);
         let guard = resp.extensions_mut().remove::<WebSocketGuard>();

@@ -7,14 +7,14 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
-use super::tunnel;
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::body::ProxyBody;
 use crate::error::{self, ProxyError};
 use crate::identity;
-use crate::pipeline::{self, Claim, Input, Intent, Outcome};
-use crate::session::scope::ConnScope;
+use crate::proxy::tunnel::run as tunnel;
+use crate::proxy::tunnel::scope::ConnScope;
+use crate::proxy::{self, Claim, Input, Intent, Outcome};
 use crate::state::ProxyState;
 use crate::target::Target;
 
@@ -34,7 +34,7 @@ pub(crate) async fn connect(
         target: Target::from_connect_uri(req.uri()).map_err(ProxyError::from),
         intent: Intent::Tunnel,
     };
-    match pipeline::run(&state, input).await {
+    match proxy::run(&state, input).await {
         Outcome::Open(opened) => {
             let on_upgrade = hyper::upgrade::on(&mut req);
             let io = async move { on_upgrade.await.map(TokioIo::new).map_err(|e| e.to_string()) };

@@ -16,8 +16,8 @@ use crate::addr::ClientAddr;
 use crate::audit::Kind;
 use crate::config::Config;
 use crate::generation::Generation;
-use crate::pipeline::{self, Claim, CredentialUse, Ending, Input, Inside, Intent, Note};
 use crate::policy::{Mode, TlsMode};
+use crate::proxy::{self, Claim, CredentialUse, Ending, Input, Inside, Intent, Note};
 use crate::target::Target;
 
 /// The explanation, and whether the request would be allowed end to end.
@@ -145,7 +145,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         notes.iter().any(|n| n.refusal().is_some())
     };
     let refused = if https {
-        let notes = pipeline::dry_run(generation.clone(), input(Kind::Connect, Intent::Tunnel))
+        let notes = proxy::dry_run(generation.clone(), input(Kind::Connect, Intent::Tunnel))
             .await
             .take();
         let blind = notes.contains(&Note::Tunnel(TlsMode::Tunnel));
@@ -158,7 +158,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         } else {
             let inside = Some(Arc::new(Inside::new(&target)));
             let ask = Intent::Request { req: request, inside };
-            let notes = pipeline::dry_run(generation, input(Kind::Https, ask)).await.take();
+            let notes = proxy::dry_run(generation, input(Kind::Https, ask)).await.take();
             record(Kind::Https, "inside ", notes)
         }
     } else {
@@ -166,7 +166,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
             req: request,
             inside: None,
         };
-        let notes = pipeline::dry_run(generation, input(Kind::Http, ask)).await.take();
+        let notes = proxy::dry_run(generation, input(Kind::Http, ask)).await.take();
         record(Kind::Http, "policy ", notes)
     };
     let allowed = !refused;

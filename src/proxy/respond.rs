@@ -15,7 +15,6 @@ use super::input::{Outcome, TunnelRecord, WebSocketGuard};
 use crate::body::codings::Codings;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
-use crate::headers;
 use crate::identity::Sandbox;
 use crate::inject::outgoing::refusal;
 use crate::leak::envelope::mask_head;
@@ -24,6 +23,7 @@ use crate::leak::masked_body::MaskedBody;
 use crate::leak::scan_body::ScanVerdict;
 use crate::limits::Meter;
 use crate::names::CredentialName;
+use crate::proxy::headers;
 use crate::upstream::pool::Dialled;
 
 /// What the response step needs to keep the sandbox's secrets in, handed over by the credentials step.
@@ -38,7 +38,7 @@ pub(super) struct Reply {
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(super) tokens: bool,
     /// An MCP endpoint's answer: checked, and its tool lists filtered.
-    pub(super) mcp: Option<super::mcp_answer::McpAnswer>,
+    pub(super) mcp: Option<super::protocol::mcp_answer::McpAnswer>,
 }
 
 impl Exchange {

@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use super::admission;
-use super::leases::{Lease, Sessions};
 use crate::addr::OriginalDst;
 use crate::identity::Sandbox;
 use crate::limits::{LimitRefusal, Limits, OpenGuard, Waiting};
+use crate::session::admission;
+use crate::session::leases::{Lease, Sessions};
 
 /// A client connection's registrations, one per sandbox incarnation it has served.
 pub(crate) struct ConnScope {

@@ -6,27 +6,27 @@
 use http::Request;
 use http::header::{CONTENT_TYPE, UPGRADE};
 
-use super::checks::Permit;
-use super::dry::Note;
-use super::exchange::Exchange;
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::graphql::judge::{Refused, Verdict, judge};
+use crate::proxy::checks::Permit;
+use crate::proxy::dry::Note;
+use crate::proxy::exchange::Exchange;
 use crate::reason::Reason;
 use crate::target::Target;
 
 /// What the GraphQL step hands on.
 #[derive(Default)]
-pub(super) struct GraphqlStep {
+pub(crate) struct GraphqlStep {
     /// The operations a person must allow first (`mutation AddComment: addComment`).
-    pub(super) ask: Option<Vec<String>>,
+    pub(crate) ask: Option<Vec<String>>,
     /// How many requests a batch had: a person's refusal is answered to each.
     batch: Option<usize>,
 }
 
 impl GraphqlStep {
     /// A person's refusal of a GraphQL operation as the client understands it: a GraphQL error.
-    pub(super) fn answer(&self, e: ProxyError) -> ProxyError {
+    pub(crate) fn answer(&self, e: ProxyError) -> ProxyError {
         match e {
             e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..)) if self.ask.is_some() => {
                 ProxyError::Graphql(Refused {
@@ -49,7 +49,7 @@ fn invalid(message: String) -> ProxyError {
 
 impl Exchange {
     /// Judge `req` by its rule's `graphql:` section, if it has one.
-    pub(super) async fn graphql(
+    pub(crate) async fn graphql(
         &mut self,
         target: &Target,
         decision: &Permit,
@@ -67,7 +67,7 @@ impl Exchange {
             return Ok(GraphqlStep::default());
         };
         // Read before anything is refused, so that the refusal is what the client reads.
-        let data = super::request::read_whole(req).await?;
+        let data = crate::proxy::request::read_whole(req).await?;
         // SECURITY: a WebSocket's frames (graphql-ws) would pass unread.
         if req.headers().contains_key(UPGRADE) {
             return Err(invalid(
@@ -77,7 +77,7 @@ impl Exchange {
             ));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
-        if let Some(why) = super::request::coded(req, "a GraphQL request") {
+        if let Some(why) = crate::proxy::request::coded(req, "a GraphQL request") {
             return Err(invalid(why));
         }
         let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
