@@ -76,6 +76,7 @@ pub(crate) struct WebhookSpec {
     pub(crate) secret: Option<crate::config::credentials::SecretRef>,
 }
 
+/// `approval:`: the wait and the caps on held requests (a sandbox's cap within its user's), and the webhook.
 pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
     let mut a = ApprovalConfig {
         timeout: duration(errs, "approval.timeout", raw.timeout, ApprovalConfig::default().timeout),

@@ -104,6 +104,7 @@ pub(crate) enum AuditConfig {
     File(PathBuf),
 }
 
+/// `audit:`: where records go, and the chain with its checkpoints, rotation, retention and export.
 pub(super) fn audit(errs: &mut Errors, raw: RawAudit) -> (AuditConfig, AuditChain) {
     let to = match raw.path.as_deref() {
         None | Some("-") => AuditConfig::Stdout,

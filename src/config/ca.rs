@@ -45,6 +45,7 @@ impl Default for CaConfig {
     }
 }
 
+/// `ca:`: the folder (read against the file's base), a leaf lifetime of at least 1h, and the leaf cache.
 pub(super) fn ca(errs: &mut Errors, raw: RawCa) -> CaConfig {
     let mut ca = CaConfig::default();
     ca.dir = errs.path(&ca.dir.to_string_lossy());

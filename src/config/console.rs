@@ -278,6 +278,7 @@ fn base_url(errs: &mut Errors, at: &str, text: &str) -> Option<String> {
     Some(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
+/// `console.oidc:`: the issuer, the client, the scopes (`openid` among them) and where roles come from.
 fn oidc(errs: &mut Errors, raw: RawOidc) -> Option<Oidc> {
     let before = errs.list.len();
     let issuer = base_url(errs, "console.oidc.issuer", &raw.issuer);

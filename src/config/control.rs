@@ -124,6 +124,8 @@ impl PostgresConfig {
     }
 }
 
+/// `control:` for the listeners in `listen`: tokens (required with `listen.admin`), the signing key and its
+/// store, lifetimes, and what sandboxes are told.
 pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> ControlConfig {
     let mut c = ControlConfig {
         admin_tokens: super::principals::admin_tokens(errs, raw.admin_token, raw.admin_tokens),

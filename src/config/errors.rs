@@ -23,6 +23,7 @@ impl Errors {
         self.base.resolve(written)
     }
 
+    /// Note an error: `path` holds a value that is wrong, as `message` says.
     pub(super) fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.list.push(ConfigError {
             file: self.file.clone(),

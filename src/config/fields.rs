@@ -39,6 +39,7 @@ pub(super) fn flag(errs: &mut Errors, path: &str, raw: Option<Flag>) -> Option<b
     }
 }
 
+/// An address and port (`default` when absent).
 pub(super) fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, default: &str) -> SocketAddr {
     let text = raw.unwrap_or(default);
     text.parse().unwrap_or_else(|_| {
@@ -50,6 +51,7 @@ pub(super) fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, defa
     })
 }
 
+/// A positive duration (`default` when absent or wrong).
 pub(super) fn duration(errs: &mut Errors, path: &str, raw: Option<String>, default: Duration) -> Duration {
     let Some(text) = raw else { return default };
     match humantime::parse_duration(&text) {
@@ -71,6 +73,7 @@ pub(super) fn duration(errs: &mut Errors, path: &str, raw: Option<String>, defau
     }
 }
 
+/// A positive size in bytes (`None` when absent or wrong).
 pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
     let text = raw?;
     match text.parse::<bytesize::ByteSize>() {
@@ -86,6 +89,7 @@ pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Optio
     }
 }
 
+/// A CIDR with no bits below its prefix, or one address.
 pub(super) fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
     if let Ok(ip) = text.parse::<IpAddr>() {
         return Some(IpNet::from(ip));
@@ -112,6 +116,7 @@ pub(super) fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
     }
 }
 
+/// An IP address.
 pub(super) fn ip(errs: &mut Errors, path: &str, text: &str) -> Option<IpAddr> {
     text.parse()
         .map_err(|_| errs.at(path, format!("{text:?} is not an IP address")))
@@ -177,6 +182,7 @@ pub(super) fn paths(errs: &mut Errors, base: &str, raw: Option<&[String]>) -> Op
         .ok()
 }
 
+/// An http(s) URL with a host.
 pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
     match text.parse::<http::Uri>() {
         Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
@@ -187,6 +193,7 @@ pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri
     }
 }
 
+/// Whether `host` is `localhost` or a loopback address (bracketed or not).
 pub(super) fn is_loopback(host: &str) -> bool {
     host == "localhost"
         || host

@@ -175,6 +175,7 @@ fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rat
     })
 }
 
+/// `limits:`: caps, sizes, and the rates, caps and budgets per sandbox, user and source address.
 pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
     let mut limits = Limits::default();
     if let Some(n) = whole(errs, "limits.max_connections", raw.max_connections, A_COUNT) {

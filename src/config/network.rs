@@ -59,6 +59,7 @@ pub(crate) struct Network {
     pub(crate) resolver: crate::net::ResolverKind,
 }
 
+/// `network:`: the guard's exceptions, the metadata addresses opted in to, name overrides and the resolver.
 pub(super) fn network(errs: &mut Errors, raw: RawNetwork) -> Network {
     let allow_cidrs = raw
         .allow_cidrs

@@ -121,6 +121,7 @@ pub(super) struct RawGraphql {
     pub(crate) names: Vec<String>,
 }
 
+/// `policies:`: each named policy's mode and rules.
 pub(super) fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
     let mut out = BTreeMap::new();
     for (name, p) in raw {

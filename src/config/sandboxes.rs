@@ -38,6 +38,8 @@ pub(super) struct RawSandbox {
     pub(crate) policy: Option<String>,
 }
 
+/// `sandboxes:`: ids unique and valid, an owner, a policy among `policies`, and source ranges that overlap no
+/// other sandbox's.
 pub(super) fn sandboxes(
     errs: &mut Errors,
     raw: Vec<RawSandbox>,

@@ -75,6 +75,7 @@ impl Default for Timeouts {
     }
 }
 
+/// `timeouts:`: each a positive duration; the first request head's no longer than any request head's.
 pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {
     let d = Timeouts::default();
     let first_given = raw.first_request_headers.is_some();

@@ -43,6 +43,7 @@ impl Default for UpstreamConfig {
     }
 }
 
+/// `upstream:`: the pool's idle time and the extra roots (each file read now, and holding a certificate).
 pub(super) fn upstream(errs: &mut Errors, raw: RawUpstream) -> UpstreamConfig {
     let mut up = UpstreamConfig::default();
     up.pool_idle = duration(errs, "upstream.pool_idle", raw.pool_idle, up.pool_idle);

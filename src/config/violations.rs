@@ -167,6 +167,7 @@ pub(super) struct RawBudget {
     pub(crate) per: Option<String>,
 }
 
+/// `on_violation` of the policy at `base`: a window, at least one threshold, and an action.
 pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -> Option<OnViolation> {
     let at = format!("{base}.on_violation");
     let window = duration(errs, &format!("{at}.window"), raw.window, Duration::from_secs(600));

@@ -60,6 +60,7 @@ impl Binding {
     }
 }
 
+/// `bind:` at `base`: at least one host pattern, and ports (443 by default), methods and paths.
 pub(super) fn binding(errs: &mut Errors, base: &str, raw: RawBinding) -> Option<Binding> {
     let before = errs.list.len();
     if raw.hosts.is_empty() {

@@ -84,6 +84,7 @@ impl CredentialSpec {
     }
 }
 
+/// `credentials:`: each entry whole (source, binding, injection, echo masking, kind, minting calls), or not at all.
 pub(crate) fn credentials(errs: &mut Errors, raw: BTreeMap<String, RawCredential>) -> BTreeMap<String, CredentialSpec> {
     let mut out = BTreeMap::new();
     for (name, c) in raw {

@@ -91,6 +91,7 @@ const FORBIDDEN_HEADERS: [&str; 6] = [
     "upgrade",
 ];
 
+/// `inject:` at `base`: exactly one way of applying the secret.
 pub(super) fn inject(errs: &mut Errors, base: &str, raw: RawInject) -> Option<Inject> {
     if let Some(aws) = raw.aws_sigv4 {
         if raw.header.is_some() || raw.value.is_some() || raw.basic_user.is_some() || raw.placeholder.is_some() {

@@ -39,6 +39,7 @@ pub(crate) enum SecretRef {
     File(PathBuf),
 }
 
+/// A secret reference at `path`: exactly one source, a file read against the file's base.
 pub(crate) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
     match (raw.vault, raw.env, raw.openbao, raw.file) {
         (Some(v), None, None, None) => Some(SecretRef::Vault(v)),

@@ -128,6 +128,7 @@ pub(crate) struct GitHubAppSpec {
     pub(crate) permissions: std::collections::BTreeMap<String, String>,
 }
 
+/// `source:` at `base`: exactly one of its keys.
 pub(super) fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<SecretSource> {
     let count = [
         s.vault.is_some(),

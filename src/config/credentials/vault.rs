@@ -118,6 +118,7 @@ pub(crate) enum OpenBaoAuthSpec {
     },
 }
 
+/// `vault.file`: the vault file and its key (a key file beside it by default), read against the file's base.
 pub(crate) fn vault(errs: &mut Errors, raw: RawVault) -> FileVaultSpec {
     let mut spec = FileVaultSpec::default();
     spec.path = errs.path(&spec.path.to_string_lossy());
@@ -139,6 +140,7 @@ pub(crate) fn vault(errs: &mut Errors, raw: RawVault) -> FileVaultSpec {
     spec
 }
 
+/// `vault.openbao`: its address, its mount (`secret` by default) and exactly one way to authenticate.
 pub(crate) fn openbao(errs: &mut Errors, raw: Option<RawOpenBao>) -> Option<OpenBaoSpec> {
     let raw = raw?;
     let addr = url(errs, "vault.openbao.addr", &raw.addr)?;
