@@ -1,10 +1,19 @@
-//! What bounds a jail, as configured: CPUs, memory, processes, the private folders' size, wall-clock and idle
-//! time, for every jail and per policy; how a jail is stopped; how many jails a user may run at once; and
-//! whether what the command runs and writes is recorded.
+//! What bounds a jail: CPUs, memory, processes, the private folders' size, wall-clock and idle time, for every
+//! jail (`jail:`) and per policy (`policies.NAME.jail:`); how a jail is stopped; how many jails a user may run
+//! at once (`limits.per_user.jails`); and whether what the command runs and writes is recorded
+//! (`audit.activity`). As written and validated.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::errors::Errors;
+use super::fields::{A_COUNT, bytes, duration, whole};
+use super::scalars::Whole;
+use super::shapes;
 
 /// What one jail may spend; `None`: not bounded.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -145,4 +154,153 @@ impl JailLimits {
             parts.join(", ")
         }
     }
+}
+
+/// What one jail may spend; every key optional.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping of cpu, memory, pids, disk, wall and idle"
+)]
+pub(super) struct RawJailLimits {
+    /// CPUs, e.g. `1.5`.
+    #[schemars(with = "Option<shapes::Cpus>")]
+    pub(crate) cpu: Option<serde_yaml_ng::Value>,
+    /// Memory, e.g. `2GiB` (no swap).
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) memory: Option<String>,
+    /// Processes and threads at once.
+    pub(crate) pids: Option<Whole>,
+    /// The size of each private writable folder (`/tmp`, `/var/tmp`, ...), e.g. `5GiB`.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) disk: Option<String>,
+    /// The longest the jail may run, e.g. `2h`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) wall: Option<String>,
+    /// How long it may do nothing, e.g. `15m`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) idle: Option<String>,
+}
+
+/// `jail:`: the limits of every jail (a policy's `jail:` overrides them key by key), and how it is stopped.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawJail {
+    /// CPUs, e.g. `1.5`.
+    #[schemars(with = "Option<shapes::Cpus>")]
+    pub(crate) cpu: Option<serde_yaml_ng::Value>,
+    /// Memory, e.g. `2GiB` (no swap).
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) memory: Option<String>,
+    /// Processes and threads at once.
+    pub(crate) pids: Option<Whole>,
+    /// The size of each private writable folder, e.g. `5GiB`.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) disk: Option<String>,
+    /// The longest a jail may run, e.g. `2h`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) wall: Option<String>,
+    /// How long a jail may do nothing, e.g. `15m`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) idle: Option<String>,
+    /// Between SIGTERM and SIGKILL when a limit stops the jail, e.g. `10s`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) grace: Option<String>,
+    /// The cgroup (v2) jails are made under; default: cordon's own.
+    pub(crate) cgroup: Option<PathBuf>,
+}
+
+impl RawJail {
+    /// Its limits, apart from how jails are stopped.
+    pub(crate) fn split(self) -> (RawJailLimits, Option<String>, Option<PathBuf>) {
+        let limits = RawJailLimits {
+            cpu: self.cpu,
+            memory: self.memory,
+            pids: self.pids,
+            disk: self.disk,
+            wall: self.wall,
+            idle: self.idle,
+        };
+        (limits, self.grace, self.cgroup)
+    }
+}
+
+/// `jail:`, each policy's `jail:` (`(name, limits)`), `limits.per_user.jails` and `audit.activity`.
+pub(super) fn jail(
+    errs: &mut Errors,
+    raw: Option<RawJail>,
+    policies: Vec<(String, RawJailLimits)>,
+    per_user: Option<Whole>,
+    activity: Option<bool>,
+) -> JailConfig {
+    let mut c = JailConfig::default();
+    if let Some(raw) = raw {
+        let (limits, grace, cgroup) = raw.split();
+        c.defaults = c.defaults.with(limits_at(errs, "jail", limits));
+        c.grace = duration(errs, "jail.grace", grace, c.grace);
+        if let Some(path) = cgroup {
+            if path.is_absolute() {
+                c.cgroup = Some(path);
+            } else {
+                errs.at(
+                    "jail.cgroup",
+                    format!(
+                        "{} is not an absolute path (e.g. /sys/fs/cgroup/cordon.slice)",
+                        path.display()
+                    ),
+                );
+            }
+        }
+    }
+    for (policy, raw) in policies {
+        let own = limits_at(errs, &format!("policies.{policy}.jail"), raw);
+        c.per_policy.insert(policy, own);
+    }
+    if let Some(n) = whole(errs, "limits.per_user.jails", per_user, A_COUNT) {
+        match u32::try_from(n) {
+            Ok(n) if n >= 1 => c.per_user = Some(n),
+            _ => errs.at(
+                "limits.per_user.jails",
+                format!("{n} must be at least 1 (leave it out for any number)"),
+            ),
+        }
+    }
+    c.activity = activity.unwrap_or(true);
+    c
+}
+
+/// One set of limits written at `at`.
+fn limits_at(errs: &mut Errors, at: &str, raw: RawJailLimits) -> JailLimits {
+    let cpu = raw.cpu.and_then(|v| cpus(errs, &format!("{at}.cpu"), &v));
+    let pids = whole(errs, &format!("{at}.pids"), raw.pids, A_COUNT).and_then(|n| match u64::try_from(n) {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            errs.at(format!("{at}.pids"), format!("{n} must be at least 1"));
+            None
+        }
+    });
+    let time = |errs: &mut Errors, key: &str, raw: Option<String>| {
+        raw.map(|text| duration(errs, &format!("{at}.{key}"), Some(text), Duration::ZERO))
+            .filter(|d| !d.is_zero())
+    };
+    JailLimits {
+        cpu,
+        memory: bytes(errs, &format!("{at}.memory"), raw.memory),
+        pids,
+        disk: bytes(errs, &format!("{at}.disk"), raw.disk),
+        wall: time(errs, "wall", raw.wall),
+        idle: time(errs, "idle", raw.idle),
+    }
+}
+
+fn cpus(errs: &mut Errors, at: &str, v: &serde_yaml_ng::Value) -> Option<f64> {
+    let text = match v {
+        serde_yaml_ng::Value::Number(n) => n.to_string(),
+        serde_yaml_ng::Value::String(s) => s.clone(),
+        other => {
+            errs.at(at, format!("expected a number of CPUs such as 1.5, not {other:?}"));
+            return None;
+        }
+    };
+    parse_cpus(&text).map_err(|e| errs.at(at, e)).ok()
 }

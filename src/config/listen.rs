@@ -1,6 +1,40 @@
-//! `listen:`, validated: where cordon listens.
+//! `listen:`: where cordon listens, as written and validated; no two listeners share an address.
 
 use std::net::SocketAddr;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::errors::Errors;
+use super::fields::{flag, socket_addr};
+use super::scalars::Flag;
+use super::shapes;
+
+/// `listen:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawListen {
+    /// Explicit proxy listener, `host:port`.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) proxy: Option<String>,
+    /// Admin API listener, `host:port`.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) admin: Option<String>,
+    /// Transparent listener (REDIRECT / TPROXY), `host:port`.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) transparent: Option<String>,
+    /// Set `IP_TRANSPARENT` on the transparent listener, for TPROXY rules.
+    pub(crate) transparent_tproxy: Option<Flag>,
+    /// DNS responder (UDP and TCP), `host:port`.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) dns: Option<String>,
+    /// Preview listener (HTTPS, or HTTP on loopback), `host:port`.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) preview: Option<String>,
+    /// The console's own listener (HTTPS, or HTTP on loopback), `host:port`; else it is on the admin listener.
+    #[schemars(with = "Option<shapes::HostPort>")]
+    pub(crate) console: Option<String>,
+}
 
 /// `listen:`
 #[derive(Debug, Clone)]
@@ -85,5 +119,68 @@ impl Listen {
     /// TLS only `/healthz`, `/readyz` and `/metrics` are (probes and scrapers carry no token).
     pub(crate) fn admin_api_served(&self, tls: bool) -> bool {
         tls || self.admin.is_some_and(|a| a.ip().is_loopback())
+    }
+}
+
+/// `listen:`: each address as written (`listen.proxy` defaults to 127.0.0.1:3128; the others are off unless set).
+pub(super) fn listen(errs: &mut Errors, raw: RawListen) -> Listen {
+    let listen = Listen {
+        proxy: socket_addr(errs, "listen.proxy", raw.proxy.as_deref(), "127.0.0.1:3128"),
+        admin: raw
+            .admin
+            .as_deref()
+            .map(|a| socket_addr(errs, "listen.admin", Some(a), "")),
+        transparent: None,
+        transparent_tproxy: false,
+        dns: None,
+        preview: None,
+        console: None,
+    };
+    let optional = |errs: &mut Errors, path: &str, raw: Option<&str>| raw.map(|a| socket_addr(errs, path, Some(a), ""));
+    Listen {
+        transparent: optional(errs, "listen.transparent", raw.transparent.as_deref()),
+        transparent_tproxy: flag(errs, "listen.transparent_tproxy", raw.transparent_tproxy).unwrap_or(false),
+        dns: optional(errs, "listen.dns", raw.dns.as_deref()),
+        preview: optional(errs, "listen.preview", raw.preview.as_deref()),
+        console: optional(errs, "listen.console", raw.console.as_deref()),
+        ..listen
+    }
+}
+
+/// What the listeners say together, once the admin listener's TLS (`admin_tls`: `admin.tls` is set) and the
+/// console (`console`: `console:` is set) are known: `/v1` off loopback without TLS, TPROXY without a
+/// transparent listener, two listeners on one address.
+pub(super) fn check(errs: &mut Errors, listen: &Listen, admin_tls: bool, console: bool) {
+    if let Some(admin) = listen.admin
+        && !listen.admin_api_served(admin_tls)
+    {
+        errs.warn(
+            "listen.admin",
+            format!(
+                "{admin} is not a loopback address and admin.tls is not set: only /healthz, /readyz and /metrics \
+             are served there; /v1{} answer 403 admin_needs_tls (set admin.tls to serve them)",
+                if console && listen.console.is_none() {
+                    " and the console"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    if listen.transparent_tproxy && listen.transparent.is_none() {
+        errs.at(
+            "listen.transparent_tproxy",
+            "is set but listen.transparent is not; give the transparent listener an address",
+        );
+    }
+    // TCP listeners may not share an address (the DNS responder's TCP side is checked with them).
+    let tcp = listen.all();
+    for (i, (name, addr)) in tcp.iter().enumerate() {
+        if let Some((other, _)) = tcp[..i].iter().find(|(_, a)| a == addr && addr.port() != 0) {
+            errs.at(
+                *name,
+                format!("is {other}'s address too ({addr}); each listener needs its own"),
+            );
+        }
     }
 }

@@ -1,29 +1,60 @@
 //! Configuration: YAML in, typed and validated `Config` out.
 //!
-//! `raw.rs` mirrors the file (unknown keys are errors); `validate.rs` turns it into the types of `model.rs`
-//! and collects every problem with the path of the offending value. This is the only module that knows YAML
-//! (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same serde model).
+//! One file per section of the file (`listen.rs`, `audit.rs`, `policies.rs`, ...; `credentials/` by concern),
+//! each with the section as written (`Raw*`, serde's mirror: every key a user may write, unknown keys are
+//! errors), as validated, and the validation between them, which names the path of every offending value.
+//! `assemble.rs` holds the whole file (`RawConfig`, `Config`) and builds one from the other section by section.
+//! Shared by all: `scalars.rs` (numbers and switches as written), `shapes.rs` (what the JSON Schema says of values
+//! kept as text), `fields.rs` (readers of addresses, durations, sizes...), `errors.rs` (errors with their
+//! path), `lint.rs` (what `check` warns about), `schema.rs` (`cordon config schema`) and `paths.rs`. This is the
+//! only module that knows YAML (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same
+//! serde model).
 
+mod admin;
+mod approval;
+mod assemble;
+mod audit;
+mod ca;
 pub(crate) mod console;
+mod control;
 pub(crate) mod credentials;
+mod errors;
 mod export;
+mod fields;
+mod inline;
 pub(crate) mod jail;
+mod limits;
+mod lint;
 mod listen;
-pub(crate) mod minting;
-mod model;
+mod log;
+mod network;
 pub(crate) mod paths;
+mod policies;
 pub(crate) mod previews;
 pub(crate) mod principals;
-mod raw;
+mod sandboxes;
+mod scalars;
 pub(crate) mod schema;
-mod validate;
+mod shapes;
+mod timeouts;
+mod upstream;
 pub(crate) mod violations;
 
 use std::path::Path;
 
+use crate::identity::SandboxSpec;
+pub(crate) use approval::ApprovalConfig;
+pub use assemble::Config;
+pub(crate) use audit::{AuditChain, AuditConfig};
+pub use ca::CaConfig;
+pub(crate) use control::PostgresConfig;
+pub(crate) use credentials::minting;
+pub use errors::{ConfigError, ConfigErrors};
 pub(crate) use export::OtlpExport;
-pub use model::*;
-pub(crate) use validate::inline_policy;
+pub(crate) use inline::inline_policy;
+pub use limits::default_rates;
+pub(crate) use listen::Listener;
+pub use log::LogFormat;
 
 /// The embedded default configuration (`config/cordon.yaml`), used when no `--config` is given.
 pub(crate) const EMBEDDED: &str = include_str!("../../config/cordon.yaml");
@@ -53,8 +84,8 @@ impl Config {
 
     /// [`Config::parse`], reading relative paths against `base`.
     pub(crate) fn parse_at(source: &str, text: &str, base: paths::Base) -> Result<Config, ConfigErrors> {
-        let raw: raw::RawConfig = if is_blank(text) {
-            raw::RawConfig::default()
+        let raw: assemble::RawConfig = if is_blank(text) {
+            assemble::RawConfig::default()
         } else {
             serde_yaml_ng::from_str(text).map_err(|e| {
                 ConfigErrors(vec![ConfigError {
@@ -65,7 +96,7 @@ impl Config {
                 }])
             })?
         };
-        validate::validate(source, base, raw)
+        assemble::validate(source, base, raw)
     }
 
     /// Load from a file, or the embedded default when `path` is `None`. A file that holds nothing

@@ -1,12 +1,12 @@
-//! The JSON Schema of `cordon.yaml`: made from the raw types serde reads the file with (`raw.rs`), so it has
-//! every key cordon takes and none it refuses (`deny_unknown_fields` is `additionalProperties: false`), and their
-//! doc comments as descriptions. `cordon config schema` prints it; `docs/cordon.schema.json` is a copy kept
+//! The JSON Schema of `cordon.yaml`: made from the raw types serde reads the file with (`RawConfig` and each
+//! section's `Raw*` types), so it has every key cordon takes and none it refuses (`deny_unknown_fields` is
+//! `additionalProperties: false`), and their doc comments as descriptions. `cordon config schema` prints it; `docs/cordon.schema.json` is a copy kept
 //! equal to it by a test, for editors (the `yaml-language-server` modeline of the example files).
 
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-use super::raw::RawConfig;
+use super::assemble::RawConfig;
 
 /// What the schema calls itself.
 const TITLE: &str = "cordon.yaml";

@@ -1,8 +1,16 @@
 //! What bounds a sandbox beyond its rules: `policies.NAME.on_violation` (what happens to a sandbox that keeps being
 //! refused for what looks like probing for secrets, counted per kind within a window), and credential usage
-//! budgets (`credentials.NAME.budget`, `policies.NAME.credential_budget`).
+//! budgets (`credentials.NAME.budget`, `policies.NAME.credential_budget`). As written and validated.
 
 use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::errors::Errors;
+use super::fields::{A_COUNT, bytes, duration, whole};
+use super::scalars::Whole;
+use super::shapes;
 
 /// The kinds of refusal counted, each from the reason codes a refusal is recorded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -120,4 +128,135 @@ impl CredentialBudgets {
             .get(&(base.to_owned(), credential.to_owned()))
             .or_else(|| self.credentials.get(credential))
     }
+}
+
+/// `policies.NAME.on_violation:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawOnViolation {
+    /// The window the thresholds count in.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) window: Option<String>,
+    /// Placeholders or secrets sent off their binding.
+    pub(crate) exfiltration: Option<Whole>,
+    /// Metadata names or addresses.
+    pub(crate) metadata: Option<Whole>,
+    /// Private and special ranges, cordon itself.
+    pub(crate) private: Option<Whole>,
+    /// Any other refusal by the policy.
+    pub(crate) denied: Option<Whole>,
+    /// `revoke` or `hold`.
+    #[schemars(with = "Option<shapes::ViolationAction>")]
+    pub(crate) action: Option<String>,
+}
+
+/// `budget:` of a credential (or a policy's override).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a budget such as { requests: 1000, window: 1h }")]
+pub(super) struct RawBudget {
+    /// Requests it may be applied to per window.
+    pub(crate) requests: Option<Whole>,
+    /// Bytes (both ways) per window, e.g. `100MiB`.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) bytes: Option<String>,
+    /// The window, e.g. `1h`.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) window: Option<String>,
+    /// `sandbox` (default) or `user`.
+    #[schemars(with = "Option<shapes::BudgetPer>")]
+    pub(crate) per: Option<String>,
+}
+
+/// `on_violation` of the policy at `base`: a window, at least one threshold, and an action.
+pub(super) fn on_violation(errs: &mut Errors, base: &str, raw: RawOnViolation) -> Option<OnViolation> {
+    let at = format!("{base}.on_violation");
+    let window = duration(errs, &format!("{at}.window"), raw.window, Duration::from_secs(600));
+    let mut thresholds = Vec::new();
+    for (kind, n) in [
+        (ViolationKind::Exfiltration, raw.exfiltration),
+        (ViolationKind::Metadata, raw.metadata),
+        (ViolationKind::Private, raw.private),
+        (ViolationKind::Denied, raw.denied),
+    ] {
+        let n = whole(errs, &format!("{at}.{}", kind.as_str()), n, A_COUNT);
+        match n.map(u32::try_from) {
+            None => {}
+            Some(Ok(n)) if n >= 1 => thresholds.push((kind, n)),
+            Some(_) => errs.at(
+                format!("{at}.{}", kind.as_str()),
+                format!(
+                    "{} must be at least 1 (refusals within the window); leave it out not to count {}",
+                    n.unwrap_or_default(),
+                    kind.as_str()
+                ),
+            ),
+        }
+    }
+    let action = match raw.action.as_deref() {
+        Some("revoke") => Some(ViolationAction::Revoke),
+        Some("hold") => Some(ViolationAction::Hold),
+        Some(other) => {
+            errs.at(
+                format!("{at}.action"),
+                format!("{other:?} is not an action; write revoke or hold"),
+            );
+            None
+        }
+        None => {
+            errs.at(format!("{at}.action"), "is missing; write revoke or hold");
+            None
+        }
+    };
+    if thresholds.is_empty() {
+        errs.at(
+            &at,
+            "counts nothing; give at least one threshold: exfiltration, metadata, private or denied",
+        );
+        return None;
+    }
+    Some(OnViolation {
+        window,
+        thresholds,
+        action: action?,
+    })
+}
+
+/// `credentials.NAME.budget` or `policies.P.credential_budget.NAME`, at `at`.
+pub(super) fn budget(errs: &mut Errors, at: &str, raw: RawBudget) -> Option<CredentialBudget> {
+    let given = whole(errs, &format!("{at}.requests"), raw.requests.clone(), A_COUNT);
+    let requests = given.and_then(|n| match u64::try_from(n) {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            errs.at(format!("{at}.requests"), format!("{n} must be at least 1"));
+            None
+        }
+    });
+    let bytes = bytes(errs, &format!("{at}.bytes"), raw.bytes);
+    let window = duration(errs, &format!("{at}.window"), raw.window, Duration::from_secs(3600));
+    if window < Duration::from_secs(1) {
+        errs.at(format!("{at}.window"), "must be at least 1s");
+    }
+    let per_user = match raw.per.as_deref() {
+        None | Some("sandbox") => false,
+        Some("user") => true,
+        Some(other) => {
+            errs.at(
+                format!("{at}.per"),
+                format!("{other:?} is not a subject; write sandbox or user"),
+            );
+            false
+        }
+    };
+    if raw.requests.is_none() && bytes.is_none() {
+        errs.at(at, "limits nothing; give requests, bytes or both");
+        return None;
+    }
+    Some(CredentialBudget {
+        budget: crate::limits::Budget {
+            requests,
+            bytes,
+            window,
+        },
+        per_user,
+    })
 }

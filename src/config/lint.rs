@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use ipnet::IpNet;
 
-use super::fields::Errors;
-use crate::config::model::Network;
+use super::errors::Errors;
+use super::network::Network;
 use crate::net::ipguard::{SpecialOverlap, is_metadata_net, special_overlaps};
 use crate::policy::Policy;
 use crate::policy::allowlist::HostPattern;

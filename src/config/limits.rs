@@ -1,51 +1,151 @@
-//! Validation of `timeouts:`, `limits:` and `approval:`.
+//! `limits:`: connection caps, request-head and WebSocket sizes, and the rates, caps and byte budgets per
+//! sandbox, per user and per source address, as written and validated.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use super::fields::secret_ref;
-use super::fields::{A_COUNT, Errors, duration, whole};
-use crate::config::model::{ApprovalConfig, Limits, Timeouts, WebhookSpec};
-use crate::config::raw::{RawApproval, RawLimits, RawRate, RawTimeouts};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::errors::Errors;
+use super::fields::{A_COUNT, bytes, duration, whole};
+use super::scalars::Whole;
+use super::shapes;
 use crate::limits::Rate;
 
-pub(super) fn timeouts(errs: &mut Errors, raw: RawTimeouts) -> Timeouts {
-    let d = Timeouts::default();
-    let first_given = raw.first_request_headers.is_some();
-    let mut t = Timeouts {
-        connect: duration(errs, "timeouts.connect", raw.connect, d.connect),
-        request_headers: duration(errs, "timeouts.request_headers", raw.request_headers, d.request_headers),
-        first_request_headers: duration(
-            errs,
-            "timeouts.first_request_headers",
-            raw.first_request_headers,
-            d.first_request_headers,
-        ),
-        upstream_headers: duration(
-            errs,
-            "timeouts.upstream_headers",
-            raw.upstream_headers,
-            d.upstream_headers,
-        ),
-        drain: duration(errs, "timeouts.drain", raw.drain, d.drain),
-        tls_handshake: duration(errs, "timeouts.tls_handshake", raw.tls_handshake, d.tls_handshake),
-        idle: duration(errs, "timeouts.idle", raw.idle, d.idle),
-        tunnel_max: duration(errs, "timeouts.tunnel_max", raw.tunnel_max, d.tunnel_max),
-    };
-    if t.first_request_headers > t.request_headers {
-        if first_given {
-            errs.at(
-                "timeouts.first_request_headers",
-                format!(
-                    "{:?} is longer than timeouts.request_headers ({:?}); the first head's deadline is the shorter one",
-                    t.first_request_headers, t.request_headers
-                ),
-            );
+/// `limits:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawLimits {
+    /// Open client connections at once.
+    pub(crate) max_connections: Option<Whole>,
+    /// Request line plus headers.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) max_request_header_bytes: Option<String>,
+    /// Per-sandbox rates, caps and byte budgets.
+    pub(crate) per_sandbox: Option<RawSandboxLimits>,
+    /// Per-user rates and caps.
+    pub(crate) per_user: Option<RawUserLimits>,
+    /// Failed proxy authentications per (source address, claimed sandbox id).
+    pub(crate) auth_failures: Option<RawRate>,
+    /// Per source address, before a sandbox is known.
+    pub(crate) per_source: Option<RawSourceLimits>,
+    /// The largest WebSocket message relayed, either way.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) websocket_message: Option<String>,
+    /// The largest WebSocket frame relayed, either way.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) websocket_frame: Option<String>,
+}
+
+/// `limits.per_sandbox:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawSandboxLimits {
+    /// Requests (and CONNECTs) per second.
+    pub(crate) requests: Option<RawRate>,
+    /// Requests per second to one host.
+    pub(crate) per_host: Option<RawRate>,
+    /// New connections and tunnels per second.
+    pub(crate) connections: Option<RawRate>,
+    /// Open connections plus tunnels.
+    pub(crate) max_open: Option<Whole>,
+    /// Upload bytes per `budget_window`.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) upload: Option<String>,
+    /// Download bytes per `budget_window`.
+    #[schemars(with = "Option<shapes::Size>")]
+    pub(crate) download: Option<String>,
+    /// The byte budgets' window.
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) budget_window: Option<String>,
+}
+
+/// `limits.per_user:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawUserLimits {
+    /// Requests per second over all the user's sandboxes.
+    pub(crate) requests: Option<RawRate>,
+    /// Open connections plus tunnels over all the user's sandboxes.
+    pub(crate) max_open: Option<Whole>,
+    /// Jails the user may run at once on this host.
+    pub(crate) jails: Option<Whole>,
+}
+
+/// `limits.per_source:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawSourceLimits {
+    /// Connections from one address that have not authenticated yet.
+    pub(crate) unauthenticated: Option<Whole>,
+    /// Failed proxy authentications from one address, whatever sandbox they name.
+    pub(crate) auth_failures: Option<RawRate>,
+}
+
+/// A rate: `{ per_second: 50, burst: 100 }`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a rate such as { per_second: 50, burst: 100 }")]
+pub(super) struct RawRate {
+    /// Sustained rate.
+    pub(crate) per_second: Whole,
+    /// At once (default: `per_second`).
+    pub(crate) burst: Option<Whole>,
+}
+
+/// `limits:`
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Client connections open at once; more are refused with 503.
+    pub(crate) max_connections: usize,
+    /// Request line plus headers; larger heads get 431.
+    pub(crate) max_request_header_bytes: usize,
+    /// Connections from one source address that have not authenticated yet; more are refused.
+    pub(crate) unauthenticated_per_source: usize,
+    /// Rates, caps and byte budgets per sandbox, per user and per source address.
+    pub(crate) rates: crate::limits::LimitSpec,
+    /// The largest WebSocket message relayed either way; a larger one closes the WebSocket with 1009.
+    pub(crate) websocket_message: usize,
+    /// The largest WebSocket frame relayed either way; a larger one closes the WebSocket with 1009.
+    pub(crate) websocket_frame: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 4096,
+            max_request_header_bytes: 64 * 1024,
+            unauthenticated_per_source: 256,
+            rates: default_rates(),
+            websocket_message: 16 * 1024 * 1024,
+            websocket_frame: 16 * 1024 * 1024,
         }
-        // The default gives way to a shorter request_headers.
-        t.first_request_headers = t.request_headers;
     }
-    t
+}
+
+/// The rates and caps in force when the file sets none: generous for one agent, a bound for a runaway one.
+/// Byte budgets are off unless configured.
+pub fn default_rates() -> crate::limits::LimitSpec {
+    use crate::limits::Rate;
+    use std::num::NonZeroU32;
+    let rate = |per_second: u32, burst: u32| {
+        NonZeroU32::new(per_second)
+            .zip(NonZeroU32::new(burst))
+            .map(|(per_second, burst)| Rate { per_second, burst })
+    };
+    crate::limits::LimitSpec {
+        sandbox_requests: rate(100, 200),
+        user_requests: rate(500, 1000),
+        host_requests: None,
+        sandbox_connections: rate(50, 100),
+        sandbox_open: Some(512),
+        user_open: Some(2048),
+        budget_window: Duration::from_secs(3600),
+        sandbox_upload: None,
+        sandbox_download: None,
+        auth_failures: rate(5, 20),
+        source_auth_failures: rate(50, 200),
+    }
 }
 
 fn count(errs: &mut Errors, path: &str, n: i64, what: &str) -> Option<u32> {
@@ -75,21 +175,7 @@ fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rat
     })
 }
 
-pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
-    let text = raw?;
-    match text.parse::<bytesize::ByteSize>() {
-        Ok(size) if size.as_u64() > 0 => Some(size.as_u64()),
-        Ok(_) => {
-            errs.at(path, format!("{text:?} is zero; give a size such as \"1GiB\""));
-            None
-        }
-        Err(e) => {
-            errs.at(path, format!("{text:?} is not a size ({e}); write e.g. \"500MiB\""));
-            None
-        }
-    }
-}
-
+/// `limits:`: caps, sizes, and the rates, caps and budgets per sandbox, user and source address.
 pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
     let mut limits = Limits::default();
     if let Some(n) = whole(errs, "limits.max_connections", raw.max_connections, A_COUNT) {
@@ -204,63 +290,4 @@ pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
         );
     }
     limits
-}
-
-pub(super) fn approval(errs: &mut Errors, raw: RawApproval) -> ApprovalConfig {
-    let mut a = ApprovalConfig {
-        timeout: duration(errs, "approval.timeout", raw.timeout, ApprovalConfig::default().timeout),
-        ..ApprovalConfig::default()
-    };
-    if a.timeout > Duration::from_secs(24 * 3600) {
-        errs.at(
-            "approval.timeout",
-            "is over a day; a held request keeps a connection open all that time",
-        );
-    }
-    let per_sandbox_given = raw.max_pending_per_sandbox.is_some();
-    for (path, raw, slot) in [
-        ("approval.max_pending", raw.max_pending, &mut a.max_pending),
-        (
-            "approval.max_pending_per_sandbox",
-            raw.max_pending_per_sandbox,
-            &mut a.max_pending_per_sandbox,
-        ),
-        (
-            "approval.max_pending_per_user",
-            raw.max_pending_per_user,
-            &mut a.max_pending_per_user,
-        ),
-    ] {
-        if let Some(n) = whole(errs, path, raw, A_COUNT) {
-            match usize::try_from(n) {
-                Ok(n) if n >= 1 => *slot = n,
-                _ => errs.at(path, format!("{n} must be at least 1")),
-            }
-        }
-    }
-    if !per_sandbox_given {
-        // The default gives way to a smaller per-user cap.
-        a.max_pending_per_sandbox = a.max_pending_per_sandbox.min(a.max_pending_per_user);
-    }
-    if a.max_pending_per_sandbox > a.max_pending_per_user {
-        errs.at(
-            "approval.max_pending_per_sandbox",
-            format!(
-                "{} is over approval.max_pending_per_user ({}); a sandbox's asks count towards its user's",
-                a.max_pending_per_sandbox, a.max_pending_per_user
-            ),
-        );
-    }
-    if let Some(w) = raw.webhook {
-        let url = match w.url.parse::<http::Uri>() {
-            Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
-            _ => {
-                errs.at("approval.webhook.url", format!("{:?} is not an http(s) URL", w.url));
-                None
-            }
-        };
-        let secret = w.secret.and_then(|s| secret_ref(errs, "approval.webhook.secret", s));
-        a.webhook = url.map(|url| WebhookSpec { url, secret });
-    }
-    a
 }

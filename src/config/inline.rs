@@ -2,11 +2,36 @@
 //! the file (the same messages), with the JSON path of each offending value, then held to its ceiling: the
 //! named policy it `extends`, which it may only narrow.
 
-use super::fields::Errors;
-use super::policies::policy;
-use crate::config::model::Config;
-use crate::config::raw::RawInline;
+use serde::Deserialize;
+
+use super::assemble::Config;
+use super::errors::Errors;
+use super::policies::{RawRule, policy};
 use crate::policy::Policy;
+
+/// A sandbox's own policy as the admin API receives it (`POST /v1/sandboxes`, `PATCH /v1/sandboxes/{id}`): the
+/// named policy it narrows, and rules written exactly as under `policies:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a policy: a mapping with extends, allow...")]
+pub(super) struct RawInline {
+    /// The policy of the file it narrows (its ceiling).
+    pub(crate) extends: String,
+    /// `enforce` (default) or `report` (only where the base reports).
+    pub(crate) mode: Option<String>,
+    /// Ordered allow rules.
+    #[serde(default)]
+    pub(crate) allow: Vec<RawRule>,
+    /// Credentials it may use; absent: the base's.
+    pub(crate) credentials: Option<Vec<String>>,
+    /// Refused with a message when present at all (even `null`): the base's narrowing applies.
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) credential_scope: bool,
+}
+
+/// True for a member that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
 
 /// What is wrong with an inline policy, at which JSON path (`policy.allow[0].host`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 macro_rules! shape {
     ($(#[$doc:meta])* $name:ident, inline: $inline:expr, $schema:tt) => {
         $(#[$doc])*
-        pub(in crate::config) enum $name {}
+        pub(super) enum $name {}
 
         impl JsonSchema for $name {
             fn inline_schema() -> bool {

@@ -1,11 +1,84 @@
-//! Validation of AWS credentials: `source.aws` (keys, and a role to assume with them) and
-//! `inject.aws_sigv4` (the region and service cordon signs for).
+//! AWS credentials: `source.aws` (keys, and a role to assume with them), as written and validated (how cordon
+//! signs with them, `inject.aws_sigv4`, is in `inject.rs`).
 
 use std::time::Duration;
 
-use super::fields::{Errors, duration, secret_ref, url};
-use crate::config::credentials::{AssumeRoleSpec, AwsSpec, Inject};
-use crate::config::raw::{RawAws, RawAwsSigV4};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::secret::{RawSecretRef, SecretRef, secret_ref};
+use crate::config::errors::Errors;
+use crate::config::fields::{duration, url};
+use crate::config::shapes;
+
+/// `source.aws:`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(crate) struct RawAws {
+    /// Where the access key id is.
+    pub(crate) access_key_id: RawSecretRef,
+    /// Where the secret access key is.
+    pub(crate) secret_access_key: RawSecretRef,
+    /// Where a session token is (keys that are themselves temporary).
+    pub(crate) session_token: Option<RawSecretRef>,
+    /// Assume a role with these keys.
+    pub(crate) assume_role: Option<RawAssumeRole>,
+}
+
+/// `source.aws.assume_role:`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(crate) struct RawAssumeRole {
+    /// The role's ARN.
+    pub(crate) role_arn: String,
+    /// `RoleSessionName` (default `cordon`).
+    pub(crate) session_name: Option<String>,
+    /// Lifetime of the keys, e.g. `1h` (default; 15m to 12h).
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) duration: Option<String>,
+    /// `ExternalId`.
+    #[schemars(with = "Option<shapes::Text>")]
+    pub(crate) external_id: Option<String>,
+    /// STS endpoint (default `https://sts.<region>.amazonaws.com`).
+    #[schemars(with = "Option<shapes::HttpUrl>")]
+    pub(crate) endpoint: Option<String>,
+    /// Region of the STS endpoint (default `us-east-1`).
+    pub(crate) region: Option<String>,
+    /// A session policy (an IAM policy document) narrowing the role.
+    pub(crate) session_policy: Option<serde_json::Value>,
+}
+
+/// AWS credentials: an access key, and optionally a role assumed with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AwsSpec {
+    /// The access key id.
+    pub(crate) access_key_id: SecretRef,
+    /// The secret access key.
+    pub(crate) secret_access_key: SecretRef,
+    /// A session token, for keys that are themselves temporary.
+    pub(crate) session_token: Option<SecretRef>,
+    /// Assume this role with the key and sign with the role's short-lived keys.
+    pub(crate) assume_role: Option<AssumeRoleSpec>,
+}
+
+/// STS AssumeRole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AssumeRoleSpec {
+    /// The role's ARN.
+    pub(crate) role_arn: String,
+    /// `RoleSessionName` (what CloudTrail shows).
+    pub(crate) session_name: String,
+    /// How long the keys live (900 s to 12 h).
+    pub(crate) duration: std::time::Duration,
+    /// `ExternalId`, if the role's trust policy asks for one.
+    pub(crate) external_id: Option<String>,
+    /// The STS endpoint.
+    pub(crate) endpoint: http::Uri,
+    /// The region STS requests are signed for.
+    pub(crate) region: String,
+    /// A session policy narrowing the role for every policy that does not set its own (JSON).
+    pub(crate) session_policy: Option<String>,
+}
 
 /// The shortest and longest lives STS gives assumed-role keys.
 const ROLE_DURATION: (Duration, Duration) = (Duration::from_secs(15 * 60), Duration::from_secs(12 * 3600));
@@ -73,34 +146,6 @@ pub(super) fn source(errs: &mut Errors, base: &str, raw: RawAws) -> Option<AwsSp
         assume_role,
     };
     (errs.list.len() == before).then_some(spec)
-}
-
-/// `inject.aws_sigv4` at `base`.
-pub(super) fn inject(errs: &mut Errors, base: &str, raw: RawAwsSigV4) -> Option<Inject> {
-    let before = errs.list.len();
-    if let Some(region) = &raw.region
-        && !is_region(region)
-    {
-        errs.at(
-            format!("{base}.region"),
-            format!("{region:?} is not an AWS region name"),
-        );
-    }
-    if let Some(service) = &raw.service
-        && (service.is_empty()
-            || !service
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-    {
-        errs.at(
-            format!("{base}.service"),
-            format!("{service:?} is not an AWS service signing name (e.g. s3, sts, bedrock)"),
-        );
-    }
-    (errs.list.len() == before).then_some(Inject::AwsSigV4 {
-        region: raw.region,
-        service: raw.service,
-    })
 }
 
 /// A session policy: an IAM policy document (an object), kept as compact JSON; STS takes up to 2,048

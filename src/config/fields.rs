@@ -1,47 +1,14 @@
-//! The helpers every part of validation shares: the error list, and the readers of addresses, durations,
-//! ranges, ports, methods, path globs, URLs and secret references, each naming the offending value's path.
+//! The readers every section's validation shares: whole numbers, switches, addresses, durations, sizes,
+//! ranges, ports, methods, path globs and URLs, each naming the offending value's path when it is wrong.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use ipnet::IpNet;
 
-use crate::config::credentials::SecretRef;
-use crate::config::model::ConfigError;
-use crate::config::raw::{Flag, RawSecretRef, Whole};
+use super::errors::Errors;
+use super::scalars::{Flag, Whole};
 use crate::policy::allowlist::{compile_paths, parse_method_checked, parse_port};
-
-/// Errors gathered while validating one file.
-pub(super) struct Errors {
-    pub(super) file: String,
-    pub(super) list: Vec<ConfigError>,
-    /// What is accepted but probably not meant, with where.
-    pub(super) warnings: Vec<String>,
-    /// What the file's relative paths are read against.
-    pub(super) base: crate::config::paths::Base,
-}
-
-impl Errors {
-    /// Note something accepted but probably not meant: `FILE: PATH: message`.
-    pub(super) fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.warnings
-            .push(format!("{}: {}: {}", self.file, path.into(), message.into()));
-    }
-
-    /// A path the file wrote, read against the file's base (see [`crate::config::paths`]).
-    pub(super) fn path(&self, written: &str) -> std::path::PathBuf {
-        self.base.resolve(written)
-    }
-
-    pub(super) fn at(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.list.push(ConfigError {
-            file: self.file.clone(),
-            location: None,
-            path: path.into(),
-            message: message.into(),
-        });
-    }
-}
 
 /// What belongs in a port field.
 pub(super) const A_PORT: &str = "a port number (1-65535)";
@@ -72,6 +39,7 @@ pub(super) fn flag(errs: &mut Errors, path: &str, raw: Option<Flag>) -> Option<b
     }
 }
 
+/// An address and port (`default` when absent).
 pub(super) fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, default: &str) -> SocketAddr {
     let text = raw.unwrap_or(default);
     text.parse().unwrap_or_else(|_| {
@@ -83,6 +51,7 @@ pub(super) fn socket_addr(errs: &mut Errors, path: &str, raw: Option<&str>, defa
     })
 }
 
+/// A positive duration (`default` when absent or wrong).
 pub(super) fn duration(errs: &mut Errors, path: &str, raw: Option<String>, default: Duration) -> Duration {
     let Some(text) = raw else { return default };
     match humantime::parse_duration(&text) {
@@ -104,6 +73,23 @@ pub(super) fn duration(errs: &mut Errors, path: &str, raw: Option<String>, defau
     }
 }
 
+/// A positive size in bytes (`None` when absent or wrong).
+pub(super) fn bytes(errs: &mut Errors, path: &str, raw: Option<String>) -> Option<u64> {
+    let text = raw?;
+    match text.parse::<bytesize::ByteSize>() {
+        Ok(size) if size.as_u64() > 0 => Some(size.as_u64()),
+        Ok(_) => {
+            errs.at(path, format!("{text:?} is zero; give a size such as \"1GiB\""));
+            None
+        }
+        Err(e) => {
+            errs.at(path, format!("{text:?} is not a size ({e}); write e.g. \"500MiB\""));
+            None
+        }
+    }
+}
+
+/// A CIDR with no bits below its prefix, or one address.
 pub(super) fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
     if let Ok(ip) = text.parse::<IpAddr>() {
         return Some(IpNet::from(ip));
@@ -130,6 +116,7 @@ pub(super) fn cidr(errs: &mut Errors, path: &str, text: &str) -> Option<IpNet> {
     }
 }
 
+/// An IP address.
 pub(super) fn ip(errs: &mut Errors, path: &str, text: &str) -> Option<IpAddr> {
     text.parse()
         .map_err(|_| errs.at(path, format!("{text:?} is not an IP address")))
@@ -195,6 +182,7 @@ pub(super) fn paths(errs: &mut Errors, base: &str, raw: Option<&[String]>) -> Op
         .ok()
 }
 
+/// An http(s) URL with a host.
 pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri> {
     match text.parse::<http::Uri>() {
         Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some() => Some(u),
@@ -205,18 +193,11 @@ pub(super) fn url(errs: &mut Errors, path: &str, text: &str) -> Option<http::Uri
     }
 }
 
-pub(super) fn secret_ref(errs: &mut Errors, path: &str, raw: RawSecretRef) -> Option<SecretRef> {
-    match (raw.vault, raw.env, raw.openbao, raw.file) {
-        (Some(v), None, None, None) => Some(SecretRef::Vault(v)),
-        (None, Some(e), None, None) => Some(SecretRef::Env(e)),
-        (None, None, Some(b), None) => Some(SecretRef::OpenBao(b)),
-        (None, None, None, Some(f)) if !f.trim().is_empty() => Some(SecretRef::File(errs.path(&f))),
-        _ => {
-            errs.at(
-                path,
-                "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY` or `file: PATH`",
-            );
-            None
-        }
-    }
+/// Whether `host` is `localhost` or a loopback address (bracketed or not).
+pub(super) fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

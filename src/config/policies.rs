@@ -1,14 +1,127 @@
-//! Validation of `policies:`: modes, and each rule's host or CIDRs, ports, methods, paths and TLS mode.
+//! `policies:`: each policy's mode and rules (a host or CIDRs, ports, methods, paths, the TLS mode, the action,
+//! and the `mcp:` and `graphql:` sections), as written and validated. What else a policy holds is validated
+//! with what it bounds: `credentials`/`credential_scope` (`credentials/`), `on_violation` and
+//! `credential_budget` (`violations.rs`), `expose` (`previews.rs`), `jail` (`jail.rs`).
 
 use std::collections::BTreeMap;
 
 use ipnet::IpNet;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::fields::{Errors, cidr, methods, paths, ports};
-use crate::config::raw::{RawPolicy, RawRule};
+use super::credentials::RawScope;
+use super::errors::Errors;
+use super::fields::{cidr, methods, paths, ports};
+use super::jail::RawJailLimits;
+use super::scalars::Whole;
+use super::shapes;
+use super::violations::{RawBudget, RawOnViolation};
 use crate::policy::allowlist::DEFAULT_PORTS;
 use crate::policy::{Action, HostPattern, Mode, Policy, Rule, TlsMode};
 
+/// One entry of `policies:`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a policy: a mapping with allow, credentials...")]
+pub(super) struct RawPolicy {
+    /// `enforce` (default) or `report`.
+    #[schemars(with = "Option<shapes::PolicyMode>")]
+    pub(crate) mode: Option<String>,
+    /// Ordered allow rules.
+    #[serde(default)]
+    pub(crate) allow: Vec<RawRule>,
+    /// Credentials sandboxes of this policy may use.
+    #[serde(default)]
+    pub(crate) credentials: Vec<String>,
+    /// Per-credential narrowing for this policy's sandboxes (OAuth2 scope/audience/resource, GitHub App
+    /// repositories/permissions).
+    #[serde(default)]
+    pub(crate) credential_scope: BTreeMap<String, RawScope>,
+    /// What happens to a sandbox that keeps being refused for probing.
+    pub(crate) on_violation: Option<RawOnViolation>,
+    /// Credential budgets for this policy's sandboxes, replacing the credentials' own.
+    #[serde(default)]
+    pub(crate) credential_budget: BTreeMap<String, RawBudget>,
+    /// Ports of its sandboxes that preview URLs may open.
+    #[schemars(with = "Option<Vec<shapes::Port>>")]
+    pub(crate) expose: Option<Vec<Whole>>,
+    /// What a jail for a sandbox of this policy may spend (over `jail:`).
+    pub(crate) jail: Option<RawJailLimits>,
+}
+
+/// One allow rule.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a rule: a mapping with host (or cidrs), and ports, methods, paths..."
+)]
+pub(super) struct RawRule {
+    /// Exact host or `*.suffix`.
+    pub(crate) host: Option<String>,
+    /// CIDRs for IP-literal destinations.
+    #[schemars(with = "Option<Vec<shapes::Cidr>>")]
+    pub(crate) cidrs: Option<Vec<String>>,
+    /// Allowed ports.
+    #[schemars(with = "Option<Vec<shapes::Port>>")]
+    pub(crate) ports: Option<Vec<Whole>>,
+    /// Allowed methods.
+    pub(crate) methods: Option<Vec<String>>,
+    /// Allowed path globs.
+    pub(crate) paths: Option<Vec<String>>,
+    /// `intercept` (default) or `tunnel`.
+    #[schemars(with = "Option<shapes::TlsMode>")]
+    pub(crate) tls: Option<String>,
+    /// `allow` (default) or `ask` (hold for a human's approval).
+    #[schemars(with = "Option<shapes::RuleAction>")]
+    pub(crate) action: Option<String>,
+    /// For an MCP endpoint: the tools its sandboxes may call, ask for, never call; further methods.
+    pub(crate) mcp: Option<RawMcp>,
+    /// For a GraphQL endpoint: the operations its sandboxes may send, ask for, never send; the names they may use.
+    pub(crate) graphql: Option<RawGraphql>,
+}
+
+/// A rule's `mcp:` section.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an mcp section: a mapping with tools, ask, deny and methods (lists of names or globs)"
+)]
+pub(super) struct RawMcp {
+    /// Tools called at once.
+    #[serde(default)]
+    pub(crate) tools: Vec<String>,
+    /// Tools held for a person.
+    #[serde(default)]
+    pub(crate) ask: Vec<String>,
+    /// Tools refused.
+    #[serde(default)]
+    pub(crate) deny: Vec<String>,
+    /// JSON-RPC methods beyond the lifecycle and tools/call.
+    #[serde(default)]
+    pub(crate) methods: Vec<String>,
+}
+
+/// A rule's `graphql:` section.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a graphql section: a mapping with operations, ask, deny (operation types or type.field) and names"
+)]
+pub(super) struct RawGraphql {
+    /// Operation types or type.field entries sent at once.
+    #[serde(default)]
+    pub(crate) operations: Vec<String>,
+    /// Held for a person.
+    #[serde(default)]
+    pub(crate) ask: Vec<String>,
+    /// Refused.
+    #[serde(default)]
+    pub(crate) deny: Vec<String>,
+    /// When given, the only operation names that may be sent.
+    #[serde(default)]
+    pub(crate) names: Vec<String>,
+}
+
+/// `policies:`: each named policy's mode and rules.
 pub(super) fn policies(errs: &mut Errors, raw: BTreeMap<String, RawPolicy>) -> BTreeMap<String, Policy> {
     let mut out = BTreeMap::new();
     for (name, p) in raw {

@@ -13,7 +13,7 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 
 /// A whole number, or what was written where one belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::config) enum Whole {
+pub(super) enum Whole {
     /// The number.
     Given(i64),
     /// What was written instead: `the text "lots"`, `the decimal number 1.5`, `a list`...
@@ -22,7 +22,7 @@ pub(in crate::config) enum Whole {
 
 /// `true` or `false`, or what was written where one belongs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::config) enum Flag {
+pub(super) enum Flag {
     /// The value.
     Given(bool),
     /// What was written instead.
