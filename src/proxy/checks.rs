@@ -1,40 +1,18 @@
 //! Steps 2, 4 and 5: the request is within its sandbox's rates, unambiguous, and allowed by its policy.
 
-use std::sync::Arc;
-
 use http::Method;
 
-use super::dry::{DryRefusal, Note};
 use super::exchange::Exchange;
+/// The decision's hand-over, where the protocol steps have long found it.
+pub(crate) use super::handover::Permit;
 use super::input::Intent;
+use super::notes::{DryRefusal, Note};
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
-use crate::policy::{Action, DenyReason, Mode, Policy, Question, TlsMode};
+use crate::policy::{Action, DenyReason, Mode, Question, TlsMode};
 use crate::proxy::headers;
 use crate::reason::Reason;
-use crate::session::admission;
 use crate::target::{Target, check_path};
-
-/// What the policy decided, with everything later steps need.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Permit {
-    /// The allowing rule (`None` when only report mode let it through).
-    pub(crate) rule: Option<usize>,
-    /// What happens to TLS after a CONNECT: intercepted or tunnelled.
-    pub(crate) tls: TlsMode,
-    /// Whether the request goes at once or waits for a human.
-    pub(crate) action: Action,
-    /// The credentials of the policy that may be applied to this request: bound to its destination,
-    /// method and path, and only inside an interception (never over cleartext).
-    pub(crate) credentials: Vec<crate::names::CredentialName>,
-    /// The policy's `mask_echo` credentials bound to the destination's host: their secrets are masked in
-    /// whatever comes back.
-    pub(crate) masked: Vec<crate::names::CredentialName>,
-    /// The policy that decided. The later steps (the approver's view of the rule, the credentials applied,
-    /// the masking) use it and never look the sandbox's policy up again, so a PATCH of the sandbox's policy
-    /// while the request waits cannot mix two policies in one request.
-    pub(crate) policy: Option<Arc<Policy>>,
-}
 
 impl Exchange {
     /// Step 4: refuse a destination name that carries a credential, and what two parsers could read
@@ -95,27 +73,7 @@ impl Exchange {
     /// Step 2: the sandbox's rates and byte budget, counted for everything it sends, readable or not
     /// (nothing is counted in a dry run); and whether its records can be written.
     pub(super) fn admit(&mut self, sandbox: &Sandbox, target: Option<&Target>, ask: &Intent) -> Result<(), ProxyError> {
-        let Some(state) = self.state() else {
-            return Ok(());
-        };
-        // SECURITY: a declared sandbox revoked for violations (on_violation: revoke) is refused as revoked.
-        if state.violations.suspended(&sandbox.id) {
-            return Err(ProxyError::Auth(crate::identity::AuthFailure::Revoked));
-        }
-        let limits = state.limits();
-        match ask {
-            // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
-            // can neither exhaust the resolver nor stream data out at line rate through allowed names.
-            Intent::Name { .. } => admission::query(&limits, sandbox, target),
-            Intent::Tunnel | Intent::Request { .. } => admission::request(&limits, sandbox, target),
-        }
-        .map_err(ProxyError::Limited)?;
-        // SECURITY: nothing is served that cannot be recorded: while the audit output fails (a disk that failed
-        // or filled), every request, tunnel and query is refused until a write succeeds again.
-        match state.audit.health() {
-            Some(health) if !health.is_up() => Err(ProxyError::AuditUnavailable),
-            _ => Ok(()),
-        }
+        self.fx.admit(sandbox, target, ask)
     }
 
     /// Step 5: the sandbox's policy, asked once. A refusal is recorded by [`Exchange::refuse`]; what is
@@ -123,7 +81,7 @@ impl Exchange {
     pub(super) fn decide(&mut self, sandbox: &Sandbox, target: &Target, ask: &Intent) -> Result<Permit, ProxyError> {
         let generation = self.generation.clone();
         // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
-        let Some(policy) = generation.policy_for(sandbox, self.state().map(|s| &s.control)) else {
+        let Some(policy) = self.fx.policy_for(&generation, sandbox) else {
             return Err(ProxyError::Denied {
                 reason: DenyReason::NoRule,
                 target: target.clone(),
@@ -156,10 +114,8 @@ impl Exchange {
         });
         // A dry run goes on past a denial (noted above, with the answer live traffic gets), to show what the
         // later steps say too.
-        if let Some(denied) = denied
-            && self.state().is_some()
-        {
-            return Err(denied);
+        if let Some(denied) = denied {
+            self.fx.denied(denied)?;
         }
         self.audit
             .allowed(decided.rule, decided.deny.as_ref().map(DenyReason::reason));
@@ -177,9 +133,7 @@ impl Exchange {
         let mut action = rule.map(|r| r.action).unwrap_or_default();
         // SECURITY: a sandbox held for violations (on_violation: hold): every request waits for a person, and a
         // tunnel cordon cannot look into is refused (there would be no request to ask about).
-        if let Some(state) = self.state()
-            && state.violations.held(&sandbox.id)
-        {
+        if self.fx.held(sandbox) {
             match ask {
                 Intent::Request { .. } => action = Action::Ask,
                 Intent::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),

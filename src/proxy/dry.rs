@@ -1,191 +1,211 @@
-//! What a dry run found at each step, for `cordon explain` to print, and how the live exchange would end.
-//!
-//! A dry run goes on past a refusal to show every reason, but live traffic stops at the first: every note that
-//! refuses carries the refusal as live traffic would answer it, and [`Ending::of`] reads the notes the way the
-//! live exchange runs (stopping at the first refusal), so `explain` and the audit record say the same thing.
+//! A dry run's effects (`cordon explain`): the same phases as live traffic, with nothing counted, held,
+//! attached, dialled or sent. What each phase would do is noted ([`super::notes`]), and a refusal is noted and
+//! passed, to show what the later phases say too.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::net::IpAddr;
+use std::sync::Arc;
 
-use serde::Serialize;
+use async_trait::async_trait;
+use http::{Request, Response};
+use hyper::body::Incoming;
 
-use crate::audit::Verdict;
+use super::effects::{Attached, Dialled, Effects};
+use super::handover::{Permit, Reply};
+use super::input::{Claim, Inside, Intent};
+use super::notes::{CredentialUse, DryRefusal, Note, Notes};
+use crate::addr::ClientAddr;
+use crate::approval::{HeldRequest, Resolution};
+use crate::audit::Kind;
+use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::names::CredentialName;
-use crate::policy::{DenyReason, Mode, TlsMode};
+use crate::generation::Generation;
+use crate::identity::{AuthFailure, Sandbox};
+use crate::limits::Meter;
+use crate::net::DialError;
+use crate::policy::{Policy, TlsMode};
+use crate::proxy::tunnel::scope::ConnScope;
+use crate::state::ProxyState;
+use crate::target::Target;
 
-/// A refusal as live traffic would answer it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DryRefusal {
-    /// The HTTP status the client would get.
-    pub(crate) status: u16,
-    /// The reason code (the audit record's `reason`).
-    pub(crate) code: &'static str,
-    /// What it says.
-    pub(crate) message: String,
-    /// Whether the audit record would say `deny` (a refusal), rather than keep the decision (a failure).
-    pub(crate) deny: bool,
+/// A dry run's effects.
+pub(crate) struct Dry(pub(crate) Notes);
+
+/// Where a dry run's records go: nowhere.
+struct Discard;
+
+impl crate::audit::Sink for Discard {
+    fn write(&self, _: &crate::audit::Record) {}
 }
 
-impl DryRefusal {
-    /// The refusal live traffic answers with for `e`.
-    pub(crate) fn of(e: &ProxyError) -> DryRefusal {
-        DryRefusal {
-            status: e.status().as_u16(),
-            code: e.reason().code(),
-            message: e.to_string(),
-            deny: e.is_refusal(),
+impl Dry {
+    /// What the address guard says of every address the destination resolves to.
+    async fn guard(&self, generation: &Generation, target: &Target) {
+        match generation.dialer.explain(target).await {
+            Ok(res) if res.addrs.is_empty() => {
+                let e = ProxyError::Dial(DialError::NoAddress { target: target.clone() });
+                self.0
+                    .push(Note::NoAddress(target.host.to_string(), DryRefusal::of(&e)));
+            }
+            Ok(res) => {
+                for (addr, verdict) in res.addrs {
+                    let refusal = verdict
+                        .err()
+                        .map(|r| DryRefusal::of(&ProxyError::Dial(DialError::Refused(r))));
+                    self.0.push(Note::Address(addr, refusal));
+                }
+            }
+            Err(e) => self.0.push(Note::Unresolved(DryRefusal::of(&ProxyError::Dial(e)))),
         }
     }
 }
 
-/// One step's finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Note {
-    /// The policy's decision: the allowing rule, or why it denies (or would, in report mode).
-    Decided {
-        /// The allowing rule.
-        rule: Option<usize>,
-        /// Why not, if not.
-        deny: Option<(DenyReason, String)>,
-        /// Whether the policy enforces or only reports.
-        mode: Mode,
-        /// The refusal live traffic gets, when the policy refuses.
-        refused: Option<DryRefusal>,
-    },
-    /// A refusal at another step.
-    Refused(DryRefusal),
-    /// The address guard on one address the destination resolved to: `None` may be dialled, or the refusal
-    /// (any refused address refuses the destination).
-    Address(SocketAddr, Option<DryRefusal>),
-    /// The destination could not be resolved, or its name is refused.
-    Unresolved(DryRefusal),
-    /// The destination resolved to no address.
-    NoAddress(String, DryRefusal),
-    /// What a CONNECT becomes once open: intercepted (each request inside decided again) or a blind tunnel.
-    Tunnel(TlsMode),
-    /// A rule that asks a human: the request would wait for approval.
-    WouldAsk(usize),
-    /// A credential of the policy, and what would happen to it.
-    Credential(CredentialName, CredentialUse),
-    /// The rule's `mcp:` section (its index) judges each message the request carries.
-    Mcp(usize),
-    /// The rule's `graphql:` section (its index) judges each operation the request carries.
-    Graphql(usize),
-}
+#[async_trait]
+impl Effects for Dry {
+    fn audit_sink(&self) -> Arc<dyn crate::audit::Sink> {
+        Arc::new(Discard)
+    }
 
-impl Note {
-    /// The refusal that ends a live exchange here, if this step refuses.
-    pub(crate) fn refusal(&self) -> Option<&DryRefusal> {
-        match self {
-            Note::Decided { refused, .. } => refused.as_ref(),
-            Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),
-            Note::Address(_, r) => r.as_ref(),
-            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Mcp(_) | Note::Graphql(_) => None,
+    fn live(&self) -> Option<&Arc<ProxyState>> {
+        None
+    }
+
+    fn note(&self, note: Note) {
+        self.0.push(note);
+    }
+
+    fn enforce(&self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError> {
+        if let Err(e) = verdict {
+            self.0.push(Note::Refused(DryRefusal::of(&e)));
         }
-    }
-}
-
-/// What would happen to one of the policy's credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum CredentialUse {
-    /// Attached (how).
-    Applied(String),
-    /// Bound to this request, but an earlier step refuses it: nothing is attached to a refused request.
-    Refused,
-    /// Bound elsewhere.
-    NotBound,
-    /// Bound here, but the request is cleartext: nothing is ever attached to it.
-    Cleartext,
-}
-
-/// The notes of one dry run, shared with whoever reads them afterwards.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Notes(Arc<Mutex<Vec<Note>>>);
-
-impl Notes {
-    /// Add one.
-    pub(crate) fn push(&self, note: Note) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(note);
+        Ok(())
     }
 
-    /// Whether a step so far refuses the request (live, it would have ended there).
-    pub(crate) fn refused(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|n| n.refusal().is_some())
+    fn denied(&self, _: ProxyError) -> Result<(), ProxyError> {
+        Ok(())
     }
 
-    /// Everything noted, in order.
-    pub(crate) fn take(&self) -> Vec<Note> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    fn ends(&self, err: &ProxyError) -> bool {
+        self.0.push(Note::Refused(DryRefusal::of(err)));
+        false
     }
-}
 
-/// How the live exchange would end, in the audit record's words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Ending {
-    /// `allow`, `deny` or `would_deny`.
-    pub(crate) decision: Verdict,
-    /// The reason code: the refusal's, or what report mode let through.
-    pub(crate) reason: Option<&'static str>,
-    /// The allowing rule.
-    pub(crate) rule: Option<usize>,
-    /// The status cordon answers itself: a refusal's, or 200 to a CONNECT it opens; `None` when the request
-    /// goes upstream (the upstream answers).
-    pub(crate) status: Option<u16>,
-    /// The credentials attached (names).
-    pub(crate) credentials: Vec<crate::names::CredentialName>,
-    /// For a CONNECT that opens: `intercept` or `tunnel`.
-    pub(crate) tls: Option<&'static str>,
-}
+    async fn learn(&self, _: &Claim) {}
 
-impl Ending {
-    /// Read `notes` as the live exchange runs: in order, stopping at the first refusal.
-    pub(crate) fn of(notes: &[Note]) -> Ending {
-        let mut end = Ending {
-            decision: Verdict::Deny,
-            reason: None,
-            rule: None,
-            status: None,
-            credentials: Vec::new(),
-            tls: None,
+    /// A dry run names its sandbox; a proxy credential is never judged (there is none).
+    fn authenticate(
+        &self,
+        _: &Generation,
+        _: ClientAddr,
+        _: Result<Option<(String, String)>, AuthFailure>,
+        _: &mut crate::audit::Pending,
+    ) -> Result<Arc<Sandbox>, ProxyError> {
+        Err(ProxyError::Auth(AuthFailure::Missing))
+    }
+
+    /// A dry run knows the configuration's sandboxes, not the run-time ones.
+    fn by_source(&self, _: IpAddr) -> Option<Arc<Sandbox>> {
+        None
+    }
+
+    fn entitled(&self, _: &Generation, _: &Sandbox) -> Result<(), ProxyError> {
+        Ok(())
+    }
+
+    fn attach(&self, _: Option<&Arc<ConnScope>>, _: &Arc<Sandbox>, _: Kind) -> Result<(), ProxyError> {
+        Ok(())
+    }
+
+    fn admit(&self, _: &Sandbox, _: Option<&Target>, _: &Intent) -> Result<(), ProxyError> {
+        Ok(())
+    }
+
+    fn policy_for(&self, generation: &Generation, sandbox: &Sandbox) -> Option<Arc<Policy>> {
+        generation.policy_for(sandbox, None)
+    }
+
+    fn held(&self, _: &Sandbox) -> bool {
+        false
+    }
+
+    async fn ask(&self, rule: usize, _: HeldRequest) -> Option<Resolution> {
+        // A refused request is never shown to anyone.
+        if !self.0.refused() {
+            self.0.push(Note::WouldAsk(rule));
+        }
+        None
+    }
+
+    async fn credentials(
+        &self,
+        generation: &Arc<Generation>,
+        _: &Sandbox,
+        target: &Target,
+        decision: &Permit,
+        req: &mut Request<ProxyBody>,
+        _: Option<Arc<dyn Meter>>,
+    ) -> Result<Attached, ProxyError> {
+        let Some(policy) = decision.policy.as_deref() else {
+            return Err(ProxyError::Internal);
         };
-        for note in notes {
-            if let Some(r) = note.refusal() {
-                if r.deny {
-                    end.decision = Verdict::Deny;
+        // What an earlier step refuses carries no credential: live, it never gets this far.
+        let refused = self.0.refused();
+        for name in &policy.credentials {
+            let usage = match generation.credentials.how(name) {
+                Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
+                Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
+                _ if generation
+                    .credentials
+                    .bound(name, target, req.method(), req.uri().path()) =>
+                {
+                    CredentialUse::Cleartext
                 }
-                end.reason = Some(r.code);
-                end.status = Some(r.status);
-                end.credentials.clear();
-                end.tls = None;
-                return end;
-            }
-            match note {
-                Note::Decided { rule, deny, .. } => {
-                    end.rule = *rule;
-                    end.reason = deny.as_ref().map(|(d, _)| d.reason().code());
-                    end.decision = if deny.is_some() {
-                        Verdict::WouldDeny
-                    } else {
-                        Verdict::Allow
-                    };
-                }
-                Note::Tunnel(tls) => {
-                    end.tls = Some(tls.as_str());
-                    end.status = Some(200);
-                }
-                Note::Credential(name, CredentialUse::Applied(_)) => end.credentials.push(name.clone()),
-                _ => {}
-            }
+                _ => CredentialUse::NotBound,
+            };
+            self.0.push(Note::Credential(name.clone(), usage));
         }
-        end
+        Ok(Attached {
+            reply: Reply::default(),
+            scan: None,
+            names: Vec::new(),
+        })
+    }
+
+    fn meter(&self, _: Kind, _: &Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
+        None
+    }
+
+    async fn send(
+        &self,
+        generation: &Arc<Generation>,
+        _: &Sandbox,
+        target: &Target,
+        inside: Option<&Arc<Inside>>,
+        _: bool,
+        _: Request<ProxyBody>,
+    ) -> Option<Result<Response<Incoming>, ProxyError>> {
+        // The pool's guard is what a plain request meets on its way out (inside a tunnel, the CONNECT met it).
+        if inside.is_none() {
+            self.guard(generation, target).await;
+        }
+        None
+    }
+
+    async fn open(
+        &self,
+        generation: &Generation,
+        _: &Sandbox,
+        target: &Target,
+        tls: TlsMode,
+    ) -> Option<Result<Dialled, ProxyError>> {
+        self.guard(generation, target).await;
+        // What the CONNECT becomes, once open (a refused one becomes nothing).
+        if !self.0.refused() {
+            self.0.push(Note::Tunnel(tls));
+        }
+        None
+    }
+
+    async fn resolve(&self, _: &Generation, _: &str) -> Option<Result<Vec<IpAddr>, DialError>> {
+        None
     }
 }
-
-#[cfg(test)]
-#[path = "dry_tests.rs"]
-mod tests;

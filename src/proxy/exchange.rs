@@ -1,10 +1,11 @@
-//! One exchange in flight: the state and configuration it runs on, its audit record, and how a refusal ends it.
+//! One exchange in flight, the context every phase reads and writes: the effects it runs with (live or dry), the
+//! configuration it runs on, its audit record, and how a refusal ends it.
 
 use std::sync::Arc;
 
 use http::Response;
 
-use super::dry::{DryRefusal, Note, Notes};
+use super::effects::Effects;
 use super::input::{Input, Intent, Outcome};
 use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit::{self, Kind};
@@ -12,19 +13,11 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::proxy::tunnel::scope::ConnScope;
-use crate::state::ProxyState;
-
-/// Live traffic, or a dry run.
-pub(super) enum Env {
-    /// Traffic: everything counts and happens.
-    Live(Arc<ProxyState>),
-    /// `cordon explain`: nothing is counted, held, attached or sent; what each step finds is noted.
-    Dry(Notes),
-}
 
 /// A request, tunnel or query in flight, with its audit record.
 pub(super) struct Exchange {
-    pub(super) env: Env,
+    /// What the phases do to the world: act (live traffic) or note what they would do (`cordon explain`).
+    pub(super) fx: Arc<dyn Effects>,
     /// The configuration this exchange started under, and finishes on.
     pub(super) generation: Arc<Generation>,
     pub(super) kind: Kind,
@@ -36,28 +29,14 @@ pub(super) struct Exchange {
     pub(super) audit: audit::Pending,
 }
 
-/// Where a dry run's records go: nowhere.
-struct Discard;
-
-impl audit::Sink for Discard {
-    fn write(&self, _: &audit::Record) {}
-}
-
 impl Exchange {
-    /// An exchange of live traffic.
-    pub(super) fn live(state: Arc<ProxyState>, input: &Input) -> Exchange {
-        let generation = state.current();
-        let audit = audit::Pending::start(state.audit.clone(), input.client.0, input.kind);
-        Exchange::new(Env::Live(state), generation, audit, input)
+    /// An exchange on `generation` with effects `fx`.
+    pub(super) fn start(fx: Arc<dyn Effects>, generation: Arc<Generation>, input: &Input) -> Exchange {
+        let audit = audit::Pending::start(fx.audit_sink(), input.client.0, input.kind);
+        Exchange::new(fx, generation, audit, input)
     }
 
-    /// An exchange that only looks.
-    pub(super) fn dry(generation: Arc<Generation>, input: &Input, notes: Notes) -> Exchange {
-        let audit = audit::Pending::start(Arc::new(Discard), input.client.0, input.kind);
-        Exchange::new(Env::Dry(notes), generation, audit, input)
-    }
-
-    fn new(env: Env, generation: Arc<Generation>, mut audit: audit::Pending, input: &Input) -> Exchange {
+    fn new(fx: Arc<dyn Effects>, generation: Arc<Generation>, mut audit: audit::Pending, input: &Input) -> Exchange {
         // What is known before anyone is identified goes in the record at once, so even a 407 says where to.
         match &input.intent {
             Intent::Request { req, .. } => audit.method(Some(req.method().as_str())),
@@ -81,7 +60,7 @@ impl Exchange {
             }
         }
         Exchange {
-            env,
+            fx,
             generation,
             kind: input.kind,
             client: input.client,
@@ -91,42 +70,26 @@ impl Exchange {
         }
     }
 
-    /// The live state, or `None` in a dry run.
-    pub(super) fn state(&self) -> Option<&Arc<ProxyState>> {
-        match &self.env {
-            Env::Live(state) => Some(state),
-            Env::Dry(_) => None,
-        }
+    /// The live state, for the protocol step's pins and sessions (MCP), not yet effects of their own; `None` in
+    /// a dry run.
+    pub(super) fn state(&self) -> Option<&Arc<crate::state::ProxyState>> {
+        self.fx.live()
     }
 
-    /// Whether a step of this dry run so far refuses the request (`false` live: a refusal has ended it).
-    pub(super) fn dry_refused(&self) -> bool {
-        matches!(&self.env, Env::Dry(notes) if notes.refused())
-    }
-
-    /// Note what a step found (dry runs only).
-    pub(super) fn note(&self, note: Note) {
-        if let Env::Dry(notes) = &self.env {
-            notes.push(note);
-        }
+    /// Note what a phase found (kept by a dry run).
+    pub(super) fn note(&self, note: super::notes::Note) {
+        self.fx.note(note);
     }
 
     /// A check's verdict: live, a refusal ends the exchange; in a dry run it is noted and the run goes on,
     /// to show what the later checks say too.
     pub(super) fn enforce(&mut self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError> {
-        match (&self.env, verdict) {
-            (Env::Dry(notes), Err(e)) => {
-                notes.push(Note::Refused(DryRefusal::of(&e)));
-                Ok(())
-            }
-            (_, verdict) => verdict,
-        }
+        self.fx.enforce(verdict)
     }
 
     /// End the exchange with this refusal or failure: its audit record, and the response for the client.
     pub(super) fn refuse(self, err: ProxyError) -> Outcome {
-        if let Env::Dry(notes) = &self.env {
-            notes.push(Note::Refused(DryRefusal::of(&err)));
+        if !self.fx.ends(&err) {
             return Outcome::Dry;
         }
         let kind = self.kind;

@@ -1,7 +1,10 @@
-//! The one request pipeline. Every entry (explicit HTTP, CONNECT, each request inside an intercepted tunnel,
-//! transparent TLS and HTTP, the DNS responder, `cordon explain`) translates what it read into an [`Input`],
-//! hands it to [`run`] (or [`dry_run`]) and acts on the [`Outcome`]. The steps run here, in this order, for
-//! every kind:
+//! The data plane: one request pipeline. Every entry (`entry`: explicit HTTP, CONNECT, transparent TLS and
+//! HTTP, the DNS responder, preview, `cordon explain`; and each request inside an intercepted tunnel, `tunnel`)
+//! translates what it read into an [`Input`], hands it to [`run`] (or [`dry_run`]) and acts on the [`Outcome`].
+//! The steps run here, in this order, for every kind, over one context (`exchange::Exchange`: the effects, the
+//! configuration, the audit record) and with one set of effects (`effects::Effects`): live traffic's
+//! (`live::Live`) act, a dry run's (`dry::Dry`) only note what they would do. No step asks which it runs with.
+//!
 //!
 //! 1. **identify**: who is talking: a proxy credential, the source address, the identity a tunnel was opened
 //!    with (checked again: revoked, expired, removed), or the sandbox named to a dry run. Failed attempts
@@ -14,29 +17,36 @@
 //! 4. **hygiene**: the destination's name carries no placeholder or secret (it would leave through the
 //!    resolver); the request is unambiguous: a clean path, one Host that names the tunnel's host, no CONNECT
 //!    inside an interception.
-//! 5. **decide**: what the policy permits (`checks::Permit`), which carries what later steps need (the rule, its TLS mode and
-//!    action, the credentials usable), so nothing looks a rule up again.
+//! 5. **decide**: what the policy permits (`handover::Permit`), which carries what later steps need (the rule, its
+//!    TLS mode and action, the credentials usable), so nothing looks a rule up again.
 //! 6. then, by what is asked:
 //!    - a **tunnel**: its connection caps, then dial (`tls: tunnel`) or resolve (intercept): [`Outcome::Open`];
-//!    - a **request**: hop-by-hop headers stripped, a human's approval (`action: ask`, before any credential
-//!      is attached), credentials, sent upstream, the response streamed back: [`Outcome::Respond`];
+//!    - a **request**: hop-by-hop headers stripped, what an MCP or GraphQL rule says of its messages
+//!      (`protocol`), a human's approval (`action: ask`, before any credential is attached), credentials
+//!      (`handover::Reply` carries what the response needs), sent upstream, the response streamed back:
+//!      [`Outcome::Respond`];
 //!    - a **DNS name**: resolved through the address guard: [`Outcome::Answer`].
 //!
 //! A refusal at any step is the outcome: the response (if the entry can give one) and the audit record.
 //! There is one audit record per exchange, filled only here: written at the refusal, when the response body
 //! ends, or when the tunnel closes. A dry run (`cordon explain`) takes the same steps with nothing counted,
-//! held, attached or sent, notes what each step found, and goes on past refusals to show every reason.
+//! held, attached or sent (its effects are `dry::Dry`), notes what each step found (`notes`), and goes on past
+//! refusals to show every reason.
 
 mod ask;
 mod budget;
 mod checks;
 mod dry;
+mod effects;
 pub mod entry;
 mod exchange;
+mod handover;
 pub(crate) mod headers;
 mod identify;
 mod input;
+mod live;
 mod name;
+mod notes;
 mod preview;
 mod protocol;
 mod record;
@@ -51,24 +61,26 @@ use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::state::ProxyState;
 
-pub(crate) use dry::{CredentialUse, Ending, Note, Notes};
+use dry::Dry;
 use exchange::Exchange;
 pub(crate) use identify::by_source;
 pub(crate) use input::{Claim, Input, Inside, Intent, Opened, Outcome, TunnelRecord, WebSocketGuard};
+use live::Live;
+pub(crate) use notes::{CredentialUse, Ending, Note, Notes};
 pub(crate) use preview::{PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview};
 pub(crate) use record::{malformed, refuse_connection};
 pub(crate) use request::is_websocket;
 
 /// Run the steps for live traffic.
 pub(crate) async fn run(state: &Arc<ProxyState>, input: Input) -> Outcome {
-    let ex = Exchange::live(state.clone(), &input);
+    let ex = Exchange::start(Arc::new(Live(state.clone())), state.current(), &input);
     flow(ex, input).await
 }
 
-/// Run the same steps on `generation` without effect, noting what each found (`cordon explain`).
+/// Run the same steps on `generation` with effects that only note what each would do (`cordon explain`).
 pub(crate) async fn dry_run(generation: Arc<Generation>, input: Input) -> Notes {
     let notes = Notes::default();
-    let ex = Exchange::dry(generation, &input, notes.clone());
+    let ex = Exchange::start(Arc::new(Dry(notes.clone())), generation, &input);
     flow(ex, input).await;
     notes
 }
@@ -87,9 +99,7 @@ async fn flow(mut ex: Exchange, input: Input) -> Outcome {
     }
     // A signed credential of a sandbox created on another replica a moment ago: learn of it first (PostgreSQL
     // store only; one bounded read, the only one a request may make).
-    if let (Claim::Credentials(Ok(Some((id, credential)))), Some(state)) = (&claim, ex.state()) {
-        crate::replica::learn_sandbox(&state.control, &state.cas, id, credential).await;
-    }
+    ex.fx.learn(&claim).await;
     // Steps 1 to 5 wait on nothing: whatever waits (approval, credential sources, the upstream) comes after.
     let checks = || {
         // 1. Who is talking.

@@ -1,7 +1,7 @@
 //! Step 6 for a DNS query: the name resolved through the address guard, as a dial would resolve it.
 
-use super::checks::Permit;
 use super::exchange::Exchange;
+use super::handover::Permit;
 use super::input::Outcome;
 use crate::dns::Answer;
 use crate::error::{ProxyError, Side};
@@ -11,15 +11,17 @@ use crate::target::Target;
 /// Resolve the allowed name: its addresses, every one passed by the guard, or a refusal. A name that is
 /// only judged (a record type other than A and AAAA) is answered with no addresses.
 pub(super) async fn answer(mut ex: Exchange, target: Target, _decision: Permit, resolve: bool) -> Outcome {
-    if ex.state().is_none() {
-        return Outcome::Dry;
-    }
     if !resolve {
         ex.audit.finish();
         return Outcome::Answer(Answer::Addrs(Vec::new()));
     }
     let name = target.host.as_name().unwrap_or_default().to_string();
-    match ex.generation.dialer.addresses(&name).await {
+    let generation = ex.generation.clone();
+    let Some(resolved) = ex.fx.resolve(&generation, &name).await else {
+        // A dry run resolves nothing.
+        return Outcome::Dry;
+    };
+    match resolved {
         Ok(ips) => {
             let list: Vec<String> = ips.iter().map(|ip| ip.to_string()).collect();
             ex.audit.dialled(list.join(","));

@@ -10,13 +10,12 @@ use http::uri::{PathAndQuery, Scheme};
 use http::{HeaderValue, Request, Uri, Version};
 use http_body_util::BodyExt;
 
-use super::checks::Permit;
-use super::dry::{CredentialUse, Note};
 use super::exchange::Exchange;
+use super::handover::Permit;
+use super::handover::Reply;
 use super::input::{Inside, Outcome};
-use super::respond::Reply;
 use crate::approval::{self, Resolution};
-use crate::audit::{ApprovalRecord, Kind};
+use crate::audit::ApprovalRecord;
 use crate::body::read::Read;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
@@ -26,9 +25,7 @@ use crate::limits::{LimitRefusal, Meter};
 use crate::policy::Action;
 use crate::proxy::headers;
 use crate::reason::Reason;
-use crate::session::admission::BudgetMeter;
 use crate::target::Target;
-use crate::upstream::send::send;
 
 /// A WebSocket handshake: HTTP/1.1 end to end, and after a 101 the two upgraded streams are spliced.
 pub(crate) fn is_websocket<B>(req: &Request<B>) -> bool {
@@ -87,25 +84,17 @@ pub(super) async fn forward(
         Ok(out) => out,
         Err(e) => return ex.refuse(e),
     };
-    if ex.state().is_none() {
-        // A dry run sends nothing; the pool's guard is what a plain request meets on its way out.
-        if inside.is_none() {
-            ex.dry_guard(&target).await;
-        }
-        return Outcome::Dry;
-    }
-    // No separate lookup here: the pool's connector resolves, refuses (before any connection is made) or
-    // dials the checked address, and its refusal comes back as the same 403.
-    let clients = match &inside {
-        Some(inside) => inside.pools(&ex.generation, &sandbox.id),
-        None => ex.generation.upstreams.for_sandbox(&sandbox.id),
-    };
-    let pool = if websocket { &clients.http1 } else { &clients.any };
-    let timeout = ex.generation.config.timeouts.upstream_headers;
-    match send(pool, out, timeout).await {
-        Ok(resp) if websocket => ex.respond_upgrade(resp, decision.credentials, reply).await,
-        Ok(resp) => ex.respond(resp.map(crate::body::boxed), reply).await,
-        Err(e) => {
+    let generation = ex.generation.clone();
+    let sent = ex
+        .fx
+        .send(&generation, &sandbox, &target, inside.as_ref(), websocket, out)
+        .await;
+    match sent {
+        // A dry run sends nothing: what it would meet on the way is noted.
+        None => Outcome::Dry,
+        Some(Ok(resp)) if websocket => ex.respond_upgrade(resp, decision.credentials, reply).await,
+        Some(Ok(resp)) => ex.respond(resp.map(crate::body::boxed), reply).await,
+        Some(Err(e)) => {
             // The body scan ended the upload: the sandbox hears why, not that the upstream failed.
             let e = ex.scan_refusal(&sandbox, &mut scan).unwrap_or(e);
             ex.refuse(e)
@@ -169,13 +158,6 @@ impl Exchange {
         else {
             return Ok(());
         };
-        let Some(state) = self.state().cloned() else {
-            // A refused request is never shown to anyone.
-            if !self.dry_refused() {
-                self.note(Note::WouldAsk(rule));
-            }
-            return Ok(());
-        };
         // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
         // is read whole first (bounded, as a scanned body is).
         let data = read_whole(req).await?;
@@ -184,7 +166,11 @@ impl Exchange {
         };
         let ask = super::ask::ask(sandbox, target, req, &data, rule, asking, held);
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let (record, result) = match state.approvals.ask(ask).await {
+        // A dry run asks no one: it notes that the request would wait.
+        let Some(resolution) = self.fx.ask(rule, ask).await else {
+            return Ok(());
+        };
+        let (record, result) = match resolution {
             Resolution::Allowed { id, decision, waited } => {
                 (approval_record(id, "allow", Some(&decision), ms(waited)), Ok(()))
             }
@@ -247,57 +233,18 @@ impl Exchange {
         meter: Option<Arc<dyn Meter>>,
     ) -> Result<(Reply, Option<ScanVerdict>), ProxyError> {
         let generation = self.generation.clone();
-        let Some(policy) = decision.policy.as_deref() else {
-            return Err(ProxyError::Internal);
-        };
-        if self.state().is_none() {
-            // What an earlier step refuses carries no credential: live, it never gets this far.
-            let refused = self.dry_refused();
-            for name in &policy.credentials {
-                let how = generation.credentials.how(name);
-                let usage = match how {
-                    Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
-                    Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
-                    _ if generation
-                        .credentials
-                        .bound(name, target, req.method(), req.uri().path()) =>
-                    {
-                        CredentialUse::Cleartext
-                    }
-                    _ => CredentialUse::NotBound,
-                };
-                self.note(Note::Credential(name.clone(), usage));
-            }
-            return Ok((Reply::default(), None));
-        }
-        let (mut parts, body) = std::mem::replace(req, Request::new(crate::body::empty())).into_parts();
-        let applied = generation
-            .credentials
-            .apply(sandbox, policy, &decision.credentials, &mut parts, body)
+        let attached = self
+            .fx
+            .credentials(&generation, sandbox, target, decision, req, meter)
             .await?;
-        *req = Request::from_parts(parts, applied.body);
-        if let Some(state) = self.state() {
-            super::budget::take(state, &generation, sandbox, &applied.names)?;
-        }
-        let reply = Reply {
-            meter,
-            aws_keys: generation.credentials.signs_aws(&applied.names),
-            tokens: applied.tokens,
-            masker: generation.credentials.masker(sandbox, policy, &decision.masked).await?,
-            mcp: None,
-        };
-        self.audit.credentials(applied.names);
-        Ok((reply, applied.verdict))
+        self.audit.credentials(attached.names);
+        Ok((attached.reply, attached.scan))
     }
 
     /// The meter of a plain HTTP exchange's bodies, against the sandbox's byte budget (none in a dry run, and none
     /// for a request inside a tunnel, whose stream counts).
     fn meter(&self, sandbox: &Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
-        let state = self.state()?;
-        if self.kind != Kind::Http {
-            return None;
-        }
-        BudgetMeter::for_sandbox(state.limits(), state.sessions.clone(), sandbox.clone())
+        self.fx.meter(self.kind, sandbox)
     }
 }
 

@@ -18,28 +18,12 @@ use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::outgoing::refusal;
 use crate::leak::envelope::mask_head;
-use crate::leak::mask::Masker;
 use crate::leak::masked_body::MaskedBody;
 use crate::leak::scan_body::ScanVerdict;
-use crate::limits::Meter;
 use crate::names::CredentialName;
+use crate::proxy::handover::Reply;
 use crate::proxy::headers;
 use crate::upstream::pool::Dialled;
-
-/// What the response step needs to keep the sandbox's secrets in, handed over by the credentials step.
-#[derive(Default)]
-pub(super) struct Reply {
-    /// Counts a plain HTTP response body against the sandbox's byte budget.
-    pub(super) meter: Option<Arc<dyn Meter>>,
-    /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
-    pub(super) masker: Option<Arc<Masker>>,
-    /// The request was signed with AWS keys: key material is masked in what comes back.
-    pub(super) aws_keys: bool,
-    /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
-    pub(super) tokens: bool,
-    /// An MCP endpoint's answer: checked, and its tool lists filtered.
-    pub(super) mcp: Option<super::protocol::mcp_answer::McpAnswer>,
-}
 
 impl Exchange {
     /// The upstream's response as the client gets it, carrying the audit record in its body (emitted when

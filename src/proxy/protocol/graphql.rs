@@ -10,8 +10,8 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::graphql::judge::{Refused, Verdict, judge};
 use crate::proxy::checks::Permit;
-use crate::proxy::dry::Note;
 use crate::proxy::exchange::Exchange;
+use crate::proxy::notes::Note;
 use crate::reason::Reason;
 use crate::target::Target;
 

@@ -18,8 +18,8 @@ use crate::mcp::judge::{Verdict, judge};
 use crate::mcp::sessions::Refusal;
 use crate::mcp::tools::{Pinned, Server};
 use crate::proxy::checks::Permit;
-use crate::proxy::dry::Note;
 use crate::proxy::exchange::Exchange;
+use crate::proxy::notes::Note;
 use crate::target::Target;
 
 /// What the MCP step hands on.

@@ -1,0 +1,154 @@
+//! What the phases do to the world beyond deciding, as one trait with two implementations: [`super::live::Live`]
+//! acts (counts, holds, attaches, dials, sends) and [`super::notes::Dry`] records what it would have done, for
+//! `cordon explain`. The phases are the same code for both: none of them asks which kind of run it is in, so
+//! `explain` cannot drift from live traffic by a branch someone forgot.
+//!
+//! Every method here is an effect a phase has, named for the phase that has it. A method that returns
+//! `Option` returns `None` in a dry run where live traffic would go on to something that only live traffic
+//! has (an upstream's answer, an open tunnel, a resolved name).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::{Request, Response};
+use hyper::body::Incoming;
+use tokio::net::TcpStream;
+
+use super::handover::Permit;
+use super::handover::Reply;
+use super::input::{Claim, Inside, Intent};
+use super::notes::Note;
+use crate::addr::ClientAddr;
+use crate::approval::{HeldRequest, Resolution};
+use crate::audit::{self, Kind};
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::generation::Generation;
+use crate::identity::{AuthFailure, Sandbox};
+use crate::leak::scan_body::ScanVerdict;
+use crate::limits::{Meter, OpenGuard};
+use crate::names::CredentialName;
+use crate::policy::{Policy, TlsMode};
+use crate::proxy::tunnel::scope::ConnScope;
+use crate::state::ProxyState;
+use crate::target::Target;
+
+/// A tunnel's upstream side once its checks passed: its slot under the open caps, and the dialled stream for a
+/// `tls: tunnel` rule (with the address it reached) or the addresses an interception will dial.
+pub(crate) struct Dialled {
+    /// The tunnel's slot under the sandbox's and user's open caps.
+    pub(crate) open: OpenGuard,
+    /// `tls: tunnel`: the stream and where it goes.
+    pub(crate) stream: Option<(TcpStream, SocketAddr)>,
+    /// Intercepted: the addresses the destination resolved to, each passed by the guard.
+    pub(crate) resolved: Vec<SocketAddr>,
+}
+
+/// The credentials step's result: what the response step needs, the request body's scan, and the names of the
+/// credentials attached (for the record; never their values).
+pub(crate) struct Attached {
+    /// What the response step needs to keep secrets in.
+    pub(super) reply: Reply,
+    /// The request body's scan, asked when the upload ended early.
+    pub(super) scan: Option<ScanVerdict>,
+    /// The credentials attached.
+    pub(super) names: Vec<CredentialName>,
+}
+
+/// The effects of the phases. See the module doc.
+#[async_trait]
+pub(crate) trait Effects: Send + Sync {
+    /// Where this run's audit records go.
+    fn audit_sink(&self) -> Arc<dyn audit::Sink>;
+
+    /// The live state, for the protocol step's pins and sessions (MCP), which have not been made effects of
+    /// their own yet; `None` in a dry run.
+    fn live(&self) -> Option<&Arc<ProxyState>>;
+
+    /// Note what a phase found (a dry run keeps it; live traffic has its audit record instead).
+    fn note(&self, note: Note);
+
+    /// A check's verdict: live, a refusal ends the exchange; a dry run notes it and goes on, to show what the
+    /// later checks say too.
+    fn enforce(&self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError>;
+
+    /// The policy's refusal, already noted with its decision: live, it ends the exchange; a dry run goes on.
+    fn denied(&self, denied: ProxyError) -> Result<(), ProxyError>;
+
+    /// Whether the exchange ends with `err` as live traffic ends (its record written, its answer given); a dry
+    /// run notes it instead and ends with what it noted.
+    fn ends(&self, err: &ProxyError) -> bool;
+
+    /// Identify: a signed credential of a sandbox created on another replica a moment ago is learnt first.
+    async fn learn(&self, claim: &Claim);
+
+    /// Identify: a proxy credential judged, failed attempts counted and throttled per source address.
+    fn authenticate(
+        &self,
+        generation: &Generation,
+        client: ClientAddr,
+        credentials: Result<Option<(String, String)>, AuthFailure>,
+        audit: &mut audit::Pending,
+    ) -> Result<Arc<Sandbox>, ProxyError>;
+
+    /// Identify: a run-time sandbox whose source range holds `ip`.
+    fn by_source(&self, ip: IpAddr) -> Option<Arc<Sandbox>>;
+
+    /// Identify: a tunnel's identity still holds (not revoked, expired or removed).
+    fn entitled(&self, generation: &Generation, sandbox: &Sandbox) -> Result<(), ProxyError>;
+
+    /// Identify: the client connection tied to the sandbox, under its connection caps.
+    fn attach(&self, conn: Option<&Arc<ConnScope>>, sandbox: &Arc<Sandbox>, kind: Kind) -> Result<(), ProxyError>;
+
+    /// Admit: the sandbox's rates and byte budget, counted; and whether its records can be written.
+    fn admit(&self, sandbox: &Sandbox, target: Option<&Target>, ask: &Intent) -> Result<(), ProxyError>;
+
+    /// Decide: the sandbox's policy under `generation` (a run-time sandbox's is its record's now).
+    fn policy_for(&self, generation: &Generation, sandbox: &Sandbox) -> Option<Arc<Policy>>;
+
+    /// Decide: whether the sandbox is held for violations (`on_violation: hold`).
+    fn held(&self, sandbox: &Sandbox) -> bool;
+
+    /// Approve: hold the request for a person (`None`: a dry run, which notes that it would).
+    async fn ask(&self, rule: usize, held: HeldRequest) -> Option<Resolution>;
+
+    /// Credentials: placeholders checked, the usable credentials applied, the budget of each taken.
+    async fn credentials(
+        &self,
+        generation: &Arc<Generation>,
+        sandbox: &Sandbox,
+        target: &Target,
+        decision: &Permit,
+        req: &mut Request<ProxyBody>,
+        meter: Option<Arc<dyn Meter>>,
+    ) -> Result<Attached, ProxyError>;
+
+    /// The meter of a plain HTTP exchange's bodies against the sandbox's byte budget.
+    fn meter(&self, kind: Kind, sandbox: &Arc<Sandbox>) -> Option<Arc<dyn Meter>>;
+
+    /// Send: the request through the sandbox's pool (`None`: a dry run, which notes what the pool's guard says
+    /// of a plain request's destination).
+    async fn send(
+        &self,
+        generation: &Arc<Generation>,
+        sandbox: &Sandbox,
+        target: &Target,
+        inside: Option<&Arc<Inside>>,
+        websocket: bool,
+        req: Request<ProxyBody>,
+    ) -> Option<Result<Response<Incoming>, ProxyError>>;
+
+    /// A tunnel: its connection caps, then dialled (`tls: tunnel`) or resolved (intercepted) (`None`: a dry
+    /// run, which notes what the guard says and what the CONNECT becomes).
+    async fn open(
+        &self,
+        generation: &Generation,
+        sandbox: &Sandbox,
+        target: &Target,
+        tls: TlsMode,
+    ) -> Option<Result<Dialled, ProxyError>>;
+
+    /// A DNS name resolved through the guard (`None`: a dry run).
+    async fn resolve(&self, generation: &Generation, name: &str) -> Option<Result<Vec<IpAddr>, crate::net::DialError>>;
+}

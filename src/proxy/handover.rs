@@ -1,0 +1,45 @@
+//! What one phase hands the next: the decision's [`Permit`] (everything later phases need of the policy, so none
+//! looks a rule up again) and the credentials phase's [`Reply`] (what the response phase needs to keep the
+//! sandbox's secrets in).
+
+use std::sync::Arc;
+
+use crate::leak::mask::Masker;
+use crate::limits::Meter;
+use crate::policy::{Action, Policy, TlsMode};
+
+/// What the policy decided, with everything later steps need.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Permit {
+    /// The allowing rule (`None` when only report mode let it through).
+    pub(crate) rule: Option<usize>,
+    /// What happens to TLS after a CONNECT: intercepted or tunnelled.
+    pub(crate) tls: TlsMode,
+    /// Whether the request goes at once or waits for a human.
+    pub(crate) action: Action,
+    /// The credentials of the policy that may be applied to this request: bound to its destination,
+    /// method and path, and only inside an interception (never over cleartext).
+    pub(crate) credentials: Vec<crate::names::CredentialName>,
+    /// The policy's `mask_echo` credentials bound to the destination's host: their secrets are masked in
+    /// whatever comes back.
+    pub(crate) masked: Vec<crate::names::CredentialName>,
+    /// The policy that decided. The later steps (the approver's view of the rule, the credentials applied,
+    /// the masking) use it and never look the sandbox's policy up again, so a PATCH of the sandbox's policy
+    /// while the request waits cannot mix two policies in one request.
+    pub(crate) policy: Option<Arc<Policy>>,
+}
+
+/// What the response step needs to keep the sandbox's secrets in, handed over by the credentials step.
+#[derive(Default)]
+pub(crate) struct Reply {
+    /// Counts a plain HTTP response body against the sandbox's byte budget.
+    pub(crate) meter: Option<Arc<dyn Meter>>,
+    /// Masks the secrets of the destination's `mask_echo` credentials in what comes back.
+    pub(crate) masker: Option<Arc<Masker>>,
+    /// The request was signed with AWS keys: key material is masked in what comes back.
+    pub(crate) aws_keys: bool,
+    /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
+    pub(crate) tokens: bool,
+    /// An MCP endpoint's answer: checked, and its tool lists filtered.
+    pub(crate) mcp: Option<super::protocol::mcp_answer::McpAnswer>,
+}
