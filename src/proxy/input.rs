@@ -80,6 +80,9 @@ pub(crate) enum Intent {
 pub(crate) enum Outcome {
     /// Give the client this response: the upstream's, or a refusal's.
     Respond(Response<ProxyBody>),
+    /// Give the client this 101 (inside an interception) and relay the WebSocket with what the guard holds: its
+    /// masking, its scanner, the credentials allowed on it and its audit record.
+    Upgrade(Response<ProxyBody>, Box<WebSocketGuard>),
     /// Open this tunnel (after answering 200 to a CONNECT).
     Open(Box<Opened>),
     /// Answer the DNS query so.
@@ -94,6 +97,8 @@ impl Outcome {
     pub(crate) fn into_response(self) -> Response<ProxyBody> {
         match self {
             Outcome::Respond(resp) => resp,
+            // An entry that relays no WebSocket gives the 101 alone (its record is written as it is dropped).
+            Outcome::Upgrade(resp, _) => resp,
             Outcome::Open(_) | Outcome::Answer(_) | Outcome::Dry => ProxyError::Internal.response(),
         }
     }
@@ -166,11 +171,9 @@ impl TunnelRecord {
     }
 }
 
-/// What a WebSocket relay needs, handed to the entry with the 101: the secrets to mask in frames from the
-/// upstream, the scanner for frames from the sandbox, the credentials whose secrets may go out on it, and
-/// its audit record (written when the WebSocket closes). Cloned along with the response's extensions; the
-/// record goes to whoever takes it first.
-#[derive(Clone)]
+/// What a WebSocket relay needs, handed to the entry with the 101 ([`Outcome::Upgrade`]): the secrets to mask in
+/// frames from the upstream, the scanner for frames from the sandbox, the credentials whose secrets may go out
+/// on it, and its audit record (written when the WebSocket closes).
 pub(crate) struct WebSocketGuard {
     /// Masks what the upstream sends, if its destination's secrets are masked.
     pub(crate) masker: Option<Arc<Masker>>,
@@ -180,12 +183,12 @@ pub(crate) struct WebSocketGuard {
     pub(crate) allowed: Vec<CredentialName>,
     /// The largest message and frame relayed either way (`limits.websocket_message`, `websocket_frame`).
     pub(crate) max: (usize, usize),
-    pub(super) record: Arc<Mutex<Option<TunnelRecord>>>,
+    pub(super) record: Option<TunnelRecord>,
 }
 
 impl WebSocketGuard {
     /// The WebSocket's audit record (once).
-    pub(crate) fn take_record(&self) -> Option<TunnelRecord> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner).take()
+    pub(crate) fn take_record(&mut self) -> Option<TunnelRecord> {
+        self.record.take()
     }
 }

@@ -3,8 +3,6 @@
 //! through undone first, trailers; hyper never hands on another 1xx), and
 //! the audit record carried to the end of the body, or of the WebSocket.
 
-use std::sync::{Arc, Mutex};
-
 use http::header::{CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH, SEC_WEBSOCKET_EXTENSIONS, UPGRADE};
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -85,9 +83,9 @@ impl Exchange {
     }
 
     /// A WebSocket handshake's response. After a 101 the client is told it switched, its headers masked, and
-    /// the WebSocket's audit record, masker and scanner travel in the response's extensions (beside the
-    /// upstream's upgraded stream, `hyper::upgrade::on`) for the entry to relay the frames with; `allowed`
-    /// are the credentials whose secrets may be sent on it.
+    /// the WebSocket's audit record, masker and scanner go to the entry beside the response
+    /// ([`Outcome::Upgrade`]; the upstream's upgraded stream stays where hyper keeps it, `hyper::upgrade::on`)
+    /// for it to relay the frames with; `allowed` are the credentials whose secrets may be sent on it.
     pub(super) async fn respond_upgrade(
         mut self,
         resp: Response<Incoming>,
@@ -115,17 +113,18 @@ impl Exchange {
         parts.headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
         self.audit.status(parts.status.as_u16());
         let detector = self.generation.credentials.detector();
-        parts.extensions.insert(WebSocketGuard {
+        let max = (
+            self.generation.config.limits.websocket_message,
+            self.generation.config.limits.websocket_frame,
+        );
+        let guard = WebSocketGuard {
             masker: reply.masker.clone(),
             detector,
             allowed,
-            max: (
-                self.generation.config.limits.websocket_message,
-                self.generation.config.limits.websocket_frame,
-            ),
-            record: Arc::new(Mutex::new(Some(TunnelRecord(self.audit)))),
-        });
-        Outcome::Respond(Response::from_parts(parts, crate::body::empty()))
+            max,
+            record: Some(TunnelRecord(self.audit)),
+        };
+        Outcome::Upgrade(Response::from_parts(parts, crate::body::empty()), Box::new(guard))
     }
 
     /// The refusal a request body scan ended the upload with, if it did.

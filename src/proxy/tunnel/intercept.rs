@@ -22,7 +22,7 @@ use crate::framing::FramingGuard;
 use crate::generation::Generation;
 use crate::identity::Sandbox;
 use crate::proxy::tunnel::lifetime::{Stop, Watched};
-use crate::proxy::{self, Claim, Input, Inside, Intent, TunnelRecord, WebSocketGuard};
+use crate::proxy::{self, Claim, Input, Inside, Intent, Outcome, TunnelRecord};
 use crate::state::ProxyState;
 use crate::target::{Host, Target};
 use crate::tls::ca::CaError;
@@ -215,18 +215,20 @@ async fn inner(interception: Arc<Interception>, mut req: Request<Incoming>) -> R
             inside: Some(interception.inside.clone()),
         },
     };
-    let mut resp = proxy::run(&interception.state, input).await.into_response();
-    if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (resp.status(), client_upgrade) {
+    let (mut resp, guard) = match proxy::run(&interception.state, input).await {
+        Outcome::Upgrade(resp, guard) => (resp, Some(guard)),
+        other => (other.into_response(), None),
+    };
+    if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade), Some(guard)) = (resp.status(), client_upgrade, guard)
+    {
         let upstream_upgrade = hyper::upgrade::on(&mut resp);
-        let guard = resp.extensions_mut().remove::<WebSocketGuard>();
         let relayed = interception.clone();
         interception.state.tasks.spawn(async move {
-            let (c, u) = (client_upgrade.await, upstream_upgrade.await);
-            let (Ok(c), Ok(u), Some(guard)) = (c, u, guard) else {
+            let (Ok(c), Ok(u)) = (client_upgrade.await, upstream_upgrade.await) else {
                 tracing::debug!("the WebSocket could not be relayed: an upgrade failed");
                 return;
             };
-            websocket::relay(c, u, guard, &relayed.stop).await;
+            websocket::relay(c, u, *guard, &relayed.stop).await;
         });
     }
     resp

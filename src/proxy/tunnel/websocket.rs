@@ -45,7 +45,7 @@ struct Leg {
 
 /// Relay between the sandbox's and the upstream's upgraded connections until either closes, the tunnel
 /// must end, or the sandbox sends what it may not; the WebSocket's audit record is written at the end.
-pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, guard: WebSocketGuard, stop: &Stop) {
+pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSocketGuard, stop: &Stop) {
     let record = guard.take_record();
     let (up, down) = match &record {
         Some(r) => r.counters(),
