@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::harness::{Case, Handler, Site, Spec, site};
+use crate::rigs::wait::Within;
 
 const LIST: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read_file","inputSchema":{"type":"object"}},{"name":"delete_repo","inputSchema":{"type":"object"}},{"name":"\u212aill_all","inputSchema":{"type":"object"}},{"name":"kill_\u017fystem","inputSchema":{"type":"object"}}]}}"#;
 
@@ -131,7 +132,7 @@ fn curl(case: &Case, method: &str, url: &str, body: Option<&str>) -> Got {
     if let Some(body) = body {
         c.args(["--data-binary", body]);
     }
-    let out = c.arg(url).output().unwrap();
+    let out = c.arg(url).timed_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap();
     Got {

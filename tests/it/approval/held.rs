@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::rigs::control::{admin, token};
 use crate::rigs::replicas::{Replica, replica_with, upstream};
+use crate::rigs::wait::Within;
 
 /// The ask rule put first in the `web` policy: every request to unlisted.test under /api/ waits for a human.
 fn ask_rule(up: u16, methods: &str) -> String {
@@ -68,7 +69,7 @@ fn curl(
     }
     cmd.arg(url);
     tokio::task::spawn_blocking(move || {
-        let out = cmd.output().unwrap();
+        let out = cmd.timed_output().unwrap();
         // After the proxy's answer to CONNECT, the destination's (or cordon's, inside the tunnel).
         let all = String::from_utf8_lossy(&out.stdout).to_lowercase();
         let head = all
@@ -306,7 +307,7 @@ async fn the_approver_sees_the_whole_request_escaped_and_exact_grants_no_more() 
             "--token-file",
         ])
         .arg(d.join("admin-token"))
-        .output()
+        .timed_output()
         .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{listed}");

@@ -15,6 +15,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, curl, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::upstreams::{Upstream, upstream};
+use crate::rigs::wait::{TimedChild, Within};
 
 struct Rig {
     dir: tempfile::TempDir,
@@ -31,7 +32,7 @@ struct Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -97,7 +98,7 @@ async fn start() -> Rig {
         let out = Command::new(BIN)
             .args(["ca", "export", "--sandbox", id, "--config"])
             .arg(&config)
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let bundle = format!("{}{}", String::from_utf8_lossy(&out.stdout), ca.pem);
@@ -130,7 +131,7 @@ impl Rig {
             .arg(&self.config)
             .arg(url)
             .env("EXPLAIN_API_KEY", "sk-explain-live")
-            .output()
+            .timed_output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let v = serde_json::from_str(&text).unwrap_or_else(|e| {
@@ -158,7 +159,7 @@ impl Rig {
             .arg("--cacert")
             .arg(self.dir.path().join(format!("{sandbox}-trust.pem")))
             .args(["-X", method, url])
-            .output()
+            .timed_output()
             .unwrap();
         let codes = String::from_utf8_lossy(&o.stdout).into_owned();
         let (code, connect) = codes.split_once(' ').unwrap_or((&codes, "000"));
@@ -386,7 +387,7 @@ fn explain_says_a_refused_request_carries_no_credential() {
             .arg(&config)
             .arg(url)
             .env("EXPLAIN_API_KEY", "k")
-            .output()
+            .timed_output()
             .unwrap();
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, cordon_env, curl};
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A configuration in `dir` with `listen`, `top` (more top-level settings) and a policy.
 fn config(dir: &std::path::Path, listen: &str, top: &str) -> String {
@@ -48,7 +49,7 @@ fn get(args: &[&str], url: &str) -> (u16, String) {
         .args(["-w", "\n%{http_code}"])
         .args(args)
         .arg(url)
-        .output()
+        .timed_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
@@ -59,9 +60,9 @@ fn get(args: &[&str], url: &str) -> (u16, String) {
 fn stop(mut cordon: crate::rigs::process::Killed) {
     Command::new("kill")
         .args(["-TERM", &cordon.0.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
-    assert!(cordon.0.wait().unwrap().success());
+    assert!(cordon.0.timed_wait().unwrap().success());
 }
 
 fn records(dir: &std::path::Path) -> Vec<Value> {
@@ -169,7 +170,7 @@ fn admin_tls_serves_v1_over_https_and_asks_platforms_for_client_certificates() {
         .args(["-D", "-", "-o", "/dev/null"])
         .args(tls)
         .arg(format!("{base}/console/login"))
-        .output()
+        .timed_output()
         .unwrap();
     let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");

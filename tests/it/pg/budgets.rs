@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::rigs::replicas::{Replica, Setup, create, pg_replica_edit, setup};
+use crate::rigs::wait::Within;
 
 const TOKEN: &str = "shared-budget-token-77a1";
 
@@ -86,7 +87,7 @@ fn fetch(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> (u16,
         .arg("--cacert")
         .arg(ca)
         .arg(url)
-        .output()
+        .timed_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().unwrap_or(0));

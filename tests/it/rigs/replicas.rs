@@ -15,6 +15,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::proxy::config;
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 pub(crate) struct Replica {
     pub(crate) child: Child,
@@ -41,7 +42,7 @@ impl Replica {
 impl Drop for Replica {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -160,7 +161,7 @@ pub(crate) fn curl_head(r: &Replica, who: (&str, &str), ca: Option<&Path>, url: 
     if let Some(ca) = ca {
         cmd.arg("--cacert").arg(ca);
     }
-    Head(String::from_utf8_lossy(&cmd.arg(url).output().unwrap().stdout).into_owned())
+    Head(String::from_utf8_lossy(&cmd.arg(url).timed_output().unwrap().stdout).into_owned())
 }
 
 /// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).
@@ -171,7 +172,7 @@ pub(crate) fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, ur
         .arg("--cacert")
         .arg(ca)
         .arg(url)
-        .output()
+        .timed_output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
 }
