@@ -14,14 +14,10 @@ use crate::rigs::wait::{TimedChild, Within};
 
 /// curl with `args`: status and the answer's head and body.
 fn call(args: &[&str]) -> (u16, String) {
-    let out = curl()
-        .args(["-s", "-D", "-", "-w", "\n%{http_code}"])
-        .args(args)
-        .timed_output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    let mut c = curl();
+    c.arg("-s").args(args);
+    let r = crate::rigs::curl::run(c);
+    (r.status, format!("{}\r\n{}", r.head(), r.text()))
 }
 
 fn start(config: &std::path::Path, port: u16) -> Killed {

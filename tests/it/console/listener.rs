@@ -45,15 +45,10 @@ fn start(config: &str, admin: u16) -> crate::rigs::process::Killed {
 
 /// curl `url` with `args`: (HTTP status, body); status 0 when no HTTP answer came.
 fn get(args: &[&str], url: &str) -> (u16, String) {
-    let out = curl()
-        .args(["-w", "\n%{http_code}"])
-        .args(args)
-        .arg(url)
-        .timed_output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    let mut c = curl();
+    c.args(args).arg(url);
+    let r = crate::rigs::curl::run(c);
+    (r.status, r.text())
 }
 
 /// Stop cordon as an operator would (SIGTERM), so its audit file is whole.
