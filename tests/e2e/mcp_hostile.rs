@@ -235,18 +235,17 @@ async fn a_session_id_one_sandbox_was_given_is_refused_to_another() {
     let url = super::mcp::url(&server);
     let post = |env: &BTreeMap<String, String>, session: Option<&str>, body: &str| {
         let mut c = case.client_of(env, "curl");
-        c.args(["-sS", "-D", "-", "-o", "-", "--max-time", "30"])
+        c.args(["-sS", "--max-time", "30"])
             .args(["-H", "content-type: application/json"])
             .args(["-H", "accept: application/json, text/event-stream"])
             .args(["-H", "mcp-protocol-version: 2025-06-18"]);
         if let Some(id) = session {
             c.args(["-H", &format!("mcp-session-id: {id}")]);
         }
-        let out = c.args(["--data-binary", body, &url]).timed_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        c.args(["--data-binary", body, &url]);
         // The answer from the server (or cordon), not the proxy's answer to curl's CONNECT before it.
-        let last = text.rfind("\nHTTP/").map_or(0, |i| i + 1);
-        text[last..].to_owned()
+        let r = crate::rigs::curl::run(c);
+        format!("{}\r\n{}", r.head(), r.text())
     };
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
     let said = post(&case.env, None, init);

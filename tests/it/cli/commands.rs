@@ -100,7 +100,10 @@ fn a_closed_pipe_ends_the_output_quietly() {
         .arg("check")
         .env("CORDON_STATE_DIR", crate::rigs::process::state_dir())
         .stdout(writer)
-        .timed_output()
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .timed_wait_with_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");

@@ -161,13 +161,9 @@ fn admin_tls_serves_v1_over_https_and_asks_platforms_for_client_certificates() {
     assert_eq!(get(&[], &format!("http://127.0.0.1:{admin}/healthz")).0, 0);
     // The console, on the admin listener, over HTTPS: its cookies are __Host- and Secure, and it needs no
     // client certificate (people in browsers have none).
-    let out = curl()
-        .args(["-D", "-", "-o", "/dev/null"])
-        .args(tls)
-        .arg(format!("{base}/console/login"))
-        .timed_output()
-        .unwrap();
-    let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    let mut c = curl();
+    c.args(tls).arg(format!("{base}/console/login"));
+    let head = crate::rigs::curl::run(c).head().to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("set-cookie: __host-cordon_form="), "{head}");
     assert!(

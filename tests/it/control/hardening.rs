@@ -159,16 +159,15 @@ async fn every_listener_of_cordon_is_its_own_address() {
         ("transparent", transparent),
         ("dns", dns),
     ] {
-        let out = crate::rigs::process::curl()
-            .args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "5"])
+        let mut c = crate::rigs::process::curl();
+        c.args(["-s", "--max-time", "5"])
             .args(["-x", &format!("http://sb2:tok2@127.0.0.1:{proxy}")])
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .timed_output()
-            .unwrap();
-        let head = String::from_utf8_lossy(&out.stdout).to_lowercase();
-        assert!(
-            head.starts_with("http/1.1 403") && head.contains("x-cordon-reason: self_address"),
-            "{what} listener on {port}: {head}"
+            .arg(format!("http://127.0.0.1:{port}/"));
+        let r = crate::rigs::curl::run(c);
+        assert_eq!(
+            (r.version.as_str(), r.status, r.reason()),
+            ("1.1", 403, "self_address"),
+            "{what} listener on {port}: {r}"
         );
     }
     let _ = child.kill();

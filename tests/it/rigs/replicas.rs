@@ -127,41 +127,30 @@ async fn answers_healthz(port: u16) -> bool {
 }
 
 /// What curl printed of a response's head (`-D -`), the last one when a proxy answered first.
-pub(crate) struct Head(String);
+pub(crate) struct Head(crate::rigs::curl::Curled);
 
 impl Head {
     /// The status of the last response (0 when curl got none).
     pub(crate) fn status(&self) -> u16 {
-        self.0
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("HTTP/"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+        self.0.status
     }
 
-    /// The value of header `name` (lower case), or "".
+    /// The value of header `name` (any case), or "".
     pub(crate) fn header(&self, name: &str) -> String {
-        self.0
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-            })
-            .unwrap_or_default()
+        self.0.header(name).unwrap_or_default().trim().to_owned()
     }
 }
 
 /// curl through a replica as `who`, trusting `ca` if given: the head it printed.
 pub(crate) fn curl_head(r: &Replica, who: (&str, &str), ca: Option<&Path>, url: &str) -> Head {
     let mut cmd = crate::rigs::process::curl();
-    cmd.args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"])
+    cmd.args(["-s", "--max-time", "10"])
         .args(["-x", &format!("http://{}:{}@127.0.0.1:{}", who.0, who.1, r.proxy)]);
     if let Some(ca) = ca {
         cmd.arg("--cacert").arg(ca);
     }
-    Head(String::from_utf8_lossy(&cmd.arg(url).timed_output().unwrap().stdout).into_owned())
+    cmd.arg(url);
+    Head(crate::rigs::curl::run(cmd))
 }
 
 /// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).

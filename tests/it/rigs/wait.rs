@@ -146,7 +146,9 @@ fn said(out: &Output) -> String {
     )
 }
 
-/// A command run to its end with a deadline, in place of `output()` and `status()`, which wait for ever.
+/// A command run to its end with a deadline, in place of `output()` and `status()`, which wait for ever. Its
+/// stdin is empty and its stdout and stderr are captured whatever the command set; a test that hands it other
+/// streams spawns it and waits with [`TimedChild`].
 pub(crate) trait Within {
     /// Run it (stdin empty, stdout and stderr captured, in a process group of its own) and wait at most
     /// [`DEADLINE`]; the test fails, naming the command, if it is not done by then.
