@@ -146,27 +146,14 @@ impl Rig {
     /// `method url` live through the proxy as `sandbox`: (the status curl got, from the CONNECT when that
     /// refused, and the audit records the request left).
     async fn live(&self, sandbox: &str, method: &str, url: &str, seen: &mut usize) -> (u16, Vec<Value>) {
-        let o = curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %{http_connect}",
-                "--path-as-is",
-            ])
+        let mut c = curl();
+        c.args(["-s", "--path-as-is"])
             .args(["-x", &format!("http://{sandbox}:tok-{sandbox}@127.0.0.1:{}", self.port)])
             .arg("--cacert")
             .arg(self.dir.path().join(format!("{sandbox}-trust.pem")))
-            .args(["-X", method, url])
-            .timed_output()
-            .unwrap();
-        let codes = String::from_utf8_lossy(&o.stdout).into_owned();
-        let (code, connect) = codes.split_once(' ').unwrap_or((&codes, "000"));
-        let status = match (code, connect) {
-            ("000", c) => c.parse().unwrap(),
-            (c, _) => c.parse().unwrap(),
-        };
+            .args(["-X", method, url]);
+        let r = crate::rigs::curl::run(c);
+        let status = if r.status == 0 { r.connect } else { r.status };
         // A request's records end with its tunnel's (written when the tunnel closes) or the plain request's;
         // a request inside a tunnel may finish its record a moment after the tunnel's.
         let last = if url.starts_with("https") { "connect" } else { "http" };

@@ -152,20 +152,11 @@ impl Rig {
                 .collect()
         };
         let before = records().len();
-        let o = curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %{http_connect}",
-                "--max-time",
-                "5",
-            ])
-            .args(["-x", &format!("http://s:tok-s@127.0.0.1:{}", self.proxy), "-k", url])
-            .timed_output()
-            .unwrap();
-        let codes = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut c = curl();
+        c.args(["-s", "--max-time", "5"])
+            .args(["-x", &format!("http://s:tok-s@127.0.0.1:{}", self.proxy), "-k", url]);
+        let r = crate::rigs::curl::run(c);
+        let codes = format!("{} {}", r.status, r.connect);
         // The first record of this request, then a moment for a tunnel's to follow.
         for _ in 0..300 {
             if records().len() > before {
