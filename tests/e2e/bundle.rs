@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::harness::{Case, Spec, site, text};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environment() {
@@ -51,7 +52,11 @@ async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environme
         assert_eq!(case.env[var], case.env["SSL_CERT_FILE"], "{var}");
     }
     for (site, path) in [(&seen, "/intercepted"), (&real, "/tunnelled")] {
-        let out = case.client("curl").args(["-sS", &site.url(path)]).output().unwrap();
+        let out = case
+            .client("curl")
+            .args(["-sS", &site.url(path)])
+            .timed_output()
+            .unwrap();
         assert_eq!(text(&out), format!("ok {path}"), "curl {path}");
         let out = case
             .client("python3")
@@ -60,7 +65,7 @@ async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environme
                 "import os, requests; print(requests.get(os.environ['URL'], timeout=10).text)",
             ])
             .env("URL", site.url(path))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(text(&out).trim(), format!("ok {path}"), "requests {path}");
         let script = r#"
@@ -77,7 +82,7 @@ fetch(process.env.URL).then(async (r) => console.log(await r.text())).catch((e) 
             .env("NODE_PATH", super::npm::node_prefix().join("node_modules"))
             .env("NODE_NO_WARNINGS", "1")
             .env("URL", site.url(path))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(text(&out).trim(), format!("ok {path}"), "node {path}");
     }

@@ -7,6 +7,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 use super::harness::{Case, Spec, files, site, text};
+use crate::rigs::wait::Within;
 
 const CRATE: &str = "cordon-e2e-hello";
 const TOKEN: &str = "e2e-registry-token-5b7c1d";
@@ -32,7 +33,7 @@ fn package(work: &Path) -> Vec<u8> {
         .arg("-C")
         .arg(work)
         .arg(format!("{CRATE}-0.1.0"))
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "tar: {}", text(&out));
     std::fs::read(file).unwrap()
@@ -132,7 +133,7 @@ async fn cargo_fetch_from_a_sparse_registry_with_an_injected_token() {
     let cargo_home = case.path("cargo-home");
     let app = case.path("app");
     project(&app, "e2e", &registry.url("/index/"));
-    let out = cargo_fetch(&case, &app).output().unwrap();
+    let out = cargo_fetch(&case, &app).timed_output().unwrap();
     let got = text(&out);
     assert!(out.status.success(), "cargo fetch: {got}");
     let cache = cargo_home.join("registry/cache");
@@ -174,7 +175,7 @@ async fn cargo_fetch_from_a_sparse_registry_with_an_injected_token() {
     project(&denied, "denied", "https://denied.e2e.test/index/");
     let out = cargo_fetch(&case, &denied)
         .env("CARGO_NET_RETRY", "0")
-        .output()
+        .timed_output()
         .unwrap();
     let got = text(&out);
     assert!(

@@ -15,6 +15,7 @@ use base64::engine::general_purpose::STANDARD;
 
 use super::harness::{Case, Handler, Reply, Spec, site, text};
 use crate::rigs::upstreams::Seen;
+use crate::rigs::wait::{TimedChild, Within};
 
 const TOKEN: &str = "real-git-token-e2e";
 
@@ -32,7 +33,7 @@ fn server_git(cwd: &Path, args: &[&str]) -> String {
         .args(["-c", "user.name=server", "-c", "user.email=server@e2e.test"])
         .args(args)
         .current_dir(cwd)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "server git {}: {}", args.join(" "), text(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -40,7 +41,7 @@ fn server_git(cwd: &Path, args: &[&str]) -> String {
 
 /// A client command to completion, off the async threads.
 async fn run(mut c: Command) -> Output {
-    tokio::task::spawn_blocking(move || c.stdin(Stdio::null()).output().unwrap())
+    tokio::task::spawn_blocking(move || c.stdin(Stdio::null()).timed_output().unwrap())
         .await
         .unwrap()
 }
@@ -89,7 +90,7 @@ fn http_backend(root: PathBuf) -> Handler {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&body);
         });
-        let out = child.wait_with_output().unwrap();
+        let out = child.timed_wait_with_output().unwrap();
         writer.join().unwrap();
         cgi_reply(&out.stdout)
     })
@@ -233,7 +234,7 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
     assert!(out.status.success(), "{}", text(&out));
     let push = tokio::task::spawn_blocking({
         let mut c = in_clone(&["push", "origin", "main"]);
-        move || c.stdin(Stdio::null()).output().unwrap()
+        move || c.stdin(Stdio::null()).timed_output().unwrap()
     });
     let held = pending(&case).await;
     assert_eq!(held["sandbox"], case.sandbox.as_str(), "{held}");
@@ -264,7 +265,7 @@ async fn git_clone_fetch_and_a_push_held_for_approval() {
     assert!(out.status.success(), "{}", text(&out));
     let push = tokio::task::spawn_blocking({
         let mut c = in_clone(&["push", "origin", "main"]);
-        move || c.stdin(Stdio::null()).output().unwrap()
+        move || c.stdin(Stdio::null()).timed_output().unwrap()
     });
     let held = pending(&case).await;
     assert_eq!(held["path"], "/repo.git/git-receive-pack", "{held}");

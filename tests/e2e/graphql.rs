@@ -5,7 +5,6 @@
 //! comment waits for a person (who sees the operation) and goes or is refused with a GraphQL error, deleteRepo is
 //! refused whatever the operation calls itself. With curl, what cordon cannot read as a server would.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -15,6 +14,7 @@ use tokio::task::JoinHandle;
 use super::harness::{Case, Spec};
 use crate::rigs::ports::free_port;
 use crate::rigs::tls::TestCa;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The GraphQL server, stopped when dropped.
 struct Server {
@@ -27,7 +27,7 @@ struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -63,10 +63,11 @@ fn server(ca: &TestCa, dir: &std::path::Path) -> Server {
         .stderr(Stdio::null())
         .spawn()
         .expect("node tests/servers/graphql_server.mjs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::rigs::wait::first_line(
+        &mut child,
+        "the GraphQL server (node tests/servers/graphql_server.mjs)",
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(line.trim(), "ready", "the GraphQL server did not start");
     Server { child, port, log }
 }
@@ -125,7 +126,7 @@ fn agent(case: &Case, server: &Server, flags: &[&str], steps: &[&str]) -> JoinHa
         .args(flags)
         .args(steps)
         .stdin(Stdio::null());
-    tokio::task::spawn_blocking(move || c.output().unwrap())
+    tokio::task::spawn_blocking(move || c.timed_output().unwrap())
 }
 
 fn lines(out: &Output) -> Vec<Value> {
@@ -240,7 +241,7 @@ fn curl(case: &Case, server: &Server, extra: &[&str], query: &str) -> (String, S
     c.args(["-sS", "-o", "-", "-w", "\n%{http_code}"])
         .args(extra)
         .arg(format!("{}{query}", url(server)));
-    let out = c.output().unwrap();
+    let out = c.timed_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap();
     (

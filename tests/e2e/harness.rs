@@ -17,6 +17,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::tls::{TestCa, serve_by_alpn, test_ca};
 use crate::rigs::upstreams::Seen;
+use crate::rigs::wait::Within;
 
 /// What a site answers: status, headers, body.
 pub(crate) type Reply = (u16, Vec<(String, String)>, Vec<u8>);
@@ -371,7 +372,7 @@ policies:
             .args(["explain", "--config"])
             .arg(self.path("cordon.yaml"))
             .args(["--sandbox", &self.sandbox, "--method", method, url])
-            .output()
+            .timed_output()
             .unwrap()
     }
 
@@ -391,7 +392,7 @@ policies:
             .args(args)
             .args(["--admin", &self.admin, "--token-file"])
             .arg(self.dir.path().join("admin-token"))
-            .output()
+            .timed_output()
             .unwrap()
     }
 
@@ -410,7 +411,7 @@ fn admin_cli(dir: &Path, admin: &str, args: &[&str], token: &str) -> String {
         .args(args)
         .args(["--admin", admin, "--token-file"])
         .arg(dir.join(token))
-        .output()
+        .timed_output()
         .unwrap();
     assert!(
         out.status.success(),

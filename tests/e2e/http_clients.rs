@@ -1,6 +1,7 @@
 //! curl (HTTP/2) and Python requests (a JSON API, with the sandbox's placeholder swapped for the real token).
 
 use super::harness::{API_TOKEN, placeholder_api, text};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn curl_over_http2_and_requests_with_a_placeholder_swapped() {
@@ -18,7 +19,7 @@ async fn curl_over_http2_and_requests_with_a_placeholder_swapped() {
         .args(["-sS", "--http2", "-w", "\\n%{http_version}", "-H"])
         .arg(format!("Authorization: Bearer {placeholder}"))
         .arg(api.url("/v1/curl"))
-        .output()
+        .timed_output()
         .unwrap();
     let got = text(&out);
     assert!(out.status.success(), "{got}");
@@ -34,7 +35,7 @@ print(r.status_code, r.json()["ok"])
         .client("python3")
         .args(["-c", script])
         .env("URL", api.url("/v1/requests"))
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(text(&out).trim(), "200 True", "{}", text(&out));
     // The real token reached the API; the sandbox never had it.
@@ -48,7 +49,7 @@ print(r.status_code, r.json()["ok"])
     let out = case
         .client("curl")
         .args(["-sS", "https://denied.e2e.test/"])
-        .output()
+        .timed_output()
         .unwrap();
     let got = text(&out);
     assert!(!out.status.success());
@@ -60,7 +61,7 @@ try:
 except requests.exceptions.ProxyError as e:
     print("refused:", e)
 "#;
-    let out = case.client("python3").args(["-c", script]).output().unwrap();
+    let out = case.client("python3").args(["-c", script]).timed_output().unwrap();
     let got = text(&out);
     assert!(got.contains("refused:") && got.contains("403"), "requests shows: {got}");
     case.audited(|r| {

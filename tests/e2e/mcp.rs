@@ -5,7 +5,6 @@
 //! held then allowed (and one denied), a call refused with a JSON-RPC error, a tool that changes mid-session; and,
 //! with curl, what is not JSON-RPC, a member written twice, a batch, and the methods MCP does not use.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -15,6 +14,7 @@ use tokio::task::JoinHandle;
 use super::harness::{Case, Spec};
 use crate::rigs::ports::free_port;
 use crate::rigs::tls::TestCa;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The MCP server, stopped when dropped.
 pub(super) struct Server {
@@ -27,7 +27,7 @@ pub(super) struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -59,10 +59,11 @@ pub(super) fn server(ca: &TestCa, dir: &std::path::Path, json: bool) -> Server {
     let mut child = c
         .spawn()
         .expect("python3 tests/servers/mcp_tools_server.py (pip install mcp, see .ci/run)");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::rigs::wait::first_line(
+        &mut child,
+        "the MCP server (python3 tests/servers/mcp_tools_server.py; pip install mcp, see .ci/run)",
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(
         line.trim(),
         "ready",
@@ -144,7 +145,7 @@ pub(super) fn agent(case: &Case, server: &Server, steps: &[&str]) -> JoinHandle<
         .arg(url(server))
         .args(steps)
         .stdin(Stdio::null());
-    tokio::task::spawn_blocking(move || c.output().unwrap())
+    tokio::task::spawn_blocking(move || c.timed_output().unwrap())
 }
 
 pub(super) fn refused_by_cordon(step: &Value, reason: &str) {
@@ -243,7 +244,7 @@ async fn what_is_not_json_rpc_is_400_and_a_batch_goes_whole_or_not_at_all() {
         .args(extra)
         .args(["--data-binary", body])
         .arg(url(&server));
-        let out = c.output().unwrap();
+        let out = c.timed_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap();
         (

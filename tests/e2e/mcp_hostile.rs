@@ -10,7 +10,6 @@
 //! - a session id one sandbox was given is refused to another (`mcp_session_foreign`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -19,6 +18,7 @@ use super::harness::{Case, Spec};
 use super::mcp::{Server, agent, called, names, refused_by_cordon, server};
 use crate::rigs::ports::free_port;
 use crate::rigs::tls::TestCa;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The hostile server in `mode` (`redirect LOCATION`, `content-type VALUE`).
 fn hostile(ca: &TestCa, dir: &std::path::Path, mode: &str, value: &str) -> Server {
@@ -47,10 +47,11 @@ fn hostile(ca: &TestCa, dir: &std::path::Path, mode: &str, value: &str) -> Serve
         .stderr(Stdio::null())
         .spawn()
         .expect("python3 tests/servers/mcp_hostile_server.py (pip install mcp, see .ci/run)");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::rigs::wait::first_line(
+        &mut child,
+        "the hostile MCP server (python3 tests/servers/mcp_hostile_server.py)",
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(line.trim(), "ready", "the hostile MCP server did not start");
     Server {
         child,
@@ -106,7 +107,7 @@ async fn run(sdk: Sdk, case: &Case, server: &Server, steps: &[&str]) -> (Vec<Val
                 .arg(super::mcp::url(server))
                 .args(steps)
                 .env("CORDON_MCP_TS_PREFIX", ts_prefix());
-            tokio::task::spawn_blocking(move || c.output().unwrap())
+            tokio::task::spawn_blocking(move || c.timed_output().unwrap())
         }
     };
     let out = tokio::time::timeout(std::time::Duration::from_secs(120), agent)
@@ -234,18 +235,17 @@ async fn a_session_id_one_sandbox_was_given_is_refused_to_another() {
     let url = super::mcp::url(&server);
     let post = |env: &BTreeMap<String, String>, session: Option<&str>, body: &str| {
         let mut c = case.client_of(env, "curl");
-        c.args(["-sS", "-D", "-", "-o", "-", "--max-time", "30"])
+        c.args(["-sS", "--max-time", "30"])
             .args(["-H", "content-type: application/json"])
             .args(["-H", "accept: application/json, text/event-stream"])
             .args(["-H", "mcp-protocol-version: 2025-06-18"]);
         if let Some(id) = session {
             c.args(["-H", &format!("mcp-session-id: {id}")]);
         }
-        let out = c.args(["--data-binary", body, &url]).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        c.args(["--data-binary", body, &url]);
         // The answer from the server (or cordon), not the proxy's answer to curl's CONNECT before it.
-        let last = text.rfind("\nHTTP/").map_or(0, |i| i + 1);
-        text[last..].to_owned()
+        let r = crate::rigs::curl::run(c);
+        format!("{}\r\n{}", r.head(), r.text())
     };
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
     let said = post(&case.env, None, init);
@@ -296,7 +296,7 @@ async fn the_older_http_sse_transport_still_works_filtered_and_pinned() {
         .args(steps);
     let out = tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        tokio::task::spawn_blocking(move || c.output().unwrap()),
+        tokio::task::spawn_blocking(move || c.timed_output().unwrap()),
     )
     .await
     .expect("the agent took over 120 s")
@@ -348,22 +348,19 @@ async fn the_older_transports_session_in_the_query_is_refused_to_another_sandbox
     };
     assert!(endpoint.contains("session_id="), "{endpoint}");
     let post = |env: &BTreeMap<String, String>| {
-        let out = case
-            .client_of(env, "curl")
-            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code} %header{x-cordon-reason}"])
-            .args(["--max-time", "30", "-H", "content-type: application/json"])
+        let mut c = case.client_of(env, "curl");
+        c.args(["-sS", "--max-time", "30", "-H", "content-type: application/json"])
             .args(["--data-binary", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#])
-            .arg(format!("{base}{endpoint}"))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .arg(format!("{base}{endpoint}"));
+        let r = crate::rigs::curl::run(c);
+        format!("{} {}", r.status, r.reason())
     };
     // SECURITY: another sandbox with the session of the query is refused before anything reaches the server.
     assert_eq!(post(&other), "403 mcp_session_foreign");
     // Its own sandbox goes on (the server accepts, 202).
     assert_eq!(post(&case.env), "202 ");
     let _ = get.kill();
-    let _ = get.wait();
+    let _ = get.timed_wait();
     case.audited(|r| r["reason"] == "mcp_session_foreign" && r["sandbox"] == "thief")
         .await;
 }

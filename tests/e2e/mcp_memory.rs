@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::harness::{Case, Spec};
+use crate::rigs::wait::Within;
 
 /// The size of each unfinished event.
 const EVENT: usize = 7 * 1024 * 1024;
@@ -112,7 +113,7 @@ async fn sixteen_unfinished_seven_mib_events_hold_no_more_than_the_sandboxs_shar
         c
     };
     // Warm: a connection, a TLS session and an MCP answer, so the figure before is cordon at work.
-    let warm = post("/small").output().unwrap();
+    let warm = post("/small").timed_output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&warm.stdout),
         "200",
@@ -126,7 +127,7 @@ async fn sixteen_unfinished_seven_mib_events_hold_no_more_than_the_sandboxs_shar
         .map(|_| {
             let mut c = post("/mcp");
             tokio::task::spawn_blocking(move || {
-                let out = c.output().unwrap();
+                let out = c.timed_output().unwrap();
                 (out.status.success(), started.elapsed())
             })
         })

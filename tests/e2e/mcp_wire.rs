@@ -103,43 +103,36 @@ async fn setup() -> (Case, Site, Site) {
     (Case::start(ca, spec).await, mcp, other)
 }
 
-/// What curl got: status, headers (lowercase names), body.
+/// What curl got (read by [`crate::rigs::curl::run`]): status, head (lower-case names) and body.
 struct Got {
     status: u16,
     head: String,
     body: String,
+    curled: crate::rigs::curl::Curled,
 }
 
 impl Got {
     fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            l.split_once(':')
-                .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.trim())
-        })
+        self.curled.header(name)
     }
 }
 
 fn curl(case: &Case, method: &str, url: &str, body: Option<&str>) -> Got {
-    let head = tempfile::NamedTempFile::new().unwrap();
     let mut c = case.client("curl");
-    c.args(["-sS", "--max-time", "30", "-X", method, "-D"])
-        .arg(head.path())
-        .args(["-o", "-", "-w", "\n%{http_code}"])
+    c.args(["-sS", "--max-time", "30", "-X", method])
         .args(["-H", "content-type: application/json"])
         .args(["-H", "accept: application/json, text/event-stream"]);
     if let Some(body) = body {
         c.args(["--data-binary", body]);
     }
-    let out = c.arg(url).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap();
+    c.arg(url);
+    let curled = crate::rigs::curl::run(c);
+    assert!(curled.status != 0, "no answer: {curled}");
     Got {
-        status: code
-            .parse()
-            .unwrap_or_else(|_| panic!("{text} {}", String::from_utf8_lossy(&out.stderr))),
-        head: std::fs::read_to_string(head.path()).unwrap(),
-        body: body.to_owned(),
+        status: curled.status,
+        head: curled.head(),
+        body: curled.text(),
+        curled,
     }
 }
 

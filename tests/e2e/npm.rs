@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::harness::{API_TOKEN, Case, Handler, Spec, files, placeholder_api, site, text};
 use crate::rigs::upstreams::Seen;
+use crate::rigs::wait::Within;
 
 /// Build `name@version` (`package/package.json` + `package/index.js`) with `npm pack` (offline, outside the
 /// sandbox: this is the registry's side) into `out`; returns the tarball's file name, its `integrity` (sha512)
@@ -30,7 +31,7 @@ fn pack(work: &Path, name: &str, version: &str, exports: &str, out: &Path) -> (S
         .args(["pack", "--json", "--no-update-notifier", "--pack-destination"])
         .arg(out)
         .current_dir(&src)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(packed.status.success(), "npm pack: {}", text(&packed));
     let meta: serde_json::Value = serde_json::from_slice(&packed.stdout).unwrap();
@@ -133,7 +134,7 @@ async fn npm_installs_from_a_local_registry_with_an_injected_token() {
         .client("npm")
         .args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
         .current_dir(&app)
-        .output()
+        .timed_output()
         .unwrap();
     let got = text(&out);
     assert!(out.status.success(), "npm install: {got}");
@@ -141,7 +142,7 @@ async fn npm_installs_from_a_local_registry_with_an_injected_token() {
         .client("node")
         .args(["-e", &format!("console.log(JSON.stringify(require('{name}')))")])
         .current_dir(&app)
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(
         text(&out).trim(),
@@ -172,7 +173,7 @@ async fn npm_installs_from_a_local_registry_with_an_injected_token() {
         .client("npm")
         .args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
         .current_dir(&denied)
-        .output()
+        .timed_output()
         .unwrap();
     let got = text(&out);
     assert!(!out.status.success(), "npm install from a denied registry: {got}");
@@ -230,7 +231,7 @@ fetch(process.env.URL, { headers: { authorization: 'Bearer ' + process.env.CORDO
             // undici's "EnvHttpProxyAgent is experimental" warning.
             .env("NODE_NO_WARNINGS", "1")
             .env("URL", url)
-            .output()
+            .timed_output()
             .unwrap()
     };
     let out = fetch(api.url("/v1/node"));

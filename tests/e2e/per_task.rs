@@ -12,6 +12,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::harness::{Case, Spec, site, text};
 use super::pip::{SECRET, pip_install_as, private_index};
+use crate::rigs::wait::Within;
 
 fn repo() -> super::harness::Handler {
     Arc::new(|req: &crate::rigs::upstreams::Seen| -> super::harness::Reply {
@@ -82,7 +83,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
         case.client_of(&env, "curl")
             .args(["-sS", "-w", " %{http_code}"])
             .args(args)
-            .output()
+            .timed_output()
             .unwrap()
     };
 
@@ -194,7 +195,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
     let out = case
         .client("curl")
         .args(["-sS", &git.url("/acme/other/x")])
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(text(&out), "repo /acme/other/x");
 }

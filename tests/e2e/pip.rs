@@ -7,6 +7,7 @@ use std::process::Command;
 use base64::Engine;
 
 use super::harness::{Case, Spec, files, site, text};
+use crate::rigs::wait::Within;
 
 /// Writes `cordon_e2e_hello-0.1.0-py3-none-any.whl` (one module, `cordon_e2e_hello.py`) into the directory
 /// given as argv[1] and prints its sha256: a wheel is a zip with `<name>-<ver>.dist-info/{METADATA,WHEEL,RECORD}`.
@@ -54,7 +55,7 @@ pub(crate) async fn private_index(ca: &crate::rigs::tls::TestCa, name: &str) -> 
     let built = Command::new("python3")
         .args(["-c", BUILD_WHEEL])
         .arg(&packages)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(built.status.success(), "building the wheel: {}", text(&built));
     let sha256 = String::from_utf8_lossy(&built.stdout).trim().to_string();
@@ -127,7 +128,7 @@ async fn pip_installs_from_a_private_index_with_the_token_injected_as_basic_auth
         .client("python3")
         .args(["-c", "import cordon_e2e_hello; print(cordon_e2e_hello.GREETING)"])
         .env("PYTHONPATH", &target)
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(text(&out).trim(), "hello through cordon", "{}", text(&out));
 
@@ -194,6 +195,6 @@ pub(super) fn pip_install_as(
         ])
         .arg(retries.to_string())
         .arg("cordon-e2e-hello")
-        .output()
+        .timed_output()
         .unwrap()
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::rigs::control::{ControlRig, control_rig_edit, url};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The standard rig, with a first rule of the `web` policy that holds every request to unlisted.test, and two
 /// approvers' tokens (`dana`, `erin`; their files made at start) besides the admin token.
@@ -40,7 +41,7 @@ async fn cli(rig: &ControlRig, args: &[&str], who: &str) -> (bool, i32, String, 
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
         .env_remove("CORDON_CONFIG");
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    let out = tokio::task::spawn_blocking(move || cmd.timed_output().unwrap())
         .await
         .unwrap();
     (
@@ -68,7 +69,7 @@ fn post(rig: &ControlRig, id: &str, credential: &str, ca: &Path) -> Child {
 
 /// The HTTP status curl got (0 if it failed).
 async fn status(child: Child) -> u16 {
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || child.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)

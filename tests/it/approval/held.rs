@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::rigs::control::{admin, token};
 use crate::rigs::replicas::{Replica, replica_with, upstream};
+use crate::rigs::wait::Within;
 
 /// The ask rule put first in the `web` policy: every request to unlisted.test under /api/ waits for a human.
 fn ask_rule(up: u16, methods: &str) -> String {
@@ -58,7 +59,7 @@ fn curl(
     extra: &[&str],
 ) -> tokio::task::JoinHandle<Got> {
     let mut cmd = crate::rigs::process::curl();
-    cmd.args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "40"])
+    cmd.args(["-s", "--max-time", "40"])
         .args(["-x", &format!("http://{id}:{cred}@127.0.0.1:{}", r.proxy)])
         .arg("--cacert")
         .arg(ca)
@@ -68,14 +69,12 @@ fn curl(
     }
     cmd.arg(url);
     tokio::task::spawn_blocking(move || {
-        let out = cmd.output().unwrap();
-        // After the proxy's answer to CONNECT, the destination's (or cordon's, inside the tunnel).
-        let all = String::from_utf8_lossy(&out.stdout).to_lowercase();
-        let head = all
-            .rsplit_once("\r\n\r\nhttp/")
-            .map_or(all.clone(), |(_, last)| format!("http/{last}"));
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        Got { status, head }
+        // The destination's answer (or cordon's, inside the tunnel), not the proxy's to CONNECT.
+        let r = crate::rigs::curl::run(cmd);
+        Got {
+            status: r.status,
+            head: r.head().to_lowercase(),
+        }
     })
 }
 
@@ -306,7 +305,7 @@ async fn the_approver_sees_the_whole_request_escaped_and_exact_grants_no_more() 
             "--token-file",
         ])
         .arg(d.join("admin-token"))
-        .output()
+        .timed_output()
         .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{listed}");

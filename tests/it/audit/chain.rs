@@ -6,6 +6,7 @@ use std::process::Command;
 
 use crate::rigs::audit::{assert_schema, copy, run_once, signed_config, verify};
 use crate::rigs::process::BIN;
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
@@ -39,7 +40,7 @@ async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
     // The key as `cordon audit public-key` prints it does the same.
     let key = Command::new(BIN)
         .args(["audit", "public-key", "--config", config])
-        .output()
+        .timed_output()
         .unwrap();
     let key = String::from_utf8_lossy(&key.stdout).trim().to_string();
     assert_eq!(key.len(), 64);

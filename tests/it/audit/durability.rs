@@ -17,6 +17,7 @@ use crate::rigs::audit::{records, setup};
 use crate::rigs::client::{auth, read_response};
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::upstreams::upstream;
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_under_load_every_record_but_the_last_moments_is_kept_and_the_chain_goes_on() {
@@ -104,7 +105,7 @@ impl SmallDisk {
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "cordon-test-disk"])
             .arg(at)
-            .status()
+            .timed_status()
             .unwrap();
         assert!(ok.success(), "mount a tmpfs at {}", at.display());
         SmallDisk(at.to_path_buf())
@@ -123,7 +124,7 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = Command::new("umount").arg("-l").arg(&self.0).timed_status();
     }
 }
 

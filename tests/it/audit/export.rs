@@ -4,7 +4,6 @@
 //! restart of cordon while the collector is down.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,6 +13,7 @@ use serde_json::Value;
 use crate::rigs::audit::{Cordon, records, setup};
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::upstreams::upstream;
+use crate::rigs::wait::TimedChild;
 
 /// The receiver, writing what it decoded to `out`, on `port` (0: any); the child and its port.
 fn receiver(out: &Path, port: u16, answer: Option<u16>) -> (Child, u16) {
@@ -36,10 +36,11 @@ fn receiver_with(out: &Path, port: u16, args: Vec<String>) -> (Child, u16) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("python3 with opentelemetry-proto (pip install opentelemetry-proto; .ci/run does)");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::rigs::wait::first_line(
+        &mut child,
+        "the OTLP receiver (python3 tests/servers/otlp_logs_receiver.py)",
+        std::time::Duration::from_secs(60),
+    );
     let port = line
         .trim()
         .strip_prefix("listening on ")
@@ -51,7 +52,7 @@ fn receiver_with(out: &Path, port: u16, args: Vec<String>) -> (Child, u16) {
 
 fn stop(mut child: Child) {
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
 }
 
 /// What the receiver got, one decoded log record each, in arrival order. The receiver may be writing while

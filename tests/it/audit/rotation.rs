@@ -9,6 +9,7 @@ use std::process::Command;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// `n` requests from `tasks` concurrent clients, each on its own connection, each answered 407 (one record).
 async fn load(port: u16, tasks: usize, n: usize) {
@@ -21,7 +22,13 @@ async fn load(port: u16, tasks: usize, n: usize) {
                     format!("GET http://h{t}-{i}.test/ HTTP/1.1\r\nHost: h{t}-{i}.test\r\nConnection: close\r\n\r\n");
                 s.write_all(req.as_bytes()).await.unwrap();
                 let mut answer = Vec::new();
-                s.read_to_end(&mut answer).await.unwrap();
+                crate::rigs::wait::within(
+                    &format!("cordon's answer on 127.0.0.1:{port}"),
+                    std::time::Duration::from_secs(30),
+                    s.read_to_end(&mut answer),
+                )
+                .await
+                .unwrap();
                 assert!(
                     answer.starts_with(b"HTTP/1.1 407"),
                     "{}",
@@ -73,7 +80,7 @@ fn verify(config: &Path, files: &[PathBuf]) -> (i32, String) {
         .args(["audit", "verify", "--config"])
         .arg(config)
         .args(files)
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -147,7 +154,7 @@ async fn retention_keeps_the_newest_files_and_sigusr1_reopens_after_an_external_
     std::fs::rename(dir.path().join("audit.jsonl"), dir.path().join("moved-away.jsonl")).unwrap();
     Command::new("kill")
         .args(["-USR1", &child.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     load(port, 4, 20).await;

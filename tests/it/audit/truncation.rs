@@ -10,6 +10,7 @@ use sha2::Digest;
 
 use crate::rigs::audit::{copy, run_once, signed_config, verify};
 use crate::rigs::process::{curl, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// `n` requests through the proxy on `port`, each answered 407 (one record each), to hosts named after `tag`.
 fn requests(port: u16, tag: &str, n: usize) {
@@ -18,7 +19,7 @@ fn requests(port: u16, tag: &str, n: usize) {
             .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-x"])
             .arg(format!("http://127.0.0.1:{port}"))
             .arg(format!("http://{tag}-{i}.test/"))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
     }

@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::rigs::wait::{TimedChild, Within};
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 
 /// One command of a tested block: where it is, what it runs and what it must give.
@@ -157,7 +158,7 @@ fn run_page(root: &Path, page: &str, steps: &[Step]) -> Option<String> {
         .env("CORDON_OUT", out.path())
         .env("CORDON_STATE_DIR", state.path())
         .env_remove("CORDON_CONFIG")
-        .output()
+        .timed_output()
         .unwrap();
     let read = |n: usize, what: &str| std::fs::read_to_string(out.path().join(format!("{n}.{what}")));
     for (n, step) in steps.iter().enumerate() {
@@ -258,7 +259,7 @@ impl Drop for Hog {
     fn drop(&mut self) {
         for child in &mut self.0 {
             let _ = child.kill();
-            let _ = child.wait();
+            let _ = child.timed_wait();
         }
     }
 }

@@ -7,6 +7,7 @@
 use std::process::Command;
 
 use crate::rigs::process::BIN;
+use crate::rigs::wait::Within;
 
 /// Runs argv[1:] on a pseudo-terminal and writes what it printed (stdout and stderr both) on stdout. With
 /// PTY_STOP_AFTER, the process gets SIGTERM once that text has appeared; it is killed after 20 s in any case.
@@ -54,7 +55,7 @@ fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_LOG_FORMAT")
         .envs(env.iter().copied())
-        .output()
+        .timed_output()
         .expect("python3, to give the binary a pseudo-terminal");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -72,7 +73,7 @@ fn piped(args: &[&str], env: &[(&str, &str)]) -> (String, String) {
         .env_remove("CI")
         .env_remove("CORDON_CONFIG")
         .envs(env.iter().copied())
-        .output()
+        .timed_output()
         .unwrap();
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),

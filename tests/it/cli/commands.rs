@@ -4,6 +4,7 @@ use crate::rigs::client::*;
 use crate::rigs::process::{BIN, cordon, curl, signal_and_wait, spawn_cordon};
 use crate::rigs::proxy::*;
 use crate::rigs::upstreams::*;
+use crate::rigs::wait::{TimedChild, Within};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -99,7 +100,10 @@ fn a_closed_pipe_ends_the_output_quietly() {
         .arg("check")
         .env("CORDON_STATE_DIR", crate::rigs::process::state_dir())
         .stdout(writer)
-        .output()
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .timed_wait_with_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
@@ -153,7 +157,7 @@ fn token_hash_reads_stdin() {
         .spawn()
         .unwrap();
     child.stdin.take().unwrap().write_all(b"demo-token\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), hash("demo-token"));
 }
 
@@ -162,7 +166,7 @@ fn token_hash_reads_stdin() {
 /// the closest one.
 #[test]
 fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
-    let people = Command::new(BIN).arg("reasons").output().unwrap();
+    let people = Command::new(BIN).arg("reasons").timed_output().unwrap();
     let people = String::from_utf8_lossy(&people.stdout).into_owned();
     let mut rows = people.lines();
     let head = rows.next().unwrap();
@@ -177,7 +181,10 @@ fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
         "{no_rule}"
     );
     assert!(!people.contains('|'), "{people}");
-    let all = Command::new(BIN).args(["reasons", "--markdown"]).output().unwrap();
+    let all = Command::new(BIN)
+        .args(["reasons", "--markdown"])
+        .timed_output()
+        .unwrap();
     assert!(all.status.success());
     let table = String::from_utf8_lossy(&all.stdout).into_owned();
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/troubleshooting.md")).unwrap();
@@ -198,7 +205,7 @@ fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
     assert!(table.lines().count() > 100, "{table}");
     let one = Command::new(BIN)
         .args(["reasons", "method_not_allowed"])
-        .output()
+        .timed_output()
         .unwrap();
     let line = String::from_utf8_lossy(&one.stdout).into_owned();
     assert!(
@@ -215,7 +222,7 @@ fn reasons_are_the_troubleshooting_table_and_a_wrong_code_names_the_closest() {
     assert!(todo.len() > 20 && page.contains(todo), "{line}");
     let wrong = Command::new(BIN)
         .args(["reasons", "method_not_alowed"])
-        .output()
+        .timed_output()
         .unwrap();
     let said = String::from_utf8_lossy(&wrong.stderr).into_owned();
     assert_eq!(wrong.status.code(), Some(2), "{said}");
@@ -235,7 +242,7 @@ async fn run_with_curl_through_the_proxy() {
     let proxy = format!("http://sb1:tok1@127.0.0.1:{port}");
     let url = format!("http://allowed.test:{}/hi", up.addr.port());
 
-    let out = curl().args(["-x", &proxy, &url]).output().unwrap();
+    let out = curl().args(["-x", &proxy, &url]).timed_output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "hello from upstream\n",
@@ -246,7 +253,7 @@ async fn run_with_curl_through_the_proxy() {
     // A denied destination: curl shows cordon's answer.
     let out = curl()
         .args(["-x", &proxy, "-w", "%{http_code}", "http://unlisted.test/"])
-        .output()
+        .timed_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("cordon: denied") && text.ends_with("403"), "{text}");
@@ -255,7 +262,7 @@ async fn run_with_curl_through_the_proxy() {
     let bad = format!("http://sb1:nope@127.0.0.1:{port}");
     let out = curl()
         .args(["-x", &bad, "-w", "%{http_code}", "-o", "/dev/null", &url])
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
 
@@ -307,7 +314,7 @@ async fn audit_records_can_go_to_a_file() {
             "%{http_code}",
             "http://x.test/?q=secret",
         ])
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
     let out = signal_and_wait(child, "-TERM").await;
@@ -356,7 +363,7 @@ fn ca_export_is_stable_and_rotate_replaces_it() {
     if let Ok(o) = Command::new("openssl")
         .args(["x509", "-noout", "-text", "-in"])
         .arg(&pem)
-        .output()
+        .timed_output()
     {
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(

@@ -5,6 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::rigs::process::BIN;
+use crate::rigs::wait::TimedChild;
 
 #[test]
 fn plain_cordon_reads_the_configuration_cordon_config_names() {
@@ -23,7 +24,7 @@ fn plain_cordon_reads_the_configuration_cordon_config_names() {
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
+            let out = child.timed_wait_with_output().unwrap();
             panic!(
                 "cordon ran instead of refusing {}:\n{}",
                 config.display(),
@@ -32,7 +33,7 @@ fn plain_cordon_reads_the_configuration_cordon_config_names() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::rigs::process::cordon;
+use crate::rigs::wait::TimedChild;
 
 /// The commands `cordon --help` lists.
 fn commands() -> Vec<String> {
@@ -27,7 +28,7 @@ fn completion_scripts_parse_and_name_every_command() {
     assert_eq!(code, 0, "{err}");
     let mut check = Command::new("bash").arg("-n").stdin(Stdio::piped()).spawn().unwrap();
     check.stdin.take().unwrap().write_all(bash.as_bytes()).unwrap();
-    assert!(check.wait().unwrap().success(), "bash -n refused the script");
+    assert!(check.timed_wait().unwrap().success(), "bash -n refused the script");
     for name in commands() {
         assert!(
             bash.contains(&format!("cordon__subcmd__{}", name.replace('-', "__"))),
@@ -44,7 +45,7 @@ fn completion_scripts_parse_and_name_every_command() {
         .unwrap();
     let mut offered = offered;
     offered.stdin.take().unwrap().write_all(bash.as_bytes()).unwrap();
-    let out = offered.wait_with_output().unwrap();
+    let out = offered.timed_wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "sandbox");
     let (_, zsh, _) = cordon(&["completions", "zsh"]);
     assert!(zsh.starts_with("#compdef cordon"), "{zsh}");
@@ -68,7 +69,7 @@ fn manual_pages_render_for_cordon_and_each_command() {
             .spawn()
             .expect("groff (Debian's groff-base, which man needs)");
         groff.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-        let out = groff.wait_with_output().unwrap();
+        let out = groff.timed_wait_with_output().unwrap();
         assert!(
             out.status.success() && out.stderr.is_empty(),
             "{}",

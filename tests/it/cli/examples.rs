@@ -11,6 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::rigs::process::{BIN, cordon};
+use crate::rigs::wait::Within;
 
 /// The commands listed under `Commands:` in `help`, `help` itself aside.
 fn listed(help: &str) -> Vec<String> {
@@ -137,7 +138,7 @@ pub(super) fn run_in(dir: &Path, line: &str, after: &str, env: &[(&str, &str)]) 
         .env_remove("CORDON_ADMIN_URL")
         .env_remove("CORDON_LOG_FORMAT")
         .envs(env.iter().copied())
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -310,7 +311,7 @@ fn unauthenticated(port: u16, n: usize) {
                 &format!("http://127.0.0.1:{port}"),
             ])
             .arg(format!("http://host-{i}.test/"))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
     }
@@ -328,7 +329,7 @@ async fn the_rotated_files_example_verifies_a_log_turned_by_logrotate() {
     std::fs::rename(s.join("audit.jsonl"), s.join("audit.jsonl.1")).unwrap();
     let sent = Command::new("kill")
         .args(["-USR1", &child.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
     assert!(sent.success());
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
@@ -336,7 +337,10 @@ async fn the_rotated_files_example_verifies_a_log_turned_by_logrotate() {
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let gz = Command::new("gzip").arg(s.join("audit.jsonl.1")).status().unwrap();
+    let gz = Command::new("gzip")
+        .arg(s.join("audit.jsonl.1"))
+        .timed_status()
+        .unwrap();
     assert!(gz.success(), "gzip audit.jsonl.1");
 
     let dir = tempfile::tempdir().unwrap();

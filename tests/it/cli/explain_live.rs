@@ -15,6 +15,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, curl, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::upstreams::{Upstream, upstream};
+use crate::rigs::wait::{TimedChild, Within};
 
 pub(super) struct Rig {
     dir: tempfile::TempDir,
@@ -32,7 +33,7 @@ pub(super) struct Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -99,7 +100,7 @@ pub(super) async fn start() -> Rig {
         let out = Command::new(BIN)
             .args(["ca", "export", "--sandbox", id, "--config"])
             .arg(&config)
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let bundle = format!("{}{}", String::from_utf8_lossy(&out.stdout), ca.pem);
@@ -132,7 +133,7 @@ impl Rig {
             .arg(&self.config)
             .arg(url)
             .env("EXPLAIN_API_KEY", "sk-explain-live")
-            .output()
+            .timed_output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let v = serde_json::from_str(&text).unwrap_or_else(|e| {
@@ -147,27 +148,14 @@ impl Rig {
     /// `method url` live through the proxy as `sandbox`: (the status curl got, from the CONNECT when that
     /// refused, and the audit records the request left).
     pub(super) async fn live(&self, sandbox: &str, method: &str, url: &str, seen: &mut usize) -> (u16, Vec<Value>) {
-        let o = curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %{http_connect}",
-                "--path-as-is",
-            ])
+        let mut c = curl();
+        c.args(["-s", "--path-as-is"])
             .args(["-x", &format!("http://{sandbox}:tok-{sandbox}@127.0.0.1:{}", self.port)])
             .arg("--cacert")
             .arg(self.dir.path().join(format!("{sandbox}-trust.pem")))
-            .args(["-X", method, url])
-            .output()
-            .unwrap();
-        let codes = String::from_utf8_lossy(&o.stdout).into_owned();
-        let (code, connect) = codes.split_once(' ').unwrap_or((&codes, "000"));
-        let status = match (code, connect) {
-            ("000", c) => c.parse().unwrap(),
-            (c, _) => c.parse().unwrap(),
-        };
+            .args(["-X", method, url]);
+        let r = crate::rigs::curl::run(c);
+        let status = if r.status == 0 { r.connect } else { r.status };
         // A request's records end with its tunnel's (written when the tunnel closes) or the plain request's;
         // a request inside a tunnel may finish its record a moment after the tunnel's.
         let last = if url.starts_with("https") { "connect" } else { "http" };
@@ -416,7 +404,7 @@ fn explain_says_a_refused_request_carries_no_credential() {
             .arg(&config)
             .arg(url)
             .env("EXPLAIN_API_KEY", "k")
-            .output()
+            .timed_output()
             .unwrap();
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -16,6 +16,7 @@ use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, Killed, Log, curl, spawn_cordon};
 use crate::rigs::upstreams::upstream;
+use crate::rigs::wait::Within;
 
 /// A cordon started on a configuration of the test's, with its audit log.
 struct Rig {
@@ -108,7 +109,7 @@ impl Rig {
             .arg(&self.config)
             .arg(url)
             .envs(ENV)
-            .output()
+            .timed_output()
             .unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
@@ -151,20 +152,11 @@ impl Rig {
                 .collect()
         };
         let before = records().len();
-        let o = curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %{http_connect}",
-                "--max-time",
-                "5",
-            ])
-            .args(["-x", &format!("http://s:tok-s@127.0.0.1:{}", self.proxy), "-k", url])
-            .output()
-            .unwrap();
-        let codes = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut c = curl();
+        c.args(["-s", "--max-time", "5"])
+            .args(["-x", &format!("http://s:tok-s@127.0.0.1:{}", self.proxy), "-k", url]);
+        let r = crate::rigs::curl::run(c);
+        let codes = format!("{} {}", r.status, r.connect);
         // The first record of this request, then a moment for a tunnel's to follow.
         for _ in 0..300 {
             if records().len() > before {
@@ -255,7 +247,7 @@ async fn explain_and_live_traffic_refuse_every_listener_alike() {
 fn host_address() -> Option<String> {
     let out = Command::new("ip")
         .args(["-4", "-o", "addr", "show", "scope", "global"])
-        .output()
+        .timed_output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let cidr = text.split_whitespace().skip_while(|w| *w != "inet").nth(1)?;

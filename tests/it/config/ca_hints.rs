@@ -10,6 +10,7 @@ use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, await_listening};
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A folder cordon runs in (relative `ca.dir: certs`, as in the quickstart), an HTTPS upstream for
 /// `first.test` and `second.test`, and two configurations whose one sandbox intercepts one host each.
@@ -60,7 +61,7 @@ impl Setup {
             .args(args)
             .current_dir(self.dir.path())
             .env_remove("CORDON_CONFIG")
-            .output()
+            .timed_output()
             .unwrap();
         (
             out.status.code().unwrap_or(-1),
@@ -106,7 +107,7 @@ impl Setup {
             .arg("--cacert")
             .arg(&cacert)
             .arg(format!("https://{host}:{}/", self.up))
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -128,7 +129,7 @@ pub(crate) fn run_hints(message: &str) -> usize {
             .env("PATH", &path)
             .env_remove("CORDON_CONFIG")
             .stdin(Stdio::null())
-            .output()
+            .timed_output()
             .unwrap();
         assert!(
             out.status.success(),
@@ -176,7 +177,7 @@ async fn a_ca_made_for_another_policy_is_refused_by_check_and_run_until_the_hint
     let mut child = s.running("second.yaml").await;
     assert_eq!(s.https_status("second.yaml", "second.test"), "200");
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -222,7 +223,7 @@ async fn a_reload_to_a_policy_the_ca_does_not_cover_is_refused_until_the_hint_ro
     );
     assert_eq!(s.https_status("live.yaml", "second.test"), "200");
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -250,7 +251,7 @@ async fn a_broken_ca_names_a_rotation_that_runs() {
         let mut child = s.running("first.yaml").await;
         assert_eq!(s.https_status("first.yaml", "first.test"), "200");
         child.kill().unwrap();
-        child.wait().unwrap();
+        child.timed_wait().unwrap();
     }
 }
 
@@ -264,7 +265,7 @@ fn the_vault_hint_runs() {
         .arg(&config)
         .current_dir(dir.path())
         .stdin(Stdio::null())
-        .output()
+        .timed_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -279,14 +280,14 @@ fn the_vault_hint_runs() {
             "PATH",
             format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
         )
-        .status()
+        .timed_status()
         .unwrap();
     assert!(status.success(), "`{hint}`");
     let out = Command::new(BIN)
         .args(["vault", "list", "--config"])
         .arg(&config)
         .current_dir(dir.path())
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "api");
 }

@@ -6,6 +6,7 @@
 
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{curl, signal_and_wait, spawn_cordon};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandbox_without_token_or_source_is_reached_by_no_request() {
@@ -40,7 +41,7 @@ async fn a_sandbox_without_token_or_source_is_reached_by_no_request() {
                 proxy,
                 "http://example.com/",
             ])
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
@@ -51,7 +52,7 @@ async fn a_sandbox_without_token_or_source_is_reached_by_no_request() {
     // A reload (SIGHUP) says it again.
     let hup = std::process::Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
     assert!(hup.success());
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::schema::{errors, json_of, schema, validator};
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, await_listening, written_token};
+use crate::rigs::wait::Within;
 
 /// The packaged configurations, by their paths in the repository.
 const PACKAGED: [&str; 2] = ["deploy/debian/cordon.yaml", "deploy/image/cordon.yaml"];
@@ -143,7 +144,7 @@ async fn a_packaged_configuration_writes_only_in_its_state_folder() {
             .args(["check", "--config"])
             .arg(&config)
             .current_dir(cwd.path())
-            .output()
+            .timed_output()
             .unwrap();
         assert!(
             check.status.success(),
@@ -169,7 +170,7 @@ async fn a_packaged_configuration_writes_only_in_its_state_folder() {
             .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-x"])
             .arg(format!("http://127.0.0.1:{proxy}"))
             .arg("http://example.com/")
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "407", "{rel}");
         let until = Instant::now() + Duration::from_secs(10);

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, await_listening};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// `cordon ARGS` run in `dir`, without the caller's cordon variables; (exit code, stdout, stderr).
 fn cordon_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
@@ -19,7 +20,7 @@ fn cordon_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, S
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_STATE_DIR")
         .envs(env.iter().copied())
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -91,7 +92,7 @@ async fn a_files_relative_paths_mean_its_folder_from_wherever_cordon_and_its_com
     .await
     .unwrap();
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
     assert_eq!(created.0, 0, "{}{}", created.1, created.2);
     assert_eq!(listed.0, 0, "{}", listed.2);
     let listed: serde_json::Value = serde_json::from_str(&listed.1).unwrap();

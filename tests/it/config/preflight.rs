@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, cordon_env};
+use crate::rigs::wait::TimedChild;
 
 /// A configuration in `d` with one sandbox, and `extra` YAML in front.
 fn config_in(d: &Path, extra: &str) -> std::path::PathBuf {
@@ -128,7 +129,7 @@ fn a_secret_that_is_not_there_is_named_with_the_closest_name_at_check_and_at_sta
         .spawn()
         .unwrap();
     std::io::Write::write_all(&mut set.stdin.take().unwrap(), b"sk-123").unwrap();
-    assert!(set.wait().unwrap().success());
+    assert!(set.timed_wait().unwrap().success());
     let env = [("PREFLIGHT_CI_TOKEN", "x"), ("PREFLIGHT_IDP_SECRET", "y")];
     let (code, out, err) = cordon_env(&["check", "--config", c], &env);
     assert_eq!(code, 2, "{out}{err}");
@@ -288,5 +289,5 @@ async fn run_warns_at_start_naming_a_network_credential_that_fails_and_serves_on
     assert!(child.try_wait().unwrap().is_none(), "cordon stopped");
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
     child.kill().unwrap();
-    let _ = child.wait();
+    let _ = child.timed_wait();
 }

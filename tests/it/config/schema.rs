@@ -12,6 +12,7 @@ use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 use crate::rigs::process::{BIN, cordon};
+use crate::rigs::wait::Within;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -153,7 +154,7 @@ fn the_schema_takes_the_embedded_configuration_as_check_does() {
         .arg(&file)
         .current_dir(dir.path())
         .env_remove("CORDON_CONFIG")
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let value = json_of(&read("config/cordon.yaml")).unwrap();

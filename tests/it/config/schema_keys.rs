@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::schema::{errors, json_of, schema, validator};
 use crate::rigs::process::BIN;
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A configuration with something in every place [`PLACES`] names, which `cordon check` takes (`DIR` is the
 /// test's folder).
@@ -207,7 +208,7 @@ fn check(dir: &Path, text: &str) -> (i32, String) {
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_LOG_FORMAT")
         .env("CORDON_SCHEMA_TEST_SECRET", "not-a-real-secret")
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -238,7 +239,7 @@ fn an_unknown_key_is_refused_by_the_schema_as_by_check() {
         .spawn()
         .unwrap();
     std::io::Write::write_all(&mut set.stdin.take().unwrap(), b"a stored value").unwrap();
-    let out = set.wait_with_output().unwrap();
+    let out = set.timed_wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let base = json_of(&full).unwrap();

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// `cordon_reloads_total{trigger="file",outcome=...}` as the admin API's /metrics says.
 async fn reloads(admin: std::net::SocketAddr, outcome: &str) -> u64 {
@@ -25,7 +26,7 @@ fn read_repeatedly(path: &std::path::Path, for_ms: u64) {
         let out = std::process::Command::new(crate::rigs::process::BIN)
             .args(["check", "--config"])
             .arg(path)
-            .output()
+            .timed_output()
             .unwrap();
         let _ = out.status;
         std::thread::sleep(Duration::from_millis(50));
@@ -75,7 +76,7 @@ async fn the_watcher_reacts_to_changes_only_and_reports_a_broken_edit_once() {
 
     let mut child = child;
     child.kill().unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("reload refused").count(), 1, "{stderr}");
     assert_eq!(stderr.matches("configuration reloaded").count(), 1, "{stderr}");

@@ -10,17 +10,14 @@ use serde_json::Value;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, Killed, curl, written_token};
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// curl with `args`: status and the answer's head and body.
 fn call(args: &[&str]) -> (u16, String) {
-    let out = curl()
-        .args(["-s", "-D", "-", "-w", "\n%{http_code}"])
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    let mut c = curl();
+    c.arg("-s").args(args);
+    let r = crate::rigs::curl::run(c);
+    (r.status, format!("{}\r\n{}", r.head(), r.text()))
 }
 
 fn start(config: &std::path::Path, port: u16) -> Killed {
@@ -46,9 +43,9 @@ fn start(config: &std::path::Path, port: u16) -> Killed {
 fn stop(mut cordon: Killed) {
     Command::new("kill")
         .args(["-TERM", &cordon.0.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
-    assert!(cordon.0.wait().unwrap().success());
+    assert!(cordon.0.timed_wait().unwrap().success());
 }
 
 /// The sign-in page's CSRF value.

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::rigs::browser::browser;
 use crate::rigs::console::{console_rig, sign_in};
+use crate::rigs::wait::TimedChild;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_held_mcp_call_shows_its_whole_arguments_escaped() {
@@ -93,7 +94,7 @@ async fn a_held_mcp_call_shows_its_whole_arguments_escaped() {
         .await
         .unwrap();
     anna.wait_text("Decided.", 10).await;
-    tokio::task::spawn_blocking(move || call.wait_with_output().unwrap())
+    tokio::task::spawn_blocking(move || call.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     anna.close().await;

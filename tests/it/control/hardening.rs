@@ -12,6 +12,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::BIN;
 use crate::rigs::proxy::config;
 use crate::rigs::replicas::{create, curl_status, replica, upstream};
+use crate::rigs::wait::{TimedChild, Within};
 
 fn listed(v: &Value) -> Vec<String> {
     v["sandboxes"]
@@ -39,7 +40,7 @@ async fn a_revoked_credential_is_never_accepted_again() {
         let out = std::process::Command::new(BIN)
             .args([cmd, "--config"])
             .arg(&path)
-            .output()
+            .timed_output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -158,20 +159,19 @@ async fn every_listener_of_cordon_is_its_own_address() {
         ("transparent", transparent),
         ("dns", dns),
     ] {
-        let out = crate::rigs::process::curl()
-            .args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "5"])
+        let mut c = crate::rigs::process::curl();
+        c.args(["-s", "--max-time", "5"])
             .args(["-x", &format!("http://sb2:tok2@127.0.0.1:{proxy}")])
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .output()
-            .unwrap();
-        let head = String::from_utf8_lossy(&out.stdout).to_lowercase();
-        assert!(
-            head.starts_with("http/1.1 403") && head.contains("x-cordon-reason: self_address"),
-            "{what} listener on {port}: {head}"
+            .arg(format!("http://127.0.0.1:{port}/"));
+        let r = crate::rigs::curl::run(c);
+        assert_eq!(
+            (r.version.as_str(), r.status, r.reason()),
+            ("1.1", 403, "self_address"),
+            "{what} listener on {port}: {r}"
         );
     }
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
@@ -188,13 +188,13 @@ fn cordon_for_a_while(args: &[&str], config: &Path) -> (bool, String) {
         .unwrap();
     for _ in 0..100 {
         if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
+            let out = child.timed_wait_with_output().unwrap();
             return (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     (true, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -57,7 +57,12 @@ async fn get_through(rig: &ControlRig, who: (&str, &str), host: &str, method: &s
     let req = format!("{method} {path} HTTP/1.1\r\nHost: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     tls.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
-    let _ = tls.read_to_end(&mut out).await;
+    let _ = crate::rigs::wait::within(
+        &format!("the answer to {method} {path} through {}", rig.proxy),
+        std::time::Duration::from_secs(30),
+        tls.read_to_end(&mut out),
+    )
+    .await;
     let text = String::from_utf8_lossy(&out);
     text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::rigs::replicas::{Replica, create, curl_status, replica, upstream};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_share_sandboxes_and_revocations_and_a_restart_keeps_them() {
@@ -76,7 +77,7 @@ async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
     let hup = || {
         let ok = Command::new("kill")
             .args(["-HUP", &r.child.id().to_string()])
-            .status()
+            .timed_status()
             .unwrap();
         assert!(ok.success());
     };
@@ -114,7 +115,7 @@ fn sandbox_cli(r: &Replica, args: &[&str]) -> (bool, String, String) {
         .args(args)
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.success(),
@@ -151,7 +152,7 @@ async fn the_sandbox_command_drives_the_admin_api() {
         "{out}\ncurl -sS --max-time 10 --cacert {} https://allowed.test:{port}/hello",
         ca.display()
     );
-    let run = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let run = Command::new("sh").args(["-c", &script]).timed_output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
 
     let (ok, table, _) = sandbox_cli(&r, &["list"]);
@@ -177,7 +178,7 @@ async fn the_sandbox_command_drives_the_admin_api() {
         .args(["sandbox", "--admin", "http://127.0.0.1:1", "--token-file"])
         .arg(dir.path().join("admin-token"))
         .arg("list")
-        .output()
+        .timed_output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:1"));

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::rigs::control::{ControlRig, control_rig_edit, url};
 use crate::rigs::process::cordon_env;
+use crate::rigs::wait::TimedChild;
 
 /// The rig with a first rule of `web` that holds requests to unlisted.test, and three named tokens besides the
 /// admin token: `ci` (platform), `anna` (approver), `vic` (viewer), their files made at start.
@@ -243,7 +244,7 @@ async fn a_decision_carries_the_approvers_token_name_and_the_request_it_covered(
     let (status, v) = call(&rig, "anna", "POST", &path, r#"{"decision": "allow"}"#).await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["decision"]["by"], "anna");
-    let out = tokio::task::spawn_blocking(move || held.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || held.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200");

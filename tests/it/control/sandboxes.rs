@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use crate::rigs::client::{auth, closed_within};
 use crate::rigs::control::*;
 use crate::rigs::tls::read_tls_response;
+use crate::rigs::wait::Within;
 
 fn s(v: &Value, k: &str) -> String {
     v[k].as_str().unwrap_or_else(|| panic!("no {k} in {v}")).to_string()
@@ -24,7 +25,7 @@ fn curl_with_env(rig: &ControlRig, created: &Value, url: &str) -> std::process::
     for (k, v) in created["env"].as_object().unwrap() {
         c.env(k, v.as_str().unwrap());
     }
-    c.args(["-sS", "--max-time", "10", url]).output().unwrap()
+    c.args(["-sS", "--max-time", "10", url]).timed_output().unwrap()
 }
 
 /// CONNECT with a sandbox's credential; the status.

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::rigs::control::admin;
 use crate::rigs::process::curl;
 use crate::rigs::replicas::{Replica, create, curl_head, curl_status, replica_with, upstream};
+use crate::rigs::wait::Within;
 use crate::rigs::webhook::{SECRET, receiver};
 
 /// curl through `r` as `who` to `url` (plain HTTP or HTTPS): (status, x-cordon-reason).
@@ -51,7 +52,7 @@ fn declared_ca(r: &Replica, d: &Path, id: &str) -> std::path::PathBuf {
     let out = std::process::Command::new(crate::rigs::process::BIN)
         .args(["ca", "export", "--sandbox", id, "--config"])
         .arg(&r.path)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::write(&ca, out.stdout).unwrap();
@@ -199,7 +200,7 @@ async fn a_declared_sandbox_probing_unlisted_hosts_is_held_until_lifted() {
             .arg("--cacert")
             .arg(&ca2)
             .arg(&ok2)
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).to_string()
     });

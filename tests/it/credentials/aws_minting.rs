@@ -14,6 +14,7 @@ use crate::rigs::aws::{agent, json, moto, run, sandbox};
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, Killed, spawn_cordon};
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// moto, cordon and two sandboxes: `plain` (a credential that mints nothing) and `mint` (one whose
 /// `allow_minting` names GetSessionToken, AssumeRole, CreateAccessKey and UpdateAssumeRolePolicy).
@@ -33,7 +34,7 @@ impl Drop for Rig {
     fn drop(&mut self) {
         if let Some(mut c) = self.cordon.take() {
             let _ = c.kill();
-            let _ = c.wait();
+            let _ = c.timed_wait();
         }
     }
 }
@@ -109,7 +110,7 @@ policies:
         let out = std::process::Command::new(BIN)
             .args(["sandbox", "ca-bundle", id, "--config"])
             .arg(&config)
-            .output()
+            .timed_output()
             .unwrap();
         bundle.extend(out.stdout);
     }

@@ -14,6 +14,7 @@ use crate::rigs::aws::{agent, json, json_or_audit, moto, run, sandbox};
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn boto3_and_the_aws_cli_sign_with_placeholders_and_cordon_signs_with_the_real_keys() {
@@ -109,7 +110,7 @@ policies:
         let out = Command::new(BIN)
             .args(["sandbox", "ca-bundle", id, "--config"])
             .arg(&config)
-            .output()
+            .timed_output()
             .unwrap();
         std::fs::write(&bundle, &out.stdout).unwrap();
     };
@@ -218,22 +219,14 @@ policies:
         "{r}"
     );
     let curl = |extra: &[&str]| -> String {
-        let out = crate::rigs::process::curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %header{x-cordon-reason}",
-                "--cacert",
-            ])
+        let mut c = crate::rigs::process::curl();
+        c.args(["-s", "--cacert"])
             .arg(&bundle)
             .args(["-x", &env1["HTTPS_PROXY"]])
             .args(extra)
-            .arg(format!("{endpoint}/agent-bucket/notes/a.txt"))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .arg(format!("{endpoint}/agent-bucket/notes/a.txt"));
+        let r = crate::rigs::curl::run(c);
+        format!("{} {}", r.status, r.reason())
     };
     assert_eq!(curl(&[]), "403 aws_unsigned");
     assert_eq!(

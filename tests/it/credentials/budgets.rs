@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::rigs::control::admin_request;
 use crate::rigs::replicas::{Replica, create, curl_head, replica_with, upstream};
+use crate::rigs::wait::Within;
 use crate::rigs::webhook::{SECRET, receiver};
 
 const TOKEN: &str = "upstream-token-4d1c9e";
@@ -134,7 +135,7 @@ async fn a_policys_byte_budget_per_user_lets_the_crossing_exchange_finish_and_re
     let out = std::process::Command::new(crate::rigs::process::BIN)
         .args(["ca", "export", "--sandbox", "sb2", "--config"])
         .arg(&r.path)
-        .output()
+        .timed_output()
         .unwrap();
     std::fs::write(&ca, out.stdout).unwrap();
     // /big answers 100,000 bytes: the first two fit under 150,000 when they start, the second crosses it.

@@ -15,6 +15,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::upstreams::Upstream;
+use crate::rigs::wait::{TimedChild, Within};
 
 const SECRET: &str = "api-secret-7f3a91";
 
@@ -128,7 +129,7 @@ impl Rig {
             .args(args)
             .arg("--config")
             .arg(self.dir.path().join("cordon.yaml"))
-            .output()
+            .timed_output()
             .unwrap();
         assert!(
             out.status.success(),
@@ -184,35 +185,26 @@ impl Rig {
         let script = format!(
             "import sqlite3; c = sqlite3.connect({db:?}); c.execute(\"DELETE FROM sandboxes WHERE id = 'vm1'\"); c.commit()"
         );
-        let out = Command::new("python3").args(["-c", &script]).output().unwrap();
+        let out = Command::new("python3").args(["-c", &script]).timed_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// GET `url` through cordon as `who`, with `header` if any: status and reason.
     fn get(&self, who: &Held, url: &str, header: Option<&str>) -> (u16, String) {
         let mut c = crate::rigs::process::curl();
-        c.args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %header{x-cordon-reason}",
-            "--max-time",
-            "10",
-        ])
-        .args([
-            "-x",
-            &format!("http://{}:{}@127.0.0.1:{}", who.proxy.0, who.proxy.1, self.proxy),
-        ])
-        .arg("--cacert")
-        .arg(self.dir.path().join(format!("{}.pem", who.proxy.0)));
+        c.args(["-s", "--max-time", "10"])
+            .args([
+                "-x",
+                &format!("http://{}:{}@127.0.0.1:{}", who.proxy.0, who.proxy.1, self.proxy),
+            ])
+            .arg("--cacert")
+            .arg(self.dir.path().join(format!("{}.pem", who.proxy.0)));
         if let Some(h) = header {
             c.args(["-H", h]);
         }
-        let out = c.arg(url).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (status, reason) = text.split_once(' ').unwrap_or((&text, ""));
-        (status.parse().unwrap_or(0), reason.trim().to_string())
+        c.arg(url);
+        let r = crate::rigs::curl::run(c);
+        (r.status, r.reason().trim().to_owned())
     }
 
     fn url(&self, host: &str, path: &str) -> String {
@@ -233,7 +225,7 @@ impl Drop for Rig {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
-            let _ = c.wait();
+            let _ = c.timed_wait();
         }
     }
 }

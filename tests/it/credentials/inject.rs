@@ -5,6 +5,7 @@ use crate::rigs::client::*;
 use crate::rigs::process::curl;
 use crate::rigs::tls::*;
 use crate::rigs::upstreams::*;
+use crate::rigs::wait::{TimedChild, Within};
 use base64::Engine;
 use std::process::{Command, Stdio};
 
@@ -34,7 +35,7 @@ impl Cred {
     fn ca(&self, sandbox: &str) -> std::path::PathBuf {
         let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["ca", "export", "--config", &self.config_path, "--sandbox", sandbox])
-            .output()
+            .timed_output()
             .unwrap();
         let path = self.dir.path().join(format!("{sandbox}-ca.pem"));
         std::fs::write(&path, &out.stdout).unwrap();
@@ -43,7 +44,7 @@ impl Cred {
     fn placeholder(&self, sandbox: &str, var: &str) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["placeholders", "--config", &self.config_path, "--sandbox", sandbox])
-            .output()
+            .timed_output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(!text.contains(PH_SECRET) && !text.contains(BEARER));
@@ -69,9 +70,9 @@ impl Cred {
         let child = self.child.take().unwrap();
         Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
-            .status()
+            .timed_status()
             .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = child.timed_wait_with_output().unwrap();
         format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -184,7 +185,7 @@ fn vault_cli(config: &str, args: &[&str], stdin: &str) -> String {
         .spawn()
         .unwrap();
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!stdout.contains(VAULT_SECRET));
@@ -192,7 +193,7 @@ fn vault_cli(config: &str, args: &[&str], stdin: &str) -> String {
 }
 
 fn run(c: &mut Command) -> (String, String) {
-    let o = c.output().unwrap();
+    let o = c.timed_output().unwrap();
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),

@@ -6,6 +6,7 @@ use crate::rigs::issuers::{BAO_SECRET, oidc, openbao, short_lived_issuer};
 use crate::rigs::ports::*;
 use crate::rigs::process::curl;
 use crate::rigs::tls::*;
+use crate::rigs::wait::{TimedChild, Within};
 use std::process::Command;
 use std::time::Duration;
 
@@ -79,7 +80,7 @@ policies:
     let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
         .args(["ca", "export", "--sandbox", "sb1", "--config"])
         .arg(&config)
-        .output()
+        .timed_output()
         .unwrap();
     std::fs::write(&ca, &out.stdout).unwrap();
     let get = |url: String, extra: &[&str]| {
@@ -94,7 +95,7 @@ policies:
             .arg(&ca)
             .args(extra)
             .arg(url)
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
@@ -140,9 +141,9 @@ policies:
     let child = cordon.take().unwrap();
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     let logs = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

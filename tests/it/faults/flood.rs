@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::rigs::client::read_connect_response;
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
+use crate::rigs::wait::{TimedChild, Within};
 
 const USER: &str = "cordon-flood-t";
 
@@ -33,11 +34,11 @@ for k in kids:
 ";
 
 fn as_user(program: &std::path::Path) -> Command {
-    let exists = Command::new("id").arg(USER).output().unwrap().status.success();
+    let exists = Command::new("id").arg(USER).timed_output().unwrap().status.success();
     if !exists {
         let ok = Command::new("useradd")
             .args(["-M", "-s", "/bin/sh", USER])
-            .status()
+            .timed_status()
             .unwrap();
         assert!(ok.success(), "useradd {USER} (the test runs as root, as CI does)");
     }
@@ -54,7 +55,7 @@ struct Killed(std::process::Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.0.timed_wait();
     }
 }
 
@@ -123,7 +124,7 @@ policies:
     std::fs::write(d.join("cordon.yaml"), yaml).unwrap();
     std::fs::write(d.join("flood.py"), FLOOD).unwrap();
     let mut c = as_user(&bin);
-    let ok = Command::new("chown").args(["-R", USER]).arg(d).status().unwrap();
+    let ok = Command::new("chown").args(["-R", USER]).arg(d).timed_status().unwrap();
     assert!(ok.success());
     c.args(["run", "--config"]).arg(d.join("cordon.yaml"));
     let child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
@@ -153,7 +154,7 @@ policies:
         late < Duration::from_secs(1),
         "the expired sandbox's tunnel closed {late:?} after its expiry (waited {took:?}), during a fork flood"
     );
-    let out = flood.wait_with_output().unwrap();
+    let out = flood.timed_wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("forked "), "the flood did not run: {text}");
 

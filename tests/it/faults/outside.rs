@@ -16,6 +16,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, Log, spawn_cordon};
 use crate::rigs::proxy::config;
 use crate::rigs::tls::test_ca;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// How a misbehaving upstream behaves on each connection.
 #[derive(Clone, Copy)]
@@ -92,7 +93,7 @@ struct Cordon {
 impl Drop for Cordon {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -123,7 +124,7 @@ impl Cordon {
         let out = Command::new(BIN)
             .args(["ca", "export", "--sandbox", sandbox, "--config"])
             .arg(&self.config)
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let path = self.dir.join(format!("{sandbox}-ca.pem"));
@@ -139,7 +140,7 @@ impl Cordon {
             .arg("--cacert")
             .arg(ca)
             .arg(url)
-            .output()
+            .timed_output()
             .unwrap();
         let status = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
         (out.status.code().unwrap_or(-1), status)
@@ -292,5 +293,5 @@ async fn a_broken_emptied_or_deleted_configuration_keeps_the_last_good_one() {
     log.until("configuration reloaded", 1).await;
     assert_eq!(get().await, 403);
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
 }

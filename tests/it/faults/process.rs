@@ -3,7 +3,7 @@
 //! recovers when they free), and its store locked by another process (writes fail with 500, what is known keeps
 //! working, and it recovers when the lock goes).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::rigs::control::{admin, token};
 use crate::rigs::process::BIN;
 use crate::rigs::replicas::{create, curl_status, replica, upstream};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// `POST /v1/sandboxes` for a sandbox of alice on policy web: (status, answer).
 async fn create_any(admin_port: u16, d: &Path) -> (u16, Value) {
@@ -43,7 +44,7 @@ async fn killed_under_load_cordon_restarts_clean() {
         .spawn()
         .unwrap();
     set.stdin.take().unwrap().write_all(b"s3cret-value").unwrap();
-    assert!(set.wait().unwrap().success());
+    assert!(set.timed_wait().unwrap().success());
     let (id, cred, ca) = create(&a, d).await;
     assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 200);
     let ca_before = std::fs::read_to_string(&ca).unwrap();
@@ -62,7 +63,7 @@ async fn killed_under_load_cordon_restarts_clean() {
                     .arg("--cacert")
                     .arg(&ca)
                     .arg(&url)
-                    .output();
+                    .timed_output();
             }
         }));
     }
@@ -76,7 +77,7 @@ async fn killed_under_load_cordon_restarts_clean() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     let mut a = a;
     a.child.kill().unwrap();
-    a.child.wait().unwrap();
+    a.child.timed_wait().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for t in load {
         t.join().unwrap();
@@ -94,7 +95,7 @@ async fn killed_under_load_cordon_restarts_clean() {
     let out = Command::new(BIN)
         .args(["ca", "export", "--sandbox", "sb1", "--config"])
         .arg(&a.path)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(
         out.status.success(),
@@ -124,7 +125,7 @@ async fn killed_under_load_cordon_restarts_clean() {
     let out = Command::new(BIN)
         .args(["vault", "list", "--config"])
         .arg(&a.path)
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "kept-secret", "{out:?}");
 }
@@ -193,7 +194,7 @@ async fn out_of_file_descriptors_it_refuses_with_a_log_line_and_recovers() {
     }
     assert!(back, "cordon did not recover: {}", log.text());
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -216,10 +217,7 @@ async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(locker.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = crate::rigs::wait::first_line(&mut locker, "the database locker", Duration::from_secs(30));
     assert_eq!(line.trim(), "locked");
     // A write waits out the busy timeout, then fails with 500 and says why.
     let (status, v) = create_any(a.admin_port, d).await;
@@ -232,7 +230,7 @@ async fn a_locked_store_fails_writes_keeps_what_is_known_and_recovers() {
     assert_eq!(curl_status(&a, &id, &cred, &ca, &url), 200);
     // The lock goes: writes work again.
     locker.kill().unwrap();
-    locker.wait().unwrap();
+    locker.timed_wait().unwrap();
     let (status, v) = create_any(a.admin_port, d).await;
     assert_eq!(status, 201, "{v}");
 }
@@ -265,7 +263,7 @@ async fn openbao_down_then_back() {
     let out = Command::new(BIN)
         .args(["ca", "export", "--sandbox", "sb1", "--config"])
         .arg(&path)
-        .output()
+        .timed_output()
         .unwrap();
     let ca = d.join("sb1.pem");
     std::fs::write(&ca, out.stdout).unwrap();
@@ -276,7 +274,7 @@ async fn openbao_down_then_back() {
             .arg("--cacert")
             .arg(&ca)
             .arg(format!("https://allowed.test:{u}/bao"))
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };

@@ -5,6 +5,7 @@
 
 use crate::rigs::gateway::{World, start_cordon};
 use crate::rigs::netns::available;
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_container_on_an_internal_network_gets_out_only_through_cordon() {
@@ -62,7 +63,7 @@ async fn a_container_on_an_internal_network_gets_out_only_through_cordon() {
             .args(["-sS", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"])
             .args(extra)
             .arg(url);
-        let out = c.output().unwrap();
+        let out = c.timed_output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),

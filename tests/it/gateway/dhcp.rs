@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::rigs::bridge::Bridge;
 use crate::rigs::netns::{available, ip};
+use crate::rigs::wait::TimedChild;
 
 const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/gateway");
 
@@ -19,7 +20,7 @@ pub(super) struct Killed(pub(super) Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.0.timed_wait();
     }
 }
 
@@ -134,12 +135,12 @@ fn vms_get_their_own_address_by_dhcp_and_nothing_else_from_no_address_gets_throu
             .spawn()
             .unwrap(),
     );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(control.0.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    // Its first line says the packet socket is open.
+    crate::rigs::wait::first_line(
+        &mut control.0,
+        "the packet-socket control (python3 in the gateway namespace)",
+        std::time::Duration::from_secs(30),
+    );
     assert_eq!(
         packet_sockets(control.0.id()),
         1,

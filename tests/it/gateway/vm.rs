@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::rigs::gateway::{World, load_rules, start_cordon};
 use crate::rigs::netns::{available, resolv_conf};
+use crate::rigs::wait::Within;
 
 fn dig(w: &World, name: &str, qtype: &str) -> String {
     let server = format!("@{}", w.net.gw_ip());
@@ -260,7 +261,7 @@ async fn a_vm_behind_the_gateway_reaches_only_what_its_policy_allows() {
     let list = String::from_utf8_lossy(
         &std::process::Command::new("ip")
             .args(["netns", "list"])
-            .output()
+            .timed_output()
             .unwrap()
             .stdout,
     )

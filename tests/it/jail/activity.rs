@@ -11,6 +11,7 @@ use crate::jail::activity_checks::{FAMILY, FLOOD, family, flood};
 use crate::rigs::gateway::World;
 use crate::rigs::jail::jail;
 use crate::rigs::netns::available;
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_the_jailed_command_runs_and_writes_is_recorded_in_order_in_the_chain() {
@@ -36,13 +37,13 @@ async fn what_the_jailed_command_runs_and_writes_is_recorded_in_order_in_the_cha
         .arg("-r")
         .arg(root.join("repo.git"))
         .arg(&work)
-        .status()
+        .timed_status()
         .unwrap();
     assert!(copied.success());
     let built = Command::new("python3")
         .args(["-c", crate::e2e::pip::BUILD_WHEEL])
         .arg(&work)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(built.status.success());
     // The command's user (nobody) owns it, as a user owns the project they jail.

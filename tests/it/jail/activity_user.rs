@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use crate::jail::activity_checks::{FAMILY, FLOOD, activity, family, flood};
 use crate::rigs::client::hash;
-use crate::rigs::jail::{UserDir, chown_r, jail_as_user, output_within, user, user_dir};
+use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
+use crate::rigs::wait::output_ticking;
 
 /// cordon's peak resident memory (`VmHWM`) while it ran `script` in the project jail, and what it said.
 fn run(bin: &std::path::Path, config: &std::path::Path, project: &std::path::Path, script: &str) -> (u64, String) {
     let mut peak = 0;
-    let out = output_within(
+    let out = output_ticking(
         jail_as_user(bin, config, project, &[], script),
         Duration::from_secs(900),
         |pid| {

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::jail;
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
+use crate::rigs::wait::Within;
 
 /// A folder outside every folder the jail makes private, removed when dropped.
 struct Outside(PathBuf);

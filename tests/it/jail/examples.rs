@@ -109,10 +109,7 @@ fn the_root_jail_examples_run_the_agent_as_alice_within_its_limits_and_clean_up_
     let Some(m) = Isolated::new("jail::examples::root") else {
         return;
     };
-    assert!(
-        std::process::Command::new("sudo").arg("--version").output().is_ok(),
-        "sudo is not installed (apt-get install sudo; .ci/run does)"
-    );
+    crate::rigs::tool::must("sudo", &["--version"], "apt-get install sudo");
     user(&m, "alice");
     // cordon installed where sudo's secure_path finds it (in this machine's own /usr/local).
     let installed = Path::new("/usr/local/bin/cordon");

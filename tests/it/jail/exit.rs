@@ -3,8 +3,8 @@
 //! 1 would otherwise pass for the command's.
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::{Deadline, Within};
 use crate::rigs::netns::available;
+use crate::rigs::wait::{Deadline, TimedChild, Within};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_root_jail_exits_with_the_commands_code_and_125_when_bubblewrap_fails() {
@@ -96,7 +96,7 @@ fn signalled(mut jail: std::process::Command, signal: nix::sys::signal::Signal) 
     out.read_to_string(&mut rest).unwrap();
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let code = child.wait().unwrap().code();
+    let code = child.timed_wait().unwrap().code();
     deadline.check(&format!("{rest}{err}"));
     (rest, code)
 }

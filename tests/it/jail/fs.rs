@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{SOCKETS, Scratch, TRY_SOCKETS, host_server, shell_words};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// `cordon jail` in the test's host namespace, from `cwd`, as nobody unless `extra` says; (code, stdout, stderr).
 fn jail_in(w: &World, cwd: &Path, config: Option<&Path>, extra: &[&str], cmd: &[&str]) -> (i32, String, String) {
@@ -75,7 +75,7 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
     let out = c.output_within();
     for mut s in servers {
         let _ = s.kill();
-        let _ = s.wait();
+        let _ = s.timed_wait();
     }
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
@@ -184,7 +184,7 @@ async fn what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported() 
     let ok = Command::new("git")
         .args(["init", "-q"])
         .current_dir(&project.0)
-        .status()
+        .timed_status()
         .unwrap();
     assert!(ok.success());
     crate::rigs::jail::chown_r(&project.0, uid, gid);
@@ -257,7 +257,7 @@ echo home=$HOME";
     let ok = Command::new("git")
         .args(["init", "-q"])
         .current_dir(&project.0)
-        .status()
+        .timed_status()
         .unwrap();
     assert!(ok.success());
     crate::rigs::jail::chown_r(&project.0, uid, gid);

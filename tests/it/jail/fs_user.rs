@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{
     SOCKETS, Scratch, TRY_SOCKETS, USER, UserDir, chown_r, host_server, jail_as_user, shell_words, user, user_dir,
 };
+use crate::rigs::wait::{TimedChild, Within};
 
 /// `cordon jail --config CONFIG --project PROJECT -- sh -c SCRIPT` as the test user from the project, with
 /// `home` as HOME; (code, stdout, stderr).
@@ -61,7 +61,7 @@ async fn the_jail_without_root_keeps_cordons_files_sockets_and_the_hosts_tools_o
         Command::new("git")
             .args(["init", "-q"])
             .current_dir(&project)
-            .status()
+            .timed_status()
             .unwrap()
             .success()
     );
@@ -141,7 +141,7 @@ echo ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)",
     );
     let (code, out, err) = run_as_user(&bin, &good, &project, &home, &script);
     let _ = server.kill();
-    let _ = server.wait();
+    let _ = server.timed_wait();
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.starts_with("[end]\n"),

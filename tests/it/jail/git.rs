@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::rigs::jail::{USER, UserDir, Within, chown_r, user, user_dir};
+use crate::rigs::jail::{USER, UserDir, chown_r, user, user_dir};
+use crate::rigs::wait::Within;
 
 /// The attack, run inside from the project: each line says whether it took. `$1` is the marker's path.
 const ATTACK: &str = r##"m=$1

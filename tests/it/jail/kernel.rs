@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail, jail_as_user, user, user_dir};
 use crate::rigs::netns::available;
+use crate::rigs::wait::Within;
 
 const PROBE_PY: &str = include_str!("kernel/probe.py");
 
@@ -25,7 +25,7 @@ fn probes(dir: &Path) {
         .args(["-O1", "-o"])
         .arg(dir.join("probe"))
         .arg(&source)
-        .output()
+        .timed_output()
         .expect("gcc (.ci/run installs it)");
     assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
     for f in ["probe.py", "probe"] {

@@ -83,7 +83,7 @@ async fn a_fork_flood_stops_at_pids_while_another_sandbox_is_served() {
     let until = Instant::now() + Duration::from_secs(20);
     while !jail_records(&w).iter().any(|r| r["jail"]["limit"] == "pids") {
         if Instant::now() > until {
-            let out = crate::rigs::jail::wait_within(flood, "the jail");
+            let out = crate::rigs::wait::wait_within(flood, "the jail");
             panic!("no pids record: {}", String::from_utf8_lossy(&out.stderr));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -96,7 +96,7 @@ async fn a_fork_flood_stops_at_pids_while_another_sandbox_is_served() {
         &["curl", "-sS", "-m", "5", "https://api.test/hello"],
     );
     assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
-    let out = crate::rigs::jail::wait_within(flood, "the jail");
+    let out = crate::rigs::wait::wait_within(flood, "the jail");
     let err = String::from_utf8_lossy(&out.stderr);
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
@@ -212,7 +212,7 @@ async fn sleep_ends_at_the_wall_limit_and_an_idle_read_at_the_idle_limit() {
         .spawn()
         .unwrap();
     let stdin = child.stdin.take();
-    let out = crate::rigs::jail::wait_within(child, "the jail");
+    let out = crate::rigs::wait::wait_within(child, "the jail");
     drop(stdin);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(123), "{err}");
@@ -290,7 +290,7 @@ async fn a_user_runs_at_most_so_many_jails_at_once() {
     let (code, _, err) = jail(&w, &config, &ids[3], &[], &["true"]);
     assert_eq!(code, 0, "bob's jail runs: {err}");
     for child in [first, second] {
-        let out = crate::rigs::jail::wait_within(child, "the jail");
+        let out = crate::rigs::wait::wait_within(child, "the jail");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     // Once they ended, alice's third jail runs.

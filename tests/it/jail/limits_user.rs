@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::rigs::client::hash;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A configuration for the user's jail in `d`, audit records to `d/audit.jsonl`.
 fn config(d: &std::path::Path) -> std::path::PathBuf {
@@ -84,7 +84,7 @@ fn the_jail_without_root_is_bounded_by_rlimits_tmpfs_sizes_and_cordons_clock() {
         .spawn()
         .unwrap();
     let stdin = child.stdin.take();
-    let out = crate::rigs::jail::wait_within(child, "the jail");
+    let out = crate::rigs::wait::wait_within(child, "the jail");
     drop(stdin);
     assert_eq!(out.status.code(), Some(123), "{}", String::from_utf8_lossy(&out.stderr));
 
@@ -173,7 +173,11 @@ fn memory_in_memfds_pipes_and_sockets_is_held_by_a_delegated_cgroup_and_the_fall
     }
     let Some(memory) = v1_memory_cgroup() else {
         // A user's cgroup v2 is delegated by systemd (a scope cordon runs in), which this test does not make.
-        eprintln!("\n*** SKIPPED: no cgroup v1 memory hierarchy on this host to delegate (CI's has one) ***\n");
+        crate::rigs::tool::skip(
+            "memory_in_memfds_pipes_and_sockets_is_held_by_a_delegated_cgroup_and_the_fallback_says_what_it_bounds",
+            "no cgroup v1 memory hierarchy on this host to delegate (CI's has one)",
+            None,
+        );
         return;
     };
     let (uid, gid, _) = user();
@@ -293,7 +297,7 @@ fn the_private_home_is_within_disk_and_a_new_control_store_counts_jails() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{err}");
     assert!(err.contains("limits.per_user.jails (1)"), "{err}");
-    let out = crate::rigs::jail::wait_within(first, "the first jail");
+    let out = crate::rigs::wait::wait_within(first, "the first jail");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -330,7 +334,7 @@ fn a_jail_takes_at_most_half_of_its_users_inotify_instances() {
         .spawn()
         .unwrap();
     let deadline =
-        crate::rigs::jail::Deadline::start(&jail, Duration::from_secs(60), "the jail holding inotify instances");
+        crate::rigs::wait::Deadline::start(&jail, Duration::from_secs(60), "the jail holding inotify instances");
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(jail.stdout.as_mut().unwrap()), &mut line).unwrap();
     let inside: u64 = line.split_whitespace().last().unwrap_or("0").parse().unwrap_or(0);
@@ -354,7 +358,7 @@ fn a_jail_takes_at_most_half_of_its_users_inotify_instances() {
         .unwrap_or(0);
     let mut err = String::new();
     std::io::Read::read_to_string(jail.stderr.as_mut().unwrap(), &mut err).unwrap();
-    let status = jail.wait().unwrap();
+    let status = jail.timed_wait().unwrap();
     deadline.check(&err);
     assert!(status.success(), "{err}");
     assert!(

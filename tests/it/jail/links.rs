@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::rigs::jail::{UserDir, Within, chown_r, jail_as_user, user, user_dir};
+use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
+use crate::rigs::wait::Within;
 
 fn refused(out: &std::process::Output, names: &[&Path], what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
@@ -79,7 +80,7 @@ fn hard_links_of_cordons_files_and_streams_that_are_them_are_refused_in_the_proj
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = crate::rigs::jail::wait_within(out, "the jail with its stdout on the audit log");
+    let out = crate::rigs::wait::wait_within(out, "the jail with its stdout on the audit log");
     refused(&out, &[&state.join("audit.jsonl")], "stdout");
     assert!(String::from_utf8_lossy(&out.stderr).contains("standard output is"));
     let vault = std::fs::File::open(state.join("vault.bin")).unwrap();
@@ -90,7 +91,7 @@ fn hard_links_of_cordons_files_and_streams_that_are_them_are_refused_in_the_proj
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = crate::rigs::jail::wait_within(out, "the jail with its stdin on the vault");
+    let out = crate::rigs::wait::wait_within(out, "the jail with its stdin on the vault");
     refused(&out, &[&state.join("vault.bin")], "stdin");
 }
 

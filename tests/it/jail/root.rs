@@ -7,10 +7,10 @@ use std::time::Duration;
 use cordon::jail::Plan;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{jail, leftovers};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
+use crate::rigs::wait::{TimedChild, Within};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
@@ -111,7 +111,7 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
             std::thread::sleep(Duration::from_millis(50));
         }
         child.kill().unwrap();
-        child.wait().unwrap();
+        child.timed_wait().unwrap();
         let after = leftovers(w, &plan);
         assert!(
             after.len() >= 3,

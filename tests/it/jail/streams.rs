@@ -9,8 +9,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::Within;
 use crate::rigs::netns::available;
+use crate::rigs::wait::Within;
 
 /// Run `command` with fd 5 connected to the Unix socket at `socket` (Python holds the connection and passes
 /// it on, as a careless caller would).

@@ -8,9 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::rigs::client::hash;
-use crate::rigs::jail::Within;
 use crate::rigs::jail::{UserDir, chown_r, jail_as_user, user, user_dir};
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_without_root_jails_a_command_that_reaches_only_cordon_and_its_project() {

@@ -2,12 +2,13 @@
 //! commit, the build date and the target triple, `cordon_build_info` with the same commit, and the standard `process_*` metrics
 //! with figures that agree with /proc.
 
+use crate::rigs::wait::{TimedChild, Within};
 /// The commit the tests were built from, as build.rs reads it.
 fn head() -> String {
     let out = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
+        .timed_output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
@@ -16,7 +17,7 @@ fn head() -> String {
 fn host_triple() -> String {
     let out = std::process::Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
         .arg("-vV")
-        .output()
+        .timed_output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     text.lines()
@@ -116,5 +117,5 @@ async fn metrics_carry_build_info_and_the_process_figures() {
         assert!(text.contains(&format!("# TYPE {family}")), "{family}:\n{text}");
     }
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::rigs::ports::free_port;
 use crate::rigs::process::BIN;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// Each non-empty line of `stderr` as a JSON object with string `level` and `message`; panics naming the line
 /// that is not.
@@ -39,7 +40,7 @@ fn cordon_with(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
         .env_remove("CORDON_LOG_FORMAT")
         .envs(env.iter().copied())
         .stdout(Stdio::null())
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -219,13 +220,13 @@ fn run_until_listening(config: &std::path::Path, port: u16, env: &[(&str, &str)]
             Ok(_) => {}
             Err(_) => {
                 let _ = child.kill();
-                let _ = child.wait();
+                let _ = child.timed_wait();
                 panic!("cordon never said {needle:?}:\n{}", reader.join().unwrap());
             }
         }
     }
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
     reader.join().unwrap()
 }
 

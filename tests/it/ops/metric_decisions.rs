@@ -17,6 +17,7 @@ use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{curl, spawn_cordon};
 use crate::rigs::upstreams::upstream;
+use crate::rigs::wait::TimedChild;
 
 /// Every `cordon_requests_total` series (its labels as written) with its value.
 async fn requests_total(admin: SocketAddr) -> BTreeMap<String, f64> {
@@ -91,7 +92,7 @@ fn request(proxy: u16, sandbox: &str, url: &str, tunnel: bool) -> Child {
 
 /// The status curl saw (with --proxytunnel, the CONNECT's), 0 for none.
 async fn status(child: Child) -> u16 {
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+    let out = tokio::task::spawn_blocking(move || child.timed_wait_with_output().unwrap())
         .await
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
@@ -317,5 +318,5 @@ async fn the_metric_carries_the_records_decision_for_every_kind_of_request() {
         compare("within the rate", &record, &labels, ("http", "allow", "none", "ok"));
     }
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
 }

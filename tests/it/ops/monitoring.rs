@@ -6,6 +6,7 @@
 //! /metrics: every family it declares is one of them. That the rules and queries are valid PromQL, and the
 //! alerts fire as their tests say, is .ci/monitoring.sh's (promtool).
 
+use crate::rigs::wait::TimedChild;
 use std::collections::BTreeSet;
 
 /// Every `cordon_...` name in `text`.
@@ -61,7 +62,7 @@ fn registered() -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_metric_the_alerts_and_the_dashboard_name_is_one_cordon_has() {
     let (_dir, mut cordon, text) = super::bare_metrics().await;
-    let _ = (cordon.kill(), cordon.wait());
+    let _ = (cordon.kill(), cordon.timed_wait());
     let families: BTreeSet<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

@@ -13,6 +13,7 @@ use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::curl;
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 async fn ready(admin: SocketAddr) -> (u16, serde_json::Value) {
     let (status, _, body) = admin_request(admin, "GET", "/readyz", None, "").await;
@@ -67,7 +68,7 @@ policies:
     let out = Command::new(crate::rigs::process::BIN)
         .args(["ca", "export", "--sandbox", "sb", "--config"])
         .arg(&config)
-        .output()
+        .timed_output()
         .unwrap();
     std::fs::write(&ca, &out.stdout).unwrap();
     let get = || {
@@ -77,7 +78,7 @@ policies:
             .arg("--cacert")
             .arg(&ca)
             .arg(format!("https://api.test:{u}/"))
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
@@ -128,7 +129,13 @@ policies:
     t.write_all(req.as_bytes()).await.unwrap();
     assert_eq!(crate::rigs::client::read_connect_response(&mut t).await, 200);
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .timed_status()
+            .unwrap()
+            .success()
+    );
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let (status, body) = ready(admin).await;
@@ -146,7 +153,7 @@ policies:
     assert_eq!(status, 200);
     drop(t);
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
 }
 
 /// Whoever waits for cordon's port finds the files cordon makes on first start: every `file:` admin token and
@@ -193,7 +200,7 @@ credentials:
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            let out = child.wait_with_output().unwrap();
+            let out = child.timed_wait_with_output().unwrap();
             panic!("cordon exited ({status}): {}", String::from_utf8_lossy(&out.stderr));
         }
         let open = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
@@ -208,7 +215,7 @@ credentials:
         .filter(|f| std::fs::metadata(d.join(f)).map(|m| m.len() == 0).unwrap_or(true))
         .collect();
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
     assert!(
         missing.is_empty(),
         "a port was open before these files were made: {missing:?}"

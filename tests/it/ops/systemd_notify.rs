@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, curl};
+use crate::rigs::wait::Within;
 
 /// The next notification on `socket`, within `limit`; panics naming `waiting_for` when none comes.
 fn next(socket: &UnixDatagram, limit: Duration, waiting_for: &str) -> String {
@@ -78,13 +79,19 @@ fn systemd_hears_ready_only_when_cordon_serves_then_reloading_and_stopping() {
             &format!("http://127.0.0.1:{proxy}"),
         ])
         .arg("http://example.test/")
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
     assert_eq!(get_status(admin, "/readyz"), 200);
 
     // SIGHUP: RELOADING=1 (with the time, as systemd asks), then READY=1 again.
-    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .timed_status()
+            .unwrap()
+            .success()
+    );
     let reloading = next(&socket, Duration::from_secs(10), "RELOADING=1");
     assert!(reloading.lines().any(|l| l == "RELOADING=1"), "{reloading:?}");
     assert!(
@@ -95,7 +102,13 @@ fn systemd_hears_ready_only_when_cordon_serves_then_reloading_and_stopping() {
     assert!(again.lines().any(|l| l == "READY=1"), "{again:?}");
 
     // SIGTERM: STOPPING=1 as the drain starts, then cordon ends cleanly.
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .timed_status()
+            .unwrap()
+            .success()
+    );
     let stopping = next(&socket, Duration::from_secs(10), "STOPPING=1");
     assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping:?}");
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::rigs::replicas::{Replica, Setup, admin_get, ca_of, pg_replica_edit, setup};
+use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_held_on_one_replica_is_released_by_an_approval_made_on_another() {
@@ -129,7 +130,7 @@ fn held_request(proxy: u16, ca: PathBuf, port: u16) -> std::thread::JoinHandle<(
             .arg("--cacert")
             .arg(&ca)
             .arg(format!("https://unlisted.test:{port}/api/deploy"))
-            .output()
+            .timed_output()
             .unwrap();
         (String::from_utf8_lossy(&out.stdout).trim().to_owned(), Instant::now())
     })

@@ -73,25 +73,14 @@ async fn a_credential_budget_holds_across_replicas() {
 
 /// curl `url` through `r` as `id:credential`: (HTTP status, CONNECT status, bytes of body received).
 fn fetch(r: &Replica, id: &str, credential: &str, ca: &Path, url: &str) -> (u16, u16, u64) {
-    let out = crate::rigs::process::curl()
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %{http_connect} %{size_download}",
-        ])
-        .args(["--max-time", "10"])
+    let mut c = crate::rigs::process::curl();
+    c.args(["-s", "--max-time", "10"])
         .args(["-x", &format!("http://{id}:{credential}@127.0.0.1:{}", r.proxy)])
         .arg("--cacert")
         .arg(ca)
-        .arg(url)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut parts = text.split_whitespace().map(|p| p.parse::<u64>().unwrap_or(0));
-    let mut next = || parts.next().unwrap_or(0);
-    (next() as u16, next() as u16, next())
+        .arg(url);
+    let got = crate::rigs::curl::run(c);
+    (got.status, got.connect, got.body.len() as u64)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::rigs::replicas::{Replica, Setup, admin_get, ca_of, create, curl_status, pg_replica, setup};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// Open a CONNECT tunnel through `r` as `id:credential` to `127.0.0.2:port`; the stream after the 200.
 async fn tunnel(r: &Replica, id: &str, credential: &str, port: u16) -> tokio::net::TcpStream {
@@ -224,7 +225,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
                     .arg("--cacert")
                     .arg(&ca)
                     .arg(&url)
-                    .output()
+                    .timed_output()
                     .unwrap();
                 codes.push(String::from_utf8_lossy(&out.stdout).trim().to_owned());
             }
@@ -233,7 +234,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     c.child.kill().unwrap();
-    c.child.wait().unwrap();
+    c.child.timed_wait().unwrap();
     let codes = tokio::task::spawn_blocking(move || traffic.join().unwrap())
         .await
         .unwrap();
@@ -253,7 +254,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
     // A clean stop leaves the registry at once.
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &b.child.id().to_string()])
-        .status();
+        .timed_status();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let (_, replicas) = admin_get(&a, "/v1/replicas").await;
@@ -324,7 +325,7 @@ async fn a_ca_rotated_with_the_cli_is_used_by_every_replica_at_once() {
         .args(["ca", "export", "--config"])
         .arg(&a.path)
         .args(["--sandbox", "sb1"])
-        .output()
+        .timed_output()
         .unwrap();
     assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
     assert_eq!(
@@ -336,7 +337,7 @@ async fn a_ca_rotated_with_the_cli_is_used_by_every_replica_at_once() {
         .args(["ca", "rotate", "--config"])
         .arg(&a.path)
         .args(["--sandbox", "sb1"])
-        .output()
+        .timed_output()
         .unwrap();
     assert!(rotate.status.success(), "{}", String::from_utf8_lossy(&rotate.stderr));
     let new = dir.path().join("sb1-new.pem");

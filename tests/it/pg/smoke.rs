@@ -4,13 +4,14 @@
 use std::process::Output;
 
 use crate::rigs::pg::Pg;
+use crate::rigs::wait::Within;
 
 /// `psql` as role `cordon` to `conninfo` with `password`, running `sql`; never prompts.
 fn as_cordon(pg: &Pg, conninfo: &str, password: &str, sql: &str) -> Output {
     pg.client()
         .args(["-X", "-w", "-A", "-t", "-d", conninfo, "-c", sql])
         .env("PGPASSWORD", password)
-        .output()
+        .timed_output()
         .unwrap()
 }
 
@@ -63,7 +64,7 @@ fn a_wrong_or_missing_password_is_refused() {
     let none = pg
         .client()
         .args(["-X", "-w", "-A", "-t", "-d", &pg.dsn(), "-c", "select 1"])
-        .output()
+        .timed_output()
         .unwrap();
     assert!(!none.status.success());
     let stderr = String::from_utf8_lossy(&none.stderr);

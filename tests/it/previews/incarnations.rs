@@ -14,6 +14,7 @@ use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{dev_server, session_cookie};
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// A cordon with previews on, sandbox `fx` of the file (at 127.0.0.41), and room for run-time sandboxes.
 pub(crate) struct Rig {
@@ -88,7 +89,7 @@ impl Rig {
             .args(args)
             .arg("--config")
             .arg(self.config())
-            .output()
+            .timed_output()
             .unwrap();
         assert!(
             out.status.success(),
@@ -143,26 +144,13 @@ impl Rig {
     /// curl to the preview listener: status, reason, head and body.
     fn curl(&self, url: &str, cookie: Option<&str>) -> (u16, String, String, String) {
         let mut c = crate::rigs::process::curl();
-        c.args([
-            "-s",
-            "-D",
-            "-",
-            "--connect-to",
-            &format!("::127.0.0.1:{}", self.preview),
-        ]);
+        c.args(["-s", "--connect-to", &format!("::127.0.0.1:{}", self.preview)]);
         if let Some(cookie) = cookie {
             c.args(["-H", &format!("Cookie: {cookie}")]);
         }
-        let out = c.arg(url).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let reason = head
-            .lines()
-            .find_map(|l| l.strip_prefix("x-cordon-reason: "))
-            .unwrap_or_default()
-            .to_string();
-        (status, reason, head.to_string(), body.to_string())
+        c.arg(url);
+        let r = crate::rigs::curl::run(c);
+        (r.status, r.reason().to_owned(), r.head(), r.text())
     }
 
     /// Open `link`: the session cookie it sets.
@@ -192,7 +180,7 @@ impl Rig {
             "import sqlite3; c = sqlite3.connect({:?}); c.execute('DELETE FROM sandboxes WHERE id = ?', ({id:?},)); c.commit()",
             db.display().to_string()
         );
-        let out = Command::new("python3").args(["-c", &script]).output().unwrap();
+        let out = Command::new("python3").args(["-c", &script]).timed_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }

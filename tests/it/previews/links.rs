@@ -12,6 +12,7 @@ use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{chromium, dev_server, session_cookie};
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// A WebSocket echo server on `ip` (a dev server's hot-reload channel).
 async fn ws_echo(ip: &str) -> u16 {
@@ -56,7 +57,7 @@ impl Rig {
             .args(args)
             .arg("--config")
             .arg(&self.config)
-            .output()
+            .timed_output()
             .unwrap()
     }
 
@@ -80,26 +81,13 @@ impl Rig {
     /// headers and body.
     fn curl(&self, url: &str, cookie: Option<&str>) -> (u16, String, String, String) {
         let mut c = crate::rigs::process::curl();
-        c.args([
-            "-s",
-            "-D",
-            "-",
-            "--connect-to",
-            &format!("::127.0.0.1:{}", self.preview),
-        ]);
+        c.args(["-s", "--connect-to", &format!("::127.0.0.1:{}", self.preview)]);
         if let Some(cookie) = cookie {
             c.args(["-H", &format!("Cookie: {cookie}")]);
         }
-        let out = c.arg(url).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let reason = head
-            .lines()
-            .find_map(|l| l.strip_prefix("x-cordon-reason: "))
-            .unwrap_or_default()
-            .to_string();
-        (status, reason, head.to_string(), body.to_string())
+        c.arg(url);
+        let r = crate::rigs::curl::run(c);
+        (r.status, r.reason().to_owned(), r.head(), r.text())
     }
 
     fn url(&self, port: u16, sandbox: &str, path: &str) -> String {
@@ -255,20 +243,12 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     // The sandbox cannot reach the preview listener (or the admin API, where links are made): cordon never
     // dials itself, even where a rule names it.
     for port in [rig.preview, rig.admin] {
-        let out = crate::rigs::process::curl()
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code} %header{x-cordon-reason}",
-                "-x",
-            ])
+        let mut c = crate::rigs::process::curl();
+        c.args(["-s", "-x"])
             .arg(format!("http://sb1:tok1@127.0.0.1:{}", rig.proxy))
-            .arg(format!("http://127.0.0.1:{port}/"))
-            .output()
-            .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "403 self_address");
+            .arg(format!("http://127.0.0.1:{port}/"));
+        let r = crate::rigs::curl::run(c);
+        assert_eq!((r.status, r.reason()), (403, "self_address"), "{r}");
     }
 
     // Closing the preview ends its sessions and its link at once.
@@ -377,7 +357,13 @@ async fn ws_roundtrip(rig: &Rig, port: u16, cookie: &str) -> String {
     request.headers_mut().insert("cookie", cookie.parse().unwrap());
     let (mut ws, _) = tokio_tungstenite::client_async(request, stream).await.unwrap();
     ws.send(Message::text("hot reload")).await.unwrap();
-    match ws.next().await {
+    match crate::rigs::wait::within(
+        "the preview's WebSocket echo",
+        std::time::Duration::from_secs(20),
+        ws.next(),
+    )
+    .await
+    {
         Some(Ok(Message::Text(t))) => t.to_string(),
         other => panic!("no echo: {other:?}"),
     }
@@ -415,7 +401,7 @@ async fn a_preview_of_a_sandbox_left_without_an_address_fails_on_cordons_side() 
     assert!(
         Command::new("kill")
             .args(["-HUP", &child.id().to_string()])
-            .status()
+            .timed_status()
             .unwrap()
             .success()
     );

@@ -88,7 +88,13 @@ async fn ws(rig: &Rig, origin: &str, headers: &[(&'static str, String)]) -> Resu
     match tokio_tungstenite::client_async(request, stream).await {
         Ok((mut ws, _)) => {
             ws.send(Message::text("through curl's cousin")).await.unwrap();
-            match ws.next().await {
+            match crate::rigs::wait::within(
+                "the preview's WebSocket echo",
+                std::time::Duration::from_secs(20),
+                ws.next(),
+            )
+            .await
+            {
                 Some(Ok(Message::Text(t))) => Ok(t.to_string()),
                 other => panic!("no echo: {other:?}"),
             }

@@ -7,6 +7,7 @@ use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{dev_server, session_cookie};
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// In production the preview listener speaks HTTPS with the configured certificate (here a wildcard one from a
 /// test CA): the link opens over TLS, the cookie comes back over TLS.
@@ -54,7 +55,7 @@ policies:
             "--config",
         ])
         .arg(&config)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let link = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -64,13 +65,15 @@ policies:
     );
     let curl = |url: &str, cookie: Option<&str>| -> String {
         let mut c = crate::rigs::process::curl();
-        c.args(["-s", "-D", "-", "--cacert"])
+        c.args(["-s", "--cacert"])
             .arg(d.join("ca.pem"))
             .args(["--connect-to", &format!("::127.0.0.1:{preview}")]);
         if let Some(cookie) = cookie {
             c.args(["-H", &format!("Cookie: {cookie}")]);
         }
-        String::from_utf8_lossy(&c.arg(url).output().unwrap().stdout).into_owned()
+        c.arg(url);
+        let r = crate::rigs::curl::run(c);
+        format!("{}\r\n{}", r.head(), r.text())
     };
     let head = curl(&link, None);
     assert!(head.starts_with("HTTP/1.1 303"), "{head}");

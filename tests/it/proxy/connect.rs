@@ -2,6 +2,7 @@
 
 use crate::rigs::client::*;
 use crate::rigs::proxy::*;
+use crate::rigs::wait::Within;
 use std::sync::atomic::Ordering;
 
 #[tokio::test]
@@ -39,7 +40,7 @@ async fn unreachable_upstream_is_502_without_naming_the_address() {
     let o = rig
         .curl("sb2", "tok2", &ca)
         .args(["-w", " %{http_code}", &url])
-        .output()
+        .timed_output()
         .unwrap();
     let body = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(body.ends_with(" 502"), "{body}");

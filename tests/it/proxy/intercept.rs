@@ -3,6 +3,7 @@
 use crate::rigs::client::*;
 use crate::rigs::tls::*;
 use crate::rigs::upstreams::*;
+use crate::rigs::wait::Within;
 use cordon::audit::Kind;
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -32,7 +33,7 @@ async fn curl_http1_and_http2_through_interception() {
     let o = rig
         .curl("sb1", "tok1", &ca)
         .args(["--http1.1", &rig.url("allowed.test", "/hello")])
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(out(&o).0, "hello from upstream\n", "{}", out(&o).1);
     let o = rig
@@ -43,7 +44,7 @@ async fn curl_http1_and_http2_through_interception() {
             " %{http_version}",
             &rig.url("allowed.test", "/version"),
         ])
-        .output()
+        .timed_output()
         .unwrap();
     // The sandbox spoke h2 to cordon; cordon chose h2 with the upstream on its own.
     assert_eq!(out(&o).0, "HTTP/2.0 2", "{}", out(&o).1);
@@ -70,7 +71,7 @@ async fn method_and_path_rules_apply_inside_tls() {
             .curl("sb1", "tok1", &ca)
             .args(["-o", "/dev/null", "-w", "%{http_code}"])
             .args(args)
-            .output()
+            .timed_output()
             .unwrap();
         out(&o).0
     };
@@ -92,7 +93,7 @@ async fn another_sandboxs_ca_is_not_trusted() {
     let o = rig
         .curl("sb1", "tok1", &other)
         .arg(rig.url("allowed.test", "/"))
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(
         o.status.code(),
@@ -169,7 +170,7 @@ async fn untrusted_upstream_certificate_is_502_and_nothing_is_sent() {
     let o = rig
         .curl("sb2", "tok2", &ca)
         .args(["-w", " %{http_code}", &url])
-        .output()
+        .timed_output()
         .unwrap();
     let (body, err) = out(&o);
     let recs = rig.proxy.audit.wait_for(2).await;
@@ -197,7 +198,7 @@ async fn tunnel_rule_passes_the_real_certificate_through() {
     let o = rig
         .curl("sb1", "tok1", &upstream_ca)
         .arg(rig.url("pinned.test", "/pinned"))
-        .output()
+        .timed_output()
         .unwrap();
     assert_eq!(out(&o).0, "hello from upstream\n", "{}", out(&o).1);
     let recs = rig.proxy.audit.wait_for(1).await;
@@ -255,7 +256,7 @@ async fn python_requests_through_interception() {
         .env("REQUESTS_CA_BUNDLE", &ca)
         .env_remove("NO_PROXY")
         .env_remove("no_proxy")
-        .output()
+        .timed_output()
         .unwrap();
     let (stdout, stderr) = out(&o);
     if stderr.contains("No module named 'requests'") {

@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::rigs::client::{auth, hash, read_head};
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, await_listening};
+use crate::rigs::wait::TimedChild;
 
 /// The address dnsmasq answers on (port 53: resolv.conf cannot name another).
 const DNS: &str = "127.0.0.153";
@@ -26,7 +27,7 @@ struct Killed(Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.0.timed_wait();
     }
 }
 

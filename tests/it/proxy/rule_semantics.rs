@@ -14,6 +14,7 @@ use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::tls::{https_upstream, test_ca, tls_as};
 use crate::rigs::upstreams::Upstream;
+use crate::rigs::wait::{TimedChild, Within};
 
 const SECRET: &str = "sk-rule-semantics-0123456789";
 
@@ -51,7 +52,7 @@ impl Rig {
         let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["ca", "export", "--sandbox", id, "--config"])
             .arg(&self.config)
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let path = self.dir.path().join(format!("{id}-ca.pem"));
@@ -67,7 +68,7 @@ impl Rig {
             .arg("--cacert")
             .arg(ca)
             .args(args)
-            .output()
+            .timed_output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
@@ -84,7 +85,13 @@ impl Rig {
     fn reload(&self, www: &str) {
         std::fs::write(&self.config, self.yaml(www)).unwrap();
         let pid = self.child.as_ref().unwrap().id().to_string();
-        assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+        assert!(
+            Command::new("kill")
+                .args(["-HUP", &pid])
+                .timed_status()
+                .unwrap()
+                .success()
+        );
     }
 }
 
@@ -92,7 +99,7 @@ impl Drop for Rig {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
-            let _ = c.wait();
+            let _ = c.timed_wait();
         }
     }
 }
@@ -270,7 +277,13 @@ async fn blind_tunnel(rig: &Rig) -> Tls {
         .await
         .unwrap();
     let mut buf = vec![0u8; 4096];
-    let n = tls.read(&mut buf).await.unwrap();
+    let n = crate::rigs::wait::within(
+        &format!("the answer from {target} through the blind tunnel"),
+        std::time::Duration::from_secs(20),
+        tls.read(&mut buf),
+    )
+    .await
+    .unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     tls
 }
@@ -340,7 +353,7 @@ fn check_warns_where_the_most_specific_rule_changes_the_mode() {
         .args(["check", "--config"])
         .arg(&config)
         .env("RULES_BEARER", SECRET)
-        .output()
+        .timed_output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -397,7 +410,7 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
             .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
             .args(["-x", &format!("http://sb1:tok1@{}", rig.proxy())])
             .arg(format!("http://{name}:{u}/"))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout), "403", "GET http://{name}");
     }
@@ -405,8 +418,10 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
     // A name without one still goes on (to the resolver, which knows no such name: 502).
     assert_eq!(connect_status(&rig, &format!("other.allowed.test:{u}")).await, 502);
     let mut child = rig.child.take().unwrap_or_else(|| unreachable!());
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let _ = child.wait();
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .timed_status();
+    let _ = child.timed_wait();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut out).unwrap();

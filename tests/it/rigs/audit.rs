@@ -13,6 +13,7 @@ use crate::rigs::client::{auth, hash, read_response};
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, curl, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// Requests that each leave one record (407: no credentials), then stop with `signal`.
 pub(crate) async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
@@ -29,7 +30,7 @@ pub(crate) async fn run_once(config: &Path, port: u16, requests: usize, signal: 
                 &format!("http://127.0.0.1:{port}"),
             ])
             .arg(format!("http://host-{i}.test/"))
-            .output()
+            .timed_output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
     }
@@ -44,7 +45,7 @@ pub(crate) fn verify(args: &[&str], files: &[&Path]) -> (i32, String) {
         .args(["audit", "verify"])
         .args(args)
         .args(files)
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -102,7 +103,7 @@ print(n)
         .args(["-c", script])
         .arg(&schema)
         .arg(path)
-        .output()
+        .timed_output()
         .unwrap();
     let said = format!(
         "{}{}",
@@ -197,7 +198,7 @@ impl Cordon {
             .args(["audit", "verify", "--config"])
             .arg(&self.config)
             .args(files)
-            .output()
+            .timed_output()
             .unwrap();
         let text = format!(
             "{}{}",

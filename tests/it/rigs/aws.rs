@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::rigs::process::{BIN, Killed};
+use crate::rigs::wait::Within;
 
 /// The agent script (boto3).
 pub(crate) fn agent() -> PathBuf {
@@ -30,13 +31,8 @@ pub(crate) async fn moto(dir: &Path, port: u16, setup: usize) -> Killed {
         .spawn()
         .expect("python3 -m moto.server (pip install 'moto[server]'; .ci/run does)");
     let killed = Killed(child);
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.2", port)).is_ok() {
-            return killed;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("moto never listened on 127.0.0.2:{port}");
+    crate::rigs::wait::listening("moto", &format!("127.0.0.2:{port}"), Duration::from_secs(20)).await;
+    killed
 }
 
 /// Run the agent script or the AWS CLI with `env` only (plus PATH and HOME).
@@ -48,7 +44,7 @@ pub(crate) fn run(program: &str, args: &[&str], env: &BTreeMap<String, String>) 
             c.env(keep, v);
         }
     }
-    c.output().unwrap()
+    c.timed_output().unwrap()
 }
 
 pub(crate) fn json(out: &Output) -> Value {
@@ -80,7 +76,7 @@ pub(crate) fn sandbox(config: &Path, id: &str, policy: &str) -> (BTreeMap<String
         ])
         .arg("--config")
         .arg(config)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

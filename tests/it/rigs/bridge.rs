@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::rigs::netns::ip;
+use crate::rigs::wait::Within;
 
 /// A gateway namespace with a bridge and two VM namespaces on it (tap2 with 52:54:00:00:00:02 and tap3 with
 /// 52:54:00:00:00:03, static addresses `addr(2)` and `addr(3)`; the host is `addr(1)` on br0).
@@ -20,7 +21,7 @@ pub(crate) struct Bridge {
 impl Drop for Bridge {
     fn drop(&mut self) {
         for ns in [&self.gw, &self.vm1, &self.vm2] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = Command::new("ip").args(["netns", "del", ns]).timed_output();
         }
     }
 }
@@ -39,7 +40,7 @@ impl Bridge {
             n,
         };
         for ns in [&b.gw, &b.vm1, &b.vm2] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = Command::new("ip").args(["netns", "del", ns]).timed_output();
             ip(&["netns", "add", ns]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
         }
@@ -78,7 +79,7 @@ impl Bridge {
         Command::new("ip")
             .args(["netns", "exec", ns])
             .args(args)
-            .output()
+            .timed_output()
             .unwrap()
     }
 

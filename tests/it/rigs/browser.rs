@@ -21,13 +21,7 @@ pub(crate) struct Browser {
 /// A new headless Chromium with an empty profile, 1280x900.
 pub(crate) async fn browser() -> Browser {
     for (tool, package) in [("chromium", "chromium"), ("chromedriver", "chromium-driver")] {
-        assert!(
-            Command::new(tool)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success()),
-            "{tool} is missing: apt-get install {package} (.ci/run does)"
-        );
+        crate::rigs::tool::must(tool, &["--version"], &format!("apt-get install {package}"));
     }
     let port = free_port();
     let driver = Killed(
@@ -38,11 +32,7 @@ pub(crate) async fn browser() -> Browser {
             .spawn()
             .unwrap(),
     );
-    let until = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "chromedriver did not listen on {port}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::rigs::wait::listening("chromedriver", &format!("127.0.0.1:{port}"), Duration::from_secs(20)).await;
     let profile = tempfile::tempdir().unwrap();
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), json!("chrome"));

@@ -15,6 +15,7 @@ use crate::rigs::client::hash;
 use crate::rigs::issuers::oidc_provider;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, Killed};
+use crate::rigs::wait::Within;
 
 /// The rig.
 pub(crate) struct ConsoleRig {
@@ -157,7 +158,7 @@ impl ConsoleRig {
         let ok = crate::rigs::process::curl()
             .args(["-f", "-X", "POST", "--data", mode])
             .arg(format!("http://127.0.0.1:{}/__mode", self.idp))
-            .status()
+            .timed_status()
             .unwrap();
         assert!(ok.success(), "the provider refused the mode {mode}");
     }

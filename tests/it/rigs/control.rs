@@ -233,7 +233,13 @@ pub(crate) async fn admin_request(
     );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
+    crate::rigs::wait::within(
+        &format!("the admin API's answer to {method} {path} on {admin}"),
+        std::time::Duration::from_secs(120),
+        s.read_to_end(&mut out),
+    )
+    .await
+    .unwrap();
     let text = String::from_utf8_lossy(&out).to_string();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap();

@@ -10,6 +10,7 @@ use crate::rigs::netns::Net;
 use crate::rigs::process::{BIN, await_listening};
 use crate::rigs::tls::{https_upstream_on, test_ca};
 use crate::rigs::upstreams::{Upstream, upstream_on};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The namespaces, the upstreams in them, and a folder for cordon's files.
 pub(crate) struct World {
@@ -125,7 +126,7 @@ policies:
         let out = std::process::Command::new(BIN)
             .args(["ca", "export", "--sandbox", id, "--config"])
             .arg(config)
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let path = self.path(&format!("{id}-ca.pem"));
@@ -201,7 +202,7 @@ pub(crate) struct Running(pub Child);
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.0.timed_wait();
     }
 }
 

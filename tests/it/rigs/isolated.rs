@@ -19,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::rigs::process::Killed;
+use crate::rigs::wait::TimedChild;
 
 /// The address `example.com` has inside.
 pub(crate) const EXAMPLE_IP: &str = "93.184.215.14";
@@ -170,7 +171,7 @@ impl Isolated {
         let feeder = std::thread::spawn(move || {
             let _ = input.write_all(stdin.as_bytes());
         });
-        let out = child.wait_with_output().unwrap();
+        let out = child.timed_wait_with_output().unwrap();
         let _ = feeder.join();
         Ran {
             code: out.status.code().unwrap_or(-1),

@@ -3,6 +3,7 @@
 
 use crate::rigs::ports::*;
 use crate::rigs::process::Killed;
+use crate::rigs::wait::Within;
 use std::convert::Infallible;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -13,7 +14,7 @@ async fn wait_http(url: &str) {
     for _ in 0..200 {
         if Command::new("curl")
             .args(["-s", "-o", "/dev/null", "--max-time", "1", url])
-            .status()
+            .timed_status()
             .is_ok_and(|s| s.success())
         {
             return;
@@ -57,7 +58,7 @@ pub(crate) async fn openbao_on(home: &std::path::Path, port: u16) -> Killed {
         .args(["-sf", "-H", "X-Vault-Token: root", "-X", "POST", "-d"])
         .arg(format!("{{\"data\":{{\"api_key\":\"{BAO_SECRET}\"}}}}"))
         .arg(format!("http://127.0.0.1:{port}/v1/secret/data/cordon/test"))
-        .status()
+        .timed_status()
         .unwrap();
     assert!(ok.success());
     child
@@ -92,23 +93,16 @@ pub(crate) async fn oidc_provider(script: &str, args: &[String], dir: &std::path
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
+    // A blocking wait on the runtime: the server needs none of its tasks, and starts in seconds.
+    let what = format!("node {}", script.display());
+    let line = crate::rigs::wait::line_where(&mut child, &what, Duration::from_secs(60), |l| {
+        l.starts_with("listening ")
+    });
     let child = Killed(child);
-    let port = tokio::task::spawn_blocking(move || {
-        use std::io::BufRead;
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        for line in lines.by_ref() {
-            if let Some(port) = line.ok()?.strip_prefix("listening ") {
-                // Keep draining, so a later line never meets a closed pipe.
-                std::thread::spawn(move || lines.for_each(drop));
-                return port.trim().parse::<u16>().ok();
-            }
-        }
-        None
-    })
-    .await
-    .unwrap()
-    .unwrap_or_else(|| panic!("{} did not start", script.display()));
+    let port: u16 = line["listening ".len()..]
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{what} said {line:?}: {e}"));
     wait_http(&format!("http://127.0.0.1:{port}/.well-known/openid-configuration")).await;
     (child, port)
 }

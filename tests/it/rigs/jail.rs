@@ -9,6 +9,7 @@ use std::process::Command;
 use cordon::jail::Plan;
 
 use crate::rigs::gateway::World;
+use crate::rigs::wait::Within;
 
 /// What of a jail exists in the test's host namespace.
 pub(crate) fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
@@ -50,46 +51,6 @@ pub(crate) fn jail(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// Run `c` to its end with its output captured, calling `tick` with its pid every 50 ms while it runs; kill it
-/// and fail the test past `limit` (no jail test may hang).
-pub(crate) fn output_within(
-    mut c: Command,
-    limit: std::time::Duration,
-    mut tick: impl FnMut(u32),
-) -> std::process::Output {
-    use std::io::Read;
-    use std::process::Stdio;
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let until = std::time::Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{c:?} did not end within {limit:?}");
-        }
-        tick(child.id());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
 }
 
 /// A host folder outside every folder the jails show, removed when dropped.
@@ -194,16 +155,16 @@ pub(crate) const USER: &str = "cordon-jail-t";
 
 /// The test user's uid, gid and home (created if missing).
 pub(crate) fn user() -> (u32, u32, String) {
-    let exists = Command::new("id").arg(USER).output().unwrap().status.success();
+    let exists = Command::new("id").arg(USER).timed_output().unwrap().status.success();
     if !exists {
         let ok = Command::new("useradd")
             .args(["-m", "-s", "/bin/sh", USER])
-            .status()
+            .timed_status()
             .unwrap();
         assert!(ok.success(), "useradd {USER} (the test runs as root, as CI does)");
     }
     let id = |flag: &str| -> u32 {
-        let out = Command::new("id").args([flag, USER]).output().unwrap();
+        let out = Command::new("id").args([flag, USER]).timed_output().unwrap();
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     };
     (id("-u"), id("-g"), format!("/home/{USER}"))
@@ -214,7 +175,7 @@ pub(crate) fn chown_r(path: &Path, uid: u32, gid: u32) {
         .arg("-R")
         .arg(format!("{uid}:{gid}"))
         .arg(path)
-        .status()
+        .timed_status()
         .unwrap();
     assert!(ok.success());
 }
@@ -263,101 +224,6 @@ pub(crate) fn jail_as_user(bin: &Path, config: &Path, project: &Path, extra: &[&
     .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     .env("HOME", home);
     c
-}
-
-/// How long a jail test waits for a process, at most: the slowest jail here (git clone and pip install through
-/// cordon, on two shared cores) takes well under a minute.
-pub(crate) const DEADLINE: std::time::Duration = std::time::Duration::from_secs(240);
-
-/// A watch on a started process: past `limit`, it and its process group are killed (SIGKILL), and
-/// [`Deadline::check`] fails the test saying what it waited for.
-pub(crate) struct Deadline {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    watchdog: Option<std::thread::JoinHandle<()>>,
-    what: String,
-    limit: std::time::Duration,
-}
-
-impl Deadline {
-    /// Watch `child` (`what` it is, for the failure) for `limit`.
-    pub(crate) fn start(child: &std::process::Child, limit: std::time::Duration, what: &str) -> Deadline {
-        use nix::sys::signal::{Signal, kill, killpg};
-        use nix::unistd::Pid;
-        let (stop, wait) = std::sync::mpsc::channel::<()>();
-        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = fired.clone();
-        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
-        let watchdog = std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-                // Its own process group when it was started in one (see `output_within`), else itself.
-                if killpg(pid, Signal::SIGKILL).is_err() {
-                    let _ = kill(pid, Signal::SIGKILL);
-                }
-            }
-        });
-        Deadline {
-            stop: Some(stop),
-            fired,
-            watchdog: Some(watchdog),
-            what: what.to_owned(),
-            limit,
-        }
-    }
-
-    /// Stop watching; fail the test if the deadline passed (`seen`: what the process said, for the message).
-    pub(crate) fn check(mut self, seen: &str) {
-        self.stop.take();
-        if let Some(w) = self.watchdog.take() {
-            let _ = w.join();
-        }
-        assert!(
-            !self.fired.load(std::sync::atomic::Ordering::SeqCst),
-            "{} did not end within {:?}, and was killed; it said:\n{seen}",
-            self.what,
-            self.limit
-        );
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        self.stop.take();
-    }
-}
-
-/// What a command run to its end with a deadline gives: `output()` for the jail tests, which must not hang.
-pub(crate) trait Within {
-    /// Run it (stdin empty, stdout and stderr captured, in a process group of its own) and wait at most
-    /// [`DEADLINE`]; the test fails, naming the command, if it is not done by then.
-    fn output_within(&mut self) -> std::process::Output;
-}
-
-impl Within for Command {
-    fn output_within(&mut self) -> std::process::Output {
-        use std::os::unix::process::CommandExt;
-        let child = self
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        wait_within(child, &format!("{:?}", self))
-    }
-}
-
-/// Wait at most [`DEADLINE`] for `child` (`what` it is) and collect its output; the test fails if it is not done.
-pub(crate) fn wait_within(child: std::process::Child, what: &str) -> std::process::Output {
-    let deadline = Deadline::start(&child, DEADLINE, what);
-    let out = child.wait_with_output().unwrap();
-    deadline.check(&format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    ));
-    out
 }
 
 /// `c` started through `sh -c PREFIX`, which then becomes it: its program, arguments, the environment it sets

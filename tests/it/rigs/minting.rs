@@ -15,6 +15,7 @@ use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, curl, spawn_cordon};
 use crate::rigs::tls::{serve_by_alpn, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The token the fake servers hand out: it must never reach a sandbox.
 pub(crate) const MINTED: &str = "ghs_16C7e42F292c6912E7710c838347Ae178B4aMINTED";
@@ -35,7 +36,7 @@ impl Drop for Rig {
     fn drop(&mut self) {
         if let Some(mut c) = self.cordon.take() {
             let _ = c.kill();
-            let _ = c.wait();
+            let _ = c.timed_wait();
         }
     }
 }
@@ -166,7 +167,7 @@ policies:
             .args(["ca", "export", "--config"])
             .arg(&config)
             .args(["--sandbox", id])
-            .output()
+            .timed_output()
             .unwrap();
         std::fs::write(d.join(format!("{id}-ca.pem")), out.stdout).unwrap();
     }
@@ -209,17 +210,13 @@ impl Rig {
     ) -> Got {
         let mut c = curl();
         c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
-        c.args(["--path-as-is", "-i", "-X", method]);
+        c.args(["--path-as-is", "-X", method]);
         c.arg(if h2 { "--http2" } else { "--http1.1" });
         if !body.is_empty() {
             c.args(["--data-binary", body, "-H", &format!("content-type: {media}")]);
         }
         c.arg(format!("https://{host}:{}{path}", self.up));
-        let out = c.output().unwrap();
-        parse(
-            &String::from_utf8_lossy(&out.stdout),
-            &String::from_utf8_lossy(&out.stderr),
-        )
+        got(c)
     }
 
     /// python requests as `who`: `method` to `url_path` on `host`, with a form (`form`) or JSON body.
@@ -236,7 +233,7 @@ print(json.dumps({"status": r.status_code, "reason": r.headers.get("x-cordon-rea
             .arg(self.ca(who))
             .args([method, &format!("https://{host}:{}{path}", self.up), body])
             .arg(if json { "1" } else { "0" })
-            .output()
+            .timed_output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("python: {}", String::from_utf8_lossy(&out.stderr)));
@@ -256,25 +253,14 @@ print(json.dumps({"status": r.status_code, "reason": r.headers.get("x-cordon-rea
     }
 }
 
-/// The last response of curl's `-i` output (a proxy's `200 Connection established` comes first).
-pub(crate) fn parse(out: &str, err: &str) -> Got {
-    let start = out.rfind("HTTP/").unwrap_or_else(|| panic!("no response: {out} {err}"));
-    let text = &out[start..];
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let reason = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim()
-                .eq_ignore_ascii_case("x-cordon-reason")
-                .then(|| v.trim().to_string())
-        })
-        .unwrap_or_default();
+/// The final response of curl `c` (through the proxy, whose `200 Connection established` comes first).
+fn got(c: Command) -> Got {
+    let r = crate::rigs::curl::run(c);
+    assert!(r.status != 0, "no response: {r}");
     Got {
-        status,
-        reason,
-        body: body.to_string(),
+        status: r.status,
+        reason: r.reason().to_owned(),
+        body: r.text(),
     }
 }
 
@@ -283,12 +269,7 @@ impl Rig {
     pub(crate) fn curl_chunked_form(&self, who: &str) -> Got {
         let mut c = curl();
         c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
-        c.args([
-            "-i",
-            "--http1.1",
-            "-H",
-            "content-type: application/x-www-form-urlencoded",
-        ]);
+        c.args(["--http1.1", "-H", "content-type: application/x-www-form-urlencoded"]);
         c.args([
             "-H",
             "transfer-encoding: chunked",
@@ -296,11 +277,7 @@ impl Rig {
             "scope=a&grant_type=password",
         ]);
         c.arg(format!("https://idp.test:{}/oauth/token", self.up));
-        let out = c.output().unwrap();
-        parse(
-            &String::from_utf8_lossy(&out.stdout),
-            &String::from_utf8_lossy(&out.stderr),
-        )
+        got(c)
     }
 
     /// A body of `size` bytes of `content_type` to the token endpoint (a grant at its start), with a length or,
@@ -313,17 +290,13 @@ impl Rig {
         let mut c = curl();
         c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
         // An empty type sends none at all (curl's `-H "content-type:"`).
-        c.args(["-i", "--http1.1", "-H", &format!("content-type:{content_type}")]);
+        c.args(["--http1.1", "-H", &format!("content-type:{content_type}")]);
         if chunked {
             c.args(["-H", "transfer-encoding: chunked"]);
         }
         c.arg("--data-binary").arg(format!("@{}", file.display()));
         c.arg(format!("https://idp.test:{}/oauth/token", self.up));
-        let out = c.output().unwrap();
-        parse(
-            &String::from_utf8_lossy(&out.stdout),
-            &String::from_utf8_lossy(&out.stderr),
-        )
+        got(c)
     }
 
     /// A gzip-compressed token request form, as curl sends it.
@@ -336,7 +309,6 @@ impl Rig {
         let mut c = curl();
         c.args(["-x", &self.proxy(who)]).arg("--cacert").arg(self.ca(who));
         c.args([
-            "-i",
             "-H",
             "content-type: application/x-www-form-urlencoded",
             "-H",
@@ -344,10 +316,6 @@ impl Rig {
         ]);
         c.arg("--data-binary").arg(format!("@{}", file.display()));
         c.arg(format!("https://idp.test:{}/oauth/token", self.up));
-        let out = c.output().unwrap();
-        parse(
-            &String::from_utf8_lossy(&out.stdout),
-            &String::from_utf8_lossy(&out.stderr),
-        )
+        got(c)
     }
 }

@@ -3,6 +3,7 @@
 //! 169.254.169.254. Every address is assigned inside these namespaces; nothing touches the host's own
 //! network, and everything is removed when the `Net` is dropped.
 
+use crate::rigs::wait::Within;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 use std::process::{Command, Output};
@@ -22,17 +23,18 @@ pub(crate) fn available(test: &str) -> bool {
     );
     let ok = Command::new("ip")
         .args(["netns", "add", &probe])
-        .output()
+        .timed_output()
         .is_ok_and(|o| o.status.success());
     if ok {
-        let _ = Command::new("ip").args(["netns", "del", &probe]).status();
+        let _ = Command::new("ip").args(["netns", "del", &probe]).timed_status();
         return true;
     }
-    let why = "needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2 to create network namespaces";
-    if std::env::var("CORDON_REQUIRE_NETNS").is_ok_and(|v| v == "1") {
-        panic!("{test}: {why}, and CORDON_REQUIRE_NETNS=1 says it must run");
-    }
-    eprintln!("\n*** SKIPPED {test}: {why}; run the tests as root (as .ci/run does) ***\n");
+    crate::rigs::tool::skip(
+        test,
+        "needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2 to create network namespaces; run the tests \
+         as root (as .ci/run does)",
+        Some("CORDON_REQUIRE_NETNS"),
+    );
     false
 }
 
@@ -51,7 +53,7 @@ pub(crate) struct Net {
 }
 
 pub(crate) fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
+    let out = Command::new("ip").args(args).timed_output().unwrap();
     assert!(
         out.status.success(),
         "ip {}: {}",
@@ -72,7 +74,7 @@ impl Net {
             n,
         };
         for ns in [&net.gw, &net.sbx, &net.inet, &net.meta] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = Command::new("ip").args(["netns", "del", ns]).timed_output();
             ip(&["netns", "add", ns]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
         }
@@ -141,7 +143,7 @@ impl Net {
         Command::new("ip")
             .args(["netns", "exec", ns])
             .args(args)
-            .output()
+            .timed_output()
             .unwrap()
     }
 
@@ -211,7 +213,7 @@ impl Net {
 impl Drop for Net {
     fn drop(&mut self) {
         for ns in [&self.gw, &self.sbx, &self.inet, &self.meta] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            let _ = Command::new("ip").args(["netns", "del", ns]).timed_output();
             let _ = std::fs::remove_dir_all(format!("/etc/netns/{ns}"));
         }
     }

@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 use crate::rigs::ports::free_port;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// A running (or stopped) cluster of the test's own; dropping it kills the server and removes its files.
 pub(crate) struct Pg {
@@ -60,7 +61,7 @@ impl Pg {
                 "--no-locale",
                 "--no-sync",
             ])
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "initdb failed: {}", text(&out));
         let conf = pg.data().join("postgresql.conf");
@@ -118,7 +119,7 @@ impl Pg {
             .arg("-D")
             .arg(self.data())
             .args(["-w", "-t", "60", "stop", "-m", "fast"])
-            .output()
+            .timed_output()
             .unwrap();
         assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
     }
@@ -164,7 +165,7 @@ impl Pg {
         let mut stdin = child.stdin.take().unwrap();
         let sql = sql.to_string();
         let writer = std::thread::spawn(move || stdin.write_all(sql.as_bytes()));
-        let out = child.wait_with_output().unwrap();
+        let out = child.timed_wait_with_output().unwrap();
         writer.join().unwrap().unwrap();
         assert!(out.status.success(), "psql failed: {}", text(&out));
         let stdout = String::from_utf8(out.stdout).unwrap();
@@ -199,7 +200,7 @@ impl Pg {
             .arg("-l")
             .arg(self.dir.path().join("server.log"))
             .args(["-w", "-t", "60", "start"])
-            .output()
+            .timed_output()
             .unwrap()
             .status
             .success()
@@ -272,7 +273,7 @@ impl Drop for Pg {
             .args(["-w", "-t", "30", "stop", "-m", "immediate"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .timed_status();
     }
 }
 

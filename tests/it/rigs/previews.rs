@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::process::{BIN, spawn_cordon};
+use crate::rigs::wait::Within;
 
 /// A dev server on `ip`: `/` is a page naming `who`, `/cookies` echoes the Cookie header it got.
 pub(crate) async fn dev_server(ip: &str, who: &'static str) -> u16 {
@@ -76,7 +77,7 @@ pub(crate) fn chromium(url: &str) -> String {
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(url)
-        .output()
+        .timed_output()
         .expect("chromium (apt-get install chromium; .ci/run does)");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -256,7 +257,7 @@ policies:
             .args(args)
             .arg("--config")
             .arg(&self.config)
-            .output()
+            .timed_output()
             .unwrap()
     }
 
@@ -283,7 +284,7 @@ policies:
     /// `curl -X method` to `url` on the preview listener with `headers`: status, reason and the head.
     pub(crate) fn curl(&self, method: &str, url: &str, headers: &[String]) -> (u16, String, String) {
         let mut c = crate::rigs::process::curl();
-        c.args(["-s", "-o", "/dev/null", "-D", "-", "-X", method])
+        c.args(["-s", "-X", method])
             .args(["--connect-to", &format!("::127.0.0.1:{}", self.preview)]);
         for h in headers {
             c.args(["-H", h]);
@@ -291,15 +292,9 @@ policies:
         if method == "POST" {
             c.args(["--data", "x=1"]);
         }
-        let head = String::from_utf8_lossy(&c.arg(url).output().unwrap().stdout).into_owned();
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let reason = head
-            .lines()
-            .find_map(|l| l.strip_prefix("x-cordon-reason: "))
-            .unwrap_or_default()
-            .trim()
-            .to_string();
-        (status, reason, head)
+        c.arg(url);
+        let r = crate::rigs::curl::run(c);
+        (r.status, r.reason().trim().to_owned(), r.head())
     }
 
     /// Open `link` with curl: the session cookie (`name=value`).

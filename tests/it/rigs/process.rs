@@ -2,6 +2,7 @@
 //! waited for, run as `cordon ARGS` or `cordon check`, its stderr followed line by line; processes killed when
 //! dropped; and curl, the client most tests drive cordon with.
 
+use crate::rigs::wait::{TimedChild, Within};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub(crate) fn cordon(args: &[&str]) -> (i32, String, String) {
         .env_remove("CORDON_CONFIG")
         .env_remove("CORDON_ADMIN_TOKEN")
         .env_remove("CORDON_ADMIN_URL")
-        .output()
+        .timed_output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -38,9 +39,8 @@ pub(crate) fn cordon(args: &[&str]) -> (i32, String, String) {
 
 /// curl, quiet but for errors, within 10 s, and deaf to the caller's proxy variables.
 pub(crate) fn curl() -> Command {
-    if Command::new("curl").arg("--version").output().is_err() {
-        panic!("curl is not installed: these tests drive cordon with a real client (apt-get install curl)");
-    }
+    // These tests drive cordon with a real client.
+    crate::rigs::tool::must("curl", &["--version"], "apt-get install curl");
     let mut c = Command::new("curl");
     c.args(["-sS", "--max-time", "10", "--noproxy", ""]);
     c
@@ -50,9 +50,9 @@ pub(crate) fn curl() -> Command {
 pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) -> std::process::Output {
     Command::new("kill")
         .args([signal, &child.id().to_string()])
-        .status()
+        .timed_status()
         .unwrap();
-    tokio::task::spawn_blocking(move || child.wait_with_output())
+    tokio::task::spawn_blocking(move || child.timed_wait_with_output())
         .await
         .unwrap()
         .unwrap()
@@ -65,7 +65,7 @@ pub(crate) fn check_summary(config: &std::path::Path, env: &[(&str, &str)]) -> (
         .args(["check", "--config"])
         .arg(config)
         .envs(env.iter().copied())
-        .output()
+        .timed_output()
         .unwrap();
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -100,7 +100,7 @@ pub(crate) async fn await_listening(
 ) -> std::process::Child {
     for _ in 0..100 {
         if let Ok(Some(status)) = child.try_wait() {
-            let out = child.wait_with_output().unwrap();
+            let out = child.timed_wait_with_output().unwrap();
             panic!(
                 "cordon exited ({status}) before listening on {addr}: {}",
                 String::from_utf8_lossy(&out.stderr)
@@ -112,7 +112,7 @@ pub(crate) async fn await_listening(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     panic!(
         "cordon never listened on {addr}: {}",
         String::from_utf8_lossy(&out.stderr)
@@ -135,7 +135,7 @@ pub(crate) fn cordon_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, S
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
+    let out = child.timed_wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -149,7 +149,7 @@ pub(crate) struct Killed(pub(crate) Child);
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.0.timed_wait();
     }
 }
 
@@ -192,14 +192,11 @@ impl Log {
 
 /// The token cordon writes to `path` at start (a `file:` secret it makes), once it is there.
 pub(crate) fn written_token(path: &std::path::Path) -> String {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(path)
-            && !t.trim().is_empty()
-        {
-            return t.trim().to_owned();
-        }
-        assert!(Instant::now() < until, "cordon never wrote {}", path.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let read = || std::fs::read_to_string(path).unwrap_or_default().trim().to_owned();
+    crate::rigs::wait::until(
+        &format!("cordon to write its token to {}", path.display()),
+        Duration::from_secs(10),
+        || !read().is_empty(),
+    );
+    read()
 }

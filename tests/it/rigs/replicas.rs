@@ -15,6 +15,7 @@ use crate::rigs::ports::free_port;
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::proxy::config;
 use crate::rigs::tls::{https_upstream, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 pub(crate) struct Replica {
     pub(crate) child: Child,
@@ -41,7 +42,7 @@ impl Replica {
 impl Drop for Replica {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.timed_wait();
     }
 }
 
@@ -126,41 +127,30 @@ async fn answers_healthz(port: u16) -> bool {
 }
 
 /// What curl printed of a response's head (`-D -`), the last one when a proxy answered first.
-pub(crate) struct Head(String);
+pub(crate) struct Head(crate::rigs::curl::Curled);
 
 impl Head {
     /// The status of the last response (0 when curl got none).
     pub(crate) fn status(&self) -> u16 {
-        self.0
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("HTTP/"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+        self.0.status
     }
 
-    /// The value of header `name` (lower case), or "".
+    /// The value of header `name` (any case), or "".
     pub(crate) fn header(&self, name: &str) -> String {
-        self.0
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-            })
-            .unwrap_or_default()
+        self.0.header(name).unwrap_or_default().trim().to_owned()
     }
 }
 
 /// curl through a replica as `who`, trusting `ca` if given: the head it printed.
 pub(crate) fn curl_head(r: &Replica, who: (&str, &str), ca: Option<&Path>, url: &str) -> Head {
     let mut cmd = crate::rigs::process::curl();
-    cmd.args(["-s", "-o", "/dev/null", "-D", "-", "--max-time", "10"])
+    cmd.args(["-s", "--max-time", "10"])
         .args(["-x", &format!("http://{}:{}@127.0.0.1:{}", who.0, who.1, r.proxy)]);
     if let Some(ca) = ca {
         cmd.arg("--cacert").arg(ca);
     }
-    Head(String::from_utf8_lossy(&cmd.arg(url).output().unwrap().stdout).into_owned())
+    cmd.arg(url);
+    Head(crate::rigs::curl::run(cmd))
 }
 
 /// curl through a replica as `id:credential`; the HTTP status (0 when curl itself failed, e.g. on a 407).
@@ -171,7 +161,7 @@ pub(crate) fn curl_status(r: &Replica, id: &str, credential: &str, ca: &Path, ur
         .arg("--cacert")
         .arg(ca)
         .arg(url)
-        .output()
+        .timed_output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
 }

@@ -9,6 +9,7 @@ use base64::Engine;
 use crate::rigs::client::hash;
 use crate::rigs::leaky::{Leaks, leaky};
 use crate::rigs::tls::{TestCa, test_ca};
+use crate::rigs::wait::{TimedChild, Within};
 
 /// The header credential's secret: `/`, `+` and `=` make its JSON, percent and base64 forms differ from it.
 pub(crate) const BEARER: &str = "sk-live/Ab+Cd=Ef_0123456789xyz";
@@ -102,7 +103,7 @@ policies:
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["ca", "export", "--sandbox", "sb", "--config"])
             .arg(self.config.path())
-            .output()
+            .timed_output()
             .unwrap();
         let path = self.dir.path().join("sb-ca.pem");
         std::fs::write(&path, &out.stdout).unwrap();
@@ -123,7 +124,7 @@ policies:
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["placeholders", "--sandbox", "sb", "--config"])
             .arg(self.config.path())
-            .output()
+            .timed_output()
             .unwrap();
         let var = format!("CORDON_PLACEHOLDER_{}=", credential.to_uppercase());
         String::from_utf8_lossy(&out.stdout)
@@ -144,8 +145,8 @@ policies:
         let child = self.child.take().unwrap();
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
-            .status();
-        let out = child.wait_with_output().unwrap();
+            .timed_status();
+        let out = child.timed_wait_with_output().unwrap();
         format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -169,7 +170,7 @@ impl Drop for Rig {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
-            let _ = child.wait();
+            let _ = child.timed_wait();
         }
     }
 }

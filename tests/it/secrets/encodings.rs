@@ -6,6 +6,7 @@
 
 use crate::rigs::encodings::{aligned, encoded, plain};
 use crate::rigs::secrets::*;
+use crate::rigs::wait::Within;
 
 /// Families whose encoding of the secret is replaced by the placeholder written the same way (exactly
 /// predictable answers).
@@ -59,7 +60,7 @@ fn cores(family: &str, bits: usize, secret: &str) -> Vec<Vec<u8>> {
 fn get(rig: &Rig, family: &str) -> Vec<u8> {
     let mut c = rig.curl();
     c.args(["-sS", "--fail", &rig.url("leaky.test", &format!("/encoded?e={family}"))]);
-    let out = c.output().unwrap();
+    let out = c.timed_output().unwrap();
     assert!(
         out.status.success(),
         "{family}: {}",

@@ -13,6 +13,7 @@ use crate::rigs::envelope::*;
 use crate::rigs::leaky::Leaks;
 use crate::rigs::secrets::{BEARER, Rig};
 use crate::rigs::tls::{test_ca, tls_as};
+use crate::rigs::wait::Within;
 
 /// cordon in front of the raw upstream.
 async fn rig() -> Rig {
@@ -46,7 +47,7 @@ fn curl(rig: &Rig, args: &[&str], path: &str) -> (String, Vec<u8>) {
     c.args(["-i", "--suppress-connect-headers"])
         .args(args)
         .arg(rig.url("leaky.test", path));
-    let out = c.output().unwrap();
+    let out = c.timed_output().unwrap();
     let all = out.stdout;
     let split = all
         .windows(4)

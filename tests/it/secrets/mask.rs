@@ -7,10 +7,11 @@ use std::process::Stdio;
 
 use crate::rigs::secrets::*;
 use crate::rigs::tls::tls_as;
+use crate::rigs::wait::{TimedChild, Within};
 
 /// Run a curl, return (stdout as bytes, stderr).
 fn run(mut c: std::process::Command) -> (Vec<u8>, String) {
-    let o = c.output().unwrap();
+    let o = c.timed_output().unwrap();
     (o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
@@ -211,7 +212,13 @@ async fn a_websocket_has_its_101_and_its_frames_masked() {
     };
     let echoed = resp.headers()["x-echo"].to_str().unwrap().to_string();
     assert!(!echoed.contains(BEARER) && echoed.contains("cordon-ph-"), "{echoed}");
-    let first = match ws.next().await {
+    let first = match crate::rigs::wait::within(
+        "the first WebSocket message",
+        std::time::Duration::from_secs(20),
+        ws.next(),
+    )
+    .await
+    {
         Some(Ok(m)) => m.into_text().unwrap().to_string(),
         other => {
             let mut rig = rig;
@@ -222,13 +229,24 @@ async fn a_websocket_has_its_101_and_its_frames_masked() {
     assert!(first.ends_with("ext=[]"), "{first}");
     ws.send(Message::text("just words")).await.unwrap();
     assert_eq!(
-        ws.next().await.unwrap().unwrap().into_text().unwrap().as_str(),
+        crate::rigs::wait::within("the WebSocket echo", std::time::Duration::from_secs(20), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .into_text()
+            .unwrap()
+            .as_str(),
         "just words"
     );
     // The sandbox sending a placeholder on it closes it with 1008.
     let ph = rig.placeholder("apikey");
     ws.send(Message::text(format!("exfil {ph}"))).await.unwrap();
-    let closing = ws.next().await;
+    let closing = crate::rigs::wait::within(
+        "the WebSocket close (1008)",
+        std::time::Duration::from_secs(20),
+        ws.next(),
+    )
+    .await;
     match closing {
         Some(Ok(Message::Close(Some(frame)))) => assert_eq!(u16::from(frame.code), 1008),
         other => panic!("expected a 1008 close, got {other:?}"),
@@ -261,7 +279,7 @@ async fn server_sent_events_stream_through_masking_one_by_one() {
     })
     .await
     .unwrap();
-    child.wait().unwrap();
+    child.timed_wait().unwrap();
     let data: Vec<&String> = lines.iter().filter(|l| l.starts_with("data:")).collect();
     assert_eq!(data.len(), 2, "{lines:?}");
     for l in data {

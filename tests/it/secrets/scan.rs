@@ -11,16 +11,9 @@ use crate::rigs::secrets::*;
 /// curl `args` through cordon; (status, x-cordon-reason).
 fn status(rig: &Rig, args: &[&str]) -> (String, String) {
     let mut c = rig.curl();
-    c.args(["-o", "/dev/null", "-D", "-", "-w", "%{http_code}"]).args(args);
-    let o = c.output().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    let reason = out
-        .lines()
-        .find_map(|l| l.strip_prefix("x-cordon-reason: "))
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    (out.lines().last().unwrap_or("").to_string(), reason)
+    c.args(args);
+    let r = crate::rigs::curl::run(c);
+    (r.status.to_string(), r.reason().trim().to_owned())
 }
 
 fn pct(text: &str) -> String {

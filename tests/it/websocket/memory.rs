@@ -13,6 +13,7 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::tls::{test_ca, tls_as};
+use crate::rigs::wait::{TimedChild, Within};
 use crate::rigs::websocket::{next, wss_server};
 
 const MIB: usize = 1024 * 1024;
@@ -78,7 +79,7 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
         .args(["ca", "export", "--sandbox", "sb1", "--config"])
         .arg(&config)
-        .output()
+        .timed_output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sandbox_ca = dir.path().join("sb1-ca.pem");
@@ -139,7 +140,13 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
             }
             ws.close(None).await.unwrap();
             // Read to the end, so the close handshake completes on cordon's side too.
-            while let Some(Ok(_)) = ws.next().await {}
+            while let Some(Ok(_)) = crate::rigs::wait::within(
+                "the end of the WebSocket close handshake",
+                std::time::Duration::from_secs(60),
+                ws.next(),
+            )
+            .await
+            {}
         }));
     }
     for task in tasks {
@@ -166,7 +173,7 @@ async fn websockets_relaying_large_messages_hold_a_bounded_amount_and_give_it_ba
         MESSAGE / MIB
     );
     let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.timed_wait();
     // Frames are relayed in pieces as they arrive: a WebSocket holds about a piece each way, not the message
     // (held whole, several times, it would be over 4 messages each).
     let bound = baseline + CONNECTIONS * MESSAGE / 2 / 1024;
