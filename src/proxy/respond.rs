@@ -37,8 +37,8 @@ pub(super) struct Reply {
     pub(super) aws_keys: bool,
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(super) tokens: bool,
-    /// An MCP endpoint's answer: checked, and its tool lists filtered.
-    pub(super) mcp: Option<super::protocol::mcp_answer::McpAnswer>,
+    /// The answer of an endpoint whose protocol checks it (MCP: checked, and its tool lists filtered).
+    pub(super) protocol: Option<Box<dyn super::protocol::Answer>>,
 }
 
 impl Exchange {
@@ -82,9 +82,9 @@ impl Exchange {
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
-        if let Some(mcp) = reply.mcp {
+        if let Some(protocol) = reply.protocol {
             // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
-            body = match mcp.answered(&mut parts, body, self.state().map(|s| &**s)).await {
+            body = match protocol.answered(&mut parts, body, self.state().map(|s| &**s)).await {
                 Ok(body) => body,
                 Err(e) => return self.refuse(e),
             };
