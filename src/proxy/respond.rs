@@ -38,7 +38,7 @@ pub(super) struct Reply {
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(super) tokens: bool,
     /// The answer of an endpoint whose protocol checks it (MCP: checked, and its tool lists filtered).
-    pub(super) protocol: Option<Box<dyn super::protocol::Answer>>,
+    pub(super) protocol: Option<Box<dyn super::protocol::contract::Answer>>,
 }
 
 impl Exchange {

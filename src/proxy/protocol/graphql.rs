@@ -12,8 +12,8 @@ use crate::error::ProxyError;
 use crate::graphql::judge::judge;
 use crate::policy::Rule;
 use crate::policy::protocol::{Asked, ProtocolRecord, Refused};
+use crate::proxy::protocol::contract::{Context, Judged, Protocol};
 use crate::proxy::protocol::read::{coded, read_whole};
-use crate::proxy::protocol::{Context, Judged, Protocol};
 use crate::reason::Reason;
 
 /// GraphQL over HTTP.

@@ -5,7 +5,7 @@
 
 use http::Request;
 
-use super::{Answer, Context, Protocol};
+use super::contract::{Answer, Context, Protocol};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;

@@ -14,7 +14,7 @@ use crate::error::{ProxyError, REASON_HEADER};
 use crate::mcp::answer::{Lists, Unreadable};
 use crate::mcp::sessions::Refusal;
 use crate::policy::{Policy, Question};
-use crate::proxy::protocol::Answer;
+use crate::proxy::protocol::contract::Answer;
 use crate::reason::Reason;
 use crate::state::ProxyState;
 use crate::target::{Target, check_path};

@@ -21,8 +21,8 @@ use crate::mcp::tools::{Pinned, Server};
 use crate::placeholder::redact;
 use crate::policy::Rule;
 use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
+use crate::proxy::protocol::contract::{Context, Judged, Protocol};
 use crate::proxy::protocol::read::{coded, read_whole};
-use crate::proxy::protocol::{Context, Judged, Protocol};
 use crate::reason::Reason;
 use answer::{McpAnswer, SESSION, invalid, session_refused};
 
