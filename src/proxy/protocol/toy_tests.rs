@@ -197,11 +197,15 @@ async fn a_toy_protocol_is_judged_refused_in_its_own_words_and_recorded() {
     assert_eq!(resp.headers()["x-cordon-reason"], "graphql_invalid");
 
     // Passed: nothing asked, nothing refused.
-    let judged = through_step(&state, "/toy/x", "say hello").await.ok().expect("passed");
+    let judged = through_step(&state, "/toy/x", "say hello")
+        .await
+        .unwrap_or_else(|_| panic!("passed"));
     assert!(judged.asking.is_none() && judged.answer.is_none());
 
     // Asked: a person is shown what, and their refusal is answered in the toy's words too.
-    let judged = through_step(&state, "/toy/x", "ask deploy").await.ok().expect("asked");
+    let judged = through_step(&state, "/toy/x", "ask deploy")
+        .await
+        .unwrap_or_else(|_| panic!("asked"));
     let asking = judged.asking.as_ref().expect("asking");
     assert_eq!(asking.asked.what, vec!["deploy".to_owned()]);
     let e = judged.refusal(ProxyError::ApprovalDenied {
@@ -219,7 +223,6 @@ async fn a_toy_protocol_is_judged_refused_in_its_own_words_and_recorded() {
     // A rule without the toy's paths is not the toy's: nothing judged, so even a shout passes the step.
     let judged = through_step(&state, "/plain/x", "shout hello")
         .await
-        .ok()
-        .expect("not judged");
+        .unwrap_or_else(|_| panic!("not judged"));
     assert!(judged.asking.is_none());
 }
