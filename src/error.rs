@@ -122,10 +122,10 @@ pub(crate) enum ProxyError {
     /// The TLS handshake with the upstream took longer than `timeouts.tls_handshake`.
     #[error("the TLS handshake with the upstream timed out")]
     HandshakeTimeout,
-    /// A message to an MCP endpoint its rule refuses: answered 200 with a JSON-RPC error, as MCP clients
-    /// understand it.
+    /// A message to an MCP or GraphQL endpoint (any protocol cordon judges) its rule refuses: answered 200 in
+    /// the protocol's own words (a JSON-RPC error, a GraphQL error), as its clients understand it.
     #[error("{}", .0.message)]
-    Mcp(crate::mcp::judge::Refused),
+    Protocol(crate::policy::protocol::Refused),
     /// An `Mcp-Session-Id` bound to another sandbox.
     #[error("this MCP session belongs to another sandbox; start a session of your own (initialize)")]
     McpSessionForeign,
@@ -138,10 +138,6 @@ pub(crate) enum ProxyError {
         /// What is wrong.
         message: String,
     },
-    /// A request to a GraphQL endpoint its rule refuses: answered 200 with a GraphQL error, as GraphQL clients
-    /// understand it.
-    #[error("{}", .0.message)]
-    Graphql(crate::graphql::judge::Refused),
     /// A human denied the request (`action: ask`).
     #[error("denied by {by} (approval {id})")]
     ApprovalDenied {
@@ -205,7 +201,7 @@ impl ProxyError {
             ProxyError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
             ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..) => StatusCode::FORBIDDEN,
             ProxyError::ApprovalQueueFull => StatusCode::SERVICE_UNAVAILABLE,
-            ProxyError::Mcp(_) | ProxyError::Graphql(_) => StatusCode::OK,
+            ProxyError::Protocol(_) => StatusCode::OK,
             ProxyError::UnknownSource(_) => StatusCode::FORBIDDEN,
             ProxyError::AuditUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Held => StatusCode::FORBIDDEN,
@@ -237,10 +233,9 @@ impl ProxyError {
             ProxyError::ApprovalDenied { .. } => Reason::ApprovalDenied,
             ProxyError::ApprovalTimedOut(..) => Reason::ApprovalTimeout,
             ProxyError::ApprovalQueueFull => Reason::ApprovalQueueFull,
-            ProxyError::Mcp(refused) => refused.reason,
+            ProxyError::Protocol(refused) => refused.reason,
             ProxyError::McpSessionForeign => Reason::McpSessionForeign,
             ProxyError::McpAnswer { code, .. } => *code,
-            ProxyError::Graphql(refused) => refused.reason,
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
@@ -266,9 +261,8 @@ impl ProxyError {
             | ProxyError::ApprovalDenied { .. }
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
-            | ProxyError::Mcp(_)
+            | ProxyError::Protocol(_)
             | ProxyError::McpSessionForeign
-            | ProxyError::Graphql(_)
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
             | ProxyError::Dial(DialError::Refused(_)) => Side::Downstream,
@@ -288,11 +282,7 @@ impl ProxyError {
 
     /// Whether the request was refused (as opposed to allowed and then failing).
     pub(crate) fn is_refusal(&self) -> bool {
-        self.status().is_client_error()
-            || matches!(
-                self,
-                ProxyError::AuditUnavailable | ProxyError::Mcp(_) | ProxyError::Graphql(_)
-            )
+        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable | ProxyError::Protocol(_))
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,
@@ -306,9 +296,8 @@ impl ProxyError {
             ProxyError::SecretExfiltration { credential } => Some(format!("the secret of credential {credential}")),
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
-            ProxyError::Mcp(refused) => Some(refused.message.clone()),
+            ProxyError::Protocol(refused) => Some(refused.message.clone()),
             ProxyError::McpAnswer { message, .. } => Some(message.clone()),
-            ProxyError::Graphql(refused) => Some(refused.message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -373,10 +362,9 @@ impl ProxyError {
             | ProxyError::ApprovalDenied { .. }
             | ProxyError::ApprovalTimedOut(..)
             | ProxyError::ApprovalQueueFull
-            | ProxyError::Mcp(_)
+            | ProxyError::Protocol(_)
             | ProxyError::McpSessionForeign
             | ProxyError::McpAnswer { .. }
-            | ProxyError::Graphql(_)
             | ProxyError::UpstreamTimeout
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
@@ -387,17 +375,11 @@ impl ProxyError {
 
     /// The response the client gets.
     pub(crate) fn response(&self) -> Response<ProxyBody> {
-        if let ProxyError::Mcp(refused) = self {
-            let mut resp = Response::new(body::full(crate::mcp::judge::error_body(refused)));
+        if let ProxyError::Protocol(refused) = self {
+            // In the protocol's own words, already written.
+            let mut resp = Response::new(body::full(refused.body.clone()));
             let h = resp.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));
-            return resp;
-        }
-        if let ProxyError::Graphql(refused) = self {
-            let mut resp = Response::new(body::full(crate::graphql::judge::error_body(refused)));
-            let h = resp.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(refused.content_type));
             h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));
             return resp;
         }

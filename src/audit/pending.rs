@@ -63,8 +63,7 @@ impl Pending {
                 jail: None,
                 exec: None,
                 file: None,
-                mcp: None,
-                graphql: None,
+                protocol: None,
             },
             started: Instant::now(),
             sink,
@@ -209,14 +208,10 @@ impl Pending {
         self.record.status = Some(status);
     }
 
-    /// What an MCP request said (the message that decided).
-    pub(crate) fn mcp(&mut self, seen: crate::mcp::judge::Seen) {
-        self.record.mcp = Some(seen);
-    }
-
-    /// What a GraphQL request said (the operation that decided).
-    pub(crate) fn graphql(&mut self, seen: crate::graphql::judge::Seen) {
-        self.record.graphql = Some(seen);
+    /// What a request to an MCP, GraphQL ... endpoint said, as its protocol's section (the message or operation
+    /// that decided).
+    pub(crate) fn protocol(&mut self, section: crate::policy::protocol::ProtocolRecord) {
+        self.record.protocol = Some(section);
     }
 
     /// The approval the request waited for.

@@ -94,12 +94,11 @@ pub struct Record {
     /// `file`: what a jailed command did to a file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) file: Option<super::kind::FileRecord>,
-    /// A request to an MCP endpoint: the method, tool and id of the message that decided.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) mcp: Option<crate::mcp::judge::Seen>,
-    /// A request to a GraphQL endpoint: the type, name and root fields of the operation that decided.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) graphql: Option<crate::graphql::judge::Seen>,
+    /// A request to an endpoint whose rule judges a protocol: its section, under the protocol's name (`mcp`: the
+    /// method, tool and id of the message that decided; `graphql`: the type, name and root fields of the
+    /// operation that decided).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(super) protocol: Option<crate::policy::protocol::ProtocolRecord>,
 }
 
 impl Record {

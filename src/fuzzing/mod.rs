@@ -376,7 +376,8 @@ pub fn graphql_operations(text: &str) -> Result<Vec<GraphqlOperation>, String> {
 /// deny: ["mutation.delete*", subscription]`, with no persisted query known: `pass`, `ask`, `invalid`, or the
 /// refusal's reason code.
 pub fn graphql_judge(method: &str, query: Option<&str>, content_type: Option<&str>, body: &[u8]) -> String {
-    use crate::graphql::judge::{Documents, Verdict, judge};
+    use crate::graphql::judge::{Documents, judge};
+    use crate::policy::protocol::Judgement;
     struct Nothing;
     impl Documents for Nothing {
         fn get(&self, _: &str) -> Option<Arc<str>> {
@@ -402,17 +403,18 @@ pub fn graphql_judge(method: &str, query: Option<&str>, content_type: Option<&st
         Err(_) => return "invalid".into(),
     };
     match judge(rules, &Nothing, params, batch).1 {
-        Verdict::Pass => "pass".into(),
-        Verdict::Ask(_) => "ask".into(),
-        Verdict::Invalid(_) => "invalid".into(),
-        Verdict::Refused(r) => r.reason.code().into(),
+        Judgement::Pass => "pass".into(),
+        Judgement::Ask(_) => "ask".into(),
+        Judgement::Invalid(_) => "invalid".into(),
+        Judgement::Refused(r) => r.reason.code().into(),
     }
 }
 
 /// The verdict on an MCP POST body (`src/mcp/`) under the rule `tools: ["read_*"], ask: ["send_*"],
 /// deny: ["delete_*"]`, no tool changed: `pass`, `ask`, `invalid`, or the refusal's reason code.
 pub fn mcp_judge(body: &[u8]) -> String {
-    use crate::mcp::judge::{Verdict, judge};
+    use crate::mcp::judge::judge;
+    use crate::policy::protocol::Judgement;
     static RULES: LazyLock<Option<crate::policy::mcp::McpRules>> = LazyLock::new(|| {
         let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
         crate::policy::mcp::McpRules::new(v(&["read_*"]), v(&["send_*"]), v(&["delete_*"]), Vec::new()).ok()
@@ -421,9 +423,9 @@ pub fn mcp_judge(body: &[u8]) -> String {
         return "invalid".into();
     };
     match judge(rules, &|_| false, body).1 {
-        Verdict::Pass => "pass".into(),
-        Verdict::Ask(_) => "ask".into(),
-        Verdict::Invalid(_) => "invalid".into(),
-        Verdict::Refused(r) => r.reason.code().into(),
+        Judgement::Pass => "pass".into(),
+        Judgement::Ask(_) => "ask".into(),
+        Judgement::Invalid(_) => "invalid".into(),
+        Judgement::Refused(r) => r.reason.code().into(),
     }
 }

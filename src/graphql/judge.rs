@@ -12,12 +12,13 @@ use sha2::{Digest, Sha256};
 use super::document::{self, Operation};
 use super::request::Params;
 use crate::policy::graphql::{FieldVerdict, GraphqlRules};
+use crate::policy::protocol::{Asked, Judgement, Refused};
 use crate::reason::Reason;
 
-/// What the audit record says about a GraphQL request: the operation that decided (the refused or asked one,
+/// What the audit record's `graphql` section says about a GraphQL request: the operation that decided (the refused or asked one,
 /// else the one that runs), its root fields, and how many requests a batch had.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub(crate) struct Seen {
+pub(crate) struct GraphqlRecord {
     /// `query`, `mutation` or `subscription`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) operation: Option<&'static str>,
@@ -33,28 +34,6 @@ pub(crate) struct Seen {
     /// How many requests the body had, when it was a batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) batch: Option<usize>,
-}
-
-/// Why the request may not go, answered as a GraphQL error.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Refused {
-    pub(crate) reason: Reason,
-    pub(crate) message: String,
-    /// How many requests to answer (a batch is answered with an array), `None` for one.
-    pub(crate) batch: Option<usize>,
-}
-
-/// The verdict on one HTTP request.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Verdict {
-    /// Every operation may go.
-    Pass,
-    /// Every operation may go once a person allows the ones listed (`mutation AddComment: addComment`).
-    Ask(Vec<String>),
-    /// Not a GraphQL request cordon can judge (answered 400).
-    Invalid(String),
-    /// An operation the rule refuses, or a persisted query cordon has not seen (answered with a GraphQL error).
-    Refused(Refused),
 }
 
 /// The documents of persisted queries cordon has seen sent with their hash, for one endpoint.
@@ -84,19 +63,13 @@ pub(crate) fn judge(
     documents: &dyn Documents,
     params: Vec<Params>,
     batch: bool,
-) -> (Seen, Verdict) {
+) -> (GraphqlRecord, Judgement) {
     let count = batch.then_some(params.len());
-    let mut seen = Seen {
+    let mut seen = GraphqlRecord {
         batch: count,
-        ..Seen::default()
+        ..GraphqlRecord::default()
     };
-    let refuse = |reason: Reason, message: String| {
-        Verdict::Refused(Refused {
-            reason,
-            message,
-            batch: count,
-        })
-    };
+    let refuse = |reason: Reason, message: String| Judgement::Refused(refused(reason, message, count));
     let at = |i: usize, e: String| {
         if batch {
             format!("request {i} of the batch: {e}")
@@ -113,7 +86,7 @@ pub(crate) fn judge(
                 if &sum != hash {
                     return (
                         seen,
-                        Verdict::Invalid(at(i, format!("the document's SHA-256 is {sum}, not {hash}"))),
+                        Judgement::Invalid(at(i, format!("the document's SHA-256 is {sum}, not {hash}"))),
                     );
                 }
                 let q: Arc<str> = q.into();
@@ -140,13 +113,13 @@ pub(crate) fn judge(
             (None, None) => {
                 return (
                     seen,
-                    Verdict::Invalid(at(i, "a GraphQL request without a query".into())),
+                    Judgement::Invalid(at(i, "a GraphQL request without a query".into())),
                 );
             }
         };
         let ops = match document::operations(&text) {
             Ok(ops) => ops,
-            Err(e) => return (seen, Verdict::Invalid(at(i, e))),
+            Err(e) => return (seen, Judgement::Invalid(at(i, e))),
         };
         // Which operation runs: the one named, or the only one.
         let runs = match &p.operation_name {
@@ -155,7 +128,7 @@ pub(crate) fn judge(
                 None => {
                     return (
                         seen,
-                        Verdict::Invalid(at(
+                        Judgement::Invalid(at(
                             i,
                             format!("operationName {n:?} is not an operation of the document"),
                         )),
@@ -166,7 +139,7 @@ pub(crate) fn judge(
             None => {
                 return (
                     seen,
-                    Verdict::Invalid(at(i, "a document of several operations needs an operationName".into())),
+                    Judgement::Invalid(at(i, "a document of several operations needs an operationName".into())),
                 );
             }
         };
@@ -188,7 +161,7 @@ pub(crate) fn judge(
         }
     }
     let Some((verdict, op, field)) = worst else {
-        return (seen, Verdict::Invalid("no GraphQL request".into()));
+        return (seen, Judgement::Invalid("no GraphQL request".into()));
     };
     if verdict >= FieldVerdict::Ask {
         seen.operation = Some(op.ty.as_str());
@@ -196,8 +169,15 @@ pub(crate) fn judge(
         seen.fields = op.fields.clone();
     }
     match verdict {
-        FieldVerdict::Allow => (seen, Verdict::Pass),
-        FieldVerdict::Ask => (seen, Verdict::Ask(asked)),
+        FieldVerdict::Allow => (seen, Judgement::Pass),
+        FieldVerdict::Ask => (
+            seen,
+            Judgement::Ask(Asked {
+                what: asked,
+                ids: Vec::new(),
+                batch: count,
+            }),
+        ),
         FieldVerdict::Deny => {
             let field = field.unwrap_or_default();
             (
@@ -235,23 +215,28 @@ fn describe(op: &Operation) -> String {
     format!("{} {name}: {}", op.ty.as_str(), op.fields.join(", "))
 }
 
-/// The body a refusal is answered with: a GraphQL response with one error (for a batch, one per request) whose
-/// `extensions.code` is cordon's reason. An unknown persisted query says what servers say (`PersistedQueryNotFound`),
-/// which a client answers by sending the document.
-pub(crate) fn error_body(refused: &Refused) -> Vec<u8> {
-    let error = if refused.reason == Reason::GraphqlPersistedUnknown {
+/// A refusal in GraphQL's words: a GraphQL response with one error (for a batch of `batch` requests, one per
+/// request) whose `extensions.code` is cordon's reason. An unknown persisted query says what servers say
+/// (`PersistedQueryNotFound`), which a client answers by sending the document.
+pub(crate) fn refused(reason: Reason, message: String, batch: Option<usize>) -> Refused {
+    let error = if reason == Reason::GraphqlPersistedUnknown {
         json!({"message": "PersistedQueryNotFound", "extensions": {
-            "code": "PERSISTED_QUERY_NOT_FOUND", "reason": refused.reason.code(), "detail": refused.message}})
+            "code": "PERSISTED_QUERY_NOT_FOUND", "reason": reason.code(), "detail": message}})
     } else {
-        json!({"message": format!("cordon: {}", refused.message), "extensions": {
-            "code": refused.reason.code(), "reason": refused.reason.code()}})
+        json!({"message": format!("cordon: {message}"), "extensions": {
+            "code": reason.code(), "reason": reason.code()}})
     };
     let one = json!({ "errors": [error] });
-    let body = match refused.batch {
+    let body = match batch {
         Some(n) => Value::Array(vec![one; n]),
         None => one,
     };
-    serde_json::to_vec(&body).unwrap_or_default()
+    Refused {
+        reason,
+        message,
+        content_type: "application/json",
+        body: serde_json::to_vec(&body).unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

@@ -36,26 +36,35 @@ fn one(query: &str, name: Option<&str>) -> Params {
     }
 }
 
-fn judged(params: Vec<Params>, batch: bool) -> (Seen, Verdict) {
+fn judged(params: Vec<Params>, batch: bool) -> (GraphqlRecord, Judgement) {
     judge(&rules(), &Memory::default(), params, batch)
+}
+
+/// Asked of a person: the operations `what`, of a batch of `batch` requests.
+fn asked(what: &[&str], batch: Option<usize>) -> Judgement {
+    Judgement::Ask(Asked {
+        what: what.iter().map(|w| w.to_string()).collect(),
+        ids: Vec::new(),
+        batch,
+    })
 }
 
 #[test]
 fn each_operation_is_judged_by_its_root_fields() {
     let (seen, v) = judged(vec![one("query Issues { issues { number } }", None)], false);
-    assert_eq!(v, Verdict::Pass);
+    assert_eq!(v, Judgement::Pass);
     assert_eq!(
         (seen.operation, seen.name.as_deref(), seen.fields.as_slice()),
         (Some("query"), Some("Issues"), &["issues".to_owned()][..])
     );
     assert_eq!(
         judged(vec![one("mutation { addComment(number: 1) { number } }", None)], false).1,
-        Verdict::Pass
+        Judgement::Pass
     );
     let (_, v) = judged(vec![one("mutation C { closeIssue(number: 1) }", None)], false);
-    assert_eq!(v, Verdict::Ask(vec!["mutation C: closeIssue".into()]));
+    assert_eq!(v, asked(&["mutation C: closeIssue"], None));
     let (seen, v) = judged(vec![one("mutation Harmless { deleteRepo(name: \"r\") }", None)], false);
-    let Verdict::Refused(r) = v else { panic!("{v:?}") };
+    let Judgement::Refused(r) = v else { panic!("{v:?}") };
     assert_eq!(r.reason, Reason::GraphqlOperationDenied);
     assert!(r.message.contains("denies mutation deleteRepo"), "{}", r.message);
     assert_eq!(
@@ -64,7 +73,7 @@ fn each_operation_is_judged_by_its_root_fields() {
         "the record says what it called itself, and what it did"
     );
     assert_eq!(seen.fields, ["deleteRepo"]);
-    let Verdict::Refused(r) = judged(vec![one("subscription { ticks }", None)], false).1 else {
+    let Judgement::Refused(r) = judged(vec![one("subscription { ticks }", None)], false).1 else {
         panic!()
     };
     assert_eq!(r.reason, Reason::GraphqlOperationDenied);
@@ -77,17 +86,20 @@ fn a_document_is_judged_by_its_worst_operation_whichever_runs() {
     let doc = "query Q { issues { number } } mutation M { deleteRepo(name: \"r\") }";
     for name in [Some("Q"), Some("M")] {
         let (seen, v) = judged(vec![one(doc, name)], false);
-        assert!(matches!(v, Verdict::Refused(_)), "{name:?}: {v:?}");
+        assert!(matches!(v, Judgement::Refused(_)), "{name:?}: {v:?}");
         assert_eq!(seen.name.as_deref(), Some("M"));
     }
     let mixed = "query Q { issues { number } } mutation M { closeIssue(number: 1) }";
     assert_eq!(
         judged(vec![one(mixed, Some("Q"))], false).1,
-        Verdict::Ask(vec!["mutation M: closeIssue".into()])
+        asked(&["mutation M: closeIssue"], None)
     );
     // And the worst field of one operation decides it: a query that also selects a denied field.
     let fields = "mutation { addComment(number: 1) { number } closeIssue(number: 1) deleteRepo(name: \"r\") }";
-    assert!(matches!(judged(vec![one(fields, None)], false).1, Verdict::Refused(_)));
+    assert!(matches!(
+        judged(vec![one(fields, None)], false).1,
+        Judgement::Refused(_)
+    ));
     let (seen, v) = judged(
         vec![one(
             "query A { issues { number } } query B { issues { title } }",
@@ -95,7 +107,7 @@ fn a_document_is_judged_by_its_worst_operation_whichever_runs() {
         )],
         false,
     );
-    assert_eq!((v, seen.name.as_deref()), (Verdict::Pass, Some("B")));
+    assert_eq!((v, seen.name.as_deref()), (Judgement::Pass, Some("B")));
 }
 
 #[test]
@@ -106,14 +118,14 @@ fn operation_name_must_pick_one_operation() {
         ("{ a }", Some("A"), "not an operation"),
         ("{ a", None, "does not parse"),
     ] {
-        let Verdict::Invalid(e) = judged(vec![one(doc, name)], false).1 else {
+        let Judgement::Invalid(e) = judged(vec![one(doc, name)], false).1 else {
             panic!("{doc}")
         };
         assert!(e.contains(says), "{doc}: {e}");
     }
     assert_eq!(
         judged(vec![Params::default()], false).1,
-        Verdict::Invalid("a GraphQL request without a query".into())
+        Judgement::Invalid("a GraphQL request without a query".into())
     );
 }
 
@@ -126,9 +138,9 @@ fn a_batch_goes_whole_or_not_at_all() {
         ],
         true,
     );
-    let Verdict::Refused(r) = v else { panic!() };
-    assert_eq!((r.batch, seen.batch), (Some(2), Some(2)));
-    let body: Value = serde_json::from_slice(&error_body(&r)).unwrap();
+    let Judgement::Refused(r) = v else { panic!() };
+    assert_eq!(seen.batch, Some(2));
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body.as_array().unwrap().len(), 2, "one answer per request of the batch");
     assert_eq!(body[1]["errors"][0]["extensions"]["code"], "graphql_operation_denied");
     let (_, v) = judged(
@@ -140,12 +152,12 @@ fn a_batch_goes_whole_or_not_at_all() {
     );
     assert_eq!(
         v,
-        Verdict::Ask(vec![
-            "mutation (anonymous): closeIssue".into(),
-            "mutation (anonymous): lockIssue".into()
-        ])
+        asked(
+            &["mutation (anonymous): closeIssue", "mutation (anonymous): lockIssue"],
+            Some(2)
+        )
     );
-    let Verdict::Invalid(e) = judged(vec![one("{ a }", None), one("{ b", None)], true).1 else {
+    let Judgement::Invalid(e) = judged(vec![one("{ a }", None), one("{ b", None)], true).1 else {
         panic!()
     };
     assert!(e.starts_with("request 1 of the batch"), "{e}");
@@ -158,10 +170,10 @@ fn names_when_listed_refuse_every_other_operation() {
     let m = Memory::default();
     assert_eq!(
         judge(&named, &m, vec![one("query Issues { issues { n } }", None)], false).1,
-        Verdict::Pass
+        Judgement::Pass
     );
     for doc in ["{ issues { n } }", "query Other { issues { n } }"] {
-        let Verdict::Refused(r) = judge(&named, &m, vec![one(doc, None)], false).1 else {
+        let Judgement::Refused(r) = judge(&named, &m, vec![one(doc, None)], false).1 else {
             panic!("{doc}")
         };
         assert!(r.message.contains("operation name"), "{}", r.message);
@@ -180,12 +192,12 @@ fn a_persisted_query_is_judged_by_the_document_seen_with_its_hash() {
     };
     // Not seen yet: answered as servers answer a hash they do not know.
     let (seen, v) = judge(&rules(), &m, vec![only(&hash)], false);
-    let Verdict::Refused(r) = v else { panic!() };
+    let Judgement::Refused(r) = v else { panic!() };
     assert_eq!(
         (r.reason, seen.persisted.as_deref()),
         (Reason::GraphqlPersistedUnknown, Some(hash.as_str()))
     );
-    let body: Value = serde_json::from_slice(&error_body(&r)).unwrap();
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body["errors"][0]["message"], "PersistedQueryNotFound");
     assert_eq!(body["errors"][0]["extensions"]["code"], "PERSISTED_QUERY_NOT_FOUND");
     assert_eq!(
@@ -199,7 +211,7 @@ fn a_persisted_query_is_judged_by_the_document_seen_with_its_hash() {
         operation_name: None,
         hash: Some(hash.clone()),
     };
-    let Verdict::Invalid(e) = judge(&rules(), &m, vec![lie], false).1 else {
+    let Judgement::Invalid(e) = judge(&rules(), &m, vec![lie], false).1 else {
         panic!()
     };
     assert!(e.contains("SHA-256"), "{e}");
@@ -212,7 +224,7 @@ fn a_persisted_query_is_judged_by_the_document_seen_with_its_hash() {
     };
     assert!(matches!(
         judge(&rules(), &m, vec![with], false).1,
-        Verdict::Refused(Refused {
+        Judgement::Refused(Refused {
             reason: Reason::GraphqlOperationDenied,
             ..
         })
@@ -221,7 +233,7 @@ fn a_persisted_query_is_judged_by_the_document_seen_with_its_hash() {
     assert!(
         matches!(
             v,
-            Verdict::Refused(Refused {
+            Judgement::Refused(Refused {
                 reason: Reason::GraphqlOperationDenied,
                 ..
             })

@@ -5,13 +5,14 @@ use serde_json::Value;
 
 use super::message::{self, Message};
 use crate::policy::mcp::{CALL, McpRules, ToolVerdict};
+use crate::policy::protocol::{Asked, Judgement, Refused};
 use crate::reason::Reason;
 
-/// What the audit record says about the MCP traffic of one request: the method, the tool and the id of the
-/// message that decided (the refused one, else the first tool call, else the first message), and how many there
-/// were.
+/// What the audit record's `mcp` section says about the MCP traffic of one request: the method, the tool and the
+/// id of the message that decided (the refused one, else the first tool call, else the first message), and how
+/// many there were.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub(crate) struct Seen {
+pub(crate) struct McpRecord {
     /// The JSON-RPC method (`tools/call`, `initialize`, ...); absent for the client's answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) method: Option<String>,
@@ -26,61 +27,23 @@ pub(crate) struct Seen {
     pub(crate) batch: Option<usize>,
 }
 
-/// A tool call that waits for a person.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Asked {
-    /// The tools, in the order called (one, unless a batch called several).
-    pub(crate) tools: Vec<String>,
-    /// The ids of the body's requests, and whether it was a batch: a person's refusal is answered to them.
-    pub(crate) ids: Vec<Value>,
-    pub(crate) batch: bool,
-}
-
-/// Why the messages may not go, and to whom the error is answered.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Refused {
-    pub(crate) reason: Reason,
-    pub(crate) message: String,
-    /// The ids of the body's requests, each answered with the error (empty: only notifications and answers).
-    pub(crate) ids: Vec<Value>,
-    /// Whether the body was a batch (answered with an array).
-    pub(crate) batch: bool,
-}
-
-/// The verdict on one POST body.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Verdict {
-    /// Every message may go.
-    Pass,
-    /// Every message may go once a person allows it.
-    Ask(Asked),
-    /// Not JSON-RPC (answered 400).
-    Invalid(String),
-    /// A message the rule refuses (answered with a JSON-RPC error).
-    Refused(Refused),
-}
-
 /// Judge the POST body `body` against `rules`; `changed` says whether a tool's meaning changed since the sandbox
 /// first saw it.
-pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8]) -> (Seen, Verdict) {
+pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8]) -> (McpRecord, Judgement) {
     let (messages, batch) = match message::parse(body) {
         Ok(parsed) => parsed,
-        Err(why) => return (Seen::default(), Verdict::Invalid(why)),
+        Err(why) => return (McpRecord::default(), Judgement::Invalid(why)),
     };
     let ids: Vec<Value> = messages.iter().filter_map(|m| m.id().cloned()).collect();
-    let seen_of = |m: &Message, tool: Option<String>| Seen {
+    let seen_of = |m: &Message, tool: Option<String>| McpRecord {
         method: m.method().map(str::to_owned),
         tool,
         id: m.id().cloned(),
         batch: batch.then_some(messages.len()),
     };
-    let refuse = |reason: Reason, message: String| Refused {
-        reason,
-        message,
-        ids: ids.clone(),
-        batch,
-    };
-    let mut first: Option<Seen> = None;
+    let count = batch.then_some(messages.len());
+    let refuse = |reason: Reason, message: String| refused(reason, message, &ids, count);
+    let mut first: Option<McpRecord> = None;
     let mut asked = Vec::new();
     for m in &messages {
         let Some(method) = m.method() else {
@@ -97,7 +60,10 @@ pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8
                         "the method {method:?} is not a name MCP allows (ASCII letters, digits, '_', '-', '.', '/')"
                     )
                 };
-                return (seen_of(m, None), Verdict::Refused(refuse(Reason::McpMethodDenied, why)));
+                return (
+                    seen_of(m, None),
+                    Judgement::Refused(refuse(Reason::McpMethodDenied, why)),
+                );
             }
             first.get_or_insert_with(|| seen_of(m, None));
             continue;
@@ -109,29 +75,29 @@ pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8
         };
         let call = match message::call(params) {
             Ok(call) => call,
-            Err(why) => return (seen_of(m, None), Verdict::Invalid(why)),
+            Err(why) => return (seen_of(m, None), Judgement::Invalid(why)),
         };
         let seen = seen_of(m, Some(call.tool.clone()));
         let tool = &call.tool;
         match rules.tool(tool) {
             ToolVerdict::Deny => {
                 let why = format!("the tool {tool:?} is denied on this endpoint");
-                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+                return (seen, Judgement::Refused(refuse(Reason::McpToolDenied, why)));
             }
             ToolVerdict::Unnamed => {
                 let why = format!("the tool {tool:?} is not one this endpoint's rule allows");
-                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+                return (seen, Judgement::Refused(refuse(Reason::McpToolDenied, why)));
             }
             ToolVerdict::Malformed => {
                 let why = format!(
                     "the tool name {tool:?} is not one MCP allows (1 to 128 ASCII letters, digits, '_', '-', '.', '/'), \
                      so cordon cannot tell it from a name the rule denies"
                 );
-                return (seen, Verdict::Refused(refuse(Reason::McpToolDenied, why)));
+                return (seen, Judgement::Refused(refuse(Reason::McpToolDenied, why)));
             }
             _ if changed(tool) => {
                 let why = format!("the tool {tool:?} changed since this sandbox first saw it");
-                return (seen, Verdict::Refused(refuse(Reason::McpToolChanged, why)));
+                return (seen, Judgement::Refused(refuse(Reason::McpToolChanged, why)));
             }
             ToolVerdict::Ask => asked.push(tool.clone()),
             ToolVerdict::Allow => {}
@@ -142,40 +108,45 @@ pub(crate) fn judge(rules: &McpRules, changed: &dyn Fn(&str) -> bool, body: &[u8
     }
     let seen = first.unwrap_or_default();
     if asked.is_empty() {
-        (seen, Verdict::Pass)
+        (seen, Judgement::Pass)
     } else {
         (
             seen,
-            Verdict::Ask(Asked {
-                tools: asked,
+            Judgement::Ask(Asked {
+                what: asked,
                 ids,
-                batch,
+                batch: count,
             }),
         )
     }
 }
 
-/// The body answering a refused POST: one JSON-RPC error per request (an array for a batch), code -32001, the
-/// reason code in `data`.
-pub(crate) fn error_body(refused: &Refused) -> Vec<u8> {
+/// A refusal in MCP's words: one JSON-RPC error per request (an array for a batch, `batch` being its size),
+/// code -32001, the reason code in `data`.
+pub(crate) fn refused(reason: Reason, message: String, ids: &[Value], batch: Option<usize>) -> Refused {
     let error = |id: &Value| {
         serde_json::json!({
             "jsonrpc": "2.0",
             "id": id,
             "error": {
                 "code": ERROR_CODE,
-                "message": format!("cordon refused this: {} ({})", refused.message, refused.reason.code()),
-                "data": { "reason": refused.reason.code() },
+                "message": format!("cordon refused this: {message} ({})", reason.code()),
+                "data": { "reason": reason.code() },
             }
         })
     };
-    let value = match (refused.batch, refused.ids.as_slice()) {
-        (true, ids) => Value::Array(ids.iter().map(error).collect()),
-        (false, [id, ..]) => error(id),
+    let value = match (batch, ids) {
+        (Some(_), ids) => Value::Array(ids.iter().map(error).collect()),
+        (None, [id, ..]) => error(id),
         // A notification has no id to answer: JSON-RPC's null id.
-        (false, []) => error(&Value::Null),
+        (None, []) => error(&Value::Null),
     };
-    serde_json::to_vec(&value).unwrap_or_default()
+    Refused {
+        reason,
+        message,
+        content_type: "application/json",
+        body: serde_json::to_vec(&value).unwrap_or_default(),
+    }
 }
 
 /// The JSON-RPC error code of cordon's refusals (in the implementation-defined server error range).

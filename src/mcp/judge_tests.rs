@@ -26,20 +26,20 @@ fn lifecycle_allowed_asked_and_refused_calls() {
     ] {
         assert_eq!(
             judge(&r, &unchanged, lifecycle.as_bytes()).1,
-            Verdict::Pass,
+            Judgement::Pass,
             "{lifecycle}"
         );
     }
     let (seen, v) = judge(&r, &unchanged, call(7, "read_file").as_bytes());
-    assert_eq!(v, Verdict::Pass);
+    assert_eq!(v, Judgement::Pass);
     assert_eq!(seen.tool.as_deref(), Some("read_file"));
     assert_eq!(seen.id, Some(serde_json::json!(7)));
     assert_eq!(
         judge(&r, &unchanged, call(8, "send_email").as_bytes()).1,
-        Verdict::Ask(Asked {
-            tools: vec!["send_email".into()],
+        Judgement::Ask(Asked {
+            what: vec!["send_email".into()],
             ids: vec![serde_json::json!(8)],
-            batch: false
+            batch: None
         })
     );
     for (tool, reason) in [
@@ -47,13 +47,14 @@ fn lifecycle_allowed_asked_and_refused_calls() {
         ("DELETE_REPO", Reason::McpToolDenied),
         ("write_file", Reason::McpToolDenied),
     ] {
-        let Verdict::Refused(refused) = judge(&r, &unchanged, call(9, tool).as_bytes()).1 else {
+        let Judgement::Refused(refused) = judge(&r, &unchanged, call(9, tool).as_bytes()).1 else {
             panic!("{tool}")
         };
         assert_eq!(refused.reason, reason);
-        assert_eq!(refused.ids, vec![serde_json::json!(9)]);
+        let answer: serde_json::Value = serde_json::from_slice(&refused.body).unwrap();
+        assert_eq!(answer["id"], serde_json::json!(9));
     }
-    let Verdict::Refused(refused) = judge(
+    let Judgement::Refused(refused) = judge(
         &r,
         &unchanged,
         br#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///x"}}"#,
@@ -64,7 +65,7 @@ fn lifecycle_allowed_asked_and_refused_calls() {
     };
     assert_eq!(refused.reason, Reason::McpMethodDenied);
     // A tool whose meaning changed is refused even where the rule allows it.
-    let Verdict::Refused(refused) = judge(&r, &|t| t == "read_file", call(3, "read_file").as_bytes()).1 else {
+    let Judgement::Refused(refused) = judge(&r, &|t| t == "read_file", call(3, "read_file").as_bytes()).1 else {
         panic!()
     };
     assert_eq!(refused.reason, Reason::McpToolChanged);
@@ -81,14 +82,14 @@ fn a_batch_goes_whole_or_not_at_all() {
     );
     assert_eq!(
         v,
-        Verdict::Ask(Asked {
-            tools: vec!["send_email".into()],
+        Judgement::Ask(Asked {
+            what: vec!["send_email".into()],
             ids: vec![serde_json::json!(1), serde_json::json!(2)],
-            batch: true
+            batch: Some(2)
         })
     );
     assert_eq!(seen.batch, Some(2));
-    let Verdict::Refused(refused) = judge(
+    let Judgement::Refused(refused) = judge(
         &r,
         &unchanged,
         batch(&[call(1, "read_file"), call(2, "delete_repo")]).as_bytes(),
@@ -97,10 +98,12 @@ fn a_batch_goes_whole_or_not_at_all() {
     else {
         panic!()
     };
-    assert!(refused.batch);
-    assert_eq!(refused.ids, vec![serde_json::json!(1), serde_json::json!(2)]);
-    let answer: serde_json::Value = serde_json::from_slice(&error_body(&refused)).unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&refused.body).unwrap();
     assert_eq!(answer.as_array().unwrap().len(), 2);
+    assert_eq!(
+        (&answer[0]["id"], &answer[1]["id"]),
+        (&serde_json::json!(1), &serde_json::json!(2))
+    );
     assert_eq!(answer[1]["error"]["code"], ERROR_CODE);
     assert_eq!(answer[1]["error"]["data"]["reason"], "mcp_tool_denied");
 }
@@ -116,7 +119,7 @@ fn not_json_rpc_and_calls_without_a_tool_are_invalid() {
         r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read_file"}}"#.to_string(),
     ] {
         assert!(
-            matches!(judge(&r, &unchanged, body.as_bytes()).1, Verdict::Invalid(_)),
+            matches!(judge(&r, &unchanged, body.as_bytes()).1, Judgement::Invalid(_)),
             "{body}"
         );
     }

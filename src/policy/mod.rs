@@ -11,6 +11,7 @@ pub mod graphql;
 mod hosts;
 pub mod mcp;
 mod overlaps;
+pub(crate) mod protocol;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
 
-use crate::approval::{self, BodySeen, Header, HeldRequest, ToolCall};
+use super::protocol::step::Asking;
+use crate::approval::{self, BodySeen, Header, HeldRequest};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;
 use crate::placeholder::redact;
@@ -23,10 +24,10 @@ pub(super) fn ask(
     body: &Bytes,
     index: usize,
     rule: &Rule,
-    (tools, operations): (Option<Vec<String>>, Option<Vec<String>>),
+    held: Option<&Asking>,
 ) -> HeldRequest {
     let query = req.uri().query().map(str::to_string);
-    HeldRequest {
+    let mut shown = HeldRequest {
         who: Arc::new(sandbox.clone()),
         sandbox: sandbox.id.to_string(),
         user: sandbox.user.clone(),
@@ -46,21 +47,15 @@ pub(super) fn ask(
         excerpt: redact(&approval::excerpt(body)),
         rule: index,
         rule_fingerprint: rule.fingerprint(),
-        calls: tools.as_ref().map(|_| calls(body)),
-        tools,
-        operations,
+        calls: None,
+        tools: None,
+        operations: None,
+    };
+    // What the protocol asks about: MCP tools and their calls, GraphQL operations.
+    if let Some(Asking { protocol, asked }) = held {
+        protocol.show(asked, body, &mut shown);
     }
-}
-
-/// Every tool call of an MCP body with its whole arguments, pretty-printed, placeholders redacted.
-fn calls(body: &Bytes) -> Vec<ToolCall> {
-    crate::mcp::message::calls(body)
-        .into_iter()
-        .map(|c| ToolCall {
-            tool: c.tool,
-            arguments: redact(&serde_json::to_string_pretty(&c.arguments).unwrap_or_default()),
-        })
-        .collect()
+    shown
 }
 
 /// The request's headers in order, as the approver sees them: the value of a header that carries a credential

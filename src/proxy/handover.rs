@@ -40,6 +40,6 @@ pub(crate) struct Reply {
     pub(crate) aws_keys: bool,
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(crate) tokens: bool,
-    /// An MCP endpoint's answer: checked, and its tool lists filtered.
-    pub(crate) mcp: Option<super::protocol::mcp_answer::McpAnswer>,
+    /// The answer of an endpoint whose protocol checks it (MCP: checked, and its tool lists filtered).
+    pub(crate) protocol: Option<Box<dyn super::protocol::contract::Answer>>,
 }

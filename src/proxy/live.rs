@@ -179,7 +179,7 @@ impl Effects for Live {
             aws_keys: generation.credentials.signs_aws(&applied.names),
             tokens: applied.tokens,
             masker: generation.credentials.masker(sandbox, policy, &decision.masked).await?,
-            mcp: None,
+            protocol: None,
         };
         Ok(Attached {
             reply,

@@ -68,10 +68,15 @@ pub(crate) enum Note {
     WouldAsk(usize),
     /// A credential of the policy, and what would happen to it.
     Credential(CredentialName, CredentialUse),
-    /// The rule's `mcp:` section (its index) judges each message the request carries.
-    Mcp(usize),
-    /// The rule's `graphql:` section (its index) judges each operation the request carries.
-    Graphql(usize),
+    /// The rule's section of a protocol (`mcp:`, `graphql:`) judges each message the request carries.
+    Protocol {
+        /// The protocol.
+        name: &'static str,
+        /// The rule (its index).
+        rule: usize,
+        /// What its section does.
+        does: &'static str,
+    },
 }
 
 impl Note {
@@ -81,7 +86,7 @@ impl Note {
             Note::Decided { refused, .. } => refused.as_ref(),
             Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),
             Note::Address(_, r) => r.as_ref(),
-            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Mcp(_) | Note::Graphql(_) => None,
+            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Protocol { .. } => None,
         }
     }
 }

@@ -16,7 +16,6 @@ use super::handover::Reply;
 use super::input::{Inside, Outcome};
 use crate::approval::{self, Resolution};
 use crate::audit::ApprovalRecord;
-use crate::body::read::Read;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
@@ -66,17 +65,17 @@ pub(super) async fn forward(
                 out.headers_mut().remove(name);
             }
         }
-        // What an MCP or GraphQL endpoint's rule says about the messages, before anyone is asked.
-        let mcp = ex.mcp(&sandbox, &target, &decision, &mut out).await?;
-        let graphql = ex.graphql(&target, &decision, &mut out).await?;
+        // What an MCP or GraphQL (any protocol's) endpoint's rule says about the messages, before anyone is asked.
+        let judged = ex
+            .protocols(super::protocol::PROTOCOLS, &sandbox, &target, &decision, &mut out)
+            .await?;
         // Before any credential is attached, so nothing secret is ever shown to the approver.
-        let held = (mcp.ask.as_ref().map(|a| a.tools.clone()), graphql.ask.clone());
-        ex.approve(&sandbox, &target, &decision, held, &mut out)
+        ex.approve(&sandbox, &target, &decision, judged.asking.as_ref(), &mut out)
             .await
-            .map_err(|e| graphql.answer(mcp.answer(e)))?;
+            .map_err(|e| judged.refusal(e))?;
         // SECURITY: never over cleartext: plain HTTP gets no credential, and a placeholder in it is refused.
         let (mut reply, scan) = ex.credentials(&sandbox, &target, &decision, &mut out, meter).await?;
-        reply.mcp = mcp.answer;
+        reply.protocol = judged.answer;
         Ok((out, reply, scan))
     }
     .await;
@@ -141,26 +140,25 @@ impl Exchange {
         Ok(Request::from_parts(parts, body))
     }
 
-    /// For a rule with `action: ask`, or MCP tools its `mcp:` section or GraphQL operations its `graphql:` section
-    /// asks for (`held`): hold the request until a human decides (or a standing grant covers it), showing them its
-    /// start.
+    /// For a rule with `action: ask`, or what its protocol's section asks for (`held`: MCP tools, GraphQL
+    /// operations): hold the request until a human decides (or a standing grant covers it), showing them its start.
     async fn approve(
         &mut self,
         sandbox: &Sandbox,
         target: &Target,
         decision: &Permit,
-        held: (Option<Vec<String>>, Option<Vec<String>>),
+        held: Option<&super::protocol::step::Asking>,
         req: &mut Request<ProxyBody>,
     ) -> Result<(), ProxyError> {
         let Some(rule) = decision
             .rule
-            .filter(|_| decision.action == Action::Ask || held.0.is_some() || held.1.is_some())
+            .filter(|_| decision.action == Action::Ask || held.is_some())
         else {
             return Ok(());
         };
         // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body
         // is read whole first (bounded, as a scanned body is).
-        let data = read_whole(req).await?;
+        let data = super::protocol::read::read_whole(req).await?;
         let Some(asking) = decision.policy.as_ref().and_then(|p| p.rules.get(rule)) else {
             return Err(ProxyError::Internal);
         };
@@ -245,36 +243,6 @@ impl Exchange {
     /// for a request inside a tunnel, whose stream counts).
     fn meter(&self, sandbox: &Arc<Sandbox>) -> Option<Arc<dyn Meter>> {
         self.fx.meter(self.kind, sandbox)
-    }
-}
-
-/// Why a body in a content coding cannot be judged (`what`: "an MCP message", "a GraphQL request"), if it is in one:
-/// cordon reads what it judges as the server will, so a coded body is refused, not passed unjudged.
-pub(super) fn coded(req: &Request<ProxyBody>, what: &str) -> Option<String> {
-    let coding = req.headers().get(http::header::CONTENT_ENCODING)?;
-    (!coding.as_bytes().eq_ignore_ascii_case(b"identity")).then(|| {
-        format!(
-            "{what} in a content coding ({}) cannot be judged; send it uncoded",
-            String::from_utf8_lossy(coding.as_bytes())
-        )
-    })
-}
-
-/// The request's body, read whole (bounded, as a scanned body is) and put back as it was, trailers and all: for
-/// the steps that must judge or show all of it before it is sent.
-pub(super) async fn read_whole(req: &mut Request<ProxyBody>) -> Result<bytes::Bytes, ProxyError> {
-    let limit = crate::body::read::MAX_SCANNED_BODY;
-    let body = std::mem::replace(req.body_mut(), crate::body::empty());
-    match crate::body::read::read(body, limit).await {
-        Ok(Read::Whole(data, trailers)) => {
-            *req.body_mut() = crate::body::read::whole(data.clone(), trailers);
-            Ok(data)
-        }
-        Ok(Read::TooLarge) => Err(ProxyError::PayloadTooLarge { limit }),
-        Err(e) => Err(ProxyError::BadRequest {
-            code: Reason::BodyUnreadable,
-            message: format!("the request body could not be read: {e}"),
-        }),
     }
 }
 

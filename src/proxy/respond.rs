@@ -64,9 +64,9 @@ impl Exchange {
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
-        if let Some(mcp) = reply.mcp {
+        if let Some(protocol) = reply.protocol {
             // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
-            body = match mcp.answered(&mut parts, body, self.state().map(|s| &**s)).await {
+            body = match protocol.answered(&mut parts, body, self.state().map(|s| &**s)).await {
                 Ok(body) => body,
                 Err(e) => return self.refuse(e),
             };

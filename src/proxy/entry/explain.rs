@@ -236,12 +236,7 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note]) {
                     .to_string()
             }
             Note::WouldAsk(rule) => format!("approval rule {rule} asks a human: the request waits for a decision"),
-            Note::Mcp(rule) => format!(
-                "mcp      rule {rule} reads each JSON-RPC message of a POST: lifecycle passes, each tools/call is allowed, asked or refused by tool name, and tool lists coming back show only what may be called"
-            ),
-            Note::Graphql(rule) => format!(
-                "graphql  rule {rule} reads the GraphQL request of a GET or POST: every operation of its document is allowed, asked or refused by the fields it selects at its root (the worst decides), and a persisted query by the document cordon saw with its hash"
-            ),
+            Note::Protocol { name, rule, does } => format!("{name:<8} rule {rule} {does}"),
             Note::Credential(name, CredentialUse::Applied(how)) => {
                 format!("         credential {name}: applied ({how})")
             }

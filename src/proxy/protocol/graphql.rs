@@ -1,44 +1,26 @@
-//! Step 6's GraphQL part, for a request under a rule with a `graphql:` section (before approval and credentials):
-//! the request read whole (`crate::graphql::request`), every operation of its documents judged
-//! (`crate::graphql::judge`), and the verdict acted on: sent, held for a person, refused with a GraphQL error, or
-//! refused 400 when cordon cannot read it as the server would.
+//! GraphQL as a [`Protocol`], for a request under a rule with a `graphql:` section: the request read whole
+//! (`crate::graphql::request`), every operation of its documents judged (`crate::graphql::judge`), refused with a
+//! GraphQL error, or 400 when cordon cannot read it as the server would. Its answers pass as they come.
 
+use bytes::Bytes;
 use http::Request;
 use http::header::{CONTENT_TYPE, UPGRADE};
 
+use crate::approval::HeldRequest;
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::graphql::judge::{Refused, Verdict, judge};
-use crate::proxy::checks::Permit;
-use crate::proxy::exchange::Exchange;
-use crate::proxy::notes::Note;
+use crate::graphql::judge::judge;
+use crate::policy::Rule;
+use crate::policy::protocol::{Asked, ProtocolRecord, Refused};
+use crate::proxy::protocol::contract::{Context, Judged, Protocol};
+use crate::proxy::protocol::read::{coded, read_whole};
 use crate::reason::Reason;
-use crate::target::Target;
 
-/// What the GraphQL step hands on.
-#[derive(Default)]
-pub(crate) struct GraphqlStep {
-    /// The operations a person must allow first (`mutation AddComment: addComment`).
-    pub(crate) ask: Option<Vec<String>>,
-    /// How many requests a batch had: a person's refusal is answered to each.
-    batch: Option<usize>,
-}
+/// GraphQL over HTTP.
+pub(super) struct Graphql;
 
-impl GraphqlStep {
-    /// A person's refusal of a GraphQL operation as the client understands it: a GraphQL error.
-    pub(crate) fn answer(&self, e: ProxyError) -> ProxyError {
-        match e {
-            e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..)) if self.ask.is_some() => {
-                ProxyError::Graphql(Refused {
-                    reason: e.reason(),
-                    message: e.to_string(),
-                    batch: self.batch,
-                })
-            }
-            e => e,
-        }
-    }
-}
+/// Its section of the audit record.
+const NAME: &str = "graphql";
 
 fn invalid(message: String) -> ProxyError {
     ProxyError::BadRequest {
@@ -47,27 +29,33 @@ fn invalid(message: String) -> ProxyError {
     }
 }
 
-impl Exchange {
-    /// Judge `req` by its rule's `graphql:` section, if it has one.
-    pub(crate) async fn graphql(
-        &mut self,
-        target: &Target,
-        decision: &Permit,
-        req: &mut Request<ProxyBody>,
-    ) -> Result<GraphqlStep, ProxyError> {
-        let Some((index, rules)) = decision
-            .rule
-            .and_then(|i| Some((i, decision.policy.as_ref()?.rules.get(i)?.graphql.clone()?)))
-        else {
-            return Ok(GraphqlStep::default());
-        };
-        let Some(state) = self.state().cloned() else {
-            // A dry run has no body: its note says what would be judged.
-            self.note(Note::Graphql(index));
-            return Ok(GraphqlStep::default());
+#[async_trait::async_trait]
+impl Protocol for Graphql {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn explain(&self) -> &'static str {
+        "reads the GraphQL request of a GET or POST: every operation of its document is allowed, asked or refused \
+         by the fields it selects at its root (the worst decides), and a persisted query by the document cordon saw \
+         with its hash"
+    }
+
+    fn governs(&self, rule: &Rule) -> bool {
+        rule.graphql.is_some()
+    }
+
+    fn invalid(&self) -> Reason {
+        Reason::GraphqlInvalid
+    }
+
+    async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError> {
+        let (Some(rules), Some(state)) = (cx.rule.graphql.clone(), cx.state) else {
+            // A dry run has no body: the step's note says what would be judged.
+            return Ok(Judged::nothing());
         };
         // Read before anything is refused, so that the refusal is what the client reads.
-        let data = crate::proxy::request::read_whole(req).await?;
+        let data = read_whole(req).await?;
         // SECURITY: a WebSocket's frames (graphql-ws) would pass unread.
         if req.headers().contains_key(UPGRADE) {
             return Err(invalid(
@@ -77,26 +65,28 @@ impl Exchange {
             ));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
-        if let Some(why) = crate::proxy::request::coded(req, "a GraphQL request") {
+        if let Some(why) = coded(req, "a GraphQL request") {
             return Err(invalid(why));
         }
         let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
         let (params, batch) =
             crate::graphql::request::read(req.method(), req.uri().query(), content_type, &data).map_err(invalid)?;
-        let count = batch.then_some(params.len());
         let documents = state
             .graphql_documents
-            .at(&target.host.to_string(), target.port, req.uri().path());
-        let (seen, verdict) = judge(&rules, &documents, params, batch);
-        self.audit.graphql(seen);
-        match verdict {
-            Verdict::Pass => Ok(GraphqlStep::default()),
-            Verdict::Ask(operations) => Ok(GraphqlStep {
-                ask: Some(operations),
-                batch: count,
-            }),
-            Verdict::Invalid(why) => Err(invalid(why)),
-            Verdict::Refused(refused) => Err(ProxyError::Graphql(refused)),
-        }
+            .at(&cx.target.host.to_string(), cx.target.port, req.uri().path());
+        let (seen, judgement) = judge(&rules, &documents, params, batch);
+        Ok(Judged {
+            record: Some(ProtocolRecord::new(NAME, &seen)),
+            judgement,
+            answer: None,
+        })
+    }
+
+    fn refuse(&self, asked: &Asked, reason: Reason, message: String) -> Refused {
+        crate::graphql::judge::refused(reason, message, asked.batch)
+    }
+
+    fn show(&self, asked: &Asked, _: &Bytes, held: &mut HeldRequest) {
+        held.operations = Some(asked.what.clone());
     }
 }

@@ -1,4 +1,4 @@
-//! An MCP endpoint's answer on its way back (step 7's MCP part): in no content coding cordon did not ask for; a
+//! An MCP endpoint's answer on its way back (MCP's [`Answer`]): in no content coding cordon did not ask for; a
 //! redirect only to where the same server's pins and an `mcp:` rule of the sandbox apply; its `Mcp-Session-Id`
 //! bound to the sandbox; its body read with certainty and its tool lists filtered (`crate::mcp::answer`), or not
 //! passed on.
@@ -14,6 +14,7 @@ use crate::error::{ProxyError, REASON_HEADER};
 use crate::mcp::answer::{Lists, Unreadable};
 use crate::mcp::sessions::Refusal;
 use crate::policy::{Policy, Question};
+use crate::proxy::protocol::contract::Answer;
 use crate::reason::Reason;
 use crate::state::ProxyState;
 use crate::target::{Target, check_path};
@@ -62,11 +63,23 @@ fn refused(code: Reason, message: String) -> ProxyError {
     ProxyError::McpAnswer { code, message }
 }
 
+#[async_trait::async_trait]
+impl Answer for McpAnswer {
+    async fn answered(
+        self: Box<Self>,
+        parts: &mut Parts,
+        body: ProxyBody,
+        state: Option<&ProxyState>,
+    ) -> Result<ProxyBody, ProxyError> {
+        (*self).check(parts, body, state).await
+    }
+}
+
 impl McpAnswer {
     /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused. An answer that is not a
     /// success and cannot be read is not refused (its status and headers, `WWW-Authenticate` or `Location`, are
     /// what a client acts on): its body is replaced with cordon's word on why.
-    pub(crate) async fn answered(
+    async fn check(
         self,
         parts: &mut Parts,
         body: ProxyBody,

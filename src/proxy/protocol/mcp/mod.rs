@@ -1,67 +1,61 @@
-//! Step 6's MCP part, for a request under a rule with an `mcp:` section (before approval and credentials): a
-//! POST's JSON-RPC messages read whole and judged (`crate::mcp`), a GET (the server's stream) and a DELETE (the
-//! session's end) let through if they carry no body, anything else refused; its `Mcp-Session-Id` held to the
-//! sandbox that first showed it; and, for every request, what its answer is checked with
-//! (`super::mcp_answer`).
+//! MCP as a [`Protocol`], for a request under a rule with an `mcp:` section: a POST's JSON-RPC messages read whole
+//! and judged (`crate::mcp`), a GET (the server's stream) and a DELETE (the session's end) let through if they
+//! carry no body, anything else refused; its `Mcp-Session-Id` held to the sandbox that first showed it; and, for
+//! every request, what its answer is checked with ([`answer`]).
+
+mod answer;
 
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, UPGRADE};
 use http::{Method, Request};
 
-use super::mcp_answer::{McpAnswer, SESSION, invalid, session_refused};
+use crate::approval::{HeldRequest, ToolCall};
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
-use crate::identity::Sandbox;
 use crate::mcp::answer::Lists;
-use crate::mcp::judge::{Verdict, judge};
+use crate::mcp::judge::{McpRecord, judge};
 use crate::mcp::sessions::Refusal;
 use crate::mcp::tools::{Pinned, Server};
-use crate::proxy::checks::Permit;
-use crate::proxy::exchange::Exchange;
-use crate::proxy::notes::Note;
-use crate::target::Target;
+use crate::placeholder::redact;
+use crate::policy::Rule;
+use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
+use crate::proxy::protocol::contract::{Context, Judged, Protocol};
+use crate::proxy::protocol::read::{coded, read_whole};
+use crate::reason::Reason;
+use answer::{McpAnswer, SESSION, invalid, session_refused};
 
-/// What the MCP step hands on.
-#[derive(Default)]
-pub(crate) struct McpStep {
-    /// The tools a person must allow first, and to whom a refusal is answered (JSON-RPC ids, batch).
-    pub(crate) ask: Option<crate::mcp::judge::Asked>,
-    /// What the answer is checked and filtered with.
-    pub(crate) answer: Option<McpAnswer>,
-}
+/// The Model Context Protocol (streamable HTTP, and the older HTTP+SSE transport).
+pub(super) struct Mcp;
 
-impl McpStep {
-    /// A person's refusal of an MCP call as the client understands it: a JSON-RPC error, not an HTTP status.
-    pub(crate) fn answer(&self, e: ProxyError) -> ProxyError {
-        match (&self.ask, e) {
-            (Some(asked), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..))) => {
-                ProxyError::Mcp(crate::mcp::judge::Refused {
-                    reason: e.reason(),
-                    message: e.to_string(),
-                    ids: asked.ids.clone(),
-                    batch: asked.batch,
-                })
-            }
-            (_, e) => e,
-        }
+/// Its section of the audit record.
+const NAME: &str = "mcp";
+
+#[async_trait::async_trait]
+impl Protocol for Mcp {
+    fn name(&self) -> &'static str {
+        NAME
     }
-}
 
-impl Exchange {
-    /// Judge `req` by its rule's `mcp:` section, if it has one.
-    pub(crate) async fn mcp(
-        &mut self,
-        sandbox: &Sandbox,
-        target: &Target,
-        decision: &Permit,
-        req: &mut Request<ProxyBody>,
-    ) -> Result<McpStep, ProxyError> {
-        let rule = decision.rule;
-        let Some((index, rules)) = rule.and_then(|i| Some((i, decision.policy.as_ref()?.rules.get(i)?.mcp.clone()?)))
-        else {
-            return Ok(McpStep::default());
+    fn explain(&self) -> &'static str {
+        "reads each JSON-RPC message of a POST: lifecycle passes, each tools/call is allowed, asked or refused by \
+         tool name, and tool lists coming back show only what may be called"
+    }
+
+    fn governs(&self, rule: &Rule) -> bool {
+        rule.mcp.is_some()
+    }
+
+    fn invalid(&self) -> Reason {
+        Reason::McpInvalid
+    }
+
+    async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError> {
+        let Some(rules) = cx.rule.mcp.clone() else {
+            return Ok(Judged::nothing());
         };
+        let (sandbox, target) = (cx.sandbox, cx.target);
         let scheme = req.uri().scheme_str().unwrap_or("http").to_owned();
         // SECURITY: pins are the server's, not a path's: any spelling of the path, and any path a server redirects
         // to, meets the pins the sandbox already has for that origin.
@@ -70,7 +64,7 @@ impl Exchange {
             incarnation: sandbox.incarnation().to_string(),
             origin: origin.clone(),
         };
-        let (pinned, held) = match self.state() {
+        let (pinned, held) = match cx.state {
             Some(state) => (state.mcp_pins.of(server), state.mcp_held.clone()),
             None => (Arc::new(Mutex::new(Pinned::default())), Arc::default()),
         };
@@ -80,13 +74,13 @@ impl Exchange {
             whose: format!("sandbox {} at {origin}", sandbox.id).into(),
             held,
             sandbox: sandbox.incarnation().into(),
-            sessions: self
-                .state()
+            sessions: cx
+                .state
                 .map(|state| (state.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
         };
         let mut answer = McpAnswer {
             lists,
-            policy: decision.policy.clone(),
+            policy: cx.policy.cloned(),
             target: target.clone(),
             url: req.uri().clone(),
             method: req.method().clone(),
@@ -96,10 +90,8 @@ impl Exchange {
         };
         // SECURITY: an answer cordon filters comes uncompressed (one that does not is refused at the answer).
         req.headers_mut().remove(ACCEPT_ENCODING);
-        let dry = self.state().is_none();
-        if dry {
-            self.note(Note::Mcp(index));
-        }
+        // A dry run's note (made by the step) says what would be judged.
+        let dry = cx.state.is_none();
         // SECURITY: a WebSocket's frames would pass unread; MCP's transport has none.
         if req.headers().contains_key(UPGRADE) {
             return Err(invalid(
@@ -108,11 +100,7 @@ impl Exchange {
         }
         // Read before anything is refused, so that the refusal is what the client reads (an HTTP/2 stream reset
         // while it still sends would be all it saw). A dry run has no body: its note says what would be judged.
-        let data = if dry {
-            None
-        } else {
-            Some(crate::proxy::request::read_whole(req).await?)
-        };
+        let data = if dry { None } else { Some(read_whole(req).await?) };
         // SECURITY: a session id is its first sandbox's: another's use of it is refused before anything is sent.
         let mut sessions = req.headers().get_all(SESSION).iter();
         match (sessions.next(), sessions.next()) {
@@ -123,7 +111,7 @@ impl Exchange {
                         "an Mcp-Session-Id of visible ASCII characters".into(),
                     ))
                 })?;
-                if let Some(state) = self.state() {
+                if let Some(state) = cx.state {
                     state
                         .mcp_sessions
                         .bind(&origin, id, sandbox.incarnation())
@@ -134,7 +122,7 @@ impl Exchange {
             (None, _) => {}
         }
         // SECURITY: so is the older transport's, named in the query of the URL its endpoint event gave.
-        if let (Some(state), Some(query)) = (self.state(), req.uri().query()) {
+        if let (Some(state), Some(query)) = (cx.state, req.uri().query()) {
             let ids = crate::mcp::sessions::ids_in_query(query);
             if ids
                 .iter()
@@ -151,10 +139,10 @@ impl Exchange {
                     req.method()
                 )));
             }
-            self.audit.mcp(crate::mcp::judge::Seen::default());
-            return Ok(McpStep {
-                ask: None,
-                answer: Some(answer),
+            return Ok(Judged {
+                record: Some(ProtocolRecord::new(NAME, &McpRecord::default())),
+                judgement: Judgement::Pass,
+                answer: Some(Box::new(answer)),
             });
         }
         if *req.method() != Method::POST {
@@ -164,11 +152,11 @@ impl Exchange {
             )));
         }
         // SECURITY: a body cordon cannot read as the server will is not judged, and so not sent.
-        if let Some(why) = crate::proxy::request::coded(req, "an MCP message") {
+        if let Some(why) = coded(req, "an MCP message") {
             return Err(invalid(why));
         }
         let Some(data) = data else {
-            return Ok(McpStep::default());
+            return Ok(Judged::nothing());
         };
         let changed = |tool: &str| {
             pinned
@@ -176,19 +164,31 @@ impl Exchange {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .changed(tool)
         };
-        let (seen, verdict) = judge(&rules, &changed, &data);
-        self.audit.mcp(seen);
-        match verdict {
-            Verdict::Pass => Ok(McpStep {
-                ask: None,
-                answer: Some(answer),
-            }),
-            Verdict::Ask(asked) => Ok(McpStep {
-                ask: Some(asked),
-                answer: Some(answer),
-            }),
-            Verdict::Invalid(why) => Err(invalid(why)),
-            Verdict::Refused(refused) => Err(ProxyError::Mcp(refused)),
-        }
+        let (seen, judgement) = judge(&rules, &changed, &data);
+        Ok(Judged {
+            record: Some(ProtocolRecord::new(NAME, &seen)),
+            judgement,
+            answer: Some(Box::new(answer)),
+        })
     }
+
+    fn refuse(&self, asked: &Asked, reason: Reason, message: String) -> Refused {
+        crate::mcp::judge::refused(reason, message, &asked.ids, asked.batch)
+    }
+
+    fn show(&self, asked: &Asked, body: &Bytes, held: &mut HeldRequest) {
+        held.tools = Some(asked.what.clone());
+        held.calls = Some(calls(body));
+    }
+}
+
+/// Every tool call of an MCP body with its whole arguments, pretty-printed, placeholders redacted.
+fn calls(body: &Bytes) -> Vec<ToolCall> {
+    crate::mcp::message::calls(body)
+        .into_iter()
+        .map(|c| ToolCall {
+            tool: c.tool,
+            arguments: redact(&serde_json::to_string_pretty(&c.arguments).unwrap_or_default()),
+        })
+        .collect()
 }

@@ -1,0 +1,92 @@
+//! What a protocol is to the pipeline: [`Protocol`] (read, judge, refuse in its own words, show the approver),
+//! what it judges with ([`Context`]) and finds ([`Judged`]), and its check of the answer ([`Answer`]).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::Request;
+use http::response::Parts;
+
+use crate::approval::HeldRequest;
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::identity::Sandbox;
+use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
+use crate::policy::{Policy, Rule};
+use crate::reason::Reason;
+use crate::state::ProxyState;
+use crate::target::Target;
+
+/// One protocol cordon reads inside requests to the endpoints whose rule has its section.
+#[async_trait::async_trait]
+pub(crate) trait Protocol: Send + Sync {
+    /// Its name: its section of the audit record (`mcp`), and what `explain` calls it.
+    fn name(&self) -> &'static str;
+
+    /// What its section of a rule does, as `cordon explain` says it after `rule N`.
+    fn explain(&self) -> &'static str;
+
+    /// Whether `rule` has this protocol's section (then every request the rule allows is judged by it).
+    fn governs(&self, rule: &Rule) -> bool;
+
+    /// The reason code of a request that is not this protocol, or not as cordon can judge it (answered 400).
+    fn invalid(&self) -> Reason;
+
+    /// Read `req` (its body read whole and put back, so the refusal is what the client reads) and judge it
+    /// against the rule's section. A request that cannot be the protocol may be refused here at once (an
+    /// upgrade, a coded body); what is judged comes back as a [`Judged`]. A dry run (`cx.state` is `None`) has
+    /// no body: it judges nothing it would need the body for.
+    async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError>;
+
+    /// A person's refusal of what it asked (`asked`), in the protocol's own words.
+    fn refuse(&self, asked: &Asked, reason: Reason, message: String) -> Refused;
+
+    /// What the person deciding on `asked` is shown beyond the request itself (`body` is its whole body): the
+    /// MCP tools and their calls, the GraphQL operations.
+    fn show(&self, asked: &Asked, body: &Bytes, held: &mut HeldRequest);
+}
+
+/// What a protocol judges a request with.
+pub(crate) struct Context<'a> {
+    /// The live state (what the protocol remembers: pins, sessions, persisted documents), `None` in a dry run.
+    pub(crate) state: Option<&'a Arc<ProxyState>>,
+    pub(crate) sandbox: &'a Sandbox,
+    pub(crate) target: &'a Target,
+    /// The policy that allowed the request, and its rule that names the protocol.
+    pub(crate) policy: Option<&'a Arc<Policy>>,
+    pub(crate) rule: &'a Rule,
+}
+
+/// What a protocol found in a request.
+pub(crate) struct Judged {
+    /// Its section of the audit record, when it read the request.
+    pub(crate) record: Option<ProtocolRecord>,
+    /// The verdict.
+    pub(crate) judgement: Judgement,
+    /// What the answer is checked with, if it is.
+    pub(crate) answer: Option<Box<dyn Answer>>,
+}
+
+impl Judged {
+    /// Nothing judged, nothing to check: the request goes on as it is.
+    pub(crate) fn nothing() -> Judged {
+        Judged {
+            record: None,
+            judgement: Judgement::Pass,
+            answer: None,
+        }
+    }
+}
+
+/// An answer's check on its way back, made by a protocol for one request.
+#[async_trait::async_trait]
+pub(crate) trait Answer: Send {
+    /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused (`state` is the live
+    /// state).
+    async fn answered(
+        self: Box<Self>,
+        parts: &mut Parts,
+        body: ProxyBody,
+        state: Option<&ProxyState>,
+    ) -> Result<ProxyBody, ProxyError>;
+}
