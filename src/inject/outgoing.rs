@@ -1,7 +1,7 @@
 //! Applying credentials to a request at the proxy, and refusing what must not leave.
 //!
 //! Order: everything the request carries is scanned first, raw and in every reading decoding makes of it
-//! ([`crate::leak::detect`]): headers one by one and together, the path, the query, and the body (read whole where
+//! ([`crate::leak::scan::detect`]): headers one by one and together, the path, the query, and the body (read whole where
 //! a placeholder may be swapped in it, else streamed through the scan, whatever its size). SECURITY:
 //! credential exfiltration: a placeholder is only ever turned into its secret for the destination it is
 //! bound to, by the sandbox it was issued to, over intercepted HTTPS, written as cordon issued it; and a
@@ -25,9 +25,9 @@ use crate::config::credentials::Inject;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::apply::{Credentials, unavailable};
-use crate::leak::detect::Found;
-use crate::leak::scan_body::{ScanBody, ScanVerdict};
-use crate::leak::scan_stream::streamed_refuses;
+use crate::leak::scan::body::{ScanBody, ScanVerdict};
+use crate::leak::scan::detect::Found;
+use crate::leak::scan::stream::streamed_refuses;
 use crate::names::CredentialName;
 use crate::policy::Policy;
 use crate::reason::Reason;

@@ -42,7 +42,7 @@ pub(crate) fn grants(parts: &Parts, body: Option<&[u8]>) -> Result<Vec<String>, 
 /// `grant`, then at most three bytes that are not letters, then `type` (ASCII case ignored, NULs skipped):
 /// only such a request may be a token request.
 fn mentions(text: &[u8]) -> bool {
-    crate::leak::views::views(text).iter().any(|v| {
+    crate::leak::scan::views::views(text).iter().any(|v| {
         let lower: Vec<u8> = v.iter().filter(|b| **b != 0).map(u8::to_ascii_lowercase).collect();
         memchr::memmem::find_iter(&lower, b"grant").any(|at| {
             let rest = &lower[at + 5..];

@@ -15,9 +15,9 @@ use http_body::Frame;
 
 use crate::body::decode::Decoder;
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
-use crate::leak::detect::{Detector, Found};
-pub(crate) use crate::leak::scan_stream::Refuses;
-use crate::leak::scan_stream::ScanStream;
+use crate::leak::scan::detect::{Detector, Found};
+pub(crate) use crate::leak::scan::stream::Refuses;
+use crate::leak::scan::stream::ScanStream;
 
 /// What a body scan found that refuses the request, once it has.
 #[derive(Clone, Default)]
@@ -120,5 +120,5 @@ impl Filter for Scan {
 }
 
 #[cfg(test)]
-#[path = "scan_body_tests.rs"]
+#[path = "body_tests.rs"]
 mod tests;
