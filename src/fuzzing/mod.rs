@@ -40,7 +40,9 @@ use crate::target::check_path;
 pub use crate::target::{Target, TargetError};
 use crate::tls::sni::read_client_hello;
 
+mod credentials;
 mod websocket;
+pub use credentials::whole_body;
 pub use websocket::{Relayed, websocket};
 
 /// Polls `fut` once with a waker that does nothing: for futures that never wait here (in-memory I/O).

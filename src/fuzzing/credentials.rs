@@ -1,0 +1,13 @@
+//! The reads the credentials step makes of a request body it reads whole (`src/inject/outgoing.rs`): the
+//! exfiltration scan, then the token-request reader (`src/inject/token_request.rs`), over the same readings.
+
+use http::request::Parts;
+
+use crate::leak::scan::detect::{Detector, Found};
+
+/// What the credentials step finds in a whole body sent with `parts`: the scan's findings, and the grants the
+/// token-request reader reads (or why it cannot read them as every server would).
+pub fn whole_body(detector: &Detector, parts: &Parts, body: &[u8]) -> (Found, Result<Vec<String>, String>) {
+    let found = detector.scan(body);
+    (found, crate::inject::token_request::grants(parts, Some(body)))
+}
