@@ -10,7 +10,7 @@ use aho_corasick::{AhoCorasick, Anchored, MatchKind};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::leak::forms::forms;
-use crate::leak::scan::views::views;
+use crate::leak::scan::views::{Readings, views};
 use crate::placeholder::PREFIX;
 
 /// Hex digits after the prefix in a placeholder.
@@ -125,6 +125,11 @@ impl Detector {
     /// Every placeholder and secret in `text` and its readings.
     pub fn scan(&self, text: &[u8]) -> Found {
         self.scan_readings(&views(text))
+    }
+
+    /// What [`Detector::scan`] says of a text whose readings are made already.
+    pub(crate) fn scan_read(&self, read: &Readings) -> Found {
+        self.scan_readings(&read.all())
     }
 
     /// What [`Detector::scan`] and [`Detector::open_ended`] say of `text`, its readings made once.
