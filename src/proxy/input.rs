@@ -1,7 +1,7 @@
 //! What an entry hands the pipeline, and what it gets back.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use http::{Request, Response};
 
@@ -17,6 +17,7 @@ use crate::identity::{AuthFailure, Sandbox};
 use crate::leak::mask::masker::Masker;
 use crate::leak::scan::detect::Detector;
 use crate::limits::OpenGuard;
+use crate::locks::Unpoisoned;
 use crate::names::CredentialName;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::target::{Spellings, Target};
@@ -117,7 +118,7 @@ impl Inside {
     }
 
     pub(super) fn pools(&self, generation: &Arc<Generation>, sandbox: &str) -> Arc<SandboxClients> {
-        let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cached = self.pools.lock().unpoisoned();
         if let Some((seen, pools)) = cached.as_ref()
             && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))
         {
@@ -186,6 +187,6 @@ pub(crate) struct WebSocketGuard {
 impl WebSocketGuard {
     /// The WebSocket's audit record (once).
     pub(crate) fn take_record(&self) -> Option<TunnelRecord> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner).take()
+        self.record.lock().unpoisoned().take()
     }
 }

@@ -36,8 +36,9 @@ use std::fmt;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::locks::Unpoisoned;
 use crate::tls::ca::error::{CaError, io_err};
 use crate::tls::ca::files::*;
 use crate::tls::ca::sandbox_ca::{SandboxCa, generate};
@@ -160,7 +161,7 @@ impl CaStore {
     /// `cordon ca export` or `rotate` run beside a live proxy.
     fn lock(&self) -> Result<(MutexGuard<'_, ()>, Option<fs::File>), CaError> {
         // The guarded state is on disk and every step leaves it recoverable, so a panic elsewhere poisons nothing.
-        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let guard = self.lock.lock().unpoisoned();
         Ok((guard, lock_folder(&self.dir)?))
     }
 

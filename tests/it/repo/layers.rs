@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["reason"],
+    &["reason", "locks"],
     &[
         "addr",
         "target",
