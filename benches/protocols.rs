@@ -1,12 +1,15 @@
 //! Micro-benchmarks of judging what agents speak: a 2 KiB MCP `tools/call` (read strictly, judged by tool name)
 //! and a 2 KiB GraphQL document (read from a JSON POST and from a GET's query string, parsed, every operation
-//! judged by its root fields through its fragments). `cargo bench --features fuzzing --bench protocols`.
+//! judged by its root fields through its fragments), and what the credentials step reads of a 1 MiB model API
+//! call it reads whole (the exfiltration scan, then the token-request reader).
+//! `cargo bench --features fuzzing --bench protocols`.
 #![expect(clippy::unwrap_used, missing_docs, reason = "benchmark")]
 
 use std::hint::black_box;
 
-use cordon::fuzzing::{graphql_judge, mcp_judge};
-use criterion::{Criterion, criterion_group, criterion_main};
+use cordon::fuzzing::{Detector, graphql_judge, mcp_judge, whole_body};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use secrecy::SecretString;
 
 /// A tools/call of `read_file` whose arguments bring the body to about 2 KiB.
 fn tools_call() -> Vec<u8> {
@@ -56,5 +59,46 @@ fn judge(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, judge);
+/// A chat-completions call of about 1 MiB: messages whose text holds line breaks and quotes, so the JSON
+/// carries escapes and the body has a decoded reading besides itself (as a model API call does).
+fn chat() -> Vec<u8> {
+    let turn = "Here is the file you asked for:\n\n```\nfn main() {\n    println!(\"hello\");\n}\n```\n";
+    let messages: Vec<serde_json::Value> = (0..1 << 20)
+        .scan(0usize, |size, i| {
+            (*size < 1 << 20).then(|| {
+                *size += turn.len() + 40;
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                serde_json::json!({ "role": role, "content": format!("{i}: {turn}") })
+            })
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({ "model": "gpt-4o", "messages": messages })).unwrap()
+}
+
+/// The credentials step's reads of a whole body with one injected credential (every model API call).
+fn credentials(c: &mut Criterion) {
+    let body = chat();
+    let parts = http::Request::post("https://api.openai.com/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap()
+        .into_parts()
+        .0;
+    let secrets = [(
+        "openai".to_string(),
+        SecretString::from("sk-live-4f9a1c7e2b8d6a03f1e2d3c4b5a69788".to_string()),
+    )];
+    let detector = Detector::new(&secrets).unwrap();
+    let body = bytes::Bytes::from(body);
+    let (found, grants) = whole_body(&detector, &parts, body.clone());
+    assert!(found.is_empty() && grants == Ok(Vec::new()));
+    let mut g = c.benchmark_group("credentials");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("chat_body_1mib", |b| {
+        b.iter(|| whole_body(&detector, &parts, black_box(body.clone())))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, judge, credentials);
 criterion_main!(benches);

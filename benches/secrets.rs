@@ -6,8 +6,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use cordon::leak::detect::Detector;
-use cordon::leak::mask::Masker;
+use cordon::leak::mask::masker::Masker;
+use cordon::leak::scan::detect::Detector;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use secrecy::SecretString;
 

@@ -32,7 +32,7 @@
 //! | 3 | `mcp`, `graphql` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned; GraphQL: its requests read strictly, its documents parsed and each operation judged by its root fields against a rule's `graphql:` section |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `names`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; sandbox ids and credential names as types; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
-//! | 0 | `reason` | every reason code, its answer and its meaning (the Troubleshooting page, docs/src/troubleshooting.md, is made from it) |
+//! | 0 | `reason`, `locks` | every reason code, its answer and its meaning (the Troubleshooting page, docs/src/troubleshooting.md, is made from it); locks a panic does not wedge |
 //!
 //! The invariants every module keeps are in `docs/src/architecture.md`.
 
@@ -65,6 +65,7 @@ mod inject;
 pub mod jail;
 pub mod leak;
 pub mod limits;
+mod locks;
 mod logging;
 mod mcp;
 mod metrics;

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 mod audit;
@@ -23,6 +23,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
 use prometheus_client::registry::{Registry, Unit};
+
+use crate::locks::Unpoisoned;
 
 /// The Content-Type to serve [`Metrics::encode`] with: OpenMetrics text 1.0.0, which is what
 /// prometheus-client's text encoder produces (it ends with `# EOF`).
@@ -275,7 +277,7 @@ impl Metrics {
 
     /// A client connection (plain proxy connection) attributed to `sandbox` opened.
     pub(crate) fn connection_opened(&self, sandbox: &str) {
-        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.sandbox_gate.read().unpoisoned();
         self.connections.get_or_create(&sandbox_labels(sandbox)).inc();
     }
 
@@ -284,7 +286,7 @@ impl Metrics {
     /// A close with no series (the sandbox was already forgotten) changes nothing, so a stray
     /// close cannot bring back a series at -1.
     pub(crate) fn connection_closed(&self, sandbox: &str) {
-        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.sandbox_gate.read().unpoisoned();
         if let Some(gauge) = self.connections.get(&sandbox_labels(sandbox)) {
             gauge.dec();
         }
@@ -292,9 +294,9 @@ impl Metrics {
 
     /// A CONNECT tunnel of `sandbox` opened; `mode` is `"intercept"` or `"tunnel"`.
     pub(crate) fn tunnel_opened(&self, sandbox: &str, mode: &str) {
-        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.sandbox_gate.read().unpoisoned();
         {
-            let mut modes = self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut modes = self.tunnel_modes.lock().unpoisoned();
             if !modes.contains(mode) {
                 modes.insert(mode.to_owned());
             }
@@ -306,7 +308,7 @@ impl Metrics {
     ///
     /// Like [`Metrics::connection_closed`], a close with no series changes nothing.
     pub(crate) fn tunnel_closed(&self, sandbox: &str, mode: &str) {
-        let _gate = self.sandbox_gate.read().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.sandbox_gate.read().unpoisoned();
         if let Some(gauge) = self.tunnels.get(&tunnel_labels(sandbox, mode)) {
             gauge.dec();
         }
@@ -386,9 +388,9 @@ impl Metrics {
     /// Forget the per-sandbox gauge series of a sandbox that is gone, so label sets do not grow
     /// forever. Does nothing while any connection or tunnel of the sandbox is still open.
     pub(crate) fn forget_sandbox(&self, sandbox: &str) {
-        let _gate = self.sandbox_gate.write().unwrap_or_else(PoisonError::into_inner);
+        let _gate = self.sandbox_gate.write().unpoisoned();
         let connection_key = sandbox_labels(sandbox);
-        let tunnel_keys: Vec<Labels<2>> = (self.tunnel_modes.lock().unwrap_or_else(PoisonError::into_inner).iter())
+        let tunnel_keys: Vec<Labels<2>> = (self.tunnel_modes.lock().unpoisoned().iter())
             .map(|mode| tunnel_labels(sandbox, mode))
             .collect();
         // Each `get` guard is dropped inside its closure, before any `remove` takes the write lock.

@@ -1,7 +1,7 @@
 //! What a start would refuse, found before anything starts: the one list `cordon check` prints and `cordon
 //! run` refuses to start on. Each rule is its owner's own check, the same function the owner runs when it
 //! opens what it guards, so the two can never disagree: the CA folder ([`crate::tls::ca::CaStore`]) and the
-//! declared sandboxes' CAs ([`crate::tls::cas::SandboxCas::covering`]), the
+//! declared sandboxes' CAs ([`crate::tls::ca::SandboxCas::covering`]), the
 //! audit file ([`crate::audit::file`]), the sandbox store's folder ([`crate::control`]), and every secret
 //! the configuration reads from a local source ([`crate::secrets::preflight`]). Nothing is created or
 //! written, and nothing goes over the network.
@@ -82,7 +82,7 @@ fn uncovering_cas(config: &Config) -> Vec<String> {
     if config.control.postgres.is_some() {
         return Vec::new();
     }
-    let cas = crate::tls::cas::SandboxCas::new(config.ca.dir.clone(), config.rotate_command());
+    let cas = crate::tls::ca::SandboxCas::new(config.ca.dir.clone(), config.rotate_command());
     config
         .sandboxes
         .iter()

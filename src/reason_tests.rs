@@ -184,7 +184,7 @@ const NOT_REASONS: &[(&str, &str)] = &[
     ("src/error/side.rs", "internal"),
     ("src/admin/response.rs", "method_not_allowed"),
     ("src/admin/previews.rs", "preview_failed"),
-    ("src/leak/key_mask.rs", "aws_session_token"),
+    ("src/leak/mask/key_mask.rs", "aws_session_token"),
 ];
 
 /// No reason code is written as a string anywhere but in the registry: each step names a [`Reason`].

@@ -1,6 +1,6 @@
-//! Secret scanning (`src/leak/detect.rs`) and masking (`mask.rs`, `masked_body.rs`) on arbitrary text
-//! built from arbitrary secrets (1 to 3, 8 to 32 bytes each), pieces of them, their encodings and other
-//! bytes, differentially against a naive reference.
+//! Secret scanning (`src/leak/scan/detect.rs`) and masking (`src/leak/mask/masker.rs`, `src/leak/mask/body.rs`)
+//! on arbitrary text built from arbitrary secrets (1 to 3, 8 to 32 bytes each), pieces of them, their encodings
+//! and other bytes, differentially against a naive reference.
 //!
 //! The reference re-derives the forms `src/leak/forms.rs` documents (the secret; standard and URL-safe
 //! base64 at the three alignments, keeping the characters that depend on the secret alone; percent-encoding

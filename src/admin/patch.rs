@@ -11,7 +11,7 @@ use super::response::{AdminResponse, error, json_response};
 use super::sandboxes::{blocking, check_id, failed, record_view, unknown_fields};
 use crate::control::{self, ControlError};
 use crate::state::ProxyState;
-use crate::tls::cas::scope_for;
+use crate::tls::ca::scope_for;
 
 /// `PATCH /v1/sandboxes/{id}`: another policy for a live run-time sandbox. Tunnels its new policy does not allow
 /// are closed at once (requests are decided afresh anyway); the CA is re-issued when the names it may sign

@@ -20,7 +20,7 @@ mod types;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::oneshot;
@@ -28,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::identity::Sandbox;
+use crate::locks::Unpoisoned;
 
 use crate::webhook::Webhook;
 use grants::Grants;
@@ -376,7 +377,7 @@ impl Approvals {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unpoisoned()
     }
 
     /// Announce a decision once the announcement of the ask itself is done, so that a receiver sees them in order.

@@ -4,7 +4,7 @@
 //! decisions.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -13,6 +13,8 @@ use super::health::Health;
 use super::kind::{Kind, Verdict};
 use super::record::Record;
 use super::sink::Sink;
+
+use crate::locks::Unpoisoned;
 
 /// Refusals kept per sandbox.
 const PER_SANDBOX: usize = 10;
@@ -96,26 +98,13 @@ impl Recent {
     pub(crate) fn refusals(&self, sandbox: &str) -> Vec<Seen> {
         self.refusals
             .get(sandbox)
-            .map(|q| {
-                q.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .iter()
-                    .rev()
-                    .cloned()
-                    .collect()
-            })
+            .map(|q| q.lock().unpoisoned().iter().rev().cloned().collect())
             .unwrap_or_default()
     }
 
     /// The latest decisions of held requests, newest first.
     pub(crate) fn decisions(&self) -> Vec<Seen> {
-        self.decisions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .rev()
-            .cloned()
-            .collect()
+        self.decisions.lock().unpoisoned().iter().rev().cloned().collect()
     }
 
     fn keep(&self, r: &Record) {
@@ -123,7 +112,7 @@ impl Recent {
             && r.admin.as_ref().is_some_and(|a| a.action == "approval_decided")
             && r.decision != Verdict::Deny;
         if decided {
-            let mut d = self.decisions.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut d = self.decisions.lock().unpoisoned();
             if d.len() == MOST_DECISIONS {
                 d.pop_front();
             }
@@ -133,7 +122,7 @@ impl Recent {
         let refused = r.decision == Verdict::Deny && !matches!(r.kind, Kind::Admin | Kind::Violation);
         if let (true, Some(sandbox)) = (refused, r.sandbox.as_deref()) {
             let q = self.refusals.get_with(sandbox.to_owned(), Arc::default);
-            let mut q = q.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut q = q.lock().unpoisoned();
             if q.len() == PER_SANDBOX {
                 q.pop_front();
             }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::args::{ConfigArg, load};
+use crate::tls::ca::scope_for;
 use crate::tls::ca::{CaStore, Scope};
-use crate::tls::cas::scope_for;
 
 #[derive(Subcommand)]
 pub(super) enum CaCommand {
@@ -106,7 +106,7 @@ fn in_database(
     runtime.block_on(async {
         let secrets = crate::secrets::Secrets::new(config)?;
         let (db, sealer) = crate::replica::connect(pg, &secrets).await?;
-        let cas = crate::tls::cas::SharedCas::new(db, sealer);
+        let cas = crate::tls::ca::SharedCas::new(db, sealer);
         if rotate {
             cas.rotate(sandbox, scope).await
         } else {

@@ -30,17 +30,19 @@ use crate::dns::{Answer, Answerer, Query};
 use crate::framing::FramingGuard;
 pub use crate::identity::AuthFailure;
 use crate::identity::{Identities, RunTime, Sandbox, SandboxSpec, credentials, hash_token, identify};
-pub use crate::leak::detect::{Detector, Found};
-pub use crate::leak::mask::Masker;
-use crate::leak::masked_body::MaskedBody;
-use crate::leak::views::views;
+use crate::leak::mask::body::MaskedBody;
+pub use crate::leak::mask::masker::Masker;
+pub use crate::leak::scan::detect::{Detector, Found};
+use crate::leak::scan::views::views;
 use crate::net::Guard;
 pub use crate::net::GuardRefusal;
 use crate::target::check_path;
 pub use crate::target::{Target, TargetError};
 use crate::tls::sni::read_client_hello;
 
+mod credentials;
 mod websocket;
+pub use credentials::whole_body;
 pub use websocket::{Relayed, websocket};
 
 /// Polls `fut` once with a waker that does nothing: for futures that never wait here (in-memory I/O).

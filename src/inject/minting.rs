@@ -18,6 +18,7 @@ use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, Kind, MINTING, 
 use crate::error::ProxyError;
 use crate::inject::apply::Credentials;
 use crate::inject::aws_minting::{matches, segments};
+use crate::leak::scan::views::Readings;
 use crate::names::CredentialName;
 use crate::reason::Reason;
 
@@ -108,14 +109,14 @@ impl Credentials {
 
     /// SECURITY: a request that would mint a credential through an injected credential (a GitHub token or
     /// key, an OAuth2 token) is refused before anything of it leaves, unless the credential's
-    /// `allow_minting` names the call; `body` is the body as read (`None`: not read, too large or
+    /// `allow_minting` names the call; `body` is the body as read, with its readings (`None`: not read, too large or
     /// compressed: a form then is refused rather than guessed at). Whether the answer's tokens are to be
     /// masked (a minting call let through).
     pub(super) fn minting_check(
         &self,
         usable: &[CredentialName],
         parts: &Parts,
-        body: Option<&[u8]>,
+        body: Option<&Readings>,
     ) -> Result<bool, ProxyError> {
         let mut mask = false;
         if self.injected(usable).next().is_none() {

@@ -3,6 +3,7 @@
 use http::header::CONTENT_TYPE;
 
 use super::*;
+use crate::leak::scan::views::Readings;
 
 fn parts(method: &str, uri: &str) -> Parts {
     http::Request::builder()
@@ -75,7 +76,7 @@ fn oauth2(method: &str, uri: &str, body: &str) -> Vec<&'static str> {
     };
     let mut parts = parts(method, uri);
     parts.headers.insert(CONTENT_TYPE, media.parse().unwrap());
-    let grants = crate::inject::token_request::grants(&parts, Some(body.as_bytes())).unwrap();
+    let grants = crate::inject::token_request::grants(&parts, Some(&Readings::of(body.to_string().into()))).unwrap();
     oauth2_calls(&parts, &grants).iter().map(|m| m.name).collect()
 }
 

@@ -12,4 +12,4 @@ mod aws;
 mod aws_minting;
 mod minting;
 pub(crate) mod outgoing;
-mod token_request;
+pub(crate) mod token_request;

@@ -1,7 +1,7 @@
 //! Applying credentials to a request at the proxy, and refusing what must not leave.
 //!
 //! Order: everything the request carries is scanned first, raw and in every reading decoding makes of it
-//! ([`crate::leak::detect`]): headers one by one and together, the path, the query, and the body (read whole where
+//! ([`crate::leak::scan::detect`]): headers one by one and together, the path, the query, and the body (read whole where
 //! a placeholder may be swapped in it, else streamed through the scan, whatever its size). SECURITY:
 //! credential exfiltration: a placeholder is only ever turned into its secret for the destination it is
 //! bound to, by the sandbox it was issued to, over intercepted HTTPS, written as cordon issued it; and a
@@ -25,9 +25,10 @@ use crate::config::credentials::Inject;
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::apply::{Credentials, unavailable};
-use crate::leak::detect::Found;
-use crate::leak::scan_body::{ScanBody, ScanVerdict};
-use crate::leak::scan_stream::streamed_refuses;
+use crate::leak::scan::body::{ScanBody, ScanVerdict};
+use crate::leak::scan::detect::Found;
+use crate::leak::scan::stream::streamed_refuses;
+use crate::leak::scan::views::Readings;
 use crate::names::CredentialName;
 use crate::policy::Policy;
 use crate::reason::Reason;
@@ -122,8 +123,8 @@ impl Credentials {
             .and_then(|v| v.parse::<usize>().ok());
         let mut whole = None;
         let mut verdict = None;
-        // The body as read, uncompressed, for the minting check.
-        let mut seen: Option<Bytes> = None;
+        // The body as read, uncompressed, with its readings (made once: the scan's are the minting check's).
+        let mut seen: Option<Readings> = None;
         // A body is read whole where a placeholder may be swapped in it, or where an AWS signature covers its
         // hash without saying it.
         let read_whole =
@@ -174,15 +175,14 @@ impl Credentials {
                     } else {
                         Place::Elsewhere
                     };
-                    judge(detector.scan(&data), place)?;
-                    seen = Some(data.clone());
+                    judge(detector.scan_read(seen.insert(Readings::of(data.clone()))), place)?;
                     whole = Some((data, trailers));
                     crate::body::empty()
                 }
                 None => {
                     // No placeholder may be swapped in this body: any found in it is out of place.
-                    judge(detector.scan(&data), Place::Elsewhere)?;
-                    seen = Some(data.clone());
+                    let read = seen.insert(Readings::of(data.clone()));
+                    judge(detector.scan_read(read), Place::Elsewhere)?;
                     crate::body::read::whole(data, trailers)
                 }
             }
@@ -201,7 +201,9 @@ impl Credentials {
         };
         let sent: Option<Bytes> = whole.as_ref().map(|(data, _)| data.clone()).or(empty.then(Bytes::new));
         let aws = self.aws_check(sandbox, usable, parts, sent.as_deref())?;
-        let tokens = self.minting_check(usable, parts, seen.or(empty.then(Bytes::new)).as_deref())?;
+        let seen = seen.or(empty.then(|| Readings::of(Bytes::new())));
+        let tokens = self.minting_check(usable, parts, seen.as_ref())?;
+        drop(seen);
         let names = self.inject(policy, usable, parts).await?;
         let mut names = self.swap(policy, swaps, parts, &mut whole, names).await?;
         if let Some(checked) = aws {

@@ -13,20 +13,25 @@
 //! form and, when it parses, as JSON, and every grant found is judged. A text that only mentions a grant in
 //! passing (a JSON chat message, a form value) is read as it is and mints nothing.
 
+use std::borrow::Cow;
+
 use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use http::request::Parts;
 use serde_json::Value;
 
-/// Every grant the request asks for (at most one), or why it cannot be read as every server would.
-pub(crate) fn grants(parts: &Parts, body: Option<&[u8]>) -> Result<Vec<String>, String> {
-    let query = parts.uri.query().map(str::as_bytes).filter(|q| mentions(q));
-    let body = body.filter(|b| mentions(b));
+use crate::leak::scan::views::{Readings, views};
+
+/// Every grant the request asks for (at most one), or why it cannot be read as every server would: `body` is the
+/// body as read with its readings (made once, for the exfiltration scan too).
+pub(crate) fn grants(parts: &Parts, body: Option<&Readings>) -> Result<Vec<String>, String> {
+    let query = parts.uri.query().map(str::as_bytes).filter(|q| mentions(&views(q)));
+    let body = body.filter(|b| mentions(&b.all()));
     let mut out = Vec::new();
     if let Some(q) = query {
         form(q, "the URL's query string", &mut out)?;
     }
     if let Some(body) = body {
-        read_body(parts, body, &mut out)?;
+        read_body(parts, body.text(), &mut out)?;
     }
     if out.len() > 1 {
         return Err(format!(
@@ -38,11 +43,11 @@ pub(crate) fn grants(parts: &Parts, body: Option<&[u8]>) -> Result<Vec<String>, 
     Ok(out)
 }
 
-/// Whether any reading of `text` (percent-decoded, JSON-unescaped, as the exfiltration scan reads it) has
-/// `grant`, then at most three bytes that are not letters, then `type` (ASCII case ignored, NULs skipped):
+/// Whether a text or any of its `readings` (percent-decoded, JSON-unescaped, as the exfiltration scan reads it)
+/// has `grant`, then at most three bytes that are not letters, then `type` (ASCII case ignored, NULs skipped):
 /// only such a request may be a token request.
-fn mentions(text: &[u8]) -> bool {
-    crate::leak::views::views(text).iter().any(|v| {
+fn mentions(readings: &[Cow<'_, [u8]>]) -> bool {
+    readings.iter().any(|v| {
         let lower: Vec<u8> = v.iter().filter(|b| **b != 0).map(u8::to_ascii_lowercase).collect();
         memchr::memmem::find_iter(&lower, b"grant").any(|at| {
             let rest = &lower[at + 5..];

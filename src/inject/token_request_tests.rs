@@ -14,7 +14,10 @@ const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded")
 const JSON: (&str, &str) = ("content-type", "application/json");
 
 fn read(uri: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<Vec<String>, String> {
-    grants(&request(uri, headers), Some(body))
+    grants(
+        &request(uri, headers),
+        Some(&Readings::of(bytes::Bytes::copy_from_slice(body))),
+    )
 }
 
 #[test]

@@ -17,6 +17,10 @@ use std::collections::BTreeSet;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 
+/// The most patterns for which the SIMD prefilter pays off, in the automata of the scan and of masking that search for the forms (measured: 6 patterns 9 GiB/s with it; 60 patterns
+/// 190 MiB/s with it, several times that without).
+pub(crate) const PREFILTER_MAX: usize = 16;
+
 /// The shortest form worth looking for.
 pub(crate) const MIN_FORM: usize = 8;
 

@@ -1,5 +1,5 @@
 //! JSON string escapes, read one at a time: the one grammar that both the exfiltration scan's readings
-//! ([`crate::leak::views`]) and echo masking's reading ([`crate::leak::mask_view`]) decode, so that what one
+//! ([`crate::leak::scan::views`]) and echo masking's reading ([`crate::leak::mask::view`]) decode, so that what one
 //! sees through the other does too.
 //!
 //! An escape is `\` and one of `" \ / b f n r t` (RFC 8259 §7), or `\u` and four hex digits of either case,

@@ -7,13 +7,15 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use governor::clock::Clock;
 
 use super::rate::{Keyed, describe, until, whole_seconds};
 use super::{LimitRefusal, Rate};
+
+use crate::locks::Unpoisoned;
 
 /// What a block covers: one claimed id from one address, or everything from the address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -48,7 +50,7 @@ impl<C: Clock + Clone> Auth<C> {
 impl<C: Clock> Auth<C> {
     /// Lock the blocked map; a poisoned lock is still usable (entries are plain instants).
     fn lock(&self) -> MutexGuard<'_, HashMap<Blocked, C::Instant>> {
-        self.blocked.lock().unwrap_or_else(PoisonError::into_inner)
+        self.blocked.lock().unpoisoned()
     }
 
     /// Count one failure from `source` claiming sandbox `claim`; refuse (and block) when the address's

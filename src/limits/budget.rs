@@ -5,13 +5,15 @@
 //! lookup; it allocates only for a sandbox's first bytes of a window.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use governor::clock::Reference;
 
 use super::LimitRefusal;
 use super::rate::whole_seconds;
+
+use crate::locks::Unpoisoned;
 
 /// The bytes one sandbox moved in its current window.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +52,7 @@ impl<I: Reference> Budgets<I> {
 
     /// Lock the windows; a poisoned lock is still usable (each update is a plain add).
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Window<I>>> {
-        self.windows.lock().unwrap_or_else(PoisonError::into_inner)
+        self.windows.lock().unpoisoned()
     }
 
     /// Whether `window` is over at `now`.

@@ -14,10 +14,12 @@
 //! other replicas let through in one flush interval.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::LimitRefusal;
+
+use crate::locks::Unpoisoned;
 
 /// One budget: at most `requests` and `bytes` per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +103,7 @@ impl CredentialBudgets {
     /// bytes are spent.
     pub(crate) fn take(&self, credential: &str, subject: &str, budget: &Budget) -> Result<(), Spent> {
         let (slot, left) = slot(budget.window);
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         let u = used.entry(key(credential, subject, budget)).or_default();
         if u.slot != slot {
             *u = Used::in_slot(slot);
@@ -135,7 +137,7 @@ impl CredentialBudgets {
     /// Add the bytes of an exchange `credential` was applied to.
     pub(crate) fn add_bytes(&self, credential: &str, subject: &str, budget: &Budget, bytes: u64) {
         let (slot, _) = slot(budget.window);
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         let u = used.entry(key(credential, subject, budget)).or_default();
         if u.slot != slot {
             *u = Used::in_slot(slot);
@@ -145,7 +147,7 @@ impl CredentialBudgets {
 
     /// Take what was counted here since the last flush, to add it to the shared totals.
     pub(crate) fn take_unflushed(&self) -> Vec<Unflushed> {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         let mut out = Vec::new();
         for (k, u) in used.iter_mut() {
             if u.unflushed == (0, 0) {
@@ -167,7 +169,7 @@ impl CredentialBudgets {
     /// The counts taken by [`CredentialBudgets::take_unflushed`] were written (`true`) or not (`false`: they
     /// go with the next flush).
     pub(crate) fn flushed(&self, written: bool) {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         for u in used.values_mut() {
             if written {
                 u.written = add(u.written, u.in_flight);
@@ -180,7 +182,7 @@ impl CredentialBudgets {
 
     /// Every replica's totals of the current slots, `(key, slot, requests, bytes)`, read after the last write.
     pub(crate) fn settle(&self, totals: Vec<(String, u64, u64, u64)>) {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         for u in used.values_mut() {
             u.written = (0, 0);
         }
@@ -197,7 +199,7 @@ impl CredentialBudgets {
 
     /// Forget counts of past windows (run now and then).
     pub(crate) fn housekeep(&self) {
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = self.used.lock().unpoisoned();
         used.retain(|k, u| slot(Duration::from_secs(window_of(k))).0 == u.slot);
     }
 }

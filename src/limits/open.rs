@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::LimitRefusal;
+
+use crate::locks::Unpoisoned;
 
 /// How long a caller refused by an open cap is told to wait: slots free up as soon as anything closes.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -29,7 +31,7 @@ pub(super) struct Open {
 impl Open {
     /// Lock the table; a poisoned lock is still usable (the counts stay consistent per operation).
     fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+        self.table.lock().unpoisoned()
     }
 
     /// Take one slot of `sandbox` and of `user`, or refuse when either is at its cap (`None` = no cap).
@@ -157,7 +159,7 @@ impl fmt::Debug for OpenGuard {
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.table.lock().unpoisoned();
         decrement(&mut table.sandboxes, &self.sandbox);
         decrement(&mut table.users, &self.user);
     }

@@ -9,10 +9,12 @@
 //! interval (plus the one chunk in flight on each, as without sharing).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::LimitRefusal;
+
+use crate::locks::Unpoisoned;
 
 /// Bytes (up, down) per sandbox.
 pub type Counts = HashMap<String, (u64, u64)>;
@@ -43,7 +45,7 @@ impl SharedBytes {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock().unpoisoned()
     }
 
     /// The slot of wall-clock time now.

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::locks::Unpoisoned;
 
 /// The count of unauthenticated connections of each source address.
 #[derive(Debug, Default)]
@@ -21,7 +23,7 @@ pub struct Waiting {
 
 impl Unauthenticated {
     fn lock(&self) -> MutexGuard<'_, HashMap<IpAddr, usize>> {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+        self.counts.lock().unpoisoned()
     }
 
     /// A place for one more unauthenticated connection from `source`, unless it has `cap` already.

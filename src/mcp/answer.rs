@@ -14,7 +14,7 @@
 //! What is held of unfinished answers is bounded per sandbox and in all ([`super::held`]). SSE comments
 //! (keep-alives) are not carried over (the parser drops them).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
@@ -28,6 +28,7 @@ use super::held::{Held, Share};
 use super::sessions::Sessions;
 use super::tools::{Filtered, Pinned, filter};
 use crate::body::{BoxError, ProxyBody};
+use crate::locks::Unpoisoned;
 use crate::policy::mcp::McpRules;
 
 /// The largest JSON answer read.
@@ -148,7 +149,7 @@ fn sse(body: ProxyBody, lists: Lists) -> ProxyBody {
         let chunk = chunk.map_err(|e| StreamError(e.to_string()))?;
         counted
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unpoisoned()
             .grow(chunk.len(), MOST_EVENT, "an MCP event")
             .map_err(|e| {
                 tracing::warn!(%whose, "an MCP event stream was cut (mcp_answer_unreadable): {e}");
@@ -158,7 +159,7 @@ fn sse(body: ProxyBody, lists: Lists) -> ProxyBody {
     });
     let events = sse_stream::SseStream::from_bytes_stream(bytes).map(move |event| {
         let event = event.map_err(|e| -> BoxError { format!("an MCP event stream cordon cannot read: {e}").into() })?;
-        share.lock().unwrap_or_else(PoisonError::into_inner).release();
+        share.lock().unpoisoned().release();
         // SECURITY: any event whose data is JSON is filtered, whatever its name (a client might read a message
         // under another name); one named as a message (or not named) must be JSON. Only another event's data
         // that is not JSON (the older transport's `endpoint` event, a URL) goes on as it came.

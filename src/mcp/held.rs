@@ -3,8 +3,9 @@
 //! ends them cannot make cordon hold more than [`MOST_HELD`], nor one sandbox's servers more than
 //! [`MOST_HELD_PER_SANDBOX`] of it. An answer that would go past either is cut (`mcp_answer_unreadable`).
 
+use crate::locks::Unpoisoned;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// The most bytes of unfinished MCP answers held at once, in all.
 pub(crate) const MOST_HELD: usize = 64 * 1024 * 1024;
@@ -26,7 +27,7 @@ struct Counts {
 impl Held {
     /// Hold `n` more bytes for `who`, or say why not (nothing is held then).
     fn take(&self, who: &Arc<str>, n: usize) -> Result<(), String> {
-        let mut c = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut c = self.counts.lock().unpoisoned();
         let mine = c.by.get(who).copied().unwrap_or(0);
         if mine + n > MOST_HELD_PER_SANDBOX {
             return Err(format!(
@@ -48,7 +49,7 @@ impl Held {
         if n == 0 {
             return;
         }
-        let mut c = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut c = self.counts.lock().unpoisoned();
         c.all = c.all.saturating_sub(n);
         if let Some(mine) = c.by.get_mut(who) {
             *mine = mine.saturating_sub(n);
@@ -61,7 +62,7 @@ impl Held {
     /// The bytes held now, in all.
     #[cfg(test)]
     pub(crate) fn all(&self) -> usize {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner).all
+        self.counts.lock().unpoisoned().all
     }
 }
 

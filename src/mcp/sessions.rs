@@ -9,8 +9,9 @@
 //! (`/messages/?session_id=...`): each query value there of 16 characters or more is bound as a session id the
 //! same way, and a request whose query carries one bound to another sandbox is refused.
 
+use crate::locks::Unpoisoned;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a binding lasts after its last use.
@@ -75,7 +76,7 @@ impl Sessions {
     pub(crate) fn bind(&self, origin: &str, id: &str, incarnation: &str) -> Result<(), Refusal> {
         check(id)?;
         let now = Instant::now();
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.inner.lock().unpoisoned();
         if now.duration_since(inner.swept) >= SWEEP_EVERY {
             inner.sweep(now);
         }
@@ -100,7 +101,7 @@ impl Sessions {
 impl Sessions {
     /// Whether the session `id` of the server at `origin` is bound to another sandbox than `incarnation`.
     pub(crate) fn foreign(&self, origin: &str, id: &str, incarnation: &str) -> bool {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let inner = self.inner.lock().unpoisoned();
         inner
             .bound
             .get(&(origin.to_owned(), id.to_owned()))
@@ -109,7 +110,7 @@ impl Sessions {
 
     /// The session `id` of the server at `origin` ended (its sandbox's DELETE was accepted): its binding goes.
     pub(crate) fn end(&self, origin: &str, id: &str, incarnation: &str) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.inner.lock().unpoisoned();
         let key = (origin.to_owned(), id.to_owned());
         if inner.bound.get(&key).is_some_and(|(whose, _)| whose == incarnation) {
             inner.bound.remove(&key);

@@ -16,7 +16,7 @@ mod discovery;
 mod error;
 mod idtoken;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -30,6 +30,7 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
 use crate::config::console::{Oidc, RoleSource};
+use crate::locks::Unpoisoned;
 use crate::principal::Principal;
 use crate::upstream::outbound::HttpClient;
 use discovery::Discovered;
@@ -174,7 +175,7 @@ impl Provider {
     /// The keys fetched again, when the last such fetch is long enough ago; the new document is kept.
     async fn refetch_keys(&self, found: &Arc<Discovered>) -> Option<Arc<Discovered>> {
         {
-            let mut last = self.refetched.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut last = self.refetched.lock().unpoisoned();
             if last.is_some_and(|t| t.elapsed() < KEYS_REFETCH) {
                 return None;
             }

@@ -26,7 +26,7 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::{AuthFailure, Sandbox};
-use crate::leak::scan_body::ScanVerdict;
+use crate::leak::scan::body::ScanVerdict;
 use crate::limits::{Meter, OpenGuard};
 use crate::names::CredentialName;
 use crate::policy::{Policy, TlsMode};

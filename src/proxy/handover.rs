@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::leak::mask::Masker;
+use crate::leak::mask::masker::Masker;
 use crate::limits::Meter;
 use crate::policy::{Action, Policy, TlsMode};
 

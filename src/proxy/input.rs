@@ -1,7 +1,7 @@
 //! What an entry hands the pipeline, and what it gets back.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use http::{Request, Response};
 
@@ -14,9 +14,10 @@ use crate::error::ProxyError;
 use crate::error::TunnelEnd;
 use crate::generation::Generation;
 use crate::identity::{AuthFailure, Sandbox};
-use crate::leak::detect::Detector;
-use crate::leak::mask::Masker;
+use crate::leak::mask::masker::Masker;
+use crate::leak::scan::detect::Detector;
 use crate::limits::OpenGuard;
+use crate::locks::Unpoisoned;
 use crate::names::CredentialName;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::target::{Spellings, Target};
@@ -122,7 +123,7 @@ impl Inside {
     }
 
     pub(super) fn pools(&self, generation: &Arc<Generation>, sandbox: &str) -> Arc<SandboxClients> {
-        let mut cached = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cached = self.pools.lock().unpoisoned();
         if let Some((seen, pools)) = cached.as_ref()
             && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))
         {

@@ -5,12 +5,13 @@
 //! live exchange runs (stopping at the first refusal), so `explain` and the audit record say the same thing.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
 use crate::audit::Verdict;
 use crate::error::ProxyError;
+use crate::locks::Unpoisoned;
 use crate::names::CredentialName;
 use crate::policy::{DenyReason, Mode, TlsMode};
 
@@ -111,21 +112,17 @@ pub(crate) struct Notes(Arc<Mutex<Vec<Note>>>);
 impl Notes {
     /// Add one.
     pub(crate) fn push(&self, note: Note) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(note);
+        self.0.lock().unpoisoned().push(note);
     }
 
     /// Whether a step so far refuses the request (live, it would have ended there).
     pub(crate) fn refused(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|n| n.refusal().is_some())
+        self.0.lock().unpoisoned().iter().any(|n| n.refusal().is_some())
     }
 
     /// Everything noted, in order.
     pub(crate) fn take(&self) -> Vec<Note> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(&mut *self.0.lock().unpoisoned())
     }
 }
 

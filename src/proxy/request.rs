@@ -19,7 +19,7 @@ use crate::audit::ApprovalRecord;
 use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
-use crate::leak::scan_body::ScanVerdict;
+use crate::leak::scan::body::ScanVerdict;
 use crate::limits::{LimitRefusal, Meter};
 use crate::policy::Action;
 use crate::proxy::headers;

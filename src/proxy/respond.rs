@@ -15,9 +15,9 @@ use crate::body::{Counted, ProxyBody};
 use crate::error::ProxyError;
 use crate::identity::Sandbox;
 use crate::inject::outgoing::refusal;
-use crate::leak::envelope::mask_head;
-use crate::leak::masked_body::MaskedBody;
-use crate::leak::scan_body::ScanVerdict;
+use crate::leak::mask::body::MaskedBody;
+use crate::leak::mask::envelope::mask_head;
+use crate::leak::scan::body::ScanVerdict;
 use crate::names::CredentialName;
 use crate::proxy::handover::Reply;
 use crate::proxy::headers;
@@ -51,14 +51,14 @@ impl Exchange {
             headers::strip_response(&mut parts.headers);
         }
         if reply.aws_keys {
-            // SECURITY: no AWS key material reaches the sandbox (leak/key_mask.rs).
+            // SECURITY: no AWS key material reaches the sandbox (leak/mask/key_mask.rs).
             body = match crate::leak::mask_aws_keys(&mut parts.headers, body) {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),
             };
         }
         if reply.tokens {
-            // SECURITY: a minting call let through hands the sandbox no token (leak/key_mask.rs).
+            // SECURITY: a minting call let through hands the sandbox no token (leak/mask/key_mask.rs).
             body = match crate::leak::mask_tokens(&mut parts.headers, body) {
                 Ok(body) => body,
                 Err(e) => return self.refuse(ProxyError::UpstreamEncoding(e)),

@@ -6,7 +6,7 @@ use super::follower::Follower;
 use crate::approval::Approvals;
 use crate::control::Control;
 use crate::pg::listen::Event;
-use crate::tls::cas::SandboxCas;
+use crate::tls::ca::SandboxCas;
 
 /// The longest a request waits to learn a sandbox created on another replica a moment ago.
 const LEARN_TIMEOUT: Duration = Duration::from_secs(2);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use super::store::SharedStore;
 use crate::approval::Approvals;
 use crate::control::Control;
+use crate::tls::ca::SandboxCas;
 use crate::tls::cache::LeafCache;
-use crate::tls::cas::SandboxCas;
 
 /// What an announcement from another replica may change in this one's state.
 pub(crate) trait Follower: Send + Sync + 'static {

@@ -15,7 +15,7 @@ use crate::limits::SharedBytes;
 use crate::pg::listen::{self, Event};
 use crate::pg::replicas::Registry;
 use crate::pg::{Db, Sealer, StoreState, Target};
-use crate::tls::cas::{SandboxCas, SharedCas};
+use crate::tls::ca::{SandboxCas, SharedCas};
 
 /// The PostgreSQL store as this replica uses it.
 pub(crate) struct SharedStore {

@@ -3,10 +3,12 @@
 //! that was applied a moment ago is still recognised.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use secrecy::{ExposeSecret, SecretString};
+
+use crate::locks::Unpoisoned;
 
 /// How many values of one credential are remembered (its newest).
 const KEPT: usize = 8;
@@ -21,7 +23,7 @@ pub(crate) struct Book {
 impl Book {
     /// Remember that `credential` had `value`.
     pub(crate) fn record(&self, credential: &str, value: &SecretString) {
-        let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut values = self.values.lock().unpoisoned();
         let known = values.entry(credential.to_string()).or_default();
         if known.iter().any(|v| v.expose_secret() == value.expose_secret()) {
             return;
@@ -36,13 +38,13 @@ impl Book {
 
     /// The values known for `credential`.
     pub(crate) fn of(&self, credential: &str) -> Vec<SecretString> {
-        let values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        let values = self.values.lock().unpoisoned();
         values.get(credential).cloned().unwrap_or_default()
     }
 
     /// Every value known, with its credential, and the version they are of.
     pub(crate) fn all(&self) -> (u64, Vec<(String, SecretString)>) {
-        let values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        let values = self.values.lock().unpoisoned();
         let version = self.version.load(Ordering::Acquire);
         let all = values
             .iter()

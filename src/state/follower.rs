@@ -9,8 +9,8 @@ use crate::approval::Approvals;
 use crate::control::Control;
 use crate::limits::Limits;
 use crate::replica::{Follower, SharedStore};
+use crate::tls::ca::SandboxCas;
 use crate::tls::cache::LeafCache;
-use crate::tls::cas::SandboxCas;
 
 impl Follower for ProxyState {
     fn control(&self) -> &Control {

@@ -30,9 +30,9 @@ use crate::replica::{Follower, SharedStore};
 use crate::session::admission::AuthBursts;
 use crate::session::leases::{Sessions, TunnelCheck};
 use crate::target::Target;
+use crate::tls::ca::SandboxCas;
 use crate::tls::ca::{CaError, SandboxCa};
 use crate::tls::cache::LeafCache;
-use crate::tls::cas::SandboxCas;
 use crate::violation::{Trigger, Watch};
 use crate::webhook::Webhook;
 

@@ -5,7 +5,7 @@ use std::sync::{Arc, LazyLock};
 use rcgen::SerialNumber;
 use rustls::crypto::CryptoProvider;
 
-use super::ca_error::CaError;
+use crate::tls::ca::error::CaError;
 
 /// The crypto provider for everything in this module tree, built here rather than taken from rustls' process-wide
 /// default so that nothing depends on what another part of the process installed.

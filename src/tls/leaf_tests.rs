@@ -11,9 +11,9 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::oid_registry::OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER;
 
 use super::super::ca::Scope;
-use super::super::ca::tests::{ca_params, install_handmade, store};
 use super::super::crypto::provider;
 use super::*;
+use crate::tls::ca::store::tests::{ca_params, install_handmade, store};
 
 const DAY: Duration = Duration::from_secs(86_400);
 

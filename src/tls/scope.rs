@@ -11,7 +11,7 @@ use rustls_pki_types::DnsName;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 
-use super::ca_error::CaError;
+use crate::tls::ca::error::CaError;
 
 /// The name a leaf certificate is made for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

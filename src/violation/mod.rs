@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use arc_swap::ArcSwap;
@@ -22,6 +22,7 @@ use crate::audit::{Record, Sink, Verdict};
 use crate::config::violations::{ViolationAction, ViolationKind};
 use crate::generation::Generation;
 use crate::limits::CredentialBudgets;
+use crate::locks::Unpoisoned;
 use crate::metrics::Metrics;
 use crate::reason::Reason;
 use crate::webhook::Webhook;
@@ -76,28 +77,20 @@ impl Watch {
 
     /// Whether `sandbox` was revoked for violations while declared (its requests are refused as revoked).
     pub(crate) fn suspended(&self, sandbox: &str) -> bool {
-        let set = self.suspended.read().unwrap_or_else(PoisonError::into_inner);
+        let set = self.suspended.read().unpoisoned();
         !set.is_empty() && set.contains(sandbox)
     }
 
     /// Whether `sandbox` is held: every request needs approval.
     pub(crate) fn held(&self, sandbox: &str) -> bool {
-        let set = self.held.read().unwrap_or_else(PoisonError::into_inner);
+        let set = self.held.read().unpoisoned();
         !set.is_empty() && set.contains(sandbox)
     }
 
     /// Lift a suspension or a hold (the admin API); whether there was one.
     pub(crate) fn lift(&self, sandbox: &str) -> bool {
-        let a = self
-            .suspended
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(sandbox);
-        let b = self
-            .held
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(sandbox);
+        let a = self.suspended.write().unpoisoned().remove(sandbox);
+        let b = self.held.write().unpoisoned().remove(sandbox);
         a || b
     }
 
@@ -120,7 +113,7 @@ impl Watch {
         let Some(threshold) = rules.threshold(kind) else { return };
         let now = Instant::now();
         let triggered = {
-            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut seen = self.seen.lock().unpoisoned();
             // Sandboxes come and go: once the map is large, forget those with nothing in the last window.
             if seen.len() >= PRUNE_AT {
                 seen.retain(|_, s| s.at.back().is_some_and(|t| now.duration_since(*t) <= rules.window));
@@ -194,9 +187,7 @@ impl Watch {
             ViolationAction::Revoke => &self.suspended,
             ViolationAction::Hold => &self.held,
         };
-        set.write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(sandbox.to_owned());
+        set.write().unpoisoned().insert(sandbox.to_owned());
     }
 }
 

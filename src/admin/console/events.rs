@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use http_body_util::{BodyExt, StreamBody};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::admin::response::Body;
+use crate::locks::Unpoisoned;
 use crate::principal::Roles;
 
 /// How often the lists are said to have changed without an event.
@@ -48,7 +49,7 @@ pub(super) struct Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut each = self.each.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut each = self.each.lock().unpoisoned();
         if let Some(n) = each.get_mut(&self.whose) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -76,7 +77,7 @@ impl Streams {
 
     /// A place for one more stream of the principal `whose`, if there is one.
     pub(super) fn take(&self, whose: &str) -> Result<Held, Full> {
-        let mut each = self.each.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut each = self.each.lock().unpoisoned();
         let n = each.entry(whose.to_owned()).or_default();
         if *n >= MOST_STREAMS_EACH {
             return Err(Full::Yours);

@@ -9,6 +9,7 @@ use super::cgroup;
 use crate::audit::Sink;
 use crate::config::jail::JailLimits;
 use crate::config::jail::size;
+use crate::locks::Unpoisoned;
 
 /// A jail under its limits: what holds them, where its records go, and whose it is.
 pub(crate) struct Supervision {
@@ -105,7 +106,7 @@ impl Supervision {
     /// Record what the cgroup refused since it was last looked at: processes OOM-killed, forks refused.
     pub(crate) fn check_events(&self) {
         let Some(c) = &self.bounds.cgroup else { return };
-        let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self.seen.lock().unpoisoned();
         let now = c.events();
         if let (true, Some(m)) = (now.oom_kills > seen.oom_kills, self.bounds.limits.memory) {
             let n = now.oom_kills - seen.oom_kills;

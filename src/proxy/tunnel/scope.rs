@@ -1,13 +1,14 @@
 //! One client connection's ties to the sandboxes it has served: when any of them loses access (revoked,
 //! expired, removed by a reload), the connection is closed.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
 use crate::addr::OriginalDst;
 use crate::identity::Sandbox;
 use crate::limits::{LimitRefusal, Limits, OpenGuard, Waiting};
+use crate::locks::Unpoisoned;
 use crate::session::admission;
 use crate::session::leases::{Lease, Sessions};
 
@@ -60,7 +61,7 @@ impl ConnScope {
         count: bool,
     ) -> Result<(), LimitRefusal> {
         let key = sandbox.incarnation();
-        let mut leases = self.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut leases = self.leases.lock().unpoisoned();
         if leases.iter().any(|(k, _, _)| *k == key) {
             return Ok(());
         }
@@ -79,7 +80,7 @@ impl ConnScope {
         });
         leases.push((key.to_string(), lease, guard));
         // Authenticated: no longer one of its address's unauthenticated connections.
-        drop(self.waiting.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(self.waiting.lock().unpoisoned().take());
         Ok(())
     }
 }

@@ -22,8 +22,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control
 use super::websocket_frames::{Fault, FrameReader, FrameWriter, Limits, Piece, fit};
 use super::websocket_message::{Filter, Message, Stopped};
 use crate::error::TunnelEnd;
-use crate::leak::detect::Found;
-use crate::leak::scan_stream::{ScanStream, streamed_refuses};
+use crate::leak::scan::detect::Found;
+use crate::leak::scan::stream::{ScanStream, streamed_refuses};
 use crate::proxy::WebSocketGuard;
 use crate::proxy::tunnel::lifetime::Stop;
 use crate::reason::Reason;

@@ -9,9 +9,9 @@ use bytes::{Bytes, BytesMut};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 
 use super::websocket_frames::Kind;
-use crate::leak::detect::Found;
-use crate::leak::mask::MaskStream;
-use crate::leak::scan_stream::ScanStream;
+use crate::leak::mask::masker::MaskStream;
+use crate::leak::scan::detect::Found;
+use crate::leak::scan::stream::ScanStream;
 
 /// What stops a message.
 #[derive(Debug)]

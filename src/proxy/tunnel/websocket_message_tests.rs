@@ -5,9 +5,9 @@ use std::sync::Arc;
 use secrecy::SecretString;
 
 use super::*;
-use crate::leak::detect::Detector;
-use crate::leak::mask::Masker;
-use crate::leak::scan_stream::streamed_refuses;
+use crate::leak::mask::masker::Masker;
+use crate::leak::scan::detect::Detector;
+use crate::leak::scan::stream::streamed_refuses;
 
 const PH: &str = "cordon-ph-0123456789abcdef0123456789abcdef";
 const SECRET: &str = "sk-real-7c1f09aa34b2";

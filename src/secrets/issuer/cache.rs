@@ -9,10 +9,12 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{IssuerError, Token};
+
+use crate::locks::Unpoisoned;
 
 /// A token whose issuer gave no expiry is treated as expiring this long after it was fetched.
 pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
@@ -65,10 +67,7 @@ impl Entry {
     }
 
     fn failed_within(&self, wait: Duration) -> bool {
-        self.failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some_and(|at| at.elapsed() < wait)
+        self.failed_at.lock().unpoisoned().is_some_and(|at| at.elapsed() < wait)
     }
 }
 
@@ -182,7 +181,7 @@ impl TokenCache {
             }
             Err(err) => {
                 tracing::warn!(key, error = %err, "token refresh failed");
-                *entry.failed_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                *entry.failed_at.lock().unpoisoned() = Some(Instant::now());
                 entry.refreshing.store(false, Ordering::Release);
                 // SECURITY: fall back to the cached token only while it has not expired.
                 if entry.valid(SystemTime::now()) {

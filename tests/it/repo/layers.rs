@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["reason"],
+    &["reason", "locks"],
     &[
         "addr",
         "target",
@@ -80,16 +80,53 @@ fn sources() -> Vec<(PathBuf, String, String)> {
         .collect()
 }
 
-/// The text without comments (a doc comment may name any module) and without an inline test module.
+/// The text without comments (a doc comment may name any module) and without the items `#[cfg(test)]` gates
+/// (a `mod tests;` line, a test-only fn, impl or inline module): everything else in the file is read, however
+/// far down it comes.
 fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],
             None => l,
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "#[cfg(test)]" {
+            out.push(lines[i]);
+            i += 1;
+            continue;
+        }
+        // The gated item: its other attributes, then up to its `;` or its closing brace.
+        i += 1;
+        while i < lines.len() && lines[i].trim_start().starts_with("#[") {
+            i += 1;
+        }
+        let mut depth = 0usize;
+        let mut opened = false;
+        while i < lines.len() {
+            let line = lines[i];
+            i += 1;
+            let mut ended = false;
+            for c in line.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth = depth.saturating_sub(1),
+                    ';' if depth == 0 && !opened => ended = true,
+                    _ => {}
+                }
+            }
+            if ended || opened && depth == 0 {
+                break;
+            }
+        }
+    }
+    out.join("\n")
 }
 
 /// The top-level modules `text` names as `crate::<module>` or in `crate::{a, b::c}`.
@@ -232,6 +269,17 @@ fn the_import_scanner_sees_what_it_must() {
     assert_eq!(
         code("use crate::a; // crate::b\n#[cfg(test)]\nuse crate::c;"),
         "use crate::a; "
+    );
+    // Code after a gated item is read; the gated item (a line, a block, with more attributes) is not.
+    assert_eq!(
+        code("#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod tests;\nuse crate::d;"),
+        "use crate::d;"
+    );
+    assert_eq!(
+        code(
+            "impl A {\n    #[cfg(test)]\n    fn t() {\n        crate::e::f();\n    }\n    fn g() { crate::h::i(); }\n}"
+        ),
+        "impl A {\n    fn g() { crate::h::i(); }\n}"
     );
 }
 

@@ -169,7 +169,7 @@ impl TlsRig {
     pub(crate) fn sandbox_ca_file(&self, sandbox: &str) -> std::path::PathBuf {
         let config = cordon::config::Config::parse("test.yaml", &self.yaml).unwrap();
         let spec = config.sandbox(sandbox).unwrap();
-        let scope = cordon::tls::cas::scope_for(&config.policies[&spec.policy]);
+        let scope = cordon::tls::ca::scope_for(&config.policies[&spec.policy]);
         let store = cordon::tls::ca::CaStore::new(config.ca.dir.clone());
         let ca = store.load_or_create(sandbox, &scope).unwrap();
         let path = self.ca_dir.path().join(format!("{sandbox}.pem"));

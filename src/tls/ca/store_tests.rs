@@ -15,8 +15,8 @@ use time::OffsetDateTime;
 use x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA256;
 
 use super::*;
+use crate::tls::ca::sandbox_ca::CA_VALIDITY_DAYS;
 use crate::tls::leaf::LeafName;
-use crate::tls::sandbox_ca::CA_VALIDITY_DAYS;
 use crate::tls::scope::name_constraints;
 
 /// A store under a fresh temporary folder; its root is `<tempdir>/ca`, which does not exist yet.

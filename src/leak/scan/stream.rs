@@ -1,5 +1,5 @@
 //! What the sandbox sends, scanned for placeholders and secrets as it streams, whatever its size: the core
-//! of a request body's scan ([`crate::leak::scan_body`]) and of a WebSocket message's. Nothing that could be part
+//! of a request body's scan ([`crate::leak::scan::body`]) and of a WebSocket message's. Nothing that could be part
 //! of a finding leaves before it has been scanned: the last [`Detector::window`] bytes stay behind until the
 //! next chunk (or the end) shows they hold none, and nothing is held once the bytes seen end where no finding
 //! can begin.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::leak::detect::{Detector, Found};
+use crate::leak::scan::detect::{Detector, Found};
 
 /// Whether a finding refuses what carries it (secrets bound to the destination do not).
 pub(crate) type Refuses = Box<dyn Fn(&Found) -> bool + Send + Sync>;
@@ -162,5 +162,5 @@ impl ScanStream {
 }
 
 #[cfg(test)]
-#[path = "scan_stream_tests.rs"]
+#[path = "stream_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
-//! Masking secrets on their way back to a sandbox: every form of every secret ([`crate::leak::mask_forms`]) found in
+//! Masking secrets on their way back to a sandbox: every form of every secret ([`crate::leak::mask::forms`]) found in
 //! a response is replaced with the sandbox's placeholder for that credential, as the bytes stream through.
 //! One automaton, ignoring ASCII case, searches the raw bytes and, when they hold escapes or wrapped lines,
-//! their decoded reading too ([`crate::leak::mask_view`]); a form found in the reading is replaced where it is in
+//! their decoded reading too ([`crate::leak::mask::view`]); a form found in the reading is replaced where it is in
 //! the original.
 //!
 //! Streaming holds back only what could still become a secret: after each chunk, the output ends where the
@@ -20,12 +20,9 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::leak::mask_forms::{Style, joined_with, mask_forms};
-use crate::leak::mask_view::{self, Holds, View};
-
-/// The most patterns for which the SIMD prefilter pays off (measured: 6 patterns 9 GiB/s with it; 60 patterns
-/// 190 MiB/s with it, several times that without).
-pub(crate) const PREFILTER_MAX: usize = 16;
+use crate::leak::forms::PREFILTER_MAX;
+use crate::leak::mask::forms::{Style, joined_with, mask_forms};
+use crate::leak::mask::view::{self, Holds, View};
 
 /// The forms of a set of secrets, found in one pass: built once for those secrets and shared by every
 /// sandbox that masks them (each with its own placeholders, [`Masker::with`]).
@@ -191,7 +188,7 @@ impl Masker {
                 sep: None,
             })
             .collect();
-        let views = mask_view::readings(bytes, at_end, self.forms.holds);
+        let views = view::readings(bytes, at_end, self.forms.holds);
         if views.is_empty() {
             return Search { hits, views };
         }
@@ -332,9 +329,9 @@ impl MaskStream {
 }
 
 #[cfg(test)]
-#[path = "mask_tests.rs"]
+#[path = "masker_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "mask_proptests.rs"]
+#[path = "masker_proptests.rs"]
 mod proptests;

@@ -1,6 +1,6 @@
 //! A response body on its way to the sandbox with every secret masked as it streams: data frames through a
 //! [`MaskStream`] (every coding the upstream applied undone first, [`crate::body::codings`]; a body compressed by
-//! its media type compressed again after), trailers masked like headers ([`crate::leak::envelope`]).
+//! its media type compressed again after), trailers masked like headers ([`crate::leak::mask::envelope`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use crate::body::decode::DecodeError;
 use crate::body::decode_chain::Decoding;
 use crate::body::encode::Encoder;
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
-use crate::leak::mask::{MaskStream, Masker};
+use crate::leak::mask::masker::{MaskStream, Masker};
 
 /// How many decoded bytes one step hands on before the body is read again (what a decompression bomb can
 /// make cordon queue at once is about this, plus one step of one decoder).
@@ -142,7 +142,7 @@ impl Filter for Mask {
 
     /// Trailers are masked like headers.
     fn trailers(&mut self, mut trailers: HeaderMap) -> Result<HeaderMap, BoxError> {
-        crate::leak::envelope::mask_fields(&self.masker, &mut trailers);
+        crate::leak::mask::envelope::mask_fields(&self.masker, &mut trailers);
         Ok(trailers)
     }
 }
@@ -153,5 +153,5 @@ fn decoding_held(decoding: &Option<Decoding>) -> bool {
 }
 
 #[cfg(test)]
-#[path = "masked_body_tests.rs"]
+#[path = "body_tests.rs"]
 mod tests;

@@ -426,5 +426,5 @@ fn line_break(bytes: &[u8], i: usize, at_end: bool) -> Unit {
 }
 
 #[cfg(test)]
-#[path = "mask_view_tests.rs"]
+#[path = "view_tests.rs"]
 mod tests;

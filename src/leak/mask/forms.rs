@@ -11,7 +11,7 @@
 //! Matching ignores ASCII case, so the secret upper- or lower-cased, hex and percent-encoding in either case
 //! and lower-case base32 need no form of their own. Encodings that mix escaped and literal characters, or
 //! break lines anywhere (quoted-printable, HTML entities, percent-encoding of some bytes, wrapped base64 and
-//! base32), are read by decoding the text instead ([`crate::leak::mask_view`]): listing them would take one form
+//! base32), are read by decoding the text instead ([`crate::leak::mask::view`]): listing them would take one form
 //! per subset of characters.
 
 use crate::leak::forms::{MIN_FORM, forms};
@@ -110,5 +110,5 @@ fn utf16(secret: &[u8]) -> (Vec<u8>, Vec<u8>) {
 }
 
 #[cfg(test)]
-#[path = "mask_forms_tests.rs"]
+#[path = "forms_tests.rs"]
 mod tests;

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use secrecy::SecretString;
 
 use super::Masker;
-use crate::leak::mask_forms::joined;
+use crate::leak::mask::forms::joined;
 
 const PLACEHOLDER: &str = "cordon-ph-00112233445566778899aabbccddeeff";
 

@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use super::ca_error::{CaError, io_err};
-use super::crypto::random_bytes;
+use crate::tls::ca::error::{CaError, io_err};
+use crate::tls::crypto::random_bytes;
 
 pub(super) fn read_key(path: &Path) -> Result<String, CaError> {
     let mut file = File::open(path).map_err(io_err("open", path))?;

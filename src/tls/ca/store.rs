@@ -29,21 +29,20 @@
 //! # Validity
 //!
 //! A CA is valid from one hour before its creation (clock skew between cordon and the sandboxes) for
-//! [`CA_VALIDITY_DAYS`](super::sandbox_ca::CA_VALIDITY_DAYS) days, about ten years: it is a private root that lives as long as its sandbox, and
+//! [`CA_VALIDITY_DAYS`](crate::tls::ca::sandbox_ca::CA_VALIDITY_DAYS) days, about ten years: it is a private root that lives as long as its sandbox, and
 //! rotation is explicit. An expired CA is refused on load.
 
 use std::fmt;
 use std::fs::{self, DirBuilder};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-pub(crate) use super::ca_error::CaError;
-use super::ca_error::io_err;
-use super::ca_files::*;
-pub use super::sandbox_ca::SandboxCa;
-pub(super) use super::sandbox_ca::generate;
-pub use super::scope::Scope;
+use crate::locks::Unpoisoned;
+use crate::tls::ca::error::{CaError, io_err};
+use crate::tls::ca::files::*;
+use crate::tls::ca::sandbox_ca::{SandboxCa, generate};
+use crate::tls::scope::Scope;
 
 const CERT_FILE: &str = "ca.pem";
 const KEY_FILE: &str = "ca.key";
@@ -114,7 +113,7 @@ impl CaStore {
     /// Whether the folder and every sandbox folder in it are private to cordon: owned by its user (or root)
     /// and writable by nobody else. A folder that does not exist yet passes.
     pub fn check_folders(&self) -> Result<(), CaError> {
-        super::ca_files::check_folders(&self.dir)
+        check_folders(&self.dir)
     }
 
     /// Loads `dir/<sandbox>/ca.pem` and `ca.key` if present (never regenerating them), else creates them with
@@ -149,7 +148,7 @@ impl CaStore {
     /// Replaces a sandbox's CA with a fresh key and certificate limited to `scope`, whatever state the current
     /// one is in (this is the remedy for a broken CA). The previous certificate is kept as `ca.pem.old`, the
     /// previous key is not kept. Leaves minted by the old CA stay cached until
-    /// [`LeafCache::invalidate_sandbox`](super::cache::LeafCache::invalidate_sandbox) is called (they are never
+    /// [`LeafCache::invalidate_sandbox`](crate::tls::cache::LeafCache::invalidate_sandbox) is called (they are never
     /// served for the new CA, whose leaves are cached apart).
     pub(crate) fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
@@ -162,7 +161,7 @@ impl CaStore {
     /// `cordon ca export` or `rotate` run beside a live proxy.
     fn lock(&self) -> Result<(MutexGuard<'_, ()>, Option<fs::File>), CaError> {
         // The guarded state is on disk and every step leaves it recoverable, so a panic elsewhere poisons nothing.
-        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let guard = self.lock.lock().unpoisoned();
         Ok((guard, lock_folder(&self.dir)?))
     }
 
@@ -310,9 +309,9 @@ fn read_pair(sandbox: &str, cert_path: &Path, key_path: &Path) -> Result<Sandbox
 }
 
 #[cfg(test)]
-#[path = "ca_tests.rs"]
-pub(super) mod tests;
+#[path = "store_tests.rs"]
+pub(crate) mod tests;
 
 #[cfg(test)]
-#[path = "ca_shared_tests.rs"]
+#[path = "shared_tests.rs"]
 mod shared_tests;

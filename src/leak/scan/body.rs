@@ -7,7 +7,7 @@
 //! in the [`ScanVerdict`] for the pipeline to answer the sandbox with.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -15,9 +15,10 @@ use http_body::Frame;
 
 use crate::body::decode::Decoder;
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
-use crate::leak::detect::{Detector, Found};
-pub(crate) use crate::leak::scan_stream::Refuses;
-use crate::leak::scan_stream::ScanStream;
+use crate::leak::scan::detect::{Detector, Found};
+pub(crate) use crate::leak::scan::stream::Refuses;
+use crate::leak::scan::stream::ScanStream;
+use crate::locks::Unpoisoned;
 
 /// What a body scan found that refuses the request, once it has.
 #[derive(Clone, Default)]
@@ -26,11 +27,11 @@ pub(crate) struct ScanVerdict(Arc<Mutex<Option<Found>>>);
 impl ScanVerdict {
     /// The finding, if the scan refused the body.
     pub(crate) fn take(&self) -> Option<Found> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+        self.0.lock().unpoisoned().take()
     }
 
     fn set(&self, found: Found) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(found);
+        *self.0.lock().unpoisoned() = Some(found);
     }
 }
 
@@ -120,5 +121,5 @@ impl Filter for Scan {
 }
 
 #[cfg(test)]
-#[path = "scan_body_tests.rs"]
+#[path = "body_tests.rs"]
 mod tests;

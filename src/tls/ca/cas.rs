@@ -5,9 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::ca::{CaError, CaStore, RotateCommand, SandboxCa, Scope};
-pub(crate) use super::ca_shared::SharedCas;
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
+use crate::tls::ca::error::CaError;
+use crate::tls::ca::sandbox_ca::SandboxCa;
+use crate::tls::ca::shared::SharedCas;
+use crate::tls::ca::store::{CaStore, RotateCommand};
+use crate::tls::scope::Scope;
 
 /// The CAs of every sandbox, loaded on first need.
 pub(crate) struct SandboxCas {

@@ -12,9 +12,9 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use time::OffsetDateTime;
 
-use super::ca_error::CaError;
-use super::crypto::random_serial;
-use super::scope::{Scope, name_constraints, scope_from_cert};
+use crate::tls::ca::error::CaError;
+use crate::tls::crypto::random_serial;
+use crate::tls::scope::{Scope, name_constraints, scope_from_cert};
 /// How long a CA certificate is valid, in days (ten years and the leap days in them).
 pub(crate) const CA_VALIDITY_DAYS: i64 = 3652;
 /// How far before its creation a CA certificate's validity starts, so that a sandbox whose clock is behind
@@ -72,12 +72,12 @@ impl SandboxCa {
     }
 
     /// The CA's key identifier (truncated SHA-256 of its public key): tells two CAs of one sandbox apart.
-    pub(super) fn key_id(&self) -> &[u8] {
+    pub(crate) fn key_id(&self) -> &[u8] {
         &self.key_id
     }
 
     /// What rcgen needs to sign a leaf.
-    pub(super) fn issuer(&self) -> &Issuer<'static, KeyPair> {
+    pub(crate) fn issuer(&self) -> &Issuer<'static, KeyPair> {
         &self.issuer
     }
 

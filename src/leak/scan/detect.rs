@@ -1,5 +1,5 @@
 //! The exfiltration scan: every placeholder and every real secret in a text the sandbox sends, in the raw
-//! bytes and in every reading decoding makes of them ([`crate::leak::views`]), case-insensitively, in one pass of
+//! bytes and in every reading decoding makes of them ([`crate::leak::scan::views`]), case-insensitively, in one pass of
 //! one automaton per reading.
 
 use std::borrow::Cow;
@@ -10,7 +10,7 @@ use aho_corasick::{AhoCorasick, Anchored, MatchKind};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::leak::forms::forms;
-use crate::leak::views::views;
+use crate::leak::scan::views::{Readings, views};
 use crate::placeholder::PREFIX;
 
 /// Hex digits after the prefix in a placeholder.
@@ -102,7 +102,7 @@ impl Detector {
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .prefilter(patterns.len() <= crate::leak::mask::PREFILTER_MAX)
+            .prefilter(patterns.len() <= crate::leak::forms::PREFILTER_MAX)
             .build(&patterns)?;
         let nfa = NFA::builder()
             .ascii_case_insensitive(true)
@@ -125,6 +125,11 @@ impl Detector {
     /// Every placeholder and secret in `text` and its readings.
     pub fn scan(&self, text: &[u8]) -> Found {
         self.scan_readings(&views(text))
+    }
+
+    /// What [`Detector::scan`] says of a text whose readings are made already.
+    pub(crate) fn scan_read(&self, read: &Readings) -> Found {
+        self.scan_readings(&read.all())
     }
 
     /// What [`Detector::scan`] and [`Detector::open_ended`] say of `text`, its readings made once.

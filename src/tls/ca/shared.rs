@@ -7,9 +7,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use super::ca::{CaError, SandboxCa, Scope, generate};
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError, Sealer};
+use crate::tls::ca::error::CaError;
+use crate::tls::ca::sandbox_ca::{SandboxCa, generate};
+use crate::tls::scope::Scope;
 
 /// The `cas` table and this replica's copy of it.
 pub(crate) struct SharedCas {

@@ -7,7 +7,7 @@ use std::sync::Barrier;
 
 use super::tests::store;
 use super::*;
-use crate::tls::ca_files::LOCK_FILE;
+use crate::tls::ca::files::LOCK_FILE;
 
 #[test]
 fn stores_sharing_a_folder_agree_on_each_new_sandboxs_ca() {

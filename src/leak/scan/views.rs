@@ -9,6 +9,8 @@
 
 use std::borrow::Cow;
 
+use bytes::Bytes;
+
 /// How many decoders deep a reading goes.
 const DEPTH: usize = 2;
 
@@ -33,6 +35,36 @@ pub(crate) fn views(text: &[u8]) -> Vec<Cow<'_, [u8]>> {
         frontier = next;
     }
     out
+}
+
+/// A text and its readings ([`views`]), made once and read by whoever looks at the text: the exfiltration scan
+/// and, for a request body, the token-request reader.
+pub(crate) struct Readings {
+    /// The text.
+    text: Bytes,
+    /// Every reading decoding makes of it.
+    decoded: Vec<Vec<u8>>,
+}
+
+impl Readings {
+    /// The readings of `text`.
+    pub(crate) fn of(text: Bytes) -> Readings {
+        let decoded = views(&text).into_iter().skip(1).map(Cow::into_owned).collect();
+        Readings { text, decoded }
+    }
+
+    /// The text itself.
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// The text, then every reading decoding makes of it (as [`views`] gives them).
+    pub(crate) fn all(&self) -> Vec<Cow<'_, [u8]>> {
+        std::iter::once(&self.text[..])
+            .chain(self.decoded.iter().map(Vec::as_slice))
+            .map(Cow::Borrowed)
+            .collect()
+    }
 }
 
 /// Whether any decoder applies to `text` (each looks for its own sign first).

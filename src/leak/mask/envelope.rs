@@ -7,7 +7,7 @@ use http::response::Parts;
 use http::{HeaderMap, HeaderName};
 use hyper::ext::ReasonPhrase;
 
-use crate::leak::mask::Masker;
+use crate::leak::mask::masker::Masker;
 
 /// Mask a response head: its reason phrase (which hyper keeps, and writes back to an HTTP/1.1 sandbox, only
 /// when it is not the canonical one) and its headers.

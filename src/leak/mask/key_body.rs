@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 
 use crate::body::decode::Decoder;
 use crate::body::{BoxError, Filter, Filtered, ProxyBody};
-use crate::leak::key_mask::{Fields, KeyMask, available};
+use crate::leak::mask::key_mask::{Fields, KeyMask, available};
 
 /// Content types that carry no key material in fields (media), or that masking would corrupt (AWS event
 /// streams: binary frames with checksums, e.g. Bedrock's streamed answers).
