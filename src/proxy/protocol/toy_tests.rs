@@ -143,7 +143,11 @@ async fn through_step(
         target: Ok(target.clone()),
         intent: Intent::Request { req, inside: None },
     };
-    let mut ex = Exchange::live(state.clone(), &input);
+    let mut ex = Exchange::start(
+        Arc::new(crate::proxy::live::Live(state.clone())),
+        state.current(),
+        &input,
+    );
     let Input { claim, intent, .. } = input;
     let sandbox = ex.identify(claim).expect("identified");
     let decision = ex.decide(&sandbox, &target, &intent).expect("allowed");
