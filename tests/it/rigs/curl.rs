@@ -19,6 +19,9 @@ pub(crate) struct Curled {
     pub version: String,
     /// The final response's headers, names lower-case; a repeated header once per value, in the order received.
     pub headers: Vec<(String, String)>,
+    /// The proxy's answer to CONNECT: its headers, names lower-case (empty when there was no CONNECT). A refused
+    /// CONNECT's `x-cordon-reason` is here, since there is no final response then.
+    pub connect_headers: Vec<(String, String)>,
     /// The final response's body (decoded when curl was asked `--compressed`).
     pub body: Vec<u8>,
     /// What curl said on stderr (its error, with `-sS`).
@@ -78,7 +81,12 @@ impl std::fmt::Display for Curled {
 pub(crate) fn run(mut c: Command) -> Curled {
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body");
-    c.arg("-o").arg(&body).args(["-w", "%{json}%{header_json}"]);
+    let heads_file = dir.path().join("heads");
+    c.arg("-o")
+        .arg(&body)
+        .arg("-D")
+        .arg(&heads_file)
+        .args(["-w", "%{json}%{header_json}"]);
     let out = c.timed_output().unwrap_or_else(|e| panic!("{c:?} did not start: {e}"));
     let mut values = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<serde_json::Value>();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -97,10 +105,27 @@ pub(crate) fn run(mut c: Command) -> Curled {
             }
         }
     }
+    let connect = number("http_connect");
+    // curl's JSON holds the final response's headers only; the CONNECT's are the first head of the dump.
+    let connect_headers = if connect == 0 {
+        Vec::new()
+    } else {
+        std::fs::read_to_string(&heads_file)
+            .unwrap_or_default()
+            .split("\r\n\r\n")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect()
+    };
     Curled {
+        connect_headers,
         code: out.status.code().unwrap_or(-1),
         status: number("http_code"),
-        connect: number("http_connect"),
+        connect,
         version: info["http_version"].as_str().unwrap_or("0").to_owned(),
         headers,
         body: std::fs::read(&body).unwrap_or_default(),

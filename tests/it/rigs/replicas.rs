@@ -130,14 +130,28 @@ async fn answers_healthz(port: u16) -> bool {
 pub(crate) struct Head(crate::rigs::curl::Curled);
 
 impl Head {
-    /// The status of the last response (0 when curl got none).
+    /// The status of the last response: the final one, or the proxy's answer to a CONNECT that got no further
+    /// (0 when curl got none).
     pub(crate) fn status(&self) -> u16 {
-        self.0.status
+        if self.0.status == 0 {
+            self.0.connect
+        } else {
+            self.0.status
+        }
     }
 
-    /// The value of header `name` (any case), or "".
+    /// The value of header `name` (any case) in the last response (see [`Head::status`]), or "".
     pub(crate) fn header(&self, name: &str) -> String {
-        self.0.header(name).unwrap_or_default().trim().to_owned()
+        let headers = if self.0.status == 0 {
+            &self.0.connect_headers
+        } else {
+            &self.0.headers
+        };
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
     }
 }
 
