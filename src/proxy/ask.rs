@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
 
-use super::protocol::step::Asking;
+use super::handover::Asking;
 use crate::approval::{self, BodySeen, Header, HeldRequest};
 use crate::body::ProxyBody;
 use crate::identity::Sandbox;

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
@@ -24,11 +24,14 @@ use crate::limits::Meter;
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
 use crate::proxy::tunnel::scope::ConnScope;
-use crate::state::ProxyState;
+use crate::state::ProtocolMemory;
 use crate::target::Target;
 
-/// A dry run's effects.
-pub(crate) struct Dry(pub(crate) Notes);
+/// A dry run's effects: where its notes go, and what its protocols remember (its own, forgotten when it ends).
+pub(crate) struct Dry {
+    notes: Notes,
+    memory: ProtocolMemory,
+}
 
 /// Where a dry run's records go: nowhere.
 struct Discard;
@@ -38,12 +41,20 @@ impl crate::audit::Sink for Discard {
 }
 
 impl Dry {
+    /// A dry run that notes into `notes`.
+    pub(crate) fn new(notes: Notes) -> Dry {
+        Dry {
+            notes,
+            memory: ProtocolMemory::default(),
+        }
+    }
+
     /// What the address guard says of every address the destination resolves to.
     async fn guard(&self, generation: &Generation, target: &Target) {
         match generation.dialer.explain(target).await {
             Ok(res) if res.addrs.is_empty() => {
                 let e = ProxyError::Dial(DialError::NoAddress { target: target.clone() });
-                self.0
+                self.notes
                     .push(Note::NoAddress(target.host.to_string(), DryRefusal::of(&e)));
             }
             Ok(res) => {
@@ -51,31 +62,35 @@ impl Dry {
                     let refusal = verdict
                         .err()
                         .map(|r| DryRefusal::of(&ProxyError::Dial(DialError::Refused(r))));
-                    self.0.push(Note::Address(addr, refusal));
+                    self.notes.push(Note::Address(addr, refusal));
                 }
             }
-            Err(e) => self.0.push(Note::Unresolved(DryRefusal::of(&ProxyError::Dial(e)))),
+            Err(e) => self.notes.push(Note::Unresolved(DryRefusal::of(&ProxyError::Dial(e)))),
         }
     }
 }
 
-#[async_trait]
 impl Effects for Dry {
     fn audit_sink(&self) -> Arc<dyn crate::audit::Sink> {
         Arc::new(Discard)
     }
 
-    fn live(&self) -> Option<&Arc<ProxyState>> {
-        None
+    fn memory(&self) -> &ProtocolMemory {
+        &self.memory
+    }
+
+    /// A dry run has no body: what needs it is noted instead.
+    async fn body(&self, _: &mut Request<ProxyBody>) -> Result<Option<Bytes>, ProxyError> {
+        Ok(None)
     }
 
     fn note(&self, note: Note) {
-        self.0.push(note);
+        self.notes.push(note);
     }
 
     fn enforce(&self, verdict: Result<(), ProxyError>) -> Result<(), ProxyError> {
         if let Err(e) = verdict {
-            self.0.push(Note::Refused(DryRefusal::of(&e)));
+            self.notes.push(Note::Refused(DryRefusal::of(&e)));
         }
         Ok(())
     }
@@ -85,7 +100,7 @@ impl Effects for Dry {
     }
 
     fn ends(&self, err: &ProxyError) -> bool {
-        self.0.push(Note::Refused(DryRefusal::of(err)));
+        self.notes.push(Note::Refused(DryRefusal::of(err)));
         false
     }
 
@@ -129,8 +144,8 @@ impl Effects for Dry {
 
     async fn ask(&self, rule: usize, _: HeldRequest) -> Option<Resolution> {
         // A refused request is never shown to anyone.
-        if !self.0.refused() {
-            self.0.push(Note::WouldAsk(rule));
+        if !self.notes.refused() {
+            self.notes.push(Note::WouldAsk(rule));
         }
         None
     }
@@ -148,7 +163,7 @@ impl Effects for Dry {
             return Err(ProxyError::Internal);
         };
         // What an earlier step refuses carries no credential: live, it never gets this far.
-        let refused = self.0.refused();
+        let refused = self.notes.refused();
         for name in &policy.credentials {
             let usage = match generation.credentials.how(name) {
                 Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
@@ -161,7 +176,7 @@ impl Effects for Dry {
                 }
                 _ => CredentialUse::NotBound,
             };
-            self.0.push(Note::Credential(name.clone(), usage));
+            self.notes.push(Note::Credential(name.clone(), usage));
         }
         Ok(Attached {
             reply: Reply::default(),
@@ -199,8 +214,8 @@ impl Effects for Dry {
     ) -> Option<Result<Dialled, ProxyError>> {
         self.guard(generation, target).await;
         // What the CONNECT becomes, once open (a refused one becomes nothing).
-        if !self.0.refused() {
-            self.0.push(Note::Tunnel(tls));
+        if !self.notes.refused() {
+            self.notes.push(Note::Tunnel(tls));
         }
         None
     }

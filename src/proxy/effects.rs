@@ -7,10 +7,11 @@
 //! `Option` returns `None` in a dry run where live traffic would go on to something that only live traffic
 //! has (an upstream's answer, an open tunnel, a resolved name).
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use tokio::net::TcpStream;
@@ -31,7 +32,7 @@ use crate::limits::{Meter, OpenGuard};
 use crate::names::CredentialName;
 use crate::policy::{Policy, TlsMode};
 use crate::proxy::tunnel::scope::ConnScope;
-use crate::state::ProxyState;
+use crate::state::ProtocolMemory;
 use crate::target::Target;
 
 /// A tunnel's upstream side once its checks passed: its slot under the open caps, and the dialled stream for a
@@ -56,15 +57,19 @@ pub(crate) struct Attached {
     pub(super) names: Vec<CredentialName>,
 }
 
-/// The effects of the phases. See the module doc.
-#[async_trait]
+/// The effects of the phases. See the module doc. Every phase takes them as `&impl Effects`: the two runs are two
+/// instances of the same code, with no dynamic dispatch or boxed future on the request path.
 pub(crate) trait Effects: Send + Sync {
     /// Where this run's audit records go.
     fn audit_sink(&self) -> Arc<dyn audit::Sink>;
 
-    /// The live state, for the protocol step's pins and sessions (MCP), which have not been made effects of
-    /// their own yet; `None` in a dry run.
-    fn live(&self) -> Option<&Arc<ProxyState>>;
+    /// Protocol: what the protocols remember across requests (MCP pins, held tools and sessions, GraphQL's
+    /// persisted documents). A dry run's is its own, empty and forgotten when it ends.
+    fn memory(&self) -> &ProtocolMemory;
+
+    /// Protocol and approve: the request's whole body, read (bounded) and put back (`None`: a dry run, which has
+    /// no body; what needs it is noted instead).
+    fn body(&self, req: &mut Request<ProxyBody>) -> impl Future<Output = Result<Option<Bytes>, ProxyError>> + Send;
 
     /// Note what a phase found (a dry run keeps it; live traffic has its audit record instead).
     fn note(&self, note: Note);
@@ -81,7 +86,7 @@ pub(crate) trait Effects: Send + Sync {
     fn ends(&self, err: &ProxyError) -> bool;
 
     /// Identify: a signed credential of a sandbox created on another replica a moment ago is learnt first.
-    async fn learn(&self, claim: &Claim);
+    fn learn(&self, claim: &Claim) -> impl Future<Output = ()> + Send;
 
     /// Identify: a proxy credential judged, failed attempts counted and throttled per source address.
     fn authenticate(
@@ -111,10 +116,10 @@ pub(crate) trait Effects: Send + Sync {
     fn held(&self, sandbox: &Sandbox) -> bool;
 
     /// Approve: hold the request for a person (`None`: a dry run, which notes that it would).
-    async fn ask(&self, rule: usize, held: HeldRequest) -> Option<Resolution>;
+    fn ask(&self, rule: usize, held: HeldRequest) -> impl Future<Output = Option<Resolution>> + Send;
 
     /// Credentials: placeholders checked, the usable credentials applied, the budget of each taken.
-    async fn credentials(
+    fn credentials(
         &self,
         generation: &Arc<Generation>,
         sandbox: &Sandbox,
@@ -122,14 +127,14 @@ pub(crate) trait Effects: Send + Sync {
         decision: &Permit,
         req: &mut Request<ProxyBody>,
         meter: Option<Arc<dyn Meter>>,
-    ) -> Result<Attached, ProxyError>;
+    ) -> impl Future<Output = Result<Attached, ProxyError>> + Send;
 
     /// The meter of a plain HTTP exchange's bodies against the sandbox's byte budget.
     fn meter(&self, kind: Kind, sandbox: &Arc<Sandbox>) -> Option<Arc<dyn Meter>>;
 
     /// Send: the request through the sandbox's pool (`None`: a dry run, which notes what the pool's guard says
     /// of a plain request's destination).
-    async fn send(
+    fn send(
         &self,
         generation: &Arc<Generation>,
         sandbox: &Sandbox,
@@ -137,18 +142,22 @@ pub(crate) trait Effects: Send + Sync {
         inside: Option<&Arc<Inside>>,
         websocket: bool,
         req: Request<ProxyBody>,
-    ) -> Option<Result<Response<Incoming>, ProxyError>>;
+    ) -> impl Future<Output = Option<Result<Response<Incoming>, ProxyError>>> + Send;
 
     /// A tunnel: its connection caps, then dialled (`tls: tunnel`) or resolved (intercepted) (`None`: a dry
     /// run, which notes what the guard says and what the CONNECT becomes).
-    async fn open(
+    fn open(
         &self,
         generation: &Generation,
         sandbox: &Sandbox,
         target: &Target,
         tls: TlsMode,
-    ) -> Option<Result<Dialled, ProxyError>>;
+    ) -> impl Future<Output = Option<Result<Dialled, ProxyError>>> + Send;
 
     /// A DNS name resolved through the guard (`None`: a dry run).
-    async fn resolve(&self, generation: &Generation, name: &str) -> Option<Result<Vec<IpAddr>, crate::net::DialError>>;
+    fn resolve(
+        &self,
+        generation: &Generation,
+        name: &str,
+    ) -> impl Future<Output = Option<Result<Vec<IpAddr>, crate::net::DialError>>> + Send;
 }

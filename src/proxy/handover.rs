@@ -1,11 +1,15 @@
 //! What one phase hands the next: the decision's [`Permit`] (everything later phases need of the policy, so none
-//! looks a rule up again) and the credentials phase's [`Reply`] (what the response phase needs to keep the
-//! sandbox's secrets in).
+//! looks a rule up again), the protocol phase's [`Judgements`] (what a person must allow, how the answer is
+//! checked) and the credentials phase's [`Reply`] (what the response phase needs to keep the sandbox's secrets
+//! in).
 
 use std::sync::Arc;
 
+use super::protocol::contract::{Answer, Protocol};
+use crate::error::ProxyError;
 use crate::leak::mask::masker::Masker;
 use crate::limits::Meter;
+use crate::policy::protocol::Asked;
 use crate::policy::{Action, Policy, TlsMode};
 
 /// What the policy decided, with everything later steps need.
@@ -40,6 +44,32 @@ pub(crate) struct Reply {
     pub(crate) aws_keys: bool,
     /// A GitHub or OAuth2 minting call was let through: its answer's tokens are masked.
     pub(crate) tokens: bool,
-    /// The answer of an endpoint whose protocol checks it (MCP: checked, and its tool lists filtered).
-    pub(crate) protocol: Option<Box<dyn super::protocol::contract::Answer>>,
+}
+
+/// What a person must allow first: the protocol that asks, and what it asks.
+pub(crate) struct Asking {
+    pub(crate) protocol: &'static dyn Protocol,
+    pub(crate) asked: Asked,
+}
+
+/// What the protocol phase hands on.
+#[derive(Default)]
+pub(crate) struct Judgements {
+    /// What a person must allow first, if anything.
+    pub(crate) asking: Option<Asking>,
+    /// What the answer is checked and filtered with.
+    pub(crate) answer: Option<Box<dyn Answer>>,
+}
+
+impl Judgements {
+    /// A person's refusal of what the protocol asked, as its client understands it (a JSON-RPC error, a GraphQL
+    /// error), not an HTTP status; any other error as it is.
+    pub(crate) fn refusal(&self, e: ProxyError) -> ProxyError {
+        match (&self.asking, e) {
+            (Some(a), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..))) => {
+                ProxyError::Protocol(a.protocol.refuse(&a.asked, e.reason(), e.to_string()))
+            }
+            (_, e) => e,
+        }
+    }
 }

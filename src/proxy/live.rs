@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use async_trait::async_trait;
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
@@ -24,7 +24,7 @@ use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::session::admission::{self, BudgetMeter};
-use crate::state::ProxyState;
+use crate::state::{ProtocolMemory, ProxyState};
 use crate::target::Target;
 use crate::upstream::send::send;
 
@@ -39,14 +39,17 @@ impl Live {
     }
 }
 
-#[async_trait]
 impl Effects for Live {
     fn audit_sink(&self) -> Arc<dyn audit::Sink> {
         self.0.audit.clone()
     }
 
-    fn live(&self) -> Option<&Arc<ProxyState>> {
-        Some(&self.0)
+    fn memory(&self) -> &ProtocolMemory {
+        &self.0.memory
+    }
+
+    async fn body(&self, req: &mut Request<ProxyBody>) -> Result<Option<Bytes>, ProxyError> {
+        super::protocol::read::read_whole(req).await.map(Some)
     }
 
     fn note(&self, _: Note) {}
@@ -179,7 +182,6 @@ impl Effects for Live {
             aws_keys: generation.credentials.signs_aws(&applied.names),
             tokens: applied.tokens,
             masker: generation.credentials.masker(sandbox, policy, &decision.masked).await?,
-            protocol: None,
         };
         Ok(Attached {
             reply,

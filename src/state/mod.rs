@@ -92,6 +92,14 @@ pub struct ProxyState {
     pub(crate) webhook: Option<Arc<Webhook>>,
     /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
     pub(crate) previews: Option<Arc<crate::preview::Previews>>,
+    /// What the protocols remember across requests.
+    pub(crate) memory: ProtocolMemory,
+}
+
+/// What the protocols cordon reads inside requests remember across them: live traffic's outlives reloads; a dry
+/// run (`cordon explain`) has its own, empty one.
+#[derive(Default)]
+pub(crate) struct ProtocolMemory {
     /// The MCP tools each sandbox saw, per server origin (pinned to what they said).
     pub(crate) mcp_pins: crate::mcp::tools::Pins,
     /// Each MCP session id, bound to the sandbox that first showed it.
@@ -165,10 +173,7 @@ impl ProxyState {
             violations,
             credential_budgets,
             previews,
-            mcp_pins: Default::default(),
-            mcp_sessions: Default::default(),
-            mcp_held: Default::default(),
-            graphql_documents: Default::default(),
+            memory: ProtocolMemory::default(),
             webhook,
             cas: opened.cas,
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),

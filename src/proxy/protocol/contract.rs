@@ -14,7 +14,7 @@ use crate::identity::Sandbox;
 use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
 use crate::policy::{Policy, Rule};
 use crate::reason::Reason;
-use crate::state::ProxyState;
+use crate::state::ProtocolMemory;
 use crate::target::Target;
 
 /// One protocol cordon reads inside requests to the endpoints whose rule has its section.
@@ -32,10 +32,10 @@ pub(crate) trait Protocol: Send + Sync {
     /// The reason code of a request that is not this protocol, or not as cordon can judge it (answered 400).
     fn invalid(&self) -> Reason;
 
-    /// Read `req` (its body read whole and put back, so the refusal is what the client reads) and judge it
-    /// against the rule's section. A request that cannot be the protocol may be refused here at once (an
-    /// upgrade, a coded body); what is judged comes back as a [`Judged`]. A dry run (`cx.state` is `None`) has
-    /// no body: it judges nothing it would need the body for.
+    /// Judge `req` (its whole body is `cx.body`, read before anything is refused, so the refusal is what the
+    /// client reads) against the rule's section. A request that cannot be the protocol may be refused here at
+    /// once (an upgrade, a coded body); what is judged comes back as a [`Judged`]. A dry run has no body
+    /// (`cx.body` is `None`): nothing that needs it is judged.
     async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError>;
 
     /// A person's refusal of what it asked (`asked`), in the protocol's own words.
@@ -48,8 +48,10 @@ pub(crate) trait Protocol: Send + Sync {
 
 /// What a protocol judges a request with.
 pub(crate) struct Context<'a> {
-    /// The live state (what the protocol remembers: pins, sessions, persisted documents), `None` in a dry run.
-    pub(crate) state: Option<&'a Arc<ProxyState>>,
+    /// What the protocols remember across requests (pins, sessions, persisted documents).
+    pub(crate) memory: &'a ProtocolMemory,
+    /// The request's whole body (`None` in a dry run, which has none).
+    pub(crate) body: Option<Bytes>,
     pub(crate) sandbox: &'a Sandbox,
     pub(crate) target: &'a Target,
     /// The policy that allowed the request, and its rule that names the protocol.
@@ -81,12 +83,6 @@ impl Judged {
 /// An answer's check on its way back, made by a protocol for one request.
 #[async_trait::async_trait]
 pub(crate) trait Answer: Send {
-    /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused (`state` is the live
-    /// state).
-    async fn answered(
-        self: Box<Self>,
-        parts: &mut Parts,
-        body: ProxyBody,
-        state: Option<&ProxyState>,
-    ) -> Result<ProxyBody, ProxyError>;
+    /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused.
+    async fn answered(self: Box<Self>, parts: &mut Parts, body: ProxyBody) -> Result<ProxyBody, ProxyError>;
 }

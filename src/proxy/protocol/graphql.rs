@@ -13,7 +13,7 @@ use crate::graphql::judge::judge;
 use crate::policy::Rule;
 use crate::policy::protocol::{Asked, ProtocolRecord, Refused};
 use crate::proxy::protocol::contract::{Context, Judged, Protocol};
-use crate::proxy::protocol::read::{coded, read_whole};
+use crate::proxy::protocol::read::coded;
 use crate::reason::Reason;
 
 /// GraphQL over HTTP.
@@ -50,12 +50,11 @@ impl Protocol for Graphql {
     }
 
     async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError> {
-        let (Some(rules), Some(state)) = (cx.rule.graphql.clone(), cx.state) else {
-            // A dry run has no body: the step's note says what would be judged.
+        // A dry run has no body: the phase's note says what would be judged. (The body was read before anything
+        // is refused, so that the refusal is what the client reads.)
+        let (Some(rules), Some(data)) = (cx.rule.graphql.clone(), cx.body.clone()) else {
             return Ok(Judged::nothing());
         };
-        // Read before anything is refused, so that the refusal is what the client reads.
-        let data = read_whole(req).await?;
         // SECURITY: a WebSocket's frames (graphql-ws) would pass unread.
         if req.headers().contains_key(UPGRADE) {
             return Err(invalid(
@@ -71,7 +70,8 @@ impl Protocol for Graphql {
         let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
         let (params, batch) =
             crate::graphql::request::read(req.method(), req.uri().query(), content_type, &data).map_err(invalid)?;
-        let documents = state
+        let documents = cx
+            .memory
             .graphql_documents
             .at(&cx.target.host.to_string(), cx.target.port, req.uri().path());
         let (seen, judgement) = judge(&rules, &documents, params, batch);

@@ -1,7 +1,7 @@
 //! The protocol step: what an endpoint's rule says about the messages of the protocol it speaks (MCP, GraphQL),
 //! and the checking of their answers. Each protocol is one [`Protocol`](contract::Protocol): it reads the request, judges it
 //! against its section of the rule, refuses in its own words, shows a person what it asks, and checks the
-//! answer; the step (`step`) runs the one the rule names and acts on what it found, the same way for every
+//! answer; the protocol phase (`proxy::phase::protocol`) runs the one the rule names and acts on what it found, the same way for every
 //! protocol. A protocol is added with its module here and one line in [`PROTOCOLS`] (docs/src/development.md).
 //!
 //! The shapes a protocol deals in (the verdict, what is asked, a refusal, its section of the audit record) are
@@ -10,14 +10,13 @@
 pub(crate) mod contract;
 mod graphql;
 mod mcp;
-pub(super) mod read;
-pub(super) mod step;
+pub(crate) mod read;
 
 use contract::Protocol;
 
 /// The protocols cordon judges inside a request, one line each. A rule names at most one (the configuration
-/// refuses a rule with two sections); the step runs the first that governs the rule.
-pub(super) const PROTOCOLS: &[&dyn Protocol] = &[&mcp::Mcp, &graphql::Graphql];
+/// refuses a rule with two sections); the phase runs the first that governs the rule.
+pub(crate) const PROTOCOLS: &[&dyn Protocol] = &[&mcp::Mcp, &graphql::Graphql];
 
 #[cfg(test)]
 #[path = "toy_tests.rs"]

@@ -20,7 +20,9 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::policy::Rule;
 use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
-use crate::proxy::exchange::Exchange;
+use crate::proxy::ctx::Ctx;
+use crate::proxy::live::Live;
+use crate::proxy::phase;
 use crate::proxy::input::{Claim, Input, Intent, Outcome};
 use crate::reason::Reason;
 use crate::state::ProxyState;
@@ -64,8 +66,10 @@ impl Protocol for Toy {
     }
 
     async fn judge(&self, cx: &Context<'_>, req: &mut Request<ProxyBody>) -> Result<Judged, ProxyError> {
-        assert!(cx.state.is_some(), "live: the toy reads the body");
-        let body = super::read::read_whole(req).await?;
+        let _ = req;
+        let Some(body) = cx.body.clone() else {
+            panic!("live: the toy is given the body")
+        };
         let text = String::from_utf8_lossy(&body);
         let (verb, word) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
         let judgement = match verb {
@@ -127,7 +131,7 @@ async fn through_step(
     state: &Arc<ProxyState>,
     path: &str,
     said: &'static str,
-) -> Result<super::step::Judgements, Response<ProxyBody>> {
+) -> Result<crate::proxy::handover::Judgements, Response<ProxyBody>> {
     let req = Request::builder()
         .method(Method::POST)
         .uri(format!("http://toy.test{path}"))
@@ -143,20 +147,14 @@ async fn through_step(
         target: Ok(target.clone()),
         intent: Intent::Request { req, inside: None },
     };
-    let mut ex = Exchange::start(
-        Arc::new(crate::proxy::live::Live(state.clone())),
-        state.current(),
-        &input,
-    );
-    let Input { claim, intent, .. } = input;
-    let sandbox = ex.identify(claim).expect("identified");
-    let decision = ex.decide(&sandbox, &target, &intent).expect("allowed");
-    let Intent::Request { mut req, .. } = intent else {
-        panic!("a request")
-    };
-    match ex.protocols(&[&Toy], &sandbox, &target, &decision, &mut req).await {
-        Ok(judged) => Ok(judged),
-        Err(e) => match ex.refuse(e) {
+    let fx = Live(state.clone());
+    let mut ctx = Ctx::start(&fx, state.current(), input);
+    phase::identify::run(&mut ctx, &fx).await.expect("identified");
+    phase::target::run(&mut ctx, &fx).await.expect("a target");
+    phase::decide::run(&mut ctx, &fx).await.expect("allowed");
+    match phase::protocol::judge(&mut ctx, &fx, &[&Toy]).await {
+        Ok(()) => Ok(std::mem::take(&mut ctx.judged)),
+        Err(e) => match phase::record::run(ctx, &fx, Err(e)) {
             Outcome::Respond(resp) => Err(resp),
             _ => panic!("a refusal is answered"),
         },

@@ -5,4 +5,5 @@
 mod benchmarks;
 mod deadlines;
 mod layers;
+mod phases;
 pub(crate) mod openapi;

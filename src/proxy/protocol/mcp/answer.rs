@@ -16,7 +16,6 @@ use crate::mcp::sessions::Refusal;
 use crate::policy::{Policy, Question};
 use crate::proxy::protocol::contract::Answer;
 use crate::reason::Reason;
-use crate::state::ProxyState;
 use crate::target::{Target, check_path};
 
 /// What an MCP endpoint's answer is checked with.
@@ -65,13 +64,8 @@ fn refused(code: Reason, message: String) -> ProxyError {
 
 #[async_trait::async_trait]
 impl Answer for McpAnswer {
-    async fn answered(
-        self: Box<Self>,
-        parts: &mut Parts,
-        body: ProxyBody,
-        state: Option<&ProxyState>,
-    ) -> Result<ProxyBody, ProxyError> {
-        (*self).check(parts, body, state).await
+    async fn answered(self: Box<Self>, parts: &mut Parts, body: ProxyBody) -> Result<ProxyBody, ProxyError> {
+        (*self).check(parts, body).await
     }
 }
 
@@ -79,12 +73,7 @@ impl McpAnswer {
     /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused. An answer that is not a
     /// success and cannot be read is not refused (its status and headers, `WWW-Authenticate` or `Location`, are
     /// what a client acts on): its body is replaced with cordon's word on why.
-    async fn check(
-        self,
-        parts: &mut Parts,
-        body: ProxyBody,
-        state: Option<&ProxyState>,
-    ) -> Result<ProxyBody, ProxyError> {
+    async fn check(self, parts: &mut Parts, body: ProxyBody) -> Result<ProxyBody, ProxyError> {
         // SECURITY: an MCP answer cordon cannot read cannot be filtered: refused, not passed on.
         if parts
             .headers
@@ -96,9 +85,7 @@ impl McpAnswer {
             ));
         }
         self.redirect(parts)?;
-        if let Some(state) = state {
-            self.session(parts, state)?;
-        }
+        self.session(parts)?;
         parts.headers.remove(CONTENT_LENGTH);
         match crate::mcp::answer::answer(&parts.headers, body, self.lists).await {
             Ok(body) => Ok(body),
@@ -197,12 +184,15 @@ impl McpAnswer {
 
     /// The session id the server gave is bound to the sandbox (or refused, if another's); a session its DELETE
     /// ended is unbound.
-    fn session(&self, parts: &Parts, state: &ProxyState) -> Result<(), ProxyError> {
+    fn session(&self, parts: &Parts) -> Result<(), ProxyError> {
+        let Some((sessions, _)) = &self.lists.sessions else {
+            return Ok(());
+        };
         if self.method == Method::DELETE
             && parts.status.is_success()
             && let Some(id) = &self.session
         {
-            state.mcp_sessions.end(&self.origin, id, &self.incarnation);
+            sessions.end(&self.origin, id, &self.incarnation);
         }
         for id in parts.headers.get_all(SESSION) {
             let id = id.to_str().map_err(|_| {
@@ -211,8 +201,7 @@ impl McpAnswer {
                     "an Mcp-Session-Id that is not visible ASCII".into(),
                 )
             })?;
-            state
-                .mcp_sessions
+            sessions
                 .bind(&self.origin, id, &self.incarnation)
                 .map_err(|r| match session_refused(r) {
                     ProxyError::BadRequest { message, .. } => refused(Reason::McpAnswerUnreadable, message),

@@ -5,7 +5,7 @@
 
 mod answer;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{ACCEPT_ENCODING, UPGRADE};
@@ -17,12 +17,12 @@ use crate::error::ProxyError;
 use crate::mcp::answer::Lists;
 use crate::mcp::judge::{McpRecord, judge};
 use crate::mcp::sessions::Refusal;
-use crate::mcp::tools::{Pinned, Server};
+use crate::mcp::tools::Server;
 use crate::placeholder::redact;
 use crate::policy::Rule;
 use crate::policy::protocol::{Asked, Judgement, ProtocolRecord, Refused};
 use crate::proxy::protocol::contract::{Context, Judged, Protocol};
-use crate::proxy::protocol::read::{coded, read_whole};
+use crate::proxy::protocol::read::coded;
 use crate::reason::Reason;
 use answer::{McpAnswer, SESSION, invalid, session_refused};
 
@@ -64,19 +64,15 @@ impl Protocol for Mcp {
             incarnation: sandbox.incarnation().to_string(),
             origin: origin.clone(),
         };
-        let (pinned, held) = match cx.state {
-            Some(state) => (state.mcp_pins.of(server), state.mcp_held.clone()),
-            None => (Arc::new(Mutex::new(Pinned::default())), Arc::default()),
-        };
+        let memory = cx.memory;
+        let (pinned, held) = (memory.mcp_pins.of(server), memory.mcp_held.clone());
         let lists = Lists {
             rules: rules.clone(),
             pinned: pinned.clone(),
             whose: format!("sandbox {} at {origin}", sandbox.id).into(),
             held,
             sandbox: sandbox.incarnation().into(),
-            sessions: cx
-                .state
-                .map(|state| (state.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
+            sessions: Some((memory.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
         };
         let mut answer = McpAnswer {
             lists,
@@ -90,17 +86,16 @@ impl Protocol for Mcp {
         };
         // SECURITY: an answer cordon filters comes uncompressed (one that does not is refused at the answer).
         req.headers_mut().remove(ACCEPT_ENCODING);
-        // A dry run's note (made by the step) says what would be judged.
-        let dry = cx.state.is_none();
         // SECURITY: a WebSocket's frames would pass unread; MCP's transport has none.
         if req.headers().contains_key(UPGRADE) {
             return Err(invalid(
                 "an MCP endpoint is not spoken to over a WebSocket (or any upgrade)".into(),
             ));
         }
-        // Read before anything is refused, so that the refusal is what the client reads (an HTTP/2 stream reset
-        // while it still sends would be all it saw). A dry run has no body: its note says what would be judged.
-        let data = if dry { None } else { Some(read_whole(req).await?) };
+        // The body was read before anything is refused (by the protocol phase), so that the refusal is what the
+        // client reads (an HTTP/2 stream reset while it still sends would be all it saw). A dry run has none: its
+        // note says what would be judged.
+        let data = cx.body.clone();
         // SECURITY: a session id is its first sandbox's: another's use of it is refused before anything is sent.
         let mut sessions = req.headers().get_all(SESSION).iter();
         match (sessions.next(), sessions.next()) {
@@ -111,22 +106,20 @@ impl Protocol for Mcp {
                         "an Mcp-Session-Id of visible ASCII characters".into(),
                     ))
                 })?;
-                if let Some(state) = cx.state {
-                    state
-                        .mcp_sessions
-                        .bind(&origin, id, sandbox.incarnation())
-                        .map_err(session_refused)?;
-                }
+                memory
+                    .mcp_sessions
+                    .bind(&origin, id, sandbox.incarnation())
+                    .map_err(session_refused)?;
                 answer.session = Some(id.to_owned());
             }
             (None, _) => {}
         }
         // SECURITY: so is the older transport's, named in the query of the URL its endpoint event gave.
-        if let (Some(state), Some(query)) = (cx.state, req.uri().query()) {
+        if let Some(query) = req.uri().query() {
             let ids = crate::mcp::sessions::ids_in_query(query);
             if ids
                 .iter()
-                .any(|id| state.mcp_sessions.foreign(&origin, id, sandbox.incarnation()))
+                .any(|id| memory.mcp_sessions.foreign(&origin, id, sandbox.incarnation()))
             {
                 return Err(ProxyError::McpSessionForeign);
             }
