@@ -59,15 +59,15 @@ use crate::state::ProxyState;
 use ctx::Ctx;
 use dry::Dry;
 use effects::Effects;
+pub(crate) use input::{Claim, Input, Inside, Intent, Opened, Outcome, TunnelRecord, WebSocketGuard};
 use live::Live;
+pub(crate) use notes::{CredentialUse, Ending, Note, Notes};
+pub(crate) use phase::identify::by_source;
+pub(crate) use phase::shape::is_websocket;
 use phase::{
     admit, answer, approve, credentials, decide, hygiene, identify, open, protocol as judge, record as end, respond,
     send, shape, target,
 };
-pub(crate) use input::{Claim, Input, Inside, Intent, Opened, Outcome, TunnelRecord, WebSocketGuard};
-pub(crate) use notes::{CredentialUse, Ending, Note, Notes};
-pub(crate) use phase::identify::by_source;
-pub(crate) use phase::shape::is_websocket;
 pub(crate) use preview::{PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview};
 pub(crate) use record::{malformed, refuse_connection};
 

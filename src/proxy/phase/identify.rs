@@ -26,9 +26,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     fx.learn(&claim).await;
     let established = matches!(claim, Claim::Established(_));
     let sandbox = match claim {
-        Claim::Credentials(credentials) => {
-            fx.authenticate(&ctx.generation, ctx.client, credentials, &mut ctx.audit)?
-        }
+        Claim::Credentials(credentials) => fx.authenticate(&ctx.generation, ctx.client, credentials, &mut ctx.audit)?,
         Claim::Source => {
             let ip = ctx.client.ip();
             ctx.generation

@@ -26,8 +26,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         None => {
             if let Some(original) = ctx.original_dst {
                 // Say whether the sandbox aimed somewhere cordon would not go.
-                ctx.audit
-                    .original_dst_differs(!dialled.resolved.contains(&original.0));
+                ctx.audit.original_dst_differs(!dialled.resolved.contains(&original.0));
             }
             None
         }

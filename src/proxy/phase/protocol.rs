@@ -8,9 +8,9 @@ use crate::error::ProxyError;
 use crate::policy::protocol::Judgement;
 use crate::proxy::ctx::Ctx;
 use crate::proxy::effects::Effects;
+use crate::proxy::handover::{Asking, Judgements};
 use crate::proxy::notes::Note;
 use crate::proxy::protocol::PROTOCOLS;
-use crate::proxy::handover::{Asking, Judgements};
 use crate::proxy::protocol::contract::{Context, Protocol};
 
 /// Judge the request by the first protocol of the pipeline's list (`PROTOCOLS`) its rule names, if any.

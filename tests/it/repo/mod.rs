@@ -5,5 +5,5 @@
 mod benchmarks;
 mod deadlines;
 mod layers;
-mod phases;
 pub(crate) mod openapi;
+mod phases;

@@ -12,7 +12,9 @@ fn read(path: &Path) -> String {
 
 /// The fields of `pub(super) struct Ctx { ... }`.
 fn ctx_fields(src: &str) -> Vec<String> {
-    let start = src.find("pub(super) struct Ctx {").expect("struct Ctx in src/proxy/ctx.rs");
+    let start = src
+        .find("pub(super) struct Ctx {")
+        .expect("struct Ctx in src/proxy/ctx.rs");
     let body = &src[start..];
     let body = &body[..body.find("\n}\n").expect("end of Ctx")];
     body.lines()
@@ -53,15 +55,24 @@ fn every_phase_is_one_file_with_one_signature_run_in_the_documented_order() {
         if name == "record" {
             // The record phase takes the context by value: it ends the exchange.
             assert!(
-                text.contains("pub(crate) fn run(mut ctx: Ctx, fx: &impl Effects, ended: Result<(), ProxyError>) -> Outcome"),
+                text.contains(
+                    "pub(crate) fn run(mut ctx: Ctx, fx: &impl Effects, ended: Result<(), ProxyError>) -> Outcome"
+                ),
                 "src/proxy/phase/record.rs: the record phase's signature changed"
             );
-            assert!(flow.contains("end::run(ctx, fx, ended)"), "src/proxy/mod.rs: the record phase must always run");
+            assert!(
+                flow.contains("end::run(ctx, fx, ended)"),
+                "src/proxy/mod.rs: the record phase must always run"
+            );
             continue;
         }
-        let signature = text.contains("pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError>")
+        let signature = text
+            .contains("pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError>")
             || text.contains("pub(crate) async fn run(ctx: &mut Ctx, _fx: &impl Effects) -> Result<(), ProxyError>");
-        assert!(signature, "src/proxy/phase/{name}.rs: a phase is `async fn run(&mut Ctx, &impl Effects)`");
+        assert!(
+            signature,
+            "src/proxy/phase/{name}.rs: a phase is `async fn run(&mut Ctx, &impl Effects)`"
+        );
         let alias = if name == "protocol" { "judge" } else { name.as_str() };
         if !flow.contains(&format!("{alias}::run(ctx, fx).await")) {
             missing.push(name.clone());
@@ -70,14 +81,29 @@ fn every_phase_is_one_file_with_one_signature_run_in_the_documented_order() {
     assert!(missing.is_empty(), "phases src/proxy/mod.rs never runs: {missing:?}");
     // The order the crate doc and the architecture page give.
     let order = [
-        "identify::run", "admit::run", "target::run", "hygiene::run", "decide::run", "shape::run", "judge::run",
-        "approve::run", "credentials::run", "send::run", "respond::run",
+        "identify::run",
+        "admit::run",
+        "target::run",
+        "hygiene::run",
+        "decide::run",
+        "shape::run",
+        "judge::run",
+        "approve::run",
+        "credentials::run",
+        "send::run",
+        "respond::run",
     ];
     let at: Vec<usize> = order
         .iter()
-        .map(|p| flow.find(&format!("{p}(ctx, fx)")).unwrap_or_else(|| panic!("{p} not in flow")))
+        .map(|p| {
+            flow.find(&format!("{p}(ctx, fx)"))
+                .unwrap_or_else(|| panic!("{p} not in flow"))
+        })
         .collect();
-    assert!(at.windows(2).all(|w| w[0] < w[1]), "src/proxy/mod.rs runs the phases out of order: {order:?}");
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "src/proxy/mod.rs runs the phases out of order: {order:?}"
+    );
     println!("{} phases, each one file, run in order", phases.len());
 }
 
@@ -89,9 +115,19 @@ fn every_slot_of_the_context_is_written_by_one_phase() {
     assert!(fields.len() > 10, "Ctx's fields were not found: {fields:?}");
     let phases = phases(root);
     // What the entry gives, set when the exchange starts: no phase writes them.
-    let given: BTreeSet<&str> = ["generation", "kind", "client", "original_dst", "conn", "claim", "parsed", "intent", "audit"]
-        .into_iter()
-        .collect();
+    let given: BTreeSet<&str> = [
+        "generation",
+        "kind",
+        "client",
+        "original_dst",
+        "conn",
+        "claim",
+        "parsed",
+        "intent",
+        "audit",
+    ]
+    .into_iter()
+    .collect();
     // The exchange's ending: the last phase of each kind writes it.
     let last: BTreeSet<&str> = ["respond", "open", "answer"].into_iter().collect();
     let mut problems = Vec::new();
@@ -116,10 +152,14 @@ fn every_slot_of_the_context_is_written_by_one_phase() {
             }
         } else if field == "ending" {
             if writers != last {
-                problems.push(format!("ctx.ending is written by {writers:?}, not the last phase of each kind {last:?}"));
+                problems.push(format!(
+                    "ctx.ending is written by {writers:?}, not the last phase of each kind {last:?}"
+                ));
             }
         } else if writers.len() != 1 {
-            problems.push(format!("ctx.{field} is written by {writers:?}: exactly one phase must write it"));
+            problems.push(format!(
+                "ctx.{field} is written by {writers:?}: exactly one phase must write it"
+            ));
         }
         table.push(format!("{field}: written by {writers:?}, consumed by {takers:?}"));
     }
