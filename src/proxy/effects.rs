@@ -1,5 +1,5 @@
 //! What the phases do to the world beyond deciding, as one trait with two implementations: [`super::live::Live`]
-//! acts (counts, holds, attaches, dials, sends) and [`super::notes::Dry`] records what it would have done, for
+//! acts (counts, holds, attaches, dials, sends) and [`super::dry::Dry`] notes what it would have done, for
 //! `cordon explain`. The phases are the same code for both: none of them asks which kind of run it is in, so
 //! `explain` cannot drift from live traffic by a branch someone forgot.
 //!
