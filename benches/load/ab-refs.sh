@@ -9,7 +9,7 @@
 #     BINS=/root/.cache/bench-bins    where the binaries are kept (cordon-<commit>)
 #     PEER_RIG_ROOT=/root/.cache/bench-rig
 #     CARGO_BUILD_BUILD_DIR           shared with other builds when set (compiled dependencies are reused)
-# A/B of #55's rework: `bash benches/load/ab-refs.sh 6dece48 main` (BENCHMARKS.md, "#55 item 6").
+# The data plane's rework: `bash benches/load/ab-refs.sh 6dece48 main` (BENCHMARKS.md, "The shape, measured").
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 ref_a=${1:-6dece48}; ref_b=${2:-HEAD}; rounds=${3:-8}; secs=${4:-6}
