@@ -31,5 +31,10 @@ med = {k: (statistics.median(r for r, _ in v), statistics.median(c for _, c in v
 print("median A: rps=%.0f cpu_us=%.1f" % med["A"])
 print("median B: rps=%.0f cpu_us=%.1f" % med["B"])
 print("B/A: rps %.3f, cpu per request %.3f" % (med["B"][0] / med["A"][0], med["B"][1] / med["A"][1]))
+# The spread: B/A of each round (A and B ran back to back, so they met about the same weather).
+rr = sorted(b[0] / a[0] for a, b in zip(rows["A"], rows["B"]))
+rc = sorted(b[1] / a[1] for a, b in zip(rows["A"], rows["B"]))
+print("B/A per round: rps min %.3f median %.3f max %.3f; cpu per request min %.3f median %.3f max %.3f (%d rounds)"
+      % (rr[0], statistics.median(rr), rr[-1], rc[0], statistics.median(rc), rc[-1], len(rr)))
 PY
 rm -f "$out"
