@@ -1,4 +1,4 @@
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
 //! The status of every refusal is its reason's, from the registry: every `ProxyError` that can be built (one
 //! of each variant, and every kind inside the families: deny reasons, guard refusals, dial errors, limit codes,
