@@ -11,7 +11,7 @@ use crate::body::{self, ProxyBody};
 use crate::identity::AuthFailure;
 use crate::net::DialError;
 use crate::policy::DenyReason;
-use crate::reason::Reason;
+use crate::reason::{Answer, Reason};
 use crate::target::{Target, TargetError};
 
 mod raw;
@@ -175,9 +175,10 @@ pub(crate) enum ProxyError {
 
 impl ProxyError {
     /// The HTTP status this failure is answered with: its reason's answer in the registry, and nothing else (the
-    /// variant only says which reason). A reason whose answer is not an HTTP response (a close code, a closed
-    /// connection, a record) has no business in a `ProxyError`: a test holds every variant to it, and should one
-    /// slip through it is answered 500.
+    /// variant only says which reason). The DNS responder's refusals are recorded through the pipeline as a
+    /// `BadRequest` with a DNS reason, whose response is never sent (the query gets its DNS answer); any other
+    /// reason whose answer is not an HTTP response (a close code, a closed connection, a record) has no business
+    /// in a `ProxyError`: a test holds every variant to it, and should one slip through it is answered 500.
     pub(crate) fn status(&self) -> StatusCode {
         status_of(self.reason())
     }
@@ -253,9 +254,15 @@ impl ProxyError {
         }
     }
 
-    /// Whether the request was refused (as opposed to allowed and then failing).
+    /// Whether the request was refused (as opposed to allowed and then failing): its reason is answered with a
+    /// 4xx, in a protocol's own words or by the DNS responder, or cordon cannot record it.
     pub(crate) fn is_refusal(&self) -> bool {
-        self.status().is_client_error() || matches!(self, ProxyError::AuditUnavailable | ProxyError::Protocol(_))
+        let refused = match self.reason().answer() {
+            Answer::Status(s) => (400..500).contains(&s),
+            Answer::InProtocol | Answer::Dns(_) => true,
+            Answer::Close(_) | Answer::Closed | Answer::Record => false,
+        };
+        refused || matches!(self, ProxyError::AuditUnavailable)
     }
 
     /// The detail the audit record keeps for operators (never sent to the client): what exceeded a limit,

@@ -334,6 +334,15 @@ fn every_refusal_is_answered_with_its_reasons_status() {
     for e in &all {
         let reason = e.reason();
         let answer = reason.answer();
+        // A refusal (the record's `deny`) exactly when the registry's answer refuses: a 4xx or the protocol's
+        // words (and cordon refusing what it cannot record).
+        assert_eq!(
+            e.is_refusal(),
+            answer.http_status().is_some_and(|s| (400..500).contains(&s))
+                || answer == Answer::InProtocol
+                || matches!(e, ProxyError::AuditUnavailable),
+            "{e:?}"
+        );
         let want = answer
             .http_status()
             .unwrap_or_else(|| panic!("{e:?}: {} is answered {answer:?}, not with HTTP", reason.code()));
@@ -370,6 +379,26 @@ fn every_refusal_is_answered_with_its_reasons_status() {
     }
     assert!(protocol.contains(Reason::ProtocolApprovalDenied.code()));
     assert!(protocol.contains(Reason::ProtocolApprovalTimeout.code()));
+}
+
+/// The DNS responder's refusals go through the pipeline for their record only (the query gets its DNS answer):
+/// they are refusals, as a 4xx would be.
+#[test]
+fn the_dns_responders_refusals_are_refusals() {
+    let dns: Vec<Reason> = Reason::ALL
+        .iter()
+        .copied()
+        .filter(|r| matches!(r.answer(), Answer::Dns(_)))
+        .collect();
+    assert!(!dns.is_empty());
+    for code in dns {
+        let e = ProxyError::BadRequest {
+            code,
+            message: "a DNS query cordon does not answer".into(),
+        };
+        assert!(e.is_refusal(), "{}", code.code());
+        assert_eq!(e.reason(), code);
+    }
 }
 
 /// A person's denial of a plain request is 403 and of a protocol's message its words: two reasons, one answer
