@@ -66,6 +66,9 @@ fn the_families_hold_every_reason_once_in_order() {
 fn shown(answer: Answer) -> String {
     match answer {
         Answer::Status(s) => format!("**{s}**"),
+        Answer::InProtocol => {
+            "**200** with a refusal in the protocol's own words (a JSON-RPC error, a GraphQL error)".into()
+        }
         Answer::Close(c) => format!("WebSocket close code **{c}**"),
         Answer::Dns(rcode) => format!("DNS **{rcode}**"),
         Answer::Closed => "**connection closed**".into(),

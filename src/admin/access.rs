@@ -123,10 +123,7 @@ pub(super) fn record_refusal(
     reason: Reason,
     why: &str,
 ) {
-    let status = match reason.answer() {
-        crate::reason::Answer::Status(s) => s,
-        _ => 403,
-    };
+    let status = reason.answer().http_status().unwrap_or(403);
     crate::audit::admin(
         &state.audit,
         AdminAction {

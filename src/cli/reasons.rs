@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use crate::reason::{Answer, Reason};
+use crate::reason::Reason;
 
 /// The registry's table (aligned columns for people, Markdown with `markdown`), or one reason's answer and
 /// meaning; as JSON when `json` (exit 2: no such code).
@@ -51,14 +51,11 @@ pub(super) fn main(code: Option<&str>, json: bool, markdown: bool) -> ExitCode {
     }
 }
 
-/// A reason as JSON: its `code`, the `answer` as the table shows it (`403`, `(1008)`, `DNS REFUSED`, `closed`,
-/// `record`), the HTTP `status` when the answer is one (else null), its `meaning`, and its `remedy` (what to do).
+/// A reason as JSON: its `code`, the `answer` as the table shows it (`403`, `200 (in its words)`, `(1008)`,
+/// `DNS REFUSED`, `closed`, `record`), the HTTP `status` when the answer is one (else null), its `meaning`, and its `remedy` (what to do).
 fn shape(reason: Reason) -> Value {
     let answer = reason.answer();
-    let status = match answer {
-        Answer::Status(s) => Some(s),
-        _ => None,
-    };
+    let status = answer.http_status();
     json!({
         "code": reason.code(),
         "answer": answer.shown(),

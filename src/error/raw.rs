@@ -1,34 +1,38 @@
 //! Answers written below hyper, as raw HTTP/1.1 bytes that close the connection: refused framing, the
-//! connection cap, unauthenticated connections over their limit.
-
-use http::StatusCode;
+//! connection cap, unauthenticated connections over their limit. Each answer's status is its reason's, from the
+//! registry, as for every other refusal.
 
 use super::REASON_HEADER;
+use super::status_of;
 use crate::framing::FramingViolation;
 use crate::reason::Reason;
 
-/// A complete raw HTTP/1.1 response that closes the connection, for answers written below hyper.
-fn raw_response(status: StatusCode, code: &str, message: &str) -> Vec<u8> {
+/// A complete raw HTTP/1.1 response for `reason` that closes the connection, for answers written below hyper,
+/// with `extra` header lines (each ending in CRLF) after the status line.
+fn raw_response(reason: Reason, extra: &str, message: &str) -> Vec<u8> {
+    let status = status_of(reason);
     let body = format!("cordon: {message}\n");
     format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: text/plain; charset=utf-8\r\n{REASON_HEADER}: {code}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 {} {}\r\n{extra}content-type: text/plain; charset=utf-8\r\n{REASON_HEADER}: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         status.as_u16(),
         status.canonical_reason().unwrap_or(""),
+        reason.code(),
         body.len()
     )
     .into_bytes()
 }
 
-/// The answer to a request whose framing the byte-level guard refused (400, or 431 for an oversized head).
+/// The answer to a request whose framing the byte-level guard refused (400, 414 for an overlong target, 431 for
+/// an oversized head: the registry's answer to the violation's reason).
 pub(crate) fn render_framing(v: &FramingViolation) -> Vec<u8> {
-    raw_response(framing_status(v), v.reason().code(), &format!("malformed request: {v}"))
+    raw_response(v.reason(), "", &format!("malformed request: {v}"))
 }
 
 /// The answer to a connection over the connection cap.
 pub(crate) fn render_overloaded() -> Vec<u8> {
     raw_response(
-        StatusCode::SERVICE_UNAVAILABLE,
-        Reason::TooManyConnections.code(),
+        Reason::TooManyConnections,
+        "",
         "too many open connections; try again shortly",
     )
 }
@@ -36,32 +40,33 @@ pub(crate) fn render_overloaded() -> Vec<u8> {
 /// The answer to a connection from an address with `limits.per_source.unauthenticated` connections that
 /// have not authenticated yet.
 pub(crate) fn render_unauthenticated_limit() -> Vec<u8> {
-    let answer = raw_response(
-        StatusCode::TOO_MANY_REQUESTS,
-        Reason::UnauthenticatedLimit.code(),
+    raw_response(
+        Reason::UnauthenticatedLimit,
+        // A place frees as soon as one of them sends its first request or closes.
+        "retry-after: 1\r\n",
         "too many connections from this address have not authenticated yet (limits.per_source.unauthenticated); \
          send a request on the ones open, or close them",
-    );
-    // A place frees as soon as one of them sends its first request or closes.
-    let mut with_retry = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\n".to_vec();
-    let status_line = b"HTTP/1.1 429 Too Many Requests\r\n".len();
-    with_retry.extend_from_slice(answer.get(status_line..).unwrap_or_default());
-    with_retry
+    )
 }
 
-/// The status a framing violation is answered with, for the audit record.
-pub(crate) fn framing_status(v: &FramingViolation) -> StatusCode {
-    match v {
-        FramingViolation::HeadTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-        _ => StatusCode::BAD_REQUEST,
-    }
+/// The status a framing violation is answered with, for the audit record: its reason's.
+pub(crate) fn framing_status(v: &FramingViolation) -> http::StatusCode {
+    status_of(v.reason())
 }
 
-/// The status hyper answered a request it could not parse with.
-pub(crate) fn hyper_parse_status(e: &hyper::Error) -> StatusCode {
+/// The reason of a request hyper could not parse (it answered it itself): a head over hyper's own bounds (100
+/// headers, its read buffer) is `head_too_large`, which hyper answers 431; anything else `unparseable_request`,
+/// answered 400. (hyper's 414 for a target over 65534 bytes cannot happen behind the framing guard, which
+/// refuses such a target itself as `uri_too_long`.)
+pub(crate) fn hyper_parse_reason(e: &hyper::Error) -> Reason {
     if e.is_parse_too_large() {
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        Reason::HeadTooLarge
     } else {
-        StatusCode::BAD_REQUEST
+        Reason::UnparseableRequest
     }
+}
+
+/// The status hyper answered a request it could not parse with, for the audit record: its reason's.
+pub(crate) fn hyper_parse_status(e: &hyper::Error) -> http::StatusCode {
+    status_of(hyper_parse_reason(e))
 }

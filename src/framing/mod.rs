@@ -41,6 +41,8 @@ mod inspect;
 mod stream;
 mod violation;
 
+#[cfg(test)]
+pub(crate) use inspect::MAX_TARGET;
 use inspect::{Body, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
 pub(crate) use violation::{FramingReport, FramingViolation};
 

@@ -22,6 +22,7 @@ const BIG: usize = 16 << 20;
 fn render(v: &FramingViolation) -> Vec<u8> {
     let status = match v {
         FramingViolation::HeadTooLarge => "431 Request Header Fields Too Large",
+        FramingViolation::UriTooLong => "414 URI Too Long",
         _ => "400 Bad Request",
     };
     let body = format!("refused: {}\n", v.code());
@@ -691,6 +692,7 @@ fn codes_are_stable() {
         (FramingViolation::MalformedHead(String::new()), "malformed_head"),
         (FramingViolation::MalformedChunk, "malformed_chunk"),
         (FramingViolation::HeadTooLarge, "head_too_large"),
+        (FramingViolation::UriTooLong, "uri_too_long"),
     ];
     for (v, code) in codes {
         assert_eq!(v.code(), code);

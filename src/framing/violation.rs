@@ -30,6 +30,9 @@ pub(crate) enum FramingViolation {
     /// The head exceeds the configured size or header count.
     #[error("request head too large")]
     HeadTooLarge,
+    /// The request target is longer than hyper reads (65534 bytes), within a head the configured size allows.
+    #[error("request target longer than 65534 bytes")]
+    UriTooLong,
 }
 
 impl FramingViolation {
@@ -50,6 +53,7 @@ impl FramingViolation {
             Self::MalformedHead(_) => Reason::MalformedHead,
             Self::MalformedChunk => Reason::MalformedChunk,
             Self::HeadTooLarge => Reason::HeadTooLarge,
+            Self::UriTooLong => Reason::UriTooLong,
         }
     }
 }

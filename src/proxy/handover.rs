@@ -67,7 +67,7 @@ impl Judgements {
     pub(crate) fn refusal(&self, e: ProxyError) -> ProxyError {
         match (&self.asking, e) {
             (Some(a), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..))) => {
-                ProxyError::Protocol(a.protocol.refuse(&a.asked, e.reason(), e.to_string()))
+                ProxyError::Protocol(a.protocol.refuse(&a.asked, e.reason().in_protocol(), e.to_string()))
             }
             (_, e) => e,
         }

@@ -6,7 +6,6 @@ use crate::audit::{self, Kind};
 use crate::error::{self, Side, TunnelEnd};
 use crate::framing::FramingReport;
 use crate::identity::Sandbox;
-use crate::reason::Reason;
 use crate::state::ProxyState;
 
 /// One record for a request that never reached the service: refused by the framing guard below hyper,
@@ -20,9 +19,11 @@ pub(crate) fn malformed(
 ) {
     let malformed = match (report.violation(), result) {
         (Some(v), _) => Some((error::framing_status(&v), v.reason(), v.to_string())),
-        (None, Err(e)) if e.is_parse() => {
-            Some((error::hyper_parse_status(e), Reason::UnparseableRequest, e.to_string()))
-        }
+        (None, Err(e)) if e.is_parse() => Some((
+            error::hyper_parse_status(e),
+            error::hyper_parse_reason(e),
+            e.to_string(),
+        )),
         _ => None,
     };
     if let Some((status, code, detail)) = malformed {

@@ -7,7 +7,7 @@
 //! to change, the command that tells more (every `cordon ...` named must be a real command: a test runs each
 //! with `--help`), "Fix the client: ..." for what no setting allows, "Nothing: this is a record" for records.
 
-use super::Answer::{self, Close, Closed, Dns, Record, Status};
+use super::Answer::{self, Close, Closed, Dns, InProtocol, Record, Status};
 
 reasons! {
     "Who is asking" {
@@ -101,8 +101,10 @@ reasons! {
             "Fix the client: it stopped its request body before the end its Content-Length or chunked framing announced, or sent a chunked body cordon cut off (the connection's `malformed_chunk` record says where); the upstream got no complete request. The record's `error` says what.";
         UnparseableRequest = "unparseable_request", Status(400), "bytes that are not an HTTP request",
             "Fix the client: it sent something that is not HTTP to cordon, often TLS to the plain HTTP proxy port (an `https://` proxy URL): write the proxy URL with `http://`.";
-        HeadTooLarge = "head_too_large", Status(431), "a request head over limits.max_request_header_bytes",
-            "Send a smaller request head (fewer or shorter headers and cookies), or raise `limits.max_request_header_bytes` (at most 1MiB).";
+        HeadTooLarge = "head_too_large", Status(431), "a request head over limits.max_request_header_bytes (or over the most cordon's HTTP parser reads: 100 headers, about 400 KiB)",
+            "Send a smaller request head (fewer or shorter headers and cookies), or raise `limits.max_request_header_bytes` (at most 1MiB); a head of more than 100 headers or about 400 KiB is refused whatever the limit.";
+        UriTooLong = "uri_too_long", Status(414), "a request target over 65534 bytes",
+            "Fix the client: send a request target (path and query) under 64 KiB; put large data in the body. A generated URL this long may be carrying data out; look at the sandbox's other records.";
     }
     "The policy" {
         NoRule = "no_rule", Status(403), "no rule of the policy allows the host",
@@ -217,11 +219,11 @@ reasons! {
     "MCP and GraphQL" {
         McpInvalid = "mcp_invalid", Status(400), "a message to an MCP endpoint that is not JSON-RPC 2.0 (or a method MCP's HTTP transport does not use)",
             "Fix the client: send strict JSON-RPC 2.0, uncompressed, by POST (no member written twice, no unknown member, an id that is a string or an integer); the answer says what is wrong.";
-        McpToolDenied = "mcp_tool_denied", Status(200), "a tools/call of a tool the endpoint's rule denies or does not name (answered with a JSON-RPC error)",
+        McpToolDenied = "mcp_tool_denied", InProtocol, "a tools/call of a tool the endpoint's rule denies or does not name (answered with a JSON-RPC error)",
             "If the agent should call this tool, name it in the rule's `mcp.tools` (or `mcp.ask`, to have a person decide) and keep it out of `mcp.deny`; `cordon explain --sandbox ID --method POST URL` shows the rule.";
-        McpMethodDenied = "mcp_method_denied", Status(200), "a JSON-RPC method beyond MCP's lifecycle that the endpoint's rule does not name (answered with a JSON-RPC error)",
+        McpMethodDenied = "mcp_method_denied", InProtocol, "a JSON-RPC method beyond MCP's lifecycle that the endpoint's rule does not name (answered with a JSON-RPC error)",
             "If the agent needs the method, name it in the rule's `mcp.methods` (e.g. `resources/read`).";
-        McpToolChanged = "mcp_tool_changed", Status(200), "a tools/call of a tool that changed what it says it does since the sandbox first saw it (answered with a JSON-RPC error)",
+        McpToolChanged = "mcp_tool_changed", InProtocol, "a tools/call of a tool that changed what it says it does since the sandbox first saw it (answered with a JSON-RPC error)",
             "The server changed what the tool says (any member of the tool: its description, schemas, annotations, `_meta`, icons) since the sandbox first saw it on that server (its origin, whatever the path), and cordon's log names the sandbox, server and tool: review the change. If it is sound, a new sandbox pins the tool afresh.";
         McpSessionForeign = "mcp_session_foreign", Status(403), "a request with an Mcp-Session-Id (or the older HTTP+SSE transport's session id in its query) that another sandbox first showed cordon (the session is that sandbox's)",
             "Fix the client: a session is its own sandbox's; start one with `initialize` rather than reuse an id another sandbox was given. Several sandboxes sharing one id is what this refuses.";
@@ -231,9 +233,9 @@ reasons! {
             "Fix the server: answer with `application/json` (one JSON text, no member twice) or exactly `text/event-stream`, uncompressed, each event under 8 MiB; cordon's log names the server and what it could not read.";
         GraphqlInvalid = "graphql_invalid", Status(400), "a request to a GraphQL endpoint cordon cannot judge: not GraphQL over HTTP, a document that does not parse, a parameter written twice or a stored document's id",
             "Fix the client: send one GraphQL request by GET or POST (JSON, `application/graphql` or a form), uncompressed, each parameter once; stored document ids, uploads and WebSockets cannot be judged. The answer says what is wrong.";
-        GraphqlOperationDenied = "graphql_operation_denied", Status(200), "a GraphQL operation whose root fields (or name) the endpoint's rule denies or does not name (answered with a GraphQL error)",
+        GraphqlOperationDenied = "graphql_operation_denied", InProtocol, "a GraphQL operation whose root fields (or name) the endpoint's rule denies or does not name (answered with a GraphQL error)",
             "If the agent should send it, name its type or root field in the rule's `graphql.operations` (or `graphql.ask`) and keep it out of `graphql.deny`; the record's `graphql.fields` lists what it selected.";
-        GraphqlPersistedUnknown = "graphql_persisted_unknown", Status(200), "a persisted query's hash whose document cordon has not seen (answered PersistedQueryNotFound, so the client sends the document)",
+        GraphqlPersistedUnknown = "graphql_persisted_unknown", InProtocol, "a persisted query's hash whose document cordon has not seen (answered PersistedQueryNotFound, so the client sends the document)",
             "Usually nothing: Apollo-style clients answer `PersistedQueryNotFound` by sending the document, which cordon checks and remembers. A client that only ever sends hashes must be set to send documents.";
     }
     "Approval and `on_violation`" {
@@ -244,6 +246,10 @@ reasons! {
         ApprovalDenied = "approval_denied", Status(403), "a human denied the request",
             "A person denied it (the record names who): nothing to fix in cordon. For requests that are always fine, allow with `cordon approvals allow ID --always`, or drop `action: ask` from the rule.";
         ApprovalTimeout = "approval_timeout", Status(403), "nobody decided within approval.timeout",
+            "Nobody decided within `approval.timeout`: make sure approvers hear of held requests (the console, `approval.webhook`, `cordon approvals list`), or raise the timeout (a restart applies it).";
+        ProtocolApprovalDenied = "protocol_approval_denied", InProtocol, "a human denied a message to an MCP or GraphQL endpoint (answered with a JSON-RPC or GraphQL error)",
+            "A person denied the call (the record names who): nothing to fix in cordon. The agent's MCP or GraphQL client sees an error like any tool or operation error. For calls that are always fine, allow with `cordon approvals allow ID --always`, or take the tool or operation out of the rule's `mcp.ask` or `graphql.ask`.";
+        ProtocolApprovalTimeout = "protocol_approval_timeout", InProtocol, "nobody decided on a message to an MCP or GraphQL endpoint within approval.timeout (answered with a JSON-RPC or GraphQL error)",
             "Nobody decided within `approval.timeout`: make sure approvers hear of held requests (the console, `approval.webhook`, `cordon approvals list`), or raise the timeout (a restart applies it).";
         ApprovalQueueFull = "approval_queue_full", Status(503), "over approval.max_pending requests already wait",
             "Decide what waits (`cordon approvals list`), or raise `approval.max_pending` (a restart applies it).";

@@ -231,7 +231,7 @@ async fn a_mutation_a_person_denies_is_a_graphql_error_and_never_reaches_the_ser
     let (held, run) = case.held(agent(&case, &server, &[], &["comment:2:spam"])).await;
     case.reviewer(&["approvals", "deny", held["id"].as_str().unwrap()]);
     let said = lines(&run.await.unwrap());
-    refused_by_cordon(&said[0], "approval_denied");
+    refused_by_cordon(&said[0], "protocol_approval_denied");
     assert!(executed(&server).is_empty());
 }
 

@@ -222,7 +222,7 @@ async fn a_call_a_person_denies_is_a_json_rpc_error_and_never_reaches_the_server
     case.reviewer(&["approvals", "deny", held["id"].as_str().unwrap()]);
     let out = run.await.unwrap();
     let step: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
-    refused_by_cordon(&step, "approval_denied");
+    refused_by_cordon(&step, "protocol_approval_denied");
     assert!(called(&server).is_empty());
 }
 

@@ -6,14 +6,15 @@ use std::process::Command;
 
 use crate::rigs::audit::{assert_schema, copy, run_once, signed_config, verify};
 use crate::rigs::process::BIN;
+use crate::rigs::process::Signal;
 use crate::rigs::wait::Within;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
     let (dir, port, config) = signed_config("300ms");
-    run_once(&config, port, 5, "-TERM").await;
-    run_once(&config, port, 4, "-KILL").await;
-    run_once(&config, port, 3, "-TERM").await;
+    run_once(&config, port, 5, Signal::SIGTERM).await;
+    run_once(&config, port, 4, Signal::SIGKILL).await;
+    run_once(&config, port, 3, Signal::SIGTERM).await;
     let log = dir.path().join("audit.jsonl");
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
@@ -111,8 +112,8 @@ async fn verify_passes_an_untouched_log_and_pinpoints_each_kind_of_tampering() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_due_before_the_key_is_read_is_not_written_unsigned() {
     let (dir, port, config) = signed_config("1ms");
-    run_once(&config, port, 2, "-TERM").await;
-    run_once(&config, port, 2, "-TERM").await;
+    run_once(&config, port, 2, Signal::SIGTERM).await;
+    run_once(&config, port, 2, Signal::SIGTERM).await;
     let log = dir.path().join("audit.jsonl");
     let text = std::fs::read_to_string(&log).unwrap();
     let checkpoints: Vec<&str> = text.lines().filter(|l| l.contains("\"kind\":\"checkpoint\"")).collect();

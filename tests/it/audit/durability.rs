@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::rigs::audit::{records, setup};
 use crate::rigs::client::{auth, read_response};
+use crate::rigs::process::Signal;
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::upstreams::upstream;
 use crate::rigs::wait::Within;
@@ -50,7 +51,7 @@ async fn killed_under_load_every_record_but_the_last_moments_is_kept_and_the_cha
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let killed_at = Instant::now();
-    let out = crate::rigs::process::signal_and_wait(child, "-KILL").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGKILL).await;
     assert!(!out.status.success());
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for client in clients {
@@ -89,7 +90,7 @@ async fn killed_under_load_every_record_but_the_last_moments_is_kept_and_the_cha
     // Started again, cordon continues the chain; stopped cleanly, the file verifies whole.
     let child = spawn_cordon(&c.config, c.proxy, &[]).await;
     assert_eq!(c.get(&mut None, "/after-restart").await.map(|r| r.0), Some(200));
-    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (code, report) = c.verify(&[&audit]);
     assert_eq!(code, 0, "{report}");
@@ -209,7 +210,7 @@ async fn a_full_disk_refuses_requests_until_it_has_room_and_no_record_is_lost() 
     assert_eq!(status, 200, "{ready}");
     let (_, metrics) = c.admin("/metrics").await;
     assert!(metrics.contains("cordon_audit_up 1"), "{metrics}");
-    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("audit records cannot be written"), "{stderr}");

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::rigs::audit::{Cordon, records, setup};
+use crate::rigs::process::Signal;
 use crate::rigs::process::spawn_cordon;
 use crate::rigs::upstreams::upstream;
 use crate::rigs::wait::TimedChild;
@@ -174,7 +175,7 @@ async fn every_line_reaches_the_collector_in_order_across_an_outage_and_a_restar
         "{metrics}"
     );
     // cordon restarts while the collector is still down: what waits is kept for the next run.
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
     let stderr = String::from_utf8_lossy(&stopped.stderr);
     assert!(stderr.contains("cannot export audit records"), "{stderr}");
@@ -186,7 +187,7 @@ async fn every_line_reaches_the_collector_in_order_across_an_outage_and_a_restar
     let lines = audit_lines(&audit);
     let last = *lines.keys().last().unwrap();
     let got = until_received(&out, last, Duration::from_secs(40)).await;
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(stopped.status.success());
     stop(rx);
 
@@ -269,7 +270,7 @@ async fn a_denial_is_shipped_with_its_reason_and_a_collector_answering_503_is_re
     assert_eq!(deny["attributes"]["cordon.reason"], "no_rule");
     assert_eq!(deny["attributes"]["server.address"], "unlisted.test");
     assert_eq!(deny["severity"], "WARN");
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(stopped.status.success());
     stop(rx);
 }
@@ -289,7 +290,7 @@ async fn a_collector_that_never_answers_does_not_hold_up_the_stop() {
     requests(&c, 0, 5).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let began = Instant::now();
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     stop(rx);
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
     assert!(

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -103,7 +104,7 @@ fn config(dir: &Path, port: u16, extra: &str) -> PathBuf {
 }
 
 async fn stop(child: std::process::Child) {
-    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -152,10 +153,7 @@ async fn retention_keeps_the_newest_files_and_sigusr1_reopens_after_an_external_
     load(port, 4, 400).await;
     // An external logrotate: rename, then SIGUSR1; cordon goes on in a new file at the path.
     std::fs::rename(dir.path().join("audit.jsonl"), dir.path().join("moved-away.jsonl")).unwrap();
-    Command::new("kill")
-        .args(["-USR1", &child.id().to_string()])
-        .timed_status()
-        .unwrap();
+    crate::rigs::process::signal(child.id(), Signal::SIGUSR1).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     load(port, 4, 20).await;
     stop(child).await;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use sha2::Digest;
 
 use crate::rigs::audit::{copy, run_once, signed_config, verify};
+use crate::rigs::process::Signal;
 use crate::rigs::process::{curl, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -31,7 +32,7 @@ const INTERVAL: &str = "3s";
 /// A run that writes records on both sides of a checkpoint (due every 3s from the audit thread's start, which is
 /// before cordon listens), then gets `signal`: the first records fall in the first interval, the last ones in the
 /// second, before its checkpoint is due.
-async fn run_across_a_checkpoint(config: &Path, port: u16, signal: &str) {
+async fn run_across_a_checkpoint(config: &Path, port: u16, signal: Signal) {
     let child = spawn_cordon(config, port, &[]).await;
     requests(port, "before", 3);
     tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
@@ -64,7 +65,7 @@ fn shipped(dir: &Path, lines: &[String]) -> PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn lines_removed_from_the_end_that_a_shipped_checkpoint_covers_are_tampering() {
     let (dir, port, config) = signed_config(INTERVAL);
-    run_across_a_checkpoint(&config, port, "-TERM").await;
+    run_across_a_checkpoint(&config, port, Signal::SIGTERM).await;
     let p = dir.path();
     let log = p.join("audit.jsonl");
     let lines = lines_of(&log);
@@ -114,7 +115,7 @@ async fn lines_removed_from_the_end_that_a_shipped_checkpoint_covers_are_tamperi
         lines[..n - 3].iter().map(|l| format!("{l}\n")).collect::<String>(),
     )
     .unwrap();
-    run_once(Path::new(config), port, 1, "-TERM").await;
+    run_once(Path::new(config), port, 1, Signal::SIGTERM).await;
     let (code, out) = verify(&["--config", config], &[&log]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("did not end with its final checkpoint"), "{out}");
@@ -126,7 +127,7 @@ async fn lines_removed_from_the_end_that_a_shipped_checkpoint_covers_are_tamperi
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crash_after_a_checkpoint_is_still_unsealed_and_before_the_first_one_has_no_signed_evidence() {
     let (dir, port, config) = signed_config(INTERVAL);
-    run_across_a_checkpoint(&config, port, "-KILL").await;
+    run_across_a_checkpoint(&config, port, Signal::SIGKILL).await;
     let log = dir.path().join("audit.jsonl");
     let lines = lines_of(&log);
     assert!(!is_checkpoint(lines.last().unwrap()), "{lines:?}");
@@ -147,7 +148,7 @@ async fn a_crash_after_a_checkpoint_is_still_unsealed_and_before_the_first_one_h
     let child = spawn_cordon(&config, port, &[]).await;
     requests(port, "early", 2);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    crate::rigs::process::signal_and_wait(child, "-KILL").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGKILL).await;
     let (code, out) = verify(
         &["--config", config.to_str().unwrap()],
         &[&dir.path().join("audit.jsonl")],
@@ -224,7 +225,7 @@ async fn the_current_file_deleted_or_emptied_after_rotations_is_tampering() {
         format!("{text}  rotate: {{ size: 2KiB }}\n  compress: false\n"),
     )
     .unwrap();
-    run_once(&config, port, 12, "-TERM").await;
+    run_once(&config, port, 12, Signal::SIGTERM).await;
     let current = p.join("audit.jsonl");
     let mut rotated: Vec<PathBuf> = std::fs::read_dir(p)
         .unwrap()
@@ -265,8 +266,8 @@ async fn a_log_that_had_unsigned_runs_verifies_once_signing_is_turned_on_and_say
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(&unsigned, without).unwrap();
-    run_once(&unsigned, port, 2, "-TERM").await;
-    run_once(&signed, port, 2, "-TERM").await;
+    run_once(&unsigned, port, 2, Signal::SIGTERM).await;
+    run_once(&signed, port, 2, Signal::SIGTERM).await;
     let log = dir.path().join("audit.jsonl");
     let lines = lines_of(&log);
     let starts: Vec<usize> = lines

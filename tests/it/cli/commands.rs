@@ -1,6 +1,7 @@
 //! The `cordon` binary: check, explain, and run driven by curl, with audit lines on stdout.
 
 use crate::rigs::client::*;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, cordon, curl, signal_and_wait, spawn_cordon};
 use crate::rigs::proxy::*;
 use crate::rigs::upstreams::*;
@@ -266,7 +267,7 @@ async fn run_with_curl_through_the_proxy() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
 
-    let status = signal_and_wait(child, "-TERM").await;
+    let status = signal_and_wait(child, Signal::SIGTERM).await;
     assert!(status.status.success(), "exit on SIGTERM: {:?}", status.status);
     let stdout = String::from_utf8_lossy(&status.stdout);
     let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -317,7 +318,7 @@ async fn audit_records_can_go_to_a_file() {
         .timed_output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "407");
-    let out = signal_and_wait(child, "-TERM").await;
+    let out = signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.stdout.is_empty(), "nothing on stdout when audit goes to a file");
     let text = std::fs::read_to_string(&audit).unwrap();
     let lines: Vec<&str> = text

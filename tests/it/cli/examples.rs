@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, cordon};
 use crate::rigs::wait::Within;
 
@@ -273,7 +274,7 @@ fn the_offline_examples_run_as_printed_against_the_embedded_configuration() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_examples_verify_a_real_log() {
     let (signed, port, config) = crate::rigs::audit::signed_config("300ms");
-    crate::rigs::audit::run_once(&config, port, 3, "-TERM").await;
+    crate::rigs::audit::run_once(&config, port, 3, Signal::SIGTERM).await;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir_all(d.join(".cordon-state/state")).unwrap();
@@ -327,15 +328,11 @@ async fn the_rotated_files_example_verifies_a_log_turned_by_logrotate() {
     let child = crate::rigs::process::spawn_cordon(&config, port, &[]).await;
     unauthenticated(port, 2);
     std::fs::rename(s.join("audit.jsonl"), s.join("audit.jsonl.1")).unwrap();
-    let sent = Command::new("kill")
-        .args(["-USR1", &child.id().to_string()])
-        .timed_status()
-        .unwrap();
-    assert!(sent.success());
+    crate::rigs::process::signal(child.id(), Signal::SIGUSR1).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     unauthenticated(port, 3);
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let gz = Command::new("gzip")
         .arg(s.join("audit.jsonl.1"))

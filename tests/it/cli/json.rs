@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::examples::{run_in, shown};
 use crate::rigs::control::{ControlRig, control_rig_edit};
+use crate::rigs::process::Signal;
 
 /// A running cordon with the embedded configuration's policy name (`default`) and lifetimes (at most 7 days).
 async fn rig() -> ControlRig {
@@ -161,7 +162,7 @@ fn admin_commands(url: &str, token: &str, proxy: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_verify_json_gives_the_verdict_counts_and_problems() {
     let (dir, port, config) = crate::rigs::audit::signed_config("300ms");
-    crate::rigs::audit::run_once(&config, port, 3, "-TERM").await;
+    crate::rigs::audit::run_once(&config, port, 3, Signal::SIGTERM).await;
     let log = dir.path().join("audit.jsonl");
     let cfg = config.to_str().unwrap();
     let (code, out) = crate::rigs::audit::verify(&["--config", cfg, "--json"], &[&log]);

@@ -205,11 +205,7 @@ async fn a_reload_to_a_policy_the_ca_does_not_cover_is_refused_until_the_hint_ro
 
     // The hint rotates the CA on disk; the next reload takes the configuration and the new CA with it.
     assert_eq!(run_hints(&log), 1, "{log}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
+    crate::rigs::process::signal(child.id(), crate::rigs::process::Signal::SIGHUP).unwrap();
     for _ in 0..100 {
         if s.log("live.yaml").contains("configuration reloaded") {
             break;

@@ -5,6 +5,7 @@
 //! request leaves.
 
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{curl, signal_and_wait, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -50,13 +51,9 @@ async fn a_sandbox_without_token_or_source_is_reached_by_no_request() {
         );
     }
     // A reload (SIGHUP) says it again.
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .timed_status()
-        .unwrap();
-    assert!(hup.success());
+    crate::rigs::process::signal(child.id(), Signal::SIGHUP).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let out = signal_and_wait(child, "-TERM").await;
+    let out = signal_and_wait(child, Signal::SIGTERM).await;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

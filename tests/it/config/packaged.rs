@@ -178,11 +178,7 @@ async fn a_packaged_configuration_writes_only_in_its_state_folder() {
             assert!(Instant::now() < until, "{rel}: no audit record in the state folder");
             std::thread::sleep(Duration::from_millis(50));
         }
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
+        crate::rigs::process::signal(child.id(), crate::rigs::process::Signal::SIGTERM).unwrap();
         let until = Instant::now() + Duration::from_secs(30);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {

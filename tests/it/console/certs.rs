@@ -8,9 +8,10 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, Killed, curl, written_token};
 use crate::rigs::tls::test_ca;
-use crate::rigs::wait::{TimedChild, Within};
+use crate::rigs::wait::TimedChild;
 
 /// curl with `args`: status and the answer's head and body.
 fn call(args: &[&str]) -> (u16, String) {
@@ -41,10 +42,7 @@ fn start(config: &std::path::Path, port: u16) -> Killed {
 
 /// Stop cordon as an operator would (SIGTERM), so its audit file is whole.
 fn stop(mut cordon: Killed) {
-    Command::new("kill")
-        .args(["-TERM", &cordon.0.id().to_string()])
-        .timed_status()
-        .unwrap();
+    crate::rigs::process::signal(cordon.0.id(), Signal::SIGTERM).unwrap();
     assert!(cordon.0.timed_wait().unwrap().success());
 }
 

@@ -8,9 +8,10 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, cordon_env, curl};
 use crate::rigs::tls::test_ca;
-use crate::rigs::wait::{TimedChild, Within};
+use crate::rigs::wait::TimedChild;
 
 /// A configuration in `dir` with `listen`, `top` (more top-level settings) and a policy.
 fn config(dir: &std::path::Path, listen: &str, top: &str) -> String {
@@ -53,10 +54,7 @@ fn get(args: &[&str], url: &str) -> (u16, String) {
 
 /// Stop cordon as an operator would (SIGTERM), so its audit file is whole.
 fn stop(mut cordon: crate::rigs::process::Killed) {
-    Command::new("kill")
-        .args(["-TERM", &cordon.0.id().to_string()])
-        .timed_status()
-        .unwrap();
+    crate::rigs::process::signal(cordon.0.id(), Signal::SIGTERM).unwrap();
     assert!(cordon.0.timed_wait().unwrap().success());
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::rigs::process::Signal;
 use crate::rigs::replicas::{Replica, create, curl_status, replica, upstream};
 use crate::rigs::wait::Within;
 
@@ -75,11 +76,7 @@ async fn sighup_reloads_and_a_bad_file_keeps_the_running_configuration() {
         "403 before the reload"
     );
     let hup = || {
-        let ok = Command::new("kill")
-            .args(["-HUP", &r.child.id().to_string()])
-            .timed_status()
-            .unwrap();
-        assert!(ok.success());
+        crate::rigs::process::signal(r.child.id(), Signal::SIGHUP).unwrap();
     };
     // A broken file first: refused, cordon keeps serving.
     std::fs::write(&r.path, "policies: [").unwrap();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::rigs::control::{ControlRig, control_rig_edit, url};
+use crate::rigs::process::Signal;
 use crate::rigs::process::cordon_env;
 use crate::rigs::wait::TimedChild;
 
@@ -382,7 +383,7 @@ async fn admin_records_are_in_the_signed_chain_and_match_the_schema() {
     let (status, _, _) = admin_request(at, "GET", "/v1/sandboxes", Some("wrong"), "").await;
     assert_eq!(status, 401);
     assert_eq!(c.get(&mut None, "/x").await.map(|r| r.0), Some(200));
-    let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let lines: Vec<Value> = std::fs::read_to_string(&audit)

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::rigs::aws::{agent, json, json_or_audit, moto, run, sandbox};
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::wait::Within;
@@ -281,7 +282,7 @@ policies:
     );
 
     // The real keys appear nowhere a sandbox looks, nor in cordon's output or audit records.
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
     let logs = format!(
         "{}{}",

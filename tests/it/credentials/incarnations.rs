@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use crate::rigs::client::hash;
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::upstreams::Upstream;
@@ -106,7 +107,7 @@ impl Rig {
     /// Stop cordon if it runs, and start it.
     async fn restart(&mut self) {
         if let Some(c) = self.child.take() {
-            crate::rigs::process::signal_and_wait(c, "-TERM").await;
+            crate::rigs::process::signal_and_wait(c, Signal::SIGTERM).await;
         }
         let d = self.dir.path();
         let child = spawn_cordon(

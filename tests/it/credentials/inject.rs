@@ -2,6 +2,7 @@
 //! never does): header injection, placeholders, and refusals of placeholders out of place.
 
 use crate::rigs::client::*;
+use crate::rigs::process::Signal;
 use crate::rigs::process::curl;
 use crate::rigs::tls::*;
 use crate::rigs::upstreams::*;
@@ -68,10 +69,7 @@ impl Cred {
     /// Stop cordon and return everything it wrote (audit and logs).
     fn output(&mut self) -> String {
         let child = self.child.take().unwrap();
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .timed_status()
-            .unwrap();
+        crate::rigs::process::signal(child.id(), Signal::SIGTERM).unwrap();
         let out = child.timed_wait_with_output().unwrap();
         format!(
             "{}{}",

@@ -4,6 +4,7 @@
 use crate::rigs::client::*;
 use crate::rigs::issuers::{BAO_SECRET, oidc, openbao, short_lived_issuer};
 use crate::rigs::ports::*;
+use crate::rigs::process::Signal;
 use crate::rigs::process::curl;
 use crate::rigs::tls::*;
 use crate::rigs::wait::{TimedChild, Within};
@@ -139,10 +140,7 @@ policies:
     );
 
     let child = cordon.take().unwrap();
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .timed_status()
-        .unwrap();
+    crate::rigs::process::signal(child.id(), Signal::SIGTERM).unwrap();
     let out = child.timed_wait_with_output().unwrap();
     let logs = format!(
         "{}{}",

@@ -90,8 +90,7 @@ fn signalled(mut jail: std::process::Command, signal: nix::sys::signal::Signal) 
         panic!("{what}: the command never said ready: {line:?} {err}");
     }
     // `nsenter`, setpriv and the wrapper of [`ignoring`] exec in place: the child is cordon itself.
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
-    nix::sys::signal::kill(pid, signal).unwrap();
+    crate::rigs::process::signal(child.id(), signal).unwrap();
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     let mut err = String::new();

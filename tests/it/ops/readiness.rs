@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use crate::rigs::client::hash;
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::curl;
 use crate::rigs::tls::{https_upstream, test_ca};
 use crate::rigs::wait::{TimedChild, Within};
@@ -128,14 +129,8 @@ policies:
     );
     t.write_all(req.as_bytes()).await.unwrap();
     assert_eq!(crate::rigs::client::read_connect_response(&mut t).await, 200);
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .timed_status()
-            .unwrap()
-            .success()
-    );
+    let pid = child.id();
+    assert!(crate::rigs::process::signal(pid, Signal::SIGTERM).is_ok());
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
         let (status, body) = ready(admin).await;

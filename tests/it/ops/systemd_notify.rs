@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, curl};
 use crate::rigs::wait::Within;
 
@@ -56,7 +57,7 @@ fn systemd_hears_ready_only_when_cordon_serves_then_reloading_and_stopping() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id().to_string();
+    let pid = child.id();
 
     let ready = next(&socket, Duration::from_secs(30), "READY=1");
     assert!(
@@ -85,13 +86,7 @@ fn systemd_hears_ready_only_when_cordon_serves_then_reloading_and_stopping() {
     assert_eq!(get_status(admin, "/readyz"), 200);
 
     // SIGHUP: RELOADING=1 (with the time, as systemd asks), then READY=1 again.
-    assert!(
-        Command::new("kill")
-            .args(["-HUP", &pid])
-            .timed_status()
-            .unwrap()
-            .success()
-    );
+    assert!(crate::rigs::process::signal(pid, Signal::SIGHUP).is_ok());
     let reloading = next(&socket, Duration::from_secs(10), "RELOADING=1");
     assert!(reloading.lines().any(|l| l == "RELOADING=1"), "{reloading:?}");
     assert!(
@@ -102,13 +97,7 @@ fn systemd_hears_ready_only_when_cordon_serves_then_reloading_and_stopping() {
     assert!(again.lines().any(|l| l == "READY=1"), "{again:?}");
 
     // SIGTERM: STOPPING=1 as the drain starts, then cordon ends cleanly.
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .timed_status()
-            .unwrap()
-            .success()
-    );
+    assert!(crate::rigs::process::signal(pid, Signal::SIGTERM).is_ok());
     let stopping = next(&socket, Duration::from_secs(10), "STOPPING=1");
     assert!(stopping.lines().any(|l| l == "STOPPING=1"), "{stopping:?}");
     let deadline = Instant::now() + Duration::from_secs(20);

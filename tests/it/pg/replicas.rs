@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::rigs::process::Signal;
 use crate::rigs::replicas::{Replica, Setup, admin_get, ca_of, create, curl_status, pg_replica, setup};
 use crate::rigs::wait::{TimedChild, Within};
 
@@ -252,9 +253,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     // A clean stop leaves the registry at once.
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &b.child.id().to_string()])
-        .timed_status();
+    let _ = crate::rigs::process::signal(b.child.id(), Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let (_, replicas) = admin_get(&a, "/v1/replicas").await;

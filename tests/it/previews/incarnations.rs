@@ -13,6 +13,7 @@ use crate::rigs::client::hash;
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{dev_server, session_cookie};
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -267,7 +268,7 @@ async fn a_preview_of_an_earlier_sandbox_of_the_id_opens_nothing_of_the_next() {
 
     // Every refusal is audited, as a denial, with its reason and the sandbox it was refused for.
     let Rig { child, dir, .. } = rig;
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
     let refusals: Vec<Value> = audit
         .lines()

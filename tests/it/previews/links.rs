@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{chromium, dev_server, session_cookie};
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -310,7 +311,7 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     }
 
     // Every access is audited, with the person.
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(stopped.status.success());
     let audit = std::fs::read_to_string(rig.config.with_file_name("audit.jsonl")).unwrap();
     let previews: Vec<Value> = audit
@@ -379,7 +380,7 @@ async fn a_browser_opens_the_link_and_sees_the_page_and_without_it_sees_why_not(
     assert!(dom.contains("<h1 id=\"app\">dev server of sb1</h1>"), "{dom}");
     let bare = chromium(&rig.url(rig.dev, "sb1", "/"));
     assert!(bare.contains("This preview needs a link"), "{bare}");
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
 }
 
 /// Whose a failed preview is, in its record: a sandbox that a reload left without an address of its own (its one
@@ -398,13 +399,7 @@ async fn a_preview_of_a_sandbox_left_without_an_address_fails_on_cordons_side() 
     let yaml = std::fs::read_to_string(&rig.config).unwrap();
     assert!(yaml.contains("\"127.0.0.21/32\""));
     std::fs::write(&rig.config, yaml.replace("\"127.0.0.21/32\"", "\"127.0.0.20/31\"")).unwrap();
-    assert!(
-        Command::new("kill")
-            .args(["-HUP", &child.id().to_string()])
-            .timed_status()
-            .unwrap()
-            .success()
-    );
+    assert!(crate::rigs::process::signal(child.id(), Signal::SIGHUP).is_ok());
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let (status, reason, head) = rig.curl("GET", &format!("{origin}/"), std::slice::from_ref(&cookie));
@@ -418,7 +413,7 @@ async fn a_preview_of_a_sandbox_left_without_an_address_fails_on_cordons_side() 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let stopped = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    let stopped = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     assert!(stopped.status.success());
     let records = rig.audit();
     let failed = records

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::rigs::previews::{Rig, chromium};
+use crate::rigs::process::Signal;
 
 /// The person has preview B (`b_link`) open in a frame; then the page of preview A opens a WebSocket to B,
 /// submits a form to B and POSTs to B with `fetch`, writing what it could into the page.
@@ -202,7 +203,7 @@ async fn a_page_of_another_preview_cannot_use_the_persons_session_for_a_websocke
     }
 
     // Each refusal is audited, with the person and the sandbox whose session was used.
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     let refused: Vec<Value> = rig
         .audit()
         .into_iter()
@@ -270,7 +271,7 @@ async fn a_dev_server_cannot_set_cordons_cookie_or_cookies_for_other_previews() 
     assert_eq!(rig.curl("GET", &format!("{b}/"), &[tossed]).0, 200);
 
     // What was stripped is audited, by name.
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
     let stripped: Vec<Value> = rig
         .audit()
         .into_iter()
@@ -308,5 +309,5 @@ async fn a_previews_own_page_still_uses_its_websocket_and_posts() {
         .count();
     assert_eq!(posts, 2, "the form and the fetch: {seen:?}");
     assert!(seen.iter().any(|s| s == "ws own page"), "{seen:?}");
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
 }

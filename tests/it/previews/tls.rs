@@ -6,6 +6,7 @@ use std::process::Command;
 use crate::rigs::client::hash;
 use crate::rigs::ports::free_port;
 use crate::rigs::previews::{dev_server, session_cookie};
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::wait::Within;
 
@@ -81,5 +82,5 @@ policies:
     assert!(cookie.starts_with("__Host-cordon_preview="), "{head}");
     let page = curl(&format!("https://{dev}-sbt.preview.test:{preview}/"), Some(&cookie));
     assert!(page.contains("dev server of tls"), "{page}");
-    crate::rigs::process::signal_and_wait(child, "-TERM").await;
+    crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
 }

@@ -76,3 +76,27 @@ async fn oversized_head_is_431() {
     assert_eq!(send(p.addr, &raw).await.status, 431);
     assert_eq!(up.accepted(), 0);
 }
+
+/// A head the configured limit allows whose target is longer than the HTTP parser reads (65534 bytes): 414 from
+/// cordon, saying why (`uri_too_long`), recorded with the same status, nothing forwarded; one byte shorter is
+/// judged as usual. And a head over the parser's 100 headers, within the limit: 431, recorded `head_too_large`.
+#[tokio::test]
+async fn overlong_target_is_414_and_too_many_headers_431_each_with_its_reason() {
+    let (up, _e, p) = rig_with("limits:\n  max_request_header_bytes: 256KiB").await;
+    let a = auth("sb1", "tok1");
+    let prefix = format!("http://allowed.test:{}/", up.addr.port());
+    let target = |len: usize| format!("{prefix}{}", "a".repeat(len - prefix.len()));
+    let long = send(p.addr, &format!("GET {} HTTP/1.1\r\nHost: x\r\n{a}\r\n", target(65535))).await;
+    assert_eq!(long.status, 414, "{}", long.text());
+    assert_eq!(long.header("x-cordon-reason"), Some("uri_too_long"));
+    let many: String = (0..110).map(|i| format!("x-{i}: 1\r\n")).collect();
+    let headers = send(p.addr, &format!("GET {prefix} HTTP/1.1\r\nHost: x\r\n{a}{many}\r\n")).await;
+    assert_eq!(headers.status, 431, "{}", headers.text());
+    assert_eq!(up.accepted(), 0, "nothing was forwarded");
+    let recs = p.audit.wait_for(2).await;
+    let said: Vec<(Option<u16>, Option<&str>)> = recs.iter().map(|r| (r.status, r.reason.as_deref())).collect();
+    assert!(said.contains(&(Some(414), Some("uri_too_long"))), "{recs:#?}");
+    assert!(said.contains(&(Some(431), Some("head_too_large"))), "{recs:#?}");
+    let fits = send(p.addr, &format!("GET {} HTTP/1.1\r\nHost: x\r\n{a}\r\n", target(65534))).await;
+    assert_ne!(fits.status, 414, "{}", fits.text());
+}

@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::rigs::client::{closed_within, hash};
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::tls::{https_upstream, test_ca, tls_as};
 use crate::rigs::upstreams::Upstream;
 use crate::rigs::wait::{TimedChild, Within};
@@ -84,14 +85,8 @@ impl Rig {
 
     fn reload(&self, www: &str) {
         std::fs::write(&self.config, self.yaml(www)).unwrap();
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-HUP", &pid])
-                .timed_status()
-                .unwrap()
-                .success()
-        );
+        let pid = self.child.as_ref().unwrap().id();
+        assert!(crate::rigs::process::signal(pid, Signal::SIGHUP).is_ok());
     }
 }
 
@@ -418,9 +413,7 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
     // A name without one still goes on (to the resolver, which knows no such name: 502).
     assert_eq!(connect_status(&rig, &format!("other.allowed.test:{u}")).await, 502);
     let mut child = rig.child.take().unwrap_or_else(|| unreachable!());
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .timed_status();
+    let _ = crate::rigs::process::signal(child.id(), Signal::SIGTERM);
     let _ = child.timed_wait();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();

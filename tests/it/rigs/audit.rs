@@ -12,11 +12,11 @@ use tokio::net::TcpStream;
 use crate::rigs::client::{auth, hash, read_response};
 use crate::rigs::control::admin_request;
 use crate::rigs::ports::free_port;
-use crate::rigs::process::{BIN, curl, spawn_cordon};
+use crate::rigs::process::{BIN, Signal, curl, spawn_cordon};
 use crate::rigs::wait::Within;
 
 /// Requests that each leave one record (407: no credentials), then stop with `signal`.
-pub(crate) async fn run_once(config: &Path, port: u16, requests: usize, signal: &str) {
+pub(crate) async fn run_once(config: &Path, port: u16, requests: usize, signal: Signal) {
     let child = spawn_cordon(config, port, &[]).await;
     for i in 0..requests {
         let out = curl()

@@ -14,6 +14,7 @@ use crate::rigs::browser::Browser;
 use crate::rigs::client::hash;
 use crate::rigs::issuers::oidc_provider;
 use crate::rigs::ports::free_port;
+use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, Killed};
 use crate::rigs::wait::Within;
 
@@ -125,7 +126,7 @@ impl ConsoleRig {
     /// Stop cordon (SIGTERM) and read its audit file's records.
     pub(crate) async fn stop(&mut self) -> Vec<Value> {
         if let Some(child) = self.cordon.take() {
-            let out = crate::rigs::process::signal_and_wait(child, "-TERM").await;
+            let out = crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
             assert!(out.status.success(), "cordon ended with {}", out.status);
         }
         self.records()

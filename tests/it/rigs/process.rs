@@ -3,6 +3,7 @@
 //! dropped; and curl, the client most tests drive cordon with.
 
 use crate::rigs::wait::{TimedChild, Within};
+pub(crate) use nix::sys::signal::Signal;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -46,12 +47,17 @@ pub(crate) fn curl() -> Command {
     c
 }
 
-/// Send `signal` (e.g. `-TERM`) to a cordon process and wait for it to end; its output.
-pub(crate) async fn signal_and_wait(child: std::process::Child, signal: &str) -> std::process::Output {
-    Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .timed_status()
-        .unwrap();
+/// Send `sig` to the process `pid` (a child the test started): one system call, which cannot hang as a `kill`
+/// process could; an error when there is no such process (it ended) or it may not be signalled.
+pub(crate) fn signal(pid: u32, sig: Signal) -> nix::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| nix::errno::Errno::ESRCH)?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig)
+}
+
+/// Send `sig` to a cordon process and wait for it to end (within the deadline of `timed_wait_with_output`);
+/// its output.
+pub(crate) async fn signal_and_wait(child: std::process::Child, sig: Signal) -> std::process::Output {
+    signal(child.id(), sig).unwrap();
     tokio::task::spawn_blocking(move || child.timed_wait_with_output())
         .await
         .unwrap()

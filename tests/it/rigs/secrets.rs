@@ -8,6 +8,7 @@ use base64::Engine;
 
 use crate::rigs::client::hash;
 use crate::rigs::leaky::{Leaks, leaky};
+use crate::rigs::process::Signal;
 use crate::rigs::tls::{TestCa, test_ca};
 use crate::rigs::wait::{TimedChild, Within};
 
@@ -143,9 +144,7 @@ policies:
     /// Stop cordon; everything it wrote (audit lines and logs).
     pub(crate) fn output(&mut self) -> String {
         let child = self.child.take().unwrap();
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .timed_status();
+        let _ = crate::rigs::process::signal(child.id(), Signal::SIGTERM);
         let out = child.timed_wait_with_output().unwrap();
         format!(
             "{}{}",

@@ -70,7 +70,8 @@ impl Drop for Deadline {
 /// Kill `pid`, every process descended from it and its process group when it leads one: stopped first, so
 /// none forks or is re-parented away while the others are found.
 pub(crate) fn kill_tree(pid: u32) {
-    use nix::sys::signal::{Signal, kill, killpg};
+    use crate::rigs::process::{Signal, signal};
+    use nix::sys::signal::killpg;
     use nix::unistd::Pid;
     let as_pid = |p: u32| Pid::from_raw(i32::try_from(p).unwrap_or(i32::MAX));
     let mut seen = vec![pid];
@@ -82,14 +83,14 @@ pub(crate) fn kill_tree(pid: u32) {
             }
         }
         for p in &seen {
-            let _ = kill(as_pid(*p), Signal::SIGSTOP);
+            let _ = signal(*p, Signal::SIGSTOP);
         }
     }
     if nix::unistd::getpgid(Some(as_pid(pid))).ok() == Some(as_pid(pid)) {
         let _ = killpg(as_pid(pid), Signal::SIGKILL);
     }
     for p in &seen {
-        let _ = kill(as_pid(*p), Signal::SIGKILL);
+        let _ = signal(*p, Signal::SIGKILL);
     }
 }
 
