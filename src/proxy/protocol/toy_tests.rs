@@ -219,7 +219,7 @@ async fn a_toy_protocol_is_judged_refused_in_its_own_words_and_recorded() {
     };
     assert_eq!(
         String::from_utf8_lossy(&refused.body),
-        "TOY-NO approval_denied: denied by bob (approval a1)\n"
+        "TOY-NO protocol_approval_denied: denied by bob (approval a1)\n"
     );
 
     // A rule without the toy's paths is not the toy's: nothing judged, so even a shout passes the step.
