@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["reason", "locks"],
+    &["reason", "locks", "names"],
     &[
         "addr",
         "target",
-        "names",
         "principal",
         "limits",
         "framing",
