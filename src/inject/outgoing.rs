@@ -383,12 +383,9 @@ impl Credentials {
                 let encoded: String = form_urlencoded::byte_serialize(secret.expose_secret().as_bytes()).collect();
                 let pq = format!("{}?{}", parts.uri.path(), q.replace(&token, &encoded));
                 let mut uri = parts.uri.clone().into_parts();
-                uri.path_and_query = Some(
-                    PathAndQuery::try_from(pq)
-                        .map_err(|_| unavailable(credential.as_str(), "not valid in a URI".into()))?,
-                );
-                parts.uri =
-                    Uri::from_parts(uri).map_err(|_| unavailable(credential.as_str(), "not valid in a URI".into()))?;
+                let bad_uri = || unavailable(credential.as_str(), "not valid in a URI".into());
+                uri.path_and_query = Some(PathAndQuery::try_from(pq).map_err(|_| bad_uri())?);
+                parts.uri = Uri::from_parts(uri).map_err(|_| bad_uri())?;
             }
             if let Some((data, _)) = whole.as_mut()
                 && data.windows(token.len()).any(|w| w == token.as_bytes())
