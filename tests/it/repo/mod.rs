@@ -6,3 +6,4 @@ mod benchmarks;
 mod deadlines;
 mod layers;
 pub(crate) mod openapi;
+mod type_names;
