@@ -19,7 +19,7 @@ use secrecy::SecretString;
 fn identify(c: &mut Criterion) {
     let mut g = c.benchmark_group("identify");
     let ids = Identities::new(&[SandboxSpec {
-        id: "sb1".into(),
+        id: cordon::names::SandboxId::parse("sb1").unwrap(),
         user: "alice".into(),
         token_sha256: hex::decode(hash_token("a-declared-token-of-48-hex-chars-0123456789ab"))
             .unwrap()
@@ -62,15 +62,16 @@ fn limits(c: &mut Criterion) {
     let mut g = c.benchmark_group("limits");
     let spec = cordon::config::default_rates();
     let l = Limits::new(&spec);
+    let sb1 = cordon::names::SandboxId::parse("sb1").unwrap();
     g.bench_function("request_default_rates", |b| {
         b.iter(|| {
-            let _ = l.request(black_box("sb1"), black_box("alice"), black_box(Some("api.example.com")));
+            let _ = l.request(black_box(&sb1), black_box("alice"), black_box(Some("api.example.com")));
         })
     });
     let off = Limits::new(&LimitSpec::default());
     g.bench_function("request_unlimited", |b| {
         b.iter(|| {
-            let _ = off.request(black_box("sb1"), black_box("alice"), black_box(Some("api.example.com")));
+            let _ = off.request(black_box(&sb1), black_box("alice"), black_box(Some("api.example.com")));
         })
     });
     g.bench_function("bytes", |b| b.iter(|| l.bytes(black_box("sb1"), 1500, 0)));
@@ -134,7 +135,7 @@ fn policy_lookup(c: &mut Criterion) {
     }
     let generation = state.current();
     let declared = Identities::new(&[SandboxSpec {
-        id: "sb1".into(),
+        id: cordon::names::SandboxId::parse("sb1").unwrap(),
         user: "alice".into(),
         token_sha256: hex::decode(hash_token("t")).unwrap().try_into().ok(),
         source_cidrs: vec![],

@@ -19,7 +19,9 @@ fn leaves(c: &mut Criterion) {
         dns: vec!["example.com".into()],
         ips: vec![],
     };
-    let ca = store.load_or_create("bench", &scope).unwrap();
+    let ca = store
+        .load_or_create(&cordon::names::SandboxId::parse("bench").unwrap(), &scope)
+        .unwrap();
     let day = Duration::from_secs(86_400);
     c.bench_function("leaf_mint_cold", |b| {
         b.iter(|| {

@@ -25,6 +25,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::locks::Unpoisoned;
+use crate::names::SandboxId;
 
 /// The Content-Type to serve [`Metrics::encode`] with: OpenMetrics text 1.0.0, which is what
 /// prometheus-client's text encoder produces (it ends with `# EOF`).
@@ -276,7 +277,7 @@ impl Metrics {
     }
 
     /// A client connection (plain proxy connection) attributed to `sandbox` opened.
-    pub(crate) fn connection_opened(&self, sandbox: &str) {
+    pub(crate) fn connection_opened(&self, sandbox: &SandboxId) {
         let _gate = self.sandbox_gate.read().unpoisoned();
         self.connections.get_or_create(&sandbox_labels(sandbox)).inc();
     }
@@ -285,7 +286,7 @@ impl Metrics {
     ///
     /// A close with no series (the sandbox was already forgotten) changes nothing, so a stray
     /// close cannot bring back a series at -1.
-    pub(crate) fn connection_closed(&self, sandbox: &str) {
+    pub(crate) fn connection_closed(&self, sandbox: &SandboxId) {
         let _gate = self.sandbox_gate.read().unpoisoned();
         if let Some(gauge) = self.connections.get(&sandbox_labels(sandbox)) {
             gauge.dec();
@@ -293,7 +294,7 @@ impl Metrics {
     }
 
     /// A CONNECT tunnel of `sandbox` opened; `mode` is `"intercept"` or `"tunnel"`.
-    pub(crate) fn tunnel_opened(&self, sandbox: &str, mode: &str) {
+    pub(crate) fn tunnel_opened(&self, sandbox: &SandboxId, mode: &str) {
         let _gate = self.sandbox_gate.read().unpoisoned();
         {
             let mut modes = self.tunnel_modes.lock().unpoisoned();
@@ -307,7 +308,7 @@ impl Metrics {
     /// A CONNECT tunnel of `sandbox` closed; `mode` as given when it opened.
     ///
     /// Like [`Metrics::connection_closed`], a close with no series changes nothing.
-    pub(crate) fn tunnel_closed(&self, sandbox: &str, mode: &str) {
+    pub(crate) fn tunnel_closed(&self, sandbox: &SandboxId, mode: &str) {
         let _gate = self.sandbox_gate.read().unpoisoned();
         if let Some(gauge) = self.tunnels.get(&tunnel_labels(sandbox, mode)) {
             gauge.dec();
@@ -387,7 +388,7 @@ impl Metrics {
 
     /// Forget the per-sandbox gauge series of a sandbox that is gone, so label sets do not grow
     /// forever. Does nothing while any connection or tunnel of the sandbox is still open.
-    pub(crate) fn forget_sandbox(&self, sandbox: &str) {
+    pub(crate) fn forget_sandbox(&self, sandbox: &SandboxId) {
         let _gate = self.sandbox_gate.write().unpoisoned();
         let connection_key = sandbox_labels(sandbox);
         let tunnel_keys: Vec<Labels<2>> = (self.tunnel_modes.lock().unpoisoned().iter())
@@ -419,13 +420,13 @@ impl Default for Metrics {
 }
 
 /// The label set of a sandbox's connection gauge.
-fn sandbox_labels(sandbox: &str) -> Labels<1> {
-    labels([("sandbox", sandbox)])
+fn sandbox_labels(sandbox: &SandboxId) -> Labels<1> {
+    labels([("sandbox", sandbox.as_str())])
 }
 
 /// The label set of a sandbox's tunnel gauge for one mode.
-fn tunnel_labels(sandbox: &str, mode: &str) -> Labels<2> {
-    labels([("sandbox", sandbox), ("mode", mode)])
+fn tunnel_labels(sandbox: &SandboxId, mode: &str) -> Labels<2> {
+    labels([("sandbox", sandbox.as_str()), ("mode", mode)])
 }
 
 #[cfg(test)]

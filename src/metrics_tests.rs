@@ -167,16 +167,16 @@ fn gauges_go_up_and_down() {
     let metrics = Metrics::new();
     on_threads(4, |_| {
         for _ in 0..100 {
-            metrics.connection_opened("alpha");
-            metrics.tunnel_opened("alpha", "intercept");
-            metrics.tunnel_opened("alpha", "tunnel");
+            metrics.connection_opened(&crate::names::SandboxId::from("alpha"));
+            metrics.tunnel_opened(&crate::names::SandboxId::from("alpha"), "intercept");
+            metrics.tunnel_opened(&crate::names::SandboxId::from("alpha"), "tunnel");
         }
         for _ in 0..40 {
-            metrics.connection_closed("alpha");
-            metrics.tunnel_closed("alpha", "intercept");
+            metrics.connection_closed(&crate::names::SandboxId::from("alpha"));
+            metrics.tunnel_closed(&crate::names::SandboxId::from("alpha"), "intercept");
         }
         for _ in 0..100 {
-            metrics.tunnel_closed("alpha", "tunnel");
+            metrics.tunnel_closed(&crate::names::SandboxId::from("alpha"), "tunnel");
         }
     });
     metrics.set_config_generation(7);
@@ -196,13 +196,13 @@ fn gauges_go_up_and_down() {
 #[test]
 fn forget_sandbox_waits_for_zero_then_removes_its_series() {
     let metrics = Metrics::new();
-    metrics.connection_opened("gone");
-    metrics.tunnel_opened("gone", "tunnel");
-    metrics.connection_opened("stays");
-    metrics.connection_closed("gone");
+    metrics.connection_opened(&crate::names::SandboxId::from("gone"));
+    metrics.tunnel_opened(&crate::names::SandboxId::from("gone"), "tunnel");
+    metrics.connection_opened(&crate::names::SandboxId::from("stays"));
+    metrics.connection_closed(&crate::names::SandboxId::from("gone"));
 
     // A tunnel is still open: nothing is forgotten.
-    metrics.forget_sandbox("gone");
+    metrics.forget_sandbox(&crate::names::SandboxId::from("gone"));
     let samples = parse(&metrics.encode());
     assert_eq!(
         value(&samples, "cordon_open_connections", &[("sandbox", "gone")]),
@@ -213,8 +213,8 @@ fn forget_sandbox_waits_for_zero_then_removes_its_series() {
         Some(1.0)
     );
 
-    metrics.tunnel_closed("gone", "tunnel");
-    metrics.forget_sandbox("gone");
+    metrics.tunnel_closed(&crate::names::SandboxId::from("gone"), "tunnel");
+    metrics.forget_sandbox(&crate::names::SandboxId::from("gone"));
     let samples = parse(&metrics.encode());
     assert!(
         samples
@@ -227,8 +227,8 @@ fn forget_sandbox_waits_for_zero_then_removes_its_series() {
     );
 
     // A stray close after forgetting does not bring the series back at -1.
-    metrics.connection_closed("gone");
-    metrics.tunnel_closed("gone", "tunnel");
+    metrics.connection_closed(&crate::names::SandboxId::from("gone"));
+    metrics.tunnel_closed(&crate::names::SandboxId::from("gone"), "tunnel");
     let samples = parse(&metrics.encode());
     assert!(
         samples
@@ -245,11 +245,11 @@ fn forget_races_with_opens_without_losing_counts() {
     on_threads(4, |index| {
         for _ in 0..300 {
             if index == 0 {
-                metrics.forget_sandbox("busy");
+                metrics.forget_sandbox(&crate::names::SandboxId::from("busy"));
             } else {
-                metrics.tunnel_opened("busy", "intercept");
-                metrics.connection_opened("busy");
-                metrics.tunnel_closed("busy", "intercept");
+                metrics.tunnel_opened(&crate::names::SandboxId::from("busy"), "intercept");
+                metrics.connection_opened(&crate::names::SandboxId::from("busy"));
+                metrics.tunnel_closed(&crate::names::SandboxId::from("busy"), "intercept");
             }
         }
     });
@@ -347,8 +347,8 @@ fn fresh_exposition_lists_only_families_with_series() {
 fn exposition_is_openmetrics_with_help_and_eof() {
     let metrics = Metrics::new();
     metrics.request("http", "allow", "ok", "", Duration::from_millis(1));
-    metrics.connection_opened("s");
-    metrics.tunnel_opened("s", "tunnel");
+    metrics.connection_opened(&crate::names::SandboxId::from("s"));
+    metrics.tunnel_opened(&crate::names::SandboxId::from("s"), "tunnel");
     metrics.token_mint("c", true);
     metrics.reload("api", "ok");
     metrics.sandbox_closed("removed");
@@ -380,10 +380,15 @@ fn exposition_is_openmetrics_with_help_and_eof() {
 #[test]
 fn label_values_are_escaped() {
     let metrics = Metrics::new();
-    metrics.connection_opened("a\"b\\c\nd");
+    // A sandbox id cannot hold these characters (`SandboxId::parse`); a credential's name can.
+    metrics.credential_budget_spent("a\"b\\c\nd");
     let samples = parse(&metrics.encode());
     assert_eq!(
-        value(&samples, "cordon_open_connections", &[("sandbox", "a\"b\\c\nd")]),
+        value(
+            &samples,
+            "cordon_credential_budgets_spent_total",
+            &[("credential", "a\"b\\c\nd")]
+        ),
         Some(1.0)
     );
 }

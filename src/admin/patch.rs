@@ -17,9 +17,11 @@ use crate::tls::ca::scope_for;
 /// are closed at once (requests are decided afresh anyway); the CA is re-issued when the names it may sign
 /// change, and the answer says so and carries the CA in force.
 pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
-    if let Err(e) = check_id(state, id).and_then(|()| unknown_fields(&body, &["policy"])) {
-        return failed(e);
-    }
+    let sandbox_id = match check_id(state, id).and_then(|sandbox| unknown_fields(&body, &["policy"]).map(|()| sandbox))
+    {
+        Ok(sandbox) => sandbox,
+        Err(e) => return failed(e),
+    };
     let generation = state.current();
     let now = control::now();
     let Some(before) = state.control.get(id).filter(|r| r.revoked.is_none() && r.expires > now) else {
@@ -45,14 +47,14 @@ pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
     state.sweep(true);
     let reissue = old_scope.is_none() || old_scope != new_scope;
     let ca = if reissue {
-        let (s, id3, policy) = (state.clone(), id.to_string(), asked.policy.clone());
+        let (s, id3, policy) = (state.clone(), sandbox_id.clone(), asked.policy.clone());
         let rotated = tokio::task::spawn_blocking(move || {
             tokio::runtime::Handle::current().block_on(s.cas.rotate(&id3, Some(&policy)))
         })
         .await;
         match rotated {
             Ok(Ok(ca)) => {
-                state.leaves.invalidate_sandbox(id);
+                state.leaves.invalidate_sandbox(&sandbox_id);
                 ca.cert_pem().to_string()
             }
             Ok(Err(e)) => return ca_failed(id, &e.to_string()),

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::response::{AdminResponse, error, json_response};
+use crate::names::SandboxId;
 use crate::preview::{Claims, Previews, host};
 use crate::proxy::{PreviewRefusal, preview_allowed, preview_live};
 use crate::state::ProxyState;
@@ -71,8 +72,8 @@ pub(super) fn create(state: &ProxyState, id: &str, body: Value) -> AdminResponse
             ),
         );
     }
-    if let Some(unknown) = super::sandboxes::unknown_sandbox(state, id) {
-        return unknown;
+    if let Err(unknown) = super::sandboxes::known_sandbox(state, id) {
+        return *unknown;
     }
     link(state, &previews, id, port, user, ttl)
 }
@@ -139,7 +140,8 @@ pub(super) fn revoke(state: &ProxyState, id: &str, pid: &str) -> AdminResponse {
     let Some(previews) = state.previews.as_ref() else {
         return error(StatusCode::NOT_FOUND, "previews_off", "previews are off");
     };
-    if previews.revoke(id, pid) {
+    let revoked = SandboxId::parse(id).is_ok_and(|sandbox| previews.revoke(&sandbox, pid));
+    if revoked {
         tracing::info!(sandbox = id, preview = pid, "preview revoked");
         json_response(StatusCode::OK, &json!({"id": pid, "sandbox": id, "revoked": true}))
     } else {

@@ -255,10 +255,11 @@ async fn route(
 /// suspension); `lifted` says whether there was anything to lift. A run-time sandbox it revoked stays revoked, as one
 /// revoked through the API does.
 fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
-    if let Some(unknown) = sandboxes::unknown_sandbox(state, id) {
-        return unknown;
-    }
-    let lifted = state.violations.lift(id);
+    let sandbox = match sandboxes::known_sandbox(state, id) {
+        Ok(sandbox) => sandbox,
+        Err(unknown) => return *unknown,
+    };
+    let lifted = state.violations.lift(&sandbox);
     if lifted {
         tracing::info!(sandbox = id, "on_violation: lifted through the admin API");
     }

@@ -13,7 +13,8 @@ use super::response::{AdminResponse, error, json_response};
 use crate::control::store::Record;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
 use crate::generation::Generation;
-use crate::identity::{Sandbox, valid_id};
+use crate::identity::Sandbox;
+use crate::names::SandboxId;
 use crate::state::ProxyState;
 
 fn rfc3339(secs: i64) -> Value {
@@ -43,7 +44,7 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
 }
 
 pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
-    let (connections, tunnels) = state.sessions.counts(&r.id);
+    let (connections, tunnels) = state.sessions.counts(r.id.as_str());
     let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
         "id": r.id,
@@ -58,21 +59,22 @@ pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
         "source_cidrs": r.source_cidrs,
         "open_connections": connections,
         "open_tunnels": tunnels,
-        "violation": violation(state, &r.id),
+        "violation": violation(state, r.id.as_str()),
     })
 }
 
 /// What `on_violation` did to a sandbox: `held`, `suspended`, or nothing.
 fn violation(state: &ProxyState, id: &str) -> Option<&'static str> {
-    if state.violations.suspended(id) {
+    let id = SandboxId::parse(id).ok()?;
+    if state.violations.suspended(&id) {
         Some("suspended")
     } else {
-        state.violations.held(id).then_some("held")
+        state.violations.held(&id).then_some("held")
     }
 }
 
 fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
-    let (connections, tunnels) = state.sessions.counts(&s.id);
+    let (connections, tunnels) = state.sessions.counts(s.id.as_str());
     json!({
         "id": s.id,
         "user": s.user,
@@ -83,10 +85,10 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "created_at": null,
         "expires_at": null,
         "revoked_at": null,
-        "source_cidrs": state.current().config.sandbox(&s.id).map(|x| x.source_cidrs.clone()).unwrap_or_default(),
+        "source_cidrs": state.current().config.sandbox(s.id.as_str()).map(|x| x.source_cidrs.clone()).unwrap_or_default(),
         "open_connections": connections,
         "open_tunnels": tunnels,
-        "violation": violation(state, &s.id),
+        "violation": violation(state, s.id.as_str()),
     })
 }
 
@@ -150,9 +152,10 @@ pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
 /// `POST /v1/sandboxes/{id}/rotate-ca`: a new CA for the names the sandbox's policy allows now; the old one is
 /// no longer used (its leaves are forgotten) and its key is gone. Returns the new CA.
 pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
-    if let Err(e) = id_in_path(id) {
-        return failed(e);
-    }
+    let sandbox_id = match id_in_path(id) {
+        Ok(id) => id,
+        Err(e) => return failed(e),
+    };
     let generation = state.current();
     let sandbox = if let Some(s) = generation.identities.get(id) {
         (*s).clone()
@@ -173,7 +176,7 @@ pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminRespons
     .await;
     match rotated {
         Ok(Ok(ca)) => {
-            state.leaves.invalidate_sandbox(id);
+            state.leaves.invalidate_sandbox(&sandbox_id);
             tracing::info!(sandbox = %id, "CA rotated through the admin API");
             json_response(
                 StatusCode::OK,
@@ -358,29 +361,25 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
 }
 
 /// A sandbox id from a path: 422 when it cannot be one.
-fn id_in_path(id: &str) -> Result<(), ControlError> {
-    if valid_id(id) {
-        Ok(())
-    } else {
-        Err(ControlError::Invalid {
-            field: "id",
-            message: format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
-        })
-    }
+fn id_in_path(id: &str) -> Result<SandboxId, ControlError> {
+    SandboxId::parse(id).map_err(|e| ControlError::Invalid {
+        field: "id",
+        message: e.to_string(),
+    })
 }
 
-pub(super) fn check_id(state: &ProxyState, id: &str) -> Result<(), ControlError> {
-    id_in_path(id)?;
+pub(super) fn check_id(state: &ProxyState, id: &str) -> Result<SandboxId, ControlError> {
+    let sandbox = id_in_path(id)?;
     if state.current().identities.get(id).is_some() {
         return Err(ControlError::Declared(id.to_string()));
     }
-    Ok(())
+    Ok(sandbox)
 }
 
 /// `POST /v1/sandboxes/{id}/renew`.
 pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
     let ttl = match check_id(state, id)
-        .and_then(|()| unknown_fields(&body, &["ttl"]))
+        .and_then(|_| unknown_fields(&body, &["ttl"]))
         .and_then(|()| ttl(&body))
     {
         Ok(t) => t,
@@ -396,15 +395,16 @@ pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
 
 /// `DELETE /v1/sandboxes/{id}`: revoke, and close what it has open.
 pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
-    if let Err(e) = check_id(state, id) {
-        return failed(e);
-    }
+    let sandbox = match check_id(state, id) {
+        Ok(sandbox) => sandbox,
+        Err(e) => return failed(e),
+    };
     let id2 = id.to_string();
     match blocking(state, move |s| s.control.revoke(&id2, control::now())).await {
         Ok(r) => {
             state.sweep(false);
             // Its held requests are denied and its standing grants dropped.
-            state.approvals.forget_sandbox(&r.id);
+            state.approvals.forget_sandbox(&sandbox);
             tracing::info!(sandbox = %r.id, "sandbox revoked");
             json_response(StatusCode::OK, &record_view(state, &r))
         }
@@ -428,14 +428,16 @@ pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminRespo
     }
 }
 
-/// 404 `not_found` if no sandbox, declared or made at run time (live or not), has the id `id`.
-pub(super) fn unknown_sandbox(state: &ProxyState, id: &str) -> Option<AdminResponse> {
+/// The sandbox id `id`, or 404 `not_found` if no sandbox, declared or made at run time (live or not), has it
+/// (text that is no id names none).
+pub(super) fn known_sandbox(state: &ProxyState, id: &str) -> Result<SandboxId, Box<AdminResponse>> {
     let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
-    (!known).then(|| {
-        error(
+    match SandboxId::parse(id) {
+        Ok(sandbox) if known => Ok(sandbox),
+        _ => Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no sandbox has the id {id:?}"),
-        )
-    })
+        ))),
+    }
 }

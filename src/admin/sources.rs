@@ -54,7 +54,7 @@ pub(super) fn declared_overlap(generation: &Generation, new: &[ipnet::IpNet]) ->
                 .map(|theirs| ControlError::Overlap {
                     mine: *mine,
                     theirs: *theirs,
-                    other: s.id.clone(),
+                    other: s.id.to_string(),
                 })
         })
     })

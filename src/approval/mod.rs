@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use crate::identity::Sandbox;
 use crate::locks::Unpoisoned;
 
+use crate::names::SandboxId;
 use crate::webhook::Webhook;
 use grants::Grants;
 use ids::fresh_id;
@@ -301,8 +302,8 @@ impl Approvals {
     }
 
     /// Drop everything of a sandbox that is gone: its grants, and its pending asks, which end as denied by "cordon".
-    pub(crate) fn forget_sandbox(&self, sandbox: &str) {
-        self.sweep(|who, _, _| who.id.as_str() != sandbox);
+    pub(crate) fn forget_sandbox(&self, sandbox: &SandboxId) {
+        self.sweep(|who, _, _| who.id != *sandbox);
     }
 
     /// Keep only the asks and grants for which `keep(sandbox incarnation, rule index, rule fingerprint)` holds:

@@ -300,7 +300,7 @@ async fn forgetting_a_sandbox_denies_its_asks_and_drops_its_grants() {
         approvals.ask(ask("sb-2", "/x")),
         async {
             until_pending(&approvals, 2).await;
-            approvals.forget_sandbox("sb-1");
+            approvals.forget_sandbox(&crate::names::SandboxId::from("sb-1"));
             assert_eq!(
                 approvals
                     .pending()
@@ -344,7 +344,7 @@ fn decide_without_a_runtime_still_works() {
         approvals.decide("ap-x", Ruling::Allow, Scope::Once, "bob"),
         Err(DecideError::NotFound(_))
     ));
-    approvals.forget_sandbox("sb-1");
+    approvals.forget_sandbox(&crate::names::SandboxId::from("sb-1"));
     assert_eq!(approvals.pending_count(), 0);
 }
 

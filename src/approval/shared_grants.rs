@@ -3,6 +3,7 @@
 //! replica deletes the row and announces that too. The row carries what the API does not show (the sandbox
 //! incarnation, the query as sent, the rule's fingerprint), since covering a request depends on them.
 
+use crate::names::SandboxId;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,8 @@ use crate::pg::listen::{Event, announce};
 #[derive(Serialize, Deserialize)]
 struct Row {
     id: String,
-    who_id: String,
+    /// Read with the id rule checked: a row naming no sandbox id fails to read.
+    who_id: SandboxId,
     who_user: String,
     who_policy: String,
     /// The incarnation of a run-time sandbox (none: declared in the file).
@@ -53,7 +55,7 @@ impl From<&Grant> for Row {
         };
         Row {
             id: g.id.clone(),
-            who_id: g.who.id.to_string(),
+            who_id: g.who.id.clone(),
             who_user: g.who.user.clone(),
             who_policy: g.who.policy.clone(),
             who_nonce,
@@ -86,8 +88,8 @@ impl From<Row> for Grant {
         };
         Grant {
             id: r.id,
-            who: Arc::new(Sandbox::new(r.who_id.as_str().into(), r.who_user, r.who_policy, origin)),
-            sandbox: r.who_id,
+            sandbox: r.who_id.to_string(),
+            who: Arc::new(Sandbox::new(r.who_id, r.who_user, r.who_policy, origin)),
             reach: r.reach,
             method: r.method,
             host: r.host,

@@ -15,6 +15,7 @@ use super::record::Record;
 use super::sink::Sink;
 
 use crate::locks::Unpoisoned;
+use crate::names::SandboxId;
 
 /// Refusals kept per sandbox.
 const PER_SANDBOX: usize = 10;
@@ -95,9 +96,9 @@ impl Recent {
     }
 
     /// The latest refusals of `sandbox`, newest first.
-    pub(crate) fn refusals(&self, sandbox: &str) -> Vec<Seen> {
+    pub(crate) fn refusals(&self, sandbox: &SandboxId) -> Vec<Seen> {
         self.refusals
-            .get(sandbox)
+            .get(sandbox.as_str())
             .map(|q| q.lock().unpoisoned().iter().rev().cloned().collect())
             .unwrap_or_default()
     }

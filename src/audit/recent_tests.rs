@@ -38,12 +38,21 @@ fn each_sandbox_keeps_its_latest_refusals_newest_first() {
     allowed.sandbox_id("s1");
     allowed.allowed(Some(0), None);
     allowed.finish();
-    let s1: Vec<String> = recent.refusals("s1").into_iter().map(|s| s.path.unwrap()).collect();
+    let s1: Vec<String> = recent
+        .refusals(&crate::names::SandboxId::from("s1"))
+        .into_iter()
+        .map(|s| s.path.unwrap())
+        .collect();
     assert_eq!(s1.len(), PER_SANDBOX);
     assert_eq!(s1.first().map(String::as_str), Some("/11"));
     assert_eq!(s1.last().map(String::as_str), Some("/2"));
-    assert_eq!(recent.refusals("s2")[0].reason.as_deref(), Some("no_rule"));
-    assert!(recent.refusals("s3").is_empty());
+    assert_eq!(
+        recent.refusals(&crate::names::SandboxId::from("s2"))[0]
+            .reason
+            .as_deref(),
+        Some("no_rule")
+    );
+    assert!(recent.refusals(&crate::names::SandboxId::from("s3")).is_empty());
 }
 
 #[test]
@@ -93,7 +102,7 @@ fn decisions_are_kept_from_the_admin_records_that_made_them() {
     assert_eq!(d[0].by.as_deref(), Some("anna@example.test"));
     assert_eq!(d[0].path.as_deref(), Some("/pay"));
     assert!(
-        recent.refusals("s1").is_empty(),
+        recent.refusals(&crate::names::SandboxId::from("s1")).is_empty(),
         "admin records are not the sandbox's refusals"
     );
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::args::{ConfigArg, load};
+use crate::names::SandboxId;
 use crate::tls::ca::scope_for;
 use crate::tls::ca::{CaStore, Scope};
 
@@ -57,13 +58,13 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
         .map(|p| scope_for(p))
         .unwrap_or(Scope::Unconstrained);
     let result = if config.control.postgres.is_some() {
-        in_database(&config, &sandbox, &scope, rotate)
+        in_database(&config, &spec.id, &scope, rotate)
     } else {
         let store = CaStore::new(config.ca.dir.clone()).with_rotate_command(config.rotate_command());
         if rotate {
-            store.rotate(&sandbox, &scope)
+            store.rotate(&spec.id, &scope)
         } else {
-            store.load_or_create(&sandbox, &scope)
+            store.load_or_create(&spec.id, &scope)
         }
         .map_err(|e| e.to_string())
     };
@@ -92,7 +93,7 @@ pub(crate) fn main(command: CaCommand) -> ExitCode {
 /// running replica uses the new CA at once.
 fn in_database(
     config: &crate::config::Config,
-    sandbox: &str,
+    sandbox: &SandboxId,
     scope: &Scope,
     rotate: bool,
 ) -> Result<std::sync::Arc<crate::tls::ca::SandboxCa>, String> {

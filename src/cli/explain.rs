@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::args::{ConfigArg, load};
 use super::sandbox::{AdminArgs, client};
 use crate::identity::SandboxSpec;
+use crate::names::SandboxId;
 
 /// Explain `method url` from sandbox `id` (as text, or JSON when `json`); exit 0 when allowed, 1 when refused,
 /// 2 when it cannot say.
@@ -123,7 +124,7 @@ async fn run_time_spec(
     match (field("user"), field("policy")) {
         (Some(user), Some(policy)) => Ok(Some((
             SandboxSpec {
-                id: id.to_owned(),
+                id: SandboxId::parse(id).map_err(|e| e.to_string())?,
                 user,
                 token_sha256: None,
                 source_cidrs: Vec::new(),

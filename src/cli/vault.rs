@@ -90,6 +90,7 @@ pub(crate) fn main(command: VaultCommand) -> ExitCode {
 }
 
 /// Print a sandbox's placeholders as environment variables (`NAME=value` lines, or one JSON object).
+/// `sandbox` is the command line's text: it names a declared sandbox or none.
 pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str, json: bool) -> ExitCode {
     let config = match load(arg) {
         Ok(c) => c,
@@ -115,7 +116,7 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str, json: bool) -> ExitCo
     let vars: Vec<(String, String)> = creds
         .placeholders_for(&incarnation, &allowed)
         .into_iter()
-        .map(|(name, value)| (crate::placeholder::env_var(&name), value))
+        .map(|(name, value)| (crate::placeholder::env_var(name.as_str()), value))
         .chain(creds.aws_env(&incarnation, &allowed))
         .collect();
     if json {

@@ -11,6 +11,7 @@ use super::errors::Errors;
 use super::fields::cidr;
 use super::shapes;
 use crate::identity::SandboxSpec;
+use crate::names::SandboxId;
 use crate::policy::Policy;
 
 /// One entry of `sandboxes:`.
@@ -49,15 +50,18 @@ pub(super) fn sandboxes(
     let mut seen = HashSet::new();
     for (i, s) in raw.into_iter().enumerate() {
         let base = format!("sandboxes[{i}]");
-        let id = s.id.unwrap_or_default();
-        if !crate::identity::valid_id(&id) {
-            errs.at(
-                format!("{base}.id"),
-                format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
-            );
-        } else if !seen.insert(id.clone()) {
-            errs.at(format!("{base}.id"), format!("{id:?} is declared twice"));
-        }
+        let id = match SandboxId::parse(&s.id.unwrap_or_default()) {
+            Ok(id) => {
+                if !seen.insert(id.clone()) {
+                    errs.at(format!("{base}.id"), format!("{id:?} is declared twice"));
+                }
+                Some(id)
+            }
+            Err(e) => {
+                errs.at(format!("{base}.id"), e.to_string());
+                None
+            }
+        };
         let user = s.user.unwrap_or_default();
         if user.trim().is_empty() {
             errs.at(
@@ -108,6 +112,8 @@ pub(super) fn sandboxes(
                 );
             }
         }
+        // A sandbox whose id is no id is left out: the errors above refuse the whole configuration.
+        let Some(id) = id else { continue };
         out.push(SandboxSpec {
             id,
             user,

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::names::SandboxId;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 /// How long a jail waits for another's transaction on the file.
@@ -41,7 +42,7 @@ fn e(file: &Path) -> impl Fn(rusqlite::Error) -> String + '_ {
 /// jails already: then why not, naming them. When `file` is the `control.store` (`store`), it is made a store
 /// first (the sandbox store's schema, as `cordon run` makes it), so that a store that did not exist yet is one
 /// the jail's own proxy then opens, not "a SQLite database of something else" with only this table.
-pub(crate) fn take(file: &Path, sandbox: &str, user: &str, most: u32, store: bool) -> Result<Place, String> {
+pub(crate) fn take(file: &Path, sandbox: &SandboxId, user: &str, most: u32, store: bool) -> Result<Place, String> {
     super::store_file::prepare_file(file).map_err(|err| format!("cannot create {}: {err}", file.display()))?;
     let mut conn = Connection::open(file).map_err(e(file))?;
     conn.busy_timeout(BUSY).map_err(e(file))?;
@@ -89,7 +90,7 @@ pub(crate) fn take(file: &Path, sandbox: &str, user: &str, most: u32, store: boo
     }
     tx.execute(
         "INSERT INTO jails (sandbox, user, pid, started) VALUES (?1, ?2, ?3, ?4)",
-        params![sandbox, user, pid, i64::try_from(me).unwrap_or(0)],
+        params![sandbox.as_str(), user, pid, i64::try_from(me).unwrap_or(0)],
     )
     .map_err(e(file))?;
     let id = tx.last_insert_rowid();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::store::Record;
 use super::{Control, now};
 use crate::identity::{AuthFailure, Closed, Origin, Sandbox};
+use crate::names::SandboxId;
 
 impl Control {
     /// The sandbox a signed credential names, if the credential is good now. Memory only: safe on the hot path.
@@ -17,7 +18,7 @@ impl Control {
             return Err(AuthFailure::Invalid);
         }
         let sandbox = Sandbox::new(
-            claims.sub.into(),
+            SandboxId::parse(&claims.sub).map_err(|_| AuthFailure::Invalid)?,
             claims.usr,
             claims.pol,
             Origin::Api {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 
 use crate::identity::signed::TokenSigner;
-use crate::identity::valid_id;
+use crate::names::SandboxId;
 use backend::Backend;
 use fields::{check_labels, check_user};
 use store::{Record, Store, StoreError};
@@ -139,7 +139,7 @@ pub struct Ttl {
 /// Run-time sandboxes: store, in-memory view and credential signer.
 pub struct Control {
     store: Backend,
-    view: RwLock<HashMap<String, Record>>,
+    view: RwLock<HashMap<SandboxId, Record>>,
     signer: TokenSigner,
 }
 
@@ -253,17 +253,15 @@ impl Control {
         now: i64,
     ) -> Result<(Record, String), ControlError> {
         let id = match new.id {
-            Some(id) if !valid_id(&id) => {
-                return Err(invalid(
-                    "id",
-                    format!("{id:?} is not a sandbox id; {}", crate::identity::ID_RULE),
-                ));
-            }
-            Some(id) => id,
-            None => format!("sb-{}", crate::secret_file::random_hex(8).map_err(ControlError::Store)?),
+            Some(id) => SandboxId::parse(&id).map_err(|e| invalid("id", e.to_string()))?,
+            None => SandboxId::parse(&format!(
+                "sb-{}",
+                crate::secret_file::random_hex(8).map_err(ControlError::Store)?
+            ))
+            .map_err(|e| invalid("id", e.to_string()))?,
         };
-        if declared(&id) {
-            return Err(ControlError::Exists(id));
+        if declared(id.as_str()) {
+            return Err(ControlError::Exists(id.to_string()));
         }
         check_user(&new.user)?;
         if !policy_known(&new.policy) {
@@ -283,8 +281,8 @@ impl Control {
             source_cidrs: new.source_cidrs,
             inline_policy: new.inline_policy,
         };
-        if self.live(&record.id, now).is_ok() {
-            return Err(ControlError::Exists(record.id));
+        if self.live(record.id.as_str(), now).is_ok() {
+            return Err(ControlError::Exists(record.id.to_string()));
         }
         // All or nothing: what the sandbox needs first, then its record.
         prepare(&record)?;
@@ -296,7 +294,7 @@ impl Control {
 
     fn mint(&self, r: &Record, now: i64) -> Result<String, ControlError> {
         self.signer
-            .mint(&r.id, &r.nonce, &r.user, &r.policy, now, r.expires)
+            .mint(r.id.as_str(), &r.nonce, &r.user, &r.policy, now, r.expires)
             .map_err(ControlError::Store)
     }
 

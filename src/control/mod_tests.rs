@@ -32,15 +32,15 @@ fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(Record, String), C
 fn a_created_sandbox_verifies_with_its_credential_only() {
     let c = control(None);
     let (r, cred) = create(&c, None, 1000).unwrap();
-    assert!(r.id.starts_with("sb-"));
+    assert!(r.id.as_str().starts_with("sb-"));
     assert_eq!(r.expires, 1000 + 3600);
-    let s = c.verify(&r.id, &cred, 1001).unwrap();
+    let s = c.verify(r.id.as_str(), &cred, 1001).unwrap();
     assert_eq!((s.user.as_str(), s.policy.as_str()), ("alice", "web"));
     // SECURITY: the credential is bound to its id.
     let (other, _) = create(&c, Some("other"), 1000).unwrap();
-    assert_eq!(c.verify(&other.id, &cred, 1001), Err(AuthFailure::Invalid));
+    assert_eq!(c.verify(other.id.as_str(), &cred, 1001), Err(AuthFailure::Invalid));
     assert_eq!(
-        c.verify(&r.id, "eyJhbGciOiJIUzI1NiJ9.e30.x", 1001),
+        c.verify(r.id.as_str(), "eyJhbGciOiJIUzI1NiJ9.e30.x", 1001),
         Err(AuthFailure::Invalid)
     );
 }

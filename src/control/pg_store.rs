@@ -55,11 +55,11 @@ impl PgStore {
         let live = tx
             .query_opt(
                 "SELECT 1 FROM sandboxes WHERE id = $1 AND revoked IS NULL AND expires > $2 FOR UPDATE",
-                &[&record.id, &now],
+                &[&record.id.as_str(), &now],
             )
             .await;
         if self.db.outcome(what, live)?.is_some() {
-            return Err(PgStoreError::Exists(record.id.clone()));
+            return Err(PgStoreError::Exists(record.id.to_string()));
         }
         if !record.source_cidrs.is_empty() {
             // SECURITY: one creation by address at a time across replicas, so two cannot take one address.
@@ -94,7 +94,7 @@ impl PgStore {
                      WHERE sandboxes.revoked IS NOT NULL OR sandboxes.expires <= $9"
                 ),
                 &[
-                    &record.id,
+                    &record.id.as_str(),
                     &record.nonce,
                     &record.user,
                     &record.policy,
@@ -110,7 +110,7 @@ impl PgStore {
             .await;
         if self.db.outcome(what, r)? == 0 {
             // Another replica made it live between the check and the insert.
-            return Err(PgStoreError::Exists(record.id.clone()));
+            return Err(PgStoreError::Exists(record.id.to_string()));
         }
         self.db
             .outcome(what, announce(&tx, &Event::Sandbox(record.id.clone())).await)?;
@@ -212,7 +212,7 @@ impl PgStore {
         };
         let record = self.record(&row)?;
         self.db
-            .outcome(what, announce(&tx, &Event::Sandbox(id.to_owned())).await)?;
+            .outcome(what, announce(&tx, &Event::Sandbox(record.id.clone())).await)?;
         self.db.outcome(what, tx.commit().await)?;
         Ok(record)
     }
@@ -220,7 +220,10 @@ impl PgStore {
     fn record(&self, row: &Row) -> Result<Record, DbError> {
         let labels: serde_json::Value = row.try_get(4).map_err(|e| self.db.corrupt("sandbox", e))?;
         Ok(Record {
-            id: row.try_get(0).map_err(|e| self.db.corrupt("sandbox", e))?,
+            id: crate::names::SandboxId::parse(
+                &row.try_get::<_, String>(0).map_err(|e| self.db.corrupt("sandbox", e))?,
+            )
+            .map_err(|e| self.db.corrupt("sandbox", e))?,
             nonce: row.try_get(1).map_err(|e| self.db.corrupt("sandbox", e))?,
             user: row.try_get(2).map_err(|e| self.db.corrupt("sandbox", e))?,
             policy: row.try_get(3).map_err(|e| self.db.corrupt("sandbox", e))?,

@@ -43,7 +43,7 @@ impl Control {
                 r.source_cidrs
                     .iter()
                     .find(|theirs| theirs.contains(net) || net.contains(*theirs))
-                    .map(|theirs| (r.id.clone(), *theirs))
+                    .map(|theirs| (r.id.to_string(), *theirs))
             })
     }
 }
@@ -61,7 +61,7 @@ impl Record {
     /// The sandbox this record stands for, as requests and sessions carry it (this incarnation: its nonce).
     pub(crate) fn incarnation(&self) -> Sandbox {
         Sandbox::new(
-            self.id.as_str().into(),
+            self.id.clone(),
             self.user.clone(),
             self.policy_label(),
             Origin::Api {

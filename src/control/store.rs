@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::names::SandboxId;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 
@@ -54,7 +55,7 @@ const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoke
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// The sandbox's name, unique among the records.
-    pub(crate) id: String,
+    pub(crate) id: SandboxId,
     /// Random per creation; credentials carry it, so a re-created id does not revive old credentials.
     pub(crate) nonce: String,
     /// Who created it.
@@ -164,13 +165,13 @@ impl Store {
         let live: Option<i64> = tx
             .query_row(
                 "SELECT 1 FROM sandboxes WHERE id = ?1 AND revoked IS NULL AND expires > ?2",
-                params![record.id, now],
+                params![record.id.as_str(), now],
                 |row| row.get(0),
             )
             .optional()
             .map_err(|e| self.db(&what, e))?;
         if live.is_some() {
-            return Err(StoreError::Exists(record.id.clone()));
+            return Err(StoreError::Exists(record.id.to_string()));
         }
         if !record.source_cidrs.is_empty() {
             // In the same transaction as the insert: two creations cannot both take one address.
@@ -191,7 +192,7 @@ impl Store {
         tx.execute(
             &format!("INSERT OR REPLACE INTO sandboxes ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             params![
-                record.id,
+                record.id.as_str(),
                 record.nonce,
                 record.user,
                 record.policy,
@@ -383,7 +384,8 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
     let labels = serde_json::from_str(&labels)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, Type::Text, Box::new(e)))?;
     Ok(Record {
-        id: row.get(0)?,
+        id: SandboxId::parse(&row.get::<_, String>(0)?)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, Type::Text, Box::new(e)))?,
         nonce: row.get(1)?,
         user: row.get(2)?,
         policy: row.get(3)?,
@@ -408,7 +410,7 @@ pub(crate) fn first_overlap(record: &Record, others: &[Record]) -> Option<(ipnet
             o.source_cidrs
                 .iter()
                 .find(|theirs| mine.contains(*theirs) || theirs.contains(mine))
-                .map(|theirs| (*mine, *theirs, o.id.clone()))
+                .map(|theirs| (*mine, *theirs, o.id.to_string()))
         })
     })
 }

@@ -11,7 +11,7 @@ fn record(id: &str) -> Record {
     labels.insert("team".to_owned(), "infra".to_owned());
     labels.insert("ticket".to_owned(), "OPS-1 \"quoted\"".to_owned());
     Record {
-        id: id.to_owned(),
+        id: crate::names::SandboxId::from(&*id.to_owned()),
         nonce: format!("nonce-{id}"),
         user: "alice".to_owned(),
         policy: "default".to_owned(),
@@ -81,7 +81,7 @@ fn insert_over_revoked_or_expired_replaces() {
     assert_eq!(store.get("revoked").unwrap(), Some(fresh.clone()));
 
     // Expired exactly at `now` counts as expired.
-    fresh.id = "expired".to_owned();
+    fresh.id = crate::names::SandboxId::from("expired");
     store.insert(&fresh, 1000).unwrap();
     assert_eq!(store.get("expired").unwrap(), Some(fresh));
     assert_eq!(store.all().unwrap().len(), 2);

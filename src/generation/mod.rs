@@ -158,14 +158,11 @@ impl Generation {
     }
 
     /// The declared sandboxes with the name and the policy each runs under: `(id, policy name, policy)`.
-    pub(crate) fn declared(&self) -> impl Iterator<Item = (&str, &str, Option<&Policy>)> {
-        self.config.sandboxes.iter().map(|s| {
-            (
-                s.id.as_str(),
-                s.policy.as_str(),
-                self.named_policy(&s.policy).map(|p| &**p),
-            )
-        })
+    pub(crate) fn declared(&self) -> impl Iterator<Item = (&crate::names::SandboxId, &str, Option<&Policy>)> {
+        self.config
+            .sandboxes
+            .iter()
+            .map(|s| (&s.id, s.policy.as_str(), self.named_policy(&s.policy).map(|p| &**p)))
     }
 
     /// The principal whose admin token `presented` is, if any.

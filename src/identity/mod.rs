@@ -39,7 +39,7 @@ pub struct Sandbox {
 #[derive(Debug, Clone)]
 pub struct SandboxSpec {
     /// Its id (the user name in `Proxy-Authorization: Basic`).
-    pub id: String,
+    pub id: SandboxId,
     /// The owner, for audit and per-user limits.
     pub user: String,
     /// SHA-256 of its proxy token; the token itself is never stored.
@@ -71,7 +71,7 @@ impl Sandbox {
     /// A run-time sandbox's is `id#nonce` (the nonce is random per creation, so an id created again, after a
     /// revocation, an expiry or a purge, is another incarnation); a file sandbox's is `id@user` (declared again
     /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
-    /// An id has none of `#` and `@` (`valid_id`), so no two incarnations share a key.
+    /// An id has none of `#` and `@` (`SandboxId::parse`), so no two incarnations share a key.
     // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
     pub(crate) fn incarnation(&self) -> &str {
         &self.incarnation
@@ -99,7 +99,7 @@ impl Sandbox {
 }
 
 /// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
-pub(crate) fn file_incarnation(id: &str, user: &str) -> String {
+pub(crate) fn file_incarnation(id: &SandboxId, user: &str) -> String {
     format!("{id}@{user}")
 }
 
@@ -178,7 +178,7 @@ struct Entry {
 
 /// The sandboxes, indexed for identification.
 pub struct Identities {
-    by_id: HashMap<String, Entry>,
+    by_id: HashMap<SandboxId, Entry>,
     by_source: Vec<(IpNet, Arc<Sandbox>)>,
 }
 
@@ -189,7 +189,7 @@ impl Identities {
         let mut by_source = Vec::new();
         for spec in specs {
             let sandbox = Arc::new(Sandbox::new(
-                spec.id.as_str().into(),
+                spec.id.clone(),
                 spec.user.clone(),
                 spec.policy.clone(),
                 Origin::Config,
@@ -208,12 +208,14 @@ impl Identities {
         Identities { by_id, by_source }
     }
 
-    /// The sandbox with this id, without authentication (for the CLI).
+    /// The sandbox with this id, without authentication (for the CLI). A lookup by text: text that is no id
+    /// finds nothing.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
         self.by_id.get(id).map(|e| e.sandbox.clone())
     }
 
-    /// A declared sandbox by id and token.
+    /// A declared sandbox by id and token. The id is what the sandbox sent, not yet known to be one: text
+    /// that is no id finds no sandbox.
     pub fn by_id_token(&self, id: &str, token: &str) -> Result<Arc<Sandbox>, AuthFailure> {
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         match self.by_id.get(id) {
@@ -307,20 +309,6 @@ fn parse_basic(value: &[u8]) -> Option<(String, String)> {
         return None;
     }
     Some((id.to_string(), token.to_string()))
-}
-
-/// What a sandbox id may be, for messages.
-pub(crate) const ID_RULE: &str = "use 1-64 letters, digits, '-', '_' or '.', not starting with '.'";
-
-/// Whether `id` can be a sandbox id ([`ID_RULE`]). Ids travel as the user part of Basic credentials, which
-/// ends at the first ':', as a path segment of the admin API, and name the sandbox's CA folder.
-pub(crate) fn valid_id(id: &str) -> bool {
-    // SECURITY: an id never starts with '.': not `.` or `..`, and not a name cordon gives its own files in
-    // the CA folder (`.lock`), which a sandbox's folder would collide with.
-    !id.is_empty()
-        && id.len() <= 64
-        && !id.starts_with('.')
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// The hex SHA-256 of a token, as written in `token_sha256`.

@@ -100,10 +100,10 @@ fn ids_that_would_name_a_folder_above_or_a_file_of_cordon_are_not_ids() {
         "a b",
         &"x".repeat(65),
     ] {
-        assert!(!valid_id(bad), "{bad:?}");
+        assert!(!crate::names::valid_sandbox_id(bad), "{bad:?}");
     }
     for good in ["a", "a..", "sb-1.x_y", &"x".repeat(64)] {
-        assert!(valid_id(good), "{good:?}");
+        assert!(crate::names::valid_sandbox_id(good), "{good:?}");
     }
 }
 

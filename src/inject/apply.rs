@@ -138,7 +138,7 @@ impl Credentials {
                     .get(*n)
                     .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. } | Inject::AwsSigV4 { .. }))
             })
-            .map(|n| (n.clone(), self.placeholders.value(incarnation, n)))
+            .map(|n| (n.clone(), self.placeholders.value(incarnation, n.as_str())))
             .collect()
     }
 
@@ -159,7 +159,7 @@ impl Credentials {
         policy
             .credentials
             .iter()
-            .filter(|name| self.bound(name, target, method, path))
+            .filter(|name| self.bound(name.as_str(), target, method, path))
             .cloned()
             .collect()
     }
@@ -237,11 +237,11 @@ impl Credentials {
         let mut placeholders: Vec<String> = Vec::new();
         for name in names {
             let Some(spec) = self.specs.get(name) else { continue };
-            let mut known = self.secrets.book.of(name);
+            let mut known = self.secrets.book.of(name.as_str());
             if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
                 known.push(self.secret(spec, policy).await?);
             }
-            let placeholder = self.placeholders.value(incarnation, name);
+            let placeholder = self.placeholders.value(incarnation, name.as_str());
             placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
             values.extend(known);
         }

@@ -50,7 +50,13 @@ impl Credentials {
             _ => String::new(),
         };
         !parts.headers.contains_key("x-amz-content-sha256")
-            || aws.any(|name| aws_minting::reads_body(&aws_minting::services(&scope, self.pinned_service(name), &host)))
+            || aws.any(|name| {
+                aws_minting::reads_body(&aws_minting::services(
+                    &scope,
+                    self.pinned_service(name.as_str()),
+                    &host,
+                ))
+            })
     }
 
     /// The service credential `name` is pinned to sign for, if it is.
@@ -81,12 +87,12 @@ impl Credentials {
             .value(incarnation, &format!("{credential}\0aws-secret-access-key"))
     }
 
-    /// The AWS variables of the sandbox incarnation `sandbox` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
+    /// The AWS variables of the sandbox incarnation `incarnation` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY` of the first AWS credential (by name), and for each
     /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
     pub(crate) fn aws_env(
         &self,
-        sandbox: &str,
+        incarnation: &str,
         allowed: &[CredentialName],
     ) -> std::collections::BTreeMap<String, String> {
         let mut env = std::collections::BTreeMap::new();
@@ -94,11 +100,14 @@ impl Credentials {
         names.sort();
         for (i, name) in names.into_iter().enumerate() {
             let (id, secret) = (
-                self.placeholders.value(sandbox, name),
-                self.aws_placeholder_secret(sandbox, name),
+                self.placeholders.value(incarnation, name.as_str()),
+                self.aws_placeholder_secret(incarnation, name.as_str()),
             );
-            let var =
-                crate::placeholder::env_var(name).replacen("CORDON_PLACEHOLDER_", "CORDON_AWS_SECRET_ACCESS_KEY_", 1);
+            let var = crate::placeholder::env_var(name.as_str()).replacen(
+                "CORDON_PLACEHOLDER_",
+                "CORDON_AWS_SECRET_ACCESS_KEY_",
+                1,
+            );
             env.insert(var, secret.clone());
             if i == 0 {
                 env.insert("AWS_ACCESS_KEY_ID".into(), id);
@@ -141,7 +150,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
-            .find(|c| self.placeholders.value(incarnation, c) == signed.key_id)
+            .find(|c| self.placeholders.value(incarnation, c.as_str()) == signed.key_id)
         else {
             return Err(refused(
                 Reason::AwsSignatureKey,
@@ -165,12 +174,14 @@ impl Credentials {
         }
         let authority = authority(parts)?;
         // Before the signature is judged: a minting call is refused as that, however it is signed.
-        self.aws_minting(credential, &signed, parts, &authority, body)?;
+        self.aws_minting(credential.as_str(), &signed, parts, &authority, body)?;
         fresh(&signed)?;
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
-            secret: self.aws_placeholder_secret(sandbox.incarnation(), credential).into(),
+            secret: self
+                .aws_placeholder_secret(sandbox.incarnation(), credential.as_str())
+                .into(),
             token: None,
         };
         let payload = payload(&signed, body)?;
@@ -257,7 +268,7 @@ impl Credentials {
             .map(|o| (policy.name.as_str(), o));
         let keys = self.secrets.aws_keys(spec, narrowed).await.map_err(|detail| {
             tracing::warn!(credential = %credential, "credential unavailable: {detail}");
-            unavailable(&credential, detail)
+            unavailable(credential.as_str(), detail)
         })?;
         let request: Canonical = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let made = sign(
@@ -268,7 +279,7 @@ impl Credentials {
             signed.location,
             &payload(&signed, body)?,
         )
-        .map_err(|e| unavailable(&credential, e))?;
+        .map_err(|e| unavailable(credential.as_str(), e))?;
         for name in [
             "authorization",
             "x-amz-date",
@@ -278,8 +289,8 @@ impl Credentials {
             parts.headers.remove(name);
         }
         for (name, value, sensitive) in made.headers {
-            let mut value =
-                HeaderValue::from_str(&value).map_err(|_| unavailable(&credential, "not a header value".into()))?;
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| unavailable(credential.as_str(), "not a header value".into()))?;
             value.set_sensitive(sensitive || name == "authorization" || name == "x-amz-security-token");
             parts.headers.insert(HeaderName::from_static(name), value);
         }
@@ -295,9 +306,10 @@ impl Credentials {
             let mut uri = parts.uri.clone().into_parts();
             uri.path_and_query = Some(
                 PathAndQuery::try_from(format!("{}?{query}", parts.uri.path()))
-                    .map_err(|_| unavailable(&credential, "not valid in a URI".into()))?,
+                    .map_err(|_| unavailable(credential.as_str(), "not valid in a URI".into()))?,
             );
-            parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
+            parts.uri =
+                Uri::from_parts(uri).map_err(|_| unavailable(credential.as_str(), "not valid in a URI".into()))?;
         }
         // The sandbox's key id (its placeholder) was only ever allowed where the signature names it.
         let key_id = signed.key_id.as_str();

@@ -244,14 +244,14 @@ impl Credentials {
         }
         if let Some(token) = found.disguised.first() {
             let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".into());
-            return Err(exfiltration(&credential, "encoded, split or re-cased"));
+            return Err(exfiltration(credential.as_str(), "encoded, split or re-cased"));
         }
         let incarnation = sandbox.incarnation();
         for token in found.plain {
             let own = self
                 .specs
                 .keys()
-                .find(|c| self.placeholders.value(incarnation, c) == token);
+                .find(|c| self.placeholders.value(incarnation, c.as_str()) == token);
             let credential = match (own, self.placeholders.owner(&token)) {
                 (Some(credential), _) => credential.clone(),
                 (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
@@ -269,8 +269,8 @@ impl Credentials {
                 Some(Inject::AwsSigV4 { .. }) => matches!(place, Place::Header | Place::Query),
                 _ => false,
             };
-            if !(swappable && usable(&credential)) {
-                return Err(exfiltration(&credential, "sent where it is not bound"));
+            if !(swappable && usable(credential.as_str())) {
+                return Err(exfiltration(credential.as_str(), "sent where it is not bound"));
             }
             if !swaps.iter().any(|(c, _)| *c == credential) {
                 swaps.push((credential, token));
@@ -301,7 +301,7 @@ impl Credentials {
             }
             if let Some(token) = found.plain.first().or(found.disguised.first()) {
                 let credential = self.owner_of(sandbox, token).unwrap_or_else(|| "unknown".into());
-                return Err(exfiltration(&credential, "in a host name"));
+                return Err(exfiltration(credential.as_str(), "in a host name"));
             }
         }
         Ok(())
@@ -312,7 +312,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         self.specs
             .keys()
-            .find(|c| self.placeholders.value(incarnation, c) == token)
+            .find(|c| self.placeholders.value(incarnation, c.as_str()) == token)
             .cloned()
             .or_else(|| {
                 self.placeholders
@@ -347,7 +347,7 @@ impl Credentials {
                 Inject::Header { name, .. } => name.clone(),
                 _ => AUTHORIZATION,
             };
-            parts.headers.insert(header, sensitive(&value, name)?);
+            parts.headers.insert(header, sensitive(&value, name.as_str())?);
             applied.push(name.clone());
         }
         Ok(applied)
@@ -374,7 +374,7 @@ impl Credentials {
                 if let Ok(text) = value.to_str()
                     && text.contains(&token)
                 {
-                    *value = sensitive(&text.replace(&token, secret.expose_secret()), &credential)?;
+                    *value = sensitive(&text.replace(&token, secret.expose_secret()), credential.as_str())?;
                 }
             }
             if let Some(q) = parts.uri.query()
@@ -383,10 +383,9 @@ impl Credentials {
                 let encoded: String = form_urlencoded::byte_serialize(secret.expose_secret().as_bytes()).collect();
                 let pq = format!("{}?{}", parts.uri.path(), q.replace(&token, &encoded));
                 let mut uri = parts.uri.clone().into_parts();
-                uri.path_and_query = Some(
-                    PathAndQuery::try_from(pq).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?,
-                );
-                parts.uri = Uri::from_parts(uri).map_err(|_| unavailable(&credential, "not valid in a URI".into()))?;
+                let bad_uri = || unavailable(credential.as_str(), "not valid in a URI".into());
+                uri.path_and_query = Some(PathAndQuery::try_from(pq).map_err(|_| bad_uri())?);
+                parts.uri = Uri::from_parts(uri).map_err(|_| bad_uri())?;
             }
             if let Some((data, _)) = whole.as_mut()
                 && data.windows(token.len()).any(|w| w == token.as_bytes())
@@ -446,5 +445,5 @@ pub(crate) fn refusal(found: &Found, sandbox: &Sandbox, credentials: &Credential
     let credential = token
         .and_then(|t| credentials.owner_of(sandbox, t))
         .unwrap_or_else(|| "unknown".into());
-    exfiltration(&credential, "in the request body")
+    exfiltration(credential.as_str(), "in the request body")
 }

@@ -12,6 +12,7 @@ use super::limits::Supervision;
 use super::limits::watch::{Stop, Watch};
 use super::net::Firewall;
 use crate::config::Config;
+use crate::names::SandboxId;
 
 /// What to jail and how.
 #[derive(Debug, Clone)]
@@ -49,9 +50,9 @@ pub(crate) struct Options {
 pub type ChildSignals = fn(&mut std::process::Command);
 
 /// The sandbox the jail is for: named, or the config's only one.
-pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<String, String> {
+pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<SandboxId, String> {
     match wanted {
-        Some(id) if config.sandboxes.iter().any(|s| s.id == id) => Ok(id.to_string()),
+        Some(id) if let Some(s) = config.sandboxes.iter().find(|s| s.id == id) => Ok(s.id.clone()),
         Some(id) => Err(format!(
             "--sandbox {id}: the config declares no such sandbox (a jail is for a sandbox declared under \
              `sandboxes:`, which it then knows by the jail's address)"
@@ -155,14 +156,14 @@ fn forward(child: &tokio::process::Child, signal: Signal) {
 /// A place among the jails the sandbox's user runs on this host, when `limits.per_user.jails` bounds them (held
 /// until the jail ends): counted in the `control.store` file when the configuration has one, else in
 /// `jails.db` in cordon's state folder ([`crate::config::paths::state_dir`]).
-pub(super) fn place(config: &Config, sandbox: &str) -> Result<Option<crate::control::jails::Place>, String> {
+pub(super) fn place(config: &Config, sandbox: &SandboxId) -> Result<Option<crate::control::jails::Place>, String> {
     let Some(most) = config.jail.per_user else {
         return Ok(None);
     };
     let user = config
         .sandboxes
         .iter()
-        .find(|s| s.id == sandbox)
+        .find(|s| s.id == *sandbox)
         .map(|s| s.user.clone())
         .unwrap_or_default();
     let (file, store) = match &config.control.store {
@@ -181,7 +182,7 @@ pub(super) fn place(config: &Config, sandbox: &str) -> Result<Option<crate::cont
 /// command never holds: `jail/ID/audit.jsonl` in cordon's state folder ([`crate::config::paths::state_dir`]:
 /// `/var/lib/cordon` as root, else under `$XDG_STATE_HOME` or `~/.local/state`). Its path is printed on stderr
 /// at start. Returns the new path, if the audit was moved.
-pub(super) fn audit_apart(config: &mut Config, sandbox: &str) -> Result<Option<PathBuf>, String> {
+pub(super) fn audit_apart(config: &mut Config, sandbox: &SandboxId) -> Result<Option<PathBuf>, String> {
     use crate::config::AuditConfig;
     let shared = match &config.audit {
         AuditConfig::Stdout => true,
@@ -193,7 +194,7 @@ pub(super) fn audit_apart(config: &mut Config, sandbox: &str) -> Result<Option<P
     let base = crate::config::paths::state_dir().map_err(|e| {
         format!("audit.path is \"-\", which the jailed command would share; set audit.path to a file ({e})")
     })?;
-    let dir = base.join("jail").join(sandbox);
+    let dir = base.join("jail").join(sandbox.as_str());
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

@@ -269,7 +269,7 @@ async fn serve(
     let generation = state.current();
     let sandbox = generation
         .identities
-        .get(&plan.sandbox)
+        .get(plan.sandbox.as_str())
         .ok_or_else(|| format!("sandbox {} vanished from the config", plan.sandbox))?;
     let ca = state
         .ca(&generation, &sandbox)
@@ -357,7 +357,7 @@ async fn serve(
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         let protected = confined.git.map(git::Guard::protected).unwrap_or_default();
-        planted::report(folder, before, &audit_sink, &plan.sandbox, protected);
+        planted::report(folder, before, &audit_sink, plan.sandbox.as_str(), protected);
     }
     if let Some(view::PrivateHome::Host(home)) = &confined.view.private_home {
         confine::unmount(home);

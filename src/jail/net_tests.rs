@@ -3,7 +3,11 @@ use super::*;
 
 #[test]
 fn rules_redirect_everything_to_cordon_and_drop_the_rest() {
-    let plan = Plan::new("agent", "10.200.0.0/16".parse().unwrap()).unwrap();
+    let plan = Plan::new(
+        &crate::names::SandboxId::from("agent"),
+        "10.200.0.0/16".parse().unwrap(),
+    )
+    .unwrap();
     let ports = Ports {
         proxy: 3128,
         transparent: 15001,

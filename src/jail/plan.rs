@@ -4,6 +4,7 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
+use crate::names::SandboxId;
 use ipnet::Ipv4Net;
 use sha2::{Digest, Sha256};
 
@@ -14,7 +15,7 @@ pub const DEFAULT_SUBNET: &str = "10.200.0.0/16";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The sandbox jailed.
-    pub(crate) sandbox: String,
+    pub(crate) sandbox: SandboxId,
     /// Eight hex digits of SHA-256 of the sandbox id.
     pub(crate) tag: String,
     /// The network namespace.
@@ -35,19 +36,19 @@ pub struct Plan {
 
 impl Plan {
     /// The plan for `sandbox`, its /30 chosen by the id's hash within `subnet` (a /29 or wider).
-    pub fn new(sandbox: &str, subnet: Ipv4Net) -> Result<Plan, String> {
+    pub fn new(sandbox: &SandboxId, subnet: Ipv4Net) -> Result<Plan, String> {
         if subnet.prefix_len() > 29 {
             return Err(format!(
                 "--subnet {subnet} is too small; give a /29 or wider (jails take a /30 each)"
             ));
         }
-        let digest = Sha256::digest(sandbox.as_bytes());
+        let digest = Sha256::digest(sandbox.as_str().as_bytes());
         let tag = hex::encode(&digest[..4]);
         let slots = 1u64 << (30 - subnet.prefix_len());
         let n = u64::from(u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])) % slots;
         let base = u32::from(subnet.network()) + u32::try_from(n * 4).unwrap_or(0);
         Ok(Plan {
-            sandbox: sandbox.to_string(),
+            sandbox: sandbox.clone(),
             netns: format!("cordon-jail-{tag}"),
             host_if: format!("cjh-{tag}"),
             jail_if: format!("cjs-{tag}"),

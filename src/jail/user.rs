@@ -91,7 +91,7 @@ pub(crate) fn run(mut config: Config, options: Options, project: &Path) -> Resul
     let result = rt.block_on(serve(
         config,
         sink,
-        (&id, &token),
+        (id.as_str(), &token),
         view,
         (&options.command, options.child_signals),
         git.as_ref(),

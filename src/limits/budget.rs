@@ -61,9 +61,9 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Count `up` and `down` bytes of `sandbox`; refuse when the window's totals are now over a budget.
-    pub(super) fn count(&self, sandbox: &str, up: u64, down: u64, now: I) -> Result<(), LimitRefusal> {
+    pub(super) fn count(&self, incarnation: &str, up: u64, down: u64, now: I) -> Result<(), LimitRefusal> {
         let mut windows = self.lock();
-        if let Some(window) = windows.get_mut(sandbox) {
+        if let Some(window) = windows.get_mut(incarnation) {
             if self.expired(window, now) {
                 *window = Window {
                     start: now,
@@ -75,23 +75,23 @@ impl<I: Reference> Budgets<I> {
             window.down = window.down.saturating_add(down);
             let window = *window;
             drop(windows);
-            return self.over(sandbox, &window, now, |used, budget| used > budget);
+            return self.over(incarnation, &window, now, |used, budget| used > budget);
         }
         if up == 0 && down == 0 {
             return Ok(());
         }
         let window = Window { start: now, up, down };
-        windows.insert(sandbox.to_owned(), window);
+        windows.insert(incarnation.to_owned(), window);
         drop(windows);
-        self.over(sandbox, &window, now, |used, budget| used > budget)
+        self.over(incarnation, &window, now, |used, budget| used > budget)
     }
 
     /// Refuse when a budget of `sandbox`'s current window is spent (all of it used).
-    pub(super) fn check(&self, sandbox: &str, now: I) -> Result<(), LimitRefusal> {
-        let window = self.lock().get(sandbox).copied();
+    pub(super) fn check(&self, incarnation: &str, now: I) -> Result<(), LimitRefusal> {
+        let window = self.lock().get(incarnation).copied();
         match window {
             Some(window) if !self.expired(&window, now) => {
-                self.over(sandbox, &window, now, |used, budget| used >= budget)
+                self.over(incarnation, &window, now, |used, budget| used >= budget)
             }
             _ => Ok(()),
         }
@@ -99,8 +99,8 @@ impl<I: Reference> Budgets<I> {
 
     /// Bytes (up, down) counted in `sandbox`'s current window.
     #[cfg(test)]
-    pub(super) fn usage(&self, sandbox: &str, now: I) -> (u64, u64) {
-        match self.lock().get(sandbox) {
+    pub(super) fn usage(&self, incarnation: &str, now: I) -> (u64, u64) {
+        match self.lock().get(incarnation) {
             Some(window) if !self.expired(window, now) => (window.up, window.down),
             _ => (0, 0),
         }
@@ -122,7 +122,7 @@ impl<I: Reference> Budgets<I> {
     /// The first budget (upload, then download) for which `exceeds(used, budget)` holds, as a refusal.
     fn over(
         &self,
-        sandbox: &str,
+        incarnation: &str,
         window: &Window<I>,
         now: I,
         exceeds: impl Fn(u64, u64) -> bool,
@@ -138,7 +138,7 @@ impl<I: Reference> Budgets<I> {
             reason,
             retry_after: whole_seconds(left),
             message: format!(
-                "sandbox {sandbox} has used its {direction} budget of {budget} bytes per {}; it renews in {}",
+                "sandbox {incarnation} has used its {direction} budget of {budget} bytes per {}; it renews in {}",
                 human(self.window),
                 human(whole_seconds(left)),
             ),

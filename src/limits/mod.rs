@@ -42,6 +42,7 @@ use self::rate::{Keyed, describe};
 pub(crate) use self::refusal::LimitRefusal;
 pub use self::shared_bytes::{Counts, SharedBytes};
 pub use self::unauthenticated::{Unauthenticated, Waiting};
+use crate::names::SandboxId;
 
 /// Something told of every byte moved; returning false means the tunnel must stop (budget spent).
 pub(crate) trait Meter: Send + Sync {
@@ -115,13 +116,13 @@ pub struct Limits<C: Clock = MonotonicClock> {
     /// The clock of budget windows and auth blocks (the limiters hold clones of it).
     clock: C,
     /// Requests per sandbox.
-    sandbox_requests: Option<Keyed<String, C>>,
+    sandbox_requests: Option<Keyed<SandboxId, C>>,
     /// Requests per user.
     user_requests: Option<Keyed<String, C>>,
     /// Requests per (sandbox, host).
-    host_requests: Option<Keyed<(String, String), C>>,
+    host_requests: Option<Keyed<(SandboxId, String), C>>,
     /// New connections and tunnels per sandbox.
-    sandbox_connections: Option<Keyed<String, C>>,
+    sandbox_connections: Option<Keyed<SandboxId, C>>,
     /// Open connections and tunnels.
     open: Open,
     /// Byte budgets.
@@ -146,7 +147,7 @@ impl<C: Clock + Clone> Limits<C> {
         Limits {
             spec: spec.clone(),
             sandbox_requests: keyed(spec.sandbox_requests),
-            user_requests: keyed(spec.user_requests),
+            user_requests: spec.user_requests.map(|rate| Keyed::new(rate, clock.clone())),
             host_requests: spec.host_requests.map(|rate| Keyed::new(rate, clock.clone())),
             sandbox_connections: keyed(spec.sandbox_connections),
             open: Open::default(),
@@ -178,9 +179,9 @@ impl<C: Clock + Clone> Limits<C> {
     /// its sandbox's rate, and one refused by the host rate one cell of both the sandbox's and the
     /// user's. `host` is taken as given: pass it normalized (lower case, no trailing dot); `None` (a request
     /// whose destination could not be read) skips the per-host rate.
-    pub fn request(&self, sandbox: &str, user: &str, host: Option<&str>) -> Result<(), LimitRefusal> {
+    pub fn request(&self, sandbox: &SandboxId, user: &str, host: Option<&str>) -> Result<(), LimitRefusal> {
         if let Some(limiter) = &self.sandbox_requests {
-            limiter.check(&sandbox.to_owned()).map_err(|denied| {
+            limiter.check(sandbox).map_err(|denied| {
                 denied.refusal(
                     LimitRefusal::SANDBOX_RATE,
                     format!("sandbox {sandbox} is over {}", describe(limiter.rate(), "requests")),
@@ -197,25 +198,23 @@ impl<C: Clock + Clone> Limits<C> {
             })?;
         }
         if let (Some(limiter), Some(host)) = (&self.host_requests, host) {
-            limiter
-                .check(&(sandbox.to_owned(), host.to_owned()))
-                .map_err(|denied| {
-                    let rate = describe(limiter.rate(), "requests");
-                    denied.refusal(
-                        LimitRefusal::HOST_RATE,
-                        format!("sandbox {sandbox} is over {rate} to {host}"),
-                    )
-                })?;
+            limiter.check(&(sandbox.clone(), host.to_owned())).map_err(|denied| {
+                let rate = describe(limiter.rate(), "requests");
+                denied.refusal(
+                    LimitRefusal::HOST_RATE,
+                    format!("sandbox {sandbox} is over {rate} to {host}"),
+                )
+            })?;
         }
         Ok(())
     }
 
     /// A new connection or tunnel of `sandbox`.
-    pub(crate) fn connection(&self, sandbox: &str) -> Result<(), LimitRefusal> {
+    pub(crate) fn connection(&self, sandbox: &SandboxId) -> Result<(), LimitRefusal> {
         let Some(limiter) = &self.sandbox_connections else {
             return Ok(());
         };
-        limiter.check(&sandbox.to_owned()).map_err(|denied| {
+        limiter.check(sandbox).map_err(|denied| {
             let rate = describe(limiter.rate(), "new connections");
             denied.refusal(
                 LimitRefusal::CONNECTION_RATE,
@@ -228,51 +227,58 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// The returned guard gives the slot back when dropped. Refused when the sandbox (checked first)
     /// or the user already has as many open as its cap allows; a refusal takes no slot.
-    pub(crate) fn open(&self, sandbox: &str, user: &str) -> Result<OpenGuard, LimitRefusal> {
+    pub(crate) fn open(&self, sandbox: &SandboxId, user: &str) -> Result<OpenGuard, LimitRefusal> {
         self.open
             .open(sandbox, user, self.spec.sandbox_open, self.spec.user_open)
     }
 
     /// Open connections and tunnels of `sandbox` and of `user` now (for views and tests).
     #[cfg(test)]
-    pub(crate) fn open_counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
+    pub(crate) fn open_counts(&self, sandbox: &SandboxId, user: &str) -> (u32, u32) {
         self.open.counts(sandbox, user)
     }
 
-    /// Whether new traffic of `sandbox` is refused because a byte budget of the current window is spent.
+    /// Whether new traffic of the sandbox incarnation `incarnation` (`Sandbox::incarnation`: budgets are kept
+    /// per incarnation, not per id) is refused because a byte budget of the current window is spent.
     ///
     /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
     /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
-    pub(crate) fn budget(&self, sandbox: &str) -> Result<(), LimitRefusal> {
+    pub(crate) fn budget(&self, incarnation: &str) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
-            return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
-                u >= b
-            });
+            return shared.over(
+                incarnation,
+                self.spec.sandbox_upload,
+                self.spec.sandbox_download,
+                |u, b| u >= b,
+            );
         }
-        self.budgets.check(sandbox, self.clock.now())
+        self.budgets.check(incarnation, self.clock.now())
     }
 
-    /// Count `up` (sent upstream) and `down` (received) bytes moved for `sandbox`.
+    /// Count `up` (sent upstream) and `down` (received) bytes moved for the sandbox incarnation `incarnation`.
     ///
     /// Returns a refusal when this pushed (or found) the sandbox over a budget, so the caller can close
     /// what it has open; the bytes are counted either way. Windows are fixed, per sandbox, starting at
     /// its first counted byte; the first bytes after a window ends start a new one from zero. Bytes
     /// are counted even when no budget is set (for [`Limits::usage`]). Cheap: one lock and one lookup,
     /// no allocation once the sandbox has a window.
-    pub fn bytes(&self, sandbox: &str, up: u64, down: u64) -> Result<(), LimitRefusal> {
+    pub fn bytes(&self, incarnation: &str, up: u64, down: u64) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
-            shared.add(sandbox, up, down);
-            return shared.over(sandbox, self.spec.sandbox_upload, self.spec.sandbox_download, |u, b| {
-                u > b
-            });
+            shared.add(incarnation, up, down);
+            return shared.over(
+                incarnation,
+                self.spec.sandbox_upload,
+                self.spec.sandbox_download,
+                |u, b| u > b,
+            );
         }
-        self.budgets.count(sandbox, up, down, self.clock.now())
+        self.budgets.count(incarnation, up, down, self.clock.now())
     }
 
-    /// Bytes (up, down) counted for `sandbox` in its current window.
+    /// Bytes (up, down) counted for the sandbox incarnation `incarnation` in its current window.
     #[cfg(test)]
-    pub(crate) fn usage(&self, sandbox: &str) -> (u64, u64) {
-        self.budgets.usage(sandbox, self.clock.now())
+    pub(crate) fn usage(&self, incarnation: &str) -> (u64, u64) {
+        self.budgets.usage(incarnation, self.clock.now())
     }
 
     /// A failed proxy authentication from `source` naming sandbox `claim` (if it named one): `Ok` while under
@@ -297,7 +303,10 @@ impl<C: Clock + Clone> Limits<C> {
     /// Drops rate states that are back to fresh (governor's `retain_recent`, then `shrink_to_fit`),
     /// byte windows that are over, auth blocks that expired and zero open counts. Call periodically.
     pub(crate) fn housekeep(&self) {
-        let limiters = [&self.sandbox_requests, &self.user_requests, &self.sandbox_connections];
+        if let Some(limiter) = &self.user_requests {
+            limiter.housekeep();
+        }
+        let limiters = [&self.sandbox_requests, &self.sandbox_connections];
         for limiter in limiters.into_iter().flatten() {
             limiter.housekeep();
         }
@@ -313,11 +322,11 @@ impl<C: Clock + Clone> Limits<C> {
     /// Number of keys held by each structure, to observe `housekeep`.
     #[cfg(test)]
     fn tracked(&self) -> Tracked {
-        let len = |limiter: &Option<Keyed<String, C>>| limiter.as_ref().map_or(0, Keyed::len);
+        let len = |limiter: &Option<Keyed<SandboxId, C>>| limiter.as_ref().map_or(0, Keyed::len);
         let (auth_states, auth_blocks) = self.auth.len();
         Tracked {
             sandbox_requests: len(&self.sandbox_requests),
-            user_requests: len(&self.user_requests),
+            user_requests: self.user_requests.as_ref().map_or(0, Keyed::len),
             host_requests: self.host_requests.as_ref().map_or(0, Keyed::len),
             sandbox_connections: len(&self.sandbox_connections),
             budgets: self.budgets.len(),

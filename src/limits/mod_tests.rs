@@ -51,15 +51,20 @@ fn default_spec_is_unlimited_with_an_hour_window() {
     let source: IpAddr = "192.0.2.1".parse().unwrap();
     let mut guards = Vec::new();
     for _ in 0..1_000 {
-        limits.request("sb-1", "alice", Some("a.com")).unwrap();
-        limits.connection("sb-1").unwrap();
-        guards.push(limits.open("sb-1", "alice").unwrap());
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap();
+        limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
+        guards.push(limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap());
         limits.bytes("sb-1", u64::MAX / 2, u64::MAX / 2).unwrap();
         limits.budget("sb-1").unwrap();
         limits.auth_failure(source, Some("sb-1")).unwrap();
         assert_eq!(limits.auth_blocked(source, Some("sb-1")), None);
     }
-    assert_eq!(limits.open_counts("sb-1", "alice"), (1_000, 1_000));
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (1_000, 1_000)
+    );
     assert_eq!(limits.usage("sb-1"), (u64::MAX, u64::MAX), "counts saturate");
 }
 
@@ -67,9 +72,13 @@ fn default_spec_is_unlimited_with_an_hour_window() {
 fn the_real_clock_limits_too() {
     let limits = Limits::new(&everything());
     for _ in 0..3 {
-        limits.request("sb-1", "alice", Some("a.com")).unwrap();
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap();
     }
-    let refusal = limits.request("sb-1", "alice", Some("a.com")).unwrap_err();
+    let refusal = limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::SANDBOX_RATE);
     assert!(refusal.retry_after >= Duration::from_secs(1));
     assert!(format!("{limits:?}").contains("sandbox_requests"));
@@ -90,13 +99,17 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
     let clock = FakeRelativeClock::default();
     let limits = Limits::with_clock(&everything(), clock.clone());
     let source: IpAddr = "192.0.2.7".parse().unwrap();
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
-    limits.request("sb-2", "bob", Some("b.com")).unwrap();
-    limits.connection("sb-1").unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-2"), "bob", Some("b.com"))
+        .unwrap();
+    limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
     limits.bytes("sb-1", 10, 10).unwrap();
     limits.auth_failure(source, Some("sb-1")).unwrap();
     limits.auth_failure(source, Some("sb-1")).unwrap_err();
-    let guard = limits.open("sb-1", "alice").unwrap();
+    let guard = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
 
     let live = Tracked {
         sandbox_requests: 2,
@@ -130,8 +143,14 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
 
     // Forgotten keys start fresh.
     for _ in 0..3 {
-        limits.request("sb-1", "alice", Some("a.com")).unwrap();
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap();
     }
-    assert!(limits.request("sb-1", "alice", Some("a.com")).is_err());
+    assert!(
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .is_err()
+    );
     assert_eq!(limits.auth_blocked(source, Some("sb-1")), None);
 }

@@ -1,13 +1,16 @@
 //! Counts of open connections and tunnels per sandbox and per user, with caps and RAII release.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::LimitRefusal;
 
 use crate::locks::Unpoisoned;
+use crate::names::SandboxId;
 
 /// How long a caller refused by an open cap is told to wait: slots free up as soon as anything closes.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -16,7 +19,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 struct Table {
     /// Open connections and tunnels per sandbox.
-    sandboxes: HashMap<String, u32>,
+    sandboxes: HashMap<SandboxId, u32>,
     /// Open connections and tunnels per user, over all of the user's sandboxes.
     users: HashMap<String, u32>,
 }
@@ -37,7 +40,7 @@ impl Open {
     /// Take one slot of `sandbox` and of `user`, or refuse when either is at its cap (`None` = no cap).
     pub(super) fn open(
         &self,
-        sandbox: &str,
+        sandbox: &SandboxId,
         user: &str,
         sandbox_cap: Option<u32>,
         user_cap: Option<u32>,
@@ -70,14 +73,14 @@ impl Open {
         drop(table);
         Ok(OpenGuard {
             table: Arc::clone(&self.table),
-            sandbox: sandbox.to_owned(),
+            sandbox: sandbox.clone(),
             user: user.to_owned(),
         })
     }
 
     /// Open counts of `sandbox` and of `user` now.
     #[cfg(test)]
-    pub(super) fn counts(&self, sandbox: &str, user: &str) -> (u32, u32) {
+    pub(super) fn counts(&self, sandbox: &SandboxId, user: &str) -> (u32, u32) {
         let table = self.lock();
         (
             table.sandboxes.get(sandbox).copied().unwrap_or(0),
@@ -103,7 +106,11 @@ impl Open {
 }
 
 /// Add one to `key`'s count, creating it at one.
-fn increment(map: &mut HashMap<String, u32>, key: &str) {
+fn increment<K, Q>(map: &mut HashMap<K, u32>, key: &Q)
+where
+    K: Borrow<Q> + Hash + Eq,
+    Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+{
     if let Some(n) = map.get_mut(key) {
         *n = n.saturating_add(1);
     } else {
@@ -112,7 +119,11 @@ fn increment(map: &mut HashMap<String, u32>, key: &str) {
 }
 
 /// Take one from `key`'s count, removing the key when it reaches zero.
-fn decrement(map: &mut HashMap<String, u32>, key: &str) {
+fn decrement<K, Q>(map: &mut HashMap<K, u32>, key: &Q)
+where
+    K: Borrow<Q> + Hash + Eq,
+    Q: Hash + Eq + ?Sized,
+{
     if let Some(n) = map.get_mut(key) {
         *n = n.saturating_sub(1);
         if *n == 0 {
@@ -129,7 +140,7 @@ pub(crate) struct OpenGuard {
     /// The shared counts to give the slot back to.
     table: Arc<Mutex<Table>>,
     /// The sandbox the slot was taken from.
-    sandbox: String,
+    sandbox: SandboxId,
     /// The user the slot was taken from.
     user: String,
 }
@@ -137,7 +148,7 @@ pub(crate) struct OpenGuard {
 impl OpenGuard {
     /// The sandbox this slot counts against.
     #[cfg(test)]
-    pub(crate) fn sandbox(&self) -> &str {
+    pub(crate) fn sandbox(&self) -> &SandboxId {
         &self.sandbox
     }
 

@@ -13,11 +13,16 @@ fn sandbox_cap_is_released_when_a_guard_drops() {
         sandbox_open: Some(2),
         ..LimitSpec::default()
     });
-    let first = limits.open("sb-1", "alice").unwrap();
-    let _second = limits.open("sb-1", "alice").unwrap();
-    assert_eq!(limits.open_counts("sb-1", "alice"), (2, 2));
+    let first = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
+    let _second = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (2, 2)
+    );
 
-    let refusal = limits.open("sb-1", "alice").unwrap_err();
+    let refusal = limits
+        .open(&crate::names::SandboxId::from("sb-1"), "alice")
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::SANDBOX_OPEN_LIMIT);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
@@ -25,15 +30,25 @@ fn sandbox_cap_is_released_when_a_guard_drops() {
         "{}",
         refusal.message
     );
-    assert_eq!(limits.open_counts("sb-1", "alice"), (2, 2), "a refusal takes no slot");
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (2, 2),
+        "a refusal takes no slot"
+    );
 
     // Another sandbox of the same user is not capped by sb-1's count.
-    let _other = limits.open("sb-2", "alice").unwrap();
-    assert_eq!(limits.open_counts("sb-1", "alice"), (2, 3));
+    let _other = limits.open(&crate::names::SandboxId::from("sb-2"), "alice").unwrap();
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (2, 3)
+    );
 
     drop(first);
-    assert_eq!(limits.open_counts("sb-1", "alice"), (1, 2));
-    let _third = limits.open("sb-1", "alice").unwrap();
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (1, 2)
+    );
+    let _third = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
 }
 
 #[test]
@@ -43,11 +58,13 @@ fn user_cap_spans_the_users_sandboxes() {
         ..LimitSpec::default()
     });
     let guards = [
-        limits.open("sb-1", "alice").unwrap(),
-        limits.open("sb-1", "alice").unwrap(),
-        limits.open("sb-2", "alice").unwrap(),
+        limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap(),
+        limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap(),
+        limits.open(&crate::names::SandboxId::from("sb-2"), "alice").unwrap(),
     ];
-    let refusal = limits.open("sb-3", "alice").unwrap_err();
+    let refusal = limits
+        .open(&crate::names::SandboxId::from("sb-3"), "alice")
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::USER_OPEN_LIMIT);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
@@ -55,13 +72,22 @@ fn user_cap_spans_the_users_sandboxes() {
         "{}",
         refusal.message
     );
-    assert_eq!(limits.open_counts("sb-3", "alice"), (0, 3));
-    let bob = limits.open("sb-9", "bob").unwrap();
-    assert_eq!((bob.sandbox(), bob.user()), ("sb-9", "bob"));
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-3"), "alice"),
+        (0, 3)
+    );
+    let bob = limits.open(&crate::names::SandboxId::from("sb-9"), "bob").unwrap();
+    assert_eq!((bob.sandbox().as_str(), bob.user()), ("sb-9", "bob"));
 
     drop(guards);
-    assert_eq!(limits.open_counts("sb-1", "alice"), (0, 0));
-    assert_eq!(limits.open_counts("sb-9", "bob"), (1, 1));
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (0, 0)
+    );
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-9"), "bob"),
+        (1, 1)
+    );
     drop(bob);
     assert_eq!(
         limits.tracked().open,
@@ -77,13 +103,19 @@ fn sandbox_cap_is_checked_before_the_user_cap() {
         user_open: Some(1),
         ..LimitSpec::default()
     });
-    let _guard = limits.open("sb-1", "alice").unwrap();
+    let _guard = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
     assert_eq!(
-        limits.open("sb-1", "alice").unwrap_err().reason,
+        limits
+            .open(&crate::names::SandboxId::from("sb-1"), "alice")
+            .unwrap_err()
+            .reason,
         LimitRefusal::SANDBOX_OPEN_LIMIT
     );
     assert_eq!(
-        limits.open("sb-2", "alice").unwrap_err().reason,
+        limits
+            .open(&crate::names::SandboxId::from("sb-2"), "alice")
+            .unwrap_err()
+            .reason,
         LimitRefusal::USER_OPEN_LIMIT
     );
 }
@@ -97,12 +129,15 @@ fn a_guard_moves_to_another_thread_and_outlives_the_limits() {
         sandbox_open: Some(1),
         ..LimitSpec::default()
     });
-    let guard = limits.open("sb-1", "alice").unwrap();
+    let guard = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
     assert!(format!("{guard:?}").contains("sb-1"));
     thread::spawn(move || drop(guard)).join().unwrap();
-    assert_eq!(limits.open_counts("sb-1", "alice"), (0, 0));
+    assert_eq!(
+        limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
+        (0, 0)
+    );
 
-    let kept = limits.open("sb-1", "alice").unwrap();
+    let kept = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
     drop(limits);
     drop(kept);
 }

@@ -27,7 +27,7 @@ proptest! {
         let end = Duration::from_secs(seconds);
         let (mut now, mut allowed) = (Duration::ZERO, 0u64);
         while now < end {
-            if limits.request("sb", "u", None).is_ok() {
+            if limits.request(&crate::names::SandboxId::from("sb"), "u", None).is_ok() {
                 allowed += 1;
             }
             clock.advance(step);

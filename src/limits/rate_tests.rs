@@ -40,21 +40,34 @@ fn sandbox_rate_is_hit_at_its_burst_and_refills() {
         ..LimitSpec::default()
     });
     for _ in 0..3 {
-        limits.request("sb-1", "alice", Some("example.com")).unwrap();
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+            .unwrap();
     }
-    let refusal = limits.request("sb-1", "alice", Some("example.com")).unwrap_err();
+    let refusal = limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::SANDBOX_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert_eq!(refusal.message, "sandbox sb-1 is over 2 requests per second (burst 3)");
 
     clock.advance(Duration::from_millis(499));
     assert_eq!(
-        limits.request("sb-1", "alice", Some("example.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::SANDBOX_RATE
     );
     clock.advance(Duration::from_millis(1));
-    limits.request("sb-1", "alice", Some("example.com")).unwrap();
-    assert!(limits.request("sb-1", "alice", Some("example.com")).is_err());
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+        .unwrap();
+    assert!(
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+            .is_err()
+    );
 }
 
 #[test]
@@ -64,11 +77,19 @@ fn another_sandbox_is_unaffected() {
         ..LimitSpec::default()
     });
     for _ in 0..3 {
-        limits.request("sb-1", "alice", Some("example.com")).unwrap();
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+            .unwrap();
     }
-    assert!(limits.request("sb-1", "alice", Some("example.com")).is_err());
+    assert!(
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("example.com"))
+            .is_err()
+    );
     for _ in 0..3 {
-        limits.request("sb-2", "alice", Some("example.com")).unwrap();
+        limits
+            .request(&crate::names::SandboxId::from("sb-2"), "alice", Some("example.com"))
+            .unwrap();
     }
 }
 
@@ -78,10 +99,18 @@ fn user_rate_spans_the_users_sandboxes() {
         user_requests: Some(rate(2, 3)),
         ..LimitSpec::default()
     });
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
-    limits.request("sb-2", "alice", Some("b.com")).unwrap();
-    let refusal = limits.request("sb-3", "alice", Some("c.com")).unwrap_err();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-2"), "alice", Some("b.com"))
+        .unwrap();
+    let refusal = limits
+        .request(&crate::names::SandboxId::from("sb-3"), "alice", Some("c.com"))
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::USER_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert!(
@@ -89,9 +118,13 @@ fn user_rate_spans_the_users_sandboxes() {
             .message
             .starts_with("user alice is over 2 requests per second (burst 3)")
     );
-    limits.request("sb-9", "bob", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-9"), "bob", Some("a.com"))
+        .unwrap();
     clock.advance(Duration::from_millis(500));
-    limits.request("sb-3", "alice", Some("c.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-3"), "alice", Some("c.com"))
+        .unwrap();
 }
 
 #[test]
@@ -100,16 +133,26 @@ fn host_rate_is_per_sandbox_and_host() {
         host_requests: Some(rate(1, 2)),
         ..LimitSpec::default()
     });
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
-    let refusal = limits.request("sb-1", "alice", Some("a.com")).unwrap_err();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
+    let refusal = limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::HOST_RATE);
     assert_eq!(
         refusal.message,
         "sandbox sb-1 is over 1 request per second (burst 2) to a.com"
     );
-    limits.request("sb-1", "alice", Some("b.com")).unwrap();
-    limits.request("sb-2", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("b.com"))
+        .unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-2"), "alice", Some("a.com"))
+        .unwrap();
 }
 
 #[test]
@@ -120,15 +163,25 @@ fn a_request_refused_by_the_sandbox_rate_uses_no_user_cell() {
         ..LimitSpec::default()
     };
     let (limits, _clock) = fake(spec);
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
     assert_eq!(
-        limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::SANDBOX_RATE
     );
     // The user's second cell is still there.
-    limits.request("sb-2", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-2"), "alice", Some("a.com"))
+        .unwrap();
     assert_eq!(
-        limits.request("sb-3", "alice", Some("a.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-3"), "alice", Some("a.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::USER_RATE
     );
 }
@@ -142,15 +195,23 @@ fn checks_run_sandbox_then_user_then_host() {
         ..LimitSpec::default()
     };
     let (limits, _clock) = fake(spec);
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
     // All three are spent: the sandbox is reported.
     assert_eq!(
-        limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::SANDBOX_RATE
     );
     // Fresh sandbox, fresh (sandbox, host), spent user.
     assert_eq!(
-        limits.request("sb-2", "alice", Some("a.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-2"), "alice", Some("a.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::USER_RATE
     );
 
@@ -161,9 +222,14 @@ fn checks_run_sandbox_then_user_then_host() {
         ..LimitSpec::default()
     };
     let (limits, _clock) = fake(spec);
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
     assert_eq!(
-        limits.request("sb-1", "alice", Some("a.com")).unwrap_err().reason,
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap_err()
+            .reason,
         LimitRefusal::HOST_RATE
     );
 }
@@ -175,20 +241,22 @@ fn connection_rate_is_per_sandbox() {
         ..LimitSpec::default()
     });
     for _ in 0..3 {
-        limits.connection("sb-1").unwrap();
+        limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
     }
-    let refusal = limits.connection("sb-1").unwrap_err();
+    let refusal = limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap_err();
     assert_eq!(refusal.reason, LimitRefusal::CONNECTION_RATE);
     assert_eq!(refusal.retry_after, Duration::from_secs(1));
     assert_eq!(
         refusal.message,
         "sandbox sb-1 is opening over 2 new connections per second (burst 3)"
     );
-    limits.connection("sb-2").unwrap();
+    limits.connection(&crate::names::SandboxId::from("sb-2")).unwrap();
     // Requests are a separate budget.
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
     clock.advance(Duration::from_millis(500));
-    limits.connection("sb-1").unwrap();
+    limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
 }
 
 #[test]
@@ -197,15 +265,22 @@ fn retry_after_rounds_a_partial_second_up() {
         sandbox_requests: Some(rate(1, 1)),
         ..LimitSpec::default()
     });
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
     clock.advance(Duration::from_millis(100));
     // 900 ms left: the header says 1 s.
     assert_eq!(
-        limits.request("sb-1", "alice", Some("a.com")).unwrap_err().retry_after,
+        limits
+            .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+            .unwrap_err()
+            .retry_after,
         Duration::from_secs(1)
     );
     clock.advance(Duration::from_millis(900));
-    limits.request("sb-1", "alice", Some("a.com")).unwrap();
+    limits
+        .request(&crate::names::SandboxId::from("sb-1"), "alice", Some("a.com"))
+        .unwrap();
 }
 
 #[test]

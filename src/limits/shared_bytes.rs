@@ -62,29 +62,29 @@ impl SharedBytes {
     }
 
     /// Count bytes moved here.
-    pub(crate) fn add(&self, sandbox: &str, up: u64, down: u64) {
+    pub(crate) fn add(&self, incarnation: &str, up: u64, down: u64) {
         if up == 0 && down == 0 {
             return;
         }
         let mut inner = self.lock();
-        match inner.unflushed.get_mut(sandbox) {
+        match inner.unflushed.get_mut(incarnation) {
             Some(c) => *c = (c.0.saturating_add(up), c.1.saturating_add(down)),
             None => {
-                inner.unflushed.insert(sandbox.to_owned(), (up, down));
+                inner.unflushed.insert(incarnation.to_owned(), (up, down));
             }
         }
     }
 
     /// Every replica's bytes of `sandbox` in the current slot, as far as this replica knows.
-    pub(crate) fn used(&self, sandbox: &str) -> (u64, u64) {
+    pub(crate) fn used(&self, incarnation: &str) -> (u64, u64) {
         let inner = self.lock();
         let slot_ok = inner.slot == self.slot_now();
         let t = if slot_ok {
-            inner.totals.get(sandbox).copied().unwrap_or((0, 0))
+            inner.totals.get(incarnation).copied().unwrap_or((0, 0))
         } else {
             (0, 0)
         };
-        let u = inner.unflushed.get(sandbox).copied().unwrap_or((0, 0));
+        let u = inner.unflushed.get(incarnation).copied().unwrap_or((0, 0));
         (t.0.saturating_add(u.0), t.1.saturating_add(u.1))
     }
 
@@ -95,8 +95,8 @@ impl SharedBytes {
 
     /// Put back counts a flush could not write (the store is down): they go with the next one.
     pub fn give_back(&self, counts: Counts) {
-        for (sandbox, (up, down)) in counts {
-            self.add(&sandbox, up, down);
+        for (incarnation, (up, down)) in counts {
+            self.add(&incarnation, up, down);
         }
     }
 
@@ -110,12 +110,12 @@ impl SharedBytes {
     /// The refusal when `sandbox` has used a budget (`exceeds(used, budget)`), as for one replica alone.
     pub(crate) fn over(
         &self,
-        sandbox: &str,
+        incarnation: &str,
         upload: Option<u64>,
         download: Option<u64>,
         exceeds: impl Fn(u64, u64) -> bool,
     ) -> Result<(), LimitRefusal> {
-        let (up, down) = self.used(sandbox);
+        let (up, down) = self.used(incarnation);
         let (reason, direction, budget) = match (upload, download) {
             (Some(budget), _) if exceeds(up, budget) => (LimitRefusal::UPLOAD_BUDGET, "upload", budget),
             (_, Some(budget)) if exceeds(down, budget) => (LimitRefusal::DOWNLOAD_BUDGET, "download", budget),
@@ -126,7 +126,7 @@ impl SharedBytes {
             reason,
             retry_after: left,
             message: format!(
-                "sandbox {sandbox} has used its {direction} budget of {budget} bytes per {} (over all replicas); it \
+                "sandbox {incarnation} has used its {direction} budget of {budget} bytes per {} (over all replicas); it \
                  renews in {}s",
                 humantime::format_duration(self.window),
                 left.as_secs()

@@ -11,6 +11,7 @@ use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::{CHANNEL, Db};
+use crate::names::SandboxId;
 
 /// How often the listening connection is checked with a query (a dead peer sends no FIN).
 const PING_EVERY: Duration = Duration::from_secs(2);
@@ -30,9 +31,9 @@ pub(crate) enum Event {
     /// Re-read everything: the listener (re)connected and may have missed announcements.
     Resync,
     /// A sandbox record changed (created, renewed, revoked).
-    Sandbox(String),
+    Sandbox(SandboxId),
     /// A sandbox's CA was created or replaced.
-    Ca(String),
+    Ca(SandboxId),
     /// A pending approval was decided.
     Approval(String),
     /// A grant was made or withdrawn.
@@ -51,14 +52,15 @@ impl Event {
         }
     }
 
-    /// The event a payload announces; `None` for one this cordon does not know (a newer replica's).
+    /// The event a payload announces; `None` for one this cordon does not know (a newer replica's), or one
+    /// naming a sandbox by something that is no sandbox id.
     pub(crate) fn parse(payload: &str) -> Option<Event> {
         let (kind, id) = payload.split_once(':').unwrap_or((payload, ""));
         let id = id.to_owned();
         match kind {
             "resync" => Some(Event::Resync),
-            "sandbox" => Some(Event::Sandbox(id)),
-            "ca" => Some(Event::Ca(id)),
+            "sandbox" => SandboxId::parse(&id).ok().map(Event::Sandbox),
+            "ca" => SandboxId::parse(&id).ok().map(Event::Ca),
             "approval" => Some(Event::Approval(id)),
             "grant" => Some(Event::Grant(id)),
             _ => None,

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::previews::Previews as Config;
+use crate::names::SandboxId;
 
 pub(crate) use tokens::{Claims, LinkSigner};
 
@@ -86,12 +87,12 @@ impl Previews {
 
     /// End preview `id` of `sandbox` at once (its links and sessions are refused from now on); whether there
     /// was such a preview still able to open.
-    pub(crate) fn revoke(&self, sandbox: &str, id: &str) -> bool {
+    pub(crate) fn revoke(&self, sandbox: &SandboxId, id: &str) -> bool {
         let now = SystemTime::now();
         let until = {
             let issued = self.issued.lock().unwrap_or_else(|e| e.into_inner());
             match issued.get(id) {
-                Some((s, until)) if s == sandbox && *until > now => *until,
+                Some((s, until)) if s == sandbox.as_str() && *until > now => *until,
                 _ => return false,
             }
         };

@@ -20,7 +20,7 @@ pub(super) fn take(
 ) -> Result<(), ProxyError> {
     let budgets = &generation.config.credential_budgets;
     for name in applied {
-        let Some(b) = budgets.of(&sandbox.policy, name) else {
+        let Some(b) = budgets.of(&sandbox.policy, name.as_str()) else {
             continue;
         };
         // A budget per sandbox is one incarnation's: spent by an earlier sandbox of the id, it is not the next
@@ -29,9 +29,9 @@ pub(super) fn take(
         let subject = if b.per_user { sandbox.user.as_str() } else { incarnation };
         // SECURITY: a spent budget refuses the request before it is sent: the credential it would carry goes
         // nowhere, however many requests the sandbox sends at once (taking a place is one locked count).
-        if let Err(spent) = state.credential_budgets.take(name, subject, &b.budget) {
+        if let Err(spent) = state.credential_budgets.take(name.as_str(), subject, &b.budget) {
             if spent.first {
-                state.metrics.credential_budget_spent(name);
+                state.metrics.credential_budget_spent(name.as_str());
                 tracing::warn!(sandbox = %sandbox.id, credential = %name, "credential budget spent: {}", spent.refusal.message);
                 let body = serde_json::json!({
                     "event": "credential.budget_spent",
@@ -46,7 +46,7 @@ pub(super) fn take(
                     "retry_after_seconds": spent.refusal.retry_after.as_secs(),
                 });
                 if let Some(hook) = &state.webhook {
-                    hook.send("credential.budget_spent", &sandbox.id, body);
+                    hook.send("credential.budget_spent", sandbox.id.as_str(), body);
                 }
             }
             return Err(ProxyError::Limited(spent.refusal));

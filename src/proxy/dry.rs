@@ -165,12 +165,12 @@ impl Effects for Dry {
         // What an earlier step refuses carries no credential: live, it never gets this far.
         let refused = self.notes.refused();
         for name in &policy.credentials {
-            let usage = match generation.credentials.how(name) {
+            let usage = match generation.credentials.how(name.as_str()) {
                 Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
                 Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
                 _ if generation
                     .credentials
-                    .bound(name, target, req.method(), req.uri().path()) =>
+                    .bound(name.as_str(), target, req.method(), req.uri().path()) =>
                 {
                     CredentialUse::Cleartext
                 }

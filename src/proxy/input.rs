@@ -19,6 +19,7 @@ use crate::leak::scan::detect::Detector;
 use crate::limits::OpenGuard;
 use crate::locks::Unpoisoned;
 use crate::names::CredentialName;
+use crate::names::SandboxId;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::target::{Spellings, Target};
 use crate::upstream::pool::SandboxClients;
@@ -122,7 +123,7 @@ impl Inside {
         }
     }
 
-    pub(super) fn pools(&self, generation: &Arc<Generation>, sandbox: &str) -> Arc<SandboxClients> {
+    pub(super) fn pools(&self, generation: &Arc<Generation>, sandbox: &SandboxId) -> Arc<SandboxClients> {
         let mut cached = self.pools.lock().unpoisoned();
         if let Some((seen, pools)) = cached.as_ref()
             && std::ptr::eq(seen.as_ptr(), Arc::as_ptr(generation))

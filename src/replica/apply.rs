@@ -40,9 +40,9 @@ pub(super) async fn apply(f: &dyn Follower, event: &Event) -> Result<(), String>
             {
                 cas.learn(id).await.map_err(|e| e.to_string())?;
             }
-            let before = control.policy_of(id);
-            control.learn(id).await.map_err(|e| e.to_string())?;
-            if control.policy_of(id) != before {
+            let before = control.policy_of(id.as_str());
+            control.learn(id.as_str()).await.map_err(|e| e.to_string())?;
+            if control.policy_of(id.as_str()) != before {
                 // Another replica changed its policy: tunnels it no longer allows close here too.
                 f.sweep(true);
             }
@@ -96,10 +96,14 @@ pub(crate) async fn learn_sandbox(control: &Control, cas: &SandboxCas, id: &str,
     if !control.is_shared() || !crate::identity::signed::looks_signed(credential) {
         return;
     }
+    // The id as the sandbox sent it: text that is no id names no sandbox to learn.
+    let Ok(sandbox) = crate::names::SandboxId::parse(id) else {
+        return;
+    };
     // Known is not enough: an announcement applied half-way (the record read, its CA not yet) leaves a
     // live sandbox whose interception would fail, so its missing CA is learned here too.
     if control.knows(id) {
-        let ca_held = cas.in_db().is_none_or(|cas| cas.get(id).is_some());
+        let ca_held = cas.in_db().is_none_or(|cas| cas.get(&sandbox).is_some());
         if ca_held || !control.knows_live(id, crate::control::now()) {
             return;
         }
@@ -111,9 +115,9 @@ pub(crate) async fn learn_sandbox(control: &Control, cas: &SandboxCas, id: &str,
     let learn = async {
         if (control.knows(id) || control.learn(id).await?)
             && let Some(cas) = cas.in_db()
-            && cas.get(id).is_none()
+            && cas.get(&sandbox).is_none()
         {
-            let _ = cas.learn(id).await;
+            let _ = cas.learn(&sandbox).await;
         }
         Ok::<(), crate::control::ControlError>(())
     };

@@ -267,7 +267,7 @@ impl ProxyState {
             .filter(|r| r.revoked.is_none() && r.expires > now)
         {
             if let Some(doc) = &r.inline_policy {
-                let _ = current.inline(&r.id, &r.policy, doc);
+                let _ = current.inline(r.id.as_str(), &r.policy, doc);
             }
         }
         self.metrics.set_config_generation(number);
@@ -289,7 +289,7 @@ impl ProxyState {
             return Err(Closed::Revoked);
         }
         match &sandbox.origin {
-            Origin::Config => match generation.identities.get(&sandbox.id) {
+            Origin::Config => match generation.identities.get(sandbox.id.as_str()) {
                 Some(now) if now.policy == sandbox.policy && now.user == sandbox.user => Ok(()),
                 _ => Err(Closed::Removed),
             },
@@ -353,11 +353,14 @@ async fn enforce(state: Weak<ProxyState>, mut triggered: UnboundedReceiver<Trigg
 /// a declared one) or hold it, deny its held requests and drop its grants, close what it may no longer keep
 /// open, and have the watch announce it.
 async fn act(state: Arc<ProxyState>, t: Trigger) {
-    let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
+    let runtime = state
+        .control
+        .get(t.sandbox.as_str())
+        .is_some_and(|r| r.revoked.is_none());
     match t.action {
         ViolationAction::Revoke if runtime => {
             let (s, id) = (state.clone(), t.sandbox.clone());
-            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(&id, control::now())).await;
+            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(id.as_str(), control::now())).await;
             if !matches!(revoked, Ok(Ok(_))) {
                 tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
                 state.violations.mark(&t.sandbox, ViolationAction::Revoke);

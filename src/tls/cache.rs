@@ -9,6 +9,7 @@ use moka::sync::Cache;
 
 use super::ca::{CaError, SandboxCa};
 use super::leaf::{LeafName, mint_config};
+use crate::names::SandboxId;
 
 /// The longest time a leaf stays cached (moka refuses anything near 1000 years; a leaf needs far less).
 pub(crate) const MAX_TTL: Duration = Duration::from_secs(365 * 86_400);
@@ -16,7 +17,7 @@ pub(crate) const MAX_TTL: Duration = Duration::from_secs(365 * 86_400);
 /// What a cached leaf is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct CacheKey {
-    sandbox: String,
+    sandbox: SandboxId,
     /// The issuing CA's key identifier: a leaf of a rotated-out CA is never served for the new one, even if
     /// [`LeafCache::invalidate_sandbox`] was not called or raced with a mint.
     ca_key_id: Vec<u8>,
@@ -76,13 +77,13 @@ impl LeafCache {
         // `CaError::Awaited` (moka hands errors of the minting closure out behind an `Arc`).
         if !ca.scope().permits(&name) {
             return Err(CaError::OutOfScope {
-                sandbox: ca.sandbox().to_owned(),
+                sandbox: ca.sandbox().to_string(),
                 name: name.to_string(),
             });
         }
         let key = CacheKey {
             // SECURITY: cross-sandbox isolation: a leaf signed by one sandbox's CA is never served to another.
-            sandbox: ca.sandbox().to_owned(),
+            sandbox: ca.sandbox().clone(),
             ca_key_id: ca.key_id().to_vec(),
             name: name.clone(),
         };
@@ -100,11 +101,11 @@ impl LeafCache {
     }
 
     /// Drops every leaf of one sandbox (after its CA was rotated, or the sandbox removed).
-    pub(crate) fn invalidate_sandbox(&self, sandbox: &str) {
+    pub(crate) fn invalidate_sandbox(&self, sandbox: &SandboxId) {
         let keys: Vec<Arc<CacheKey>> = self
             .configs
             .iter()
-            .filter(|(key, _)| key.sandbox == sandbox)
+            .filter(|(key, _)| key.sandbox == *sandbox)
             .map(|(key, _)| key)
             .collect();
         for key in keys {

@@ -21,7 +21,9 @@ fn dns(name: &str) -> LeafName {
 #[test]
 fn concurrent_misses_mint_once() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     let barrier = Barrier::new(16);
     let configs: Vec<_> = std::thread::scope(|s| {
@@ -42,7 +44,9 @@ fn concurrent_misses_mint_once() {
 #[test]
 fn two_names_mint_twice_and_equivalent_spellings_share() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     let a = cache.get(&ca, &dns("a.example.com")).unwrap();
     cache.get(&ca, &dns("b.example.com")).unwrap();
@@ -55,13 +59,17 @@ fn two_names_mint_twice_and_equivalent_spellings_share() {
 #[test]
 fn invalidate_sandbox_drops_only_that_sandbox() {
     let (_dir, store) = store();
-    let ca_a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    let ca_b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    let ca_a = store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    let ca_b = store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     cache.get(&ca_a, &dns("x.example.com")).unwrap();
     cache.get(&ca_b, &dns("x.example.com")).unwrap();
     assert_eq!(cache.mints(), 2);
-    cache.invalidate_sandbox("a");
+    cache.invalidate_sandbox(&crate::names::SandboxId::from("a"));
     cache.get(&ca_a, &dns("x.example.com")).unwrap();
     assert_eq!(cache.mints(), 3);
     cache.get(&ca_b, &dns("x.example.com")).unwrap();
@@ -71,10 +79,14 @@ fn invalidate_sandbox_drops_only_that_sandbox() {
 #[test]
 fn rotated_ca_never_gets_a_stale_leaf() {
     let (_dir, store) = store();
-    let old = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let old = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     cache.get(&old, &dns("x.example.com")).unwrap();
-    let new = store.rotate("sb", &Scope::Unconstrained).unwrap();
+    let new = store
+        .rotate(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     // No invalidate_sandbox call: the CA's key id in the key still keeps the old leaf away.
     let config = cache.get(&new, &dns("x.example.com")).unwrap();
     assert_eq!(cache.mints(), 2);
@@ -84,8 +96,12 @@ fn rotated_ca_never_gets_a_stale_leaf() {
 #[test]
 fn same_name_in_two_sandboxes_gets_each_its_own_leaf() {
     let (_dir, store) = store();
-    let ca_a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    let ca_b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    let ca_a = store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    let ca_b = store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     let for_a = cache.get(&ca_a, &dns("api.example.com")).unwrap();
     let for_b = cache.get(&ca_b, &dns("api.example.com")).unwrap();
@@ -103,7 +119,9 @@ fn errors_are_returned_and_not_cached() {
         dns: vec!["example.com".into()],
         ips: vec![],
     };
-    let ca = store.load_or_create("sb", &scope).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &scope)
+        .unwrap();
     let cache = LeafCache::new(100, DAY, 30 * DAY);
     let err = cache.get(&ca, &dns("evil.com")).unwrap_err();
     assert!(matches!(err, CaError::OutOfScope { .. }), "{err}");
@@ -126,7 +144,9 @@ fn ttl_is_clamped_to_half_the_validity() {
 #[test]
 fn entries_expire_after_ttl() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let cache = LeafCache::new(10, Duration::from_millis(200), 30 * DAY);
     cache.get(&ca, &dns("x.example.com")).unwrap();
     std::thread::sleep(Duration::from_millis(400));

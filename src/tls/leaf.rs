@@ -41,7 +41,7 @@ pub fn mint(
     let name = name.normalized()?;
     if !ca.scope().permits(&name) {
         return Err(CaError::OutOfScope {
-            sandbox: ca.sandbox().to_owned(),
+            sandbox: ca.sandbox().to_string(),
             name: name.to_string(),
         });
     }

@@ -115,8 +115,12 @@ fn served(ca: &SandboxCa, name: &LeafName, server_name: &str) -> Result<Negotiat
 #[test]
 fn leaf_is_accepted_by_its_sandbox_and_rejected_by_another() {
     let (_dir, store) = store();
-    let ca_a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    let ca_b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    let ca_a = store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    let ca_b = store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     let config = mint_config(&ca_a, &dns("api.example.com"), DAY).unwrap();
 
     let ok = handshake(Arc::clone(&config), client(&ca_a), "api.example.com").unwrap();
@@ -142,7 +146,9 @@ fn leaf_is_accepted_by_its_sandbox_and_rejected_by_another() {
 #[test]
 fn names_in_the_dns_scope_verify() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&["example.com"], &[])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&["example.com"], &[]))
+        .unwrap();
     for name in ["api.example.com", "example.com", "a.b.example.com"] {
         served(&ca, &dns(name), name).unwrap();
     }
@@ -151,7 +157,9 @@ fn names_in_the_dns_scope_verify() {
 #[test]
 fn names_outside_the_dns_scope_are_rejected_by_webpki() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&["example.com"], &[])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&["example.com"], &[]))
+        .unwrap();
     for name in ["evil.com", "badexample.com", "example.com.evil.com"] {
         assert_rejected(forced(&ca, &dns(name), name), "NameConstraintViolation");
     }
@@ -160,7 +168,9 @@ fn names_outside_the_dns_scope_are_rejected_by_webpki() {
 #[test]
 fn ip_leaves_are_rejected_when_the_scope_has_no_ip_ranges() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&["example.com"], &[])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&["example.com"], &[]))
+        .unwrap();
     // SECURITY test: the 0.0.0.0/0 and ::/0 exclusions.
     assert_rejected(forced(&ca, &ip("10.0.0.1"), "10.0.0.1"), "NameConstraintViolation");
     assert_rejected(
@@ -172,7 +182,9 @@ fn ip_leaves_are_rejected_when_the_scope_has_no_ip_ranges() {
 #[test]
 fn dns_leaves_are_rejected_when_the_scope_has_only_ip_ranges() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&[], &["10.0.0.0/8"])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&[], &["10.0.0.0/8"]))
+        .unwrap();
     served(&ca, &ip("10.0.0.1"), "10.0.0.1").unwrap();
     // SECURITY test: the exclusion of every DNS name.
     assert_rejected(
@@ -194,7 +206,10 @@ fn dns_leaves_are_rejected_when_the_scope_has_only_ip_ranges() {
 fn mint_refuses_names_outside_the_scope() {
     let (_dir, store) = store();
     let ca = store
-        .load_or_create("sb", &names(&["example.com"], &["10.0.0.0/8"]))
+        .load_or_create(
+            &crate::names::SandboxId::from("sb"),
+            &names(&["example.com"], &["10.0.0.0/8"]),
+        )
         .unwrap();
     let err = mint(&ca, &dns("evil.com"), DAY).unwrap_err();
     assert!(matches!(err, CaError::OutOfScope { .. }), "{err}");
@@ -210,7 +225,9 @@ fn mint_refuses_names_outside_the_scope() {
 #[test]
 fn leaf_certificate_fields() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let before = OffsetDateTime::now_utc();
     let (chain, key) = mint(&ca, &dns("API.example.com"), 7 * DAY).unwrap();
     assert_eq!(chain.len(), 2);
@@ -256,7 +273,9 @@ fn leaf_certificate_fields() {
 #[test]
 fn ip_leaf_has_an_ip_san_and_no_common_name() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let (chain, _) = mint(&ca, &LeafName::from_host("[2001:db8::1]"), DAY).unwrap();
     let (_, leaf) = x509_parser::parse_x509_certificate(&chain[0]).unwrap();
     let san = leaf.subject_alternative_name().unwrap().unwrap();
@@ -272,7 +291,9 @@ fn ip_leaf_has_an_ip_san_and_no_common_name() {
 #[test]
 fn every_mint_has_a_fresh_key_and_serial() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let (one, _) = mint(&ca, &dns("x.example.com"), DAY).unwrap();
     let (two, _) = mint(&ca, &dns("x.example.com"), DAY).unwrap();
     let (_, one) = x509_parser::parse_x509_certificate(&one[0]).unwrap();
@@ -286,7 +307,7 @@ fn leaf_never_outlives_its_ca() {
     let (dir, store) = store();
     let ca_not_after = OffsetDateTime::now_utc() + time::Duration::days(2);
     install_handmade(&dir.path().join("ca"), "sb", &ca_params(ca_not_after));
-    let ca = store.load("sb").unwrap().unwrap();
+    let ca = store.load(&crate::names::SandboxId::from("sb")).unwrap().unwrap();
     let (chain, _) = mint(&ca, &dns("x.example.com"), 30 * DAY).unwrap();
     let (_, leaf) = x509_parser::parse_x509_certificate(&chain[0]).unwrap();
     assert_eq!(leaf.validity().not_after.to_datetime(), ca.not_after());
@@ -295,7 +316,9 @@ fn leaf_never_outlives_its_ca() {
 #[test]
 fn bad_requests_are_refused() {
     let (_dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     assert!(matches!(
         mint(&ca, &dns("x.example.com"), Duration::ZERO),
         Err(CaError::InvalidValidity(_))
@@ -361,7 +384,9 @@ fn write_leaf_pem(dir: &Path, file: &str, chain: &[CertificateDer<'static>]) -> 
 #[test]
 fn openssl_enforces_the_name_constraints() {
     let (dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&["example.com"], &[])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&["example.com"], &[]))
+        .unwrap();
     let work = dir.path();
     std::fs::write(work.join("ca.pem"), ca.cert_pem()).unwrap();
 
@@ -401,7 +426,9 @@ fn openssl_enforces_the_name_constraints() {
 #[test]
 fn openssl_accepts_in_scope_ip_leaves() {
     let (dir, store) = store();
-    let ca = store.load_or_create("sb", &names(&[], &["10.0.0.0/8"])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&[], &["10.0.0.0/8"]))
+        .unwrap();
     let work = dir.path();
     std::fs::write(work.join("ca.pem"), ca.cert_pem()).unwrap();
     let (chain, _) = mint(&ca, &ip("10.0.0.1"), DAY).unwrap();

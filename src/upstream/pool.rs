@@ -20,6 +20,7 @@ use rustls_pki_types::CertificateDer;
 use tokio::net::TcpStream;
 
 use crate::body::ProxyBody;
+use crate::names::SandboxId;
 use crate::net::{DialError, Dialer};
 use crate::target::Target;
 
@@ -171,7 +172,7 @@ pub(crate) struct Upstreams {
     tls: ClientConfig,
     pool_idle: Duration,
     connect_limit: Duration,
-    clients: moka::sync::Cache<String, Arc<SandboxClients>>,
+    clients: moka::sync::Cache<SandboxId, Arc<SandboxClients>>,
 }
 
 impl Upstreams {
@@ -192,11 +193,11 @@ impl Upstreams {
     }
 
     /// The clients of one sandbox (created on first use).
-    pub(crate) fn for_sandbox(&self, sandbox: &str) -> Arc<SandboxClients> {
+    pub(crate) fn for_sandbox(&self, sandbox: &SandboxId) -> Arc<SandboxClients> {
         if let Some(clients) = self.clients.get(sandbox) {
             return clients;
         }
-        self.clients.get_with(sandbox.to_owned(), || {
+        self.clients.get_with(sandbox.clone(), || {
             Arc::new(SandboxClients {
                 any: self.client(true),
                 http1: self.client(false),

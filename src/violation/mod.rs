@@ -24,6 +24,7 @@ use crate::generation::Generation;
 use crate::limits::CredentialBudgets;
 use crate::locks::Unpoisoned;
 use crate::metrics::Metrics;
+use crate::names::SandboxId;
 use crate::reason::Reason;
 use crate::webhook::Webhook;
 
@@ -48,11 +49,11 @@ pub(crate) struct Watch {
     budgets: Arc<CredentialBudgets>,
     /// Where thresholds reached go, for the state to act on.
     triggers: UnboundedSender<Trigger>,
-    seen: Mutex<HashMap<(String, ViolationKind), Seen>>,
+    seen: Mutex<HashMap<(SandboxId, ViolationKind), Seen>>,
     /// Declared sandboxes revoked for violations: refused until restart or lifted.
-    suspended: RwLock<HashSet<String>>,
+    suspended: RwLock<HashSet<SandboxId>>,
     /// Sandboxes held for violations: every request needs approval.
-    held: RwLock<HashSet<String>>,
+    held: RwLock<HashSet<SandboxId>>,
 }
 
 impl Watch {
@@ -76,19 +77,19 @@ impl Watch {
     }
 
     /// Whether `sandbox` was revoked for violations while declared (its requests are refused as revoked).
-    pub(crate) fn suspended(&self, sandbox: &str) -> bool {
+    pub(crate) fn suspended(&self, sandbox: &SandboxId) -> bool {
         let set = self.suspended.read().unpoisoned();
         !set.is_empty() && set.contains(sandbox)
     }
 
     /// Whether `sandbox` is held: every request needs approval.
-    pub(crate) fn held(&self, sandbox: &str) -> bool {
+    pub(crate) fn held(&self, sandbox: &SandboxId) -> bool {
         let set = self.held.read().unpoisoned();
         !set.is_empty() && set.contains(sandbox)
     }
 
     /// Lift a suspension or a hold (the admin API); whether there was one.
-    pub(crate) fn lift(&self, sandbox: &str) -> bool {
+    pub(crate) fn lift(&self, sandbox: &SandboxId) -> bool {
         let a = self.suspended.write().unpoisoned().remove(sandbox);
         let b = self.held.write().unpoisoned().remove(sandbox);
         a || b
@@ -101,6 +102,12 @@ impl Watch {
         else {
             return;
         };
+        // The record holds the id as text; it was written from an id, so this parse only fails for a record
+        // that names no sandbox.
+        let Ok(sandbox) = SandboxId::parse(sandbox) else {
+            return;
+        };
+        let sandbox = &sandbox;
         let generation = self.live.load();
         // A sandbox's own (inline) policy is held to its base's on_violation.
         let base = policy.split('+').next().unwrap_or(policy);
@@ -118,7 +125,7 @@ impl Watch {
             if seen.len() >= PRUNE_AT {
                 seen.retain(|_, s| s.at.back().is_some_and(|t| now.duration_since(*t) <= rules.window));
             }
-            let entry = seen.entry((sandbox.to_owned(), kind)).or_default();
+            let entry = seen.entry((sandbox.clone(), kind)).or_default();
             while entry.at.front().is_some_and(|t| now.duration_since(*t) > rules.window) {
                 entry.at.pop_front();
             }
@@ -133,7 +140,7 @@ impl Watch {
                 None
             } else {
                 // Counted afresh after an action, so it is taken once per threshold reached.
-                seen.remove(&(sandbox.to_owned(), kind))
+                seen.remove(&(sandbox.clone(), kind))
                     .map(|s| (s.at.len() as u64, s.records))
             }
         };
@@ -146,7 +153,7 @@ impl Watch {
             return;
         }
         let trigger = Trigger {
-            sandbox: sandbox.to_owned(),
+            sandbox: sandbox.clone(),
             user: record.user().map(str::to_owned),
             policy: policy.to_owned(),
             kind,
@@ -156,7 +163,7 @@ impl Watch {
             records: records.into(),
         };
         if self.triggers.send(trigger).is_err() {
-            tracing::error!(sandbox, "on_violation: nothing left to act on the threshold reached");
+            tracing::error!(sandbox = %sandbox, "on_violation: nothing left to act on the threshold reached");
         }
     }
 
@@ -169,31 +176,31 @@ impl Watch {
         };
         let generation = self.live.load();
         for name in names {
-            if let Some(b) = generation.config.credential_budgets.of(policy, name) {
+            if let Some(b) = generation.config.credential_budgets.of(policy, name.as_str()) {
                 let subject = if b.per_user {
                     record.user().unwrap_or_default()
                 } else {
                     sandbox
                 };
                 let bytes = record.bytes_up().saturating_add(record.bytes_down());
-                self.budgets.add_bytes(name, subject, &b.budget, bytes);
+                self.budgets.add_bytes(name.as_str(), subject, &b.budget, bytes);
             }
         }
     }
 
     /// Mark `sandbox` suspended or held (the action taken).
-    pub(crate) fn mark(&self, sandbox: &str, action: ViolationAction) {
+    pub(crate) fn mark(&self, sandbox: &SandboxId, action: ViolationAction) {
         let set = match action {
             ViolationAction::Revoke => &self.suspended,
             ViolationAction::Hold => &self.held,
         };
-        set.write().unpoisoned().insert(sandbox.to_owned());
+        set.write().unpoisoned().insert(sandbox.clone());
     }
 }
 
 /// What reached a threshold.
 pub(crate) struct Trigger {
-    pub(crate) sandbox: String,
+    pub(crate) sandbox: SandboxId,
     pub(crate) user: Option<String>,
     pub(crate) policy: String,
     pub(crate) kind: ViolationKind,
@@ -240,7 +247,7 @@ pub(crate) fn announce(
     crate::audit::violation(
         audit,
         crate::audit::Violation {
-            sandbox: &t.sandbox,
+            sandbox: t.sandbox.as_str(),
             user: t.user.as_deref(),
             policy: &t.policy,
             reason: t.action.reason(),
@@ -261,7 +268,7 @@ pub(crate) fn announce(
         "records": t.records,
     });
     if let Some(hook) = webhook {
-        hook.send("sandbox.violation", &t.sandbox, body);
+        hook.send("sandbox.violation", t.sandbox.as_str(), body);
     }
 }
 

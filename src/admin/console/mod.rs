@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use super::access::{self, Caller};
 use super::response::Body;
 use super::{acted, approvals, sandboxes};
+use crate::names::SandboxId;
 use crate::principal::Needs;
 use crate::reason::Reason;
 use crate::state::ProxyState;
@@ -208,7 +209,11 @@ fn sandbox_list(state: &ProxyState, me: &Me) -> Markup {
     let viewer = me.viewer();
     let revoke = me.principal.may(Needs::Sandboxes).then_some(&viewer);
     let list = sandboxes::all(state);
-    pages::sandbox_list(&list, revoke, &|id| state.recent.refusals(id))
+    pages::sandbox_list(&list, revoke, &|id| {
+        SandboxId::parse(id)
+            .map(|id| state.recent.refusals(&id))
+            .unwrap_or_default()
+    })
 }
 
 /// The event stream of an open page, until its session ends or loses its roles.

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::audit::{Aggregated, ExecRecord, FileRecord, JailOf, Sink};
+use crate::names::SandboxId;
 use decode::Event;
 
 /// The word sent with the listener when the filter is in place.
@@ -66,14 +67,14 @@ pub(crate) struct Recorder {
 /// Whose activity, and where its records go.
 struct Log {
     sink: Arc<dyn Sink>,
-    sandbox: String,
+    sandbox: SandboxId,
     user: String,
 }
 
 impl Log {
     fn of(&self) -> JailOf<'_> {
         JailOf {
-            sandbox: &self.sandbox,
+            sandbox: self.sandbox.as_str(),
             user: &self.user,
         }
     }
@@ -82,7 +83,7 @@ impl Log {
 impl Recorder {
     /// Listen at `dir/activity.sock` (any user may connect: the first connection is the jail's, and the socket is
     /// removed once it came) and record what the jail of `sandbox` and `user` hands over, into `sink`.
-    pub(crate) fn start(dir: &Path, sink: Arc<dyn Sink>, sandbox: &str, user: &str) -> Result<Recorder, String> {
+    pub(crate) fn start(dir: &Path, sink: Arc<dyn Sink>, sandbox: &SandboxId, user: &str) -> Result<Recorder, String> {
         use std::os::unix::fs::PermissionsExt;
         let socket = dir.join("activity.sock");
         let _ = std::fs::remove_file(&socket);
@@ -94,7 +95,7 @@ impl Recorder {
         let stop = Arc::new(AtomicBool::new(false));
         let log = Log {
             sink,
-            sandbox: sandbox.to_owned(),
+            sandbox: sandbox.clone(),
             user: user.to_owned(),
         };
         let (path, flag) = (socket.clone(), stop.clone());

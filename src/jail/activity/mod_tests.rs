@@ -13,7 +13,7 @@ impl Sink for Nowhere {
 #[test]
 fn only_the_first_connection_is_taken_and_a_word_without_a_listener_turns_the_log_off() {
     let dir = tempfile::tempdir().unwrap();
-    let recorder = Recorder::start(dir.path(), Arc::new(Nowhere), "s", "u").unwrap();
+    let recorder = Recorder::start(dir.path(), Arc::new(Nowhere), &crate::names::SandboxId::from("s"), "u").unwrap();
     let socket = recorder.socket().to_path_buf();
     let mut first = UnixStream::connect(&socket).unwrap();
     first.write_all(b"no user notification here").unwrap();

@@ -10,12 +10,13 @@ use crate::audit::Sink;
 use crate::config::jail::JailLimits;
 use crate::config::jail::size;
 use crate::locks::Unpoisoned;
+use crate::names::SandboxId;
 
 /// A jail under its limits: what holds them, where its records go, and whose it is.
 pub(crate) struct Supervision {
     pub(crate) bounds: Bounds,
     sink: std::sync::Arc<dyn crate::audit::Sink>,
-    sandbox: String,
+    sandbox: SandboxId,
     user: String,
     /// The records cordon wrote for the jail so far (see [`Counting`]).
     pub(super) records: Arc<AtomicU64>,
@@ -30,11 +31,11 @@ impl Supervision {
     /// sink cordon's own records for the jail go to (counted, for the idle limit).
     pub(crate) fn new(
         config: &crate::config::Config,
-        sandbox: &str,
+        sandbox: &SandboxId,
         cli: JailLimits,
         sink: std::sync::Arc<dyn crate::audit::Sink>,
     ) -> (Supervision, std::sync::Arc<dyn crate::audit::Sink>) {
-        let spec = config.sandboxes.iter().find(|s| s.id == sandbox);
+        let spec = config.sandboxes.iter().find(|s| s.id == *sandbox);
         let policy = spec.map(|s| s.policy.as_str()).unwrap_or_default();
         let user = spec.map(|s| s.user.clone()).unwrap_or_default();
         let limits = config.jail.limits_for(policy).with(cli);
@@ -48,7 +49,7 @@ impl Supervision {
         let s = Supervision {
             bounds,
             sink: counting.clone(),
-            sandbox: sandbox.to_owned(),
+            sandbox: sandbox.clone(),
             user,
             records,
             seen: std::sync::Mutex::default(),
@@ -59,7 +60,7 @@ impl Supervision {
 
     fn of(&self) -> crate::audit::JailOf<'_> {
         crate::audit::JailOf {
-            sandbox: &self.sandbox,
+            sandbox: self.sandbox.as_str(),
             user: &self.user,
         }
     }
@@ -134,9 +135,9 @@ impl Supervision {
     }
 
     /// Where the jail's activity records go and whose they are, when `audit.activity` is on.
-    pub(crate) fn activity(&self) -> Option<(Arc<dyn Sink>, &str, &str)> {
+    pub(crate) fn activity(&self) -> Option<(Arc<dyn Sink>, &SandboxId, &str)> {
         self.activity
-            .then(|| (self.sink.clone(), self.sandbox.as_str(), self.user.as_str()))
+            .then(|| (self.sink.clone(), &self.sandbox, self.user.as_str()))
     }
 
     /// Record how the jail ended (and what its cgroup refused since the last look).

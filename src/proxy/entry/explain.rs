@@ -105,7 +105,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         uri.path()
     );
     let mut summary = Summary {
-        sandbox: sandbox.id.clone(),
+        sandbox: sandbox.id.to_string(),
         user: sandbox.user.clone(),
         policy: policy.name.clone(),
         mode: policy.mode.as_str(),
@@ -125,7 +125,7 @@ pub(crate) async fn explain(config: &Config, sandbox_id: &str, method: &str, url
         client: ClientAddr(SocketAddr::from(([127, 0, 0, 1], 0))),
         original_dst: None,
         conn: None,
-        claim: Claim::Named(sandbox.id.clone()),
+        claim: Claim::Named(sandbox.id.to_string()),
         target: Ok(target.clone()),
         intent,
     };

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::names::SandboxId;
 use crate::policy::{HostPattern, Mode, Policy, TlsMode};
 use crate::tls::ca::error::CaError;
 use crate::tls::ca::sandbox_ca::SandboxCa;
@@ -16,7 +17,7 @@ use crate::tls::scope::Scope;
 pub(crate) struct SandboxCas {
     /// The CA folder.
     pub(crate) store: CaStore,
-    loaded: moka::sync::Cache<String, Arc<SandboxCa>>,
+    loaded: moka::sync::Cache<SandboxId, Arc<SandboxCa>>,
     /// The CAs kept in PostgreSQL, when the store is there (then `ca.dir` is not used).
     shared: Option<SharedCas>,
 }
@@ -45,7 +46,7 @@ impl SandboxCas {
     }
 
     /// The CA of sandbox `id` whose policy is `policy` (none: unconstrained).
-    pub(crate) fn get(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
+    pub(crate) fn get(&self, id: &SandboxId, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, Arc<CaError>> {
         if let Some(shared) = &self.shared {
             // Memory only: a CA is made with its sandbox and announced; one not held yet is not invented here.
             return shared.get(id).ok_or_else(|| {
@@ -54,7 +55,7 @@ impl SandboxCas {
                 )))
             });
         }
-        self.loaded.try_get_with(id.to_string(), || {
+        self.loaded.try_get_with(id.clone(), || {
             let wanted = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
             let ca = self.store.load_or_create(id, &wanted)?;
             let missing = ca.scope().uncovered(&wanted);
@@ -64,7 +65,7 @@ impl SandboxCas {
                     "the CA on disk cannot sign for {} which the policy now allows; TLS to them is refused until \
                      `{}` issues a new CA",
                     missing.join(", "),
-                    self.store.rotate_command(id)
+                    self.store.rotate_command(id.as_str())
                 );
             }
             Ok(ca)
@@ -75,7 +76,7 @@ impl SandboxCas {
     /// intercepts: `Err` saying which names it misses and the exact command that issues one that does. A
     /// sandbox with no CA yet passes (it is made for the policy on first need). Reads the store, not what
     /// is loaded, so a CA rotated meanwhile by `cordon ca rotate` is what is judged.
-    pub(crate) fn covering(&self, id: &str, policy_name: &str, policy: Option<&Policy>) -> Result<(), String> {
+    pub(crate) fn covering(&self, id: &SandboxId, policy_name: &str, policy: Option<&Policy>) -> Result<(), String> {
         let ca = match &self.shared {
             Some(shared) => shared.get(id),
             None => self.store.load(id).map_err(|e| e.to_string())?,
@@ -91,13 +92,13 @@ impl SandboxCas {
              sign for {}: every TLS connection to them would fail after the CONNECT; run `{}` to issue a CA for \
              what the policy allows now, give the sandbox the new certificate, then start cordon (or reload it)",
             missing.join(", "),
-            self.store.rotate_command(id)
+            self.store.rotate_command(id.as_str())
         ))
     }
 
     /// Make (or load) the CA of sandbox `id` before its record is stored, for `policy` (the one it is being
     /// created with: its record is not stored yet). Blocking: call it from a blocking thread.
-    pub(crate) fn prepare(&self, id: &str, policy: &Policy) -> Result<(), String> {
+    pub(crate) fn prepare(&self, id: &SandboxId, policy: &Policy) -> Result<(), String> {
         let Some(shared) = &self.shared else {
             return self.get(id, Some(policy)).map(|_| ()).map_err(|e| e.to_string());
         };
@@ -115,7 +116,7 @@ impl SandboxCas {
     /// 200 and then a TLS handshake with no certificate.
     pub(crate) async fn ensure_declared<'a>(
         &self,
-        declared: impl Iterator<Item = (&'a str, &'a str, Option<&'a Policy>)>,
+        declared: impl Iterator<Item = (&'a SandboxId, &'a str, Option<&'a Policy>)>,
     ) -> Result<(), String> {
         let mut errors = Vec::new();
         for (id, policy_name, policy) in declared {
@@ -140,7 +141,7 @@ impl SandboxCas {
     /// Replace the CA of sandbox `id` with a new one for what `policy` allows now (the old key is not kept). With
     /// PostgreSQL the new CA is announced, so every replica uses it at once. Blocking on the file store: call it
     /// from a blocking thread.
-    pub(crate) async fn rotate(&self, id: &str, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, CaError> {
+    pub(crate) async fn rotate(&self, id: &SandboxId, policy: Option<&Policy>) -> Result<Arc<SandboxCa>, CaError> {
         let scope = policy.map(scope_for).unwrap_or(Scope::Unconstrained);
         let ca = match &self.shared {
             Some(shared) => shared.rotate(id, &scope).await?,

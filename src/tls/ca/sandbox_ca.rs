@@ -12,6 +12,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use time::OffsetDateTime;
 
+use crate::names::SandboxId;
 use crate::tls::ca::error::CaError;
 use crate::tls::crypto::random_serial;
 use crate::tls::scope::{Scope, name_constraints, scope_from_cert};
@@ -23,7 +24,7 @@ const CA_BACKDATE: time::Duration = time::Duration::hours(1);
 
 /// A sandbox's CA, ready to sign leaves.
 pub struct SandboxCa {
-    sandbox: String,
+    sandbox: SandboxId,
     cert_pem: String,
     cert_der: CertificateDer<'static>,
     scope: Scope,
@@ -46,7 +47,7 @@ impl fmt::Debug for SandboxCa {
 
 impl SandboxCa {
     /// The sandbox this CA belongs to.
-    pub(crate) fn sandbox(&self) -> &str {
+    pub(crate) fn sandbox(&self) -> &SandboxId {
         &self.sandbox
     }
 
@@ -84,7 +85,7 @@ impl SandboxCa {
     /// Builds a CA from its PEM files' contents, checking everything [`CaStore::load`] promises; the paths are
     /// for error messages.
     pub(super) fn from_pem(
-        sandbox: &str,
+        sandbox: &SandboxId,
         cert_pem: String,
         key_pem: &str,
         cert_path: &Path,
@@ -138,7 +139,7 @@ impl SandboxCa {
         let issuer =
             Issuer::from_ca_cert_der(&cert_der, key).map_err(|e| bad_cert(format!("cannot sign with it ({e})")))?;
         Ok(SandboxCa {
-            sandbox: sandbox.to_owned(),
+            sandbox: sandbox.clone(),
             cert_pem,
             cert_der,
             scope,
@@ -150,7 +151,7 @@ impl SandboxCa {
 }
 
 /// Generates a CA certificate and key for `sandbox` limited to `scope` (normalized); returns their PEM.
-pub(super) fn generate(sandbox: &str, scope: &Scope) -> Result<(String, String), CaError> {
+pub(super) fn generate(sandbox: &SandboxId, scope: &Scope) -> Result<(String, String), CaError> {
     let generate_err = |what| move |source| CaError::Generate { what, source };
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(generate_err("a CA key"))?;
     let mut params = CertificateParams::default();

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
+use crate::names::SandboxId;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError, Sealer};
 use crate::tls::ca::error::CaError;
@@ -17,7 +18,7 @@ use crate::tls::scope::Scope;
 pub(crate) struct SharedCas {
     db: Arc<Db>,
     sealer: Sealer,
-    known: RwLock<HashMap<String, Arc<SandboxCa>>>,
+    known: RwLock<HashMap<SandboxId, Arc<SandboxCa>>>,
 }
 
 impl From<DbError> for CaError {
@@ -27,12 +28,12 @@ impl From<DbError> for CaError {
 }
 
 /// A name for error messages where the file store would name a path.
-fn row(sandbox: &str, part: &str) -> PathBuf {
+fn row(sandbox: &SandboxId, part: &str) -> PathBuf {
     PathBuf::from(format!("postgres:cas/{sandbox}/{part}"))
 }
 
 /// What seals a sandbox's key: the row it belongs to.
-fn aad(sandbox: &str) -> String {
+fn aad(sandbox: &SandboxId) -> String {
     format!("cas:{sandbox}")
 }
 
@@ -46,7 +47,7 @@ impl SharedCas {
     }
 
     /// The CA of `sandbox`, if this replica holds it.
-    pub(crate) fn get(&self, sandbox: &str) -> Option<Arc<SandboxCa>> {
+    pub(crate) fn get(&self, sandbox: &SandboxId) -> Option<Arc<SandboxCa>> {
         self.known
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -61,7 +62,14 @@ impl SharedCas {
         let rows = self.db.outcome("reading the CAs", r)?;
         let mut all = HashMap::with_capacity(rows.len());
         for r in &rows {
-            let sandbox: String = r.get(0);
+            let text: String = r.get(0);
+            let sandbox = match SandboxId::parse(&text) {
+                Ok(sandbox) => sandbox,
+                Err(e) => {
+                    tracing::error!("cannot use a CA kept in the database: {e}");
+                    continue;
+                }
+            };
             match self.open(&sandbox, r.get(1), r.get(2)) {
                 Ok(ca) => {
                     all.insert(sandbox, Arc::new(ca));
@@ -74,17 +82,20 @@ impl SharedCas {
     }
 
     /// Re-read the CA of `sandbox` (announced as made or replaced, or needed and not held).
-    pub(crate) async fn learn(&self, sandbox: &str) -> Result<Option<Arc<SandboxCa>>, CaError> {
+    pub(crate) async fn learn(&self, sandbox: &SandboxId) -> Result<Option<Arc<SandboxCa>>, CaError> {
         let client = self.db.client().await?;
         let r = client
-            .query_opt("SELECT cert_pem, key_sealed FROM cas WHERE sandbox = $1", &[&sandbox])
+            .query_opt(
+                "SELECT cert_pem, key_sealed FROM cas WHERE sandbox = $1",
+                &[&sandbox.as_str()],
+            )
             .await;
         let found = self.db.outcome("reading a CA", r)?;
         let mut known = self.known.write().unwrap_or_else(|p| p.into_inner());
         match found {
             Some(r) => {
                 let ca = Arc::new(self.open(sandbox, r.get(0), r.get(1))?);
-                known.insert(sandbox.to_owned(), ca.clone());
+                known.insert(sandbox.clone(), ca.clone());
                 Ok(Some(ca))
             }
             None => {
@@ -96,7 +107,7 @@ impl SharedCas {
 
     /// The CA of `sandbox`, made for `scope` if the database holds none. Replicas racing to make one end up
     /// with the same CA: the first insert wins and every one reads back what is stored.
-    pub(crate) async fn ensure(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    pub(crate) async fn ensure(&self, sandbox: &SandboxId, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         if let Some(ca) = self.get(sandbox) {
             return Ok(ca);
         }
@@ -107,11 +118,11 @@ impl SharedCas {
     }
 
     /// Replace the CA of `sandbox` with a new one for `scope` (the old key is gone from the database).
-    pub(crate) async fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    pub(crate) async fn rotate(&self, sandbox: &SandboxId, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         self.install(sandbox, scope, true).await
     }
 
-    async fn install(&self, sandbox: &str, scope: &Scope, replace: bool) -> Result<Arc<SandboxCa>, CaError> {
+    async fn install(&self, sandbox: &SandboxId, scope: &Scope, replace: bool) -> Result<Arc<SandboxCa>, CaError> {
         let scope = scope.normalized()?;
         let (cert_pem, key_pem) = generate(sandbox, &scope)?;
         // Check the pair exactly as a later load will, before it is stored.
@@ -138,10 +149,12 @@ impl SharedCas {
         let mut client = self.db.client().await?;
         let tx = self.db.outcome(what, client.transaction().await)?;
         let now = crate::pg::now();
+        self.db.outcome(
+            what,
+            tx.execute(sql, &[&sandbox.as_str(), &cert_pem, &sealed, &now]).await,
+        )?;
         self.db
-            .outcome(what, tx.execute(sql, &[&sandbox, &cert_pem, &sealed, &now]).await)?;
-        self.db
-            .outcome(what, announce(&tx, &Event::Ca(sandbox.to_owned())).await)?;
+            .outcome(what, announce(&tx, &Event::Ca(sandbox.clone())).await)?;
         self.db.outcome(what, tx.commit().await)?;
         drop(client);
         self.learn(sandbox)
@@ -149,7 +162,7 @@ impl SharedCas {
             .ok_or_else(|| CaError::Store(format!("the CA of {sandbox:?} vanished right after it was stored")))
     }
 
-    fn open(&self, sandbox: &str, cert_pem: String, sealed: Vec<u8>) -> Result<SandboxCa, CaError> {
+    fn open(&self, sandbox: &SandboxId, cert_pem: String, sealed: Vec<u8>) -> Result<SandboxCa, CaError> {
         let key = self.sealer.open(&aad(sandbox), &sealed).map_err(CaError::Store)?;
         let key = String::from_utf8(key).map_err(|_| CaError::Store("a CA key that is not PEM".into()))?;
         SandboxCa::from_pem(sandbox, cert_pem, &key, &row(sandbox, "cert"), &row(sandbox, "key"))

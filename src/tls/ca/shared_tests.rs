@@ -24,12 +24,19 @@ fn stores_sharing_a_folder_agree_on_each_new_sandboxs_ca() {
                     s.spawn(move || {
                         barrier.wait();
                         let ca = if i % 2 == 0 {
-                            store.load_or_create(sandbox, &Scope::Unconstrained).unwrap()
+                            store
+                                .load_or_create(&crate::names::SandboxId::from(sandbox.as_str()), &Scope::Unconstrained)
+                                .unwrap()
                         } else {
                             // A later load finds either nothing yet or the one CA, whole.
-                            match store.load(sandbox).unwrap() {
+                            match store.load(&crate::names::SandboxId::from(sandbox.as_str())).unwrap() {
                                 Some(ca) => ca,
-                                None => store.load_or_create(sandbox, &Scope::Unconstrained).unwrap(),
+                                None => store
+                                    .load_or_create(
+                                        &crate::names::SandboxId::from(sandbox.as_str()),
+                                        &Scope::Unconstrained,
+                                    )
+                                    .unwrap(),
                             }
                         };
                         ca.cert_pem().to_string()
@@ -43,7 +50,10 @@ fn stores_sharing_a_folder_agree_on_each_new_sandboxs_ca() {
             certs.iter().all(|c| *c == on_disk),
             "round {round}: a store signs with a CA that is not the one on disk"
         );
-        let reloaded = CaStore::new(&root).load(&sandbox).unwrap().unwrap();
+        let reloaded = CaStore::new(&root)
+            .load(&crate::names::SandboxId::from(&*sandbox))
+            .unwrap()
+            .unwrap();
         assert_eq!(reloaded.cert_pem(), on_disk);
     }
 }
@@ -56,23 +66,30 @@ fn a_rotation_waits_for_a_creation_in_another_store() {
     let (created, rotated) = std::thread::scope(|s| {
         let c = s.spawn(|| {
             barrier.wait();
-            a.load_or_create("sb", &Scope::Unconstrained).unwrap()
+            a.load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+                .unwrap()
         });
         let r = s.spawn(|| {
             barrier.wait();
-            b.rotate("sb", &Scope::Unconstrained).unwrap()
+            b.rotate(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+                .unwrap()
         });
         (c.join().unwrap(), r.join().unwrap())
     });
     // Whichever went second, the pair on disk is whole and is one of the two.
-    let on_disk = CaStore::new(dir.path().join("ca")).load("sb").unwrap().unwrap();
+    let on_disk = CaStore::new(dir.path().join("ca"))
+        .load(&crate::names::SandboxId::from("sb"))
+        .unwrap()
+        .unwrap();
     assert!(on_disk.cert_pem() == created.cert_pem() || on_disk.cert_pem() == rotated.cert_pem());
 }
 
 #[test]
 fn the_lock_file_is_private_and_never_followed_through_a_link() {
     let (dir, store) = store();
-    store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let root = dir.path().join("ca");
     assert_eq!(fs::metadata(&root).unwrap().permissions().mode() & 0o777, 0o700);
     let lock = root.join(LOCK_FILE);
@@ -84,7 +101,7 @@ fn the_lock_file_is_private_and_never_followed_through_a_link() {
     fs::remove_file(&lock).unwrap();
     let elsewhere = dir.path().join("not-cordons");
     std::os::unix::fs::symlink(&elsewhere, &lock).unwrap();
-    let err = store.load("sb").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("sb")).unwrap_err();
     assert!(err.to_string().contains(LOCK_FILE), "{err}");
     assert!(!elsewhere.exists());
 }
@@ -92,7 +109,7 @@ fn the_lock_file_is_private_and_never_followed_through_a_link() {
 #[test]
 fn a_load_from_a_store_that_does_not_exist_creates_nothing() {
     let (dir, store) = store();
-    assert!(store.load("sb").unwrap().is_none());
+    assert!(store.load(&crate::names::SandboxId::from("sb")).unwrap().is_none());
     assert!(!dir.path().join("ca").exists());
 }
 
@@ -104,11 +121,15 @@ fn a_scope_that_cannot_be_installed_still_loads_an_existing_ca_and_creates_nothi
         ips: vec![],
     };
     assert!(matches!(
-        store.load_or_create("sb", &bad),
+        store.load_or_create(&crate::names::SandboxId::from("sb"), &bad),
         Err(CaError::InvalidScope { .. })
     ));
     assert!(!dir.path().join("ca").exists(), "nothing was created for it");
-    let made = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
-    let again = CaStore::new(dir.path().join("ca")).load_or_create("sb", &bad).unwrap();
+    let made = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
+    let again = CaStore::new(dir.path().join("ca"))
+        .load_or_create(&crate::names::SandboxId::from("sb"), &bad)
+        .unwrap();
     assert_eq!(again.cert_pem(), made.cert_pem());
 }

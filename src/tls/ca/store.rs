@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::locks::Unpoisoned;
+use crate::names::SandboxId;
 use crate::tls::ca::error::{CaError, io_err};
 use crate::tls::ca::files::*;
 use crate::tls::ca::sandbox_ca::{SandboxCa, generate};
@@ -99,11 +100,11 @@ impl CaStore {
     }
 
     /// `error` with the command that fixes it, when a new CA does.
-    fn remedied(&self, sandbox: &str, error: CaError) -> CaError {
+    fn remedied(&self, sandbox: &SandboxId, error: CaError) -> CaError {
         if error.rotation_fixes() {
             CaError::Remedied {
                 error: Box::new(error),
-                command: self.rotate_command(sandbox),
+                command: self.rotate_command(sandbox.as_str()),
             }
         } else {
             error
@@ -121,7 +122,7 @@ impl CaStore {
     /// needs now. Refuses a certificate that does not match its key, a key file readable by group or others, a
     /// certificate that is not a CA or has expired, and a folder writable by group or others, with an error that
     /// names the file and says what to do.
-    pub fn load_or_create(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    pub fn load_or_create(&self, sandbox: &SandboxId, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
         if let Err(e) = scope.normalized() {
             // Nothing can be created with this scope, so nothing is: a CA already there still loads.
@@ -136,7 +137,7 @@ impl CaStore {
 
     /// Loads a sandbox's CA; `Ok(None)` if it has none yet. Completes or undoes an installation that a crash
     /// interrupted (see the module documentation), so it may rename or delete `.new` files.
-    pub(crate) fn load(&self, sandbox: &str) -> Result<Option<Arc<SandboxCa>>, CaError> {
+    pub(crate) fn load(&self, sandbox: &SandboxId) -> Result<Option<Arc<SandboxCa>>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
         if !exists(&self.dir)? {
             return Ok(None);
@@ -150,7 +151,7 @@ impl CaStore {
     /// previous key is not kept. Leaves minted by the old CA stay cached until
     /// [`LeafCache::invalidate_sandbox`](crate::tls::cache::LeafCache::invalidate_sandbox) is called (they are never
     /// served for the new CA, whose leaves are cached apart).
-    pub(crate) fn rotate(&self, sandbox: &str, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    pub(crate) fn rotate(&self, sandbox: &SandboxId, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let dir = self.sandbox_dir(sandbox)?;
         scope.normalized()?;
         let _guard = self.lock()?;
@@ -165,14 +166,14 @@ impl CaStore {
         Ok((guard, lock_folder(&self.dir)?))
     }
 
-    fn sandbox_dir(&self, sandbox: &str) -> Result<PathBuf, CaError> {
-        validate_sandbox_id(sandbox)?;
-        Ok(self.dir.join(sandbox))
+    fn sandbox_dir(&self, sandbox: &SandboxId) -> Result<PathBuf, CaError> {
+        validate_sandbox_id(sandbox.as_str())?;
+        Ok(self.dir.join(sandbox.as_str()))
     }
 
     /// Generates a CA and installs it in `dir` (creating the folders as needed), keeping a previous certificate
     /// as `ca.pem.old`.
-    fn install_new(&self, sandbox: &str, dir: &Path, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
+    fn install_new(&self, sandbox: &SandboxId, dir: &Path, scope: &Scope) -> Result<Arc<SandboxCa>, CaError> {
         let scope = scope.normalized()?;
         // SECURITY: the folders are private from their creation (mode 0700), so no other local user can list,
         // read or replace a CA in them.
@@ -225,7 +226,7 @@ fn validate_sandbox_id(id: &str) -> Result<(), CaError> {
     Ok(())
 }
 
-fn load_locked(sandbox: &str, dir: &Path) -> Result<Option<Arc<SandboxCa>>, CaError> {
+fn load_locked(sandbox: &SandboxId, dir: &Path) -> Result<Option<Arc<SandboxCa>>, CaError> {
     if !exists(dir)? {
         return Ok(None);
     }
@@ -248,7 +249,7 @@ fn load_locked(sandbox: &str, dir: &Path) -> Result<Option<Arc<SandboxCa>>, CaEr
 }
 
 /// Installs the pair left by an interrupted installation if it matches, else discards its `.new` files.
-fn finish_interrupted_install(sandbox: &str, dir: &Path) -> Result<(), CaError> {
+fn finish_interrupted_install(sandbox: &SandboxId, dir: &Path) -> Result<(), CaError> {
     let new_cert = dir.join(NEW_CERT_FILE);
     let new_key = dir.join(NEW_KEY_FILE);
     remove_stale_temporaries(dir)?;
@@ -302,7 +303,7 @@ fn remove_stale_temporaries(dir: &Path) -> Result<(), CaError> {
     Ok(())
 }
 
-fn read_pair(sandbox: &str, cert_path: &Path, key_path: &Path) -> Result<SandboxCa, CaError> {
+fn read_pair(sandbox: &SandboxId, cert_path: &Path, key_path: &Path) -> Result<SandboxCa, CaError> {
     let cert_pem = fs::read_to_string(cert_path).map_err(io_err("read", cert_path))?;
     let key_pem = read_key(key_path)?;
     SandboxCa::from_pem(sandbox, cert_pem, &key_pem, cert_path, key_path)

@@ -82,12 +82,14 @@ fn names(dns: &[&str], ips: &[&str]) -> Scope {
 fn create_then_load_returns_the_same_ca() {
     let (dir, store) = store();
     let scope = names(&["example.com"], &[]);
-    let created = store.load_or_create("sb", &scope).unwrap();
+    let created = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &scope)
+        .unwrap();
     assert_eq!(created.sandbox(), "sb");
     assert!(created.cert_pem().starts_with("-----BEGIN CERTIFICATE-----"));
     assert_eq!(created.scope(), &scope);
 
-    let loaded = store.load("sb").unwrap().unwrap();
+    let loaded = store.load(&crate::names::SandboxId::from("sb")).unwrap().unwrap();
     assert_eq!(loaded.cert_der(), created.cert_der());
     assert_eq!(loaded.cert_pem(), created.cert_pem());
     assert_eq!(loaded.scope(), created.scope());
@@ -95,7 +97,9 @@ fn create_then_load_returns_the_same_ca() {
     // A restart (a new store over the same folder) finds it unchanged, and never regenerates it, even when asked
     // for another scope: the caller compares scopes and decides whether to rotate.
     let restarted = CaStore::new(root(&dir));
-    let again = restarted.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let again = restarted
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     assert_eq!(again.cert_der(), created.cert_der());
     assert_eq!(again.scope(), &scope);
     assert_eq!(again.not_after(), created.not_after());
@@ -104,7 +108,9 @@ fn create_then_load_returns_the_same_ca() {
 #[test]
 fn files_and_folders_are_private() {
     let (dir, store) = store();
-    store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     // SECURITY test: folders 0700 and the key 0600 from their creation.
     assert_eq!(mode(&root(&dir)), 0o700);
     assert_eq!(mode(&root(&dir).join("sb")), 0o700);
@@ -118,39 +124,63 @@ fn files_and_folders_are_private() {
 #[test]
 fn a_key_readable_by_others_is_refused() {
     let (dir, store) = store();
-    let created = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let created = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let key = root(&dir).join("sb/ca.key");
     chmod(&key, 0o644);
     // SECURITY test: a group/world-readable key is refused, not used.
-    let err = store.load("sb").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("sb")).unwrap_err();
     assert!(matches!(err, CaError::KeyPermissions { mode: 0o644, .. }), "{err}");
     assert!(
         err.to_string().contains(&format!("chmod 600 {}", key.display())),
         "{err}"
     );
     // Nor is it regenerated behind the operator's back.
-    assert!(store.load_or_create("sb", &Scope::Unconstrained).is_err());
+    assert!(
+        store
+            .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+            .is_err()
+    );
     chmod(&key, 0o640);
-    assert!(matches!(store.load("sb"), Err(CaError::KeyPermissions { .. })));
+    assert!(matches!(
+        store.load(&crate::names::SandboxId::from("sb")),
+        Err(CaError::KeyPermissions { .. })
+    ));
     chmod(&key, 0o400);
-    assert_eq!(store.load("sb").unwrap().unwrap().cert_der(), created.cert_der());
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("sb"))
+            .unwrap()
+            .unwrap()
+            .cert_der(),
+        created.cert_der()
+    );
 }
 
 #[test]
 fn a_key_that_is_not_the_certificates_is_refused() {
     let (dir, store) = store();
-    store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     let (cert, key) = (root(&dir).join("a/ca.pem"), root(&dir).join("a/ca.key"));
     fs::copy(root(&dir).join("b/ca.key"), &key).unwrap();
-    let err = store.load("a").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("a")).unwrap_err();
     assert!(matches!(err.cause(), CaError::KeyMismatch { .. }), "{err}");
     let message = err.to_string();
     assert!(
         message.contains(&cert.display().to_string()) && message.contains(&key.display().to_string()),
         "{message}"
     );
-    assert!(store.load_or_create("a", &Scope::Unconstrained).is_err());
+    assert!(
+        store
+            .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+            .is_err()
+    );
 }
 
 #[test]
@@ -171,38 +201,46 @@ fn sandbox_ids_that_could_leave_the_folder_are_refused() {
         "caf\u{e9}",
         "a\0b",
     ] {
-        let invalid = |r: Result<_, CaError>| matches!(r, Err(CaError::InvalidSandboxId { .. }));
-        assert!(invalid(store.load(id).map(|_| ())), "{id:?}");
+        // The store takes only a `SandboxId`, and none can be made of these: they stop where text is read.
+        assert!(crate::names::SandboxId::parse(id).is_err(), "{id:?}");
+        // The store's own check refuses them too, should a folder name ever come from elsewhere.
         assert!(
-            invalid(store.load_or_create(id, &Scope::Unconstrained).map(|_| ())),
+            matches!(validate_sandbox_id(id), Err(CaError::InvalidSandboxId { .. })),
             "{id:?}"
         );
-        assert!(invalid(store.rotate(id, &Scope::Unconstrained).map(|_| ())), "{id:?}");
     }
     assert_eq!(files(dir.path()), BTreeSet::new(), "nothing was created anywhere");
-    for id in ["A-z_0.9", "..a", &"y".repeat(64)] {
-        store.load_or_create(id, &Scope::Unconstrained).unwrap();
+    for id in ["A-z_0.9", "a..b", &"y".repeat(64)] {
+        store
+            .load_or_create(&crate::names::SandboxId::from(id), &Scope::Unconstrained)
+            .unwrap();
     }
 }
 
 #[test]
 fn a_sandbox_without_a_ca_loads_as_none() {
     let (dir, store) = store();
-    assert!(store.load("sb").unwrap().is_none());
+    assert!(store.load(&crate::names::SandboxId::from("sb")).unwrap().is_none());
     assert!(!root(&dir).exists(), "load creates nothing");
-    store.load_or_create("other", &Scope::Unconstrained).unwrap();
-    assert!(store.load("sb").unwrap().is_none());
+    store
+        .load_or_create(&crate::names::SandboxId::from("other"), &Scope::Unconstrained)
+        .unwrap();
+    assert!(store.load(&crate::names::SandboxId::from("sb")).unwrap().is_none());
 }
 
 #[test]
 fn rotate_replaces_the_ca_and_keeps_only_the_old_certificate() {
     let (dir, store) = store();
-    let old = store.load_or_create("sb", &names(&["example.com"], &[])).unwrap();
-    let new = store.rotate("sb", &names(&["example.org"], &[])).unwrap();
+    let old = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &names(&["example.com"], &[]))
+        .unwrap();
+    let new = store
+        .rotate(&crate::names::SandboxId::from("sb"), &names(&["example.org"], &[]))
+        .unwrap();
     assert_ne!(new.cert_der(), old.cert_der());
     assert_ne!(new.key_id(), old.key_id());
     assert_eq!(new.scope(), &names(&["example.org"], &[]));
-    let loaded = store.load("sb").unwrap().unwrap();
+    let loaded = store.load(&crate::names::SandboxId::from("sb")).unwrap().unwrap();
     assert_eq!(loaded.cert_der(), new.cert_der());
     let sb = root(&dir).join("sb");
     assert_eq!(fs::read_to_string(sb.join("ca.pem.old")).unwrap(), old.cert_pem());
@@ -212,29 +250,50 @@ fn rotate_replaces_the_ca_and_keeps_only_the_old_certificate() {
     );
     assert_eq!(mode(&sb.join("ca.key")), 0o600);
     // A second rotation replaces ca.pem.old.
-    store.rotate("sb", &Scope::Unconstrained).unwrap();
+    store
+        .rotate(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     assert_eq!(fs::read_to_string(sb.join("ca.pem.old")).unwrap(), new.cert_pem());
 }
 
 #[test]
 fn rotate_repairs_a_broken_ca() {
     let (dir, store) = store();
-    store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     fs::copy(root(&dir).join("b/ca.key"), root(&dir).join("a/ca.key")).unwrap();
     chmod(&root(&dir).join("a/ca.key"), 0o644);
-    assert!(store.load("a").is_err());
-    let rotated = store.rotate("a", &Scope::Unconstrained).unwrap();
-    assert_eq!(store.load("a").unwrap().unwrap().cert_der(), rotated.cert_der());
+    assert!(store.load(&crate::names::SandboxId::from("a")).is_err());
+    let rotated = store
+        .rotate(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("a"))
+            .unwrap()
+            .unwrap()
+            .cert_der(),
+        rotated.cert_der()
+    );
     // Rotating a sandbox that has no CA creates one.
-    store.rotate("c", &Scope::Unconstrained).unwrap();
-    assert!(store.load("c").unwrap().is_some());
+    store
+        .rotate(&crate::names::SandboxId::from("c"), &Scope::Unconstrained)
+        .unwrap();
+    assert!(store.load(&crate::names::SandboxId::from("c")).unwrap().is_some());
 }
 
 /// Sets up `a` with a CA, and returns the paths of `b`'s CA files to stand in for a new pair.
 fn interrupted(store: &CaStore, dir: &TempDir) -> (Arc<SandboxCa>, Arc<SandboxCa>, PathBuf, PathBuf) {
-    let a = store.load_or_create("a", &Scope::Unconstrained).unwrap();
-    let b = store.load_or_create("b", &Scope::Unconstrained).unwrap();
+    let a = store
+        .load_or_create(&crate::names::SandboxId::from("a"), &Scope::Unconstrained)
+        .unwrap();
+    let b = store
+        .load_or_create(&crate::names::SandboxId::from("b"), &Scope::Unconstrained)
+        .unwrap();
     (a, b, root(dir).join("b/ca.pem"), root(dir).join("b/ca.key"))
 }
 
@@ -245,7 +304,14 @@ fn an_install_interrupted_after_writing_both_new_files_completes_on_load() {
     let sb = root(&dir).join("a");
     fs::copy(&b_cert, sb.join(NEW_CERT_FILE)).unwrap();
     fs::copy(&b_key, sb.join(NEW_KEY_FILE)).unwrap();
-    assert_eq!(store.load("a").unwrap().unwrap().cert_der(), b.cert_der());
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("a"))
+            .unwrap()
+            .unwrap()
+            .cert_der(),
+        b.cert_der()
+    );
     assert_eq!(files(&sb), BTreeSet::from(["ca.key".into(), "ca.pem".into()]));
 }
 
@@ -257,7 +323,14 @@ fn an_install_interrupted_between_the_renames_completes_on_load() {
     // ca.key.new was already renamed over ca.key; ca.pem.new was not yet renamed.
     fs::copy(&b_key, sb.join(KEY_FILE)).unwrap();
     fs::copy(&b_cert, sb.join(NEW_CERT_FILE)).unwrap();
-    assert_eq!(store.load("a").unwrap().unwrap().cert_der(), b.cert_der());
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("a"))
+            .unwrap()
+            .unwrap()
+            .cert_der(),
+        b.cert_der()
+    );
     assert_eq!(files(&sb), BTreeSet::from(["ca.key".into(), "ca.pem".into()]));
 }
 
@@ -267,27 +340,38 @@ fn an_install_interrupted_before_its_key_was_written_is_undone_on_load() {
     let (a, _, b_cert, _) = interrupted(&store, &dir);
     let sb = root(&dir).join("a");
     fs::copy(&b_cert, sb.join(NEW_CERT_FILE)).unwrap();
-    assert_eq!(store.load("a").unwrap().unwrap().cert_der(), a.cert_der());
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("a"))
+            .unwrap()
+            .unwrap()
+            .cert_der(),
+        a.cert_der()
+    );
     assert_eq!(files(&sb), BTreeSet::from(["ca.key".into(), "ca.pem".into()]));
 
     // The same during a sandbox's first creation: nothing was installed, so there is no CA yet.
     let fresh = root(&dir).join("fresh");
     DirBuilder::new().mode(0o700).create(&fresh).unwrap();
     fs::copy(&b_cert, fresh.join(NEW_CERT_FILE)).unwrap();
-    assert!(store.load("fresh").unwrap().is_none());
+    assert!(store.load(&crate::names::SandboxId::from("fresh")).unwrap().is_none());
     assert_eq!(files(&fresh), BTreeSet::new());
-    store.load_or_create("fresh", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("fresh"), &Scope::Unconstrained)
+        .unwrap();
 }
 
 #[test]
 fn temporary_files_left_by_a_crash_are_removed_on_load() {
     let (dir, store) = store();
-    store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let sb = root(&dir).join("sb");
     fs::write(sb.join(".ca.key.new.tmp-0123456789abcdef"), "half a key").unwrap();
     fs::write(sb.join(".ca.pem.new.tmp-0123456789abcdef"), "half a cert").unwrap();
     fs::write(sb.join("notes.txt"), "not ours").unwrap();
-    store.load("sb").unwrap().unwrap();
+    store.load(&crate::names::SandboxId::from("sb")).unwrap().unwrap();
     assert_eq!(
         files(&sb),
         BTreeSet::from(["ca.key".into(), "ca.pem".into(), "notes.txt".into()])
@@ -297,10 +381,14 @@ fn temporary_files_left_by_a_crash_are_removed_on_load() {
 #[test]
 fn half_a_pair_is_refused_not_regenerated() {
     let (dir, store) = store();
-    store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let key = root(&dir).join("sb/ca.key");
     fs::remove_file(&key).unwrap();
-    let err = store.load_or_create("sb", &Scope::Unconstrained).unwrap_err();
+    let err = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap_err();
     assert!(matches!(err.cause(), CaError::Incomplete { .. }), "{err}");
     assert!(err.to_string().contains(&key.display().to_string()), "{err}");
     assert!(!key.exists());
@@ -309,28 +397,32 @@ fn half_a_pair_is_refused_not_regenerated() {
 #[test]
 fn a_folder_writable_by_others_is_refused() {
     let (dir, store) = store();
-    store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let sb = root(&dir).join("sb");
     chmod(&sb, 0o777);
     // SECURITY test: a CA folder others can write to is refused.
-    let err = store.load("sb").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("sb")).unwrap_err();
     assert!(matches!(err, CaError::DirPermissions { .. }), "{err}");
     assert!(
         err.to_string().contains(&format!("chmod 700 {}", sb.display())),
         "{err}"
     );
     assert!(matches!(
-        store.rotate("sb", &Scope::Unconstrained),
+        store.rotate(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained),
         Err(CaError::DirPermissions { .. })
     ));
     chmod(&sb, 0o750);
-    store.load("sb").unwrap().unwrap();
+    store.load(&crate::names::SandboxId::from("sb")).unwrap().unwrap();
 }
 
 #[test]
 fn debug_output_never_shows_the_key() {
     let (dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let key_pem = fs::read_to_string(root(&dir).join("sb/ca.key")).unwrap();
     let debug = format!("{ca:?} {store:?}");
     // SECURITY test: the CA key stays out of Debug output (and so out of logs).
@@ -347,8 +439,12 @@ fn debug_output_never_shows_the_key() {
 fn ca_certificate_fields() {
     let (_dir, store) = store();
     let before = OffsetDateTime::now_utc();
-    let ca = store.load_or_create("sb-1", &names(&["example.com"], &[])).unwrap();
-    let other = store.load_or_create("sb-2", &names(&["example.com"], &[])).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb-1"), &names(&["example.com"], &[]))
+        .unwrap();
+    let other = store
+        .load_or_create(&crate::names::SandboxId::from("sb-2"), &names(&["example.com"], &[]))
+        .unwrap();
     let (_, x509) = x509_parser::parse_x509_certificate(ca.cert_der()).unwrap();
     let (_, other) = x509_parser::parse_x509_certificate(other.cert_der()).unwrap();
 
@@ -385,7 +481,9 @@ fn ca_certificate_fields() {
 #[test]
 fn the_scope_is_read_back_from_the_certificate() {
     let (_dir, store) = store();
-    let unconstrained = store.load_or_create("u", &Scope::Unconstrained).unwrap();
+    let unconstrained = store
+        .load_or_create(&crate::names::SandboxId::from("u"), &Scope::Unconstrained)
+        .unwrap();
     assert_eq!(unconstrained.scope(), &Scope::Unconstrained);
     let (_, x509) = x509_parser::parse_x509_certificate(unconstrained.cert_der()).unwrap();
     assert!(x509.name_constraints().unwrap().is_none());
@@ -394,20 +492,36 @@ fn the_scope_is_read_back_from_the_certificate() {
         &["Example.COM.", "api.example.com", "example.com"],
         &["10.1.2.3/8", "::1/128", "10.0.0.0/8"],
     );
-    let ca = store.load_or_create("n", &messy).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("n"), &messy)
+        .unwrap();
     let tidy = names(&["api.example.com", "example.com"], &["10.0.0.0/8", "::1/128"]);
     assert_eq!(messy.normalized().unwrap(), tidy);
     assert_eq!(ca.scope(), &tidy);
-    assert_eq!(store.load("n").unwrap().unwrap().scope(), &tidy);
+    assert_eq!(
+        store
+            .load(&crate::names::SandboxId::from("n"))
+            .unwrap()
+            .unwrap()
+            .scope(),
+        &tidy
+    );
 
     for scope in [
         names(&[], &["10.0.0.0/8"]),
         names(&["example.com"], &[]),
         names(&[], &[]),
     ] {
-        let ca = store.rotate("n", &scope).unwrap();
+        let ca = store.rotate(&crate::names::SandboxId::from("n"), &scope).unwrap();
         assert_eq!(ca.scope(), &scope);
-        assert_eq!(store.load("n").unwrap().unwrap().scope(), &scope);
+        assert_eq!(
+            store
+                .load(&crate::names::SandboxId::from("n"))
+                .unwrap()
+                .unwrap()
+                .scope(),
+            &scope
+        );
     }
 }
 
@@ -423,7 +537,9 @@ fn bad_scope_entries_are_refused_before_anything_is_written() {
         "-a.com",
         "exa mple.com",
     ] {
-        let err = store.load_or_create("sb", &names(&[bad], &[])).unwrap_err();
+        let err = store
+            .load_or_create(&crate::names::SandboxId::from("sb"), &names(&[bad], &[]))
+            .unwrap_err();
         assert!(matches!(err, CaError::InvalidScope { .. }), "{bad:?}: {err}");
     }
     assert!(!root(&dir).exists());
@@ -460,7 +576,9 @@ fn constraints_cordon_did_not_write_are_refused() {
     });
     install_handmade(&root(&dir), "no-ip-exclusion", &params);
     // SECURITY test: such a CA is refused rather than misreported.
-    let err = store.load("no-ip-exclusion").unwrap_err();
+    let err = store
+        .load(&crate::names::SandboxId::from("no-ip-exclusion"))
+        .unwrap_err();
     assert!(matches!(err.cause(), CaError::UnsupportedConstraints { .. }), "{err}");
 
     params.name_constraints = Some(NameConstraints {
@@ -469,7 +587,7 @@ fn constraints_cordon_did_not_write_are_refused() {
     });
     install_handmade(&root(&dir), "email", &params);
     assert!(matches!(
-        store.load("email").map_err(|e| e.cause().to_string()),
+        store.load(&crate::names::SandboxId::from("email")).map_err(|e| e.cause().to_string()),
         Err(e) if e.contains("name constraints cordon did not write")
     ));
 
@@ -477,7 +595,11 @@ fn constraints_cordon_did_not_write_are_refused() {
     params.name_constraints = name_constraints(&names(&["example.com"], &[]));
     install_handmade(&root(&dir), "like-cordon", &params);
     assert_eq!(
-        store.load("like-cordon").unwrap().unwrap().scope(),
+        store
+            .load(&crate::names::SandboxId::from("like-cordon"))
+            .unwrap()
+            .unwrap()
+            .scope(),
         &names(&["example.com"], &[])
     );
 }
@@ -487,7 +609,7 @@ fn expired_and_non_ca_certificates_are_refused() {
     let (dir, store) = store();
     let past = OffsetDateTime::now_utc() - time::Duration::minutes(1);
     install_handmade(&root(&dir), "expired", &ca_params(past));
-    let err = store.load("expired").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("expired")).unwrap_err();
     assert!(matches!(err.cause(), CaError::Expired { .. }), "{err}");
     assert!(
         err.to_string()
@@ -498,7 +620,7 @@ fn expired_and_non_ca_certificates_are_refused() {
     let mut params = ca_params(OffsetDateTime::now_utc() + time::Duration::days(30));
     params.is_ca = IsCa::ExplicitNoCa;
     install_handmade(&root(&dir), "leaf", &params);
-    let err = store.load("leaf").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("leaf")).unwrap_err();
     assert!(matches!(err.cause(), CaError::BadCert { .. }), "{err}");
 
     let sb = root(&dir).join("garbage");
@@ -508,7 +630,7 @@ fn expired_and_non_ca_certificates_are_refused() {
         &ca_params(OffsetDateTime::now_utc() + time::Duration::days(30)),
     );
     fs::write(sb.join(CERT_FILE), "not a certificate").unwrap();
-    let err = store.load("garbage").unwrap_err();
+    let err = store.load(&crate::names::SandboxId::from("garbage")).unwrap_err();
     assert!(matches!(err.cause(), CaError::BadCert { .. }), "{err}");
 }
 
@@ -522,7 +644,7 @@ fn concurrent_first_uses_create_one_ca() {
                 s.spawn(|| {
                     barrier.wait();
                     store
-                        .load_or_create("sb", &Scope::Unconstrained)
+                        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
                         .unwrap()
                         .cert_der()
                         .clone()
@@ -537,7 +659,9 @@ fn concurrent_first_uses_create_one_ca() {
 #[test]
 fn key_id_is_the_public_key_identifier() {
     let (dir, store) = store();
-    let ca = store.load_or_create("sb", &Scope::Unconstrained).unwrap();
+    let ca = store
+        .load_or_create(&crate::names::SandboxId::from("sb"), &Scope::Unconstrained)
+        .unwrap();
     let key = KeyPair::from_pem(&fs::read_to_string(root(&dir).join("sb/ca.key")).unwrap()).unwrap();
     let expected = CertificateParams::default().key_identifier(&key);
     assert_eq!(ca.key_id(), expected.as_slice());

@@ -270,7 +270,11 @@ async fn a_user_runs_at_most_so_many_jails_at_once() {
     let first = start(&ids[0]);
     let second = start(&ids[1]);
     let running = |id: &str| {
-        let plan = cordon::jail::Plan::new(id, cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap()).unwrap();
+        let plan = cordon::jail::Plan::new(
+            &cordon::names::SandboxId::parse(id).unwrap(),
+            cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap(),
+        )
+        .unwrap();
         std::path::Path::new("/run/netns").join(&plan.netns).exists()
     };
     let until = Instant::now() + Duration::from_secs(20);

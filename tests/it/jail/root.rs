@@ -20,7 +20,11 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
     let w = World::new().await;
     let inet = w.net.inet_ip();
     let id = format!("jailed{}", w.net.n);
-    let plan = Plan::new(&id, cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap()).unwrap();
+    let plan = Plan::new(
+        &cordon::names::SandboxId::parse(&id).unwrap(),
+        cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap(),
+    )
+    .unwrap();
     let config = w.config(&id, "", None);
 
     // Through the proxy in its env (HTTPS_PROXY, and the sandbox CA in SSL_CERT_FILE/CURL_CA_BUNDLE).

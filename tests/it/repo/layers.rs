@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 /// The map of `src/lib.rs`, bottom to top: a module may import only modules of a lower rank.
 const RANKS: &[&[&str]] = &[
-    &["reason", "locks"],
+    &["reason", "locks", "names"],
     &[
         "addr",
         "target",
-        "names",
         "principal",
         "limits",
         "framing",
@@ -49,7 +48,7 @@ fn rank(module: &str) -> Option<usize> {
 }
 
 /// Every non-test source file under `src/`, with its top-level module and its text before any inline tests.
-fn sources() -> Vec<(PathBuf, String, String)> {
+pub(super) fn sources() -> Vec<(PathBuf, String, String)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -83,7 +82,7 @@ fn sources() -> Vec<(PathBuf, String, String)> {
 /// The text without comments (a doc comment may name any module) and without the items `#[cfg(test)]` gates
 /// (a `mod tests;` line, a test-only fn, impl or inline module): everything else in the file is read, however
 /// far down it comes.
-fn code(text: &str) -> String {
+pub(super) fn code(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(|l| match l.find("//") {

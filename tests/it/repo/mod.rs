@@ -7,3 +7,4 @@ mod deadlines;
 mod layers;
 pub(crate) mod openapi;
 mod phases;
+mod type_names;

@@ -171,7 +171,7 @@ impl TlsRig {
         let spec = config.sandbox(sandbox).unwrap();
         let scope = cordon::tls::ca::scope_for(&config.policies[&spec.policy]);
         let store = cordon::tls::ca::CaStore::new(config.ca.dir.clone());
-        let ca = store.load_or_create(sandbox, &scope).unwrap();
+        let ca = store.load_or_create(&spec.id, &scope).unwrap();
         let path = self.ca_dir.path().join(format!("{sandbox}.pem"));
         std::fs::write(&path, ca.cert_pem()).unwrap();
         path
