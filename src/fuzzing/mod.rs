@@ -190,22 +190,25 @@ pub fn proxy_authorization(value: &[u8]) -> Option<Result<Option<(String, String
 /// Who a request with this `Proxy-Authorization` value is, among [`FUZZ_SANDBOX`] alone (no source ranges,
 /// no run-time sandboxes); `None` when the bytes cannot be a header value.
 pub fn proxy_identify(value: &[u8]) -> Option<Result<String, AuthFailure>> {
-    static DECLARED: LazyLock<Identities> = LazyLock::new(|| {
+    // `None` only if FUZZ_SANDBOX's id were not an id.
+    static DECLARED: LazyLock<Option<Identities>> = LazyLock::new(|| {
         let token = hex::decode(hash_token(FUZZ_SANDBOX.1))
             .ok()
             .and_then(|h| h.try_into().ok());
-        Identities::new(&[SandboxSpec {
-            id: FUZZ_SANDBOX.0.into(),
+        let id = crate::names::SandboxId::parse(FUZZ_SANDBOX.0).ok()?;
+        Some(Identities::new(&[SandboxSpec {
+            id,
             user: "fuzz-user".into(),
             token_sha256: token,
             source_cidrs: Vec::new(),
             policy: "p".into(),
-        }])
+        }]))
     });
+    let declared = DECLARED.as_ref()?;
     let mut headers = HeaderMap::new();
     headers.insert(PROXY_AUTHORIZATION, HeaderValue::from_bytes(value).ok()?);
     let client = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    Some(identify(&DECLARED, &NoRunTime, &credentials(&headers), client).map(|s| s.id.to_string()))
+    Some(identify(declared, &NoRunTime, &credentials(&headers), client).map(|s| s.id.to_string()))
 }
 
 /// The address guard's verdict on dialling `ip` (port 443), with these `network.allow_cidrs` and no
