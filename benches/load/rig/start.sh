@@ -8,7 +8,15 @@ mkdir -p "$run"
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 start() { # name, port, command...
   local name=$1 port=$2; shift 2
-  if up "$port"; then echo "$name: already up on $port"; return; fi
+  if up "$port"; then
+    # Only this rig's own server may be reused: another one on the port (another rig's nginx, with another CA)
+    # would fail every request with a certificate error far from its cause.
+    local pid; pid=$(cat "$run/$name.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo "$name: already up on $port"; return; fi
+    echo "$name: port $port is taken by a process this rig ($ROOT) did not start; stop it first:" >&2
+    (ss -ltnp "sport = :$port" 2>/dev/null || true) >&2
+    exit 1
+  fi
   "$@" > "$run/$name.out" 2>&1 &
   echo $! > "$run/$name.pid"
 }
