@@ -38,10 +38,10 @@ pub(crate) enum KeySource {
 /// An encrypted vault file. `get` runs its file I/O off the async runtime; `set`, `remove` and `list`
 /// block (they are for the command line). Writes from one process are serialised.
 pub(crate) struct FileVault {
-    inner: Arc<Inner>,
+    inner: Arc<VaultFile>,
 }
 
-struct Inner {
+struct VaultFile {
     path: PathBuf,
     key: Zeroizing<[u8; 32]>,
     write_lock: Mutex<()>,
@@ -161,7 +161,7 @@ impl FileVault {
             }
         };
         Ok(FileVault {
-            inner: Arc::new(Inner {
+            inner: Arc::new(VaultFile {
                 path,
                 key,
                 write_lock: Mutex::new(()),
@@ -210,7 +210,7 @@ impl FileVault {
     }
 }
 
-impl Inner {
+impl VaultFile {
     fn get(&self, name: &str) -> Result<SecretString, VaultError> {
         check_name(name)?;
         let entries = self.load()?;
