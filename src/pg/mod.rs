@@ -75,7 +75,7 @@ pub(crate) struct Db {
 }
 
 /// Where to connect and as whom.
-pub(crate) struct Target<'a> {
+pub(crate) struct PgTarget<'a> {
     /// The DSN, without a password.
     pub(crate) dsn: &'a str,
     /// The password, if the server wants one.
@@ -86,7 +86,7 @@ pub(crate) struct Target<'a> {
 
 impl Db {
     /// Connect, and create or migrate the schema (safe when several replicas start at once).
-    pub(crate) async fn connect(target: Target<'_>) -> Result<Arc<Db>, String> {
+    pub(crate) async fn connect(target: PgTarget<'_>) -> Result<Arc<Db>, String> {
         let mut config = tokio_postgres::Config::from_str(target.dsn)
             .map_err(|e| format!("control.store: not a PostgreSQL URL: {e}"))?;
         if let Some(p) = &target.password {

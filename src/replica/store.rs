@@ -14,7 +14,7 @@ use crate::generation::Generation;
 use crate::limits::SharedBytes;
 use crate::pg::listen::{self, Event};
 use crate::pg::replicas::Registry;
-use crate::pg::{Db, Sealer, StoreState, Target};
+use crate::pg::{Db, PgTarget, Sealer, StoreState};
 use crate::tls::ca::{SandboxCas, SharedCas};
 
 /// The PostgreSQL store as this replica uses it.
@@ -140,7 +140,7 @@ pub(crate) async fn connect(
         .await
         .map_err(|e| format!("control.store_key: {e}"))?;
     let sealer = Sealer::new(&key)?;
-    let db = Db::connect(Target {
+    let db = Db::connect(PgTarget {
         dsn: &pg.dsn,
         password,
         roots: &pg.roots,

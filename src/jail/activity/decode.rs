@@ -14,7 +14,7 @@ use cordon_unotify::Notification;
 use super::calls::{Ask, Named, ask, syscall_name};
 use super::memory::Memory;
 use super::outcome::{self, Who};
-use super::resolve::{Base, Found, Resolved, View};
+use super::resolve::{Base, Found, Resolved, ThreadView};
 
 /// The longest path read.
 const MOST_PATH: usize = 4096;
@@ -77,7 +77,7 @@ fn text(bytes: &[u8]) -> String {
 /// One waiting call, as read: its memory, its view and credentials.
 struct Caller {
     mem: Memory,
-    view: Result<View, String>,
+    view: Result<ThreadView, String>,
     who: Who,
     status: String,
     pid: u32,
@@ -273,7 +273,7 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
     let status = std::fs::read_to_string(format!("/proc/{}/status", n.pid)).unwrap_or_default();
     let asked = ask(nr, n.args, &mem);
     let caller = Caller {
-        view: View::of(n.pid, &status),
+        view: ThreadView::of(n.pid, &status),
         who: Who::of(&status),
         status,
         mem,

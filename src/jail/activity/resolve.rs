@@ -54,7 +54,7 @@ pub(crate) enum Base {
 }
 
 /// One waiting thread's view of the file system.
-pub(crate) struct View {
+pub(crate) struct ThreadView {
     /// The thread, as cordon's PID namespace numbers it.
     pub(super) tid: u32,
     /// Its process.
@@ -105,9 +105,9 @@ fn nameless(text: &[u8]) -> bool {
     !text.starts_with(b"/") || text.ends_with(b" (deleted)") || text.starts_with(b"/memfd:")
 }
 
-impl View {
+impl ThreadView {
     /// The view of the thread `tid`; `None` when its root cannot be opened (it is gone, or out of reach).
-    pub(crate) fn of(tid: u32, status: &str) -> Result<View, String> {
+    pub(crate) fn of(tid: u32, status: &str) -> Result<ThreadView, String> {
         let root = rustix::fs::open(
             format!("/proc/{tid}/root"),
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -124,7 +124,7 @@ impl View {
         let tgid = last("Tgid:")
             .and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
             .unwrap_or(tid);
-        Ok(View {
+        Ok(ThreadView {
             tid,
             tgid,
             ns_tgid: last("NStgid:").unwrap_or_else(|| tgid.to_string().into_bytes()),
@@ -179,7 +179,7 @@ impl View {
     }
 
     /// The common case in one lookup: a path with no `..` and no link on its way (`RESOLVE_NO_SYMLINKS`, which
-    /// also keeps `/proc/self` and every link of `/proc` to [`View::walk`]), whose text is then its canonical
+    /// also keeps `/proc/self` and every link of `/proc` to [`ThreadView::walk`]), whose text is then its canonical
     /// path. `None` when it has either, or cannot be looked up so.
     fn fast(&self, start: &[Vec<u8>], todo: &[Vec<u8>], follow: bool) -> Option<Resolved> {
         if todo.iter().any(|c| c.as_slice() == b"..") {

@@ -19,8 +19,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control, OpCode};
 
-use super::websocket_frames::{Fault, FrameReader, FrameWriter, Limits, Piece, fit};
-use super::websocket_message::{Filter, Message, Stopped};
+use super::websocket_frames::{Fault, FrameLimits, FrameReader, FrameWriter, Piece, fit};
+use super::websocket_message::{MessageFilter, Stopped, WebSocketMessage};
 use crate::error::TunnelEnd;
 use crate::leak::scan::detect::Found;
 use crate::leak::scan::stream::{ScanStream, streamed_refuses};
@@ -40,7 +40,7 @@ enum Flow {
 /// One direction: where its frames come from, and the message under way.
 struct Leg {
     reader: FrameReader<ReadHalf<Io>>,
-    message: Option<Message>,
+    message: Option<WebSocketMessage>,
 }
 
 /// Relay between the sandbox's and the upstream's upgraded connections until either closes, the tunnel
@@ -51,7 +51,7 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSo
         Some(r) => r.counters(),
         None => Default::default(),
     };
-    let limits = Limits {
+    let limits = FrameLimits {
         message: guard.max.0 as u64,
         frame: guard.max.1 as u64,
     };
@@ -90,7 +90,7 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSo
 async fn sandbox_sent(
     guard: &WebSocketGuard,
     piece: Result<Option<Piece>, Fault>,
-    message: &mut Option<Message>,
+    message: &mut Option<WebSocketMessage>,
     to_sandbox: &mut Writer,
     to_upstream: &mut Writer,
     up: &AtomicU64,
@@ -105,7 +105,7 @@ async fn sandbox_sent(
         Piece::Data { start, bytes, last } => {
             up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             if let Some(kind) = start {
-                *message = Some(Message::new(kind, Filter::Scan(scan())));
+                *message = Some(WebSocketMessage::new(kind, MessageFilter::Scan(scan())));
             }
             let mut frames = Vec::new();
             let pushed = match message {
@@ -148,7 +148,7 @@ async fn sandbox_sent(
 async fn upstream_sent(
     guard: &WebSocketGuard,
     piece: Result<Option<Piece>, Fault>,
-    message: &mut Option<Message>,
+    message: &mut Option<WebSocketMessage>,
     to_sandbox: &mut Writer,
     to_upstream: &mut Writer,
     down: &AtomicU64,
@@ -162,10 +162,10 @@ async fn upstream_sent(
         Piece::Data { start, bytes, last } => {
             if let Some(kind) = start {
                 let filter = match &guard.masker {
-                    Some(masker) => Filter::Mask(masker.stream()),
-                    None => Filter::Plain,
+                    Some(masker) => MessageFilter::Mask(masker.stream()),
+                    None => MessageFilter::Plain,
                 };
-                *message = Some(Message::new(kind, filter));
+                *message = Some(WebSocketMessage::new(kind, filter));
             }
             let mut frames = Vec::new();
             let pushed = match message {
