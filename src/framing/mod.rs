@@ -43,7 +43,7 @@ mod violation;
 
 #[cfg(test)]
 pub(crate) use inspect::MAX_TARGET;
-use inspect::{Body, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
+use inspect::{BodyFraming, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
 pub(crate) use violation::{FramingReport, FramingViolation};
 
 /// Header slots for one request head; more headers count as a too-large head.
@@ -209,7 +209,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 };
                 self.scan = 0;
                 self.release = head.len;
-                let bodyless = matches!(head.body, Body::None | Body::Fixed(0));
+                let bodyless = matches!(head.body, BodyFraming::None | BodyFraming::Fixed(0));
                 self.state = if head.tunnel || (head.upgrade && !bodyless) {
                     // SECURITY: smuggling after a refused CONNECT/Upgrade; passthrough is
                     // only safe if hyper can never parse another request on this connection.
@@ -221,9 +221,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                     FramingState::AwaitUpgrade
                 } else {
                     match head.body {
-                        Body::Chunked => FramingState::ChunkSize,
-                        Body::Fixed(n) if n > 0 => FramingState::Fixed(n),
-                        Body::Fixed(_) | Body::None => FramingState::Head,
+                        BodyFraming::Chunked => FramingState::ChunkSize,
+                        BodyFraming::Fixed(n) if n > 0 => FramingState::Fixed(n),
+                        BodyFraming::Fixed(_) | BodyFraming::None => FramingState::Head,
                     }
                 };
                 Ok(true)

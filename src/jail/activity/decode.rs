@@ -14,7 +14,7 @@ use cordon_unotify::Notification;
 use super::calls::{Ask, Named, ask, syscall_name};
 use super::memory::Memory;
 use super::outcome::{self, Who};
-use super::resolve::{Base, Found, Resolved, ThreadView};
+use super::resolve::{PathBase, PathState, Resolved, ThreadView};
 
 /// The longest path read.
 const MOST_PATH: usize = 4096;
@@ -75,7 +75,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// One waiting call, as read: its memory, its view and credentials.
-struct Caller {
+struct WaitingCall {
     mem: Memory,
     view: Result<ThreadView, String>,
     who: Who,
@@ -86,7 +86,7 @@ struct Caller {
 /// A path the caller named: resolved, or why not.
 type Looked = Result<Resolved, String>;
 
-impl Caller {
+impl WaitingCall {
     /// The path `named` names, resolved (`follow`: its last link followed).
     fn look(&self, named: Named, follow: bool, in_root: bool) -> Looked {
         let (bytes, cut) = self.mem.string(named.addr, MOST_PATH).map_err(|u| u.0)?;
@@ -98,19 +98,19 @@ impl Caller {
             Err(why) => {
                 return Ok(Resolved {
                     path: bytes,
-                    found: Found::Unresolved(why.clone()),
+                    found: PathState::Unresolved(why.clone()),
                 });
             }
         };
         if bytes.is_empty() {
             return Ok(match named.base {
                 // AT_EMPTY_PATH: the descriptor itself.
-                Base::Fd(fd) if named.empty => view.fd(fd, follow),
-                Base::Cwd if named.empty => view.resolve(Base::Cwd, b".", follow, false),
+                PathBase::Fd(fd) if named.empty => view.fd(fd, follow),
+                PathBase::Cwd if named.empty => view.resolve(PathBase::Cwd, b".", follow, false),
                 // Else the kernel refuses an empty path.
                 _ => Resolved {
                     path: Vec::new(),
-                    found: Found::Absent {
+                    found: PathState::Absent {
                         errno: "ENOENT",
                         parent: None,
                     },
@@ -127,13 +127,13 @@ impl Caller {
         op: &'static str,
         looked: Looked,
         to: Option<String>,
-        judge: impl FnOnce(&Found) -> Option<&'static str>,
+        judge: impl FnOnce(&PathState) -> Option<&'static str>,
     ) -> Event {
         let (path, error, unreadable) = match looked {
             Ok(r) => {
                 let error = judge(&r.found);
                 let unreadable = match &r.found {
-                    Found::Unresolved(why) => Some(why.clone()),
+                    PathState::Unresolved(why) => Some(why.clone()),
                     _ => None,
                 };
                 (text(&r.path), error, unreadable)
@@ -152,27 +152,27 @@ impl Caller {
     }
 
     /// A new name the call makes (`mkdir`, `mknod`, `link`, `symlink`, `open` with `O_CREAT|O_EXCL`).
-    fn making(&self, found: &Found) -> Option<&'static str> {
+    fn making(&self, found: &PathState) -> Option<&'static str> {
         match found {
-            Found::There(..) => Some("EEXIST"),
-            Found::Absent {
+            PathState::There(..) => Some("EEXIST"),
+            PathState::Absent {
                 errno: "ENOENT",
                 parent: Some((fd, st)),
             } => outcome::naming(&self.who, fd, st),
-            Found::Absent { errno, .. } => Some(errno),
-            Found::Anonymous | Found::Unresolved(_) => None,
+            PathState::Absent { errno, .. } => Some(errno),
+            PathState::Anonymous | PathState::Unresolved(_) => None,
         }
     }
 
     /// A name the call removes or renames.
-    fn removing(&self, found: &Found, path: &[u8]) -> Option<&'static str> {
+    fn removing(&self, found: &PathState, path: &[u8]) -> Option<&'static str> {
         match found {
-            Found::There(..) => {
+            PathState::There(..) => {
                 let (fd, st) = self.view.as_ref().ok()?.parent_of(path)?;
                 outcome::naming(&self.who, fd, &st)
             }
-            Found::Absent { errno, .. } => Some(errno),
-            Found::Anonymous | Found::Unresolved(_) => None,
+            PathState::Absent { errno, .. } => Some(errno),
+            PathState::Anonymous | PathState::Unresolved(_) => None,
         }
     }
 
@@ -191,27 +191,27 @@ impl Caller {
                 r
             });
             return Some(self.file(syscall, "create", looked, None, |found| match found {
-                Found::There(fd, st) => outcome::naming(&self.who, fd, st),
-                Found::Absent { errno, .. } => Some(errno),
+                PathState::There(fd, st) => outcome::naming(&self.who, fd, st),
+                PathState::Absent { errno, .. } => Some(errno),
                 _ => None,
             }));
         }
         let there = matches!(
             looked,
             Ok(Resolved {
-                found: Found::There(..),
+                found: PathState::There(..),
                 ..
             })
         );
         let op = if create && (!there || excl) { "create" } else { "write" };
         Some(self.file(syscall, op, looked, None, |found| match found {
-            Found::There(..) if create && excl => Some("EEXIST"),
-            Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+            PathState::There(..) if create && excl => Some("EEXIST"),
+            PathState::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
                 Some("ELOOP")
             }
-            Found::There(fd, st) => outcome::writing(&self.who, fd, st),
+            PathState::There(fd, st) => outcome::writing(&self.who, fd, st),
             _ if create => self.making(found),
-            Found::Absent { errno, .. } => Some(errno),
+            PathState::Absent { errno, .. } => Some(errno),
             _ => None,
         }))
     }
@@ -224,13 +224,15 @@ impl Caller {
         let path = match looked {
             Ok(r) => {
                 match &r.found {
-                    Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+                    PathState::There(_, st)
+                        if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() =>
+                    {
                         error = Some("ELOOP");
                     }
-                    Found::There(fd, st) => error = outcome::running(&self.who, fd, st),
-                    Found::Absent { errno, .. } => error = Some(errno),
-                    Found::Anonymous => anonymous = true,
-                    Found::Unresolved(why) => unreadable = Some(why.clone()),
+                    PathState::There(fd, st) => error = outcome::running(&self.who, fd, st),
+                    PathState::Absent { errno, .. } => error = Some(errno),
+                    PathState::Anonymous => anonymous = true,
+                    PathState::Unresolved(why) => unreadable = Some(why.clone()),
                 }
                 text(&r.path)
             }
@@ -272,7 +274,7 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
     let mem = Memory::of(n.pid);
     let status = std::fs::read_to_string(format!("/proc/{}/status", n.pid)).unwrap_or_default();
     let asked = ask(nr, n.args, &mem);
-    let caller = Caller {
+    let caller = WaitingCall {
         view: ThreadView::of(n.pid, &status),
         who: Who::of(&status),
         status,
@@ -292,8 +294,8 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
         Ask::Truncate(name) => {
             let looked = caller.look(name, true, false);
             caller.file(syscall, "write", looked, None, |found| match found {
-                Found::There(fd, st) => outcome::writing(&caller.who, fd, st),
-                Found::Absent { errno, .. } => Some(errno),
+                PathState::There(fd, st) => outcome::writing(&caller.who, fd, st),
+                PathState::Absent { errno, .. } => Some(errno),
                 _ => None,
             })
         }
@@ -305,7 +307,7 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
             let to = caller.look(old, follow, false);
             let old_error = match &to {
                 Ok(Resolved {
-                    found: Found::Absent { errno, .. },
+                    found: PathState::Absent { errno, .. },
                     ..
                 }) => Some(*errno),
                 _ => None,
