@@ -1,14 +1,11 @@
 //! The audit output's metrics: whether records are written, and how their export to a collector goes.
 
-use std::sync::atomic::AtomicU64;
-
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-/// A `u64` gauge.
-type U64Gauge = Gauge<u64, AtomicU64>;
+use super::U64Gauge;
+
 /// The `outcome` label.
 type OutcomeLabel = [(&'static str, &'static str); 1];
 

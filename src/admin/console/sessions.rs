@@ -55,7 +55,7 @@ pub(super) enum Proof {
 }
 
 /// A sign-in through the provider under way.
-struct Started {
+struct SignInStarted {
     flow: Flow,
     /// The SHA-256 of the cookie that binds it to the browser that started it.
     browser: [u8; 32],
@@ -151,7 +151,7 @@ pub(super) fn same(a: &str, b: &str) -> bool {
 /// The sessions and the sign-ins under way.
 pub(super) struct SignIns {
     sessions: moka::sync::Cache<[u8; 32], Arc<Session>>,
-    flows: moka::sync::Cache<String, Arc<Started>>,
+    flows: moka::sync::Cache<String, Arc<SignInStarted>>,
     /// How long a session lasts.
     pub(super) ttl: Duration,
 }
@@ -201,7 +201,7 @@ impl SignIns {
         let state = flow.state.clone();
         self.flows.insert(
             state,
-            Arc::new(Started {
+            Arc::new(SignInStarted {
                 flow,
                 browser: digest(browser),
             }),

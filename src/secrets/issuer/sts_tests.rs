@@ -27,8 +27,8 @@ fn answers_and_refusals_are_read_from_aws_xml() {
     assert_eq!(r.assume_role_result.credentials.access_key_id, "ASIAEXAMPLE");
     assert_eq!(r.assume_role_result.credentials.expiration, "2026-12-01T21:00:00Z");
     for refusal in [
-        "<StsErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>no</Message></Error></StsErrorResponse>",
-        "<StsErrorResponse><Errors><Error><Code>AccessDenied</Code><Message>no</Message></Error></Errors></StsErrorResponse>",
+        "<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>no</Message></Error></ErrorResponse>",
+        "<ErrorResponse><Errors><Error><Code>AccessDenied</Code><Message>no</Message></Error></Errors></ErrorResponse>",
     ] {
         let e: StsErrorResponse = quick_xml::de::from_str(refusal).unwrap();
         let e = e.error.or(e.errors.map(|e| e.error)).unwrap();

@@ -15,31 +15,21 @@ const ALLOWED: &[(&str, &str)] = &[
     ("Dialled", "to rename (not proxy/effects.rs: the lead's phase files)"), // proxy/effects.rs, upstream/pool.rs
     ("Event", "to rename"),             // jail/activity/decode.rs, pg/listen.rs
     ("Filtered", "to rename"),          // body/mod.rs, mcp/tools.rs
-    ("Flow", "to rename"),              // oidc/mod.rs, proxy/tunnel/websocket.rs
     ("Guard", "to rename"),             // jail/git.rs, net/ipguard.rs
     ("Health", "to rename"),            // audit/health.rs, pg/health.rs
-    ("Made", "to rename"),              // jail/git.rs, sigv4/sign.rs
     ("Names", "to rename"),             // admin/console/sessions.rs, policy/globs.rs
     ("Opened", "to rename"),            // proxy/input.rs, replica/store.rs
-    ("Origin", "to rename"),            // identity/mod.rs, preview/origin.rs
     ("Pending", "to rename"),           // approval/types.rs, audit/pending.rs
     ("Persisted", "to rename"),         // graphql/persisted.rs, graphql/request.rs
-    ("Place", "to rename"),             // control/jails.rs, inject/outgoing.rs
     ("Previews", "to rename"),          // config/previews.rs, preview/mod.rs
     ("Raw", "to rename"),               // graphql/request.rs, mcp/message.rs
     ("Record", "to rename"),            // audit/record.rs, control/store.rs
     ("Resolution", "to rename"),        // approval/types.rs, net/resolve.rs
     ("Scope", "to rename"),             // approval/types.rs, tls/scope.rs
-    ("Session", "to rename"),           // admin/console/sessions.rs, session/leases.rs
     ("Sessions", "to rename"),          // mcp/sessions.rs, session/leases.rs
-    ("Stage", "to rename"),             // body/aws_chunked.rs, body/decode_chain.rs
-    ("Started", "to rename"),           // admin/console/sessions.rs, jail/common.rs
     ("Trigger", "to rename"),           // reload.rs, violation/mod.rs
-    ("U64Gauge", "to rename"),          // metrics/audit.rs, metrics.rs
-    ("Unit", "to rename"),              // leak/json_escape.rs, leak/mask/view.rs
     ("Watched", "to rename"),           // admin/console/events.rs, proxy/tunnel/lifetime.rs
     ("Who", "to rename"),               // jail/activity/outcome.rs, jail/confine.rs
-    ("Written", "to rename"),           // approval/shared.rs, config/scalars.rs
 ];
 
 /// A file only tests compile (`#[cfg(test)] mod proptests;` and the like), beside the `*_tests.rs` files.
