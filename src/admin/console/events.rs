@@ -93,7 +93,7 @@ impl Streams {
 }
 
 /// What a stream watches.
-pub(super) struct Watched {
+pub(super) struct StreamWatch {
     pub(super) approvals: watch::Receiver<u64>,
     pub(super) sandboxes: watch::Receiver<u64>,
     /// When the session ends: the stream says `signed-out` and ends.
@@ -109,7 +109,7 @@ pub(super) struct Watched {
 }
 
 struct Watching {
-    w: Watched,
+    w: StreamWatch,
     tick: tokio::time::Interval,
     recheck: tokio::time::Interval,
     first: bool,
@@ -117,7 +117,7 @@ struct Watching {
 }
 
 /// The event stream's body.
-pub(super) fn stream(watched: Watched) -> Body {
+pub(super) fn stream(watched: StreamWatch) -> Body {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut recheck = tokio::time::interval(RECHECK);

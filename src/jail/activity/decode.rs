@@ -13,7 +13,7 @@ use cordon_unotify::Notification;
 
 use super::calls::{Ask, Named, ask, syscall_name};
 use super::memory::Memory;
-use super::outcome::{self, Who};
+use super::outcome::{self, CallerCreds};
 use super::resolve::{PathBase, PathState, Resolved, ThreadView};
 
 /// The longest path read.
@@ -27,7 +27,7 @@ const TMPFILE: u64 = 0o20_000_000;
 
 /// What one call did (or asked, for an attempt the kernel refuses).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum CallEvent {
     /// A program started.
     Exec {
         path: String,
@@ -78,7 +78,7 @@ fn text(bytes: &[u8]) -> String {
 struct WaitingCall {
     mem: Memory,
     view: Result<ThreadView, String>,
-    who: Who,
+    who: CallerCreds,
     status: String,
     pid: u32,
 }
@@ -128,7 +128,7 @@ impl WaitingCall {
         looked: Looked,
         to: Option<String>,
         judge: impl FnOnce(&PathState) -> Option<&'static str>,
-    ) -> Event {
+    ) -> CallEvent {
         let (path, error, unreadable) = match looked {
             Ok(r) => {
                 let error = judge(&r.found);
@@ -140,7 +140,7 @@ impl WaitingCall {
             }
             Err(why) => ("?".into(), None, Some(why)),
         };
-        Event::File {
+        CallEvent::File {
             op,
             path,
             to,
@@ -176,7 +176,7 @@ impl WaitingCall {
         }
     }
 
-    fn open(&self, syscall: &'static str, name: Named, flags: u64, in_root: bool) -> Option<Event> {
+    fn open(&self, syscall: &'static str, name: Named, flags: u64, in_root: bool) -> Option<CallEvent> {
         if !opens_for_writing(flags) {
             return None;
         }
@@ -216,7 +216,7 @@ impl WaitingCall {
         }))
     }
 
-    fn exec(&self, name: Named, argv: u64, flags: u64) -> Event {
+    fn exec(&self, name: Named, argv: u64, flags: u64) -> CallEvent {
         let follow = flags & libc::AT_SYMLINK_NOFOLLOW as u64 == 0;
         let looked = self.look(name, follow, false);
         let (argv, truncated) = self.mem.strings(argv, MOST_ARGS, MOST_ARG_BYTES);
@@ -252,7 +252,7 @@ impl WaitingCall {
             Ok(v) => v.link("cwd").map_or_else(|_| "?".into(), |c| text(&c)),
             Err(_) => "?".into(),
         };
-        Event::Exec {
+        CallEvent::Exec {
             path,
             argv,
             truncated,
@@ -268,7 +268,7 @@ impl WaitingCall {
 }
 
 /// What the waiting call `n` does, if it is one cordon records: read now, while it waits.
-pub(crate) fn event(n: &Notification) -> Option<Event> {
+pub(crate) fn event(n: &Notification) -> Option<CallEvent> {
     let nr = i64::from(n.nr);
     let syscall = syscall_name(nr);
     let mem = Memory::of(n.pid);
@@ -276,7 +276,7 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
     let asked = ask(nr, n.args, &mem);
     let caller = WaitingCall {
         view: ThreadView::of(n.pid, &status),
-        who: Who::of(&status),
+        who: CallerCreds::of(&status),
         status,
         mem,
         pid: n.pid,
