@@ -61,7 +61,7 @@ enum GuardMade {
 /// The read-only view of git's files in the writable folder: what is bound, and what cordon made for it (removed
 /// when the guard is dropped, after the jail).
 #[derive(Debug, Default)]
-pub(crate) struct Guard {
+pub(crate) struct GitGuard {
     /// Folders bound onto themselves (so that they cannot be renamed away).
     kept: Vec<PathBuf>,
     /// Paths bound read-only onto themselves.
@@ -70,11 +70,11 @@ pub(crate) struct Guard {
     made: Vec<(PathBuf, GuardMade)>,
 }
 
-impl Guard {
+impl GitGuard {
     /// Find the repositories of `folder` and make what is missing; refused when a path git reads is a symbolic
     /// link (a mount cannot hold one in place: the command could replace it).
-    pub(crate) fn set_up(folder: &Path) -> Result<Guard, String> {
-        let mut g = Guard::default();
+    pub(crate) fn set_up(folder: &Path) -> Result<GitGuard, String> {
+        let mut g = GitGuard::default();
         let root = folder.join(".git");
         let mut made_root = false;
         if std::fs::symlink_metadata(&root).is_err() {
@@ -286,16 +286,16 @@ impl Guard {
 
 /// Keep git's files in `view`'s writable folder read-only (unless `writable`): the guard, which removes what it
 /// made when dropped.
-pub(crate) fn guard(view: &mut super::view::View, writable: bool) -> Result<Option<Guard>, String> {
+pub(crate) fn guard(view: &mut super::view::View, writable: bool) -> Result<Option<GitGuard>, String> {
     let Some(folder) = view.writable.as_deref().filter(|_| !writable) else {
         return Ok(None);
     };
-    let guard = Guard::set_up(folder)?;
+    let guard = GitGuard::set_up(folder)?;
     view.git = guard.args();
     Ok(Some(guard))
 }
 
-impl Drop for Guard {
+impl Drop for GitGuard {
     fn drop(&mut self) {
         self.restore();
     }

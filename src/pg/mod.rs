@@ -23,7 +23,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use secrecy::{ExposeSecret, SecretString};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub(crate) use health::{Health, StoreState};
+pub(crate) use health::{PgHealth, StoreState};
 pub(crate) use seal::Sealer;
 
 /// The notification channel every replica listens on.
@@ -71,7 +71,7 @@ pub(crate) struct Db {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     location: String,
-    health: Health,
+    health: PgHealth,
 }
 
 /// Where to connect and as whom.
@@ -116,7 +116,7 @@ impl Db {
             config,
             tls,
             location: location.clone(),
-            health: Health::default(),
+            health: PgHealth::default(),
         });
         let mut client = db
             .client()

@@ -13,9 +13,6 @@ const ALLOWED: &[(&str, &str)] = &[
     ("CredentialBudgets", "to rename"), // config/violations.rs, limits/credential_budget.rs
     ("Dialled", "to rename (not proxy/effects.rs: the lead's phase files)"), // proxy/effects.rs, upstream/pool.rs
     ("Filtered", "to rename"),          // body/mod.rs, mcp/tools.rs
-    ("Guard", "to rename"),             // jail/git.rs, net/ipguard.rs
-    ("Health", "to rename"),            // audit/health.rs, pg/health.rs
-    ("Opened", "to rename"),            // proxy/input.rs, replica/store.rs
     ("Pending", "to rename"),           // approval/types.rs, audit/pending.rs
     ("Persisted", "to rename"),         // graphql/persisted.rs, graphql/request.rs
     ("Previews", "to rename"),          // config/previews.rs, preview/mod.rs
@@ -24,7 +21,6 @@ const ALLOWED: &[(&str, &str)] = &[
     ("Resolution", "to rename"),        // approval/types.rs, net/resolve.rs
     ("Scope", "to rename"),             // approval/types.rs, tls/scope.rs
     ("Sessions", "to rename"),          // mcp/sessions.rs, session/leases.rs
-    ("Trigger", "to rename"),           // reload.rs, violation/mod.rs
 ];
 
 /// A file only tests compile (`#[cfg(test)] mod proptests;` and the like), beside the `*_tests.rs` files.
