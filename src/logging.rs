@@ -146,7 +146,7 @@ pub(crate) fn init(audit_to: &AuditConfig, chain: &AuditChain, format: LogFormat
 }
 
 /// What the end of an existing audit file says.
-struct Ending {
+struct AuditFileEnding {
     /// The chain to continue, if the file has one.
     tail: Option<audit::chain::Tail>,
     /// Whether the file ends in the middle of a line.
@@ -154,12 +154,12 @@ struct Ending {
 }
 
 /// Read the end of the audit file at `path` (the last 1 MiB at most), if it exists.
-fn continued_tail(path: &std::path::Path) -> std::io::Result<Ending> {
+fn continued_tail(path: &std::path::Path) -> std::io::Result<AuditFileEnding> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Ending {
+            return Ok(AuditFileEnding {
                 tail: None,
                 cut_short: false,
             });
@@ -170,7 +170,7 @@ fn continued_tail(path: &std::path::Path) -> std::io::Result<Ending> {
     file.seek(SeekFrom::Start(len.saturating_sub(1 << 20)))?;
     let mut end = Vec::new();
     file.read_to_end(&mut end)?;
-    Ok(Ending {
+    Ok(AuditFileEnding {
         tail: audit::chain::tail_of(&end),
         cut_short: end.last().is_some_and(|b| *b != b'\n'),
     })

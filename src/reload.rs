@@ -14,7 +14,7 @@ use crate::state::ProxyState;
 
 /// What asked for a reload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
+pub(crate) enum ReloadTrigger {
     /// SIGHUP.
     Signal,
     /// The file changed.
@@ -23,12 +23,12 @@ pub(crate) enum Trigger {
     Api,
 }
 
-impl Trigger {
+impl ReloadTrigger {
     fn code(self) -> &'static str {
         match self {
-            Trigger::Signal => "signal",
-            Trigger::File => "file",
-            Trigger::Api => "api",
+            ReloadTrigger::Signal => "signal",
+            ReloadTrigger::File => "file",
+            ReloadTrigger::Api => "api",
         }
     }
 }
@@ -132,7 +132,7 @@ impl Reloader {
     }
 
     /// Read, validate, build and swap. A file event whose text is unchanged does nothing.
-    pub(crate) async fn reload(&self, state: &ProxyState, trigger: Trigger) -> Result<Reloaded, ReloadError> {
+    pub(crate) async fn reload(&self, state: &ProxyState, trigger: ReloadTrigger) -> Result<Reloaded, ReloadError> {
         let _serial = self.serial.lock().await;
         let result = self.attempt(state, trigger).await;
         match &result {
@@ -160,7 +160,7 @@ impl Reloader {
                 for d in e.details() {
                     tracing::error!("  {d}");
                 }
-                if trigger == Trigger::File && !matches!(e, ReloadError::Read(_) | ReloadError::NoFile) {
+                if trigger == ReloadTrigger::File && !matches!(e, ReloadError::Read(_) | ReloadError::NoFile) {
                     tracing::info!("this content is not reported again until the file changes");
                 }
             }
@@ -180,7 +180,7 @@ impl Reloader {
             .unwrap_or_else(|| crate::config::EMBEDDED_NAME.to_string())
     }
 
-    async fn attempt(&self, state: &ProxyState, trigger: Trigger) -> Result<Option<Reloaded>, ReloadError> {
+    async fn attempt(&self, state: &ProxyState, trigger: ReloadTrigger) -> Result<Option<Reloaded>, ReloadError> {
         let Some(path) = &self.path else {
             return Err(ReloadError::NoFile);
         };
@@ -190,7 +190,7 @@ impl Reloader {
         let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let unchanged = *self.applied.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
         let refused_before = *self.refused.lock().unwrap_or_else(|p| p.into_inner()) == Some(hash);
-        if (unchanged || refused_before) && trigger == Trigger::File {
+        if (unchanged || refused_before) && trigger == ReloadTrigger::File {
             return Ok(None);
         }
         let outcome = self.apply(state, path, &text).await;
@@ -247,7 +247,7 @@ impl Reloader {
                         while hup.recv().await.is_some() {
                             let Some(state) = weak.upgrade() else { return };
                             crate::systemd::reloading();
-                            let _ = me.reload(&state, Trigger::Signal).await;
+                            let _ = me.reload(&state, ReloadTrigger::Signal).await;
                             crate::systemd::reloaded();
                         }
                     });
@@ -302,7 +302,7 @@ impl Reloader {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     while rx.try_recv().is_ok() {}
                     let Some(state) = weak.upgrade() else { return };
-                    let _ = self.reload(&state, Trigger::File).await;
+                    let _ = self.reload(&state, ReloadTrigger::File).await;
                 }
             });
         }

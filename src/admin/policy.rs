@@ -12,7 +12,7 @@ use crate::generation::Generation;
 use crate::policy::Policy;
 
 /// The policy a request body asks for, validated against the configuration in force.
-pub(super) struct Asked {
+pub(super) struct AskedPolicy {
     /// As the record will hold it.
     pub(super) of: PolicyOf,
     /// Compiled (a copy of the file's, or the sandbox's own).
@@ -27,7 +27,7 @@ pub(super) struct Asked {
     clippy::result_large_err,
     reason = "the error is the answer itself, built once per failed call"
 )]
-pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<Asked, AdminResponse> {
+pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<AskedPolicy, AdminResponse> {
     let invalid = |message: String| {
         error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -38,7 +38,7 @@ pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<A
     match body.get("policy") {
         None | Some(Value::Null) => Err(invalid("is required".into())),
         Some(Value::String(name)) => match generation.named_policy(name) {
-            Some(p) => Ok(Asked {
+            Some(p) => Ok(AskedPolicy {
                 of: PolicyOf {
                     name: name.clone(),
                     inline: None,
@@ -71,9 +71,9 @@ pub(super) fn asked(generation: &Generation, id: &str, body: &Value) -> Result<A
     clippy::result_large_err,
     reason = "the error is the answer itself, built once per failed call"
 )]
-fn inline(generation: &Generation, id: &str, doc: &Value) -> Result<Asked, AdminResponse> {
+fn inline(generation: &Generation, id: &str, doc: &Value) -> Result<AskedPolicy, AdminResponse> {
     match crate::config::inline_policy(&generation.config, id, "policy", doc) {
-        Ok(inline) => Ok(Asked {
+        Ok(inline) => Ok(AskedPolicy {
             of: PolicyOf {
                 name: inline.extends,
                 inline: Some(Arc::from(doc.to_string())),

@@ -13,7 +13,7 @@ use super::response::{AdminResponse, Body, body, boxed, error, json_response, no
 use super::surface::{Conn, Surface};
 use super::{access, acted, approvals, console, health, patch, previews, sandboxes};
 use crate::reason::Reason;
-use crate::reload::{Reloader, Trigger};
+use crate::reload::{ReloadTrigger, Reloader};
 use crate::state::ProxyState;
 
 /// What the admin side of one running cordon serves from: the state, the reloader, and the console.
@@ -268,7 +268,7 @@ fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
 
 /// `POST /v1/reload`.
 async fn reload(state: &Arc<ProxyState>, reloader: &Reloader) -> AdminResponse {
-    match reloader.reload(state, Trigger::Api).await {
+    match reloader.reload(state, ReloadTrigger::Api).await {
         Ok(done) => acted::with(
             json_response(
                 StatusCode::OK,

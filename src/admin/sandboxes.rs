@@ -223,7 +223,7 @@ pub(super) fn unknown_fields(body: &Value, known: &[&str]) -> Result<(), Control
     Ok(())
 }
 
-fn new_sandbox(body: &Value, asked: &super::policy::Asked) -> Result<NewSandbox, ControlError> {
+fn new_sandbox(body: &Value, asked: &super::policy::AskedPolicy) -> Result<NewSandbox, ControlError> {
     unknown_fields(body, &["user", "policy", "id", "ttl", "labels", "source_cidrs"])?;
     let required = |field: &'static str| {
         text(body, field)?.ok_or(ControlError::Invalid {

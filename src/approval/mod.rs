@@ -47,7 +47,7 @@ const MAX_BY: usize = 128;
 const CORDON: &str = crate::principal::CORDON;
 
 /// A registered ask: what the API shows, and how to wake the request waiting for it.
-struct Entry {
+struct RegisteredAsk {
     seq: u64,
     pending: Pending,
     wake: oneshot::Sender<HumanDecision>,
@@ -58,9 +58,9 @@ struct Entry {
 }
 
 #[derive(Default)]
-struct State {
+struct ApprovalState {
     seq: u64,
-    pending: HashMap<String, Entry>,
+    pending: HashMap<String, RegisteredAsk>,
     /// The standing grants.
     grants: Grants,
 }
@@ -73,7 +73,7 @@ pub struct Approvals {
     per_user: usize,
     timeout: Duration,
     webhook: Option<Arc<Webhook>>,
-    state: Mutex<State>,
+    state: Mutex<ApprovalState>,
     /// Where asks are shared with other replicas (a PostgreSQL store), if anywhere.
     shared: Option<Arc<SharedApprovals>>,
     /// Counts every change of the pending asks (asked, decided, withdrawn, timed out), for the console.
@@ -96,7 +96,7 @@ impl Approvals {
             per_user: usize::MAX,
             timeout,
             webhook,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(ApprovalState::default()),
             shared: None,
             changes: tokio::sync::watch::Sender::new(0),
         }
@@ -181,7 +181,7 @@ impl Approvals {
                 move |hook| async move { announce::requested(&hook, &pending).await }
             });
             tracing::debug!(id = %id, sandbox = %pending.ask.sandbox, "approval: asked");
-            let entry = Entry {
+            let entry = RegisteredAsk {
                 seq,
                 pending,
                 wake,
@@ -223,7 +223,7 @@ impl Approvals {
     /// Every pending approval, oldest first.
     pub fn pending(&self) -> Vec<Pending> {
         let state = self.state();
-        let mut entries: Vec<&Entry> = state.pending.values().collect();
+        let mut entries: Vec<&RegisteredAsk> = state.pending.values().collect();
         entries.sort_by_key(|e| e.seq);
         entries.into_iter().map(|e| e.pending.clone()).collect()
     }
@@ -352,7 +352,7 @@ impl Approvals {
     }
 
     /// The refusal for an ask over the sandbox's or the user's cap, if it is.
-    fn over_cap(&self, state: &State, ask: &HeldRequest, now: Instant) -> Option<Resolution> {
+    fn over_cap(&self, state: &ApprovalState, ask: &HeldRequest, now: Instant) -> Option<Resolution> {
         let check = |over: Over, max: usize, same: &dyn Fn(&HeldRequest) -> bool| {
             let mine = state.pending.values().filter(|e| same(&e.pending.ask));
             let (count, first) = mine.fold((0usize, None::<Instant>), |(n, first), e| {
@@ -377,7 +377,7 @@ impl Approvals {
         self.state().pending.len()
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, ApprovalState> {
         self.state.lock().unpoisoned()
     }
 

@@ -77,16 +77,16 @@ pub(crate) struct Anchor {
 }
 
 /// One line of a file.
-struct Entry {
+struct AuditLine {
     at: String,
     seq: u64,
     prev: [u8; 32],
     hash: [u8; 32],
-    line: Line,
+    line: AuditLineKind,
 }
 
 /// What a line is, as far as `verify` cares.
-enum Line {
+enum AuditLineKind {
     Record,
     /// An `audit_start`, and whether its run said it signs (absent: written before cordon said so).
     Start {
@@ -105,10 +105,10 @@ struct Checkpoint {
     signed: Option<(Vec<u8>, Vec<u8>)>,
 }
 
-impl Entry {
+impl AuditLine {
     fn checkpoint(&self) -> Option<&Checkpoint> {
         match &self.line {
-            Line::Checkpoint(c) => Some(c),
+            AuditLineKind::Checkpoint(c) => Some(c),
             _ => None,
         }
     }
@@ -171,7 +171,7 @@ pub(crate) fn anchors(name: &str, text: &[u8], key: &[u8]) -> Result<Vec<Anchor>
     Ok(found)
 }
 
-fn read_lines(name: &str, text: &[u8], entries: &mut Vec<Entry>, report: &mut Report) {
+fn read_lines(name: &str, text: &[u8], entries: &mut Vec<AuditLine>, report: &mut Report) {
     let mut lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
     let unterminated = lines.pop().filter(|l| !l.is_empty());
     for (i, line) in lines.iter().enumerate() {
@@ -189,7 +189,7 @@ fn read_lines(name: &str, text: &[u8], entries: &mut Vec<Entry>, report: &mut Re
     }
 }
 
-fn entry(line: &[u8], at: String) -> Result<Entry, String> {
+fn entry(line: &[u8], at: String) -> Result<AuditLine, String> {
     if line.is_empty() {
         return Err("an empty line, which cordon never writes: inserted".into());
     }
@@ -206,18 +206,18 @@ fn entry(line: &[u8], at: String) -> Result<Entry, String> {
     };
     let flag = |name: &str| value.get(name).and_then(serde_json::Value::as_bool);
     let line_kind = match value.get("kind").and_then(serde_json::Value::as_str) {
-        Some("checkpoint") => Line::Checkpoint(Checkpoint {
+        Some("checkpoint") => AuditLineKind::Checkpoint(Checkpoint {
             last: flag("final") == Some(true),
             rotated: flag("rotated") == Some(true),
             records: value.get("records").and_then(serde_json::Value::as_u64),
             signed: signed_body(line, &value),
         }),
-        Some("audit_start") => Line::Start {
+        Some("audit_start") => AuditLineKind::Start {
             signing: flag("signing"),
         },
-        _ => Line::Record,
+        _ => AuditLineKind::Record,
     };
-    Ok(Entry {
+    Ok(AuditLine {
         at,
         seq,
         prev,

@@ -4,14 +4,14 @@
 
 use ring::signature::{ED25519, UnparsedPublicKey};
 
-use super::{Anchor, Entry, Line, Report};
+use super::{Anchor, AuditLine, AuditLineKind, Report};
 
 /// The oldest file given must begin where a file of cordon's begins: with an `audit_start` line (retention
 /// deletes whole files, so the oldest one left still does). Anything else means lines were cut from its
 /// beginning; the first checkpoint's `records` says how many it covered.
-pub(super) fn check_beginning(entries: &[Entry], report: &mut Report) {
+pub(super) fn check_beginning(entries: &[AuditLine], report: &mut Report) {
     let Some(first) = entries.first() else { return };
-    if matches!(first.line, Line::Start { .. }) {
+    if matches!(first.line, AuditLineKind::Start { .. }) {
         return;
     }
     let mut why = format!(
@@ -39,11 +39,11 @@ pub(super) fn check_beginning(entries: &[Entry], report: &mut Report) {
 /// `audit_start` that says `signing: true`, or (in a log written before cordon said so) the first checkpoint
 /// whose signature holds. The signed checkpoints after them vouch that those lines are unchanged, not who wrote
 /// them, and the report says so.
-pub(super) fn check_signatures(entries: &[Entry], key: &[u8], report: &mut Report) {
+pub(super) fn check_signatures(entries: &[AuditLine], key: &[u8], report: &mut Report) {
     let key = UnparsedPublicKey::new(&ED25519, key);
     let marker = entries
         .iter()
-        .position(|e| matches!(e.line, Line::Start { signing: Some(true) }));
+        .position(|e| matches!(e.line, AuditLineKind::Start { signing: Some(true) }));
     let mut first_signed = None;
     let mut unsigned = 0;
     let mut last_unsigned = None;
@@ -79,12 +79,12 @@ pub(super) fn check_signatures(entries: &[Entry], key: &[u8], report: &mut Repor
     }
     let unsigned_runs = entries[..marker.unwrap_or(0)]
         .iter()
-        .any(|e| matches!(e.line, Line::Start { signing: Some(false) }));
+        .any(|e| matches!(e.line, AuditLineKind::Start { signing: Some(false) }));
     // Without the mark (a log of a cordon that did not write it), the run of the first signed checkpoint.
     let legacy_start = first_signed.map(|f| {
         entries[..f]
             .iter()
-            .rposition(|e| matches!(e.line, Line::Start { .. }))
+            .rposition(|e| matches!(e.line, AuditLineKind::Start { .. }))
             .filter(|s| last_unsigned.is_none_or(|u| *s > u))
             .unwrap_or(f)
     });
@@ -109,11 +109,11 @@ pub(super) fn check_signatures(entries: &[Entry], key: &[u8], report: &mut Repor
 
 /// A run that continues a chain whose last line is not a final (or rotation) checkpoint followed a crash, or
 /// lines removed from the end before cordon started again: worth saying, though it proves neither.
-pub(super) fn check_restarts(entries: &[Entry], report: &mut Report) {
+pub(super) fn check_restarts(entries: &[AuditLine], report: &mut Report) {
     for pair in entries.windows(2) {
         let (before, start) = (&pair[0], &pair[1]);
         let sealed = before.checkpoint().is_some_and(|c| c.last || c.rotated);
-        if matches!(start.line, Line::Start { .. }) && before.seq + 1 == start.seq && !sealed {
+        if matches!(start.line, AuditLineKind::Start { .. }) && before.seq + 1 == start.seq && !sealed {
             report.notes.push(format!(
                 "{}: this run continues a chain whose run before did not end with its final checkpoint ({} is \
                  not one): it crashed or was killed, or lines were removed from its end before this start; the \
@@ -126,7 +126,7 @@ pub(super) fn check_restarts(entries: &[Entry], report: &mut Report) {
 
 /// Signed checkpoints kept elsewhere must be in the files as they were shipped: one that is not, or that
 /// covers lines beyond the end of the files, shows lines edited or removed.
-pub(super) fn check_anchors(entries: &[Entry], anchors: &[Anchor], report: &mut Report) {
+pub(super) fn check_anchors(entries: &[AuditLine], anchors: &[Anchor], report: &mut Report) {
     let last = entries.iter().max_by_key(|e| e.seq);
     let first_seq = entries.iter().map(|e| e.seq).min();
     let mut beyond: Option<&Anchor> = None;
@@ -168,7 +168,7 @@ pub(super) fn check_anchors(entries: &[Entry], anchors: &[Anchor], report: &mut 
 
 /// Whether the last line seals the files (cordon's final checkpoint), shows a file missing after it (the
 /// checkpoint written before turning to a new file), or leaves the end open; and whether anything is signed.
-pub(super) fn check_end(entries: &[Entry], report: &mut Report) {
+pub(super) fn check_end(entries: &[AuditLine], report: &mut Report) {
     let Some(last) = entries.last() else {
         report.notes.push("no chained line in the files".into());
         return no_signed_evidence(report);

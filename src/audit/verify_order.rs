@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
-use super::{Entry, Report};
+use super::{AuditLine, Report};
 use crate::audit::chain::GENESIS;
 
 /// Duplicates, gaps, order and links, judged by `seq`.
-pub(super) fn check_order(entries: &[Entry], report: &mut Report) {
+pub(super) fn check_order(entries: &[AuditLine], report: &mut Report) {
     let mut by_seq: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
         by_seq.entry(e.seq).or_default().push(i);

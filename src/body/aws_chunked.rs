@@ -7,7 +7,7 @@
 const MAX_LINE: usize = 4096;
 
 /// Where the decoder is in the framing.
-enum Stage {
+enum ChunkStage {
     /// Reading a size line.
     Size,
     /// This many data bytes to go.
@@ -22,7 +22,7 @@ enum Stage {
 
 /// An `aws-chunked` decoder, push-based.
 pub(crate) struct AwsChunked {
-    stage: Stage,
+    stage: ChunkStage,
     /// The line read so far (a size line, the end of data or a trailer line).
     line: Vec<u8>,
 }
@@ -31,7 +31,7 @@ impl AwsChunked {
     /// A decoder at the start of a body.
     pub(crate) fn new() -> AwsChunked {
         AwsChunked {
-            stage: Stage::Size,
+            stage: ChunkStage::Size,
             line: Vec::new(),
         }
     }
@@ -40,14 +40,18 @@ impl AwsChunked {
     pub(crate) fn push(&mut self, mut input: &[u8], mut out: impl FnMut(Vec<u8>)) -> Result<(), String> {
         while !input.is_empty() {
             match self.stage {
-                Stage::Data(left) => {
+                ChunkStage::Data(left) => {
                     let take = usize::try_from(left).unwrap_or(usize::MAX).min(input.len());
                     out(input[..take].to_vec());
                     input = &input[take..];
                     let left = left - take as u64;
-                    self.stage = if left == 0 { Stage::DataEnd } else { Stage::Data(left) };
+                    self.stage = if left == 0 {
+                        ChunkStage::DataEnd
+                    } else {
+                        ChunkStage::Data(left)
+                    };
                 }
-                Stage::Done => return Err("bytes after the end of the aws-chunked body".into()),
+                ChunkStage::Done => return Err("bytes after the end of the aws-chunked body".into()),
                 _ => {
                     let Some(end) = input.iter().position(|b| *b == b'\n') else {
                         self.take_line(input)?;
@@ -74,16 +78,16 @@ impl AwsChunked {
     /// A whole line (with its `\n`) in the current stage.
     fn line_done(&mut self, line: Vec<u8>, out: &mut impl FnMut(Vec<u8>)) -> Result<(), String> {
         match self.stage {
-            Stage::Size => match httparse::parse_chunk_size(&line) {
-                Ok(httparse::Status::Complete((_, 0))) => self.stage = Stage::Trailers,
-                Ok(httparse::Status::Complete((_, size))) => self.stage = Stage::Data(size),
+            ChunkStage::Size => match httparse::parse_chunk_size(&line) {
+                Ok(httparse::Status::Complete((_, 0))) => self.stage = ChunkStage::Trailers,
+                Ok(httparse::Status::Complete((_, size))) => self.stage = ChunkStage::Data(size),
                 _ => return Err("an aws-chunked size line does not parse".into()),
             },
-            Stage::DataEnd if line == b"\r\n" => self.stage = Stage::Size,
-            Stage::DataEnd => return Err("an aws-chunked chunk is longer than its size says".into()),
-            Stage::Trailers if line == b"\r\n" => self.stage = Stage::Done,
-            Stage::Trailers => out(line),
-            Stage::Data(_) | Stage::Done => {}
+            ChunkStage::DataEnd if line == b"\r\n" => self.stage = ChunkStage::Size,
+            ChunkStage::DataEnd => return Err("an aws-chunked chunk is longer than its size says".into()),
+            ChunkStage::Trailers if line == b"\r\n" => self.stage = ChunkStage::Done,
+            ChunkStage::Trailers => out(line),
+            ChunkStage::Data(_) | ChunkStage::Done => {}
         }
         Ok(())
     }
@@ -91,9 +95,9 @@ impl AwsChunked {
     /// The end of the body: it must have ended where the framing says.
     pub(crate) fn finish(self) -> Result<Vec<u8>, String> {
         match self.stage {
-            Stage::Done => Ok(Vec::new()),
+            ChunkStage::Done => Ok(Vec::new()),
             // Some clients end after the last chunk's trailers without the final empty line.
-            Stage::Trailers if self.line.is_empty() => Ok(Vec::new()),
+            ChunkStage::Trailers if self.line.is_empty() => Ok(Vec::new()),
             _ => Err("the aws-chunked body ends before its last chunk".into()),
         }
     }

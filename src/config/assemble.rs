@@ -17,7 +17,7 @@ use super::credentials::{RawCredential, RawScope, RawVault};
 use super::errors::{ConfigErrors, Errors};
 use super::fields::{duration, flag};
 use super::jail::{RawJail, RawJailLimits};
-use super::limits::{Limits, RawLimits};
+use super::limits::{LimitsConfig, RawLimits};
 use super::listen::{Listen, RawListen};
 use super::log::{LogFormat, RawLog};
 use super::network::{Network, RawNetwork};
@@ -123,7 +123,7 @@ pub struct Config {
     /// Timeouts.
     pub(crate) timeouts: Timeouts,
     /// Caps.
-    pub(crate) limits: Limits,
+    pub(crate) limits: LimitsConfig,
     /// Per-sandbox certificate authorities.
     pub ca: CaConfig,
     /// cordon's connections to upstreams.

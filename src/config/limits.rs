@@ -95,7 +95,7 @@ pub(super) struct RawRate {
 
 /// `limits:`
 #[derive(Debug, Clone)]
-pub(crate) struct Limits {
+pub(crate) struct LimitsConfig {
     /// Client connections open at once; more are refused with 503.
     pub(crate) max_connections: usize,
     /// Request line plus headers; larger heads get 431.
@@ -110,9 +110,9 @@ pub(crate) struct Limits {
     pub(crate) websocket_frame: usize,
 }
 
-impl Default for Limits {
+impl Default for LimitsConfig {
     fn default() -> Self {
-        Limits {
+        LimitsConfig {
             max_connections: 4096,
             max_request_header_bytes: 64 * 1024,
             unauthenticated_per_source: 256,
@@ -176,8 +176,8 @@ fn rate(errs: &mut Errors, path: &str, raw: Option<RawRate>, default: Option<Rat
 }
 
 /// `limits:`: caps, sizes, and the rates, caps and budgets per sandbox, user and source address.
-pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> Limits {
-    let mut limits = Limits::default();
+pub(super) fn limits(errs: &mut Errors, raw: RawLimits) -> LimitsConfig {
+    let mut limits = LimitsConfig::default();
     if let Some(n) = whole(errs, "limits.max_connections", raw.max_connections, A_COUNT) {
         match usize::try_from(n) {
             Ok(n) if n >= 1 => limits.max_connections = n,

@@ -36,9 +36,9 @@ impl Default for Flag {
 }
 
 /// What a scalar or a collection was, in words, for the cases that are not the kind expected.
-struct Written;
+struct WrittenAs;
 
-impl Written {
+impl WrittenAs {
     fn text(v: &str) -> String {
         format!("the text {v:?}")
     }
@@ -82,16 +82,16 @@ impl<'de> Visitor<'de> for WholeVisitor {
         Ok(Whole::Wrong(format!("{v}")))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Whole, E> {
-        Ok(Whole::Wrong(Written::text(v)))
+        Ok(Whole::Wrong(WrittenAs::text(v)))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Whole, E> {
         Ok(Whole::Wrong("an empty value (null)".into()))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Whole, A::Error> {
-        Written::list(seq).map(Whole::Wrong)
+        WrittenAs::list(seq).map(Whole::Wrong)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Whole, A::Error> {
-        Written::mapping(map).map(Whole::Wrong)
+        WrittenAs::mapping(map).map(Whole::Wrong)
     }
 }
 
@@ -113,31 +113,31 @@ impl<'de> Visitor<'de> for FlagVisitor {
         Ok(Flag::Given(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::number(v)))
+        Ok(Flag::Wrong(WrittenAs::number(v)))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::number(v)))
+        Ok(Flag::Wrong(WrittenAs::number(v)))
     }
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::number(v)))
+        Ok(Flag::Wrong(WrittenAs::number(v)))
     }
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::number(v)))
+        Ok(Flag::Wrong(WrittenAs::number(v)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::number(v)))
+        Ok(Flag::Wrong(WrittenAs::number(v)))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Flag, E> {
-        Ok(Flag::Wrong(Written::text(v)))
+        Ok(Flag::Wrong(WrittenAs::text(v)))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Flag, E> {
         Ok(Flag::Wrong("an empty value (null)".into()))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Flag, A::Error> {
-        Written::list(seq).map(Flag::Wrong)
+        WrittenAs::list(seq).map(Flag::Wrong)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Flag, A::Error> {
-        Written::mapping(map).map(Flag::Wrong)
+        WrittenAs::mapping(map).map(Flag::Wrong)
     }
 }
 

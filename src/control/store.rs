@@ -99,7 +99,7 @@ pub(crate) enum StoreError {
 }
 
 /// The connection and what `changed_elsewhere` last saw.
-struct Inner {
+struct StoreConn {
     /// The one connection of this store.
     conn: Connection,
     /// `PRAGMA data_version` at the last `changed_elsewhere` call.
@@ -109,7 +109,7 @@ struct Inner {
 /// A handle on the sandbox store; share it between threads behind an `Arc`.
 pub(crate) struct Store {
     /// The connection, one user at a time.
-    inner: Mutex<Inner>,
+    inner: Mutex<StoreConn>,
     /// Where the store is, for messages.
     location: String,
 }
@@ -298,13 +298,13 @@ impl Store {
     /// Wrap an open, migrated connection.
     fn wrap(conn: Connection, location: String) -> Store {
         Store {
-            inner: Mutex::new(Inner { conn, seen: None }),
+            inner: Mutex::new(StoreConn { conn, seen: None }),
             location,
         }
     }
 
     /// The connection, or a Db error if a thread panicked while holding it.
-    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
+    fn lock(&self) -> Result<MutexGuard<'_, StoreConn>, StoreError> {
         self.inner.lock().map_err(|_| {
             StoreError::Db(format!(
                 "the sandbox store {} is unusable: a thread panicked while using it",

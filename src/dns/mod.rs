@@ -3,4 +3,4 @@
 
 pub(crate) mod server;
 
-pub(crate) use server::{Answer, Answerer, Query};
+pub(crate) use server::{Answerer, DnsAnswer, Query};

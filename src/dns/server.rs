@@ -35,7 +35,7 @@ const MAX_UDP_PAYLOAD: u16 = 1232;
 
 /// What the policy says about one query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub(crate) enum DnsAnswer {
     /// Answer with these addresses (the responder keeps only the ones of the asked family: A → IPv4,
     /// AAAA → IPv6; none of that family → NOERROR with no records).
     Addrs(Vec<IpAddr>),
@@ -61,7 +61,7 @@ pub(crate) struct Query {
 /// Decides each query. Implemented by cordon (policy lookup, resolution, audit).
 pub(crate) trait Answerer: Send + Sync + 'static {
     /// Called for A and AAAA queries only (ANY gets REFUSED without calling).
-    fn answer(&self, q: &Query) -> impl Future<Output = Answer> + Send;
+    fn answer(&self, q: &Query) -> impl Future<Output = DnsAnswer> + Send;
     /// Called for every query of another type; return true to answer NOERROR/no data (name allowed),
     /// false for REFUSED.
     fn other(&self, q: &Query) -> impl Future<Output = bool> + Send;
@@ -177,9 +177,9 @@ impl<A: Answerer> Handler<A> {
             };
         }
         match self.answerer.answer(&q).await {
-            Answer::Refused => Served::Code(ResponseCode::Refused),
-            Answer::NxDomain => Served::Code(ResponseCode::NXDomain),
-            Answer::Addrs(addrs) => Served::Records(
+            DnsAnswer::Refused => Served::Code(ResponseCode::Refused),
+            DnsAnswer::NxDomain => Served::Code(ResponseCode::NXDomain),
+            DnsAnswer::Addrs(addrs) => Served::Records(
                 addrs
                     .into_iter()
                     .filter_map(|ip| match (qtype, ip) {

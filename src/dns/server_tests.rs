@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
-use super::{Answer, Answerer, Query, serve};
+use super::{Answerer, DnsAnswer, Query, serve};
 
 /// TTL the harness serves with.
 const TTL: u32 = 42;
@@ -42,16 +42,16 @@ impl TestAnswerer {
 }
 
 impl Answerer for TestAnswerer {
-    async fn answer(&self, q: &Query) -> Answer {
+    async fn answer(&self, q: &Query) -> DnsAnswer {
         self.note(q);
         match q.name.as_str() {
-            "allowed.test" => Answer::Addrs(vec![
+            "allowed.test" => DnsAnswer::Addrs(vec![
                 IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
                 IpAddr::V6(Ipv6Addr::LOCALHOST),
             ]),
-            "v6only.test" => Answer::Addrs(vec![IpAddr::V6(Ipv6Addr::LOCALHOST)]),
-            "nx.test" => Answer::NxDomain,
-            _ => Answer::Refused,
+            "v6only.test" => DnsAnswer::Addrs(vec![IpAddr::V6(Ipv6Addr::LOCALHOST)]),
+            "nx.test" => DnsAnswer::NxDomain,
+            _ => DnsAnswer::Refused,
         }
     }
 

@@ -4,7 +4,7 @@
 use super::{FramingViolation, MAX_HEADERS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Body {
+pub(super) enum BodyFraming {
     None,
     Fixed(u64),
     Chunked,
@@ -17,7 +17,7 @@ pub(crate) const MAX_TARGET: usize = (u16::MAX - 1) as usize;
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Head {
     pub(super) len: usize,
-    pub(super) body: Body,
+    pub(super) body: BodyFraming,
     /// `CONNECT`: the bytes after it are tunnel data if hyper upgrades.
     pub(super) tunnel: bool,
     /// An `Upgrade` request: the bytes after it are another protocol if the answer is 101.
@@ -92,9 +92,9 @@ pub(super) fn inspect_head(buf: &[u8], max_head: usize) -> Result<Option<Head>, 
         return Err(FramingViolation::TransferEncodingNotChunked);
     }
     let body = match (te_lines, cl) {
-        (1, _) => Body::Chunked,
-        (_, Some(n)) => Body::Fixed(n),
-        _ => Body::None,
+        (1, _) => BodyFraming::Chunked,
+        (_, Some(n)) => BodyFraming::Fixed(n),
+        _ => BodyFraming::None,
     };
     let tunnel = req.method == Some("CONNECT");
     Ok(Some(Head {

@@ -43,7 +43,7 @@ mod violation;
 
 #[cfg(test)]
 pub(crate) use inspect::MAX_TARGET;
-use inspect::{Body, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
+use inspect::{BodyFraming, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
 pub(crate) use violation::{FramingReport, FramingViolation};
 
 /// Header slots for one request head; more headers count as a too-large head.
@@ -61,7 +61,7 @@ const LINGER_BYTES: usize = 1 << 20;
 
 /// Where the guard is in the client-to-server byte stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum FramingState {
     Head,
     Fixed(u64),
     ChunkSize,
@@ -111,7 +111,7 @@ pub(crate) struct FramingGuard<IO: AsyncRead + AsyncWrite + Unpin> {
     release: usize,
     /// Bytes after `start` already searched for a line/head terminator.
     scan: usize,
-    state: State,
+    state: FramingState,
     client_eof: bool,
     /// Whether hyper has written any byte (gates the drop fallback).
     wrote: bool,
@@ -144,7 +144,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
             end: 0,
             release: 0,
             scan: 0,
-            state: State::Head,
+            state: FramingState::Head,
             client_eof: false,
             wrote: false,
             upgrade_waker: None,
@@ -162,7 +162,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
     /// handed out yet, taken from it (whoever reads the stream underneath from now on must send them first);
     /// `None` before that.
     pub(crate) fn take_passthrough(&mut self) -> Option<Vec<u8>> {
-        if self.state != State::Passthrough || self.report.violation.get().is_some() {
+        if self.state != FramingState::Passthrough || self.report.violation.get().is_some() {
             return None;
         }
         let held = self.buf[self.start..self.end].to_vec();
@@ -182,8 +182,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
         let _ = self.report.violation.set(violation);
         // At a message boundary, give hyper an empty line to hold in its read
         // buffer (see the module docs); mid-body, a plain EOF fails the body.
-        let crlf_left = if self.state == State::Head { 2 } else { 0 };
-        self.state = State::Rejected { crlf_left };
+        let crlf_left = if self.state == FramingState::Head { 2 } else { 0 };
+        self.state = FramingState::Rejected { crlf_left };
         self.start = 0;
         self.end = 0;
         self.release = 0;
@@ -193,7 +193,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
     fn advance(&mut self) -> Result<bool, FramingViolation> {
         let avail = &self.buf[self.start..self.end];
         match self.state {
-            State::Head => {
+            FramingState::Head => {
                 let head = if head_end_hint(avail, self.scan) {
                     inspect_head(avail, self.max_head)?
                 } else {
@@ -209,26 +209,26 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 };
                 self.scan = 0;
                 self.release = head.len;
-                let bodyless = matches!(head.body, Body::None | Body::Fixed(0));
+                let bodyless = matches!(head.body, BodyFraming::None | BodyFraming::Fixed(0));
                 self.state = if head.tunnel || (head.upgrade && !bodyless) {
                     // SECURITY: smuggling after a refused CONNECT/Upgrade; passthrough is
                     // only safe if hyper can never parse another request on this connection.
                     self.release = self.append_connection_close(head.len);
-                    State::Passthrough
+                    FramingState::Passthrough
                 } else if head.upgrade {
                     // SECURITY: the same smuggling after a refused Upgrade (e.g. a WebSocket handshake
                     // answered 403): the bytes after it are only let through unchecked after a 101.
-                    State::AwaitUpgrade
+                    FramingState::AwaitUpgrade
                 } else {
                     match head.body {
-                        Body::Chunked => State::ChunkSize,
-                        Body::Fixed(n) if n > 0 => State::Fixed(n),
-                        Body::Fixed(_) | Body::None => State::Head,
+                        BodyFraming::Chunked => FramingState::ChunkSize,
+                        BodyFraming::Fixed(n) if n > 0 => FramingState::Fixed(n),
+                        BodyFraming::Fixed(_) | BodyFraming::None => FramingState::Head,
                     }
                 };
                 Ok(true)
             }
-            State::Fixed(left) | State::ChunkData(left) => {
+            FramingState::Fixed(left) | FramingState::ChunkData(left) => {
                 if avail.is_empty() {
                     return Ok(false);
                 }
@@ -236,14 +236,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 self.release = n;
                 let left = left - n as u64;
                 self.state = match (self.state, left) {
-                    (State::Fixed(_), 0) => State::Head,
-                    (State::Fixed(_), _) => State::Fixed(left),
-                    (_, 0) => State::ChunkDataEnd,
-                    _ => State::ChunkData(left),
+                    (FramingState::Fixed(_), 0) => FramingState::Head,
+                    (FramingState::Fixed(_), _) => FramingState::Fixed(left),
+                    (_, 0) => FramingState::ChunkDataEnd,
+                    _ => FramingState::ChunkData(left),
                 };
                 Ok(true)
             }
-            State::ChunkSize => {
+            FramingState::ChunkSize => {
                 let Some(lf) = find_lf(avail, self.scan) else {
                     self.scan = avail.len();
                     return if avail.len() >= MAX_CHUNK_LINE {
@@ -259,26 +259,26 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                 self.scan = 0;
                 self.release = lf + 1;
                 self.state = if size == 0 {
-                    State::Trailers { line_start: 0 }
+                    FramingState::Trailers { line_start: 0 }
                 } else {
-                    State::ChunkData(size)
+                    FramingState::ChunkData(size)
                 };
                 Ok(true)
             }
-            State::ChunkDataEnd => match avail {
+            FramingState::ChunkDataEnd => match avail {
                 [b'\r', b'\n', ..] => {
                     self.release = 2;
-                    self.state = State::ChunkSize;
+                    self.state = FramingState::ChunkSize;
                     Ok(true)
                 }
                 [] | [b'\r'] => Ok(false),
                 // SECURITY: chunk data longer than its declared size (missing CRLF).
                 _ => Err(FramingViolation::MalformedChunk),
             },
-            State::Trailers { mut line_start } => loop {
+            FramingState::Trailers { mut line_start } => loop {
                 let Some(lf) = find_lf(avail, self.scan.max(line_start)) else {
                     self.scan = avail.len();
-                    self.state = State::Trailers { line_start };
+                    self.state = FramingState::Trailers { line_start };
                     return if avail.len() >= self.max_head {
                         Err(FramingViolation::MalformedChunk)
                     } else {
@@ -295,14 +295,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
                         validate_trailers(&avail[..=lf])?;
                         self.scan = 0;
                         self.release = lf + 1;
-                        self.state = State::Head;
+                        self.state = FramingState::Head;
                         return Ok(true);
                     }
                     [line @ .., b'\r', b'\n'] if !line.contains(&b'\r') => line_start = lf + 1,
                     _ => return Err(FramingViolation::MalformedChunk),
                 }
             },
-            State::Passthrough | State::AwaitUpgrade | State::Rejected { .. } => Ok(false),
+            FramingState::Passthrough | FramingState::AwaitUpgrade | FramingState::Rejected { .. } => Ok(false),
         }
     }
 
@@ -311,11 +311,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> FramingGuard<IO> {
     /// In `AwaitUpgrade`, hyper's first write is the head of its answer to the Upgrade request: a 101
     /// switches to passthrough, anything else resumes checking requests.
     fn observe_response(&mut self, data: &[u8]) {
-        if self.state != State::AwaitUpgrade || data.is_empty() {
+        if self.state != FramingState::AwaitUpgrade || data.is_empty() {
             return;
         }
         let switched = data.starts_with(b"HTTP/1.1 101") || data.starts_with(b"HTTP/1.0 101");
-        self.state = if switched { State::Passthrough } else { State::Head };
+        self.state = if switched {
+            FramingState::Passthrough
+        } else {
+            FramingState::Head
+        };
         if let Some(w) = self.upgrade_waker.take() {
             w.wake();
         }

@@ -21,19 +21,19 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
                 return Poll::Ready(Ok(()));
             }
             match this.state {
-                State::Rejected { crlf_left } => {
+                FramingState::Rejected { crlf_left } => {
                     let n = crlf_left.min(out.remaining());
                     out.put_slice(&b"\r\n"[2 - crlf_left..2 - crlf_left + n]);
-                    this.state = State::Rejected {
+                    this.state = FramingState::Rejected {
                         crlf_left: crlf_left - n,
                     };
                     return Poll::Ready(Ok(()));
                 }
-                State::Passthrough if this.start < this.end => {
+                FramingState::Passthrough if this.start < this.end => {
                     this.release = this.end - this.start;
                     continue;
                 }
-                State::Passthrough => {
+                FramingState::Passthrough => {
                     // Passthrough is final and everything held has been handed out: the read buffer is not
                     // needed again, so a long-lived tunnel does not keep it (8 KiB per connection).
                     if this.buf.capacity() > 0 {
@@ -43,7 +43,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for FramingGuard<IO> {
                     }
                     return Pin::new(&mut this.io).poll_read(cx, out);
                 }
-                State::AwaitUpgrade => {
+                FramingState::AwaitUpgrade => {
                     this.upgrade_waker = Some(cx.waker().clone());
                     return Poll::Pending;
                 }

@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::body::BoxError;
 use crate::config::Config;
-use crate::dns::{Answer, Answerer, Query};
+use crate::dns::{Answerer, DnsAnswer, Query};
 use crate::framing::FramingGuard;
 pub use crate::identity::AuthFailure;
 use crate::identity::{Identities, RunTime, Sandbox, SandboxSpec, credentials, hash_token, identify};
@@ -292,14 +292,14 @@ impl FuzzAnswerer {
 }
 
 impl Answerer for FuzzAnswerer {
-    async fn answer(&self, q: &Query) -> Answer {
+    async fn answer(&self, q: &Query) -> DnsAnswer {
         if FuzzAnswerer::named(q) {
-            Answer::Addrs(vec![
+            DnsAnswer::Addrs(vec![
                 IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
                 IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)),
             ])
         } else {
-            Answer::Refused
+            DnsAnswer::Refused
         }
     }
 

@@ -6,8 +6,8 @@
 use tokio_tungstenite::tungstenite::protocol::frame::coding::OpCode;
 
 use super::{Script, once};
-use crate::proxy::tunnel::websocket_frames::{Fault, FrameReader, FrameWriter, Kind, Limits, Piece};
-use crate::proxy::tunnel::websocket_message::{Filter, Message};
+use crate::proxy::tunnel::websocket_frames::{Fault, FrameLimits, FrameReader, FrameWriter, MessageKind, Piece};
+use crate::proxy::tunnel::websocket_message::{MessageFilter, WebSocketMessage};
 
 /// What the relay made of one peer's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct Relayed {
 /// message limit, relaying each data message.
 pub fn websocket(reads: &[&[u8]], from_client: bool, frame: u64, message: u64) -> Relayed {
     let script = Script(reads.iter().filter(|r| !r.is_empty()).map(|r| r.to_vec()).collect());
-    let mut reader = FrameReader::new(script, from_client, Limits { frame, message });
+    let mut reader = FrameReader::new(script, from_client, FrameLimits { frame, message });
     let mut writer = FrameWriter::new(Vec::new(), false);
     let mut out = Relayed {
         messages: Vec::new(),
@@ -38,7 +38,7 @@ pub fn websocket(reads: &[&[u8]], from_client: bool, frame: u64, message: u64) -
         written: Vec::new(),
         stopped: None,
     };
-    let mut under_way: Option<Message> = None;
+    let mut under_way: Option<WebSocketMessage> = None;
     loop {
         let piece = match once(reader.next()) {
             Some(Ok(Some(piece))) => piece,
@@ -62,8 +62,8 @@ pub fn websocket(reads: &[&[u8]], from_client: bool, frame: u64, message: u64) -
             Piece::Data { start, bytes, last } => {
                 out.largest_piece = out.largest_piece.max(bytes.len());
                 if let Some(kind) = start {
-                    under_way = Some(Message::new(kind, Filter::Plain));
-                    out.messages.push((kind == Kind::Text, Vec::new(), false));
+                    under_way = Some(WebSocketMessage::new(kind, MessageFilter::Plain));
+                    out.messages.push((kind == MessageKind::Text, Vec::new(), false));
                 }
                 if let Some(m) = out.messages.last_mut() {
                     m.1.extend_from_slice(&bytes);

@@ -171,14 +171,14 @@ impl Closed {
     }
 }
 
-struct Entry {
+struct SandboxEntry {
     sandbox: Arc<Sandbox>,
     token_sha256: Option<[u8; 32]>,
 }
 
 /// The sandboxes, indexed for identification.
 pub struct Identities {
-    by_id: HashMap<SandboxId, Entry>,
+    by_id: HashMap<SandboxId, SandboxEntry>,
     by_source: Vec<(IpNet, Arc<Sandbox>)>,
 }
 
@@ -199,7 +199,7 @@ impl Identities {
             }
             by_id.insert(
                 spec.id.clone(),
-                Entry {
+                SandboxEntry {
                     sandbox,
                     token_sha256: spec.token_sha256,
                 },
@@ -221,7 +221,7 @@ impl Identities {
         match self.by_id.get(id) {
             // SECURITY: constant-time comparison of the token hash, so response timing does not leak how
             // much of a guessed token was right.
-            Some(Entry {
+            Some(SandboxEntry {
                 sandbox,
                 token_sha256: Some(expected),
             }) if bool::from(presented.ct_eq(expected)) => Ok(sandbox.clone()),

@@ -14,7 +14,7 @@ pub(crate) const MIN_KEY_BYTES: usize = 32;
 
 /// What a credential says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Claims {
+pub(crate) struct CredentialClaims {
     /// Sandbox id.
     pub(crate) sub: String,
     /// The creation nonce of the sandbox.
@@ -72,7 +72,7 @@ impl TokenSigner {
         iat: i64,
         exp: i64,
     ) -> Result<String, String> {
-        let claims = Claims {
+        let claims = CredentialClaims {
             sub: sub.into(),
             nonce: nonce.into(),
             usr: usr.into(),
@@ -88,10 +88,10 @@ impl TokenSigner {
 
     /// The claims of a credential this key signed; `None` for anything else (forged, another algorithm,
     /// another audience, garbage). Expiry is not judged here.
-    pub(crate) fn verify(&self, token: &str) -> Option<Claims> {
+    pub(crate) fn verify(&self, token: &str) -> Option<CredentialClaims> {
         // SECURITY: only HS256 under our key is accepted — `alg: none` and algorithm confusion are refused
         // by the fixed `Validation`.
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+        jsonwebtoken::decode::<CredentialClaims>(token, &self.decoding, &self.validation)
             .ok()
             .map(|d| d.claims)
     }

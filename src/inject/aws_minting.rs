@@ -11,7 +11,7 @@
 
 use http::request::Parts;
 
-use crate::config::minting::{Kind, MINTING, Minting};
+use crate::config::minting::{MINTING, Minting, MintingKind};
 
 /// The suffixes of AWS endpoint names, whose labels name the service.
 const AWS_SUFFIXES: [&str; 4] = [".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".on.aws"];
@@ -35,7 +35,7 @@ pub(crate) fn services(scope: &str, pinned: Option<&str>, host: &str) -> Vec<Str
 pub(crate) fn mints(services: &[String]) -> bool {
     MINTING
         .iter()
-        .any(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
+        .any(|m| m.kind == MintingKind::Aws && services.contains(&service_of(m)))
 }
 
 /// Whether any of `services` has a minting action named in a request's body (then its requests' bodies are
@@ -43,7 +43,7 @@ pub(crate) fn mints(services: &[String]) -> bool {
 pub(crate) fn reads_body(services: &[String]) -> bool {
     MINTING
         .iter()
-        .any(|m| m.kind == Kind::Aws && m.rest.is_none() && services.contains(&service_of(m)))
+        .any(|m| m.kind == MintingKind::Aws && m.rest.is_none() && services.contains(&service_of(m)))
 }
 
 /// The action names a request carries: every `Action` parameter of its query and of `body` (a form), and the
@@ -84,7 +84,7 @@ pub(crate) fn refused(
     let query = parts.uri.query().unwrap_or_default();
     MINTING
         .iter()
-        .filter(|m| m.kind == Kind::Aws && services.contains(&service_of(m)))
+        .filter(|m| m.kind == MintingKind::Aws && services.contains(&service_of(m)))
         .filter(|m| !allowed.iter().any(|a| a.eq_ignore_ascii_case(m.name)))
         .find(|m| {
             let action = m.name.split_once(':').map(|(_, a)| a).unwrap_or_default();

@@ -14,7 +14,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 
 use crate::config::credentials::Inject;
-use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, Kind, MINTING, Minting};
+use crate::config::minting::{DEVICE_AUTHORIZATION, DEVICE_PATHS, MINTING, Minting, MintingKind};
 use crate::error::ProxyError;
 use crate::inject::apply::Credentials;
 use crate::inject::aws_minting::{matches, segments};
@@ -36,7 +36,7 @@ pub(crate) fn github_calls(parts: &Parts) -> Vec<&'static Minting> {
     let path = github_path(parts.uri.path());
     MINTING
         .iter()
-        .filter(|m| m.kind == Kind::GitHub)
+        .filter(|m| m.kind == MintingKind::GitHub)
         .filter(|m| {
             m.rest.is_some_and(|(method, pattern)| {
                 parts.method.as_str().eq_ignore_ascii_case(method) && matches(&path, pattern)
@@ -49,7 +49,7 @@ pub(crate) fn github_calls(parts: &Parts) -> Vec<&'static Minting> {
 /// [`crate::inject::token_request`] read them; an unknown grant is `oauth2:other_grants`), and a device
 /// authorization request.
 pub(crate) fn oauth2_calls(parts: &Parts, grants: &[String]) -> Vec<&'static Minting> {
-    let rows = || MINTING.iter().filter(|m| m.kind == Kind::OAuth2);
+    let rows = || MINTING.iter().filter(|m| m.kind == MintingKind::OAuth2);
     let mut out: Vec<&'static Minting> = Vec::new();
     for grant in grants {
         let row = rows()

@@ -21,7 +21,7 @@ fn github(method: &str, path: &str) -> Vec<&'static str> {
 
 #[test]
 fn every_github_minting_call_is_found_in_every_spelling() {
-    let rows = MINTING.iter().filter(|m| m.kind == Kind::GitHub);
+    let rows = MINTING.iter().filter(|m| m.kind == MintingKind::GitHub);
     for m in rows {
         let (method, pattern) = m.rest.unwrap();
         let path = pattern.replace('*', "Octo-Org");
@@ -82,7 +82,9 @@ fn oauth2(method: &str, uri: &str, body: &str) -> Vec<&'static str> {
 
 #[test]
 fn every_grant_is_found_in_a_form_a_query_and_json() {
-    let rows = MINTING.iter().filter(|m| m.kind == Kind::OAuth2 && m.grant.is_some());
+    let rows = MINTING
+        .iter()
+        .filter(|m| m.kind == MintingKind::OAuth2 && m.grant.is_some());
     for m in rows {
         let grant = m.grant.unwrap().replace('*', "urn:example:grant");
         let enc: String = form_urlencoded::byte_serialize(grant.as_bytes()).collect();

@@ -47,7 +47,7 @@ pub(crate) struct Applied {
 
 /// Where in the request a placeholder was found as issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
+enum PlaceholderSite {
     Header,
     Query,
     /// The request body, where placeholders of `body: true` credentials are swapped.
@@ -79,7 +79,7 @@ impl Credentials {
         let detector = self.detector();
         let is_usable = |name: &str| usable.iter().any(|u| u == name);
         let mut swaps: Vec<(CredentialName, String)> = Vec::new();
-        let mut judge = |found: Found, place: Place| -> Result<(), ProxyError> {
+        let mut judge = |found: Found, place: PlaceholderSite| -> Result<(), ProxyError> {
             self.judge(sandbox, found, place, &is_usable, &mut swaps)
         };
         // Headers one by one, then together (a placeholder or secret split over two headers).
@@ -87,17 +87,17 @@ impl Credentials {
         for value in parts.headers.values() {
             let found = detector.scan(value.as_bytes());
             each.merge(found.clone());
-            judge(found, Place::Header)?;
+            judge(found, PlaceholderSite::Header)?;
         }
         let joined: Vec<u8> = parts
             .headers
             .values()
             .flat_map(|v| v.as_bytes().iter().copied())
             .collect();
-        judge(split_only(detector.scan(&joined), &each), Place::Header)?;
-        judge(detector.scan(parts.uri.path().as_bytes()), Place::Elsewhere)?;
+        judge(split_only(detector.scan(&joined), &each), PlaceholderSite::Header)?;
+        judge(detector.scan(parts.uri.path().as_bytes()), PlaceholderSite::Elsewhere)?;
         if let Some(query) = parts.uri.query() {
-            judge(detector.scan(query.as_bytes()), Place::Query)?;
+            judge(detector.scan(query.as_bytes()), PlaceholderSite::Query)?;
         }
         // The body: read whole where a placeholder may be swapped in it, else scanned as it streams.
         let body_swaps_possible = usable.iter().any(|n| {
@@ -171,9 +171,9 @@ impl Credentials {
                 }
                 None if read_whole => {
                     let place = if body_swaps_possible {
-                        Place::Body
+                        PlaceholderSite::Body
                     } else {
-                        Place::Elsewhere
+                        PlaceholderSite::Elsewhere
                     };
                     judge(detector.scan_read(seen.insert(Readings::of(data.clone()))), place)?;
                     whole = Some((data, trailers));
@@ -182,7 +182,7 @@ impl Credentials {
                 None => {
                     // No placeholder may be swapped in this body: any found in it is out of place.
                     let read = seen.insert(Readings::of(data.clone()));
-                    judge(detector.scan_read(read), Place::Elsewhere)?;
+                    judge(detector.scan_read(read), PlaceholderSite::Elsewhere)?;
                     crate::body::read::whole(data, trailers)
                 }
             }
@@ -233,7 +233,7 @@ impl Credentials {
         &self,
         sandbox: &Sandbox,
         found: Found,
-        place: Place,
+        place: PlaceholderSite,
         usable: &dyn Fn(&str) -> bool,
         swaps: &mut Vec<(CredentialName, String)>,
     ) -> Result<(), ProxyError> {
@@ -259,14 +259,14 @@ impl Credentials {
             };
             let swappable = match self.specs.get(credential.as_str()).map(|s| &s.inject) {
                 Some(Inject::Placeholder { query, body }) => match place {
-                    Place::Header => true,
-                    Place::Query => *query,
-                    Place::Body => *body,
-                    Place::Elsewhere => false,
+                    PlaceholderSite::Header => true,
+                    PlaceholderSite::Query => *query,
+                    PlaceholderSite::Body => *body,
+                    PlaceholderSite::Elsewhere => false,
                 },
                 // The AWS access key id: in the Authorization header or a presigned URL's X-Amz-Credential
                 // (anywhere else is refused once the signature is replaced).
-                Some(Inject::AwsSigV4 { .. }) => matches!(place, Place::Header | Place::Query),
+                Some(Inject::AwsSigV4 { .. }) => matches!(place, PlaceholderSite::Header | PlaceholderSite::Query),
                 _ => false,
             };
             if !(swappable && usable(credential.as_str())) {

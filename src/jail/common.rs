@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use std::time::Duration;
 
 use super::limits::Supervision;
-use super::limits::watch::{Stop, Watch};
+use super::limits::watch::{LimitStop, LimitWatch};
 use super::net::Firewall;
 use crate::config::Config;
 use crate::names::SandboxId;
@@ -70,7 +70,7 @@ pub(crate) fn pick_sandbox(config: &Config, wanted: Option<&str>) -> Result<Sand
 /// would otherwise end cordon and so the jail (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2); its exit
 /// code (128 + signal if a signal ended it). Under `limits`, the jail is watched meanwhile, and stopped when a
 /// wall-clock or idle limit is reached (SIGTERM to all its processes, SIGKILL after the grace period): its exit
-/// code is then the limit's ([`Stop::exit_code`]).
+/// code is then the limit's ([`LimitStop::exit_code`]).
 pub(super) async fn wait(
     command: &mut tokio::process::Command,
     limits: Option<&Supervision>,
@@ -103,7 +103,7 @@ pub(super) async fn wait(
     let root = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
     let watching = async {
         match limits {
-            Some(s) => Watch { of: s, root }.run().await,
+            Some(s) => LimitWatch { of: s, root }.run().await,
             None => std::future::pending().await,
         }
     };
@@ -125,7 +125,7 @@ pub(super) async fn wait(
 
 /// Stop the whole jail for `stop`: SIGTERM to every process in it, SIGKILL to what is left after the grace
 /// period (and to everything in its cgroup); the limit's exit code.
-async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, stop: Stop) -> i32 {
+async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, stop: LimitStop) -> i32 {
     forward(child, Signal::SIGTERM);
     let grace = limits.map_or(Duration::from_secs(10), |s| s.bounds.grace);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {

@@ -26,21 +26,21 @@ use std::path::{Path, PathBuf};
 
 /// What git reads in each git directory for configuration and hooks, or to look elsewhere, and what cordon makes
 /// there when it is missing.
-const SURFACES: [(&str, Made); 6] = [
-    ("config", Made::File("")),
-    ("config.worktree", Made::File("")),
-    ("commondir", Made::File(".\n")),
-    ("hooks", Made::Dir),
-    ("info", Made::Dir),
-    ("objects/info/alternates", Made::File("")),
+const SURFACES: [(&str, GuardMade); 6] = [
+    ("config", GuardMade::File("")),
+    ("config.worktree", GuardMade::File("")),
+    ("commondir", GuardMade::File(".\n")),
+    ("hooks", GuardMade::Dir),
+    ("info", GuardMade::Dir),
+    ("objects/info/alternates", GuardMade::File("")),
 ];
 
 /// What a linked worktree's own git directory (`.git/worktrees/NAME/`) holds that says where git looks: protected
 /// where it exists (`commondir` and `gitdir` are git's own), `config.worktree` made when missing.
-const WORKTREE_SURFACES: [(&str, Option<Made>); 3] = [
+const WORKTREE_SURFACES: [(&str, Option<GuardMade>); 3] = [
     ("commondir", None),
     ("gitdir", None),
-    ("config.worktree", Some(Made::File(""))),
+    ("config.worktree", Some(GuardMade::File(""))),
 ];
 
 /// How many entries of the folder are looked at, at most, to find its repositories.
@@ -51,7 +51,7 @@ const MODULE_DEPTH: usize = 6;
 
 /// What cordon makes where a protected path does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Made {
+enum GuardMade {
     /// A file with this text.
     File(&'static str),
     /// An empty folder.
@@ -61,25 +61,25 @@ enum Made {
 /// The read-only view of git's files in the writable folder: what is bound, and what cordon made for it (removed
 /// when the guard is dropped, after the jail).
 #[derive(Debug, Default)]
-pub(crate) struct Guard {
+pub(crate) struct GitGuard {
     /// Folders bound onto themselves (so that they cannot be renamed away).
     kept: Vec<PathBuf>,
     /// Paths bound read-only onto themselves.
     read_only: Vec<PathBuf>,
     /// What cordon made, to remove when the jail ends if it is still as made.
-    made: Vec<(PathBuf, Made)>,
+    made: Vec<(PathBuf, GuardMade)>,
 }
 
-impl Guard {
+impl GitGuard {
     /// Find the repositories of `folder` and make what is missing; refused when a path git reads is a symbolic
     /// link (a mount cannot hold one in place: the command could replace it).
-    pub(crate) fn set_up(folder: &Path) -> Result<Guard, String> {
-        let mut g = Guard::default();
+    pub(crate) fn set_up(folder: &Path) -> Result<GitGuard, String> {
+        let mut g = GitGuard::default();
         let root = folder.join(".git");
         let mut made_root = false;
         if std::fs::symlink_metadata(&root).is_err() {
             // SECURITY: a folder without a repository gets an empty, read-only `.git`: none can be made inside.
-            made_root = g.make(folder, &root, Made::Dir, folder);
+            made_root = g.make(folder, &root, GuardMade::Dir, folder);
             if made_root {
                 g.read_only.push(root.clone());
             }
@@ -155,7 +155,7 @@ impl Guard {
                     match made {
                         Some(made) => self.protect(folder, &path, made, dir)?,
                         None if std::fs::symlink_metadata(&path).is_ok() => {
-                            self.protect(folder, &path, Made::Dir, dir)?;
+                            self.protect(folder, &path, GuardMade::Dir, dir)?;
                         }
                         None => {}
                     }
@@ -173,7 +173,7 @@ impl Guard {
     }
 
     /// Bind `path` read-only, made as `made` first if missing (as the owner of `owner`), its folders kept.
-    fn protect(&mut self, folder: &Path, path: &Path, made: Made, owner: &Path) -> Result<(), String> {
+    fn protect(&mut self, folder: &Path, path: &Path, made: GuardMade, owner: &Path) -> Result<(), String> {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_symlink() => return Err(linked(path)),
             Ok(_) => {}
@@ -202,7 +202,7 @@ impl Guard {
 
     /// Make `path` as `made` (and the folders that lead to it from `folder`), owned as `owner` is; whether it was
     /// made.
-    fn make(&mut self, folder: &Path, path: &Path, made: Made, owner: &Path) -> bool {
+    fn make(&mut self, folder: &Path, path: &Path, made: GuardMade, owner: &Path) -> bool {
         use std::io::Write;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let mut missing: Vec<&Path> = path
@@ -214,7 +214,7 @@ impl Guard {
         for dir in missing {
             if !self.made_as(
                 dir,
-                Made::Dir,
+                GuardMade::Dir,
                 owner,
                 std::fs::DirBuilder::new().mode(0o755).create(dir),
             ) {
@@ -222,8 +222,8 @@ impl Guard {
             }
         }
         let done = match made {
-            Made::Dir => std::fs::DirBuilder::new().mode(0o755).create(path),
-            Made::File(text) => std::fs::OpenOptions::new()
+            GuardMade::Dir => std::fs::DirBuilder::new().mode(0o755).create(path),
+            GuardMade::File(text) => std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o644)
@@ -234,7 +234,7 @@ impl Guard {
     }
 
     /// Record `path`, made as `made` if `done`, and give it to the owner of `owner`; whether it was made.
-    fn made_as(&mut self, path: &Path, made: Made, owner: &Path, done: std::io::Result<()>) -> bool {
+    fn made_as(&mut self, path: &Path, made: GuardMade, owner: &Path, done: std::io::Result<()>) -> bool {
         if done.is_err() {
             return false;
         }
@@ -272,10 +272,10 @@ impl Guard {
                 continue;
             };
             match made {
-                Made::Dir if meta.is_dir() => {
+                GuardMade::Dir if meta.is_dir() => {
                     let _ = std::fs::remove_dir(path);
                 }
-                Made::File(text) if meta.is_file() && std::fs::read(path).is_ok_and(|b| b == text.as_bytes()) => {
+                GuardMade::File(text) if meta.is_file() && std::fs::read(path).is_ok_and(|b| b == text.as_bytes()) => {
                     let _ = std::fs::remove_file(path);
                 }
                 _ => {}
@@ -286,16 +286,16 @@ impl Guard {
 
 /// Keep git's files in `view`'s writable folder read-only (unless `writable`): the guard, which removes what it
 /// made when dropped.
-pub(crate) fn guard(view: &mut super::view::View, writable: bool) -> Result<Option<Guard>, String> {
+pub(crate) fn guard(view: &mut super::view::View, writable: bool) -> Result<Option<GitGuard>, String> {
     let Some(folder) = view.writable.as_deref().filter(|_| !writable) else {
         return Ok(None);
     };
-    let guard = Guard::set_up(folder)?;
+    let guard = GitGuard::set_up(folder)?;
     view.git = guard.args();
     Ok(Some(guard))
 }
 
-impl Drop for Guard {
+impl Drop for GitGuard {
     fn drop(&mut self) {
         self.restore();
     }
@@ -380,7 +380,7 @@ fn modules(modules: &Path) -> Vec<PathBuf> {
 /// resolves them (relative hooks path: against the checkout `work_tree`; relative include: against the config's
 /// folder), each with what to make where it is missing; read by git itself when it is installed (when it is not,
 /// nothing on this host reads them).
-fn configured(dir: &Path, work_tree: &Path) -> Vec<(PathBuf, Made)> {
+fn configured(dir: &Path, work_tree: &Path) -> Vec<(PathBuf, GuardMade)> {
     let get = |args: &[&str]| -> Vec<String> {
         std::process::Command::new("git")
             .arg("config")
@@ -398,13 +398,13 @@ fn configured(dir: &Path, work_tree: &Path) -> Vec<(PathBuf, Made)> {
             .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect())
             .unwrap_or_default()
     };
-    let mut found: Vec<(PathBuf, Made)> = get(&["--get", "core.hooksPath"])
+    let mut found: Vec<(PathBuf, GuardMade)> = get(&["--get", "core.hooksPath"])
         .into_iter()
-        .map(|p| (super::view::resolve(&work_tree.join(p)), Made::Dir))
+        .map(|p| (super::view::resolve(&work_tree.join(p)), GuardMade::Dir))
         .collect();
     for line in get(&["--get-regexp", r"^include(if\..*)?\.path$"]) {
         if let Some((_, p)) = line.split_once(' ') {
-            found.push((super::view::resolve(&dir.join(p)), Made::File("")));
+            found.push((super::view::resolve(&dir.join(p)), GuardMade::File("")));
         }
     }
     found

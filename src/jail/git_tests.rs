@@ -33,7 +33,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
     std::fs::write(p.join("vendor/lib/.git"), "gitdir: ../../.git/modules/lib/inner\n").unwrap();
     std::fs::create_dir_all(p.join("nested")).unwrap();
     git(&p.join("nested"), &["init", "-q"]);
-    let guard = Guard::set_up(&p).unwrap();
+    let guard = GitGuard::set_up(&p).unwrap();
     let protected: Vec<String> = guard
         .protected()
         .iter()
@@ -107,7 +107,7 @@ fn every_git_directory_has_its_config_hooks_and_redirects_bound_read_only_and_wh
 fn a_folder_without_a_repository_gets_an_empty_read_only_one_and_links_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().canonicalize().unwrap();
-    let guard = Guard::set_up(&p).unwrap();
+    let guard = GitGuard::set_up(&p).unwrap();
     assert_eq!(guard.protected(), [p.join(".git")]);
     assert_eq!(std::fs::read_dir(p.join(".git")).unwrap().count(), 0);
     drop(guard);
@@ -117,7 +117,7 @@ fn a_folder_without_a_repository_gets_an_empty_read_only_one_and_links_are_refus
     std::os::unix::fs::symlink("/tmp/elsewhere", p.join(".git/hooks-link")).unwrap();
     std::fs::remove_dir_all(p.join(".git/hooks")).unwrap();
     std::os::unix::fs::symlink("hooks-link", p.join(".git/hooks")).unwrap();
-    let err = Guard::set_up(&p).unwrap_err();
+    let err = GitGuard::set_up(&p).unwrap_err();
     assert!(
         err.contains(".git/hooks is a symbolic link") && err.contains("--writable-git"),
         "{err}"

@@ -200,7 +200,7 @@ struct Confined<'a> {
     command: Vec<String>,
     child_signals: ChildSignals,
     /// What keeps git's files in the writable folder read-only.
-    git: Option<&'a git::Guard>,
+    git: Option<&'a git::GitGuard>,
 }
 
 /// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
@@ -356,7 +356,7 @@ async fn serve(
     }
     drop(filter);
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
-        let protected = confined.git.map(git::Guard::protected).unwrap_or_default();
+        let protected = confined.git.map(git::GitGuard::protected).unwrap_or_default();
         planted::report(folder, before, &audit_sink, plan.sandbox.as_str(), protected);
     }
     if let Some(view::PrivateHome::Host(home)) = &confined.view.private_home {

@@ -131,7 +131,7 @@ async fn serve(
     (id, token): (&str, &str),
     view: View,
     (command, child_signals): (&[String], super::common::ChildSignals),
-    git: Option<&super::git::Guard>,
+    git: Option<&super::git::GitGuard>,
     supervision: &super::limits::Supervision,
 ) -> Result<i32, String> {
     let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -248,7 +248,7 @@ async fn serve(
     if let Some(r) = recorder {
         r.finish();
     }
-    let protected = git.map(super::git::Guard::protected).unwrap_or_default();
+    let protected = git.map(super::git::GitGuard::protected).unwrap_or_default();
     planted::report(&project, &before, &audit, id, protected);
     stop.cancel();
     let _ = server.await;

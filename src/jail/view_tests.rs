@@ -38,7 +38,7 @@ fn hiding_comes_after_every_bind_and_only_where_the_view_shows() {
     std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
     std::fs::write(project.join(".git/config"), "").unwrap();
     std::fs::write(project.join("secret"), "").unwrap();
-    let guard = crate::jail::git::Guard::set_up(&project).unwrap();
+    let guard = crate::jail::git::GitGuard::set_up(&project).unwrap();
     let view = View {
         tmpfs_size: None,
         writable: Some(project.clone()),

@@ -39,9 +39,9 @@ pub(crate) fn escape(rest: &[u8], at_end: bool) -> Escape {
 /// `\uXXXX`, or a surrogate pair of two, at the start of `rest`; `cut` is what an escape cut short is.
 fn unicode(rest: &[u8], cut: Escape) -> Escape {
     let first = match unit(rest) {
-        Unit::Value(v) => v,
-        Unit::Short => return cut,
-        Unit::Not => return Escape::No,
+        EscapeUnit::Value(v) => v,
+        EscapeUnit::Short => return cut,
+        EscapeUnit::Not => return Escape::No,
     };
     if (0xDC00..0xE000).contains(&first) {
         return Escape::No;
@@ -50,36 +50,36 @@ fn unicode(rest: &[u8], cut: Escape) -> Escape {
         return char::from_u32(first).map_or(Escape::No, |c| Escape::Char { len: 6, c });
     }
     match unit(&rest[6..]) {
-        Unit::Value(second) if (0xDC00..0xE000).contains(&second) => {
+        EscapeUnit::Value(second) if (0xDC00..0xE000).contains(&second) => {
             char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
                 .map_or(Escape::No, |c| Escape::Char { len: 12, c })
         }
         // The low half may still come: wait for it (the whole pair is one character).
-        Unit::Short => cut,
+        EscapeUnit::Short => cut,
         _ => Escape::No,
     }
 }
 
 /// One `\uXXXX` at the start of some bytes.
-enum Unit {
+enum EscapeUnit {
     Value(u32),
     /// What there is could still become one.
     Short,
     Not,
 }
 
-fn unit(t: &[u8]) -> Unit {
+fn unit(t: &[u8]) -> EscapeUnit {
     let shape = b"\\u";
     for (i, &b) in t.iter().take(6).enumerate() {
         let fits = if i < 2 { b == shape[i] } else { b.is_ascii_hexdigit() };
         if !fits {
-            return Unit::Not;
+            return EscapeUnit::Not;
         }
     }
     let Some(digits) = t.get(2..6) else {
-        return Unit::Short;
+        return EscapeUnit::Short;
     };
-    Unit::Value(
+    EscapeUnit::Value(
         digits
             .iter()
             .fold(0, |acc, &d| acc * 16 + (d as char).to_digit(16).unwrap_or(0)),

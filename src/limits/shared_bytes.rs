@@ -20,7 +20,7 @@ use crate::locks::Unpoisoned;
 pub type Counts = HashMap<String, (u64, u64)>;
 
 #[derive(Default)]
-struct Inner {
+struct SlotTotals {
     /// The slot `totals` are for.
     slot: u64,
     /// Every replica's bytes in `slot`, as of the last flush.
@@ -32,7 +32,7 @@ struct Inner {
 /// The shared byte counts of one replica.
 pub struct SharedBytes {
     window: Duration,
-    inner: Mutex<Inner>,
+    inner: Mutex<SlotTotals>,
 }
 
 impl SharedBytes {
@@ -44,7 +44,7 @@ impl SharedBytes {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, SlotTotals> {
         self.inner.lock().unpoisoned()
     }
 

@@ -15,11 +15,11 @@ pub(crate) const MOST_HELD_PER_SANDBOX: usize = 16 * 1024 * 1024;
 /// The bytes held, in all and per sandbox.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
-    counts: Mutex<Counts>,
+    counts: Mutex<HeldCounts>,
 }
 
 #[derive(Debug, Default)]
-struct Counts {
+struct HeldCounts {
     all: usize,
     by: HashMap<Arc<str>, usize>,
 }

@@ -37,11 +37,11 @@ pub(crate) enum Refusal {
 /// Every session's binding.
 #[derive(Debug)]
 pub(crate) struct Sessions {
-    inner: Mutex<Inner>,
+    inner: Mutex<SessionTable>,
 }
 
 #[derive(Debug)]
-struct Inner {
+struct SessionTable {
     /// (server origin, session id) -> (sandbox incarnation, last use).
     bound: HashMap<(String, String), (String, Instant)>,
     /// Sessions per sandbox incarnation.
@@ -52,7 +52,7 @@ struct Inner {
 impl Default for Sessions {
     fn default() -> Self {
         Sessions {
-            inner: Mutex::new(Inner {
+            inner: Mutex::new(SessionTable {
                 bound: HashMap::new(),
                 counts: HashMap::new(),
                 swept: Instant::now(),
@@ -146,7 +146,7 @@ pub(crate) fn ids_in_endpoint(data: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-impl Inner {
+impl SessionTable {
     /// Drop the bindings idle for longer than [`IDLE`].
     fn sweep(&mut self, now: Instant) {
         self.swept = now;

@@ -7,30 +7,28 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-/// A `u64` gauge.
-type U64Gauge = Gauge<u64, AtomicU64>;
 /// The `outcome` label.
 type OutcomeLabel = [(&'static str, &'static str); 1];
 
 /// Registered with the rest; set by the admin API when scraped (the output's state) and by the exporter.
 #[derive(Debug)]
 pub(crate) struct AuditMetrics {
-    up: U64Gauge,
+    up: Gauge<u64, AtomicU64>,
     dropped: Counter,
     export_records: Family<OutcomeLabel, Counter>,
     export_failures: Counter,
-    export_backlog: U64Gauge,
+    export_backlog: Gauge<u64, AtomicU64>,
     export_dropped: Counter,
 }
 
 impl AuditMetrics {
     pub(super) fn register(registry: &mut Registry) -> AuditMetrics {
         let m = AuditMetrics {
-            up: U64Gauge::default(),
+            up: Gauge::default(),
             dropped: Counter::default(),
             export_records: Family::default(),
             export_failures: Counter::default(),
-            export_backlog: U64Gauge::default(),
+            export_backlog: Gauge::default(),
             export_dropped: Counter::default(),
         };
         m.up.set(1);

@@ -15,13 +15,13 @@ pub(crate) struct StoreState {
 }
 
 /// The last outcome, shared by every user of the pool and the listener.
-pub(crate) struct Health {
+pub(crate) struct PgHealth {
     state: Mutex<StoreState>,
 }
 
-impl Default for Health {
+impl Default for PgHealth {
     fn default() -> Self {
-        Health {
+        PgHealth {
             state: Mutex::new(StoreState {
                 state: "up",
                 since: super::now(),
@@ -31,7 +31,7 @@ impl Default for Health {
     }
 }
 
-impl Health {
+impl PgHealth {
     pub(crate) fn state(&self) -> StoreState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -23,7 +23,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use secrecy::{ExposeSecret, SecretString};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub(crate) use health::{Health, StoreState};
+pub(crate) use health::{PgHealth, StoreState};
 pub(crate) use seal::Sealer;
 
 /// The notification channel every replica listens on.
@@ -71,11 +71,11 @@ pub(crate) struct Db {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     location: String,
-    health: Health,
+    health: PgHealth,
 }
 
 /// Where to connect and as whom.
-pub(crate) struct Target<'a> {
+pub(crate) struct PgTarget<'a> {
     /// The DSN, without a password.
     pub(crate) dsn: &'a str,
     /// The password, if the server wants one.
@@ -86,7 +86,7 @@ pub(crate) struct Target<'a> {
 
 impl Db {
     /// Connect, and create or migrate the schema (safe when several replicas start at once).
-    pub(crate) async fn connect(target: Target<'_>) -> Result<Arc<Db>, String> {
+    pub(crate) async fn connect(target: PgTarget<'_>) -> Result<Arc<Db>, String> {
         let mut config = tokio_postgres::Config::from_str(target.dsn)
             .map_err(|e| format!("control.store: not a PostgreSQL URL: {e}"))?;
         if let Some(p) = &target.password {
@@ -116,7 +116,7 @@ impl Db {
             config,
             tls,
             location: location.clone(),
-            health: Health::default(),
+            health: PgHealth::default(),
         });
         let mut client = db
             .client()

@@ -58,13 +58,13 @@ pub(crate) fn check(method: &Method, headers: &HeaderMap, scheme: &str, host: &s
 
 /// An origin, compared as browsers do: scheme and host in lower case, the port explicit.
 #[derive(Debug, PartialEq, Eq)]
-struct Origin {
+struct BrowserOrigin {
     scheme: String,
     host: String,
     port: u16,
 }
 
-impl std::fmt::Display for Origin {
+impl std::fmt::Display for BrowserOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match default_port(&self.scheme) {
             Some(p) if p == self.port => write!(f, "{}://{}", self.scheme, self.host),
@@ -74,7 +74,7 @@ impl std::fmt::Display for Origin {
 }
 
 /// An `Origin` header's value (`scheme://host[:port]`, nothing more); `null` and anything else: `None`.
-fn parse(text: &str) -> Option<Origin> {
+fn parse(text: &str) -> Option<BrowserOrigin> {
     let (scheme, authority) = text.trim().split_once("://")?;
     if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) {
         return None;
@@ -83,7 +83,7 @@ fn parse(text: &str) -> Option<Origin> {
 }
 
 /// The origin of `authority` (`host[:port]`) under `scheme`.
-fn canonical(scheme: &str, authority: &str) -> Option<Origin> {
+fn canonical(scheme: &str, authority: &str) -> Option<BrowserOrigin> {
     let scheme = scheme.to_ascii_lowercase();
     if authority.is_empty()
         || authority
@@ -104,7 +104,7 @@ fn canonical(scheme: &str, authority: &str) -> Option<Origin> {
     if host.is_empty() || host.contains(':') {
         return None;
     }
-    Some(Origin {
+    Some(BrowserOrigin {
         scheme,
         host: host.to_ascii_lowercase(),
         port,

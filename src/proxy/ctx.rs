@@ -44,7 +44,7 @@ pub(super) enum Ended {
         open: crate::limits::OpenGuard,
     },
     /// This DNS answer is given (its record is written now).
-    Answer(crate::dns::Answer),
+    Answer(crate::dns::DnsAnswer),
     /// A dry run went as far as a dry run goes: nothing was sent, dialled or resolved.
     Dry,
 }

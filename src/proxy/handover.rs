@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::protocol::contract::{Answer, Protocol};
+use super::protocol::contract::{AnswerCheck, Protocol};
 use crate::error::ProxyError;
 use crate::leak::mask::masker::Masker;
 use crate::limits::Meter;
@@ -58,7 +58,7 @@ pub(crate) struct Judgements {
     /// What a person must allow first, if anything.
     pub(crate) asking: Option<Asking>,
     /// What the answer is checked and filtered with.
-    pub(crate) answer: Option<Box<dyn Answer>>,
+    pub(crate) answer: Option<Box<dyn AnswerCheck>>,
 }
 
 impl Judgements {

@@ -9,7 +9,7 @@ use crate::addr::{ClientAddr, OriginalDst};
 use crate::audit;
 use crate::audit::Kind;
 use crate::body::ProxyBody;
-use crate::dns::Answer;
+use crate::dns::DnsAnswer;
 use crate::error::ProxyError;
 use crate::error::TunnelEnd;
 use crate::generation::Generation;
@@ -88,7 +88,7 @@ pub(crate) enum Outcome {
     /// Open this tunnel (after answering 200 to a CONNECT).
     Open(Box<Opened>),
     /// Answer the DNS query so.
-    Answer(Answer),
+    Answer(DnsAnswer),
     /// A dry run ended; what it found is in its notes.
     Dry,
 }

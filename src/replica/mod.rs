@@ -28,7 +28,7 @@ pub(crate) use store::{SharedStore, connect, open};
 /// How often everything is re-read even without a missed notification (the safety net).
 const RESYNC_EVERY: Duration = Duration::from_secs(30);
 
-/// Start applying announcements (`events`, from [`store::Opened::events`]), the heartbeat and the periodic re-read.
+/// Start applying announcements (`events`, from [`store::StoreOpened::events`]), the heartbeat and the periodic re-read.
 /// Each stops when `follower` is dropped.
 pub(crate) fn start(follower: Weak<dyn Follower>, events: Option<UnboundedReceiver<Event>>) {
     let Some(events) = events else { return };

@@ -14,7 +14,7 @@ use crate::generation::Generation;
 use crate::limits::SharedBytes;
 use crate::pg::listen::{self, Event};
 use crate::pg::replicas::Registry;
-use crate::pg::{Db, Sealer, StoreState, Target};
+use crate::pg::{Db, PgTarget, Sealer, StoreState};
 use crate::tls::ca::{SandboxCas, SharedCas};
 
 /// The PostgreSQL store as this replica uses it.
@@ -46,7 +46,7 @@ impl SharedStore {
 }
 
 /// What the control plane opened.
-pub(crate) struct Opened {
+pub(crate) struct StoreOpened {
     pub(crate) control: Control,
     pub(crate) cas: SandboxCas,
     pub(crate) shared: Option<Arc<SharedStore>>,
@@ -57,7 +57,7 @@ pub(crate) struct Opened {
 /// Open the store `config` names: SQLite (or memory) as before, or PostgreSQL with its CAs, registry and
 /// listener.
 /// Run-time sandboxes' credentials are signed with `control.signing_key` (read from its secret source).
-pub(crate) async fn open(config: &Config, generation: &Generation) -> Result<Opened, String> {
+pub(crate) async fn open(config: &Config, generation: &Generation) -> Result<StoreOpened, String> {
     let key = match &config.control.signing_key {
         None => {
             // Without the admin API no sandbox is made at run time, so there is nothing to sign for others.
@@ -80,7 +80,7 @@ pub(crate) async fn open(config: &Config, generation: &Generation) -> Result<Ope
         if config.control.store.is_none() {
             tracing::info!("control.store is not set: sandboxes created at run time live in memory only");
         }
-        return Ok(Opened {
+        return Ok(StoreOpened {
             control,
             cas: SandboxCas::new(config.ca.dir.clone(), config.rotate_command()),
             shared: None,
@@ -107,7 +107,7 @@ pub(crate) async fn open(config: &Config, generation: &Generation) -> Result<Ope
         store = db.location(),
         "sharing state through PostgreSQL"
     );
-    Ok(Opened {
+    Ok(StoreOpened {
         control,
         cas,
         shared: Some(Arc::new(SharedStore {
@@ -140,7 +140,7 @@ pub(crate) async fn connect(
         .await
         .map_err(|e| format!("control.store_key: {e}"))?;
     let sealer = Sealer::new(&key)?;
-    let db = Db::connect(Target {
+    let db = Db::connect(PgTarget {
         dsn: &pg.dsn,
         password,
         roots: &pg.roots,

@@ -23,7 +23,7 @@ pub(crate) enum Cached {
     Miss,
 }
 
-struct Entry {
+struct CachedSecret {
     value: SecretString,
     read: Instant,
     /// A background read is under way (only one at a time per key).
@@ -35,7 +35,7 @@ struct Entry {
 /// or past its TTL whenever moka gets to dropping it.
 pub(crate) struct StoredCache {
     ttl: Duration,
-    entries: moka::sync::Cache<String, Arc<Entry>>,
+    entries: moka::sync::Cache<String, Arc<CachedSecret>>,
 }
 
 impl StoredCache {
@@ -69,7 +69,7 @@ impl StoredCache {
     pub(crate) fn put(&self, key: &str, value: SecretString, now: Instant) {
         self.entries.insert(
             key.to_string(),
-            Arc::new(Entry {
+            Arc::new(CachedSecret {
                 value,
                 read: now,
                 refreshing: AtomicBool::new(false),

@@ -23,7 +23,7 @@ struct TunnelEntry {
     token: CancellationToken,
 }
 
-struct Session {
+struct SandboxConnections {
     sandbox: Arc<Sandbox>,
     token: CancellationToken,
     conns: usize,
@@ -32,7 +32,7 @@ struct Session {
 
 /// The registry of open connections and tunnels by sandbox.
 pub(crate) struct Sessions {
-    inner: Mutex<HashMap<String, Session>>,
+    inner: Mutex<HashMap<String, SandboxConnections>>,
     next: AtomicU64,
     root: CancellationToken,
     metrics: Arc<Metrics>,
@@ -96,18 +96,23 @@ impl Sessions {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, SandboxConnections>> {
         // A panic while holding this lock leaves counts that are at worst off by one; keep serving.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn session<'a>(&self, map: &'a mut HashMap<String, Session>, sandbox: &Arc<Sandbox>) -> &'a mut Session {
-        map.entry(sandbox.incarnation().to_string()).or_insert_with(|| Session {
-            sandbox: sandbox.clone(),
-            token: self.root.child_token(),
-            conns: 0,
-            tunnels: HashMap::new(),
-        })
+    fn session<'a>(
+        &self,
+        map: &'a mut HashMap<String, SandboxConnections>,
+        sandbox: &Arc<Sandbox>,
+    ) -> &'a mut SandboxConnections {
+        map.entry(sandbox.incarnation().to_string())
+            .or_insert_with(|| SandboxConnections {
+                sandbox: sandbox.clone(),
+                token: self.root.child_token(),
+                conns: 0,
+                tunnels: HashMap::new(),
+            })
     }
 
     /// Register a client connection that has served this sandbox.

@@ -35,7 +35,7 @@ const PRUNE_AT: usize = 4096;
 
 /// The refusals of one sandbox of one kind within the window.
 #[derive(Default)]
-struct Seen {
+struct RefusalWindow {
     at: VecDeque<Instant>,
     records: VecDeque<serde_json::Value>,
 }
@@ -49,7 +49,7 @@ pub(crate) struct Watch {
     budgets: Arc<CredentialBudgets>,
     /// Where thresholds reached go, for the state to act on.
     triggers: UnboundedSender<Trigger>,
-    seen: Mutex<HashMap<(SandboxId, ViolationKind), Seen>>,
+    seen: Mutex<HashMap<(SandboxId, ViolationKind), RefusalWindow>>,
     /// Declared sandboxes revoked for violations: refused until restart or lifted.
     suspended: RwLock<HashSet<SandboxId>>,
     /// Sandboxes held for violations: every request needs approval.

@@ -41,13 +41,13 @@ pub(super) struct Streams {
 }
 
 /// One stream's place among the open ones, given back when the stream ends.
-pub(super) struct Held {
+pub(super) struct StreamSlot {
     _all: OwnedSemaphorePermit,
     each: Arc<Mutex<HashMap<String, usize>>>,
     whose: String,
 }
 
-impl Drop for Held {
+impl Drop for StreamSlot {
     fn drop(&mut self) {
         let mut each = self.each.lock().unpoisoned();
         if let Some(n) = each.get_mut(&self.whose) {
@@ -76,7 +76,7 @@ impl Streams {
     }
 
     /// A place for one more stream of the principal `whose`, if there is one.
-    pub(super) fn take(&self, whose: &str) -> Result<Held, Full> {
+    pub(super) fn take(&self, whose: &str) -> Result<StreamSlot, Full> {
         let mut each = self.each.lock().unpoisoned();
         let n = each.entry(whose.to_owned()).or_default();
         if *n >= MOST_STREAMS_EACH {
@@ -84,7 +84,7 @@ impl Streams {
         }
         let all = self.all.clone().try_acquire_owned().map_err(|_| Full::Everyone)?;
         *n += 1;
-        Ok(Held {
+        Ok(StreamSlot {
             _all: all,
             each: self.each.clone(),
             whose: whose.to_owned(),
@@ -93,7 +93,7 @@ impl Streams {
 }
 
 /// What a stream watches.
-pub(super) struct Watched {
+pub(super) struct StreamWatch {
     pub(super) approvals: watch::Receiver<u64>,
     pub(super) sandboxes: watch::Receiver<u64>,
     /// When the session ends: the stream says `signed-out` and ends.
@@ -105,11 +105,11 @@ pub(super) struct Watched {
     /// The roles the page was made for.
     pub(super) roles: Roles,
     /// Held for the stream's life (streams are bounded).
-    pub(super) _held: Held,
+    pub(super) _held: StreamSlot,
 }
 
 struct Watching {
-    w: Watched,
+    w: StreamWatch,
     tick: tokio::time::Interval,
     recheck: tokio::time::Interval,
     first: bool,
@@ -117,7 +117,7 @@ struct Watching {
 }
 
 /// The event stream's body.
-pub(super) fn stream(watched: Watched) -> Body {
+pub(super) fn stream(watched: StreamWatch) -> Body {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut recheck = tokio::time::interval(RECHECK);

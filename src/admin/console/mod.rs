@@ -234,7 +234,7 @@ fn events(console: &Arc<Console>, state: &Arc<ProxyState>, me: &Me) -> Response<
     };
     // Weak: an open stream keeps neither the console nor the state alive.
     let (console_of, state_of, cookie) = (Arc::downgrade(console), Arc::downgrade(state), me.cookie.clone());
-    let body = events::stream(events::Watched {
+    let body = events::stream(events::StreamWatch {
         approvals: state.approvals.changes(),
         sandboxes: console.sandboxes.subscribe(),
         ends: me.session.ends,

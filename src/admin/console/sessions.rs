@@ -55,7 +55,7 @@ pub(super) enum Proof {
 }
 
 /// A sign-in through the provider under way.
-struct Started {
+struct SignInStarted {
     flow: Flow,
     /// The SHA-256 of the cookie that binds it to the browser that started it.
     browser: [u8; 32],
@@ -65,24 +65,24 @@ struct Started {
 /// other host can set them) and the session `__Secure-` (its path is its place, which `__Host-` does not allow);
 /// plain on loopback HTTP.
 #[derive(Clone, Copy)]
-pub(super) struct Names {
+pub(super) struct CookieNames {
     pub(super) session: &'static str,
     pub(super) flow: &'static str,
     pub(super) form: &'static str,
     secure: bool,
 }
 
-impl Names {
-    pub(super) fn new(tls: bool) -> Names {
+impl CookieNames {
+    pub(super) fn new(tls: bool) -> CookieNames {
         if tls {
-            Names {
+            CookieNames {
                 session: "__Secure-cordon_console",
                 flow: "__Host-cordon_signin",
                 form: "__Host-cordon_form",
                 secure: true,
             }
         } else {
-            Names {
+            CookieNames {
                 session: "cordon_console",
                 flow: "cordon_signin",
                 form: "cordon_form",
@@ -101,7 +101,7 @@ impl Names {
         self.set_at(self.session, value, SameSite::Strict, life, &path_of(place))
     }
 
-    /// A `Set-Cookie` value as [`Names::set`] with the path `path`.
+    /// A `Set-Cookie` value as [`CookieNames::set`] with the path `path`.
     fn set_at(&self, name: &'static str, value: &str, same_site: SameSite, life: Duration, path: &str) -> String {
         Cookie::build((name, value.to_owned()))
             .path(path.to_owned())
@@ -151,7 +151,7 @@ pub(super) fn same(a: &str, b: &str) -> bool {
 /// The sessions and the sign-ins under way.
 pub(super) struct SignIns {
     sessions: moka::sync::Cache<[u8; 32], Arc<Session>>,
-    flows: moka::sync::Cache<String, Arc<Started>>,
+    flows: moka::sync::Cache<String, Arc<SignInStarted>>,
     /// How long a session lasts.
     pub(super) ttl: Duration,
 }
@@ -201,7 +201,7 @@ impl SignIns {
         let state = flow.state.clone();
         self.flows.insert(
             state,
-            Arc::new(Started {
+            Arc::new(SignInStarted {
                 flow,
                 browser: digest(browser),
             }),

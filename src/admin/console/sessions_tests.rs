@@ -56,7 +56,7 @@ fn cookies_are_read_by_exact_name() {
         "xcordon_console=evil; cordon_console=good; other=1".parse().unwrap(),
     );
     assert_eq!(cookie(&h, "cordon_console").as_deref(), Some("good"));
-    let set = Names::new(true).set("__Host-cordon_console", "v", SameSite::Strict, Duration::from_secs(5));
+    let set = CookieNames::new(true).set("__Host-cordon_console", "v", SameSite::Strict, Duration::from_secs(5));
     for part in [
         "__Host-cordon_console=v",
         "HttpOnly",
@@ -67,10 +67,10 @@ fn cookies_are_read_by_exact_name() {
     ] {
         assert!(set.contains(part), "{set}");
     }
-    let plain = Names::new(false).set("cordon_console", "v", SameSite::Strict, Duration::from_secs(5));
+    let plain = CookieNames::new(false).set("cordon_console", "v", SameSite::Strict, Duration::from_secs(5));
     assert!(!plain.contains("Secure"), "{plain}");
     // The session's cookie is sent to its place alone: `__Secure-` over TLS (`__Host-` requires Path=/).
-    let session = Names::new(true).session("v", "abc", Duration::from_secs(5));
+    let session = CookieNames::new(true).session("v", "abc", Duration::from_secs(5));
     for part in [
         "__Secure-cordon_console=v",
         "Path=/console/s/abc",
@@ -80,7 +80,7 @@ fn cookies_are_read_by_exact_name() {
     ] {
         assert!(session.contains(part), "{session}");
     }
-    let session = Names::new(false).session("v", "abc", Duration::from_secs(5));
+    let session = CookieNames::new(false).session("v", "abc", Duration::from_secs(5));
     assert!(
         session.starts_with("cordon_console=v") && session.contains("Path=/console/s/abc"),
         "{session}"

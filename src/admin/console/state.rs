@@ -8,7 +8,7 @@ use http::header::{HOST, ORIGIN};
 use tokio::sync::watch;
 
 use super::pages::Viewer;
-use super::sessions::{Names, Proof, Session, SignIns, cookie, same};
+use super::sessions::{CookieNames, Proof, Session, SignIns, cookie, same};
 use crate::oidc::Provider;
 use crate::principal::Principal;
 use crate::state::ProxyState;
@@ -32,7 +32,7 @@ impl Certs {
 /// The console of this process.
 pub(crate) struct Console {
     pub(super) sessions: SignIns,
-    pub(super) names: Names,
+    pub(super) names: CookieNames,
     /// Whether it is served over TLS (the origin forms must come from is `https://`).
     tls: bool,
     pub(super) oidc: Option<Arc<Provider>>,
@@ -102,7 +102,7 @@ impl Console {
         };
         Ok(Some(Arc::new(Console {
             sessions: SignIns::new(console.session_ttl),
-            names: Names::new(tls),
+            names: CookieNames::new(tls),
             tls,
             oidc,
             sandboxes: watch::Sender::new(0),

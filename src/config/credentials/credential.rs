@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::binding::{Binding, RawBinding, binding};
 use super::inject::{Inject, RawInject, inject};
-use super::minting::{Kind, named, names};
+use super::minting::{MintingKind, named, names};
 use super::secret::SecretRef;
 use super::source::{RawSource, SecretSource, source};
 use crate::config::errors::Errors;
@@ -190,11 +190,11 @@ pub(crate) fn check_policy_credentials(
 
 /// The kinds of minting call a credential from `source` can make: AWS keys sign AWS calls; every other
 /// credential is injected as it is, and can carry an OAuth2 token request; a GitHub one, GitHub's calls too.
-fn kinds(source: &SecretSource, github: bool) -> &'static [Kind] {
+fn kinds(source: &SecretSource, github: bool) -> &'static [MintingKind] {
     match source {
-        SecretSource::Aws(_) => &[Kind::Aws],
-        _ if github => &[Kind::GitHub, Kind::OAuth2],
-        _ => &[Kind::OAuth2],
+        SecretSource::Aws(_) => &[MintingKind::Aws],
+        _ if github => &[MintingKind::GitHub, MintingKind::OAuth2],
+        _ => &[MintingKind::OAuth2],
     }
 }
 
@@ -233,9 +233,9 @@ fn allow(errs: &mut Errors, path: &str, source: &SecretSource, github: bool, raw
             }
             Some(m) => {
                 let hint = match m.kind {
-                    Kind::GitHub => " (bind it to a GitHub host, or say `kind: github`)",
-                    Kind::Aws => " (`source.aws`)",
-                    Kind::OAuth2 => " (AWS keys sign requests; they carry no OAuth2 token request)",
+                    MintingKind::GitHub => " (bind it to a GitHub host, or say `kind: github`)",
+                    MintingKind::Aws => " (`source.aws`)",
+                    MintingKind::OAuth2 => " (AWS keys sign requests; they carry no OAuth2 token request)",
                 };
                 errs.at(
                     at,

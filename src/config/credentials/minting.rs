@@ -9,7 +9,7 @@
 
 /// Which kind of credential a minting call is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum MintingKind {
     /// AWS keys (`source.aws`), signed with SigV4.
     Aws,
     /// A credential on the GitHub REST API: a `github_app` source, a credential bound to `github.com` or a
@@ -20,13 +20,13 @@ pub(crate) enum Kind {
     OAuth2,
 }
 
-impl Kind {
+impl MintingKind {
     /// How the kind is written in an `allow_minting` entry (`aws`'s entries are `service:Action`).
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Kind::Aws => "AWS",
-            Kind::GitHub => "GitHub",
-            Kind::OAuth2 => "OAuth2",
+            MintingKind::Aws => "AWS",
+            MintingKind::GitHub => "GitHub",
+            MintingKind::OAuth2 => "OAuth2",
         }
     }
 }
@@ -35,7 +35,7 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Minting {
     /// The kind of credential it is made with.
-    pub(crate) kind: Kind,
+    pub(crate) kind: MintingKind,
     /// Its name in `allow_minting`: AWS `service:Action` (the IAM action name), `github:group`, `oauth2:grant`.
     /// Several rows may share a name (one name allows them all).
     pub(crate) name: &'static str,
@@ -48,7 +48,7 @@ pub(crate) struct Minting {
 
 const fn aws(name: &'static str) -> Minting {
     Minting {
-        kind: Kind::Aws,
+        kind: MintingKind::Aws,
         name,
         rest: None,
         grant: None,
@@ -57,7 +57,7 @@ const fn aws(name: &'static str) -> Minting {
 
 const fn aws_rest(name: &'static str, method: &'static str, path: &'static str) -> Minting {
     Minting {
-        kind: Kind::Aws,
+        kind: MintingKind::Aws,
         name,
         rest: Some((method, path)),
         grant: None,
@@ -66,7 +66,7 @@ const fn aws_rest(name: &'static str, method: &'static str, path: &'static str) 
 
 const fn github(name: &'static str, method: &'static str, path: &'static str) -> Minting {
     Minting {
-        kind: Kind::GitHub,
+        kind: MintingKind::GitHub,
         name,
         rest: Some((method, path)),
         grant: None,
@@ -75,7 +75,7 @@ const fn github(name: &'static str, method: &'static str, path: &'static str) ->
 
 const fn oauth2(name: &'static str, grant: &'static str) -> Minting {
     Minting {
-        kind: Kind::OAuth2,
+        kind: MintingKind::OAuth2,
         name,
         rest: None,
         grant: Some(grant),
@@ -84,7 +84,7 @@ const fn oauth2(name: &'static str, grant: &'static str) -> Minting {
 
 /// The device authorization request (RFC 8628 §3.1), known by its path: a `POST` whose path ends so.
 pub(crate) const DEVICE_AUTHORIZATION: Minting = Minting {
-    kind: Kind::OAuth2,
+    kind: MintingKind::OAuth2,
     name: "oauth2:device_authorization",
     rest: None,
     grant: None,
@@ -296,7 +296,7 @@ pub(crate) fn named(name: &str) -> Option<&'static Minting> {
 }
 
 /// The names of `kind`'s minting calls, each once, for an error message.
-pub(crate) fn names(kind: Kind) -> Vec<&'static str> {
+pub(crate) fn names(kind: MintingKind) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for m in MINTING.iter().filter(|m| m.kind == kind) {
         if !out.contains(&m.name) {

@@ -2,8 +2,8 @@
 //! what folder it is relative to, which are flags, where a program's arguments are. `openat2`'s flags are read
 //! from the caller's memory (its `struct open_how`).
 
-use super::memory::{Memory, Unreadable};
-use super::resolve::Base;
+use super::memory::{Memory, MemoryUnreadable};
+use super::resolve::PathBase;
 
 /// `AT_FDCWD`: a path relative to the caller's working folder.
 const AT_FDCWD: i32 = -100;
@@ -13,7 +13,7 @@ const RESOLVE_IN_ROOT: u64 = 0x10;
 /// A path argument: the folder it is relative to, and where its text is in the caller's memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Named {
-    pub(crate) base: Base,
+    pub(crate) base: PathBase,
     pub(crate) addr: u64,
     /// Whether an empty path names the descriptor itself (`AT_EMPTY_PATH`); else the kernel refuses it.
     pub(crate) empty: bool,
@@ -23,7 +23,11 @@ fn named(dirfd: u64, addr: u64) -> Named {
     // The kernel reads a descriptor as an `int`.
     let fd = dirfd as u32 as i32;
     Named {
-        base: if fd == AT_FDCWD { Base::Cwd } else { Base::Fd(fd) },
+        base: if fd == AT_FDCWD {
+            PathBase::Cwd
+        } else {
+            PathBase::Fd(fd)
+        },
         addr,
         empty: false,
     }
@@ -99,7 +103,7 @@ pub(crate) fn syscall_name(nr: i64) -> &'static str {
 }
 
 /// What the call `nr` with arguments `a` asks (`Err`: its `struct open_how` could not be read).
-pub(crate) fn ask(nr: i64, a: [u64; 6], mem: &Memory) -> Result<Option<Ask>, Unreadable> {
+pub(crate) fn ask(nr: i64, a: [u64; 6], mem: &Memory) -> Result<Option<Ask>, MemoryUnreadable> {
     Ok(Some(match nr {
         libc::SYS_execve => Ask::Exec {
             name: cwd(a[0]),

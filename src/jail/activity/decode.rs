@@ -13,8 +13,8 @@ use cordon_unotify::Notification;
 
 use super::calls::{Ask, Named, ask, syscall_name};
 use super::memory::Memory;
-use super::outcome::{self, Who};
-use super::resolve::{Base, Found, Resolved, View};
+use super::outcome::{self, CallerCreds};
+use super::resolve::{PathBase, PathState, Resolved, ThreadView};
 
 /// The longest path read.
 const MOST_PATH: usize = 4096;
@@ -27,7 +27,7 @@ const TMPFILE: u64 = 0o20_000_000;
 
 /// What one call did (or asked, for an attempt the kernel refuses).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum CallEvent {
     /// A program started.
     Exec {
         path: String,
@@ -75,10 +75,10 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// One waiting call, as read: its memory, its view and credentials.
-struct Caller {
+struct WaitingCall {
     mem: Memory,
-    view: Result<View, String>,
-    who: Who,
+    view: Result<ThreadView, String>,
+    who: CallerCreds,
     status: String,
     pid: u32,
 }
@@ -86,7 +86,7 @@ struct Caller {
 /// A path the caller named: resolved, or why not.
 type Looked = Result<Resolved, String>;
 
-impl Caller {
+impl WaitingCall {
     /// The path `named` names, resolved (`follow`: its last link followed).
     fn look(&self, named: Named, follow: bool, in_root: bool) -> Looked {
         let (bytes, cut) = self.mem.string(named.addr, MOST_PATH).map_err(|u| u.0)?;
@@ -98,19 +98,19 @@ impl Caller {
             Err(why) => {
                 return Ok(Resolved {
                     path: bytes,
-                    found: Found::Unresolved(why.clone()),
+                    found: PathState::Unresolved(why.clone()),
                 });
             }
         };
         if bytes.is_empty() {
             return Ok(match named.base {
                 // AT_EMPTY_PATH: the descriptor itself.
-                Base::Fd(fd) if named.empty => view.fd(fd, follow),
-                Base::Cwd if named.empty => view.resolve(Base::Cwd, b".", follow, false),
+                PathBase::Fd(fd) if named.empty => view.fd(fd, follow),
+                PathBase::Cwd if named.empty => view.resolve(PathBase::Cwd, b".", follow, false),
                 // Else the kernel refuses an empty path.
                 _ => Resolved {
                     path: Vec::new(),
-                    found: Found::Absent {
+                    found: PathState::Absent {
                         errno: "ENOENT",
                         parent: None,
                     },
@@ -127,20 +127,20 @@ impl Caller {
         op: &'static str,
         looked: Looked,
         to: Option<String>,
-        judge: impl FnOnce(&Found) -> Option<&'static str>,
-    ) -> Event {
+        judge: impl FnOnce(&PathState) -> Option<&'static str>,
+    ) -> CallEvent {
         let (path, error, unreadable) = match looked {
             Ok(r) => {
                 let error = judge(&r.found);
                 let unreadable = match &r.found {
-                    Found::Unresolved(why) => Some(why.clone()),
+                    PathState::Unresolved(why) => Some(why.clone()),
                     _ => None,
                 };
                 (text(&r.path), error, unreadable)
             }
             Err(why) => ("?".into(), None, Some(why)),
         };
-        Event::File {
+        CallEvent::File {
             op,
             path,
             to,
@@ -152,31 +152,31 @@ impl Caller {
     }
 
     /// A new name the call makes (`mkdir`, `mknod`, `link`, `symlink`, `open` with `O_CREAT|O_EXCL`).
-    fn making(&self, found: &Found) -> Option<&'static str> {
+    fn making(&self, found: &PathState) -> Option<&'static str> {
         match found {
-            Found::There(..) => Some("EEXIST"),
-            Found::Absent {
+            PathState::There(..) => Some("EEXIST"),
+            PathState::Absent {
                 errno: "ENOENT",
                 parent: Some((fd, st)),
             } => outcome::naming(&self.who, fd, st),
-            Found::Absent { errno, .. } => Some(errno),
-            Found::Anonymous | Found::Unresolved(_) => None,
+            PathState::Absent { errno, .. } => Some(errno),
+            PathState::Anonymous | PathState::Unresolved(_) => None,
         }
     }
 
     /// A name the call removes or renames.
-    fn removing(&self, found: &Found, path: &[u8]) -> Option<&'static str> {
+    fn removing(&self, found: &PathState, path: &[u8]) -> Option<&'static str> {
         match found {
-            Found::There(..) => {
+            PathState::There(..) => {
                 let (fd, st) = self.view.as_ref().ok()?.parent_of(path)?;
                 outcome::naming(&self.who, fd, &st)
             }
-            Found::Absent { errno, .. } => Some(errno),
-            Found::Anonymous | Found::Unresolved(_) => None,
+            PathState::Absent { errno, .. } => Some(errno),
+            PathState::Anonymous | PathState::Unresolved(_) => None,
         }
     }
 
-    fn open(&self, syscall: &'static str, name: Named, flags: u64, in_root: bool) -> Option<Event> {
+    fn open(&self, syscall: &'static str, name: Named, flags: u64, in_root: bool) -> Option<CallEvent> {
         if !opens_for_writing(flags) {
             return None;
         }
@@ -191,32 +191,32 @@ impl Caller {
                 r
             });
             return Some(self.file(syscall, "create", looked, None, |found| match found {
-                Found::There(fd, st) => outcome::naming(&self.who, fd, st),
-                Found::Absent { errno, .. } => Some(errno),
+                PathState::There(fd, st) => outcome::naming(&self.who, fd, st),
+                PathState::Absent { errno, .. } => Some(errno),
                 _ => None,
             }));
         }
         let there = matches!(
             looked,
             Ok(Resolved {
-                found: Found::There(..),
+                found: PathState::There(..),
                 ..
             })
         );
         let op = if create && (!there || excl) { "create" } else { "write" };
         Some(self.file(syscall, op, looked, None, |found| match found {
-            Found::There(..) if create && excl => Some("EEXIST"),
-            Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+            PathState::There(..) if create && excl => Some("EEXIST"),
+            PathState::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
                 Some("ELOOP")
             }
-            Found::There(fd, st) => outcome::writing(&self.who, fd, st),
+            PathState::There(fd, st) => outcome::writing(&self.who, fd, st),
             _ if create => self.making(found),
-            Found::Absent { errno, .. } => Some(errno),
+            PathState::Absent { errno, .. } => Some(errno),
             _ => None,
         }))
     }
 
-    fn exec(&self, name: Named, argv: u64, flags: u64) -> Event {
+    fn exec(&self, name: Named, argv: u64, flags: u64) -> CallEvent {
         let follow = flags & libc::AT_SYMLINK_NOFOLLOW as u64 == 0;
         let looked = self.look(name, follow, false);
         let (argv, truncated) = self.mem.strings(argv, MOST_ARGS, MOST_ARG_BYTES);
@@ -224,13 +224,15 @@ impl Caller {
         let path = match looked {
             Ok(r) => {
                 match &r.found {
-                    Found::There(_, st) if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() => {
+                    PathState::There(_, st)
+                        if !follow && rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink() =>
+                    {
                         error = Some("ELOOP");
                     }
-                    Found::There(fd, st) => error = outcome::running(&self.who, fd, st),
-                    Found::Absent { errno, .. } => error = Some(errno),
-                    Found::Anonymous => anonymous = true,
-                    Found::Unresolved(why) => unreadable = Some(why.clone()),
+                    PathState::There(fd, st) => error = outcome::running(&self.who, fd, st),
+                    PathState::Absent { errno, .. } => error = Some(errno),
+                    PathState::Anonymous => anonymous = true,
+                    PathState::Unresolved(why) => unreadable = Some(why.clone()),
                 }
                 text(&r.path)
             }
@@ -250,7 +252,7 @@ impl Caller {
             Ok(v) => v.link("cwd").map_or_else(|_| "?".into(), |c| text(&c)),
             Err(_) => "?".into(),
         };
-        Event::Exec {
+        CallEvent::Exec {
             path,
             argv,
             truncated,
@@ -266,15 +268,15 @@ impl Caller {
 }
 
 /// What the waiting call `n` does, if it is one cordon records: read now, while it waits.
-pub(crate) fn event(n: &Notification) -> Option<Event> {
+pub(crate) fn event(n: &Notification) -> Option<CallEvent> {
     let nr = i64::from(n.nr);
     let syscall = syscall_name(nr);
     let mem = Memory::of(n.pid);
     let status = std::fs::read_to_string(format!("/proc/{}/status", n.pid)).unwrap_or_default();
     let asked = ask(nr, n.args, &mem);
-    let caller = Caller {
-        view: View::of(n.pid, &status),
-        who: Who::of(&status),
+    let caller = WaitingCall {
+        view: ThreadView::of(n.pid, &status),
+        who: CallerCreds::of(&status),
         status,
         mem,
         pid: n.pid,
@@ -292,8 +294,8 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
         Ask::Truncate(name) => {
             let looked = caller.look(name, true, false);
             caller.file(syscall, "write", looked, None, |found| match found {
-                Found::There(fd, st) => outcome::writing(&caller.who, fd, st),
-                Found::Absent { errno, .. } => Some(errno),
+                PathState::There(fd, st) => outcome::writing(&caller.who, fd, st),
+                PathState::Absent { errno, .. } => Some(errno),
                 _ => None,
             })
         }
@@ -305,7 +307,7 @@ pub(crate) fn event(n: &Notification) -> Option<Event> {
             let to = caller.look(old, follow, false);
             let old_error = match &to {
                 Ok(Resolved {
-                    found: Found::Absent { errno, .. },
+                    found: PathState::Absent { errno, .. },
                     ..
                 }) => Some(*errno),
                 _ => None,

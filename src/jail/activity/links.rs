@@ -2,9 +2,9 @@
 //! gives for their targets, relative to the caller's root (a file with no name as `/memfd:NAME (deleted)`,
 //! `pipe:[N]`).
 
-use super::resolve::View;
+use super::resolve::ThreadView;
 
-impl View {
+impl ThreadView {
     /// What the caller's `/proc/PID/NAME` link reads (`cwd`, `root`, `exe`, `fd/N`), as the kernel names its
     /// target relative to the caller's root. A descriptor cordon may not read through `/proc` (the caller was
     /// made non-dumpable, and cordon runs without root) is copied with `pidfd_getfd`, which asks only the ptrace

@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 
 /// Why something in the caller's memory could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unreadable(pub(crate) String);
+pub(crate) struct MemoryUnreadable(pub(crate) String);
 
 /// The memory of one waiting thread.
 pub(crate) struct Memory {
@@ -36,17 +36,17 @@ impl Memory {
     }
 
     /// Fill `buf` from `addr` (within one page), returning how much was read.
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Unreadable> {
-        let base = usize::try_from(addr).map_err(|_| Unreadable(format!("address {addr:#x}")))?;
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<usize, MemoryUnreadable> {
+        let base = usize::try_from(addr).map_err(|_| MemoryUnreadable(format!("address {addr:#x}")))?;
         let remote = [RemoteIoVec { base, len: buf.len() }];
         process_vm_readv(self.pid, &mut [IoSliceMut::new(buf)], &remote)
-            .map_err(|e| Unreadable(format!("memory of pid {} at {addr:#x}: {}", self.pid, e.desc())))
+            .map_err(|e| MemoryUnreadable(format!("memory of pid {} at {addr:#x}: {}", self.pid, e.desc())))
     }
 
     /// The NUL-terminated bytes at `addr`, at most `most` of them (and whether there were more).
-    pub(crate) fn string(&self, addr: u64, most: usize) -> Result<(Vec<u8>, bool), Unreadable> {
+    pub(crate) fn string(&self, addr: u64, most: usize) -> Result<(Vec<u8>, bool), MemoryUnreadable> {
         if addr == 0 {
-            return Err(Unreadable("a null pointer".into()));
+            return Err(MemoryUnreadable("a null pointer".into()));
         }
         let mut out = Vec::new();
         let mut at = addr;
@@ -55,7 +55,10 @@ impl Memory {
             let mut buf = vec![0u8; room.min(most - out.len())];
             let n = self.read(at, &mut buf)?;
             if n == 0 {
-                return Err(Unreadable(format!("memory of pid {} at {at:#x}: nothing", self.pid)));
+                return Err(MemoryUnreadable(format!(
+                    "memory of pid {} at {at:#x}: nothing",
+                    self.pid
+                )));
             }
             if let Some(end) = buf[..n].iter().position(|&b| b == 0) {
                 out.extend_from_slice(&buf[..end]);
@@ -68,7 +71,7 @@ impl Memory {
     }
 
     /// `N` bytes at `addr`.
-    pub(crate) fn bytes<const N: usize>(&self, addr: u64) -> Result<[u8; N], Unreadable> {
+    pub(crate) fn bytes<const N: usize>(&self, addr: u64) -> Result<[u8; N], MemoryUnreadable> {
         let mut buf = [0u8; N];
         let mut got = 0;
         while got < N {
@@ -76,7 +79,10 @@ impl Memory {
             let room = usize::try_from(PAGE - (at % PAGE)).unwrap_or(1).min(N - got);
             let n = self.read(at, &mut buf[got..got + room])?;
             if n == 0 {
-                return Err(Unreadable(format!("memory of pid {} at {at:#x}: nothing", self.pid)));
+                return Err(MemoryUnreadable(format!(
+                    "memory of pid {} at {at:#x}: nothing",
+                    self.pid
+                )));
             }
             got += n;
         }
@@ -84,7 +90,7 @@ impl Memory {
     }
 
     /// The pointer-sized word at `addr`.
-    pub(crate) fn word(&self, addr: u64) -> Result<u64, Unreadable> {
+    pub(crate) fn word(&self, addr: u64) -> Result<u64, MemoryUnreadable> {
         self.bytes::<8>(addr).map(u64::from_ne_bytes)
     }
 

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use crate::audit::{Aggregated, ExecRecord, FileRecord, JailOf, Sink};
 use crate::names::SandboxId;
-use decode::Event;
+use decode::CallEvent;
 
 /// The word sent with the listener when the filter is in place.
 const ON: &[u8] = b"on";
@@ -205,9 +205,9 @@ fn watch(listener: &cordon_unotify::Listener, stop: &AtomicBool, log: &Log) {
 
 /// The record of `event`, or its count towards a summary: keyed by the program, or by the folder the file is in
 /// (both resolved as the command sees them; `?` for what could not be read).
-fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
+fn write(tally: &mut rate::Tally, log: &Log, event: CallEvent) {
     match event {
-        Event::Exec {
+        CallEvent::Exec {
             path,
             argv,
             truncated,
@@ -236,7 +236,7 @@ fn write(tally: &mut rate::Tally, log: &Log, event: Event) {
                 crate::audit::jail_exec(&log.sink, &log.of(), exec);
             }
         }
-        Event::File {
+        CallEvent::File {
             op,
             path,
             to,

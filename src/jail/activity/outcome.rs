@@ -18,7 +18,7 @@ const W: u32 = 0o2;
 const X: u32 = 0o1;
 
 /// Whose call: the credentials the kernel checks files against.
-pub(crate) struct Who {
+pub(crate) struct CallerCreds {
     fsuid: u32,
     fsgid: u32,
     groups: Vec<u32>,
@@ -26,14 +26,14 @@ pub(crate) struct Who {
     privileged: bool,
 }
 
-impl Who {
+impl CallerCreds {
     /// From the caller's `/proc/PID/status`.
-    pub(crate) fn of(status: &str) -> Who {
+    pub(crate) fn of(status: &str) -> CallerCreds {
         let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("");
         let nth = |name: &str, i: usize| field(name).split_whitespace().nth(i).and_then(|v| v.parse().ok());
         let caps = u64::from_str_radix(field("CapEff:").trim(), 16).ok();
         let (fsuid, fsgid) = (nth("Uid:", 3), nth("Gid:", 3));
-        Who {
+        CallerCreds {
             fsuid: fsuid.unwrap_or(0),
             fsgid: fsgid.unwrap_or(0),
             groups: field("Groups:")
@@ -68,7 +68,7 @@ fn read_only(fd: impl AsFd) -> bool {
 }
 
 /// Opening or truncating the existing `st` (open as `fd`) for writing.
-pub(crate) fn writing(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
+pub(crate) fn writing(who: &CallerCreds, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
     let kind = FileType::from_raw_mode(st.st_mode);
     if kind == FileType::Directory {
         return Some("EISDIR");
@@ -82,7 +82,7 @@ pub(crate) fn writing(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static st
 }
 
 /// A new name in the folder `st` (open as `fd`), or one removed from it.
-pub(crate) fn naming(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
+pub(crate) fn naming(who: &CallerCreds, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
     if read_only(fd) {
         return Some("EROFS");
     }
@@ -90,7 +90,7 @@ pub(crate) fn naming(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static str
 }
 
 /// Running the program `st` (open as `fd`).
-pub(crate) fn running(who: &Who, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
+pub(crate) fn running(who: &CallerCreds, fd: impl AsFd, st: &Stat) -> Option<&'static str> {
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Some("EACCES");
     }

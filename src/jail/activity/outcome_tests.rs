@@ -12,8 +12,8 @@ fn file(uid: u32, gid: u32, mode: u32) -> Stat {
     st
 }
 
-fn who(status: &str) -> Who {
-    Who::of(status)
+fn who(status: &str) -> CallerCreds {
+    CallerCreds::of(status)
 }
 
 const NOBODY: &str =

@@ -28,7 +28,7 @@ pub(crate) const OVERFLOW: &str = "*";
 
 /// What was counted and not recorded, for one key.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Counted {
+pub(crate) struct UnrecordedCount {
     /// In all.
     pub(crate) count: u64,
     /// By operation.
@@ -42,9 +42,9 @@ pub(crate) struct Tally {
     shown: u64,
     /// Bytes of names held.
     bytes: usize,
-    keys: HashMap<String, (u64, Counted)>,
+    keys: HashMap<String, (u64, UnrecordedCount)>,
     /// Events past the bounds, by kind (`exec` or `file`).
-    overflow: BTreeMap<&'static str, Counted>,
+    overflow: BTreeMap<&'static str, UnrecordedCount>,
 }
 
 impl Default for Tally {
@@ -61,7 +61,7 @@ impl Default for Tally {
 
 /// Count `what` in `counted`, within [`MOST_BY`] kinds and `room` bytes (else as `other`); the bytes a new
 /// kind adds.
-fn count(counted: &mut Counted, what: &str, room: usize) -> usize {
+fn count(counted: &mut UnrecordedCount, what: &str, room: usize) -> usize {
     counted.count += 1;
     if let Some(n) = counted.by.get_mut(what) {
         *n += 1;
@@ -106,13 +106,13 @@ impl Tally {
 
     /// Close the window: the summaries (kind, key, counts) of the keys that had events counted, the overflow
     /// last, and a fresh window.
-    pub(crate) fn close(&mut self) -> Vec<(&'static str, String, Counted)> {
+    pub(crate) fn close(&mut self) -> Vec<(&'static str, String, UnrecordedCount)> {
         let keys = std::mem::take(&mut self.keys);
         let overflow = std::mem::take(&mut self.overflow);
         self.started = Instant::now();
         self.shown = 0;
         self.bytes = 0;
-        let mut out: Vec<(&'static str, String, Counted)> = keys
+        let mut out: Vec<(&'static str, String, UnrecordedCount)> = keys
             .into_iter()
             .filter(|(_, (_, c))| c.count > 0)
             .filter_map(|(k, (_, c))| {

@@ -22,7 +22,7 @@ use rustix::io::Errno;
 const MOST_LINKS: u32 = 40;
 
 /// What a path names now.
-pub(crate) enum Found {
+pub(crate) enum PathState {
     /// It is there: an `O_PATH` descriptor of it (the link itself when not followed) and its status.
     There(OwnedFd, Stat),
     /// It is not: `ENOENT` or `ENOTDIR` (a folder of it is missing or not a folder), `ELOOP` (too many links).
@@ -39,14 +39,14 @@ pub(crate) enum Found {
 
 /// A path as the caller sees it, and what it names now.
 pub(crate) struct Resolved {
-    /// Absolute, without `.`, `..` or links (or, for [`Found::Anonymous`], the kernel's name of the file).
+    /// Absolute, without `.`, `..` or links (or, for [`PathState::Anonymous`], the kernel's name of the file).
     pub(crate) path: Vec<u8>,
-    pub(crate) found: Found,
+    pub(crate) found: PathState,
 }
 
 /// The folder a relative path starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Base {
+pub(crate) enum PathBase {
     /// The caller's working folder (`AT_FDCWD`).
     Cwd,
     /// The folder (or file) open as the caller's descriptor.
@@ -54,7 +54,7 @@ pub(crate) enum Base {
 }
 
 /// One waiting thread's view of the file system.
-pub(crate) struct View {
+pub(crate) struct ThreadView {
     /// The thread, as cordon's PID namespace numbers it.
     pub(super) tid: u32,
     /// Its process.
@@ -105,9 +105,9 @@ fn nameless(text: &[u8]) -> bool {
     !text.starts_with(b"/") || text.ends_with(b" (deleted)") || text.starts_with(b"/memfd:")
 }
 
-impl View {
+impl ThreadView {
     /// The view of the thread `tid`; `None` when its root cannot be opened (it is gone, or out of reach).
-    pub(crate) fn of(tid: u32, status: &str) -> Result<View, String> {
+    pub(crate) fn of(tid: u32, status: &str) -> Result<ThreadView, String> {
         let root = rustix::fs::open(
             format!("/proc/{tid}/root"),
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -124,7 +124,7 @@ impl View {
         let tgid = last("Tgid:")
             .and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
             .unwrap_or(tid);
-        Ok(View {
+        Ok(ThreadView {
             tid,
             tgid,
             ns_tgid: last("NStgid:").unwrap_or_else(|| tgid.to_string().into_bytes()),
@@ -146,16 +146,16 @@ impl View {
     }
 
     /// The text of the folder `base` names.
-    fn base(&self, base: Base) -> Result<Vec<u8>, String> {
+    fn base(&self, base: PathBase) -> Result<Vec<u8>, String> {
         match base {
-            Base::Cwd => self.link("cwd"),
-            Base::Fd(n) => self.link(&format!("fd/{n}")),
+            PathBase::Cwd => self.link("cwd"),
+            PathBase::Fd(n) => self.link(&format!("fd/{n}")),
         }
     }
 
     /// `path` as the caller sees it, relative to `base`; the last component followed when it is a link and
     /// `follow`. `in_root`: `openat2`'s `RESOLVE_IN_ROOT`, `base` as `/`.
-    pub(crate) fn resolve(&self, base: Base, path: &[u8], follow: bool, in_root: bool) -> Resolved {
+    pub(crate) fn resolve(&self, base: PathBase, path: &[u8], follow: bool, in_root: bool) -> Resolved {
         let (start, floor) = if path.starts_with(b"/") && !in_root {
             (Vec::new(), 0)
         } else {
@@ -165,8 +165,8 @@ impl View {
                     let floor = if in_root { start.len() } else { 0 };
                     (start, floor)
                 }
-                Ok(text) => return self.textual(text, path, Found::Unresolved("its folder has no name".into())),
-                Err(why) => return self.textual(b"?".to_vec(), path, Found::Unresolved(why)),
+                Ok(text) => return self.textual(text, path, PathState::Unresolved("its folder has no name".into())),
+                Err(why) => return self.textual(b"?".to_vec(), path, PathState::Unresolved(why)),
             }
         };
         let todo: Vec<Vec<u8>> = components(path).collect();
@@ -179,7 +179,7 @@ impl View {
     }
 
     /// The common case in one lookup: a path with no `..` and no link on its way (`RESOLVE_NO_SYMLINKS`, which
-    /// also keeps `/proc/self` and every link of `/proc` to [`View::walk`]), whose text is then its canonical
+    /// also keeps `/proc/self` and every link of `/proc` to [`ThreadView::walk`]), whose text is then its canonical
     /// path. `None` when it has either, or cannot be looked up so.
     fn fast(&self, start: &[Vec<u8>], todo: &[Vec<u8>], follow: bool) -> Option<Resolved> {
         if todo.iter().any(|c| c.as_slice() == b"..") {
@@ -202,14 +202,14 @@ impl View {
         match at(&cur, flags) {
             Ok((fd, stat)) => Some(Resolved {
                 path: joined(&cur),
-                found: Found::There(fd, stat),
+                found: PathState::There(fd, stat),
             }),
             Err(Errno::NOENT) if !cur.is_empty() => {
                 let (fd, stat) = at(&cur[..cur.len() - 1], OFlags::PATH | OFlags::CLOEXEC).ok()?;
                 (rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory).then(|| {
                     Resolved {
                         path: joined(&cur),
-                        found: Found::Absent {
+                        found: PathState::Absent {
                             errno: "ENOENT",
                             parent: Some((fd, stat)),
                         },
@@ -225,18 +225,18 @@ impl View {
         match self.link(&format!("fd/{fd}")) {
             Ok(text) if nameless(&text) => Resolved {
                 path: text,
-                found: Found::Anonymous,
+                found: PathState::Anonymous,
             },
             Ok(text) => self.walk(Vec::new(), components(&text).collect(), 0, follow),
             Err(why) => Resolved {
                 path: format!("(descriptor {fd})").into_bytes(),
-                found: Found::Unresolved(why),
+                found: PathState::Unresolved(why),
             },
         }
     }
 
     /// `base/path` as text, for what cannot be looked up.
-    fn textual(&self, mut base: Vec<u8>, path: &[u8], found: Found) -> Resolved {
+    fn textual(&self, mut base: Vec<u8>, path: &[u8], found: PathState) -> Resolved {
         if !path.is_empty() {
             base.push(b'/');
             base.extend_from_slice(path);
@@ -308,7 +308,7 @@ impl View {
                             if links > MOST_LINKS {
                                 return Resolved {
                                     path: joined(&cur),
-                                    found: Found::Absent {
+                                    found: PathState::Absent {
                                         errno: "ELOOP",
                                         parent: None,
                                     },
@@ -319,7 +319,7 @@ impl View {
                             here = None;
                             continue;
                         }
-                        Err(why) => return self.textual(joined(&cur), &c, Found::Unresolved(why)),
+                        Err(why) => return self.textual(joined(&cur), &c, PathState::Unresolved(why)),
                     }
                 }
                 todo = own.into_iter().chain(todo).collect();
@@ -347,7 +347,7 @@ impl View {
                     let rest: Vec<Vec<u8>> = todo.into_iter().collect();
                     let path = joined(&cur.iter().cloned().chain(rest).collect::<Vec<_>>());
                     let found = match e {
-                        Errno::NOENT | Errno::NOTDIR => Found::Absent {
+                        Errno::NOENT | Errno::NOTDIR => PathState::Absent {
                             errno,
                             parent: if last {
                                 here.take().or_else(|| self.parent_of(&joined(&cur)))
@@ -355,7 +355,7 @@ impl View {
                                 None
                             },
                         },
-                        _ => Found::Unresolved(format!("cannot look up {}: {e}", String::from_utf8_lossy(&path))),
+                        _ => PathState::Unresolved(format!("cannot look up {}: {e}", String::from_utf8_lossy(&path))),
                     };
                     return Resolved { path, found };
                 }
@@ -363,7 +363,7 @@ impl View {
             let Ok(stat) = rustix::fs::fstat(&fd) else {
                 return Resolved {
                     path: joined(&cur),
-                    found: Found::Unresolved("cannot stat it".into()),
+                    found: PathState::Unresolved("cannot stat it".into()),
                 };
             };
             let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
@@ -372,7 +372,7 @@ impl View {
                 if links > MOST_LINKS {
                     return Resolved {
                         path: joined(&cur),
-                        found: Found::Absent {
+                        found: PathState::Absent {
                             errno: "ELOOP",
                             parent: None,
                         },
@@ -383,7 +383,7 @@ impl View {
                     Err(e) => {
                         return Resolved {
                             path: joined(&cur),
-                            found: Found::Unresolved(format!("cannot read the link: {e}")),
+                            found: PathState::Unresolved(format!("cannot read the link: {e}")),
                         };
                     }
                 };
@@ -405,7 +405,7 @@ impl View {
                 let rest: Vec<Vec<u8>> = todo.into_iter().collect();
                 return Resolved {
                     path: joined(&cur.iter().cloned().chain(rest).collect::<Vec<_>>()),
-                    found: Found::Absent {
+                    found: PathState::Absent {
                         errno: "ENOTDIR",
                         parent: None,
                     },
@@ -414,10 +414,10 @@ impl View {
             here = Some((fd, stat));
         }
         let found = match here {
-            Some((fd, stat)) => Found::There(fd, stat),
+            Some((fd, stat)) => PathState::There(fd, stat),
             None => match self.open(&cur).and_then(|fd| Ok((rustix::fs::fstat(&fd)?, fd))) {
-                Ok((stat, fd)) => Found::There(fd, stat),
-                Err(e) => Found::Unresolved(format!("cannot look it up again: {e}")),
+                Ok((stat, fd)) => PathState::There(fd, stat),
+                Err(e) => PathState::Unresolved(format!("cannot look it up again: {e}")),
             },
         };
         Resolved {
@@ -437,10 +437,10 @@ impl View {
 }
 
 /// A file with no name, or something under it (which has none either).
-fn nameless_found(alone: bool) -> Found {
+fn nameless_found(alone: bool) -> PathState {
     if alone {
-        Found::Anonymous
+        PathState::Anonymous
     } else {
-        Found::Unresolved("under a file with no name".into())
+        PathState::Unresolved("under a file with no name".into())
     }
 }

@@ -24,25 +24,25 @@ pub(crate) const IDLE_EXIT: i32 = 123;
 
 /// Why a watch stopped the jail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
+pub(crate) enum LimitStop {
     /// It ran for its `wall` limit.
     Wall,
     /// It did nothing for its `idle` limit.
     Idle,
 }
 
-impl Stop {
+impl LimitStop {
     /// The exit status cordon gives a jail it stopped.
     pub(crate) fn exit_code(self) -> i32 {
         match self {
-            Stop::Wall => WALL_EXIT,
-            Stop::Idle => IDLE_EXIT,
+            LimitStop::Wall => WALL_EXIT,
+            LimitStop::Idle => IDLE_EXIT,
         }
     }
 }
 
 /// A running jail, as watched.
-pub(crate) struct Watch<'a> {
+pub(crate) struct LimitWatch<'a> {
     pub(crate) of: &'a super::supervision::Supervision,
     /// The jail's first process: every process of the jail descends from it.
     pub(crate) root: i32,
@@ -50,14 +50,14 @@ pub(crate) struct Watch<'a> {
 
 /// What the jail did, as of one sample: equal samples a period apart mean it did nothing in between.
 #[derive(Debug, PartialEq, Eq)]
-struct Activity {
+struct ActivitySample {
     cpu: u128,
     io: u64,
     records: u64,
     processes: BTreeSet<i32>,
 }
 
-impl Watch<'_> {
+impl LimitWatch<'_> {
     /// The jail's processes.
     fn processes(&self) -> Vec<i32> {
         match &self.of.bounds.cgroup {
@@ -66,7 +66,7 @@ impl Watch<'_> {
         }
     }
 
-    fn activity(&self) -> Activity {
+    fn activity(&self) -> ActivitySample {
         let processes: BTreeSet<i32> = self.processes().into_iter().collect();
         let mut cpu: u128 = 0;
         let mut io: u64 = 0;
@@ -87,7 +87,7 @@ impl Watch<'_> {
         if let Some(used) = self.of.bounds.cgroup.as_ref().and_then(super::cgroup::Cgroup::cpu_used) {
             cpu = used.as_nanos();
         }
-        Activity {
+        ActivitySample {
             cpu,
             io,
             records: self.of.records.load(Ordering::Relaxed),
@@ -117,7 +117,7 @@ impl Watch<'_> {
 
     /// Watch until a wall-clock or idle limit stops the jail (forever, when it has neither), recording what the
     /// kernel refused and the folders that fill up meanwhile.
-    pub(crate) async fn run(self) -> Stop {
+    pub(crate) async fn run(self) -> LimitStop {
         let started = Instant::now();
         let limits = self.of.bounds.limits;
         let mut full: Vec<&'static str> = Vec::new();
@@ -150,7 +150,7 @@ impl Watch<'_> {
                     None,
                     detail,
                 );
-                return Stop::Wall;
+                return LimitStop::Wall;
             }
             if let Some(i) = limits.idle
                 && sampled.elapsed() >= SAMPLE
@@ -174,7 +174,7 @@ impl Watch<'_> {
                         None,
                         detail,
                     );
-                    return Stop::Idle;
+                    return LimitStop::Idle;
                 }
             }
         }

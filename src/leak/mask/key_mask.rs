@@ -79,7 +79,7 @@ enum Term {
 
 /// Where the stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum KeyMaskState {
     /// Looking for a field.
     Scan,
     /// Inside a value being dropped; `escaped`: the last byte was a JSON backslash.
@@ -131,7 +131,7 @@ pub(crate) fn available(fields: Fields) -> bool {
 pub(crate) struct KeyMask {
     fields: Fields,
     held: Vec<u8>,
-    state: State,
+    state: KeyMaskState,
     /// The last byte let go (what precedes the held bytes: a name must not be the end of a longer word).
     prev: u8,
 }
@@ -146,7 +146,7 @@ impl KeyMask {
         KeyMask {
             fields,
             held: Vec::new(),
-            state: State::Scan,
+            state: KeyMaskState::Scan,
             prev: b'\n',
         }
     }
@@ -177,26 +177,26 @@ impl KeyMask {
         };
         let mut out = Vec::with_capacity(buf.len());
         let mut i = 0;
-        while i < buf.len() || (last && self.state != State::Scan) {
+        while i < buf.len() || (last && self.state != KeyMaskState::Scan) {
             match self.state {
-                State::Value { term, escaped } => match value_end(&buf[i..], term, escaped) {
+                KeyMaskState::Value { term, escaped } => match value_end(&buf[i..], term, escaped) {
                     Ok(end) => {
                         out.extend_from_slice(MASK);
-                        self.state = State::Scan;
+                        self.state = KeyMaskState::Scan;
                         i += end;
                     }
                     Err((escaped, keep)) if !last => {
-                        self.state = State::Value { term, escaped };
+                        self.state = KeyMaskState::Value { term, escaped };
                         self.held = buf[buf.len() - keep..].to_vec();
                         return out;
                     }
                     Err(_) => {
                         out.extend_from_slice(MASK);
-                        self.state = State::Scan;
+                        self.state = KeyMaskState::Scan;
                         i = buf.len();
                     }
                 },
-                State::Scan => {
+                KeyMaskState::Scan => {
                     let mut from = i;
                     loop {
                         let Some(m) = p.ac.find(&buf[from..]) else {
@@ -217,7 +217,7 @@ impl KeyMask {
                         match opening(&buf[..], before, end, term, last) {
                             Ok(Some(value)) => {
                                 out.extend_from_slice(&buf[i..value]);
-                                self.state = State::Value { term, escaped: false };
+                                self.state = KeyMaskState::Value { term, escaped: false };
                                 i = value;
                                 break;
                             }

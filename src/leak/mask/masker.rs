@@ -22,7 +22,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::leak::forms::PREFILTER_MAX;
 use crate::leak::mask::forms::{Style, joined_with, mask_forms};
-use crate::leak::mask::view::{self, Holds, View};
+use crate::leak::mask::view::{self, DecodedView, Holds};
 
 /// The forms of a set of secrets, found in one pass: built once for those secrets and shared by every
 /// sandbox that masks them (each with its own placeholders, [`Masker::with`]).
@@ -220,7 +220,7 @@ impl Masker {
 
     /// Where the earliest tail of `bytes[from..]` that could still become a form begins, in the raw bytes
     /// or in one of their readings (an escape the end cuts short included), never inside an escape.
-    fn open_from(&self, bytes: &[u8], views: &[View], from: usize) -> usize {
+    fn open_from(&self, bytes: &[u8], views: &[DecodedView], from: usize) -> usize {
         let mut open = self.held_from(bytes, from);
         for v in views {
             let i = self.held_from(&v.bytes, v.index_at(from));
@@ -272,7 +272,7 @@ struct Hit {
 /// What one search found: the forms, and the readings it made (kept to see what must be held back).
 struct Search {
     hits: Vec<Hit>,
-    views: Vec<View>,
+    views: Vec<DecodedView>,
 }
 
 /// A body being masked: what is ready goes out at once, what could still become a secret is carried.

@@ -130,7 +130,7 @@ enum Unit {
 
 /// The decoded reading of some bytes.
 #[derive(Debug, Default)]
-pub(crate) struct View {
+pub(crate) struct DecodedView {
     /// The decoded bytes.
     pub(crate) bytes: Vec<u8>,
     /// For each decoded byte, the span of the original it came from.
@@ -149,7 +149,7 @@ pub(crate) struct View {
     pub(crate) saw_json: bool,
 }
 
-impl View {
+impl DecodedView {
     /// The original position where the decoded byte `i` starts (`end` for `i` past the last).
     pub(crate) fn source(&self, i: usize, end: usize) -> usize {
         self.span.get(i).map_or(end, |s| s.0)
@@ -179,7 +179,7 @@ impl View {
     }
 
     /// This reading of the reading `outer`'s bytes, its spans taken back to the text `outer` read.
-    fn within(self, outer: &View) -> View {
+    fn within(self, outer: &DecodedView) -> DecodedView {
         let back = |(a, b): (usize, usize)| {
             (
                 outer.source(a, outer.read_to),
@@ -187,7 +187,7 @@ impl View {
             )
         };
         let whole = self.read_to >= outer.bytes.len();
-        View {
+        DecodedView {
             span: self.span.into_iter().map(back).collect(),
             units: self.units.into_iter().map(back).collect(),
             read_to: if whole {
@@ -197,7 +197,7 @@ impl View {
             },
             cut_escape: if whole { outer.cut_escape } else { self.cut_escape },
             bytes: self.bytes,
-            ..View::default()
+            ..DecodedView::default()
         }
     }
 }
@@ -215,7 +215,7 @@ pub(crate) fn differs(bytes: &[u8], at_end: bool) -> bool {
 /// read once more when it holds escapes itself; the ones without `=XX`, without `%XX` or (for a secret with a
 /// `\`) without JSON escapes when the first decoded some; and (for a secret with a space) the one with `+` as
 /// a space when there is a `+`.
-pub(crate) fn readings(bytes: &[u8], at_end: bool, holds: Holds) -> Vec<View> {
+pub(crate) fn readings(bytes: &[u8], at_end: bool, holds: Holds) -> Vec<DecodedView> {
     let plus = holds.space && memchr::memchr(b'+', bytes).is_some();
     if !plus && !differs(bytes, at_end) {
         return Vec::new();
@@ -261,11 +261,11 @@ pub(crate) fn readings(bytes: &[u8], at_end: bool, holds: Holds) -> Vec<View> {
 }
 
 /// The reading of `bytes` decoding these escapes; `at_end` when no more bytes follow.
-pub(crate) fn read(bytes: &[u8], at_end: bool, escapes: Escapes) -> View {
-    let mut v = View {
+pub(crate) fn read(bytes: &[u8], at_end: bool, escapes: Escapes) -> DecodedView {
+    let mut v = DecodedView {
         bytes: Vec::with_capacity(bytes.len()),
         span: Vec::with_capacity(bytes.len()),
-        ..View::default()
+        ..DecodedView::default()
     };
     let mut i = 0;
     while i < bytes.len() {

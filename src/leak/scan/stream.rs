@@ -32,7 +32,7 @@ pub(crate) struct ScanStream {
     /// The last bytes scanned, kept as context for the next scan.
     context: BytesMut,
     /// Chunks not yet let go.
-    held: VecDeque<Held>,
+    held: VecDeque<HeldChunk>,
     /// Scanned bytes so far.
     scanned: usize,
     /// Scanned bytes after which nothing can begin a finding that is not yet whole.
@@ -40,7 +40,7 @@ pub(crate) struct ScanStream {
 }
 
 /// A chunk held back.
-struct Held {
+struct HeldChunk {
     raw: Bytes,
     /// How many scanned bytes existed once it was read.
     end: usize,
@@ -65,7 +65,7 @@ impl ScanStream {
     /// that refuses it is returned (and nothing of it goes).
     pub(crate) fn push(&mut self, chunk: Bytes, out: &mut Vec<Bytes>) -> Result<(), Found> {
         self.scan(&chunk)?;
-        self.held.push_back(Held {
+        self.held.push_back(HeldChunk {
             raw: chunk,
             end: self.scanned,
             plain: true,
@@ -77,7 +77,7 @@ impl ScanStream {
     /// Scan `fresh` (what `raw` reads as, decoded), holding `raw` whole until it may go.
     pub(crate) fn push_read(&mut self, raw: Bytes, fresh: &[u8], out: &mut Vec<Bytes>) -> Result<(), Found> {
         self.scan(fresh)?;
-        self.held.push_back(Held {
+        self.held.push_back(HeldChunk {
             raw,
             end: self.scanned,
             plain: false,

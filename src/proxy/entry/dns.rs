@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::addr::ClientAddr;
 use crate::audit::Kind;
-use crate::dns::{Answer, Answerer, Query};
+use crate::dns::{Answerer, DnsAnswer, Query};
 use crate::error::ProxyError;
 use crate::proxy::{self, Claim, Input, Intent, Outcome};
 use crate::reason::Reason;
@@ -60,10 +60,10 @@ impl PolicyAnswerer {
 }
 
 impl Answerer for PolicyAnswerer {
-    async fn answer(&self, q: &Query) -> Answer {
+    async fn answer(&self, q: &Query) -> DnsAnswer {
         match proxy::run(&self.state, PolicyAnswerer::input(q, true)).await {
             Outcome::Answer(answer) => answer,
-            _ => Answer::Refused,
+            _ => DnsAnswer::Refused,
         }
     }
 
@@ -79,7 +79,7 @@ impl Answerer for PolicyAnswerer {
     async fn other(&self, q: &Query) -> bool {
         matches!(
             proxy::run(&self.state, PolicyAnswerer::input(q, false)).await,
-            Outcome::Answer(Answer::Addrs(_))
+            Outcome::Answer(DnsAnswer::Addrs(_))
         )
     }
 }

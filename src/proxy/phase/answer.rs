@@ -3,7 +3,7 @@
 //! record type other than A and AAAA) is answered with no addresses. A dry run resolves nothing. Writes
 //! `ctx.ending`.
 
-use crate::dns::Answer;
+use crate::dns::DnsAnswer;
 use crate::error::{ProxyError, Side};
 use crate::net::DialError;
 use crate::proxy::ctx::{Ctx, Ended};
@@ -16,7 +16,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         return Err(ProxyError::Internal);
     };
     if !resolve {
-        ctx.ending = Some(Ended::Answer(Answer::Addrs(Vec::new())));
+        ctx.ending = Some(Ended::Answer(DnsAnswer::Addrs(Vec::new())));
         return Ok(());
     }
     let name = ctx.target()?.host.as_name().unwrap_or_default().to_string();
@@ -29,7 +29,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         Ok(ips) => {
             let list: Vec<String> = ips.iter().map(|ip| ip.to_string()).collect();
             ctx.audit.dialled(list.join(","));
-            Answer::Addrs(ips)
+            DnsAnswer::Addrs(ips)
         }
         // SECURITY: a name that resolves to an address the guard refuses gets no answer at all.
         Err(e @ DialError::Refused(_)) => return Err(ProxyError::Dial(e)),
@@ -38,7 +38,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
             // The lookup failed on the resolver's side.
             ctx.audit
                 .refused(false, None, e.reason(), Side::Upstream, Some(e.to_string()));
-            Answer::NxDomain
+            DnsAnswer::NxDomain
         }
     };
     ctx.ending = Some(Ended::Answer(answer));

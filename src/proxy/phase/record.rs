@@ -73,7 +73,7 @@ fn refuse(ctx: Ctx, fx: &impl Effects, err: &ProxyError) -> Outcome {
     let kind = ctx.kind;
     let resp = record_refusal(ctx, err);
     match kind {
-        Kind::Dns => Outcome::Answer(crate::dns::Answer::Refused),
+        Kind::Dns => Outcome::Answer(crate::dns::DnsAnswer::Refused),
         _ => Outcome::Respond(resp),
     }
 }

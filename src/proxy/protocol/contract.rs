@@ -1,5 +1,5 @@
 //! What a protocol is to the pipeline: [`Protocol`] (read, judge, refuse in its own words, show the approver),
-//! what it judges with ([`Context`]) and finds ([`Judged`]), and its check of the answer ([`Answer`]).
+//! what it judges with ([`Context`]) and finds ([`Judged`]), and its check of the answer ([`AnswerCheck`]).
 
 use std::sync::Arc;
 
@@ -66,7 +66,7 @@ pub(crate) struct Judged {
     /// The verdict.
     pub(crate) judgement: Judgement,
     /// What the answer is checked with, if it is.
-    pub(crate) answer: Option<Box<dyn Answer>>,
+    pub(crate) answer: Option<Box<dyn AnswerCheck>>,
 }
 
 impl Judged {
@@ -82,7 +82,7 @@ impl Judged {
 
 /// An answer's check on its way back, made by a protocol for one request.
 #[async_trait::async_trait]
-pub(crate) trait Answer: Send {
+pub(crate) trait AnswerCheck: Send {
     /// The body the sandbox gets for the answer `parts`: checked, filtered, or refused.
     async fn answered(self: Box<Self>, parts: &mut Parts, body: ProxyBody) -> Result<ProxyBody, ProxyError>;
 }

@@ -19,8 +19,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Control, OpCode};
 
-use super::websocket_frames::{Fault, FrameReader, FrameWriter, Limits, Piece, fit};
-use super::websocket_message::{Filter, Message, Stopped};
+use super::websocket_frames::{Fault, FrameLimits, FrameReader, FrameWriter, Piece, fit};
+use super::websocket_message::{MessageFilter, Stopped, WebSocketMessage};
 use crate::error::TunnelEnd;
 use crate::leak::scan::detect::Found;
 use crate::leak::scan::stream::{ScanStream, streamed_refuses};
@@ -32,7 +32,7 @@ type Io = TokioIo<Upgraded>;
 type Writer = FrameWriter<WriteHalf<Io>>;
 
 /// What the relay does after a piece.
-enum Flow {
+enum RelayStep {
     Go,
     End(Option<TunnelEnd>),
 }
@@ -40,7 +40,7 @@ enum Flow {
 /// One direction: where its frames come from, and the message under way.
 struct Leg {
     reader: FrameReader<ReadHalf<Io>>,
-    message: Option<Message>,
+    message: Option<WebSocketMessage>,
 }
 
 /// Relay between the sandbox's and the upstream's upgraded connections until either closes, the tunnel
@@ -51,7 +51,7 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSo
         Some(r) => r.counters(),
         None => Default::default(),
     };
-    let limits = Limits {
+    let limits = FrameLimits {
         message: guard.max.0 as u64,
         frame: guard.max.1 as u64,
     };
@@ -75,9 +75,9 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSo
             piece = from_upstream.reader.next() => {
                 upstream_sent(&guard, piece, &mut from_upstream.message, &mut to_sandbox, &mut to_upstream, &down).await
             }
-            end = stop.ended() => Flow::End(Some(end)),
+            end = stop.ended() => RelayStep::End(Some(end)),
         };
-        if let Flow::End(end) = flow {
+        if let RelayStep::End(end) = flow {
             break end;
         }
     };
@@ -90,22 +90,22 @@ pub(crate) async fn relay(client: Upgraded, upstream: Upgraded, mut guard: WebSo
 async fn sandbox_sent(
     guard: &WebSocketGuard,
     piece: Result<Option<Piece>, Fault>,
-    message: &mut Option<Message>,
+    message: &mut Option<WebSocketMessage>,
     to_sandbox: &mut Writer,
     to_upstream: &mut Writer,
     up: &AtomicU64,
-) -> Flow {
+) -> RelayStep {
     let scan = || ScanStream::new(guard.detector.clone(), streamed_refuses(&guard.allowed));
     let piece = match piece {
         Ok(Some(piece)) => piece,
-        Ok(None) => return Flow::End(None),
+        Ok(None) => return RelayStep::End(None),
         Err(fault) => return failed(fault, "the sandbox", to_sandbox, to_upstream).await,
     };
     match piece {
         Piece::Data { start, bytes, last } => {
             up.fetch_add(bytes.len() as u64, Ordering::Relaxed);
             if let Some(kind) = start {
-                *message = Some(Message::new(kind, Filter::Scan(scan())));
+                *message = Some(WebSocketMessage::new(kind, MessageFilter::Scan(scan())));
             }
             let mut frames = Vec::new();
             let pushed = match message {
@@ -148,24 +148,24 @@ async fn sandbox_sent(
 async fn upstream_sent(
     guard: &WebSocketGuard,
     piece: Result<Option<Piece>, Fault>,
-    message: &mut Option<Message>,
+    message: &mut Option<WebSocketMessage>,
     to_sandbox: &mut Writer,
     to_upstream: &mut Writer,
     down: &AtomicU64,
-) -> Flow {
+) -> RelayStep {
     let piece = match piece {
         Ok(Some(piece)) => piece,
-        Ok(None) => return Flow::End(None),
+        Ok(None) => return RelayStep::End(None),
         Err(fault) => return failed(fault, "the upstream", to_upstream, to_sandbox).await,
     };
     match piece {
         Piece::Data { start, bytes, last } => {
             if let Some(kind) = start {
                 let filter = match &guard.masker {
-                    Some(masker) => Filter::Mask(masker.stream()),
-                    None => Filter::Plain,
+                    Some(masker) => MessageFilter::Mask(masker.stream()),
+                    None => MessageFilter::Plain,
                 };
-                *message = Some(Message::new(kind, filter));
+                *message = Some(WebSocketMessage::new(kind, filter));
             }
             let mut frames = Vec::new();
             let pushed = match message {
@@ -215,16 +215,16 @@ async fn upstream_sent(
 }
 
 /// Send a message's frames; the bytes sent are counted in `counter`.
-async fn send(frames: Vec<super::websocket_message::Out>, to: &mut Writer, counter: Option<&AtomicU64>) -> Flow {
+async fn send(frames: Vec<super::websocket_message::Out>, to: &mut Writer, counter: Option<&AtomicU64>) -> RelayStep {
     for (opcode, fin, payload) in frames {
         if to.send(opcode, fin, &payload).await.is_err() {
-            return Flow::End(None);
+            return RelayStep::End(None);
         }
         if let Some(counter) = counter {
             counter.fetch_add(payload.len() as u64, Ordering::Relaxed);
         }
     }
-    Flow::Go
+    RelayStep::Go
 }
 
 /// A control frame from `who` (`payload` as it came, `passed` as it goes on): a ping or pong goes on; a close
@@ -237,23 +237,23 @@ async fn control(
     to_sender: &mut Writer,
     who: &str,
     counter: Option<&AtomicU64>,
-) -> Flow {
+) -> RelayStep {
     if op == Control::Close
         && let Err(fault) = close_payload(payload)
     {
         return failed(fault, who, to_sender, to_other).await;
     }
     if to_other.send(OpCode::Control(op), true, &passed).await.is_err() {
-        return Flow::End(None);
+        return RelayStep::End(None);
     }
     if let Some(counter) = counter {
         counter.fetch_add(passed.len() as u64, Ordering::Relaxed);
     }
     if op != Control::Close {
-        return Flow::Go;
+        return RelayStep::Go;
     }
     let _ = to_sender.send(OpCode::Control(Control::Close), true, payload).await;
-    Flow::End(None)
+    RelayStep::End(None)
 }
 
 /// Whether a close frame's payload is one: none, or a code that may be sent and a reason in UTF-8.
@@ -281,12 +281,12 @@ fn close_payload(payload: &[u8]) -> Result<(), Fault> {
 
 /// What `who` sent ends the WebSocket: over a limit, 1009 (message too big) to both sides and the record says
 /// why; against the protocol, the sender is told why and the other side that cordon goes away.
-async fn failed(fault: Fault, who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> Flow {
+async fn failed(fault: Fault, who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> RelayStep {
     match fault {
         Fault::TooBig(what) => {
             let _ = to_sender.close(CloseCode::Size, "cordon: message too big").await;
             let _ = to_other.close(CloseCode::Size, "cordon: message too big").await;
-            Flow::End(Some(TunnelEnd::Refused {
+            RelayStep::End(Some(TunnelEnd::Refused {
                 code: Reason::WebsocketMessageTooBig,
                 detail: format!("{who} sent a WebSocket message or frame over the limit: {what}"),
             }))
@@ -295,21 +295,21 @@ async fn failed(fault: Fault, who: &str, to_sender: &mut Writer, to_other: &mut 
             tracing::debug!("{who} broke the WebSocket protocol: {what}");
             let _ = to_sender.close(code, &format!("cordon: {what}")).await;
             let _ = to_other.close(CloseCode::Away, "going away").await;
-            Flow::End(None)
+            RelayStep::End(None)
         }
-        Fault::Broken => Flow::End(None),
+        Fault::Broken => RelayStep::End(None),
     }
 }
 
 /// A text message from `who` that is not UTF-8.
-async fn not_text(who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> Flow {
+async fn not_text(who: &str, to_sender: &mut Writer, to_other: &mut Writer) -> RelayStep {
     let fault = Fault::Protocol(CloseCode::Invalid, "a text message that is not UTF-8".into());
     failed(fault, who, to_sender, to_other).await
 }
 
 /// The sandbox sent what it may not: 1008 (policy violation) to it, "going away" to the upstream, and the
 /// record says what it carried.
-async fn refuse(guard: &WebSocketGuard, found: &Found, to_sandbox: &mut Writer, to_upstream: &mut Writer) -> Flow {
+async fn refuse(guard: &WebSocketGuard, found: &Found, to_sandbox: &mut Writer, to_upstream: &mut Writer) -> RelayStep {
     let _ = to_sandbox
         .close(CloseCode::Policy, "cordon: refused (credential_exfiltration)")
         .await;
@@ -324,5 +324,5 @@ async fn refuse(guard: &WebSocketGuard, found: &Found, to_sandbox: &mut Writer, 
             detail: "a WebSocket message carried a placeholder".into(),
         },
     };
-    Flow::End(Some(end))
+    RelayStep::End(Some(end))
 }

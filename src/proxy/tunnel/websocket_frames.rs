@@ -19,7 +19,7 @@ pub(crate) const PIECE: usize = 64 * 1024;
 
 /// A data message's kind, given with its first piece.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum MessageKind {
     Text,
     Binary,
 }
@@ -30,7 +30,7 @@ pub(crate) enum Piece {
     /// Part of a data message, unmasked: `start` on the first part of the message, `last` on the part that
     /// ends it (a frame of no payload gives one empty part).
     Data {
-        start: Option<Kind>,
+        start: Option<MessageKind>,
         bytes: Bytes,
         last: bool,
     },
@@ -51,13 +51,13 @@ pub(crate) enum Fault {
 
 /// The largest frame and message a reader accepts.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct FrameLimits {
     pub(crate) frame: u64,
     pub(crate) message: u64,
 }
 
 /// The frame being read.
-struct Open {
+struct OpenFrame {
     /// A control frame (read whole), or data.
     control: Option<Control>,
     fin: bool,
@@ -67,7 +67,7 @@ struct Open {
     /// How many are still to come.
     left: u64,
     /// The message's kind, until its first piece is given.
-    start: Option<Kind>,
+    start: Option<MessageKind>,
 }
 
 /// Reads frames from one peer.
@@ -76,15 +76,15 @@ pub(crate) struct FrameReader<R> {
     buf: BytesMut,
     /// The peer is a client: its frames must be masked (and a server's must not be).
     from_client: bool,
-    limits: Limits,
-    frame: Option<Open>,
+    limits: FrameLimits,
+    frame: Option<OpenFrame>,
     /// Payload bytes of the data message under way, if one is.
     message: Option<u64>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// A reader of frames from a client (`from_client`) or from a server.
-    pub(crate) fn new(io: R, from_client: bool, limits: Limits) -> FrameReader<R> {
+    pub(crate) fn new(io: R, from_client: bool, limits: FrameLimits) -> FrameReader<R> {
         FrameReader {
             io,
             buf: BytesMut::new(),
@@ -155,8 +155,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     (Data::Continue, Some(_)) => None,
                     (Data::Continue, None) => return protocol("a continuation frame outside a message"),
                     (Data::Text | Data::Binary, Some(_)) => return protocol("a new message inside a fragmented one"),
-                    (Data::Text, None) => Some(Kind::Text),
-                    (Data::Binary, None) => Some(Kind::Binary),
+                    (Data::Text, None) => Some(MessageKind::Text),
+                    (Data::Binary, None) => Some(MessageKind::Binary),
                     (Data::Reserved(_), _) => return protocol("a reserved opcode"),
                 };
                 let total = self.message.unwrap_or(0).saturating_add(length);
@@ -170,7 +170,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 (None, start)
             }
         };
-        self.frame = Some(Open {
+        self.frame = Some(OpenFrame {
             control,
             fin: header.is_final,
             mask: header.mask,

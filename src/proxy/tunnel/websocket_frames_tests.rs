@@ -8,7 +8,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::*;
 
-const LIMITS: Limits = Limits {
+const LIMITS: FrameLimits = FrameLimits {
     frame: 1 << 20,
     message: 2 << 20,
 };
@@ -29,7 +29,7 @@ fn wire(opcode: OpCode, fin: bool, payload: &[u8], mask: Option<[u8; 4]>) -> Vec
 }
 
 /// Everything a reader gives from `bytes`, written to it `step` bytes at a time.
-async fn read_all(bytes: Vec<u8>, step: usize, from_client: bool, limits: Limits) -> (Vec<Piece>, Option<Fault>) {
+async fn read_all(bytes: Vec<u8>, step: usize, from_client: bool, limits: FrameLimits) -> (Vec<Piece>, Option<Fault>) {
     let (mut tx, rx) = tokio::io::duplex(1 << 16);
     let writer = tokio::spawn(async move {
         for chunk in bytes.chunks(step) {
@@ -71,7 +71,7 @@ async fn a_fragmented_message_with_a_ping_between_comes_in_order_unmasked_howeve
                     if start.is_some() {
                         events.push(format!("start {start:?}"));
                     }
-                    if text.ends_with(b"world") || start == Some(Kind::Binary) || !binary.is_empty() {
+                    if text.ends_with(b"world") || start == Some(MessageKind::Binary) || !binary.is_empty() {
                         binary.extend_from_slice(&bytes);
                     } else {
                         text.extend_from_slice(&bytes);
@@ -116,7 +116,7 @@ async fn a_large_frame_comes_in_pieces_of_at_most_a_piece() {
 
 #[tokio::test]
 async fn a_frame_or_message_over_the_limit_is_refused_from_its_header() {
-    let limits = Limits {
+    let limits = FrameLimits {
         frame: 100,
         message: 250,
     };

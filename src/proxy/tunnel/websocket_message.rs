@@ -8,7 +8,7 @@
 use bytes::{Bytes, BytesMut};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 
-use super::websocket_frames::Kind;
+use super::websocket_frames::MessageKind;
 use crate::leak::mask::masker::MaskStream;
 use crate::leak::scan::detect::Found;
 use crate::leak::scan::stream::ScanStream;
@@ -23,7 +23,7 @@ pub(crate) enum Stopped {
 }
 
 /// What a message's bytes go through.
-pub(crate) enum Filter {
+pub(crate) enum MessageFilter {
     /// Scanned (from the sandbox).
     Scan(ScanStream),
     /// Masked (from the upstream, whose secrets are masked).
@@ -36,23 +36,23 @@ pub(crate) enum Filter {
 pub(crate) type Out = (OpCode, bool, Bytes);
 
 /// A message under way.
-pub(crate) struct Message {
-    kind: Kind,
-    filter: Filter,
+pub(crate) struct WebSocketMessage {
+    kind: MessageKind,
+    filter: MessageFilter,
     /// The first frame has been sent (the next ones are continuations).
     began: bool,
     /// Of a text message: the start of a character whose end is still to come.
     partial: Option<BytesMut>,
 }
 
-impl Message {
+impl WebSocketMessage {
     /// A message of `kind` going through `filter`.
-    pub(crate) fn new(kind: Kind, filter: Filter) -> Message {
-        Message {
+    pub(crate) fn new(kind: MessageKind, filter: MessageFilter) -> WebSocketMessage {
+        WebSocketMessage {
             kind,
             filter,
             began: false,
-            partial: (kind == Kind::Text).then(BytesMut::new),
+            partial: (kind == MessageKind::Text).then(BytesMut::new),
         }
     }
 
@@ -61,19 +61,19 @@ impl Message {
     pub(crate) fn push(&mut self, bytes: Bytes, last: bool, out: &mut Vec<Out>) -> Result<(), Stopped> {
         let mut chunks = Vec::new();
         match &mut self.filter {
-            Filter::Scan(scan) => {
+            MessageFilter::Scan(scan) => {
                 scan.push(bytes, &mut chunks).map_err(Stopped::Refused)?;
                 if last {
                     scan.finish(&mut chunks);
                 }
             }
-            Filter::Mask(mask) => {
+            MessageFilter::Mask(mask) => {
                 chunks.push(mask.push(bytes));
                 if last {
                     chunks.push(mask.finish());
                 }
             }
-            Filter::Plain => chunks.push(bytes),
+            MessageFilter::Plain => chunks.push(bytes),
         }
         chunks.retain(|c| !c.is_empty());
         if last && chunks.is_empty() {
@@ -88,8 +88,8 @@ impl Message {
             }
             let opcode = match (self.began, self.kind) {
                 (true, _) => Data::Continue,
-                (false, Kind::Text) => Data::Text,
-                (false, Kind::Binary) => Data::Binary,
+                (false, MessageKind::Text) => Data::Text,
+                (false, MessageKind::Binary) => Data::Binary,
             };
             self.began = true;
             out.push((OpCode::Data(opcode), fin, chunk));

@@ -12,19 +12,22 @@ use crate::leak::scan::stream::streamed_refuses;
 const PH: &str = "cordon-ph-0123456789abcdef0123456789abcdef";
 const SECRET: &str = "sk-real-7c1f09aa34b2";
 
-fn scanning(kind: Kind) -> Message {
+fn scanning(kind: MessageKind) -> WebSocketMessage {
     let detector = Arc::new(Detector::new(&[("openai".to_string(), SecretString::from(SECRET))]).unwrap());
-    Message::new(kind, Filter::Scan(ScanStream::new(detector, streamed_refuses(&[]))))
+    WebSocketMessage::new(
+        kind,
+        MessageFilter::Scan(ScanStream::new(detector, streamed_refuses(&[]))),
+    )
 }
 
-fn masking(kind: Kind) -> Message {
+fn masking(kind: MessageKind) -> WebSocketMessage {
     let masker = Arc::new(Masker::new(&[(SecretString::from(SECRET), PH.to_string())]).unwrap());
-    Message::new(kind, Filter::Mask(masker.stream()))
+    WebSocketMessage::new(kind, MessageFilter::Mask(masker.stream()))
 }
 
 /// The message `text` pushed in pieces cut at `cuts`: the frames it gave, or why it stopped (with the frames
 /// given before).
-fn run(mut m: Message, text: &[u8], cuts: &[usize]) -> (Vec<Out>, Option<Stopped>) {
+fn run(mut m: WebSocketMessage, text: &[u8], cuts: &[usize]) -> (Vec<Out>, Option<Stopped>) {
     let mut bounds = vec![0];
     bounds.extend(cuts.iter().copied().filter(|c| *c > 0 && *c < text.len()));
     bounds.push(text.len());
@@ -48,7 +51,7 @@ fn contains(hay: &[u8], needle: &str) -> bool {
 
 #[test]
 fn a_placeholder_or_secret_split_anywhere_over_pieces_is_refused_before_it_all_leaves() {
-    for kind in [Kind::Text, Kind::Binary] {
+    for kind in [MessageKind::Text, MessageKind::Binary] {
         for token in [PH, SECRET] {
             let text = format!("{}{token} and after", "lead ".repeat(50));
             let at = text.find(token).unwrap();
@@ -77,7 +80,7 @@ fn a_placeholder_or_secret_split_anywhere_over_pieces_is_refused_before_it_all_l
 #[test]
 fn a_clean_message_goes_whole_and_its_first_frame_says_its_kind() {
     let text = "nothing to see ".repeat(100);
-    for (kind, opcode) in [(Kind::Text, Data::Text), (Kind::Binary, Data::Binary)] {
+    for (kind, opcode) in [(MessageKind::Text, Data::Text), (MessageKind::Binary, Data::Binary)] {
         let (frames, stopped) = run(scanning(kind), text.as_bytes(), &[7, 300, 900]);
         assert!(stopped.is_none());
         assert_eq!(joined(&frames), text.as_bytes());
@@ -86,13 +89,13 @@ fn a_clean_message_goes_whole_and_its_first_frame_says_its_kind() {
         assert!(frames.iter().rev().skip(1).all(|f| !f.1) && frames.last().unwrap().1);
     }
     // An empty message is one empty final frame.
-    let (frames, _) = run(masking(Kind::Text), b"", &[]);
+    let (frames, _) = run(masking(MessageKind::Text), b"", &[]);
     assert_eq!(frames, [(OpCode::Data(Data::Text), true, Bytes::new())]);
 }
 
 #[test]
 fn a_secret_split_anywhere_over_pieces_is_masked_and_each_frame_of_text_is_text() {
-    for kind in [Kind::Text, Kind::Binary] {
+    for kind in [MessageKind::Text, MessageKind::Binary] {
         let text = format!("é→{SECRET}ü, then ✓ {SECRET}");
         let expected = text.replace(SECRET, PH);
         for a in 0..text.len() {
@@ -100,7 +103,7 @@ fn a_secret_split_anywhere_over_pieces_is_masked_and_each_frame_of_text_is_text(
                 let (frames, stopped) = run(masking(kind), text.as_bytes(), &[a, b]);
                 assert!(stopped.is_none(), "{kind:?} cut at {a}, {b}");
                 assert_eq!(joined(&frames), expected.as_bytes(), "{kind:?} cut at {a}, {b}");
-                if kind == Kind::Text {
+                if kind == MessageKind::Text {
                     for (_, _, bytes) in &frames {
                         assert!(std::str::from_utf8(bytes).is_ok(), "cut at {a}, {b}: {bytes:?}");
                     }
@@ -114,12 +117,12 @@ fn a_secret_split_anywhere_over_pieces_is_masked_and_each_frame_of_text_is_text(
 fn text_that_is_not_utf8_stops_the_message_even_when_it_is_cut_short() {
     for text in [&b"ok \xff then"[..], b"ends inside \xe2\x82"] {
         for cut in 0..text.len() {
-            let (_, stopped) = run(masking(Kind::Text), text, &[cut]);
+            let (_, stopped) = run(masking(MessageKind::Text), text, &[cut]);
             assert!(matches!(stopped, Some(Stopped::NotText)), "{text:?} cut at {cut}");
         }
     }
     // Binary is not text.
-    let (frames, stopped) = run(masking(Kind::Binary), b"\xff\xfe", &[1]);
+    let (frames, stopped) = run(masking(MessageKind::Binary), b"\xff\xfe", &[1]);
     assert!(stopped.is_none());
     assert_eq!(joined(&frames), b"\xff\xfe");
 }

@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_LIFETIME: Duration = Duration::from_secs(5 * 60);
 const MAX_REFRESH_RETRY: Duration = Duration::from_secs(5);
 
 /// A cached token with its effective expiry and the state of its refresh.
-struct Entry {
+struct CachedToken {
     token: Arc<Token>,
     expires_at: SystemTime,
     /// A caller is refreshing this token: the others use it meanwhile (one refresh at a time per key).
@@ -33,9 +33,9 @@ struct Entry {
     failed_at: Mutex<Option<Instant>>,
 }
 
-impl Entry {
+impl CachedToken {
     /// The entry for a token the issuer just sent, or the error when it has already expired.
-    fn new(key: &str, token: Token) -> Result<Entry, IssuerError> {
+    fn new(key: &str, token: Token) -> Result<CachedToken, IssuerError> {
         let now = SystemTime::now();
         let expires_at = match token.expires_at {
             Some(at) => at,
@@ -48,7 +48,7 @@ impl Entry {
                 detail: "the new token has already expired (check the clocks)".to_string(),
             });
         }
-        Ok(Entry {
+        Ok(CachedToken {
             token: Arc::new(token),
             expires_at,
             refreshing: AtomicBool::new(false),
@@ -74,8 +74,8 @@ impl Entry {
 /// moka evicts each entry when its token expires.
 struct UntilExpiry;
 
-impl moka::Expiry<String, Arc<Entry>> for UntilExpiry {
-    fn expire_after_create(&self, _key: &String, entry: &Arc<Entry>, _now: Instant) -> Option<Duration> {
+impl moka::Expiry<String, Arc<CachedToken>> for UntilExpiry {
+    fn expire_after_create(&self, _key: &String, entry: &Arc<CachedToken>, _now: Instant) -> Option<Duration> {
         Some(
             entry
                 .expires_at
@@ -87,7 +87,7 @@ impl moka::Expiry<String, Arc<Entry>> for UntilExpiry {
     fn expire_after_update(
         &self,
         key: &String,
-        entry: &Arc<Entry>,
+        entry: &Arc<CachedToken>,
         now: Instant,
         _left: Option<Duration>,
     ) -> Option<Duration> {
@@ -99,7 +99,7 @@ impl moka::Expiry<String, Arc<Entry>> for UntilExpiry {
 /// one fetch at a time per key.
 pub(crate) struct TokenCache {
     refresh_ahead: Duration,
-    entries: moka::future::Cache<String, Arc<Entry>>,
+    entries: moka::future::Cache<String, Arc<CachedToken>>,
     fetches: AtomicU64,
 }
 
@@ -147,7 +147,7 @@ impl TokenCache {
                 .entries
                 .try_get_with_by_ref(key, async {
                     self.fetches.fetch_add(1, Ordering::Relaxed);
-                    let outcome = fetch().await.and_then(|token| Entry::new(key, token));
+                    let outcome = fetch().await.and_then(|token| CachedToken::new(key, token));
                     if let Err(err) = &outcome {
                         tracing::warn!(key, error = %err, "token fetch failed");
                     }
@@ -173,7 +173,7 @@ impl TokenCache {
             return Ok(entry.token.clone());
         }
         self.fetches.fetch_add(1, Ordering::Relaxed);
-        match fetch().await.and_then(|token| Entry::new(key, token)) {
+        match fetch().await.and_then(|token| CachedToken::new(key, token)) {
             Ok(fresh) => {
                 let token = fresh.token.clone();
                 self.entries.insert(key.to_string(), Arc::new(fresh)).await;

@@ -46,20 +46,20 @@ pub(crate) struct Narrowing {
 }
 
 #[derive(Serialize)]
-struct Claims<'a> {
+struct AppJwtClaims<'a> {
     iat: u64,
     exp: u64,
     iss: &'a str,
 }
 
 #[derive(Deserialize)]
-struct TokenResponse {
+struct GithubTokenResponse {
     token: String,
     expires_at: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct ErrorResponse {
+struct GithubErrorResponse {
     message: Option<String>,
 }
 
@@ -71,7 +71,7 @@ impl GitHubApp {
         let now = now
             .duration_since(UNIX_EPOCH)
             .map_err(|_| IssuerError::Config("the system clock is before 1970".to_string()))?;
-        let claims = Claims {
+        let claims = AppJwtClaims {
             iat: now.saturating_sub(JWT_BACKDATE).as_secs(),
             exp: (now + JWT_LIFETIME).as_secs(),
             iss: &self.app_id,
@@ -123,7 +123,7 @@ impl GitHubApp {
             .map_err(|e| IssuerError::from_http(&issuer, e))?;
 
         if !status.is_success() {
-            let message = serde_json::from_slice::<ErrorResponse>(&body)
+            let message = serde_json::from_slice::<GithubErrorResponse>(&body)
                 .ok()
                 .and_then(|r| r.message)
                 .map(|m| sanitize(&m, Some(jwt.expose_secret())));
@@ -147,7 +147,7 @@ impl GitHubApp {
             });
         }
 
-        let resp: TokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
+        let resp: GithubTokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
         check_token_value(&issuer, &resp.token)?;
         let expires_at = match resp.expires_at {
             None => None,

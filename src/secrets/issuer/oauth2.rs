@@ -44,14 +44,14 @@ pub(crate) struct ClientCredentials {
 }
 
 #[derive(Deserialize)]
-struct TokenResponse {
+struct OAuthTokenResponse {
     access_token: String,
     token_type: String,
     expires_in: Option<u64>,
 }
 
 #[derive(Deserialize)]
-struct ErrorResponse {
+struct OAuthErrorResponse {
     error: Option<String>,
     error_description: Option<String>,
 }
@@ -112,7 +112,7 @@ impl ClientCredentials {
             .map_err(|e| IssuerError::from_http(&issuer, e))?;
 
         if !status.is_success() {
-            let parsed: Option<ErrorResponse> = serde_json::from_slice(&body).ok();
+            let parsed: Option<OAuthErrorResponse> = serde_json::from_slice(&body).ok();
             let (code, description) = match parsed {
                 Some(r) => (
                     r.error.map(|c| sanitize(&c, Some(secret))),
@@ -134,7 +134,7 @@ impl ClientCredentials {
             });
         }
 
-        let resp: TokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
+        let resp: OAuthTokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
         if !resp.token_type.eq_ignore_ascii_case("bearer") {
             return Err(IssuerError::InvalidResponse {
                 detail: format!(

@@ -57,7 +57,7 @@ struct StsCredentials {
 /// `<ErrorResponse><Error>` (AWS) or `<ErrorResponse><Errors><Error>` (some look-alikes).
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
-struct ErrorResponse {
+struct StsErrorResponse {
     error: Option<StsError>,
     errors: Option<StsErrors>,
 }
@@ -160,7 +160,7 @@ impl AssumeRole<'_> {
             .map_err(|e| IssuerError::from_http(&issuer, e))?;
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
-            let error: Option<ErrorResponse> = quick_xml::de::from_str(&text).ok();
+            let error: Option<StsErrorResponse> = quick_xml::de::from_str(&text).ok();
             let (code, message) = error
                 .and_then(|e| e.error.or(e.errors.map(|e| e.error)))
                 .map(|e| (e.code, e.message))

@@ -30,7 +30,7 @@ fn answers_and_refusals_are_read_from_aws_xml() {
         "<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>no</Message></Error></ErrorResponse>",
         "<ErrorResponse><Errors><Error><Code>AccessDenied</Code><Message>no</Message></Error></Errors></ErrorResponse>",
     ] {
-        let e: ErrorResponse = quick_xml::de::from_str(refusal).unwrap();
+        let e: StsErrorResponse = quick_xml::de::from_str(refusal).unwrap();
         let e = e.error.or(e.errors.map(|e| e.error)).unwrap();
         assert_eq!(
             (e.code.as_deref(), e.message.as_deref()),

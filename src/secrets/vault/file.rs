@@ -38,19 +38,19 @@ pub(crate) enum KeySource {
 /// An encrypted vault file. `get` runs its file I/O off the async runtime; `set`, `remove` and `list`
 /// block (they are for the command line). Writes from one process are serialised.
 pub(crate) struct FileVault {
-    inner: Arc<Inner>,
+    inner: Arc<VaultFile>,
 }
 
-struct Inner {
+struct VaultFile {
     path: PathBuf,
     key: Zeroizing<[u8; 32]>,
     write_lock: Mutex<()>,
 }
 
 /// The decrypted name -> value map; its values are wiped when it is dropped.
-struct Entries(BTreeMap<String, String>);
+struct SecretMap(BTreeMap<String, String>);
 
-impl Drop for Entries {
+impl Drop for SecretMap {
     fn drop(&mut self) {
         for value in self.0.values_mut() {
             value.zeroize();
@@ -161,7 +161,7 @@ impl FileVault {
             }
         };
         Ok(FileVault {
-            inner: Arc::new(Inner {
+            inner: Arc::new(VaultFile {
                 path,
                 key,
                 write_lock: Mutex::new(()),
@@ -210,7 +210,7 @@ impl FileVault {
     }
 }
 
-impl Inner {
+impl VaultFile {
     fn get(&self, name: &str) -> Result<SecretString, VaultError> {
         check_name(name)?;
         let entries = self.load()?;
@@ -245,10 +245,10 @@ impl Inner {
     }
 
     /// Read and decrypt the vault; a missing file is empty.
-    fn load(&self) -> Result<Entries, VaultError> {
+    fn load(&self) -> Result<SecretMap, VaultError> {
         let data = match fs::read(&self.path) {
             Ok(d) => d,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Entries(BTreeMap::new())),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(SecretMap(BTreeMap::new())),
             Err(e) => return Err(io_err("read", &self.path, e)),
         };
         if data.len() < MAGIC.len() + NONCE_LEN + TAG_LEN || !data.starts_with(MAGIC) {
@@ -266,11 +266,11 @@ impl Inner {
                 .map_err(|_| self.decrypt_error())?,
         );
         let map: BTreeMap<String, String> = serde_json::from_slice(&plaintext).map_err(|_| self.decrypt_error())?;
-        Ok(Entries(map))
+        Ok(SecretMap(map))
     }
 
     /// Encrypt `entries` and replace the vault atomically.
-    fn store(&self, entries: &Entries) -> Result<(), VaultError> {
+    fn store(&self, entries: &SecretMap) -> Result<(), VaultError> {
         // Sized for the worst-case JSON escaping so the buffer never reallocates (leaving unwiped copies).
         let capacity = 2 + entries
             .0

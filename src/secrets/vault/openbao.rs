@@ -51,7 +51,7 @@ impl BaoAuth {
 }
 
 /// A cached login token.
-struct Cached {
+struct CachedLogin {
     token: SecretString,
     /// When to log in again; `None` for a token without expiry.
     renew_at: Option<Instant>,
@@ -65,7 +65,7 @@ pub(crate) struct OpenBao {
     auth: BaoAuth,
     /// Boxed: the client is large, and [`super::Vault`] holds an `OpenBao` inline.
     client: Box<HttpClient>,
-    token: Mutex<Option<Cached>>,
+    token: Mutex<Option<CachedLogin>>,
     #[cfg(test)]
     logins: std::sync::atomic::AtomicUsize,
 }
@@ -150,7 +150,7 @@ impl OpenBao {
     }
 
     /// Log in with AppRole; returns the new token.
-    async fn login(&self, role_id: &str, secret_id: &SecretString, mount: &str) -> Result<Cached, VaultError> {
+    async fn login(&self, role_id: &str, secret_id: &SecretString, mount: &str) -> Result<CachedLogin, VaultError> {
         let what = format!("OpenBao AppRole login at {}/v1/auth/{mount}/login", self.base);
         if !check_path(mount) {
             return Err(VaultError::Response {
@@ -189,7 +189,7 @@ impl OpenBao {
             // Renew a fifth of the lease (at most a minute) before it ends.
             Some(Instant::now() + lease - (lease / 5).min(RENEW_MARGIN))
         };
-        Ok(Cached {
+        Ok(CachedLogin {
             token: SecretString::from(login.auth.client_token),
             renew_at,
         })

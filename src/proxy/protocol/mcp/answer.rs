@@ -1,4 +1,4 @@
-//! An MCP endpoint's answer on its way back (MCP's [`Answer`]): in no content coding cordon did not ask for; a
+//! An MCP endpoint's answer on its way back (MCP's [`AnswerCheck`]): in no content coding cordon did not ask for; a
 //! redirect only to where the same server's pins and an `mcp:` rule of the sandbox apply; its `Mcp-Session-Id`
 //! bound to the sandbox; its body read with certainty and its tool lists filtered (`crate::mcp::answer`), or not
 //! passed on.
@@ -14,7 +14,7 @@ use crate::error::{ProxyError, REASON_HEADER};
 use crate::mcp::answer::{Lists, Unreadable};
 use crate::mcp::sessions::Refusal;
 use crate::policy::{Policy, Question};
-use crate::proxy::protocol::contract::Answer;
+use crate::proxy::protocol::contract::AnswerCheck;
 use crate::reason::Reason;
 use crate::target::{Target, check_path};
 
@@ -63,7 +63,7 @@ fn refused(code: Reason, message: String) -> ProxyError {
 }
 
 #[async_trait::async_trait]
-impl Answer for McpAnswer {
+impl AnswerCheck for McpAnswer {
     async fn answered(self: Box<Self>, parts: &mut Parts, body: ProxyBody) -> Result<ProxyBody, ProxyError> {
         (*self).check(parts, body).await
     }
