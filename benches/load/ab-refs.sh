@@ -35,6 +35,8 @@ bin_a=$(build "$ref_a"); bin_b=$(build "$ref_b")
 echo "== A: $ref_a ($bin_a)"; echo "== B: $ref_b ($bin_b)"
 [ -f "$PEER_RIG_ROOT/ca/nginx.pem" ] && command -v oha >/dev/null || LOAD_RIG_PEERS=0 bash "$repo/benches/load/rig/setup.sh"
 LOAD_RIG_PEERS=0 bash "$repo/benches/load/rig/start.sh"
+# What it started is stopped when the A/B ends, however it ends: a rig left up holds its ports for the next one.
+trap 'bash "$repo/benches/load/rig/stop.sh" >/dev/null' EXIT
 echo "== machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for scenario in ${SCENARIOS:-intercept newconn}; do
   echo "== $scenario: $rounds rounds of ${secs} s, A B alternating"
