@@ -138,21 +138,6 @@ impl Ctx {
         }
     }
 
-    /// Who identify found. A phase that needs it runs after identify; if it somehow does not, it refuses.
-    pub(super) fn sandbox(&self) -> Result<Arc<Sandbox>, ProxyError> {
-        self.sandbox.clone().ok_or(ProxyError::Internal)
-    }
-
-    /// Where target found the exchange goes.
-    pub(super) fn target(&self) -> Result<&Target, ProxyError> {
-        self.target.as_ref().ok_or(ProxyError::Internal)
-    }
-
-    /// What decide permitted.
-    pub(super) fn permit(&self) -> Result<&Permit, ProxyError> {
-        self.permit.as_ref().ok_or(ProxyError::Internal)
-    }
-
     /// Whether the request arrived inside an interception.
     pub(super) fn intercepted(&self) -> bool {
         matches!(self.intent, Intent::Request { inside: Some(_), .. })
@@ -166,4 +151,11 @@ pub(super) fn request(intent: &mut Intent) -> Result<&mut Request<ProxyBody>, Pr
         Intent::Request { req, .. } => Ok(req),
         Intent::Tunnel | Intent::Name { .. } => Err(ProxyError::Internal),
     }
+}
+
+/// What an earlier phase wrote in its slot (`slot(&ctx.target)?`). A phase that needs it runs after that phase; if it
+/// somehow does not, it refuses. A function of the slot alone, so a phase may hold it while it writes the
+/// context's other fields.
+pub(super) fn slot<T>(found: &Option<T>) -> Result<&T, ProxyError> {
+    found.as_ref().ok_or(ProxyError::Internal)
 }

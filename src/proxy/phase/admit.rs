@@ -4,12 +4,12 @@
 //! a dry run. Writes nothing of the context.
 
 use crate::error::ProxyError;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 
 /// Count the exchange against its sandbox's rates, or refuse it.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
+    let sandbox = slot(&ctx.sandbox)?;
     let target = ctx.parsed.as_ref().and_then(|t| t.as_ref().ok());
-    fx.admit(&sandbox, target, &ctx.intent)
+    fx.admit(sandbox, target, &ctx.intent)
 }

@@ -6,7 +6,7 @@
 use crate::dns::DnsAnswer;
 use crate::error::{ProxyError, Side};
 use crate::net::DialError;
-use crate::proxy::ctx::{Ctx, Ended};
+use crate::proxy::ctx::{Ctx, Ended, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::input::Intent;
 
@@ -19,7 +19,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         ctx.ending = Some(Ended::Answer(DnsAnswer::Addrs(Vec::new())));
         return Ok(());
     }
-    let name = ctx.target()?.host.as_name().unwrap_or_default().to_string();
+    let name = slot(&ctx.target)?.host.as_name().unwrap_or_default().to_string();
     let generation = ctx.generation.clone();
     let Some(resolved) = fx.resolve(&generation, &name).await else {
         ctx.ending = Some(Ended::Dry);

@@ -11,7 +11,7 @@ use crate::audit::ApprovalRecord;
 use crate::error::ProxyError;
 use crate::limits::LimitRefusal;
 use crate::policy::Action;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 
 /// Hold the request for a person if its rule or its protocol asks for one.
@@ -21,7 +21,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
 }
 
 async fn hold(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let permit = ctx.permit.as_ref().ok_or(ProxyError::Internal)?;
+    let permit = slot(&ctx.permit)?;
     let held = ctx.judged.asking.is_some();
     let Some(index) = permit.rule.filter(|_| permit.action == Action::Ask || held) else {
         return Ok(());
@@ -30,14 +30,14 @@ async fn hold(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
     let Some(rule) = policy.as_ref().and_then(|p| p.rules.get(index)) else {
         return Err(ProxyError::Internal);
     };
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     let timeout = ctx.generation.config.approval.timeout;
     let req = crate::proxy::ctx::request(&mut ctx.intent)?;
     // The approver sees the whole body's length and digest, and an `exact` grant matches on them: the body is
     // read whole first (bounded, as a scanned body is). A dry run has none, and asks no one.
     let body = fx.body(req).await?.unwrap_or_default();
-    let ask = crate::proxy::ask::ask(&sandbox, &target, req, &body, index, rule, ctx.judged.asking.as_ref());
+    let ask = crate::proxy::ask::ask(sandbox, target, req, &body, index, rule, ctx.judged.asking.as_ref());
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     // A dry run asks no one: it notes that the request would wait.
     let Some(resolution) = fx.ask(index, ask).await else {

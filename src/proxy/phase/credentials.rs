@@ -5,20 +5,18 @@
 //! early); attaches to the request in flight.
 
 use crate::error::ProxyError;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 
 /// Apply the usable credentials to the request in flight.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
     let generation = ctx.generation.clone();
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     let meter = ctx.meter.clone();
-    let permit = ctx.permit.as_ref().ok_or(ProxyError::Internal)?;
+    let permit = slot(&ctx.permit)?;
     let req = crate::proxy::ctx::request(&mut ctx.intent)?;
-    let attached = fx
-        .credentials(&generation, &sandbox, &target, permit, req, meter)
-        .await?;
+    let attached = fx.credentials(&generation, sandbox, target, permit, req, meter).await?;
     ctx.audit.credentials(attached.names);
     ctx.reply = Some(attached.reply);
     ctx.scan = attached.scan;

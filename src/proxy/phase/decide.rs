@@ -4,7 +4,7 @@
 
 use crate::error::ProxyError;
 use crate::policy::{Action, Decision, DenyReason, Mode, Policy, Question, TlsMode};
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::handover::Permit;
 use crate::proxy::input::Intent;
@@ -13,14 +13,14 @@ use crate::target::Target;
 
 /// Ask the policy, note and record what it said, and hand on what it permits.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     let generation = ctx.generation.clone();
     // Validation guarantees the policy exists; if it somehow does not, nothing is allowed.
-    let Some(policy) = fx.policy_for(&generation, &sandbox) else {
+    let Some(policy) = fx.policy_for(&generation, sandbox) else {
         return Err(ProxyError::Denied {
             reason: DenyReason::NoRule,
-            target,
+            target: target.clone(),
         });
     };
     let ask = &ctx.intent;
@@ -29,9 +29,9 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         Intent::Tunnel | Intent::Name { .. } => (None, None),
     };
     let decided = match ask {
-        Intent::Name { .. } => decide_name(&ctx.generation, &policy, &target)?,
+        Intent::Name { .. } => decide_name(&ctx.generation, &policy, target)?,
         _ => policy.decide(Question {
-            target: &target,
+            target,
             request: method.zip(path),
             intercepted: matches!(ask, Intent::Request { inside: Some(_), .. }),
         }),
@@ -43,7 +43,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     fx.note(Note::Decided {
         rule: decided.rule,
         deny: decided.deny.clone().map(|d| {
-            let why = d.describe(&target);
+            let why = d.describe(target);
             (d, why)
         }),
         mode: policy.mode,
@@ -61,8 +61,8 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         (Intent::Request { inside, .. }, Some(method), Some(path)) => (
             generation
                 .credentials
-                .usable(&policy, &target, method, path, inside.is_some()),
-            generation.credentials.masked(&policy, &target),
+                .usable(&policy, target, method, path, inside.is_some()),
+            generation.credentials.masked(&policy, target),
         ),
         _ => (Vec::new(), Vec::new()),
     };
@@ -70,7 +70,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     let mut action = rule.map(|r| r.action).unwrap_or_default();
     // SECURITY: a sandbox held for violations (on_violation: hold): every request waits for a person, and a
     // tunnel cordon cannot look into is refused (there would be no request to ask about).
-    if fx.held(&sandbox) {
+    if fx.held(sandbox) {
         match ask {
             Intent::Request { .. } => action = Action::Ask,
             Intent::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),

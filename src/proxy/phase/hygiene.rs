@@ -5,7 +5,7 @@
 use http::Method;
 
 use crate::error::ProxyError;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::headers;
 use crate::proxy::input::Intent;
@@ -15,8 +15,8 @@ use crate::target::check_path;
 /// Refuse a destination name that carries a credential, and what two parsers could read differently, before
 /// it is decided.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     // SECURITY: a placeholder or secret as a DNS label (`<placeholder>.allowed.example`, a CONNECT host, a query
     // to the DNS responder) would leave through the resolver before any rule is asked.
     // Inside an interception, the tunnel's own name was scanned when the tunnel opened.
@@ -24,7 +24,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         matches!(&ctx.intent, Intent::Request { inside: Some(inside), .. } if inside.spellings.has_host(&target.host));
     if let Some(name) = target.host.as_name()
         && !opened
-        && let Err(refused) = ctx.generation.credentials.check_name(&sandbox, name)
+        && let Err(refused) = ctx.generation.credentials.check_name(sandbox, name)
     {
         // The record must not repeat what the name carried.
         ctx.audit.host("[redacted]");
@@ -55,7 +55,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         for value in claimed {
             named = true;
             if !inside.spellings.named_by(value) {
-                return Err(ProxyError::Misdirected(target));
+                return Err(ProxyError::Misdirected(target.clone()));
             }
         }
         if !named {

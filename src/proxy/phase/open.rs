@@ -4,16 +4,15 @@
 //! `ctx.ending`.
 
 use crate::error::ProxyError;
-use crate::proxy::ctx::{Ctx, Ended};
+use crate::proxy::ctx::{Ctx, Ended, slot};
 use crate::proxy::effects::Effects;
 
 /// Caps, then dial or resolve.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
-    let tls = ctx.permit()?.tls;
+    let sandbox = slot(&ctx.sandbox)?.clone();
+    let tls = slot(&ctx.permit)?.tls;
     let generation = ctx.generation.clone();
-    let Some(opened) = fx.open(&generation, &sandbox, &target, tls).await else {
+    let Some(opened) = fx.open(&generation, &sandbox, slot(&ctx.target)?, tls).await else {
         ctx.ending = Some(Ended::Dry);
         return Ok(());
     };
@@ -31,6 +30,8 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
             None
         }
     };
+    // The tunnel takes its target with it: nothing after this phase needs it.
+    let target = ctx.target.take().ok_or(ProxyError::Internal)?;
     ctx.ending = Some(Ended::Open {
         sandbox,
         target,

@@ -6,7 +6,7 @@
 
 use crate::error::ProxyError;
 use crate::policy::protocol::Judgement;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::handover::{Asking, Judgements};
 use crate::proxy::notes::Note;
@@ -24,7 +24,7 @@ pub(crate) async fn judge(
     fx: &impl Effects,
     protocols: &[&'static dyn Protocol],
 ) -> Result<(), ProxyError> {
-    let permit = ctx.permit()?;
+    let permit = slot(&ctx.permit)?;
     let (policy, index) = (permit.policy.clone(), permit.rule);
     let policy = policy.as_ref();
     let Some((index, rule)) = index.and_then(|i| Some((i, policy?.rules.get(i)?))) else {
@@ -39,16 +39,16 @@ pub(crate) async fn judge(
         rule: index,
         does: protocol.explain(),
     });
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     let req = crate::proxy::ctx::request(&mut ctx.intent)?;
     // Read before anything is refused, so that the refusal is what the client reads.
     let body = fx.body(req).await?;
     let cx = Context {
         memory: fx.memory(),
         body,
-        sandbox: &sandbox,
-        target: &target,
+        sandbox,
+        target,
         policy,
         rule,
     };

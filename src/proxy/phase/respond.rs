@@ -12,7 +12,7 @@ use crate::body::codings::Codings;
 use crate::error::ProxyError;
 use crate::leak::mask::body::MaskedBody;
 use crate::leak::mask::envelope::mask_head;
-use crate::proxy::ctx::{Ctx, Ended};
+use crate::proxy::ctx::{Ctx, Ended, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::headers;
 use crate::proxy::input::WebSocketGuard;
@@ -48,7 +48,7 @@ pub(crate) async fn run(ctx: &mut Ctx, _fx: &impl Effects) -> Result<(), ProxyEr
         let guard = WebSocketGuard {
             masker: reply.masker,
             detector: ctx.generation.credentials.detector(),
-            allowed: ctx.permit()?.credentials.clone(),
+            allowed: slot(&ctx.permit)?.credentials.clone(),
             max: (
                 ctx.generation.config.limits.websocket_message,
                 ctx.generation.config.limits.websocket_frame,

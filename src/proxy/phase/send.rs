@@ -6,21 +6,21 @@ use http::Request;
 
 use crate::error::ProxyError;
 use crate::inject::outgoing::refusal;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::input::Intent;
 
 /// Send the request in flight and keep the upstream's answer.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
-    let target = ctx.target()?.clone();
+    let sandbox = slot(&ctx.sandbox)?;
+    let target = slot(&ctx.target)?;
     let generation = ctx.generation.clone();
     let Intent::Request { req, inside } = &mut ctx.intent else {
         return Err(ProxyError::Internal);
     };
     let req = std::mem::replace(req, Request::new(crate::body::empty()));
     let sent = fx
-        .send(&generation, &sandbox, &target, inside.as_ref(), ctx.websocket, req)
+        .send(&generation, sandbox, target, inside.as_ref(), ctx.websocket, req)
         .await;
     match sent {
         // A dry run sends nothing: what it would meet on the way is noted, and no answer comes.
@@ -33,7 +33,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
             // The body scan ended the upload: the sandbox hears why, not that the upstream failed.
             let scanned = ctx.scan.as_ref().and_then(|scan| scan.take());
             Err(match scanned {
-                Some(found) => refusal(&found, &sandbox, &generation.credentials),
+                Some(found) => refusal(&found, sandbox, &generation.credentials),
                 None => e,
             })
         }

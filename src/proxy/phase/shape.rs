@@ -12,25 +12,25 @@ use http_body_util::BodyExt;
 
 use crate::body::Counted;
 use crate::error::ProxyError;
-use crate::proxy::ctx::Ctx;
+use crate::proxy::ctx::{Ctx, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::headers;
 use crate::reason::Reason;
 
 /// Rewrite the request in flight for the upstream.
 pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
-    let sandbox = ctx.sandbox()?;
+    let sandbox = slot(&ctx.sandbox)?;
     let intercepted = ctx.intercepted();
     // Plain HTTP bodies count against the sandbox's byte budget here (a tunnel counts at its stream).
-    let meter = fx.meter(ctx.kind, &sandbox);
+    let meter = fx.meter(ctx.kind, sandbox);
     let (scheme, default_port) = if intercepted {
         (Scheme::HTTPS, 443)
     } else {
         (Scheme::HTTP, 80)
     };
-    let authority = ctx.target()?.authority(default_port);
+    let authority = slot(&ctx.target)?.authority(default_port);
     let counter = ctx.audit.up_counter();
-    let masked = !ctx.permit()?.masked.is_empty();
+    let masked = !slot(&ctx.permit)?.masked.is_empty();
     let req = crate::proxy::ctx::request(&mut ctx.intent)?;
     // Only inside an interception: a plain request that asks to upgrade is forwarded as a plain request.
     let websocket = intercepted && is_websocket(req);
