@@ -51,15 +51,16 @@ pub(super) fn lease(b: &Bridge, vm: &str, dir: &std::path::Path) -> Option<(Stri
     let out_file = dir.join(format!("{vm}.lease"));
     let _ = std::fs::remove_file(&out_file);
     let script = dir.join("udhcpc.sh");
+    let text = dir.join("udhcpc.sh.txt");
     std::fs::write(
-        &script,
+        &text,
         format!(
             "#!/bin/sh\n[ \"$1\" = bound ] && echo \"$ip $router\" > {}\nexit 0\n",
             out_file.display()
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    crate::rigs::process::install_executable(&text, &script);
     let out = b.exec(
         vm,
         &[

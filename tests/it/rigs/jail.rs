@@ -193,8 +193,7 @@ pub(crate) fn user_dir(prefix: &str) -> UserDir {
     let dir = tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp").unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = dir.path().join("cordon");
-    std::fs::copy(env!("CARGO_BIN_EXE_cordon"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::rigs::process::install_executable(Path::new(env!("CARGO_BIN_EXE_cordon")), &bin);
     let project = dir.path().join("project");
     std::fs::create_dir(&project).unwrap();
     UserDir { dir, bin, project }

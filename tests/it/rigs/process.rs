@@ -39,6 +39,25 @@ pub(crate) fn cordon(args: &[&str]) -> (i32, String, String) {
 }
 
 /// curl, quiet but for errors, within 10 s, and deaf to the caller's proxy variables.
+/// Puts an executable copy of `from` at `to` (mode 0755) through `install`, a process of its own, never a
+/// write in this one: a file this process held open for writing is inherited by whatever child another test
+/// thread forks at that moment, and exec'ing it fails with `Text file busy` (ETXTBSY) until that child execs.
+pub(crate) fn install_executable(from: &std::path::Path, to: &std::path::Path) {
+    let out = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(from)
+        .arg(to)
+        .timed_output()
+        .expect("install (coreutils)");
+    assert!(
+        out.status.success(),
+        "install {} {}: {}",
+        from.display(),
+        to.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub(crate) fn curl() -> Command {
     // These tests drive cordon with a real client.
     crate::rigs::tool::must("curl", &["--version"], "apt-get install curl");
