@@ -168,6 +168,15 @@ pub(crate) enum ProxyError {
     /// Audit records cannot be written (the disk failed or is full): nothing is served unrecorded.
     #[error("cordon cannot write its audit records right now, so it serves nothing; try again later")]
     AuditUnavailable,
+    /// A person's request on the preview listener that is not forwarded: a name, link, session or origin
+    /// refused, a preview no longer open, or a dev server that did not answer (answered with a page).
+    #[error("{message}")]
+    Preview {
+        /// Stable reason code (one of the registry's previews).
+        code: Reason,
+        /// What the person is told.
+        message: String,
+    },
     /// cordon itself went wrong (an entry handed the pipeline something it does not handle).
     #[error("internal error")]
     Internal,
@@ -213,6 +222,7 @@ impl ProxyError {
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
+            ProxyError::Preview { code, .. } => *code,
             ProxyError::Internal => Reason::Internal,
         }
     }
@@ -248,6 +258,14 @@ impl ProxyError {
             | ProxyError::Upstream(_)
             | ProxyError::UpstreamTimeout
             | ProxyError::HandshakeTimeout => Side::Upstream,
+            // A dev server that did not answer is the preview's upstream; the person's request otherwise, or
+            // cordon's own trouble (a session it could not sign, a sandbox with no address of its own).
+            ProxyError::Preview {
+                code: Reason::PreviewUnreachable | Reason::PreviewTimeout,
+                ..
+            } => Side::Upstream,
+            ProxyError::Preview { .. } if self.is_refusal() => Side::Downstream,
+            ProxyError::Preview { .. } => Side::Internal,
             ProxyError::CredentialUnavailable { .. } | ProxyError::AuditUnavailable | ProxyError::Internal => {
                 Side::Internal
             }
@@ -277,7 +295,7 @@ impl ProxyError {
             ProxyError::Minting { credential, call } => Some(format!("{call} through credential {credential}")),
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             ProxyError::Protocol(refused) => Some(refused.message.clone()),
-            ProxyError::McpAnswer { message, .. } => Some(message.clone()),
+            ProxyError::McpAnswer { message, .. } | ProxyError::Preview { message, .. } => Some(message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -349,6 +367,7 @@ impl ProxyError {
             | ProxyError::UnknownSource(_)
             | ProxyError::Held
             | ProxyError::AuditUnavailable
+            | ProxyError::Preview { .. }
             | ProxyError::Internal => self.to_string(),
         }
     }

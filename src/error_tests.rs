@@ -232,9 +232,10 @@ fn variant(e: &ProxyError) -> u8 {
         ProxyError::Held => 26,
         ProxyError::AuditUnavailable => 27,
         ProxyError::Internal => 28,
+        ProxyError::Preview { .. } => 29,
     }
 }
-const VARIANTS: u8 = 29;
+const VARIANTS: u8 = 30;
 
 /// Every `ProxyError` that can be built: each variant, with every kind of what it carries.
 fn every_error() -> Vec<ProxyError> {
@@ -321,6 +322,11 @@ fn every_error() -> Vec<ProxyError> {
     all.push(ProxyError::Held);
     all.push(ProxyError::AuditUnavailable);
     all.push(ProxyError::Internal);
+    // A preview's refusals name their reason as the preview's steps found it (a guard's reason too).
+    all.extend(http_reasons().into_iter().map(|code| ProxyError::Preview {
+        code,
+        message: "what is wrong".into(),
+    }));
     all
 }
 

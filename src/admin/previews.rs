@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::response::{AdminResponse, error, json_response};
 use crate::names::SandboxId;
 use crate::preview::{Claims, Previews, host};
-use crate::proxy::{PreviewRefusal, preview_allowed, preview_live};
+use crate::proxy::{preview_address, preview_allowed, preview_live};
 use crate::state::ProxyState;
 
 /// The body of `POST /v1/sandboxes/{id}/previews`.
@@ -90,7 +90,9 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         .unwrap_or_default();
     // The link is for the sandbox's incarnation now: one created again with the id is not opened by it.
     let generation = state.current();
-    let inc = preview_live(state, &generation, id)
+    let found = preview_live(state, &generation, id);
+    let inc = found
+        .as_ref()
         .map(|(sandbox, _)| sandbox.incarnation().to_string())
         .unwrap_or_default();
     let claims = Claims::new(
@@ -101,15 +103,18 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         exp,
     );
     // The same checks the listener makes when the link is opened: nothing is made that could not open.
-    if let Err(PreviewRefusal(status, code, message)) =
-        preview_allowed(state, &generation, previews, &claims, (port, id))
-    {
-        let status = if status == StatusCode::BAD_GATEWAY {
+    let opens = preview_allowed(previews, &claims, (port, id), found, |s| {
+        generation.policy_for(s, Some(&state.control))
+    })
+    .and_then(|(_, cidrs)| preview_address(&generation, &cidrs, port));
+    if let Err(refused) = opens {
+        // A sandbox without an address of its own is the sandbox's state, not the request's fault.
+        let status = if refused.status() == StatusCode::BAD_GATEWAY {
             StatusCode::CONFLICT
         } else {
             StatusCode::UNPROCESSABLE_ENTITY
         };
-        return error(status, code.code(), message);
+        return error(status, refused.reason().code(), refused.public_message());
     }
     let url = match previews.link(&claims) {
         Ok(u) => u,

@@ -4,8 +4,8 @@
 //! exchange starts and no phase changes it. What a phase finds is written in its own slot, by that phase alone
 //! (`tests/it/repo/phases.rs` checks it): `sandbox` by identify, `target` by target, `permit` by decide,
 //! `meter` and `websocket` by shape, `judged` by protocol, `reply` and `scan` by credentials, `answer` by send,
-//! and `ending` by the last phase of each kind (respond for a request, open for a tunnel, answer for a DNS
-//! query). The request in flight (`intent`'s request) is the exchange's subject: the phases that change it
+//! `visit` by visitor and `dev_server` by exposed (a preview's), and `ending` by the last phase of each kind
+//! (respond for a request, open for a tunnel, answer for a DNS query, visit for a preview). The request in flight (`intent`'s request) is the exchange's subject: the phases that change it
 //! (shape, protocol and approve reading its body and putting it back, credentials) say so, and send takes it.
 //! Every phase adds its own facts to the audit record; the record phase alone ends it.
 
@@ -15,7 +15,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 
 use super::effects::Effects;
-use super::handover::{Judgements, Permit, Reply};
+use super::handover::{DevServer, Judgements, Permit, Reply, Visit};
 use super::input::{Claim, Input, Intent, WebSocketGuard};
 
 use crate::addr::{ClientAddr, OriginalDst};
@@ -83,7 +83,11 @@ pub(super) struct Ctx {
     pub(super) scan: Option<ScanVerdict>,
     /// send: the upstream's answer.
     pub(super) answer: Option<Response<Incoming>>,
-    /// respond, open or answer (the last phase of each kind): how the exchange ends.
+    /// visitor: which preview a person asks for, and the link or session they carry.
+    pub(super) visit: Option<Visit>,
+    /// exposed: the preview's dev server, still open to the person.
+    pub(super) dev_server: Option<DevServer>,
+    /// respond, open, answer or visit (the last phase of each kind): how the exchange ends.
     pub(super) ending: Option<Ended>,
     /// The audit record, ended by the record phase.
     pub(super) audit: audit::Pending,
@@ -98,6 +102,10 @@ impl Ctx {
             Intent::Request { req, .. } => audit.method(Some(req.method().as_str())),
             Intent::Tunnel if input.kind == Kind::Connect => audit.method(Some("CONNECT")),
             Intent::Tunnel => audit.method(None),
+            Intent::Visit { req } => {
+                audit.method(Some(req.method().as_str()));
+                audit.path(req.uri().path());
+            }
             Intent::Name { name, qtype, .. } => {
                 audit.host(name);
                 audit.qtype(qtype);
@@ -108,7 +116,7 @@ impl Ctx {
             audit.original_dst(original.0);
         }
         if let Ok(target) = &input.target {
-            if !matches!(input.intent, Intent::Name { .. }) {
+            if !matches!(input.intent, Intent::Name { .. } | Intent::Visit { .. }) {
                 audit.target(target);
             }
             if let Intent::Request { req, .. } = &input.intent {
@@ -133,6 +141,8 @@ impl Ctx {
             reply: None,
             scan: None,
             answer: None,
+            visit: None,
+            dev_server: None,
             ending: None,
             audit,
         }
@@ -149,6 +159,7 @@ impl Ctx {
 pub(super) fn request(intent: &mut Intent) -> Result<&mut Request<ProxyBody>, ProxyError> {
     match intent {
         Intent::Request { req, .. } => Ok(req),
+        Intent::Visit { req } => Ok(req),
         Intent::Tunnel | Intent::Name { .. } => Err(ProxyError::Internal),
     }
 }

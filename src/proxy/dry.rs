@@ -2,7 +2,7 @@
 //! attached, dialled or sent. What each phase would do is noted ([`super::notes`]), and a refusal is noted and
 //! passed, to show what the later phases say too.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,6 +23,7 @@ use crate::identity::{AuthFailure, Sandbox};
 use crate::limits::Meter;
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
+use crate::preview::Previews;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::state::ProtocolMemory;
 use crate::target::Target;
@@ -217,6 +218,23 @@ impl Effects for Dry {
         if !self.notes.refused() {
             self.notes.push(Note::Tunnel(tls));
         }
+        None
+    }
+
+    fn previews(&self) -> Option<Arc<Previews>> {
+        None
+    }
+
+    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+        generation.identities.get(id).map(|s| ((*s).clone(), Vec::new()))
+    }
+
+    async fn visit(
+        &self,
+        _: &Generation,
+        _: Request<ProxyBody>,
+        _: SocketAddr,
+    ) -> Option<Result<Response<ProxyBody>, ProxyError>> {
         None
     }
 

@@ -31,6 +31,7 @@ use crate::leak::scan::body::ScanVerdict;
 use crate::limits::{Meter, OpenGuard};
 use crate::names::CredentialName;
 use crate::policy::{Policy, TlsMode};
+use crate::preview::Previews;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::state::ProtocolMemory;
 use crate::target::Target;
@@ -153,6 +154,22 @@ pub(crate) trait Effects: Send + Sync {
         target: &Target,
         tls: TlsMode,
     ) -> impl Future<Output = Option<Result<Dialled, ProxyError>>> + Send;
+
+    /// Visitor: the previews as the preview listener serves them (`None`: a dry run, which serves none).
+    fn previews(&self) -> Option<Arc<Previews>>;
+
+    /// Exposed: sandbox `id` as it is now, if it lives (a run-time sandbox's from its record), and its source
+    /// ranges.
+    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)>;
+
+    /// Visit: the request to a preview's dev server at `to`, an upgrade relayed when it agrees (`None`: a dry
+    /// run).
+    fn visit(
+        &self,
+        generation: &Generation,
+        req: Request<ProxyBody>,
+        to: SocketAddr,
+    ) -> impl Future<Output = Option<Result<Response<ProxyBody>, ProxyError>>> + Send;
 
     /// A DNS name resolved through the guard (`None`: a dry run).
     fn resolve(

@@ -73,3 +73,26 @@ impl Judgements {
         }
     }
 }
+
+/// Which preview a person asks for and with what: the visitor phase's finding.
+pub(crate) struct Visit {
+    /// The preview's port, and the sandbox its name names.
+    pub(crate) port: u16,
+    pub(crate) id: String,
+    /// Its host as cordon spells it (`PORT-SANDBOX.DOMAIN`): a dev server's cookies may name no other.
+    pub(crate) own: String,
+    /// Its host as the request named it (`Host`), which its origin must match.
+    pub(crate) name: String,
+    /// The link (opening the preview) or the session the request carries, checked.
+    pub(crate) claims: crate::preview::Claims,
+    /// The link is being opened (`/.cordon/preview?t=LINK`): a session is made, nothing is forwarded.
+    pub(crate) opening: bool,
+    /// The previews' configuration and signer, as the listener has them.
+    pub(crate) previews: Arc<crate::preview::Previews>,
+}
+
+/// Where a preview goes once the exposed phase found it still open: the sandbox's dev server.
+pub(crate) struct DevServer {
+    /// The sandbox's own address, at the preview's port (passed by the address guard).
+    pub(crate) at: std::net::SocketAddr,
+}

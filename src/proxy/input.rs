@@ -54,6 +54,8 @@ pub(crate) enum Claim {
     Established(Arc<Sandbox>),
     /// The sandbox an operator names for a dry run.
     Named(String),
+    /// A person on the preview listener: the link or session cookie in the request says who, and which preview.
+    Visitor,
 }
 
 /// What the client asks for.
@@ -66,6 +68,11 @@ pub(crate) enum Intent {
         req: Request<ProxyBody>,
         /// What the interception it arrived on shares, if any.
         inside: Option<Arc<Inside>>,
+    },
+    /// A person's request on the preview listener, to a sandbox's dev server (the other way: inbound).
+    Visit {
+        /// The request as read (its body streams on; an upgrade is relayed when the dev server agrees).
+        req: Request<ProxyBody>,
     },
     /// The target's host as a DNS name, for the responder.
     Name {

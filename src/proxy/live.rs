@@ -1,6 +1,6 @@
 //! The phases' effects on live traffic: everything counts and happens, on the state that outlives reloads.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -22,6 +22,7 @@ use crate::identity::{self, AuthFailure, Sandbox};
 use crate::limits::{LimitRefusal, Meter};
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
+use crate::preview::Previews;
 use crate::proxy::tunnel::scope::ConnScope;
 use crate::session::admission::{self, BudgetMeter};
 use crate::state::{ProtocolMemory, ProxyState};
@@ -135,7 +136,9 @@ impl Effects for Live {
             // SECURITY: a query is a request of the sandbox: a flood of them is held to its request rate, so it
             // can neither exhaust the resolver nor stream data out at line rate through allowed names.
             Intent::Name { .. } => admission::query(&limits, sandbox, target),
-            Intent::Tunnel | Intent::Request { .. } => admission::request(&limits, sandbox, target),
+            Intent::Tunnel | Intent::Request { .. } | Intent::Visit { .. } => {
+                admission::request(&limits, sandbox, target)
+            }
         }
         .map_err(ProxyError::Limited)?;
         // SECURITY: nothing is served that cannot be recorded: while the audit output fails (a disk that failed
@@ -242,6 +245,24 @@ impl Effects for Live {
             })
         };
         Some(opened.await)
+    }
+
+    fn previews(&self) -> Option<Arc<Previews>> {
+        self.0.previews.clone()
+    }
+
+    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+        super::preview::live(&self.0, generation, id)
+    }
+
+    async fn visit(
+        &self,
+        generation: &Generation,
+        req: Request<ProxyBody>,
+        to: SocketAddr,
+    ) -> Option<Result<Response<ProxyBody>, ProxyError>> {
+        let timeout = generation.config.timeouts.upstream_headers;
+        Some(super::preview::forward(&self.0.tasks, timeout, req, to).await)
     }
 
     async fn resolve(&self, generation: &Generation, name: &str) -> Option<Result<Vec<IpAddr>, DialError>> {

@@ -1,5 +1,5 @@
 //! The data plane: one request pipeline. Every entry (`entry`: explicit HTTP, CONNECT, transparent TLS and
-//! HTTP, the DNS responder, `cordon explain`; and each request inside an intercepted tunnel, `tunnel`)
+//! HTTP, the DNS responder, the preview listener, `cordon explain`; and each request inside an intercepted tunnel, `tunnel`)
 //! translates what it read into an [`Input`], hands it to [`run`] (or [`dry_run`]) and acts on the [`Outcome`].
 //!
 //! [`flow`] below is the whole order, read top to bottom. Every phase is one file in `phase/`, an
@@ -26,7 +26,11 @@
 //!      pool), **respond** (masked, filtered, streamed back);
 //!    - a **tunnel**: **open** (its connection caps, then dial for `tls: tunnel` or resolve to intercept);
 //!    - a **DNS name**: **answer** (resolved through the address guard).
-//! 7. **record**, always: the exchange's one audit record is ended here, whatever happened before: written at a
+//! 7. a **preview** (a person on the preview listener, reaching a sandbox's dev server: the other way) takes
+//!    its own three: **visitor** (the preview's name, its own origin, the link or session), **exposed** (still
+//!    open to the person, the port exposed, the sandbox's own address), **visit** (the session cookie set, or
+//!    the request forwarded to the dev server);
+//! 8. **record**, always: the exchange's one audit record is ended here, whatever happened before: written at a
 //!    refusal, carried to the end of a response's body, to a tunnel's or WebSocket's close.
 //!
 //! A dry run (`cordon explain`) takes the same phases with nothing counted, held, attached or sent, notes what
@@ -65,10 +69,10 @@ pub(crate) use notes::{CredentialUse, Ending, Note, Notes};
 pub(crate) use phase::identify::by_source;
 pub(crate) use phase::shape::is_websocket;
 use phase::{
-    admit, answer, approve, credentials, decide, hygiene, identify, open, protocol as judge, record as end, respond,
-    send, shape, target,
+    admit, answer, approve, credentials, decide, exposed, hygiene, identify, open, protocol as judge, record as end,
+    respond, send, shape, target, visit, visitor,
 };
-pub(crate) use preview::{PreviewRefusal, allowed as preview_allowed, live as preview_live, serve as preview};
+pub(crate) use preview::{address as preview_address, allowed as preview_allowed, live as preview_live};
 pub(crate) use record::{malformed, refuse_connection};
 
 /// Run the phases for live traffic.
@@ -95,6 +99,13 @@ async fn exchange(mut ctx: Ctx, fx: &impl Effects) -> Outcome {
 
 /// The phases, in order, for every kind of input.
 async fn flow(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
+    if let Intent::Visit { .. } = ctx.intent {
+        // A person on the preview listener, the other way (to a sandbox's dev server): which preview, and
+        // whether it is open to them, then the visit.
+        visitor::run(ctx, fx).await?;
+        exposed::run(ctx, fx).await?;
+        return visit::run(ctx, fx).await;
+    }
     // Steps 1 to 5 wait on nothing: whatever waits (approval, credential sources, the upstream) comes after.
     identify::run(ctx, fx).await?;
     admit::run(ctx, fx).await?;
@@ -112,5 +123,6 @@ async fn flow(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
         }
         Intent::Tunnel => open::run(ctx, fx).await,
         Intent::Name { .. } => answer::run(ctx, fx).await,
+        Intent::Visit { .. } => Err(ProxyError::Internal),
     }
 }

@@ -283,8 +283,10 @@ reasons! {
             "Keep a preview's requests on its own origin: let the front end's dev server proxy the API (Vite's `server.proxy` and the like) rather than call another port or preview.";
         PreviewNoAddress = "preview_no_address", Status(502), "the sandbox has no address its dev server can be reached at",
             "Give the sandbox an address of its own: a `source_cidrs` entry of one address (`/32` or `/128`), in the file or at creation (`cordon sandbox create --user USER --policy POLICY --source-cidr CIDR`).";
-        PreviewUnreachable = "preview_unreachable", Status(502), "the dev server does not answer (504 when it is too slow)",
-            "Start the dev server in the sandbox on that port, listening on the sandbox's address (`0.0.0.0`, not `127.0.0.1`), and check it answers in time.";
+        PreviewUnreachable = "preview_unreachable", Status(502), "the dev server does not answer",
+            "Start the dev server in the sandbox on that port, listening on the sandbox's address (`0.0.0.0`, not `127.0.0.1`).";
+        PreviewTimeout = "preview_timeout", Status(504), "the dev server did not answer within timeouts.upstream_headers",
+            "Check that the dev server answers in time (`timeouts.upstream_headers`); a dev server still compiling its first page may need a longer one.";
         PreviewFailed = "preview_failed", Status(500), "the preview could not be served",
             "A fault while serving the preview: cordon's log (stderr) has the detail at the same moment.";
     }

@@ -1,16 +1,22 @@
 //! The preview listener's connections: TLS (when `previews.tls` is set) and HTTP/1.1 with upgrades; each
-//! request is handed to the pipeline's preview step, which checks, audits and forwards it.
+//! request is handed to the data plane (`proxy::run`) as a visit, whose phases check, audit and forward it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::Response;
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::addr::ClientAddr;
+use crate::audit::Kind;
+use crate::body::ProxyBody;
+use crate::error::ProxyError;
+use crate::proxy::{Claim, Input, Intent};
 use crate::state::ProxyState;
 
 /// How long a client may take over its TLS handshake.
@@ -37,7 +43,7 @@ where
     let svc_state = state.clone();
     let svc = service_fn(move |req| {
         let state = svc_state.clone();
-        async move { Ok::<_, Infallible>(crate::proxy::preview(&state, client.0, req).await) }
+        async move { Ok::<_, Infallible>(visit(&state, client, req).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -55,4 +61,22 @@ where
             }
         }
     }
+}
+
+/// One request of a person, through the data plane's preview phases; the response (the dev server's, the
+/// session's, or a refusal's page).
+async fn visit(state: &Arc<ProxyState>, client: ClientAddr, req: hyper::Request<Incoming>) -> Response<ProxyBody> {
+    let input = Input {
+        kind: Kind::Preview,
+        client,
+        original_dst: None,
+        conn: None,
+        claim: Claim::Visitor,
+        // A preview's destination is its name, which the visitor phase reads: no proxy target to parse.
+        target: Err(ProxyError::Internal),
+        intent: Intent::Visit {
+            req: req.map(crate::body::boxed),
+        },
+    };
+    crate::proxy::run(state, input).await.into_response()
 }

@@ -27,6 +27,8 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     let (method, path) = match ask {
         Intent::Request { req, .. } => (Some(req.method()), Some(req.uri().path())),
         Intent::Tunnel | Intent::Name { .. } => (None, None),
+        // A preview is decided by the exposed phase; decide never sees one.
+        Intent::Visit { .. } => return Err(ProxyError::Internal),
     };
     let decided = match ask {
         Intent::Name { .. } => decide_name(&ctx.generation, &policy, target)?,
@@ -74,7 +76,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         match ask {
             Intent::Request { .. } => action = Action::Ask,
             Intent::Tunnel if tls == TlsMode::Tunnel => return Err(ProxyError::Held),
-            Intent::Tunnel | Intent::Name { .. } => {}
+            Intent::Tunnel | Intent::Name { .. } | Intent::Visit { .. } => {}
         }
     }
     ctx.permit = Some(Permit {

@@ -42,6 +42,8 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
             fx.entitled(&ctx.generation, &sandbox)?;
             sandbox
         }
+        // A person on the preview listener is found by the visitor phase; identify never sees one.
+        Claim::Visitor => return Err(ProxyError::Internal),
         Claim::Named(id) => ctx
             .generation
             .identities

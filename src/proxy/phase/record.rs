@@ -80,7 +80,11 @@ fn refuse(ctx: Ctx, fx: &impl Effects, err: &ProxyError) -> Outcome {
 
 /// Fill the record for `err`, emit it (unless counted in an aggregate), and give the response.
 fn record_refusal(mut ctx: Ctx, err: &ProxyError) -> Response<ProxyBody> {
-    let resp = err.response();
+    // A person on the preview listener reads a page; a sandbox's client, the refusal.
+    let resp = match ctx.kind {
+        Kind::Preview => crate::proxy::preview::page(err),
+        _ => err.response(),
+    };
     // A DNS query has no HTTP answer to record; the detail says what went wrong instead.
     let (status, detail) = match ctx.kind {
         Kind::Dns => (None, Some(err.to_string())),

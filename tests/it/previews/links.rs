@@ -15,6 +15,19 @@ use crate::rigs::process::Signal;
 use crate::rigs::process::{BIN, spawn_cordon};
 use crate::rigs::wait::Within;
 
+/// A server on `ip` that takes connections and never answers; its port.
+async fn mute_server(ip: &str) -> u16 {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    port
+}
+
 /// A WebSocket echo server on `ip` (a dev server's hot-reload channel).
 async fn ws_echo(ip: &str) -> u16 {
     use futures_util::{SinkExt, StreamExt};
@@ -49,6 +62,7 @@ struct Rig {
     dev3: u16,
     ws: u16,
     silent: u16,
+    slow: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -105,11 +119,14 @@ async fn rig() -> (Rig, std::process::Child) {
     let ws = ws_echo("127.0.0.9").await;
     // An exposed port where nothing listens (the dev server has not started, or has stopped).
     let silent = free_port();
+    // And one whose dev server takes connections and never answers (still compiling its first page).
+    let slow = mute_server("127.0.0.9").await;
     let (proxy, admin, preview) = (free_port(), free_port(), free_port());
     let yaml = format!(
         r#"
 listen: {{ proxy: 127.0.0.1:{proxy}, admin: 127.0.0.1:{admin}, preview: 127.0.0.1:{preview} }}
 previews: {{ domain: preview.localhost }}
+timeouts: {{ upstream_headers: 2s }}
 network: {{ allow_cidrs: ["127.0.0.0/8"] }}
 ca: {{ dir: {d}/cas }}
 audit: {{ path: {d}/audit.jsonl }}
@@ -119,7 +136,7 @@ sandboxes:
   - {{ id: sb2, user: bob, token_sha256: {h2}, policy: web, source_cidrs: ["127.0.0.10/32"] }}
 policies:
   web:
-    expose: [{dev}, {dev2}, {dev3}, {ws}, {silent}, {admin}]
+    expose: [{dev}, {dev2}, {dev3}, {ws}, {silent}, {slow}, {admin}]
     allow:
       # Even a rule naming cordon's own listeners cannot take a sandbox there.
       - {{ cidrs: ["127.0.0.1/32"], ports: [{preview}, {admin}] }}
@@ -153,6 +170,7 @@ policies:
         dev3,
         ws,
         silent,
+        slow,
         _dir: dir,
     };
     (rig, child)
@@ -234,6 +252,12 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
     let (quiet_cookie, _) = session_cookie(&head);
     let (status, reason, _, _) = rig.curl(&rig.url(rig.silent, "sb1", "/"), Some(&quiet_cookie));
     assert_eq!((status, reason.as_str()), (502, "preview_unreachable"));
+    // One that never answers: 504, said so, once `timeouts.upstream_headers` has passed.
+    let (slow_link, _) = rig.link("sb1", rig.slow, &[]);
+    let (_, _, head, _) = rig.curl(&slow_link, None);
+    let (slow_cookie, _) = session_cookie(&head);
+    let (status, reason, _, _) = rig.curl(&rig.url(rig.slow, "sb1", "/"), Some(&slow_cookie));
+    assert_eq!((status, reason.as_str()), (504, "preview_timeout"));
 
     // WebSockets pass (a dev server's hot reload).
     let (ws_link, _) = rig.link("sb1", ws, &[]);
@@ -328,6 +352,8 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
         (&Value::from("sb1"), &Value::from("carol"), &Value::from("allow"))
     );
     assert_eq!(served["host"], format!("{dev}-sb1.preview.localhost"));
+    // Written once the page was sent, with what was sent.
+    assert!(served["bytes_down"].as_u64().unwrap() > 0, "{served}");
     for reason in ["preview_login", "preview_other", "preview_revoked"] {
         assert!(
             previews
@@ -342,6 +368,13 @@ async fn a_signed_link_opens_a_sandboxs_port_for_one_person_and_nothing_else_get
             && r["decision"] == "allow"
             && r["side"] == "upstream"),
         "a failure, not a refusal: {previews:#?}"
+    );
+    assert!(
+        previews.iter().any(|r| r["reason"] == "preview_timeout"
+            && r["status"] == 504
+            && r["decision"] == "allow"
+            && r["side"] == "upstream"),
+        "a slow dev server is a failure too: {previews:#?}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! The data plane's shape holds (issue #55 item 1): `src/proxy/mod.rs` runs one ordered list of phases, each one
-//! file of `src/proxy/phase/` with the same signature, and every slot of the per-request context (`Ctx`,
-//! `src/proxy/ctx.rs`) is written by exactly one phase (the exchange's ending by the last phase of each kind),
+//! file of `src/proxy/phase/` with the same signature (a preview's three included), and every slot of the
+//! per-request context (`Ctx`, `src/proxy/ctx.rs`) is written by exactly one phase (the exchange's ending by the
+//! last phase of each kind: respond, open, answer, visit),
 //! and consumed (`.take()`) by at most one. Read from the source, so a new phase or slot is checked as it lands.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,6 +105,19 @@ fn every_phase_is_one_file_with_one_signature_run_in_the_documented_order() {
         at.windows(2).all(|w| w[0] < w[1]),
         "src/proxy/mod.rs runs the phases out of order: {order:?}"
     );
+    // A preview's own three (a person reaching a sandbox's dev server), in their order.
+    let preview = ["visitor::run", "exposed::run", "visit::run"];
+    let at: Vec<usize> = preview
+        .iter()
+        .map(|p| {
+            flow.find(&format!("{p}(ctx, fx)"))
+                .unwrap_or_else(|| panic!("{p} not in flow"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "src/proxy/mod.rs runs a preview's phases out of order: {preview:?}"
+    );
     println!("{} phases, each one file, run in order", phases.len());
 }
 
@@ -129,7 +143,7 @@ fn every_slot_of_the_context_is_written_by_one_phase() {
     .into_iter()
     .collect();
     // The exchange's ending: the last phase of each kind writes it.
-    let last: BTreeSet<&str> = ["respond", "open", "answer"].into_iter().collect();
+    let last: BTreeSet<&str> = ["respond", "open", "answer", "visit"].into_iter().collect();
     let mut problems = Vec::new();
     let mut table = Vec::new();
     for field in &fields {
