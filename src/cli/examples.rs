@@ -51,6 +51,19 @@ cordon explain --sandbox demo http://example.com/
 cordon explain --sandbox demo --method POST --json https://api.github.com/repos/acme/app/issues",
     ),
     (
+        "policy",
+        "# Learn the demo sandbox's policy from what a run in report mode recorded (audit.jsonl)
+cordon policy suggest --sandbox demo audit.jsonl",
+    ),
+    (
+        "policy suggest",
+        "# The narrowest policy that would have allowed what the demo sandbox did, as a `policies:` section
+cordon policy suggest --sandbox demo audit.jsonl
+
+# Paths cut to their first two segments (each then /** below), as JSON
+cordon policy suggest --sandbox demo --paths 2 --json audit.jsonl",
+    ),
+    (
         "audit",
         "# The key that verifies the audit log (state/audit-key is made on cordon's first start)
 cordon audit public-key

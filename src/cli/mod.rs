@@ -29,6 +29,7 @@ mod render;
 pub(crate) mod run;
 pub(crate) mod sandbox;
 mod style;
+mod suggest;
 mod vault;
 
 use std::io::Read;
@@ -49,6 +50,16 @@ use args::{load, load_startable};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// `cordon policy ...`.
+#[derive(clap::Subcommand)]
+enum PolicyCommand {
+    /// Write the narrowest policy that would have allowed what an audit log shows a sandbox doing (a report-mode
+    /// run, or refusals), grouped by host. Refusals no rule changes (metadata, private addresses, malformed
+    /// requests, credentials out of place) are counted, never allowed. Exit 0 a policy written; 1 nothing to
+    /// suggest; 2 unusable input.
+    Suggest(suggest::SuggestArgs),
 }
 
 #[derive(Subcommand)]
@@ -82,6 +93,11 @@ enum Command {
         json: bool,
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
+    },
+    /// Policies: learn one from an audit log.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
     },
     /// The audit log: the checkpoints' public key, and verifying audit files.
     Audit {
@@ -223,6 +239,9 @@ pub fn main(on_idle: fn(), child_signals: crate::jail::ChildSignals) -> ExitCode
         Command::Ca { command } => ca::main(command),
         Command::Config { command } => config_cmd::main(command),
         Command::Audit { command } => audit::main(command),
+        Command::Policy {
+            command: PolicyCommand::Suggest(args),
+        } => suggest::main(args),
         Command::Placeholders { config, sandbox, json } => vault::placeholders(&config, &sandbox, json),
         Command::Vault { command } => vault::main(command),
         Command::Reasons { code, json, markdown } => reasons::main(code.as_deref(), json, markdown),

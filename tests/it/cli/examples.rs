@@ -95,6 +95,7 @@ const RUNNERS: &[&str] = &[
     include_str!("examples_live.rs"),
     include_str!("examples_system.rs"),
     include_str!("json.rs"),
+    include_str!("suggest.rs"),
     include_str!("../jail/examples.rs"),
 ];
 

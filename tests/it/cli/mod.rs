@@ -14,4 +14,5 @@ pub(crate) mod explain_live;
 mod explain_own;
 mod explain_props;
 mod json;
+mod suggest;
 mod troubleshooting;
