@@ -83,7 +83,7 @@ fn parse_paths(text: &str) -> Result<Paths, String> {
 
 /// One record of traffic, as far as a suggestion reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Seen {
+pub(crate) struct SeenRecord {
     pub(crate) sandbox: String,
     pub(crate) kind: String,
     pub(crate) decision: String,
@@ -94,10 +94,10 @@ pub(crate) struct Seen {
     pub(crate) path: Option<String>,
 }
 
-impl Seen {
+impl SeenRecord {
     /// The record on `line`, if it is one of a sandbox's (a checkpoint, or a record no sandbox was identified
     /// for, is `None`); `Err` when the line is not a JSON object.
-    pub(crate) fn read(line: &str) -> Result<Option<Seen>, String> {
+    pub(crate) fn read(line: &str) -> Result<Option<SeenRecord>, String> {
         let v: Value = serde_json::from_str(line).map_err(|e| format!("not a JSON record: {e}"))?;
         let Some(o) = v.as_object() else {
             return Err("not a JSON object".into());
@@ -106,7 +106,7 @@ impl Seen {
         let (Some(sandbox), Some(kind), Some(decision)) = (text("sandbox"), text("kind"), text("decision")) else {
             return Ok(None);
         };
-        Ok(Some(Seen {
+        Ok(Some(SeenRecord {
             sandbox,
             kind,
             decision,
@@ -156,7 +156,7 @@ type SharedBy = BTreeMap<(Vec<u16>, Option<Vec<String>>), Vec<String>>;
 
 /// What one host was seen doing.
 #[derive(Default)]
-struct Host {
+struct HostSeen {
     /// Per method: the ports and paths it was sent to.
     methods: BTreeMap<String, (BTreeSet<u16>, BTreeSet<String>)>,
     /// Ports of tunnels to it (CONNECT, redirected TLS).
@@ -164,9 +164,9 @@ struct Host {
 }
 
 /// The narrowest rules allowing what `seen` shows of `sandbox`, paths generalised as `paths` says.
-pub(crate) fn suggest(seen: &[Seen], sandbox: &str, paths: Paths) -> Suggestion {
+pub(crate) fn suggest(seen: &[SeenRecord], sandbox: &str, paths: Paths) -> Suggestion {
     let mut out = Suggestion::default();
-    let mut hosts: BTreeMap<String, Host> = BTreeMap::new();
+    let mut hosts: BTreeMap<String, HostSeen> = BTreeMap::new();
     let mut named = BTreeSet::new();
     for s in seen.iter().filter(|s| s.sandbox == sandbox) {
         if s.kind == "dns" {
@@ -217,7 +217,7 @@ pub(crate) fn suggest(seen: &[Seen], sandbox: &str, paths: Paths) -> Suggestion 
 
 /// The rules of one host: methods with the same ports and paths share a rule; tunnel ports no request
 /// covers get one of their own, of ports alone.
-fn rules_of(name: &str, host: &Host, paths: Paths) -> Vec<SuggestedRule> {
+fn rules_of(name: &str, host: &HostSeen, paths: Paths) -> Vec<SuggestedRule> {
     let place = |ports: Vec<u16>| {
         let ip = name.trim_matches(['[', ']']).parse::<std::net::IpAddr>().ok();
         SuggestedRule {
@@ -292,7 +292,7 @@ fn run(args: &SuggestArgs) -> Result<u8, String> {
             if line.trim().is_empty() {
                 continue;
             }
-            let record = Seen::read(line).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1))?;
+            let record = SeenRecord::read(line).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1))?;
             seen.extend(record);
         }
     }
@@ -351,14 +351,14 @@ fn yaml(name: &str, sandbox: &str, s: &Suggestion) -> Result<String, String> {
     }
     if !s.tunnels_only.is_empty() {
         out.push_str(&format!(
-            "# Seen only as tunnels, nothing inside recorded (their rules name ports alone; run again with the \
+            "# SeenRecord only as tunnels, nothing inside recorded (their rules name ports alone; run again with the \
              policy in `mode: report` to learn their requests): {}\n",
             s.tunnels_only.join(", ")
         ));
     }
     if !s.dns_only.is_empty() {
         out.push_str(&format!(
-            "# Seen only in DNS queries, not allowed: {}\n",
+            "# SeenRecord only in DNS queries, not allowed: {}\n",
             s.dns_only.join(", ")
         ));
     }

@@ -2,8 +2,15 @@
 
 use super::*;
 
-fn seen(kind: &str, decision: &str, reason: Option<&str>, host: &str, port: u16, mp: Option<(&str, &str)>) -> Seen {
-    Seen {
+fn seen(
+    kind: &str,
+    decision: &str,
+    reason: Option<&str>,
+    host: &str,
+    port: u16,
+    mp: Option<(&str, &str)>,
+) -> SeenRecord {
+    SeenRecord {
         sandbox: "s".into(),
         kind: kind.into(),
         decision: decision.into(),
@@ -183,7 +190,7 @@ fn addresses_become_cidrs_of_one_address() {
 #[test]
 fn paths_are_exact_with_glob_characters_escaped_unless_generalised() {
     let paths = ["/repos/a/b/issues", "/repos/a/c/pulls", "/x*y?[z]{w}", "/", "/top"];
-    let log: Vec<Seen> = paths
+    let log: Vec<SeenRecord> = paths
         .iter()
         .map(|p| seen("https", "allow", None, "h.test", 443, Some(("GET", p))))
         .collect();
@@ -207,10 +214,14 @@ fn paths_are_exact_with_glob_characters_escaped_unless_generalised() {
 
 #[test]
 fn a_record_line_is_read_or_said_to_be_unreadable() {
-    assert!(Seen::read("{\"kind\":\"checkpoint\",\"seq\":3}").unwrap().is_none());
-    assert!(Seen::read("not json").unwrap_err().contains("not a JSON record"));
-    assert!(Seen::read("[1]").unwrap_err().contains("not a JSON object"));
-    let r = Seen::read(
+    assert!(
+        SeenRecord::read("{\"kind\":\"checkpoint\",\"seq\":3}")
+            .unwrap()
+            .is_none()
+    );
+    assert!(SeenRecord::read("not json").unwrap_err().contains("not a JSON record"));
+    assert!(SeenRecord::read("[1]").unwrap_err().contains("not a JSON object"));
+    let r = SeenRecord::read(
         r#"{"sandbox":"s","kind":"https","decision":"allow","host":"h.test","port":443,"method":"GET","path":"/a"}"#,
     )
     .unwrap()
