@@ -46,8 +46,9 @@ pub(crate) use inspect::MAX_TARGET;
 use inspect::{BodyFraming, chunk_size, find_lf, head_end_hint, inspect_head, validate_trailers};
 pub(crate) use violation::{FramingReport, FramingViolation};
 
-/// Header slots for one request head; more headers count as a too-large head.
-const MAX_HEADERS: usize = 128;
+/// Header slots for one request head; more headers count as a too-large head. As many as hyper's parser reads
+/// (its default, 100): a head hyper would refuse with a bare 431 is refused here first, with its reason.
+const MAX_HEADERS: usize = 100;
 /// Longest accepted chunk-size line, extensions included.
 const MAX_CHUNK_LINE: usize = 4096;
 /// Initial (and minimum) size of the read buffer.
