@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 pub(super) use super::response::failed;
 use super::response::{AdminResponse, error, json_response};
-use crate::control::store::Record;
+use crate::control::store::SandboxRow;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
 use crate::generation::Generation;
 use crate::identity::Sandbox;
@@ -21,7 +21,7 @@ fn rfc3339(secs: i64) -> Value {
     json!(crate::rfc3339::unix_seconds(secs))
 }
 
-fn sandbox_of(r: &Record) -> Sandbox {
+fn sandbox_of(r: &SandboxRow) -> Sandbox {
     r.incarnation()
 }
 
@@ -43,7 +43,7 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
         })
 }
 
-pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
+pub(super) fn record_view(state: &ProxyState, r: &SandboxRow) -> Value {
     let (connections, tunnels) = state.sessions.counts(r.id.as_str());
     let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
@@ -263,7 +263,12 @@ fn bounds(generation: &Generation) -> Ttl {
     clippy::result_large_err,
     reason = "the error is the answer itself, built once per failed call"
 )]
-fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: &str) -> Result<Value, AdminResponse> {
+fn created(
+    state: &ProxyState,
+    generation: &Generation,
+    r: &SandboxRow,
+    credential: &str,
+) -> Result<Value, AdminResponse> {
     let sandbox = sandbox_of(r);
     let ca = ca_pem(state, generation, &sandbox)?;
     let c = &generation.config.control;
@@ -328,7 +333,7 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
         let policy_known = |p: &str| g.named_policy(p).is_some();
         let declared = |id: &str| g.identities.get(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
-        let prepare = |r: &Record| {
+        let prepare = |r: &SandboxRow| {
             s.cas.prepare(&r.id, &asked.policy).map_err(|e| {
                 if s.shared().is_some_and(|x| x.state().state == "down") {
                     ControlError::Unavailable(e)

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::store::Record;
+use super::store::SandboxRow;
 use super::{Control, now};
 use crate::identity::{AuthFailure, Closed, Origin, Sandbox};
 use crate::names::SandboxId;
@@ -27,7 +27,7 @@ impl Control {
             },
         );
         let policy = self
-            .judged(&sandbox, now, Record::policy_label)
+            .judged(&sandbox, now, SandboxRow::policy_label)
             .map_err(AuthFailure::from)?;
         Ok(Arc::new(sandbox.with_policy(policy)))
     }
@@ -47,11 +47,11 @@ impl Control {
 
     /// `what` of the record of this incarnation of a run-time sandbox, if it may still use cordon. The record is
     /// judged where it lies in the view, not copied (every request of a run-time sandbox passes here).
-    fn judged<T>(&self, sandbox: &Sandbox, now: i64, what: impl Fn(&Record) -> T) -> Result<T, Closed> {
+    fn judged<T>(&self, sandbox: &Sandbox, now: i64, what: impl Fn(&SandboxRow) -> T) -> Result<T, Closed> {
         let Origin::Api { nonce, .. } = &sandbox.origin else {
             return Err(Closed::Removed);
         };
-        let judge = |r: &Record| {
+        let judge = |r: &SandboxRow| {
             // The store's record decides: it knows renewals and revocations.
             if &r.nonce != nonce || r.revoked.is_some() {
                 Err(Closed::Revoked)

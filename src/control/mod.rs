@@ -29,7 +29,7 @@ use crate::identity::signed::TokenSigner;
 use crate::names::SandboxId;
 use backend::Backend;
 use fields::{check_labels, check_user};
-use store::{Record, Store, StoreError};
+use store::{SandboxRow, Store, StoreError};
 
 /// What the admin API asks for.
 #[derive(Debug, Clone, Default)]
@@ -139,7 +139,7 @@ pub struct Ttl {
 /// Run-time sandboxes: store, in-memory view and credential signer.
 pub struct Control {
     store: Backend,
-    view: RwLock<HashMap<SandboxId, Record>>,
+    view: RwLock<HashMap<SandboxId, SandboxRow>>,
     signer: TokenSigner,
 }
 
@@ -224,7 +224,7 @@ impl Control {
         Ok(())
     }
 
-    fn remember(&self, record: &Record) {
+    fn remember(&self, record: &SandboxRow) {
         self.view
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -249,9 +249,9 @@ impl Control {
         ttl: Ttl,
         policy_known: impl Fn(&str) -> bool,
         declared: impl Fn(&str) -> bool,
-        prepare: impl FnOnce(&Record) -> Result<(), ControlError>,
+        prepare: impl FnOnce(&SandboxRow) -> Result<(), ControlError>,
         now: i64,
-    ) -> Result<(Record, String), ControlError> {
+    ) -> Result<(SandboxRow, String), ControlError> {
         let id = match new.id {
             Some(id) => SandboxId::parse(&id).map_err(|e| invalid("id", e.to_string()))?,
             None => SandboxId::parse(&format!(
@@ -269,7 +269,7 @@ impl Control {
         }
         check_labels(&new.labels)?;
         let life = lifetime(new.ttl, ttl)?;
-        let record = Record {
+        let record = SandboxRow {
             id,
             nonce: crate::secret_file::random_hex(12).map_err(ControlError::Store)?,
             user: new.user,
@@ -292,14 +292,14 @@ impl Control {
         Ok((record, credential))
     }
 
-    fn mint(&self, r: &Record, now: i64) -> Result<String, ControlError> {
+    fn mint(&self, r: &SandboxRow, now: i64) -> Result<String, ControlError> {
         self.signer
             .mint(r.id.as_str(), &r.nonce, &r.user, &r.policy, now, r.expires)
             .map_err(ControlError::Store)
     }
 
     /// A further credential for a live sandbox (e.g. for `cordon sandbox env`). Blocking.
-    pub(crate) fn issue(&self, id: &str, now: i64) -> Result<(Record, String), ControlError> {
+    pub(crate) fn issue(&self, id: &str, now: i64) -> Result<(SandboxRow, String), ControlError> {
         let record = self.live(id, now)?;
         let credential = self.mint(&record, now)?;
         Ok((record, credential))
@@ -308,7 +308,13 @@ impl Control {
     /// Extend a live sandbox to `now + ttl`. A renewal never shortens a sandbox (so no credential ever outlives
     /// its record): one that would is refused as [`ControlError::Shorter`], not answered as if it had renewed.
     /// Blocking.
-    pub(crate) fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
+    pub(crate) fn renew(
+        &self,
+        id: &str,
+        ttl: Option<Duration>,
+        bounds: Ttl,
+        now: i64,
+    ) -> Result<SandboxRow, ControlError> {
         let current = self.live(id, now)?;
         let life = lifetime(ttl, bounds)?;
         let asked = now.saturating_add(life);
@@ -325,13 +331,13 @@ impl Control {
     }
 
     /// Revoke: every credential of this sandbox is refused from now on. Blocking.
-    pub fn revoke(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+    pub fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, ControlError> {
         let record = self.store.revoke(id, now)?;
         self.remember(&record);
         Ok(record)
     }
 
-    fn live(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+    fn live(&self, id: &str, now: i64) -> Result<SandboxRow, ControlError> {
         // The store, not the view: another replica may have revoked it a moment ago.
         match self.store.get(id)? {
             Some(r) if r.revoked.is_none() && r.expires > now => Ok(r),
@@ -340,13 +346,13 @@ impl Control {
     }
 
     /// The record of `id` as this replica knows it.
-    pub(crate) fn get(&self, id: &str) -> Option<Record> {
+    pub(crate) fn get(&self, id: &str) -> Option<SandboxRow> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
     /// Every record this replica knows, by id.
-    pub(crate) fn list(&self) -> Vec<Record> {
-        let mut all: Vec<Record> = self
+    pub(crate) fn list(&self) -> Vec<SandboxRow> {
+        let mut all: Vec<SandboxRow> = self
             .view
             .read()
             .unwrap_or_else(|p| p.into_inner())

@@ -24,7 +24,7 @@ fn new(id: Option<&str>) -> NewSandbox {
     }
 }
 
-fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(Record, String), ControlError> {
+fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(SandboxRow, String), ControlError> {
     c.create(new(id), TTL, |p| p == "web", |id| id == "declared", |_| Ok(()), now)
 }
 
@@ -92,7 +92,7 @@ fn a_recreated_id_does_not_revive_old_credentials() {
 #[test]
 fn bad_requests_say_what_is_wrong() {
     let c = control(None);
-    let field = |r: Result<(Record, String), ControlError>| match r {
+    let field = |r: Result<(SandboxRow, String), ControlError>| match r {
         Err(ControlError::Invalid { field, .. }) => field,
         other => panic!("expected Invalid, got {other:?}"),
     };

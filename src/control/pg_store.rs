@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio_postgres::Row;
 
-use super::store::Record;
+use super::store::SandboxRow;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
@@ -46,7 +46,7 @@ impl PgStore {
     }
 
     /// Insert `record` unless its id is held by a live sandbox (a revoked or expired one is replaced).
-    pub(crate) async fn insert(&self, record: &Record, now: i64) -> Result<(), PgStoreError> {
+    pub(crate) async fn insert(&self, record: &SandboxRow, now: i64) -> Result<(), PgStoreError> {
         let labels = serde_json::to_value(&record.labels).map_err(|e| self.db.corrupt("sandbox", e))?;
         let mut client = self.db.client().await?;
         let what = "adding a sandbox";
@@ -119,7 +119,7 @@ impl PgStore {
     }
 
     /// The record of `id`, revoked and expired ones included.
-    pub(crate) async fn get(&self, id: &str) -> Result<Option<Record>, DbError> {
+    pub(crate) async fn get(&self, id: &str) -> Result<Option<SandboxRow>, DbError> {
         let client = self.db.client().await?;
         let r = client
             .query_opt(&format!("SELECT {COLUMNS} FROM sandboxes WHERE id = $1"), &[&id])
@@ -131,7 +131,7 @@ impl PgStore {
     }
 
     /// Every record.
-    pub(crate) async fn all(&self) -> Result<Vec<Record>, DbError> {
+    pub(crate) async fn all(&self) -> Result<Vec<SandboxRow>, DbError> {
         let client = self.db.client().await?;
         let r = client
             .query(&format!("SELECT {COLUMNS} FROM sandboxes ORDER BY id"), &[])
@@ -144,7 +144,7 @@ impl PgStore {
     }
 
     /// Move `expires` of a live sandbox.
-    pub(crate) async fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, PgStoreError> {
+    pub(crate) async fn renew(&self, id: &str, expires: i64, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "renewing a sandbox",
             id,
@@ -163,7 +163,7 @@ impl PgStore {
         policy: &str,
         inline: Option<&str>,
         now: i64,
-    ) -> Result<Record, PgStoreError> {
+    ) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "changing a sandbox's policy",
             id,
@@ -177,7 +177,7 @@ impl PgStore {
     }
 
     /// Mark revoked (the first time stays).
-    pub(crate) async fn revoke(&self, id: &str, now: i64) -> Result<Record, PgStoreError> {
+    pub(crate) async fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "revoking a sandbox",
             id,
@@ -203,7 +203,7 @@ impl PgStore {
         id: &str,
         sql: &str,
         args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<Record, PgStoreError> {
+    ) -> Result<SandboxRow, PgStoreError> {
         let mut client = self.db.client().await?;
         let tx = self.db.outcome(what, client.transaction().await)?;
         let row = self.db.outcome(what, tx.query_opt(sql, args).await)?;
@@ -217,9 +217,9 @@ impl PgStore {
         Ok(record)
     }
 
-    fn record(&self, row: &Row) -> Result<Record, DbError> {
+    fn record(&self, row: &Row) -> Result<SandboxRow, DbError> {
         let labels: serde_json::Value = row.try_get(4).map_err(|e| self.db.corrupt("sandbox", e))?;
-        Ok(Record {
+        Ok(SandboxRow {
             id: crate::names::SandboxId::parse(
                 &row.try_get::<_, String>(0).map_err(|e| self.db.corrupt("sandbox", e))?,
             )

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::store::Record;
+use super::store::SandboxRow;
 use super::{Control, ControlError, PolicyOf};
 
 impl Control {
@@ -23,7 +23,7 @@ impl Control {
     }
 
     /// Give a live sandbox another policy (validated by the caller). Blocking.
-    pub(crate) fn set_policy(&self, id: &str, to: &PolicyOf, now: i64) -> Result<Record, ControlError> {
+    pub(crate) fn set_policy(&self, id: &str, to: &PolicyOf, now: i64) -> Result<SandboxRow, ControlError> {
         let record = self.store.set_policy(id, &to.name, to.inline.as_deref(), now)?;
         self.remember(&record);
         Ok(record)

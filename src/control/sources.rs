@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::Control;
-use super::store::Record;
+use super::store::SandboxRow;
 use crate::identity::{Origin, Sandbox};
 
 impl Control {
@@ -48,7 +48,7 @@ impl Control {
     }
 }
 
-impl Record {
+impl SandboxRow {
     /// The policy as audit records and approvals name it: the file's policy, or `BASE+inline` for a sandbox's own
     /// policy narrowing BASE (rule indexes then refer to its own rules).
     pub(crate) fn policy_label(&self) -> String {

@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::{Record, Store, StoreError};
+use super::{SandboxRow, Store, StoreError};
 
 /// A live record: created at 100, expires at 1000.
-fn record(id: &str) -> Record {
+fn record(id: &str) -> SandboxRow {
     let mut labels = BTreeMap::new();
     labels.insert("team".to_owned(), "infra".to_owned());
     labels.insert("ticket".to_owned(), "OPS-1 \"quoted\"".to_owned());
-    Record {
+    SandboxRow {
         id: crate::names::SandboxId::from(&*id.to_owned()),
         nonce: format!("nonce-{id}"),
         user: "alice".to_owned(),
