@@ -5,6 +5,7 @@ use std::future::Future;
 
 use super::pg_store::{PgStore, PgStoreError};
 use super::store::{SandboxRow, Store, StoreError};
+use crate::names::SandboxId;
 use crate::pg::DbError;
 
 /// The store of run-time sandboxes.
@@ -68,7 +69,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn get(&self, id: &str) -> Result<Option<SandboxRow>, StoreError> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, StoreError> {
         match self {
             Backend::Sqlite(s) => s.get(id),
             Backend::Postgres(p) => wait(async { Ok(p.get(id).await?) }),
@@ -82,7 +83,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn renew(&self, id: &str, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
+    pub(crate) fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
         match self {
             Backend::Sqlite(s) => s.renew(id, expires, now),
             Backend::Postgres(p) => wait(async { Ok(p.renew(id, expires, now).await?) }),
@@ -91,7 +92,7 @@ impl Backend {
 
     pub(crate) fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
@@ -102,7 +103,7 @@ impl Backend {
         }
     }
 
-    pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, StoreError> {
+    pub(crate) fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, StoreError> {
         match self {
             Backend::Sqlite(s) => s.revoke(id, now),
             Backend::Postgres(p) => wait(async { Ok(p.revoke(id, now).await?) }),

@@ -33,8 +33,8 @@ impl Control {
     }
 
     /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
-    pub(crate) fn signed_for(&self, id: &str, credential: &str) -> bool {
-        self.signer.verify(credential).is_some_and(|c| c.sub == id)
+    pub(crate) fn signed_for(&self, id: &SandboxId, credential: &str) -> bool {
+        self.signer.verify(credential).is_some_and(|c| c.sub == id.as_str())
     }
 
     /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
@@ -76,7 +76,7 @@ impl Control {
             return Err(Closed::Removed);
         }
         // One read of the store tells which.
-        match self.store.get(sandbox.id.as_str()) {
+        match self.store.get(&sandbox.id) {
             Ok(Some(r)) => {
                 self.remember(&r);
                 judge(&r)

@@ -194,7 +194,7 @@ impl Control {
 
     /// Re-read one record from the shared store (it was announced as changed, or a credential names a sandbox
     /// this replica has not heard of yet). Async; PostgreSQL only. True if the sandbox is known afterwards.
-    pub(crate) async fn learn(&self, id: &str) -> Result<bool, ControlError> {
+    pub(crate) async fn learn(&self, id: &SandboxId) -> Result<bool, ControlError> {
         let Some(pg) = self.store.shared() else {
             return Ok(self.get(id).is_some());
         };
@@ -281,7 +281,7 @@ impl Control {
             source_cidrs: new.source_cidrs,
             inline_policy: new.inline_policy,
         };
-        if self.live(record.id.as_str(), now).is_ok() {
+        if self.live(&record.id, now).is_ok() {
             return Err(ControlError::Exists(record.id.to_string()));
         }
         // All or nothing: what the sandbox needs first, then its record.
@@ -299,7 +299,7 @@ impl Control {
     }
 
     /// A further credential for a live sandbox (e.g. for `cordon sandbox env`). Blocking.
-    pub(crate) fn issue(&self, id: &str, now: i64) -> Result<(SandboxRow, String), ControlError> {
+    pub(crate) fn issue(&self, id: &SandboxId, now: i64) -> Result<(SandboxRow, String), ControlError> {
         let record = self.live(id, now)?;
         let credential = self.mint(&record, now)?;
         Ok((record, credential))
@@ -310,7 +310,7 @@ impl Control {
     /// Blocking.
     pub(crate) fn renew(
         &self,
-        id: &str,
+        id: &SandboxId,
         ttl: Option<Duration>,
         bounds: Ttl,
         now: i64,
@@ -330,14 +330,21 @@ impl Control {
         Ok(record)
     }
 
-    /// Revoke: every credential of this sandbox is refused from now on. Blocking.
+    /// Revoke the sandbox `id` names, for a caller that holds the id as text (the library's public entry):
+    /// text that is no sandbox id names no sandbox ([`ControlError::NotFound`]). Blocking.
     pub fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, ControlError> {
+        let sandbox = SandboxId::parse(id).map_err(|_| ControlError::NotFound(id.to_string()))?;
+        self.revoke_sandbox(&sandbox, now)
+    }
+
+    /// Revoke: every credential of this sandbox is refused from now on. Blocking.
+    pub(crate) fn revoke_sandbox(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, ControlError> {
         let record = self.store.revoke(id, now)?;
         self.remember(&record);
         Ok(record)
     }
 
-    fn live(&self, id: &str, now: i64) -> Result<SandboxRow, ControlError> {
+    fn live(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, ControlError> {
         // The store, not the view: another replica may have revoked it a moment ago.
         match self.store.get(id)? {
             Some(r) if r.revoked.is_none() && r.expires > now => Ok(r),
@@ -346,7 +353,7 @@ impl Control {
     }
 
     /// The record of `id` as this replica knows it.
-    pub(crate) fn get(&self, id: &str) -> Option<SandboxRow> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Option<SandboxRow> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio_postgres::Row;
 
 use super::store::SandboxRow;
+use crate::names::SandboxId;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
@@ -119,10 +120,13 @@ impl PgStore {
     }
 
     /// The record of `id`, revoked and expired ones included.
-    pub(crate) async fn get(&self, id: &str) -> Result<Option<SandboxRow>, DbError> {
+    pub(crate) async fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, DbError> {
         let client = self.db.client().await?;
         let r = client
-            .query_opt(&format!("SELECT {COLUMNS} FROM sandboxes WHERE id = $1"), &[&id])
+            .query_opt(
+                &format!("SELECT {COLUMNS} FROM sandboxes WHERE id = $1"),
+                &[&id.as_str()],
+            )
             .await;
         self.db
             .outcome("reading a sandbox", r)?
@@ -144,14 +148,14 @@ impl PgStore {
     }
 
     /// Move `expires` of a live sandbox.
-    pub(crate) async fn renew(&self, id: &str, expires: i64, now: i64) -> Result<SandboxRow, PgStoreError> {
+    pub(crate) async fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "renewing a sandbox",
             id,
             &format!(
                 "UPDATE sandboxes SET expires = $2 WHERE id = $1 AND revoked IS NULL AND expires > $3 RETURNING {COLUMNS}"
             ),
-            &[&id, &expires, &now],
+            &[&id.as_str(), &expires, &now],
         )
         .await
     }
@@ -159,7 +163,7 @@ impl PgStore {
     /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`).
     pub(crate) async fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
@@ -171,18 +175,18 @@ impl PgStore {
                 "UPDATE sandboxes SET policy = $2, inline_policy = $3 WHERE id = $1 AND revoked IS NULL AND expires > $4 \
                  RETURNING {COLUMNS}"
             ),
-            &[&id, &policy, &inline, &now],
+            &[&id.as_str(), &policy, &inline, &now],
         )
         .await
     }
 
     /// Mark revoked (the first time stays).
-    pub(crate) async fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, PgStoreError> {
+    pub(crate) async fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "revoking a sandbox",
             id,
             &format!("UPDATE sandboxes SET revoked = coalesce(revoked, $2) WHERE id = $1 RETURNING {COLUMNS}"),
-            &[&id, &now],
+            &[&id.as_str(), &now],
         )
         .await
     }
@@ -200,7 +204,7 @@ impl PgStore {
     async fn update(
         &self,
         what: &str,
-        id: &str,
+        id: &SandboxId,
         sql: &str,
         args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<SandboxRow, PgStoreError> {
@@ -208,7 +212,7 @@ impl PgStore {
         let tx = self.db.outcome(what, client.transaction().await)?;
         let row = self.db.outcome(what, tx.query_opt(sql, args).await)?;
         let Some(row) = row else {
-            return Err(PgStoreError::NotFound(id.to_owned()));
+            return Err(PgStoreError::NotFound(id.to_string()));
         };
         let record = self.record(&row)?;
         self.db

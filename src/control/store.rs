@@ -209,7 +209,7 @@ impl Store {
     }
 
     /// The record with this id (revoked/expired ones included).
-    pub(crate) fn get(&self, id: &str) -> Result<Option<SandboxRow>, StoreError> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, StoreError> {
         let inner = self.lock()?;
         select_one(&inner.conn, id).map_err(|e| self.db(&format!("read sandbox {id:?} from"), e))
     }
@@ -229,19 +229,19 @@ impl Store {
 
     /// Set `expires` of a live (not revoked, not expired at `now`) sandbox; [`StoreError::NotFound`] otherwise.
     /// Returns the updated record.
-    pub(crate) fn renew(&self, id: &str, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
+    pub(crate) fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
         self.update(
             &format!("renew sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET expires = ?2 WHERE id = ?1 AND revoked IS NULL AND expires > ?3",
-            params![id, expires, now],
+            params![id.as_str(), expires, now],
         )
     }
 
     /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`). Returns the record.
     pub(crate) fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
@@ -250,18 +250,18 @@ impl Store {
             &format!("change the policy of sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET policy = ?2, inline_policy = ?3 WHERE id = ?1 AND revoked IS NULL AND expires > ?4",
-            params![id, policy, inline, now],
+            params![id.as_str(), policy, inline, now],
         )
     }
 
     /// Mark revoked at `now` (idempotent: revoking twice keeps the first time). [`StoreError::NotFound`] if no
     /// such id. Returns the record.
-    pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, StoreError> {
+    pub(crate) fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, StoreError> {
         self.update(
             &format!("revoke sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET revoked = coalesce(revoked, ?2) WHERE id = ?1",
-            params![id, now],
+            params![id.as_str(), now],
         )
     }
 
@@ -319,18 +319,24 @@ impl Store {
     }
 
     /// Run one UPDATE on the row `id` in a transaction and return the row; NotFound if it changed nothing.
-    fn update(&self, what: &str, id: &str, sql: &str, args: impl rusqlite::Params) -> Result<SandboxRow, StoreError> {
+    fn update(
+        &self,
+        what: &str,
+        id: &SandboxId,
+        sql: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<SandboxRow, StoreError> {
         let mut inner = self.lock()?;
         let tx = inner
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db(what, e))?;
         if tx.execute(sql, args).map_err(|e| self.db(what, e))? == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
+            return Err(StoreError::NotFound(id.to_string()));
         }
         let record = select_one(&tx, id).map_err(|e| self.db(what, e))?;
         tx.commit().map_err(|e| self.db(what, e))?;
-        record.ok_or_else(|| StoreError::NotFound(id.to_owned()))
+        record.ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 }
 
@@ -369,10 +375,10 @@ pub(super) fn migrate(conn: &mut Connection, location: &str) -> Result<(), Store
 }
 
 /// The record with this id, if any.
-fn select_one(conn: &Connection, id: &str) -> rusqlite::Result<Option<SandboxRow>> {
+fn select_one(conn: &Connection, id: &SandboxId) -> rusqlite::Result<Option<SandboxRow>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM sandboxes WHERE id = ?1"),
-        params![id],
+        params![id.as_str()],
         record_from_row,
     )
     .optional()

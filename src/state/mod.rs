@@ -353,14 +353,11 @@ async fn enforce(state: Weak<ProxyState>, mut triggered: UnboundedReceiver<Trigg
 /// a declared one) or hold it, deny its held requests and drop its grants, close what it may no longer keep
 /// open, and have the watch announce it.
 async fn act(state: Arc<ProxyState>, t: Trigger) {
-    let runtime = state
-        .control
-        .get(t.sandbox.as_str())
-        .is_some_and(|r| r.revoked.is_none());
+    let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
     match t.action {
         ViolationAction::Revoke if runtime => {
             let (s, id) = (state.clone(), t.sandbox.clone());
-            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(id.as_str(), control::now())).await;
+            let revoked = tokio::task::spawn_blocking(move || s.control.revoke_sandbox(&id, control::now())).await;
             if !matches!(revoked, Ok(Ok(_))) {
                 tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
                 state.violations.mark(&t.sandbox, ViolationAction::Revoke);
