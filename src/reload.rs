@@ -422,7 +422,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     same("previews", d(&old.previews), d(&new.previews));
     same("admin.tls", d(&old.admin_tls), d(&new.admin_tls));
     // The roles a person's groups give may change (open sessions follow); the rest of the console may not.
-    let console = |c: &Option<crate::config::console::Console>| c.as_ref().map(|c| c.restart_only());
+    let console = |c: &Option<crate::config::console::ConsoleConfig>| c.as_ref().map(|c| c.restart_only());
     same("console", d(&console(&old.console)), d(&console(&new.console)));
     errors
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::access::Caller;
 use super::acted::{self, Acted, CoveredRequest};
 use super::response::{AdminResponse, error, json_response};
-use crate::approval::{DecideError, Ruling, Scope, Written, check_decision};
+use crate::approval::{DecideError, Reach, Ruling, Written, check_decision};
 use crate::audit::ApprovalRecord;
 use crate::state::ProxyState;
 
@@ -57,11 +57,11 @@ pub(super) async fn decide(state: &ProxyState, caller: &Caller, id: &str, body: 
         _ => return invalid("decision: write \"allow\" or \"deny\"".into()),
     };
     let scope = match body.get("scope") {
-        None | Some(Value::Null) => Scope::Once,
+        None | Some(Value::Null) => Reach::Once,
         Some(v) => match v.as_str() {
-            Some("once") => Scope::Once,
-            Some("always") => Scope::Always,
-            Some("exact") => Scope::Exact,
+            Some("once") => Reach::Once,
+            Some("always") => Reach::Always,
+            Some("exact") => Reach::Exact,
             _ => {
                 return invalid(
                     "scope: write \"once\" (the default), \"always\" (same method and path) or \"exact\" (same \

@@ -24,7 +24,11 @@ pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
     };
     let generation = state.current();
     let now = control::now();
-    let Some(before) = state.control.get(id).filter(|r| r.revoked.is_none() && r.expires > now) else {
+    let Some(before) = state
+        .control
+        .get(&sandbox_id)
+        .filter(|r| r.revoked.is_none() && r.expires > now)
+    else {
         return failed(ControlError::NotFound(id.to_string()));
     };
     let asked = match asked(&generation, id, &body) {
@@ -36,7 +40,7 @@ pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
     let old_scope = state.ca(&generation, &sandbox).ok().map(|ca| ca.scope().clone());
     let new_scope = scope_for(&asked.policy).normalized().ok();
     let of = asked.of.clone();
-    let id2 = id.to_string();
+    let id2 = sandbox_id.clone();
     let updated = blocking(state, move |s| s.control.set_policy(&id2, &of, control::now())).await;
     let record = match updated {
         Ok(r) => r,

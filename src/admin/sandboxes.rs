@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 pub(super) use super::response::failed;
 use super::response::{AdminResponse, error, json_response};
-use crate::control::store::Record;
+use crate::control::store::SandboxRow;
 use crate::control::{self, ControlError, NewSandbox, Ttl};
 use crate::generation::Generation;
 use crate::identity::Sandbox;
@@ -21,7 +21,7 @@ fn rfc3339(secs: i64) -> Value {
     json!(crate::rfc3339::unix_seconds(secs))
 }
 
-fn sandbox_of(r: &Record) -> Sandbox {
+fn sandbox_of(r: &SandboxRow) -> Sandbox {
     r.incarnation()
 }
 
@@ -43,7 +43,7 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
         })
 }
 
-pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
+pub(super) fn record_view(state: &ProxyState, r: &SandboxRow) -> Value {
     let (connections, tunnels) = state.sessions.counts(r.id.as_str());
     let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
@@ -59,17 +59,16 @@ pub(super) fn record_view(state: &ProxyState, r: &Record) -> Value {
         "source_cidrs": r.source_cidrs,
         "open_connections": connections,
         "open_tunnels": tunnels,
-        "violation": violation(state, r.id.as_str()),
+        "violation": violation(state, &r.id),
     })
 }
 
 /// What `on_violation` did to a sandbox: `held`, `suspended`, or nothing.
-fn violation(state: &ProxyState, id: &str) -> Option<&'static str> {
-    let id = SandboxId::parse(id).ok()?;
-    if state.violations.suspended(&id) {
+fn violation(state: &ProxyState, id: &SandboxId) -> Option<&'static str> {
+    if state.violations.suspended(id) {
         Some("suspended")
     } else {
-        state.violations.held(&id).then_some("held")
+        state.violations.held(id).then_some("held")
     }
 }
 
@@ -88,7 +87,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "source_cidrs": state.current().config.sandbox(s.id.as_str()).map(|x| x.source_cidrs.clone()).unwrap_or_default(),
         "open_connections": connections,
         "open_tunnels": tunnels,
-        "violation": violation(state, s.id.as_str()),
+        "violation": violation(state, &s.id),
     })
 }
 
@@ -108,13 +107,14 @@ pub(super) fn all(state: &ProxyState) -> Vec<Value> {
 
 /// `GET /v1/sandboxes/{id}`, with its CA certificate.
 pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
-    if let Err(e) = id_in_path(id) {
-        return failed(e);
-    }
+    let id = match id_in_path(id) {
+        Ok(id) => id,
+        Err(e) => return failed(e),
+    };
     let generation = state.current();
-    let (mut view, sandbox) = if let Some(s) = generation.identities.get(id) {
+    let (mut view, sandbox) = if let Some(s) = generation.identities.get(id.as_str()) {
         (declared_view(state, &s), (*s).clone())
-    } else if let Some(r) = state.control.get(id) {
+    } else if let Some(r) = state.control.get(&id) {
         (record_view(state, &r), sandbox_of(&r))
     } else {
         return failed(ControlError::NotFound(id.to_string()));
@@ -129,13 +129,14 @@ pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
 /// `GET /v1/sandboxes/{id}/ca-bundle`: the PEM bundle a sandbox's CA variables point at (its CA, the roots cordon
 /// trusts upstream, and `upstream.extra_roots`), so intercepted and tunnelled destinations both verify.
 pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
-    if let Err(e) = id_in_path(id) {
-        return failed(e);
-    }
+    let id = match id_in_path(id) {
+        Ok(id) => id,
+        Err(e) => return failed(e),
+    };
     let generation = state.current();
-    let sandbox = if let Some(s) = generation.identities.get(id) {
+    let sandbox = if let Some(s) = generation.identities.get(id.as_str()) {
         (*s).clone()
-    } else if let Some(r) = state.control.get(id).filter(|r| r.revoked.is_none()) {
+    } else if let Some(r) = state.control.get(&id).filter(|r| r.revoked.is_none()) {
         sandbox_of(&r)
     } else {
         return failed(ControlError::NotFound(id.to_string()));
@@ -161,7 +162,7 @@ pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminRespons
         (*s).clone()
     } else if let Some(r) = state
         .control
-        .get(id)
+        .get(&sandbox_id)
         .filter(|r| r.revoked.is_none() && r.expires > control::now())
     {
         sandbox_of(&r)
@@ -263,7 +264,12 @@ fn bounds(generation: &Generation) -> Ttl {
     clippy::result_large_err,
     reason = "the error is the answer itself, built once per failed call"
 )]
-fn created(state: &ProxyState, generation: &Generation, r: &Record, credential: &str) -> Result<Value, AdminResponse> {
+fn created(
+    state: &ProxyState,
+    generation: &Generation,
+    r: &SandboxRow,
+    credential: &str,
+) -> Result<Value, AdminResponse> {
     let sandbox = sandbox_of(r);
     let ca = ca_pem(state, generation, &sandbox)?;
     let c = &generation.config.control;
@@ -328,7 +334,7 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
         let policy_known = |p: &str| g.named_policy(p).is_some();
         let declared = |id: &str| g.identities.get(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
-        let prepare = |r: &Record| {
+        let prepare = |r: &SandboxRow| {
             s.cas.prepare(&r.id, &asked.policy).map_err(|e| {
                 if s.shared().is_some_and(|x| x.state().state == "down") {
                     ControlError::Unavailable(e)
@@ -378,15 +384,14 @@ pub(super) fn check_id(state: &ProxyState, id: &str) -> Result<SandboxId, Contro
 
 /// `POST /v1/sandboxes/{id}/renew`.
 pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
-    let ttl = match check_id(state, id)
-        .and_then(|_| unknown_fields(&body, &["ttl"]))
-        .and_then(|()| ttl(&body))
+    let (id2, ttl) = match check_id(state, id)
+        .and_then(|id| unknown_fields(&body, &["ttl"]).map(|()| id))
+        .and_then(|id| Ok((id, ttl(&body)?)))
     {
         Ok(t) => t,
         Err(e) => return failed(e),
     };
     let b = bounds(&state.current());
-    let id2 = id.to_string();
     match blocking(state, move |s| s.control.renew(&id2, ttl, b, control::now())).await {
         Ok(r) => json_response(StatusCode::OK, &record_view(state, &r)),
         Err(e) => failed(e),
@@ -399,8 +404,8 @@ pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
         Ok(sandbox) => sandbox,
         Err(e) => return failed(e),
     };
-    let id2 = id.to_string();
-    match blocking(state, move |s| s.control.revoke(&id2, control::now())).await {
+    let id2 = sandbox.clone();
+    match blocking(state, move |s| s.control.revoke_sandbox(&id2, control::now())).await {
         Ok(r) => {
             state.sweep(false);
             // Its held requests are denied and its standing grants dropped.
@@ -414,11 +419,11 @@ pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
 
 /// `POST /v1/sandboxes/{id}/credentials`: a further credential for a live sandbox.
 pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
-    if let Err(e) = check_id(state, id) {
-        return failed(e);
-    }
+    let id2 = match check_id(state, id) {
+        Ok(id) => id,
+        Err(e) => return failed(e),
+    };
     let generation = state.current();
-    let id2 = id.to_string();
     match blocking(state, move |s| s.control.issue(&id2, control::now())).await {
         Ok((r, credential)) => match created(state, &generation, &r, &credential) {
             Ok(view) => json_response(StatusCode::OK, &view),
@@ -431,9 +436,10 @@ pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminRespo
 /// The sandbox id `id`, or 404 `not_found` if no sandbox, declared or made at run time (live or not), has it
 /// (text that is no id names none).
 pub(super) fn known_sandbox(state: &ProxyState, id: &str) -> Result<SandboxId, Box<AdminResponse>> {
-    let known = state.current().identities.get(id).is_some() || state.control.get(id).is_some();
     match SandboxId::parse(id) {
-        Ok(sandbox) if known => Ok(sandbox),
+        Ok(sandbox) if state.current().identities.get(id).is_some() || state.control.get(&sandbox).is_some() => {
+            Ok(sandbox)
+        }
         _ => Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "not_found",

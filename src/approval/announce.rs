@@ -3,7 +3,7 @@
 
 use crate::webhook::Webhook;
 
-use super::types::{HumanDecision, Pending};
+use super::types::{Approval, HumanDecision};
 
 /// The event of a new pending approval.
 pub(crate) const EVENT_REQUESTED: &str = "approval.requested";
@@ -11,13 +11,13 @@ pub(crate) const EVENT_REQUESTED: &str = "approval.requested";
 pub(crate) const EVENT_DECIDED: &str = "approval.decided";
 
 /// POST `{"event": "approval.requested", "approval": <pending>}` ([`Webhook::event`]); whether it was delivered.
-pub(crate) async fn requested(hook: &Webhook, pending: &Pending) -> bool {
+pub(crate) async fn requested(hook: &Webhook, pending: &Approval) -> bool {
     let body = serde_json::json!({ "event": EVENT_REQUESTED, "approval": pending });
     hook.event(EVENT_REQUESTED, &pending.id, &body).await
 }
 
 /// POST `{"event": "approval.decided", "approval": <pending>, "decision": <decision>}`, as [`requested`].
-pub(crate) async fn decided(hook: &Webhook, pending: &Pending, decision: &HumanDecision) -> bool {
+pub(crate) async fn decided(hook: &Webhook, pending: &Approval, decision: &HumanDecision) -> bool {
     let body = serde_json::json!({ "event": EVENT_DECIDED, "approval": pending, "decision": decision });
     hook.event(EVENT_DECIDED, &pending.id, &body).await
 }

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use http::{Request, Uri};
 use secrecy::SecretString;
 
-use super::super::{Approvals, HeldRequest, HumanDecision, Pending, Resolution, Ruling, Scope};
+use super::super::{Approval, Approvals, HeldRequest, HumanDecision, Reach, Resolution, Ruling};
 use super::*;
 use crate::upstream::outbound::HttpClient;
 use crate::webhook::{Webhook, verify};
@@ -67,8 +67,8 @@ fn hook(url: Uri, secret: Option<&str>) -> Webhook {
     Webhook::new(url, secret.map(|s| SecretString::from(s.to_string())), client).with_backoff(QUICK, 3)
 }
 
-fn pending() -> Pending {
-    Pending {
+fn pending() -> Approval {
+    Approval {
         id: "ap-0123456789abcdef".to_string(),
         ask: HeldRequest {
             path: "/api/chat.postMessage".to_string(),
@@ -130,7 +130,7 @@ async fn decided_posts_the_decision() {
     let (url, seen) = serve(&[204]).await;
     let decision = HumanDecision {
         verdict: Ruling::Allow,
-        scope: Scope::Always,
+        scope: Reach::Always,
         by: "bob".to_string(),
         at: "2026-01-01T00:01:00Z".to_string(),
     };
@@ -201,7 +201,7 @@ async fn approvals_announce_asks_and_decisions_in_order() {
             tokio::task::yield_now().await;
         }
         let id = approvals.pending()[0].id.clone();
-        approvals.decide(&id, Ruling::Deny, Scope::Once, "bob").unwrap();
+        approvals.decide(&id, Ruling::Deny, Reach::Once, "bob").unwrap();
     });
     assert!(matches!(outcome, Resolution::Denied { .. }), "{outcome:?}");
     for _ in 0..500 {

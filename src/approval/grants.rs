@@ -1,7 +1,7 @@
 //! Standing grants: what an `always` or `exact` allow lets through from then on, and for how long.
 
 use super::ids::fresh_id;
-use super::types::{Grant, HeldRequest, HumanDecision, Pending, Scope};
+use super::types::{Approval, Grant, HeldRequest, HumanDecision, Reach};
 
 /// Whether `grant` covers `ask`: the same sandbox incarnation (a later sandbox given the same id is another),
 /// the same rule as it was when granted, the same method, host (ASCII case aside), port and path, the same MCP
@@ -22,8 +22,8 @@ fn covers(grant: &Grant, ask: &HeldRequest) -> bool {
         // A GraphQL grant likewise covers the operations it was given for.
         && grant.operations == ask.operations
         && match grant.reach {
-            Scope::Exact => grant.query == ask.query && grant.body_sha256.as_deref() == Some(ask.body.sha256.as_str()),
-            Scope::Always | Scope::Once => true,
+            Reach::Exact => grant.query == ask.query && grant.body_sha256.as_deref() == Some(ask.body.sha256.as_str()),
+            Reach::Always | Reach::Once => true,
         }
 }
 
@@ -77,14 +77,14 @@ impl Grants {
 
     /// Record a standing grant of `reach` for the request of `pending` (or find one of the same reach that
     /// covers it already); returns its id.
-    pub(super) fn add(&mut self, pending: &Pending, decision: &HumanDecision, reach: Scope) -> String {
+    pub(super) fn add(&mut self, pending: &Approval, decision: &HumanDecision, reach: Reach) -> String {
         let ask = &pending.ask;
         if let Some(existing) = self.list.iter().find(|g| g.reach == reach && covers(g, ask)) {
             return existing.id.clone();
         }
         self.made += 1;
         let id = fresh_id("gr-", self.made, |id| self.list.iter().any(|g| g.id == id));
-        let exact = reach == Scope::Exact;
+        let exact = reach == Reach::Exact;
         self.list.push(Grant {
             id: id.clone(),
             who: ask.who.clone(),

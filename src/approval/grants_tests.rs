@@ -9,7 +9,7 @@ use super::super::*;
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// HeldRequest `first`, allow it with `reach` once it is pending; the grant's id.
-async fn granted(approvals: &Approvals, first: HeldRequest, reach: Scope) -> String {
+async fn granted(approvals: &Approvals, first: HeldRequest, reach: Reach) -> String {
     let (outcome, ()) = tokio::join!(approvals.ask(first), async {
         while approvals.pending_count() < 1 {
             tokio::task::yield_now().await;
@@ -39,7 +39,7 @@ fn with_query_and_body(query: Option<&str>, body: &[u8]) -> HeldRequest {
 async fn exact_passes_only_the_same_query_and_body() {
     let approvals = Approvals::new(8, MINUTE, None);
     let first = with_query_and_body(Some("to=bob&amount=5"), b"note=hello");
-    let grant = granted(&approvals, first.clone(), Scope::Exact).await;
+    let grant = granted(&approvals, first.clone(), Reach::Exact).await;
     assert_eq!(approvals.ask(first).await, Resolution::Granted { grant });
     for other in [
         with_query_and_body(Some("to=attacker&amount=99999"), b"note=hello"),
@@ -53,7 +53,7 @@ async fn exact_passes_only_the_same_query_and_body() {
 #[tokio::test(start_paused = true)]
 async fn always_passes_any_query_and_body_on_the_same_path() {
     let approvals = Approvals::new(8, MINUTE, None);
-    let grant = granted(&approvals, with_query_and_body(Some("a=1"), b"x"), Scope::Always).await;
+    let grant = granted(&approvals, with_query_and_body(Some("a=1"), b"x"), Reach::Always).await;
     let other = with_query_and_body(Some("to=attacker"), b"anything");
     assert_eq!(approvals.ask(other).await, Resolution::Granted { grant });
 }
@@ -61,7 +61,7 @@ async fn always_passes_any_query_and_body_on_the_same_path() {
 #[tokio::test(start_paused = true)]
 async fn a_grant_belongs_to_one_incarnation_and_one_rule() {
     let approvals = Approvals::new(8, MINUTE, None);
-    granted(&approvals, ask("gx", "/x"), Scope::Always).await;
+    granted(&approvals, ask("gx", "/x"), Reach::Always).await;
     // The same id created again (another nonce, another user): not covered.
     let mut again = ask("gx", "/x");
     again.who = incarnation("gx", "n2");
@@ -91,7 +91,7 @@ async fn a_grant_to_a_sandbox_of_the_file_does_not_cover_the_id_declared_for_ano
     let approvals = Approvals::new(8, MINUTE, None);
     let mut first = ask("fx", "/x");
     first.who = declared("fx", "alice");
-    granted(&approvals, first.clone(), Scope::Always).await;
+    granted(&approvals, first.clone(), Reach::Always).await;
     assert!(matches!(approvals.ask(first).await, Resolution::Granted { .. }));
     // A reload gave fx to bob: before any sweep, alice's grant answers nothing of bob's.
     let mut again = ask("fx", "/x");

@@ -1,7 +1,7 @@
 //! Human approval of held requests. A policy rule with `action: ask` makes cordon hold the request, record a pending
 //! approval here, announce it to an optional webhook and wait, up to a timeout, for a person to allow or deny it
 //! through the admin API. An allow with scope `always` or `exact` becomes a standing grant: the same request from
-//! the same sandbox then passes without asking (see [`Scope`]).
+//! the same sandbox then passes without asking (see [`Reach`]).
 //!
 //! Nothing here is secret: a [`HeldRequest`] describes the request as the sandbox sent it, before cordon attaches any
 //! credential of its own, with the sandbox's own credentials and placeholders redacted.
@@ -37,7 +37,7 @@ use ids::fresh_id;
 pub(crate) use shared::{SharedApprovals, Written};
 pub(crate) use shown::{excerpt, unmisleading};
 pub(crate) use types::{
-    BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Pending, Resolution, Ruling, Scope,
+    Approval, BodySeen, DecideError, Grant, Header, HeldRequest, HumanDecision, Over, Reach, Resolution, Ruling,
     ToolCall,
 };
 
@@ -49,7 +49,7 @@ const CORDON: &str = crate::principal::CORDON;
 /// A registered ask: what the API shows, and how to wake the request waiting for it.
 struct RegisteredAsk {
     seq: u64,
-    pending: Pending,
+    pending: Approval,
     wake: oneshot::Sender<HumanDecision>,
     /// The webhook announcement, so that the decision is announced after it.
     announced: Option<JoinHandle<bool>>,
@@ -170,7 +170,7 @@ impl Approvals {
             let seq = state.seq;
             let id = fresh_id("ap-", seq, |id| state.pending.contains_key(id));
             let now = SystemTime::now();
-            let pending = Pending {
+            let pending = Approval {
                 id: id.clone(),
                 ask,
                 asked_at: crate::rfc3339::seconds(now),
@@ -221,7 +221,7 @@ impl Approvals {
     }
 
     /// Every pending approval, oldest first.
-    pub fn pending(&self) -> Vec<Pending> {
+    pub fn pending(&self) -> Vec<Approval> {
         let state = self.state();
         let mut entries: Vec<&RegisteredAsk> = state.pending.values().collect();
         entries.sort_by_key(|e| e.seq);
@@ -231,7 +231,7 @@ impl Approvals {
     /// Decide one pending approval and wake its request. `by` names who decided (1-128 characters, no control
     /// characters); an allow with scope `always` or `exact` also creates a [`Grant`]; a deny is `once` only.
     /// Returns the pending approval as it was.
-    pub(crate) fn decide(&self, id: &str, verdict: Ruling, scope: Scope, by: &str) -> Result<Pending, DecideError> {
+    pub(crate) fn decide(&self, id: &str, verdict: Ruling, scope: Reach, by: &str) -> Result<Approval, DecideError> {
         check_decision(verdict, scope, by)?;
         let decision = HumanDecision {
             verdict,
@@ -245,7 +245,7 @@ impl Approvals {
             let entry = state.pending.remove(id).ok_or_else(not_found)?;
             // Fails only if the request went away just now (its withdrawal is waiting for the lock).
             entry.wake.send(decision.clone()).map_err(|_| not_found())?;
-            if verdict == Ruling::Allow && scope != Scope::Once {
+            if verdict == Ruling::Allow && scope != Reach::Once {
                 let grant = state.grants.add(&entry.pending, &decision, scope);
                 tracing::info!(grant = %grant, approval = %id, by = %by, "approval: standing grant created");
                 if let Some(made) = state.grants.get(&grant) {
@@ -312,12 +312,12 @@ impl Approvals {
     pub(crate) fn sweep(&self, keep: impl Fn(&Sandbox, usize, &str) -> bool) {
         let decision = HumanDecision {
             verdict: Ruling::Deny,
-            scope: Scope::Once,
+            scope: Reach::Once,
             by: CORDON.to_string(),
             at: crate::rfc3339::seconds(SystemTime::now()),
         };
         let kept = |ask: &HeldRequest| keep(&ask.who, ask.rule, &ask.rule_fingerprint);
-        let ended: Vec<(Pending, Option<JoinHandle<bool>>)> = {
+        let ended: Vec<(Approval, Option<JoinHandle<bool>>)> = {
             let mut state = self.state();
             let mut dropped = Vec::new();
             state.grants.retain(|g| {
@@ -382,7 +382,7 @@ impl Approvals {
     }
 
     /// Announce a decision once the announcement of the ask itself is done, so that a receiver sees them in order.
-    fn announce_decision(&self, pending: &Pending, decision: HumanDecision, announced: Option<JoinHandle<bool>>) {
+    fn announce_decision(&self, pending: &Approval, decision: HumanDecision, announced: Option<JoinHandle<bool>>) {
         let pending = pending.clone();
         self.spawn_webhook(move |hook| async move {
             if let Some(announced) = announced {
@@ -403,13 +403,13 @@ impl Approvals {
 }
 
 /// Whether a decision may be taken as it is: who decides is named, and a deny is `once`.
-pub(crate) fn check_decision(verdict: Ruling, scope: Scope, by: &str) -> Result<(), DecideError> {
+pub(crate) fn check_decision(verdict: Ruling, scope: Reach, by: &str) -> Result<(), DecideError> {
     if by.trim().is_empty() || by.chars().count() > MAX_BY || by.chars().any(char::is_control) {
         return Err(DecideError::Invalid(format!(
             "by must name who decides in 1-{MAX_BY} characters without control characters"
         )));
     }
-    if verdict == Ruling::Deny && scope != Scope::Once {
+    if verdict == Ruling::Deny && scope != Reach::Once {
         return Err(DecideError::Invalid(
             "always and exact apply to allow only; add a policy rule to refuse for good".to_string(),
         ));

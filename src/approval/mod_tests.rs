@@ -84,7 +84,7 @@ async fn allow_once_wakes_the_ask_and_removes_it() {
         assert_eq!(p.ask.excerpt, "{\"ref\":\"main\"}");
         assert!(p.asked_at < p.expires_at, "{} {}", p.asked_at, p.expires_at);
         tokio::time::advance(Duration::from_secs(5)).await;
-        approvals.decide(&p.id, Ruling::Allow, Scope::Once, "bob").unwrap()
+        approvals.decide(&p.id, Ruling::Allow, Reach::Once, "bob").unwrap()
     })
     .await;
     let Resolution::Allowed { id, decision, waited } = outcome else {
@@ -93,14 +93,14 @@ async fn allow_once_wakes_the_ask_and_removes_it() {
     assert_eq!(id, decided.id);
     assert_eq!(
         (decision.verdict, decision.scope, decision.by.as_str()),
-        (Ruling::Allow, Scope::Once, "bob")
+        (Ruling::Allow, Reach::Once, "bob")
     );
     assert!(humantime::parse_rfc3339(&decision.at).is_ok(), "{}", decision.at);
     assert_eq!(waited, Duration::from_secs(5));
     assert_eq!(approvals.pending_count(), 0);
     assert!(approvals.grants().is_empty());
     assert_eq!(
-        approvals.decide(&id, Ruling::Allow, Scope::Once, "bob"),
+        approvals.decide(&id, Ruling::Allow, Reach::Once, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
 }
@@ -110,7 +110,7 @@ async fn deny_ends_denied() {
     let approvals = Approvals::new(8, MINUTE, None);
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/x"), async {
         approvals
-            .decide(&only_id(&approvals), Ruling::Deny, Scope::Once, "bob")
+            .decide(&only_id(&approvals), Ruling::Deny, Reach::Once, "bob")
             .unwrap()
     })
     .await;
@@ -132,7 +132,7 @@ async fn nobody_deciding_times_out() {
     assert_eq!(waited, MINUTE);
     assert_eq!(approvals.pending_count(), 0);
     assert_eq!(
-        approvals.decide(&id, Ruling::Allow, Scope::Once, "bob"),
+        approvals.decide(&id, Ruling::Allow, Reach::Once, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
 }
@@ -152,7 +152,7 @@ async fn full_when_max_pending_reached() {
                 ["/a", "/b"]
             );
             for p in pending {
-                approvals.decide(&p.id, Ruling::Deny, Scope::Once, "bob").unwrap();
+                approvals.decide(&p.id, Ruling::Deny, Reach::Once, "bob").unwrap();
             }
             third
         }
@@ -167,17 +167,17 @@ async fn full_when_max_pending_reached() {
 async fn decide_checks_its_input() {
     let approvals = Approvals::new(8, MINUTE, None);
     assert_eq!(
-        approvals.decide("ap-0000000000000000", Ruling::Allow, Scope::Once, "bob"),
+        approvals.decide("ap-0000000000000000", Ruling::Allow, Reach::Once, "bob"),
         Err(DecideError::NotFound("ap-0000000000000000".to_string()))
     );
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/x"), async {
         let id = only_id(&approvals);
         let long = "b".repeat(129);
         for by in ["", "  ", "bo\nb", long.as_str()] {
-            let result = approvals.decide(&id, Ruling::Allow, Scope::Once, by);
+            let result = approvals.decide(&id, Ruling::Allow, Reach::Once, by);
             assert!(matches!(result, Err(DecideError::Invalid(_))), "{by:?}: {result:?}");
         }
-        let result = approvals.decide(&id, Ruling::Deny, Scope::Always, "bob");
+        let result = approvals.decide(&id, Ruling::Deny, Reach::Always, "bob");
         let Err(DecideError::Invalid(message)) = result else {
             panic!("{result:?}")
         };
@@ -185,7 +185,7 @@ async fn decide_checks_its_input() {
         // Still pending after the refusals.
         assert_eq!(only_id(&approvals), id);
         approvals
-            .decide(&id, Ruling::Allow, Scope::Once, &"b".repeat(128))
+            .decide(&id, Ruling::Allow, Reach::Once, &"b".repeat(128))
             .unwrap();
     })
     .await;
@@ -197,7 +197,7 @@ async fn allow_always_grants_until_revoked() {
     let approvals = Approvals::new(8, MINUTE, None);
     let (outcome, _) = ask_and(&approvals, ask("sb-1", "/repos/x/git/refs"), async {
         approvals
-            .decide(&only_id(&approvals), Ruling::Allow, Scope::Always, "bob")
+            .decide(&only_id(&approvals), Ruling::Allow, Reach::Always, "bob")
             .unwrap()
     })
     .await;
@@ -258,7 +258,7 @@ async fn identical_always_decisions_share_one_grant() {
         async {
             until_pending(&approvals, 2).await;
             for p in approvals.pending() {
-                approvals.decide(&p.id, Ruling::Allow, Scope::Always, "bob").unwrap();
+                approvals.decide(&p.id, Ruling::Allow, Reach::Always, "bob").unwrap();
             }
         }
     );
@@ -275,7 +275,7 @@ async fn dropping_the_ask_withdraws_it() {
     drop(asking);
     assert_eq!(approvals.pending_count(), 0);
     assert_eq!(
-        approvals.decide(&id, Ruling::Allow, Scope::Always, "bob"),
+        approvals.decide(&id, Ruling::Allow, Reach::Always, "bob"),
         Err(DecideError::NotFound(id.clone()))
     );
     assert!(approvals.grants().is_empty());
@@ -287,7 +287,7 @@ async fn forgetting_a_sandbox_denies_its_asks_and_drops_its_grants() {
     for sandbox in ["sb-1", "sb-2"] {
         let (outcome, _) = ask_and(&approvals, ask(sandbox, "/granted"), async {
             approvals
-                .decide(&only_id(&approvals), Ruling::Allow, Scope::Always, "bob")
+                .decide(&only_id(&approvals), Ruling::Allow, Reach::Always, "bob")
                 .unwrap()
         })
         .await;
@@ -316,7 +316,7 @@ async fn forgetting_a_sandbox_denies_its_asks_and_drops_its_grants() {
     };
     assert_eq!(
         (decision.verdict, decision.scope, decision.by.as_str()),
-        (Ruling::Deny, Scope::Once, "cordon")
+        (Ruling::Deny, Reach::Once, "cordon")
     );
     assert!(matches!(kept, Resolution::TimedOut { .. }), "{kept:?}");
     let grants = approvals.grants();
@@ -341,7 +341,7 @@ fn decide_without_a_runtime_still_works() {
     // No webhook, no runtime: nothing to spawn, nothing to panic.
     let approvals = Approvals::new(8, Duration::MAX, None);
     assert!(matches!(
-        approvals.decide("ap-x", Ruling::Allow, Scope::Once, "bob"),
+        approvals.decide("ap-x", Ruling::Allow, Reach::Once, "bob"),
         Err(DecideError::NotFound(_))
     ));
     approvals.forget_sandbox(&crate::names::SandboxId::from("sb-1"));
@@ -350,7 +350,7 @@ fn decide_without_a_runtime_still_works() {
 
 #[test]
 fn serialized_forms() {
-    let pending = Pending {
+    let pending = Approval {
         id: "ap-1".to_string(),
         ask: ask("sb-1", "/x"),
         asked_at: "2026-01-01T00:00:00Z".to_string(),
@@ -364,8 +364,8 @@ fn serialized_forms() {
     assert_eq!(json["expires_at"], "2026-01-01T00:05:00Z");
     assert!(json.get("ask").is_none());
     let verdict: Ruling = serde_json::from_str("\"deny\"").unwrap();
-    let scope: Scope = serde_json::from_str("\"always\"").unwrap();
-    assert_eq!((verdict, scope), (Ruling::Deny, Scope::Always));
+    let scope: Reach = serde_json::from_str("\"always\"").unwrap();
+    assert_eq!((verdict, scope), (Ruling::Deny, Reach::Always));
     assert_eq!(serde_json::to_value(Ruling::Allow).unwrap(), "allow");
 }
 

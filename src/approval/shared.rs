@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::types::{Pending, Ruling, Scope};
+use super::types::{Approval, Reach, Ruling};
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
@@ -18,7 +18,7 @@ const PUBLISH_TIMEOUT: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Written {
     pub(crate) verdict: Ruling,
-    pub(crate) scope: Scope,
+    pub(crate) scope: Reach,
     pub(crate) by: String,
 }
 
@@ -49,7 +49,7 @@ impl SharedApprovals {
     }
 
     /// Publish an ask this replica holds (bounded: a store that is down delays nobody by more than a second).
-    pub(crate) async fn publish(&self, pending: &Pending) {
+    pub(crate) async fn publish(&self, pending: &Approval) {
         let write = async {
             let body = serde_json::to_value(pending).map_err(|e| self.db.corrupt("approval", e))?;
             let client = self.db.client().await?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::shared::SharedApprovals;
-use super::types::{Grant, Scope};
+use super::types::{Grant, Reach};
 use crate::identity::{Origin, Sandbox};
 use crate::pg::DbError;
 use crate::pg::listen::{Event, announce};
@@ -25,7 +25,7 @@ struct Row {
     /// The incarnation of a run-time sandbox (none: declared in the file).
     who_nonce: Option<String>,
     who_expires: Option<i64>,
-    reach: Scope,
+    reach: Reach,
     method: String,
     host: String,
     port: u16,

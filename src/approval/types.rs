@@ -113,11 +113,11 @@ pub(crate) enum Ruling {
     Deny,
 }
 
-/// How far a decision reaches. Every grant holds for one incarnation of one sandbox (not a later sandbox given
+/// How far a decision reaches (the API calls it `scope`). Every grant holds for one incarnation of one sandbox (not a later sandbox given
 /// the same id) and only while the rule that asked stays as it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Scope {
+pub(crate) enum Reach {
     /// This request only.
     Once,
     /// This request and, from now on, every one with the same method, host, port and path, whatever its query
@@ -138,13 +138,13 @@ impl Ruling {
     }
 }
 
-impl Scope {
+impl Reach {
     /// `once`, `always` or `exact`, as records write it.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Scope::Once => "once",
-            Scope::Always => "always",
-            Scope::Exact => "exact",
+            Reach::Once => "once",
+            Reach::Always => "always",
+            Reach::Exact => "exact",
         }
     }
 }
@@ -155,7 +155,7 @@ pub(crate) struct HumanDecision {
     /// Allow or deny.
     pub(crate) verdict: Ruling,
     /// Once or always.
-    pub(crate) scope: Scope,
+    pub(crate) scope: Reach,
     /// Who decided.
     pub(crate) by: String,
     /// When (RFC 3339).
@@ -219,7 +219,7 @@ pub(crate) enum Over {
 
 /// A pending approval as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Pending {
+pub struct Approval {
     /// The approval's id (`ap-` and 16 hex digits).
     pub id: String,
     /// What is asked.
@@ -244,7 +244,7 @@ pub(crate) struct Grant {
     #[serde(serialize_with = "shown")]
     pub(crate) sandbox: String,
     /// `always` or `exact`.
-    pub(crate) reach: Scope,
+    pub(crate) reach: Reach,
     /// The method.
     #[serde(serialize_with = "shown")]
     pub(crate) method: String,

@@ -203,13 +203,13 @@ impl AdminClient {
         self.call(Method::DELETE, path, None).await
     }
 
-    /// `GET /v1/approvals`: `{"pending":[Pending,...]}`, oldest first.
+    /// `GET /v1/approvals`: `{"pending":[Approval,...]}`, oldest first.
     pub(crate) async fn approvals(&self) -> Result<Value, ClientError> {
         self.call(Method::GET, "/v1/approvals".to_owned(), None).await
     }
 
     /// `POST /v1/approvals/{id}`: decide a pending approval; `decision` is `allow` or `deny`, `scope` `once` or
-    /// `always` (who decides is the token's principal). The answer is `{"approval": Pending, "decision": {...}}`.
+    /// `always` (who decides is the token's principal). The answer is `{"approval": Approval, "decision": {...}}`.
     pub(crate) async fn decide(&self, id: &str, decision: &str, scope: &str) -> Result<Value, ClientError> {
         let body = serde_json::json!({ "decision": decision, "scope": scope });
         let path = item_path("/v1/approvals", "an approval", id, "")?;

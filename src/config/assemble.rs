@@ -107,11 +107,11 @@ pub struct Config {
     /// The audit log's chain: checkpoint interval and signing key.
     pub(crate) audit_chain: AuditChain,
     /// Preview URLs into sandboxes, with `listen.preview`.
-    pub(crate) previews: Option<super::previews::Previews>,
+    pub(crate) previews: Option<super::previews::PreviewsConfig>,
     /// The admin listener's TLS (`None`: plain HTTP, whose `/v1` is served only on loopback).
     pub(crate) admin_tls: Option<super::admin::AdminTls>,
     /// The approval inbox in the browser, on `listen.console` or the admin listener.
-    pub(crate) console: Option<super::console::Console>,
+    pub(crate) console: Option<super::console::ConsoleConfig>,
     /// What bounds a jail, and whether its activity is recorded.
     pub(crate) jail: super::jail::JailConfig,
     /// Each policy's `on_violation`, by policy name.

@@ -64,7 +64,7 @@ pub(super) struct RawOidc {
 
 /// `console:`, validated.
 #[derive(Debug, Clone)]
-pub(crate) struct Console {
+pub(crate) struct ConsoleConfig {
     /// Where people reach the console, without a trailing slash (`https://cordon.example.com:9443`); the OIDC
     /// redirect is this plus `/console/callback`. `None`: only token sign-in (no OIDC).
     pub(crate) url: Option<String>,
@@ -120,7 +120,7 @@ impl RoleSource {
     }
 }
 
-impl Console {
+impl ConsoleConfig {
     /// What of it takes a restart to change, for comparing: everything but `oidc.roles`, which a reload applies
     /// to open sessions (a person's roles are found again from their roles claim at each request).
     pub(crate) fn restart_only(&self) -> String {
@@ -153,7 +153,7 @@ pub(super) fn console(
     raw: Option<RawConsole>,
     own: Option<SocketAddr>,
     admin: Option<SocketAddr>,
-) -> Option<Console> {
+) -> Option<ConsoleConfig> {
     let raw = match (raw, own, admin) {
         (None, None, _) => return None,
         (None, Some(_), _) => {
@@ -215,7 +215,7 @@ pub(super) fn console(
              e.g. https://cordon.example.com:9443",
         );
     }
-    (errs.list.len() == before).then_some(Console {
+    (errs.list.len() == before).then_some(ConsoleConfig {
         url,
         tls,
         session_ttl,
@@ -229,7 +229,7 @@ pub(super) fn console(
 pub(super) fn certs_and_sign_in(
     errs: &mut Errors,
     admin_tls: Option<&AdminTls>,
-    console: Option<&Console>,
+    console: Option<&ConsoleConfig>,
     own: Option<SocketAddr>,
 ) {
     if let (Some(_), Some(c), Some(addr)) = (admin_tls.and_then(|t| t.client_ca.as_ref()), console, own)

@@ -35,7 +35,7 @@ pub(super) struct RawPreviews {
 
 /// `previews:`, validated.
 #[derive(Debug, Clone)]
-pub(crate) struct Previews {
+pub(crate) struct PreviewsConfig {
     /// The domain: a preview is `<port>-<sandbox>.<domain>`. Lower case, no trailing dot.
     pub(crate) domain: String,
     /// The listener's certificate chain and key; `None`: plain HTTP (only on a loopback address).
@@ -49,7 +49,11 @@ pub(crate) struct Previews {
 }
 
 /// `previews:` for a preview listener at `listen` (if any).
-pub(super) fn previews(errs: &mut Errors, raw: Option<RawPreviews>, listen: Option<SocketAddr>) -> Option<Previews> {
+pub(super) fn previews(
+    errs: &mut Errors,
+    raw: Option<RawPreviews>,
+    listen: Option<SocketAddr>,
+) -> Option<PreviewsConfig> {
     let (raw, listen) = match (raw, listen) {
         (None, None) => return None,
         (Some(_), None) => {
@@ -120,7 +124,7 @@ pub(super) fn previews(errs: &mut Errors, raw: Option<RawPreviews>, listen: Opti
             errs.at(path, format!("must be at most {}", humantime::format_duration(most)));
         }
     }
-    (errs.list.len() == before).then_some(Previews {
+    (errs.list.len() == before).then_some(PreviewsConfig {
         domain,
         tls,
         key,

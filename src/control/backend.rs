@@ -4,7 +4,8 @@
 use std::future::Future;
 
 use super::pg_store::{PgStore, PgStoreError};
-use super::store::{Record, Store, StoreError};
+use super::store::{SandboxRow, Store, StoreError};
+use crate::names::SandboxId;
 use crate::pg::DbError;
 
 /// The store of run-time sandboxes.
@@ -61,28 +62,28 @@ impl Backend {
         }
     }
 
-    pub(crate) fn insert(&self, record: &Record, now: i64) -> Result<(), StoreError> {
+    pub(crate) fn insert(&self, record: &SandboxRow, now: i64) -> Result<(), StoreError> {
         match self {
             Backend::Sqlite(s) => s.insert(record, now),
             Backend::Postgres(p) => wait(async { Ok(p.insert(record, now).await?) }),
         }
     }
 
-    pub(crate) fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, StoreError> {
         match self {
             Backend::Sqlite(s) => s.get(id),
             Backend::Postgres(p) => wait(async { Ok(p.get(id).await?) }),
         }
     }
 
-    pub(crate) fn all(&self) -> Result<Vec<Record>, StoreError> {
+    pub(crate) fn all(&self) -> Result<Vec<SandboxRow>, StoreError> {
         match self {
             Backend::Sqlite(s) => s.all(),
             Backend::Postgres(p) => wait(async { Ok(p.all().await?) }),
         }
     }
 
-    pub(crate) fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
         match self {
             Backend::Sqlite(s) => s.renew(id, expires, now),
             Backend::Postgres(p) => wait(async { Ok(p.renew(id, expires, now).await?) }),
@@ -91,18 +92,18 @@ impl Backend {
 
     pub(crate) fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
-    ) -> Result<Record, StoreError> {
+    ) -> Result<SandboxRow, StoreError> {
         match self {
             Backend::Sqlite(s) => s.set_policy(id, policy, inline, now),
             Backend::Postgres(p) => wait(async { Ok(p.set_policy(id, policy, inline, now).await?) }),
         }
     }
 
-    pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, StoreError> {
         match self {
             Backend::Sqlite(s) => s.revoke(id, now),
             Backend::Postgres(p) => wait(async { Ok(p.revoke(id, now).await?) }),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::store::Record;
+use super::store::SandboxRow;
 use super::{Control, now};
 use crate::identity::{AuthFailure, Closed, Origin, Sandbox};
 use crate::names::SandboxId;
@@ -27,14 +27,14 @@ impl Control {
             },
         );
         let policy = self
-            .judged(&sandbox, now, Record::policy_label)
+            .judged(&sandbox, now, SandboxRow::policy_label)
             .map_err(AuthFailure::from)?;
         Ok(Arc::new(sandbox.with_policy(policy)))
     }
 
     /// Whether `credential` carries a good signature for sandbox `id` (nothing else is checked). Memory only.
-    pub(crate) fn signed_for(&self, id: &str, credential: &str) -> bool {
-        self.signer.verify(credential).is_some_and(|c| c.sub == id)
+    pub(crate) fn signed_for(&self, id: &SandboxId, credential: &str) -> bool {
+        self.signer.verify(credential).is_some_and(|c| c.sub == id.as_str())
     }
 
     /// Whether a run-time sandbox may still use cordon (declared ones always may, as far as this is concerned).
@@ -47,11 +47,11 @@ impl Control {
 
     /// `what` of the record of this incarnation of a run-time sandbox, if it may still use cordon. The record is
     /// judged where it lies in the view, not copied (every request of a run-time sandbox passes here).
-    fn judged<T>(&self, sandbox: &Sandbox, now: i64, what: impl Fn(&Record) -> T) -> Result<T, Closed> {
+    fn judged<T>(&self, sandbox: &Sandbox, now: i64, what: impl Fn(&SandboxRow) -> T) -> Result<T, Closed> {
         let Origin::Api { nonce, .. } = &sandbox.origin else {
             return Err(Closed::Removed);
         };
-        let judge = |r: &Record| {
+        let judge = |r: &SandboxRow| {
             // The store's record decides: it knows renewals and revocations.
             if &r.nonce != nonce || r.revoked.is_some() {
                 Err(Closed::Revoked)
@@ -76,7 +76,7 @@ impl Control {
             return Err(Closed::Removed);
         }
         // One read of the store tells which.
-        match self.store.get(sandbox.id.as_str()) {
+        match self.store.get(&sandbox.id) {
             Ok(Some(r)) => {
                 self.remember(&r);
                 judge(&r)

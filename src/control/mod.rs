@@ -29,7 +29,7 @@ use crate::identity::signed::TokenSigner;
 use crate::names::SandboxId;
 use backend::Backend;
 use fields::{check_labels, check_user};
-use store::{Record, Store, StoreError};
+use store::{SandboxRow, Store, StoreError};
 
 /// What the admin API asks for.
 #[derive(Debug, Clone, Default)]
@@ -139,7 +139,7 @@ pub struct Ttl {
 /// Run-time sandboxes: store, in-memory view and credential signer.
 pub struct Control {
     store: Backend,
-    view: RwLock<HashMap<SandboxId, Record>>,
+    view: RwLock<HashMap<SandboxId, SandboxRow>>,
     signer: TokenSigner,
 }
 
@@ -194,7 +194,7 @@ impl Control {
 
     /// Re-read one record from the shared store (it was announced as changed, or a credential names a sandbox
     /// this replica has not heard of yet). Async; PostgreSQL only. True if the sandbox is known afterwards.
-    pub(crate) async fn learn(&self, id: &str) -> Result<bool, ControlError> {
+    pub(crate) async fn learn(&self, id: &SandboxId) -> Result<bool, ControlError> {
         let Some(pg) = self.store.shared() else {
             return Ok(self.get(id).is_some());
         };
@@ -224,7 +224,7 @@ impl Control {
         Ok(())
     }
 
-    fn remember(&self, record: &Record) {
+    fn remember(&self, record: &SandboxRow) {
         self.view
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -249,9 +249,9 @@ impl Control {
         ttl: Ttl,
         policy_known: impl Fn(&str) -> bool,
         declared: impl Fn(&str) -> bool,
-        prepare: impl FnOnce(&Record) -> Result<(), ControlError>,
+        prepare: impl FnOnce(&SandboxRow) -> Result<(), ControlError>,
         now: i64,
-    ) -> Result<(Record, String), ControlError> {
+    ) -> Result<(SandboxRow, String), ControlError> {
         let id = match new.id {
             Some(id) => SandboxId::parse(&id).map_err(|e| invalid("id", e.to_string()))?,
             None => SandboxId::parse(&format!(
@@ -269,7 +269,7 @@ impl Control {
         }
         check_labels(&new.labels)?;
         let life = lifetime(new.ttl, ttl)?;
-        let record = Record {
+        let record = SandboxRow {
             id,
             nonce: crate::secret_file::random_hex(12).map_err(ControlError::Store)?,
             user: new.user,
@@ -281,7 +281,7 @@ impl Control {
             source_cidrs: new.source_cidrs,
             inline_policy: new.inline_policy,
         };
-        if self.live(record.id.as_str(), now).is_ok() {
+        if self.live(&record.id, now).is_ok() {
             return Err(ControlError::Exists(record.id.to_string()));
         }
         // All or nothing: what the sandbox needs first, then its record.
@@ -292,14 +292,14 @@ impl Control {
         Ok((record, credential))
     }
 
-    fn mint(&self, r: &Record, now: i64) -> Result<String, ControlError> {
+    fn mint(&self, r: &SandboxRow, now: i64) -> Result<String, ControlError> {
         self.signer
             .mint(r.id.as_str(), &r.nonce, &r.user, &r.policy, now, r.expires)
             .map_err(ControlError::Store)
     }
 
     /// A further credential for a live sandbox (e.g. for `cordon sandbox env`). Blocking.
-    pub(crate) fn issue(&self, id: &str, now: i64) -> Result<(Record, String), ControlError> {
+    pub(crate) fn issue(&self, id: &SandboxId, now: i64) -> Result<(SandboxRow, String), ControlError> {
         let record = self.live(id, now)?;
         let credential = self.mint(&record, now)?;
         Ok((record, credential))
@@ -308,7 +308,13 @@ impl Control {
     /// Extend a live sandbox to `now + ttl`. A renewal never shortens a sandbox (so no credential ever outlives
     /// its record): one that would is refused as [`ControlError::Shorter`], not answered as if it had renewed.
     /// Blocking.
-    pub(crate) fn renew(&self, id: &str, ttl: Option<Duration>, bounds: Ttl, now: i64) -> Result<Record, ControlError> {
+    pub(crate) fn renew(
+        &self,
+        id: &SandboxId,
+        ttl: Option<Duration>,
+        bounds: Ttl,
+        now: i64,
+    ) -> Result<SandboxRow, ControlError> {
         let current = self.live(id, now)?;
         let life = lifetime(ttl, bounds)?;
         let asked = now.saturating_add(life);
@@ -324,14 +330,21 @@ impl Control {
         Ok(record)
     }
 
+    /// Revoke the sandbox `id` names, for a caller that holds the id as text (the library's public entry):
+    /// text that is no sandbox id names no sandbox ([`ControlError::NotFound`]). Blocking.
+    pub fn revoke(&self, id: &str, now: i64) -> Result<SandboxRow, ControlError> {
+        let sandbox = SandboxId::parse(id).map_err(|_| ControlError::NotFound(id.to_string()))?;
+        self.revoke_sandbox(&sandbox, now)
+    }
+
     /// Revoke: every credential of this sandbox is refused from now on. Blocking.
-    pub fn revoke(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+    pub(crate) fn revoke_sandbox(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, ControlError> {
         let record = self.store.revoke(id, now)?;
         self.remember(&record);
         Ok(record)
     }
 
-    fn live(&self, id: &str, now: i64) -> Result<Record, ControlError> {
+    fn live(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, ControlError> {
         // The store, not the view: another replica may have revoked it a moment ago.
         match self.store.get(id)? {
             Some(r) if r.revoked.is_none() && r.expires > now => Ok(r),
@@ -340,13 +353,13 @@ impl Control {
     }
 
     /// The record of `id` as this replica knows it.
-    pub(crate) fn get(&self, id: &str) -> Option<Record> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Option<SandboxRow> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
     /// Every record this replica knows, by id.
-    pub(crate) fn list(&self) -> Vec<Record> {
-        let mut all: Vec<Record> = self
+    pub(crate) fn list(&self) -> Vec<SandboxRow> {
+        let mut all: Vec<SandboxRow> = self
             .view
             .read()
             .unwrap_or_else(|p| p.into_inner())

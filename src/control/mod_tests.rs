@@ -24,7 +24,7 @@ fn new(id: Option<&str>) -> NewSandbox {
     }
 }
 
-fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(Record, String), ControlError> {
+fn create(c: &Control, id: Option<&str>, now: i64) -> Result<(SandboxRow, String), ControlError> {
     c.create(new(id), TTL, |p| p == "web", |id| id == "declared", |_| Ok(()), now)
 }
 
@@ -51,10 +51,11 @@ fn expiry_renewal_and_revocation() {
     let (r, cred) = create(&c, Some("a"), 1000).unwrap();
     assert_eq!(c.verify("a", &cred, 1000 + 3600), Err(AuthFailure::Expired));
     // Renewal moves the expiry for credentials already handed out.
-    c.renew("a", Some(Duration::from_secs(7000)), TTL, 2000).unwrap();
+    c.renew(&"a".into(), Some(Duration::from_secs(7000)), TTL, 2000)
+        .unwrap();
     assert!(c.verify("a", &cred, 1000 + 3600).is_ok());
     // Renewal never shortens: one that would is refused, saying when the sandbox expires and when it would.
-    let shorter = c.renew("a", Some(Duration::from_secs(10)), TTL, 2000);
+    let shorter = c.renew(&"a".into(), Some(Duration::from_secs(10)), TTL, 2000);
     assert!(
         matches!(
             &shorter,
@@ -67,15 +68,18 @@ fn expiry_renewal_and_revocation() {
         "{shorter:?}"
     );
     assert_eq!(
-        c.renew("a", Some(Duration::from_secs(7000)), TTL, 2000)
+        c.renew(&"a".into(), Some(Duration::from_secs(7000)), TTL, 2000)
             .unwrap()
             .expires,
         9000
     );
-    c.revoke("a", 2500).unwrap();
+    c.revoke_sandbox(&"a".into(), 2500).unwrap();
     assert_eq!(c.verify("a", &cred, 2501), Err(AuthFailure::Revoked));
-    assert!(matches!(c.renew("a", None, TTL, 2600), Err(ControlError::NotFound(_))));
-    assert!(matches!(c.issue("a", 2600), Err(ControlError::NotFound(_))));
+    assert!(matches!(
+        c.renew(&"a".into(), None, TTL, 2600),
+        Err(ControlError::NotFound(_))
+    ));
+    assert!(matches!(c.issue(&"a".into(), 2600), Err(ControlError::NotFound(_))));
     let _ = r;
 }
 
@@ -83,7 +87,7 @@ fn expiry_renewal_and_revocation() {
 fn a_recreated_id_does_not_revive_old_credentials() {
     let c = control(None);
     let (_, old) = create(&c, Some("a"), 1000).unwrap();
-    c.revoke("a", 1100).unwrap();
+    c.revoke_sandbox(&"a".into(), 1100).unwrap();
     let (_, fresh) = create(&c, Some("a"), 1200).unwrap();
     assert!(c.verify("a", &fresh, 1201).is_ok());
     assert_eq!(c.verify("a", &old, 1201), Err(AuthFailure::Revoked));
@@ -92,7 +96,7 @@ fn a_recreated_id_does_not_revive_old_credentials() {
 #[test]
 fn bad_requests_say_what_is_wrong() {
     let c = control(None);
-    let field = |r: Result<(Record, String), ControlError>| match r {
+    let field = |r: Result<(SandboxRow, String), ControlError>| match r {
         Err(ControlError::Invalid { field, .. }) => field,
         other => panic!("expected Invalid, got {other:?}"),
     };
@@ -130,14 +134,14 @@ fn a_second_process_on_the_same_store_agrees() {
     let (r, cred) = create(&a, Some("shared"), 1000).unwrap();
     // Accepted before b has re-read the store: the credential carries what is needed.
     assert!(b.verify("shared", &cred, 1001).is_ok());
-    a.revoke("shared", 1002).unwrap();
+    a.revoke_sandbox(&"shared".into(), 1002).unwrap();
     assert!(b.refresh().unwrap());
     assert_eq!(b.verify("shared", &cred, 1003), Err(AuthFailure::Revoked));
     assert!(!b.refresh().unwrap());
     // A restart keeps everything.
     drop((a, b));
     let c = control(Some(&path));
-    assert_eq!(c.get("shared").unwrap().nonce, r.nonce);
+    assert_eq!(c.get(&"shared".into()).unwrap().nonce, r.nonce);
     assert_eq!(c.verify("shared", &cred, 1004), Err(AuthFailure::Revoked));
 }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use tokio_postgres::Row;
 
-use super::store::Record;
+use super::store::SandboxRow;
+use crate::names::SandboxId;
 use crate::pg::listen::{Event, announce};
 use crate::pg::{Db, DbError};
 
@@ -46,7 +47,7 @@ impl PgStore {
     }
 
     /// Insert `record` unless its id is held by a live sandbox (a revoked or expired one is replaced).
-    pub(crate) async fn insert(&self, record: &Record, now: i64) -> Result<(), PgStoreError> {
+    pub(crate) async fn insert(&self, record: &SandboxRow, now: i64) -> Result<(), PgStoreError> {
         let labels = serde_json::to_value(&record.labels).map_err(|e| self.db.corrupt("sandbox", e))?;
         let mut client = self.db.client().await?;
         let what = "adding a sandbox";
@@ -119,10 +120,13 @@ impl PgStore {
     }
 
     /// The record of `id`, revoked and expired ones included.
-    pub(crate) async fn get(&self, id: &str) -> Result<Option<Record>, DbError> {
+    pub(crate) async fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, DbError> {
         let client = self.db.client().await?;
         let r = client
-            .query_opt(&format!("SELECT {COLUMNS} FROM sandboxes WHERE id = $1"), &[&id])
+            .query_opt(
+                &format!("SELECT {COLUMNS} FROM sandboxes WHERE id = $1"),
+                &[&id.as_str()],
+            )
             .await;
         self.db
             .outcome("reading a sandbox", r)?
@@ -131,7 +135,7 @@ impl PgStore {
     }
 
     /// Every record.
-    pub(crate) async fn all(&self) -> Result<Vec<Record>, DbError> {
+    pub(crate) async fn all(&self) -> Result<Vec<SandboxRow>, DbError> {
         let client = self.db.client().await?;
         let r = client
             .query(&format!("SELECT {COLUMNS} FROM sandboxes ORDER BY id"), &[])
@@ -144,14 +148,14 @@ impl PgStore {
     }
 
     /// Move `expires` of a live sandbox.
-    pub(crate) async fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, PgStoreError> {
+    pub(crate) async fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "renewing a sandbox",
             id,
             &format!(
                 "UPDATE sandboxes SET expires = $2 WHERE id = $1 AND revoked IS NULL AND expires > $3 RETURNING {COLUMNS}"
             ),
-            &[&id, &expires, &now],
+            &[&id.as_str(), &expires, &now],
         )
         .await
     }
@@ -159,11 +163,11 @@ impl PgStore {
     /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`).
     pub(crate) async fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
-    ) -> Result<Record, PgStoreError> {
+    ) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "changing a sandbox's policy",
             id,
@@ -171,18 +175,18 @@ impl PgStore {
                 "UPDATE sandboxes SET policy = $2, inline_policy = $3 WHERE id = $1 AND revoked IS NULL AND expires > $4 \
                  RETURNING {COLUMNS}"
             ),
-            &[&id, &policy, &inline, &now],
+            &[&id.as_str(), &policy, &inline, &now],
         )
         .await
     }
 
     /// Mark revoked (the first time stays).
-    pub(crate) async fn revoke(&self, id: &str, now: i64) -> Result<Record, PgStoreError> {
+    pub(crate) async fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, PgStoreError> {
         self.update(
             "revoking a sandbox",
             id,
             &format!("UPDATE sandboxes SET revoked = coalesce(revoked, $2) WHERE id = $1 RETURNING {COLUMNS}"),
-            &[&id, &now],
+            &[&id.as_str(), &now],
         )
         .await
     }
@@ -200,15 +204,15 @@ impl PgStore {
     async fn update(
         &self,
         what: &str,
-        id: &str,
+        id: &SandboxId,
         sql: &str,
         args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
-    ) -> Result<Record, PgStoreError> {
+    ) -> Result<SandboxRow, PgStoreError> {
         let mut client = self.db.client().await?;
         let tx = self.db.outcome(what, client.transaction().await)?;
         let row = self.db.outcome(what, tx.query_opt(sql, args).await)?;
         let Some(row) = row else {
-            return Err(PgStoreError::NotFound(id.to_owned()));
+            return Err(PgStoreError::NotFound(id.to_string()));
         };
         let record = self.record(&row)?;
         self.db
@@ -217,9 +221,9 @@ impl PgStore {
         Ok(record)
     }
 
-    fn record(&self, row: &Row) -> Result<Record, DbError> {
+    fn record(&self, row: &Row) -> Result<SandboxRow, DbError> {
         let labels: serde_json::Value = row.try_get(4).map_err(|e| self.db.corrupt("sandbox", e))?;
-        Ok(Record {
+        Ok(SandboxRow {
             id: crate::names::SandboxId::parse(
                 &row.try_get::<_, String>(0).map_err(|e| self.db.corrupt("sandbox", e))?,
             )

@@ -5,17 +5,18 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::Control;
-use super::store::Record;
+use super::store::SandboxRow;
 use crate::identity::{Origin, Sandbox};
+use crate::names::SandboxId;
 
 impl Control {
     /// Whether this replica's view holds a record for `id` (any state). Memory only, no copy.
-    pub(crate) fn knows(&self, id: &str) -> bool {
+    pub(crate) fn knows(&self, id: &SandboxId) -> bool {
         self.view.read().unwrap_or_else(|p| p.into_inner()).contains_key(id)
     }
 
     /// Whether this replica's view holds `id` neither revoked nor expired at `now`. Memory only, no copy.
-    pub(crate) fn knows_live(&self, id: &str, now: i64) -> bool {
+    pub(crate) fn knows_live(&self, id: &SandboxId, now: i64) -> bool {
         self.view
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -48,7 +49,7 @@ impl Control {
     }
 }
 
-impl Record {
+impl SandboxRow {
     /// The policy as audit records and approvals name it: the file's policy, or `BASE+inline` for a sandbox's own
     /// policy narrowing BASE (rule indexes then refer to its own rules).
     pub(crate) fn policy_label(&self) -> String {

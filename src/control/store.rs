@@ -53,7 +53,7 @@ const COLUMNS: &str = "id, nonce, user, policy, labels, created, expires, revoke
 
 /// One sandbox created at run time.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Record {
+pub struct SandboxRow {
     /// The sandbox's name, unique among the records.
     pub(crate) id: SandboxId,
     /// Random per creation; credentials carry it, so a re-created id does not revive old credentials.
@@ -154,7 +154,7 @@ impl Store {
 
     /// Insert a new record in one transaction. If a row with this id exists and is revoked or expired at `now`, it
     /// is replaced; otherwise [`StoreError::Exists`].
-    pub(crate) fn insert(&self, record: &Record, now: i64) -> Result<(), StoreError> {
+    pub(crate) fn insert(&self, record: &SandboxRow, now: i64) -> Result<(), StoreError> {
         let what = format!("add sandbox {:?} to", record.id);
         let labels = serde_json::to_string(&record.labels).map_err(|e| self.db(&what, e))?;
         let mut inner = self.lock()?;
@@ -182,7 +182,7 @@ impl Store {
                 .map_err(|e| self.db(&what, e))?;
             let others = stmt
                 .query_map(params![now], record_from_row)
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Record>>>())
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<SandboxRow>>>())
                 .map_err(|e| self.db(&what, e))?;
             if let Some((mine, theirs, id)) = first_overlap(record, &others) {
                 return Err(StoreError::Overlap(mine, theirs, id));
@@ -209,15 +209,15 @@ impl Store {
     }
 
     /// The record with this id (revoked/expired ones included).
-    pub(crate) fn get(&self, id: &str) -> Result<Option<Record>, StoreError> {
+    pub(crate) fn get(&self, id: &SandboxId) -> Result<Option<SandboxRow>, StoreError> {
         let inner = self.lock()?;
         select_one(&inner.conn, id).map_err(|e| self.db(&format!("read sandbox {id:?} from"), e))
     }
 
     /// Every record, ordered by id.
-    pub(crate) fn all(&self) -> Result<Vec<Record>, StoreError> {
+    pub(crate) fn all(&self) -> Result<Vec<SandboxRow>, StoreError> {
         let inner = self.lock()?;
-        let read = || -> rusqlite::Result<Vec<Record>> {
+        let read = || -> rusqlite::Result<Vec<SandboxRow>> {
             let mut stmt = inner
                 .conn
                 .prepare(&format!("SELECT {COLUMNS} FROM sandboxes ORDER BY id"))?;
@@ -229,39 +229,39 @@ impl Store {
 
     /// Set `expires` of a live (not revoked, not expired at `now`) sandbox; [`StoreError::NotFound`] otherwise.
     /// Returns the updated record.
-    pub(crate) fn renew(&self, id: &str, expires: i64, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn renew(&self, id: &SandboxId, expires: i64, now: i64) -> Result<SandboxRow, StoreError> {
         self.update(
             &format!("renew sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET expires = ?2 WHERE id = ?1 AND revoked IS NULL AND expires > ?3",
-            params![id, expires, now],
+            params![id.as_str(), expires, now],
         )
     }
 
     /// Give a live sandbox another policy (`inline`: its own document narrowing `policy`). Returns the record.
     pub(crate) fn set_policy(
         &self,
-        id: &str,
+        id: &SandboxId,
         policy: &str,
         inline: Option<&str>,
         now: i64,
-    ) -> Result<Record, StoreError> {
+    ) -> Result<SandboxRow, StoreError> {
         self.update(
             &format!("change the policy of sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET policy = ?2, inline_policy = ?3 WHERE id = ?1 AND revoked IS NULL AND expires > ?4",
-            params![id, policy, inline, now],
+            params![id.as_str(), policy, inline, now],
         )
     }
 
     /// Mark revoked at `now` (idempotent: revoking twice keeps the first time). [`StoreError::NotFound`] if no
     /// such id. Returns the record.
-    pub(crate) fn revoke(&self, id: &str, now: i64) -> Result<Record, StoreError> {
+    pub(crate) fn revoke(&self, id: &SandboxId, now: i64) -> Result<SandboxRow, StoreError> {
         self.update(
             &format!("revoke sandbox {id:?} in"),
             id,
             "UPDATE sandboxes SET revoked = coalesce(revoked, ?2) WHERE id = ?1",
-            params![id, now],
+            params![id.as_str(), now],
         )
     }
 
@@ -319,18 +319,24 @@ impl Store {
     }
 
     /// Run one UPDATE on the row `id` in a transaction and return the row; NotFound if it changed nothing.
-    fn update(&self, what: &str, id: &str, sql: &str, args: impl rusqlite::Params) -> Result<Record, StoreError> {
+    fn update(
+        &self,
+        what: &str,
+        id: &SandboxId,
+        sql: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<SandboxRow, StoreError> {
         let mut inner = self.lock()?;
         let tx = inner
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db(what, e))?;
         if tx.execute(sql, args).map_err(|e| self.db(what, e))? == 0 {
-            return Err(StoreError::NotFound(id.to_owned()));
+            return Err(StoreError::NotFound(id.to_string()));
         }
         let record = select_one(&tx, id).map_err(|e| self.db(what, e))?;
         tx.commit().map_err(|e| self.db(what, e))?;
-        record.ok_or_else(|| StoreError::NotFound(id.to_owned()))
+        record.ok_or_else(|| StoreError::NotFound(id.to_string()))
     }
 }
 
@@ -369,21 +375,21 @@ pub(super) fn migrate(conn: &mut Connection, location: &str) -> Result<(), Store
 }
 
 /// The record with this id, if any.
-fn select_one(conn: &Connection, id: &str) -> rusqlite::Result<Option<Record>> {
+fn select_one(conn: &Connection, id: &SandboxId) -> rusqlite::Result<Option<SandboxRow>> {
     conn.query_row(
         &format!("SELECT {COLUMNS} FROM sandboxes WHERE id = ?1"),
-        params![id],
+        params![id.as_str()],
         record_from_row,
     )
     .optional()
 }
 
 /// A record from a row of [`COLUMNS`].
-fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
+fn record_from_row(row: &Row<'_>) -> rusqlite::Result<SandboxRow> {
     let labels: String = row.get(4)?;
     let labels = serde_json::from_str(&labels)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, Type::Text, Box::new(e)))?;
-    Ok(Record {
+    Ok(SandboxRow {
         id: SandboxId::parse(&row.get::<_, String>(0)?)
             .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, Type::Text, Box::new(e)))?,
         nonce: row.get(1)?,
@@ -404,7 +410,10 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<Record> {
 
 /// The first of `record`'s source ranges that overlaps one of `others` (another sandbox than itself): (its
 /// range, the other's, the other's id).
-pub(crate) fn first_overlap(record: &Record, others: &[Record]) -> Option<(ipnet::IpNet, ipnet::IpNet, String)> {
+pub(crate) fn first_overlap(
+    record: &SandboxRow,
+    others: &[SandboxRow],
+) -> Option<(ipnet::IpNet, ipnet::IpNet, String)> {
     others.iter().filter(|o| o.id != record.id).find_map(|o| {
         record.source_cidrs.iter().find_map(|mine| {
             o.source_cidrs

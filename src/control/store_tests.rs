@@ -3,14 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::{Record, Store, StoreError};
+use super::{SandboxRow, Store, StoreError};
 
 /// A live record: created at 100, expires at 1000.
-fn record(id: &str) -> Record {
+fn record(id: &str) -> SandboxRow {
     let mut labels = BTreeMap::new();
     labels.insert("team".to_owned(), "infra".to_owned());
     labels.insert("ticket".to_owned(), "OPS-1 \"quoted\"".to_owned());
-    Record {
+    SandboxRow {
         id: crate::names::SandboxId::from(&*id.to_owned()),
         nonce: format!("nonce-{id}"),
         user: "alice".to_owned(),
@@ -42,9 +42,9 @@ fn insert_get_all_roundtrip() {
     a.revoked = Some(150);
     store.insert(&b, 200).unwrap();
     store.insert(&a, 200).unwrap();
-    assert_eq!(store.get("b").unwrap(), Some(b.clone()));
-    assert_eq!(store.get("a").unwrap(), Some(a.clone()));
-    assert_eq!(store.get("c").unwrap(), None);
+    assert_eq!(store.get(&"b".into()).unwrap(), Some(b.clone()));
+    assert_eq!(store.get(&"a".into()).unwrap(), Some(a.clone()));
+    assert_eq!(store.get(&"c".into()).unwrap(), None);
     assert_eq!(store.all().unwrap(), vec![a, b]);
 }
 
@@ -65,7 +65,7 @@ fn insert_over_live_is_exists() {
     let err = store.insert(&again, 999).unwrap_err();
     assert!(matches!(err, StoreError::Exists(ref id) if id == "a"), "{err:?}");
     assert_eq!(err.to_string(), "sandbox \"a\" already exists");
-    assert_eq!(store.get("a").unwrap().unwrap().nonce, "nonce-a");
+    assert_eq!(store.get(&"a".into()).unwrap().unwrap().nonce, "nonce-a");
 }
 
 #[test]
@@ -73,17 +73,17 @@ fn insert_over_revoked_or_expired_replaces() {
     let store = Store::in_memory().unwrap();
     store.insert(&record("revoked"), 200).unwrap();
     store.insert(&record("expired"), 200).unwrap();
-    store.revoke("revoked", 300).unwrap();
+    store.revoke(&"revoked".into(), 300).unwrap();
 
     let mut fresh = record("revoked");
     fresh.nonce = "fresh".to_owned();
     store.insert(&fresh, 400).unwrap();
-    assert_eq!(store.get("revoked").unwrap(), Some(fresh.clone()));
+    assert_eq!(store.get(&"revoked".into()).unwrap(), Some(fresh.clone()));
 
     // Expired exactly at `now` counts as expired.
     fresh.id = crate::names::SandboxId::from("expired");
     store.insert(&fresh, 1000).unwrap();
-    assert_eq!(store.get("expired").unwrap(), Some(fresh));
+    assert_eq!(store.get(&"expired".into()).unwrap(), Some(fresh));
     assert_eq!(store.all().unwrap().len(), 2);
 }
 
@@ -93,31 +93,31 @@ fn renew_live_revoked_expired_unknown() {
     store.insert(&record("live"), 200).unwrap();
     store.insert(&record("revoked"), 200).unwrap();
     store.insert(&record("expired"), 200).unwrap();
-    store.revoke("revoked", 300).unwrap();
+    store.revoke(&"revoked".into(), 300).unwrap();
 
-    let renewed = store.renew("live", 5000, 500).unwrap();
+    let renewed = store.renew(&"live".into(), 5000, 500).unwrap();
     assert_eq!(renewed.expires, 5000);
-    assert_eq!(store.get("live").unwrap().unwrap().expires, 5000);
+    assert_eq!(store.get(&"live".into()).unwrap().unwrap().expires, 5000);
 
     for id in ["revoked", "unknown"] {
-        let err = store.renew(id, 5000, 500).unwrap_err();
+        let err = store.renew(&id.into(), 5000, 500).unwrap_err();
         assert!(matches!(err, StoreError::NotFound(ref got) if got == id), "{err:?}");
     }
-    let err = store.renew("expired", 5000, 1000).unwrap_err();
+    let err = store.renew(&"expired".into(), 5000, 1000).unwrap_err();
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
     assert_eq!(err.to_string(), "no sandbox \"expired\"");
-    assert_eq!(store.get("expired").unwrap().unwrap().expires, 1000);
-    assert_eq!(store.get("revoked").unwrap().unwrap().expires, 1000);
+    assert_eq!(store.get(&"expired".into()).unwrap().unwrap().expires, 1000);
+    assert_eq!(store.get(&"revoked".into()).unwrap().unwrap().expires, 1000);
 }
 
 #[test]
 fn revoke_is_idempotent() {
     let store = Store::in_memory().unwrap();
     store.insert(&record("a"), 200).unwrap();
-    assert_eq!(store.revoke("a", 300).unwrap().revoked, Some(300));
-    assert_eq!(store.revoke("a", 400).unwrap().revoked, Some(300));
-    assert_eq!(store.get("a").unwrap().unwrap().revoked, Some(300));
-    let err = store.revoke("nope", 300).unwrap_err();
+    assert_eq!(store.revoke(&"a".into(), 300).unwrap().revoked, Some(300));
+    assert_eq!(store.revoke(&"a".into(), 400).unwrap().revoked, Some(300));
+    assert_eq!(store.get(&"a".into()).unwrap().unwrap().revoked, Some(300));
+    let err = store.revoke(&"nope".into(), 300).unwrap_err();
     assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
 }
 
@@ -129,7 +129,7 @@ fn purge_deletes_rows_expired_before() {
         r.expires = expires;
         store.insert(&r, 0).unwrap();
     }
-    store.revoke("c", 50).unwrap();
+    store.revoke(&"c".into(), 50).unwrap();
     assert_eq!(store.purge(200).unwrap(), 1);
     assert_eq!(store.purge(200).unwrap(), 0);
     assert_eq!(store.purge(301).unwrap(), 2);
@@ -142,7 +142,7 @@ fn reopen_keeps_data() {
     {
         let store = Store::open(&path).unwrap();
         store.insert(&record("a"), 200).unwrap();
-        store.revoke("a", 300).unwrap();
+        store.revoke(&"a".into(), 300).unwrap();
         store.insert(&record("b"), 200).unwrap();
     }
     let store = Store::open(&path).unwrap();
@@ -165,13 +165,13 @@ fn two_stores_on_one_file_see_each_other() {
     assert!(!writer.changed_elsewhere().unwrap(), "own writes do not count");
     assert!(reader.changed_elsewhere().unwrap());
     assert!(!reader.changed_elsewhere().unwrap(), "nothing changed since");
-    assert_eq!(reader.get("a").unwrap(), Some(record("a")));
+    assert_eq!(reader.get(&"a".into()).unwrap(), Some(record("a")));
 
     // And the other way round.
-    reader.revoke("a", 300).unwrap();
+    reader.revoke(&"a".into(), 300).unwrap();
     assert!(!reader.changed_elsewhere().unwrap());
     assert!(writer.changed_elsewhere().unwrap());
-    assert_eq!(writer.get("a").unwrap().unwrap().revoked, Some(300));
+    assert_eq!(writer.get(&"a".into()).unwrap().unwrap().revoked, Some(300));
     let err = writer
         .insert(&record("b"), 200)
         .and_then(|()| writer.insert(&record("b"), 200));
@@ -253,19 +253,19 @@ fn a_version_1_store_is_migrated_and_keeps_its_records() {
     .unwrap();
     drop(conn);
     let store = Store::open(&path).unwrap();
-    let old = store.get("old").unwrap().unwrap();
+    let old = store.get(&"old".into()).unwrap().unwrap();
     assert_eq!((old.user.as_str(), old.source_cidrs.len()), ("alice", 0));
     assert_eq!(old.inline_policy, None);
     // And a new record with ranges round-trips.
     let mut r = record("vm");
     r.source_cidrs = vec!["10.0.0.2/32".parse().unwrap()];
     store.insert(&r, 500).unwrap();
-    assert_eq!(store.get("vm").unwrap().unwrap().source_cidrs, r.source_cidrs);
+    assert_eq!(store.get(&"vm".into()).unwrap().unwrap().source_cidrs, r.source_cidrs);
     // Another live sandbox cannot take an overlapping range; a revoked one gives it back.
     let mut twin = record("twin");
     twin.source_cidrs = vec!["10.0.0.0/24".parse().unwrap()];
     assert!(matches!(store.insert(&twin, 500), Err(StoreError::Overlap(_, _, id)) if id == "vm"));
-    store.revoke("vm", 600).unwrap();
+    store.revoke(&"vm".into(), 600).unwrap();
     store.insert(&twin, 700).unwrap();
 }
 
@@ -276,28 +276,34 @@ fn a_policy_is_changed_on_live_sandboxes_only_and_round_trips() {
     let mut r = record("task");
     r.inline_policy = Some(r#"{"extends":"default","allow":[{"host":"a.example"}]}"#.into());
     store.insert(&r, 500).unwrap();
-    assert_eq!(store.get("task").unwrap().unwrap().inline_policy, r.inline_policy);
-    let changed = store.set_policy("task", "other", None, 500).unwrap();
+    assert_eq!(
+        store.get(&"task".into()).unwrap().unwrap().inline_policy,
+        r.inline_policy
+    );
+    let changed = store.set_policy(&"task".into(), "other", None, 500).unwrap();
     assert_eq!((changed.policy.as_str(), changed.inline_policy), ("other", None));
     let doc = r#"{"extends":"other","allow":[]}"#;
-    let changed = store.set_policy("task", "other", Some(doc), 500).unwrap();
+    let changed = store.set_policy(&"task".into(), "other", Some(doc), 500).unwrap();
     assert_eq!(changed.inline_policy.as_deref(), Some(doc));
     // Reopened: it was written down.
     drop(store);
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.get("task").unwrap().unwrap().inline_policy.as_deref(), Some(doc));
+    assert_eq!(
+        store.get(&"task".into()).unwrap().unwrap().inline_policy.as_deref(),
+        Some(doc)
+    );
     // Expired or revoked: nothing to change.
     assert!(matches!(
-        store.set_policy("task", "x", None, 1000),
+        store.set_policy(&"task".into(), "x", None, 1000),
         Err(StoreError::NotFound(_))
     ));
-    store.revoke("task", 600).unwrap();
+    store.revoke(&"task".into(), 600).unwrap();
     assert!(matches!(
-        store.set_policy("task", "x", None, 700),
+        store.set_policy(&"task".into(), "x", None, 700),
         Err(StoreError::NotFound(_))
     ));
     assert!(matches!(
-        store.set_policy("none", "x", None, 700),
+        store.set_policy(&"none".into(), "x", None, 700),
         Err(StoreError::NotFound(_))
     ));
 }

@@ -10,7 +10,7 @@ pub(crate) fn held_by_runtime(config: &Config, control: &Control, now: i64) -> V
     let mut errors = Vec::new();
     for (i, s) in config.sandboxes.iter().enumerate() {
         if control
-            .get(s.id.as_str())
+            .get(&s.id)
             .is_some_and(|r| r.revoked.is_none() && r.expires > now)
         {
             errors.push(format!(

@@ -140,13 +140,10 @@ impl Generation {
         match (&sandbox.origin, control) {
             (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
             // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).
-            (Origin::Api { .. }, Some(control)) => {
-                let id = sandbox.id.as_str();
-                control.with_policy(id, |name, inline| match inline {
-                    None => self.named_policy(name).cloned(),
-                    Some(doc) => self.inline(id, name, doc).ok(),
-                })?
-            }
+            (Origin::Api { .. }, Some(control)) => control.with_policy(&sandbox.id, |name, inline| match inline {
+                None => self.named_policy(name).cloned(),
+                Some(doc) => self.inline(sandbox.id.as_str(), name, doc).ok(),
+            })?,
             (Origin::Api { .. }, None) => None,
         }
     }

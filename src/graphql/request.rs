@@ -31,8 +31,8 @@ pub(crate) struct Params {
 
 /// A request as a JSON body writes it: the protocol's members only, each once.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Raw {
+#[serde(deny_unknown_fields, expecting = "a GraphQL request (a JSON object)")]
+struct RequestBody {
     #[serde(default)]
     query: Option<String>,
     #[serde(default, rename = "operationName")]
@@ -46,8 +46,8 @@ struct Raw {
 
 /// An automatic persisted query's extension.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Persisted {
+#[serde(deny_unknown_fields, expecting = "a persisted query (a JSON object)")]
+struct PersistedQuery {
     version: u32,
     #[serde(rename = "sha256Hash")]
     sha256_hash: String,
@@ -195,7 +195,7 @@ fn json(body: &[u8]) -> Result<(Vec<Params>, bool), String> {
         {
             return Err(at(persisted_id(k)));
         }
-        let raw = Raw::deserialize(item).map_err(|e| at(format!("not a GraphQL request: {e}")))?;
+        let raw = RequestBody::deserialize(item).map_err(|e| at(format!("not a GraphQL request: {e}")))?;
         out.push(Params {
             hash: persisted(raw.extensions.as_ref()).map_err(at)?,
             query: raw.query,
@@ -210,7 +210,7 @@ fn persisted(extensions: Option<&serde_json::Map<String, Value>>) -> Result<Opti
     let Some(p) = extensions.and_then(|e| e.get("persistedQuery")) else {
         return Ok(None);
     };
-    let p = Persisted::deserialize(p).map_err(|e| format!("extensions.persistedQuery: {e}"))?;
+    let p = PersistedQuery::deserialize(p).map_err(|e| format!("extensions.persistedQuery: {e}"))?;
     if p.version != 1 {
         return Err(format!(
             "extensions.persistedQuery is version {}; cordon reads version 1",

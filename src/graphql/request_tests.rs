@@ -222,3 +222,17 @@ fn a_form_of_a_hundred_thousand_pairs_is_read_in_one_pass() {
             .contains("\"k99999\" twice")
     );
 }
+
+#[test]
+fn a_member_of_the_wrong_shape_is_named_in_graphql_words_not_rusts() {
+    for (body, says) in [
+        ("[1]", "expected a GraphQL request (a JSON object)"),
+        (
+            r#"{"query":"{a}","extensions":{"persistedQuery":1}}"#,
+            "expected a persisted query (a JSON object)",
+        ),
+    ] {
+        let e = post("application/json", body).unwrap_err();
+        assert!(e.contains(says) && !e.contains("struct"), "{body}: {e}");
+    }
+}

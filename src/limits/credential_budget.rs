@@ -2,14 +2,14 @@
 //! per (subject, credential) in fixed windows of wall-clock time (`unix seconds / window`, the same slots on every
 //! replica). A subject is a sandbox or a user, as the budget says.
 //!
-//! A request takes its place before it is sent ([`CredentialBudgets::take`]: checked and counted under one lock,
+//! A request takes its place before it is sent ([`CredentialBudgetCounts::take`]: checked and counted under one lock,
 //! so concurrent requests cannot all slip under the count); its bytes are added when the exchange ends
-//! ([`CredentialBudgets::add_bytes`]), so the exchange that crosses a byte budget completes and the next is
+//! ([`CredentialBudgetCounts::add_bytes`]), so the exchange that crosses a byte budget completes and the next is
 //! refused.
 //!
 //! With replicas sharing a store, a flusher (outside this module) takes what was counted here
-//! ([`CredentialBudgets::take_unflushed`]), adds it to the shared totals, and brings back every replica's
-//! ([`CredentialBudgets::settle`]), as byte budgets are shared: a (subject, credential) is over its budget when the
+//! ([`CredentialBudgetCounts::take_unflushed`]), adds it to the shared totals, and brings back every replica's
+//! ([`CredentialBudgetCounts::settle`]), as byte budgets are shared: a (subject, credential) is over its budget when the
 //! last shared totals plus what this replica counted since reach it. The bound on overshoot is the same: what the
 //! other replicas let through in one flush interval.
 
@@ -87,7 +87,7 @@ pub(crate) struct Unflushed {
 
 /// The counts, keyed by (credential, subject, budget).
 #[derive(Debug, Default)]
-pub(crate) struct CredentialBudgets {
+pub(crate) struct CredentialBudgetCounts {
     used: Mutex<HashMap<String, Used>>,
 }
 
@@ -98,7 +98,7 @@ pub(crate) struct Spent {
     pub(crate) first: bool,
 }
 
-impl CredentialBudgets {
+impl CredentialBudgetCounts {
     /// Take one request of `credential` for `subject` under `budget`, or refuse when the window's requests or
     /// bytes are spent.
     pub(crate) fn take(&self, credential: &str, subject: &str, budget: &Budget) -> Result<(), Spent> {
@@ -166,7 +166,7 @@ impl CredentialBudgets {
         out
     }
 
-    /// The counts taken by [`CredentialBudgets::take_unflushed`] were written (`true`) or not (`false`: they
+    /// The counts taken by [`CredentialBudgetCounts::take_unflushed`] were written (`true`) or not (`false`: they
     /// go with the next flush).
     pub(crate) fn flushed(&self, written: bool) {
         let mut used = self.used.lock().unpoisoned();

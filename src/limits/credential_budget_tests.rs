@@ -5,7 +5,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 #[test]
 fn exactly_the_budgeted_requests_pass_and_the_first_refusal_is_marked() {
-    let b = CredentialBudgets::default();
+    let b = CredentialBudgetCounts::default();
     let budget = Budget {
         requests: Some(3),
         bytes: None,
@@ -34,7 +34,7 @@ fn exactly_the_budgeted_requests_pass_and_the_first_refusal_is_marked() {
 
 #[test]
 fn the_exchange_that_crosses_a_byte_budget_completes_and_the_next_is_refused() {
-    let b = CredentialBudgets::default();
+    let b = CredentialBudgetCounts::default();
     let budget = Budget {
         requests: None,
         bytes: Some(1000),
@@ -54,7 +54,7 @@ fn the_exchange_that_crosses_a_byte_budget_completes_and_the_next_is_refused() {
 
 #[test]
 fn concurrent_takes_never_pass_more_than_the_budget() {
-    let b = std::sync::Arc::new(CredentialBudgets::default());
+    let b = std::sync::Arc::new(CredentialBudgetCounts::default());
     let budget = Budget {
         requests: Some(500),
         bytes: None,
@@ -74,7 +74,7 @@ fn concurrent_takes_never_pass_more_than_the_budget() {
 
 #[test]
 fn shared_totals_count_with_what_is_counted_here_and_a_failed_write_goes_again() {
-    let b = CredentialBudgets::default();
+    let b = CredentialBudgetCounts::default();
     let budget = Budget {
         requests: Some(10),
         bytes: None,

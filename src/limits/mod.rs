@@ -35,7 +35,7 @@ use governor::clock::{Clock, MonotonicClock};
 
 use self::auth::Auth;
 use self::budget::Budgets;
-pub(crate) use self::credential_budget::{Budget, CredentialBudgets};
+pub(crate) use self::credential_budget::{Budget, CredentialBudgetCounts};
 use self::open::Open;
 pub(crate) use self::open::OpenGuard;
 use self::rate::{Keyed, describe};

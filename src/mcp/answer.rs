@@ -25,8 +25,8 @@ use http_body_util::{BodyDataStream, BodyExt, StreamBody};
 use serde_json::Value;
 
 use super::held::{Held, Share};
-use super::sessions::Sessions;
-use super::tools::{Filtered, Pinned, filter};
+use super::sessions::McpSessions;
+use super::tools::{FilteredTools, Pinned, filter};
 use crate::body::{BoxError, ProxyBody};
 use crate::locks::Unpoisoned;
 use crate::policy::mcp::McpRules;
@@ -47,7 +47,7 @@ pub(crate) struct Lists {
     pub(crate) held: Arc<Held>,
     pub(crate) sandbox: Arc<str>,
     /// Where the session ids of the older transport's `endpoint` events are bound, and the server's origin.
-    pub(crate) sessions: Option<(Arc<Sessions>, Arc<str>)>,
+    pub(crate) sessions: Option<(Arc<McpSessions>, Arc<str>)>,
 }
 
 /// An answer cordon cannot read with certainty where a tool list could be, and why.
@@ -67,7 +67,7 @@ impl Lists {
             }
             message => done.extend(filter(&self.rules, &self.pinned, message)),
         }
-        for Filtered { changed, .. } in &done {
+        for FilteredTools { changed, .. } in &done {
             for tool in changed {
                 tracing::warn!(whose = %self.whose, tool, "an MCP tool changed what it says it does since this sandbox first saw it; it is hidden and its calls refused (mcp_tool_changed)");
             }

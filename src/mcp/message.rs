@@ -46,8 +46,8 @@ impl Message {
 
 /// A message as written: every member it may have, each at most once.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Raw {
+#[serde(deny_unknown_fields, expecting = "a JSON-RPC message (a JSON object)")]
+struct WireMessage {
     jsonrpc: String,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
@@ -121,9 +121,9 @@ pub(crate) fn parse(body: &[u8]) -> Result<(Vec<Message>, bool), String> {
     // SECURITY: no member twice in any object of the body (read before anything is judged).
     crate::body::json::unique_members(body).map_err(|e| format!("not JSON-RPC: {e}"))?;
     let (raws, batch) = match start.map(|i| body[i]) {
-        Some(b'{') => (vec![from::<Raw>(body)?], false),
+        Some(b'{') => (vec![from::<WireMessage>(body)?], false),
         Some(b'[') => {
-            let raws: Vec<Raw> = from(body)?;
+            let raws: Vec<WireMessage> = from(body)?;
             if raws.is_empty() {
                 return Err("an empty batch".into());
             }
@@ -154,7 +154,7 @@ fn from<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, String> {
     serde_json::from_slice(body).map_err(|e| format!("not JSON-RPC: {e}"))
 }
 
-fn message(raw: Raw) -> Result<Message, String> {
+fn message(raw: WireMessage) -> Result<Message, String> {
     if raw.jsonrpc != "2.0" {
         return Err(format!("jsonrpc is {:?}; JSON-RPC 2.0 says \"2.0\"", raw.jsonrpc));
     }

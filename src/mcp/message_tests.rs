@@ -107,3 +107,14 @@ fn a_tool_call_names_its_tool_as_a_string() {
         serde_json::Value::Null
     );
 }
+
+#[test]
+fn a_message_of_the_wrong_shape_is_named_in_json_rpc_words_not_rusts() {
+    for body in ["[1]", r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},"x"]"#] {
+        let e = parse(body.as_bytes()).unwrap_err();
+        assert!(
+            e.contains("a JSON-RPC message (a JSON object)") && !e.contains("struct"),
+            "{body}: {e}"
+        );
+    }
+}

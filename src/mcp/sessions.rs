@@ -36,7 +36,7 @@ pub(crate) enum Refusal {
 
 /// Every session's binding.
 #[derive(Debug)]
-pub(crate) struct Sessions {
+pub(crate) struct McpSessions {
     inner: Mutex<SessionTable>,
 }
 
@@ -49,9 +49,9 @@ struct SessionTable {
     swept: Instant,
 }
 
-impl Default for Sessions {
+impl Default for McpSessions {
     fn default() -> Self {
-        Sessions {
+        McpSessions {
             inner: Mutex::new(SessionTable {
                 bound: HashMap::new(),
                 counts: HashMap::new(),
@@ -71,7 +71,7 @@ fn check(id: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-impl Sessions {
+impl McpSessions {
     /// Bind the session `id` of the server at `origin` to the sandbox `incarnation`, unless it is another's.
     pub(crate) fn bind(&self, origin: &str, id: &str, incarnation: &str) -> Result<(), Refusal> {
         check(id)?;
@@ -98,7 +98,7 @@ impl Sessions {
     }
 }
 
-impl Sessions {
+impl McpSessions {
     /// Whether the session `id` of the server at `origin` is bound to another sandbox than `incarnation`.
     pub(crate) fn foreign(&self, origin: &str, id: &str, incarnation: &str) -> bool {
         let inner = self.inner.lock().unpoisoned();

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn a_session_is_the_first_sandboxs_and_no_other_may_use_it() {
-    let s = Sessions::default();
+    let s = McpSessions::default();
     s.bind("https://mcp.test:443", "abc", "a#1").unwrap();
     s.bind("https://mcp.test:443", "abc", "a#1").unwrap();
     assert_eq!(s.bind("https://mcp.test:443", "abc", "b#1"), Err(Refusal::Foreign));
@@ -22,7 +22,7 @@ fn a_session_is_the_first_sandboxs_and_no_other_may_use_it() {
 
 #[test]
 fn one_sandbox_cannot_crowd_out_anothers_bindings() {
-    let s = Sessions::default();
+    let s = McpSessions::default();
     s.bind("o", "victim", "a#1").unwrap();
     for i in 0..MOST_PER_SANDBOX {
         s.bind("o", &format!("flood{i}"), "b#1").unwrap();
@@ -57,7 +57,7 @@ fn the_older_transports_session_ids_are_read_from_the_endpoints_query() {
     // Short values (a version, a flag) and a URL with no query are no session.
     assert!(ids_in_query("v=2&debug=true").is_empty());
     assert!(ids_in_endpoint("/messages/").is_empty());
-    let s = Sessions::default();
+    let s = McpSessions::default();
     s.bind("o", id, "a#1").unwrap();
     assert!(s.foreign("o", id, "b#1") && !s.foreign("o", id, "a#1") && !s.foreign("p", id, "b#1"));
 }

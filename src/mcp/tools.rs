@@ -130,7 +130,7 @@ fn canonical(value: &Value, out: &mut String) {
 
 /// What the list filter did to one message.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Filtered {
+pub(crate) struct FilteredTools {
     /// Tools taken out because the rule does not let the sandbox call them.
     pub(crate) hidden: Vec<String>,
     /// Tools taken out because they changed since pinned.
@@ -139,9 +139,9 @@ pub(crate) struct Filtered {
 
 /// Filter `message` if it answers a tool list (a result with a `tools` array), pinning what is shown; `None` if it
 /// is something else or nothing was taken out (it then goes on as it came).
-pub(crate) fn filter(rules: &McpRules, pinned: &Mutex<Pinned>, message: &mut Value) -> Option<Filtered> {
+pub(crate) fn filter(rules: &McpRules, pinned: &Mutex<Pinned>, message: &mut Value) -> Option<FilteredTools> {
     let tools = message.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
-    let mut out = Filtered::default();
+    let mut out = FilteredTools::default();
     let mut pins = pinned.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     tools.retain(|tool| {
         // SECURITY: a tool with no name, or one that is not a string, cannot be judged: it is not shown.
@@ -160,7 +160,7 @@ pub(crate) fn filter(rules: &McpRules, pinned: &Mutex<Pinned>, message: &mut Val
         }
         true
     });
-    (out != Filtered::default()).then_some(out)
+    (out != FilteredTools::default()).then_some(out)
 }
 
 #[cfg(test)]

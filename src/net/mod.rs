@@ -6,4 +6,4 @@ mod resolve;
 
 pub use ipguard::{Guard, GuardRefusal};
 pub use lookup::ResolverKind;
-pub use resolve::{DialError, Dialer, Resolution};
+pub use resolve::{DialError, Dialer, ResolvedAddrs};

@@ -84,7 +84,7 @@ impl DialError {
 
 /// What resolution found, each address with the guard's verdict (for `cordon explain`).
 #[derive(Debug)]
-pub struct Resolution {
+pub struct ResolvedAddrs {
     /// Each resolved address and whether the guard lets it be dialled.
     pub(crate) addrs: Vec<(SocketAddr, Result<(), GuardRefusal>)>,
 }
@@ -156,9 +156,9 @@ impl Dialer {
     }
 
     /// Resolve and classify without refusing (for explanations).
-    pub(crate) async fn explain(&self, target: &Target) -> Result<Resolution, DialError> {
+    pub(crate) async fn explain(&self, target: &Target) -> Result<ResolvedAddrs, DialError> {
         let addrs = self.lookup(target).await?;
-        Ok(Resolution {
+        Ok(ResolvedAddrs {
             addrs: addrs.into_iter().map(|a| (a, self.guard.check_addr(a))).collect(),
         })
     }

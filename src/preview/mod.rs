@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::previews::Previews as Config;
+use crate::config::previews::PreviewsConfig as Config;
 use crate::names::SandboxId;
 
 pub(crate) use tokens::{Claims, LinkSigner};

@@ -129,7 +129,7 @@ pub(crate) fn live(state: &ProxyState, generation: &Generation, id: &str) -> Opt
             Some(((*s).clone(), spec.map(|s| s.source_cidrs.clone()).unwrap_or_default()))
         }
         None => {
-            let record = state.control.get(id)?;
+            let record = state.control.get(&crate::names::SandboxId::parse(id).ok()?)?;
             let now = i64::try_from(now()).unwrap_or(i64::MAX);
             if record.revoked.is_some() || record.expires <= now {
                 return None;

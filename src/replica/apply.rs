@@ -40,9 +40,9 @@ pub(super) async fn apply(f: &dyn Follower, event: &Event) -> Result<(), String>
             {
                 cas.learn(id).await.map_err(|e| e.to_string())?;
             }
-            let before = control.policy_of(id.as_str());
-            control.learn(id.as_str()).await.map_err(|e| e.to_string())?;
-            if control.policy_of(id.as_str()) != before {
+            let before = control.policy_of(id);
+            control.learn(id).await.map_err(|e| e.to_string())?;
+            if control.policy_of(id) != before {
                 // Another replica changed its policy: tunnels it no longer allows close here too.
                 f.sweep(true);
             }
@@ -102,18 +102,18 @@ pub(crate) async fn learn_sandbox(control: &Control, cas: &SandboxCas, id: &str,
     };
     // Known is not enough: an announcement applied half-way (the record read, its CA not yet) leaves a
     // live sandbox whose interception would fail, so its missing CA is learned here too.
-    if control.knows(id) {
+    if control.knows(&sandbox) {
         let ca_held = cas.in_db().is_none_or(|cas| cas.get(&sandbox).is_some());
-        if ca_held || !control.knows_live(id, crate::control::now()) {
+        if ca_held || !control.knows_live(&sandbox, crate::control::now()) {
             return;
         }
     }
     // SECURITY: only a credential signed for this id makes a read: made-up ids cannot load the database.
-    if !control.signed_for(id, credential) {
+    if !control.signed_for(&sandbox, credential) {
         return;
     }
     let learn = async {
-        if (control.knows(id) || control.learn(id).await?)
+        if (control.knows(&sandbox) || control.learn(&sandbox).await?)
             && let Some(cas) = cas.in_db()
             && cas.get(&sandbox).is_none()
         {

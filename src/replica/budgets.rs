@@ -8,14 +8,14 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::store::SharedStore;
-use crate::limits::{Counts, CredentialBudgets, SharedBytes};
+use crate::limits::{Counts, CredentialBudgetCounts, SharedBytes};
 use crate::pg::{Db, DbError};
 
 /// How often counts are flushed and totals read.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// Flush `store`'s byte counts and the `credentials` budgets' counts until either is dropped.
-pub(crate) async fn flush_forever(store: Weak<SharedStore>, credentials: Weak<CredentialBudgets>) {
+pub(crate) async fn flush_forever(store: Weak<SharedStore>, credentials: Weak<CredentialBudgetCounts>) {
     let mut ticks: u64 = 0;
     loop {
         tokio::time::sleep(FLUSH_EVERY).await;

@@ -3,11 +3,11 @@
 //! totals of the slots not yet over. While the store is down the counts wait and go with the next flush that
 //! works; meanwhile each replica enforces on the last totals it read plus what it counted itself.
 
-use crate::limits::CredentialBudgets;
+use crate::limits::CredentialBudgetCounts;
 use crate::pg::{Db, DbError};
 
 /// One flush: write what was counted here, read every replica's current totals, forget ended slots.
-pub(super) async fn flush(db: &Db, budgets: &CredentialBudgets) -> Result<(), DbError> {
+pub(super) async fn flush(db: &Db, budgets: &CredentialBudgetCounts) -> Result<(), DbError> {
     let counts = budgets.take_unflushed();
     if !counts.is_empty() {
         let (mut keys, mut slots, mut ends, mut requests, mut bytes) =

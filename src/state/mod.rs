@@ -23,7 +23,7 @@ use crate::config::violations::ViolationAction;
 use crate::control::{self, Control};
 use crate::generation::Generation;
 use crate::identity::{Closed, Origin, Sandbox};
-use crate::limits::{CredentialBudgets, Limits, SharedBytes};
+use crate::limits::{CredentialBudgetCounts, Limits, SharedBytes};
 use crate::metrics::Metrics;
 use crate::policy::{Question, TlsMode};
 use crate::replica::{Follower, SharedStore};
@@ -87,7 +87,7 @@ pub struct ProxyState {
     /// `on_violation`: counts refusals on their way to the audit, and the sandboxes it suspended or held.
     pub(crate) violations: Arc<Watch>,
     /// What each (sandbox or user, credential) used of its budget in the current window.
-    pub(crate) credential_budgets: Arc<CredentialBudgets>,
+    pub(crate) credential_budgets: Arc<CredentialBudgetCounts>,
     /// Where events are POSTed (`approval.webhook`), if anywhere.
     pub(crate) webhook: Option<Arc<Webhook>>,
     /// Preview URLs into sandboxes, with `listen.preview` (set at start; a restart changes them).
@@ -103,7 +103,7 @@ pub(crate) struct ProtocolMemory {
     /// The MCP tools each sandbox saw, per server origin (pinned to what they said).
     pub(crate) mcp_pins: crate::mcp::tools::Pins,
     /// Each MCP session id, bound to the sandbox that first showed it.
-    pub(crate) mcp_sessions: Arc<crate::mcp::sessions::Sessions>,
+    pub(crate) mcp_sessions: Arc<crate::mcp::sessions::McpSessions>,
     /// What unfinished MCP answers hold, per sandbox and in all.
     pub(crate) mcp_held: Arc<crate::mcp::held::Held>,
     /// The documents of GraphQL persisted queries seen with their hash, per endpoint.
@@ -154,7 +154,7 @@ impl ProxyState {
         let validity = config.ca.leaf_validity;
         metrics.set_config_generation(1);
         let live = Arc::new(ArcSwap::from_pointee(generation));
-        let credential_budgets = Arc::new(CredentialBudgets::default());
+        let credential_budgets = Arc::new(CredentialBudgetCounts::default());
         let (triggers, triggered) = unbounded_channel();
         let violations = Arc::new(Watch::new(sink, live.clone(), credential_budgets.clone(), triggers));
         let recent = Arc::new(audit::Recent::new(violations.clone()));
@@ -353,14 +353,11 @@ async fn enforce(state: Weak<ProxyState>, mut triggered: UnboundedReceiver<Trigg
 /// a declared one) or hold it, deny its held requests and drop its grants, close what it may no longer keep
 /// open, and have the watch announce it.
 async fn act(state: Arc<ProxyState>, t: Trigger) {
-    let runtime = state
-        .control
-        .get(t.sandbox.as_str())
-        .is_some_and(|r| r.revoked.is_none());
+    let runtime = state.control.get(&t.sandbox).is_some_and(|r| r.revoked.is_none());
     match t.action {
         ViolationAction::Revoke if runtime => {
             let (s, id) = (state.clone(), t.sandbox.clone());
-            let revoked = tokio::task::spawn_blocking(move || s.control.revoke(id.as_str(), control::now())).await;
+            let revoked = tokio::task::spawn_blocking(move || s.control.revoke_sandbox(&id, control::now())).await;
             if !matches!(revoked, Ok(Ok(_))) {
                 tracing::error!(sandbox = %t.sandbox, "on_violation: the store did not take the revocation; refused in memory");
                 state.violations.mark(&t.sandbox, ViolationAction::Revoke);

@@ -26,7 +26,7 @@ use crate::target::Target;
 
 /// The address a pooled connection was dialled to, attached to each response's extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Dialled(pub SocketAddr);
+pub(crate) struct DialledAddr(pub SocketAddr);
 
 /// The TLS client configuration: verification always on, against the built-in roots and `extra`.
 pub(crate) fn client_config(extra: &[CertificateDer<'static>]) -> Result<ClientConfig, String> {
@@ -90,7 +90,7 @@ impl tower_service::Service<Uri> for GuardedConnector {
 
 impl Connection for GuardedStream {
     fn connected(&self) -> Connected {
-        Connected::new().extra(Dialled(self.addr))
+        Connected::new().extra(DialledAddr(self.addr))
     }
 }
 

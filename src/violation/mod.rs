@@ -21,7 +21,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::audit::{Record, Sink, Verdict};
 use crate::config::violations::{ViolationAction, ViolationKind};
 use crate::generation::Generation;
-use crate::limits::CredentialBudgets;
+use crate::limits::CredentialBudgetCounts;
 use crate::locks::Unpoisoned;
 use crate::metrics::Metrics;
 use crate::names::SandboxId;
@@ -46,7 +46,7 @@ pub(crate) struct Watch {
     /// The generation in force (the state's own).
     live: Arc<ArcSwap<Generation>>,
     /// What each (sandbox or user, credential) used of its budget (the state's own).
-    budgets: Arc<CredentialBudgets>,
+    budgets: Arc<CredentialBudgetCounts>,
     /// Where thresholds reached go, for the state to act on.
     triggers: UnboundedSender<Trigger>,
     seen: Mutex<HashMap<(SandboxId, ViolationKind), RefusalWindow>>,
@@ -62,7 +62,7 @@ impl Watch {
     pub(crate) fn new(
         inner: Arc<dyn Sink>,
         live: Arc<ArcSwap<Generation>>,
-        budgets: Arc<CredentialBudgets>,
+        budgets: Arc<CredentialBudgetCounts>,
         triggers: UnboundedSender<Trigger>,
     ) -> Watch {
         Watch {

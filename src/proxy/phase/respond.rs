@@ -16,7 +16,7 @@ use crate::proxy::ctx::{Ctx, Ended, slot};
 use crate::proxy::effects::Effects;
 use crate::proxy::headers;
 use crate::proxy::input::WebSocketGuard;
-use crate::upstream::pool::Dialled;
+use crate::upstream::pool::DialledAddr;
 
 /// The upstream's answer as the client gets it.
 pub(crate) async fn run(ctx: &mut Ctx, _fx: &impl Effects) -> Result<(), ProxyError> {
@@ -27,7 +27,7 @@ pub(crate) async fn run(ctx: &mut Ctx, _fx: &impl Effects) -> Result<(), ProxyEr
     };
     let reply = ctx.reply.take().unwrap_or_default();
     let (mut parts, body) = answer.into_parts();
-    if let Some(Dialled(addr)) = parts.extensions.get::<Dialled>() {
+    if let Some(DialledAddr(addr)) = parts.extensions.get::<DialledAddr>() {
         ctx.audit.dialled(addr.to_string());
     }
     if ctx.websocket && parts.status == StatusCode::SWITCHING_PROTOCOLS {

@@ -5,23 +5,10 @@ use std::collections::BTreeMap;
 
 use super::layers::{code, sources};
 
-/// Names still defined more than once (issue 55 item 4 found them; the renames are not done yet), each with why it
-/// is allowed for now and where it is defined. Remove an entry when its duplicate goes; the test fails on a name
-/// that is listed but no longer duplicated, so this list only shrinks, and a new duplicate fails at once.
-const ALLOWED: &[(&str, &str)] = &[
-    ("Console", "to rename"),           // admin/console/state.rs, config/console.rs
-    ("CredentialBudgets", "to rename"), // config/violations.rs, limits/credential_budget.rs
-    ("Dialled", "to rename (not proxy/effects.rs: the lead's phase files)"), // proxy/effects.rs, upstream/pool.rs
-    ("Filtered", "to rename"),          // body/mod.rs, mcp/tools.rs
-    ("Pending", "to rename"),           // approval/types.rs, audit/pending.rs
-    ("Persisted", "to rename"),         // graphql/persisted.rs, graphql/request.rs
-    ("Previews", "to rename"),          // config/previews.rs, preview/mod.rs
-    ("Raw", "to rename"),               // graphql/request.rs, mcp/message.rs
-    ("Record", "to rename"),            // audit/record.rs, control/store.rs
-    ("Resolution", "to rename"),        // approval/types.rs, net/resolve.rs
-    ("Scope", "to rename"),             // approval/types.rs, tls/scope.rs
-    ("Sessions", "to rename"),          // mcp/sessions.rs, session/leases.rs
-];
+/// Names allowed to be defined more than once, each with why and where: none. The mechanism stays so that an
+/// exception has to be written here with its reason; the test fails on a name that is listed but no longer
+/// duplicated, so this list only shrinks, and a new duplicate fails at once.
+const ALLOWED: &[(&str, &str)] = &[];
 
 /// A file only tests compile (`#[cfg(test)] mod proptests;` and the like), beside the `*_tests.rs` files.
 fn test_only(name: &str) -> bool {
