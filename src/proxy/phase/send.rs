@@ -18,7 +18,13 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     let Intent::Request { req, inside } = &mut ctx.intent else {
         return Err(ProxyError::Internal);
     };
-    let req = std::mem::replace(req, Request::new(crate::body::empty()));
+    // What is left in its place keeps the request's Accept, for the refusal should sending fail (the record
+    // phase writes its body as the request prefers).
+    let mut left = Request::new(crate::body::empty());
+    for accept in req.headers().get_all(http::header::ACCEPT) {
+        left.headers_mut().append(http::header::ACCEPT, accept.clone());
+    }
+    let req = std::mem::replace(req, left);
     let sent = fx
         .send(&generation, sandbox, target, inside.as_ref(), ctx.websocket, req)
         .await;
