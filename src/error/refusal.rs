@@ -14,9 +14,7 @@ use serde_json::{Value, json};
 
 use crate::reason::{NO_WAY_AROUND, Reason};
 
-/// The schema's name and version, the body's `schema` field: a field is only ever added under it; a change of
-/// meaning is a new version.
-pub(crate) const SCHEMA: &str = "cordon.refusal/1";
+pub(crate) use crate::reason::SCHEMA;
 
 /// The most bytes of the path a refusal shows (longer ones end in `...`).
 const PATH_MAX: usize = 256;
@@ -59,6 +57,16 @@ impl Format {
             _ => Format::Text,
         }
     }
+}
+
+/// What a phase that takes the request in flight away leaves in its place: an empty request with the taken one's
+/// `Accept`, so that, should the phase fail, its refusal is still written as the request preferred.
+pub(crate) fn left_for_refusal(headers: &HeaderMap) -> http::Request<crate::body::ProxyBody> {
+    let mut left = http::Request::new(crate::body::empty());
+    for accept in headers.get_all(header::ACCEPT) {
+        left.headers_mut().append(header::ACCEPT, accept.clone());
+    }
+    left
 }
 
 /// What was refused, as the sandbox sent it (from the audit record, filled before any phase changed the

@@ -278,6 +278,25 @@ impl Reason {
     }
 }
 
+/// The schema's name and version, a refusal's `schema` field: a field is only ever added under it; a change of
+/// meaning is a new version.
+pub(crate) const SCHEMA: &str = "cordon.refusal/1";
+
+impl Reason {
+    /// The refusal's facts for a protocol's own error (MCP's `error.data`, GraphQL's `extensions`): the schema,
+    /// the reason, whose side it is on, whether asking can help, the hint and that a way around will not work.
+    pub(crate) fn in_protocol_facts(self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("schema".into(), SCHEMA.into());
+        m.insert("reason".into(), self.code().into());
+        m.insert("whose".into(), self.whose().as_str().into());
+        m.insert("ask".into(), self.ask().into());
+        m.insert("hint".into(), self.hint().into());
+        m.insert("no_way_around".into(), NO_WAY_AROUND.into());
+        m
+    }
+}
+
 /// The most bytes a hint may have (it travels in the `x-cordon-hint` header).
 #[cfg(test)]
 pub(crate) const HINT_MAX: usize = 200;
