@@ -13,7 +13,7 @@ use crate::net::DialError;
 use crate::policy::DenyReason;
 use crate::reason::{Answer, Reason};
 use crate::target::{Target, TargetError};
-pub(crate) use refusal::{Format, Refused};
+pub(crate) use refusal::{Format, Subject};
 
 mod raw;
 pub(crate) mod refusal;
@@ -357,13 +357,13 @@ impl ProxyError {
 
     /// The response the client gets, when nothing is known of the request (see [`ProxyError::refusal`]).
     pub(crate) fn response(&self) -> Response<ProxyBody> {
-        self.refusal(&Refused::default(), Format::Text)
+        self.refusal(&Subject::default(), Format::Text)
     }
 
     /// The response the client gets for this refusal of `refused`, its body in `format` (the request's Accept):
     /// the `cordon.refusal/1` facts in the body and in `x-cordon-*` headers (`src/error/refusal.rs`). A refusal
     /// in a protocol's own words keeps its body (the protocol's error) and gets the headers.
-    pub(crate) fn refusal(&self, refused: &Refused, format: Format) -> Response<ProxyBody> {
+    pub(crate) fn refusal(&self, refused: &Subject, format: Format) -> Response<ProxyBody> {
         let status = self.status();
         let reason = self.reason();
         let retry_after = match self {

@@ -112,8 +112,8 @@ impl Pending {
     /// What the record says was asked for, as the sandbox sent it (method, host, port, path without its
     /// query: filled when the exchange started, before any phase changed the request), for the refusal the
     /// sandbox reads.
-    pub(crate) fn subject(&self) -> crate::error::Refused {
-        crate::error::Refused {
+    pub(crate) fn subject(&self) -> crate::error::Subject {
+        crate::error::Subject {
             method: self.record.method.clone(),
             host: self.record.host.clone(),
             port: self.record.port,

@@ -69,10 +69,10 @@ pub(crate) fn left_for_refusal(headers: &HeaderMap) -> http::Request<crate::body
     left
 }
 
-/// What was refused, as the sandbox sent it (from the audit record, filled before any phase changed the
+/// What was asked for and refused, as the sandbox sent it (from the audit record, filled before any phase changed the
 /// request): each part only when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Refused {
+pub(crate) struct Subject {
     /// The method (`CONNECT` for a tunnel).
     pub(crate) method: Option<String>,
     /// The destination's normalised host.
@@ -83,7 +83,7 @@ pub(crate) struct Refused {
     pub(crate) path: Option<String>,
 }
 
-impl Refused {
+impl Subject {
     /// The path as a refusal for `reason` may show it: none for a refusal about what the request carries, a
     /// placeholder's path withheld, a long one cut.
     fn shown_path(&self, reason: Reason) -> Option<String> {
@@ -167,7 +167,7 @@ pub(crate) struct Facts<'a> {
     pub(crate) status: u16,
     /// The public message (`ProxyError::public_message`).
     pub(crate) message: String,
-    pub(crate) refused: &'a Refused,
+    pub(crate) refused: &'a Subject,
     /// Seconds to wait, for a refusal over a limit.
     pub(crate) retry_after: Option<u64>,
 }

@@ -11,8 +11,8 @@ use crate::error::ProxyError;
 use crate::reason::{Answer, HINT_MAX, Whose};
 
 /// What a refused request looked like: a path, its query never (the audit record keeps none).
-fn sample() -> Refused {
-    Refused {
+fn sample() -> Subject {
+    Subject {
         method: Some("GET".into()),
         host: Some("example.com".into()),
         port: Some(443),
@@ -20,7 +20,7 @@ fn sample() -> Refused {
     }
 }
 
-fn facts<'a>(reason: Reason, refused: &'a Refused) -> Facts<'a> {
+fn facts<'a>(reason: Reason, refused: &'a Subject) -> Facts<'a> {
     Facts {
         reason,
         status: reason.answer().http_status().unwrap_or(500),
@@ -163,7 +163,7 @@ fn every_hint_is_header_safe() {
 fn the_headers_are_header_safe_and_bounded() {
     let long = format!("/{}", "a".repeat(5000));
     for path in [long.as_str(), "/caf\u{e9}", "/a\r\nx-evil: 1", "/ok"] {
-        let refused = Refused {
+        let refused = Subject {
             path: Some(path.into()),
             ..sample()
         };
@@ -203,7 +203,7 @@ fn a_placeholder_in_the_path_is_never_echoed() {
         "/x/cordon%2Dph-0123456789abcdef0123456789abcdef".to_string(),
     ];
     for path in &spellings {
-        let refused = Refused {
+        let refused = Subject {
             path: Some(path.clone()),
             ..sample()
         };
