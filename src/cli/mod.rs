@@ -24,6 +24,7 @@ mod examples;
 mod explain;
 pub(crate) mod jail;
 mod output;
+mod policy;
 mod reasons;
 mod render;
 pub(crate) mod run;
@@ -82,6 +83,12 @@ enum Command {
         json: bool,
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
+    },
+    /// Compare policies: `diff OLD NEW` (what a change adds), `contains BOUNDARY CANDIDATE` (a proof, or a
+    /// request that refutes it).
+    Policy {
+        #[command(subcommand)]
+        command: policy::PolicyCommand,
     },
     /// The audit log: the checkpoints' public key, and verifying audit files.
     Audit {
@@ -223,6 +230,7 @@ pub fn main(on_idle: fn(), child_signals: crate::jail::ChildSignals) -> ExitCode
         Command::Ca { command } => ca::main(command),
         Command::Config { command } => config_cmd::main(command),
         Command::Audit { command } => audit::main(command),
+        Command::Policy { command } => policy::main(command),
         Command::Placeholders { config, sandbox, json } => vault::placeholders(&config, &sandbox, json),
         Command::Vault { command } => vault::main(command),
         Command::Reasons { code, json, markdown } => reasons::main(code.as_deref(), json, markdown),

@@ -46,6 +46,9 @@ pub(super) struct RawPolicy {
     pub(crate) expose: Option<Vec<Whole>>,
     /// What a jail for a sandbox of this policy may spend (over `jail:`).
     pub(crate) jail: Option<RawJailLimits>,
+    /// The most a sandbox of this policy may ever be granted: a policy (mode, allow, credentials) that must
+    /// contain this one.
+    pub(crate) boundary: Option<super::boundary::RawBoundary>,
 }
 
 /// One allow rule.

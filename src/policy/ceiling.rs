@@ -12,6 +12,7 @@
 //! refused rather than guessed.
 
 use super::allowlist::{Action, HostPattern, Rule};
+use super::witness::{Bound, Scope, Witness, find};
 use super::{Mode, Policy, TlsMode};
 
 /// One way an inline policy goes past its base, with the JSON path of what does.
@@ -21,17 +22,33 @@ pub(crate) struct Exceeds {
     pub(crate) path: String,
     /// What exceeds the base, and what the base allows.
     pub(crate) message: String,
+    /// A concrete request that shows it: let through by `inline` as `base` does not (both decided live).
+    /// `None` where the check is conservative and no request made from the rule shows a difference.
+    pub(crate) counterexample: Option<Witness>,
 }
 
 /// Everything in `inline` that `base` does not allow; empty when `inline` only narrows `base`. `at` is the JSON
-/// path of the inline policy (e.g. `policy`).
+/// path of the inline policy (e.g. `policy`). A credential is taken to be sent wherever a policy that lists it
+/// allows an intercepted request (see [`exceeds_bound`]).
 pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> {
+    exceeds_bound(inline, base, at, &|_, _, _, _| true)
+}
+
+/// [`exceeds`], with where each credential may be sent (its `bind:`), for the counterexamples.
+pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: Bound<'_>) -> Vec<Exceeds> {
     let mut out = Vec::new();
-    let mut push = |path: String, message: String| out.push(Exceeds { path, message });
+    let mut push = |path: String, message: String, scope: Scope| {
+        out.push(Exceeds {
+            path,
+            message,
+            counterexample: find(inline, base, scope, bound),
+        })
+    };
     if inline.mode == Mode::Report && base.mode == Mode::Enforce {
         push(
             format!("{at}.mode"),
             format!("\"report\" would let through what {:?} refuses; it enforces", base.name),
+            Scope::Mode,
         );
     }
     for (i, name) in inline.credentials.iter().enumerate() {
@@ -43,12 +60,13 @@ pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> 
                     base.name,
                     list(&base.credentials)
                 ),
+                Scope::Credential(i),
             );
         }
     }
     for (i, rule) in inline.rules.iter().enumerate() {
         if let Err((field, why)) = within_base(rule, base) {
-            push(format!("{at}.allow[{i}]{field}"), why);
+            push(format!("{at}.allow[{i}]{field}"), why, Scope::Rule(i));
         }
     }
     out
