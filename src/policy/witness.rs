@@ -386,3 +386,7 @@ fn probes(rule: &Rule, boundary: &Policy, credential: Option<&CredentialName>) -
     }
     out
 }
+
+#[cfg(test)]
+#[path = "witness_proptests.rs"]
+mod proptests;
