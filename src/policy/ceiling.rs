@@ -50,6 +50,22 @@ pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: Bou
             format!("\"report\" would let through what {:?} refuses; it enforces", base.name),
             Scope::Mode,
         );
+    } else if inline.mode == Mode::Report
+        && let Some(i) = base
+            .rules
+            .iter()
+            .position(|r| r.mcp.is_some() || r.graphql.is_some() || r.action == Action::Ask)
+    {
+        // A request no rule of `inline` allows is let through unjudged; the base may judge its messages or ask.
+        push(
+            format!("{at}.mode"),
+            format!(
+                "\"report\" lets through unjudged and unasked the requests {:?} judges or asks a person for (its \
+                 rule {i}) where no rule of this policy allows them",
+                base.name
+            ),
+            Scope::Mode,
+        );
     }
     for (i, name) in inline.credentials.iter().enumerate() {
         if !base.credentials.contains(name) {

@@ -113,6 +113,15 @@ fn judge(policy: &Policy, p: &Probe, bound: Bound<'_>) -> Outcome {
         let why = d.deny.map_or_else(|| "refused".into(), |r| r.describe(&p.target));
         return Outcome::Refused(why);
     }
+    if let (Some(c), Some((m, path))) = (&p.credential, request) {
+        if !policy.credentials.contains(c) {
+            return Outcome::Refused(format!("it does not let its sandboxes use the credential {c}"));
+        }
+        let tls = d.rule.and_then(|i| policy.rules.get(i)).map(|r| r.tls);
+        if !(p.intercepted && tls != Some(TlsMode::Tunnel) && bound(c, &p.target, m, path)) {
+            return Outcome::Refused(format!("the credential {c} is not sent with this request"));
+        }
+    }
     let Some(index) = d.rule else {
         // Report mode: let through whatever no rule allows.
         return Outcome::Allowed {
@@ -147,14 +156,6 @@ fn judge(policy: &Policy, p: &Probe, bound: Bound<'_>) -> Outcome {
             return Outcome::Refused(format!(
                 "its rule {index} refuses an operation named {name:?} (not among its names)"
             ));
-        }
-    }
-    if let (Some(c), Some((m, path))) = (&p.credential, request) {
-        if !policy.credentials.contains(c) {
-            return Outcome::Refused(format!("it does not let its sandboxes use the credential {c}"));
-        }
-        if !(p.intercepted && rule.tls == TlsMode::Intercept && bound(c, &p.target, m, path)) {
-            return Outcome::Refused(format!("the credential {c} is not sent with this request"));
         }
     }
     Outcome::Allowed {
