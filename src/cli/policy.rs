@@ -68,15 +68,15 @@ pub(super) fn main(command: PolicyCommand) -> ExitCode {
 }
 
 /// A policy named on the command line, and the JSON path its findings are written under.
-struct Named {
+struct NamedPolicy {
     policy: Policy,
     at: String,
     label: String,
 }
 
-type Report = fn(&Config, &Named, &Named, bool) -> ExitCode;
+type PolicyReport = fn(&Config, &NamedPolicy, &NamedPolicy, bool) -> ExitCode;
 
-fn run(arg: &ConfigArg, json: bool, first: &str, second: &str, report: Report) -> ExitCode {
+fn run(arg: &ConfigArg, json: bool, first: &str, second: &str, report: PolicyReport) -> ExitCode {
     let config = match load(arg) {
         Ok(c) => c,
         Err(code) => return code,
@@ -93,13 +93,13 @@ fn run(arg: &ConfigArg, json: bool, first: &str, second: &str, report: Report) -
 }
 
 /// The policy `arg` names: a file, `boundary:NAME`, or a policy of `config`.
-fn resolve(config: &Config, arg: &str) -> Result<Named, Vec<String>> {
+fn resolve(config: &Config, arg: &str) -> Result<NamedPolicy, Vec<String>> {
     let known = || config.policies.keys().cloned().collect::<Vec<_>>().join(", ");
     let is_file = arg.contains('/') || [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));
     if is_file {
         let text = std::fs::read_to_string(arg).map_err(|e| vec![format!("cannot read the policy file {arg}: {e}")])?;
         let policy = crate::config::boundary::document(config, arg, arg.to_string(), &text)?;
-        return Ok(Named {
+        return Ok(NamedPolicy {
             policy,
             at: String::new(),
             label: arg.to_string(),
@@ -119,14 +119,14 @@ fn resolve(config: &Config, arg: &str) -> Result<Named, Vec<String>> {
                 config.source
             )]
         })?;
-        return Ok(Named {
+        return Ok(NamedPolicy {
             policy: b.clone(),
             at: format!("policies.{name}.boundary"),
             label: format!("boundary:{name}"),
         });
     }
     match config.policies.get(arg) {
-        Some(p) => Ok(Named {
+        Some(p) => Ok(NamedPolicy {
             policy: Policy::clone(p),
             at: format!("policies.{arg}"),
             label: arg.to_string(),
@@ -140,7 +140,7 @@ fn resolve(config: &Config, arg: &str) -> Result<Named, Vec<String>> {
 }
 
 /// Everything `inner` allows that `outer` does not, with counterexamples (credentials bound as `config` says).
-fn findings(config: &Config, inner: &Named, outer: &Named) -> Vec<Exceeds> {
+fn findings(config: &Config, inner: &NamedPolicy, outer: &NamedPolicy) -> Vec<Exceeds> {
     let bound = |name: &crate::names::CredentialName, t: &crate::target::Target, m: &http::Method, p: &str| {
         config.credentials.get(name).is_some_and(|c| c.binding.matches(t, m, p))
     };
@@ -214,7 +214,7 @@ fn witness_json(w: &Witness, credentials: &[String]) -> Value {
     })
 }
 
-fn finding_json(config: &Config, inner: &Named, e: &Exceeds) -> Value {
+fn finding_json(config: &Config, inner: &NamedPolicy, e: &Exceeds) -> Value {
     let carried = e
         .counterexample
         .as_ref()
@@ -228,7 +228,7 @@ fn finding_json(config: &Config, inner: &Named, e: &Exceeds) -> Value {
     })
 }
 
-fn finding_text(config: &Config, inner: &Named, e: &Exceeds, outer: &str) -> String {
+fn finding_text(config: &Config, inner: &NamedPolicy, e: &Exceeds, outer: &str) -> String {
     let mut s = format!("  {} ({}): {}\n", e.path, kind(&e.path), e.message);
     match &e.counterexample {
         Some(w) => {
@@ -261,7 +261,7 @@ fn print_json(v: &Value) -> bool {
     }
 }
 
-fn diff(config: &Config, old: &Named, new: &Named, json: bool) -> ExitCode {
+fn diff(config: &Config, old: &NamedPolicy, new: &NamedPolicy, json: bool) -> ExitCode {
     let added = findings(config, new, old);
     let removed = findings(config, old, new);
     if json {
@@ -303,7 +303,7 @@ fn diff(config: &Config, old: &Named, new: &Named, json: bool) -> ExitCode {
     }
 }
 
-fn contains(config: &Config, boundary: &Named, candidate: &Named, json: bool) -> ExitCode {
+fn contains(config: &Config, boundary: &NamedPolicy, candidate: &NamedPolicy, json: bool) -> ExitCode {
     let past = findings(config, candidate, boundary);
     if json {
         let v = json!({

@@ -12,7 +12,7 @@
 //! refused rather than guessed.
 
 use super::allowlist::{Action, HostPattern, Rule};
-use super::witness::{Bound, Scope, Witness, find};
+use super::witness::{CredentialBound, Scope, Witness, find};
 use super::{Mode, Policy, TlsMode};
 
 /// One way an inline policy goes past its base, with the JSON path of what does.
@@ -35,7 +35,7 @@ pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> 
 }
 
 /// [`exceeds`], with where each credential may be sent (its `bind:`), for the counterexamples.
-pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: Bound<'_>) -> Vec<Exceeds> {
+pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: CredentialBound<'_>) -> Vec<Exceeds> {
     let mut out = Vec::new();
     let mut push = |path: String, message: String, scope: Scope| {
         out.push(Exceeds {

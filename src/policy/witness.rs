@@ -75,7 +75,7 @@ impl Witness {
 
 /// What a policy does with a probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Outcome {
+enum ProbeOutcome {
     /// Refused, and why.
     Refused(String),
     /// Let through: by which rule (`None`: report mode), in which TLS mode, whether a person is asked first.
@@ -98,11 +98,11 @@ struct Probe {
 }
 
 /// Whether credential `name` may be sent with `method path` to `target` (its `bind:`), as the configuration says.
-pub(crate) type Bound<'a> = &'a dyn Fn(&CredentialName, &Target, &Method, &str) -> bool;
+pub(crate) type CredentialBound<'a> = &'a dyn Fn(&CredentialName, &Target, &Method, &str) -> bool;
 
 /// What `policy` decides about `p`, as the live pipeline would: the rule that allows it, then its protocol
 /// section, then (for a credential) whether the policy lists it and its binding covers the request.
-fn judge(policy: &Policy, p: &Probe, bound: Bound<'_>) -> Outcome {
+fn judge(policy: &Policy, p: &Probe, bound: CredentialBound<'_>) -> ProbeOutcome {
     let request = p.request.as_ref().map(|(m, path)| (m, path.as_str()));
     let d = policy.decide(Question {
         target: &p.target,
@@ -111,34 +111,34 @@ fn judge(policy: &Policy, p: &Probe, bound: Bound<'_>) -> Outcome {
     });
     if !d.allowed {
         let why = d.deny.map_or_else(|| "refused".into(), |r| r.describe(&p.target));
-        return Outcome::Refused(why);
+        return ProbeOutcome::Refused(why);
     }
     if let (Some(c), Some((m, path))) = (&p.credential, request) {
         if !policy.credentials.contains(c) {
-            return Outcome::Refused(format!("it does not let its sandboxes use the credential {c}"));
+            return ProbeOutcome::Refused(format!("it does not let its sandboxes use the credential {c}"));
         }
         let tls = d.rule.and_then(|i| policy.rules.get(i)).map(|r| r.tls);
         if !(p.intercepted && tls != Some(TlsMode::Tunnel) && bound(c, &p.target, m, path)) {
-            return Outcome::Refused(format!("the credential {c} is not sent with this request"));
+            return ProbeOutcome::Refused(format!("the credential {c} is not sent with this request"));
         }
     }
     let Some(index) = d.rule else {
         // Report mode: let through whatever no rule allows.
-        return Outcome::Allowed {
+        return ProbeOutcome::Allowed {
             rule: None,
             tls: None,
             asks: false,
         };
     };
     let Some(rule) = policy.rules.get(index) else {
-        return Outcome::Refused("no such rule".into());
+        return ProbeOutcome::Refused("no such rule".into());
     };
     let mut asks = request.is_some() && rule.action == Action::Ask;
     if let (Some(tool), Some(mcp)) = (&p.tool, &rule.mcp) {
         match mcp.tool(tool) {
             ToolVerdict::Allow => {}
             ToolVerdict::Ask => asks = true,
-            v => return Outcome::Refused(format!("its rule {index} refuses the MCP tool {tool:?} ({v:?})")),
+            v => return ProbeOutcome::Refused(format!("its rule {index} refuses the MCP tool {tool:?} ({v:?})")),
         }
     }
     if let (Some((ty, field, name)), Some(g)) = (&p.operation, &rule.graphql) {
@@ -146,19 +146,19 @@ fn judge(policy: &Policy, p: &Probe, bound: Bound<'_>) -> Outcome {
             FieldVerdict::Allow => {}
             FieldVerdict::Ask => asks = true,
             v => {
-                return Outcome::Refused(format!(
+                return ProbeOutcome::Refused(format!(
                     "its rule {index} refuses the GraphQL {} {field} ({v:?})",
                     ty.as_str()
                 ));
             }
         }
         if !g.name(name.as_deref()) {
-            return Outcome::Refused(format!(
+            return ProbeOutcome::Refused(format!(
                 "its rule {index} refuses an operation named {name:?} (not among its names)"
             ));
         }
     }
-    Outcome::Allowed {
+    ProbeOutcome::Allowed {
         rule: Some(index),
         tls: Some(rule.tls),
         asks,
@@ -178,7 +178,7 @@ pub(crate) enum Scope {
 
 /// A request `candidate` lets through (or opens in another TLS mode, or sends without the approval it asks
 /// for) that `boundary` does not, among those made from `scope`; `None` when none of them shows it.
-pub(crate) fn find(candidate: &Policy, boundary: &Policy, scope: Scope, bound: Bound<'_>) -> Option<Witness> {
+pub(crate) fn find(candidate: &Policy, boundary: &Policy, scope: Scope, bound: CredentialBound<'_>) -> Option<Witness> {
     let probes: Vec<Probe> = match scope {
         Scope::Rule(i) => candidate
             .rules
@@ -208,9 +208,19 @@ pub(crate) fn find(candidate: &Policy, boundary: &Policy, scope: Scope, bound: B
 }
 
 /// The probe as a counterexample, if `candidate` lets it through as `boundary` does not.
-fn shows(candidate: &Policy, boundary: &Policy, p: Probe, bound: Bound<'_>) -> Option<Witness> {
+fn shows(candidate: &Policy, boundary: &Policy, p: Probe, bound: CredentialBound<'_>) -> Option<Witness> {
+    // A request `boundary` would never see (its CONNECT opens a tunnel) is no counterexample of a request: the
+    // difference is the TLS mode, which the CONNECT shows.
+    if p.intercepted
+        && let ProbeOutcome::Allowed {
+            tls: Some(TlsMode::Tunnel),
+            ..
+        } = judge(boundary, &connect(p.target.host.clone(), p.target.port), bound)
+    {
+        return None;
+    }
     let (mine, theirs) = (judge(candidate, &p, bound), judge(boundary, &p, bound));
-    let Outcome::Allowed { rule, tls, asks } = mine else {
+    let ProbeOutcome::Allowed { rule, tls, asks } = mine else {
         return None;
     };
     let by = |rule: Option<usize>, tls: Option<TlsMode>, asks: bool| match rule {
@@ -222,8 +232,8 @@ fn shows(candidate: &Policy, boundary: &Policy, p: Probe, bound: Bound<'_>) -> O
         ),
     };
     let refused_by = match theirs {
-        Outcome::Refused(why) => format!("refused: {why}"),
-        Outcome::Allowed {
+        ProbeOutcome::Refused(why) => format!("refused: {why}"),
+        ProbeOutcome::Allowed {
             rule: r2,
             tls: t2,
             asks: a2,

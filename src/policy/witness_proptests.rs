@@ -157,7 +157,7 @@ fn creds() -> impl Strategy<Value = Vec<String>> {
     prop::sample::subsequence(vec!["k1", "k2"], 0..=2).prop_map(|v| v.into_iter().map(String::from).collect())
 }
 
-const ANYWHERE: Bound<'static> = &|_, _, _, _| true;
+const ANYWHERE: CredentialBound<'static> = &|_, _, _, _| true;
 
 /// Whether `w` shows what the ceiling said: the candidate lets it through, the boundary does not as it does.
 fn shown(candidate: &Policy, boundary: &Policy, w: &Witness) -> Result<(), String> {
@@ -171,9 +171,13 @@ fn shown(candidate: &Policy, boundary: &Policy, w: &Witness) -> Result<(), Strin
     };
     let (mine, theirs) = (judge(candidate, &p, ANYWHERE), judge(boundary, &p, ANYWHERE));
     match (&mine, &theirs) {
-        (Outcome::Allowed { .. }, Outcome::Refused(_)) => Ok(()),
-        (Outcome::Allowed { asks: false, .. }, Outcome::Allowed { asks: true, .. }) => Ok(()),
-        (Outcome::Allowed { tls: a, .. }, Outcome::Allowed { tls: b, .. }) if p.request.is_none() && a != b => Ok(()),
+        (ProbeOutcome::Allowed { .. }, ProbeOutcome::Refused(_)) => Ok(()),
+        (ProbeOutcome::Allowed { asks: false, .. }, ProbeOutcome::Allowed { asks: true, .. }) => Ok(()),
+        (ProbeOutcome::Allowed { tls: a, .. }, ProbeOutcome::Allowed { tls: b, .. })
+            if p.request.is_none() && a != b =>
+        {
+            Ok(())
+        }
         _ => Err(format!(
             "{w:?} is no counterexample: candidate {mine:?}, boundary {theirs:?}"
         )),
@@ -207,9 +211,9 @@ proptest! {
         }
         for p in &requests {
             let mine = judge(&candidate, p, ANYWHERE);
-            let Outcome::Allowed { tls, asks, .. } = mine else { continue };
+            let ProbeOutcome::Allowed { tls, asks, .. } = mine else { continue };
             let theirs = judge(&boundary, p, ANYWHERE);
-            let Outcome::Allowed { tls: t2, asks: a2, .. } = theirs.clone() else {
+            let ProbeOutcome::Allowed { tls: t2, asks: a2, .. } = theirs.clone() else {
                 return Err(TestCaseError::fail(format!(
                     "contained, yet the candidate lets {p:?} through and the boundary refuses: {theirs:?}\ncandidate {:?}\nboundary {:?}",
                     candidate.rules, boundary.rules

@@ -29,9 +29,24 @@ fn resolve(arg: &str) -> String {
     }
 }
 
-/// `cordon explain --sandbox ID --method M URL` on the example: its exit status.
+/// `cordon explain --sandbox ID --method M URL` on the example, its names given a public address in
+/// `network.hosts` (nothing resolves here; explain dials nothing): its exit status.
 fn explain(sandbox: &str, method: &str, url: &str) -> i32 {
-    let config = examples().join("boundaries.yaml").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(examples().join("boundaries.yaml")).unwrap();
+    text.push_str("network:\n  hosts:\n");
+    for name in [
+        "api.github.com",
+        "uploads.github.com",
+        "mcp.example.com",
+        "graphql.example.com",
+        "cordon-probe.cdn.example.com",
+    ] {
+        text.push_str(&format!("    {name}: 140.82.112.3\n"));
+    }
+    let file = dir.path().join("cordon.yaml");
+    std::fs::write(&file, text).unwrap();
+    let config = file.display().to_string();
     let (code, out, err) = cordon(&[
         "explain",
         "--config",
