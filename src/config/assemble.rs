@@ -246,7 +246,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
     );
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
-    let raw_boundaries: BTreeMap<String, super::boundary::RawBoundary> = raw
+    let raw_boundaries: BTreeMap<String, super::policies::RawBoundary> = raw
         .policies
         .iter_mut()
         .filter_map(|(name, p)| Some((name.clone(), p.boundary.take()?)))

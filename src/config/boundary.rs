@@ -6,30 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
 use super::credentials::CredentialSpec;
 use super::errors::Errors;
-use super::policies::{RawRule, policy};
+use super::policies::{RawBoundary, policy};
 use crate::names::CredentialName;
 use crate::policy::Policy;
 use crate::target::Target;
-
-/// A policy's boundary, or a policy document in a file: a mode, ordered allow rules, the credentials.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, expecting = "a policy: a mapping with mode, allow, credentials")]
-pub(super) struct RawBoundary {
-    /// `enforce` (default) or `report`.
-    #[schemars(with = "Option<super::shapes::PolicyMode>")]
-    pub(crate) mode: Option<String>,
-    /// Ordered allow rules, written as under `policies:`.
-    #[serde(default)]
-    pub(crate) allow: Vec<RawRule>,
-    /// Credentials its sandboxes may use (names under `credentials:`).
-    #[serde(default)]
-    pub(crate) credentials: Vec<String>,
-}
 
 /// Compile `raw` at `at` (`policies.web.boundary`) under the name `name`, its credentials checked against
 /// `creds`; `None` after noting what is wrong.
