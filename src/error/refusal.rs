@@ -23,21 +23,23 @@ const PATH_MAX: usize = 256;
 const HEADER_MAX: usize = 300;
 
 const JSON: MediaType<'static> = MediaType::new(names::APPLICATION, names::JSON);
+/// The media type of a refusal's JSON body.
+pub(crate) const REFUSAL_TYPE: &str = "application/vnd.cordon.refusal+json";
 const TEXT: MediaType<'static> = MediaType::new(names::TEXT, names::PLAIN);
 
 /// How the refusal's body is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {
-    /// `application/json`, the `cordon.refusal/1` object.
+    /// `application/vnd.cordon.refusal+json`, the `cordon.refusal/1` object.
     Json,
     /// `text/plain`, a few `key: value` lines.
     Text,
 }
 
 impl Format {
-    /// The format the request's `Accept` prefers: JSON when it accepts `application/json` (itself, `application/*`
-    /// or `*/*`, at a q-value above 0) at least as much as `text/plain`; text when it is absent, unreadable or
-    /// takes no JSON.
+    /// The format the request's `Accept` prefers: JSON when it takes `application/json` more than `text/plain`
+    /// (named, at a q-value above 0; `*/*` alone takes text first); text when it is absent, unreadable or takes
+    /// no JSON.
     pub(crate) fn of(headers: &HeaderMap) -> Format {
         let mut joined = String::new();
         for value in headers.get_all(header::ACCEPT) {
@@ -53,7 +55,9 @@ impl Format {
             return Format::Text;
         }
         match joined.parse::<Accept>() {
-            Ok(accept) if accept.negotiate(&[JSON, TEXT]) == Some(&JSON) => Format::Json,
+            // Text first: a client that takes anything (`*/*`: git, curl, most libraries) gets the text people and
+            // tools show as it is (git prints it as `remote:` lines); JSON only where it is named and preferred.
+            Ok(accept) if accept.negotiate(&[TEXT, JSON]) == Some(&JSON) => Format::Json,
             _ => Format::Text,
         }
     }
@@ -196,7 +200,9 @@ impl Facts<'_> {
     /// The body and its media type.
     pub(crate) fn body(&self, format: Format) -> (&'static str, String) {
         match format {
-            Format::Json => ("application/json", format!("{}\n", self.json())),
+            // Not `application/json`: a JSON-RPC or GraphQL client that asked for JSON (the MCP SDKs) would read the
+            // refusal as its protocol's answer; its own type makes it an HTTP error to them, and JSON to an agent.
+            Format::Json => (REFUSAL_TYPE, format!("{}\n", self.json())),
             Format::Text => ("text/plain; charset=utf-8", self.text()),
         }
     }

@@ -78,7 +78,7 @@ fn every_reason_renders_the_documented_fields() {
     for r in Reason::ALL {
         let f = facts(*r, &refused);
         let (ct, body) = f.body(Format::Json);
-        assert_eq!(ct, "application/json");
+        assert_eq!(ct, REFUSAL_TYPE);
         let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{}: {e}: {body}", r.code()));
         assert_eq!(v["schema"], SCHEMA);
         assert_eq!(v["reason"], r.code());
@@ -235,15 +235,16 @@ fn accept(values: &[&str]) -> Format {
     Format::of(&h)
 }
 
-/// JSON when Accept takes it (with its q-values, wildcards and specificity read as RFC 9110 says), text
-/// otherwise.
+/// JSON when Accept names it and prefers it to text (with its q-values, wildcards and specificity read as RFC 9110
+/// says), text otherwise.
 #[test]
 fn the_format_is_what_accept_prefers() {
     use Format::{Json, Text};
     let cases: &[(&[&str], Format)] = &[
         (&[], Text),
         (&[""], Text),
-        (&["*/*"], Json),
+        // Anything: text first (git shows it as `remote:` lines); JSON only where it is named and preferred.
+        (&["*/*"], Text),
         (&["application/json"], Json),
         (&["APPLICATION/JSON"], Json),
         (&["application/*"], Json),
@@ -253,7 +254,9 @@ fn the_format_is_what_accept_prefers() {
         (&["text/plain"], Text),
         (&["text/plain, application/json;q=0.5"], Text),
         (&["text/plain;q=0.4, application/json;q=0.5"], Json),
-        (&["text/html,application/xhtml+xml,*/*;q=0.8"], Json),
+        (&["text/html,application/xhtml+xml,*/*;q=0.8"], Text),
+        // What the MCP SDKs send.
+        (&["application/json, text/event-stream"], Json),
         (&["text/html"], Text),
         (&["text/plain;q=0.1", "application/json"], Json),
         (&["not a media type"], Text),
@@ -286,7 +289,7 @@ async fn every_refusal_response_carries_the_facts() {
             assert_eq!(body.as_ref(), p.body.as_slice());
             continue;
         }
-        assert_eq!(h["content-type"], "application/json");
+        assert_eq!(h["content-type"], REFUSAL_TYPE);
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["reason"], e.reason().code());
         assert_eq!(v["status"], e.status().as_u16());

@@ -186,7 +186,10 @@ fn refusal(got: &Value, status: u16, reason: &str, whose: &str, ask: bool) -> Va
     let body = got["body"].as_str().unwrap();
     assert_eq!(got["status"], status, "{got}");
     assert_eq!(got["headers"]["x-cordon-reason"], reason, "{got}");
-    assert_eq!(got["headers"]["content-type"], "application/json", "{got}");
+    assert_eq!(
+        got["headers"]["content-type"], "application/vnd.cordon.refusal+json",
+        "{got}"
+    );
     assert_eq!(got["headers"]["x-cordon-ask"], if ask { "yes" } else { "no" }, "{got}");
     assert_eq!(got["headers"]["x-cordon-whose"], whose, "{got}");
     let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -201,28 +204,44 @@ fn refusal(got: &Value, status: u16, reason: &str, whose: &str, ask: bool) -> Va
     v
 }
 
-/// Python `requests`, explicit HTTP and inside an intercepted tunnel: each family's refusal as JSON (requests
-/// sends `Accept: */*`), whose side it is on and whether asking can help, what was refused without its query.
+/// Python `requests`, explicit HTTP and inside an intercepted tunnel: each family's refusal as JSON (the agent
+/// asks for `application/json`), whose side it is on and whether asking can help, what was refused without its query.
 #[tokio::test(flavor = "multi_thread")]
 async fn python_requests_reads_each_familys_refusal() {
     let rig = rig().await;
     let ph = rig.placeholder();
     let (u, hu, dead) = (rig.u, rig.hu, rig.dead);
     let cases = serde_json::json!([
-        ["GET", format!("http://unlisted.test:{u}/x?token={QUERY_SECRET}"), "*/*"],
-        ["DELETE", format!("http://allowed.test:{u}/v1/a"), "*/*"],
-        ["GET", format!("http://allowed.test:{u}/v2/a?k={QUERY_SECRET}"), "*/*"],
-        ["GET", format!("http://meta.test:{u}/latest/meta-data/"), "*/*"],
-        ["GET", format!("http://private.test:{u}/"), "*/*"],
+        [
+            "GET",
+            format!("http://unlisted.test:{u}/x?token={QUERY_SECRET}"),
+            "application/json"
+        ],
+        ["DELETE", format!("http://allowed.test:{u}/v1/a"), "application/json"],
+        [
+            "GET",
+            format!("http://allowed.test:{u}/v2/a?k={QUERY_SECRET}"),
+            "application/json"
+        ],
+        [
+            "GET",
+            format!("http://meta.test:{u}/latest/meta-data/"),
+            "application/json"
+        ],
+        ["GET", format!("http://private.test:{u}/"), "application/json"],
         // Sent, then failed: the Accept still decides the body.
         ["GET", format!("http://allowed.test:{dead}/v1/a"), "application/json"],
         // Inside an intercepted tunnel.
-        ["GET", format!("https://allowed.test:{hu}/v2/b?k={QUERY_SECRET}"), "*/*"],
-        ["POST", format!("https://allowed.test:{hu}/v1/b"), "*/*"],
+        [
+            "GET",
+            format!("https://allowed.test:{hu}/v2/b?k={QUERY_SECRET}"),
+            "application/json"
+        ],
+        ["POST", format!("https://allowed.test:{hu}/v1/b"), "application/json"],
         // A credential source that fails is cordon's trouble, never "your key is bad".
-        ["GET", format!("https://cred.test:{hu}/v1/c"), "*/*"],
+        ["GET", format!("https://cred.test:{hu}/v1/c"), "application/json"],
         // A placeholder in the path of a refused request is not echoed.
-        ["GET", format!("http://unlisted.test:{u}/k/{ph}"), "*/*"],
+        ["GET", format!("http://unlisted.test:{u}/k/{ph}"), "application/json"],
     ]);
     let got = python(&rig, &cases);
     for g in &got {
@@ -259,7 +278,7 @@ async fn python_requests_reads_each_familys_refusal() {
     assert_eq!(v["refused"]["path"], "[withheld]");
 }
 
-/// JSON or text as Accept says, with q-values: `*/*` and `application/json` take JSON; `application/json;q=0`,
+/// JSON or text as Accept says, with q-values: `application/json` takes JSON, `*/*` text first; `application/json;q=0`,
 /// `text/plain` and no Accept at all get the short text, which says the same facts; the headers are there
 /// either way.
 #[tokio::test(flavor = "multi_thread")]
@@ -267,8 +286,9 @@ async fn the_body_is_json_or_text_as_accept_says() {
     let rig = rig().await;
     let url = format!("http://unlisted.test:{}/x?t={QUERY_SECRET}", rig.u);
     let cases = [
-        (vec![], true),
-        (vec!["-H", "Accept: */*"], true),
+        // curl's own `Accept: */*`: text first.
+        (vec![], false),
+        (vec!["-H", "Accept: */*"], false),
         (vec!["-H", "Accept: application/json"], true),
         (vec!["-H", "Accept: text/html, application/json;q=0.9"], true),
         (vec!["-H", "Accept: application/json;q=0"], false),
@@ -287,7 +307,11 @@ async fn the_body_is_json_or_text_as_accept_says() {
         assert_clean("a refusal", &got.to_string(), "cordon-ph-");
         let text = got.text();
         if *json {
-            assert_eq!(got.header("content-type"), Some("application/json"), "{args:?}: {got}");
+            assert_eq!(
+                got.header("content-type"),
+                Some("application/vnd.cordon.refusal+json"),
+                "{args:?}: {got}"
+            );
             let v: Value = serde_json::from_str(&text).unwrap();
             assert_eq!(v["reason"], "no_rule");
         } else {
@@ -356,7 +380,11 @@ async fn a_refused_connect_carries_the_facts_in_headers() {
         assert_clean("a CONNECT refusal", &got.to_string(), "cordon-ph-");
     }
     // A malformed host: the request's fault, asking will not help.
-    let got = rig.curl(&[&format!("http://a..b.test:{}/", rig.u)]);
+    let got = rig.curl(&[
+        "-H",
+        "Accept: application/json",
+        &format!("http://a..b.test:{}/", rig.u),
+    ]);
     assert_eq!((got.status, got.reason()), (400, "empty_label"), "{got}");
     assert_eq!(got.header("x-cordon-whose"), Some("request"));
     assert_eq!(got.header("x-cordon-ask"), Some("no"));
@@ -367,8 +395,14 @@ async fn a_refused_connect_carries_the_facts_in_headers() {
     );
     // No proxy credentials: 407, the request's side, and the hint says to use the proxy as set, not less.
     let mut c = curl();
-    c.args(["-s", "-x", &format!("http://127.0.0.1:{}", rig.port)])
-        .arg(format!("http://allowed.test:{}/v1/a", rig.u));
+    c.args([
+        "-s",
+        "-H",
+        "Accept: application/json",
+        "-x",
+        &format!("http://127.0.0.1:{}", rig.port),
+    ])
+    .arg(format!("http://allowed.test:{}/v1/a", rig.u));
     let got = run(c);
     assert_eq!((got.status, got.reason()), (407, "auth_missing"), "{got}");
     let v: Value = serde_json::from_str(&got.text()).unwrap();
