@@ -179,6 +179,17 @@ pub(crate) enum ProxyError {
         /// What the person is told.
         message: String,
     },
+    /// The sandbox's own request to cordon for access (at `access.cordon.internal`) refused: not offered, not
+    /// readable, past the boundary, too often, unknown, or not by plain HTTP.
+    #[error("{message}")]
+    Access {
+        /// Stable reason code (one of the registry's access requests).
+        code: Reason,
+        /// What the sandbox is told.
+        message: String,
+        /// Each problem, at its path, or each way the request goes past the boundary.
+        details: Vec<String>,
+    },
     /// cordon itself went wrong (an entry handed the pipeline something it does not handle).
     #[error("internal error")]
     Internal,
@@ -224,7 +235,7 @@ impl ProxyError {
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
-            ProxyError::Preview { code, .. } => *code,
+            ProxyError::Preview { code, .. } | ProxyError::Access { code, .. } => *code,
             ProxyError::Internal => Reason::Internal,
         }
     }
@@ -266,7 +277,8 @@ impl ProxyError {
                 code: Reason::PreviewUnreachable | Reason::PreviewTimeout,
                 ..
             } => Side::Upstream,
-            ProxyError::Preview { .. } if self.is_refusal() => Side::Downstream,
+            ProxyError::Preview { .. } | ProxyError::Access { .. } if self.is_refusal() => Side::Downstream,
+            ProxyError::Access { .. } => Side::Internal,
             ProxyError::Preview { .. } => Side::Internal,
             ProxyError::CredentialUnavailable { .. } | ProxyError::AuditUnavailable | ProxyError::Internal => {
                 Side::Internal
@@ -298,6 +310,8 @@ impl ProxyError {
             ProxyError::Limited(refusal) => Some(refusal.message.clone()),
             ProxyError::Protocol(refused) => Some(refused.message.clone()),
             ProxyError::McpAnswer { message, .. } | ProxyError::Preview { message, .. } => Some(message.clone()),
+            ProxyError::Access { message, details, .. } if details.is_empty() => Some(message.clone()),
+            ProxyError::Access { message, details, .. } => Some(format!("{message}: {}", details.join("; "))),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -370,6 +384,7 @@ impl ProxyError {
             | ProxyError::Held
             | ProxyError::AuditUnavailable
             | ProxyError::Preview { .. }
+            | ProxyError::Access { .. }
             | ProxyError::Internal => self.to_string(),
         }
     }
@@ -396,6 +411,10 @@ impl ProxyError {
             message: self.public_message(),
             refused,
             retry_after,
+            details: match self {
+                ProxyError::Access { details, .. } => details.as_slice(),
+                _ => &[],
+            },
         };
         let (content_type, body) = match self {
             // In the protocol's own words, already written; its status is still its reason's.

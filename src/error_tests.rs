@@ -233,9 +233,10 @@ fn variant(e: &ProxyError) -> u8 {
         ProxyError::AuditUnavailable => 27,
         ProxyError::Internal => 28,
         ProxyError::Preview { .. } => 29,
+        ProxyError::Access { .. } => 30,
     }
 }
-const VARIANTS: u8 = 30;
+const VARIANTS: u8 = 31;
 
 /// Every `ProxyError` that can be built: each variant, with every kind of what it carries.
 pub(super) fn every_error() -> Vec<ProxyError> {
@@ -326,6 +327,12 @@ pub(super) fn every_error() -> Vec<ProxyError> {
     all.extend(http_reasons().into_iter().map(|code| ProxyError::Preview {
         code,
         message: "what is wrong".into(),
+    }));
+    // An access request's refusals likewise name their reason as the access phase found it.
+    all.extend(http_reasons().into_iter().map(|code| ProxyError::Access {
+        code,
+        message: "what is wrong".into(),
+        details: vec!["allow[0].ports: what is wrong there".into()],
     }));
     all
 }

@@ -36,6 +36,8 @@ pub(super) fn route(segments: &[&str], method: &Method) -> (Needs, Option<&'stat
         (["v1", "sandboxes", _, "previews", _], &Method::DELETE) => write(Needs::Sandboxes, "preview_closed"),
         (["v1", "approvals", _], &Method::POST) => write(Needs::Decide, "approval_decided"),
         (["v1", "grants", _], &Method::DELETE) => write(Needs::Decide, "grant_removed"),
+        (["v1", "access", _], &Method::POST) => write(Needs::Decide, "access_decided"),
+        (["v1", "access", _], &Method::DELETE) => write(Needs::Decide, "access_revoked"),
         (["v1", "reload"], &Method::POST) => write(Needs::Admin, "reload"),
         _ => (Needs::Read, None),
     }

@@ -12,6 +12,7 @@ mod listener;
 mod patch;
 mod policy;
 mod previews;
+mod requests;
 mod response;
 mod router;
 mod sandboxes;
@@ -53,6 +54,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/approvals/{id}"),
     ("GET", "/v1/grants"),
     ("DELETE", "/v1/grants/{id}"),
+    ("GET", "/v1/access"),
+    ("POST", "/v1/access/{id}"),
+    ("DELETE", "/v1/access/{id}"),
     ("GET", "/v1/replicas"),
 ];
 

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::response::{AdminResponse, Body, body, boxed, error, json_response, not_allowed};
 use super::surface::{Conn, Surface};
-use super::{access, acted, approvals, console, health, patch, previews, sandboxes};
+use super::{access, acted, approvals, console, health, patch, previews, requests, sandboxes};
 use crate::reason::Reason;
 use crate::reload::{ReloadTrigger, Reloader};
 use crate::state::ProxyState;
@@ -242,6 +242,17 @@ async fn route(
             }
         }
         (["v1", "approvals", _], _) => not_allowed("POST"),
+        (["v1", "access"], &Method::GET) => requests::list(state),
+        (["v1", "access"], _) => not_allowed("GET"),
+        (["v1", "access", id], &Method::POST) => {
+            let id = id.to_string();
+            match body(req).await {
+                Ok(v) => requests::decide(state, caller, &id, &v),
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "access", id], &Method::DELETE) => requests::revoke(state, caller, id),
+        (["v1", "access", _], _) => not_allowed("POST, DELETE"),
         (["v1", "grants"], &Method::GET) => approvals::grants(state),
         (["v1", "grants"], _) => not_allowed("GET"),
         (["v1", "grants", id], &Method::DELETE) => approvals::revoke_grant(state, id).await,

@@ -87,6 +87,15 @@ pub struct ApprovalRecord {
     pub(crate) waited_ms: u64,
 }
 
+/// An access request the sandbox filed or read (at `access.cordon.internal`): the access part of a record.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct AccessRecord {
+    /// The request's id (`ar-...`); `None` for a list of the sandbox's own.
+    pub(crate) id: Option<String>,
+    /// `filed`, `granted` (at once, inside the boundary), `listed`, `read` or `not_needed`.
+    pub(crate) outcome: &'static str,
+}
+
 /// A file's hashes before and after (a `jail_file` record's `sha256`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub(crate) struct Hashes {

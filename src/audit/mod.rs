@@ -24,7 +24,7 @@ pub(crate) use admin::{AdminAction, Covered, admin};
 pub use health::{AuditState, Health};
 pub(crate) use jail_event::{JailOf, jail_event, jail_exec, jail_file_op};
 pub(crate) use jail_file::{FileChange, jail_file};
-pub(crate) use kind::{Aggregated, ExecRecord, FileRecord, JailRecord};
+pub(crate) use kind::{AccessRecord, Aggregated, ExecRecord, FileRecord, JailRecord};
 pub(crate) use pending::auth_failures;
 pub use pending::{Pending, Violation, violation};
 pub use recent::Recent;

@@ -53,6 +53,7 @@ impl Pending {
                 error: None,
                 side: None,
                 approval: None,
+                access: None,
                 count: None,
                 original_dst: None,
                 original_dst_differs: None,
@@ -118,6 +119,7 @@ impl Pending {
             host: self.record.host.clone(),
             port: self.record.port,
             path: self.record.path.clone(),
+            may_ask: false,
         }
     }
 
@@ -226,7 +228,12 @@ impl Pending {
         self.record.protocol = Some(section);
     }
 
-    /// The approval the request waited for.
+    /// The access request the sandbox filed or read.
+    pub(crate) fn access(&mut self, access: super::kind::AccessRecord) {
+        self.record.access = Some(access);
+    }
+
+    /// The human approval the request waited for.
     pub(crate) fn approval(&mut self, approval: ApprovalRecord) {
         self.record.approval = Some(approval);
     }

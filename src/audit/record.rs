@@ -63,6 +63,9 @@ pub struct Record {
     /// The human approval the request waited for (`action: ask`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) approval: Option<ApprovalRecord>,
+    /// The access request the sandbox filed or read, answered by cordon itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) access: Option<super::kind::AccessRecord>,
     /// How many attempts one `auth_failures` record stands for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) count: Option<u64>,

@@ -227,6 +227,28 @@ impl AdminClient {
             .await
     }
 
+    /// `GET /v1/access`: `{"requests":[AccessRequest,...]}`, oldest first.
+    pub(crate) async fn access_requests(&self) -> Result<Value, ClientError> {
+        self.call(Method::GET, "/v1/access".to_owned(), None).await
+    }
+
+    /// `POST /v1/access/{id}`: grant or deny an access request; `decision` is `grant` or `deny`.
+    pub(crate) async fn decide_access(&self, id: &str, decision: &str) -> Result<Value, ClientError> {
+        let body = serde_json::json!({ "decision": decision });
+        let path = item_path("/v1/access", "an access request", id, "")?;
+        self.call(Method::POST, path, Some(body.to_string().into_bytes())).await
+    }
+
+    /// `DELETE /v1/access/{id}`: end an access grant early.
+    pub(crate) async fn revoke_access(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(
+            Method::DELETE,
+            item_path("/v1/access", "an access request", id, "")?,
+            None,
+        )
+        .await
+    }
+
     /// Sends one request and returns the JSON object it answers, within the timeout.
     async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);

@@ -21,9 +21,9 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long)]
         ids: bool,
     },
-    /// Let a held request through.
+    /// Let a held request through, or grant an access request a sandbox filed (`ar-...`).
     Allow {
-        /// The approval's id (`ap-...`).
+        /// The approval's id (`ap-...`), or an access request's (`ar-...`).
         id: String,
         /// Also let every request of this sandbox with the same method, host, port and path (whatever its query
         /// and body) through from now on, without asking: a standing grant.
@@ -40,9 +40,9 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Refuse a held request (its client gets 403).
+    /// Refuse a held request (its client gets 403), or deny an access request (`ar-...`).
     Deny {
-        /// The approval's id (`ap-...`).
+        /// The approval's id (`ap-...`), or an access request's (`ar-...`).
         id: String,
         /// Gone: the decision carries the name of the admin token this command calls with.
         #[arg(long, hide = true)]
@@ -60,9 +60,20 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long)]
         ids: bool,
     },
-    /// Remove a standing grant: the requests it covered are held for approval again.
+    /// List the access requests sandboxes filed from inside, each with what it would add: those waiting, the
+    /// grants in force, and for a day those that ended.
+    Access {
+        /// Print JSON instead of a table: {"requests": [...]}, the admin API's answer (docs/openapi.yaml).
+        #[arg(long, conflicts_with = "ids")]
+        json: bool,
+        /// Print only the ids of those waiting for a decision, one a line, oldest first.
+        #[arg(long)]
+        ids: bool,
+    },
+    /// Remove a standing grant (the requests it covered are held for approval again), or end an access grant
+    /// early (`ar-...`).
     RevokeGrant {
-        /// The grant's id (`gr-...`).
+        /// The grant's id (`gr-...`), or an access request's (`ar-...`).
         id: String,
         /// Print JSON, the admin API's answer (what this command prints either way).
         #[arg(long)]
@@ -99,14 +110,44 @@ async fn execute(client: &AdminClient, command: ApprovalsCommand) -> Result<Stri
                 (_, true) => "exact",
                 _ => "once",
             };
-            pretty(&client.decide(&id, "allow", scope).await?)
+            if is_access(&id) {
+                if always || exact {
+                    return Err(ClientError::Invalid(
+                        "--always and --exact are for held requests; an access grant lasts the lifetime it asked for"
+                            .into(),
+                    ));
+                }
+                pretty(&client.decide_access(&id, "grant").await?)
+            } else {
+                pretty(&client.decide(&id, "allow", scope).await?)
+            }
         }
+        ApprovalsCommand::Deny { id, .. } if is_access(&id) => pretty(&client.decide_access(&id, "deny").await?),
         ApprovalsCommand::Deny { id, .. } => pretty(&client.decide(&id, "deny", "once").await?),
+        ApprovalsCommand::Access { ids: true, .. } => {
+            let answer = client.access_requests().await?;
+            answer["requests"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["state"] == "pending")
+                .filter_map(|r| r["id"].as_str())
+                .map(|id| format!("{id}\n"))
+                .collect()
+        }
+        ApprovalsCommand::Access { json: true, .. } => pretty(&client.access_requests().await?),
+        ApprovalsCommand::Access { .. } => paint().table(&render::render_access(&client.access_requests().await?)),
+        ApprovalsCommand::RevokeGrant { id, .. } if is_access(&id) => pretty(&client.revoke_access(&id).await?),
         ApprovalsCommand::Grants { ids: true, .. } => ids(&client.grants().await?, "grants"),
         ApprovalsCommand::Grants { json: true, .. } => pretty(&client.grants().await?),
         ApprovalsCommand::Grants { .. } => paint().table(&render::render_grants(&client.grants().await?)),
         ApprovalsCommand::RevokeGrant { id, .. } => pretty(&client.revoke_grant(&id).await?),
     })
+}
+
+/// Whether `id` names an access request (`ar-...`) rather than a held request or a standing grant.
+fn is_access(id: &str) -> bool {
+    id.starts_with("ar-")
 }
 
 /// The ids of the entries under `key` in an admin API answer (`{"pending": [...]}`, `{"grants": [...]}`), one a

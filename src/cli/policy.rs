@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::args::{ConfigArg, load};
 use crate::config::Config;
 use crate::policy::Policy;
-use crate::policy::ceiling::{Exceeds, exceeds_bound};
+use crate::policy::ceiling::{Exceeds, exceeds_bound, kind};
 use crate::policy::witness::Witness;
 
 #[derive(Subcommand)]
@@ -163,30 +163,6 @@ fn findings(config: &Config, inner: &NamedPolicy, outer: &NamedPolicy) -> Vec<Ex
         }
     }
     out
-}
-
-/// What a finding adds, by the field it is at.
-fn kind(path: &str) -> &'static str {
-    let tail = path.rsplit(']').next().unwrap_or(path);
-    if path.ends_with(".mode") || path == "mode" {
-        "report mode where it enforced"
-    } else if path.contains("credentials[") {
-        "credential"
-    } else if tail.starts_with(".mcp") {
-        "MCP tool"
-    } else if tail.starts_with(".graphql") {
-        "GraphQL operation"
-    } else {
-        match tail {
-            ".host" | ".cidrs" => "destination",
-            ".ports" => "port",
-            ".methods" => "method",
-            ".paths" => "path",
-            ".tls" => "TLS mode",
-            ".action" => "approval no longer asked",
-            _ => "rule",
-        }
-    }
 }
 
 /// The credentials of `p` a request would carry (its list, bound there, intercepted).

@@ -1,5 +1,5 @@
 //! How the command line prints the admin API's answers: a sandbox's environment in each format, tables of
-//! sandboxes, approvals and grants; and how it reads `--label k=v`.
+//! sandboxes, approvals, grants and access requests; and how it reads `--label k=v`.
 
 use std::collections::BTreeMap;
 
@@ -158,6 +158,51 @@ pub(crate) fn render_grants(list: &Value) -> String {
             None => "any".to_owned(),
         };
         rows.push(vec![id, sandbox, reach, method, url(item), body, by, at, approval]);
+    }
+    align(&rows)
+}
+
+/// A table of access requests (`{"requests": [...]}`): id, sandbox, state, what each would add, whether it
+/// reaches a credential, the reason the sandbox gave, and when a grant ends.
+pub(crate) fn render_access(list: &Value) -> String {
+    let items = list.get("requests").unwrap_or(list).as_array();
+    let mut rows = vec![heading(&[
+        "ID",
+        "SANDBOX",
+        "POLICY",
+        "STATE",
+        "ADDS",
+        "CREDENTIALS",
+        "REASON",
+        "UNTIL",
+    ])];
+    for item in items.into_iter().flatten() {
+        let [id, sandbox, policy, state, reason, until] =
+            ["id", "sandbox", "policy", "state", "reason", "expires_at"].map(|key| cell(item, key));
+        let adds: Vec<String> = item["adds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| match a.get("example").and_then(Value::as_str) {
+                Some(e) => format!("{}: {}", cell(a, "kind"), clean(e)),
+                None => cell(a, "kind"),
+            })
+            .collect();
+        let reaches = if item["reaches_credentials"].as_bool() == Some(true) {
+            "may reach"
+        } else {
+            "none"
+        };
+        rows.push(vec![
+            id,
+            sandbox,
+            policy,
+            state,
+            adds.join("; "),
+            reaches.to_owned(),
+            reason,
+            until,
+        ]);
     }
     align(&rows)
 }

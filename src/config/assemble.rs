@@ -251,6 +251,11 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
         .iter_mut()
         .filter_map(|(name, p)| Some((name.clone(), p.boundary.take()?)))
         .collect();
+    let raw_access: BTreeMap<String, super::access::RawAccess> = raw
+        .policies
+        .iter_mut()
+        .filter_map(|(name, p)| Some((name.clone(), p.access.take()?)))
+        .collect();
     let mut policies = policies::policies(&mut errs, raw.policies);
     for (name, p) in policies.iter_mut() {
         p.expose = exposed.get(name).cloned().unwrap_or_default();
@@ -261,6 +266,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
         }
     }
     super::boundary::boundaries(&mut errs, raw_boundaries, &mut policies, &creds);
+    super::access::access(&mut errs, raw_access, &mut policies, control.postgres.is_some());
     lint::network(&mut errs, &network);
     lint::policies(&mut errs, &policies, &network);
     let sandboxes = sandboxes::sandboxes(&mut errs, raw.sandboxes, &policies);

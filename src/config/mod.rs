@@ -10,6 +10,7 @@
 //! only module that knows YAML (serde_yaml_ng, the maintained fork of the deprecated serde_yaml, with the same
 //! serde model).
 
+pub(crate) mod access;
 mod admin;
 mod approval;
 mod assemble;

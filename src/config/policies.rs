@@ -49,6 +49,8 @@ pub(super) struct RawPolicy {
     /// The most a sandbox of this policy may ever be granted: a policy (mode, allow, credentials) that must
     /// contain this one.
     pub(crate) boundary: Option<RawBoundary>,
+    /// Whether its sandboxes may ask, from inside, for access up to the boundary, and on what terms.
+    pub(crate) access: Option<super::access::RawAccess>,
 }
 
 /// A policy's boundary, or a policy document in a file: a mode, ordered allow rules, the credentials.

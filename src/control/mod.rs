@@ -8,6 +8,7 @@
 //! re-reads it when another process has written (SQLite's `data_version`, PostgreSQL's notifications). See
 //! docs/src/control-plane.md.
 
+pub(crate) mod access;
 mod backend;
 mod fields;
 pub(crate) mod jails;
@@ -141,6 +142,8 @@ pub struct Control {
     store: Backend,
     view: RwLock<HashMap<SandboxId, SandboxRow>>,
     signer: TokenSigner,
+    /// What sandboxes asked for from inside, and the grants made of it (this replica's).
+    pub(crate) access: access::AccessBook,
 }
 
 impl Control {
@@ -173,6 +176,7 @@ impl Control {
             store,
             view: RwLock::new(HashMap::new()),
             signer: TokenSigner::new(&key)?,
+            access: access::AccessBook::default(),
         })
     }
 

@@ -85,9 +85,16 @@ pub(crate) struct Subject {
     pub(crate) port: Option<u16>,
     /// The path, without its query.
     pub(crate) path: Option<String>,
+    /// Whether the sandbox's policy offers asking for access from inside (its `access:`).
+    pub(crate) may_ask: bool,
 }
 
 impl Subject {
+    /// Where to ask for access, for a refusal asking can help with, of a sandbox whose policy offers it.
+    fn ask_at(&self, reason: Reason) -> Option<&'static str> {
+        (self.may_ask && reason.ask()).then_some(crate::reason::ASK_AT)
+    }
+
     /// The path as a refusal for `reason` may show it: none for a refusal about what the request carries, a
     /// placeholder's path withheld, a long one cut.
     fn shown_path(&self, reason: Reason) -> Option<String> {
@@ -174,6 +181,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) refused: &'a Subject,
     /// Seconds to wait, for a refusal over a limit.
     pub(crate) retry_after: Option<u64>,
+    /// Each problem at its path (an access request's), in the body only.
+    pub(crate) details: &'a [String],
 }
 
 impl Facts<'_> {
@@ -193,6 +202,12 @@ impl Facts<'_> {
         });
         if let (Some(secs), Some(obj)) = (self.retry_after, v.as_object_mut()) {
             obj.insert("retry_after".into(), json!(secs));
+        }
+        if let (false, Some(obj)) = (self.details.is_empty(), v.as_object_mut()) {
+            obj.insert("details".into(), json!(self.details));
+        }
+        if let (Some(at), Some(obj)) = (self.refused.ask_at(self.reason), v.as_object_mut()) {
+            obj.insert("ask_at".into(), json!(at));
         }
         v
     }
@@ -220,11 +235,19 @@ impl Facts<'_> {
         if !refused.is_empty() {
             out.push_str(&format!("refused: {refused}\n"));
         }
+        for d in self.details {
+            out.push_str(&format!("detail: {d}\n"));
+        }
         out.push_str(&format!(
             "ask a person: {}\nwhat to do: {}\n{NO_WAY_AROUND}\n",
             if self.reason.ask() { "yes" } else { "no" },
             self.reason.hint()
         ));
+        if let Some(at) = self.refused.ask_at(self.reason) {
+            out.push_str(&format!(
+                "ask for access: POST {at} (see the book's When an agent is refused)\n"
+            ));
+        }
         if let Some(secs) = self.retry_after {
             out.push_str(&format!("retry after: {secs}s\n"));
         }
@@ -247,6 +270,9 @@ impl Facts<'_> {
         {
             h.insert(REFUSED_HEADER, v);
         }
+        if let Some(at) = self.refused.ask_at(self.reason) {
+            h.insert(ASK_AT_HEADER, HeaderValue::from_static(at));
+        }
     }
 }
 
@@ -254,6 +280,8 @@ impl Facts<'_> {
 pub(crate) const WHOSE_HEADER: &str = "x-cordon-whose";
 /// Whether asking a person for access can help: `yes` or `no`.
 pub(crate) const ASK_HEADER: &str = "x-cordon-ask";
+/// Where the sandbox may ask for access, when its policy offers it and asking can help.
+pub(crate) const ASK_AT_HEADER: &str = "x-cordon-ask-at";
 /// What to do, in a sentence.
 pub(crate) const HINT_HEADER: &str = "x-cordon-hint";
 /// What was refused: `METHOD HOST:PORT PATH`.

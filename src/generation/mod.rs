@@ -3,6 +3,7 @@
 //! policy under it. The state swaps generations whole on reload; a request loads one when it starts and
 //! finishes on it.
 
+mod access;
 mod held;
 mod inline;
 
@@ -24,6 +25,7 @@ use crate::policy::Policy;
 use crate::principal::{Principal, Via};
 use crate::upstream::pool::{self, Upstreams};
 
+pub(crate) use access::NotGrantable;
 pub(crate) use held::held_by_runtime;
 
 /// One configuration in force, with everything built from it.
@@ -42,6 +44,8 @@ pub struct Generation {
     pub(crate) credentials: Credentials,
     /// Run-time sandboxes' own policies, compiled against this configuration.
     inline: inline::InlineCache,
+    /// Sandboxes' policies with their live grants, compiled against this configuration.
+    granted: access::GrantedCache,
     /// The admin tokens' SHA-256 and the principal each stands for.
     admin_tokens: Vec<([u8; 32], Principal)>,
 }
@@ -122,6 +126,7 @@ impl Generation {
             dialer,
             credentials,
             inline: inline::InlineCache::new(),
+            granted: access::GrantedCache::new(),
             admin_tokens,
             config: Arc::new(config),
         })
@@ -136,7 +141,17 @@ impl Generation {
     /// The policy `sandbox` runs under in this generation; `None` when it has none (a run-time sandbox without
     /// `control`, in a dry run; a policy gone from the file; an inline policy that exceeds its base now).
     /// A request asks once, and its later steps use what it got (a PATCH meanwhile does not change it).
+    /// Access the sandbox asked for and was granted is part of it (the granted rules after its own).
     pub fn policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
+        let policy = self.own_policy_for(sandbox, control)?;
+        Some(match control {
+            Some(control) => self.with_grants(sandbox, control, policy),
+            None => policy,
+        })
+    }
+
+    /// The policy `sandbox` runs under without its grants.
+    fn own_policy_for(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
         match (&sandbox.origin, control) {
             (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
             // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).

@@ -17,6 +17,17 @@ pub(crate) mod witness;
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};
 
+/// A policy's `access:`: its sandboxes may ask, from inside, for access up to its boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AccessTerms {
+    /// Grant at once what lies inside the boundary and lets no credential reach anywhere new.
+    pub(crate) auto_grant: bool,
+    /// The longest a grant may last.
+    pub(crate) max_lifetime: std::time::Duration,
+    /// How many requests a sandbox may file per hour.
+    pub(crate) per_hour: std::num::NonZeroU32,
+}
+
 /// What a policy does with a request no rule allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -52,9 +63,11 @@ pub struct Policy {
     pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     /// Ports of its sandboxes that preview URLs may open.
     pub(crate) expose: Vec<u16>,
-    /// The most a sandbox of this policy may ever be granted (its `boundary:`), which contains it; checked at
-    /// load, used by nothing else yet.
+    /// The most a sandbox of this policy may ever be granted (its `boundary:`), which contains it: what an
+    /// access request may add is held to it.
     pub(crate) boundary: Option<Box<Policy>>,
+    /// Whether, and on what terms, its sandboxes may ask for more (its `access:`); `None`: they may not.
+    pub(crate) access: Option<AccessTerms>,
     hosts: hosts::HostIndex,
 }
 
@@ -70,8 +83,22 @@ impl Policy {
             credential_scope: std::collections::BTreeMap::new(),
             expose: Vec::new(),
             boundary: None,
+            access: None,
             hosts,
         })
+    }
+
+    /// This policy with `granted` rules after its own: what a sandbox runs under while access it asked for is
+    /// granted. Everything else (name, mode, credentials, boundary) is this policy's.
+    pub(crate) fn with_granted(&self, granted: impl IntoIterator<Item = Rule>) -> Policy {
+        let mut rules = self.rules.clone();
+        rules.extend(granted);
+        let hosts = hosts::HostIndex::new(&rules);
+        Policy {
+            rules,
+            hosts,
+            ..self.clone()
+        }
     }
 
     /// Whether any rule names this host (at any port): what the DNS responder answers for.

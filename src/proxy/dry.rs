@@ -139,6 +139,14 @@ impl Effects for Dry {
         generation.policy_for(sandbox, None)
     }
 
+    fn access_terms(&self, generation: &Generation, sandbox: &Sandbox) -> Option<crate::policy::AccessTerms> {
+        generation.access_terms(sandbox, None)
+    }
+
+    fn control(&self) -> Option<&crate::control::Control> {
+        None
+    }
+
     fn held(&self, _: &Sandbox) -> bool {
         false
     }

@@ -113,6 +113,12 @@ pub(crate) trait Effects: Send + Sync {
     /// Decide: the sandbox's policy under `generation` (a run-time sandbox's is its record's now).
     fn policy_for(&self, generation: &Generation, sandbox: &Sandbox) -> Option<Arc<Policy>>;
 
+    /// Access and record: whether the sandbox may ask for access from inside, and on what terms.
+    fn access_terms(&self, generation: &Generation, sandbox: &Sandbox) -> Option<crate::policy::AccessTerms>;
+
+    /// Access: the run-time control plane that keeps access requests (`None`: a dry run, which files nothing).
+    fn control(&self) -> Option<&crate::control::Control>;
+
     /// Decide: whether the sandbox is held for violations (`on_violation: hold`).
     fn held(&self, sandbox: &Sandbox) -> bool;
 

@@ -153,6 +153,14 @@ impl Effects for Live {
         generation.policy_for(sandbox, Some(&self.0.control))
     }
 
+    fn access_terms(&self, generation: &Generation, sandbox: &Sandbox) -> Option<crate::policy::AccessTerms> {
+        generation.access_terms(sandbox, Some(&self.0.control))
+    }
+
+    fn control(&self) -> Option<&crate::control::Control> {
+        Some(&self.0.control)
+    }
+
     fn held(&self, sandbox: &Sandbox) -> bool {
         self.0.violations.held(&sandbox.id)
     }

@@ -17,7 +17,9 @@
 //!    that is not identified learns nothing from them.
 //! 4. **hygiene**: the destination's name carries no placeholder or secret; the request is unambiguous: a clean
 //!    path, one Host that names the tunnel's host, no CONNECT inside an interception.
-//! 5. **decide**: what the policy permits (`handover::Permit`), with what later phases need (the rule, its TLS
+//! 5. **access**, for cordon's own name alone (`access.cordon.internal`, in place of decide and all after it): the
+//!    sandbox files, lists or reads its requests for access past its policy, answered by cordon itself;
+//!    otherwise **decide**: what the policy permits (`handover::Permit`), with what later phases need (the rule, its TLS
 //!    mode and action, the credentials usable), so nothing looks a rule up again.
 //! 6. then, by what is asked:
 //!    - a **request**: **shape** (hop-by-hop headers stripped, absolute URI, body counted), **protocol** (what an
@@ -69,8 +71,8 @@ pub(crate) use notes::{CredentialUse, Ending, Note, Notes};
 pub(crate) use phase::identify::by_source;
 pub(crate) use phase::shape::is_websocket;
 use phase::{
-    admit, answer, approve, credentials, decide, exposed, hygiene, identify, open, protocol as judge, record as end,
-    respond, send, shape, target, visit, visitor,
+    access, admit, answer, approve, credentials, decide, exposed, hygiene, identify, open, protocol as judge,
+    record as end, respond, send, shape, target, visit, visitor,
 };
 pub(crate) use preview::{address as preview_address, allowed as preview_allowed, live as preview_live};
 pub(crate) use record::{malformed, refuse_connection};
@@ -111,6 +113,10 @@ async fn flow(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyError> {
     admit::run(ctx, fx).await?;
     target::run(ctx, fx).await?;
     hygiene::run(ctx, fx).await?;
+    if access::asks_cordon(ctx) {
+        // The sandbox asks cordon itself for access (`access.cordon.internal`): answered here, never sent on.
+        return access::run(ctx, fx).await;
+    }
     decide::run(ctx, fx).await?;
     match ctx.intent {
         Intent::Request { .. } => {

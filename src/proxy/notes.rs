@@ -56,6 +56,8 @@ pub(crate) enum Note {
     },
     /// A refusal at another step.
     Refused(DryRefusal),
+    /// The request is for cordon's own name (`access.cordon.internal`): cordon answers it, nothing is sent.
+    AnsweredByCordon,
     /// The address guard on one address the destination resolved to: `None` may be dialled, or the refusal
     /// (any refused address refuses the destination).
     Address(SocketAddr, Option<DryRefusal>),
@@ -87,7 +89,11 @@ impl Note {
             Note::Decided { refused, .. } => refused.as_ref(),
             Note::Refused(r) | Note::Unresolved(r) | Note::NoAddress(_, r) => Some(r),
             Note::Address(_, r) => r.as_ref(),
-            Note::Tunnel(_) | Note::WouldAsk(_) | Note::Credential(..) | Note::Protocol { .. } => None,
+            Note::Tunnel(_)
+            | Note::WouldAsk(_)
+            | Note::Credential(..)
+            | Note::Protocol { .. }
+            | Note::AnsweredByCordon => None,
         }
     }
 }

@@ -85,7 +85,9 @@ impl Reason {
             | Reason::McpToolChanged
             | Reason::ApprovalDenied
             | Reason::ProtocolApprovalDenied
-            | Reason::SandboxHeld => (Policy, false),
+            | Reason::SandboxHeld
+            | Reason::AccessNotOffered
+            | Reason::AccessPastBoundary => (Policy, false),
             // A sandbox whose time ran out: a person can start a new one.
             Reason::AuthExpired => (Request, true),
             Reason::AuthMissing
@@ -160,7 +162,10 @@ impl Reason {
             | Reason::DnsMalformed
             | Reason::DnsClassRefused
             | Reason::DnsAnyRefused
-            | Reason::WebsocketMessageTooBig => (Request, false),
+            | Reason::WebsocketMessageTooBig
+            | Reason::AccessInvalid
+            | Reason::AccessUnknown
+            | Reason::AccessNeedsHttp => (Request, false),
             Reason::TooManyConnections
             | Reason::CredentialBudget
             | Reason::SandboxRate
@@ -177,6 +182,7 @@ impl Reason {
             | Reason::ApprovalSandboxLimit
             | Reason::ApprovalUserLimit
             | Reason::ApprovalQueueFull
+            | Reason::AccessTooOften
             | Reason::TunnelMaxLifetime
             | Reason::IdleTimeout => (Limit, false),
             Reason::ResolveFailed
@@ -262,8 +268,11 @@ impl Reason {
             (Reason::ApprovalDenied | Reason::ProtocolApprovalDenied, _) => {
                 "A person denied this request; do not send it again."
             }
+            (Reason::AccessPastBoundary, _) => {
+                "This is more than a sandbox of this policy may ever be granted; narrow the request to what the answer does not name, or do without it."
+            }
             (_, (Whose::Policy, true)) => {
-                "The sandbox's policy does not allow this. If the task needs it, ask a person to grant access; otherwise do without it."
+                "The sandbox's policy does not allow this. If the task needs it, ask for access (ask_at, when given) or ask a person; otherwise do without it."
             }
             (_, (Whose::Policy, false)) => "This is refused whatever the policy says; asking for access will not help.",
             (_, (Whose::Request, _)) => {
@@ -278,6 +287,12 @@ impl Reason {
         }
     }
 }
+
+/// The name cordon answers itself, for a sandbox asking for access from inside: never resolved, never dialled.
+pub(crate) const ACCESS_HOST: &str = "access.cordon.internal";
+
+/// Where a sandbox files an access request (plain HTTP through its proxy; cordon answers it itself).
+pub(crate) const ASK_AT: &str = "http://access.cordon.internal/v1/requests";
 
 /// The schema's name and version, a refusal's `schema` field: a field is only ever added under it; a change of
 /// meaning is a new version.

@@ -260,6 +260,20 @@ reasons! {
         OnViolationHold = "on_violation_hold", Record, "the record of an on_violation action that holds a sandbox (kind violation)",
             "Nothing: this is a record of the action taken. Decide the sandbox's held requests (`cordon approvals list`), and lift the hold with `DELETE /v1/sandboxes/ID/hold` once it is safe.";
     }
+    "Access requests (from inside a sandbox)" {
+        AccessNotOffered = "access_not_offered", Status(403), "an access request from a sandbox whose policy offers no asking (it has no `access:`)",
+            "If the policy's sandboxes should ask for access, give it a `boundary:` (the most they may be granted) and an `access:` (see the book's When an agent is refused).";
+        AccessInvalid = "access_invalid", Status(400), "an access request cordon cannot read: not JSON, an unknown field, or rules that are not rules",
+            "Fix the agent's request: its answer lists each problem at its path (`allow[0].ports: ...`); the fields are allow, reason and lifetime.";
+        AccessPastBoundary = "access_past_boundary", Status(403), "an access request for more than the policy's boundary allows",
+            "Nothing to grant: the answer names what goes past the boundary, with a request that shows it. Widen the policy's `boundary:` if sandboxes should be able to get it (check with `cordon policy contains boundary:POLICY FILE`).";
+        AccessTooOften = "access_too_often", Status(429), "over the policy's access.per_hour requests in an hour, or too many waiting for a person",
+            "Decide what waits (`cordon approvals list`), or raise the policy's `access.per_hour`; the agent may ask again after Retry-After.";
+        AccessUnknown = "access_unknown", Status(404), "an access request the sandbox did not file, or a path cordon does not answer at access.cordon.internal",
+            "Fix the agent: it may read only its own requests, at /v1/requests and /v1/requests/ID.";
+        AccessNeedsHttp = "access_needs_http", Status(400), "access.cordon.internal asked for other than by plain HTTP through the proxy (a CONNECT, a DNS query)",
+            "Fix the agent: cordon answers access.cordon.internal itself, as http:// through the proxy in HTTP_PROXY (never resolved, never through TLS).";
+    }
     "cordon itself" {
         AuditUnavailable = "audit_unavailable", Status(503), "cordon cannot write its audit records: nothing is served until it can",
             "Free or fix the disk that holds `audit.path`: cordon serves again by itself at the first write that succeeds. `/readyz`, `cordon_audit_up` and stderr say why meanwhile.";

@@ -404,8 +404,14 @@ async fn maintain(state: Weak<ProxyState>) {
             }
             None => false,
         };
+        // Grants that ended (their lifetime, or their sandbox) narrow a policy: its tunnels are decided again.
+        let generation = s.current();
+        let grants_ended = s
+            .control
+            .access
+            .sweep(control::now(), |w| s.entitled(&generation, w).is_ok());
         // Another process's writes may have changed a sandbox's policy: its tunnels are decided again.
-        s.sweep(changed);
+        s.sweep(changed || grants_ended);
         ticks += 1;
         if ticks.is_multiple_of(20) {
             // Every 5 s: one record per address whose failed authentications were throttled.

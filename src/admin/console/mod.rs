@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use super::access::{self, Caller};
 use super::response::Body;
-use super::{acted, approvals, sandboxes};
+use super::{acted, approvals, requests, sandboxes};
 use crate::names::SandboxId;
 use crate::principal::Needs;
 use crate::reason::Reason;
@@ -144,7 +144,11 @@ async fn signed_in(
         return match segments.as_slice() {
             [""] => {
                 let (held, decisions) = (held(state, me).await, pages::decisions(&state.recent.decisions()));
-                html(StatusCode::OK, &pages::inbox(&me.viewer(), note, held, decisions))
+                let asked = asked(state, me);
+                html(
+                    StatusCode::OK,
+                    &pages::inbox(&me.viewer(), note, held, asked, decisions),
+                )
             }
             ["sandboxes"] => html(
                 StatusCode::OK,
@@ -181,6 +185,32 @@ async fn signed_in(
     match segments.as_slice() {
         ["logout"] => sign_in::sign_out(console, state, client, me),
         ["approvals", id] => decide(state, &caller, me, id, &form).await,
+        ["access", id] => {
+            // SECURITY: the role is checked before anything is decided.
+            if let Some(why) = access::forbidden(state, &caller, Needs::Decide, action) {
+                return forbidden_page(me, &why);
+            }
+            let mut resp = match form.get("act").map(String::as_str) {
+                Some("grant") => requests::decide(state, &caller, id, &json!({"decision": "grant"})),
+                Some("deny") => requests::decide(state, &caller, id, &json!({"decision": "deny"})),
+                Some("revoke") => requests::revoke(state, &caller, id),
+                _ => {
+                    return html(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        &pages::problem(
+                            Some(&me.viewer()),
+                            "Not a decision",
+                            "act must be grant, deny or revoke",
+                        ),
+                    );
+                }
+            };
+            acted::record(state, &caller, action, None, &mut resp);
+            if resp.status() == StatusCode::NOT_FOUND || resp.status() == StatusCode::CONFLICT {
+                return see_other(&format!("{}?note=gone", me.base), None);
+            }
+            after(me, resp, "?note=decided").await
+        }
         ["sandboxes", id, "revoke"] => {
             if let Some(why) = access::forbidden(state, &caller, Needs::Sandboxes, action) {
                 return forbidden_page(me, &why);
@@ -202,6 +232,20 @@ async fn held(state: &ProxyState, me: &Me) -> Markup {
         Ok(list) => pages::held(&list, decide, None),
         Err(e) => pages::held(&[], None, Some(&format!("the shared store does not answer: {e}"))),
     }
+}
+
+/// The access requests as `me` sees them: with grant, deny and revoke buttons when they may decide.
+fn asked(state: &ProxyState, me: &Me) -> Markup {
+    let viewer = me.viewer();
+    let decide = me.principal.may(Needs::Decide).then_some(&viewer);
+    let list: Vec<Value> = state
+        .control
+        .access
+        .list(crate::control::now())
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap_or_default())
+        .collect();
+    pages::asked(&list, decide)
 }
 
 /// The sandboxes as `me` sees them: with revoke buttons when they may revoke.
@@ -301,6 +345,7 @@ fn action_of(rest: &str) -> &'static str {
     match rest.trim_start_matches('/').split('/').collect::<Vec<_>>().as_slice() {
         ["logout"] => "sign_out",
         ["approvals", _] => "approval_decided",
+        ["access", _] => "access_decided",
         ["sandboxes", _, "revoke"] => "sandbox_revoked",
         _ => "read",
     }

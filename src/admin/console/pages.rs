@@ -62,7 +62,7 @@ pub(super) fn page(title: &str, viewer: Option<&Viewer<'_>>, main: Markup) -> Ma
 }
 
 /// The inbox page: the held requests, and the latest decisions.
-pub(super) fn inbox(viewer: &Viewer<'_>, note: Option<&str>, held: Markup, decisions: Markup) -> Markup {
+pub(super) fn inbox(viewer: &Viewer<'_>, note: Option<&str>, held: Markup, asked: Markup, decisions: Markup) -> Markup {
     page(
         "Inbox",
         Some(viewer),
@@ -71,6 +71,9 @@ pub(super) fn inbox(viewer: &Viewer<'_>, note: Option<&str>, held: Markup, decis
             h1 { "Held requests" }
             p.lead { "Requests a policy rule marked " code { "ask" } ", waiting for a person. This list updates by itself." }
             section id="inbox" data-live="approvals" { (held) }
+            h2 { "Access requests" }
+            p.lead { "Access sandboxes asked for from inside, inside their policy's boundary: what each would add, with a request that shows it. Reload to see new ones." }
+            section id="access" { (asked) }
             h2 { "Latest decisions" }
             section id="decisions" data-live="approvals" { (decisions) }
         },
@@ -128,6 +131,56 @@ pub(super) fn held(pending: &[Value], decide: Option<&Viewer<'_>>, error: Option
                     }
                 } @else {
                     p.note { "You may look but not decide: deciding needs the approver or admin role." }
+                }
+            }
+        }
+    }
+}
+
+/// The access requests (the admin API's objects), each with grant and deny buttons while it waits, and a revoke
+/// button while it is granted, when `decide` (the viewer, who may) is given.
+pub(super) fn asked(list: &[Value], decide: Option<&Viewer<'_>>) -> Markup {
+    html! {
+        @if list.is_empty() { p.empty { "No sandbox has asked for access." } }
+        @for r in list {
+            @let id = text(r, "id");
+            @let state = text(r, "state");
+            article.asked data-access=(id) data-state=(state) {
+                h3 { code { (text(r, "sandbox")) } " asks: " span.state { (state) } }
+                dl {
+                    dt { "User" } dd { (text(r, "user")) }
+                    dt { "Policy" } dd { (text(r, "policy")) }
+                    dt { "Reason" } dd.reason { (text(r, "reason")) }
+                    dt { "For" } dd { (r.get("lifetime_seconds").and_then(Value::as_u64).unwrap_or_default()) " s" }
+                    dt { "Credentials" } dd {
+                        @if r.get("reaches_credentials").and_then(Value::as_bool) == Some(true) {
+                            strong { "a request it lets through may carry one of the policy's credentials" }
+                        } @else { "reaches none" }
+                    }
+                    @if !text(r, "expires_at").is_empty() { dt { "Until" } dd { (text(r, "expires_at")) } }
+                    @if !text(r, "decided_by").is_empty() { dt { "Decided by" } dd { (text(r, "decided_by")) } }
+                }
+                ul.adds {
+                    @for a in r.get("adds").and_then(Value::as_array).into_iter().flatten() {
+                        li {
+                            (text(a, "kind")) " (" code { (text(a, "path")) } "): " (text(a, "message"))
+                            @if !text(a, "example").is_empty() { br; "for example " code { (text(a, "example")) } }
+                        }
+                    }
+                }
+                @if let Some(v) = decide {
+                    @if state == "pending" {
+                        form.decide method="post" action={ (v.base) "access/" (id) } {
+                            input type="hidden" name="csrf" value=(v.csrf);
+                            button.allow type="submit" name="act" value="grant" { "Grant" }
+                            button.deny type="submit" name="act" value="deny" { "Deny" }
+                        }
+                    } @else if state == "granted" {
+                        form.decide method="post" action={ (v.base) "access/" (id) } {
+                            input type="hidden" name="csrf" value=(v.csrf);
+                            button.deny type="submit" name="act" value="revoke" { "Revoke" }
+                        }
+                    }
                 }
             }
         }

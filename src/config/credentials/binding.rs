@@ -33,6 +33,8 @@ pub(crate) struct RawBinding {
 /// matching all of these.
 #[derive(Debug, Clone)]
 pub(crate) struct Binding {
+    /// The host patterns, as validated.
+    pub(crate) hosts: Vec<HostPattern>,
     /// The compiled host matcher (policy semantics: `*.x` is one or more labels under x).
     pub(crate) host_set: GlobSet,
     /// Ports (default 443).
@@ -52,6 +54,18 @@ impl Binding {
             && self.ports.contains(&target.port)
             && self.methods.as_ref().is_none_or(|m| m.contains(method))
             && self.paths.as_ref().is_none_or(|p| p.is_match(path))
+    }
+
+    /// Whether a request `rule` allows might carry this credential: the rule intercepts, and its host pattern and
+    /// ports meet the binding's. Methods and paths are not compared, so `false` is a proof and `true` may not be.
+    pub(crate) fn may_reach(&self, rule: &crate::policy::Rule) -> bool {
+        let Some(host) = &rule.host else { return false };
+        rule.tls == crate::policy::TlsMode::Intercept
+            && rule.ports.iter().any(|p| self.ports.contains(p))
+            && self
+                .hosts
+                .iter()
+                .any(|b| crate::policy::ceiling::host_within(b, host) || crate::policy::ceiling::host_within(host, b))
     }
 
     /// Whether `host` is one this credential is bound to (at any port, for any method and path).
@@ -86,6 +100,7 @@ pub(super) fn binding(errs: &mut Errors, base: &str, raw: RawBinding) -> Option<
         .map_err(|e| errs.at(format!("{base}.hosts"), e.to_string()))
         .ok()?;
     (errs.list.len() == before).then_some(Binding {
+        hosts,
         host_set,
         ports,
         methods,

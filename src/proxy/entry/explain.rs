@@ -224,6 +224,10 @@ fn write_notes(out: &mut String, label: &str, notes: &[Note]) {
             } => format!("{label}  deny ({}): {why}", reason.reason().code()),
             Note::Decided { .. } => format!("{label}  deny"),
             Note::Refused(r) => format!("refused  {} ({}): {}", r.status, r.code, r.message),
+            Note::AnsweredByCordon => {
+                "cordon   answered by cordon itself: the sandbox's access requests (nothing is resolved or sent on)"
+                    .to_string()
+            }
             Note::Address(addr, None) => format!("guard    {addr} may be dialled"),
             Note::Address(addr, Some(r)) => format!("guard    {addr} refused ({}): {}", r.code, r.message),
             Note::Unresolved(r) => format!("guard    refused ({}): {}", r.code, r.message),

@@ -3,6 +3,7 @@
 //! context (`proxy::ctx`), writes its own slot, and acts on the world only through the effects, so the same code
 //! serves live traffic and `cordon explain`. The record phase ends every exchange, refused or not.
 
+pub(crate) mod access;
 pub(crate) mod admit;
 pub(crate) mod answer;
 pub(crate) mod approve;

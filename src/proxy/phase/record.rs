@@ -71,7 +71,13 @@ fn refuse(ctx: Ctx, fx: &impl Effects, err: &ProxyError) -> Outcome {
         return Outcome::Dry;
     }
     let kind = ctx.kind;
-    let resp = record_refusal(ctx, err);
+    // Whether the sandbox may ask for access from inside, for a refusal asking can help with.
+    let may_ask = err.reason().ask()
+        && ctx
+            .sandbox
+            .as_ref()
+            .is_some_and(|s| fx.access_terms(&ctx.generation, s).is_some());
+    let resp = record_refusal(ctx, err, may_ask);
     match kind {
         Kind::Dns => Outcome::Answer(crate::dns::DnsAnswer::Refused),
         _ => Outcome::Respond(resp),
@@ -79,13 +85,15 @@ fn refuse(ctx: Ctx, fx: &impl Effects, err: &ProxyError) -> Outcome {
 }
 
 /// Fill the record for `err`, emit it (unless counted in an aggregate), and give the response.
-fn record_refusal(mut ctx: Ctx, err: &ProxyError) -> Response<ProxyBody> {
+fn record_refusal(mut ctx: Ctx, err: &ProxyError, may_ask: bool) -> Response<ProxyBody> {
+    let mut subject = ctx.audit.subject();
+    subject.may_ask = may_ask;
     // A person on the preview listener reads a page; a sandbox's client, the refusal, its body as the request's
     // Accept prefers (a tunnel has none to prefer: text, and headers say it all).
     let resp = match &ctx.intent {
         Intent::Visit { .. } => crate::proxy::preview::page(err),
-        Intent::Request { req, .. } => err.refusal(&ctx.audit.subject(), Format::of(req.headers())),
-        Intent::Tunnel | Intent::Name { .. } => err.refusal(&ctx.audit.subject(), Format::Text),
+        Intent::Request { req, .. } => err.refusal(&subject, Format::of(req.headers())),
+        Intent::Tunnel | Intent::Name { .. } => err.refusal(&subject, Format::Text),
     };
     // A DNS query has no HTTP answer to record; the detail says what went wrong instead.
     let (status, detail) = match ctx.kind {
