@@ -283,6 +283,17 @@ cordon approvals grants --ids
 cordon approvals grants --json",
     ),
     (
+        "approvals access",
+        "# The access requests sandboxes filed from inside, each with what it would add
+cordon approvals access
+
+# Grant the oldest one waiting (it lasts the lifetime it asked for)
+cordon approvals allow \"$(cordon approvals access --ids | head -n 1)\"
+
+# As JSON
+cordon approvals access --json",
+    ),
+    (
         "approvals revoke-grant",
         "# Hold the requests the newest grant covered for approval again (`cordon approvals grants` lists them)
 cordon approvals revoke-grant \"$(cordon approvals grants --ids | tail -n 1)\"",

@@ -17,6 +17,8 @@ fn sample() -> Subject {
         host: Some("example.com".into()),
         port: Some(443),
         path: Some("/v1/things".into()),
+        // Every refusal rendered as for a sandbox whose policy offers asking, so what it adds is checked too.
+        may_ask: true,
     }
 }
 
@@ -27,6 +29,7 @@ fn facts<'a>(reason: Reason, refused: &'a Subject) -> Facts<'a> {
         message: format!("refused: {}", reason.meaning()),
         refused,
         retry_after: None,
+        details: &[],
     }
 }
 

@@ -6,6 +6,7 @@
 //! end-to-end cases with the tools agents run are `tests/e2e/`.
 #![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests")]
 
+mod access;
 mod approval;
 mod audit;
 mod book;

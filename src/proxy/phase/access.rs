@@ -297,8 +297,18 @@ fn file(
         .count(&sandbox.id, judged.terms.per_hour)
         .map_err(|e| too_often(&e))?;
     // SECURITY: granted without a person only when the operator said so for the policy, the request lies inside
-    // the boundary (judged above), and no credential of the policy could be sent where it lets a request go.
-    let auto = judged.terms.auto_grant && !judged.reaches_credentials;
+    // the boundary (judged above), no credential of the policy could be sent where it lets a request go, and it
+    // adds only destinations, ports, methods, paths, tools or operations.
+    // Nor when it would take a person out of a request the policy holds for one, or cordon's sight out of a
+    // connection (a tunnel where it intercepted, report mode): those a person grants.
+    let auto = judged.terms.auto_grant
+        && !judged.reaches_credentials
+        && judged.adds.iter().all(|a| {
+            !matches!(
+                a.kind.as_str(),
+                "approval no longer asked" | "TLS mode" | "report mode where it enforced" | "rule"
+            )
+        });
     let mut r = AccessRequest {
         id: AccessBook::fresh_id(),
         who: sandbox.clone(),

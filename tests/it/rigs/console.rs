@@ -168,7 +168,8 @@ impl ConsoleRig {
 /// The roles people's groups give, as the rig starts.
 pub(crate) const ROLES: &str = "{ cordon-approvers: [approver], cordon-viewers: [viewer] }";
 
-/// The configuration, with `roles` as `console.oidc.roles` and `extra` (top-level settings) at its end.
+/// The configuration, with `roles` as `console.oidc.roles` and `extra` at its end (top-level settings, or, indented
+/// by four spaces, more of the policy `pay`; `UP_PORT` in it is the upstream's port).
 fn yaml(d: &std::path::Path, [proxy, admin, console, idp, up]: [u16; 5], roles: &str, extra: &str) -> String {
     let d = d.display();
     format!(
@@ -200,6 +201,7 @@ policies:
 {extra}
 "#,
         h1 = hash("tok1"),
+        extra = extra.replace("UP_PORT", &up.to_string()),
     )
 }
 

@@ -42,6 +42,9 @@ pub(crate) struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side: Option<String>,
     pub approval: Option<ApprovalRecord>,
+    /// The access request the sandbox filed or read at `access.cordon.internal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<serde_json::Value>,
     pub count: Option<u64>,
     pub original_dst: Option<String>,
     pub original_dst_differs: Option<bool>,
