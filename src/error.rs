@@ -5,7 +5,7 @@
 //! short and name what was refused; they never carry internal detail, tokens or secrets (the audit record
 //! carries the detail).
 
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{Response, StatusCode};
 
 use crate::body::{self, ProxyBody};
 use crate::identity::AuthFailure;
@@ -387,61 +387,6 @@ impl ProxyError {
             | ProxyError::Access { .. }
             | ProxyError::Internal => self.to_string(),
         }
-    }
-
-    /// The response the client gets, when nothing is known of the request (see [`ProxyError::refusal`]).
-    pub(crate) fn response(&self) -> Response<ProxyBody> {
-        self.refusal(&Subject::default(), Format::Text)
-    }
-
-    /// The response the client gets for this refusal of `refused`, its body in `format` (the request's Accept):
-    /// the `cordon.refusal/1` facts in the body and in `x-cordon-*` headers (`src/error/refusal.rs`). A refusal
-    /// in a protocol's own words keeps its body (the protocol's error) and gets the headers.
-    pub(crate) fn refusal(&self, refused: &Subject, format: Format) -> Response<ProxyBody> {
-        let status = self.status();
-        let reason = self.reason();
-        let retry_after = match self {
-            // At least one second: a Retry-After of 0 invites a busy loop.
-            ProxyError::Limited(r) => Some(r.retry_after.as_secs().max(1)),
-            _ => None,
-        };
-        let facts = refusal::Facts {
-            reason,
-            status: status.as_u16(),
-            message: self.public_message(),
-            refused,
-            retry_after,
-            details: match self {
-                ProxyError::Access { details, .. } => details.as_slice(),
-                _ => &[],
-            },
-        };
-        let (content_type, body) = match self {
-            // In the protocol's own words, already written; its status is still its reason's.
-            ProxyError::Protocol(refused) => (refused.content_type, body::full(refused.body.clone())),
-            _ => {
-                let (content_type, text) = facts.body(format);
-                (content_type, body::full(text))
-            }
-        };
-        let mut resp = Response::new(body);
-        *resp.status_mut() = status;
-        let h = resp.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        h.insert(REASON_HEADER, HeaderValue::from_static(reason.code()));
-        facts.headers(h);
-        if let Some(secs) = retry_after
-            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-        {
-            h.insert(header::RETRY_AFTER, v);
-        }
-        if status == StatusCode::PROXY_AUTHENTICATION_REQUIRED {
-            h.insert(
-                header::PROXY_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"cordon\""),
-            );
-        }
-        resp
     }
 }
 

@@ -126,9 +126,9 @@ macro_rules! reasons {
 
 mod agent;
 mod codes;
-pub(crate) use agent::{ACCESS_HOST, ASK_AT, NO_WAY_AROUND, SCHEMA};
 #[cfg(test)]
-pub(crate) use agent::{HINT_MAX, Whose};
+pub(crate) use agent::HINT_MAX;
+pub(crate) use agent::{ACCESS_HOST, ASK_AT, NO_WAY_AROUND, SCHEMA, Whose};
 pub(crate) use codes::Reason;
 
 impl Reason {

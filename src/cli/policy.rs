@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::args::{ConfigArg, load};
 use crate::config::Config;
 use crate::policy::Policy;
-use crate::policy::ceiling::{Exceeds, exceeds_bound, kind};
+use crate::policy::ceiling::{Exceeds, exceeds_bound};
 use crate::policy::witness::Witness;
+use crate::policy::witness::kind;
 
 #[derive(Subcommand)]
 pub(super) enum PolicyCommand {

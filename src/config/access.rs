@@ -4,36 +4,17 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::errors::Errors;
 use super::fields::{A_COUNT, duration, flag, whole};
-use super::policies::{RawRule, policy};
-use super::scalars::{Flag, Whole};
-use super::shapes;
+use super::policies::{RawAccess, RawRule, policy};
 use crate::policy::{AccessTerms, Policy, Rule};
 
 /// The longest `max_lifetime` may be.
 const MOST_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The most rules one request may ask for.
 pub(crate) const MOST_RULES: usize = 16;
-
-/// `policies.NAME.access:`
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
-pub(super) struct RawAccess {
-    /// Grant at once what lies inside the boundary and lets no credential of the policy reach anywhere new
-    /// (default false: a person decides every request).
-    #[schemars(with = "Option<bool>")]
-    pub(crate) auto_grant: Option<Flag>,
-    /// The longest a grant may last (default 1h, at most 7d).
-    #[schemars(with = "Option<shapes::Duration>")]
-    pub(crate) max_lifetime: Option<String>,
-    /// How many requests one sandbox may file per hour (default 10).
-    pub(crate) per_hour: Option<Whole>,
-}
 
 /// Each policy's `access:`, onto the policy; an error where a policy offers it without a boundary to hold grants
 /// to, or where the store is shared by replicas (requests and grants are kept by the replica they reach).

@@ -251,7 +251,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
         .iter_mut()
         .filter_map(|(name, p)| Some((name.clone(), p.boundary.take()?)))
         .collect();
-    let raw_access: BTreeMap<String, super::access::RawAccess> = raw
+    let raw_access: BTreeMap<String, super::policies::RawAccess> = raw
         .policies
         .iter_mut()
         .filter_map(|(name, p)| Some((name.clone(), p.access.take()?)))

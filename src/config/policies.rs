@@ -13,7 +13,7 @@ use super::credentials::RawScope;
 use super::errors::Errors;
 use super::fields::{cidr, methods, paths, ports};
 use super::jail::RawJailLimits;
-use super::scalars::Whole;
+use super::scalars::{Flag, Whole};
 use super::shapes;
 use super::violations::{RawBudget, RawOnViolation};
 use crate::policy::allowlist::DEFAULT_PORTS;
@@ -50,7 +50,7 @@ pub(super) struct RawPolicy {
     /// contain this one.
     pub(crate) boundary: Option<RawBoundary>,
     /// Whether its sandboxes may ask, from inside, for access up to the boundary, and on what terms.
-    pub(crate) access: Option<super::access::RawAccess>,
+    pub(crate) access: Option<RawAccess>,
 }
 
 /// A policy's boundary, or a policy document in a file: a mode, ordered allow rules, the credentials.
@@ -66,6 +66,21 @@ pub(super) struct RawBoundary {
     /// Credentials its sandboxes may use (names under `credentials:`).
     #[serde(default)]
     pub(crate) credentials: Vec<String>,
+}
+
+/// `policies.NAME.access:`
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(super) struct RawAccess {
+    /// Grant at once what lies inside the boundary and lets no credential of the policy reach anywhere new
+    /// (default false: a person decides every request).
+    #[schemars(with = "Option<bool>")]
+    pub(crate) auto_grant: Option<Flag>,
+    /// The longest a grant may last (default 1h, at most 7d).
+    #[schemars(with = "Option<shapes::Duration>")]
+    pub(crate) max_lifetime: Option<String>,
+    /// How many requests one sandbox may file per hour (default 10).
+    pub(crate) per_hour: Option<Whole>,
 }
 
 /// One allow rule.

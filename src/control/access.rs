@@ -108,7 +108,7 @@ pub(crate) struct AccessRequest {
     /// Unix seconds of filing.
     #[serde(skip)]
     pub(crate) filed: i64,
-    /// Unix seconds of the grant's end.
+    /// Unix seconds of the grant's end, or of the request's (denied, lapsed): what it is listed a day after.
     #[serde(skip)]
     pub(crate) expires: Option<i64>,
 }
@@ -235,6 +235,9 @@ impl AccessBook {
                 let end = now.saturating_add(i64::try_from(r.lifetime_seconds).unwrap_or(i64::MAX));
                 r.expires = Some(end);
                 r.expires_at = Some(crate::rfc3339::unix_seconds(end));
+            } else {
+                // Ended now: listed for a day from now.
+                r.expires = Some(now);
             }
             Ok(())
         })
@@ -314,6 +317,7 @@ impl AccessBook {
                     r.expires_at = Some(crate::rfc3339::unix_seconds(now));
                 } else {
                     r.state = AccessState::Lapsed;
+                    r.expires = Some(now);
                     r.decided_by = Some(crate::principal::CORDON.to_string());
                     r.decided_at = Some(crate::rfc3339::unix_seconds(now));
                 }
@@ -335,6 +339,7 @@ impl AccessBook {
                 }
                 AccessState::Pending if now.saturating_sub(r.filed) >= PENDING_FOR => {
                     r.state = AccessState::Lapsed;
+                    r.expires = Some(now);
                     r.decided_by = Some(crate::principal::CORDON.to_string());
                     r.decided_at = Some(crate::rfc3339::unix_seconds(now));
                     changed = true;
@@ -350,3 +355,7 @@ impl AccessBook {
         changed || list.len() != before
     }
 }
+
+#[cfg(test)]
+#[path = "access_tests.rs"]
+mod tests;

@@ -8,10 +8,12 @@
 //! and so is the path of a refusal about what the request carries (a credential or a signature).
 
 use headers_accept::Accept;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use mediatype::{MediaType, names};
 use serde_json::{Value, json};
 
+use super::{ProxyError, REASON_HEADER};
+use crate::body::{self, ProxyBody};
 use crate::reason::{NO_WAY_AROUND, Reason};
 
 pub(crate) use crate::reason::SCHEMA;
@@ -92,7 +94,8 @@ pub(crate) struct Subject {
 impl Subject {
     /// Where to ask for access, for a refusal asking can help with, of a sandbox whose policy offers it.
     fn ask_at(&self, reason: Reason) -> Option<&'static str> {
-        (self.may_ask && reason.ask()).then_some(crate::reason::ASK_AT)
+        (self.may_ask && reason.ask() && reason.whose() == crate::reason::Whose::Policy)
+            .then_some(crate::reason::ASK_AT)
     }
 
     /// The path as a refusal for `reason` may show it: none for a refusal about what the request carries, a
@@ -273,6 +276,64 @@ impl Facts<'_> {
         if let Some(at) = self.refused.ask_at(self.reason) {
             h.insert(ASK_AT_HEADER, HeaderValue::from_static(at));
         }
+    }
+}
+
+/// A failure as the sandbox's client gets it.
+impl ProxyError {
+    /// The response the client gets, when nothing is known of the request (see [`ProxyError::refusal`]).
+    pub(crate) fn response(&self) -> Response<ProxyBody> {
+        self.refusal(&Subject::default(), Format::Text)
+    }
+
+    /// The response the client gets for this refusal of `refused`, its body in `format` (the request's Accept):
+    /// the `cordon.refusal/1` facts in the body and in `x-cordon-*` headers (`src/error/refusal.rs`). A refusal
+    /// in a protocol's own words keeps its body (the protocol's error) and gets the headers.
+    pub(crate) fn refusal(&self, refused: &Subject, format: Format) -> Response<ProxyBody> {
+        let status = self.status();
+        let reason = self.reason();
+        let retry_after = match self {
+            // At least one second: a Retry-After of 0 invites a busy loop.
+            ProxyError::Limited(r) => Some(r.retry_after.as_secs().max(1)),
+            _ => None,
+        };
+        let facts = Facts {
+            reason,
+            status: status.as_u16(),
+            message: self.public_message(),
+            refused,
+            retry_after,
+            details: match self {
+                ProxyError::Access { details, .. } => details.as_slice(),
+                _ => &[],
+            },
+        };
+        let (content_type, body) = match self {
+            // In the protocol's own words, already written; its status is still its reason's.
+            ProxyError::Protocol(refused) => (refused.content_type, body::full(refused.body.clone())),
+            _ => {
+                let (content_type, text) = facts.body(format);
+                (content_type, body::full(text))
+            }
+        };
+        let mut resp = Response::new(body);
+        *resp.status_mut() = status;
+        let h = resp.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        h.insert(REASON_HEADER, HeaderValue::from_static(reason.code()));
+        facts.headers(h);
+        if let Some(secs) = retry_after
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+        {
+            h.insert(header::RETRY_AFTER, v);
+        }
+        if status == StatusCode::PROXY_AUTHENTICATION_REQUIRED {
+            h.insert(
+                header::PROXY_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"cordon\""),
+            );
+        }
+        resp
     }
 }
 

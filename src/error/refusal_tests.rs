@@ -33,6 +33,11 @@ fn facts<'a>(reason: Reason, refused: &'a Subject) -> Facts<'a> {
     }
 }
 
+/// The text body of `f`.
+fn text_of(f: &Facts<'_>) -> String {
+    f.body(Format::Text).1
+}
+
 /// Words of advice to go around cordon: none may appear in what a sandbox reads.
 const BYPASS: &[&str] = &[
     "no_proxy",
@@ -95,9 +100,16 @@ fn every_reason_renders_the_documented_fields() {
         for key in ["message", "meaning", "hint", "no_way_around"] {
             assert!(!v[key].as_str().unwrap().is_empty(), "{}: {key}", r.code());
         }
+        // `ask_at` where asking from inside can help (the sandbox's policy offering it), and nowhere else.
+        let asks_here = r.ask() && r.whose() == Whose::Policy;
+        assert_eq!(v.get("ask_at").is_some(), asks_here, "{}: {v}", r.code());
+        if asks_here {
+            assert_eq!(v["ask_at"], crate::reason::ASK_AT);
+            assert!(text_of(&f).contains(&format!("ask for access: POST {}", crate::reason::ASK_AT)));
+        }
         assert_eq!(
             v.as_object().unwrap().len(),
-            10,
+            10 + usize::from(asks_here),
             "{}: only the documented fields: {v}",
             r.code()
         );

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Generation;
-use crate::control::Control;
+use crate::config::Config;
 use crate::control::access::Addition;
-use crate::identity::{Origin, Sandbox};
-use crate::policy::ceiling::{Exceeds, exceeds_bound, kind};
+use crate::identity::Sandbox;
+use crate::policy::ceiling::{Exceeds, exceeds_bound};
+use crate::policy::witness::kind;
 use crate::policy::{AccessTerms, Policy, Rule};
 
 /// How many sandboxes' granted policies a generation keeps compiled.
@@ -19,7 +19,7 @@ const GRANTED_CACHE: u64 = 10_000;
 
 /// A request judged: what it would add, and on what terms it may be granted.
 #[derive(Debug)]
-pub(crate) struct Judged {
+pub(crate) struct JudgedAccess {
     /// The base policy's name (its boundary holds the request).
     pub(crate) policy: String,
     /// The policy's `access:`.
@@ -90,108 +90,84 @@ fn renumber(path: &str, skip: usize) -> String {
     }
 }
 
-impl Generation {
-    /// The configuration's policy that `sandbox` is of (a run-time sandbox's record names it; an own policy
-    /// extends it): whose `boundary:` and `access:` hold what the sandbox may be granted.
-    pub(crate) fn base_policy(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
-        match (&sandbox.origin, control) {
-            (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
-            (Origin::Api { .. }, Some(c)) => c.with_policy(&sandbox.id, |name, _| self.named_policy(name).cloned())?,
-            (Origin::Api { .. }, None) => None,
-        }
-    }
+/// Whether a credential of `policy` might be sent where a rule of `rules` lets a request go.
+fn reaches_credentials(config: &Config, policy: &Policy, rules: &[Rule]) -> bool {
+    policy.credentials.iter().any(|c| {
+        config
+            .credentials
+            .get(c)
+            // A credential the configuration no longer has reaches nowhere.
+            .is_some_and(|spec| rules.iter().any(|r| spec.binding.may_reach(r)))
+    })
+}
 
-    /// Whether `sandbox` may ask for access, and on what terms.
-    pub(crate) fn access_terms(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<AccessTerms> {
-        self.base_policy(sandbox, control).and_then(|p| p.access)
-    }
+/// Everything `policy` allows that `outer` does not (credentials bound as `config` says).
+fn past(config: &Config, policy: &Policy, outer: &Policy) -> Vec<Exceeds> {
+    let bound = |name: &crate::names::CredentialName, t: &crate::target::Target, m: &http::Method, p: &str| {
+        config.credentials.get(name).is_some_and(|c| c.binding.matches(t, m, p))
+    };
+    exceeds_bound(policy, outer, "", &bound)
+}
 
-    /// Whether each credential of `policy` might be sent where a rule of `rules` lets a request go.
-    fn reaches_credentials(&self, policy: &Policy, rules: &[Rule]) -> bool {
-        policy.credentials.iter().any(|c| {
-            self.config
-                .credentials
-                .get(c)
-                // A credential the configuration no longer has reaches nowhere; one with no binding, anywhere.
-                .is_some_and(|spec| rules.iter().any(|r| spec.binding.may_reach(r)))
-        })
+/// Judge a request for the rules `allow` (JSON, a policy's `allow:` entries) of a sandbox of `base` (the
+/// configuration's policy, whose `boundary:` and `access:` hold it) that runs under `now` (with its live grants).
+pub(super) fn judge(config: &Config, base: &Policy, now: &Policy, allow: &Value) -> Result<JudgedAccess, NotGrantable> {
+    let (Some(terms), Some(boundary)) = (base.access, base.boundary.as_deref()) else {
+        return Err(NotGrantable::NotOffered(base.name.clone()));
+    };
+    let rules = crate::config::access::requested_rules(allow).map_err(NotGrantable::Invalid)?;
+    let after = now.with_granted(rules.iter().cloned());
+    // SECURITY: what a sandbox may be granted is held to its policy's boundary by the ceiling's own check (the
+    // same code `cordon policy contains` runs): everything it would run under, its earlier grants included.
+    let beyond = past(config, &after, boundary);
+    if !beyond.is_empty() {
+        return Err(NotGrantable::PastBoundary(
+            base.name.clone(),
+            additions(beyond, now.rules.len()),
+        ));
     }
-
-    /// `policy` and `boundary` compared: everything `policy` allows that `boundary` does not.
-    fn past(&self, policy: &Policy, outer: &Policy) -> Vec<Exceeds> {
-        let bound = |name: &crate::names::CredentialName, t: &crate::target::Target, m: &http::Method, p: &str| {
-            self.config
-                .credentials
-                .get(name)
-                .is_some_and(|c| c.binding.matches(t, m, p))
-        };
-        exceeds_bound(policy, outer, "", &bound)
+    // What the policy's own rules already show against themselves (the check is conservative in places) is not
+    // something the request adds.
+    let already: Vec<(String, String)> = past(config, now, now)
+        .into_iter()
+        .map(|e| (e.path, e.message))
+        .collect();
+    let added: Vec<Exceeds> = past(config, &after, now)
+        .into_iter()
+        .filter(|e| !already.iter().any(|(p, m)| *p == e.path && *m == e.message))
+        .collect();
+    let adds = additions(added, now.rules.len());
+    if adds.is_empty() {
+        return Err(NotGrantable::NothingNew);
     }
+    Ok(JudgedAccess {
+        policy: base.name.clone(),
+        terms,
+        reaches_credentials: reaches_credentials(config, now, &rules),
+        adds,
+    })
+}
 
-    /// Judge a request of `sandbox` for the rules `allow` (JSON, a policy's `allow:` entries): what it adds to the
-    /// policy the sandbox runs under now (with its live grants), held to its policy's boundary.
-    pub(crate) fn judge_access(
+impl GrantedCache {
+    /// `policy` (what `sandbox` runs under without grants) with its live `grants`: the granted rules after its own,
+    /// when together they still lie inside `boundary` under `config`; `policy` alone otherwise.
+    pub(super) fn policy(
         &self,
+        config: &Config,
         sandbox: &Sandbox,
-        control: &Control,
-        allow: &Value,
-    ) -> Result<Judged, NotGrantable> {
-        let base = self
-            .base_policy(sandbox, Some(control))
-            .ok_or_else(|| NotGrantable::NotOffered(sandbox.policy.clone()))?;
-        let (Some(terms), Some(boundary)) = (base.access, base.boundary.as_deref()) else {
-            return Err(NotGrantable::NotOffered(base.name.clone()));
-        };
-        let rules = crate::config::access::requested_rules(allow).map_err(NotGrantable::Invalid)?;
-        let now = self
-            .policy_for(sandbox, Some(control))
-            .ok_or_else(|| NotGrantable::NotOffered(base.name.clone()))?;
-        let after = now.with_granted(rules.iter().cloned());
-        // SECURITY: what a sandbox may be granted is held to its policy's boundary by the ceiling's own check (the
-        // same code `cordon policy contains` runs): everything it would run under, its earlier grants included.
-        let past = self.past(&after, boundary);
-        if !past.is_empty() {
-            return Err(NotGrantable::PastBoundary(
-                base.name.clone(),
-                additions(past, now.rules.len()),
-            ));
-        }
-        // What the policy's own rules already show against themselves (the check is conservative in places) is
-        // not something the request adds.
-        let already: Vec<(String, String)> = self.past(&now, &now).into_iter().map(|e| (e.path, e.message)).collect();
-        let added: Vec<Exceeds> = self
-            .past(&after, &now)
-            .into_iter()
-            .filter(|e| !already.iter().any(|(p, m)| *p == e.path && *m == e.message))
-            .collect();
-        let adds = additions(added, now.rules.len());
-        if adds.is_empty() {
-            return Err(NotGrantable::NothingNew);
-        }
-        Ok(Judged {
-            policy: base.name.clone(),
-            terms,
-            reaches_credentials: self.reaches_credentials(&now, &rules),
-            adds,
-        })
-    }
-
-    /// `policy` (what `sandbox` runs under without grants) with its live grants: the granted rules after its own,
-    /// when they still lie inside its boundary under this generation; `policy` alone otherwise.
-    pub(super) fn with_grants(&self, sandbox: &Sandbox, control: &Control, policy: Arc<Policy>) -> Arc<Policy> {
-        let grants = control.access.granted(sandbox, crate::control::now());
-        if grants.is_empty() {
-            return policy;
-        }
+        grants: &[(String, Value)],
+        policy: Arc<Policy>,
+        boundary: Option<&Policy>,
+    ) -> Arc<Policy> {
         let ids: Vec<String> = grants.iter().map(|(id, _)| id.clone()).collect();
-        if let Some(hit) = self.granted.0.get(sandbox.id.as_str())
+        if let Some(hit) = self.0.get(sandbox.id.as_str())
             && hit.grants == ids
             && Arc::ptr_eq(&hit.on, &policy)
         {
             return hit.policy.clone();
         }
-        let made = self.granted_policy(sandbox, control, &policy, &grants);
-        self.granted.0.insert(
+        let made = granted_policy(config, sandbox, grants, &policy, boundary);
+        self.0.insert(
             sandbox.id.as_str().to_string(),
             Arc::new(GrantedPolicy {
                 grants: ids,
@@ -201,39 +177,36 @@ impl Generation {
         );
         made
     }
+}
 
-    fn granted_policy(
-        &self,
-        sandbox: &Sandbox,
-        control: &Control,
-        policy: &Arc<Policy>,
-        grants: &[(String, Value)],
-    ) -> Arc<Policy> {
-        let Some(boundary) = self
-            .base_policy(sandbox, Some(control))
-            .and_then(|b| b.boundary.as_deref().cloned())
-        else {
-            tracing::warn!(sandbox = %sandbox.id, "the sandbox's grants are not applied: its policy no longer has a boundary");
-            return policy.clone();
-        };
-        let mut rules = Vec::new();
-        for (id, allow) in grants {
-            match crate::config::access::requested_rules(allow) {
-                Ok(r) => rules.extend(r),
-                Err(e) => {
-                    tracing::warn!(sandbox = %sandbox.id, grant = %id, "a grant is not applied: {}", e.join("; "));
-                }
+fn granted_policy(
+    config: &Config,
+    sandbox: &Sandbox,
+    grants: &[(String, Value)],
+    policy: &Arc<Policy>,
+    boundary: Option<&Policy>,
+) -> Arc<Policy> {
+    let Some(boundary) = boundary else {
+        tracing::warn!(sandbox = %sandbox.id, "the sandbox's grants are not applied: its policy no longer has a boundary");
+        return policy.clone();
+    };
+    let mut rules = Vec::new();
+    for (id, allow) in grants {
+        match crate::config::access::requested_rules(allow) {
+            Ok(r) => rules.extend(r),
+            Err(e) => {
+                tracing::warn!(sandbox = %sandbox.id, grant = %id, "a grant is not applied: {}", e.join("; "));
             }
         }
-        let after = policy.with_granted(rules);
-        // SECURITY: held to the boundary under this generation: a reload that narrows the boundary ends the
-        // grants that no longer fit, rather than letting them run past it.
-        let past = self.past(&after, &boundary);
-        if let Some(first) = past.first() {
-            tracing::warn!(sandbox = %sandbox.id, "the sandbox's grants are not applied: together they go past its \
-                 policy's boundary under this configuration ({}: {})", first.path, first.message);
-            return policy.clone();
-        }
-        Arc::new(after)
     }
+    let after = policy.with_granted(rules);
+    // SECURITY: held to the boundary under this generation: a reload that narrows the boundary ends the grants
+    // that no longer fit, rather than letting them run past it.
+    let beyond = past(config, &after, boundary);
+    if let Some(first) = beyond.first() {
+        tracing::warn!(sandbox = %sandbox.id, "the sandbox's grants are not applied: together they go past its \
+             policy's boundary under this configuration ({}: {})", first.path, first.message);
+        return policy.clone();
+    }
+    Arc::new(after)
 }

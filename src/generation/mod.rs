@@ -21,11 +21,11 @@ use crate::identity::{Identities, Origin, Sandbox};
 use crate::inject::apply::Credentials;
 use crate::metrics::Metrics;
 use crate::net::{Dialer, Guard};
-use crate::policy::Policy;
+use crate::policy::{AccessTerms, Policy};
 use crate::principal::{Principal, Via};
 use crate::upstream::pool::{self, Upstreams};
 
-pub(crate) use access::NotGrantable;
+pub(crate) use access::{JudgedAccess, NotGrantable};
 pub(crate) use held::held_by_runtime;
 
 /// One configuration in force, with everything built from it.
@@ -148,6 +148,46 @@ impl Generation {
             Some(control) => self.with_grants(sandbox, control, policy),
             None => policy,
         })
+    }
+
+    /// The configuration's policy that `sandbox` is of (a run-time sandbox's record names it; an own policy
+    /// extends it): whose `boundary:` and `access:` hold what the sandbox may be granted.
+    pub(crate) fn base_policy(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<Arc<Policy>> {
+        match (&sandbox.origin, control) {
+            (Origin::Config, _) => self.named_policy(&sandbox.policy).cloned(),
+            (Origin::Api { .. }, Some(c)) => c.with_policy(&sandbox.id, |name, _| self.named_policy(name).cloned())?,
+            (Origin::Api { .. }, None) => None,
+        }
+    }
+
+    /// Whether `sandbox` may ask for access, and on what terms.
+    pub(crate) fn access_terms(&self, sandbox: &Sandbox, control: Option<&Control>) -> Option<AccessTerms> {
+        self.base_policy(sandbox, control).and_then(|p| p.access)
+    }
+
+    /// Judge a request of `sandbox` for the rules `allow` (JSON, a policy's `allow:` entries): what it adds to the
+    /// policy the sandbox runs under now (with its live grants), held to its policy's boundary.
+    pub(crate) fn judge_access(
+        &self,
+        sandbox: &Sandbox,
+        control: &Control,
+        allow: &serde_json::Value,
+    ) -> Result<JudgedAccess, NotGrantable> {
+        let not_offered = || NotGrantable::NotOffered(sandbox.policy.clone());
+        let base = self.base_policy(sandbox, Some(control)).ok_or_else(not_offered)?;
+        let now = self.policy_for(sandbox, Some(control)).ok_or_else(not_offered)?;
+        access::judge(&self.config, &base, &now, allow)
+    }
+
+    /// `policy` (what `sandbox` runs under without grants) with its live grants, held to its boundary.
+    fn with_grants(&self, sandbox: &Sandbox, control: &Control, policy: Arc<Policy>) -> Arc<Policy> {
+        let grants = control.access.granted(sandbox, crate::control::now());
+        if grants.is_empty() {
+            return policy;
+        }
+        let base = self.base_policy(sandbox, Some(control));
+        let boundary = base.as_deref().and_then(|b| b.boundary.as_deref());
+        self.granted.policy(&self.config, sandbox, &grants, policy, boundary)
     }
 
     /// The policy `sandbox` runs under without its grants.

@@ -28,30 +28,6 @@ pub(crate) struct Exceeds {
     pub(crate) counterexample: Option<Witness>,
 }
 
-/// What a finding adds, by the field it is at (`allow[1].ports`: a port).
-pub(crate) fn kind(path: &str) -> &'static str {
-    let tail = path.rsplit(']').next().unwrap_or(path);
-    if path.ends_with(".mode") || path == "mode" {
-        "report mode where it enforced"
-    } else if path.contains("credentials[") {
-        "credential"
-    } else if tail.starts_with(".mcp") {
-        "MCP tool"
-    } else if tail.starts_with(".graphql") {
-        "GraphQL operation"
-    } else {
-        match tail {
-            ".host" | ".cidrs" => "destination",
-            ".ports" => "port",
-            ".methods" => "method",
-            ".paths" => "path",
-            ".tls" => "TLS mode",
-            ".action" => "approval no longer asked",
-            _ => "rule",
-        }
-    }
-}
-
 /// Everything in `inline` that `base` does not allow; empty when `inline` only narrows `base`. `at` is the JSON
 /// path of the inline policy (e.g. `policy`). A credential is taken to be sent wherever a policy that lists it
 /// allows an intercepted request (see [`exceeds_bound`]).

@@ -73,6 +73,30 @@ impl Witness {
     }
 }
 
+/// What a finding adds, by the field it is at (`allow[1].ports`: a port).
+pub(crate) fn kind(path: &str) -> &'static str {
+    let tail = path.rsplit(']').next().unwrap_or(path);
+    if path.ends_with(".mode") || path == "mode" {
+        "report mode where it enforced"
+    } else if path.contains("credentials[") {
+        "credential"
+    } else if tail.starts_with(".mcp") {
+        "MCP tool"
+    } else if tail.starts_with(".graphql") {
+        "GraphQL operation"
+    } else {
+        match tail {
+            ".host" | ".cidrs" => "destination",
+            ".ports" => "port",
+            ".methods" => "method",
+            ".paths" => "path",
+            ".tls" => "TLS mode",
+            ".action" => "approval no longer asked",
+            _ => "rule",
+        }
+    }
+}
+
 /// What a policy does with a probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ProbeOutcome {

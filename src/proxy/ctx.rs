@@ -5,7 +5,8 @@
 //! (`tests/it/repo/phases.rs` checks it): `sandbox` by identify, `target` by target, `permit` by decide,
 //! `meter` and `websocket` by shape, `judged` by protocol, `reply` and `scan` by credentials, `answer` by send,
 //! `visit` by visitor and `dev_server` by exposed (a preview's), and `ending` by the last phase of each kind
-//! (respond for a request, open for a tunnel, answer for a DNS query, visit for a preview). The request in flight (`intent`'s request) is the exchange's subject: the phases that change it
+//! (respond for a request, open for a tunnel, answer for a DNS query, visit for a preview, access for a
+//! sandbox's request to cordon's own name). The request in flight (`intent`'s request) is the exchange's subject: the phases that change it
 //! (shape, protocol and approve reading its body and putting it back, credentials) say so, and send takes it.
 //! Every phase adds its own facts to the audit record; the record phase alone ends it.
 

@@ -132,7 +132,7 @@ fn json_answer(status: StatusCode, v: &Value) -> Response<crate::body::ProxyBody
 }
 
 /// The body of `POST /v1/requests`, read strictly.
-struct Asked {
+struct AccessAsked {
     allow: Value,
     reason: String,
     lifetime: Option<std::time::Duration>,
@@ -146,7 +146,7 @@ fn invalid(details: Vec<String>) -> ProxyError {
     }
 }
 
-fn read(body: &[u8]) -> Result<Asked, ProxyError> {
+fn read(body: &[u8]) -> Result<AccessAsked, ProxyError> {
     if body.len() > MOST_BODY {
         return Err(invalid(vec![format!(
             "the body has {} bytes; an access request has at most {MOST_BODY}",
@@ -229,7 +229,7 @@ fn read(body: &[u8]) -> Result<Asked, ProxyError> {
     if !problems.is_empty() {
         return Err(invalid(problems));
     }
-    Ok(Asked {
+    Ok(AccessAsked {
         allow,
         reason,
         lifetime,

@@ -151,3 +151,48 @@ async fn only_an_approver_decides_and_a_decided_request_stays_decided() {
     let (status, mine, _) = through(&rig, "GET", &format!("{}/{id}", super::ASK_AT), None);
     assert_eq!((status, mine["state"].as_str()), (200, Some("denied")), "{mine}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_viewer_sees_what_a_sandbox_asks_for_but_cannot_grant_it() {
+    use crate::console::inbox::post_form;
+    use crate::rigs::console::session_of;
+    let rig = rig(false, &asking("auto_grant: false")).await;
+    let (status, filed) = super::ask(&rig, &for_get(&rig, "/status", "10m"));
+    assert_eq!(status, 202, "{filed}");
+    let id = filed["id"].as_str().unwrap().to_owned();
+    let victor = browser().await;
+    sign_in(&rig, &victor, "victor").await;
+    let card = victor.wait_for(&format!("article[data-access='{id}']"), 20).await;
+    assert!(
+        card.find(Locator::Css("form.decide")).await.is_err(),
+        "a viewer gets no buttons"
+    );
+    // Posting anyway, with the viewer's own session and CSRF token, from the console's origin: 403 naming the role.
+    let v = session_of(&victor).await;
+    let (status, page) = post_form(
+        &rig,
+        &format!("{}access/{id}", v.base),
+        &v.cookie,
+        Some(&rig.url("")),
+        &format!("csrf={}&act=grant", v.csrf),
+    )
+    .await;
+    assert_eq!(status, 403, "{page}");
+    assert!(
+        page.contains("access_decided needs the role admin or approver"),
+        "{page}"
+    );
+    // Without its CSRF token, nobody's form counts.
+    let (status, _) = post_form(
+        &rig,
+        &format!("{}access/{id}", v.base),
+        &v.cookie,
+        Some(&rig.url("")),
+        "act=grant",
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(listed(&rig).await[0]["state"], "pending");
+    assert_eq!(get(&rig, "/status"), 403);
+    victor.close().await;
+}

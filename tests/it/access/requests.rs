@@ -342,3 +342,57 @@ async fn the_approvals_examples_decide_access_requests_as_printed() {
     assert_eq!(get(&rig, "/status"), 200);
     assert_eq!(run("", "cordon approvals access --ids"), "", "none waits now");
 }
+
+#[tokio::test]
+async fn a_dns_query_for_cordons_name_is_refused_even_where_a_rule_names_it() {
+    use hickory_proto::op::{Message, Query, ResponseCode};
+    use hickory_proto::rr::{Name, RecordType};
+    // A policy that names the host, and offers asking: the name is still cordon's, never resolved.
+    let yaml = r#"
+network: { allow_cidrs: ["127.0.0.0/8"], hosts: { access.cordon.internal: ["127.0.0.9"] } }
+sandboxes:
+  - { id: vm, user: alice, policy: p, source_cidrs: ["127.0.0.1/32"] }
+policies:
+  p:
+    allow:
+      - host: access.cordon.internal
+    boundary:
+      allow:
+        - host: access.cordon.internal
+    access: {}
+"#;
+    let config = cordon::config::Config::parse("dns.yaml", yaml).unwrap();
+    let audit = crate::rigs::proxy::Capture::default();
+    let state = cordon::state::ProxyState::new(config, std::sync::Arc::new(audit.clone()), vec![])
+        .await
+        .unwrap();
+    let (udp, tcp) = cordon::proxy::entry::dns::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let server = udp.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(cordon::proxy::entry::dns::serve(udp, tcp, state, async move {
+        let _ = stopped.await;
+    }));
+    for name in ["access.cordon.internal", "ACCESS.cordon.internal"] {
+        let mut msg = Message::query();
+        msg.metadata.recursion_desired = true;
+        msg.add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+        let sock = tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await.unwrap();
+        sock.send_to(&msg.to_vec().unwrap(), server).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let (len, _) = tokio::time::timeout(std::time::Duration::from_secs(5), sock.recv_from(&mut buf))
+            .await
+            .expect("the responder answered")
+            .unwrap();
+        let answer = Message::from_vec(&buf[..len]).unwrap();
+        assert_eq!(answer.metadata.response_code, ResponseCode::Refused, "{name}");
+        assert!(answer.answers.is_empty(), "{name}");
+    }
+    let records = audit.now();
+    assert!(
+        records.iter().all(|r| r.reason.as_deref() == Some("access_needs_http")),
+        "{records:?}"
+    );
+    let _ = stop.send(());
+}

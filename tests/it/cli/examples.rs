@@ -98,6 +98,7 @@ const RUNNERS: &[&str] = &[
     include_str!("suggest.rs"),
     include_str!("policy_examples.rs"),
     include_str!("../jail/examples.rs"),
+    include_str!("../access/requests.rs"),
 ];
 
 /// No example is left out of the tests: every command line of every `Examples:` block is written, as a Rust

@@ -17,7 +17,13 @@ use crate::rigs::console::{ConsoleRig, console_rig, session_of, sign_in};
 use crate::rigs::wait::{TimedChild, Within};
 
 /// A raw HTTP/1.1 POST of a form to the console: status and body.
-async fn post_form(rig: &ConsoleRig, path: &str, cookie: &str, origin: Option<&str>, form: &str) -> (u16, String) {
+pub(crate) async fn post_form(
+    rig: &ConsoleRig,
+    path: &str,
+    cookie: &str,
+    origin: Option<&str>,
+    form: &str,
+) -> (u16, String) {
     let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
     let req = format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nCookie: {cookie}\r\n{origin}Content-Type: \

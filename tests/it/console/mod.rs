@@ -8,7 +8,7 @@
 
 mod certs;
 mod held;
-mod inbox;
+pub(crate) mod inbox;
 mod listener;
 mod live;
 mod origins;

@@ -1,7 +1,7 @@
 //! The data plane's shape holds (issue #55 item 1): `src/proxy/mod.rs` runs one ordered list of phases, each one
 //! file of `src/proxy/phase/` with the same signature (a preview's three included), and every slot of the
 //! per-request context (`Ctx`, `src/proxy/ctx.rs`) is written by exactly one phase (the exchange's ending by the
-//! last phase of each kind: respond, open, answer, visit),
+//! last phase of each kind: respond, open, answer, visit, and access for cordon's own name),
 //! and consumed (`.take()`) by at most one. Read from the source, so a new phase or slot is checked as it lands.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -137,7 +137,7 @@ fn every_slot_of_the_context_is_written_by_one_phase() {
     .into_iter()
     .collect();
     // The exchange's ending: the last phase of each kind writes it.
-    let last: BTreeSet<&str> = ["respond", "open", "answer", "visit"].into_iter().collect();
+    let last: BTreeSet<&str> = ["respond", "open", "answer", "visit", "access"].into_iter().collect();
     let mut problems = Vec::new();
     let mut table = Vec::new();
     for field in &fields {
