@@ -163,6 +163,22 @@ impl<'de> serde::Deserialize<'de> for CredentialName {
     }
 }
 
+name!(
+    /// One life of one sandbox id (see `identity::Sandbox::incarnation`): `id#nonce` for a run-time sandbox,
+    /// `id@user` for one of the file. What everything bound to a sandbox is keyed by (placeholders, budgets, MCP
+    /// sessions and pins, preview links, grants), so a key made for one life is never taken for another's, or for
+    /// an id.
+    Incarnation
+);
+
+impl Incarnation {
+    /// The incarnation written `text`: made by `identity::Sandbox`, or read back from what cordon signed or
+    /// stored (a preview link's claims).
+    pub(crate) fn of(text: impl Into<Arc<str>>) -> Incarnation {
+        Incarnation(text.into())
+    }
+}
+
 #[cfg(test)]
 #[path = "names_tests.rs"]
 mod tests;

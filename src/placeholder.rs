@@ -7,6 +7,7 @@
 //! an earlier one's id gets other placeholders and AWS keys, so none of the earlier one's is swapped for it.
 //! The key lives in a file created 0600 on first use.
 
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -44,7 +45,7 @@ impl Placeholders {
     }
 
     /// Remember the placeholders of these (incarnation, credential) pairs so any of them can be recognised.
-    pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a Incarnation, &'a str)>) {
         for (sandbox, credential) in pairs {
             let p = self.value(sandbox, credential);
             self.known.insert(p, (sandbox.to_string(), credential.to_string()));
@@ -52,9 +53,9 @@ impl Placeholders {
     }
 
     /// The placeholder of `credential` for the sandbox incarnation `incarnation` (`Sandbox::incarnation`).
-    pub fn value(&self, incarnation: &str, credential: &str) -> String {
+    pub fn value(&self, incarnation: &Incarnation, credential: &str) -> String {
         let mut ctx = hmac::Context::with_key(&self.key);
-        ctx.update(incarnation.as_bytes());
+        ctx.update(incarnation.as_str().as_bytes());
         ctx.update(&[0]);
         ctx.update(credential.as_bytes());
         let tag = ctx.sign();

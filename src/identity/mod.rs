@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 pub(crate) mod signed;
 
-use crate::names::SandboxId;
+use crate::names::{Incarnation, SandboxId};
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Sandbox {
     /// Where it was declared.
     pub(crate) origin: Origin,
     /// Its incarnation, made once (see [`Sandbox::incarnation`]): several steps of every request ask for it.
-    incarnation: Arc<str>,
+    incarnation: Incarnation,
 }
 
 /// A sandbox as declared in the file.
@@ -73,7 +73,7 @@ impl Sandbox {
     /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
     /// An id has none of `#` and `@` (`SandboxId::parse`), so no two incarnations share a key.
     // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
-    pub(crate) fn incarnation(&self) -> &str {
+    pub(crate) fn incarnation(&self) -> &Incarnation {
         &self.incarnation
     }
 
@@ -81,14 +81,14 @@ impl Sandbox {
     pub(crate) fn new(id: SandboxId, user: String, policy: String, origin: Origin) -> Sandbox {
         let incarnation = match &origin {
             Origin::Config => file_incarnation(&id, &user),
-            Origin::Api { nonce, .. } => format!("{id}#{nonce}"),
+            Origin::Api { nonce, .. } => Incarnation::of(format!("{id}#{nonce}")),
         };
         Sandbox {
             id,
             user,
             policy,
             origin,
-            incarnation: incarnation.into(),
+            incarnation,
         }
     }
 
@@ -99,8 +99,8 @@ impl Sandbox {
 }
 
 /// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
-pub(crate) fn file_incarnation(id: &SandboxId, user: &str) -> String {
-    format!("{id}@{user}")
+pub(crate) fn file_incarnation(id: &SandboxId, user: &str) -> Incarnation {
+    Incarnation::of(format!("{id}@{user}"))
 }
 
 /// Why a request has no identity.

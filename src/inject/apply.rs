@@ -2,6 +2,7 @@
 //! placeholders, where their secrets come from, and the scanners and maskers built from what is known of
 //! those secrets. Applying them to a request is `outgoing.rs`.
 
+use crate::names::Incarnation;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -57,14 +58,14 @@ impl Credentials {
         } else {
             Placeholders::load(&key)?
         };
-        let pairs: Vec<String> = config
+        let pairs: Vec<Incarnation> = config
             .sandboxes
             .iter()
             .map(|s| crate::identity::file_incarnation(&s.id, &s.user))
             .collect();
-        let pairs: Vec<(&str, &str)> = pairs
+        let pairs: Vec<(&Incarnation, &str)> = pairs
             .iter()
-            .flat_map(|s| config.credentials.keys().map(move |c| (s.as_str(), c.as_str())))
+            .flat_map(|s| config.credentials.keys().map(move |c| (s, c.as_str())))
             .collect();
         placeholders.learn(pairs);
         Credentials::with(config, Secrets::new(config)?, placeholders)
@@ -128,7 +129,7 @@ impl Credentials {
     /// each placeholder credential its policy allows.
     pub(crate) fn placeholders_for(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         allowed: &[CredentialName],
     ) -> Vec<(CredentialName, String)> {
         allowed

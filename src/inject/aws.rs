@@ -6,6 +6,7 @@
 //! never enter the sandbox. Unsigned requests, other keys, altered or stale signatures, SigV2, SigV4a and
 //! chunk-signed payloads are refused.
 
+use crate::names::Incarnation;
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
@@ -82,7 +83,7 @@ impl Credentials {
     }
 
     /// The placeholder secret access key of the sandbox incarnation `incarnation` for `credential`.
-    pub(crate) fn aws_placeholder_secret(&self, incarnation: &str, credential: &str) -> String {
+    pub(crate) fn aws_placeholder_secret(&self, incarnation: &Incarnation, credential: &str) -> String {
         self.placeholders
             .value(incarnation, &format!("{credential}\0aws-secret-access-key"))
     }
@@ -92,7 +93,7 @@ impl Credentials {
     /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
     pub(crate) fn aws_env(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         allowed: &[CredentialName],
     ) -> std::collections::BTreeMap<String, String> {
         let mut env = std::collections::BTreeMap::new();

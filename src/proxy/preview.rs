@@ -75,7 +75,7 @@ pub(crate) fn allowed(
     // SECURITY: a link or session opens only the incarnation it was made for: the id revoked (or purged, or
     // removed from the file) and created again, for another user or the same, is another sandbox whose dev
     // server an earlier link's holder must not reach.
-    if claims.inc != sandbox.incarnation() {
+    if *sandbox.incarnation() != claims.inc {
         return Err(refusal(
             Reason::PreviewOtherIncarnation,
             format!(
