@@ -13,8 +13,10 @@ use crate::net::DialError;
 use crate::policy::DenyReason;
 use crate::reason::{Answer, Reason};
 use crate::target::{Target, TargetError};
+pub(crate) use refusal::{Format, Subject};
 
 mod raw;
+pub(crate) mod refusal;
 mod side;
 mod tunnel_end;
 pub(crate) use raw::{
@@ -372,32 +374,47 @@ impl ProxyError {
         }
     }
 
-    /// The response the client gets.
+    /// The response the client gets, when nothing is known of the request (see [`ProxyError::refusal`]).
     pub(crate) fn response(&self) -> Response<ProxyBody> {
-        if let ProxyError::Protocol(refused) = self {
-            // In the protocol's own words, already written; its status is still its reason's.
-            let mut resp = Response::new(body::full(refused.body.clone()));
-            *resp.status_mut() = self.status();
-            let h = resp.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(refused.content_type));
-            h.insert(REASON_HEADER, HeaderValue::from_static(refused.reason.code()));
-            return resp;
-        }
+        self.refusal(&Subject::default(), Format::Text)
+    }
+
+    /// The response the client gets for this refusal of `refused`, its body in `format` (the request's Accept):
+    /// the `cordon.refusal/1` facts in the body and in `x-cordon-*` headers (`src/error/refusal.rs`). A refusal
+    /// in a protocol's own words keeps its body (the protocol's error) and gets the headers.
+    pub(crate) fn refusal(&self, refused: &Subject, format: Format) -> Response<ProxyBody> {
         let status = self.status();
-        let mut resp = Response::new(body::full(format!("cordon: {}\n", self.public_message())));
+        let reason = self.reason();
+        let retry_after = match self {
+            // At least one second: a Retry-After of 0 invites a busy loop.
+            ProxyError::Limited(r) => Some(r.retry_after.as_secs().max(1)),
+            _ => None,
+        };
+        let facts = refusal::Facts {
+            reason,
+            status: status.as_u16(),
+            message: self.public_message(),
+            refused,
+            retry_after,
+        };
+        let (content_type, body) = match self {
+            // In the protocol's own words, already written; its status is still its reason's.
+            ProxyError::Protocol(refused) => (refused.content_type, body::full(refused.body.clone())),
+            _ => {
+                let (content_type, text) = facts.body(format);
+                (content_type, body::full(text))
+            }
+        };
+        let mut resp = Response::new(body);
         *resp.status_mut() = status;
         let h = resp.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
-        h.insert(REASON_HEADER, HeaderValue::from_static(self.reason().code()));
-        if let ProxyError::Limited(r) = self {
-            // At least one second: a Retry-After of 0 invites a busy loop.
-            let secs = r.retry_after.as_secs().max(1);
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                h.insert(header::RETRY_AFTER, v);
-            }
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        h.insert(REASON_HEADER, HeaderValue::from_static(reason.code()));
+        facts.headers(h);
+        if let Some(secs) = retry_after
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+        {
+            h.insert(header::RETRY_AFTER, v);
         }
         if status == StatusCode::PROXY_AUTHENTICATION_REQUIRED {
             h.insert(

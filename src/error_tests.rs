@@ -238,7 +238,7 @@ fn variant(e: &ProxyError) -> u8 {
 const VARIANTS: u8 = 30;
 
 /// Every `ProxyError` that can be built: each variant, with every kind of what it carries.
-fn every_error() -> Vec<ProxyError> {
+pub(super) fn every_error() -> Vec<ProxyError> {
     let credential = || crate::names::CredentialName::from("github");
     let mut all: Vec<ProxyError> = Vec::new();
     all.extend(auth_failures().into_iter().map(ProxyError::Auth));

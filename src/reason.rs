@@ -124,7 +124,11 @@ macro_rules! reasons {
     };
 }
 
+mod agent;
 mod codes;
+#[cfg(test)]
+pub(crate) use agent::{HINT_MAX, Whose};
+pub(crate) use agent::{NO_WAY_AROUND, SCHEMA};
 pub(crate) use codes::Reason;
 
 impl Reason {

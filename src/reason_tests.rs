@@ -76,6 +76,20 @@ fn shown(answer: Answer) -> String {
     }
 }
 
+/// What the sandbox reads of a refusal it can read over HTTP (see the book's "When an agent is refused"): whose
+/// side it is on, whether asking a person can help, and the hint; nothing for records and answers for people.
+fn for_the_agent(r: Reason) -> String {
+    if r.answer().http_status().is_none() || r.whose() == crate::reason::Whose::Record {
+        return String::new();
+    }
+    format!(
+        "\n**The agent reads:** `whose` `{}`, `ask` `{}`: {}\n",
+        r.whose().as_str(),
+        r.ask(),
+        r.hint()
+    )
+}
+
 /// The page's generated part: the table of `cordon reasons` with each code linked to its section, then a section
 /// per family and one per code (mdBook gives it the code itself as its id), with its answer, meaning and what to
 /// do.
@@ -97,11 +111,12 @@ fn page() -> String {
         out.push_str(&format!("\n## {family}\n"));
         for r in *reasons {
             out.push_str(&format!(
-                "\n### `{}`\n\n{}: {}.\n\n**What to do:** {}\n",
+                "\n### `{}`\n\n{}: {}.\n\n**What to do:** {}\n{}",
                 r.code(),
                 shown(r.answer()),
                 r.meaning(),
-                r.remedy()
+                r.remedy(),
+                for_the_agent(*r)
             ));
         }
     }

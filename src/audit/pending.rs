@@ -109,6 +109,18 @@ impl Pending {
         self.record.path = Some(path.to_string());
     }
 
+    /// What the record says was asked for, as the sandbox sent it (method, host, port, path without its
+    /// query: filled when the exchange started, before any phase changed the request), for the refusal the
+    /// sandbox reads.
+    pub(crate) fn subject(&self) -> crate::error::Subject {
+        crate::error::Subject {
+            method: self.record.method.clone(),
+            host: self.record.host.clone(),
+            port: self.record.port,
+            path: self.record.path.clone(),
+        }
+    }
+
     /// The destination port, where no [`Target`] was parsed (a held request an admin decision covered).
     pub(crate) fn port(&mut self, port: u16) {
         self.record.port = Some(port);

@@ -56,6 +56,21 @@ cordon explain --sandbox demo --method POST --json https://api.github.com/repos/
 cordon policy suggest --sandbox demo audit.jsonl",
     ),
     (
+        "policy diff",
+        "# What the policy in narrow.yaml (a file of `allow:` rules) would add to the embedded `default` policy
+# (exit 0 nothing, 1 something, each with a request that shows it)
+cordon policy diff default narrow.yaml
+
+# And the other way round, as JSON
+cordon policy diff --json narrow.yaml default",
+    ),
+    (
+        "policy contains",
+        "# Prove that the embedded `default` policy allows everything narrow.yaml (a file of `allow:` rules) allows
+# (exit 0), or print a request that shows it does not (exit 1)
+cordon policy contains default narrow.yaml",
+    ),
+    (
         "policy suggest",
         "# The narrowest policy that would have allowed what the demo sandbox did, as a `policies:` section
 cordon policy suggest --sandbox demo audit.jsonl

@@ -24,6 +24,7 @@ mod examples;
 mod explain;
 pub(crate) mod jail;
 mod output;
+mod policy;
 mod reasons;
 mod render;
 pub(crate) mod run;
@@ -50,16 +51,6 @@ use args::{load, load_startable};
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-}
-
-/// `cordon policy ...`.
-#[derive(clap::Subcommand)]
-enum PolicyCommand {
-    /// Write the narrowest policy that would have allowed what an audit log shows a sandbox doing (a report-mode
-    /// run, or refusals), grouped by host. Refusals no rule changes (metadata, private addresses, malformed
-    /// requests, credentials out of place) are counted, never allowed. Exit 0 a policy written; 1 nothing to
-    /// suggest; 2 unusable input.
-    Suggest(suggest::SuggestArgs),
 }
 
 #[derive(Subcommand)]
@@ -94,10 +85,11 @@ enum Command {
         /// The URL, e.g. http://example.com/ or https://api.github.com/repos/acme/x.
         url: String,
     },
-    /// Policies: learn one from an audit log.
+    /// Policies: `diff OLD NEW` (what a change adds), `contains BOUNDARY CANDIDATE` (a proof, or a request that
+    /// refutes it), `suggest FILE...` (learn one from an audit log).
     Policy {
         #[command(subcommand)]
-        command: PolicyCommand,
+        command: policy::PolicyCommand,
     },
     /// The audit log: the checkpoints' public key, and verifying audit files.
     Audit {
@@ -239,9 +231,7 @@ pub fn main(on_idle: fn(), child_signals: crate::jail::ChildSignals) -> ExitCode
         Command::Ca { command } => ca::main(command),
         Command::Config { command } => config_cmd::main(command),
         Command::Audit { command } => audit::main(command),
-        Command::Policy {
-            command: PolicyCommand::Suggest(args),
-        } => suggest::main(args),
+        Command::Policy { command } => policy::main(command),
         Command::Placeholders { config, sandbox, json } => vault::placeholders(&config, &sandbox, json),
         Command::Vault { command } => vault::main(command),
         Command::Reasons { code, json, markdown } => reasons::main(code.as_deref(), json, markdown),

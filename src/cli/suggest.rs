@@ -25,6 +25,8 @@ use std::process::ExitCode;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::reason::Reason;
+
 /// Exit status: a policy was written.
 const SUGGESTED: u8 = 0;
 /// Exit status: the records hold nothing of the sandbox to suggest a rule for.
@@ -33,7 +35,12 @@ const NOTHING: u8 = 1;
 const UNUSABLE: u8 = 2;
 
 /// The reasons a policy rule decides: a refusal for one of these is what a rule would have allowed.
-const POLICY_REASONS: &[&str] = &["no_rule", "port_not_allowed", "method_not_allowed", "path_not_allowed"];
+const POLICY_REASONS: [Reason; 4] = [
+    Reason::NoRule,
+    Reason::PortNotAllowed,
+    Reason::MethodNotAllowed,
+    Reason::PathNotAllowed,
+];
 
 /// The kinds of record that are a sandbox's traffic.
 const TRAFFIC: &[&str] = &["http", "connect", "https", "transparent"];
@@ -180,7 +187,10 @@ pub(crate) fn suggest(seen: &[SeenRecord], sandbox: &str, paths: Paths) -> Sugge
         }
         let learnable = match s.decision.as_str() {
             "allow" | "would_deny" => true,
-            _ => s.reason.as_deref().is_some_and(|r| POLICY_REASONS.contains(&r)),
+            _ => s
+                .reason
+                .as_deref()
+                .is_some_and(|r| POLICY_REASONS.iter().any(|p| p.code() == r)),
         };
         if !learnable {
             let reason = s.reason.clone().unwrap_or_else(|| "unknown".into());

@@ -246,6 +246,11 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
     );
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
+    let raw_boundaries: BTreeMap<String, super::policies::RawBoundary> = raw
+        .policies
+        .iter_mut()
+        .filter_map(|(name, p)| Some((name.clone(), p.boundary.take()?)))
+        .collect();
     let mut policies = policies::policies(&mut errs, raw.policies);
     for (name, p) in policies.iter_mut() {
         p.expose = exposed.get(name).cloned().unwrap_or_default();
@@ -255,6 +260,7 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
             p.credentials = list.into_iter().map(crate::names::CredentialName::from).collect();
         }
     }
+    super::boundary::boundaries(&mut errs, raw_boundaries, &mut policies, &creds);
     lint::network(&mut errs, &network);
     lint::policies(&mut errs, &policies, &network);
     let sandboxes = sandboxes::sandboxes(&mut errs, raw.sandboxes, &policies);

@@ -14,6 +14,7 @@ mod admin;
 mod approval;
 mod assemble;
 mod audit;
+pub(crate) mod boundary;
 mod ca;
 pub(crate) mod console;
 mod control;

@@ -46,6 +46,24 @@ pub(super) struct RawPolicy {
     pub(crate) expose: Option<Vec<Whole>>,
     /// What a jail for a sandbox of this policy may spend (over `jail:`).
     pub(crate) jail: Option<RawJailLimits>,
+    /// The most a sandbox of this policy may ever be granted: a policy (mode, allow, credentials) that must
+    /// contain this one.
+    pub(crate) boundary: Option<RawBoundary>,
+}
+
+/// A policy's boundary, or a policy document in a file: a mode, ordered allow rules, the credentials.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a policy: a mapping with mode, allow, credentials")]
+pub(super) struct RawBoundary {
+    /// `enforce` (default) or `report`.
+    #[schemars(with = "Option<shapes::PolicyMode>")]
+    pub(crate) mode: Option<String>,
+    /// Ordered allow rules, written as under `policies:`.
+    #[serde(default)]
+    pub(crate) allow: Vec<RawRule>,
+    /// Credentials its sandboxes may use (names under `credentials:`).
+    #[serde(default)]
+    pub(crate) credentials: Vec<String>,
 }
 
 /// One allow rule.

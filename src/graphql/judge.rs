@@ -223,8 +223,10 @@ pub(crate) fn refused(reason: Reason, message: String, batch: Option<usize>) -> 
         json!({"message": "PersistedQueryNotFound", "extensions": {
             "code": "PERSISTED_QUERY_NOT_FOUND", "reason": reason.code(), "detail": message}})
     } else {
-        json!({"message": format!("cordon: {message}"), "extensions": {
-            "code": reason.code(), "reason": reason.code()}})
+        // The reason, and what the agent reads of any refusal (docs/src/refused.md).
+        let mut extensions = reason.in_protocol_facts();
+        extensions.insert("code".into(), reason.code().into());
+        json!({"message": format!("cordon: {message}"), "extensions": extensions})
     };
     let one = json!({ "errors": [error] });
     let body = match batch {

@@ -143,6 +143,10 @@ fn a_batch_goes_whole_or_not_at_all() {
     let body: Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(body.as_array().unwrap().len(), 2, "one answer per request of the batch");
     assert_eq!(body[1]["errors"][0]["extensions"]["code"], "graphql_operation_denied");
+    // What the agent reads of any refusal, in the protocol's error (docs/src/refused.md).
+    assert_eq!(body[1]["errors"][0]["extensions"]["whose"], "policy");
+    assert_eq!(body[1]["errors"][0]["extensions"]["ask"], true);
+    assert_eq!(body[1]["errors"][0]["extensions"]["reason"], "graphql_operation_denied");
     let (_, v) = judged(
         vec![
             one("mutation { closeIssue(number: 1) }", None),

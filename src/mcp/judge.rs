@@ -131,7 +131,8 @@ pub(crate) fn refused(reason: Reason, message: String, ids: &[Value], batch: Opt
             "error": {
                 "code": ERROR_CODE,
                 "message": format!("cordon refused this: {message} ({})", reason.code()),
-                "data": { "reason": reason.code() },
+                // The reason, and what the agent reads of any refusal (docs/src/refused.md).
+                "data": reason.in_protocol_facts(),
             }
         })
     };

@@ -106,6 +106,11 @@ fn a_batch_goes_whole_or_not_at_all() {
     );
     assert_eq!(answer[1]["error"]["code"], ERROR_CODE);
     assert_eq!(answer[1]["error"]["data"]["reason"], "mcp_tool_denied");
+    // What the agent reads of any refusal, in the protocol's error (docs/src/refused.md).
+    assert_eq!(answer[1]["error"]["data"]["whose"], "policy");
+    assert_eq!(answer[1]["error"]["data"]["ask"], true);
+    assert_eq!(answer[1]["error"]["data"]["schema"], crate::reason::SCHEMA);
+    assert!(answer[1]["error"]["data"]["no_way_around"].is_string());
 }
 
 #[test]

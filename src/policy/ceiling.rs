@@ -12,6 +12,8 @@
 //! refused rather than guessed.
 
 use super::allowlist::{Action, HostPattern, Rule};
+pub(crate) use super::hosts::host_within;
+use super::witness::{CredentialBound, LookIn, Witness, find};
 use super::{Mode, Policy, TlsMode};
 
 /// One way an inline policy goes past its base, with the JSON path of what does.
@@ -21,17 +23,49 @@ pub(crate) struct Exceeds {
     pub(crate) path: String,
     /// What exceeds the base, and what the base allows.
     pub(crate) message: String,
+    /// A concrete request that shows it: let through by `inline` as `base` does not (both decided live).
+    /// `None` where the check is conservative and no request made from the rule shows a difference.
+    pub(crate) counterexample: Option<Witness>,
 }
 
 /// Everything in `inline` that `base` does not allow; empty when `inline` only narrows `base`. `at` is the JSON
-/// path of the inline policy (e.g. `policy`).
+/// path of the inline policy (e.g. `policy`). A credential is taken to be sent wherever a policy that lists it
+/// allows an intercepted request (see [`exceeds_bound`]).
 pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> {
+    exceeds_bound(inline, base, at, &|_, _, _, _| true)
+}
+
+/// [`exceeds`], with where each credential may be sent (its `bind:`), for the counterexamples.
+pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: CredentialBound<'_>) -> Vec<Exceeds> {
     let mut out = Vec::new();
-    let mut push = |path: String, message: String| out.push(Exceeds { path, message });
+    let mut push = |path: String, message: String, scope: LookIn| {
+        out.push(Exceeds {
+            path,
+            message,
+            counterexample: find(inline, base, scope, bound),
+        })
+    };
     if inline.mode == Mode::Report && base.mode == Mode::Enforce {
         push(
             format!("{at}.mode"),
             format!("\"report\" would let through what {:?} refuses; it enforces", base.name),
+            LookIn::Mode,
+        );
+    } else if inline.mode == Mode::Report
+        && let Some(i) = base
+            .rules
+            .iter()
+            .position(|r| r.mcp.is_some() || r.graphql.is_some() || r.action == Action::Ask)
+    {
+        // A request no rule of `inline` allows is let through unjudged; the base may judge its messages or ask.
+        push(
+            format!("{at}.mode"),
+            format!(
+                "\"report\" lets through unjudged and unasked the requests {:?} judges or asks a person for (its \
+                 rule {i}) where no rule of this policy allows them",
+                base.name
+            ),
+            LookIn::Mode,
         );
     }
     for (i, name) in inline.credentials.iter().enumerate() {
@@ -43,12 +77,13 @@ pub(crate) fn exceeds(inline: &Policy, base: &Policy, at: &str) -> Vec<Exceeds> 
                     base.name,
                     list(&base.credentials)
                 ),
+                LookIn::Credential(i),
             );
         }
     }
     for (i, rule) in inline.rules.iter().enumerate() {
         if let Err((field, why)) = within_base(rule, base) {
-            push(format!("{at}.allow[{i}]{field}"), why);
+            push(format!("{at}.allow[{i}]{field}"), why, LookIn::Rule(i));
         }
     }
     out
@@ -311,17 +346,6 @@ fn overlaps(a: &Rule, b: &Rule) -> bool {
         _ => true,
     };
     ports && methods
-}
-
-/// Whether every name `mine` matches is matched by `theirs`.
-pub(crate) fn host_within(mine: &HostPattern, theirs: &HostPattern) -> bool {
-    let under = |name: &str, suffix: &str| name.len() > suffix.len() + 1 && name.ends_with(&format!(".{suffix}"));
-    match (mine, theirs) {
-        (HostPattern::Exact(a), HostPattern::Exact(b)) => a == b,
-        (HostPattern::Exact(a), HostPattern::Subdomains(s)) => under(a, s),
-        (HostPattern::Subdomains(t), HostPattern::Subdomains(s)) => t == s || under(t, s),
-        (HostPattern::Subdomains(_), HostPattern::Exact(_)) => false,
-    }
 }
 
 /// Ports, methods and paths of `rule` inside `b`'s (its destination is; TLS mode and action are judged by

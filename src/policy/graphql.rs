@@ -178,6 +178,21 @@ impl GraphqlRules {
         self.names.is_empty() || name.is_some_and(|n| self.names.matches(n))
     }
 
+    /// Every entry of `operations`, `ask` and `deny`, as written (`query`, `mutation.addComment`).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &str> {
+        self.operations
+            .texts
+            .iter()
+            .chain(&self.ask.texts)
+            .chain(&self.deny.texts)
+            .map(String::as_str)
+    }
+
+    /// The operation names `names` lists (empty: any).
+    pub(crate) fn name_texts(&self) -> &[String] {
+        &self.names.texts
+    }
+
     /// Everything the section says, for a rule's fingerprint.
     pub(crate) fn said(&self) -> String {
         format!(

@@ -47,3 +47,15 @@ impl HostIndex {
         &[]
     }
 }
+
+/// Whether every name `mine` matches is matched by `theirs` (the ceiling's and the boundary's containment of
+/// destinations).
+pub(crate) fn host_within(mine: &HostPattern, theirs: &HostPattern) -> bool {
+    let under = |name: &str, suffix: &str| name.len() > suffix.len() + 1 && name.ends_with(&format!(".{suffix}"));
+    match (mine, theirs) {
+        (HostPattern::Exact(a), HostPattern::Exact(b)) => a == b,
+        (HostPattern::Exact(a), HostPattern::Subdomains(s)) => under(a, s),
+        (HostPattern::Subdomains(t), HostPattern::Subdomains(s)) => t == s || under(t, s),
+        (HostPattern::Subdomains(_), HostPattern::Exact(_)) => false,
+    }
+}

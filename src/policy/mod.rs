@@ -12,6 +12,7 @@ mod hosts;
 pub mod mcp;
 mod overlaps;
 pub(crate) mod protocol;
+pub(crate) mod witness;
 
 pub use allowlist::{Action, HostPattern, Rule, TlsMode};
 pub use decide::{Decision, DenyReason, Question};
@@ -51,6 +52,9 @@ pub struct Policy {
     pub(crate) credential_scope: std::collections::BTreeMap<String, ScopeOverride>,
     /// Ports of its sandboxes that preview URLs may open.
     pub(crate) expose: Vec<u16>,
+    /// The most a sandbox of this policy may ever be granted (its `boundary:`), which contains it; checked at
+    /// load, used by nothing else yet.
+    pub(crate) boundary: Option<Box<Policy>>,
     hosts: hosts::HostIndex,
 }
 
@@ -65,6 +69,7 @@ impl Policy {
             credentials: Vec::new(),
             credential_scope: std::collections::BTreeMap::new(),
             expose: Vec::new(),
+            boundary: None,
             hosts,
         })
     }

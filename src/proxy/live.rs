@@ -174,10 +174,19 @@ impl Effects for Live {
             return Err(ProxyError::Internal);
         };
         let (mut parts, body) = std::mem::replace(req, Request::new(crate::body::empty())).into_parts();
-        let applied = generation
+        let applied = match generation
             .credentials
             .apply(sandbox, policy, &decision.credentials, &mut parts, body)
-            .await?;
+            .await
+        {
+            Ok(applied) => applied,
+            Err(e) => {
+                // Refused: what stays in flight is the request's Accept alone (its refusal is written as it
+                // prefers), never a head a credential may have been written into.
+                *req = crate::error::refusal::left_for_refusal(&parts.headers);
+                return Err(e);
+            }
+        };
         *req = Request::from_parts(parts, applied.body);
         super::budget::take(&self.0, generation, sandbox, &applied.names)?;
         let reply = Reply {

@@ -94,7 +94,7 @@ let refusal = null;
 async function fetchThroughCordon(input, init) {
   const response = await undiciFetch(input, { ...init, dispatcher });
   const ctype = response.headers.get('content-type') ?? '';
-  if (response.status >= 400 && !ctype.includes('json')) {
+  if (response.status >= 400 && !ctype.startsWith('application/json')) {
     refusal = { status: response.status, reason: response.headers.get('x-cordon-reason') };
   }
   return response;

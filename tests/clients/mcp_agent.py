@@ -50,7 +50,7 @@ class Agent:
 
     async def on_response(self, response):
         ctype = response.headers.get("content-type", "")
-        if response.request.method == "POST" and response.status_code >= 400 and "json" not in ctype:
+        if response.request.method == "POST" and response.status_code >= 400 and not ctype.startswith("application/json"):
             self.refusal = (response.status_code, response.headers.get("x-cordon-reason"))
 
     def emit(self, **fields):

@@ -21,6 +21,7 @@ mod gateway;
 mod jail;
 mod ops;
 mod pg;
+mod policy;
 mod previews;
 mod proxy;
 mod repo;

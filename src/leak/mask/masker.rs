@@ -193,9 +193,12 @@ impl Masker {
             return Search { hits, views };
         }
         // SECURITY: a form found in the raw bytes that starts or ends inside an escape (a secret starting
-        // with `n` right after a `\`) is replaced with the whole escape, so a JSON string stays one.
+        // with `n` right after a `\`) is replaced with the whole escape, so a JSON string stays one. Only the
+        // escapes of the text itself count: a reading of a reading joins an escaped `\\` to the quote after it
+        // (`\\"` read twice is `"`), and a form ending at that `\\` (a secret ending in `\`) would take the
+        // string's closing quote with it.
         for h in &mut hits {
-            for v in views.iter().chain(&views) {
+            for v in views.iter().chain(&views).filter(|v| !v.nested) {
                 (h.start, h.end) = (v.unit_start(h.start), v.unit_end(h.end));
             }
         }

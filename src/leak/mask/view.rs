@@ -147,6 +147,8 @@ pub(crate) struct DecodedView {
     pub(crate) saw_percent: bool,
     /// Whether a JSON escape was decoded.
     pub(crate) saw_json: bool,
+    /// A reading of another reading (text escaped twice): its units span escapes of escapes.
+    pub(crate) nested: bool,
 }
 
 impl DecodedView {
@@ -197,6 +199,7 @@ impl DecodedView {
             },
             cut_escape: if whole { outer.cut_escape } else { self.cut_escape },
             bytes: self.bytes,
+            nested: true,
             ..DecodedView::default()
         }
     }

@@ -10,10 +10,10 @@ use http_body_util::BodyExt;
 
 use crate::audit::Kind;
 use crate::body::{Counted, ProxyBody};
-use crate::error::ProxyError;
+use crate::error::{Format, ProxyError};
 use crate::proxy::ctx::{Ctx, Ended};
 use crate::proxy::effects::Effects;
-use crate::proxy::input::{Opened, Outcome, TunnelRecord};
+use crate::proxy::input::{Intent, Opened, Outcome, TunnelRecord};
 
 /// End the exchange as the phases left it (`ended`: `Err` if one refused or failed).
 pub(crate) fn run(mut ctx: Ctx, fx: &impl Effects, ended: Result<(), ProxyError>) -> Outcome {
@@ -80,10 +80,12 @@ fn refuse(ctx: Ctx, fx: &impl Effects, err: &ProxyError) -> Outcome {
 
 /// Fill the record for `err`, emit it (unless counted in an aggregate), and give the response.
 fn record_refusal(mut ctx: Ctx, err: &ProxyError) -> Response<ProxyBody> {
-    // A person on the preview listener reads a page; a sandbox's client, the refusal.
-    let resp = match ctx.kind {
-        Kind::Preview => crate::proxy::preview::page(err),
-        _ => err.response(),
+    // A person on the preview listener reads a page; a sandbox's client, the refusal, its body as the request's
+    // Accept prefers (a tunnel has none to prefer: text, and headers say it all).
+    let resp = match &ctx.intent {
+        Intent::Visit { .. } => crate::proxy::preview::page(err),
+        Intent::Request { req, .. } => err.refusal(&ctx.audit.subject(), Format::of(req.headers())),
+        Intent::Tunnel | Intent::Name { .. } => err.refusal(&ctx.audit.subject(), Format::Text),
     };
     // A DNS query has no HTTP answer to record; the detail says what went wrong instead.
     let (status, detail) = match ctx.kind {

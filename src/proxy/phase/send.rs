@@ -2,8 +2,6 @@
 //! made) or dials the checked address. A dry run sends nothing; it notes what the pool's guard says of a plain
 //! request's destination, and gets no answer. Takes the request in flight; writes `ctx.answer`.
 
-use http::Request;
-
 use crate::error::ProxyError;
 use crate::inject::outgoing::refusal;
 use crate::proxy::ctx::{Ctx, slot};
@@ -18,7 +16,9 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
     let Intent::Request { req, inside } = &mut ctx.intent else {
         return Err(ProxyError::Internal);
     };
-    let req = std::mem::replace(req, Request::new(crate::body::empty()));
+    // What is left in its place keeps the request's Accept, for the refusal should sending fail.
+    let left = crate::error::refusal::left_for_refusal(req.headers());
+    let req = std::mem::replace(req, left);
     let sent = fx
         .send(&generation, sandbox, target, inside.as_ref(), ctx.websocket, req)
         .await;

@@ -251,13 +251,24 @@ async fn run_with_curl_through_the_proxy() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // A denied destination: curl shows cordon's answer.
+    // A denied destination: curl shows cordon's answer (in text: curl's `Accept: */*` would take JSON).
     let out = curl()
-        .args(["-x", &proxy, "-w", "%{http_code}", "http://unlisted.test/"])
+        .args([
+            "-x",
+            &proxy,
+            "-H",
+            "Accept: text/plain",
+            "-w",
+            "%{http_code}",
+            "http://unlisted.test/",
+        ])
         .timed_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("cordon: denied") && text.ends_with("403"), "{text}");
+    assert!(
+        text.starts_with("cordon: denied") && text.contains("reason: no_rule") && text.ends_with("403"),
+        "{text}"
+    );
 
     // Wrong credentials.
     let bad = format!("http://sb1:nope@127.0.0.1:{port}");

@@ -96,6 +96,7 @@ const RUNNERS: &[&str] = &[
     include_str!("examples_system.rs"),
     include_str!("json.rs"),
     include_str!("suggest.rs"),
+    include_str!("policy_examples.rs"),
     include_str!("../jail/examples.rs"),
 ];
 

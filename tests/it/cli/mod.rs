@@ -14,5 +14,6 @@ pub(crate) mod explain_live;
 mod explain_own;
 mod explain_props;
 mod json;
+mod policy_examples;
 mod suggest;
 mod troubleshooting;

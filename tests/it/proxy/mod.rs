@@ -9,6 +9,7 @@ mod http;
 mod intercept;
 mod lifecycle;
 mod limits;
+mod refusals;
 mod resolver;
 mod rule_semantics;
 mod tunnel_splice;

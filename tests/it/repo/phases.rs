@@ -46,6 +46,21 @@ fn assigns(text: &str, field: &str) -> bool {
         .any(|(i, _)| !text[i + needle.len()..].starts_with('='))
 }
 
+/// `flow` runs each of `order` (`phase::run`), in that order.
+fn in_order(flow: &str, order: &[&str]) {
+    let at: Vec<usize> = order
+        .iter()
+        .map(|p| {
+            flow.find(&format!("{p}(ctx, fx)"))
+                .unwrap_or_else(|| panic!("{p} not in flow"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "src/proxy/mod.rs runs the phases out of order: {order:?}"
+    );
+}
+
 #[test]
 fn every_phase_is_one_file_with_one_signature_run_in_the_documented_order() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -94,30 +109,9 @@ fn every_phase_is_one_file_with_one_signature_run_in_the_documented_order() {
         "send::run",
         "respond::run",
     ];
-    let at: Vec<usize> = order
-        .iter()
-        .map(|p| {
-            flow.find(&format!("{p}(ctx, fx)"))
-                .unwrap_or_else(|| panic!("{p} not in flow"))
-        })
-        .collect();
-    assert!(
-        at.windows(2).all(|w| w[0] < w[1]),
-        "src/proxy/mod.rs runs the phases out of order: {order:?}"
-    );
+    in_order(&flow, &order);
     // A preview's own three (a person reaching a sandbox's dev server), in their order.
-    let preview = ["visitor::run", "exposed::run", "visit::run"];
-    let at: Vec<usize> = preview
-        .iter()
-        .map(|p| {
-            flow.find(&format!("{p}(ctx, fx)"))
-                .unwrap_or_else(|| panic!("{p} not in flow"))
-        })
-        .collect();
-    assert!(
-        at.windows(2).all(|w| w[0] < w[1]),
-        "src/proxy/mod.rs runs a preview's phases out of order: {preview:?}"
-    );
+    in_order(&flow, &["visitor::run", "exposed::run", "visit::run"]);
     println!("{} phases, each one file, run in order", phases.len());
 }
 
