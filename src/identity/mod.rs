@@ -73,7 +73,7 @@ impl Sandbox {
     /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
     /// An id has none of `#` and `@` (`SandboxId::parse`), so no two incarnations share a key.
     // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
-    pub(crate) fn incarnation(&self) -> &Incarnation {
+    pub fn incarnation(&self) -> &Incarnation {
         &self.incarnation
     }
 
@@ -81,7 +81,7 @@ impl Sandbox {
     pub(crate) fn new(id: SandboxId, user: String, policy: String, origin: Origin) -> Sandbox {
         let incarnation = match &origin {
             Origin::Config => file_incarnation(&id, &user),
-            Origin::Api { nonce, .. } => Incarnation::of(format!("{id}#{nonce}")),
+            Origin::Api { nonce, .. } => api_incarnation(&id, nonce),
         };
         Sandbox {
             id,
@@ -99,8 +99,13 @@ impl Sandbox {
 }
 
 /// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
-pub(crate) fn file_incarnation(id: &SandboxId, user: &str) -> Incarnation {
+pub fn file_incarnation(id: &SandboxId, user: &str) -> Incarnation {
     Incarnation::of(format!("{id}@{user}"))
+}
+
+/// The incarnation of the run-time sandbox `id` created with `nonce` (see [`Sandbox::incarnation`]).
+pub(crate) fn api_incarnation(id: &SandboxId, nonce: &str) -> Incarnation {
+    Incarnation::of(format!("{id}#{nonce}"))
 }
 
 /// Why a request has no identity.

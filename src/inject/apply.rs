@@ -63,9 +63,9 @@ impl Credentials {
             .iter()
             .map(|s| crate::identity::file_incarnation(&s.id, &s.user))
             .collect();
-        let pairs: Vec<(&Incarnation, &str)> = pairs
+        let pairs: Vec<(&Incarnation, &CredentialName)> = pairs
             .iter()
-            .flat_map(|s| config.credentials.keys().map(move |c| (s, c.as_str())))
+            .flat_map(|s| config.credentials.keys().map(move |c| (s, c)))
             .collect();
         placeholders.learn(pairs);
         Credentials::with(config, Secrets::new(config)?, placeholders)
@@ -139,7 +139,7 @@ impl Credentials {
                     .get(*n)
                     .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. } | Inject::AwsSigV4 { .. }))
             })
-            .map(|n| (n.clone(), self.placeholders.value(incarnation, n.as_str())))
+            .map(|n| (n.clone(), self.placeholders.value(incarnation, n)))
             .collect()
     }
 
@@ -242,7 +242,7 @@ impl Credentials {
             if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
                 known.push(self.secret(spec, policy).await?);
             }
-            let placeholder = self.placeholders.value(incarnation, name.as_str());
+            let placeholder = self.placeholders.value(incarnation, name);
             placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
             values.extend(known);
         }

@@ -83,9 +83,8 @@ impl Credentials {
     }
 
     /// The placeholder secret access key of the sandbox incarnation `incarnation` for `credential`.
-    pub(crate) fn aws_placeholder_secret(&self, incarnation: &Incarnation, credential: &str) -> String {
-        self.placeholders
-            .value(incarnation, &format!("{credential}\0aws-secret-access-key"))
+    pub(crate) fn aws_placeholder_secret(&self, incarnation: &Incarnation, credential: &CredentialName) -> String {
+        self.placeholders.aws_secret(incarnation, credential)
     }
 
     /// The AWS variables of the sandbox incarnation `incarnation` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
@@ -101,8 +100,8 @@ impl Credentials {
         names.sort();
         for (i, name) in names.into_iter().enumerate() {
             let (id, secret) = (
-                self.placeholders.value(incarnation, name.as_str()),
-                self.aws_placeholder_secret(incarnation, name.as_str()),
+                self.placeholders.value(incarnation, name),
+                self.aws_placeholder_secret(incarnation, name),
             );
             let var = crate::placeholder::env_var(name.as_str()).replacen(
                 "CORDON_PLACEHOLDER_",
@@ -151,7 +150,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
-            .find(|c| self.placeholders.value(incarnation, c.as_str()) == signed.key_id)
+            .find(|c| self.placeholders.value(incarnation, c) == signed.key_id)
         else {
             return Err(refused(
                 Reason::AwsSignatureKey,
@@ -180,9 +179,7 @@ impl Credentials {
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
-            secret: self
-                .aws_placeholder_secret(sandbox.incarnation(), credential.as_str())
-                .into(),
+            secret: self.aws_placeholder_secret(sandbox.incarnation(), credential).into(),
             token: None,
         };
         let payload = payload(&signed, body)?;

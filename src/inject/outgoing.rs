@@ -251,10 +251,12 @@ impl Credentials {
             let own = self
                 .specs
                 .keys()
-                .find(|c| self.placeholders.value(incarnation, c.as_str()) == token);
+                .find(|c| self.placeholders.value(incarnation, c) == token);
             let credential = match (own, self.placeholders.owner(&token)) {
                 (Some(credential), _) => credential.clone(),
-                (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
+                (None, Some((_, credential))) => {
+                    return Err(exfiltration(credential.as_str(), "another sandbox's placeholder"));
+                }
                 (None, None) => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
             };
             let swappable = match self.specs.get(credential.as_str()).map(|s| &s.inject) {
@@ -312,13 +314,9 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         self.specs
             .keys()
-            .find(|c| self.placeholders.value(incarnation, c.as_str()) == token)
+            .find(|c| self.placeholders.value(incarnation, c) == token)
             .cloned()
-            .or_else(|| {
-                self.placeholders
-                    .owner(token)
-                    .map(|(_, c)| CredentialName::from(c.as_str()))
-            })
+            .or_else(|| self.placeholders.owner(token).map(|(_, c)| c.clone()))
     }
 
     /// Set the bound header and Basic credentials, replacing whatever the sandbox sent.

@@ -3,8 +3,8 @@
 //! ends them cannot make cordon hold more than [`MOST_HELD`], nor one sandbox's servers more than
 //! [`MOST_HELD_PER_SANDBOX`] of it. An answer that would go past either is cut (`mcp_answer_unreadable`).
 
-use crate::names::Incarnation;
 use crate::locks::Unpoisoned;
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

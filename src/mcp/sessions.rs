@@ -9,8 +9,8 @@
 //! (`/messages/?session_id=...`): each query value there of 16 characters or more is bound as a session id the
 //! same way, and a request whose query carries one bound to another sandbox is refused.
 
-use crate::names::Incarnation;
 use crate::locks::Unpoisoned;
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
