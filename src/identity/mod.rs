@@ -213,10 +213,15 @@ impl Identities {
         Identities { by_id, by_source }
     }
 
-    /// The sandbox with this id, without authentication (for the CLI). A lookup by text: text that is no id
-    /// finds nothing.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
-        self.by_id.get(id).map(|e| e.sandbox.clone())
+    /// The declared sandbox with this id, without authentication.
+    pub(crate) fn get(&self, id: &SandboxId) -> Option<Arc<Sandbox>> {
+        self.named(id.as_str())
+    }
+
+    /// The declared sandbox the text `claimed` names (what a client sent, or a claim not yet read as an id):
+    /// text that is no id finds nothing.
+    pub(crate) fn named(&self, claimed: &str) -> Option<Arc<Sandbox>> {
+        self.by_id.get(claimed).map(|e| e.sandbox.clone())
     }
 
     /// A declared sandbox by id and token. The id is what the sandbox sent, not yet known to be one: text
@@ -271,7 +276,7 @@ pub(crate) fn identify(
     match credentials.as_ref().map_err(|e| *e)? {
         Some((id, secret)) if signed::looks_signed(secret) => {
             let sandbox = run_time.verify(id, secret)?;
-            if declared.get(id).is_some() {
+            if declared.named(id).is_some() {
                 // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
                 return Err(AuthFailure::Invalid);
             }

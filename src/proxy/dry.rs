@@ -21,6 +21,7 @@ use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::{AuthFailure, Sandbox};
 use crate::limits::Meter;
+use crate::names::SandboxId;
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
 use crate::preview::Previews;
@@ -225,7 +226,7 @@ impl Effects for Dry {
         None
     }
 
-    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+    fn preview_sandbox(&self, generation: &Generation, id: &SandboxId) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
         generation.identities.get(id).map(|s| ((*s).clone(), Vec::new()))
     }
 

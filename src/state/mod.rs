@@ -289,7 +289,7 @@ impl ProxyState {
             return Err(Closed::Revoked);
         }
         match &sandbox.origin {
-            Origin::Config => match generation.identities.get(sandbox.id.as_str()) {
+            Origin::Config => match generation.identities.get(&sandbox.id) {
                 Some(now) if now.policy == sandbox.policy && now.user == sandbox.user => Ok(()),
                 _ => Err(Closed::Removed),
             },
