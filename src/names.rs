@@ -172,8 +172,19 @@ name!(
 );
 
 impl Incarnation {
-    /// The incarnation written `text`: made by `identity::Sandbox`, or read back from what cordon signed or
-    /// stored (a preview link's claims).
+    /// The incarnation of the sandbox `id` declared in the file for `user`: `id@user` (declared again for
+    /// another user, it is another incarnation).
+    pub fn declared(id: &SandboxId, user: &str) -> Incarnation {
+        Incarnation(Arc::from(format!("{id}@{user}")))
+    }
+
+    /// The incarnation of the run-time sandbox `id` created with `nonce` (random per creation): `id#nonce`.
+    pub fn created(id: &SandboxId, nonce: &str) -> Incarnation {
+        Incarnation(Arc::from(format!("{id}#{nonce}")))
+    }
+
+    /// The incarnation written `text`, read back from what cordon stored (budget counts shared with other
+    /// replicas).
     pub(crate) fn of(text: impl Into<Arc<str>>) -> Incarnation {
         Incarnation(text.into())
     }

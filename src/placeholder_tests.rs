@@ -3,7 +3,7 @@ use super::*;
 
 /// The first incarnation of the run-time sandbox `id`.
 fn sandbox(id: &str) -> Incarnation {
-    crate::identity::api_incarnation(&id.into(), "1")
+    crate::names::Incarnation::created(&id.into(), "1")
 }
 
 #[test]
@@ -11,7 +11,7 @@ fn placeholders_differ_per_sandbox_and_credential_and_are_recognised() {
     let mut p = Placeholders::from_key(&[7u8; 32]);
     let (a, a2, b) = (
         sandbox("a"),
-        crate::identity::api_incarnation(&"a".into(), "2"),
+        crate::names::Incarnation::created(&"a".into(), "2"),
         sandbox("b"),
     );
     let (openai, github) = (CredentialName::from("openai"), CredentialName::from("github"));

@@ -80,8 +80,8 @@ impl Sandbox {
     /// The sandbox `id` of `user`, with policy `policy`, declared in `origin`.
     pub(crate) fn new(id: SandboxId, user: String, policy: String, origin: Origin) -> Sandbox {
         let incarnation = match &origin {
-            Origin::Config => file_incarnation(&id, &user),
-            Origin::Api { nonce, .. } => api_incarnation(&id, nonce),
+            Origin::Config => Incarnation::declared(&id, &user),
+            Origin::Api { nonce, .. } => Incarnation::created(&id, nonce),
         };
         Sandbox {
             id,
@@ -96,16 +96,6 @@ impl Sandbox {
     pub(crate) fn with_policy(self, policy: String) -> Sandbox {
         Sandbox { policy, ..self }
     }
-}
-
-/// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
-pub fn file_incarnation(id: &SandboxId, user: &str) -> Incarnation {
-    Incarnation::of(format!("{id}@{user}"))
-}
-
-/// The incarnation of the run-time sandbox `id` created with `nonce` (see [`Sandbox::incarnation`]).
-pub(crate) fn api_incarnation(id: &SandboxId, nonce: &str) -> Incarnation {
-    Incarnation::of(format!("{id}#{nonce}"))
 }
 
 /// Why a request has no identity.

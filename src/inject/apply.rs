@@ -61,7 +61,7 @@ impl Credentials {
         let pairs: Vec<Incarnation> = config
             .sandboxes
             .iter()
-            .map(|s| crate::identity::file_incarnation(&s.id, &s.user))
+            .map(|s| crate::names::Incarnation::declared(&s.id, &s.user))
             .collect();
         let pairs: Vec<(&Incarnation, &CredentialName)> = pairs
             .iter()
@@ -160,7 +160,7 @@ impl Credentials {
         policy
             .credentials
             .iter()
-            .filter(|name| self.bound(name.as_str(), target, method, path))
+            .filter(|name| self.bound(name, target, method, path))
             .cloned()
             .collect()
     }
@@ -181,14 +181,14 @@ impl Credentials {
     }
 
     /// Whether credential `name` is bound to a request of `method` to `target` and `path`.
-    pub(crate) fn bound(&self, name: &str, target: &Target, method: &Method, path: &str) -> bool {
+    pub(crate) fn bound(&self, name: &CredentialName, target: &Target, method: &Method, path: &str) -> bool {
         self.specs
             .get(name)
             .is_some_and(|s| s.binding.matches(target, method, path))
     }
 
     /// How credential `name` is attached, for explanations.
-    pub(crate) fn how(&self, name: &str) -> Option<String> {
+    pub(crate) fn how(&self, name: &CredentialName) -> Option<String> {
         Some(match &self.specs.get(name)?.inject {
             Inject::Header { name: h, .. } => format!("header {h}"),
             Inject::Basic { .. } => "Basic authorization".to_string(),

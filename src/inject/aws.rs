@@ -51,17 +51,11 @@ impl Credentials {
             _ => String::new(),
         };
         !parts.headers.contains_key("x-amz-content-sha256")
-            || aws.any(|name| {
-                aws_minting::reads_body(&aws_minting::services(
-                    &scope,
-                    self.pinned_service(name.as_str()),
-                    &host,
-                ))
-            })
+            || aws.any(|name| aws_minting::reads_body(&aws_minting::services(&scope, self.pinned_service(name), &host)))
     }
 
     /// The service credential `name` is pinned to sign for, if it is.
-    fn pinned_service(&self, name: &str) -> Option<&str> {
+    fn pinned_service(&self, name: &CredentialName) -> Option<&str> {
         match self.specs.get(name).map(|s| &s.inject) {
             Some(Inject::AwsSigV4 { service, .. }) => service.as_deref(),
             _ => None,
@@ -174,7 +168,7 @@ impl Credentials {
         }
         let authority = authority(parts)?;
         // Before the signature is judged: a minting call is refused as that, however it is signed.
-        self.aws_minting(credential.as_str(), &signed, parts, &authority, body)?;
+        self.aws_minting(credential, &signed, parts, &authority, body)?;
         fresh(&signed)?;
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
@@ -210,7 +204,7 @@ impl Credentials {
     /// large, compressed) is refused rather than guessed at.
     fn aws_minting(
         &self,
-        credential: &str,
+        credential: &CredentialName,
         signed: &Signed,
         parts: &Parts,
         authority: &str,

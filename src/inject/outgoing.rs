@@ -345,7 +345,7 @@ impl Credentials {
                 Inject::Header { name, .. } => name.clone(),
                 _ => AUTHORIZATION,
             };
-            parts.headers.insert(header, sensitive(&value, name.as_str())?);
+            parts.headers.insert(header, sensitive(&value, name)?);
             applied.push(name.clone());
         }
         Ok(applied)
@@ -372,7 +372,7 @@ impl Credentials {
                 if let Ok(text) = value.to_str()
                     && text.contains(&token)
                 {
-                    *value = sensitive(&text.replace(&token, secret.expose_secret()), credential.as_str())?;
+                    *value = sensitive(&text.replace(&token, secret.expose_secret()), &credential)?;
                 }
             }
             if let Some(q) = parts.uri.query()
@@ -419,8 +419,9 @@ fn split_only(joined: Found, each: &Found) -> Found {
     out
 }
 
-fn sensitive(value: &str, credential: &str) -> Result<HeaderValue, ProxyError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| unavailable(credential, "not a valid header value".into()))?;
+fn sensitive(value: &str, credential: &CredentialName) -> Result<HeaderValue, ProxyError> {
+    let mut v = HeaderValue::from_str(value)
+        .map_err(|_| unavailable(credential.as_str(), "not a valid header value".into()))?;
     v.set_sensitive(true);
     Ok(v)
 }

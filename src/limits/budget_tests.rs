@@ -6,7 +6,6 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 
 use super::human;
-use crate::identity::api_incarnation;
 use crate::limits::{LimitRefusal, LimitSpec, Limits};
 use crate::names::Incarnation;
 
@@ -15,7 +14,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 /// The incarnation of the run-time sandbox `id` (budgets are kept per incarnation).
 fn sandbox(id: &str) -> Incarnation {
-    api_incarnation(&id.into(), "n1")
+    Incarnation::created(&id.into(), "n1")
 }
 
 /// Limits with the given budgets per hour on a fresh fake clock, and the clock.

@@ -11,7 +11,7 @@ use super::*;
 
 /// The incarnation of the run-time sandbox `id` (bytes and budgets are kept per incarnation).
 fn incarnation(id: &str) -> crate::names::Incarnation {
-    crate::identity::api_incarnation(&id.into(), "n1")
+    crate::names::Incarnation::created(&id.into(), "n1")
 }
 
 /// A rate of `per_second` with `burst`.

@@ -58,7 +58,7 @@ proptest! {
             ..LimitSpec::default()
         };
         let limits = Limits::with_clock(&spec, clock.clone());
-        let sb = crate::identity::api_incarnation(&crate::names::SandboxId::from("sb"), "n1");
+        let sb = crate::names::Incarnation::created(&crate::names::SandboxId::from("sb"), "n1");
         let window = Duration::from_secs(window_secs);
         // The model: (start, used) of the current window.
         let mut model: Option<(Duration, u64)> = None;

@@ -5,8 +5,8 @@ use super::*;
 #[test]
 fn totals_and_what_is_unflushed_add_up_and_a_failed_flush_loses_nothing() {
     let s = SharedBytes::new(Duration::from_secs(3600));
-    let a = crate::identity::api_incarnation(&"a".into(), "1");
-    let b = crate::identity::api_incarnation(&"b".into(), "1");
+    let a = crate::names::Incarnation::created(&"a".into(), "1");
+    let b = crate::names::Incarnation::created(&"b".into(), "1");
     s.add(&a, 10, 1);
     s.add(&a, 5, 0);
     s.add(&b, 0, 0);

@@ -17,7 +17,7 @@ fn lists_held(held: Arc<Held>, id: &str) -> Lists {
         pinned: Arc::new(Mutex::new(Pinned::default())),
         whose: "test".into(),
         held,
-        sandbox: crate::identity::api_incarnation(&id.into(), "1"),
+        sandbox: crate::names::Incarnation::created(&id.into(), "1"),
         sessions: None,
     }
 }

@@ -4,7 +4,7 @@ use super::*;
 
 /// The incarnation of the run-time sandbox `id` (what a share is held for).
 fn incarnation(id: &str) -> Incarnation {
-    crate::identity::api_incarnation(&id.into(), "1")
+    crate::names::Incarnation::created(&id.into(), "1")
 }
 
 #[test]

@@ -1,14 +1,13 @@
 #![expect(clippy::unwrap_used, reason = "tests")]
 
 use super::*;
-use crate::identity::api_incarnation;
 
 #[test]
 fn a_session_is_the_first_sandboxs_and_no_other_may_use_it() {
     let (a1, a2, b1) = (
-        api_incarnation(&"a".into(), "1"),
-        api_incarnation(&"a".into(), "2"),
-        api_incarnation(&"b".into(), "1"),
+        Incarnation::created(&"a".into(), "1"),
+        Incarnation::created(&"a".into(), "2"),
+        Incarnation::created(&"b".into(), "1"),
     );
     let s = McpSessions::default();
     s.bind("https://mcp.test:443", "abc", &a1).unwrap();
@@ -28,7 +27,10 @@ fn a_session_is_the_first_sandboxs_and_no_other_may_use_it() {
 
 #[test]
 fn one_sandbox_cannot_crowd_out_anothers_bindings() {
-    let (a1, b1) = (api_incarnation(&"a".into(), "1"), api_incarnation(&"b".into(), "1"));
+    let (a1, b1) = (
+        Incarnation::created(&"a".into(), "1"),
+        Incarnation::created(&"b".into(), "1"),
+    );
     let s = McpSessions::default();
     s.bind("o", "victim", &a1).unwrap();
     for i in 0..MOST_PER_SANDBOX {
@@ -64,7 +66,10 @@ fn the_older_transports_session_ids_are_read_from_the_endpoints_query() {
     // Short values (a version, a flag) and a URL with no query are no session.
     assert!(ids_in_query("v=2&debug=true").is_empty());
     assert!(ids_in_endpoint("/messages/").is_empty());
-    let (a1, b1) = (api_incarnation(&"a".into(), "1"), api_incarnation(&"b".into(), "1"));
+    let (a1, b1) = (
+        Incarnation::created(&"a".into(), "1"),
+        Incarnation::created(&"b".into(), "1"),
+    );
     let s = McpSessions::default();
     s.bind("o", id, &a1).unwrap();
     assert!(s.foreign("o", id, &b1) && !s.foreign("o", id, &a1) && !s.foreign("p", id, &b1));

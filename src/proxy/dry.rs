@@ -167,12 +167,12 @@ impl Effects for Dry {
         // What an earlier step refuses carries no credential: live, it never gets this far.
         let refused = self.notes.refused();
         for name in &policy.credentials {
-            let usage = match generation.credentials.how(name.as_str()) {
+            let usage = match generation.credentials.how(name) {
                 Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
                 Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
                 _ if generation
                     .credentials
-                    .bound(name.as_str(), target, req.method(), req.uri().path()) =>
+                    .bound(name, target, req.method(), req.uri().path()) =>
                 {
                     CredentialUse::Cleartext
                 }

@@ -267,7 +267,7 @@ impl ProxyState {
             .filter(|r| r.revoked.is_none() && r.expires > now)
         {
             if let Some(doc) = &r.inline_policy {
-                let _ = current.inline(r.id.as_str(), &r.policy, doc);
+                let _ = current.inline(&r.id, &r.policy, doc);
             }
         }
         self.metrics.set_config_generation(number);

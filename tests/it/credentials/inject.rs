@@ -59,7 +59,7 @@ impl Cred {
     fn placeholder_of(&self, (sandbox, user): (&str, &str), credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
         cordon::placeholder::Placeholders::load(&key).unwrap().value(
-            &cordon::identity::file_incarnation(&cordon::names::SandboxId::parse(sandbox).unwrap(), user),
+            &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse(sandbox).unwrap(), user),
             &credential.into(),
         )
     }

@@ -381,7 +381,7 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
     let u = rig.up.addr.port();
     let key = rig.dir.path().join("vault/placeholder.key");
     let ph = cordon::placeholder::Placeholders::load(&key).unwrap().value(
-        &cordon::identity::file_incarnation(&cordon::names::SandboxId::parse("sb1").unwrap(), "alice"),
+        &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse("sb1").unwrap(), "alice"),
         &"ph".into(),
     );
     let (head, tail) = ph.split_at(20);

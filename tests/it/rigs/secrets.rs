@@ -116,7 +116,7 @@ policies:
     pub(crate) fn placeholder_of(&self, credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
         cordon::placeholder::Placeholders::load(&key).unwrap().value(
-            &cordon::identity::file_incarnation(&cordon::names::SandboxId::parse("sb").unwrap(), "u"),
+            &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse("sb").unwrap(), "u"),
             &credential.into(),
         )
     }
