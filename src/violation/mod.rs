@@ -247,7 +247,7 @@ pub(crate) fn announce(
     crate::audit::violation(
         audit,
         crate::audit::Violation {
-            sandbox: t.sandbox.as_str(),
+            sandbox: &t.sandbox,
             user: t.user.as_deref(),
             policy: &t.policy,
             reason: t.action.reason(),
