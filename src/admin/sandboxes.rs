@@ -44,7 +44,7 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
 }
 
 pub(super) fn record_view(state: &ProxyState, r: &SandboxRow) -> Value {
-    let (connections, tunnels) = state.sessions.counts(r.id.as_str());
+    let (connections, tunnels) = state.sessions.counts(&r.id);
     let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
         "id": r.id,
@@ -73,7 +73,7 @@ fn violation(state: &ProxyState, id: &SandboxId) -> Option<&'static str> {
 }
 
 fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
-    let (connections, tunnels) = state.sessions.counts(s.id.as_str());
+    let (connections, tunnels) = state.sessions.counts(&s.id);
     json!({
         "id": s.id,
         "user": s.user,

@@ -211,10 +211,10 @@ impl Sessions {
     }
 
     /// Open connections and tunnels of every incarnation of sandbox `id`.
-    pub(crate) fn counts(&self, id: &str) -> (usize, usize) {
+    pub(crate) fn counts(&self, id: &SandboxId) -> (usize, usize) {
         self.lock()
             .values()
-            .filter(|s| s.sandbox.id == id)
+            .filter(|s| s.sandbox.id == *id)
             .fold((0, 0), |(c, t), s| (c + s.conns, t + s.tunnels.len()))
     }
 }
