@@ -60,6 +60,16 @@ fn identify(c: &mut Criterion) {
 
 fn limits(c: &mut Criterion) {
     let mut g = c.benchmark_group("limits");
+    // Bytes are counted per incarnation: that of a declared sandbox, as identifying it gives it.
+    let token = "a-declared-token-of-48-hex-chars-0123456789ab";
+    let ids = Identities::new(&[SandboxSpec {
+        id: cordon::names::SandboxId::parse("sb1").unwrap(),
+        user: "alice".into(),
+        token_sha256: hex::decode(hash_token(token)).unwrap().try_into().ok(),
+        source_cidrs: vec![],
+        policy: "web".into(),
+    }]);
+    let sandbox = ids.by_id_token("sb1", token).unwrap();
     let spec = cordon::config::default_rates();
     let l = Limits::new(&spec);
     let sb1 = cordon::names::SandboxId::parse("sb1").unwrap();
@@ -74,7 +84,9 @@ fn limits(c: &mut Criterion) {
             let _ = off.request(black_box(&sb1), black_box("alice"), black_box(Some("api.example.com")));
         })
     });
-    g.bench_function("bytes", |b| b.iter(|| l.bytes(black_box("sb1"), 1500, 0)));
+    g.bench_function("bytes", |b| {
+        b.iter(|| l.bytes(black_box(sandbox.incarnation()), 1500, 0))
+    });
     g.finish();
 }
 

@@ -163,6 +163,33 @@ impl<'de> serde::Deserialize<'de> for CredentialName {
     }
 }
 
+name!(
+    /// One life of one sandbox id (see `identity::Sandbox::incarnation`): `id#nonce` for a run-time sandbox,
+    /// `id@user` for one of the file. What everything bound to a sandbox is keyed by (placeholders, budgets, MCP
+    /// sessions and pins, preview links, grants), so a key made for one life is never taken for another's, or for
+    /// an id.
+    Incarnation
+);
+
+impl Incarnation {
+    /// The incarnation of the sandbox `id` declared in the file for `user`: `id@user` (declared again for
+    /// another user, it is another incarnation).
+    pub fn declared(id: &SandboxId, user: &str) -> Incarnation {
+        Incarnation(Arc::from(format!("{id}@{user}")))
+    }
+
+    /// The incarnation of the run-time sandbox `id` created with `nonce` (random per creation): `id#nonce`.
+    pub fn created(id: &SandboxId, nonce: &str) -> Incarnation {
+        Incarnation(Arc::from(format!("{id}#{nonce}")))
+    }
+
+    /// The incarnation written `text`, read back from what cordon stored (budget counts shared with other
+    /// replicas).
+    pub(crate) fn of(text: impl Into<Arc<str>>) -> Incarnation {
+        Incarnation(text.into())
+    }
+}
+
 #[cfg(test)]
 #[path = "names_tests.rs"]
 mod tests;

@@ -7,6 +7,7 @@
 //! an earlier one's id gets other placeholders and AWS keys, so none of the earlier one's is swapped for it.
 //! The key lives in a file created 0600 on first use.
 
+use crate::names::{CredentialName, Incarnation};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -21,7 +22,7 @@ const HEX_LEN: usize = 32;
 pub struct Placeholders {
     key: hmac::Key,
     /// placeholder -> (incarnation, credential), for every declared sandbox and credential.
-    known: HashMap<String, (String, String)>,
+    known: HashMap<String, (Incarnation, CredentialName)>,
 }
 
 impl Placeholders {
@@ -44,26 +45,37 @@ impl Placeholders {
     }
 
     /// Remember the placeholders of these (incarnation, credential) pairs so any of them can be recognised.
-    pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    pub(crate) fn learn<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a Incarnation, &'a CredentialName)>) {
         for (sandbox, credential) in pairs {
             let p = self.value(sandbox, credential);
-            self.known.insert(p, (sandbox.to_string(), credential.to_string()));
+            self.known.insert(p, (sandbox.clone(), credential.clone()));
         }
     }
 
     /// The placeholder of `credential` for the sandbox incarnation `incarnation` (`Sandbox::incarnation`).
-    pub fn value(&self, incarnation: &str, credential: &str) -> String {
+    pub fn value(&self, incarnation: &Incarnation, credential: &CredentialName) -> String {
+        self.tag(incarnation, credential.as_str())
+    }
+
+    /// The placeholder AWS secret access key of `credential` for the sandbox incarnation `incarnation`: a
+    /// placeholder of its own (another label than the credential's name), so it is not the key id's.
+    pub(crate) fn aws_secret(&self, incarnation: &Incarnation, credential: &CredentialName) -> String {
+        self.tag(incarnation, &format!("{credential}\0aws-secret-access-key"))
+    }
+
+    /// `PREFIX` and HMAC(key, incarnation NUL label), cut to `HEX_LEN` hex digits.
+    fn tag(&self, incarnation: &Incarnation, label: &str) -> String {
         let mut ctx = hmac::Context::with_key(&self.key);
-        ctx.update(incarnation.as_bytes());
+        ctx.update(incarnation.as_str().as_bytes());
         ctx.update(&[0]);
-        ctx.update(credential.as_bytes());
+        ctx.update(label.as_bytes());
         let tag = ctx.sign();
         let hex = hex::encode(tag.as_ref());
         format!("{PREFIX}{}", &hex[..HEX_LEN])
     }
 
     /// Whose placeholder this is, if it is one cordon issued.
-    pub(crate) fn owner(&self, placeholder: &str) -> Option<&(String, String)> {
+    pub(crate) fn owner(&self, placeholder: &str) -> Option<&(Incarnation, CredentialName)> {
         self.known.get(placeholder)
     }
 }

@@ -10,13 +10,14 @@ use super::policy::asked;
 use super::response::{AdminResponse, error, json_response};
 use super::sandboxes::{blocking, check_id, failed, record_view, unknown_fields};
 use crate::control::{self, ControlError};
+use crate::names::SandboxId;
 use crate::state::ProxyState;
 use crate::tls::ca::scope_for;
 
 /// `PATCH /v1/sandboxes/{id}`: another policy for a live run-time sandbox. Tunnels its new policy does not allow
 /// are closed at once (requests are decided afresh anyway); the CA is re-issued when the names it may sign
 /// change, and the answer says so and carries the CA in force.
-pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
+pub(super) async fn patch(state: &Arc<ProxyState>, id: &SandboxId, body: Value) -> AdminResponse {
     let sandbox_id = match check_id(state, id).and_then(|sandbox| unknown_fields(&body, &["policy"]).map(|()| sandbox))
     {
         Ok(sandbox) => sandbox,
@@ -31,7 +32,7 @@ pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
     else {
         return failed(ControlError::NotFound(id.to_string()));
     };
-    let asked = match asked(&generation, id, &body) {
+    let asked = match asked(&generation, id.as_str(), &body) {
         Ok(a) => a,
         Err(resp) => return resp,
     };
@@ -78,7 +79,7 @@ pub(super) async fn patch(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
 }
 
 /// The policy is changed and in force, but the CA could not be re-issued: say both.
-fn ca_failed(id: &str, e: &str) -> AdminResponse {
+fn ca_failed(id: &SandboxId, e: &str) -> AdminResponse {
     tracing::error!(sandbox = %id, "the policy changed but the CA could not be re-issued: {e}");
     error(
         StatusCode::INTERNAL_SERVER_ERROR,

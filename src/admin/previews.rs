@@ -26,8 +26,9 @@ struct NewPreview {
     ttl: Option<String>,
 }
 
-/// Make a link to `port` of sandbox `id` for `user`.
-pub(super) fn create(state: &ProxyState, id: &str, body: Value) -> AdminResponse {
+/// Make a link to `port` of the sandbox the path segment `segment` names, for `user` (the segment is read after
+/// the body, and must name the id as a DNS label).
+pub(super) fn create(state: &ProxyState, segment: &str, body: Value) -> AdminResponse {
     let Some(previews) = state.previews.clone() else {
         return error(
             StatusCode::NOT_FOUND,
@@ -64,21 +65,28 @@ pub(super) fn create(state: &ProxyState, id: &str, body: Value) -> AdminResponse
         }
         Some(Err(e)) => return invalid("ttl", format!("{e}; write e.g. 5m")),
     };
-    if !host::is_label(id) {
+    let Some(id) = SandboxId::parse(segment).ok().filter(host::is_label) else {
         return invalid(
             "id",
             format!(
-                "sandbox id {id:?} cannot be a DNS label (lower-case letters, digits and '-'), so no preview name can carry it"
+                "sandbox id {segment:?} cannot be a DNS label (lower-case letters, digits and '-'), so no preview name can carry it"
             ),
         );
-    }
-    if let Err(unknown) = super::sandboxes::known_sandbox(state, id) {
+    };
+    if let Err(unknown) = super::sandboxes::known_sandbox(state, &id) {
         return *unknown;
     }
-    link(state, &previews, id, port, user, ttl)
+    link(state, &previews, &id, port, user, ttl)
 }
 
-fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str, ttl: Duration) -> AdminResponse {
+fn link(
+    state: &ProxyState,
+    previews: &Previews,
+    id: &SandboxId,
+    port: u16,
+    user: &str,
+    ttl: Duration,
+) -> AdminResponse {
     let pid = match Previews::new_id() {
         Ok(p) => p,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "preview_failed", e),
@@ -95,13 +103,7 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         .as_ref()
         .map(|(sandbox, _)| sandbox.incarnation().to_string())
         .unwrap_or_default();
-    let claims = Claims::new(
-        pid.clone(),
-        (id.to_string(), inc.to_string()),
-        port,
-        user.to_string(),
-        exp,
-    );
+    let claims = Claims::new(pid.clone(), (id.clone(), inc), port, user.to_string(), exp);
     // The same checks the listener makes when the link is opened: nothing is made that could not open.
     let opens = preview_allowed(previews, &claims, (port, id), found, |s| {
         generation.policy_for(s, Some(&state.control))
@@ -120,7 +122,7 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
         Ok(u) => u,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "preview_failed", e),
     };
-    tracing::info!(sandbox = id, preview = %pid, port, user, "preview link made");
+    tracing::info!(sandbox = %id, preview = %pid, port, user, "preview link made");
     let acted = super::acted::Acted {
         detail: Some(format!("preview {pid} of port {port} for user {user}")),
         ..super::acted::Acted::default()
@@ -140,21 +142,21 @@ fn link(state: &ProxyState, previews: &Previews, id: &str, port: u16, user: &str
     super::acted::with(resp, acted)
 }
 
-/// End preview `pid` of sandbox `id` at once.
-pub(super) fn revoke(state: &ProxyState, id: &str, pid: &str) -> AdminResponse {
+/// End preview `pid` of the sandbox the path segment `segment` names at once (text that is no id has none).
+pub(super) fn revoke(state: &ProxyState, segment: &str, pid: &str) -> AdminResponse {
     let Some(previews) = state.previews.as_ref() else {
         return error(StatusCode::NOT_FOUND, "previews_off", "previews are off");
     };
-    let revoked = SandboxId::parse(id).is_ok_and(|sandbox| previews.revoke(&sandbox, pid));
-    if revoked {
-        tracing::info!(sandbox = id, preview = pid, "preview revoked");
-        json_response(StatusCode::OK, &json!({"id": pid, "sandbox": id, "revoked": true}))
-    } else {
-        error(
+    match SandboxId::parse(segment) {
+        Ok(id) if previews.revoke(&id, pid) => {
+            tracing::info!(sandbox = %id, preview = pid, "preview revoked");
+            json_response(StatusCode::OK, &json!({"id": pid, "sandbox": id, "revoked": true}))
+        }
+        _ => error(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("sandbox {id:?} has no preview {pid:?} that could still be opened"),
-        )
+            format!("sandbox {segment:?} has no preview {pid:?} that could still be opened"),
+        ),
     }
 }
 

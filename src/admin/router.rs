@@ -12,6 +12,7 @@ use serde_json::json;
 use super::response::{AdminResponse, Body, body, boxed, error, json_response, not_allowed};
 use super::surface::{Conn, Surface};
 use super::{access, acted, approvals, console, health, patch, previews, requests, sandboxes};
+use crate::names::SandboxId;
 use crate::reason::Reason;
 use crate::reload::{ReloadTrigger, Reloader};
 use crate::state::ProxyState;
@@ -194,28 +195,39 @@ async fn route(
             Err(resp) => resp,
         },
         (["v1", "sandboxes"], _) => not_allowed("GET, POST"),
-        (["v1", "sandboxes", id], &Method::GET) => sandboxes::show(state, id),
-        (["v1", "sandboxes", id], &Method::DELETE) => sandboxes::revoke(state, id).await,
+        (["v1", "sandboxes", id], &Method::GET) => with_id(id, |id| sandboxes::show(state, &id)),
+        (["v1", "sandboxes", id], &Method::DELETE) => match sandboxes::path_id(id) {
+            Ok(id) => sandboxes::revoke(state, &id).await,
+            Err(e) => sandboxes::failed(e),
+        },
         (["v1", "sandboxes", id], &Method::PATCH) => {
-            let id = id.to_string();
-            match body(req).await {
-                Ok(v) => patch::patch(state, &id, v).await,
-                Err(resp) => resp,
+            let id = sandboxes::path_id(id);
+            match (body(req).await, id) {
+                (Err(resp), _) => resp,
+                (_, Err(e)) => sandboxes::failed(e),
+                (Ok(v), Ok(id)) => patch::patch(state, &id, v).await,
             }
         }
         (["v1", "sandboxes", _], _) => not_allowed("GET, PATCH, DELETE"),
         (["v1", "sandboxes", id, "renew"], &Method::POST) => {
-            let id = id.to_string();
-            match body(req).await {
-                Ok(v) => sandboxes::renew(state, &id, v).await,
-                Err(resp) => resp,
+            let id = sandboxes::path_id(id);
+            match (body(req).await, id) {
+                (Err(resp), _) => resp,
+                (_, Err(e)) => sandboxes::failed(e),
+                (Ok(v), Ok(id)) => sandboxes::renew(state, &id, v).await,
             }
         }
-        (["v1", "sandboxes", id, "credentials"], &Method::POST) => sandboxes::credentials(state, id).await,
+        (["v1", "sandboxes", id, "credentials"], &Method::POST) => match sandboxes::path_id(id) {
+            Ok(id) => sandboxes::credentials(state, &id).await,
+            Err(e) => sandboxes::failed(e),
+        },
         (["v1", "sandboxes", _, "renew" | "credentials"], _) => not_allowed("POST"),
-        (["v1", "sandboxes", id, "ca-bundle"], &Method::GET) => sandboxes::ca_bundle(state, id),
+        (["v1", "sandboxes", id, "ca-bundle"], &Method::GET) => with_id(id, |id| sandboxes::ca_bundle(state, &id)),
         (["v1", "sandboxes", _, "ca-bundle"], _) => not_allowed("GET"),
-        (["v1", "sandboxes", id, "rotate-ca"], &Method::POST) => sandboxes::rotate_ca(state, id).await,
+        (["v1", "sandboxes", id, "rotate-ca"], &Method::POST) => match sandboxes::path_id(id) {
+            Ok(id) => sandboxes::rotate_ca(state, &id).await,
+            Err(e) => sandboxes::failed(e),
+        },
         (["v1", "sandboxes", _, "rotate-ca"], _) => not_allowed("POST"),
         (["v1", "sandboxes", id, "previews"], &Method::POST) => {
             let id = id.to_string();
@@ -227,7 +239,10 @@ async fn route(
         (["v1", "sandboxes", _, "previews"], _) => not_allowed("POST"),
         (["v1", "sandboxes", id, "previews", pid], &Method::DELETE) => previews::revoke(state, id, pid),
         (["v1", "sandboxes", _, "previews", _], _) => not_allowed("DELETE"),
-        (["v1", "sandboxes", id, "hold"], &Method::DELETE) => lift_hold(state, id),
+        (["v1", "sandboxes", id, "hold"], &Method::DELETE) => match SandboxId::parse(id) {
+            Ok(id) => lift_hold(state, &id),
+            Err(_) => sandboxes::no_sandbox(id),
+        },
         (["v1", "sandboxes", _, "hold"], _) => not_allowed("DELETE"),
         (["v1", "reload"], &Method::POST) => reload(state, reloader).await,
         (["v1", "replicas"], &Method::GET) => health::replicas(state).await,
@@ -265,16 +280,23 @@ async fn route(
 /// `DELETE /v1/sandboxes/{id}/hold`: lift what `on_violation` did to a sandbox (a hold, or a declared sandbox's
 /// suspension); `lifted` says whether there was anything to lift. A run-time sandbox it revoked stays revoked, as one
 /// revoked through the API does.
-fn lift_hold(state: &ProxyState, id: &str) -> AdminResponse {
-    let sandbox = match sandboxes::known_sandbox(state, id) {
-        Ok(sandbox) => sandbox,
-        Err(unknown) => return *unknown,
-    };
-    let lifted = state.violations.lift(&sandbox);
+fn lift_hold(state: &ProxyState, id: &SandboxId) -> AdminResponse {
+    if let Err(unknown) = sandboxes::known_sandbox(state, id) {
+        return *unknown;
+    }
+    let lifted = state.violations.lift(id);
     if lifted {
-        tracing::info!(sandbox = id, "on_violation: lifted through the admin API");
+        tracing::info!(sandbox = %id, "on_violation: lifted through the admin API");
     }
     json_response(StatusCode::OK, &json!({"sandbox": id, "lifted": lifted}))
+}
+
+/// `handle(id)` for the sandbox id a path segment names, or the 422 saying why it names none.
+fn with_id(segment: &str, handle: impl FnOnce(SandboxId) -> AdminResponse) -> AdminResponse {
+    match sandboxes::path_id(segment) {
+        Ok(id) => handle(id),
+        Err(e) => sandboxes::failed(e),
+    }
 }
 
 /// `POST /v1/reload`.

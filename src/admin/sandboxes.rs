@@ -44,7 +44,7 @@ fn ca_pem(state: &ProxyState, generation: &Generation, sandbox: &Sandbox) -> Res
 }
 
 pub(super) fn record_view(state: &ProxyState, r: &SandboxRow) -> Value {
-    let (connections, tunnels) = state.sessions.counts(r.id.as_str());
+    let (connections, tunnels) = state.sessions.counts(&r.id);
     let (policy, inline) = super::policy::view(&r.policy, r.inline_policy.as_deref());
     json!({
         "id": r.id,
@@ -73,7 +73,7 @@ fn violation(state: &ProxyState, id: &SandboxId) -> Option<&'static str> {
 }
 
 fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
-    let (connections, tunnels) = state.sessions.counts(s.id.as_str());
+    let (connections, tunnels) = state.sessions.counts(&s.id);
     json!({
         "id": s.id,
         "user": s.user,
@@ -106,15 +106,11 @@ pub(super) fn all(state: &ProxyState) -> Vec<Value> {
 }
 
 /// `GET /v1/sandboxes/{id}`, with its CA certificate.
-pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
-    let id = match id_in_path(id) {
-        Ok(id) => id,
-        Err(e) => return failed(e),
-    };
+pub(super) fn show(state: &ProxyState, id: &SandboxId) -> AdminResponse {
     let generation = state.current();
-    let (mut view, sandbox) = if let Some(s) = generation.identities.get(id.as_str()) {
+    let (mut view, sandbox) = if let Some(s) = generation.identities.get(id) {
         (declared_view(state, &s), (*s).clone())
-    } else if let Some(r) = state.control.get(&id) {
+    } else if let Some(r) = state.control.get(id) {
         (record_view(state, &r), sandbox_of(&r))
     } else {
         return failed(ControlError::NotFound(id.to_string()));
@@ -128,15 +124,11 @@ pub(super) fn show(state: &ProxyState, id: &str) -> AdminResponse {
 
 /// `GET /v1/sandboxes/{id}/ca-bundle`: the PEM bundle a sandbox's CA variables point at (its CA, the roots cordon
 /// trusts upstream, and `upstream.extra_roots`), so intercepted and tunnelled destinations both verify.
-pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
-    let id = match id_in_path(id) {
-        Ok(id) => id,
-        Err(e) => return failed(e),
-    };
+pub(super) fn ca_bundle(state: &ProxyState, id: &SandboxId) -> AdminResponse {
     let generation = state.current();
-    let sandbox = if let Some(s) = generation.identities.get(id.as_str()) {
+    let sandbox = if let Some(s) = generation.identities.get(id) {
         (*s).clone()
-    } else if let Some(r) = state.control.get(&id).filter(|r| r.revoked.is_none()) {
+    } else if let Some(r) = state.control.get(id).filter(|r| r.revoked.is_none()) {
         sandbox_of(&r)
     } else {
         return failed(ControlError::NotFound(id.to_string()));
@@ -152,17 +144,14 @@ pub(super) fn ca_bundle(state: &ProxyState, id: &str) -> AdminResponse {
 
 /// `POST /v1/sandboxes/{id}/rotate-ca`: a new CA for the names the sandbox's policy allows now; the old one is
 /// no longer used (its leaves are forgotten) and its key is gone. Returns the new CA.
-pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
-    let sandbox_id = match id_in_path(id) {
-        Ok(id) => id,
-        Err(e) => return failed(e),
-    };
+pub(super) async fn rotate_ca(state: &Arc<ProxyState>, sandbox_id: &SandboxId) -> AdminResponse {
+    let id = sandbox_id;
     let generation = state.current();
     let sandbox = if let Some(s) = generation.identities.get(id) {
         (*s).clone()
     } else if let Some(r) = state
         .control
-        .get(&sandbox_id)
+        .get(sandbox_id)
         .filter(|r| r.revoked.is_none() && r.expires > control::now())
     {
         sandbox_of(&r)
@@ -177,7 +166,7 @@ pub(super) async fn rotate_ca(state: &Arc<ProxyState>, id: &str) -> AdminRespons
     .await;
     match rotated {
         Ok(Ok(ca)) => {
-            state.leaves.invalidate_sandbox(&sandbox_id);
+            state.leaves.invalidate_sandbox(sandbox_id);
             tracing::info!(sandbox = %id, "CA rotated through the admin API");
             json_response(
                 StatusCode::OK,
@@ -332,7 +321,7 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     let g = generation.clone();
     let made = blocking(state, move |s| {
         let policy_known = |p: &str| g.named_policy(p).is_some();
-        let declared = |id: &str| g.identities.get(id).is_some();
+        let declared = |id: &str| g.identities.named(id).is_some();
         // The CA is made before the record is stored: no stored sandbox without its CA.
         let prepare = |r: &SandboxRow| {
             s.cas.prepare(&r.id, &asked.policy).map_err(|e| {
@@ -366,24 +355,25 @@ pub(super) async fn create(state: &Arc<ProxyState>, body: Value) -> AdminRespons
     }
 }
 
-/// A sandbox id from a path: 422 when it cannot be one.
-fn id_in_path(id: &str) -> Result<SandboxId, ControlError> {
-    SandboxId::parse(id).map_err(|e| ControlError::Invalid {
+/// The sandbox id a path segment names, or the 422 saying why the text cannot be one: the admin API's one way
+/// from a path to an id (its handlers take the id).
+pub(super) fn path_id(segment: &str) -> Result<SandboxId, ControlError> {
+    SandboxId::parse(segment).map_err(|e| ControlError::Invalid {
         field: "id",
         message: e.to_string(),
     })
 }
 
-pub(super) fn check_id(state: &ProxyState, id: &str) -> Result<SandboxId, ControlError> {
-    let sandbox = id_in_path(id)?;
+/// `id`, unless a declared sandbox has it (the file's sandboxes are not changed through the API).
+pub(super) fn check_id(state: &ProxyState, id: &SandboxId) -> Result<SandboxId, ControlError> {
     if state.current().identities.get(id).is_some() {
         return Err(ControlError::Declared(id.to_string()));
     }
-    Ok(sandbox)
+    Ok(id.clone())
 }
 
 /// `POST /v1/sandboxes/{id}/renew`.
-pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> AdminResponse {
+pub(super) async fn renew(state: &Arc<ProxyState>, id: &SandboxId, body: Value) -> AdminResponse {
     let (id2, ttl) = match check_id(state, id)
         .and_then(|id| unknown_fields(&body, &["ttl"]).map(|()| id))
         .and_then(|id| Ok((id, ttl(&body)?)))
@@ -399,7 +389,7 @@ pub(super) async fn renew(state: &Arc<ProxyState>, id: &str, body: Value) -> Adm
 }
 
 /// `DELETE /v1/sandboxes/{id}`: revoke, and close what it has open.
-pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+pub(super) async fn revoke(state: &Arc<ProxyState>, id: &SandboxId) -> AdminResponse {
     let sandbox = match check_id(state, id) {
         Ok(sandbox) => sandbox,
         Err(e) => return failed(e),
@@ -418,7 +408,7 @@ pub(super) async fn revoke(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
 }
 
 /// `POST /v1/sandboxes/{id}/credentials`: a further credential for a live sandbox.
-pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminResponse {
+pub(super) async fn credentials(state: &Arc<ProxyState>, id: &SandboxId) -> AdminResponse {
     let id2 = match check_id(state, id) {
         Ok(id) => id,
         Err(e) => return failed(e),
@@ -433,17 +423,20 @@ pub(super) async fn credentials(state: &Arc<ProxyState>, id: &str) -> AdminRespo
     }
 }
 
-/// The sandbox id `id`, or 404 `not_found` if no sandbox, declared or made at run time (live or not), has it
-/// (text that is no id names none).
-pub(super) fn known_sandbox(state: &ProxyState, id: &str) -> Result<SandboxId, Box<AdminResponse>> {
-    match SandboxId::parse(id) {
-        Ok(sandbox) if state.current().identities.get(id).is_some() || state.control.get(&sandbox).is_some() => {
-            Ok(sandbox)
-        }
-        _ => Err(Box::new(error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no sandbox has the id {id:?}"),
-        ))),
+/// Nothing, or 404 `not_found` if no sandbox, declared or made at run time (live or not), has the id `id`.
+pub(super) fn known_sandbox(state: &ProxyState, id: &SandboxId) -> Result<(), Box<AdminResponse>> {
+    if state.current().identities.get(id).is_some() || state.control.get(id).is_some() {
+        Ok(())
+    } else {
+        Err(Box::new(no_sandbox(id.as_str())))
     }
+}
+
+/// The 404 for a path segment no sandbox has as its id (text that is no id names none).
+pub(super) fn no_sandbox(segment: &str) -> AdminResponse {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no sandbox has the id {segment:?}"),
+    )
 }

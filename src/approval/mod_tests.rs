@@ -27,7 +27,7 @@ pub(super) fn ask(sandbox: &str, path: &str) -> HeldRequest {
     let body = b"{\"ref\":\"main\"}";
     HeldRequest {
         who: incarnation(sandbox, "n1"),
-        sandbox: sandbox.to_string(),
+        sandbox: sandbox.into(),
         user: "alice".to_string(),
         policy: "default".to_string(),
         method: "POST".to_string(),

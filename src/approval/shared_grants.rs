@@ -88,7 +88,7 @@ impl From<Row> for Grant {
         };
         Grant {
             id: r.id,
-            sandbox: r.who_id.to_string(),
+            sandbox: r.who_id.clone(),
             who: Arc::new(Sandbox::new(r.who_id, r.who_user, r.who_policy, origin)),
             reach: r.reach,
             method: r.method,
@@ -122,7 +122,7 @@ impl SharedApprovals {
             what,
             tx.execute(
                 "INSERT INTO grants (id, sandbox, body, created) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING",
-                &[&grant.id, &grant.sandbox, &body, &crate::pg::now()],
+                &[&grant.id, &grant.sandbox.as_str(), &body, &crate::pg::now()],
             )
             .await,
         )?;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shown::{shown, shown_lines, shown_query};
 use crate::identity::Sandbox;
+use crate::names::SandboxId;
 
 /// What is being asked about: the request as the sandbox sent it, with what the approver must not see
 /// (credentials, placeholders) redacted by the one who asks. Nothing secret: cordon's own credentials are attached only after
@@ -17,9 +18,8 @@ pub(crate) struct HeldRequest {
     /// The sandbox incarnation that sent the request (not shown: `sandbox`, `user` and `policy` say it).
     #[serde(skip)]
     pub(crate) who: Arc<Sandbox>,
-    /// The sandbox's id.
-    #[serde(serialize_with = "shown")]
-    pub(crate) sandbox: String,
+    /// The sandbox's id (written as it is: an id holds only characters [`shown`] leaves alone).
+    pub(crate) sandbox: SandboxId,
     /// The user the sandbox belongs to.
     #[serde(serialize_with = "shown")]
     pub(crate) user: String,
@@ -240,9 +240,8 @@ pub(crate) struct Grant {
     /// The sandbox incarnation it applies to (not shown).
     #[serde(skip)]
     pub(crate) who: Arc<Sandbox>,
-    /// The sandbox's id.
-    #[serde(serialize_with = "shown")]
-    pub(crate) sandbox: String,
+    /// The sandbox's id (written as it is: an id holds only characters [`shown`] leaves alone).
+    pub(crate) sandbox: SandboxId,
     /// `always` or `exact`.
     pub(crate) reach: Reach,
     /// The method.

@@ -331,7 +331,7 @@ pub(crate) fn auth_failures(sink: &Arc<dyn Sink>, ip: std::net::IpAddr, n: u64, 
 /// An `on_violation` action, as its record says it.
 pub struct Violation<'a> {
     /// The sandbox acted on.
-    pub sandbox: &'a str,
+    pub sandbox: &'a crate::names::SandboxId,
     /// Its user.
     pub user: Option<&'a str>,
     /// Its policy.
@@ -348,7 +348,7 @@ pub struct Violation<'a> {
 /// `on_violation_hold`, the refusals counted in `count`, and the kind and window in `error`.
 pub fn violation(sink: &Arc<dyn Sink>, v: Violation<'_>) {
     let mut pending = Pending::start(sink.clone(), SocketAddr::from(([0, 0, 0, 0], 0)), Kind::Violation);
-    pending.record.sandbox = Some(v.sandbox.to_owned());
+    pending.record.sandbox = Some(v.sandbox.to_string());
     pending.record.user = v.user.map(str::to_owned);
     pending.record.policy = Some(v.policy.to_owned());
     pending.refused(true, None, v.reason, Side::Downstream, Some(v.detail));

@@ -15,7 +15,8 @@ pub use super::kind::{ApprovalRecord, Kind, Verdict};
 pub struct Record {
     /// RFC 3339 time the request arrived.
     pub(super) time: String,
-    /// Sandbox id, once known.
+    /// Sandbox id, once known. Text, not a `SandboxId`: an admin action's record names the path segment it was
+    /// asked with, which may be no id (a refused `DELETE /v1/sandboxes/..`).
     pub(super) sandbox: Option<String>,
     /// The sandbox's incarnation (`Sandbox::incarnation`), for what is kept per incarnation (credential
     /// budgets); not written out.

@@ -112,7 +112,7 @@ pub(crate) fn placeholders(arg: &ConfigArg, sandbox: &str, json: bool) -> ExitCo
             return ExitCode::FAILURE;
         }
     };
-    let incarnation = crate::identity::file_incarnation(&spec.id, &spec.user);
+    let incarnation = crate::names::Incarnation::declared(&spec.id, &spec.user);
     let vars: Vec<(String, String)> = creds
         .placeholders_for(&incarnation, &allowed)
         .into_iter()

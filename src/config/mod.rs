@@ -216,7 +216,7 @@ impl Config {
     /// The command that makes a sandbox a new CA on this configuration: what CA hints print.
     pub(crate) fn rotate_command(&self) -> crate::tls::ca::RotateCommand {
         let config = self.clone();
-        std::sync::Arc::new(move |id: &str| config.command(&format!("ca rotate --sandbox {id}")))
+        std::sync::Arc::new(move |id: &crate::names::SandboxId| config.command(&format!("ca rotate --sandbox {id}")))
     }
 }
 

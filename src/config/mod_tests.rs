@@ -389,8 +389,8 @@ fn credential_budgets_are_checked_with_their_paths() {
     )
     .unwrap();
     let b = &ok.credential_budgets;
-    assert_eq!(b.of("q", "gh").unwrap().budget.requests, Some(10));
-    let p = b.of("p+inline", "gh").unwrap();
+    assert_eq!(b.of("q", &"gh".into()).unwrap().budget.requests, Some(10));
+    let p = b.of("p+inline", &"gh".into()).unwrap();
     assert!(p.per_user);
     assert_eq!((p.budget.requests, p.budget.bytes), (None, Some(1 << 20)));
 }

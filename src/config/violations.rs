@@ -11,6 +11,7 @@ use super::errors::Errors;
 use super::fields::{A_COUNT, bytes, duration, whole};
 use super::scalars::Whole;
 use super::shapes;
+use crate::names::CredentialName;
 
 /// The kinds of refusal counted, each from the reason codes a refusal is recorded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -119,14 +120,14 @@ pub(crate) struct CredentialBudgets {
 
 impl CredentialBudgets {
     /// The budget of `credential` for a sandbox of `policy` (its base's, for a sandbox's own policy).
-    pub(crate) fn of(&self, policy: &str, credential: &str) -> Option<&CredentialBudget> {
+    pub(crate) fn of(&self, policy: &str, credential: &CredentialName) -> Option<&CredentialBudget> {
         if self.credentials.is_empty() && self.policies.is_empty() {
             return None;
         }
         let base = policy.split('+').next().unwrap_or(policy);
         self.policies
-            .get(&(base.to_owned(), credential.to_owned()))
-            .or_else(|| self.credentials.get(credential))
+            .get(&(base.to_owned(), credential.to_string()))
+            .or_else(|| self.credentials.get(credential.as_str()))
     }
 }
 

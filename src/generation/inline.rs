@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::names::SandboxId;
 use crate::policy::Policy;
 
 /// How many compiled inline policies a generation keeps (one per run-time sandbox in use).
 const INLINE_CACHE: u64 = 100_000;
 
 /// Inline policies compiled against one generation, by sandbox id.
-pub(super) struct InlineCache(moka::sync::Cache<String, Arc<Compiled>>);
+pub(super) struct InlineCache(moka::sync::Cache<SandboxId, Arc<Compiled>>);
 
 struct Compiled {
     doc: Arc<str>,
@@ -26,7 +27,13 @@ impl InlineCache {
 
     /// Sandbox `id`'s own policy `doc`, compiled against `config` and held to `base`; the error says why it no
     /// longer holds (logged once per generation and document).
-    pub(super) fn policy(&self, config: &Config, id: &str, base: &str, doc: &Arc<str>) -> Result<Arc<Policy>, String> {
+    pub(super) fn policy(
+        &self,
+        config: &Config,
+        id: &SandboxId,
+        base: &str,
+        doc: &Arc<str>,
+    ) -> Result<Arc<Policy>, String> {
         // The record's document is shared with the cache entry made from it: a pointer comparison, usually.
         if let Some(hit) = self.0.get(id)
             && (Arc::ptr_eq(&hit.doc, doc) || *hit.doc == **doc)
@@ -40,7 +47,7 @@ impl InlineCache {
                  its requests are refused: {e}");
         }
         self.0.insert(
-            id.to_string(),
+            id.clone(),
             Arc::new(Compiled {
                 doc: doc.clone(),
                 base: base.to_string(),
@@ -51,10 +58,10 @@ impl InlineCache {
     }
 }
 
-fn compile(config: &Config, id: &str, base: &str, doc: &str) -> Result<Arc<Policy>, String> {
+fn compile(config: &Config, id: &SandboxId, base: &str, doc: &str) -> Result<Arc<Policy>, String> {
     let value: serde_json::Value =
         serde_json::from_str(doc).map_err(|e| format!("the stored policy is not JSON: {e}"))?;
-    let parsed = crate::config::inline_policy(config, id, "policy", &value).map_err(|errors| {
+    let parsed = crate::config::inline_policy(config, id.as_str(), "policy", &value).map_err(|errors| {
         errors
             .iter()
             .map(|e| format!("{}: {}", e.path, e.message))

@@ -197,7 +197,7 @@ impl Generation {
             // A run-time sandbox's policy is its record's now (a PATCH changes it under open connections).
             (Origin::Api { .. }, Some(control)) => control.with_policy(&sandbox.id, |name, inline| match inline {
                 None => self.named_policy(name).cloned(),
-                Some(doc) => self.inline(sandbox.id.as_str(), name, doc).ok(),
+                Some(doc) => self.inline(&sandbox.id, name, doc).ok(),
             })?,
             (Origin::Api { .. }, None) => None,
         }
@@ -205,7 +205,12 @@ impl Generation {
 
     /// Sandbox `id`'s own policy `doc`, compiled against this generation and held to `base`; the error says why
     /// it no longer holds (logged once per generation and document).
-    pub(crate) fn inline(&self, id: &str, base: &str, doc: &Arc<str>) -> Result<Arc<Policy>, String> {
+    pub(crate) fn inline(
+        &self,
+        id: &crate::names::SandboxId,
+        base: &str,
+        doc: &Arc<str>,
+    ) -> Result<Arc<Policy>, String> {
         self.inline.policy(&self.config, id, base, doc)
     }
 

@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 pub(crate) mod signed;
 
-use crate::names::SandboxId;
+use crate::names::{Incarnation, SandboxId};
 
 /// A sandbox cordon knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct Sandbox {
     /// Where it was declared.
     pub(crate) origin: Origin,
     /// Its incarnation, made once (see [`Sandbox::incarnation`]): several steps of every request ask for it.
-    incarnation: Arc<str>,
+    incarnation: Incarnation,
 }
 
 /// A sandbox as declared in the file.
@@ -73,22 +73,22 @@ impl Sandbox {
     /// for another user by a reload, it is another incarnation; its token or policy changed, it is the same).
     /// An id has none of `#` and `@` (`SandboxId::parse`), so no two incarnations share a key.
     // SECURITY: an id reused for another sandbox inherits nothing of the earlier one (issue 34 item 3).
-    pub(crate) fn incarnation(&self) -> &str {
+    pub fn incarnation(&self) -> &Incarnation {
         &self.incarnation
     }
 
     /// The sandbox `id` of `user`, with policy `policy`, declared in `origin`.
     pub(crate) fn new(id: SandboxId, user: String, policy: String, origin: Origin) -> Sandbox {
         let incarnation = match &origin {
-            Origin::Config => file_incarnation(&id, &user),
-            Origin::Api { nonce, .. } => format!("{id}#{nonce}"),
+            Origin::Config => Incarnation::declared(&id, &user),
+            Origin::Api { nonce, .. } => Incarnation::created(&id, nonce),
         };
         Sandbox {
             id,
             user,
             policy,
             origin,
-            incarnation: incarnation.into(),
+            incarnation,
         }
     }
 
@@ -96,11 +96,6 @@ impl Sandbox {
     pub(crate) fn with_policy(self, policy: String) -> Sandbox {
         Sandbox { policy, ..self }
     }
-}
-
-/// The incarnation of the file's sandbox `id` of `user` (see [`Sandbox::incarnation`]).
-pub(crate) fn file_incarnation(id: &SandboxId, user: &str) -> String {
-    format!("{id}@{user}")
 }
 
 /// Why a request has no identity.
@@ -208,10 +203,15 @@ impl Identities {
         Identities { by_id, by_source }
     }
 
-    /// The sandbox with this id, without authentication (for the CLI). A lookup by text: text that is no id
-    /// finds nothing.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
-        self.by_id.get(id).map(|e| e.sandbox.clone())
+    /// The declared sandbox with this id, without authentication.
+    pub(crate) fn get(&self, id: &SandboxId) -> Option<Arc<Sandbox>> {
+        self.named(id.as_str())
+    }
+
+    /// The declared sandbox the text `claimed` names (what a client sent, or a claim not yet read as an id):
+    /// text that is no id finds nothing.
+    pub(crate) fn named(&self, claimed: &str) -> Option<Arc<Sandbox>> {
+        self.by_id.get(claimed).map(|e| e.sandbox.clone())
     }
 
     /// A declared sandbox by id and token. The id is what the sandbox sent, not yet known to be one: text
@@ -266,7 +266,7 @@ pub(crate) fn identify(
     match credentials.as_ref().map_err(|e| *e)? {
         Some((id, secret)) if signed::looks_signed(secret) => {
             let sandbox = run_time.verify(id, secret)?;
-            if declared.get(id).is_some() {
+            if declared.named(id).is_some() {
                 // SECURITY: a declared sandbox's id cannot be claimed with a run-time credential.
                 return Err(AuthFailure::Invalid);
             }

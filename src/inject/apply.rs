@@ -2,6 +2,7 @@
 //! placeholders, where their secrets come from, and the scanners and maskers built from what is known of
 //! those secrets. Applying them to a request is `outgoing.rs`.
 
+use crate::names::Incarnation;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -57,14 +58,14 @@ impl Credentials {
         } else {
             Placeholders::load(&key)?
         };
-        let pairs: Vec<String> = config
+        let pairs: Vec<Incarnation> = config
             .sandboxes
             .iter()
-            .map(|s| crate::identity::file_incarnation(&s.id, &s.user))
+            .map(|s| crate::names::Incarnation::declared(&s.id, &s.user))
             .collect();
-        let pairs: Vec<(&str, &str)> = pairs
+        let pairs: Vec<(&Incarnation, &CredentialName)> = pairs
             .iter()
-            .flat_map(|s| config.credentials.keys().map(move |c| (s.as_str(), c.as_str())))
+            .flat_map(|s| config.credentials.keys().map(move |c| (s, c)))
             .collect();
         placeholders.learn(pairs);
         Credentials::with(config, Secrets::new(config)?, placeholders)
@@ -128,7 +129,7 @@ impl Credentials {
     /// each placeholder credential its policy allows.
     pub(crate) fn placeholders_for(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         allowed: &[CredentialName],
     ) -> Vec<(CredentialName, String)> {
         allowed
@@ -138,7 +139,7 @@ impl Credentials {
                     .get(*n)
                     .is_some_and(|s| matches!(s.inject, Inject::Placeholder { .. } | Inject::AwsSigV4 { .. }))
             })
-            .map(|n| (n.clone(), self.placeholders.value(incarnation, n.as_str())))
+            .map(|n| (n.clone(), self.placeholders.value(incarnation, n)))
             .collect()
     }
 
@@ -159,7 +160,7 @@ impl Credentials {
         policy
             .credentials
             .iter()
-            .filter(|name| self.bound(name.as_str(), target, method, path))
+            .filter(|name| self.bound(name, target, method, path))
             .cloned()
             .collect()
     }
@@ -180,14 +181,14 @@ impl Credentials {
     }
 
     /// Whether credential `name` is bound to a request of `method` to `target` and `path`.
-    pub(crate) fn bound(&self, name: &str, target: &Target, method: &Method, path: &str) -> bool {
+    pub(crate) fn bound(&self, name: &CredentialName, target: &Target, method: &Method, path: &str) -> bool {
         self.specs
             .get(name)
             .is_some_and(|s| s.binding.matches(target, method, path))
     }
 
     /// How credential `name` is attached, for explanations.
-    pub(crate) fn how(&self, name: &str) -> Option<String> {
+    pub(crate) fn how(&self, name: &CredentialName) -> Option<String> {
         Some(match &self.specs.get(name)?.inject {
             Inject::Header { name: h, .. } => format!("header {h}"),
             Inject::Basic { .. } => "Basic authorization".to_string(),
@@ -241,7 +242,7 @@ impl Credentials {
             if known.is_empty() && matches!(spec.source, SecretSource::Static(_)) {
                 known.push(self.secret(spec, policy).await?);
             }
-            let placeholder = self.placeholders.value(incarnation, name.as_str());
+            let placeholder = self.placeholders.value(incarnation, name);
             placeholders.extend(std::iter::repeat_n(placeholder, known.len()));
             values.extend(known);
         }

@@ -6,6 +6,7 @@
 //! never enter the sandbox. Unsigned requests, other keys, altered or stale signatures, SigV2, SigV4a and
 //! chunk-signed payloads are refused.
 
+use crate::names::Incarnation;
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
@@ -50,17 +51,11 @@ impl Credentials {
             _ => String::new(),
         };
         !parts.headers.contains_key("x-amz-content-sha256")
-            || aws.any(|name| {
-                aws_minting::reads_body(&aws_minting::services(
-                    &scope,
-                    self.pinned_service(name.as_str()),
-                    &host,
-                ))
-            })
+            || aws.any(|name| aws_minting::reads_body(&aws_minting::services(&scope, self.pinned_service(name), &host)))
     }
 
     /// The service credential `name` is pinned to sign for, if it is.
-    fn pinned_service(&self, name: &str) -> Option<&str> {
+    fn pinned_service(&self, name: &CredentialName) -> Option<&str> {
         match self.specs.get(name).map(|s| &s.inject) {
             Some(Inject::AwsSigV4 { service, .. }) => service.as_deref(),
             _ => None,
@@ -82,9 +77,8 @@ impl Credentials {
     }
 
     /// The placeholder secret access key of the sandbox incarnation `incarnation` for `credential`.
-    pub(crate) fn aws_placeholder_secret(&self, incarnation: &str, credential: &str) -> String {
-        self.placeholders
-            .value(incarnation, &format!("{credential}\0aws-secret-access-key"))
+    pub(crate) fn aws_placeholder_secret(&self, incarnation: &Incarnation, credential: &CredentialName) -> String {
+        self.placeholders.aws_secret(incarnation, credential)
     }
 
     /// The AWS variables of the sandbox incarnation `incarnation` (`Sandbox::incarnation`), whose policy allows `allowed`: `AWS_ACCESS_KEY_ID` and
@@ -92,7 +86,7 @@ impl Credentials {
     /// `CORDON_AWS_SECRET_ACCESS_KEY_<NAME>` beside its `CORDON_PLACEHOLDER_<NAME>` (the key id).
     pub(crate) fn aws_env(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         allowed: &[CredentialName],
     ) -> std::collections::BTreeMap<String, String> {
         let mut env = std::collections::BTreeMap::new();
@@ -100,8 +94,8 @@ impl Credentials {
         names.sort();
         for (i, name) in names.into_iter().enumerate() {
             let (id, secret) = (
-                self.placeholders.value(incarnation, name.as_str()),
-                self.aws_placeholder_secret(incarnation, name.as_str()),
+                self.placeholders.value(incarnation, name),
+                self.aws_placeholder_secret(incarnation, name),
             );
             let var = crate::placeholder::env_var(name.as_str()).replacen(
                 "CORDON_PLACEHOLDER_",
@@ -150,7 +144,7 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         let Some(credential) = aws
             .into_iter()
-            .find(|c| self.placeholders.value(incarnation, c.as_str()) == signed.key_id)
+            .find(|c| self.placeholders.value(incarnation, c) == signed.key_id)
         else {
             return Err(refused(
                 Reason::AwsSignatureKey,
@@ -174,14 +168,12 @@ impl Credentials {
         }
         let authority = authority(parts)?;
         // Before the signature is judged: a minting call is refused as that, however it is signed.
-        self.aws_minting(credential.as_str(), &signed, parts, &authority, body)?;
+        self.aws_minting(credential, &signed, parts, &authority, body)?;
         fresh(&signed)?;
         let request = canonical(parts, &signed, &authority).map_err(|e| malformed(&e))?;
         let keys = AwsKeys {
             id: signed.key_id.clone(),
-            secret: self
-                .aws_placeholder_secret(sandbox.incarnation(), credential.as_str())
-                .into(),
+            secret: self.aws_placeholder_secret(sandbox.incarnation(), credential).into(),
             token: None,
         };
         let payload = payload(&signed, body)?;
@@ -212,7 +204,7 @@ impl Credentials {
     /// large, compressed) is refused rather than guessed at.
     fn aws_minting(
         &self,
-        credential: &str,
+        credential: &CredentialName,
         signed: &Signed,
         parts: &Parts,
         authority: &str,

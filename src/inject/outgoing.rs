@@ -251,10 +251,12 @@ impl Credentials {
             let own = self
                 .specs
                 .keys()
-                .find(|c| self.placeholders.value(incarnation, c.as_str()) == token);
+                .find(|c| self.placeholders.value(incarnation, c) == token);
             let credential = match (own, self.placeholders.owner(&token)) {
                 (Some(credential), _) => credential.clone(),
-                (None, Some((_, credential))) => return Err(exfiltration(credential, "another sandbox's placeholder")),
+                (None, Some((_, credential))) => {
+                    return Err(exfiltration(credential.as_str(), "another sandbox's placeholder"));
+                }
                 (None, None) => return Err(exfiltration("unknown", "a placeholder cordon did not issue")),
             };
             let swappable = match self.specs.get(credential.as_str()).map(|s| &s.inject) {
@@ -312,13 +314,9 @@ impl Credentials {
         let incarnation = sandbox.incarnation();
         self.specs
             .keys()
-            .find(|c| self.placeholders.value(incarnation, c.as_str()) == token)
+            .find(|c| self.placeholders.value(incarnation, c) == token)
             .cloned()
-            .or_else(|| {
-                self.placeholders
-                    .owner(token)
-                    .map(|(_, c)| CredentialName::from(c.as_str()))
-            })
+            .or_else(|| self.placeholders.owner(token).map(|(_, c)| c.clone()))
     }
 
     /// Set the bound header and Basic credentials, replacing whatever the sandbox sent.
@@ -347,7 +345,7 @@ impl Credentials {
                 Inject::Header { name, .. } => name.clone(),
                 _ => AUTHORIZATION,
             };
-            parts.headers.insert(header, sensitive(&value, name.as_str())?);
+            parts.headers.insert(header, sensitive(&value, name)?);
             applied.push(name.clone());
         }
         Ok(applied)
@@ -374,7 +372,7 @@ impl Credentials {
                 if let Ok(text) = value.to_str()
                     && text.contains(&token)
                 {
-                    *value = sensitive(&text.replace(&token, secret.expose_secret()), credential.as_str())?;
+                    *value = sensitive(&text.replace(&token, secret.expose_secret()), &credential)?;
                 }
             }
             if let Some(q) = parts.uri.query()
@@ -421,8 +419,9 @@ fn split_only(joined: Found, each: &Found) -> Found {
     out
 }
 
-fn sensitive(value: &str, credential: &str) -> Result<HeaderValue, ProxyError> {
-    let mut v = HeaderValue::from_str(value).map_err(|_| unavailable(credential, "not a valid header value".into()))?;
+fn sensitive(value: &str, credential: &CredentialName) -> Result<HeaderValue, ProxyError> {
+    let mut v = HeaderValue::from_str(value)
+        .map_err(|_| unavailable(credential.as_str(), "not a valid header value".into()))?;
     v.set_sensitive(true);
     Ok(v)
 }

@@ -269,7 +269,7 @@ async fn serve(
     let generation = state.current();
     let sandbox = generation
         .identities
-        .get(plan.sandbox.as_str())
+        .get(&plan.sandbox)
         .ok_or_else(|| format!("sandbox {} vanished from the config", plan.sandbox))?;
     let ca = state
         .ca(&generation, &sandbox)

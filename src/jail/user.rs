@@ -148,7 +148,7 @@ async fn serve(
     let generation = state.current();
     let sandbox = generation
         .identities
-        .get(id)
+        .named(id)
         .ok_or_else(|| format!("sandbox {id} vanished from the config"))?;
     let ca = state
         .ca(&generation, &sandbox)

@@ -4,6 +4,7 @@
 //! byte counted after it ends starts a new window from zero. Counting is one lock and one hash
 //! lookup; it allocates only for a sandbox's first bytes of a window.
 
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -36,7 +37,7 @@ pub(super) struct Budgets<I> {
     /// Download budget per window; `None` = unlimited.
     download: Option<u64>,
     /// The current window of each sandbox that moved bytes.
-    windows: Mutex<HashMap<String, Window<I>>>,
+    windows: Mutex<HashMap<Incarnation, Window<I>>>,
 }
 
 impl<I: Reference> Budgets<I> {
@@ -51,7 +52,7 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Lock the windows; a poisoned lock is still usable (each update is a plain add).
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Window<I>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Incarnation, Window<I>>> {
         self.windows.lock().unpoisoned()
     }
 
@@ -61,7 +62,7 @@ impl<I: Reference> Budgets<I> {
     }
 
     /// Count `up` and `down` bytes of `sandbox`; refuse when the window's totals are now over a budget.
-    pub(super) fn count(&self, incarnation: &str, up: u64, down: u64, now: I) -> Result<(), LimitRefusal> {
+    pub(super) fn count(&self, incarnation: &Incarnation, up: u64, down: u64, now: I) -> Result<(), LimitRefusal> {
         let mut windows = self.lock();
         if let Some(window) = windows.get_mut(incarnation) {
             if self.expired(window, now) {
@@ -81,13 +82,13 @@ impl<I: Reference> Budgets<I> {
             return Ok(());
         }
         let window = Window { start: now, up, down };
-        windows.insert(incarnation.to_owned(), window);
+        windows.insert(incarnation.clone(), window);
         drop(windows);
         self.over(incarnation, &window, now, |used, budget| used > budget)
     }
 
     /// Refuse when a budget of `sandbox`'s current window is spent (all of it used).
-    pub(super) fn check(&self, incarnation: &str, now: I) -> Result<(), LimitRefusal> {
+    pub(super) fn check(&self, incarnation: &Incarnation, now: I) -> Result<(), LimitRefusal> {
         let window = self.lock().get(incarnation).copied();
         match window {
             Some(window) if !self.expired(&window, now) => {
@@ -99,7 +100,7 @@ impl<I: Reference> Budgets<I> {
 
     /// Bytes (up, down) counted in `sandbox`'s current window.
     #[cfg(test)]
-    pub(super) fn usage(&self, incarnation: &str, now: I) -> (u64, u64) {
+    pub(super) fn usage(&self, incarnation: &Incarnation, now: I) -> (u64, u64) {
         match self.lock().get(incarnation) {
             Some(window) if !self.expired(window, now) => (window.up, window.down),
             _ => (0, 0),
@@ -122,7 +123,7 @@ impl<I: Reference> Budgets<I> {
     /// The first budget (upload, then download) for which `exceeds(used, budget)` holds, as a refusal.
     fn over(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         window: &Window<I>,
         now: I,
         exceeds: impl Fn(u64, u64) -> bool,

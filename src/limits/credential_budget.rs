@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::LimitRefusal;
 
 use crate::locks::Unpoisoned;
+use crate::names::CredentialName;
 
 /// One budget: at most `requests` and `bytes` per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +102,7 @@ pub(crate) struct Spent {
 impl CredentialBudgetCounts {
     /// Take one request of `credential` for `subject` under `budget`, or refuse when the window's requests or
     /// bytes are spent.
-    pub(crate) fn take(&self, credential: &str, subject: &str, budget: &Budget) -> Result<(), Spent> {
+    pub(crate) fn take(&self, credential: &CredentialName, subject: &str, budget: &Budget) -> Result<(), Spent> {
         let (slot, left) = slot(budget.window);
         let mut used = self.used.lock().unpoisoned();
         let u = used.entry(key(credential, subject, budget)).or_default();
@@ -135,7 +136,7 @@ impl CredentialBudgetCounts {
     }
 
     /// Add the bytes of an exchange `credential` was applied to.
-    pub(crate) fn add_bytes(&self, credential: &str, subject: &str, budget: &Budget, bytes: u64) {
+    pub(crate) fn add_bytes(&self, credential: &CredentialName, subject: &str, budget: &Budget, bytes: u64) {
         let (slot, _) = slot(budget.window);
         let mut used = self.used.lock().unpoisoned();
         let u = used.entry(key(credential, subject, budget)).or_default();
@@ -218,7 +219,7 @@ fn add(a: Pair, b: Pair) -> Pair {
 }
 
 /// The key of a (credential, subject) under a budget: a budget with another window counts apart.
-fn key(credential: &str, subject: &str, budget: &Budget) -> String {
+fn key(credential: &CredentialName, subject: &str, budget: &Budget) -> String {
     format!("{credential}\u{1f}{subject}\u{1f}{}", budget.window.as_secs().max(1))
 }
 

@@ -12,24 +12,24 @@ fn exactly_the_budgeted_requests_pass_and_the_first_refusal_is_marked() {
         window: HOUR,
     };
     for _ in 0..3 {
-        b.take("gh", "sb1", &budget).unwrap();
+        b.take(&"gh".into(), "sb1", &budget).unwrap();
     }
-    let first = b.take("gh", "sb1", &budget).unwrap_err();
+    let first = b.take(&"gh".into(), "sb1", &budget).unwrap_err();
     assert!(first.first);
     assert_eq!(first.refusal.reason.code(), "credential_budget");
     assert!(first.refusal.retry_after <= HOUR && first.refusal.retry_after.as_secs() >= 1);
     assert!(
-        !b.take("gh", "sb1", &budget).unwrap_err().first,
+        !b.take(&"gh".into(), "sb1", &budget).unwrap_err().first,
         "announced once per window"
     );
     // Another subject, another credential, or the same under another window: counted apart.
-    b.take("gh", "sb2", &budget).unwrap();
-    b.take("other", "sb1", &budget).unwrap();
+    b.take(&"gh".into(), "sb2", &budget).unwrap();
+    b.take(&"other".into(), "sb1", &budget).unwrap();
     let daily = Budget {
         window: HOUR * 24,
         ..budget
     };
-    b.take("gh", "sb1", &daily).unwrap();
+    b.take(&"gh".into(), "sb1", &daily).unwrap();
 }
 
 #[test]
@@ -40,11 +40,11 @@ fn the_exchange_that_crosses_a_byte_budget_completes_and_the_next_is_refused() {
         bytes: Some(1000),
         window: HOUR,
     };
-    b.take("gh", "alice", &budget).unwrap();
-    b.add_bytes("gh", "alice", &budget, 600);
-    b.take("gh", "alice", &budget).unwrap();
-    b.add_bytes("gh", "alice", &budget, 600);
-    let spent = b.take("gh", "alice", &budget).unwrap_err();
+    b.take(&"gh".into(), "alice", &budget).unwrap();
+    b.add_bytes(&"gh".into(), "alice", &budget, 600);
+    b.take(&"gh".into(), "alice", &budget).unwrap();
+    b.add_bytes(&"gh".into(), "alice", &budget, 600);
+    let spent = b.take(&"gh".into(), "alice", &budget).unwrap_err();
     assert!(
         spent.refusal.message.contains("1000 bytes"),
         "{}",
@@ -63,7 +63,7 @@ fn concurrent_takes_never_pass_more_than_the_budget() {
     let passed: usize = (0..8)
         .map(|_| {
             let b = b.clone();
-            std::thread::spawn(move || (0..200).filter(|_| b.take("gh", "sb", &budget).is_ok()).count())
+            std::thread::spawn(move || (0..200).filter(|_| b.take(&"gh".into(), "sb", &budget).is_ok()).count())
         })
         .collect::<Vec<_>>()
         .into_iter()
@@ -81,7 +81,7 @@ fn shared_totals_count_with_what_is_counted_here_and_a_failed_write_goes_again()
         window: HOUR,
     };
     for _ in 0..3 {
-        b.take("gh", "sb", &budget).unwrap();
+        b.take(&"gh".into(), "sb", &budget).unwrap();
     }
     let sent = b.take_unflushed();
     assert_eq!(sent.len(), 1);
@@ -94,11 +94,11 @@ fn shared_totals_count_with_what_is_counted_here_and_a_failed_write_goes_again()
     // Another replica used 6 more: the store says 9 in all; one is left.
     let key = sent[0].key.clone();
     b.settle(vec![(key.clone(), sent[0].slot, 9, 0)]);
-    b.take("gh", "sb", &budget).unwrap();
-    assert!(b.take("gh", "sb", &budget).is_err());
+    b.take(&"gh".into(), "sb", &budget).unwrap();
+    assert!(b.take(&"gh".into(), "sb", &budget).is_err());
     // A key only other replicas used is known here too.
     let other = key.replace("\u{1f}sb\u{1f}", "\u{1f}sb2\u{1f}");
     b.settle(vec![(other, sent[0].slot, 10, 0)]);
-    assert!(b.take("gh", "sb2", &budget).is_err());
+    assert!(b.take(&"gh".into(), "sb2", &budget).is_err());
     assert!(b.take_unflushed().iter().all(|u| u.key == key));
 }

@@ -26,6 +26,7 @@ mod share;
 mod shared_bytes;
 mod unauthenticated;
 
+use crate::names::Incarnation;
 use std::fmt;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -243,7 +244,7 @@ impl<C: Clock + Clone> Limits<C> {
     ///
     /// A budget is spent once the window's bytes reach it: with a budget of 100, after exactly 100
     /// bytes [`Limits::bytes`] still said yes, but there is nothing left for new traffic.
-    pub(crate) fn budget(&self, incarnation: &str) -> Result<(), LimitRefusal> {
+    pub(crate) fn budget(&self, incarnation: &Incarnation) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
             return shared.over(
                 incarnation,
@@ -262,7 +263,7 @@ impl<C: Clock + Clone> Limits<C> {
     /// its first counted byte; the first bytes after a window ends start a new one from zero. Bytes
     /// are counted even when no budget is set (for [`Limits::usage`]). Cheap: one lock and one lookup,
     /// no allocation once the sandbox has a window.
-    pub fn bytes(&self, incarnation: &str, up: u64, down: u64) -> Result<(), LimitRefusal> {
+    pub fn bytes(&self, incarnation: &Incarnation, up: u64, down: u64) -> Result<(), LimitRefusal> {
         if let Some(shared) = &self.shared_bytes {
             shared.add(incarnation, up, down);
             return shared.over(
@@ -277,7 +278,7 @@ impl<C: Clock + Clone> Limits<C> {
 
     /// Bytes (up, down) counted for the sandbox incarnation `incarnation` in its current window.
     #[cfg(test)]
-    pub(crate) fn usage(&self, incarnation: &str) -> (u64, u64) {
+    pub(crate) fn usage(&self, incarnation: &Incarnation) -> (u64, u64) {
         self.budgets.usage(incarnation, self.clock.now())
     }
 

@@ -9,6 +9,11 @@ use governor::clock::FakeRelativeClock;
 
 use super::*;
 
+/// The incarnation of the run-time sandbox `id` (bytes and budgets are kept per incarnation).
+fn incarnation(id: &str) -> crate::names::Incarnation {
+    crate::names::Incarnation::created(&id.into(), "n1")
+}
+
 /// A rate of `per_second` with `burst`.
 fn rate(per_second: u32, burst: u32) -> Rate {
     Rate {
@@ -56,8 +61,8 @@ fn default_spec_is_unlimited_with_an_hour_window() {
             .unwrap();
         limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
         guards.push(limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap());
-        limits.bytes("sb-1", u64::MAX / 2, u64::MAX / 2).unwrap();
-        limits.budget("sb-1").unwrap();
+        limits.bytes(&incarnation("sb-1"), u64::MAX / 2, u64::MAX / 2).unwrap();
+        limits.budget(&incarnation("sb-1")).unwrap();
         limits.auth_failure(source, Some("sb-1")).unwrap();
         assert_eq!(limits.auth_blocked(source, Some("sb-1")), None);
     }
@@ -65,7 +70,11 @@ fn default_spec_is_unlimited_with_an_hour_window() {
         limits.open_counts(&crate::names::SandboxId::from("sb-1"), "alice"),
         (1_000, 1_000)
     );
-    assert_eq!(limits.usage("sb-1"), (u64::MAX, u64::MAX), "counts saturate");
+    assert_eq!(
+        limits.usage(&incarnation("sb-1")),
+        (u64::MAX, u64::MAX),
+        "counts saturate"
+    );
 }
 
 #[test]
@@ -106,7 +115,7 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
         .request(&crate::names::SandboxId::from("sb-2"), "bob", Some("b.com"))
         .unwrap();
     limits.connection(&crate::names::SandboxId::from("sb-1")).unwrap();
-    limits.bytes("sb-1", 10, 10).unwrap();
+    limits.bytes(&incarnation("sb-1"), 10, 10).unwrap();
     limits.auth_failure(source, Some("sb-1")).unwrap();
     limits.auth_failure(source, Some("sb-1")).unwrap_err();
     let guard = limits.open(&crate::names::SandboxId::from("sb-1"), "alice").unwrap();
@@ -134,7 +143,7 @@ fn housekeep_keeps_live_keys_and_forgets_idle_ones() {
         ..Tracked::default()
     };
     assert_eq!(limits.tracked(), later);
-    assert_eq!(limits.usage("sb-1"), (10, 10));
+    assert_eq!(limits.usage(&incarnation("sb-1")), (10, 10));
 
     drop(guard);
     clock.advance(Duration::from_secs(3600));

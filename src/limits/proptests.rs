@@ -58,6 +58,7 @@ proptest! {
             ..LimitSpec::default()
         };
         let limits = Limits::with_clock(&spec, clock.clone());
+        let sb = crate::names::Incarnation::created(&crate::names::SandboxId::from("sb"), "n1");
         let window = Duration::from_secs(window_secs);
         // The model: (start, used) of the current window.
         let mut model: Option<(Duration, u64)> = None;
@@ -68,7 +69,7 @@ proptest! {
             if model.is_some_and(|(start, _)| now - start >= window) {
                 model = if bytes == 0 { model.map(|_| (now, 0)) } else { Some((now, 0)) };
             }
-            let counted = limits.bytes("sb", bytes, 0);
+            let counted = limits.bytes(&sb, bytes, 0);
             if bytes > 0 || model.is_some() {
                 let (start, used) = model.unwrap_or((now, 0));
                 model = Some((start, used + bytes));
@@ -76,7 +77,7 @@ proptest! {
             let over = model.is_some_and(|(_, used)| used > budget);
             prop_assert_eq!(counted.is_err(), over, "count at {:?}", now);
             let spent = model.is_some_and(|(start, used)| now - start < window && used >= budget);
-            prop_assert_eq!(limits.budget("sb").is_err(), spent, "check at {:?}", now);
+            prop_assert_eq!(limits.budget(&sb).is_err(), spent, "check at {:?}", now);
         }
     }
 }

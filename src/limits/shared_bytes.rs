@@ -8,6 +8,7 @@
 //! spread over N replicas can pass its budget by at most what the other N-1 replicas move for it in one flush
 //! interval (plus the one chunk in flight on each, as without sharing).
 
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -62,29 +63,29 @@ impl SharedBytes {
     }
 
     /// Count bytes moved here.
-    pub(crate) fn add(&self, incarnation: &str, up: u64, down: u64) {
+    pub(crate) fn add(&self, incarnation: &Incarnation, up: u64, down: u64) {
         if up == 0 && down == 0 {
             return;
         }
         let mut inner = self.lock();
-        match inner.unflushed.get_mut(incarnation) {
+        match inner.unflushed.get_mut(incarnation.as_str()) {
             Some(c) => *c = (c.0.saturating_add(up), c.1.saturating_add(down)),
             None => {
-                inner.unflushed.insert(incarnation.to_owned(), (up, down));
+                inner.unflushed.insert(incarnation.to_string(), (up, down));
             }
         }
     }
 
     /// Every replica's bytes of `sandbox` in the current slot, as far as this replica knows.
-    pub(crate) fn used(&self, incarnation: &str) -> (u64, u64) {
+    pub(crate) fn used(&self, incarnation: &Incarnation) -> (u64, u64) {
         let inner = self.lock();
         let slot_ok = inner.slot == self.slot_now();
         let t = if slot_ok {
-            inner.totals.get(incarnation).copied().unwrap_or((0, 0))
+            inner.totals.get(incarnation.as_str()).copied().unwrap_or((0, 0))
         } else {
             (0, 0)
         };
-        let u = inner.unflushed.get(incarnation).copied().unwrap_or((0, 0));
+        let u = inner.unflushed.get(incarnation.as_str()).copied().unwrap_or((0, 0));
         (t.0.saturating_add(u.0), t.1.saturating_add(u.1))
     }
 
@@ -96,7 +97,7 @@ impl SharedBytes {
     /// Put back counts a flush could not write (the store is down): they go with the next one.
     pub fn give_back(&self, counts: Counts) {
         for (incarnation, (up, down)) in counts {
-            self.add(&incarnation, up, down);
+            self.add(&Incarnation::of(incarnation), up, down);
         }
     }
 
@@ -110,7 +111,7 @@ impl SharedBytes {
     /// The refusal when `sandbox` has used a budget (`exceeds(used, budget)`), as for one replica alone.
     pub(crate) fn over(
         &self,
-        incarnation: &str,
+        incarnation: &Incarnation,
         upload: Option<u64>,
         download: Option<u64>,
         exceeds: impl Fn(u64, u64) -> bool,

@@ -45,7 +45,7 @@ pub(crate) struct Lists {
     pub(crate) whose: Arc<str>,
     /// What unfinished answers hold, and the sandbox (incarnation) this one counts for.
     pub(crate) held: Arc<Held>,
-    pub(crate) sandbox: Arc<str>,
+    pub(crate) sandbox: crate::names::Incarnation,
     /// Where the session ids of the older transport's `endpoint` events are bound, and the server's origin.
     pub(crate) sessions: Option<(Arc<McpSessions>, Arc<str>)>,
 }

@@ -6,17 +6,18 @@ use super::*;
 use crate::mcp::held::Held;
 
 fn lists() -> Lists {
-    lists_held(Arc::default(), "a#1")
+    lists_held(Arc::default(), "a")
 }
 
-fn lists_held(held: Arc<Held>, sandbox: &str) -> Lists {
+/// Lists whose answers hold their bytes in `held`, for the run-time sandbox `id` (its first incarnation).
+fn lists_held(held: Arc<Held>, id: &str) -> Lists {
     let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
     Lists {
         rules: Arc::new(McpRules::new(v(&["read_file"]), v(&[]), v(&[]), Vec::new()).unwrap()),
         pinned: Arc::new(Mutex::new(Pinned::default())),
         whose: "test".into(),
         held,
-        sandbox: sandbox.into(),
+        sandbox: crate::names::Incarnation::created(&id.into(), "1"),
         sessions: None,
     }
 }
@@ -242,7 +243,7 @@ async fn unfinished_answers_hold_no_more_than_their_sandboxs_share_and_give_it_b
         let body = answer(
             &headers("text/event-stream"),
             StreamBody::new(frames).boxed_unsync(),
-            lists_held(held.clone(), "a#1"),
+            lists_held(held.clone(), "a"),
         )
         .await
         .unwrap();
@@ -260,7 +261,7 @@ async fn unfinished_answers_hold_no_more_than_their_sandboxs_share_and_give_it_b
     let other = read(
         &headers("text/event-stream"),
         chunked(&[&listing_events()]),
-        lists_held(held.clone(), "b#1"),
+        lists_held(held.clone(), "b"),
     )
     .await;
     assert!(other.is_ok(), "{other:?}");

@@ -4,6 +4,7 @@
 //! [`MOST_HELD_PER_SANDBOX`] of it. An answer that would go past either is cut (`mcp_answer_unreadable`).
 
 use crate::locks::Unpoisoned;
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -21,12 +22,12 @@ pub(crate) struct Held {
 #[derive(Debug, Default)]
 struct HeldCounts {
     all: usize,
-    by: HashMap<Arc<str>, usize>,
+    by: HashMap<Incarnation, usize>,
 }
 
 impl Held {
     /// Hold `n` more bytes for `who`, or say why not (nothing is held then).
-    fn take(&self, who: &Arc<str>, n: usize) -> Result<(), String> {
+    fn take(&self, who: &Incarnation, n: usize) -> Result<(), String> {
         let mut c = self.counts.lock().unpoisoned();
         let mine = c.by.get(who).copied().unwrap_or(0);
         if mine + n > MOST_HELD_PER_SANDBOX {
@@ -45,7 +46,7 @@ impl Held {
     }
 
     /// Give back `n` bytes `who` held.
-    fn give(&self, who: &Arc<str>, n: usize) {
+    fn give(&self, who: &Incarnation, n: usize) {
         if n == 0 {
             return;
         }
@@ -70,13 +71,13 @@ impl Held {
 #[derive(Debug)]
 pub(crate) struct Share {
     held: Arc<Held>,
-    who: Arc<str>,
+    who: Incarnation,
     bytes: usize,
 }
 
 impl Share {
     /// An empty share of `held` for the sandbox `who`.
-    pub(crate) fn new(held: Arc<Held>, who: Arc<str>) -> Share {
+    pub(crate) fn new(held: Arc<Held>, who: Incarnation) -> Share {
         Share { held, who, bytes: 0 }
     }
 

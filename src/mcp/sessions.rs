@@ -10,6 +10,7 @@
 //! same way, and a request whose query carries one bound to another sandbox is refused.
 
 use crate::locks::Unpoisoned;
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -43,9 +44,9 @@ pub(crate) struct McpSessions {
 #[derive(Debug)]
 struct SessionTable {
     /// (server origin, session id) -> (sandbox incarnation, last use).
-    bound: HashMap<(String, String), (String, Instant)>,
+    bound: HashMap<(String, String), (Incarnation, Instant)>,
     /// Sessions per sandbox incarnation.
-    counts: HashMap<String, usize>,
+    counts: HashMap<Incarnation, usize>,
     swept: Instant,
 }
 
@@ -73,7 +74,7 @@ fn check(id: &str) -> Result<(), Refusal> {
 
 impl McpSessions {
     /// Bind the session `id` of the server at `origin` to the sandbox `incarnation`, unless it is another's.
-    pub(crate) fn bind(&self, origin: &str, id: &str, incarnation: &str) -> Result<(), Refusal> {
+    pub(crate) fn bind(&self, origin: &str, id: &str, incarnation: &Incarnation) -> Result<(), Refusal> {
         check(id)?;
         let now = Instant::now();
         let mut inner = self.inner.lock().unpoisoned();
@@ -82,7 +83,7 @@ impl McpSessions {
         }
         let key = (origin.to_owned(), id.to_owned());
         if let Some((whose, last)) = inner.bound.get_mut(&key) {
-            if whose != incarnation {
+            if *whose != *incarnation {
                 return Err(Refusal::Foreign);
             }
             *last = now;
@@ -92,15 +93,15 @@ impl McpSessions {
         if count >= MOST_PER_SANDBOX {
             return Err(Refusal::TooMany);
         }
-        inner.counts.insert(incarnation.to_owned(), count + 1);
-        inner.bound.insert(key, (incarnation.to_owned(), now));
+        inner.counts.insert(incarnation.clone(), count + 1);
+        inner.bound.insert(key, (incarnation.clone(), now));
         Ok(())
     }
 }
 
 impl McpSessions {
     /// Whether the session `id` of the server at `origin` is bound to another sandbox than `incarnation`.
-    pub(crate) fn foreign(&self, origin: &str, id: &str, incarnation: &str) -> bool {
+    pub(crate) fn foreign(&self, origin: &str, id: &str, incarnation: &Incarnation) -> bool {
         let inner = self.inner.lock().unpoisoned();
         inner
             .bound
@@ -109,7 +110,7 @@ impl McpSessions {
     }
 
     /// The session `id` of the server at `origin` ended (its sandbox's DELETE was accepted): its binding goes.
-    pub(crate) fn end(&self, origin: &str, id: &str, incarnation: &str) {
+    pub(crate) fn end(&self, origin: &str, id: &str, incarnation: &Incarnation) {
         let mut inner = self.inner.lock().unpoisoned();
         let key = (origin.to_owned(), id.to_owned());
         if inner.bound.get(&key).is_some_and(|(whose, _)| whose == incarnation) {

@@ -10,6 +10,7 @@
 //! path: a tool list answered at `/mcp/v2` (to which a server redirected `/mcp`), `/mcp/`, `/MCP` or
 //! `/%6dcp` is compared against the pins the sandbox has for every other path of that origin.
 
+use crate::names::Incarnation;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,7 +27,7 @@ const MOST_TOOLS: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Server {
     /// The sandbox incarnation (`crate::identity::Sandbox::incarnation`).
-    pub(crate) incarnation: String,
+    pub(crate) incarnation: Incarnation,
     /// `scheme://host:port`, normalised (lowercase host, port always written).
     pub(crate) origin: String,
 }

@@ -1,7 +1,9 @@
 //! Preview names: `<port>-<sandbox>.<domain>`, one DNS label before the domain.
 
+use crate::names::SandboxId;
+
 /// The port and sandbox a `Host` (with or without a port) names under `domain`, if it is a preview's name.
-pub(crate) fn parse(host: &str, domain: &str) -> Option<(u16, String)> {
+pub(crate) fn parse(host: &str, domain: &str) -> Option<(u16, SandboxId)> {
     let host = host.trim_end_matches('.');
     // Without a port: `name:port`, not an IPv6 literal (no preview has one).
     let name = match host.rsplit_once(':') {
@@ -18,12 +20,14 @@ pub(crate) fn parse(host: &str, domain: &str) -> Option<(u16, String)> {
         return None;
     }
     let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
-    is_label(sandbox).then(|| (port, sandbox.to_string()))
+    let sandbox = SandboxId::parse(sandbox).ok()?;
+    is_label(&sandbox).then_some((port, sandbox))
 }
 
 /// Whether a sandbox id can stand in a preview's name: a DNS label (lower-case letters, digits, `-`; not at the
 /// ends), so that the name a browser lower-cases is still the sandbox's id.
-pub(crate) fn is_label(id: &str) -> bool {
+pub(crate) fn is_label(id: &SandboxId) -> bool {
+    let id = id.as_str();
     !id.is_empty()
         && id.len() <= 56
         && id

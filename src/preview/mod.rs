@@ -35,7 +35,7 @@ pub(crate) struct Previews {
     /// The listener's TLS, if it speaks TLS.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
     /// Previews made, by id: their sandbox, and when their last session would expire.
-    issued: Mutex<HashMap<String, (String, SystemTime)>>,
+    issued: Mutex<HashMap<String, (SandboxId, SystemTime)>>,
     /// Revoked previews, until their last session would have expired anyway.
     revoked: Mutex<HashMap<String, SystemTime>>,
 }
@@ -62,7 +62,7 @@ impl Previews {
     }
 
     /// The host of the preview of `port` of `sandbox`.
-    pub(crate) fn host(&self, port: u16, sandbox: &str) -> String {
+    pub(crate) fn host(&self, port: u16, sandbox: &SandboxId) -> String {
         let host = format!("{port}-{sandbox}.{}", self.config.domain);
         match self.port {
             Some(p) => format!("{host}:{p}"),
@@ -92,7 +92,7 @@ impl Previews {
         let until = {
             let issued = self.issued.lock().unwrap_or_else(|e| e.into_inner());
             match issued.get(id) {
-                Some((s, until)) if s == sandbox.as_str() && *until > now => *until,
+                Some((s, until)) if s == sandbox && *until > now => *until,
                 _ => return false,
             }
         };

@@ -4,6 +4,8 @@
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use crate::names::SandboxId;
+
 /// A link's audience.
 const LINK: &str = "cordon-preview-link";
 /// A session's audience.
@@ -14,8 +16,8 @@ const SESSION: &str = "cordon-preview-session";
 pub(crate) struct Claims {
     /// The preview's id (what revocation names).
     pub(crate) pid: String,
-    /// The sandbox.
-    pub(crate) sbx: String,
+    /// The sandbox (a token naming text that is no id does not read).
+    pub(crate) sbx: SandboxId,
     /// The sandbox's incarnation (`Sandbox::incarnation`) when the link was made: a link or session opens
     /// only that incarnation, not a sandbox created again with the id (one made before incarnations were
     /// named has none, and opens nothing).
@@ -34,7 +36,7 @@ pub(crate) struct Claims {
 
 impl Claims {
     /// Claims for preview `pid` of `port` of incarnation `inc` of `sbx`, for `user`, until `exp`.
-    pub(crate) fn new(pid: String, (sbx, inc): (String, String), port: u16, user: String, exp: u64) -> Claims {
+    pub(crate) fn new(pid: String, (sbx, inc): (SandboxId, String), port: u16, user: String, exp: u64) -> Claims {
         Claims {
             pid,
             sbx,

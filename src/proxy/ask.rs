@@ -29,7 +29,7 @@ pub(super) fn ask(
     let query = req.uri().query().map(str::to_string);
     let mut shown = HeldRequest {
         who: Arc::new(sandbox.clone()),
-        sandbox: sandbox.id.to_string(),
+        sandbox: sandbox.id.clone(),
         user: sandbox.user.clone(),
         policy: sandbox.policy.clone(),
         method: req.method().to_string(),

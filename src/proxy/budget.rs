@@ -20,16 +20,20 @@ pub(super) fn take(
 ) -> Result<(), ProxyError> {
     let budgets = &generation.config.credential_budgets;
     for name in applied {
-        let Some(b) = budgets.of(&sandbox.policy, name.as_str()) else {
+        let Some(b) = budgets.of(&sandbox.policy, name) else {
             continue;
         };
         // A budget per sandbox is one incarnation's: spent by an earlier sandbox of the id, it is not the next
         // one's (per user, it is the user's, whatever sandboxes they have).
         let incarnation = sandbox.incarnation();
-        let subject = if b.per_user { sandbox.user.as_str() } else { incarnation };
+        let subject = if b.per_user {
+            sandbox.user.as_str()
+        } else {
+            incarnation.as_str()
+        };
         // SECURITY: a spent budget refuses the request before it is sent: the credential it would carry goes
         // nowhere, however many requests the sandbox sends at once (taking a place is one locked count).
-        if let Err(spent) = state.credential_budgets.take(name.as_str(), subject, &b.budget) {
+        if let Err(spent) = state.credential_budgets.take(name, subject, &b.budget) {
             if spent.first {
                 state.metrics.credential_budget_spent(name.as_str());
                 tracing::warn!(sandbox = %sandbox.id, credential = %name, "credential budget spent: {}", spent.refusal.message);

@@ -21,6 +21,7 @@ use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::{AuthFailure, Sandbox};
 use crate::limits::Meter;
+use crate::names::SandboxId;
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
 use crate::preview::Previews;
@@ -174,12 +175,12 @@ impl Effects for Dry {
         // What an earlier step refuses carries no credential: live, it never gets this far.
         let refused = self.notes.refused();
         for name in &policy.credentials {
-            let usage = match generation.credentials.how(name.as_str()) {
+            let usage = match generation.credentials.how(name) {
                 Some(_) if refused && decision.credentials.contains(name) => CredentialUse::Refused,
                 Some(how) if decision.credentials.contains(name) => CredentialUse::Applied(how),
                 _ if generation
                     .credentials
-                    .bound(name.as_str(), target, req.method(), req.uri().path()) =>
+                    .bound(name, target, req.method(), req.uri().path()) =>
                 {
                     CredentialUse::Cleartext
                 }
@@ -233,7 +234,7 @@ impl Effects for Dry {
         None
     }
 
-    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+    fn preview_sandbox(&self, generation: &Generation, id: &SandboxId) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
         generation.identities.get(id).map(|s| ((*s).clone(), Vec::new()))
     }
 

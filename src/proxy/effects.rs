@@ -29,7 +29,7 @@ use crate::generation::Generation;
 use crate::identity::{AuthFailure, Sandbox};
 use crate::leak::scan::body::ScanVerdict;
 use crate::limits::{Meter, OpenGuard};
-use crate::names::CredentialName;
+use crate::names::{CredentialName, SandboxId};
 use crate::policy::{Policy, TlsMode};
 use crate::preview::Previews;
 use crate::proxy::tunnel::scope::ConnScope;
@@ -166,7 +166,7 @@ pub(crate) trait Effects: Send + Sync {
 
     /// Exposed: sandbox `id` as it is now, if it lives (a run-time sandbox's from its record), and its source
     /// ranges.
-    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)>;
+    fn preview_sandbox(&self, generation: &Generation, id: &SandboxId) -> Option<(Sandbox, Vec<ipnet::IpNet>)>;
 
     /// Visit: the request to a preview's dev server at `to`, an upgrade relayed when it agrees (`None`: a dry
     /// run).

@@ -78,7 +78,7 @@ impl Judgements {
 pub(crate) struct Visit {
     /// The preview's port, and the sandbox its name names.
     pub(crate) port: u16,
-    pub(crate) id: String,
+    pub(crate) id: crate::names::SandboxId,
     /// Its host as cordon spells it (`PORT-SANDBOX.DOMAIN`): a dev server's cookies may name no other.
     pub(crate) own: String,
     /// Its host as the request named it (`Host`), which its origin must match.

@@ -20,6 +20,7 @@ use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::{self, AuthFailure, Sandbox};
 use crate::limits::{LimitRefusal, Meter};
+use crate::names::SandboxId;
 use crate::net::DialError;
 use crate::policy::{Policy, TlsMode};
 use crate::preview::Previews;
@@ -268,7 +269,7 @@ impl Effects for Live {
         self.0.previews.clone()
     }
 
-    fn preview_sandbox(&self, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+    fn preview_sandbox(&self, generation: &Generation, id: &SandboxId) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
         super::preview::live(&self.0, generation, id)
     }
 

@@ -37,6 +37,7 @@ use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::generation::Generation;
 use crate::identity::Sandbox;
+use crate::names::SandboxId;
 use crate::policy::Policy;
 use crate::preview::{Claims, Previews, cookies};
 use crate::reason::Reason;
@@ -57,11 +58,11 @@ pub(crate) fn refusal(code: Reason, message: impl Into<String>) -> ProxyError {
 pub(crate) fn allowed(
     previews: &Previews,
     claims: &Claims,
-    (port, id): (u16, &str),
+    (port, id): (u16, &SandboxId),
     found: Option<(Sandbox, Vec<ipnet::IpNet>)>,
     policy: impl FnOnce(&Sandbox) -> Option<Arc<Policy>>,
 ) -> Result<(Sandbox, Vec<ipnet::IpNet>), ProxyError> {
-    if claims.sbx != id || claims.port != port {
+    if claims.sbx != *id || claims.port != port {
         return Err(refusal(
             Reason::PreviewOther,
             "this session or link is for another preview",
@@ -75,7 +76,7 @@ pub(crate) fn allowed(
     // SECURITY: a link or session opens only the incarnation it was made for: the id revoked (or purged, or
     // removed from the file) and created again, for another user or the same, is another sandbox whose dev
     // server an earlier link's holder must not reach.
-    if claims.inc != sandbox.incarnation() {
+    if *sandbox.incarnation() != claims.inc {
         return Err(refusal(
             Reason::PreviewOtherIncarnation,
             format!(
@@ -122,14 +123,18 @@ pub(crate) fn address(generation: &Generation, cidrs: &[ipnet::IpNet], port: u16
 
 /// Sandbox `id` as it is now, if it lives (declared in the file, or created and neither revoked nor expired),
 /// and its source ranges.
-pub(crate) fn live(state: &ProxyState, generation: &Generation, id: &str) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
+pub(crate) fn live(
+    state: &ProxyState,
+    generation: &Generation,
+    id: &SandboxId,
+) -> Option<(Sandbox, Vec<ipnet::IpNet>)> {
     match generation.identities.get(id) {
         Some(s) => {
-            let spec = generation.config.sandboxes.iter().find(|s| s.id == id);
+            let spec = generation.config.sandboxes.iter().find(|s| s.id == *id);
             Some(((*s).clone(), spec.map(|s| s.source_cidrs.clone()).unwrap_or_default()))
         }
         None => {
-            let record = state.control.get(&crate::names::SandboxId::parse(id).ok()?)?;
+            let record = state.control.get(id)?;
             let now = i64::try_from(now()).unwrap_or(i64::MAX);
             if record.revoked.is_some() || record.expires <= now {
                 return None;

@@ -3,6 +3,7 @@
 //! failures per address (audited as one record per burst instead of one per attempt). The request path asks
 //! the limits only through here.
 
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -20,7 +21,7 @@ pub(crate) struct BudgetMeter {
     sessions: Arc<Sessions>,
     sandbox: Arc<Sandbox>,
     /// The sandbox's incarnation, which the budget is kept for (an id created again starts afresh).
-    incarnation: String,
+    incarnation: Incarnation,
 }
 
 impl BudgetMeter {
@@ -38,7 +39,7 @@ impl BudgetMeter {
         Some(Arc::new(BudgetMeter {
             limits,
             sessions,
-            incarnation: sandbox.incarnation().to_string(),
+            incarnation: sandbox.incarnation().clone(),
             sandbox,
         }))
     }

@@ -2,6 +2,7 @@
 //! serves, so that revoking, expiring or removing a sandbox — or a reload that takes a rule away — closes
 //! them at once.
 
+use crate::names::Incarnation;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,7 +33,7 @@ struct SandboxConnections {
 
 /// The registry of open connections and tunnels by sandbox.
 pub(crate) struct Sessions {
-    inner: Mutex<HashMap<String, SandboxConnections>>,
+    inner: Mutex<HashMap<Incarnation, SandboxConnections>>,
     next: AtomicU64,
     root: CancellationToken,
     metrics: Arc<Metrics>,
@@ -42,7 +43,7 @@ pub(crate) struct Sessions {
 /// loses access (or, for a tunnel, when its destination does).
 pub(crate) struct Lease {
     sessions: Arc<Sessions>,
-    key: String,
+    key: Incarnation,
     sandbox: SandboxId,
     tunnel: Option<(u64, &'static str)>,
     token: CancellationToken,
@@ -96,17 +97,17 @@ impl Sessions {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, SandboxConnections>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Incarnation, SandboxConnections>> {
         // A panic while holding this lock leaves counts that are at worst off by one; keep serving.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn session<'a>(
         &self,
-        map: &'a mut HashMap<String, SandboxConnections>,
+        map: &'a mut HashMap<Incarnation, SandboxConnections>,
         sandbox: &Arc<Sandbox>,
     ) -> &'a mut SandboxConnections {
-        map.entry(sandbox.incarnation().to_string())
+        map.entry(sandbox.incarnation().clone())
             .or_insert_with(|| SandboxConnections {
                 sandbox: sandbox.clone(),
                 token: self.root.child_token(),
@@ -125,7 +126,7 @@ impl Sessions {
         self.metrics.connection_opened(&sandbox.id);
         Lease {
             sessions: self.clone(),
-            key: sandbox.incarnation().to_string(),
+            key: sandbox.incarnation().clone(),
             sandbox: sandbox.id.clone(),
             tunnel: None,
             token,
@@ -150,7 +151,7 @@ impl Sessions {
         self.metrics.tunnel_opened(&sandbox.id, mode.as_str());
         Lease {
             sessions: self.clone(),
-            key: sandbox.incarnation().to_string(),
+            key: sandbox.incarnation().clone(),
             sandbox: sandbox.id.clone(),
             tunnel: Some((n, mode.as_str())),
             token,
@@ -196,7 +197,7 @@ impl Sessions {
     }
 
     /// Close everything registered under `key` (a sandbox's session key) at once. False if nothing was open.
-    pub(crate) fn close(&self, key: &str, why: Closed) -> bool {
+    pub(crate) fn close(&self, key: &Incarnation, why: Closed) -> bool {
         let removed = self.lock().remove(key);
         match removed {
             Some(s) => {
@@ -210,10 +211,10 @@ impl Sessions {
     }
 
     /// Open connections and tunnels of every incarnation of sandbox `id`.
-    pub(crate) fn counts(&self, id: &str) -> (usize, usize) {
+    pub(crate) fn counts(&self, id: &SandboxId) -> (usize, usize) {
         self.lock()
             .values()
-            .filter(|s| s.sandbox.id == id)
+            .filter(|s| s.sandbox.id == *id)
             .fold((0, 0), |(c, t), s| (c + s.conns, t + s.tunnels.len()))
     }
 }

@@ -23,11 +23,11 @@ fn leases_count_and_deregister() {
     let a = sandbox("a");
     let c1 = s.attach_connection(&a);
     let t1 = s.open_tunnel(&a, &target("x.test"), TlsMode::Intercept);
-    assert_eq!(s.counts("a"), (1, 1));
+    assert_eq!(s.counts(&"a".into()), (1, 1));
     drop(c1);
-    assert_eq!(s.counts("a"), (0, 1));
+    assert_eq!(s.counts(&"a".into()), (0, 1));
     drop(t1);
-    assert_eq!(s.counts("a"), (0, 0));
+    assert_eq!(s.counts(&"a".into()), (0, 0));
 }
 
 #[test]
@@ -117,5 +117,5 @@ fn incarnations_are_separate() {
     assert!(lo.token().is_cancelled());
     assert!(!ln.token().is_cancelled());
     // The closed incarnation is out of the registry; the new one counts.
-    assert_eq!(s.counts("a"), (1, 0));
+    assert_eq!(s.counts(&"a".into()), (1, 0));
 }

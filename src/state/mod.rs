@@ -267,7 +267,7 @@ impl ProxyState {
             .filter(|r| r.revoked.is_none() && r.expires > now)
         {
             if let Some(doc) = &r.inline_policy {
-                let _ = current.inline(r.id.as_str(), &r.policy, doc);
+                let _ = current.inline(&r.id, &r.policy, doc);
             }
         }
         self.metrics.set_config_generation(number);
@@ -289,7 +289,7 @@ impl ProxyState {
             return Err(Closed::Revoked);
         }
         match &sandbox.origin {
-            Origin::Config => match generation.identities.get(sandbox.id.as_str()) {
+            Origin::Config => match generation.identities.get(&sandbox.id) {
                 Some(now) if now.policy == sandbox.policy && now.user == sandbox.user => Ok(()),
                 _ => Err(Closed::Removed),
             },

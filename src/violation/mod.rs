@@ -176,14 +176,14 @@ impl Watch {
         };
         let generation = self.live.load();
         for name in names {
-            if let Some(b) = generation.config.credential_budgets.of(policy, name.as_str()) {
+            if let Some(b) = generation.config.credential_budgets.of(policy, name) {
                 let subject = if b.per_user {
                     record.user().unwrap_or_default()
                 } else {
                     sandbox
                 };
                 let bytes = record.bytes_up().saturating_add(record.bytes_down());
-                self.budgets.add_bytes(name.as_str(), subject, &b.budget, bytes);
+                self.budgets.add_bytes(name, subject, &b.budget, bytes);
             }
         }
     }
@@ -247,7 +247,7 @@ pub(crate) fn announce(
     crate::audit::violation(
         audit,
         crate::audit::Violation {
-            sandbox: t.sandbox.as_str(),
+            sandbox: &t.sandbox,
             user: t.user.as_deref(),
             policy: &t.policy,
             reason: t.action.reason(),

@@ -215,7 +215,10 @@ async fn signed_in(
             if let Some(why) = access::forbidden(state, &caller, Needs::Sandboxes, action) {
                 return forbidden_page(me, &why);
             }
-            let mut resp = sandboxes::revoke(state, id).await;
+            let mut resp = match sandboxes::path_id(id) {
+                Ok(sandbox) => sandboxes::revoke(state, &sandbox).await,
+                Err(e) => sandboxes::failed(e),
+            };
             acted::record(state, &caller, action, Some(id), &mut resp);
             console.touched();
             after(me, resp, "sandboxes?note=revoked").await

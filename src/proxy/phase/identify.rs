@@ -47,7 +47,7 @@ pub(crate) async fn run(ctx: &mut Ctx, fx: &impl Effects) -> Result<(), ProxyErr
         Claim::Named(id) => ctx
             .generation
             .identities
-            .get(&id)
+            .named(&id)
             .ok_or(ProxyError::Auth(AuthFailure::Invalid))?,
     };
     if !established {

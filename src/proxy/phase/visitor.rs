@@ -69,13 +69,17 @@ fn link(previews: &Previews, req: &Request<ProxyBody>) -> Result<Claims, ProxyEr
 
 /// The session a request carries, checked: of the session cookies it has (a browser sends one), the first
 /// made for this preview, else the first valid one (which the exposed phase then refuses as `preview_other`).
-fn session(previews: &Previews, req: &Request<ProxyBody>, (port, id): (u16, &str)) -> Result<Claims, ProxyError> {
+fn session(
+    previews: &Previews,
+    req: &Request<ProxyBody>,
+    (port, id): (u16, &crate::names::SandboxId),
+) -> Result<Claims, ProxyError> {
     let tokens = crate::preview::cookies::sessions(req.headers());
     if tokens.is_empty() {
         return Err(refusal(Reason::PreviewLogin, "this preview needs a link: ask for one"));
     }
     let valid: Vec<Claims> = tokens.iter().filter_map(|t| previews.signer.check_session(t)).collect();
-    let mine = valid.iter().position(|c| c.sbx == id && c.port == port).unwrap_or(0);
+    let mine = valid.iter().position(|c| c.sbx == *id && c.port == port).unwrap_or(0);
     valid.into_iter().nth(mine).ok_or_else(|| {
         refusal(
             Reason::PreviewLogin,

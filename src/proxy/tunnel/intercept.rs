@@ -182,7 +182,7 @@ async fn handshake<IO: AsyncRead + AsyncWrite + Unpin>(
             let (config, hit) = state.leaves.lookup(&ca, &name).map_err(|e| match e {
                 CaError::OutOfScope { .. } => format!(
                     "{e}; if the policy now allows it, run `{}` and have the sandbox trust the new CA",
-                    state.cas.store.rotate_command(sandbox.id.as_str())
+                    state.cas.store.rotate_command(&sandbox.id)
                 ),
                 e => e.to_string(),
             })?;

@@ -1,6 +1,7 @@
 //! One client connection's ties to the sandboxes it has served: when any of them loses access (revoked,
 //! expired, removed by a reload), the connection is closed.
 
+use crate::names::Incarnation;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -15,7 +16,7 @@ use crate::session::leases::{Lease, Sessions};
 /// A client connection's registrations, one per sandbox incarnation it has served.
 pub(crate) struct ConnScope {
     cut: CancellationToken,
-    leases: Mutex<Vec<(String, Lease, Option<OpenGuard>)>>,
+    leases: Mutex<Vec<(Incarnation, Lease, Option<OpenGuard>)>>,
     /// For a connection that reached the transparent listener: where the sandbox was connecting to.
     pub(crate) original_dst: Option<OriginalDst>,
     /// The connection's place among its address's unauthenticated ones, given back once it authenticates.
@@ -62,7 +63,7 @@ impl ConnScope {
     ) -> Result<(), LimitRefusal> {
         let key = sandbox.incarnation();
         let mut leases = self.leases.lock().unpoisoned();
-        if leases.iter().any(|(k, _, _)| *k == key) {
+        if leases.iter().any(|(k, _, _)| k == key) {
             return Ok(());
         }
         let guard = if count {
@@ -78,7 +79,7 @@ impl ConnScope {
                 () = cut.cancelled() => {}
             }
         });
-        leases.push((key.to_string(), lease, guard));
+        leases.push((key.clone(), lease, guard));
         // Authenticated: no longer one of its address's unauthenticated connections.
         drop(self.waiting.lock().unpoisoned().take());
         Ok(())

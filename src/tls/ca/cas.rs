@@ -65,7 +65,7 @@ impl SandboxCas {
                     "the CA on disk cannot sign for {} which the policy now allows; TLS to them is refused until \
                      `{}` issues a new CA",
                     missing.join(", "),
-                    self.store.rotate_command(id.as_str())
+                    self.store.rotate_command(id)
                 );
             }
             Ok(ca)
@@ -92,7 +92,7 @@ impl SandboxCas {
              sign for {}: every TLS connection to them would fail after the CONNECT; run `{}` to issue a CA for \
              what the policy allows now, give the sandbox the new certificate, then start cordon (or reload it)",
             missing.join(", "),
-            self.store.rotate_command(id.as_str())
+            self.store.rotate_command(id)
         ))
     }
 

@@ -55,7 +55,7 @@ const OLD_CERT_FILE: &str = "ca.pem.old";
 const MAX_SANDBOX_ID_LEN: usize = 64;
 
 /// The command line that rotates a sandbox's CA, from its id (see [`CaStore::with_rotate_command`]).
-pub(crate) type RotateCommand = Arc<dyn Fn(&str) -> String + Send + Sync>;
+pub(crate) type RotateCommand = Arc<dyn Fn(&SandboxId) -> String + Send + Sync>;
 
 /// The CAs of all sandboxes, one folder each under one directory.
 pub struct CaStore {
@@ -95,7 +95,7 @@ impl CaStore {
     }
 
     /// The exact command that replaces sandbox `id`'s CA with one for what its policy allows now.
-    pub(crate) fn rotate_command(&self, id: &str) -> String {
+    pub(crate) fn rotate_command(&self, id: &SandboxId) -> String {
         (self.rotate_command)(id)
     }
 
@@ -104,7 +104,7 @@ impl CaStore {
         if error.rotation_fixes() {
             CaError::Remedied {
                 error: Box::new(error),
-                command: self.rotate_command(sandbox.as_str()),
+                command: self.rotate_command(sandbox),
             }
         } else {
             error

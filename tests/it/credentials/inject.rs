@@ -58,9 +58,10 @@ impl Cred {
     /// sandbox: `id@user`), for credentials whose placeholders are not handed out (header credentials).
     fn placeholder_of(&self, (sandbox, user): (&str, &str), credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
-        cordon::placeholder::Placeholders::load(&key)
-            .unwrap()
-            .value(&format!("{sandbox}@{user}"), credential)
+        cordon::placeholder::Placeholders::load(&key).unwrap().value(
+            &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse(sandbox).unwrap(), user),
+            &credential.into(),
+        )
     }
 
     fn url(&self, host: &str, path: &str) -> String {

@@ -380,9 +380,10 @@ async fn a_placeholder_or_secret_as_a_host_name_is_refused_before_any_lookup() {
     let mut rig = start().await;
     let u = rig.up.addr.port();
     let key = rig.dir.path().join("vault/placeholder.key");
-    let ph = cordon::placeholder::Placeholders::load(&key)
-        .unwrap()
-        .value("sb1@alice", "ph");
+    let ph = cordon::placeholder::Placeholders::load(&key).unwrap().value(
+        &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse("sb1").unwrap(), "alice"),
+        &"ph".into(),
+    );
     let (head, tail) = ph.split_at(20);
     let names = [
         (format!("{ph}.allowed.test"), "credential_exfiltration"),

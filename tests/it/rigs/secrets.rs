@@ -115,9 +115,10 @@ policies:
     /// over the sandbox's incarnation `sb@u`): what a header credential's secret is masked with.
     pub(crate) fn placeholder_of(&self, credential: &str) -> String {
         let key = self.dir.path().join("vault/placeholder.key");
-        cordon::placeholder::Placeholders::load(&key)
-            .unwrap()
-            .value("sb@u", credential)
+        cordon::placeholder::Placeholders::load(&key).unwrap().value(
+            &cordon::names::Incarnation::declared(&cordon::names::SandboxId::parse("sb").unwrap(), "u"),
+            &credential.into(),
+        )
     }
 
     /// The placeholder of a placeholder credential, as `cordon placeholders` prints it.

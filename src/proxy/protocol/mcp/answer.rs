@@ -3,6 +3,7 @@
 //! bound to the sandbox; its body read with certainty and its tool lists filtered (`crate::mcp::answer`), or not
 //! passed on.
 
+use crate::names::Incarnation;
 use std::sync::Arc;
 
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
@@ -30,7 +31,7 @@ pub(crate) struct McpAnswer {
     pub(crate) method: Method,
     /// The server's origin (`scheme://host:port`) and the sandbox incarnation, which session ids are bound to.
     pub(crate) origin: String,
-    pub(crate) incarnation: String,
+    pub(crate) incarnation: Incarnation,
     /// The session id the request named, if any.
     pub(crate) session: Option<String>,
 }

@@ -61,7 +61,7 @@ impl Protocol for Mcp {
         // to, meets the pins the sandbox already has for that origin.
         let origin = format!("{scheme}://{}:{}", target.host, target.port);
         let server = Server {
-            incarnation: sandbox.incarnation().to_string(),
+            incarnation: sandbox.incarnation().clone(),
             origin: origin.clone(),
         };
         let memory = cx.memory;
@@ -71,7 +71,7 @@ impl Protocol for Mcp {
             pinned: pinned.clone(),
             whose: format!("sandbox {} at {origin}", sandbox.id).into(),
             held,
-            sandbox: sandbox.incarnation().into(),
+            sandbox: sandbox.incarnation().clone(),
             sessions: Some((memory.mcp_sessions.clone(), Arc::<str>::from(origin.as_str()))),
         };
         let mut answer = McpAnswer {
