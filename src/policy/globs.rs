@@ -55,6 +55,13 @@ impl Names {
         self.texts.iter().any(|t| t == text) || (!is_glob(text) && self.matches(text))
     }
 
+    /// Whether `text` (an entry of a list that matches in any case) is inside this list in every case it matches:
+    /// inside it (see [`Names::holds`]) and either without letters, or this list takes any name (`*`). Used where
+    /// this list matches exactly and the other in any case.
+    pub(super) fn holds_every_case(&self, text: &str) -> bool {
+        self.holds(text) && (!text.chars().any(|c| c.is_ascii_alphabetic()) || self.texts.iter().any(|t| t == "*"))
+    }
+
     /// Whether every entry of `base` is one of `self`'s (same text): `self` then matches at least what `base`
     /// does. The first that is not, if any.
     pub(super) fn covers<'a>(&self, base: &'a Names) -> Option<&'a str> {

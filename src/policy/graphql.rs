@@ -105,6 +105,16 @@ impl Entries {
         (self.fields[ty.index()].matches(field), self.whole[ty.index()])
     }
 
+    /// [`Entries::holds`] for every case a list matching in any case reads `text` in: its whole type, or a field
+    /// this list (matching exactly) holds in every case.
+    fn holds_every_case(&self, text: &str) -> bool {
+        match text.split_once('.') {
+            Some((ty, field)) => OpType::parse(ty)
+                .is_some_and(|ty| self.whole[ty.index()] || self.fields[ty.index()].holds_every_case(field)),
+            None => self.holds(text),
+        }
+    }
+
     /// Whether `text`, an entry of another list, is inside this one: the same entry, its whole type, or a literal
     /// field this list's globs match.
     fn holds(&self, text: &str) -> bool {
@@ -219,9 +229,21 @@ impl GraphqlRules {
             .ask
             .texts
             .iter()
-            .find(|t| !(base.operations.holds(t) || base.ask.holds(t)))
+            // SECURITY: `ask` matches fields in any case and `operations` exactly: an own `ask` of a field the
+            // base sends only as written would ask for (and a person could let through) its other spellings.
+            .find(|t| !(base.ask.holds(t) || base.operations.holds_every_case(t)))
         {
-            return Err(("ask", format!("{t:?} is not something the base allows or asks for")));
+            return Err((
+                "ask",
+                if base.operations.holds(t) {
+                    format!(
+                        "{t:?} matches in any case under `ask`, but the base sends only {t:?} as written (its \
+                         operations match exactly): ask for it in the base, or leave it to the base's operations"
+                    )
+                } else {
+                    format!("{t:?} is not something the base allows or asks for")
+                },
+            ));
         }
         if let Some(t) = base.deny.texts.iter().find(|t| !self.deny.texts.contains(t)) {
             return Err(("deny", format!("the base denies {t:?}; an own rule must deny it too")));

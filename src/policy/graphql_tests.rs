@@ -142,6 +142,19 @@ fn an_own_section_only_narrows_its_base() {
     ] {
         assert_eq!(own.within(&base).unwrap_err().0, field, "{own:?}");
     }
+    // `ask` matches fields in any case and `operations` exactly: asking for a field the base sends only as written
+    // would ask for its other spellings (`mutation.ADDCOMMENT`), which the base refuses; a whole type the base
+    // sends takes every spelling.
+    let exact = rules(&["query", "mutation.addComment"], &[], &["mutation.delete*"], &[]);
+    let e = rules(&["query"], &["mutation.addComment"], &["mutation.delete*"], &[])
+        .within(&exact)
+        .unwrap_err();
+    assert_eq!(e.0, "ask", "{e:?}");
+    assert!(e.1.contains("matches in any case"), "{e:?}");
+    assert_eq!(
+        rules(&[], &["query.issues", "query"], &["mutation.delete*"], &[]).within(&exact),
+        Ok(())
+    );
     let named = rules(&["query"], &[], &[], &["Issue*"]);
     assert_eq!(rules(&["query"], &[], &[], &["IssueList"]).within(&named), Ok(()));
     assert_eq!(rules(&["query"], &[], &[], &[]).within(&named).unwrap_err().0, "names");

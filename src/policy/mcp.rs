@@ -166,11 +166,21 @@ impl McpRules {
             .ask
             .texts
             .iter()
-            .position(|t| !(base.tools.holds(t) || base.ask.holds(t)))
+            // SECURITY: `ask` matches in any case and `tools` exactly: an own `ask: [b]` over a base's `tools: [b]`
+            // would ask for (and a person could let through) `B`, which the base refuses.
+            .position(|t| !(base.ask.holds(t) || base.tools.holds_every_case(t)))
         {
+            let t = &self.ask.texts[i];
             return Err((
                 "ask",
-                format!("{:?} is not a tool the base allows or asks for", self.ask.texts[i]),
+                if base.tools.holds(t) {
+                    format!(
+                        "{t:?} matches in any case under `ask`, but the base lets through only {t:?} as written (its \
+                         tools match exactly): ask for it in the base, or leave it to the base's tools"
+                    )
+                } else {
+                    format!("{t:?} is not a tool the base allows or asks for")
+                },
             ));
         }
         if let Some(missing) = self.deny.covers(&base.deny) {

@@ -105,11 +105,29 @@ fn an_own_section_only_narrows_its_base() {
             .is_ok()
     );
     assert!(rules(&[], &[], &["delete_*", "send_email"]).within(&base).is_ok());
-    // Asking for what the base lets through at once is narrower too.
+    // Asking for what the base lets through at once is narrower only where the base takes every case of it:
+    // `ask` matches in any case and `tools` exactly, so `ask: [read_file]` over `tools: [read_*]` would ask for
+    // READ_FILE, which the base refuses.
+    let err = rules(&[], &["read_file", "send_email"], &["delete_*"])
+        .within(&base)
+        .unwrap_err();
+    assert_eq!(err.0, "ask");
+    assert!(err.1.contains("matches in any case"), "{}", err.1);
+    let any = rules(&["*"], &["send_email"], &["delete_*"]);
     assert!(
         rules(&[], &["read_file", "send_email"], &["delete_*"])
-            .within(&base)
+            .within(&any)
             .is_ok()
+    );
+    // A name without letters has one case.
+    let digits = rules(&["run_42", "42"], &["send_email"], &["delete_*"]);
+    assert!(rules(&[], &["42", "send_email"], &["delete_*"]).within(&digits).is_ok());
+    assert_eq!(
+        rules(&[], &["run_42", "send_email"], &["delete_*"])
+            .within(&digits)
+            .unwrap_err()
+            .0,
+        "ask"
     );
     // Wider: a glob the base does not have, a tool the base does not name, a deny or an ask dropped.
     assert_eq!(

@@ -184,6 +184,51 @@ fn check_refuses_a_policy_past_its_own_boundary_with_the_path_and_a_request() {
     }
 }
 
+/// `ask` matches MCP tools and GraphQL fields in any case, `tools` and `operations` exactly: a policy that asks
+/// for what its boundary lets through only as written goes past it (a person could let `READ_FILE` through), and
+/// `check` and `policy contains` say so; the same policy under a boundary that asks too, or takes any name, holds.
+#[test]
+fn asking_in_any_case_is_not_inside_letting_through_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, inner: &str, outer: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(
+            &file,
+            format!(
+                "sandboxes: []\npolicies:\n  p:\n    allow:\n      - {{ host: mcp.example.com, {inner} }}\n    \
+                 boundary:\n      allow:\n        - {{ host: mcp.example.com, {outer} }}\n"
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    for (inner, outer, holds) in [
+        ("mcp: { ask: [read_file] }", "mcp: { tools: [read_file] }", false),
+        ("mcp: { ask: [read_file] }", "mcp: { tools: [\"read_*\"] }", false),
+        ("mcp: { ask: [read_file] }", "mcp: { ask: [read_file] }", true),
+        ("mcp: { ask: [read_file] }", "mcp: { tools: [\"*\"] }", true),
+        (
+            "graphql: { ask: [mutation.addComment] }",
+            "graphql: { operations: [mutation.addComment] }",
+            false,
+        ),
+        (
+            "graphql: { ask: [mutation.addComment] }",
+            "graphql: { operations: [mutation] }",
+            true,
+        ),
+    ] {
+        let file = write("cordon.yaml", inner, outer);
+        let (code, _, err) = cordon(&["check", "--config", &file]);
+        if holds {
+            assert_eq!(code, 0, "{inner} under {outer}: {err}");
+        } else {
+            assert_eq!(code, 2, "{inner} under {outer}: accepted");
+            assert!(err.contains("matches in any case"), "{inner} under {outer}: {err}");
+        }
+    }
+}
+
 #[test]
 fn bad_input_is_named_with_where_it_is() {
     let config = examples().join("boundaries.yaml").display().to_string();
