@@ -464,6 +464,34 @@ fn the_answers_below_hyper_have_their_reasons_status() {
     assert!(String::from_utf8_lossy(&render_unauthenticated_limit()).contains("\r\nretry-after: 1\r\n"));
 }
 
+/// What is written below hyper says what every refusal says: whose side, whether asking helps, what to do, that
+/// a way around will not work, in headers and in its text; and its head is one a client reads.
+#[test]
+fn the_answers_below_hyper_carry_the_refusal_facts() {
+    for (raw, reason) in [
+        (render_overloaded(), Reason::TooManyConnections),
+        (render_unauthenticated_limit(), Reason::UnauthenticatedLimit),
+        (
+            render_framing(&FramingViolation::ContentLengthWithTransferEncoding),
+            Reason::ClAndTe,
+        ),
+    ] {
+        let text = String::from_utf8(raw).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        for header in ["x-cordon-whose: ", "x-cordon-ask: no", "x-cordon-hint: "] {
+            assert!(head.contains(&format!("\r\n{header}")), "{}: {head}", reason.code());
+        }
+        assert!(head.ends_with(&format!("content-length: {}", body.len())), "{head}");
+        assert!(body.starts_with("cordon: "), "{body}");
+        assert!(body.contains(&format!("reason: {} (", reason.code())), "{body}");
+        assert!(body.contains(crate::reason::NO_WAY_AROUND), "{body}");
+        assert!(
+            !head.contains("x-cordon-ask-at"),
+            "nothing of the sandbox is known here: {head}"
+        );
+    }
+}
+
 /// A request of each kind the framing guard refuses, with a limit of `MAX_HEAD` (the match fails to compile
 /// when a violation is added, until it has its request here).
 fn violating(v: &FramingViolation) -> Vec<u8> {

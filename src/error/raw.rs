@@ -1,19 +1,44 @@
 //! Answers written below hyper, as raw HTTP/1.1 bytes that close the connection: refused framing, the
 //! connection cap, unauthenticated connections over their limit. Each answer's status is its reason's, from the
-//! registry, as for every other refusal.
+//! registry, and it says what every other refusal says (the `cordon.refusal/1` facts, as text, and the same
+//! `x-cordon-*` headers): nothing of the request is known here, so what was refused is not named.
+
+use http::HeaderMap;
 
 use super::REASON_HEADER;
+use super::refusal::{Facts, Format, Subject};
 use super::status_of;
 use crate::framing::FramingViolation;
 use crate::reason::Reason;
 
 /// A complete raw HTTP/1.1 response for `reason` that closes the connection, for answers written below hyper,
-/// with `extra` header lines (each ending in CRLF) after the status line.
-fn raw_response(reason: Reason, extra: &str, message: &str) -> Vec<u8> {
+/// `retry_after` seconds given for a limit.
+fn raw_response(reason: Reason, retry_after: Option<u64>, message: &str) -> Vec<u8> {
     let status = status_of(reason);
-    let body = format!("cordon: {message}\n");
+    let refused = Subject::default();
+    let facts = Facts {
+        reason,
+        status: status.as_u16(),
+        message: message.to_string(),
+        refused: &refused,
+        retry_after,
+        details: &[],
+    };
+    let (content_type, body) = facts.body(Format::Text);
+    let mut headers = HeaderMap::new();
+    facts.headers(&mut headers);
+    let mut extra = String::new();
+    if let Some(secs) = retry_after {
+        extra.push_str(&format!("retry-after: {secs}\r\n"));
+    }
+    for (name, value) in &headers {
+        // Header-safe by construction (printable ASCII, bounded); anything else is left out rather than sent.
+        if let Ok(v) = value.to_str() {
+            extra.push_str(&format!("{name}: {v}\r\n"));
+        }
+    }
     format!(
-        "HTTP/1.1 {} {}\r\n{extra}content-type: text/plain; charset=utf-8\r\n{REASON_HEADER}: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 {} {}\r\n{extra}content-type: {content_type}\r\n{REASON_HEADER}: {}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         status.as_u16(),
         status.canonical_reason().unwrap_or(""),
         reason.code(),
@@ -25,14 +50,14 @@ fn raw_response(reason: Reason, extra: &str, message: &str) -> Vec<u8> {
 /// The answer to a request whose framing the byte-level guard refused (400, 414 for an overlong target, 431 for
 /// an oversized head: the registry's answer to the violation's reason).
 pub(crate) fn render_framing(v: &FramingViolation) -> Vec<u8> {
-    raw_response(v.reason(), "", &format!("malformed request: {v}"))
+    raw_response(v.reason(), None, &format!("malformed request: {v}"))
 }
 
 /// The answer to a connection over the connection cap.
 pub(crate) fn render_overloaded() -> Vec<u8> {
     raw_response(
         Reason::TooManyConnections,
-        "",
+        None,
         "too many open connections; try again shortly",
     )
 }
@@ -43,7 +68,7 @@ pub(crate) fn render_unauthenticated_limit() -> Vec<u8> {
     raw_response(
         Reason::UnauthenticatedLimit,
         // A place frees as soon as one of them sends its first request or closes.
-        "retry-after: 1\r\n",
+        Some(1),
         "too many connections from this address have not authenticated yet (limits.per_source.unauthenticated); \
          send a request on the ones open, or close them",
     )
