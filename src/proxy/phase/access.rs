@@ -25,11 +25,12 @@ const MOST_BODY: usize = 64 * 1024;
 /// The most characters of a request's `reason`.
 const MOST_REASON: usize = 1000;
 
-/// Whether the exchange is for cordon's own name (this phase's, not decide's).
+/// Whether the exchange is for cordon's own name (this phase's, not decide's). The target parser has made the
+/// name lowercase without a trailing dot, so every spelling of it is one comparison, with nothing allocated.
 pub(crate) fn asks_cordon(ctx: &Ctx) -> bool {
     ctx.target
         .as_ref()
-        .is_some_and(|t| t.host.to_string().eq_ignore_ascii_case(ACCESS_HOST))
+        .is_some_and(|t| matches!(&t.host, crate::target::Host::Name(n) if n == ACCESS_HOST))
 }
 
 fn refused(code: Reason, message: impl Into<String>) -> ProxyError {

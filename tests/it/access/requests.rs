@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{ASK_AT, ask, asking, for_get, get, listed, rig, through};
 use crate::rigs::process::cordon;
+use crate::rigs::wait::TimedChild;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_bad_request_says_each_problem_at_its_path_and_files_nothing() {
@@ -137,6 +138,7 @@ async fn cordons_own_name_is_answered_by_cordon_alone_in_every_spelling() {
         "http://access.cordon.internal:80/v1/requests",
         "http://access.cordon.internal:8080/v1/requests",
         "http://access.cordon.internal/v1/requests/",
+        "http://access.cordon.internal./v1/requests",
     ] {
         let (status, v, ctype) = through(&rig, "GET", url, None);
         assert_eq!((status, ctype.as_str()), (200, "application/json"), "{url}: {v}");
@@ -320,7 +322,11 @@ async fn the_approvals_examples_decide_access_requests_as_printed() {
             .env("CORDON_CONFIG", &rig.config)
             .env("CONSOLE_OIDC_SECRET", "console-secret")
             .env("NO_COLOR", "1")
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+            .timed_wait_with_output()
             .unwrap();
         assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).to_string()
