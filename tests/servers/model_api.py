@@ -52,7 +52,10 @@ Token counts (deterministic, so a test can assert exact figures):
                  message_delta the final (cumulative) output_tokens N
 
 Streams send one event per visible output token (N text deltas, each its own HTTP chunk), so max_tokens 200
-makes 200 delta events. A word "cutshort" in the request cuts a stream short: after N // 2 deltas the server
+makes 200 delta events. In all, a chat stream is 1 role chunk + N + 1 finish chunk (+ 1 usage chunk) + [DONE];
+a responses stream 4 events (created, in_progress, output_item.added, content_part.added) + N + 4
+(output_text.done, content_part.done, output_item.done, completed); a messages stream 3 (message_start, ping,
+content_block_start) + N + 3 (content_block_stop, message_delta, message_stop). A word "cutshort" in the request cuts a stream short: after N // 2 deltas the server
 closes the connection (TCP FIN, no TLS close_notify, no terminating chunk): no usage chunk, no [DONE], no
 response.completed, no message_delta or message_stop. Non-streaming answers ignore "cutshort". Between events
 the server waits --event-delay-ms, or the request header x-model-api-delay-ms when given (so tests can keep
@@ -631,6 +634,15 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        # A client that refuses the certificate or hangs up is part of the tests, not the server's fault: one
+        # line on stderr instead of a traceback.
+        err = sys.exc_info()[1]
+        if isinstance(err, (ssl.SSLError, ConnectionError, TimeoutError)):
+            print(f"model_api: {client_address[0]}:{client_address[1]}: {err}", file=sys.stderr, flush=True)
+            return
+        super().handle_error(request, client_address)
 
 
 def main():
