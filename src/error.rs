@@ -190,6 +190,15 @@ pub(crate) enum ProxyError {
         /// Each problem, at its path, or each way the request goes past the boundary.
         details: Vec<String>,
     },
+    /// A request to a model API refused before it leaves: a model the rule does not list, a model the price
+    /// table cannot count under a cost budget, or a budget cordon cannot read.
+    #[error("{message}")]
+    Model {
+        /// Stable reason code (one of the registry's model APIs).
+        code: Reason,
+        /// What the sandbox is told.
+        message: String,
+    },
     /// cordon itself went wrong (an entry handed the pipeline something it does not handle).
     #[error("internal error")]
     Internal,
@@ -235,7 +244,7 @@ impl ProxyError {
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
-            ProxyError::Preview { code, .. } | ProxyError::Access { code, .. } => *code,
+            ProxyError::Preview { code, .. } | ProxyError::Access { code, .. } | ProxyError::Model { code, .. } => *code,
             ProxyError::Internal => Reason::Internal,
         }
     }
@@ -280,6 +289,8 @@ impl ProxyError {
             ProxyError::Preview { .. } | ProxyError::Access { .. } if self.is_refusal() => Side::Downstream,
             ProxyError::Access { .. } => Side::Internal,
             ProxyError::Preview { .. } => Side::Internal,
+            ProxyError::Model { .. } if self.is_refusal() => Side::Downstream,
+            ProxyError::Model { .. } => Side::Internal,
             ProxyError::CredentialUnavailable { .. } | ProxyError::AuditUnavailable | ProxyError::Internal => {
                 Side::Internal
             }
@@ -312,6 +323,7 @@ impl ProxyError {
             ProxyError::McpAnswer { message, .. } | ProxyError::Preview { message, .. } => Some(message.clone()),
             ProxyError::Access { message, details, .. } if details.is_empty() => Some(message.clone()),
             ProxyError::Access { message, details, .. } => Some(format!("{message}: {}", details.join("; "))),
+            ProxyError::Model { message, .. } => Some(message.clone()),
             // A plain refusal: its reason code says it all.
             ProxyError::Auth(_)
             | ProxyError::Target(_)
@@ -385,6 +397,7 @@ impl ProxyError {
             | ProxyError::AuditUnavailable
             | ProxyError::Preview { .. }
             | ProxyError::Access { .. }
+            | ProxyError::Model { .. }
             | ProxyError::Internal => self.to_string(),
         }
     }

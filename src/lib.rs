@@ -29,7 +29,7 @@
 //! | 6 | `webhook`, `oidc` | delivering an event (approvals, violations, spent budgets) to the operator's webhook, signed and retried; signing people in through OpenID Connect (code flow with PKCE, the ID token verified) |
 //! | 5 | `audit`, `config`, `upstream` | the audit record and its sinks; the validated configuration; sending upstream (pooled, verified) |
 //! | 4 | `control`, `error`, `tls`, `leak` | run-time sandboxes and their store; every failure and its status; CAs, leaves, SNI; the exfiltration scan and echo masking |
-//! | 3 | `mcp`, `graphql` | the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned; GraphQL: its requests read strictly, its documents parsed and each operation judged by its root fields against a rule's `graphql:` section |
+//! | 3 | `mcp`, `graphql`, `llm` | model APIs: the tokens their answers report, their price and the budgets they count against; the Model Context Protocol: its messages read strictly and judged against a rule's `mcp:` section, its tool lists filtered and pinned; GraphQL: its requests read strictly, its documents parsed and each operation judged by its root fields against a rule's `graphql:` section |
 //! | 2 | `identity`, `policy`, `net`, `body`, `pg`, `metrics`, `placeholder` | who is talking; the pure decision; resolution, the address guard, dialling; bodies and their content codings; the PostgreSQL store's connection, schema, notifications and replica registry; metrics (with the build they describe); the values a sandbox holds in place of secrets |
 //! | 1 | `target`, `principal`, `limits`, `addr`, `framing`, `dns`, `file_lock`, `secret_file`, `supervise`, `rfc3339`, `version`, `systemd`, `sigv4` | the one destination parser; admin principals and their roles; rate, cap and budget mechanisms; address newtypes; the byte-level framing guard; the DNS wire; file locks and secret files; background tasks started again when they panic; RFC 3339 timestamps; what the build is (`--version`, `cordon_build_info`); telling systemd ready, reloading, stopping; AWS Signature Version 4 |
 //! | 0 | `reason`, `locks`, `names` | every reason code, its answer and its meaning (the Troubleshooting page, docs/src/troubleshooting.md, is made from it); locks a panic does not wedge; sandbox ids (and the rule they keep) and credential names as types |
@@ -66,6 +66,7 @@ pub mod jail;
 pub mod leak;
 pub mod limits;
 mod locks;
+mod llm;
 mod logging;
 mod mcp;
 mod metrics;

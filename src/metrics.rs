@@ -15,6 +15,7 @@ use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 mod audit;
+pub(crate) mod models;
 mod process;
 
 use prometheus_client::encoding::text::encode;
@@ -92,6 +93,8 @@ pub(crate) struct Metrics {
     store_up: U64Gauge,
     /// The audit output and its export.
     pub(crate) audit: audit::AuditMetrics,
+    /// What model API calls used.
+    pub(crate) models: std::sync::Arc<models::ModelMetrics>,
     replicas_live: U64Gauge,
     sandbox_closures: Family<Labels<1>, Counter>,
     violations: Family<Labels<2>, Counter>,
@@ -201,6 +204,7 @@ impl Metrics {
             store_up.clone(),
         );
         let audit = audit::AuditMetrics::register(&mut registry);
+        let models = std::sync::Arc::new(models::ModelMetrics::register(&mut registry));
         process::register(&mut registry);
         registry.register(
             "cordon_replicas_live",
@@ -232,6 +236,7 @@ impl Metrics {
             approvals_pending,
             store_up,
             audit,
+            models,
             replicas_live,
             sandbox_closures,
             violations,

@@ -302,6 +302,9 @@ impl Pending {
         self.record.bytes_up += self.up.load(Ordering::Relaxed);
         self.record.bytes_down += self.down.load(Ordering::Relaxed);
         self.record.duration_ms = (self.started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        if let Some(section) = &mut self.record.protocol {
+            section.complete();
+        }
         if self.record.original_dst_differs.is_none()
             && let (Some(original), Some(dialled)) = (&self.record.original_dst, &self.record.dialled)
         {

@@ -91,6 +91,9 @@ pub(super) struct RawConfig {
     pub(crate) console: Option<RawConsole>,
     /// What bounds every jail, and how a jail is stopped.
     pub(crate) jail: Option<RawJail>,
+    /// What a million tokens of each model cost (names or globs), for model budgets and the records.
+    #[serde(default)]
+    pub(crate) model_prices: BTreeMap<String, super::model_api::RawPrice>,
 }
 
 /// A validated configuration.
@@ -118,6 +121,10 @@ pub struct Config {
     pub(crate) on_violation: BTreeMap<String, super::violations::OnViolation>,
     /// Credential usage budgets.
     pub(crate) credential_budgets: super::violations::CredentialBudgets,
+    /// What a million tokens of each model cost.
+    pub(crate) model_prices: std::sync::Arc<crate::llm::prices::PriceTable>,
+    /// Each policy's model budget.
+    pub(crate) model_budgets: crate::llm::budget::ModelBudgets,
     /// Address guard and name overrides.
     pub(crate) network: Network,
     /// Timeouts.
@@ -198,6 +205,13 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
             violations::on_violation(&mut errs, &format!("policies.{name}"), raw).map(|o| (name.clone(), o))
         })
         .collect();
+    let model_prices = super::model_api::prices(&mut errs, std::mem::take(&mut raw.model_prices));
+    let raw_model_budgets = raw
+        .policies
+        .iter_mut()
+        .filter_map(|(name, p)| Some((name.clone(), p.model_budget.take()?)))
+        .collect();
+    let model_budgets = super::model_api::budgets(&mut errs, raw_model_budgets, &model_prices);
     let mut credential_budgets = CredentialBudgets::default();
     for (name, c) in raw.credentials.iter_mut() {
         if let Some(b) = c.budget.take() {
@@ -280,6 +294,8 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
             audit_chain,
             on_violation,
             credential_budgets,
+            model_prices: std::sync::Arc::new(model_prices),
+            model_budgets,
             network,
             timeouts,
             limits,

@@ -29,6 +29,7 @@ mod limits;
 mod lint;
 mod listen;
 mod log;
+mod model_api;
 mod network;
 pub(crate) mod paths;
 mod policies;

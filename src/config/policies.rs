@@ -1,5 +1,5 @@
 //! `policies:`: each policy's mode and rules (a host or CIDRs, ports, methods, paths, the TLS mode, the action,
-//! and the `mcp:` and `graphql:` sections), as written and validated. What else a policy holds is validated
+//! and the `mcp:`, `graphql:` and `model_api:` sections), as written and validated. What else a policy holds is validated
 //! with what it bounds: `credentials`/`credential_scope` (`credentials/`), `on_violation` and
 //! `credential_budget` (`violations.rs`), `expose` (`previews.rs`), `jail` (`jail.rs`).
 
@@ -51,6 +51,8 @@ pub(super) struct RawPolicy {
     pub(crate) boundary: Option<RawBoundary>,
     /// Whether its sandboxes may ask, from inside, for access up to the boundary, and on what terms.
     pub(crate) access: Option<RawAccess>,
+    /// Tokens and cost its sandboxes' model API calls may spend per window, per sandbox and per user.
+    pub(crate) model_budget: Option<super::model_api::RawModelBudget>,
 }
 
 /// A policy's boundary, or a policy document in a file: a mode, ordered allow rules, the credentials.
@@ -112,6 +114,8 @@ pub(super) struct RawRule {
     pub(crate) mcp: Option<RawMcp>,
     /// For a GraphQL endpoint: the operations its sandboxes may send, ask for, never send; the names they may use.
     pub(crate) graphql: Option<RawGraphql>,
+    /// For a model API: its dialect, and the models its sandboxes may name (their usage is metered).
+    pub(crate) model_api: Option<super::model_api::RawModelApi>,
 }
 
 /// A rule's `mcp:` section.
@@ -307,6 +311,17 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
             .ok()
             .map(std::sync::Arc::new)
     });
+    let model_api = raw.model_api.and_then(|m| {
+        if mcp.is_some() || graphql.is_some() {
+            errs.at(
+                format!("{base}.model_api"),
+                "a rule judges one protocol (MCP, GraphQL or a model API); write a rule for each endpoint",
+            );
+            return None;
+        }
+        super::model_api::rule_section(errs, &format!("{base}.model_api"), m, tls == TlsMode::Tunnel)
+            .map(std::sync::Arc::new)
+    });
     let methods = methods(errs, base, raw.methods);
     let path_texts = raw.paths.clone().unwrap_or_default();
     let paths = paths(errs, base, raw.paths.as_deref());
@@ -321,6 +336,7 @@ fn rule(errs: &mut Errors, base: &str, raw: RawRule) -> Option<Rule> {
         action,
         mcp,
         graphql,
+        model_api,
     })
 }
 

@@ -197,6 +197,20 @@ choice!(
 );
 
 choice!(
+    /// A rule's `model_api.dialect`.
+    Dialect,
+    "openai" => "OpenAI's API and compatible ones: chat completions, responses, embeddings.",
+    "anthropic" => "Anthropic's messages API.",
+);
+
+choice!(
+    /// A model budget's `on_spent:`.
+    OnSpent,
+    "refuse" => "Refuse the next request (429 model_budget_spent) until the window renews (the default).",
+    "ask" => "Hold the next request for a person, who may let it through.",
+);
+
+choice!(
     /// A budget's `per:`.
     BudgetPer,
     "sandbox" => "Each sandbox has the budget (the default).",

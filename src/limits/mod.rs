@@ -19,6 +19,7 @@
 mod auth;
 mod budget;
 mod credential_budget;
+pub mod model_ledger;
 mod open;
 mod rate;
 mod refusal;

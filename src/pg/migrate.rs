@@ -81,6 +81,22 @@ CREATE TABLE credential_budgets (
 CREATE INDEX credential_budgets_ends ON credential_budgets (ends);
 ",
     ),
+    (
+        5,
+        "model budgets",
+        "
+CREATE TABLE model_budgets (
+    key      text NOT NULL,
+    slot     bigint NOT NULL,
+    ends     bigint NOT NULL,
+    requests bigint NOT NULL DEFAULT 0,
+    tokens   bigint NOT NULL DEFAULT 0,
+    cost     bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (key, slot)
+);
+CREATE INDEX model_budgets_ends ON model_budgets (ends);
+",
+    ),
 ];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.

@@ -229,6 +229,8 @@ pub struct Rule {
     pub mcp: Option<std::sync::Arc<super::mcp::McpRules>>,
     /// For a GraphQL endpoint: the operations its sandboxes may send (`graphql:`).
     pub graphql: Option<std::sync::Arc<super::graphql::GraphqlRules>>,
+    /// For a model API: its dialect, and the models its sandboxes may name (`model_api:`).
+    pub(crate) model_api: Option<std::sync::Arc<super::model_api::ModelApiRules>>,
 }
 
 impl Rule {
@@ -236,7 +238,7 @@ impl Rule {
     /// (a standing approval grant holds only while the rule it was given under does).
     pub(crate) fn fingerprint(&self) -> String {
         let said = format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}{}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}{}{}",
             self.host,
             self.cidrs,
             self.ports,
@@ -249,6 +251,10 @@ impl Rule {
             self.graphql
                 .as_ref()
                 .map(|g| format!("|graphql {}", g.said()))
+                .unwrap_or_default(),
+            self.model_api
+                .as_ref()
+                .map(|m| format!("|model_api {}", m.said()))
                 .unwrap_or_default()
         );
         hex::encode(ring::digest::digest(&ring::digest::SHA256, said.as_bytes()))

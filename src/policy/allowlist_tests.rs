@@ -14,6 +14,7 @@ fn matches(pattern: &str, host: &str) -> bool {
         action: Action::Allow,
         mcp: None,
         graphql: None,
+        model_api: None,
     };
     let (set, _) = compile_hosts(&[rule]).unwrap_or_else(|e| unreachable!("{e}"));
     set.is_match(labels_as_path(host))

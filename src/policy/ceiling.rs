@@ -55,7 +55,7 @@ pub(crate) fn exceeds_bound(inline: &Policy, base: &Policy, at: &str, bound: Cre
         && let Some(i) = base
             .rules
             .iter()
-            .position(|r| r.mcp.is_some() || r.graphql.is_some() || r.action == Action::Ask)
+            .position(|r| r.mcp.is_some() || r.graphql.is_some() || r.model_api.is_some() || r.action == Action::Ask)
     {
         // A request no rule of `inline` allows is let through unjudged; the base may judge its messages or ask.
         push(
@@ -267,6 +267,14 @@ fn within_region(rule: &Rule, base: &Policy, region: &Region) -> Result<(), (&'s
                     |r| r.graphql.as_deref(),
                     |m, b| m.within(b),
                 )?;
+                section(
+                    rule,
+                    first,
+                    whom,
+                    &MODEL_API,
+                    |r| r.model_api.as_deref(),
+                    |m, b| m.within(b),
+                )?;
                 return Ok(());
             }
             Err((f, why)) => {
@@ -300,6 +308,12 @@ const GRAPHQL: Section = Section {
     key: ".graphql",
     limits: "the GraphQL operations",
     fields: &[".graphql.operations", ".graphql.ask", ".graphql.deny", ".graphql.names"],
+};
+
+const MODEL_API: Section = Section {
+    key: ".model_api",
+    limits: "the models",
+    fields: &[".model_api.dialect", ".model_api.models"],
 };
 
 /// Whether an own section narrows its base's; the field and why, when not.

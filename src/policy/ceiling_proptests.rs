@@ -63,6 +63,7 @@ fn rule() -> impl Strategy<Value = Rule> {
                 action,
                 mcp: None,
                 graphql: None,
+                model_api: None,
             }
         })
 }

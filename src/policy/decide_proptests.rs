@@ -69,6 +69,7 @@ fn policy(specs: &[Spec]) -> Policy {
             action: Action::Allow,
             mcp: None,
             graphql: None,
+            model_api: None,
         })
         .collect();
     Policy::new("p".into(), Mode::Enforce, rules).unwrap()

@@ -10,6 +10,7 @@ mod globs;
 pub mod graphql;
 mod hosts;
 pub mod mcp;
+pub(crate) mod model_api;
 mod overlaps;
 pub(crate) mod protocol;
 pub(crate) mod witness;
@@ -144,6 +145,7 @@ pub(crate) mod testing {
             action: Action::Allow,
             mcp: None,
             graphql: None,
+            model_api: None,
         }
     }
 }

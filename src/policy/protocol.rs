@@ -53,6 +53,34 @@ pub(crate) struct Refused {
 pub(crate) struct ProtocolRecord {
     pub(crate) section: &'static str,
     pub(crate) said: Value,
+    /// What the answer adds to the section, once it has ended (a model API's usage): its members are written
+    /// over `said`'s when the record is emitted.
+    pub(crate) completion: Option<Completion>,
+}
+
+/// What a protocol adds to its section of the record when the answer ends: set by the answer's reader, read when
+/// the record is emitted (the end of the body, or its drop: whichever comes, the reader has set it first).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Completion(std::sync::Arc<std::sync::Mutex<Option<Value>>>);
+
+impl Completion {
+    /// Say what the answer adds (a JSON object; the later word wins).
+    pub(crate) fn set(&self, value: Value) {
+        use crate::locks::Unpoisoned;
+        *self.0.lock().unpoisoned() = Some(value);
+    }
+
+    fn take(&self) -> Option<Value> {
+        use crate::locks::Unpoisoned;
+        self.0.lock().unpoisoned().take()
+    }
+}
+
+/// The same completion (the same answer's).
+impl PartialEq for Completion {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl ProtocolRecord {
@@ -61,6 +89,23 @@ impl ProtocolRecord {
         ProtocolRecord {
             section,
             said: serde_json::to_value(said).unwrap_or_else(|_| Value::Object(Default::default())),
+            completion: None,
+        }
+    }
+
+    /// The section, completed by `completion` when the answer ends.
+    pub(crate) fn completed_by(mut self, completion: Completion) -> ProtocolRecord {
+        self.completion = Some(completion);
+        self
+    }
+
+    /// Write what the answer added over what the request said (once; the record is about to be emitted).
+    pub(crate) fn complete(&mut self) {
+        let Some(Value::Object(added)) = self.completion.take().and_then(|c| c.take()) else {
+            return;
+        };
+        if let Value::Object(said) = &mut self.said {
+            said.extend(added);
         }
     }
 }

@@ -66,7 +66,9 @@ impl Judgements {
     /// error), not an HTTP status; any other error as it is.
     pub(crate) fn refusal(&self, e: ProxyError) -> ProxyError {
         match (&self.asking, e) {
-            (Some(a), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..))) => {
+            (Some(a), e @ (ProxyError::ApprovalDenied { .. } | ProxyError::ApprovalTimedOut(..)))
+                if a.protocol.refuses_in_protocol() =>
+            {
                 ProxyError::Protocol(a.protocol.refuse(&a.asked, e.reason().in_protocol(), e.to_string()))
             }
             (_, e) => e,

@@ -73,6 +73,7 @@ impl Reason {
             | Reason::McpToolDenied
             | Reason::McpMethodDenied
             | Reason::GraphqlOperationDenied
+            | Reason::ModelNotAllowed
             | Reason::ApprovalTimeout
             | Reason::ProtocolApprovalTimeout => (Policy, true),
             // Refused whatever a rule says, or a person already said no.
@@ -87,6 +88,7 @@ impl Reason {
             | Reason::ProtocolApprovalDenied
             | Reason::SandboxHeld
             | Reason::AccessNotOffered
+            | Reason::ModelUnpriced
             | Reason::AccessPastBoundary => (Policy, false),
             // A sandbox whose time ran out: a person can start a new one.
             Reason::AuthExpired => (Request, true),
@@ -152,6 +154,7 @@ impl Reason {
             | Reason::McpSessionForeign
             | Reason::GraphqlInvalid
             | Reason::GraphqlPersistedUnknown
+            | Reason::ModelApiInvalid
             | Reason::SniMismatch
             | Reason::NotTls
             | Reason::NotTlsOrHttp
@@ -168,6 +171,7 @@ impl Reason {
             | Reason::AccessNeedsHttp => (Request, false),
             Reason::TooManyConnections
             | Reason::CredentialBudget
+            | Reason::ModelBudgetSpent
             | Reason::SandboxRate
             | Reason::UserRate
             | Reason::HostRate
@@ -196,9 +200,11 @@ impl Reason {
             | Reason::UpstreamEncoding
             | Reason::McpRedirect
             | Reason::McpAnswerUnreadable => (Upstream, false),
-            Reason::CredentialUnavailable | Reason::AuditUnavailable | Reason::Internal | Reason::LeafUnavailable => {
-                (Cordon, false)
-            }
+            Reason::CredentialUnavailable
+            | Reason::AuditUnavailable
+            | Reason::Internal
+            | Reason::LeafUnavailable
+            | Reason::ModelBudgetUnavailable => (Cordon, false),
             Reason::OnViolationRevoke
             | Reason::OnViolationHold
             | Reason::Closed
@@ -267,6 +273,12 @@ impl Reason {
             }
             (Reason::ApprovalDenied | Reason::ProtocolApprovalDenied, _) => {
                 "A person denied this request; do not send it again."
+            }
+            (Reason::ModelUnpriced, _) => {
+                "cordon cannot count the cost of this model, which a budget limits; use a model it prices (ask a person to price this one)."
+            }
+            (Reason::ModelBudgetSpent, _) => {
+                "The model budget of this window is spent: wait until it renews (Retry-After), or ask a person to raise it."
             }
             (Reason::AccessPastBoundary, _) => {
                 "This is more than a sandbox of this policy may ever be granted; narrow the request to what the answer does not name, or do without it."

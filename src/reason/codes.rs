@@ -238,6 +238,18 @@ reasons! {
         GraphqlPersistedUnknown = "graphql_persisted_unknown", InProtocol, "a persisted query's hash whose document cordon has not seen (answered PersistedQueryNotFound, so the client sends the document)",
             "Usually nothing: Apollo-style clients answer `PersistedQueryNotFound` by sending the document, which cordon checks and remembers. A client that only ever sends hashes must be set to send documents.";
     }
+    "Model APIs" {
+        ModelNotAllowed = "model_not_allowed", Status(403), "a request to a model API for a model the endpoint's rule does not list under `model_api.models`",
+            "If the agent should use this model, add it (or a glob) to the rule's `model_api.models`; the answer lists the models the rule allows.";
+        ModelApiInvalid = "model_api_invalid", Status(400), "a request to a model API that cordon cannot read the model of: a POST whose body is not one uncompressed JSON object with a string `model`",
+            "Send model calls as JSON with their `model`, uncompressed; give the API's other endpoints (file uploads, listings) a rule of their own without `model_api`, so they are not read as model calls.";
+        ModelUnpriced = "model_unpriced", Status(403), "a request for a model the price table (`model_prices:`) does not price, where a model budget limits cost",
+            "Add the model (or a glob over it) to `model_prices:` with its input and output price per million tokens; until then a cost budget cannot count it, so it is refused.";
+        ModelBudgetSpent = "model_budget_spent", Status(429), "the sandbox's (or its user's) model budget (`model_budget:` tokens or cost) is spent in this window",
+            "The window's tokens or cost are used: wait until it renews (`Retry-After`), or raise `policies.NAME.model_budget`; with `on_spent: ask` a person can let a request through.";
+        ModelBudgetUnavailable = "model_budget_unavailable", Status(503), "cordon cannot read or count the model budget (the shared PostgreSQL store is down): a request it cannot count is not sent",
+            "Bring the PostgreSQL store back (`/readyz` says what is wrong); model calls under a budget are refused until cordon can count them.";
+    }
     "Approval and `on_violation`" {
         ApprovalSandboxLimit = "approval_sandbox_limit", Status(429), "approval.max_pending_per_sandbox requests of the sandbox already wait",
             "Decide the sandbox's waiting requests (`cordon approvals list`, or the console), or raise `approval.max_pending_per_sandbox` (a restart applies it).";

@@ -19,6 +19,7 @@ mod apply;
 pub(crate) mod budgets;
 mod budgets_credential;
 mod follower;
+pub(crate) mod model_ledger;
 mod store;
 
 pub(crate) use apply::learn_sandbox;

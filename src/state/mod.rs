@@ -108,6 +108,10 @@ pub(crate) struct ProtocolMemory {
     pub(crate) mcp_held: Arc<crate::mcp::held::Held>,
     /// The documents of GraphQL persisted queries seen with their hash, per endpoint.
     pub(crate) graphql_documents: crate::graphql::persisted::Persisted,
+    /// What model API calls used of their budgets: this replica's, or every replica's through the shared store.
+    pub(crate) model_ledger: crate::limits::model_ledger::Ledger,
+    /// Where what model API calls used is counted as metrics (a dry run's count nowhere).
+    pub(crate) model_metrics: Arc<crate::metrics::models::ModelMetrics>,
 }
 
 impl ProxyState {
@@ -173,7 +177,16 @@ impl ProxyState {
             violations,
             credential_budgets,
             previews,
-            memory: ProtocolMemory::default(),
+            memory: ProtocolMemory {
+                model_ledger: match &opened.shared {
+                    Some(shared) => crate::limits::model_ledger::Ledger(Arc::new(
+                        crate::replica::model_ledger::PgLedger::new(shared.db.clone()),
+                    )),
+                    None => crate::limits::model_ledger::Ledger::default(),
+                },
+                model_metrics: metrics.models.clone(),
+                ..ProtocolMemory::default()
+            },
             webhook,
             cas: opened.cas,
             leaves: LeafCache::new(config.ca.leaf_cache, validity / 4, validity),
@@ -426,6 +439,7 @@ async fn maintain(state: Weak<ProxyState>) {
             }
             s.limits().housekeep();
             s.credential_budgets.housekeep();
+            s.memory.model_ledger.0.housekeep(crate::limits::model_ledger::unix_now());
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
         s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);

@@ -39,6 +39,7 @@ pub(crate) async fn judge(
         rule: index,
         does: protocol.explain(),
     });
+    let generation = ctx.generation.clone();
     let sandbox = slot(&ctx.sandbox)?;
     let target = slot(&ctx.target)?;
     let req = crate::proxy::ctx::request(&mut ctx.intent)?;
@@ -51,6 +52,7 @@ pub(crate) async fn judge(
         target,
         policy,
         rule,
+        config: &generation.config,
     };
     let judged = protocol.judge(&cx, req).await?;
     if let Some(record) = judged.record {

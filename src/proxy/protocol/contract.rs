@@ -44,6 +44,13 @@ pub(crate) trait Protocol: Send + Sync {
     /// What the person deciding on `asked` is shown beyond the request itself (`body` is its whole body): the
     /// MCP tools and their calls, the GraphQL operations.
     fn show(&self, asked: &Asked, body: &Bytes, held: &mut HeldRequest);
+
+    /// Whether a person's refusal of what it asked is answered in the protocol's own words ([`Protocol::refuse`],
+    /// status 200, as MCP and GraphQL clients read errors); otherwise as any refusal (403, or 504 when nobody
+    /// decided), as the clients of an HTTP API read it.
+    fn refuses_in_protocol(&self) -> bool {
+        true
+    }
 }
 
 /// What a protocol judges a request with.
@@ -57,6 +64,8 @@ pub(crate) struct Context<'a> {
     /// The policy that allowed the request, and its rule that names the protocol.
     pub(crate) policy: Option<&'a Arc<Policy>>,
     pub(crate) rule: &'a Rule,
+    /// The configuration in force (model prices and budgets).
+    pub(crate) config: &'a crate::config::Config,
 }
 
 /// What a protocol found in a request.

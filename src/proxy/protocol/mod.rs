@@ -10,13 +10,14 @@
 pub(crate) mod contract;
 mod graphql;
 mod mcp;
+mod model_api;
 pub(crate) mod read;
 
 use contract::Protocol;
 
 /// The protocols cordon judges inside a request, one line each. A rule names at most one (the configuration
 /// refuses a rule with two sections); the phase runs the first that governs the rule.
-pub(crate) const PROTOCOLS: &[&dyn Protocol] = &[&mcp::Mcp, &graphql::Graphql];
+pub(crate) const PROTOCOLS: &[&dyn Protocol] = &[&mcp::Mcp, &graphql::Graphql, &model_api::ModelApi];
 
 #[cfg(test)]
 #[path = "toy_tests.rs"]

@@ -53,6 +53,9 @@ pub(crate) struct Record {
     /// `admin` records: the action, principal, via, roles and detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin: Option<serde_json::Value>,
+    /// A model API's exchange: the model, its tokens and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<serde_json::Value>,
 }
 
 /// The approval part of a record.
