@@ -244,7 +244,9 @@ impl ProxyError {
             ProxyError::UnknownSource(_) => Reason::UnknownSource,
             ProxyError::AuditUnavailable => Reason::AuditUnavailable,
             ProxyError::Held => Reason::SandboxHeld,
-            ProxyError::Preview { code, .. } | ProxyError::Access { code, .. } | ProxyError::Model { code, .. } => *code,
+            ProxyError::Preview { code, .. } | ProxyError::Access { code, .. } | ProxyError::Model { code, .. } => {
+                *code
+            }
             ProxyError::Internal => Reason::Internal,
         }
     }

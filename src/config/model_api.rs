@@ -18,7 +18,10 @@ use crate::policy::model_api::{Dialect, ModelApiRules};
 
 /// A rule's `model_api:` section.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, expecting = "a model_api section: a mapping with dialect and models")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a model_api section: a mapping with dialect and models"
+)]
 pub(super) struct RawModelApi {
     /// `openai` (OpenAI and compatible APIs: chat completions, responses, embeddings) or `anthropic` (messages).
     #[schemars(with = "shapes::Dialect")]
@@ -40,7 +43,10 @@ pub(super) enum Amount {
 
 /// One entry of `model_prices:`: what a million tokens cost.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, expecting = "a price: a mapping with input, output, cached_input, cache_write")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a price: a mapping with input, output, cached_input, cache_write"
+)]
 pub(super) struct RawPrice {
     /// Input tokens (per million).
     pub(crate) input: Option<Amount>,
@@ -54,7 +60,10 @@ pub(super) struct RawPrice {
 
 /// `policies.NAME.model_budget:`
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, expecting = "a model budget: a mapping with sandbox, user, on_spent")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a model budget: a mapping with sandbox, user, on_spent"
+)]
 pub(super) struct RawModelBudget {
     /// Each sandbox's budget.
     pub(crate) sandbox: Option<RawSpend>,
@@ -178,11 +187,7 @@ fn spend(errs: &mut Errors, at: &str, raw: RawSpend) -> Option<Spend> {
 }
 
 /// `policies.NAME.model_budget` for each policy that has one; `prices` to tell a cost budget it prices nothing.
-pub(super) fn budgets(
-    errs: &mut Errors,
-    raw: BTreeMap<String, RawModelBudget>,
-    prices: &PriceTable,
-) -> ModelBudgets {
+pub(super) fn budgets(errs: &mut Errors, raw: BTreeMap<String, RawModelBudget>, prices: &PriceTable) -> ModelBudgets {
     let mut budgets = ModelBudgets::default();
     for (policy, b) in raw {
         let at = format!("policies.{policy}.model_budget");

@@ -44,7 +44,8 @@ fn every_bad_field_of_a_model_api_is_named_at_its_path() {
 fn a_cost_budget_needs_prices() {
     let errs = errors("policies:\n  p:\n    allow: []\n    model_budget: { sandbox: { cost: 1.5 } }\n");
     assert!(
-        errs.iter().any(|e| e.contains("policies.p.model_budget: limits cost, but `model_prices:` prices no model")),
+        errs.iter()
+            .any(|e| e.contains("policies.p.model_budget: limits cost, but `model_prices:` prices no model")),
         "{errs:#?}"
     );
 }
@@ -67,5 +68,8 @@ fn a_model_api_reads_as_written() {
     assert_eq!(b.sandbox.unwrap().window.as_secs(), 3600);
     assert_eq!(b.user.unwrap().cost, Some(2_500_000));
     assert_eq!(b.user.unwrap().window.as_secs(), 86_400);
-    assert_eq!(c.model_prices.of("gpt-4o-mini-2024-07-18").unwrap().1.cached_input, Some(0.075));
+    assert_eq!(
+        c.model_prices.of("gpt-4o-mini-2024-07-18").unwrap().1.cached_input,
+        Some(0.075)
+    );
 }

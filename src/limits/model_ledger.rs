@@ -93,7 +93,10 @@ pub struct Unavailable(pub String);
 
 /// The seconds since the epoch now.
 pub fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
 }
 
 /// Counts model budgets: this replica's alone, or every replica's through a shared store.
@@ -167,7 +170,10 @@ impl ModelLedger for MemoryLedger {
 
     async fn used(&self, cap: &Cap, now: u64) -> Result<Used, Unavailable> {
         let used = self.used.lock().unpoisoned();
-        Ok(used.get(&(cap.key.clone(), cap.slot(now))).map(|e| e.0).unwrap_or_default())
+        Ok(used
+            .get(&(cap.key.clone(), cap.slot(now)))
+            .map(|e| e.0)
+            .unwrap_or_default())
     }
 
     fn housekeep(&self, now: u64) {

@@ -134,7 +134,13 @@ mod tests {
         };
         // 700 × 3 + 200 × 0.3 + 100 × 3.75 + 100 × 15 = 2100 + 60 + 375 + 1500
         assert_eq!(p.cost(&u), 4035);
-        assert_eq!(price(0.15, 0.6).cost(&Usage { input: 1, ..Usage::default() }), 1);
+        assert_eq!(
+            price(0.15, 0.6).cost(&Usage {
+                input: 1,
+                ..Usage::default()
+            }),
+            1
+        );
         assert_eq!(price(0.0, 0.0).cost(&u), 0);
     }
 }

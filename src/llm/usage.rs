@@ -205,18 +205,15 @@ impl Tally {
 
 /// Whether an OpenAI chat chunk delivered output: content, a refusal, reasoning or tool call arguments.
 fn has_delta(chunk: &Value) -> bool {
-    chunk
-        .get("choices")
-        .and_then(Value::as_array)
-        .is_some_and(|choices| {
-            choices.iter().any(|c| {
-                c.get("delta").is_some_and(|d| {
-                    ["content", "refusal", "reasoning_content", "tool_calls"]
-                        .iter()
-                        .any(|k| d.get(k).is_some_and(|v| !v.is_null() && v != ""))
-                })
+    chunk.get("choices").and_then(Value::as_array).is_some_and(|choices| {
+        choices.iter().any(|c| {
+            c.get("delta").is_some_and(|d| {
+                ["content", "refusal", "reasoning_content", "tool_calls"]
+                    .iter()
+                    .any(|k| d.get(k).is_some_and(|v| !v.is_null() && v != ""))
             })
         })
+    })
 }
 
 #[cfg(test)]

@@ -63,7 +63,9 @@ impl ModelMetrics {
     pub(crate) fn used(&self, model: &str, input: u64, cached: u64, output: u64, cost: Option<f64>) {
         let model = self.label(model);
         for (kind, n) in [("input", input), ("cached_input", cached), ("output", output)] {
-            self.tokens.get_or_create(&[("model", model.clone()), ("kind", kind.to_owned())]).inc_by(n);
+            self.tokens
+                .get_or_create(&[("model", model.clone()), ("kind", kind.to_owned())])
+                .inc_by(n);
         }
         if let Some(cost) = cost {
             self.cost.get_or_create(&[("model", model)]).inc_by(cost);

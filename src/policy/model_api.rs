@@ -59,7 +59,11 @@ impl ModelApiRules {
         let models = match models {
             None => None,
             Some(list) if list.is_empty() => {
-                return Err((0, "is empty, which would refuse every model; name at least one, or leave `models` out to allow any".into()));
+                return Err((
+                    0,
+                    "is empty, which would refuse every model; name at least one, or leave `models` out to allow any"
+                        .into(),
+                ));
             }
             Some(list) => Some(Names::new(list, false, "a model name", &MODEL_NAME)?),
         };
@@ -85,11 +89,14 @@ impl ModelApiRules {
     /// `self`'s entries is inside `base`'s list) and both speak the same dialect. What is not, if anything.
     pub(crate) fn within(&self, base: &ModelApiRules) -> Result<(), (&'static str, String)> {
         if self.dialect != base.dialect {
-            return Err(("dialect", format!(
-                "speaks {} where the boundary's rule speaks {}",
-                self.dialect.as_str(),
-                base.dialect.as_str()
-            )));
+            return Err((
+                "dialect",
+                format!(
+                    "speaks {} where the boundary's rule speaks {}",
+                    self.dialect.as_str(),
+                    base.dialect.as_str()
+                ),
+            ));
         }
         match (&self.models, &base.models) {
             (_, None) => Ok(()),

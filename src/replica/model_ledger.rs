@@ -69,7 +69,10 @@ impl ModelLedger for PgLedger {
         let fail = |e: String| Unavailable(format!("{}: {e}", self.db.location()));
         let mut client = self.db.client().await.map_err(|e| fail(e.to_string()))?;
         let tx = client.transaction().await;
-        let tx = self.db.outcome("admitting against model budgets", tx).map_err(|e| fail(e.to_string()))?;
+        let tx = self
+            .db
+            .outcome("admitting against model budgets", tx)
+            .map_err(|e| fail(e.to_string()))?;
         let mut admitted = Admitted::default();
         for cap in caps {
             let (slot, ends) = (cap.slot(now), cap.ends(cap.slot(now)));
@@ -90,7 +93,10 @@ impl ModelLedger for PgLedger {
                     ],
                 )
                 .await;
-            let row = self.db.outcome("admitting against a model budget", r).map_err(|e| fail(e.to_string()))?;
+            let row = self
+                .db
+                .outcome("admitting against a model budget", r)
+                .map_err(|e| fail(e.to_string()))?;
             if row.is_none() {
                 // Spent: nothing of this request is counted (the transaction is rolled back when dropped).
                 let r = tx
@@ -99,7 +105,10 @@ impl ModelLedger for PgLedger {
                         &[&cap.key, &big(slot)],
                     )
                     .await;
-                let row = self.db.outcome("reading a model budget", r).map_err(|e| fail(e.to_string()))?;
+                let row = self
+                    .db
+                    .outcome("reading a model budget", r)
+                    .map_err(|e| fail(e.to_string()))?;
                 return Ok(Err(Spent {
                     cap: cap.clone(),
                     used: Used {
@@ -113,7 +122,9 @@ impl ModelLedger for PgLedger {
             admitted.slots.push((cap.key.clone(), slot, ends));
         }
         let r = tx.commit().await;
-        self.db.outcome("admitting against model budgets", r).map_err(|e| fail(e.to_string()))?;
+        self.db
+            .outcome("admitting against model budgets", r)
+            .map_err(|e| fail(e.to_string()))?;
         Ok(Ok(admitted))
     }
 
@@ -124,7 +135,10 @@ impl ModelLedger for PgLedger {
         let mut charges = std::mem::take(&mut *self.owed.lock().unpoisoned());
         charges.extend(admitted.slots.iter().map(|(k, s, e)| (k.clone(), *s, *e, tokens, cost)));
         if let Err(e) = self.write(&charges).await {
-            tracing::warn!("cannot charge model budgets ({} charges wait for the next): {e}", charges.len());
+            tracing::warn!(
+                "cannot charge model budgets ({} charges wait for the next): {e}",
+                charges.len()
+            );
             let mut owed = self.owed.lock().unpoisoned();
             // Bounded: what waits longer than its slot counts for nothing anyway.
             let now = crate::limits::model_ledger::unix_now();
@@ -142,7 +156,10 @@ impl ModelLedger for PgLedger {
                 &[&cap.key, &big(cap.slot(now))],
             )
             .await;
-        let row = self.db.outcome("reading a model budget", r).map_err(|e| fail(e.to_string()))?;
+        let row = self
+            .db
+            .outcome("reading a model budget", r)
+            .map_err(|e| fail(e.to_string()))?;
         Ok(row.map_or_else(Used::default, |row| Used {
             tokens: small(row.get(0)),
             cost: small(row.get(1)),
@@ -156,7 +173,10 @@ impl ModelLedger for PgLedger {
         tokio::spawn(async move {
             if let Ok(client) = db.client().await {
                 let r = client
-                    .execute("DELETE FROM model_budgets WHERE ends < $1", &[&big(now.saturating_sub(3600))])
+                    .execute(
+                        "DELETE FROM model_budgets WHERE ends < $1",
+                        &[&big(now.saturating_sub(3600))],
+                    )
                     .await;
                 let _ = db.outcome("forgetting ended model budgets", r);
             }

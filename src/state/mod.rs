@@ -439,7 +439,10 @@ async fn maintain(state: Weak<ProxyState>) {
             }
             s.limits().housekeep();
             s.credential_budgets.housekeep();
-            s.memory.model_ledger.0.housekeep(crate::limits::model_ledger::unix_now());
+            s.memory
+                .model_ledger
+                .0
+                .housekeep(crate::limits::model_ledger::unix_now());
         }
         s.metrics.set_sandboxes(s.control.live_count(control::now()));
         s.metrics.set_approvals_pending(s.approvals.pending_count() as u64);

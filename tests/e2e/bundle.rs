@@ -30,6 +30,7 @@ async fn intercepted_and_tunnelled_sites_both_verify_with_the_sandboxs_environme
         policy_credentials: vec![],
         secrets: vec![],
         names: vec!["seen.e2e.test", "real.e2e.test"],
+        ..Spec::default()
     };
     let case = Case::start(ca, spec).await;
     let bundle = std::fs::read_to_string(&case.env["SSL_CERT_FILE"]).unwrap();

@@ -191,6 +191,10 @@ pub(crate) struct Spec<'a> {
     pub secrets: Vec<(&'a str, &'a str)>,
     /// Names served locally (mapped to 127.0.0.1).
     pub names: Vec<&'a str>,
+    /// More of the configuration's top level (YAML, unindented), e.g. `model_prices:`.
+    pub top: String,
+    /// More of the policy's settings (YAML, indented four spaces), e.g. `model_budget:`.
+    pub policy: String,
 }
 
 impl<'a> Spec<'a> {
@@ -212,6 +216,7 @@ impl<'a> Spec<'a> {
             policy_credentials: vec![name],
             secrets: vec![(env, secret)],
             names: vec![host],
+            ..Spec::default()
         }
     }
 }
@@ -248,12 +253,16 @@ control:
 approval: {{ timeout: 30s }}
 credentials:
 {credentials}
+{top}
 policies:
   e2e:
     credentials: [{pc}]
+{policy}
     allow:
 {rules}
 ",
+            top = spec.top,
+            policy = spec.policy,
             hosts = hosts.join(", "),
             credentials = if spec.credentials.is_empty() {
                 "  {}".into()

@@ -7,6 +7,7 @@ pub(crate) mod git;
 mod graphql;
 pub(crate) mod harness;
 mod http_clients;
+pub(crate) mod llm;
 mod mcp;
 mod mcp_hostile;
 mod mcp_memory;

@@ -40,6 +40,7 @@ async fn a_per_task_policy_is_created_used_by_curl_and_pip_and_narrowed_live() {
         policy_credentials: vec!["pypi"],
         secrets: vec![("E2E_PYPI_TOKEN", SECRET)],
         names: vec!["git.e2e.test", "pypi.e2e.test", "pinned.e2e.test"],
+        ..Spec::default()
     };
     let case = Case::start(ca, spec).await;
 

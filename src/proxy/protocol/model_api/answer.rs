@@ -170,7 +170,10 @@ impl Reading {
         };
         match self {
             Reading::Events { tally, .. } => tally.finish(input_estimate),
-            Reading::Json(kept) => match serde_json::from_slice::<Value>(kept).ok().and_then(|v| of_answer(dialect, &v)) {
+            Reading::Json(kept) => match serde_json::from_slice::<Value>(kept)
+                .ok()
+                .and_then(|v| of_answer(dialect, &v))
+            {
                 Some(usage) => usage,
                 // A provider's error is not billed; an answer cut short, or a success without usage, is estimated.
                 None if whole && status >= 400 => Usage::default(),

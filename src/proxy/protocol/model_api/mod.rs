@@ -160,7 +160,10 @@ impl Protocol for ModelApi {
                         });
                         // What a person lets through is charged like any call, to the slots it was made in.
                         Admitted {
-                            slots: caps.iter().map(|c| (c.key.clone(), c.slot(now), c.ends(c.slot(now)))).collect(),
+                            slots: caps
+                                .iter()
+                                .map(|c| (c.key.clone(), c.slot(now), c.ends(c.slot(now))))
+                                .collect(),
                         }
                     }
                 }
