@@ -178,6 +178,7 @@ const LIMIT_CODES: &[Reason] = &[
     LimitRefusal::UPLOAD_BUDGET,
     LimitRefusal::DOWNLOAD_BUDGET,
     LimitRefusal::AUTH_THROTTLED,
+    Reason::ModelBudgetSpent,
 ];
 
 /// The reasons a refusal in a protocol's own words is given for: the registry's `InProtocol` answers.
@@ -234,9 +235,10 @@ fn variant(e: &ProxyError) -> u8 {
         ProxyError::Internal => 28,
         ProxyError::Preview { .. } => 29,
         ProxyError::Access { .. } => 30,
+        ProxyError::Model { .. } => 31,
     }
 }
-const VARIANTS: u8 = 31;
+const VARIANTS: u8 = 32;
 
 /// Every `ProxyError` that can be built: each variant, with every kind of what it carries.
 pub(super) fn every_error() -> Vec<ProxyError> {
@@ -334,6 +336,15 @@ pub(super) fn every_error() -> Vec<ProxyError> {
         message: "what is wrong".into(),
         details: vec!["allow[0].ports: what is wrong there".into()],
     }));
+    // A model call's refusals before it leaves.
+    all.extend(
+        [Reason::ModelNotAllowed, Reason::ModelUnpriced, Reason::ModelBudgetUnavailable]
+            .into_iter()
+            .map(|code| ProxyError::Model {
+                code,
+                message: "what is wrong".into(),
+            }),
+    );
     all
 }
 
