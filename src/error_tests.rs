@@ -338,12 +338,16 @@ pub(super) fn every_error() -> Vec<ProxyError> {
     }));
     // A model call's refusals before it leaves.
     all.extend(
-        [Reason::ModelNotAllowed, Reason::ModelUnpriced, Reason::ModelBudgetUnavailable]
-            .into_iter()
-            .map(|code| ProxyError::Model {
-                code,
-                message: "what is wrong".into(),
-            }),
+        [
+            Reason::ModelNotAllowed,
+            Reason::ModelUnpriced,
+            Reason::ModelBudgetUnavailable,
+        ]
+        .into_iter()
+        .map(|code| ProxyError::Model {
+            code,
+            message: "what is wrong".into(),
+        }),
     );
     all
 }

@@ -14,12 +14,15 @@ use crate::rigs::tls::TestCa;
 use crate::rigs::wait::{TimedChild, Within};
 
 /// The key the server takes (cordon's, never the sandbox's).
-const KEY: &str = "sk-real-upstream-key";
+pub(crate) const KEY: &str = "sk-real-upstream-key";
 
 /// The model server, stopped when dropped.
 pub(crate) struct ModelServer {
     child: Child,
     pub(crate) port: u16,
+    /// The name it is reached by, and the address it listens on.
+    name: String,
+    host: String,
 }
 
 impl Drop for ModelServer {
@@ -32,13 +35,18 @@ impl Drop for ModelServer {
 impl ModelServer {
     /// Serve both dialects over HTTPS for `names`, with a certificate from `ca`.
     pub(crate) fn start(ca: &TestCa, dir: &std::path::Path, names: &[&str]) -> ModelServer {
+        ModelServer::start_on(ca, dir, names, "127.0.0.1")
+    }
+
+    /// [`ModelServer::start`] on the address `host`.
+    pub(crate) fn start_on(ca: &TestCa, dir: &std::path::Path, names: &[&str], host: &str) -> ModelServer {
         let (cert, key) = ca.pem_pair(names);
         let (cert_path, key_path) = (dir.join("model-cert.pem"), dir.join("model-key.pem"));
         std::fs::write(&cert_path, cert).unwrap();
         std::fs::write(&key_path, key).unwrap();
         let mut child = Command::new("python3")
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/model_api.py"))
-            .args(["--port", "0", "--key", KEY, "--tls-cert"])
+            .args(["--host", host, "--port", "0", "--key", KEY, "--tls-cert"])
             .arg(&cert_path)
             .arg("--tls-key")
             .arg(&key_path)
@@ -52,7 +60,12 @@ impl ModelServer {
             .strip_prefix("READY ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("the model API server said {line:?}"));
-        ModelServer { child, port }
+        ModelServer {
+            child,
+            port,
+            name: names[0].to_owned(),
+            host: host.to_owned(),
+        }
     }
 
     /// What reached the server, through its own listing (plain `GET /_seen` over TLS, not through cordon).
@@ -60,8 +73,8 @@ impl ModelServer {
         let out = Command::new("curl")
             .args(["-s", "--max-time", "10", "--cacert"])
             .arg(ca_file)
-            .args(["--resolve", &format!("api.openai.test:{}:127.0.0.1", self.port)])
-            .arg(format!("https://api.openai.test:{}/_seen", self.port))
+            .args(["--resolve", &format!("{}:{}:{}", self.name, self.port, self.host)])
+            .arg(format!("https://{}:{}/_seen", self.name, self.port))
             .timed_output()
             .unwrap();
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stdout)))

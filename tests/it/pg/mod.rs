@@ -2,5 +2,6 @@
 
 mod approvals;
 mod budgets;
+mod model_budgets;
 mod replicas;
 mod smoke;
