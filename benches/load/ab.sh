@@ -7,15 +7,17 @@
 # A_AUDIT / B_AUDIT: one more key of `audit:` for A's / B's runs (profile.sh's AUDIT), e.g. to compare the
 # same binary with the audit chain off and on:
 #   A_AUDIT='chain: false' B_AUDIT='signing_key: { file: @WORK@/audit-key }' bash benches/load/ab.sh BIN BIN intercept
+# B_SCENARIO: B's runs drive another scenario (SCENARIO is A's), e.g. model metering off against on:
+#   B_SCENARIO=llm bash benches/load/ab.sh BIN BIN sse
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 a=${1:?BIN_A}; b=${2:?BIN_B}; scenario=${3:?SCENARIO}; rounds=${4:-4}; secs=${5:-6}
 out=$(mktemp)
 for i in $(seq 1 "$rounds"); do
   for which in A B; do
-    bin=$a; extra=${A_AUDIT:-}
-    [ "$which" = B ] && { bin=$b; extra=${B_AUDIT:-}; }
-    line=$(AUDIT=$extra BIN=$bin bash "$here/profile.sh" "$scenario" "$secs")
+    bin=$a; extra=${A_AUDIT:-}; sc=$scenario
+    [ "$which" = B ] && { bin=$b; extra=${B_AUDIT:-}; sc=${B_SCENARIO:-$scenario}; }
+    line=$(AUDIT=$extra BIN=$bin bash "$here/profile.sh" "$sc" "$secs")
     echo "$which $line" | tee -a "$out"
   done
 done

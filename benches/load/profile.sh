@@ -7,7 +7,9 @@
 #               tunnel-bulk (a 4 MiB download through a blind tunnel) | squid-bulk (the same through squid's
 #               splice, for comparison) | idle (IDLE=10000 idle intercepted connections held open by
 #               idle.py: cordon's memory per connection) | post (intercept, a 2 KiB MCP tools/call POSTed to
-#               /mcp under a plain rule) | mcp (the same under a rule with an mcp: section: read and judged)
+#               /mcp under a plain rule) | mcp (the same under a rule with an mcp: section: read and judged) |
+#               sse (a streamed model call, 200 events back, under a plain rule) | llm (the same under a rule with
+#               model_api: and a budget: metered, priced, charged)
 #     RESOLVE=dns   cordon resolves upstream.test through a real DNS server (dnsmasq on 127.0.0.153, TTL 60 s,
 #                   named by a resolv.conf of cordon's own mount namespace) instead of network.hosts
 #     PERF=1        also `perf record -g` cordon (-> /tmp/perf-SCENARIO.data)
@@ -73,6 +75,15 @@ case ${1:?scenario} in
     args=(-m POST -T application/json -H "accept: application/json, text/event-stream" -D "$work/call.json"
       -x "http://127.0.0.1:$PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "$who:$TOKEN" | base64 -w0)"
       --cacert "$ca" https://upstream.test:18443/mcp);;
+  sse|llm)
+    # A streamed Anthropic messages call (200 events back), through a plain rule (sse) or a model_api rule with a
+    # budget and a price (llm: every event read, the usage priced, charged and recorded).
+    printf %s '{"model":"claude-bench","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"hello"}]}' > "$work/call.json"
+    who=bench; [ "$1" = llm ] && who=llm
+    "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$who" > "$work/$who-ca.pem"
+    args=(-m POST -T application/json -D "$work/call.json"
+      -x "http://127.0.0.1:$PORT" --proxy-header "Proxy-Authorization: Basic $(printf %s "$who:$TOKEN" | base64 -w0)"
+      --cacert "$work/$who-ca.pem" https://upstream.test:18443/v1/messages);;
   inject|masked)
     "$BIN" ca export --config "$work/cordon.yaml" --sandbox "$1" > "$work/$1-ca.pem"
     SANDBOX_AUTH="Proxy-Authorization: Basic $(printf %s "$1:$TOKEN" | base64 -w0)"

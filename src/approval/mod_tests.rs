@@ -48,6 +48,7 @@ pub(super) fn ask(sandbox: &str, path: &str) -> HeldRequest {
         tools: None,
         calls: None,
         operations: None,
+        spent: None,
     }
 }
 

@@ -69,6 +69,9 @@ pub(crate) struct HeldRequest {
     /// in the body or the query).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) operations: Option<Vec<String>>,
+    /// For a model API whose budget was spent (`on_spent: ask`): the model, and which budget is spent by how much.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) spent: Option<Vec<String>>,
 }
 
 /// A tool call of a held MCP request as the approver sees it.

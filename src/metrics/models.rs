@@ -1,7 +1,8 @@
 //! What model API calls used, as metrics: tokens by model and kind, and cost by model. The model label is the
 //! model the request named (which the rule's `models` allowed, when it lists them); past [`MOST_MODELS`]
 //! distinct models, further ones are counted under `other`, so a sandbox naming made-up models cannot grow the
-//! series without bound.
+//! series without bound. Each sandbox's (incarnation's) spend on this replica since it started is kept too, for the
+//! admin API and the console (at most [`MOST_SANDBOXES`] sandboxes; budgets are the ledger's, across replicas).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -16,6 +17,21 @@ use crate::locks::Unpoisoned;
 /// The most distinct models with series of their own.
 pub(crate) const MOST_MODELS: usize = 100;
 
+/// The most sandboxes whose spend is kept.
+pub(crate) const MOST_SANDBOXES: usize = 10_000;
+
+/// What one sandbox's model calls used on this replica.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Spend {
+    /// Calls whose answers ended.
+    pub(crate) calls: u64,
+    pub(crate) input_tokens: u64,
+    pub(crate) output_tokens: u64,
+    /// In millionths of the price table's unit.
+    #[serde(skip)]
+    pub(crate) cost_micros: u64,
+}
+
 type Labels<const N: usize> = [(&'static str, String); N];
 
 /// Model API metrics.
@@ -25,6 +41,7 @@ pub(crate) struct ModelMetrics {
     cost: Family<Labels<1>, Counter<f64, AtomicU64>>,
     spent: Family<Labels<1>, Counter>,
     seen: Mutex<BTreeSet<String>>,
+    spend: Mutex<std::collections::HashMap<String, Spend>>,
 }
 
 impl ModelMetrics {
@@ -59,8 +76,21 @@ impl ModelMetrics {
         }
     }
 
-    /// One exchange's usage: `input` (all input tokens), `cached` of them, `output`; `cost` in the table's unit.
-    pub(crate) fn used(&self, model: &str, input: u64, cached: u64, output: u64, cost: Option<f64>) {
+    /// One exchange's usage, by the sandbox `incarnation`: `input` (all input tokens), `cached` of them,
+    /// `output`; `cost` in millionths of the table's unit.
+    pub(crate) fn used(&self, incarnation: &str, model: &str, input: u64, cached: u64, output: u64, cost: Option<u64>) {
+        {
+            let mut spend = self.spend.lock().unpoisoned();
+            let full = spend.len() >= MOST_SANDBOXES;
+            if let Some(s) = spend.get_mut(incarnation) {
+                s.add(input, output, cost);
+            } else if !full {
+                let mut s = Spend::default();
+                s.add(input, output, cost);
+                spend.insert(incarnation.to_owned(), s);
+            }
+        }
+        let cost = cost.map(|c| c as f64 / 1e6);
         let model = self.label(model);
         for (kind, n) in [("input", input), ("cached_input", cached), ("output", output)] {
             self.tokens
@@ -72,8 +102,32 @@ impl ModelMetrics {
         }
     }
 
+    /// What `incarnation`'s model calls used on this replica, if it made any.
+    pub(crate) fn spend_of(&self, incarnation: &str) -> Option<Spend> {
+        self.spend.lock().unpoisoned().get(incarnation).copied()
+    }
+
     /// A request refused (or held) because `whose` budget (`sandbox`, `user`) was spent.
     pub(crate) fn spent(&self, whose: &str) {
         self.spent.get_or_create(&[("per", whose.to_owned())]).inc();
+    }
+}
+
+impl Spend {
+    fn add(&mut self, input: u64, output: u64, cost: Option<u64>) {
+        self.calls += 1;
+        self.input_tokens = self.input_tokens.saturating_add(input);
+        self.output_tokens = self.output_tokens.saturating_add(output);
+        self.cost_micros = self.cost_micros.saturating_add(cost.unwrap_or(0));
+    }
+
+    /// As the admin API shows it: the counts, and the cost in the table's unit.
+    pub(crate) fn view(&self) -> serde_json::Value {
+        serde_json::json!({
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost_micros as f64 / 1e6,
+        })
     }
 }

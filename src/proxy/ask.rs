@@ -50,6 +50,7 @@ pub(super) fn ask(
         calls: None,
         tools: None,
         operations: None,
+        spent: None,
     };
     // What the protocol asks about: MCP tools and their calls, GraphQL operations.
     if let Some(Asking { protocol, asked }) = held {

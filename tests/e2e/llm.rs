@@ -313,6 +313,11 @@ async fn both_sdks_streaming_and_not_are_counted_priced_and_recorded_as_the_prov
         "{metrics}"
     );
     crate::rigs::audit::assert_schema(&case.path("audit.log"));
+    // The admin API (and the console, from it) shows the sandbox's spend on this replica.
+    let shown: Value = serde_json::from_str(&case.admin(&["sandbox", "show", &case.sandbox])).unwrap();
+    let spend = &shown["model_spend"];
+    assert_eq!(spend["calls"], 7, "{shown}");
+    assert_eq!(spend["output_tokens"], 5 + 7 + 5 + 9 + 5 + 6, "{shown}");
 }
 
 /// `/metrics` of the case's cordon.

@@ -35,6 +35,20 @@ for f in nginx squid; do sed "s#@ROOT@#$ROOT#g" "$here/$f.conf.in" > "$ROOT/$f/$
 [ -s "$ROOT/www/1k.txt" ] || head -c 768 /dev/urandom | base64 -w0 > "$ROOT/www/1k.txt"
 # A bulk download (the tunnel-bulk scenario: what splice(2) changes is the cost per byte, not per request).
 [ -s "$ROOT/www/4m.bin" ] || head -c 4194304 /dev/urandom > "$ROOT/www/4m.bin"
+# A streamed model answer of 200 events (the sse and llm scenarios: the same answer, metered or not).
+python3 - "$ROOT/www/messages-200.sse" <<'PY'
+import json, sys
+ev = lambda name, data: "event: %s\ndata: %s\n\n" % (name, json.dumps(data, separators=(",", ":")))
+out = [ev("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+        "model": "claude-bench", "content": [], "usage": {"input_tokens": 40, "output_tokens": 1}}})]
+out.append(ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+out += [ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "w%d " % i}})
+        for i in range(198)]
+out.append(ev("content_block_stop", {"type": "content_block_stop", "index": 0}))
+out.append(ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 198}}))
+out.append(ev("message_stop", {"type": "message_stop"}))
+open(sys.argv[1], "w").write("".join(out))
+PY
 [ -f "$ROOT/ca/nginx.pem" ] || bash "$here/certs.sh" "$ROOT/ca"
 command -v oha >/dev/null 2>&1 || cargo install --locked --quiet oha@1.16.0
 if [ "$PEERS" = 0 ]; then

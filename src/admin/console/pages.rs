@@ -95,7 +95,7 @@ pub(super) fn held(pending: &[Value], decide: Option<&Viewer<'_>>, error: Option
                     dt { "Policy" } dd { (text(p, "policy")) ", rule " (p.get("rule").and_then(Value::as_u64).unwrap_or_default()) }
                     dt { "Asked" } dd { (text(p, "asked_at")) }
                     dt { "Times out" } dd { (text(p, "expires_at")) }
-                    @for (key, label) in [("tools", "MCP tools"), ("operations", "GraphQL operations")] {
+                    @for (key, label) in [("tools", "MCP tools"), ("operations", "GraphQL operations"), ("spent", "Model budget spent")] {
                         @if let Some(list) = p.get(key).and_then(Value::as_array) {
                             dt { (label) }
                             dd { @for item in list { code { (item.as_str().unwrap_or_default()) } " " } }
@@ -232,7 +232,7 @@ pub(super) fn sandbox_list(
         @if list.is_empty() { p.empty { "No sandboxes." } }
         @else {
             table.sandboxes {
-                tr { th { "Sandbox" } th { "User" } th { "Policy" } th { "Open" } th { "Expires" } th { "State" } th {} }
+                tr { th { "Sandbox" } th { "User" } th { "Policy" } th { "Open" } th { "Model spend" } th { "Expires" } th { "State" } th {} }
                 @for s in list {
                     @let id = text(s, "id");
                     @let revoked = !s.get("revoked_at").is_none_or(Value::is_null);
@@ -242,6 +242,13 @@ pub(super) fn sandbox_list(
                         td { (s.get("policy").and_then(Value::as_str).unwrap_or("(inline)")) }
                         td { (s.get("open_connections").and_then(Value::as_u64).unwrap_or_default()) " connections, "
                              (s.get("open_tunnels").and_then(Value::as_u64).unwrap_or_default()) " tunnels" }
+                        td.spend {
+                            @if let Some(m) = s.get("model_spend").filter(|m| m.is_object()) {
+                                (m["input_tokens"].as_u64().unwrap_or_default() + m["output_tokens"].as_u64().unwrap_or_default())
+                                " tokens in " (m["calls"].as_u64().unwrap_or_default()) " calls, cost "
+                                (m["cost"].as_f64().unwrap_or_default())
+                            } @else { "none" }
+                        }
                         td { (s.get("expires_at").and_then(Value::as_str).unwrap_or("never (declared)")) }
                         td { @if revoked { "revoked" } @else { (s.get("violation").and_then(Value::as_str).unwrap_or("live")) } }
                         td {

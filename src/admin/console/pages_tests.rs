@@ -38,3 +38,16 @@ fn a_held_mcp_call_shows_its_arguments_whole_and_escaped() {
     assert!(html.contains(&format!("&lt;b&gt;{tail}&lt;/b&gt;")), "{html}");
     assert!(html.contains(&"x".repeat(2000)), "whole");
 }
+
+#[test]
+fn each_sandbox_shows_what_its_model_calls_spent() {
+    let list = [
+        json!({"id": "sb-1", "user": "alice", "policy": "p",
+               "model_spend": {"calls": 3, "input_tokens": 10, "output_tokens": 32, "cost": 0.25}}),
+        json!({"id": "sb-2", "user": "bob", "policy": "p", "model_spend": null}),
+    ];
+    let html = sandbox_list(&list, None, &|_| Vec::new()).into_string();
+    assert!(html.contains("<th>Model spend</th>"), "{html}");
+    assert!(html.contains("42 tokens in 3 calls, cost 0.25"), "{html}");
+    assert!(html.contains("<td class=\"spend\">none</td>"), "{html}");
+}

@@ -42,6 +42,8 @@ pub(super) struct Metering {
     pub(super) admitted: Admitted,
     pub(super) ledger: Ledger,
     pub(super) metrics: Arc<ModelMetrics>,
+    /// The sandbox (incarnation) whose spend it is.
+    pub(super) incarnation: String,
     /// The record's `llm` section, completed when the answer ends.
     pub(super) completion: Completion,
 }
@@ -210,8 +212,14 @@ impl Metered {
         // SECURITY: set before the record is emitted: the record's guard sits outside this body, and is dropped or
         // ended after it.
         m.completion.set(section);
-        m.metrics
-            .used(&m.model, usage.input, usage.cached_input, usage.output, cost.map(units));
+        m.metrics.used(
+            &m.incarnation,
+            &m.model,
+            usage.input,
+            usage.cached_input,
+            usage.output,
+            cost,
+        );
         let (tokens, cost) = (usage.tokens(), cost.unwrap_or(0));
         if !m.admitted.slots.is_empty() && (tokens > 0 || cost > 0) {
             // Charged whatever happens to the client: a runtime is always there while a body is polled or dropped.

@@ -181,6 +181,7 @@ impl Protocol for ModelApi {
             admitted,
             ledger,
             metrics: cx.memory.model_metrics.clone(),
+            incarnation: cx.sandbox.incarnation().to_string(),
             completion: completion.clone(),
         };
         Ok(Judged {
@@ -203,7 +204,7 @@ impl Protocol for ModelApi {
     }
 
     fn show(&self, asked: &Asked, _: &Bytes, held: &mut HeldRequest) {
-        held.operations = Some(asked.what.clone());
+        held.spent = Some(asked.what.clone());
     }
 
     fn refuses_in_protocol(&self) -> bool {
