@@ -32,6 +32,7 @@ fn policy(n: usize) -> Policy {
             action: Default::default(),
             mcp: None,
             graphql: None,
+            model_api: None,
         })
         .collect();
     Policy::new("bench".into(), Mode::Enforce, rules).unwrap()

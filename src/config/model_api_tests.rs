@@ -1,3 +1,4 @@
+#![expect(clippy::unwrap_used, reason = "tests")]
 use crate::config::Config;
 use crate::llm::budget::OnSpent;
 

@@ -184,6 +184,7 @@ impl ModelLedger for MemoryLedger {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

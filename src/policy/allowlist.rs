@@ -230,7 +230,7 @@ pub struct Rule {
     /// For a GraphQL endpoint: the operations its sandboxes may send (`graphql:`).
     pub graphql: Option<std::sync::Arc<super::graphql::GraphqlRules>>,
     /// For a model API: its dialect, and the models its sandboxes may name (`model_api:`).
-    pub(crate) model_api: Option<std::sync::Arc<super::model_api::ModelApiRules>>,
+    pub model_api: Option<std::sync::Arc<super::model_api::ModelApiRules>>,
 }
 
 impl Rule {

@@ -10,7 +10,7 @@ mod globs;
 pub mod graphql;
 mod hosts;
 pub mod mcp;
-pub(crate) mod model_api;
+pub mod model_api;
 mod overlaps;
 pub(crate) mod protocol;
 pub(crate) mod witness;

@@ -10,7 +10,7 @@ use super::globs::{Alphabet, Names};
 /// The wire format of a model API: how its requests name the model and how its answers report usage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Dialect {
+pub enum Dialect {
     /// OpenAI's API and the many that copy it: chat completions, responses, embeddings (`usage` with
     /// `prompt_tokens`/`completion_tokens` or `input_tokens`/`output_tokens`).
     Openai,
@@ -46,7 +46,7 @@ const MODEL_NAME: Alphabet = Alphabet {
 
 /// A rule's `model_api:` section.
 #[derive(Debug, Clone)]
-pub(crate) struct ModelApiRules {
+pub struct ModelApiRules {
     /// The wire format.
     pub(crate) dialect: Dialect,
     /// The models its sandboxes may name; `None`: any.
@@ -113,6 +113,7 @@ impl ModelApiRules {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -10,11 +10,14 @@ use crate::limits::model_ledger::{Admitted, Cap, ModelLedger, Spent, Unavailable
 use crate::locks::Unpoisoned;
 use crate::pg::Db;
 
+/// A charge waiting for the store: (key, slot, when the slot ends, tokens, cost).
+type Charge = (String, u64, u64, u64, u64);
+
 /// The ledger in the shared store.
 pub(crate) struct PgLedger {
     db: Arc<Db>,
     /// Charges the store did not take yet: (key, slot, ends, tokens, cost).
-    owed: Mutex<Vec<(String, u64, u64, u64, u64)>>,
+    owed: Mutex<Vec<Charge>>,
 }
 
 impl PgLedger {
@@ -27,7 +30,7 @@ impl PgLedger {
     }
 
     /// Add `charges` to their slots in one statement.
-    async fn write(&self, charges: &[(String, u64, u64, u64, u64)]) -> Result<(), String> {
+    async fn write(&self, charges: &[Charge]) -> Result<(), String> {
         let (mut keys, mut slots, mut ends, mut tokens, mut costs) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (k, s, e, t, c) in charges {

@@ -131,9 +131,7 @@ pub(crate) async fn case(policy: &str, models: &str) -> (Case, ModelServer, temp
 pub(crate) fn call(
     case: &Case,
     port: u16,
-    sdk: &str,
-    api: &str,
-    stream: bool,
+    (sdk, api, stream): (&str, &str, bool),
     model: &str,
     prompt: &str,
     max: u32,
@@ -224,17 +222,15 @@ async fn both_sdks_streaming_and_not_are_counted_priced_and_recorded_as_the_prov
     // "cached" adds 3 cached input tokens, "cachewrite" 5 written to Anthropic's cache (the server's formula).
     let prompt = "one two cached";
     let calls = vec![
-        call(&case, p, "openai", "chat", false, "gpt-test-1", prompt, 5),
-        call(&case, p, "openai", "chat", true, "gpt-test-1", prompt, 7),
-        call(&case, p, "openai", "responses", false, "gpt-test-1", prompt, 5),
-        call(&case, p, "openai", "responses", true, "gpt-test-1", prompt, 9),
-        call(&case, p, "openai", "embeddings", false, "gpt-test-embed", prompt, 1),
+        call(&case, p, ("openai", "chat", false), "gpt-test-1", prompt, 5),
+        call(&case, p, ("openai", "chat", true), "gpt-test-1", prompt, 7),
+        call(&case, p, ("openai", "responses", false), "gpt-test-1", prompt, 5),
+        call(&case, p, ("openai", "responses", true), "gpt-test-1", prompt, 9),
+        call(&case, p, ("openai", "embeddings", false), "gpt-test-embed", prompt, 1),
         call(
             &case,
             p,
-            "anthropic",
-            "messages",
-            false,
+            ("anthropic", "messages", false),
             "claude-test",
             "one two cached cachewrite",
             5,
@@ -242,9 +238,7 @@ async fn both_sdks_streaming_and_not_are_counted_priced_and_recorded_as_the_prov
         call(
             &case,
             p,
-            "anthropic",
-            "messages",
-            true,
+            ("anthropic", "messages", true),
             "claude-test",
             "one two cached cachewrite",
             6,
@@ -258,6 +252,8 @@ async fn both_sdks_streaming_and_not_are_counted_priced_and_recorded_as_the_prov
     for seen in server.seen(&scratch.path().join("ca.pem")) {
         let auth = seen["headers"]["authorization"][0].as_str().unwrap_or("");
         assert_eq!(auth, format!("Bearer {KEY}"), "{seen}");
+        // The SDKs ask for compressed answers; cordon asks for none, so that it reads what it counts.
+        assert!(seen["headers"].get("accept-encoding").is_none(), "{seen}");
     }
     // W = 3 words, C = 3 cached: OpenAI's input is W + C = 6, of which 3 cached. Costs per million tokens, in
     // millionths: (3 × 1 + 3 × 0.5) + output × 2.
@@ -334,14 +330,19 @@ async fn a_stream_cut_short_is_counted_by_what_was_delivered_never_as_nothing() 
     let (case, server, _scratch) = case("", "").await;
     let p = server.port;
     let said = said_all(vec![
-        call(&case, p, "openai", "chat", true, "gpt-test-1", "cutshort now", 200),
-        call(&case, p, "openai", "responses", true, "gpt-test-1", "cutshort now", 200),
+        call(&case, p, ("openai", "chat", true), "gpt-test-1", "cutshort now", 200),
         call(
             &case,
             p,
-            "anthropic",
-            "messages",
-            true,
+            ("openai", "responses", true),
+            "gpt-test-1",
+            "cutshort now",
+            200,
+        ),
+        call(
+            &case,
+            p,
+            ("anthropic", "messages", true),
             "claude-test",
             "cutshort now",
             200,
@@ -375,10 +376,10 @@ async fn a_model_the_rule_does_not_list_never_leaves() {
     let (case, server, scratch) = case("", ", models: [gpt-test-1, \"gpt-test-mini*\"]").await;
     let p = server.port;
     let said = said_all(vec![
-        call(&case, p, "openai", "chat", false, "gpt-test-2", "hi", 3),
-        call(&case, p, "openai", "chat", false, "GPT-TEST-1", "hi", 3),
-        call(&case, p, "openai", "responses", true, "gpt-test-mini-2", "hi", 3),
-        call(&case, p, "openai", "chat", false, "gpt-test-1", "hi", 3),
+        call(&case, p, ("openai", "chat", false), "gpt-test-2", "hi", 3),
+        call(&case, p, ("openai", "chat", false), "GPT-TEST-1", "hi", 3),
+        call(&case, p, ("openai", "responses", true), "gpt-test-mini-2", "hi", 3),
+        call(&case, p, ("openai", "chat", false), "gpt-test-1", "hi", 3),
     ])
     .await;
     for s in &said[..2] {
@@ -446,15 +447,13 @@ async fn a_spent_budget_lets_the_crossing_answer_finish_and_refuses_the_next() {
     let (case, server, _scratch) = case("    model_budget:\n      sandbox: { tokens: 150, per: 1h }\n", "").await;
     let p = server.port;
     // 3 input + 100 output: under the budget.
-    let first = said(call(&case, p, "openai", "chat", true, "gpt-test-1", "a b c", 100));
+    let first = said(call(&case, p, ("openai", "chat", true), "gpt-test-1", "a b c", 100));
     assert_eq!(first["ok"], true, "{first}");
     // 103 used: still under; this stream of 100 crosses it and is let finish whole.
     let crossing = said(call(
         &case,
         p,
-        "anthropic",
-        "messages",
-        true,
+        ("anthropic", "messages", true),
         "claude-test",
         "a b c",
         100,
@@ -467,7 +466,7 @@ async fn a_spent_budget_lets_the_crossing_answer_finish_and_refuses_the_next() {
         let model = if sdk == "openai" { "gpt-test-1" } else { "claude-test" };
         let mut next = Value::Null;
         for _ in 0..40 {
-            next = said(call(&case, p, sdk, api, false, model, "again", 1));
+            next = said(call(&case, p, (sdk, api, false), model, "again", 1));
             if next["status"] == 429 {
                 break;
             }
@@ -492,11 +491,11 @@ async fn a_spent_budget_with_on_spent_ask_holds_the_call_for_a_person() {
     )
     .await;
     let p = server.port;
-    let first = said(call(&case, p, "openai", "chat", false, "gpt-test-1", "a b", 4));
+    let first = said(call(&case, p, ("openai", "chat", false), "gpt-test-1", "a b", 4));
     assert_eq!(first["ok"], true, "{first}");
     // Spent: the next call waits for a person, who sees what was spent and lets it through; it is counted too.
     let run = tokio::task::spawn_blocking({
-        let mut c = call(&case, p, "openai", "chat", false, "gpt-test-1", "a b", 4);
+        let mut c = call(&case, p, ("openai", "chat", false), "gpt-test-1", "a b", 4);
         move || c.timed_output().unwrap()
     });
     let (held, run) = case.held(run).await;
@@ -507,7 +506,7 @@ async fn a_spent_budget_with_on_spent_ask_holds_the_call_for_a_person() {
     assert_eq!(second["ok"], true, "{second}");
     // A person who says no: 403, as any refusal of an HTTP API reads.
     let run = tokio::task::spawn_blocking({
-        let mut c = call(&case, p, "openai", "chat", false, "gpt-test-1", "a b", 4);
+        let mut c = call(&case, p, ("openai", "chat", false), "gpt-test-1", "a b", 4);
         move || c.timed_output().unwrap()
     });
     let (held, run) = case.held(run).await;
@@ -520,7 +519,14 @@ async fn a_spent_budget_with_on_spent_ask_holds_the_call_for_a_person() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cost_budget_refuses_a_model_it_cannot_price() {
     let (case, server, _scratch) = case("    model_budget:\n      sandbox: { cost: 5 }\n", "").await;
-    let said = said(call(&case, server.port, "openai", "chat", false, "o-unpriced", "hi", 2));
+    let said = said(call(
+        &case,
+        server.port,
+        ("openai", "chat", false),
+        "o-unpriced",
+        "hi",
+        2,
+    ));
     assert_eq!(said["status"], 403, "{said}");
     assert_eq!(said["error"]["reason"], "model_unpriced", "{said}");
 }
