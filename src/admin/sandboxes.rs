@@ -60,17 +60,8 @@ pub(super) fn record_view(state: &ProxyState, r: &SandboxRow) -> Value {
         "open_connections": connections,
         "open_tunnels": tunnels,
         "violation": violation(state, &r.id),
-        "model_spend": model_spend(state, &sandbox_of(r)),
+        "model_spend": state.metrics.models.view_of(sandbox_of(r).incarnation().as_str()),
     })
-}
-
-/// What a sandbox's model calls used on this replica since it started (`null`: none).
-fn model_spend(state: &ProxyState, s: &Sandbox) -> Value {
-    state
-        .metrics
-        .models
-        .spend_of(s.incarnation().as_str())
-        .map_or(Value::Null, |spend| spend.view())
 }
 
 /// What `on_violation` did to a sandbox: `held`, `suspended`, or nothing.
@@ -98,7 +89,7 @@ fn declared_view(state: &ProxyState, s: &Sandbox) -> Value {
         "open_connections": connections,
         "open_tunnels": tunnels,
         "violation": violation(state, &s.id),
-        "model_spend": model_spend(state, s),
+        "model_spend": state.metrics.models.view_of(s.incarnation().as_str()),
     })
 }
 

@@ -52,14 +52,14 @@ impl Cap {
     }
 
     /// Whether `used` (tokens, cost) has spent it: all of a limit used.
-    pub fn spent_by(&self, used: Used) -> bool {
+    pub fn spent_by(&self, used: ModelUsed) -> bool {
         self.tokens.is_some_and(|t| used.tokens >= t) || self.cost.is_some_and(|c| used.cost >= c)
     }
 }
 
 /// What a key used in one slot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Used {
+pub struct ModelUsed {
     /// Input and output tokens.
     pub tokens: u64,
     /// Cost, in millionths.
@@ -70,11 +70,11 @@ pub struct Used {
 
 /// A cap that was spent when a request asked to be admitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spent {
+pub struct BudgetSpent {
     /// The cap.
     pub cap: Cap,
     /// What its key used in the slot.
-    pub used: Used,
+    pub used: ModelUsed,
     /// Until the slot ends.
     pub retry_after: Duration,
 }
@@ -104,13 +104,13 @@ pub fn unix_now() -> u64 {
 pub trait ModelLedger: Send + Sync {
     /// Admit a request against every one of `caps` at `now` (unix seconds): each counts one request more, or, when
     /// one is spent, none does and the first spent is said.
-    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, Spent>, Unavailable>;
+    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, BudgetSpent>, Unavailable>;
 
     /// Charge what an admitted request's answer used to the slots it was admitted in.
     async fn charge(&self, admitted: &Admitted, tokens: u64, cost: u64);
 
     /// What `cap`'s key used in the slot of `now`.
-    async fn used(&self, cap: &Cap, now: u64) -> Result<Used, Unavailable>;
+    async fn used(&self, cap: &Cap, now: u64) -> Result<ModelUsed, Unavailable>;
 
     /// Forget what ended before `now` (unix seconds), where that is this replica's to do.
     fn housekeep(&self, _now: u64) {}
@@ -129,19 +129,19 @@ impl Default for Ledger {
 /// The ledger of one replica, in memory.
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
-    used: Mutex<HashMap<(String, u64), (Used, u64)>>,
+    used: Mutex<HashMap<(String, u64), (ModelUsed, u64)>>,
 }
 
 #[async_trait::async_trait]
 impl ModelLedger for MemoryLedger {
-    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, Spent>, Unavailable> {
+    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, BudgetSpent>, Unavailable> {
         let mut used = self.used.lock().unpoisoned();
         // SECURITY: checked and counted under one lock: concurrent requests cannot all slip under a spent budget.
         for cap in caps {
             let slot = cap.slot(now);
             let u = used.get(&(cap.key.clone(), slot)).map(|e| e.0).unwrap_or_default();
             if cap.spent_by(u) {
-                return Ok(Err(Spent {
+                return Ok(Err(BudgetSpent {
                     cap: cap.clone(),
                     used: u,
                     retry_after: Duration::from_secs(cap.ends(slot).saturating_sub(now)),
@@ -152,7 +152,9 @@ impl ModelLedger for MemoryLedger {
         for cap in caps {
             let slot = cap.slot(now);
             let ends = cap.ends(slot);
-            let e = used.entry((cap.key.clone(), slot)).or_insert((Used::default(), ends));
+            let e = used
+                .entry((cap.key.clone(), slot))
+                .or_insert((ModelUsed::default(), ends));
             e.0.requests = e.0.requests.saturating_add(1);
             admitted.slots.push((cap.key.clone(), slot, ends));
         }
@@ -162,13 +164,15 @@ impl ModelLedger for MemoryLedger {
     async fn charge(&self, admitted: &Admitted, tokens: u64, cost: u64) {
         let mut used = self.used.lock().unpoisoned();
         for (key, slot, ends) in &admitted.slots {
-            let e = used.entry((key.clone(), *slot)).or_insert((Used::default(), *ends));
+            let e = used
+                .entry((key.clone(), *slot))
+                .or_insert((ModelUsed::default(), *ends));
             e.0.tokens = e.0.tokens.saturating_add(tokens);
             e.0.cost = e.0.cost.saturating_add(cost);
         }
     }
 
-    async fn used(&self, cap: &Cap, now: u64) -> Result<Used, Unavailable> {
+    async fn used(&self, cap: &Cap, now: u64) -> Result<ModelUsed, Unavailable> {
         let used = self.used.lock().unpoisoned();
         Ok(used
             .get(&(cap.key.clone(), cap.slot(now)))
@@ -184,41 +188,5 @@ impl ModelLedger for MemoryLedger {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests")]
-mod tests {
-    use super::*;
-
-    fn cap(tokens: u64) -> Cap {
-        Cap::new("sandbox:a@u".into(), Duration::from_secs(60), Some(tokens), None)
-    }
-
-    #[tokio::test]
-    async fn a_budget_is_spent_when_all_of_it_is_used_and_renews_with_its_slot() {
-        let ledger = MemoryLedger::default();
-        let caps = [cap(100)];
-        let a = ledger.admit(&caps, 120).await.unwrap().unwrap();
-        assert_eq!(a.slots, vec![("sandbox:a@u".to_string(), 2, 180)]);
-        ledger.charge(&a, 99, 0).await;
-        let b = ledger.admit(&caps, 130).await.unwrap().unwrap();
-        // The answer that crosses is counted whole.
-        ledger.charge(&b, 50, 0).await;
-        let spent = ledger.admit(&caps, 170).await.unwrap().unwrap_err();
-        assert_eq!(spent.used.tokens, 149);
-        assert_eq!(spent.retry_after, Duration::from_secs(10));
-        assert!(ledger.admit(&caps, 180).await.unwrap().is_ok());
-        ledger.housekeep(180);
-        assert_eq!(ledger.used(&caps[0], 175).await.unwrap(), Used::default());
-    }
-
-    #[tokio::test]
-    async fn one_spent_cap_admits_against_none() {
-        let ledger = MemoryLedger::default();
-        let user = Cap::new("user:u".into(), Duration::from_secs(60), None, Some(10));
-        let a = ledger.admit(std::slice::from_ref(&user), 0).await.unwrap().unwrap();
-        ledger.charge(&a, 1, 10).await;
-        let both = [cap(100), user.clone()];
-        let spent = ledger.admit(&both, 1).await.unwrap().unwrap_err();
-        assert_eq!(spent.cap.key, "user:u");
-        assert_eq!(ledger.used(&both[0], 1).await.unwrap().requests, 0);
-    }
-}
+#[path = "model_ledger_tests.rs"]
+mod tests;

@@ -1,5 +1,5 @@
 //! The tokens an answer of a model API reports, in each dialect, from a whole JSON answer or event by event from a
-//! stream ([`Tally`]); and estimates where the provider said nothing.
+//! stream ([`StreamTally`]); and estimates where the provider said nothing.
 //!
 //! Counts are normalised: `input` is every input token, cached or not (OpenAI's `prompt_tokens`, and Anthropic's
 //! `input_tokens` plus both of its cache counts), of which `cached_input` were read from the provider's cache and
@@ -100,7 +100,7 @@ pub(crate) fn estimate(bytes: u64) -> u64 {
 
 /// What the events of one streamed answer said so far.
 #[derive(Debug, Clone)]
-pub(crate) struct Tally {
+pub(crate) struct StreamTally {
     dialect: Dialect,
     /// The whole usage, once an event reported it (OpenAI's last chunk, `response.completed`).
     whole: Option<Usage>,
@@ -112,10 +112,10 @@ pub(crate) struct Tally {
     deltas: u64,
 }
 
-impl Tally {
+impl StreamTally {
     /// Nothing said yet.
-    pub(crate) fn new(dialect: Dialect) -> Tally {
-        Tally {
+    pub(crate) fn new(dialect: Dialect) -> StreamTally {
+        StreamTally {
             dialect,
             whole: None,
             started: None,

@@ -64,7 +64,7 @@ fn anthropic_counts_its_cache_as_input() {
 
 #[test]
 fn an_openai_stream_is_counted_by_its_usage_chunk_or_estimated_from_its_deltas() {
-    let mut t = Tally::new(Dialect::Openai);
+    let mut t = StreamTally::new(Dialect::Openai);
     for _ in 0..3 {
         t.event(r#"{"choices":[{"delta":{"content":"w "}}]}"#);
     }
@@ -79,7 +79,7 @@ fn an_openai_stream_is_counted_by_its_usage_chunk_or_estimated_from_its_deltas()
         }
     );
     // Cut short, or never asked for usage: what was delivered, and the request's estimate.
-    let mut t = Tally::new(Dialect::Openai);
+    let mut t = StreamTally::new(Dialect::Openai);
     t.event(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#);
     t.event(r#"{"choices":[{"delta":{"content":"a"}}]}"#);
     t.event(r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#);
@@ -97,7 +97,7 @@ fn an_openai_stream_is_counted_by_its_usage_chunk_or_estimated_from_its_deltas()
 
 #[test]
 fn a_responses_stream_is_counted_by_its_completed_event() {
-    let mut t = Tally::new(Dialect::Openai);
+    let mut t = StreamTally::new(Dialect::Openai);
     t.event(r#"{"type":"response.created","response":{"usage":null}}"#);
     t.event(r#"{"type":"response.output_text.delta","delta":"x"}"#);
     t.event(r#"{"type":"response.completed","response":{"usage":{"input_tokens":6,"output_tokens":1}}}"#);
@@ -109,7 +109,7 @@ fn a_responses_stream_is_counted_by_its_completed_event() {
             ..Usage::default()
         }
     );
-    let mut cut = Tally::new(Dialect::Openai);
+    let mut cut = StreamTally::new(Dialect::Openai);
     cut.event(r#"{"type":"response.output_text.delta","delta":"x"}"#);
     cut.event(r#"{"type":"response.output_text.delta","delta":"y"}"#);
     assert_eq!(
@@ -126,7 +126,7 @@ fn a_responses_stream_is_counted_by_its_completed_event() {
 #[test]
 fn an_anthropic_stream_cut_short_keeps_its_input_and_what_was_delivered() {
     let start = r#"{"type":"message_start","message":{"usage":{"input_tokens":11,"output_tokens":1,"cache_read_input_tokens":2}}}"#;
-    let mut t = Tally::new(Dialect::Anthropic);
+    let mut t = StreamTally::new(Dialect::Anthropic);
     t.event(start);
     for _ in 0..4 {
         t.event(r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"w"}}"#);
@@ -142,7 +142,7 @@ fn an_anthropic_stream_cut_short_keeps_its_input_and_what_was_delivered() {
             ..Usage::default()
         }
     );
-    let mut cut = Tally::new(Dialect::Anthropic);
+    let mut cut = StreamTally::new(Dialect::Anthropic);
     cut.event(start);
     for _ in 0..6 {
         cut.event(r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"w"}}"#);
@@ -159,7 +159,7 @@ fn an_anthropic_stream_cut_short_keeps_its_input_and_what_was_delivered() {
     );
     // Nothing at all: the request's estimate, and no output.
     assert_eq!(
-        Tally::new(Dialect::Anthropic).finish(7),
+        StreamTally::new(Dialect::Anthropic).finish(7),
         Usage {
             input: 7,
             estimated: true,

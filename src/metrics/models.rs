@@ -22,7 +22,7 @@ pub(crate) const MOST_SANDBOXES: usize = 10_000;
 
 /// What one sandbox's model calls used on this replica.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct Spend {
+pub(crate) struct SandboxSpend {
     /// Calls whose answers ended.
     pub(crate) calls: u64,
     pub(crate) input_tokens: u64,
@@ -32,16 +32,16 @@ pub(crate) struct Spend {
     pub(crate) cost_micros: u64,
 }
 
-type Labels<const N: usize> = [(&'static str, String); N];
+type ModelLabels<const N: usize> = [(&'static str, String); N];
 
 /// Model API metrics.
 #[derive(Debug, Default)]
 pub(crate) struct ModelMetrics {
-    tokens: Family<Labels<2>, Counter>,
-    cost: Family<Labels<1>, Counter<f64, AtomicU64>>,
-    spent: Family<Labels<1>, Counter>,
+    tokens: Family<ModelLabels<2>, Counter>,
+    cost: Family<ModelLabels<1>, Counter<f64, AtomicU64>>,
+    spent: Family<ModelLabels<1>, Counter>,
     seen: Mutex<BTreeSet<String>>,
-    spend: Mutex<std::collections::HashMap<String, Spend>>,
+    spend: Mutex<std::collections::HashMap<String, SandboxSpend>>,
 }
 
 impl ModelMetrics {
@@ -85,7 +85,7 @@ impl ModelMetrics {
             if let Some(s) = spend.get_mut(incarnation) {
                 s.add(input, output, cost);
             } else if !full {
-                let mut s = Spend::default();
+                let mut s = SandboxSpend::default();
                 s.add(input, output, cost);
                 spend.insert(incarnation.to_owned(), s);
             }
@@ -103,8 +103,13 @@ impl ModelMetrics {
     }
 
     /// What `incarnation`'s model calls used on this replica, if it made any.
-    pub(crate) fn spend_of(&self, incarnation: &str) -> Option<Spend> {
+    pub(crate) fn spend_of(&self, incarnation: &str) -> Option<SandboxSpend> {
         self.spend.lock().unpoisoned().get(incarnation).copied()
+    }
+
+    /// [`ModelMetrics::spend_of`] as the admin API shows it (`null`: none).
+    pub(crate) fn view_of(&self, incarnation: &str) -> serde_json::Value {
+        self.spend_of(incarnation).map_or(serde_json::Value::Null, |s| s.view())
     }
 
     /// A request refused (or held) because `whose` budget (`sandbox`, `user`) was spent.
@@ -113,7 +118,7 @@ impl ModelMetrics {
     }
 }
 
-impl Spend {
+impl SandboxSpend {
     fn add(&mut self, input: u64, output: u64, cost: Option<u64>) {
         self.calls += 1;
         self.input_tokens = self.input_tokens.saturating_add(input);

@@ -6,9 +6,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::limits::model_ledger::{Admitted, Cap, ModelLedger, Spent, Unavailable, Used};
+use crate::limits::model_ledger::{Admitted, BudgetSpent, Cap, Ledger, ModelLedger, ModelUsed, Unavailable};
 use crate::locks::Unpoisoned;
 use crate::pg::Db;
+
+/// The ledger a replica counts model budgets in: the shared store's, or (without one) its own in memory.
+pub(crate) fn ledger(shared: Option<&super::SharedStore>) -> Ledger {
+    match shared {
+        Some(store) => Ledger(Arc::new(PgLedger::new(store.db.clone()))),
+        None => Ledger::default(),
+    }
+}
 
 /// A charge waiting for the store: (key, slot, when the slot ends, tokens, cost).
 type Charge = (String, u64, u64, u64, u64);
@@ -68,7 +76,7 @@ fn small(n: i64) -> u64 {
 
 #[async_trait::async_trait]
 impl ModelLedger for PgLedger {
-    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, Spent>, Unavailable> {
+    async fn admit(&self, caps: &[Cap], now: u64) -> Result<Result<Admitted, BudgetSpent>, Unavailable> {
         let fail = |e: String| Unavailable(format!("{}: {e}", self.db.location()));
         let mut client = self.db.client().await.map_err(|e| fail(e.to_string()))?;
         let tx = client.transaction().await;
@@ -101,7 +109,7 @@ impl ModelLedger for PgLedger {
                 .outcome("admitting against a model budget", r)
                 .map_err(|e| fail(e.to_string()))?;
             if row.is_none() {
-                // Spent: nothing of this request is counted (the transaction is rolled back when dropped).
+                // BudgetSpent: nothing of this request is counted (the transaction is rolled back when dropped).
                 let r = tx
                     .query_one(
                         "SELECT tokens, cost, requests FROM model_budgets WHERE key = $1 AND slot = $2",
@@ -112,9 +120,9 @@ impl ModelLedger for PgLedger {
                     .db
                     .outcome("reading a model budget", r)
                     .map_err(|e| fail(e.to_string()))?;
-                return Ok(Err(Spent {
+                return Ok(Err(BudgetSpent {
                     cap: cap.clone(),
-                    used: Used {
+                    used: ModelUsed {
                         tokens: small(row.get(0)),
                         cost: small(row.get(1)),
                         requests: small(row.get(2)),
@@ -150,7 +158,7 @@ impl ModelLedger for PgLedger {
         }
     }
 
-    async fn used(&self, cap: &Cap, now: u64) -> Result<Used, Unavailable> {
+    async fn used(&self, cap: &Cap, now: u64) -> Result<ModelUsed, Unavailable> {
         let fail = |e: String| Unavailable(format!("{}: {e}", self.db.location()));
         let client = self.db.client().await.map_err(|e| fail(e.to_string()))?;
         let r = client
@@ -163,7 +171,7 @@ impl ModelLedger for PgLedger {
             .db
             .outcome("reading a model budget", r)
             .map_err(|e| fail(e.to_string()))?;
-        Ok(row.map_or_else(Used::default, |row| Used {
+        Ok(row.map_or_else(ModelUsed::default, |row| ModelUsed {
             tokens: small(row.get(0)),
             cost: small(row.get(1)),
             requests: small(row.get(2)),

@@ -178,12 +178,7 @@ impl ProxyState {
             credential_budgets,
             previews,
             memory: ProtocolMemory {
-                model_ledger: match &opened.shared {
-                    Some(shared) => crate::limits::model_ledger::Ledger(Arc::new(
-                        crate::replica::model_ledger::PgLedger::new(shared.db.clone()),
-                    )),
-                    None => crate::limits::model_ledger::Ledger::default(),
-                },
+                model_ledger: crate::replica::model_ledger::ledger(opened.shared.as_deref()),
                 model_metrics: metrics.models.clone(),
                 ..ProtocolMemory::default()
             },

@@ -24,7 +24,7 @@ const RANKS: &[&[&str]] = &[
         "sigv4",
     ],
     &["body", "identity", "net", "policy", "pg", "metrics", "placeholder"],
-    &["mcp", "graphql"],
+    &["mcp", "graphql", "llm"],
     &["control", "error", "tls", "leak"],
     &["audit", "config", "upstream"],
     &["webhook", "oidc"],

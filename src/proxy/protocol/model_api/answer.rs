@@ -21,7 +21,7 @@ use crate::error::ProxyError;
 use crate::limits::model_ledger::{Admitted, Ledger};
 use crate::llm::budget::units;
 use crate::llm::prices::Price;
-use crate::llm::usage::{Tally, Usage, estimate, of_answer};
+use crate::llm::usage::{StreamTally, Usage, estimate, of_answer};
 use crate::locks::Unpoisoned;
 use crate::metrics::models::ModelMetrics;
 use crate::policy::model_api::Dialect;
@@ -67,7 +67,7 @@ impl AnswerCheck for Metering {
             (false, false) => Reading::Json(Vec::new()),
         };
         let status = parts.status.as_u16();
-        Ok(crate::body::boxed(Metered {
+        Ok(crate::body::boxed(MeteredAnswer {
             inner: body,
             reading,
             delivered: 0,
@@ -83,7 +83,7 @@ enum Reading {
     Events {
         tap: Arc<Mutex<Tap>>,
         parser: Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>>,
-        tally: Tally,
+        tally: StreamTally,
     },
     /// Kept whole, to be read when it ends.
     Json(Vec<u8>),
@@ -122,7 +122,7 @@ impl Reading {
         Reading::Events {
             parser: Box::pin(sse_stream::SseStream::new(TapBody(tap.clone()))),
             tap,
-            tally: Tally::new(dialect),
+            tally: StreamTally::new(dialect),
         }
     }
 
@@ -188,7 +188,7 @@ impl Reading {
 }
 
 /// The answer's body, metered as it streams.
-struct Metered {
+struct MeteredAnswer {
     inner: ProxyBody,
     reading: Reading,
     delivered: u64,
@@ -197,7 +197,7 @@ struct Metered {
     meter: Option<Metering>,
 }
 
-impl Metered {
+impl MeteredAnswer {
     /// Settle what the answer used, once (`whole`: all of it came).
     fn settle(&mut self, whole: bool) {
         let Some(m) = self.meter.take() else { return };
@@ -231,7 +231,7 @@ impl Metered {
     }
 }
 
-impl Body for Metered {
+impl Body for MeteredAnswer {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -266,7 +266,7 @@ impl Body for Metered {
     }
 }
 
-impl Drop for Metered {
+impl Drop for MeteredAnswer {
     fn drop(&mut self) {
         // A client that hung up, or an answer never read to its end: what was delivered is counted.
         self.settle(false);

@@ -16,7 +16,7 @@ use crate::approval::HeldRequest;
 use crate::body::ProxyBody;
 use crate::error::ProxyError;
 use crate::limits::LimitRefusal;
-use crate::limits::model_ledger::{Admitted, Spent, unix_now};
+use crate::limits::model_ledger::{Admitted, BudgetSpent, unix_now};
 use crate::llm::budget::{OnSpent, units};
 use crate::llm::usage::estimate;
 use crate::policy::Rule;
@@ -56,7 +56,7 @@ fn model_of(body: &[u8]) -> Result<(String, bool), String> {
 }
 
 /// The sentence that says a spent budget.
-fn spent_message(spent: &Spent) -> String {
+fn spent_message(spent: &BudgetSpent) -> String {
     let whose = spent.cap.key.split_once(':').map_or("", |(w, _)| w);
     let mut limits = Vec::new();
     if let Some(t) = spent.cap.tokens {
