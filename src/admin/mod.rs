@@ -16,6 +16,7 @@ mod requests;
 mod response;
 mod router;
 mod sandboxes;
+mod signins;
 mod sources;
 mod surface;
 

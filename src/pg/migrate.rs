@@ -81,6 +81,23 @@ CREATE TABLE credential_budgets (
 CREATE INDEX credential_budgets_ends ON credential_budgets (ends);
 ",
     ),
+    (
+        5,
+        "refresh tokens held for oauth2_refresh credentials",
+        "
+CREATE TABLE oauth_refresh (
+    credential     text PRIMARY KEY,
+    generation     bigint NOT NULL,
+    token          bytea NOT NULL,
+    access         bytea,
+    access_expires bigint,
+    lease_until    bigint,
+    lease_by       text,
+    dead           text,
+    updated        bigint NOT NULL
+);
+",
+    ),
 ];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.

@@ -6,6 +6,7 @@
 //! of the sources is [`preflight`] (no network) and [`probe`] (the network).
 
 pub(crate) mod book;
+pub(crate) mod custody;
 pub(crate) mod issuer;
 pub(crate) mod preflight;
 pub(crate) mod probe;
@@ -50,6 +51,8 @@ pub(crate) struct Secrets {
     pub(crate) book: Book,
     /// Which credentials could not be supplied the last time, for `/readyz`.
     pub(crate) supply: crate::secrets::supply::Supply,
+    /// The refresh tokens of `oauth2_refresh` credentials, in the store (`None`: none configured, or a dry run).
+    custody: Option<Arc<custody::Custody>>,
 }
 
 /// Read a file vault or OpenBao secret from its source.
@@ -141,6 +144,7 @@ impl Secrets {
             metrics: None,
             book: Book::default(),
             supply: crate::secrets::supply::Supply::default(),
+            custody: None,
         })
     }
 
@@ -155,12 +159,28 @@ impl Secrets {
             metrics: None,
             book: Book::default(),
             supply: crate::secrets::supply::Supply::default(),
+            custody: None,
         })
     }
 
     /// Count token mints (and failures) in these metrics.
     pub(crate) fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
         self.metrics = Some(metrics);
+    }
+
+    /// Keep the refresh tokens of `oauth2_refresh` credentials in `custody`.
+    pub(crate) fn set_custody(&mut self, custody: Arc<custody::Custody>) {
+        self.custody = Some(custody);
+    }
+
+    /// Where the refresh tokens are kept, if any credential has one.
+    pub(crate) fn custody(&self) -> Option<&Arc<custody::Custody>> {
+        self.custody.as_ref()
+    }
+
+    /// Forget `credential`'s cached token (a new refresh token was seeded: the next request refreshes with it).
+    pub(crate) async fn forget_token(&self, credential: &str) {
+        self.tokens.invalidate(credential).await;
     }
 
     fn minted(&self, credential: &str, ok: bool) {
@@ -258,6 +278,26 @@ impl Secrets {
                         .await
                         .inspect(|_| self.minted(&spec.name, true))
                         .inspect_err(|_| self.minted(&spec.name, false))
+                    })
+                    .await
+            }
+            SecretSource::OAuth2Refresh(r) => {
+                self.tokens
+                    .get(&key, || async {
+                        let Some(custody) = &self.custody else {
+                            return Err(IssuerError::Config(
+                                "the store that keeps the refresh token is not open here (`cordon run` opens it)"
+                                    .to_string(),
+                            ));
+                        };
+                        let secret = match &r.client_secret {
+                            Some(s) => Some(self.stored(s).await.map_err(IssuerError::Config)?),
+                            None => None,
+                        };
+                        custody
+                            .access(&spec.name, r, secret, &self.http)
+                            .await
+                            .inspect_err(|_| self.minted(&spec.name, false))
                     })
                     .await
             }

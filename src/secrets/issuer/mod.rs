@@ -5,6 +5,7 @@
 pub(crate) mod cache;
 pub(crate) mod github_app;
 pub(crate) mod oauth2;
+pub(crate) mod refresh;
 pub(crate) mod sts;
 
 use std::fmt;
