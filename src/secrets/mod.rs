@@ -282,10 +282,18 @@ impl Secrets {
                     .await
             }
             SecretSource::OAuth2Refresh(r) => {
-                self.tokens
+                // SECURITY: a sign-in found dead refuses at once (never a token refreshed before it died, never the
+                // placeholder passed on), until it is seeded again.
+                let dead = || self.custody.as_ref().and_then(|c| c.known_dead(&spec.name));
+                if let Some(why) = dead() {
+                    self.tokens.invalidate(&key).await;
+                    return Err(why);
+                }
+                let token = self
+                    .tokens
                     .get(&key, || async {
                         let Some(custody) = &self.custody else {
-                            return Err(IssuerError::Config(
+                            return Err(IssuerError::SignIn(
                                 "the store that keeps the refresh token is not open here (`cordon run` opens it)"
                                     .to_string(),
                             ));
@@ -299,7 +307,12 @@ impl Secrets {
                             .await
                             .inspect_err(|_| self.minted(&spec.name, false))
                     })
-                    .await
+                    .await;
+                if let Some(why) = dead() {
+                    self.tokens.invalidate(&key).await;
+                    return Err(why);
+                }
+                token
             }
             SecretSource::Aws(_) => {
                 // Applied by signing, never as a value: the keys are `aws_keys`'.

@@ -34,6 +34,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::credentials::OAuth2RefreshSpec;
+use crate::locks::Unpoisoned;
 use crate::pg::Sealer;
 use crate::secrets::issuer::refresh::{RefreshClient, Refreshed, is_dead_grant};
 use crate::secrets::issuer::{IssuerError, Token};
@@ -41,7 +42,7 @@ use crate::upstream::outbound::HttpClient;
 
 /// How long a refresh lease lasts: longer than a token call may take (`ISSUER_TIMEOUT`), so that a replica
 /// takes over only from one that is gone.
-const LEASE: Duration = Duration::from_secs(30);
+const LEASE: Duration = Duration::from_secs(15);
 
 /// A stored access token is used by another replica only while it is valid past this margin (the token cache
 /// refreshes this long before expiry).
@@ -141,6 +142,9 @@ pub(crate) struct Custody {
     /// This process's name in leases.
     me: String,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// The credentials this process has found dead, with the message: their requests are refused at once, even
+    /// while an access token refreshed before the refusal is still valid.
+    dead: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl Custody {
@@ -160,6 +164,7 @@ impl Custody {
             sealer: Sealer::new(key)?,
             me: format!("{}-{}", std::process::id(), crate::secret_file::random_hex(8)?),
             metrics: None,
+            dead: std::sync::Mutex::default(),
         })
     }
 
@@ -195,10 +200,26 @@ impl Custody {
     /// mark dropped). Returns the generation.
     pub(crate) async fn seed(&self, credential: &str, token: &SecretString) -> Result<i64, String> {
         let seal = |generation: i64| self.seal(credential, generation, "refresh", token);
-        match &self.backend {
+        let generation = match &self.backend {
             Backend::Sqlite(rows) => rows.seed(credential, &seal),
             Backend::Pg(rows) => rows.seed(credential, &seal).await,
-        }
+        }?;
+        self.dead.lock().unpoisoned().remove(credential);
+        Ok(generation)
+    }
+
+    /// Why `credential`'s sign-in is dead, if this process has found it so (the request's message).
+    pub(crate) fn known_dead(&self, credential: &str) -> Option<String> {
+        self.dead.lock().unpoisoned().get(credential).cloned()
+    }
+
+    fn found_dead(&self, credential: &str, why: &str) -> IssuerError {
+        let message = dead_message(credential, why);
+        self.dead
+            .lock()
+            .unpoisoned()
+            .insert(credential.to_owned(), message.clone());
+        IssuerError::SignIn(message)
     }
 
     /// Whether `credential`'s sign-in is dead, and why (for `/readyz` and the metric).
@@ -228,7 +249,7 @@ impl Custody {
         client_secret: Option<SecretString>,
         http: &HttpClient,
     ) -> Result<Token, IssuerError> {
-        let cfg = |e: String| IssuerError::Config(e);
+        let cfg = IssuerError::SignIn;
         let wait_until = std::time::Instant::now() + LEASE + Duration::from_secs(5);
         let (generation, sealed, stale) = loop {
             match self.step(credential).await.map_err(cfg)? {
@@ -238,7 +259,7 @@ impl Custody {
                          seed {credential} --refresh-token-file PATH` (or an operator's sign-in)"
                     )));
                 }
-                Step::Dead(why) => return Err(cfg(dead_message(credential, &why))),
+                Step::Dead(why) => return Err(self.found_dead(credential, &why)),
                 Step::Fresh {
                     generation,
                     access,
@@ -295,7 +316,7 @@ impl Custody {
                     if let Some(m) = &self.metrics {
                         m.signin_dead(credential);
                     }
-                    return Err(cfg(dead_message(credential, &why)));
+                    return Err(self.found_dead(credential, &why));
                 }
                 Err(e)
             }
@@ -316,7 +337,7 @@ impl Custody {
         let sealed = self
             .seal(credential, next, "refresh", refresh)
             .and_then(|r| Ok((r, self.seal(credential, next, "access", &answer.access.value)?)))
-            .map_err(IssuerError::Config)?;
+            .map_err(IssuerError::SignIn)?;
         let expires = answer
             .access
             .expires_at
@@ -345,7 +366,7 @@ impl Custody {
                         credential,
                         "the rotated refresh token could not be stored ({why}); the sign-in will need seeding again"
                     );
-                    return Err(IssuerError::Config(format!(
+                    return Err(IssuerError::SignIn(format!(
                         "the rotated refresh token of credential {credential} could not be stored: {why}"
                     )));
                 }

@@ -59,7 +59,10 @@ impl Secrets {
         }
         for name in held {
             match custody.dead(name).await {
-                Ok(Some(why)) => self.supply.note::<()>(name, &Err(super::dead_message(name, &why))),
+                Ok(Some(why)) => {
+                    let known = custody.found_dead(name, &why);
+                    self.supply.note::<()>(name, &Err(known.to_string()));
+                }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(credential = name, "cannot read its refresh token's state: {e}"),
             }
