@@ -249,21 +249,8 @@ impl AdminClient {
         .await
     }
 
-    /// `PUT /v1/credentials/{name}/refresh-token`: seed an `oauth2_refresh` credential's refresh token; the
-    /// answer is `{"credential", "generation"}`.
-    pub(crate) async fn seed_refresh_token(
-        &self,
-        name: &str,
-        token: &secrecy::SecretString,
-    ) -> Result<Value, ClientError> {
-        use secrecy::ExposeSecret as _;
-        let body = serde_json::json!({ "refresh_token": token.expose_secret() });
-        let path = item_path("/v1/credentials", "a credential", name, "/refresh-token")?;
-        self.call(Method::PUT, path, Some(body.to_string().into_bytes())).await
-    }
-
     /// Sends one request and returns the JSON object it answers, within the timeout.
-    async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
+    pub(crate) async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
         let uri = Uri::try_from(url.as_str()).map_err(|e| bad_url(&url, &e.to_string()))?;
         let mut builder = Request::builder()
@@ -410,7 +397,7 @@ fn sandbox_path(id: &str, suffix: &str) -> Result<String, ClientError> {
 }
 
 /// `{collection}/{id}{suffix}` with `id` percent-encoded; refuses ids that would change the path's meaning.
-fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<String, ClientError> {
+pub(crate) fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<String, ClientError> {
     if id.is_empty() || id == "." || id == ".." {
         return Err(ClientError::Invalid(format!("{id:?} is not {what} id")));
     }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::cli::admin_client::{AdminClient, ClientError};
+use crate::cli::admin_client::{AdminClient, ClientError, item_path};
 
 use super::sandbox::{AdminArgs, pretty};
 
@@ -40,7 +40,12 @@ pub(crate) fn main(args: AdminArgs, command: CredentialsCommand) -> ExitCode {
 }
 
 async fn seed(client: &AdminClient, name: &str, token: &SecretString) -> Result<String, ClientError> {
-    Ok(pretty(&client.seed_refresh_token(name, token).await?))
+    let body = serde_json::json!({ "refresh_token": token.expose_secret() });
+    let path = item_path("/v1/credentials", "a credential", name, "/refresh-token")?;
+    let answer = client
+        .call(http::Method::PUT, path, Some(body.to_string().into_bytes()))
+        .await?;
+    Ok(pretty(&answer))
 }
 
 /// The token in `path` (or standard input for `-`), without one trailing newline; an error if empty.

@@ -168,22 +168,7 @@ impl Secrets {
         self.metrics = Some(metrics);
     }
 
-    /// Keep the refresh tokens of `oauth2_refresh` credentials in `custody`.
-    pub(crate) fn set_custody(&mut self, custody: Arc<custody::Custody>) {
-        self.custody = Some(custody);
-    }
-
-    /// Where the refresh tokens are kept, if any credential has one.
-    pub(crate) fn custody(&self) -> Option<&Arc<custody::Custody>> {
-        self.custody.as_ref()
-    }
-
-    /// Forget `credential`'s cached token (a new refresh token was seeded: the next request refreshes with it).
-    pub(crate) async fn forget_token(&self, credential: &str) {
-        self.tokens.invalidate(credential).await;
-    }
-
-    fn minted(&self, credential: &str, ok: bool) {
+    pub(super) fn minted(&self, credential: &str, ok: bool) {
         if let Some(m) = &self.metrics {
             m.token_mint(credential, ok);
         }
@@ -281,39 +266,7 @@ impl Secrets {
                     })
                     .await
             }
-            SecretSource::OAuth2Refresh(r) => {
-                // SECURITY: a sign-in found dead refuses at once (never a token refreshed before it died, never the
-                // placeholder passed on), until it is seeded again.
-                let dead = || self.custody.as_ref().and_then(|c| c.known_dead(&spec.name));
-                if let Some(why) = dead() {
-                    self.tokens.invalidate(&key).await;
-                    return Err(why);
-                }
-                let token = self
-                    .tokens
-                    .get(&key, || async {
-                        let Some(custody) = &self.custody else {
-                            return Err(IssuerError::SignIn(
-                                "the store that keeps the refresh token is not open here (`cordon run` opens it)"
-                                    .to_string(),
-                            ));
-                        };
-                        let secret = match &r.client_secret {
-                            Some(s) => Some(self.stored(s).await.map_err(IssuerError::Config)?),
-                            None => None,
-                        };
-                        custody
-                            .access(&spec.name, r, secret, &self.http)
-                            .await
-                            .inspect_err(|_| self.minted(&spec.name, false))
-                    })
-                    .await;
-                if let Some(why) = dead() {
-                    self.tokens.invalidate(&key).await;
-                    return Err(why);
-                }
-                token
-            }
+            SecretSource::OAuth2Refresh(r) => self.held(spec, r, &key).await,
             SecretSource::Aws(_) => {
                 // Applied by signing, never as a value: the keys are `aws_keys`'.
                 let keys = self.aws_keys(spec, narrowed).await?;

@@ -26,10 +26,11 @@
 
 mod open;
 mod pg;
+mod row;
 mod sqlite;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -40,104 +41,24 @@ use crate::secrets::issuer::refresh::{RefreshClient, Refreshed, is_dead_grant};
 use crate::secrets::issuer::{IssuerError, Token};
 use crate::upstream::outbound::HttpClient;
 
+use row::{Step, ms, now_ms};
+
 /// How long a refresh lease lasts: longer than a token call may take (`ISSUER_TIMEOUT`), so that a replica
 /// takes over only from one that is gone.
 const LEASE: Duration = Duration::from_secs(15);
 
-/// A stored access token is used by another replica only while it is valid past this margin (the token cache
-/// refreshes this long before expiry).
-const FRESH_MARGIN: Duration = Duration::from_secs(61);
-
 /// How often a replica waiting on another's lease looks again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// One credential's row, as stored (sealed parts still sealed).
-#[derive(Debug, Clone)]
-pub(super) struct Row {
-    /// Generation of the current refresh token (1 for the first seeded, one more per rotation or seeding).
-    pub(super) generation: i64,
-    /// The current refresh token, sealed.
-    pub(super) token: Vec<u8>,
-    /// The newest access token, sealed, and when it expires (unix ms).
-    pub(super) access: Option<(Vec<u8>, i64)>,
-    /// A refresh is under way until then (unix ms), by that replica.
-    pub(super) lease: Option<(i64, String)>,
-    /// Why the sign-in is no longer usable, if it is not.
-    pub(super) dead: Option<String>,
-}
-
-/// What to do with a row, decided inside the transaction that read it.
-#[derive(Debug)]
-pub(super) enum Step {
-    /// No refresh token was ever seeded.
-    NotSeeded,
-    /// The sign-in is dead, with why.
-    Dead(String),
-    /// A stored access token is good: use it.
-    Fresh {
-        generation: i64,
-        access: Vec<u8>,
-        expires: i64,
-    },
-    /// Another replica holds the lease: wait.
-    Busy,
-    /// This replica took the lease (written in the same transaction): refresh generation `generation`.
-    Take {
-        generation: i64,
-        token: Vec<u8>,
-        stale: bool,
-    },
-}
-
-/// The step for `row` at `now_ms` for replica `me`.
-pub(super) fn decide(row: Option<&Row>, now_ms: i64, me: &str) -> Step {
-    let Some(row) = row else { return Step::NotSeeded };
-    if let Some(why) = &row.dead {
-        return Step::Dead(why.clone());
-    }
-    if let Some((access, expires)) = &row.access
-        && *expires > now_ms.saturating_add(ms(FRESH_MARGIN))
-    {
-        return Step::Fresh {
-            generation: row.generation,
-            access: access.clone(),
-            expires: *expires,
-        };
-    }
-    match &row.lease {
-        Some((until, by)) if *until > now_ms && by != me => Step::Busy,
-        lease => Step::Take {
-            generation: row.generation,
-            token: row.token.clone(),
-            stale: lease.is_some(),
-        },
-    }
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Unix milliseconds now.
-pub(super) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| ms(d)).unwrap_or(0)
-}
-
 /// Where the rows are.
-enum Backend {
-    Sqlite(sqlite::Rows),
-    Pg(pg::Rows),
-}
-
-/// What the store answered a refresh's store step.
-pub(super) struct Stored {
-    /// The row moved from the generation refreshed to the next.
-    pub(super) moved: bool,
+enum CustodyStore {
+    Sqlite(sqlite::SqliteRows),
+    Pg(pg::PgRows),
 }
 
 /// The refresh tokens of every `oauth2_refresh` credential, in the store.
 pub(crate) struct Custody {
-    backend: Backend,
+    backend: CustodyStore,
     sealer: Sealer,
     /// This process's name in leases.
     me: String,
@@ -150,15 +71,15 @@ pub(crate) struct Custody {
 impl Custody {
     /// Custody in the SQLite file `path`, sealing under `key`.
     pub(crate) fn sqlite(path: &std::path::Path, key: &SecretString) -> Result<Custody, String> {
-        Ok(Custody::with(Backend::Sqlite(sqlite::Rows::open(path)?), key)?)
+        Custody::with(CustodyStore::Sqlite(sqlite::SqliteRows::open(path)?), key)
     }
 
     /// Custody in the PostgreSQL store `db`, sealing under `key`.
     pub(crate) fn pg(db: Arc<crate::pg::Db>, key: &SecretString) -> Result<Custody, String> {
-        Custody::with(Backend::Pg(pg::Rows::new(db)), key)
+        Custody::with(CustodyStore::Pg(pg::PgRows::new(db)), key)
     }
 
-    fn with(backend: Backend, key: &SecretString) -> Result<Custody, String> {
+    fn with(backend: CustodyStore, key: &SecretString) -> Result<Custody, String> {
         Ok(Custody {
             backend,
             sealer: Sealer::new(key)?,
@@ -201,8 +122,8 @@ impl Custody {
     pub(crate) async fn seed(&self, credential: &str, token: &SecretString) -> Result<i64, String> {
         let seal = |generation: i64| self.seal(credential, generation, "refresh", token);
         let generation = match &self.backend {
-            Backend::Sqlite(rows) => rows.seed(credential, &seal),
-            Backend::Pg(rows) => rows.seed(credential, &seal).await,
+            CustodyStore::Sqlite(rows) => rows.seed(credential, &seal),
+            CustodyStore::Pg(rows) => rows.seed(credential, &seal).await,
         }?;
         self.dead.lock().unpoisoned().remove(credential);
         Ok(generation)
@@ -225,8 +146,8 @@ impl Custody {
     /// Whether `credential`'s sign-in is dead, and why (for `/readyz` and the metric).
     pub(crate) async fn dead(&self, credential: &str) -> Result<Option<String>, String> {
         let row = match &self.backend {
-            Backend::Sqlite(rows) => rows.read(credential)?,
-            Backend::Pg(rows) => rows.read(credential).await?,
+            CustodyStore::Sqlite(rows) => rows.read(credential)?,
+            CustodyStore::Pg(rows) => rows.read(credential).await?,
         };
         Ok(row.and_then(|r| r.dead))
     }
@@ -235,8 +156,8 @@ impl Custody {
         let (now, me) = (now_ms(), self.me.as_str());
         let lease_until = now.saturating_add(ms(LEASE));
         match &self.backend {
-            Backend::Sqlite(rows) => rows.step(credential, now, me, lease_until),
-            Backend::Pg(rows) => rows.step(credential, now, me, lease_until).await,
+            CustodyStore::Sqlite(rows) => rows.step(credential, now, me, lease_until),
+            CustodyStore::Pg(rows) => rows.step(credential, now, me, lease_until).await,
         }
     }
 
@@ -305,8 +226,8 @@ impl Custody {
             Err(e) => {
                 let dead = is_dead_grant(&e).then(|| e.to_string());
                 let released = match &self.backend {
-                    Backend::Sqlite(rows) => rows.release(credential, generation, &self.me, dead.as_deref()),
-                    Backend::Pg(rows) => rows.release(credential, generation, &self.me, dead.as_deref()).await,
+                    CustodyStore::Sqlite(rows) => rows.release(credential, generation, &self.me, dead.as_deref()),
+                    CustodyStore::Pg(rows) => rows.release(credential, generation, &self.me, dead.as_deref()).await,
                 };
                 if let Err(why) = released {
                     tracing::warn!(credential, "cannot release the refresh lease: {why}");
@@ -348,8 +269,8 @@ impl Custody {
         let mut tries = 0;
         let stored = loop {
             let r = match &self.backend {
-                Backend::Sqlite(rows) => rows.store(credential, generation, &sealed.0, &sealed.1, expires),
-                Backend::Pg(rows) => rows.store(credential, generation, &sealed.0, &sealed.1, expires).await,
+                CustodyStore::Sqlite(rows) => rows.store(credential, generation, &sealed.0, &sealed.1, expires),
+                CustodyStore::Pg(rows) => rows.store(credential, generation, &sealed.0, &sealed.1, expires).await,
             };
             match r {
                 Ok(s) => break s,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use super::Custody;
 use crate::config::Config;
-use crate::config::credentials::SecretSource;
+use crate::config::credentials::{CredentialSpec, OAuth2RefreshSpec, SecretSource};
 use crate::secrets::Secrets;
+use crate::secrets::issuer::{IssuerError, Token};
 
 impl Secrets {
     /// Open custody for `config`'s `oauth2_refresh` credentials (nothing when it has none), and note in the
@@ -69,5 +70,62 @@ impl Secrets {
         }
         self.set_custody(Arc::new(custody));
         Ok(())
+    }
+}
+
+impl Secrets {
+    /// Keep the refresh tokens of `oauth2_refresh` credentials in `custody`.
+    pub(crate) fn set_custody(&mut self, custody: Arc<Custody>) {
+        self.custody = Some(custody);
+    }
+
+    /// Where the refresh tokens are kept, if any credential has one.
+    pub(crate) fn custody(&self) -> Option<&Arc<Custody>> {
+        self.custody.as_ref()
+    }
+
+    /// Forget `credential`'s cached token (a new refresh token was seeded: the next request refreshes with it).
+    pub(crate) async fn forget_token(&self, credential: &str) {
+        self.tokens.invalidate(credential).await;
+    }
+
+    /// A valid access token of the held sign-in `spec` (cache key `key`): cached until shortly before it
+    /// expires, then refreshed through custody.
+    pub(in crate::secrets) async fn held(
+        &self,
+        spec: &CredentialSpec,
+        held: &OAuth2RefreshSpec,
+        key: &str,
+    ) -> Result<Arc<Token>, IssuerError> {
+        // SECURITY: a sign-in found dead refuses at once (never a token refreshed before it died, never the
+        // placeholder passed on), until it is seeded again.
+        let dead = || self.custody.as_ref().and_then(|c| c.known_dead(&spec.name));
+        if let Some(why) = dead() {
+            self.tokens.invalidate(key).await;
+            return Err(IssuerError::SignIn(why));
+        }
+        let token = self
+            .tokens
+            .get(key, || async {
+                let Some(custody) = &self.custody else {
+                    return Err(IssuerError::SignIn(
+                        "the store that keeps the refresh token is not open here (`cordon run` opens it)".to_string(),
+                    ));
+                };
+                let secret = match &held.client_secret {
+                    Some(s) => Some(self.stored(s).await.map_err(IssuerError::Config)?),
+                    None => None,
+                };
+                custody
+                    .access(&spec.name, held, secret, &self.http)
+                    .await
+                    .inspect_err(|_| self.minted(&spec.name, false))
+            })
+            .await;
+        if let Some(why) = dead() {
+            self.tokens.invalidate(key).await;
+            return Err(IssuerError::SignIn(why));
+        }
+        token
     }
 }

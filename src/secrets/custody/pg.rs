@@ -4,22 +4,22 @@
 
 use std::sync::Arc;
 
-use super::{Row, Step, Stored, decide};
+use super::row::{HeldRow, Step, Stored, decide, now_ms};
 use crate::pg::Db;
 
 const COLUMNS: &str = "generation, token, access, access_expires, lease_until, lease_by, dead";
 
 /// The rows, through the store's pool.
-pub(super) struct Rows {
+pub(super) struct PgRows {
     db: Arc<Db>,
 }
 
-fn row(r: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
+fn row(r: &tokio_postgres::Row) -> Result<HeldRow, tokio_postgres::Error> {
     let access: Option<Vec<u8>> = r.try_get(2)?;
     let expires: Option<i64> = r.try_get(3)?;
     let until: Option<i64> = r.try_get(4)?;
     let by: Option<String> = r.try_get(5)?;
-    Ok(Row {
+    Ok(HeldRow {
         generation: r.try_get(0)?,
         token: r.try_get(1)?,
         access: access.zip(expires),
@@ -28,9 +28,9 @@ fn row(r: &tokio_postgres::Row) -> Result<Row, tokio_postgres::Error> {
     })
 }
 
-impl Rows {
-    pub(super) fn new(db: Arc<Db>) -> Rows {
-        Rows { db }
+impl PgRows {
+    pub(super) fn new(db: Arc<Db>) -> PgRows {
+        PgRows { db }
     }
 
     /// One transaction: lock and read the row, decide, and take the lease when that is the step.
@@ -84,7 +84,7 @@ impl Rows {
                 "UPDATE oauth_refresh SET generation = $2 + 1, token = $3, access = $4, access_expires = $5,
                  lease_until = NULL, lease_by = NULL, dead = NULL, updated = $6
                  WHERE credential = $1 AND generation = $2",
-                &[&credential, &generation, &token, &access, &expires, &super::now_ms()],
+                &[&credential, &generation, &token, &access, &expires, &now_ms()],
             )
             .await;
         let n = self
@@ -107,7 +107,7 @@ impl Rows {
             .execute(
                 "UPDATE oauth_refresh SET lease_until = NULL, lease_by = NULL, dead = coalesce($4, dead), updated = $5
                  WHERE credential = $1 AND generation = $2 AND lease_by = $3",
-                &[&credential, &generation, &me, &dead, &super::now_ms()],
+                &[&credential, &generation, &me, &dead, &now_ms()],
             )
             .await;
         self.db
@@ -149,7 +149,7 @@ impl Rows {
                 "INSERT INTO oauth_refresh (credential, generation, token, updated) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (credential) DO UPDATE SET generation = $2, token = $3, access = NULL,
                  access_expires = NULL, lease_until = NULL, lease_by = NULL, dead = NULL, updated = $4",
-                &[&credential, &generation, &token, &super::now_ms()],
+                &[&credential, &generation, &token, &now_ms()],
             )
             .await;
         self.db.outcome(what, r).map_err(|e| e.to_string())?;
@@ -158,7 +158,7 @@ impl Rows {
     }
 
     /// The row, if any.
-    pub(super) async fn read(&self, credential: &str) -> Result<Option<Row>, String> {
+    pub(super) async fn read(&self, credential: &str) -> Result<Option<HeldRow>, String> {
         let client = self.db.client().await.map_err(|e| e.to_string())?;
         let r = client
             .query_opt(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use super::{Row, Step, Stored, decide};
+use super::row::{HeldRow, Step, Stored, decide, now_ms};
 use crate::locks::Unpoisoned;
 
 const TABLE: &str = "
@@ -28,17 +28,17 @@ CREATE TABLE IF NOT EXISTS oauth_refresh (
 const COLUMNS: &str = "generation, token, access, access_expires, lease_until, lease_by, dead";
 
 /// The rows, through one connection of this process.
-pub(super) struct Rows {
+pub(super) struct SqliteRows {
     conn: Mutex<Connection>,
     location: String,
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HeldRow> {
     let access: Option<Vec<u8>> = r.get(2)?;
     let expires: Option<i64> = r.get(3)?;
     let until: Option<i64> = r.get(4)?;
     let by: Option<String> = r.get(5)?;
-    Ok(Row {
+    Ok(HeldRow {
         generation: r.get(0)?,
         token: r.get(1)?,
         access: access.zip(expires),
@@ -47,10 +47,10 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     })
 }
 
-impl Rows {
+impl SqliteRows {
     /// Open the store's file (it is the sandbox store's: the folder and file checks are the same) and make the
     /// table if it is missing.
-    pub(super) fn open(path: &Path) -> Result<Rows, String> {
+    pub(super) fn open(path: &Path) -> Result<SqliteRows, String> {
         let location = path.display().to_string();
         let fail = |e: &dyn std::fmt::Display| format!("cannot open the refresh-token store {location}: {e}");
         crate::control::store_file::check_folder(path)?;
@@ -66,7 +66,7 @@ impl Rows {
         }
         conn.pragma_update(None, "synchronous", "FULL").map_err(|e| fail(&e))?;
         conn.execute_batch(TABLE).map_err(|e| fail(&e))?;
-        Ok(Rows {
+        Ok(SqliteRows {
             conn: Mutex::new(conn),
             location,
         })
@@ -120,7 +120,7 @@ impl Rows {
                 "UPDATE oauth_refresh SET generation = ?2 + 1, token = ?3, access = ?4, access_expires = ?5,
                  lease_until = NULL, lease_by = NULL, dead = NULL, updated = ?6
                  WHERE credential = ?1 AND generation = ?2",
-                params![credential, generation, token, access, expires, super::now_ms()],
+                params![credential, generation, token, access, expires, now_ms()],
             )
             .map_err(|e| self.fail("store a rotated refresh token", e))?;
         Ok(Stored { moved: n == 1 })
@@ -138,7 +138,7 @@ impl Rows {
         conn.execute(
             "UPDATE oauth_refresh SET lease_until = NULL, lease_by = NULL, dead = coalesce(?4, dead), updated = ?5
              WHERE credential = ?1 AND generation = ?2 AND lease_by = ?3",
-            params![credential, generation, me, dead, super::now_ms()],
+            params![credential, generation, me, dead, now_ms()],
         )
         .map_err(|e| self.fail("release a refresh lease", e))?;
         Ok(())
@@ -163,7 +163,7 @@ impl Rows {
         let token = seal(generation)?;
         tx.execute(
             "INSERT OR REPLACE INTO oauth_refresh (credential, generation, token, updated) VALUES (?1, ?2, ?3, ?4)",
-            params![credential, generation, token, super::now_ms()],
+            params![credential, generation, token, now_ms()],
         )
         .map_err(|e| self.fail(what, e))?;
         tx.commit().map_err(|e| self.fail(what, e))?;
@@ -171,7 +171,7 @@ impl Rows {
     }
 
     /// The row, if any.
-    pub(super) fn read(&self, credential: &str) -> Result<Option<Row>, String> {
+    pub(super) fn read(&self, credential: &str) -> Result<Option<HeldRow>, String> {
         let conn = self.conn.lock().unpoisoned();
         conn.query_row(
             &format!("SELECT {COLUMNS} FROM oauth_refresh WHERE credential = ?1"),

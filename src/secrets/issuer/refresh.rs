@@ -37,7 +37,7 @@ pub(crate) struct Refreshed {
 }
 
 #[derive(Deserialize)]
-struct Answer {
+struct RefreshAnswer {
     access_token: String,
     token_type: String,
     expires_in: Option<u64>,
@@ -123,7 +123,7 @@ impl RefreshClient {
                 description,
             });
         }
-        let answer: Answer = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
+        let answer: RefreshAnswer = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
         if !answer.token_type.eq_ignore_ascii_case("bearer") {
             return Err(IssuerError::InvalidResponse {
                 detail: format!("token_type {:?} is not Bearer", clean(&answer.token_type)),
