@@ -51,6 +51,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sandboxes/{id}/previews"),
     ("DELETE", "/v1/sandboxes/{id}/previews/{preview}"),
     ("POST", "/v1/reload"),
+    ("PUT", "/v1/credentials/{name}/refresh-token"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
     ("GET", "/v1/grants"),

@@ -51,7 +51,7 @@ pub(super) async fn seed(state: &ProxyState, name: &str, body: &Value) -> AdminR
     let Some(custody) = secrets.custody() else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
+            "store_unavailable",
             "the store that keeps refresh tokens is not open",
         );
     };
@@ -68,6 +68,6 @@ pub(super) async fn seed(state: &ProxyState, name: &str, body: &Value) -> AdminR
                 },
             )
         }
-        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e),
     }
 }

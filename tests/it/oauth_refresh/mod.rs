@@ -5,6 +5,7 @@
 //! `/readyz`, the metric) instead of the placeholder going on; a process killed mid-refresh loses nothing once
 //! the provider's answer reached it; replicas on PostgreSQL refresh once per rotation.
 
+mod admin;
 mod replicas;
 mod rig;
 mod sqlite;
