@@ -208,14 +208,14 @@ fn a_postgres_store_is_checked_before_anything_connects() {
     // The companions of a PostgreSQL store make no sense with a file; its key does (it seals refresh tokens).
     let e = errors("control:\n  store: state/x.db\n  store_key: { env: K }\n  store_ca_file: /nope.pem\n");
     assert!(!e.iter().any(|m| m.contains("control.store_key")), "{e:?}");
+    has(
+        &e,
+        "control.store_ca_file: is set but control.store is not a postgres:// URL",
+    );
     let e = errors("control:\n  store_key: { env: K }\n");
     has(
         &e,
         "control.store_key: is set but control.store is not a postgres:// URL",
-    );
-    has(
-        &e,
-        "control.store_ca_file: is set but control.store is not a postgres:// URL",
     );
 }
 

@@ -84,3 +84,7 @@ pub(super) struct Stored {
     /// The row moved from the generation refreshed to the next.
     pub(super) moved: bool,
 }
+
+#[cfg(test)]
+#[path = "row_tests.rs"]
+mod tests;

@@ -154,3 +154,7 @@ impl RefreshClient {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "refresh_tests.rs"]
+mod tests;
