@@ -125,6 +125,7 @@ policies:
     credentials: [held]
     allow:
       - {{ host: api.held.test, ports: [{u}] }}
+      - {{ cidrs: ["127.0.0.1/32"], ports: [{op}], methods: [POST] }}
 "#,
             h = hash("tok1"),
         )
@@ -284,6 +285,16 @@ impl Cordon {
             .arg(&self.ca)
             .args(["-H", &format!("Authorization: Bearer {placeholder}")])
             .arg(format!("https://api.held.test:{}{path}", world.up.addr.port()));
+        crate::rigs::curl::run(cmd)
+    }
+
+    /// The sandbox's own POST of `form` to the provider's token endpoint through this cordon (plain HTTP).
+    pub(crate) fn post_token(&self, world: &World, form: &str) -> Curled {
+        let mut cmd = crate::rigs::process::curl();
+        cmd.args(["-s", "--max-time", "20"])
+            .args(["-x", &format!("http://sb1:tok1@127.0.0.1:{}", self.proxy)])
+            .args(["-u", "cordon-client:cordon-secret", "--data", form])
+            .arg(format!("http://127.0.0.1:{}/token", world.provider.port));
         crate::rigs::curl::run(cmd)
     }
 

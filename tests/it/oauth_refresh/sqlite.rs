@@ -250,3 +250,40 @@ async fn a_process_killed_before_the_answer_reaches_it_is_reported_never_hidden(
     let stats = w.provider.stats();
     assert_eq!(stats["refresh_failed"], 1, "{stats}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_calling_the_token_endpoint_itself_gets_no_refresh_token() {
+    let w = World::new(600).await;
+    let store = w.sqlite_store();
+    let c = w.cordon("one", &store, &[]).await;
+    let ph = c.placeholder();
+    let (ok, out) = c.seed(&w.provider.sign_in(), None);
+    assert!(ok, "{out}");
+    ok_bearer(&w, &c.get(&w, "/one", &ph));
+    let before = w.provider.stats();
+
+    // Its placeholder offered as the refresh token, to the provider through cordon (a rule lets it reach the
+    // token endpoint): refused before it leaves, the placeholder being bound elsewhere.
+    let got = c.post_token(&w, &format!("grant_type=refresh_token&refresh_token={ph}"));
+    assert_eq!((got.status, got.reason()), (403, "credential_exfiltration"), "{got:?}");
+    // The real access token (had it leaked to the sandbox), offered there: cordon knows it, and refuses it
+    // anywhere but its binding.
+    let at = w.bearers().last().cloned().unwrap();
+    let got = c.post_token(&w, &format!("grant_type=refresh_token&refresh_token={at}"));
+    assert_eq!((got.status, got.reason()), (403, "secret_exfiltration"), "{got:?}");
+    // Anything else is the provider's business: it refuses, and its answer carries no token.
+    let got = c.post_token(&w, "grant_type=refresh_token&refresh_token=guess");
+    assert_eq!(got.status, 400, "{got:?}");
+    assert!(
+        got.text().contains("invalid_grant") && !got.text().contains("access_token"),
+        "{}",
+        got.text()
+    );
+    let after = w.provider.stats();
+    assert_eq!(
+        after["refresh_ok"], before["refresh_ok"],
+        "the sandbox refreshed: {after}"
+    );
+    // The held sign-in is untouched: still usable.
+    assert_eq!(c.get(&w, "/two", &ph).status, 200);
+}
