@@ -11,6 +11,23 @@ use crate::cli::admin_client::{AdminClient, ClientError, item_path};
 
 use super::sandbox::{AdminArgs, pretty};
 
+/// The examples of `cordon credentials` and `cordon credentials seed` (see `examples.rs`).
+pub(super) const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "credentials",
+        "# Give the held sign-in `assistant` the refresh token its agent's own sign-in wrote to ./refresh-token
+cordon credentials seed assistant --refresh-token-file ./refresh-token",
+    ),
+    (
+        "credentials seed",
+        "# Seed the held sign-in `assistant` from the file ./refresh-token
+cordon credentials seed assistant --refresh-token-file ./refresh-token
+
+# The same from a shell variable, on standard input (a token on the command line would show in `ps`)
+printf '%s' \"$REFRESH_TOKEN\" | cordon credentials seed assistant --refresh-token-file -",
+    ),
+];
+
 /// What to do.
 #[derive(clap::Subcommand)]
 pub(crate) enum CredentialsCommand {

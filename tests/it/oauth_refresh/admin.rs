@@ -4,6 +4,7 @@
 use super::rig::World;
 use crate::rigs::control::admin_request;
 use crate::rigs::process::cordon_env;
+use crate::rigs::wait::TimedChild;
 
 const VIEWER: &str = "oauth-test-viewer-token-0987654321";
 const ADMIN: &str = "oauth-test-admin-token-1234567890";
@@ -151,4 +152,66 @@ async fn every_bad_field_of_oauth2_refresh_is_named_and_check_refuses_what_run_r
         &[("K", "0123456789abcdef0123456789abcdef")],
     );
     assert_eq!(code, 0, "{out}{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_seed_examples_work_as_printed() {
+    use crate::cli::examples::shown;
+    let w = World::new(600).await;
+    let c = w
+        .cordon_edited("one", &w.sqlite_store(), &[], |y| {
+            y.replace("  held:\n", "  assistant:\n")
+                .replace("credentials: [held]", "credentials: [assistant]")
+        })
+        .await;
+    let ph = c.placeholder();
+    let bin = std::path::Path::new(crate::rigs::process::BIN)
+        .parent()
+        .unwrap()
+        .to_owned();
+    let work = w.path("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = |path: &str, line: &str, token: &str| {
+        shown(path, line);
+        std::fs::write(work.join("refresh-token"), format!("{token}\n")).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", line])
+            .current_dir(&work)
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+            .env("CORDON_CONFIG", &c.config)
+            .env("REFRESH_TOKEN", token)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+            .timed_wait_with_output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{line}: {said}");
+        assert!(!said.contains(token), "{line} printed the token: {said}");
+        let v: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        assert_eq!(v["credential"], "assistant", "{said}");
+    };
+    let file = "cordon credentials seed assistant --refresh-token-file ./refresh-token";
+    let stdin = "printf '%s' \"$REFRESH_TOKEN\" | cordon credentials seed assistant --refresh-token-file -";
+    // Each seeding is a new grant's token; each time the sandbox's request goes through with it.
+    for (path, line) in [
+        ("credentials", file),
+        ("credentials seed", file),
+        ("credentials seed", stdin),
+    ] {
+        run(path, line, &w.provider.sign_in());
+        let got = c.get(&w, &format!("/{}", w.up.seen().len()), &ph);
+        assert_eq!(got.status, 200, "after `{line}`: {got:?}");
+    }
+    assert_eq!(
+        w.provider.stats()["refresh_ok"],
+        3,
+        "each seeded token was the one used"
+    );
 }

@@ -141,9 +141,20 @@ policies:
 
     /// Start a cordon named `name` with `store` lines and `env` besides the secrets.
     pub(crate) async fn cordon(&self, name: &str, store: &str, env: &[(&str, &str)]) -> Cordon {
+        self.cordon_edited(name, store, env, |y| y).await
+    }
+
+    /// [`World::cordon`] with its configuration passed through `edit`.
+    pub(crate) async fn cordon_edited(
+        &self,
+        name: &str,
+        store: &str,
+        env: &[(&str, &str)],
+        edit: impl Fn(String) -> String,
+    ) -> Cordon {
         let (proxy, admin) = (free_port(), free_port());
         let config = self.path(&format!("{name}.yaml"));
-        std::fs::write(&config, self.yaml(proxy, admin, store)).unwrap();
+        std::fs::write(&config, edit(self.yaml(proxy, admin, store))).unwrap();
         let mut all = vec![("HELD_CLIENT_SECRET", "cordon-secret"), ("CORDON_STORE_KEY", STORE_KEY)];
         all.extend_from_slice(env);
         let child = spawn_cordon(&config, proxy, &all).await;
@@ -259,7 +270,7 @@ impl Cordon {
         (out.status.success(), text)
     }
 
-    /// The sandbox's placeholder for `held`, from `cordon placeholders`.
+    /// The sandbox's placeholder for its one credential, from `cordon placeholders`.
     pub(crate) fn placeholder(&self) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
             .args(["placeholders", "--sandbox", "sb1", "--config"])
@@ -269,11 +280,11 @@ impl Cordon {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines()
             .find_map(|l| {
-                l.split_once('=')
-                    .filter(|(k, _)| k.contains("HELD"))
+                l.strip_prefix("CORDON_PLACEHOLDER_")
+                    .and_then(|l| l.split_once('='))
                     .map(|(_, v)| v.to_owned())
             })
-            .unwrap_or_else(|| panic!("no placeholder for held in {text:?}"))
+            .unwrap_or_else(|| panic!("no placeholder in {text:?}"))
     }
 
     /// The sandbox's request through this cordon, with its placeholder as the bearer token.
