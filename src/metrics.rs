@@ -175,7 +175,8 @@ impl Metrics {
         );
         registry.register(
             "cordon_token_mints",
-            "Upstream credential tokens minted, by credential name and result (ok or failed)",
+            "Upstream credential tokens minted, by credential name and result (ok, failed, or dead: a sign-in cordon holds \
+             was refused for good and needs seeding again)",
             token_mints.clone(),
         );
         registry.register(
@@ -329,6 +330,11 @@ impl Metrics {
     pub(crate) fn token_mint(&self, credential: &str, ok: bool) {
         let result = if ok { "ok" } else { "failed" };
         inc(&self.token_mints, [("credential", credential), ("result", result)]);
+    }
+
+    /// A sign-in cordon holds (`oauth2_refresh`) refused for good: `result="dead"` of the token mints.
+    pub(crate) fn signin_dead(&self, credential: &str) {
+        inc(&self.token_mints, [("credential", credential), ("result", "dead")]);
     }
 
     /// A configuration reload: `trigger` is `"signal"`, `"file"` or `"api"`; `outcome` is `"ok"`,

@@ -39,6 +39,7 @@ pub(super) fn route(segments: &[&str], method: &Method) -> (Needs, Option<&'stat
         (["v1", "access", _], &Method::POST) => write(Needs::Decide, "access_decided"),
         (["v1", "access", _], &Method::DELETE) => write(Needs::Decide, "access_revoked"),
         (["v1", "reload"], &Method::POST) => write(Needs::Admin, "reload"),
+        (["v1", "credentials", _, "refresh-token"], &Method::PUT) => write(Needs::Admin, "refresh_token_seeded"),
         _ => (Needs::Read, None),
     }
 }

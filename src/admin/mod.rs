@@ -16,6 +16,7 @@ mod requests;
 mod response;
 mod router;
 mod sandboxes;
+mod signins;
 mod sources;
 mod surface;
 
@@ -50,6 +51,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/sandboxes/{id}/previews"),
     ("DELETE", "/v1/sandboxes/{id}/previews/{preview}"),
     ("POST", "/v1/reload"),
+    ("PUT", "/v1/credentials/{name}/refresh-token"),
     ("GET", "/v1/approvals"),
     ("POST", "/v1/approvals/{id}"),
     ("GET", "/v1/grants"),

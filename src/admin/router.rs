@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::response::{AdminResponse, Body, body, boxed, error, json_response, not_allowed};
 use super::surface::{Conn, Surface};
-use super::{access, acted, approvals, console, health, patch, previews, requests, sandboxes};
+use super::{access, acted, approvals, console, health, patch, previews, requests, sandboxes, signins};
 use crate::names::SandboxId;
 use crate::reason::Reason;
 use crate::reload::{ReloadTrigger, Reloader};
@@ -273,6 +273,14 @@ async fn route(
         (["v1", "grants", id], &Method::DELETE) => approvals::revoke_grant(state, id).await,
         (["v1", "grants", _], _) => not_allowed("DELETE"),
         (["v1", "reload"], _) => not_allowed("POST"),
+        (["v1", "credentials", name, "refresh-token"], &Method::PUT) => {
+            let name = name.to_string();
+            match body(req).await {
+                Ok(v) => signins::seed(state, &name, &v).await,
+                Err(resp) => resp,
+            }
+        }
+        (["v1", "credentials", _, "refresh-token"], _) => not_allowed("PUT"),
         _ => error(StatusCode::NOT_FOUND, "not_found", format!("no such endpoint: {path}")),
     }
 }

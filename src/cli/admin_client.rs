@@ -250,7 +250,7 @@ impl AdminClient {
     }
 
     /// Sends one request and returns the JSON object it answers, within the timeout.
-    async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
+    pub(crate) async fn call(&self, method: Method, path: String, body: Option<Vec<u8>>) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
         let uri = Uri::try_from(url.as_str()).map_err(|e| bad_url(&url, &e.to_string()))?;
         let mut builder = Request::builder()
@@ -397,7 +397,7 @@ fn sandbox_path(id: &str, suffix: &str) -> Result<String, ClientError> {
 }
 
 /// `{collection}/{id}{suffix}` with `id` percent-encoded; refuses ids that would change the path's meaning.
-fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<String, ClientError> {
+pub(crate) fn item_path(collection: &str, what: &str, id: &str, suffix: &str) -> Result<String, ClientError> {
     if id.is_empty() || id == "." || id == ".." {
         return Err(ClientError::Invalid(format!("{id:?} is not {what} id")));
     }

@@ -140,6 +140,7 @@ pub(super) fn credential_kind(spec: &crate::config::credentials::CredentialSpec)
     let source = match &spec.source {
         SecretSource::Static(_) => "stored secret".to_string(),
         SecretSource::OAuth2(o) => format!("OAuth2 tokens from {}", o.token_url),
+        SecretSource::OAuth2Refresh(o) => format!("OAuth2 sign-in held in the store, refreshed at {}", o.token_url),
         SecretSource::GitHubApp(g) => format!("GitHub App {} tokens", g.app_id),
         SecretSource::Aws(a) => match &a.assume_role {
             None => "AWS keys".to_string(),

@@ -362,7 +362,8 @@ openssl rand -hex 24 | tee token | cordon token hash",
 
 /// The examples of the command at `path` (`"sandbox create"`; `""` for `cordon`), as written in [`EXAMPLES`].
 pub(super) fn of(path: &str) -> Option<&'static str> {
-    EXAMPLES.iter().find(|(p, _)| *p == path).map(|(_, text)| *text)
+    let mut all = EXAMPLES.iter().chain(super::credentials::EXAMPLES);
+    all.find(|(p, _)| *p == path).map(|(_, text)| *text)
 }
 
 /// `cmd` and each of its subcommands with their examples after the help (`after_help`).

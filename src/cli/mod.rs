@@ -19,6 +19,7 @@ mod ca;
 mod check;
 mod check_json;
 mod config_cmd;
+mod credentials;
 mod docs;
 mod examples;
 mod explain;
@@ -142,6 +143,13 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
+    /// Sign-ins cordon holds (`oauth2_refresh` credentials): seed a refresh token, through the admin API.
+    Credentials {
+        #[command(flatten)]
+        admin: sandbox::AdminArgs,
+        #[command(subcommand)]
+        command: credentials::CredentialsCommand,
+    },
     /// What a reason code (`x-cordon-reason`, an audit record's `reason`) means and how the sandbox was
     /// answered; every code without one.
     Reasons {
@@ -217,6 +225,7 @@ pub fn main(on_idle: fn(), child_signals: crate::jail::ChildSignals) -> ExitCode
         },
         Command::Sandbox { admin, command } => sandbox::main(admin, command),
         Command::Approvals { admin, command } => approvals::main(admin, command),
+        Command::Credentials { admin, command } => credentials::main(admin, command),
         Command::Check(args) => match load_startable(&args.config) {
             Ok((config, err)) => check::main(&config, &args, err),
             Err(code) => code,

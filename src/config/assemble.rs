@@ -260,6 +260,12 @@ pub(super) fn validate(source: &str, base: super::paths::Base, mut raw: RawConfi
     );
     let vault = credentials::vault(&mut errs, raw.vault);
     let creds = credentials::credentials(&mut errs, raw.credentials);
+    credentials::refresh_needs_store(
+        &mut errs,
+        &creds,
+        control.store.is_some() || control.postgres.is_some(),
+        control.store_key().is_some(),
+    );
     let raw_boundaries: BTreeMap<String, super::policies::RawBoundary> = raw
         .policies
         .iter_mut()

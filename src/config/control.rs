@@ -63,6 +63,8 @@ pub(crate) struct ControlConfig {
     pub(crate) store: Option<PathBuf>,
     /// The PostgreSQL store shared by replicas on many hosts, instead of `store`.
     pub(crate) postgres: Option<PostgresConfig>,
+    /// `store_key` with a SQLite `store`: it seals the refresh tokens cordon keeps there (`oauth2_refresh`).
+    pub(crate) sqlite_key: Option<crate::config::credentials::SecretRef>,
     /// Lifetime of a run-time sandbox when the request names none.
     pub(crate) default_ttl: Duration,
     /// The longest lifetime a request may ask for.
@@ -84,6 +86,7 @@ impl Default for ControlConfig {
             signing_key: None,
             store: None,
             postgres: None,
+            sqlite_key: None,
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(7 * 24 * 3600),
             proxy_url: None,
@@ -114,6 +117,12 @@ impl ControlConfig {
         tokens
             .chain(self.signing_key.iter())
             .chain(self.postgres.iter().flat_map(PostgresConfig::refs))
+            .chain(self.sqlite_key.iter())
+    }
+
+    /// The key that seals what the store keeps secret (CA keys in PostgreSQL, refresh tokens in either store).
+    pub(crate) fn store_key(&self) -> Option<&crate::config::credentials::SecretRef> {
+        self.postgres.as_ref().map(|p| &p.key).or(self.sqlite_key.as_ref())
     }
 }
 
@@ -152,7 +161,8 @@ pub(super) fn control(errs: &mut Errors, raw: RawControl, listen: &Listen) -> Co
                 );
             }
             c.store = Some(errs.path(&store));
-            only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key);
+            c.sqlite_key = raw.store_key.and_then(|r| secret_ref(errs, "control.store_key", r));
+            only_with_postgres(errs, raw.store_password, raw.store_ca_file, None);
         }
         None => only_with_postgres(errs, raw.store_password, raw.store_ca_file, raw.store_key),
     }
@@ -326,7 +336,8 @@ pub(super) fn only_with_postgres(
         if set {
             errs.at(
                 field,
-                "is set but control.store is not a postgres:// URL; remove it or point the store at PostgreSQL",
+                "is set but control.store is not a postgres:// URL; remove it or point the store at PostgreSQL \
+                 (`store_key` goes with any `control.store`)",
             );
         }
     }

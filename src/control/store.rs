@@ -356,7 +356,12 @@ pub(super) fn migrate(conn: &mut Connection, location: &str) -> Result<(), Store
     }
     if version == 0 {
         let objects: i64 = tx
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+            // The held sign-ins' table (`secrets::custody`) may be made first, by a process that opened it first.
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE tbl_name != 'oauth_refresh'",
+                [],
+                |row| row.get(0),
+            )
             .map_err(|e| fail(&e))?;
         if objects > 0 {
             return Err(fail(

@@ -13,7 +13,7 @@ pub(crate) fn check_folder(path: &Path) -> Result<(), String> {
 /// On unix, create the parent folder (0700) and the file (0600) before SQLite does, so that neither is ever
 /// readable by others; an existing folder or file is left as it is.
 #[cfg(unix)]
-pub(super) fn prepare_file(path: &Path) -> std::io::Result<()> {
+pub(crate) fn prepare_file(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
@@ -32,7 +32,7 @@ pub(super) fn prepare_file(path: &Path) -> std::io::Result<()> {
 
 /// Elsewhere, create the parent folder; SQLite creates the file.
 #[cfg(not(unix))]
-pub(super) fn prepare_file(path: &Path) -> std::io::Result<()> {
+pub(crate) fn prepare_file(path: &Path) -> std::io::Result<()> {
     match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) => std::fs::create_dir_all(parent),
         None => Ok(()),

@@ -59,6 +59,7 @@ impl Generation {
     ) -> Result<Generation, String> {
         let mut credentials = Credentials::new(&config)?;
         credentials.set_metrics(metrics.clone());
+        credentials.open_custody(&config, metrics).await?;
         // The exfiltration scan knows the stored secrets before any request has used them.
         credentials.learn_stored().await;
         let mut admin_tokens: Vec<([u8; 32], Principal)> = Vec::new();

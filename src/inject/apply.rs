@@ -120,6 +120,15 @@ impl Credentials {
         self.secrets.set_metrics(metrics);
     }
 
+    /// Open custody of the refresh tokens of `config`'s `oauth2_refresh` credentials (see `secrets::custody`).
+    pub(crate) async fn open_custody(
+        &mut self,
+        config: &Config,
+        metrics: &Arc<crate::metrics::Metrics>,
+    ) -> Result<(), String> {
+        self.secrets.open_custody(config, Some(metrics.clone())).await
+    }
+
     /// Where secret values come from.
     pub(crate) fn secrets(&self) -> &Secrets {
         &self.secrets

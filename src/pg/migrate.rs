@@ -97,6 +97,23 @@ CREATE TABLE model_budgets (
 CREATE INDEX model_budgets_ends ON model_budgets (ends);
 ",
     ),
+    (
+        6,
+        "refresh tokens held for oauth2_refresh credentials",
+        "
+CREATE TABLE oauth_refresh (
+    credential     text PRIMARY KEY,
+    generation     bigint NOT NULL,
+    token          bytea NOT NULL,
+    access         bytea,
+    access_expires bigint,
+    lease_until    bigint,
+    lease_by       text,
+    dead           text,
+    updated        bigint NOT NULL
+);
+",
+    ),
 ];
 
 /// Bring the schema to the newest version in one transaction, refusing a database a newer cordon wrote.

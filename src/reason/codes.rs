@@ -134,7 +134,7 @@ reasons! {
         CredentialMinting = "credential_minting", Status(403), "a call that would mint a credential the sandbox keeps, or give someone outside lasting access (a role's trust, a resource policy, a collaborator), which allow_minting does not name",
             "If the sandbox should make this call, name it in the credential's `allow_minting` (the record's `error` gives the call, e.g. `sts:AssumeRole`, `github:collaborators`; `cordon check` lists what each credential may mint); the token in the answer is still masked.";
         CredentialUnavailable = "credential_unavailable", Status(503), "a bound credential's secret or token could not be had",
-            "Run `cordon check --probe` to ask each network source (OpenBao, an OAuth2 token endpoint, STS, a GitHub App) once and print its error; the record's `error` and `/readyz` name the credential. For a vault, `env` or `file` source, `cordon check` names what is missing.";
+            "Run `cordon check --probe` to ask each network source (OpenBao, an OAuth2 token endpoint, STS, a GitHub App) once and print its error; the record's `error` and `/readyz` name the credential. For a vault, `env` or `file` source, `cordon check` names what is missing. For a sign-in cordon holds (`oauth2_refresh`), the record's `error` says whether it is not seeded yet or was refused for good: sign in again and `cordon credentials seed NAME --refresh-token-file PATH`.";
     }
     "AWS signatures" {
         AwsUnsigned = "aws_unsigned", Status(403), "a request to an AWS credential's destination that is not signed with the sandbox's placeholder key",

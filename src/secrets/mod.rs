@@ -6,6 +6,7 @@
 //! of the sources is [`preflight`] (no network) and [`probe`] (the network).
 
 pub(crate) mod book;
+pub(crate) mod custody;
 pub(crate) mod issuer;
 pub(crate) mod preflight;
 pub(crate) mod probe;
@@ -50,6 +51,8 @@ pub(crate) struct Secrets {
     pub(crate) book: Book,
     /// Which credentials could not be supplied the last time, for `/readyz`.
     pub(crate) supply: crate::secrets::supply::Supply,
+    /// The refresh tokens of `oauth2_refresh` credentials, in the store (`None`: none configured, or a dry run).
+    custody: Option<Arc<custody::Custody>>,
 }
 
 /// Read a file vault or OpenBao secret from its source.
@@ -141,6 +144,7 @@ impl Secrets {
             metrics: None,
             book: Book::default(),
             supply: crate::secrets::supply::Supply::default(),
+            custody: None,
         })
     }
 
@@ -155,6 +159,7 @@ impl Secrets {
             metrics: None,
             book: Book::default(),
             supply: crate::secrets::supply::Supply::default(),
+            custody: None,
         })
     }
 
@@ -163,7 +168,7 @@ impl Secrets {
         self.metrics = Some(metrics);
     }
 
-    fn minted(&self, credential: &str, ok: bool) {
+    pub(super) fn minted(&self, credential: &str, ok: bool) {
         if let Some(m) = &self.metrics {
             m.token_mint(credential, ok);
         }
@@ -261,6 +266,7 @@ impl Secrets {
                     })
                     .await
             }
+            SecretSource::OAuth2Refresh(r) => self.held(spec, r, &key).await,
             SecretSource::Aws(_) => {
                 // Applied by signing, never as a value: the keys are `aws_keys`'.
                 let keys = self.aws_keys(spec, narrowed).await?;

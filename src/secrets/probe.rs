@@ -28,7 +28,9 @@ pub(crate) fn reaches(spec: &CredentialSpec, config: &Config) -> Option<String> 
         SecretSource::OAuth2(o) => Some(format!("token endpoint {}", o.token_url)),
         SecretSource::GitHubApp(g) => Some(format!("GitHub App {} at {}", g.app_id, g.api_base)),
         SecretSource::Aws(a) => a.assume_role.as_ref().map(|r| format!("STS {}", r.endpoint)),
-        SecretSource::Static(_) => None,
+        // A held sign-in is not probed: a probe would rotate its refresh token, and `check` has no store open;
+        // its state is read from the store at start instead (`/readyz`).
+        SecretSource::Static(_) | SecretSource::OAuth2Refresh(_) => None,
     };
     match (own, by_bao) {
         (Some(own), true) => Some(format!("{}, {own}", bao())),

@@ -20,6 +20,7 @@ mod e2e;
 mod faults;
 mod gateway;
 mod jail;
+mod oauth_refresh;
 mod ops;
 mod pg;
 mod policy;

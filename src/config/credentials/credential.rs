@@ -72,6 +72,11 @@ impl CredentialSpec {
         match &self.source {
             SecretSource::Static(r) => vec![("source", r)],
             SecretSource::OAuth2(o) => vec![("source.oauth2.client_secret", &o.client_secret)],
+            SecretSource::OAuth2Refresh(o) => o
+                .client_secret
+                .iter()
+                .map(|r| ("source.oauth2_refresh.client_secret", r))
+                .collect(),
             SecretSource::GitHubApp(g) => vec![("source.github_app.private_key", &g.private_key)],
             SecretSource::Aws(a) => [
                 ("source.aws.access_key_id", &a.access_key_id),
@@ -80,6 +85,31 @@ impl CredentialSpec {
             .into_iter()
             .chain(a.session_token.as_ref().map(|t| ("source.aws.session_token", t)))
             .collect(),
+        }
+    }
+}
+
+/// An `oauth2_refresh` credential keeps its refresh token in the store, sealed under `control.store_key`: both
+/// must be configured (`check` refuses what `run` would).
+pub(crate) fn refresh_needs_store(errs: &mut Errors, creds: &BTreeMap<String, CredentialSpec>, store: bool, key: bool) {
+    for name in creds
+        .values()
+        .filter(|c| matches!(c.source, SecretSource::OAuth2Refresh(_)))
+        .map(|c| &c.name)
+    {
+        let at = format!("credentials.{name}.source.oauth2_refresh");
+        if !store {
+            errs.at(
+                &at,
+                "needs `control.store` (a SQLite file, or postgres:// for replicas): cordon keeps the rotating \
+                 refresh token there, so that a restart or a crash never loses it",
+            );
+        } else if !key {
+            errs.at(
+                &at,
+                "needs `control.store_key`: the refresh token is sealed at rest under it; write e.g. \
+                 `store_key: { env: CORDON_STORE_KEY }` (at least 32 characters, the same on every replica)",
+            );
         }
     }
 }

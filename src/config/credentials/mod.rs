@@ -15,11 +15,11 @@ mod source;
 mod vault;
 
 pub(crate) use credential::CredentialSpec;
-pub(super) use credential::{RawCredential, check_policy_credentials, credentials};
+pub(super) use credential::{RawCredential, check_policy_credentials, credentials, refresh_needs_store};
 pub(crate) use inject::Inject;
 pub(super) use scope::{RawScope, scopes};
 pub(crate) use secret::SecretRef;
 pub(super) use secret::{RawSecretRef, secret_ref};
-pub(crate) use source::SecretSource;
+pub(crate) use source::{OAuth2RefreshSpec, SecretSource};
 pub(crate) use vault::{FileVaultSpec, KeySpec, OpenBaoAuthSpec, OpenBaoSpec};
 pub(super) use vault::{RawVault, openbao, vault};

@@ -1,5 +1,6 @@
-//! A credential's `source:`: a stored secret, OAuth2 client-credentials tokens, a GitHub App's installation
-//! tokens, or AWS keys (`aws.rs`). As written and validated.
+//! A credential's `source:`: a stored secret, OAuth2 client-credentials tokens, a subscription sign-in held by
+//! cordon (`oauth2_refresh`: a rotating refresh token kept in the store), a GitHub App's installation tokens, or
+//! AWS keys (`aws.rs`). As written and validated.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,8 @@ pub(crate) struct RawSource {
     pub(crate) file: Option<String>,
     /// OAuth2 client-credentials tokens.
     pub(crate) oauth2: Option<RawOAuth2>,
+    /// Access tokens from a rotating OAuth2 refresh token that cordon keeps in its store (a subscription sign-in).
+    pub(crate) oauth2_refresh: Option<RawOAuth2Refresh>,
     /// GitHub App installation tokens.
     pub(crate) github_app: Option<RawGitHubApp>,
     /// AWS keys, optionally assuming a role.
@@ -55,6 +58,22 @@ pub(crate) struct RawOAuth2 {
     /// `basic` (default) or `post`.
     #[schemars(with = "Option<shapes::OAuth2Auth>")]
     pub(crate) auth: Option<String>,
+}
+
+/// `source.oauth2_refresh:`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, expecting = "a mapping of keys and values")]
+pub(crate) struct RawOAuth2Refresh {
+    /// The token endpoint.
+    #[schemars(with = "shapes::HttpUrl")]
+    pub(crate) token_url: String,
+    /// The client id.
+    #[schemars(with = "shapes::Text")]
+    pub(crate) client_id: String,
+    /// Where the client secret is (a public client has none).
+    pub(crate) client_secret: Option<RawSecretRef>,
+    /// Requested scope (sent with each refresh; a provider may narrow, never widen, the grant's).
+    pub(crate) scope: Option<String>,
 }
 
 /// `source.github_app:`
@@ -86,6 +105,8 @@ pub(crate) enum SecretSource {
     Static(SecretRef),
     /// OAuth2 client-credentials tokens (RFC 6749 §4.4).
     OAuth2(Box<OAuth2Spec>),
+    /// Access tokens refreshed from a rotating refresh token kept (sealed) in the store (RFC 6749 §6).
+    OAuth2Refresh(Box<OAuth2RefreshSpec>),
     /// GitHub App installation tokens, narrowed.
     GitHubApp(Box<GitHubAppSpec>),
     /// AWS keys (stored, or short-lived from STS AssumeRole) that cordon signs requests with (SigV4).
@@ -109,6 +130,19 @@ pub(crate) struct OAuth2Spec {
     pub(crate) resource: Option<String>,
     /// `client_secret_post` instead of Basic.
     pub(crate) post: bool,
+}
+
+/// A refresh token's client: where it is refreshed and as whom (the token itself is in the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OAuth2RefreshSpec {
+    /// Token endpoint (`https://`, or `http://` to a loopback address).
+    pub(crate) token_url: http::Uri,
+    /// Client id.
+    pub(crate) client_id: String,
+    /// Client secret (sent with HTTP Basic); `None` for a public client (the id goes in the form).
+    pub(crate) client_secret: Option<SecretRef>,
+    /// Scope.
+    pub(crate) scope: Option<String>,
 }
 
 /// A GitHub App.
@@ -136,6 +170,7 @@ pub(super) fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<Secr
         s.openbao.is_some(),
         s.file.is_some(),
         s.oauth2.is_some(),
+        s.oauth2_refresh.is_some(),
         s.github_app.is_some(),
         s.aws.is_some(),
     ]
@@ -146,7 +181,7 @@ pub(super) fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<Secr
         errs.at(
             base,
             "needs exactly one of `vault: NAME`, `env: VARIABLE`, `openbao: PATH#KEY`, `file: PATH`, `oauth2: {...}`, \
-             `github_app: {...}` or `aws: {...}`",
+             `oauth2_refresh: {...}`, `github_app: {...}` or `aws: {...}`",
         );
         return None;
     }
@@ -173,6 +208,10 @@ pub(super) fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<Secr
             resource: o.resource,
             post,
         })));
+    }
+    if let Some(o) = s.oauth2_refresh {
+        return oauth2_refresh(errs, &format!("{base}.oauth2_refresh"), o)
+            .map(|o| SecretSource::OAuth2Refresh(Box::new(o)));
     }
     if let Some(a) = s.aws {
         return super::aws::source(errs, &format!("{base}.aws"), a).map(|a| SecretSource::Aws(Box::new(a)));
@@ -214,4 +253,43 @@ pub(super) fn source(errs: &mut Errors, base: &str, s: RawSource) -> Option<Secr
         },
     )
     .map(SecretSource::Static)
+}
+
+/// `source.oauth2_refresh:` at `base`: the token endpoint must keep the refresh token off cleartext networks.
+fn oauth2_refresh(errs: &mut Errors, base: &str, o: RawOAuth2Refresh) -> Option<OAuth2RefreshSpec> {
+    let at = format!("{base}.token_url");
+    let token_url = url(errs, &at, &o.token_url).and_then(|u| {
+        let host = u.host().unwrap_or("");
+        // SECURITY: a refresh token (and client secret) sent over cleartext to a non-loopback host can be sniffed.
+        if u.scheme_str() == Some("https") || crate::config::fields::is_loopback(host) {
+            Some(u)
+        } else {
+            errs.at(
+                &at,
+                format!("{:?} must be https:// (http:// only to a loopback address): the refresh token would cross the network in the clear", o.token_url),
+            );
+            None
+        }
+    });
+    if o.client_id.trim().is_empty() {
+        errs.at(
+            format!("{base}.client_id"),
+            "is empty; write the OAuth2 client id the refresh token was issued to",
+        );
+    }
+    let secret = o
+        .client_secret
+        .map(|r| secret_ref(errs, &format!("{base}.client_secret"), r));
+    if o.scope.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        errs.at(format!("{base}.scope"), "is empty; remove it to keep the grant's scope");
+    }
+    Some(OAuth2RefreshSpec {
+        token_url: token_url?,
+        client_id: o.client_id,
+        client_secret: match secret {
+            Some(r) => Some(r?),
+            None => None,
+        },
+        scope: o.scope,
+    })
 }

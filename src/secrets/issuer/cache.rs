@@ -116,8 +116,7 @@ impl TokenCache {
         }
     }
 
-    /// Forget `key`'s token (e.g. when its sandbox ends, or an upstream rejected the token as revoked).
-    #[cfg(test)]
+    /// Forget `key`'s token (e.g. when its sandbox ends, or a new refresh token was seeded).
     pub(crate) async fn invalidate(&self, key: &str) {
         self.entries.invalidate(key).await;
     }

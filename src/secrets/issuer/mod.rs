@@ -5,6 +5,7 @@
 pub(crate) mod cache;
 pub(crate) mod github_app;
 pub(crate) mod oauth2;
+pub(crate) mod refresh;
 pub(crate) mod sts;
 
 use std::fmt;
@@ -78,6 +79,9 @@ pub(crate) enum IssuerError {
     /// The issuer is misconfigured (bad URL, unreadable private key).
     #[error("token issuer misconfigured: {0}")]
     Config(String),
+    /// A sign-in cordon holds (`oauth2_refresh`) cannot be used now: not seeded, dead, or its store failed.
+    #[error("{0}")]
+    SignIn(String),
 }
 
 fn fmt_opt(prefix: &str, s: &Option<String>) -> String {

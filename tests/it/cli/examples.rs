@@ -99,6 +99,7 @@ const RUNNERS: &[&str] = &[
     include_str!("policy_examples.rs"),
     include_str!("../jail/examples.rs"),
     include_str!("../access/requests.rs"),
+    include_str!("../oauth_refresh/admin.rs"),
 ];
 
 /// No example is left out of the tests: every command line of every `Examples:` block is written, as a Rust
