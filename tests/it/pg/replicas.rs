@@ -208,7 +208,7 @@ async fn a_replica_killed_under_traffic_costs_the_others_nothing_and_leaves_the_
     assert_eq!(
         pg.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM cordon_schema")
             .trim(),
-        "1,2,3,4"
+        "1,2,3,4,5,6"
     );
     let (id, cred, ca) = create(&a, dir.path()).await;
     // b learns of the sandbox on its first request (one bounded read of the store, tested on its own in
