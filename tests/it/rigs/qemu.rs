@@ -115,7 +115,7 @@ impl Image {
     }
 
     fn pad(&mut self) {
-        while self.bytes.len() % 4 != 0 {
+        while !self.bytes.len().is_multiple_of(4) {
             self.bytes.push(0);
         }
     }
@@ -134,7 +134,7 @@ impl Image {
 
     fn finish(mut self) -> Vec<u8> {
         self.entry("TRAILER!!!", 0, &[]);
-        while self.bytes.len() % 512 != 0 {
+        while !self.bytes.len().is_multiple_of(512) {
             self.bytes.push(0);
         }
         self.bytes
@@ -214,7 +214,11 @@ impl Image {
              sh /run.sh 2>&1\necho @@end\nreboot -f\n"
         );
         img.file("init", init.as_bytes());
-        let _ = std::fs::write(&cache, &img.bytes);
+        // Written aside and renamed: tests booting at once never read half an image.
+        let part = cache.with_extension(format!("part{}", std::process::id()));
+        if std::fs::write(&part, &img.bytes).is_ok() {
+            let _ = std::fs::rename(&part, &cache);
+        }
         img
     }
 
