@@ -29,4 +29,5 @@ mod proxy;
 mod repo;
 mod rigs;
 mod secrets;
+mod vm;
 mod websocket;

@@ -15,7 +15,7 @@ use crate::rigs::wait::TimedChild;
 
 const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/gateway");
 
-pub(super) struct Killed(pub(super) Child);
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -218,11 +218,11 @@ fn vms_get_their_own_address_by_dhcp_and_nothing_else_from_no_address_gets_throu
 
 /// The rulesets the DHCP tests load, with vm1 (tap2, 52:54:00:00:00:02) and vm2 (tap3, 52:54:00:00:00:03, and
 /// 52:54:00:00:00:04 on the same port) bound to their addresses.
-pub(super) mod rules {
+pub(crate) mod rules {
     use crate::rigs::bridge::Bridge;
 
     /// cordon-gateway.nft and cordon-gateway-bridge.nft.
-    pub(in crate::gateway) fn base(b: &Bridge) {
+    pub(crate) fn base(b: &Bridge) {
         let (host, vm1_ip, vm2_ip) = (b.addr(1), b.addr(2), b.addr(3));
         let ports = format!("{{ \"tap2\" . {vm1_ip} . 52:54:00:00:00:02, \"tap3\" . {vm2_ip} . 52:54:00:00:00:03 }}");
         b.load(
@@ -242,7 +242,7 @@ pub(super) mod rules {
     }
 
     /// The two DHCP rulesets.
-    pub(in crate::gateway) fn dhcp(b: &Bridge) {
+    pub(crate) fn dhcp(b: &Bridge) {
         let host = b.addr(1);
         b.load(
             "cordon-gateway-dhcp.nft",
@@ -268,7 +268,7 @@ pub(super) mod rules {
 
 /// dnsmasq in the gateway's namespace with deploy/gateway/cordon-dhcp.conf, knowing vm1's and vm2's MACs, its
 /// leases (`dir`/leases) and its log (`--log-dhcp`, `dir`/dnsmasq.log) in `dir`; once it listens on port 67.
-pub(super) fn dnsmasq(b: &Bridge, dir: &std::path::Path) -> Killed {
+pub(crate) fn dnsmasq(b: &Bridge, dir: &std::path::Path) -> Killed {
     let (host, vm1_ip, vm2_ip) = (b.addr(1), b.addr(2), b.addr(3));
     let net: Vec<&str> = host.rsplitn(2, '.').collect();
     // The shipped file with its lease file moved into `dir`: dnsmasq takes the file's dhcp-leasefile over the

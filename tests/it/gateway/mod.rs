@@ -2,7 +2,7 @@
 
 mod bridge;
 mod containers;
-mod dhcp;
+pub(crate) mod dhcp;
 mod dhcp_hostile;
 mod runtime;
 mod tproxy;

@@ -23,6 +23,7 @@ pub(crate) mod ports;
 pub(crate) mod previews;
 pub(crate) mod process;
 pub(crate) mod proxy;
+pub(crate) mod qemu;
 pub(crate) mod replicas;
 pub(crate) mod secrets;
 pub(crate) mod tls;
