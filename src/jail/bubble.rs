@@ -80,6 +80,12 @@ async fn run_command(
     let (program, args) = full.split_first().ok_or("an empty command line")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
-    let code = wait(&mut command, Some(supervision), child_signals, &common::Reach::Descendants).await?;
+    let code = wait(
+        &mut command,
+        Some(supervision),
+        child_signals,
+        &common::Reach::Descendants,
+    )
+    .await?;
     started.outcome(code)
 }

@@ -156,7 +156,9 @@ fn pass(child: &tokio::process::Child, reach: &Reach, signal: Signal) {
     match reach {
         Reach::Descendants => forward(child, signal),
         Reach::Runsc(line, id) => {
-            let Some((program, args)) = line.split_first() else { return };
+            let Some((program, args)) = line.split_first() else {
+                return;
+            };
             // Started, not waited for: the signal arrives while cordon goes on waiting for the command.
             let _ = std::process::Command::new(program)
                 .args(args)

@@ -133,7 +133,10 @@ impl Word {
             Some("size=4096,mode=0755"),
         )
         .map_err(|e| err(&e))?;
-        let word = Word { dir: dir.to_path_buf(), file: dir.join("started") };
+        let word = Word {
+            dir: dir.to_path_buf(),
+            file: dir.join("started"),
+        };
         std::fs::write(&word.file, "").map_err(|e| err(&e))?;
         let (uid, gid, _) = ids(who);
         std::os::unix::fs::chown(&word.file, Some(uid), Some(gid)).map_err(|e| err(&e))?;
@@ -277,15 +280,9 @@ pub(super) fn mounts(args: &[String], rootfs: &Path) -> Result<Vec<Value>, Strin
     let mut out = Vec::new();
     let (mut size, mut perms): (Option<String>, Option<String>) = (None, None);
     let mut it = args.iter();
-    let bind = |from: &str, at: &str, ro: bool| {
-        json!({"destination": at, "type": "bind", "source": from, "options": ["rbind", if ro { "ro" } else { "rw" }]})
-    };
+    let bind = |from: &str, at: &str, ro: bool| json!({"destination": at, "type": "bind", "source": from, "options": ["rbind", if ro { "ro" } else { "rw" }]});
     while let Some(arg) = it.next() {
-        let mut next = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{arg} without its argument"))
-        };
+        let mut next = || it.next().cloned().ok_or_else(|| format!("{arg} without its argument"));
         match arg.as_str() {
             "--size" => size = Some(next()?),
             "--perms" => perms = Some(next()?),

@@ -114,7 +114,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 "--project runs without root, and the gVisor jail needs root (runsc's rootless mode cannot join \
                  the namespace whose rules send everything through cordon); run cordon jail --isolation gvisor \
                  through sudo without --project, or give --isolation namespace{}",
-                if options.isolation.is_none() { " (the configuration's jail.isolation is gvisor)" } else { "" }
+                if options.isolation.is_none() {
+                    " (the configuration's jail.isolation is gvisor)"
+                } else {
+                    ""
+                }
             ));
         }
         return user::run(config, options, &project);
@@ -129,9 +133,11 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         );
     }
     if isolation == Isolation::Gvisor && !net::available("runsc") {
-        return Err("cordon jail --isolation gvisor runs the command under gVisor's runsc, which is not installed \
+        return Err(
+            "cordon jail --isolation gvisor runs the command under gVisor's runsc, which is not installed \
                     (apt-get install runsc, or gVisor's own packages: https://gvisor.dev/docs/user_guide/install/)"
-            .into());
+                .into(),
+        );
     }
     if isolation == Isolation::Namespace && !net::available("bwrap") {
         return Err(
