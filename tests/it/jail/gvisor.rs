@@ -191,3 +191,67 @@ fn isolation_is_read_from_jail_and_a_policys_jail_and_a_bad_one_is_refused_where
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_the_process_cap_and_the_private_folders_size_hold() {
+    if !runsc("under_gvisor_the_process_cap_and_the_private_folders_size_hold") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvlim{}", w.net.n);
+    let config = w.config(&id, "", None);
+    // pids: RLIMIT_NPROC in the bundle, which gVisor enforces: a fork flood past 20 fails.
+    let flood = "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait; echo done";
+    let extra = [&GVISOR[..], &["--pids", "20"]].concat();
+    let (code, out, err) = jail(&w, &config, &id, &extra, &["sh", "-c", flood]);
+    assert!(
+        code != 0 || err.contains("fork") || !out.contains("done"),
+        "{code} {out} {err}"
+    );
+    let extra = [&GVISOR[..], &["--pids", "20"]].concat();
+    let (_, out, _) = jail(
+        &w,
+        &config,
+        &id,
+        &extra,
+        &[
+            "sh",
+            "-c",
+            "n=0; for i in $(seq 40); do sleep 2 & n=$((n+1)); done 2>/dev/null; ps -e | wc -l",
+        ],
+    );
+    let procs: usize = out.trim().parse().unwrap_or(0);
+    assert!(procs > 0 && procs <= 22, "{out}");
+    // disk: the private /tmp's tmpfs is sized; a write past it fails.
+    let extra = [&GVISOR[..], &["--disk", "1MiB"]].concat();
+    let (code, _, err) = jail(
+        &w,
+        &config,
+        &id,
+        &extra,
+        &["sh", "-c", "head -c 3000000 /dev/zero > /tmp/big"],
+    );
+    assert_ne!(code, 0, "3 MB went into a 1 MiB /tmp: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_jail_without_root_refuses_gvisor_and_says_why() {
+    let w = World::new().await;
+    let id = format!("gvproj{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .arg("--project")
+        .arg(dir.path())
+        .args(GVISOR)
+        .args(["--", "true"])
+        .output_within();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("needs root") && err.contains("--isolation namespace"),
+        "{err}"
+    );
+}
