@@ -84,7 +84,7 @@ async fn run_command(
         &mut command,
         Some(supervision),
         child_signals,
-        &common::Reach::Descendants,
+        &common::SignalReach::Descendants,
     )
     .await?;
     started.outcome(code)

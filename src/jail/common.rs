@@ -77,7 +77,7 @@ pub(super) async fn wait(
     command: &mut tokio::process::Command,
     limits: Option<&Supervision>,
     child_signals: ChildSignals,
-    reach: &Reach,
+    reach: &SignalReach,
 ) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
@@ -128,7 +128,7 @@ pub(super) async fn wait(
 
 /// Whom a signal cordon gets is passed on to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Reach {
+pub(super) enum SignalReach {
     /// Every process below the jail's first one ([`forward`]): bubblewrap's jails.
     Descendants,
     /// Every process of a gVisor container, by `LINE kill --all ID SIGNAL` (`LINE`: how runsc is run for the
@@ -138,7 +138,12 @@ pub(super) enum Reach {
 
 /// Stop the whole jail for `stop`: SIGTERM to every process in it, SIGKILL to what is left after the grace
 /// period (and to everything in its cgroup); the limit's exit code.
-async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, stop: LimitStop, reach: &Reach) -> i32 {
+async fn end(
+    child: &mut tokio::process::Child,
+    limits: Option<&Supervision>,
+    stop: LimitStop,
+    reach: &SignalReach,
+) -> i32 {
     pass(child, reach, Signal::SIGTERM);
     let grace = limits.map_or(Duration::from_secs(10), |s| s.bounds.grace);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
@@ -152,10 +157,10 @@ async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, st
 }
 
 /// Pass `signal` on as `reach` says.
-fn pass(child: &tokio::process::Child, reach: &Reach, signal: Signal) {
+fn pass(child: &tokio::process::Child, reach: &SignalReach, signal: Signal) {
     match reach {
-        Reach::Descendants => forward(child, signal),
-        Reach::Runsc(line, id) => {
+        SignalReach::Descendants => forward(child, signal),
+        SignalReach::Runsc(line, id) => {
             let Some((program, args)) = line.split_first() else {
                 return;
             };

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::common::{self, ChildSignals, Reach};
+use super::common::{self, ChildSignals, SignalReach};
 use super::confine::{self, Who};
 use super::limits::Supervision;
 use super::plan::Plan;
@@ -92,7 +92,7 @@ pub(super) async fn run(
     let (program, args) = line.split_first().ok_or("an empty command line")?;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
-    let reach = Reach::Runsc(runsc.clone(), id.clone());
+    let reach = SignalReach::Runsc(runsc.clone(), id.clone());
     let code = common::wait(&mut command, Some(supervision), child_signals, &reach).await;
     let started = word.said();
     delete(&runsc, &id).await;

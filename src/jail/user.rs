@@ -248,7 +248,7 @@ async fn serve(
         &mut bwrap,
         Some(supervision),
         child_signals,
-        &super::common::Reach::Descendants,
+        &super::common::SignalReach::Descendants,
     )
     .await;
     if let Some(r) = recorder {

@@ -201,27 +201,12 @@ async fn under_gvisor_the_process_cap_and_the_private_folders_size_hold() {
     let id = format!("gvlim{}", w.net.n);
     let config = w.config(&id, "", None);
     // pids: RLIMIT_NPROC in the bundle, which gVisor enforces: a fork flood past 20 fails.
-    let flood = "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait; echo done";
-    let extra = [&GVISOR[..], &["--pids", "20"]].concat();
+    // (The host's pids cgroup, at the same limit, counts gVisor's own threads and processes: 20 would stop gVisor
+    // itself from starting, so the limit here leaves it room; the flood is stopped either way.)
+    let extra = [&GVISOR[..], &["--pids", "200"]].concat();
+    let flood = "for i in $(seq 400); do sleep 5 & done; wait; echo all-started";
     let (code, out, err) = jail(&w, &config, &id, &extra, &["sh", "-c", flood]);
-    assert!(
-        code != 0 || err.contains("fork") || !out.contains("done"),
-        "{code} {out} {err}"
-    );
-    let extra = [&GVISOR[..], &["--pids", "20"]].concat();
-    let (_, out, _) = jail(
-        &w,
-        &config,
-        &id,
-        &extra,
-        &[
-            "sh",
-            "-c",
-            "n=0; for i in $(seq 40); do sleep 2 & n=$((n+1)); done 2>/dev/null; ps -e | wc -l",
-        ],
-    );
-    let procs: usize = out.trim().parse().unwrap_or(0);
-    assert!(procs > 0 && procs <= 22, "{out}");
+    assert!(code != 0 && !out.contains("all-started"), "{code} {out} {err}");
     // disk: the private /tmp's tmpfs is sized; a write past it fails.
     let extra = [&GVISOR[..], &["--disk", "1MiB"]].concat();
     let (code, _, err) = jail(
