@@ -6,7 +6,28 @@ use std::fs::File;
 use std::path::Path;
 
 use super::common::{self, ChildSignals, wait};
-use super::{ACTIVITY, Confined, Plan, activity, confine, limits, seccomp};
+use super::plan::Plan;
+use super::{activity, confine, limits, seccomp};
+
+/// Where the activity log's socket and cordon's binary (which puts the command under the activity filter) are
+/// inside the root jail.
+const ACTIVITY: &str = "/run/cordon-activity";
+
+/// The command and how it is confined.
+pub(super) struct Confined<'a> {
+    /// Whom it runs as.
+    pub(super) who: confine::Who,
+    /// What it sees of the host.
+    pub(super) view: super::view::View,
+    /// The command and its arguments.
+    pub(super) command: Vec<String>,
+    /// What gives its first process default signal dispositions.
+    pub(super) child_signals: ChildSignals,
+    /// What keeps git's files in the writable folder read-only.
+    pub(super) git: Option<&'a super::git::GitGuard>,
+    /// bubblewrap's namespaces or gVisor.
+    pub(super) isolation: crate::config::jail::Isolation,
+}
 
 /// Run the command under bubblewrap (the namespace jail), with the activity recorder when the log is on.
 pub(super) async fn run(
@@ -41,7 +62,7 @@ pub(super) async fn run(
     };
     command.extend(supervision.bounds.rlimits());
     command.extend(confined.command.iter().cloned());
-    let line = confine::command_line(&confined.who, &confined.view, &visible, &env, &cwd, &command);
+    let line = confine::command_line(&confined.who, &confined.view, &visible, env, cwd, &command);
     // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
     // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
     let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;

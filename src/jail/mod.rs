@@ -12,6 +12,7 @@
 
 pub(crate) mod activity;
 mod bubble;
+use bubble::Confined;
 mod common;
 mod confine;
 mod git;
@@ -46,10 +47,6 @@ pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
 pub(crate) use view::HomeMode;
-
-/// Where the activity log's socket and cordon's binary (which puts the command under the activity filter) are
-/// inside the root jail.
-const ACTIVITY: &str = "/run/cordon-activity";
 
 /// Whether this process runs with uid 0 (read from /proc, no unsafe).
 fn is_root() -> bool {
@@ -218,18 +215,6 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         eprintln!("cordon jail: could not remove everything: {}", problems.join("; "));
     }
     result
-}
-
-/// The command and how it is confined.
-struct Confined<'a> {
-    who: confine::Who,
-    view: view::View,
-    command: Vec<String>,
-    child_signals: ChildSignals,
-    /// What keeps git's files in the writable folder read-only.
-    git: Option<&'a git::GitGuard>,
-    /// bubblewrap's namespaces or gVisor.
-    isolation: Isolation,
 }
 
 /// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
