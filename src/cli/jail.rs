@@ -60,6 +60,10 @@ pub(crate) struct JailArgs {
     /// (cordon exits 123).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) idle: Option<std::time::Duration>,
+    /// What keeps the command apart from the host: `namespace` (bubblewrap) or `gvisor` (gVisor's user-space
+    /// kernel, runsc; needs root); default: the configuration's `jail.isolation` (its policy's first).
+    #[arg(long, value_parser = ["namespace", "gvisor"])]
+    pub(crate) isolation: Option<String>,
     /// Remove what an earlier jail for the sandbox left (after a crash), then exit.
     #[arg(long)]
     pub(crate) cleanup: bool,
@@ -124,6 +128,10 @@ pub(crate) fn main(config: Config, args: JailArgs, child_signals: jail::ChildSig
             idle: args.idle,
         },
         child_signals,
+        isolation: args
+            .isolation
+            .as_deref()
+            .and_then(|i| crate::config::jail::Isolation::parse(i).ok()),
     };
     match jail::run(config, options) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

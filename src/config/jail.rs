@@ -57,9 +57,35 @@ impl JailLimits {
     }
 }
 
+/// What keeps a jailed command apart from the host: `namespace` (bubblewrap's namespaces under a seccomp filter,
+/// the default) or `gvisor` (gVisor's user-space kernel, `runsc`), both in the jail's network namespace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// Linux namespaces set up by bubblewrap.
+    #[default]
+    Namespace,
+    /// gVisor's user-space kernel (`runsc`).
+    Gvisor,
+}
+
+impl Isolation {
+    /// `namespace` or `gvisor`, as written.
+    pub(crate) fn parse(text: &str) -> Result<Isolation, String> {
+        match text.trim() {
+            "namespace" => Ok(Isolation::Namespace),
+            "gvisor" => Ok(Isolation::Gvisor),
+            other => Err(format!("{other:?} is not an isolation; write namespace or gvisor")),
+        }
+    }
+}
+
 /// `jail:`, each policy's `jail:`, `limits.per_user.jails` and `audit.activity`, validated.
 #[derive(Debug, Clone)]
 pub(crate) struct JailConfig {
+    /// What keeps a jail apart from the host (`jail.isolation`), unless its policy says otherwise.
+    pub(crate) isolation: Isolation,
+    /// A policy's own `jail.isolation`.
+    pub(crate) isolation_per_policy: BTreeMap<String, Isolation>,
     /// The limits of every jail: the built-in ones with `jail:` over them.
     pub(crate) defaults: JailLimits,
     /// A policy's own, key by key over the defaults.
@@ -77,6 +103,8 @@ pub(crate) struct JailConfig {
 impl Default for JailConfig {
     fn default() -> Self {
         JailConfig {
+            isolation: Isolation::Namespace,
+            isolation_per_policy: BTreeMap::new(),
             defaults: JailLimits::BUILT_IN,
             per_policy: BTreeMap::new(),
             grace: Duration::from_secs(10),
@@ -88,6 +116,11 @@ impl Default for JailConfig {
 }
 
 impl JailConfig {
+    /// What keeps a jail for a sandbox of `policy` apart from the host.
+    pub(crate) fn isolation_for(&self, policy: &str) -> Isolation {
+        self.isolation_per_policy.get(policy).copied().unwrap_or(self.isolation)
+    }
+
     /// The limits of a jail for a sandbox of `policy`.
     pub(crate) fn limits_for(&self, policy: &str) -> JailLimits {
         match self.per_policy.get(policy) {
@@ -160,7 +193,7 @@ impl JailLimits {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mapping of cpu, memory, pids, disk, wall and idle"
+    expecting = "a mapping of cpu, memory, pids, disk, wall, idle and isolation"
 )]
 pub(super) struct RawJailLimits {
     /// CPUs, e.g. `1.5`.
@@ -180,6 +213,20 @@ pub(super) struct RawJailLimits {
     /// How long it may do nothing, e.g. `15m`.
     #[schemars(with = "Option<shapes::Duration>")]
     pub(crate) idle: Option<String>,
+    /// What keeps the jail apart from the host: `namespace` or `gvisor`.
+    #[schemars(with = "Option<IsolationName>")]
+    pub(crate) isolation: Option<String>,
+}
+
+/// `namespace` or `gvisor`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[expect(dead_code, reason = "the schema's shape of `isolation`")]
+enum IsolationName {
+    /// bubblewrap's namespaces.
+    Namespace,
+    /// gVisor's user-space kernel.
+    Gvisor,
 }
 
 /// `jail:`: the limits of every jail (a policy's `jail:` overrides them key by key), and how it is stopped.
@@ -208,6 +255,9 @@ pub(super) struct RawJail {
     pub(crate) grace: Option<String>,
     /// The cgroup (v2) jails are made under; default: cordon's own.
     pub(crate) cgroup: Option<PathBuf>,
+    /// What keeps a jail apart from the host: `namespace` (default) or `gvisor`.
+    #[schemars(with = "Option<IsolationName>")]
+    pub(crate) isolation: Option<String>,
 }
 
 impl RawJail {
@@ -220,6 +270,7 @@ impl RawJail {
             disk: self.disk,
             wall: self.wall,
             idle: self.idle,
+            isolation: self.isolation,
         };
         (limits, self.grace, self.cgroup)
     }
@@ -235,7 +286,10 @@ pub(super) fn jail(
 ) -> JailConfig {
     let mut c = JailConfig::default();
     if let Some(raw) = raw {
-        let (limits, grace, cgroup) = raw.split();
+        let (mut limits, grace, cgroup) = raw.split();
+        if let Some(i) = isolation_at(errs, "jail.isolation", limits.isolation.take()) {
+            c.isolation = i;
+        }
         c.defaults = c.defaults.with(limits_at(errs, "jail", limits));
         c.grace = duration(errs, "jail.grace", grace, c.grace);
         if let Some(path) = cgroup {
@@ -252,7 +306,11 @@ pub(super) fn jail(
             }
         }
     }
-    for (policy, raw) in policies {
+    for (policy, mut raw) in policies {
+        let at = format!("policies.{policy}.jail.isolation");
+        if let Some(i) = isolation_at(errs, &at, raw.isolation.take()) {
+            c.isolation_per_policy.insert(policy.clone(), i);
+        }
         let own = limits_at(errs, &format!("policies.{policy}.jail"), raw);
         c.per_policy.insert(policy, own);
     }
@@ -267,6 +325,11 @@ pub(super) fn jail(
     }
     c.activity = activity.unwrap_or(true);
     c
+}
+
+/// An isolation written at `at`, if it is one.
+fn isolation_at(errs: &mut Errors, at: &str, raw: Option<String>) -> Option<Isolation> {
+    Isolation::parse(&raw?).map_err(|e| errs.at(at, e)).ok()
 }
 
 /// One set of limits written at `at`.

@@ -41,6 +41,8 @@ pub(crate) struct Options {
     pub(crate) limits: crate::config::jail::JailLimits,
     /// What makes the jail's first process start with default signal dispositions and an empty mask.
     pub(crate) child_signals: ChildSignals,
+    /// What keeps the command apart from the host, over the configuration's (`jail.isolation`).
+    pub(crate) isolation: Option<crate::config::jail::Isolation>,
 }
 
 /// The binary's hook that makes a command start its program with every signal's disposition at its default and
@@ -75,6 +77,7 @@ pub(super) async fn wait(
     command: &mut tokio::process::Command,
     limits: Option<&Supervision>,
     child_signals: ChildSignals,
+    reach: &SignalReach,
 ) -> Result<i32, String> {
     use std::os::unix::process::ExitStatusExt;
     use tokio::signal::unix::{SignalKind, signal};
@@ -111,31 +114,65 @@ pub(super) async fn wait(
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.map_err(|e| e.to_string())?,
-            stop = &mut watching => return Ok(end(&mut child, limits, stop).await),
-            _ = term.recv() => forward(&child, Signal::SIGTERM),
-            _ = int.recv() => forward(&child, Signal::SIGINT),
-            _ = hup.recv() => forward(&child, Signal::SIGHUP),
-            _ = quit.recv() => forward(&child, Signal::SIGQUIT),
-            _ = usr1.recv() => forward(&child, Signal::SIGUSR1),
-            _ = usr2.recv() => forward(&child, Signal::SIGUSR2),
+            stop = &mut watching => return Ok(end(&mut child, limits, stop, reach).await),
+            _ = term.recv() => pass(&child, reach, Signal::SIGTERM),
+            _ = int.recv() => pass(&child, reach, Signal::SIGINT),
+            _ = hup.recv() => pass(&child, reach, Signal::SIGHUP),
+            _ = quit.recv() => pass(&child, reach, Signal::SIGQUIT),
+            _ = usr1.recv() => pass(&child, reach, Signal::SIGUSR1),
+            _ = usr2.recv() => pass(&child, reach, Signal::SIGUSR2),
         }
     };
     Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
+/// Whom a signal cordon gets is passed on to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SignalReach {
+    /// Every process below the jail's first one ([`forward`]): bubblewrap's jails.
+    Descendants,
+    /// Every process of a gVisor container, by `LINE kill --all ID SIGNAL` (`LINE`: how runsc is run for the
+    /// jail): the host's processes of the jail are gVisor's own, which a signal would take down.
+    Runsc(Vec<String>, String),
+}
+
 /// Stop the whole jail for `stop`: SIGTERM to every process in it, SIGKILL to what is left after the grace
 /// period (and to everything in its cgroup); the limit's exit code.
-async fn end(child: &mut tokio::process::Child, limits: Option<&Supervision>, stop: LimitStop) -> i32 {
-    forward(child, Signal::SIGTERM);
+async fn end(
+    child: &mut tokio::process::Child,
+    limits: Option<&Supervision>,
+    stop: LimitStop,
+    reach: &SignalReach,
+) -> i32 {
+    pass(child, reach, Signal::SIGTERM);
     let grace = limits.map_or(Duration::from_secs(10), |s| s.bounds.grace);
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
-        forward(child, Signal::SIGKILL);
+        pass(child, reach, Signal::SIGKILL);
         if let Some(c) = limits.and_then(|s| s.bounds.cgroup.as_ref()) {
             c.kill_all();
         }
         let _ = child.kill().await;
     }
     stop.exit_code()
+}
+
+/// Pass `signal` on as `reach` says.
+fn pass(child: &tokio::process::Child, reach: &SignalReach, signal: Signal) {
+    match reach {
+        SignalReach::Descendants => forward(child, signal),
+        SignalReach::Runsc(line, id) => {
+            let Some((program, args)) = line.split_first() else {
+                return;
+            };
+            // Started, not waited for: the signal arrives while cordon goes on waiting for the command.
+            let _ = std::process::Command::new(program)
+                .args(args)
+                .args(["kill", "--all", id, &(signal as i32).to_string()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+    }
 }
 
 /// Pass a signal cordon got on to every process in the jail, as a terminal's Ctrl-C reaches its whole process

@@ -11,9 +11,12 @@
 //! ptrace, keyrings, foreign socket families and ABIs refused), which bubblewrap applies (`--seccomp FD`).
 
 pub(crate) mod activity;
+mod bubble;
+use bubble::Confined;
 mod common;
 mod confine;
 mod git;
+mod gvisor;
 mod inotify;
 pub(crate) mod limits;
 mod links;
@@ -35,18 +38,15 @@ use std::sync::Arc;
 use ipnet::{IpNet, Ipv4Net};
 
 use crate::config::Config;
+use crate::config::jail::Isolation;
 use crate::proxy::server::{self, Entry};
 use crate::state::ProxyState;
 pub use common::ChildSignals;
-use common::wait;
+
 pub(crate) use common::{Options, pick_sandbox};
 pub(crate) use net::{Firewall, Ports};
 pub use plan::Plan;
 pub(crate) use view::HomeMode;
-
-/// Where the activity log's socket and cordon's binary (which puts the command under the activity filter) are
-/// inside the root jail.
-const ACTIVITY: &str = "/run/cordon-activity";
 
 /// Whether this process runs with uid 0 (read from /proc, no unsafe).
 fn is_root() -> bool {
@@ -100,10 +100,26 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     nix::sys::signal::SigSet::all()
         .thread_unblock()
         .map_err(|e| format!("cannot unblock signals: {e}"))?;
+    let id = pick_sandbox(&config, options.sandbox.as_deref())?;
+    let isolation = options.isolation.unwrap_or_else(|| {
+        let policy = config.sandboxes.iter().find(|s| s.id == id).map(|s| s.policy.as_str());
+        config.jail.isolation_for(policy.unwrap_or_default())
+    });
     if let Some(project) = options.project.clone() {
+        if isolation == Isolation::Gvisor {
+            return Err(format!(
+                "--project runs without root, and the gVisor jail needs root (runsc's rootless mode cannot join \
+                 the namespace whose rules send everything through cordon); run cordon jail --isolation gvisor \
+                 through sudo without --project, or give --isolation namespace{}",
+                if options.isolation.is_none() {
+                    " (the configuration's jail.isolation is gvisor)"
+                } else {
+                    ""
+                }
+            ));
+        }
         return user::run(config, options, &project);
     }
-    let id = pick_sandbox(&config, options.sandbox.as_deref())?;
     let plan = Plan::new(&id, options.subnet)?;
     if !is_root() {
         return Err(
@@ -113,7 +129,14 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 .into(),
         );
     }
-    if !net::available("bwrap") {
+    if isolation == Isolation::Gvisor && !net::available("runsc") {
+        return Err(
+            "cordon jail --isolation gvisor runs the command under gVisor's runsc, which is not installed \
+                    (apt-get install runsc, or gVisor's own packages: https://gvisor.dev/docs/user_guide/install/)"
+                .into(),
+        );
+    }
+    if isolation == Isolation::Namespace && !net::available("bwrap") {
         return Err(
             "cordon jail runs the command under bubblewrap, which is not installed (apt-get install \
                     bubblewrap, dnf install bubblewrap)"
@@ -181,6 +204,7 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
                 command: options.command,
                 child_signals: options.child_signals,
                 git: git.as_ref(),
+                isolation,
             },
             &supervision,
         ))
@@ -191,16 +215,6 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
         eprintln!("cordon jail: could not remove everything: {}", problems.join("; "));
     }
     result
-}
-
-/// The command and how it is confined.
-struct Confined<'a> {
-    who: confine::Who,
-    view: view::View,
-    command: Vec<String>,
-    child_signals: ChildSignals,
-    /// What keeps git's files in the writable folder read-only.
-    git: Option<&'a git::GitGuard>,
 }
 
 /// The root jail's view: the working folder writable (refused when one of cordon's files lies in it), a
@@ -293,14 +307,17 @@ async fn serve(
     drop(generation);
     let proxy_url = format!("http://{}:{}", plan.host_ip, ports.proxy);
     let env = crate::sandbox_env::sandbox_env(&proxy_url, &no_proxy, &ca_file.to_string_lossy(), &placeholders, aws);
+    let kernel = match confined.isolation {
+        Isolation::Namespace => format!("seccomp: {}", seccomp::BASE),
+        Isolation::Gvisor => "under gVisor (runsc)".into(),
+    };
     eprintln!(
-        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}; seccomp: {}",
+        "cordon jail: sandbox {} in namespace {} ({} → {}), rules by {}; proxy {proxy_url}; {kernel}",
         plan.sandbox,
         plan.netns,
         plan.jail_ip,
         plan.host_ip,
         firewall.name(),
-        seccomp::BASE
     );
     let stop = tokio_util::sync::CancellationToken::new();
     let st = state.clone();
@@ -318,43 +335,26 @@ async fn serve(
     let cwd = std::env::current_dir().map_or_else(|_| "/".into(), |c| view::resolve(&c));
     // What hidden files show instead: nothing.
     write_public(&confined.view.empty, "")?;
-    let mut visible = vec![(ca_file.clone(), ca_file.clone())];
-    let mut command = Vec::new();
-    let recorder = match supervision.activity() {
-        Some((sink, sandbox, user)) => {
-            let r = activity::Recorder::start(&plan.run_dir, sink, sandbox, user)?;
-            let exe = std::env::current_exe().map_err(|e| format!("cannot find cordon's own binary: {e}"))?;
-            let (inside_exe, inside_socket) = (
-                Path::new(ACTIVITY).join("cordon"),
-                Path::new(ACTIVITY).join("activity.sock"),
-            );
-            visible.push((exe, inside_exe.clone()));
-            visible.push((r.socket().to_path_buf(), inside_socket.clone()));
-            command.extend([
-                inside_exe.to_string_lossy().into_owned(),
-                "jail-activity".into(),
-                "--socket".into(),
-                inside_socket.to_string_lossy().into_owned(),
-                "--".into(),
-            ]);
-            Some(r)
-        }
-        None => None,
-    };
-    command.extend(supervision.bounds.rlimits());
-    command.extend(confined.command.iter().cloned());
-    let line = confine::command_line(&confined.who, &confined.view, &visible, &env, &cwd, &command);
-    // SECURITY: the command runs under the base seccomp filter (io_uring, ptrace, keyrings, foreign ABIs and
-    // socket families refused), which bubblewrap applies before it starts setpriv, so all it starts inherit it.
-    let filter = seccomp::for_bubblewrap(&seccomp::base()?, &plan.run_dir.join("seccomp.bpf"))?;
-    let line = with_seccomp(line, &filter);
+    let visible = vec![(ca_file.clone(), ca_file.clone())];
     let before = confined.view.writable.as_deref().map(planted::snapshot);
-    supervision.started();
-    let code = run_command(plan, &line, supervision, confined.child_signals).await;
-    if let Some(r) = recorder {
-        r.finish();
-    }
-    drop(filter);
+    let code = match confined.isolation {
+        Isolation::Namespace => bubble::run(plan, &confined, visible, &env, &cwd, supervision).await,
+        Isolation::Gvisor => {
+            if supervision.activity().is_some() {
+                eprintln!("cordon jail: {}", gvisor::UNRECORDED);
+            }
+            let what = gvisor::Sandboxed {
+                who: &confined.who,
+                view: &confined.view,
+                visible: &visible,
+                env: &env,
+                cwd: &cwd,
+                command: &confined.command,
+            };
+            supervision.started();
+            gvisor::run(plan, &what, supervision, confined.child_signals).await
+        }
+    };
     if let (Some(folder), Some(before)) = (&confined.view.writable, &before) {
         let protected = confined.git.map(git::GitGuard::protected).unwrap_or_default();
         planted::report(folder, before, &audit_sink, plan.sandbox.as_str(), protected);
@@ -370,14 +370,6 @@ async fn serve(
     code
 }
 
-/// `line` (bubblewrap's, from `confine`) with `--seccomp FD` for the descriptor of `filter`.
-fn with_seccomp(mut line: Vec<String>, filter: &File) -> Vec<String> {
-    use std::os::fd::AsRawFd;
-    let at = usize::from(line.first().is_some_and(|b| b == "bwrap"));
-    line.splice(at..at, ["--seccomp".to_string(), filter.as_raw_fd().to_string()]);
-    line
-}
-
 fn write_public(path: &Path, pem: &str) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -387,25 +379,4 @@ fn write_public(path: &Path, pem: &str) -> Result<(), String> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     }
     Ok(())
-}
-
-/// Run the confined command line in the namespace, in the jail's cgroup (if it has one) from its first process,
-/// under its limits; the signals that would end cordon are passed on to it.
-async fn run_command(
-    plan: &Plan,
-    line: &[String],
-    supervision: &limits::Supervision,
-    child_signals: ChildSignals,
-) -> Result<i32, String> {
-    let started = common::Started::new(&plan.run_dir)?;
-    let mut line = line.to_vec();
-    started.wrap(&mut line);
-    let mut full = supervision.bounds.enter();
-    full.extend(["ip", "netns", "exec", &plan.netns].map(String::from));
-    full.extend(line);
-    let (program, args) = full.split_first().ok_or("an empty command line")?;
-    let mut command = tokio::process::Command::new(program);
-    command.args(args);
-    let code = wait(&mut command, Some(supervision), child_signals).await?;
-    started.outcome(code)
 }

@@ -244,7 +244,13 @@ async fn serve(
     let mut bwrap = tokio::process::Command::new(program);
     bwrap.args(args);
     supervision.started();
-    let code = wait(&mut bwrap, Some(supervision), child_signals).await;
+    let code = wait(
+        &mut bwrap,
+        Some(supervision),
+        child_signals,
+        &super::common::SignalReach::Descendants,
+    )
+    .await;
     if let Some(r) = recorder {
         r.finish();
     }

@@ -9,6 +9,7 @@ mod exit;
 mod fs;
 mod fs_user;
 mod git;
+mod gvisor;
 mod kernel;
 mod limits;
 mod limits_user;

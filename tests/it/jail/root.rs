@@ -18,7 +18,6 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
         return;
     }
     let w = World::new().await;
-    let inet = w.net.inet_ip();
     let id = format!("jailed{}", w.net.n);
     let plan = Plan::new(
         &cordon::names::SandboxId::parse(&id).unwrap(),
@@ -26,60 +25,8 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
     )
     .unwrap();
     let config = w.config(&id, "", None);
-
-    // Through the proxy in its env (HTTPS_PROXY, and the sandbox CA in SSL_CERT_FILE/CURL_CA_BUNDLE).
-    let (code, out, err) = jail(
-        &w,
-        &config,
-        &id,
-        &[],
-        &["curl", "-sS", "-m", "5", "https://api.test/hello"],
-    );
-    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
-    assert!(err.contains("rules by nftables"), "{err}");
-    // Ignoring the proxy: DNS and the connection are taken by cordon all the same.
-    let (code, out, err) = jail(
-        &w,
-        &config,
-        &id,
-        &[],
-        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
-    );
-    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
-    // Refused: another host by name, the upstream by address, UDP anywhere.
-    let (code, _, _) = jail(
-        &w,
-        &config,
-        &id,
-        &[],
-        &["curl", "-sS", "-m", "5", "https://denied.test/"],
-    );
-    assert_ne!(code, 0);
-    let before = w.api.accepted();
-    let direct = format!("https://{inet}/hello");
-    let (code, _, _) = jail(
-        &w,
-        &config,
-        &id,
-        &[],
-        &["curl", "-sS", "-m", "5", "-k", "--noproxy", "*", &direct],
-    );
-    assert_ne!(code, 0);
-    assert_eq!(w.api.accepted(), before, "the jail reached the upstream directly");
-    let sink = w.net.udp(&w.net.inet, &format!("{inet}:9999"));
-    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    let udp = format!("echo x > /dev/udp/{inet}/9999");
-    jail(&w, &config, &id, &[], &["bash", "-c", &udp]);
-    assert!(sink.recv_from(&mut [0u8; 8]).is_err(), "UDP left the jail");
-    // The command's user and exit code.
-    let (code, out, _) = jail(
-        &w,
-        &config,
-        &id,
-        &["--user", "65534:65534"],
-        &["sh", "-c", "id -u; exit 7"],
-    );
-    assert_eq!((code, out.trim()), (7, "65534"));
+    reaches_only_cordon(&w, &config, &id, &[]);
+    err_has_rules(&w, &config, &id, &[], "rules by nftables");
     assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
 
     // The same with iptables.
@@ -153,6 +100,68 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
             .iter()
             .any(|r| r["kind"] == "transparent" && r["reason"] == "no_sni")
     );
+}
+
+/// The network cases of the escape suite, under the isolation `isolation` names (`--isolation gvisor`, or
+/// nothing for the namespace jail): the command reaches the allowed upstream through the proxy in its env (with
+/// the sandbox's CA) and transparently (by a name only cordon's DNS answers), and nothing else: another host by
+/// name, the upstream by address, UDP; its user and exit code are its own.
+pub(super) fn reaches_only_cordon(w: &World, config: &std::path::Path, id: &str, isolation: &[&str]) {
+    let inet = w.net.inet_ip();
+
+    // Through the proxy in its env (HTTPS_PROXY, and the sandbox CA in SSL_CERT_FILE/CURL_CA_BUNDLE).
+    let (code, out, err) = jail(
+        w,
+        config,
+        id,
+        isolation,
+        &["curl", "-sS", "-m", "5", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    // Ignoring the proxy: DNS and the connection are taken by cordon all the same.
+    let (code, out, err) = jail(
+        w,
+        config,
+        id,
+        isolation,
+        &["curl", "-sS", "-m", "5", "--noproxy", "*", "https://api.test/hello"],
+    );
+    assert_eq!((code, out.trim()), (0, "hello from upstream"), "{err}");
+    // Refused: another host by name, the upstream by address, UDP anywhere.
+    let (code, _, _) = jail(
+        w,
+        config,
+        id,
+        isolation,
+        &["curl", "-sS", "-m", "5", "https://denied.test/"],
+    );
+    assert_ne!(code, 0);
+    let before = w.api.accepted();
+    let direct = format!("https://{inet}/hello");
+    let (code, _, _) = jail(
+        w,
+        config,
+        id,
+        isolation,
+        &["curl", "-sS", "-m", "5", "-k", "--noproxy", "*", &direct],
+    );
+    assert_ne!(code, 0);
+    assert_eq!(w.api.accepted(), before, "the jail reached the upstream directly");
+    let sink = w.net.udp(&w.net.inet, &format!("{inet}:9999"));
+    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let udp = format!("echo x > /dev/udp/{inet}/9999");
+    jail(w, config, id, isolation, &["bash", "-c", &udp]);
+    assert!(sink.recv_from(&mut [0u8; 8]).is_err(), "UDP left the jail");
+    // The command's user and exit code.
+    let user = [isolation, &["--user", "65534:65534"]].concat();
+    let (code, out, err) = jail(w, config, id, &user, &["sh", "-c", "id -u; exit 7"]);
+    assert_eq!((code, out.trim()), (7, "65534"), "{err}");
+}
+
+/// A jail of `true` succeeds, and its start-up message (stderr) holds `what`.
+pub(super) fn err_has_rules(w: &World, config: &std::path::Path, id: &str, isolation: &[&str], what: &str) {
+    let (code, _, err) = jail(w, config, id, isolation, &["true"]);
+    assert!(code == 0 && err.contains(what), "{code}: {err}");
 }
 
 #[test]

@@ -1,0 +1,242 @@
+//! `cordon jail --isolation gvisor`: the escape suite's network and file cases against the gVisor jail, its exit
+//! codes and signals, and `isolation:` in the configuration.
+
+use cordon::jail::Plan;
+
+use crate::rigs::gateway::World;
+use crate::rigs::jail::{Scratch, jail, leftovers};
+use crate::rigs::netns::available;
+use crate::rigs::process::BIN;
+use crate::rigs::wait::{TimedChild, Within};
+
+/// The flags of the gVisor jail.
+const GVISOR: [&str; 2] = ["--isolation", "gvisor"];
+
+/// Whether runsc is here (in CI it must be: the test fails loudly without it).
+fn runsc(test: &str) -> bool {
+    if !available(test) {
+        return false;
+    }
+    let here = std::process::Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !here && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: runsc (gVisor) is not installed; CI installs the Debian package runsc (.ci/run)");
+    }
+    if !here {
+        eprintln!("skipping {test}: runsc (gVisor) is not installed");
+    }
+    here
+}
+
+fn plan(id: &str) -> Plan {
+    Plan::new(
+        &cordon::names::SandboxId::parse(id).unwrap(),
+        cordon::jail::plan::DEFAULT_SUBNET.parse().unwrap(),
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_gvisor_jail_reaches_only_cordon_and_leaves_nothing() {
+    if !runsc("the_gvisor_jail_reaches_only_cordon_and_leaves_nothing") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvnet{}", w.net.n);
+    let config = w.config(&id, "", None);
+    super::root::reaches_only_cordon(&w, &config, &id, &GVISOR);
+    super::root::err_has_rules(&w, &config, &id, &GVISOR, "under gVisor (runsc)");
+    assert!(leftovers(&w, &plan(&id)).is_empty(), "{:?}", leftovers(&w, &plan(&id)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_only_the_working_folder_is_writable_and_cordons_files_are_hidden() {
+    if !runsc("under_gvisor_only_the_working_folder_is_writable_and_cordons_files_are_hidden") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvfs{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let work = Scratch::new("/var/lib", &id);
+    std::os::unix::fs::chown(&work.0, Some(65534), Some(65534)).unwrap();
+    // cordon's CA folder and audit log (in the test's folder) and the configuration: absent inside.
+    let cas = w.dir.path().join("cas");
+    let script = format!(
+        "echo made > made.txt && cat made.txt; \
+         for f in /etc/passwd-gv /usr/gv /opt/gv /tmp/../root/gv; do touch $f 2>/dev/null && echo WROTE $f; done; \
+         echo x > /tmp/t && echo tmp-ok; ls -A {cas} 2>/dev/null | wc -l; cat {config} 2>/dev/null | wc -c; \
+         ls -A /root 2>/dev/null | wc -l; exit 3",
+        cas = cas.display(),
+        config = config.display()
+    );
+    let mut c = w.cordon_in_gateway();
+    c.args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .args(GVISOR)
+        .args(["--user", "65534:65534", "--", "sh", "-c", &script])
+        .current_dir(&work.0);
+    let out = c.output_within();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{text}{err}");
+    assert_eq!(
+        text.split_whitespace().collect::<Vec<_>>(),
+        ["made", "tmp-ok", "0", "0", "0"],
+        "{text}{err}"
+    );
+    assert_eq!(std::fs::read_to_string(work.0.join("made.txt")).unwrap(), "made\n");
+    assert!(
+        std::fs::read_dir(&cas).unwrap().next().is_some(),
+        "the CA folder is empty on the host"
+    );
+    // The activity log's gap is said at start.
+    assert!(err.contains("records no program starts"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_exit_codes_and_signals_pass_through() {
+    if !runsc("under_gvisor_exit_codes_and_signals_pass_through") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvsig{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let (code, _, err) = jail(&w, &config, &id, &GVISOR, &["sh", "-c", "exit 128"]);
+    assert_eq!(code, 128, "{err}");
+    let (code, _, err) = jail(&w, &config, &id, &GVISOR, &["sh", "-c", "kill -KILL $$"]);
+    assert_eq!(code, 137, "{err}");
+    // A program that is not there: the jail's failure is told from the command's code.
+    let (code, _, err) = jail(&w, &config, &id, &GVISOR, &["/nonexistent/program"]);
+    assert_ne!(code, 0, "{err}");
+    // SIGTERM to cordon reaches the command, which traps it and exits with its own code.
+    let mut child = w
+        .cordon_in_gateway()
+        .args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .args(GVISOR)
+        .args([
+            "--user",
+            "65534:65534",
+            "--",
+            "sh",
+            "-c",
+            "trap 'exit 42' TERM; echo up; while :; do sleep 0.1; done",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "up");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.timed_wait().unwrap();
+    assert_eq!(status.code(), Some(42));
+    assert!(leftovers(&w, &plan(&id)).is_empty(), "{:?}", leftovers(&w, &plan(&id)));
+}
+
+#[test]
+fn isolation_is_read_from_jail_and_a_policys_jail_and_a_bad_one_is_refused_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(
+        &good,
+        "sandboxes: [{ id: a, user: u, policy: p, token_sha256: '0000000000000000000000000000000000000000000000000000000000000000' }]\n\
+         policies: { p: { allow: [], jail: { isolation: namespace } } }\njail: { isolation: gvisor }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["check", "--config"])
+        .arg(&good)
+        .output_within();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (yaml, at) in [
+        ("jail: { isolation: vm }\n", "jail.isolation"),
+        (
+            "policies: { p: { allow: [], jail: { isolation: vm } } }\n",
+            "policies.p.jail.isolation",
+        ),
+    ] {
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(
+            &bad,
+            format!(
+                "sandboxes: [{{ id: a, user: u, policy: p, token_sha256: '{}' }}]\n{}{yaml}",
+                "0".repeat(64),
+                if yaml.starts_with("policies") {
+                    ""
+                } else {
+                    "policies: { p: { allow: [] } }\n"
+                }
+            ),
+        )
+        .unwrap();
+        for cmd in [&["check", "--config"][..], &["run", "--config"][..]] {
+            let out = std::process::Command::new(BIN).args(cmd).arg(&bad).output_within();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{cmd:?} took {yaml}");
+            assert!(
+                err.contains(at) && err.contains("namespace or gvisor"),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_the_process_cap_and_the_private_folders_size_hold() {
+    if !runsc("under_gvisor_the_process_cap_and_the_private_folders_size_hold") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvlim{}", w.net.n);
+    let config = w.config(&id, "", None);
+    // pids: RLIMIT_NPROC in the bundle, which gVisor enforces: a fork flood past 20 fails.
+    // (The host's pids cgroup, at the same limit, counts gVisor's own threads and processes: 20 would stop gVisor
+    // itself from starting, so the limit here leaves it room; the flood is stopped either way.)
+    let extra = [&GVISOR[..], &["--pids", "200"]].concat();
+    let flood = "for i in $(seq 400); do sleep 5 & done; wait; echo all-started";
+    let (code, out, err) = jail(&w, &config, &id, &extra, &["sh", "-c", flood]);
+    assert!(code != 0 && !out.contains("all-started"), "{code} {out} {err}");
+    // disk: the private /tmp's tmpfs is sized; a write past it fails.
+    let extra = [&GVISOR[..], &["--disk", "1MiB"]].concat();
+    let (code, _, err) = jail(
+        &w,
+        &config,
+        &id,
+        &extra,
+        &["sh", "-c", "head -c 3000000 /dev/zero > /tmp/big"],
+    );
+    assert_ne!(code, 0, "3 MB went into a 1 MiB /tmp: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_jail_without_root_refuses_gvisor_and_says_why() {
+    let w = World::new().await;
+    let id = format!("gvproj{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .arg("--project")
+        .arg(dir.path())
+        .args(GVISOR)
+        .args(["--", "true"])
+        .output_within();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("needs root") && err.contains("--isolation namespace"),
+        "{err}"
+    );
+}
