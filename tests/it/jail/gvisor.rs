@@ -61,13 +61,15 @@ async fn under_gvisor_only_the_working_folder_is_writable_and_cordons_files_are_
     let config = w.config(&id, "", None);
     let work = Scratch::new("/var/lib", &id);
     std::os::unix::fs::chown(&work.0, Some(65534), Some(65534)).unwrap();
-    // cordon's CA folder and audit log (in the test's folder) and the configuration: absent inside.
+    // cordon's CA folder and audit log (in the test's folder) and the configuration: absent inside. The start word's
+    // file, the one host file it may write, holds at most 4 KiB.
     let cas = w.dir.path().join("cas");
     let script = format!(
         "echo made > made.txt && cat made.txt; \
          for f in /etc/passwd-gv /usr/gv /opt/gv /tmp/../root/gv; do touch $f 2>/dev/null && echo WROTE $f; done; \
          echo x > /tmp/t && echo tmp-ok; ls -A {cas} 2>/dev/null | wc -l; cat {config} 2>/dev/null | wc -c; \
-         ls -A /root 2>/dev/null | wc -l; exit 3",
+         ls -A /root 2>/dev/null | wc -l; \
+         head -c 65536 /dev/zero >> /run/cordon-started 2>/dev/null && echo WROTE-64K-ON-THE-HOST; exit 3",
         cas = cas.display(),
         config = config.display()
     );
