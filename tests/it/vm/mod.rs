@@ -2,4 +2,5 @@
 //! bridge of the gateway's namespace takes its address by DHCP from dnsmasq and reaches the world only through
 //! cordon, and what it tries beyond that fails (tests/it/rigs/qemu.rs builds and boots it).
 
+mod cgroup_v2;
 mod gateway;
