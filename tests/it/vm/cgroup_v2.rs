@@ -128,7 +128,7 @@ fn the_jails_limits_hold_on_cgroup_v2_in_a_vm() {
     // memory: OOM-killed.
     assert_eq!(status(&console, "memory"), 137, "{console}");
     assert!(said(&console, "survived").is_none(), "{console}");
-    assert!(err.contains("memory 32MiB (cgroup v2 memory"), "{err}");
+    assert!(err.contains("memory 32MiB (cgroup v2 memory, no swap)"), "{err}");
     // cpu: 2 s of busy loop get about 0.4 s of CPU under a quota of 0.2.
     assert_eq!(status(&console, "cpu"), 0, "{console}");
     assert!(err.contains("cpu 0.2 (cgroup v2 cpu quota)"), "{err}");
