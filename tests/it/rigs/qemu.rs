@@ -229,8 +229,9 @@ fn modules(version: &str, wanted: &[&str]) -> Vec<String> {
     out.into_iter().map(|m| format!("{root}/{m}")).collect()
 }
 
-/// Boot `initrd` under `accel` (in network namespace `ns`, if given, with `net` QEMU's network arguments), at
-/// most `limit` (past it the VM is killed; a failure when `must_end`); what the console and QEMU said.
+/// Boot `initrd` under `accel` (in network namespace `ns`, if given, with `net` QEMU's network arguments, or
+/// devices when they name no `-netdev`: then the VM has no NIC), at most `limit` (past it the VM is killed; a
+/// failure when `must_end`); what the console and QEMU said.
 fn boot_raw(accel: &str, ns: Option<&str>, initrd: &[u8], net: &[String], limit: Duration, must_end: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("initrd.cpio");
@@ -247,7 +248,7 @@ fn boot_raw(accel: &str, ns: Option<&str>, initrd: &[u8], net: &[String], limit:
             "-accel",
             accel,
             "-m",
-            "256",
+            "512",
             "-smp",
             "1",
             "-nographic",
@@ -258,7 +259,12 @@ fn boot_raw(accel: &str, ns: Option<&str>, initrd: &[u8], net: &[String], limit:
         .arg("-initrd")
         .arg(&path)
         .args(["-append", "console=ttyS0 quiet panic=-1 rdinit=/init"])
-        .args(if net.is_empty() { &no_nic[..] } else { net })
+        .args(if net.iter().any(|a| a == "-netdev") {
+            &[][..]
+        } else {
+            &no_nic[..]
+        })
+        .args(net)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -293,6 +299,41 @@ pub(crate) fn boot(ns: &str, tap: &str, mac: &str, script: &str, files: &[(&str,
         format!("virtio-net-pci,netdev=n0,mac={mac}"),
     ];
     let text = boot_raw(accel, Some(ns), &initrd, &net, limit, true);
+    assert!(
+        text.contains("@@init-ok") && text.contains("@@end"),
+        "the VM did not run its script to the end: {text}"
+    );
+    text
+}
+
+/// Boot a VM without a NIC that sees the host's own file system read-only over 9p (mount tag `hostroot`), with
+/// the host kernel's `modules` (and what they need, beyond the base image's) loaded before `script` runs as
+/// /run.sh with `files` beside it; the console's lines. Fails past `limit` or when the VM did not run the script
+/// to its end.
+pub(crate) fn boot_sharing_host(script: &str, files: &[(&str, &[u8])], modules: &[&str], limit: Duration) -> String {
+    let accel = accel("a real VM").unwrap();
+    let (_, version) = kernel().unwrap();
+    let base = self::modules(&version, &["virtio_net", "virtio_pci"]);
+    let mut mods: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut load = String::new();
+    for m in self::modules(&version, modules)
+        .into_iter()
+        .filter(|m| !base.contains(m))
+    {
+        let name = Path::new(&m).file_name().unwrap().to_str().unwrap().to_string();
+        load.push_str(&format!("insmod /mods/{name} || echo @@insmod-failed {name}\n"));
+        mods.push((format!("mods/{name}"), std::fs::read(&m).unwrap()));
+    }
+    let run = format!("{load}{script}");
+    let mut all: Vec<(&str, &[u8])> = vec![("run.sh", run.as_bytes())];
+    all.extend_from_slice(files);
+    all.extend(mods.iter().map(|(n, d)| (n.as_str(), d.as_slice())));
+    let initrd = Image::base().with(&all);
+    let share = [
+        "-virtfs".to_string(),
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap".to_string(),
+    ];
+    let text = boot_raw(accel, None, &initrd, &share, limit, true);
     assert!(
         text.contains("@@init-ok") && text.contains("@@end"),
         "the VM did not run its script to the end: {text}"
