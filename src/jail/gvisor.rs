@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::activity::gvisor::GvisorTrace;
 use super::common::{self, ChildSignals, SignalReach};
 use super::confine::{self, Who};
 use super::limits::Supervision;
@@ -26,9 +27,8 @@ use super::plan::Plan;
 use super::view::View;
 
 /// What the activity log cannot record under gVisor, printed at start when `audit.activity` is on.
-pub(crate) const UNRECORDED: &str = "under gVisor the activity log records no program starts (exec) and no file \
-     writes or removals: its seccomp recorder sees the sandbox's host calls, not the command's; files planted in the \
-     working folder are still reported when the jail ends";
+pub(crate) const UNRECORDED: &str = "under gVisor the activity log records renames, removals, new folders and \
+     links without their paths (this gVisor reports those calls by number only), and no program's parent";
 
 /// What `runsc` is told to run, and as whom.
 pub(super) struct Sandboxed<'a> {
@@ -71,6 +71,10 @@ pub(super) async fn run(
         std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
     let word = Word::new(&dir.join("word"), what.who)?;
+    let trace = match supervision.activity() {
+        Some((sink, sandbox, user)) => Some(GvisorTrace::start(&dir, sink, sandbox, user, WORD)?),
+        None => None,
+    };
     let mut args = what.view.mounts();
     for (from, at) in what.visible {
         args.extend(["--ro-bind".into(), s(from), s(at)]);
@@ -88,6 +92,7 @@ pub(super) async fn run(
     std::fs::write(&config, text).map_err(|e| format!("cannot write {}: {e}", config.display()))?;
     let mut line = supervision.bounds.enter();
     line.extend(runsc.iter().cloned());
+    line.extend(trace.as_ref().map(|t| format!("--pod-init-config={}", s(t.config()))));
     line.extend(["run".into(), "--bundle".into(), s(&dir), id.clone()]);
     let (program, args) = line.split_first().ok_or("an empty command line")?;
     let mut command = tokio::process::Command::new(program);
@@ -96,6 +101,9 @@ pub(super) async fn run(
     let code = common::wait(&mut command, Some(supervision), child_signals, &reach).await;
     let started = word.said();
     delete(&runsc, &id).await;
+    if let Some(t) = trace {
+        t.finish();
+    }
     drop(word);
     let _ = std::fs::remove_dir_all(&dir);
     match code? {

@@ -36,7 +36,8 @@ pub(crate) enum CallEvent {
         truncated: bool,
         cwd: String,
         pid: u32,
-        ppid: u32,
+        /// The parent (none where it is not known: under gVisor).
+        ppid: Option<u32>,
         uid: u32,
         /// A program with no path: a `memfd` or a deleted file.
         anonymous: bool,
@@ -61,7 +62,7 @@ pub(crate) enum CallEvent {
 
 /// Whether `open`'s `flags` write: `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_TRUNC` (or `O_TMPFILE`, which needs one),
 /// without `O_PATH`.
-fn opens_for_writing(flags: u64) -> bool {
+pub(super) fn opens_for_writing(flags: u64) -> bool {
     let flags = flags as u32 as i32;
     if flags & libc::O_PATH != 0 {
         // The kernel ignores every other flag of an O_PATH open: it neither reads nor writes.
@@ -258,7 +259,7 @@ impl WaitingCall {
             truncated,
             cwd,
             pid: self.pid,
-            ppid: field("PPid:"),
+            ppid: Some(field("PPid:")),
             uid: field("Uid:"),
             anonymous,
             error,

@@ -20,6 +20,7 @@
 mod calls;
 mod decode;
 mod filter;
+pub(crate) mod gvisor;
 mod links;
 mod memory;
 mod outcome;
@@ -226,7 +227,7 @@ fn write(tally: &mut rate::Tally, log: &Log, event: CallEvent) {
                     truncated,
                     cwd: Some(cwd),
                     pid: Some(pid),
-                    ppid: Some(ppid),
+                    ppid,
                     uid: Some(uid),
                     anonymous,
                     error,
