@@ -173,12 +173,18 @@ fn command(runsc: &[String], args: &[&str]) -> tokio::process::Command {
 }
 
 /// How runsc is run for the jail: in its namespace (`--network=host`: gVisor's sockets are made there), with its
-/// state under the jail's folder and no cgroups of its own (the jail's holds it).
+/// state under the jail's folder, no cgroups of its own (the jail's holds it), and no host socket or FIFO.
 pub(super) fn runsc_line(netns: &str, state: &Path) -> Vec<String> {
     ["ip", "netns", "exec", netns, "runsc", "--root"]
         .map(String::from)
         .into_iter()
-        .chain([s(state), "--ignore-cgroups".into(), "--network=host".into()])
+        .chain([
+            s(state),
+            "--ignore-cgroups".into(),
+            "--network=host".into(),
+            "--host-uds=none".into(),
+            "--host-fifo=none".into(),
+        ])
         .collect()
 }
 
@@ -302,6 +308,12 @@ pub(super) fn mounts(args: &[String], rootfs: &Path) -> Result<Vec<Value>, Strin
             "--proc" => out.push(json!({"destination": next()?, "type": "proc", "source": "proc"})),
             "--ro-bind" => {
                 let (from, at) = (next()?, next()?);
+                // SECURITY: gVisor cannot mount over a socket or a FIFO (its sandbox would not start), and refuses
+                // the command every host socket and FIFO itself (`--host-uds=none --host-fifo=none`, given
+                // explicitly): one the view hides stays where it is, and cannot be connected to or opened.
+                if host_pipe(&at) {
+                    continue;
+                }
                 out.push(bind(&from, &at, true));
             }
             "--bind" => {
@@ -327,6 +339,12 @@ pub(super) fn mounts(args: &[String], rootfs: &Path) -> Result<Vec<Value>, Strin
         }
     }
     Ok(out)
+}
+
+/// Whether `path` is a Unix socket or a FIFO on the host (the root jail's paths are the host's).
+fn host_pipe(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket() || m.file_type().is_fifo())
 }
 
 fn s(p: &Path) -> String {

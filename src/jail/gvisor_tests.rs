@@ -91,6 +91,8 @@ fn runsc_runs_in_the_jails_namespace_with_the_hosts_network_there() {
             "/run/cordon/jail/x/gvisor/state",
             "--ignore-cgroups",
             "--network=host",
+            "--host-uds=none",
+            "--host-fifo=none",
         ])
     );
 }

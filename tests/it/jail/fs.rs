@@ -1,5 +1,5 @@
-//! What the root jail (`cordon jail`) leaves reachable on the file system, tried from inside as an attacker
-//! would: host Unix sockets however and whenever they were bound, cordon's own files named by relative paths, and
+//! What the root jail (`cordon jail`, and `cordon jail --isolation gvisor`) leaves reachable on the file system,
+//! tried from inside as an attacker would: host Unix sockets however and whenever they were bound, cordon's own files named by relative paths, and
 //! code planted for the developer's tools to run on the host later (git hooks and config, `.envrc`, VS Code
 //! tasks, the sudo user's `~/.bashrc`).
 
@@ -33,9 +33,22 @@ fn jail_in(w: &World, cwd: &Path, config: Option<&Path>, extra: &[&str], cmd: &[
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_was_bound() {
-    if !available("no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_was_bound") {
-        return;
+    if available("no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_was_bound") {
+        host_sockets(&[]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_no_host_socket_is_reachable_however_and_whenever_it_was_bound() {
+    if super::gvisor::runsc(
+        "no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_was_bound under gVisor",
+    ) {
+        host_sockets(&super::gvisor::GVISOR).await;
+    }
+}
+
+/// The case in the jail `isolation` names (nothing: the namespace jail).
+async fn host_sockets(isolation: &[&str]) {
     let w = World::new().await;
     let id = format!("sockets{}", w.net.n);
     let config = w.config(&id, "", None);
@@ -68,7 +81,9 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
         shell_words(&tried[7..])
     );
     let mut c = w.net.enter(&w.net.gw, BIN);
-    c.args(["jail", "--sandbox", &id, "--config"])
+    c.arg("jail")
+        .args(isolation)
+        .args(["--sandbox", &id, "--config"])
         .arg(&config)
         .args(["--user", "65534:65534", "--", "sh", "-c", &script])
         .current_dir(&project.0);
@@ -80,10 +95,16 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(!text.contains("REACHED"), "{text}");
-    assert_eq!(text.matches(" absent").count(), 12, "{text}");
-    // The empty file shown in its place: not a socket, and not writable (EACCES).
+    // The namespace jail shows the empty file in its place: not a socket, and not writable (EACCES). gVisor
+    // cannot mount over a socket, and needs not: it refuses every host socket (EPERM), and does not show it.
+    let (absent, listed_as) = if isolation.is_empty() {
+        (12, "PermissionError exists")
+    } else {
+        (13, "PermissionError absent")
+    };
+    assert_eq!(text.matches(" absent").count(), absent, "{text}");
     assert!(
-        text.contains(&format!("refused {} PermissionError exists", listed.display())),
+        text.contains(&format!("refused {} {listed_as}", listed.display())),
         "{text}"
     );
     assert!(
@@ -97,9 +118,20 @@ async fn no_host_socket_is_reachable_from_the_root_jail_however_and_whenever_it_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
-    if !available("cordons_files_named_by_relative_paths_are_hidden_where_they_are") {
-        return;
+    if available("cordons_files_named_by_relative_paths_are_hidden_where_they_are") {
+        relative_paths(&[]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
+    if super::gvisor::runsc("cordons_files_named_by_relative_paths_are_hidden_where_they_are under gVisor") {
+        relative_paths(&super::gvisor::GVISOR).await;
+    }
+}
+
+/// The case in the jail `isolation` names (nothing: the namespace jail).
+async fn relative_paths(isolation: &[&str]) {
     let w = World::new().await;
     let id = format!("relative{}", w.net.n);
     // 1. The embedded default (`certs`, `state/…`, relative) from a working folder: its relative paths are read
@@ -113,7 +145,9 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
     let mut c = w.net.enter(&w.net.gw, BIN);
     c.env_remove("CORDON_CONFIG")
         .env("CORDON_STATE_DIR", &state.0)
-        .args(["jail", "--allow-root", "--", "sh", "-c", &read])
+        .arg("jail")
+        .args(isolation)
+        .args(["--allow-root", "--", "sh", "-c", &read])
         .current_dir(&work.0);
     let out = c.output_within();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -156,7 +190,7 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
         &w,
         &cwd,
         Some(Path::new("../cordon.yaml")),
-        &["--sandbox", &id, "--allow-root"],
+        &[&["--sandbox", &id, "--allow-root"][..], isolation].concat(),
         &["sh", "-c", read],
     );
     assert_eq!(
@@ -173,9 +207,20 @@ async fn cordons_files_named_by_relative_paths_are_hidden_where_they_are() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported() {
-    if !available("what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported") {
-        return;
+    if available("what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported") {
+        planted(&[]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_what_the_jail_plants_for_the_hosts_tools_is_refused_or_reported() {
+    if super::gvisor::runsc("what_the_root_jail_plants_for_the_hosts_tools_is_refused_or_reported under gVisor") {
+        planted(&super::gvisor::GVISOR).await;
+    }
+}
+
+/// The case in the jail `isolation` names (nothing: the namespace jail).
+async fn planted(isolation: &[&str]) {
     let (uid, gid, home) = crate::rigs::jail::user();
     let w = World::new().await;
     let id = format!("planted{}", w.net.n);
@@ -202,7 +247,9 @@ mkdir -p ~/.config/autostart && echo x > ~/.config/autostart/evil.desktop
 echo home=$HOME";
     // As the user behind sudo, with no --user: the jail runs the command as them.
     let mut c = w.net.enter(&w.net.gw, BIN);
-    c.args(["jail", "--sandbox", &id, "--config"])
+    c.arg("jail")
+        .args(isolation)
+        .args(["--sandbox", &id, "--config"])
         .arg(&config)
         .args(["--", "sh", "-c", script])
         .env("SUDO_UID", uid.to_string())
@@ -262,7 +309,9 @@ echo home=$HOME";
     assert!(ok.success());
     crate::rigs::jail::chown_r(&project.0, uid, gid);
     let mut c = w.net.enter(&w.net.gw, BIN);
-    c.args(["jail", "--sandbox", &id, "--config"])
+    c.arg("jail")
+        .args(isolation)
+        .args(["--sandbox", &id, "--config"])
         .arg(&config)
         .args([
             "--writable-git",

@@ -10,10 +10,10 @@ use crate::rigs::process::BIN;
 use crate::rigs::wait::{TimedChild, Within};
 
 /// The flags of the gVisor jail.
-const GVISOR: [&str; 2] = ["--isolation", "gvisor"];
+pub(super) const GVISOR: [&str; 2] = ["--isolation", "gvisor"];
 
 /// Whether runsc is here (in CI it must be: the test fails loudly without it).
-fn runsc(test: &str) -> bool {
+pub(super) fn runsc(test: &str) -> bool {
     if !available(test) {
         return false;
     }
