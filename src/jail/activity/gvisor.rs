@@ -27,7 +27,7 @@ use prost::Message;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketType};
 
 use super::decode::CallEvent;
-use super::{Log, rate, summarise, write};
+use super::{Log, Worker, rate, summarise, write};
 use crate::audit::Sink;
 use crate::names::SandboxId;
 
@@ -175,8 +175,7 @@ pub(crate) fn session(endpoint: &Path) -> serde_json::Value {
 /// thread that records what comes.
 pub(crate) struct GvisorTrace {
     config: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    worker: Worker,
 }
 
 impl GvisorTrace {
@@ -200,22 +199,14 @@ impl GvisorTrace {
         let config = dir.join("trace.json");
         let text = serde_json::to_string(&session(&socket)).map_err(|e| e.to_string())?;
         std::fs::write(&config, text).map_err(|e| format!("cannot write {}: {e}", config.display()))?;
-        let stop = Arc::new(AtomicBool::new(false));
         let log = Log {
             sink,
             sandbox: sandbox.clone(),
             user: user.to_owned(),
         };
-        let (flag, own) = (stop.clone(), own.to_owned());
-        let thread = std::thread::Builder::new()
-            .name("cordon-gvisor-trace".into())
-            .spawn(move || receive(&listener, &flag, &log, &own))
-            .map_err(|e| format!("cannot start the activity recorder: {e}"))?;
-        Ok(GvisorTrace {
-            config,
-            stop,
-            thread: Some(thread),
-        })
+        let own = own.to_owned();
+        let worker = Worker::spawn("cordon-gvisor-trace", move |stop| receive(&listener, &stop, &log, &own))?;
+        Ok(GvisorTrace { config, worker })
     }
 
     /// The session file, for `runsc --pod-init-config`.
@@ -225,16 +216,7 @@ impl GvisorTrace {
 
     /// Stop once gVisor is gone (its end of the socket closed), writing the last summaries.
     pub(crate) fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for GvisorTrace {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.worker.finish();
     }
 }
 

@@ -61,8 +61,7 @@ pub(crate) fn arm(socket: &Path) -> Result<(), String> {
 /// cordon's side: the socket the jail hands its listener to, and the thread that records what it is told.
 pub(crate) struct Recorder {
     socket: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    worker: Worker,
 }
 
 /// Whose activity, and where its records go.
@@ -93,22 +92,14 @@ impl Recorder {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
             .map_err(|e| format!("cannot open {} to the jail: {e}", socket.display()))?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
         let log = Log {
             sink,
             sandbox: sandbox.clone(),
             user: user.to_owned(),
         };
-        let (path, flag) = (socket.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("cordon-activity".into())
-            .spawn(move || record(&listener, &path, &flag, &log))
-            .map_err(|e| format!("cannot start the activity recorder: {e}"))?;
-        Ok(Recorder {
-            socket,
-            stop,
-            thread: Some(thread),
-        })
+        let path = socket.clone();
+        let worker = Worker::spawn("cordon-activity", move |stop| record(&listener, &path, &stop, &log))?;
+        Ok(Recorder { socket, worker })
     }
 
     /// The socket, for the jail's side.
@@ -118,6 +109,33 @@ impl Recorder {
 
     /// Stop once every call of the jail was recorded (its processes are gone), writing the last summaries.
     pub(crate) fn finish(mut self) {
+        self.worker.finish();
+    }
+}
+
+/// A recorder's thread and the flag that tells it to stop (set when it is finished or dropped).
+struct Worker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Start `work` on a thread named `name`; it stops when the flag it is given is set.
+    fn spawn(name: &str, work: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> Result<Worker, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || work(flag))
+            .map_err(|e| format!("cannot start the activity recorder: {e}"))?;
+        Ok(Worker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Tell the thread to stop, and wait for it.
+    fn finish(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -125,7 +143,7 @@ impl Recorder {
     }
 }
 
-impl Drop for Recorder {
+impl Drop for Worker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
