@@ -78,7 +78,11 @@ async fn an_agent_refused_asks_and_goes_on_once_a_person_grants_it_in_the_consol
     let granted = all.iter().find(|r| r["id"] == id.as_str()).expect("listed");
     assert_eq!(granted["state"], "granted", "{granted}");
     assert!(granted["decided_by"].as_str().unwrap().contains("anna"), "{granted}");
-    let records = rig.records();
+    let records = rig
+        .records_once("the filing audited, and the decision", |r| {
+            r["kind"] == "admin" && r["admin"]["action"] == "access_decided"
+        })
+        .await;
     assert!(
         records
             .iter()

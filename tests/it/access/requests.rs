@@ -165,12 +165,11 @@ async fn cordons_own_name_is_answered_by_cordon_alone_in_every_spelling() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "400", "{out:?}");
-    let log: Vec<Value> = rig.records();
-    assert!(
-        log.iter()
-            .any(|r| r["method"] == "CONNECT" && r["reason"] == "access_needs_http"),
-        "the CONNECT is recorded with its reason"
-    );
+    let log: Vec<Value> = rig
+        .records_once("the CONNECT recorded with its reason", |r| {
+            r["method"] == "CONNECT" && r["reason"] == "access_needs_http"
+        })
+        .await;
     assert!(
         log.iter()
             .all(|r| r["dialled"].is_null() || !r["host"].as_str().unwrap_or_default().contains("cordon")),

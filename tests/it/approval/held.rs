@@ -232,12 +232,15 @@ async fn one_sandbox_or_one_user_cannot_fill_the_approval_queue() {
         assert_eq!(h.await.unwrap().status, 403);
     }
     // The refusals are in the audit log with their reasons.
-    let log = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
+    // Records are written after the answers: wait for them, a while at most.
     for reason in ["approval_sandbox_limit", "approval_user_limit"] {
-        assert!(
-            log.lines().any(|l| l.contains(&format!("\"outcome\":\"{reason}\""))),
-            "no audit record of {reason}: {log}"
-        );
+        crate::rigs::wait::until_async(&format!("an audit record of {reason}"), Duration::from_secs(10), || {
+            std::fs::read_to_string(d.join("audit.jsonl"))
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains(&format!("\"outcome\":\"{reason}\"")))
+        })
+        .await;
     }
 }
 

@@ -139,8 +139,9 @@ impl Rig {
         json(&run("python3", &full, env))
     }
 
-    pub(super) fn audit(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default()
+    /// The audit log once `ready` holds for it (records are written after the answer), at most 10 s.
+    pub(super) fn audit_once(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        crate::rigs::wait::file_once(&self.dir.path().join("audit.jsonl"), what, ready)
     }
 }
 
@@ -237,7 +238,9 @@ async fn minting_calls_are_refused_however_the_action_is_written() {
     let out = run("aws", &["--endpoint-url", &r.endpoint, "iam", "list-users"], env);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Each refusal is audited with its reason and the call it was.
-    let audit = r.audit();
+    let audit = r.audit_once("20 minting refusals audited", |a| {
+        a.lines().filter(|l| l.contains("credential_minting")).count() >= 20
+    });
     let minting: Vec<&str> = audit.lines().filter(|l| l.contains("credential_minting")).collect();
     assert!(minting.len() >= 20, "{} audited", minting.len());
     assert!(

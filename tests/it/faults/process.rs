@@ -300,13 +300,14 @@ async fn openbao_down_then_back() {
         before,
         "a request went upstream without its credential"
     );
-    let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
-    assert!(
-        audit
+    // The record is written after the answer: wait for it, a while at most.
+    crate::rigs::wait::until_async("the refusal's audit record", Duration::from_secs(10), || {
+        std::fs::read_to_string(d.join("audit.jsonl"))
+            .unwrap_or_default()
             .lines()
-            .any(|l| l.contains("\"reason\":\"credential_unavailable\"")),
-        "{audit}"
-    );
+            .any(|l| l.contains("\"reason\":\"credential_unavailable\""))
+    })
+    .await;
     // Back: served again.
     let _bao = crate::rigs::issuers::openbao_on(d, bao_port).await;
     assert_eq!(get(), "200");

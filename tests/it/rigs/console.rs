@@ -132,13 +132,23 @@ impl ConsoleRig {
         self.records()
     }
 
-    /// The audit file's records so far.
+    /// The audit file's whole records so far: a line still being written (no newline yet) is not one.
     pub(crate) fn records(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default();
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        whole.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    /// The audit file's records once one of them is `what` (`found` says which), at most 10 s: cordon writes a
+    /// record after it has answered, so a test that reads at once can be ahead of it.
+    pub(crate) async fn records_once(&self, what: &str, found: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut records = Vec::new();
+        crate::rigs::wait::until_async(what, Duration::from_secs(10), || {
+            records = self.records();
+            records.iter().any(&found)
+        })
+        .await;
+        records
     }
 
     /// What cordon wrote on stderr so far.

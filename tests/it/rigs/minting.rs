@@ -248,8 +248,9 @@ print(json.dumps({"status": r.status_code, "reason": r.headers.get("x-cordon-rea
         self.seen.lock().unwrap().clone()
     }
 
-    pub(crate) fn audit(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default()
+    /// The audit log once `ready` holds for it (records are written after the answer), at most 10 s.
+    pub(crate) fn audit_once(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        crate::rigs::wait::file_once(&self.dir.path().join("audit.jsonl"), what, ready)
     }
 }
 

@@ -247,6 +247,17 @@ pub(crate) fn until(what: &str, limit: Duration, mut ready: impl FnMut() -> bool
     }
 }
 
+/// The text of the file at `path` once `ready` holds for it, at most 10 s; the test fails saying `what` was
+/// awaited. For records a process writes after it has answered (the audit log), which a test can be ahead of.
+pub(crate) fn file_once(path: &std::path::Path, what: &str, ready: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    until(what, Duration::from_secs(10), || {
+        text = std::fs::read_to_string(path).unwrap_or_default();
+        ready(&text)
+    });
+    text
+}
+
 /// [`until`] for async tests: the runtime's other tasks go on while it waits.
 pub(crate) async fn until_async(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
     let start = Instant::now();
