@@ -345,6 +345,24 @@ pub(crate) fn fresh_home(dir: &Path, who: &Who, size: Option<u64>) -> Result<(),
     .map_err(|e| err(&e))
 }
 
+/// What is mounted under `dir` (not `dir` itself), deepest first: what a jail killed outright left mounted in
+/// its run folder (its private home, the gVisor jail's start word).
+pub(crate) fn mounts_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<std::path::PathBuf> = procfs::process::Process::myself()
+        .and_then(|p| p.mountinfo())
+        .map(|m| m.into_iter().map(|m| m.mount_point).collect())
+        .unwrap_or_default();
+    found.retain(|p| p.starts_with(dir) && p != dir);
+    found.sort_by(|a, b| {
+        b.components()
+            .count()
+            .cmp(&a.components().count())
+            .then_with(|| a.cmp(b))
+    });
+    found.dedup();
+    found
+}
+
 /// Detach what is mounted at `dir` (nothing, most often).
 pub(crate) fn unmount(dir: &Path) {
     let _ = nix::mount::umount2(dir, nix::mount::MntFlags::MNT_DETACH);

@@ -18,6 +18,7 @@ mod confine;
 mod git;
 mod gvisor;
 mod inotify;
+mod leftovers;
 pub(crate) mod limits;
 mod links;
 pub(crate) mod net;
@@ -81,8 +82,9 @@ pub(crate) fn cleanup(config: &Config, sandbox: Option<&str>, subnet: Ipv4Net) -
     }
     let plan = Plan::new(&id, subnet)?;
     let _lock = lock(&plan)?;
-    let found = net::leftovers(&plan);
-    let problems = net::teardown(&plan);
+    let parent = config.jail.cgroup.as_deref();
+    let found = leftovers::found(&plan, parent);
+    let problems = leftovers::remove(&plan, parent);
     if problems.is_empty() {
         Ok(found)
     } else {
@@ -165,10 +167,10 @@ pub(crate) fn run(mut config: Config, options: Options) -> Result<i32, String> {
     let _place = common::place(&config, &id)?;
     let mut view = view;
     let git = git::guard(&mut view, options.writable_git)?;
-    let stale = net::leftovers(&plan);
+    let stale = leftovers::found(&plan, config.jail.cgroup.as_deref());
     if !stale.is_empty() {
         eprintln!("cordon jail: removing what an earlier jail left: {}", stale.join(", "));
-        let problems = net::teardown(&plan);
+        let problems = leftovers::remove(&plan, config.jail.cgroup.as_deref());
         if !problems.is_empty() {
             return Err(format!(
                 "cannot remove an earlier jail's leftovers: {}",

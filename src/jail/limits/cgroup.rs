@@ -136,6 +136,71 @@ impl Cgroup {
         Ok(made)
     }
 
+    /// The cgroups that jails named `cordon-jail-{sandbox}-{pid}` left where [`Cgroup::make`] makes them (under
+    /// `parent`, or cordon's own cgroups of v2 and v1) whose `pid` is no longer running: what a jail killed outright
+    /// left. With the jail's lock held, no other jail for the sandbox is starting or running.
+    pub(crate) fn stale(sandbox: &str, parent: Option<&Path>) -> Vec<Cgroup> {
+        let Ok(mounts) = procfs::process::Process::myself().and_then(|p| Ok((p.cgroups()?, p.mountinfo()?))) else {
+            return Vec::new();
+        };
+        let (own, mountinfo) = mounts;
+        // Each folder a jail's cgroup is made in: (controller, folder); v2's controller is "".
+        let mut homes: Vec<(&'static str, PathBuf)> = parent.map(|p| ("", p.to_path_buf())).into_iter().collect();
+        for m in mountinfo.iter() {
+            let found: Option<(&'static str, String)> = if m.fs_type == "cgroup2" {
+                let at = own.0.iter().find(|c| c.hierarchy == 0).map(|c| c.pathname.clone());
+                at.map(|a| ("", a))
+            } else if m.fs_type == "cgroup" {
+                ["memory", "pids", "cpu", "cpuacct"]
+                    .into_iter()
+                    .find(|c| m.super_options.contains_key(*c))
+                    .and_then(|c| {
+                        let at = own.0.iter().find(|g| g.controllers.iter().any(|k| k == c));
+                        at.map(|g| (c, g.pathname.clone()))
+                    })
+            } else {
+                None
+            };
+            if let Some((controller, at)) = found {
+                let home = m.mount_point.join(at.trim_start_matches('/'));
+                if !homes.iter().any(|(_, h)| *h == home) {
+                    homes.push((controller, home));
+                }
+            }
+        }
+        let prefix = format!("cordon-jail-{sandbox}-");
+        let mut stale = Vec::new();
+        for (controller, home) in homes {
+            let Ok(entries) = std::fs::read_dir(&home) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let running = pid == std::process::id() as i32
+                    || std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with(b"cordon"));
+                if !running && entry.path().is_dir() {
+                    stale.push(Cgroup {
+                        version: if controller.is_empty() {
+                            Version::V2
+                        } else {
+                            Version::V1
+                        },
+                        dirs: vec![(controller, entry.path())],
+                    });
+                }
+            }
+        }
+        stale
+    }
+
+    /// Where the cgroup is, for saying what was removed.
+    pub(crate) fn folders(&self) -> impl Iterator<Item = &Path> {
+        self.dirs.iter().map(|(_, d)| d.as_path())
+    }
+
     /// A v2 cgroup at `dir`, its parent's controllers enabled for it.
     fn v2(dir: &Path, limits: &JailLimits) -> Result<Cgroup, String> {
         let parent = dir.parent().ok_or("no parent folder")?;

@@ -100,3 +100,34 @@ fn quotas_have_the_kernels_floor() {
     assert_eq!(quota(0.001), 1000);
     assert_eq!(quota(2.0), 200_000);
 }
+
+#[test]
+fn stale_cgroups_are_the_sandboxs_own_whose_cordon_is_gone() {
+    let parent = tempfile::tempdir().unwrap();
+    let me = std::process::id();
+    // Pid 1 is no cordon; this test's process stands in for a running one (its comm is the test binary's, so
+    // only its own pid keeps it); other sandboxes' names and non-numbers are never the sandbox's.
+    for name in [
+        "cordon-jail-sb-1".to_owned(),
+        format!("cordon-jail-sb-{me}"),
+        "cordon-jail-sb-x-1".into(),
+        "cordon-jail-sbx-1".into(),
+        "cordon-jail-sb-".into(),
+        "other".into(),
+    ] {
+        std::fs::create_dir(parent.path().join(name)).unwrap();
+    }
+    std::fs::write(parent.path().join("cordon-jail-sb-2"), "a file, not a cgroup").unwrap();
+    let stale: Vec<PathBuf> = Cgroup::stale("sb", Some(parent.path()))
+        .iter()
+        .flat_map(|c| c.folders().map(Path::to_path_buf).collect::<Vec<_>>())
+        .filter(|f| f.starts_with(parent.path()))
+        .collect();
+    assert_eq!(stale, vec![parent.path().join("cordon-jail-sb-1")]);
+    let x: Vec<PathBuf> = Cgroup::stale("sb-x", Some(parent.path()))
+        .iter()
+        .flat_map(|c| c.folders().map(Path::to_path_buf).collect::<Vec<_>>())
+        .filter(|f| f.starts_with(parent.path()))
+        .collect();
+    assert_eq!(x, vec![parent.path().join("cordon-jail-sb-x-1")]);
+}

@@ -4,7 +4,7 @@
 use cordon::jail::Plan;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::{Scratch, jail, leftovers};
+use crate::rigs::jail::{Scratch, host_leftovers, jail, leftovers};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
 use crate::rigs::wait::{TimedChild, Within};
@@ -309,4 +309,66 @@ async fn the_jail_without_root_refuses_gvisor_and_says_why() {
         err.contains("needs root") && err.contains("--isolation namespace"),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gvisor_jail_killed_outright_is_removed_whole_by_the_next_run_or_cleanup() {
+    if !runsc("a_gvisor_jail_killed_outright_is_removed_whole_by_the_next_run_or_cleanup") {
+        return;
+    }
+    let w = World::new().await;
+    let id = format!("gvcrash{}", w.net.n);
+    let config = w.config(&id, "", None);
+    let plan = plan(&id);
+    // cordon is killed (SIGKILL) once the command runs under gVisor: runsc and its sandbox outlive it.
+    let crash = || {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let mut child = w
+            .cordon_in_gateway()
+            .args(["jail", "--sandbox", &id, "--config"])
+            .arg(&config)
+            .args(GVISOR)
+            .args(["--user", "65534:65534", "--", "sleep", "60"])
+            .stderr(log.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        // The start word, written by the first thing run under gVisor.
+        let word = format!(
+            "/run/cordon/jail/{}/gvisor/word/started",
+            plan.netns.trim_start_matches("cordon-jail-")
+        );
+        crate::rigs::wait::until(
+            "the command running under gVisor",
+            std::time::Duration::from_secs(30),
+            || std::fs::read_to_string(&word).is_ok_and(|w| w == "ok"),
+        );
+        child.kill().unwrap();
+        child.timed_wait().unwrap();
+        let left = host_leftovers(&plan, &id);
+        assert!(
+            left.iter().any(|l| l.starts_with("process")) && leftovers(&w, &plan).len() >= 3,
+            "a killed jail left {left:?} and {:?}; its stderr: {}",
+            leftovers(&w, &plan),
+            std::fs::read_to_string(log.path()).unwrap_or_default()
+        );
+    };
+    crash();
+    let (code, out, err) = jail(&w, &config, &id, &GVISOR, &["echo", "ran"]);
+    assert_eq!((code, out.trim()), (0, "ran"), "{err}");
+    assert!(err.contains("removing what an earlier jail left"), "{err}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    assert!(
+        host_leftovers(&plan, &id).is_empty(),
+        "{:?}",
+        host_leftovers(&plan, &id)
+    );
+    // Or `--cleanup`, which needs no isolation named: it removes what either jail left.
+    crash();
+    let (code, out, err) = jail(&w, &config, &id, &["--cleanup"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("removed"), "{out}");
+    assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    crate::rigs::wait::until("gVisor's processes gone", std::time::Duration::from_secs(10), || {
+        host_leftovers(&plan, &id).is_empty()
+    });
 }

@@ -4,7 +4,9 @@
 //! path, io_uring, the x32 and i386 ABIs' twins of filtered calls, AF_VSOCK and other socket families, the
 //! keyrings (a key the user put in `@u` on the host), other processes' memory (`/proc/PID/mem`, ptrace,
 //! `process_vm_readv`, `pidfd_getfd`) of the relay, the one process in the jail outside the command's filter.
-//! Each attempt must fail, and the host service must have received nothing.
+//! Each attempt must fail, and the host service must have received nothing. Under gVisor the same probes meet
+//! gVisor's kernel instead of the host's: what they are answered is pinned (`GVISOR_ANSWERS`), and the host's
+//! keyring and service are out of reach there too.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -153,9 +155,20 @@ fn no_way_around_the_jail_without_root_through_the_kernel() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn no_way_around_the_root_jail_through_the_kernel() {
-    if !available("no_way_around_the_root_jail_through_the_kernel") {
-        return;
+    if available("no_way_around_the_root_jail_through_the_kernel") {
+        root_jail_probed(&[]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_no_way_around_the_jail_through_the_kernel() {
+    if super::gvisor::runsc("no_way_around_the_jail_through_the_kernel under gVisor") {
+        root_jail_probed(&super::gvisor::GVISOR).await;
+    }
+}
+
+/// The probes in the root jail `isolation` names (nothing: the namespace jail).
+async fn root_jail_probed(isolation: &[&str]) {
     let w = World::new().await;
     let id = format!("kernel{}", w.net.n);
     let config = w.config(&id, "", None);
@@ -180,21 +193,66 @@ async fn no_way_around_the_root_jail_through_the_kernel() {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(as_nobody("add-key"), "add_key=ok");
+    // A host service on a datagram socket in the folder the command sees.
+    let host_dgram = dir.join("host.dgram");
+    let service = std::os::unix::net::UnixDatagram::bind(&host_dgram).unwrap();
+    std::fs::set_permissions(&host_dgram, std::fs::Permissions::from_mode(0o777)).unwrap();
     let (code, out, err) = jail(
         &w,
         &config,
         &id,
-        &[],
-        &["sh", "-c", &script(&dir, &dir.join("host.dgram"), "")],
+        isolation,
+        &["sh", "-c", &script(&dir, &host_dgram, "")],
     );
     assert_eq!(as_nobody("del-key"), "del_key=ok");
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(code, 0, "{out}\n{err}");
-    expect_all(&out, &both(false), &err);
     assert!(
         !out.contains("secret-of-the-user"),
         "the user's keyring was read:\n{out}"
     );
-    i386_did_not_return(&out, &err);
-    assert!(err.contains("seccomp: io_uring"), "{err}");
+    service.set_nonblocking(true).unwrap();
+    assert!(
+        service.recv(&mut [0u8; 64]).is_err(),
+        "a datagram from the jail reached the host"
+    );
+    assert!(!out.contains("pid_cordon_"), "a host process is visible:\n{out}");
+    if isolation.is_empty() {
+        expect_all(&out, &both(false), &err);
+        i386_did_not_return(&out, &err);
+        assert!(err.contains("seccomp: io_uring"), "{err}");
+    } else {
+        expect_all(&out, &GVISOR_ANSWERS, &err);
+    }
 }
+
+/// What gVisor's kernel answers each probe: every call is the sentry's, none the host kernel's, so what the
+/// namespace jail's filter refuses is here either not there or gVisor's own. A host socket in the view cannot be
+/// reached (EPERM: runsc runs with `--host-uds=none`); there is no host socket family (EAFNOSUPPORT); the host's
+/// keyrings are not the sandbox's (EACCES); `io_uring_setup` succeeds on gVisor's own io_uring; the x32 calls do
+/// not exist (ENOSYS); and `int 0x80` is not the host's i386 entry but gVisor's own table (its 102 is `getuid`,
+/// the uid the command runs as).
+const GVISOR_ANSWERS: [&str; 22] = [
+    "unix_stream=errno:1",
+    "unix_dgram=errno:1",
+    "pair_dgram_sendto=errno:1",
+    "pair_raw_sendto=errno:1",
+    "pair_stream_sendto=errno:106",
+    "pair_stream=ok:x",
+    "vsock=errno:97",
+    "packet=errno:97",
+    "keyctl_read=errno:13",
+    "add_key=errno:13",
+    "request_key=errno:13",
+    "userfaultfd=errno:38",
+    "bpf=errno:1",
+    "perf_event_open=errno:19",
+    "io_uring_setup=ok",
+    "x32_io_uring_setup=errno:38",
+    "x32_socket_unix=errno:38",
+    "x32_socket_vsock=errno:38",
+    "x32_keyctl=errno:38",
+    "x32_ptrace=errno:38",
+    "i386_socketcall=returned:65534",
+    "i386_exit=0",
+];

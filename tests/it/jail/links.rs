@@ -1,7 +1,8 @@
 //! cordon's files by what they are, not by name, through the binary: a hard link of the CA key or the vault in
-//! the project, or of the audit log in the root jail's working folder, makes the jail refuse to start naming both
-//! paths (a path is hidden, an inode under another name would not be); so does a standard stream that is one of
-//! cordon's files (`>> audit.jsonl` would hand the command the audit log to write into, `< vault` the vault).
+//! the project, or of the audit log in the root jail's working folder (namespace or gVisor), makes the jail
+//! refuse to start naming both paths (a path is hidden, an inode under another name would not be); so does a
+//! standard stream that is one of cordon's files (`>> audit.jsonl` would hand the command the audit log to write
+//! into, `< vault` the vault).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -97,9 +98,20 @@ fn hard_links_of_cordons_files_and_streams_that_are_them_are_refused_in_the_proj
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hard_link_of_the_audit_log_in_the_root_jails_working_folder_is_refused() {
-    if !crate::rigs::netns::available("a_hard_link_of_the_audit_log_in_the_root_jails_working_folder_is_refused") {
-        return;
+    if crate::rigs::netns::available("a_hard_link_of_the_audit_log_in_the_root_jails_working_folder_is_refused") {
+        audit_log_linked(&[]).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_gvisor_a_hard_link_of_the_audit_log_in_the_working_folder_is_refused() {
+    if super::gvisor::runsc("a_hard_link_of_the_audit_log_in_the_working_folder_is_refused under gVisor") {
+        audit_log_linked(&super::gvisor::GVISOR).await;
+    }
+}
+
+/// The case in the jail `isolation` names (nothing: the namespace jail).
+async fn audit_log_linked(isolation: &[&str]) {
     let w = crate::rigs::gateway::World::new().await;
     let id = format!("links{}", w.net.n);
     let config = w.config(&id, "", None);
@@ -117,8 +129,27 @@ async fn a_hard_link_of_the_audit_log_in_the_root_jails_working_folder_is_refuse
         .enter(&w.net.gw, crate::rigs::process::BIN)
         .args(["jail", "--sandbox", &id, "--config"])
         .arg(&config)
+        .args(isolation)
         .args(["--user", "65534:65534", "--", "echo", "ran"])
         .current_dir(&work)
         .output_within();
     refused(&out, &[&link, &audit], "the audit log");
+    std::fs::remove_file(&link).unwrap();
+    // The command's standard output appended to the audit log itself.
+    let appended = std::fs::OpenOptions::new().append(true).open(&audit).unwrap();
+    let child = w
+        .net
+        .enter(&w.net.gw, crate::rigs::process::BIN)
+        .args(["jail", "--sandbox", &id, "--config"])
+        .arg(&config)
+        .args(isolation)
+        .args(["--user", "65534:65534", "--", "sh", "-c", "echo ran >&2"])
+        .current_dir(&work)
+        .stdout(appended)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = crate::rigs::wait::wait_within(child, "the jail with its stdout on the audit log");
+    refused(&out, &[&audit], "stdout");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard output is"));
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cordon::jail::Plan;
 
 use crate::rigs::gateway::World;
-use crate::rigs::jail::{jail, leftovers};
+use crate::rigs::jail::{host_leftovers, jail, leftovers};
 use crate::rigs::netns::available;
 use crate::rigs::process::BIN;
 use crate::rigs::wait::{TimedChild, Within};
@@ -72,16 +72,31 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
         );
     };
     crash(&w);
+    assert!(
+        !host_leftovers(&plan, &id).is_empty(),
+        "a killed jail leaves its private home mounted and its cgroup"
+    );
     let (code, _, err) = jail(&w, &config, &id, &[], &["true"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("removing what an earlier jail left"), "{err}");
+    assert!(err.contains("mount ") && err.contains("cgroup "), "{err}");
     assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    assert!(
+        host_leftovers(&plan, &id).is_empty(),
+        "{:?}",
+        host_leftovers(&plan, &id)
+    );
     // Or `--cleanup`.
     crash(&w);
     let (code, out, err) = jail(&w, &config, &id, &["--cleanup"], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("removed"), "{out}");
     assert!(leftovers(&w, &plan).is_empty(), "{:?}", leftovers(&w, &plan));
+    assert!(
+        host_leftovers(&plan, &id).is_empty(),
+        "{:?}",
+        host_leftovers(&plan, &id)
+    );
 
     // And the audit has the records of it all.
     let records = w.audit();

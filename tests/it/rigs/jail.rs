@@ -28,6 +28,44 @@ pub(crate) fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
     found
 }
 
+/// What a root jail leaves on the host besides the network: mounts under its run folder (its private home, the
+/// gVisor jail's start word), gVisor's processes (runsc, its sandbox and gofer: their command lines name the
+/// jail), and cgroups of `sandbox`'s jails whose cordon is no longer running.
+pub(crate) fn host_leftovers(plan: &Plan, sandbox: &str) -> Vec<String> {
+    let run_dir = format!("/run/cordon/jail/{}", plan.netns.trim_start_matches("cordon-jail-"));
+    let mut found: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&run_dir))
+        .map(|l| format!("mount: {l}"))
+        .collect();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("runsc") && (cmdline.contains(&plan.netns) || cmdline.contains(&run_dir)) {
+            found.push(format!("process {}: {cmdline}", entry.file_name().to_string_lossy()));
+        }
+    }
+    // Jails' cgroups are made in cordon's own, which is the test's: near the top of each hierarchy here.
+    let prefix = format!("cordon-jail-{sandbox}-");
+    for cgroup in walkdir::WalkDir::new("/sys/fs/cgroup")
+        .max_depth(4)
+        .into_iter()
+        .flatten()
+    {
+        let name = cgroup.file_name().to_string_lossy();
+        let Some(pid) = name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if cgroup.file_type().is_dir() && !Path::new(&format!("/proc/{pid}")).exists() {
+            found.push(format!("cgroup {}", cgroup.path().display()));
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
 pub(crate) fn jail(
     w: &World,
     config: &std::path::Path,
