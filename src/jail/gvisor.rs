@@ -27,8 +27,8 @@ use super::plan::Plan;
 use super::view::View;
 
 /// What the activity log cannot record under gVisor, printed at start when `audit.activity` is on.
-pub(crate) const UNRECORDED: &str = "under gVisor the activity log records renames, removals, new folders and \
-     links without their paths (this gVisor reports those calls by number only), and no program's parent";
+pub(crate) const UNRECORDED: &str = "under gVisor the activity log records renames, removals, new folders, links, \
+     truncations and mknod without their paths (this gVisor reports those calls by number only), and not openat2";
 
 /// What `runsc` is told to run, and as whom.
 pub(super) struct Sandboxed<'a> {

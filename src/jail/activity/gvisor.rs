@@ -10,12 +10,14 @@
 //! with the field numbers of gVisor's `.proto` files.
 //!
 //! What it records: every program started (`sentry/execve`: the path it was run by, its arguments, folder,
-//! process and uid; no parent), every `open`, `openat`, `creat` that writes (at the call's exit, so a refused
-//! one is an attempt with gVisor's error; one with `O_CREAT` is a `create` whether or not the file was there),
-//! and the renames, removals, new folders and links, which this gVisor reports by number only: those records
-//! say what was done and by which process, with the path `?` (unreadable). Paths are as the command named
-//! them, joined to its folder or descriptor as gVisor names it, not resolved through links. Points gVisor
-//! dropped (its sink never waits for cordon) are counted and said once the jail ends.
+//! process, its parent (learnt from `sentry/clone`) and uid), every `open`, `openat`, `creat` that writes (at
+//! the call's exit, so a refused one is an attempt with gVisor's error; one with `O_CREAT` is a `create` whether
+//! or not the file was there), and the renames, removals, new folders and other files (`mknod`), links and
+//! truncations, which this gVisor reports by number only: those records say what was done and by which process,
+//! with the path `?` (unreadable). `openat2` is not recorded (its flags are in the caller's memory, which gVisor
+//! does not send). Paths are as the command named them, joined to its folder or descriptor as gVisor names it,
+//! not resolved through links. Points gVisor dropped (its sink never waits for cordon) are counted and said once
+//! the jail ends.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -27,6 +29,10 @@ use prost::Message;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketType};
 
 use super::decode::CallEvent;
+use super::gvisor_wire::{
+    GvClone, GvExecve, GvExit, GvHandshake, GvOpen, GvSyscall, HEADER, SENTRY_CLONE, SENTRY_EXEC, SYSCALL_OPEN,
+    SYSCALL_RAW, VERSION,
+};
 use super::{Log, Worker, rate, summarise, write};
 use crate::audit::Sink;
 use crate::names::SandboxId;
@@ -34,93 +40,44 @@ use crate::names::SandboxId;
 /// What gVisor reports without the path: the record's text.
 const NO_PATH: &str = "gVisor reports this call by number only, without its path";
 
-/// The header's size (gVisor's `HeaderStructSize`).
-const HEADER: usize = 8;
-/// The message types cordon reads (gVisor's `MessageType`).
-const SENTRY_EXEC: u16 = 3;
-const SYSCALL_RAW: u16 = 6;
-const SYSCALL_OPEN: u16 = 7;
-/// The wire version cordon speaks.
-const VERSION: u32 = 1;
 /// The largest message read (arguments of a program included); a longer one is cut and skipped.
 const MOST_MESSAGE: usize = 1 << 20;
 /// The most arguments of a program recorded, and their bytes in all (as the namespace jails).
 const MOST_ARGS: usize = 256;
 const MOST_ARG_BYTES: usize = 16 * 1024;
 
-/// gVisor's `Handshake`.
-#[derive(Clone, PartialEq, Message)]
-struct GvHandshake {
-    #[prost(uint32, tag = "1")]
-    version: u32,
+/// Each process's parent (thread group ids in gVisor), learnt from `sentry/clone`: what an `exec` record's `ppid`
+/// is. Bounded: past [`MOST_PARENTS`] the oldest half is forgotten (their programs are then recorded without a
+/// `ppid`), so a fork flood cannot grow it without end.
+#[derive(Default)]
+pub(crate) struct Parents {
+    of: std::collections::HashMap<i32, (i32, u64)>,
+    clock: u64,
 }
 
-/// gVisor's `Credentials` (the real uid only).
-#[derive(Clone, PartialEq, Message)]
-struct GvCredentials {
-    #[prost(uint32, tag = "1")]
-    real_uid: u32,
-}
+/// The most processes whose parent is remembered.
+const MOST_PARENTS: usize = 1 << 16;
 
-/// gVisor's `ContextData` (the fields asked for: thread group, credentials, folder).
-#[derive(Clone, PartialEq, Message)]
-struct GvContext {
-    #[prost(int32, tag = "4")]
-    thread_group_id: i32,
-    #[prost(message, optional, tag = "7")]
-    credentials: Option<GvCredentials>,
-    #[prost(string, tag = "8")]
-    cwd: String,
-}
+impl Parents {
+    /// `child` was made by `parent` (a thread of its own group is no new process).
+    fn made(&mut self, parent: i32, child: i32) {
+        if parent == child || child <= 0 {
+            return;
+        }
+        if self.of.len() >= MOST_PARENTS {
+            let mut ages: Vec<u64> = self.of.values().map(|(_, at)| *at).collect();
+            ages.sort_unstable();
+            let cut = ages[ages.len() / 2];
+            self.of.retain(|_, (_, at)| *at > cut);
+        }
+        self.clock += 1;
+        self.of.insert(child, (parent, self.clock));
+    }
 
-/// gVisor's `Exit`.
-#[derive(Clone, PartialEq, Message)]
-struct GvExit {
-    #[prost(int64, tag = "1")]
-    result: i64,
-    #[prost(int64, tag = "2")]
-    errorno: i64,
-}
-
-/// gVisor's `ExecveInfo` (point `sentry/execve`).
-#[derive(Clone, PartialEq, Message)]
-struct GvExecve {
-    #[prost(message, optional, tag = "1")]
-    context_data: Option<GvContext>,
-    #[prost(string, tag = "2")]
-    binary_path: String,
-    #[prost(string, repeated, tag = "3")]
-    argv: Vec<String>,
-}
-
-/// gVisor's `Open` (points `syscall/open`, `openat`, `creat`).
-#[derive(Clone, PartialEq, Message)]
-struct GvOpen {
-    #[prost(message, optional, tag = "1")]
-    context_data: Option<GvContext>,
-    #[prost(message, optional, tag = "2")]
-    exit: Option<GvExit>,
-    #[prost(uint64, tag = "3")]
-    sysno: u64,
-    #[prost(int64, tag = "4")]
-    fd: i64,
-    #[prost(string, tag = "5")]
-    fd_path: String,
-    #[prost(string, tag = "6")]
-    pathname: String,
-    #[prost(uint32, tag = "7")]
-    flags: u32,
-}
-
-/// gVisor's `Syscall` (raw points `syscall/sysno/N`).
-#[derive(Clone, PartialEq, Message)]
-struct GvSyscall {
-    #[prost(message, optional, tag = "1")]
-    context_data: Option<GvContext>,
-    #[prost(message, optional, tag = "2")]
-    exit: Option<GvExit>,
-    #[prost(uint64, tag = "4")]
-    sysno: u64,
+    /// The parent of `child`, if known.
+    fn of(&self, child: i32) -> Option<u32> {
+        self.of.get(&child).and_then(|(p, _)| u32::try_from(*p).ok())
+    }
 }
 
 /// The calls gVisor reports by number only that cordon records: (number, name, operation).
@@ -138,6 +95,9 @@ const RAW: &[(i64, &str, &str)] = &[
     (libc::SYS_linkat, "linkat", "link"),
     (libc::SYS_symlink, "symlink", "link"),
     (libc::SYS_symlinkat, "symlinkat", "link"),
+    (libc::SYS_truncate, "truncate", "write"),
+    (libc::SYS_mknod, "mknod", "create"),
+    (libc::SYS_mknodat, "mknodat", "create"),
 ];
 #[cfg(not(target_arch = "x86_64"))]
 const RAW: &[(i64, &str, &str)] = &[
@@ -147,13 +107,15 @@ const RAW: &[(i64, &str, &str)] = &[
     (libc::SYS_mkdirat, "mkdirat", "mkdir"),
     (libc::SYS_linkat, "linkat", "link"),
     (libc::SYS_symlinkat, "symlinkat", "link"),
+    (libc::SYS_truncate, "truncate", "write"),
+    (libc::SYS_mknodat, "mknodat", "create"),
 ];
 
 /// The session gVisor is told to run: the points cordon records, to the socket `endpoint`.
 pub(crate) fn session(endpoint: &Path) -> serde_json::Value {
     let context = ["group_id", "credentials", "cwd"];
     let point = |name: String, optional: &[&str]| serde_json::json!({"name": name, "optional_fields": optional, "context_fields": context});
-    let mut points = vec![point("sentry/execve".into(), &[])];
+    let mut points = vec![point("sentry/execve".into(), &[]), point("sentry/clone".into(), &[])];
     for open in ["open", "openat", "creat"] {
         let optional: &[&str] = if open == "open" { &[] } else { &["fd_path"] };
         points.push(point(format!("syscall/{open}/exit"), optional));
@@ -205,7 +167,15 @@ impl GvisorTrace {
             user: user.to_owned(),
         };
         let own = own.to_owned();
-        let worker = Worker::spawn("cordon-gvisor-trace", move |stop| receive(&listener, &stop, &log, &own))?;
+        let worker = Worker::spawn("cordon-gvisor-trace", move |stop| {
+            let dropped = receive(&listener, &stop, &log, &own);
+            if dropped > 0 {
+                eprintln!(
+                    "cordon jail: the activity log missed {dropped} events gVisor dropped (cordon read too slowly)"
+                );
+                tracing::warn!(sandbox = %log.sandbox, dropped, "activity log: gVisor dropped events");
+            }
+        })?;
         Ok(GvisorTrace { config, worker })
     }
 
@@ -227,20 +197,21 @@ fn ready(fd: impl AsFd, ms: u16) -> bool {
     matches!(poll(&mut fds, PollTimeout::from(ms)), Ok(n) if n > 0)
 }
 
-/// Take gVisor's connection (until `stop`), answer its handshake, and record each message until it is gone.
-fn receive(listener: &OwnedFd, stop: &AtomicBool, log: &Log, own: &str) {
+/// Take gVisor's connection (until `stop`), answer its handshake, and record each message until it is gone; how
+/// many events gVisor said it dropped.
+fn receive(listener: &OwnedFd, stop: &AtomicBool, log: &Log, own: &str) -> u32 {
     let conn = loop {
         if ready(listener, 200) {
             match rustix::net::accept(listener) {
                 Ok(c) => break c,
                 Err(e) => {
                     tracing::warn!("activity log: gVisor's connection failed: {e}");
-                    return;
+                    return 0;
                 }
             }
         }
         if stop.load(Ordering::Relaxed) {
-            return;
+            return 0;
         }
     };
     let mut buf = vec![0u8; MOST_MESSAGE];
@@ -252,9 +223,10 @@ fn receive(listener: &OwnedFd, stop: &AtomicBool, log: &Log, own: &str) {
         .is_some_and(|answer| rustix::net::send(&conn, &answer, SendFlags::empty()).is_ok());
     if !shook {
         eprintln!("cordon jail: activity log off: gVisor's event stream did not start");
-        return;
+        return 0;
     }
     let mut tally = rate::Tally::default();
+    let mut parents = Parents::default();
     let mut dropped = 0u32;
     let mut quiet_since: Option<Instant> = None;
     loop {
@@ -269,7 +241,7 @@ fn receive(listener: &OwnedFd, stop: &AtomicBool, log: &Log, own: &str) {
                     dropped = dropped.max(u32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]));
                     let size = usize::from(u16::from_ne_bytes([buf[0], buf[1]])).clamp(HEADER, n);
                     let kind = u16::from_ne_bytes([buf[2], buf[3]]);
-                    match event(kind, &buf[size..n]) {
+                    match event(kind, &buf[size..n], &mut parents) {
                         Some(CallEvent::File { path, .. }) if path == own => {}
                         Some(event) => write(&mut tally, log, event),
                         None => {}
@@ -287,15 +259,18 @@ fn receive(listener: &OwnedFd, stop: &AtomicBool, log: &Log, own: &str) {
         }
     }
     summarise(&mut tally, log);
-    if dropped > 0 {
-        eprintln!("cordon jail: the activity log missed {dropped} events gVisor dropped (cordon read too slowly)");
-        tracing::warn!(sandbox = %log.sandbox, dropped, "activity log: gVisor dropped events");
-    }
+    dropped
 }
 
-/// The event of the message `body` of type `kind`, if cordon records it.
-fn event(kind: u16, body: &[u8]) -> Option<CallEvent> {
+/// The event of the message `body` of type `kind`, if cordon records it; `parents` learns from the clones.
+fn event(kind: u16, body: &[u8], parents: &mut Parents) -> Option<CallEvent> {
     match kind {
+        SENTRY_CLONE => {
+            let m = GvClone::decode(body).ok()?;
+            let parent = m.context_data.map_or(0, |c| c.thread_group_id);
+            parents.made(parent, m.created_thread_group_id);
+            None
+        }
         SENTRY_EXEC => {
             let m = GvExecve::decode(body).ok()?;
             let ctx = m.context_data.unwrap_or_default();
@@ -318,7 +293,7 @@ fn event(kind: u16, body: &[u8]) -> Option<CallEvent> {
                 argv,
                 cwd: ctx.cwd,
                 pid: pid(ctx.thread_group_id),
-                ppid: None,
+                ppid: parents.of(ctx.thread_group_id),
                 uid: ctx.credentials.map_or(0, |c| c.real_uid),
                 error: None,
                 unreadable: None,

@@ -21,6 +21,7 @@ mod calls;
 mod decode;
 mod filter;
 pub(crate) mod gvisor;
+mod gvisor_wire;
 mod links;
 mod memory;
 mod outcome;

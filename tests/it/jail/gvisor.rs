@@ -111,7 +111,8 @@ async fn under_gvisor_the_activity_log_records_programs_and_files_from_gvisors_e
     let work = Scratch::new("/var/lib", &id);
     std::os::unix::fs::chown(&work.0, Some(65534), Some(65534)).unwrap();
     let script = "echo a > made.txt && mv made.txt moved.txt && rm moved.txt && mkdir sub && \
-                  python3 -c 'open(\"sub/py.txt\", \"w\").write(\"x\")' && echo done";
+                  python3 -c 'open(\"sub/py.txt\", \"w\").write(\"x\")' && python3 -c 'import os; os.truncate(\"sub/py.txt\", 0)' && \
+                  mkfifo sub/fifo && echo done";
     let mut c = w.cordon_in_gateway();
     c.args(["jail", "--sandbox", &id, "--config"])
         .arg(&config)
@@ -140,8 +141,14 @@ async fn under_gvisor_the_activity_log_records_programs_and_files_from_gvisors_e
         serde_json::json!(["mv", "made.txt", "moved.txt"])
     );
     assert_eq!(exec("mv")["exec"]["cwd"], w_.as_str());
+    // Each program's parent is the process that made it (gVisor's `sentry/clone`): the shell ran them.
+    let sh = exec("sh")["exec"]["pid"].as_u64().unwrap();
+    for child in ["mv", "rm", "python3"] {
+        assert_eq!(exec(child)["exec"]["ppid"].as_u64(), Some(sh), "{child}: {ours:#?}");
+    }
     assert_eq!(exec("python3")["exec"]["uid"], 65534);
-    // The files: written and created with their paths; renamed, removed and made folders by number only.
+    // The files: written and created with their paths; renamed, removed, made folders and FIFOs and truncated
+    // by number only.
     let file = |op: &str, path: &str| {
         ours.iter()
             .find(|r| r["kind"] == "file" && r["file"]["op"] == op && r["file"]["path"] == path)
@@ -149,10 +156,21 @@ async fn under_gvisor_the_activity_log_records_programs_and_files_from_gvisors_e
     };
     assert_eq!(file("create", &format!("{w_}/made.txt"))["reason"], "jail_file_written");
     file("create", &format!("{w_}/sub/py.txt"));
-    for (op, call) in [("rename", "rename"), ("remove", "unlinkat"), ("mkdir", "mkdir")] {
+    for (op, call) in [
+        ("rename", "rename"),
+        ("remove", "unlinkat"),
+        ("mkdir", "mkdir"),
+        ("write", "truncate"),
+        ("create", "mknod"),
+    ] {
         let r = ours
             .iter()
-            .find(|r| r["kind"] == "file" && r["file"]["op"] == op && r["file"]["path"] == "?")
+            .find(|r| {
+                r["kind"] == "file"
+                    && r["file"]["op"] == op
+                    && r["file"]["path"] == "?"
+                    && r["file"]["syscall"].as_str().is_some_and(|s| s.starts_with(call))
+            })
             .unwrap_or_else(|| panic!("no {op} in {ours:#?}"));
         assert_eq!(r["reason"], "jail_unreadable");
         assert!(r["file"]["pid"].as_u64().unwrap() > 1, "{r:#?}");
