@@ -4,7 +4,8 @@
 //! The VM takes its lease, reaches the allowed host (the upstream sees the real credential, the VM never had
 //! it), is refused elsewhere, reaches neither the other VM on the bridge (a namespace there) nor the gateway
 //! host's own service; and it tries to escape: another VM's address, another VM's MAC (and a lease for it),
-//! IPv6 (and a router advertisement of its own), fragments. The audit names its sandbox.
+//! IPv6 (and a router advertisement of its own), fragments (pings, and UDP and a TCP SYN split by hand:
+//! tests/clients/fragments.c). The audit names its sandbox.
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -46,7 +47,7 @@ fn counted(b: &Bridge, ns: &str, addr: String) -> Arc<AtomicUsize> {
 }
 
 /// What the VM runs: `r NAME COMMAND...` prints `@@NAME EXIT-CODE OUTPUT` on the console.
-fn script(host: &str, vm2: &str, inet: &str, host6: &str, vm2_6: &str) -> String {
+fn script(vm1: &str, host: &str, vm2: &str, inet: &str, host6: &str, vm2_6: &str) -> String {
     format!(
         r#"r() {{ k=$1; shift; o=$("$@" 2>&1); c=$?; echo "@@$k $c $(echo $o | tr '\n' ' ')"; }}
 lease() {{ udhcpc -i eth0 -f -q -n -t 4 -T 1 -A 1 -s /dhcp.sh 2>&1 | grep @@; }}
@@ -64,6 +65,8 @@ r ipv6_vm2 ping -6 -c 1 -W 2 {vm2_6}%eth0
 r router_advert /router_advert eth0
 r fragments_host ping -c 1 -W 2 -s 4000 {host}
 r fragments_vm2 ping -c 1 -W 2 -s 4000 {vm2}
+r fragments_udp_tcp_vm2 /fragments {vm1} {vm2} 7000
+r fragments_udp_tcp_host /fragments {vm1} {host} 2222
 ip addr add {vm2}/32 dev eth0
 r spoof_ip curl -sS -m 5 --interface {vm2} --cacert /ca.pem https://api.test/spoof-ip
 ip addr del {vm2}/32 dev eth0
@@ -99,22 +102,53 @@ fn link_local(b: &Bridge, ns: &str, dev: &str) -> String {
     found.split('/').next().unwrap().to_string()
 }
 
-fn ra_path(dir: &std::path::Path) -> std::path::PathBuf {
-    dir.join("router_advert")
-}
-
-/// tests/clients/router_advert.c, compiled static (the VM has no libraries of its own but curl's and
+/// tests/clients/NAME.c, compiled static into `dir/NAME` (the VM has no libraries of its own but curl's and
 /// busybox's): the program's bytes.
-fn router_advert(dir: &std::path::Path) -> Vec<u8> {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/router_advert.c");
+fn static_client(dir: &std::path::Path, name: &str) -> Vec<u8> {
+    let src = format!("{}/tests/clients/{name}.c", env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("gcc")
         .args(["-static", "-O2", "-o"])
-        .arg(ra_path(dir))
+        .arg(dir.join(name))
         .arg(src)
         .timed_output()
         .unwrap();
     assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read(ra_path(dir)).unwrap()
+    std::fs::read(dir.join(name)).unwrap()
+}
+
+/// In `ns`: a count of every IP packet `from` sends, taken before the kernel reassembles fragments, and of the
+/// UDP datagrams and TCP SYNs to port `port` its sockets would be handed (reassembled, after every filter chain
+/// of the gateway's rulesets, which run at priority 0).
+fn tally(b: &Bridge, ns: &str, from: &str, port: u16) {
+    let rules = format!(
+        "table inet tally {{
+  chain raw {{
+    type filter hook prerouting priority -450;
+    ip saddr {from} counter comment \"sent\"
+  }}
+  chain delivered {{
+    type filter hook input priority 10;
+    udp dport {port} counter comment \"udp\"
+    tcp dport {port} tcp flags syn counter comment \"syn\"
+  }}
+}}
+"
+    );
+    let path = std::env::temp_dir().join(format!("tally-{ns}.nft"));
+    std::fs::write(&path, rules).unwrap();
+    let out = b.exec(ns, &["nft", "-f", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// The packets of the counter `name` of [`tally`] in `ns`.
+fn tallied(b: &Bridge, ns: &str, name: &str) -> u64 {
+    let out = String::from_utf8_lossy(&b.exec(ns, &["nft", "list", "table", "inet", "tally"]).stdout).into_owned();
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("comment \"{name}\"")))
+        .unwrap_or_else(|| panic!("no counter {name} in {ns}: {out}"));
+    let packets = line.split_whitespace().skip_while(|w| *w != "packets").nth(1);
+    packets.and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -226,8 +260,13 @@ policies:
                 ip route add default via $router\nset -- $dns\necho \"nameserver $1\" > /etc/resolv.conf\n\
                 echo \"@@$TAG $ip $router\"\n";
     let (host6, vm2_6) = (link_local(&b, &b.gw, "br0"), link_local(&b, &b.vm2, "eth0"));
-    let run = script(&host, &vm2_ip, &inet_ip, &host6, &vm2_6);
-    let ra = router_advert(dir.path());
+    let run = script(&vm1_ip, &host, &vm2_ip, &inet_ip, &host6, &vm2_6);
+    let ra = static_client(dir.path(), "router_advert");
+    let fragments = static_client(dir.path(), "fragments");
+    // Whatever of the VM's reaches the other VM is counted there before reassembly; what reaches the host's
+    // port 2222 is counted as the host's sockets would be handed it.
+    tally(&b, &b.vm2, &vm1_ip, 7000);
+    tally(&b, &b.gw, &vm1_ip, 2222);
     let (gw, ca_pem) = (b.gw.clone(), ca.stdout.clone());
     let console = tokio::task::spawn_blocking(move || {
         boot(
@@ -239,6 +278,7 @@ policies:
                 ("dhcp.sh", dhcp.as_bytes()),
                 ("ca.pem", &ca_pem),
                 ("router_advert", &ra),
+                ("fragments", &fragments),
             ],
             Duration::from_secs(150),
         )
@@ -296,12 +336,30 @@ policies:
         !prefixed(&b.gw) && !prefixed(&b.vm2),
         "the VM's router advertisement was taken"
     );
-    let sent = b.exec(&b.gw, &[ra_path(dir.path()).to_str().unwrap(), "br0"]);
+    let sent = b.exec(&b.gw, &[dir.path().join("router_advert").to_str().unwrap(), "br0"]);
     assert!(sent.status.success(), "{sent:?}");
     crate::rigs::wait::until(
         "the other VM to take the gateway's advertisement",
         Duration::from_secs(10),
         || prefixed(&b.vm2),
+    );
+    // Fragmented UDP and TCP (a SYN whose header is split) left the VM and reached neither the other VM, which
+    // saw no packet of the VM's at all, nor the host's port. The same fragments from the gateway's side reach
+    // the other VM whole, so they are sound ones.
+    assert!(ok("fragments_udp_tcp_vm2") && ok("fragments_udp_tcp_host"), "{console}");
+    assert_eq!(tallied(&b, &b.vm2, "sent"), 0, "the VM's packets reached the other VM");
+    for n in ["udp", "syn"] {
+        assert_eq!(tallied(&b, &b.gw, n), 0, "the VM's {n} reached the host's port");
+    }
+    let sent = b.exec(
+        &b.gw,
+        &[dir.path().join("fragments").to_str().unwrap(), &host, &vm2_ip, "7000"],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+    assert_eq!(
+        (tallied(&b, &b.vm2, "udp"), tallied(&b, &b.vm2, "syn")),
+        (1, 1),
+        "the gateway's fragments, reassembled in the other VM"
     );
     assert_eq!(
         said(&console, "lease_other"),
