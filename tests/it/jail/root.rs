@@ -120,7 +120,7 @@ async fn a_jailed_command_reaches_only_cordon_and_the_jail_leaves_nothing() {
 /// The network cases of the escape suite, under the isolation `isolation` names (`--isolation gvisor`, or
 /// nothing for the namespace jail): the command reaches the allowed upstream through the proxy in its env (with
 /// the sandbox's CA) and transparently (by a name only cordon's DNS answers), and nothing else: another host by
-/// name, the upstream by address, UDP; its user and exit code are its own.
+/// name, the upstream by address, UDP, ICMP (as root); its user and exit code are its own.
 pub(super) fn reaches_only_cordon(w: &World, config: &std::path::Path, id: &str, isolation: &[&str]) {
     let inet = w.net.inet_ip();
 
@@ -167,6 +167,25 @@ pub(super) fn reaches_only_cordon(w: &World, config: &std::path::Path, id: &str,
     let udp = format!("echo x > /dev/udp/{inet}/9999");
     jail(w, config, id, isolation, &["bash", "-c", &udp]);
     assert!(sink.recv_from(&mut [0u8; 8]).is_err(), "UDP left the jail");
+    // ICMP, as root in the jail (who may open a raw socket there, under gVisor): no echo request reaches the
+    // upstream's host, counted there.
+    let tally = "add table inet jail_icmp; flush table inet jail_icmp; \
+                 add chain inet jail_icmp c { type filter hook input priority 0; }; \
+                 add rule inet jail_icmp c icmp type echo-request counter";
+    w.net.exec_ok(&w.net.inet, &["nft", tally]);
+    let root = [isolation, &["--allow-root"]].concat();
+    let (code, out, err) = jail(w, config, id, &root, &["ping", "-c", "1", "-W", "2", &inet]);
+    assert_ne!(code, 0, "{out}{err}");
+    let counted = w
+        .net
+        .exec_ok(&w.net.inet, &["nft", "list", "table", "inet", "jail_icmp"]);
+    assert!(counted.contains("packets 0 "), "a ping left the jail: {counted}");
+    // The same ping from the host's side is counted, so the count is a sound one.
+    w.net.exec_ok(&w.net.gw, &["ping", "-c", "1", "-W", "2", &inet]);
+    let counted = w
+        .net
+        .exec_ok(&w.net.inet, &["nft", "list", "table", "inet", "jail_icmp"]);
+    assert!(counted.contains("packets 1 "), "{counted}");
     // The command's user and exit code.
     let user = [isolation, &["--user", "65534:65534"]].concat();
     let (code, out, err) = jail(w, config, id, &user, &["sh", "-c", "id -u; exit 7"]);
