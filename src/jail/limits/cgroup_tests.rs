@@ -118,16 +118,15 @@ fn stale_cgroups_are_the_sandboxs_own_whose_cordon_is_gone() {
         std::fs::create_dir(parent.path().join(name)).unwrap();
     }
     std::fs::write(parent.path().join("cordon-jail-sb-2"), "a file, not a cgroup").unwrap();
-    let stale: Vec<PathBuf> = Cgroup::stale("sb", Some(parent.path()))
-        .iter()
-        .flat_map(|c| c.folders().map(Path::to_path_buf).collect::<Vec<_>>())
-        .filter(|f| f.starts_with(parent.path()))
-        .collect();
-    assert_eq!(stale, vec![parent.path().join("cordon-jail-sb-1")]);
-    let x: Vec<PathBuf> = Cgroup::stale("sb-x", Some(parent.path()))
-        .iter()
-        .flat_map(|c| c.folders().map(Path::to_path_buf).collect::<Vec<_>>())
-        .filter(|f| f.starts_with(parent.path()))
-        .collect();
+    // What `sandbox`'s stale cgroups are, among the ones made here.
+    let stale = |sandbox: &str| -> Vec<PathBuf> {
+        Cgroup::stale(sandbox, Some(parent.path()))
+            .iter()
+            .flat_map(|c| c.folders().map(Path::to_path_buf).collect::<Vec<_>>())
+            .filter(|f| f.starts_with(parent.path()))
+            .collect()
+    };
+    assert_eq!(stale("sb"), vec![parent.path().join("cordon-jail-sb-1")]);
+    let x = stale("sb-x");
     assert_eq!(x, vec![parent.path().join("cordon-jail-sb-x-1")]);
 }
