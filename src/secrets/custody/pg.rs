@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use super::row::{HeldRow, Step, Stored, decide, now_ms};
+use super::row::{COLUMNS, HeldRow, Step, Stored, decide, now_ms};
 use crate::pg::Db;
-
-const COLUMNS: &str = "generation, token, access, access_expires, lease_until, lease_by, dead";
 
 /// The rows, through the store's pool.
 pub(super) struct PgRows {
@@ -15,17 +13,15 @@ pub(super) struct PgRows {
 }
 
 fn row(r: &tokio_postgres::Row) -> Result<HeldRow, tokio_postgres::Error> {
-    let access: Option<Vec<u8>> = r.try_get(2)?;
-    let expires: Option<i64> = r.try_get(3)?;
-    let until: Option<i64> = r.try_get(4)?;
-    let by: Option<String> = r.try_get(5)?;
-    Ok(HeldRow {
-        generation: r.try_get(0)?,
-        token: r.try_get(1)?,
-        access: access.zip(expires),
-        lease: until.zip(by),
-        dead: r.try_get(6)?,
-    })
+    Ok(HeldRow::from_columns((
+        r.try_get(0)?,
+        r.try_get(1)?,
+        r.try_get(2)?,
+        r.try_get(3)?,
+        r.try_get(4)?,
+        r.try_get(5)?,
+        r.try_get(6)?,
+    )))
 }
 
 impl PgRows {

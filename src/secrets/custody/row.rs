@@ -22,6 +22,35 @@ pub(super) struct HeldRow {
     pub(super) dead: Option<String>,
 }
 
+/// The columns a row is read from, in the order [`HeldRow::from_columns`] takes them.
+pub(super) const COLUMNS: &str = "generation, token, access, access_expires, lease_until, lease_by, dead";
+
+/// The columns of [`COLUMNS`] as either store reads them (nullable ones as `Option`).
+pub(super) type Columns = (
+    i64,
+    Vec<u8>,
+    Option<Vec<u8>>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+);
+
+impl HeldRow {
+    /// The row of its columns: an access token and its expiry, or a lease and its holder, are there together
+    /// or not at all.
+    pub(super) fn from_columns(c: Columns) -> HeldRow {
+        let (generation, token, access, expires, until, by, dead) = c;
+        HeldRow {
+            generation,
+            token,
+            access: access.zip(expires),
+            lease: until.zip(by),
+            dead,
+        }
+    }
+}
+
 /// What to do with a row, decided inside the transaction that read it.
 #[derive(Debug)]
 pub(super) enum Step {

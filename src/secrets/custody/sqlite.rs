@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use super::row::{HeldRow, Step, Stored, decide, now_ms};
+use super::row::{COLUMNS, HeldRow, Step, Stored, decide, now_ms};
 use crate::locks::Unpoisoned;
 
 const TABLE: &str = "
@@ -25,8 +25,6 @@ CREATE TABLE IF NOT EXISTS oauth_refresh (
 );
 ";
 
-const COLUMNS: &str = "generation, token, access, access_expires, lease_until, lease_by, dead";
-
 /// The rows, through one connection of this process.
 pub(super) struct SqliteRows {
     conn: Mutex<Connection>,
@@ -34,17 +32,15 @@ pub(super) struct SqliteRows {
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<HeldRow> {
-    let access: Option<Vec<u8>> = r.get(2)?;
-    let expires: Option<i64> = r.get(3)?;
-    let until: Option<i64> = r.get(4)?;
-    let by: Option<String> = r.get(5)?;
-    Ok(HeldRow {
-        generation: r.get(0)?,
-        token: r.get(1)?,
-        access: access.zip(expires),
-        lease: until.zip(by),
-        dead: r.get(6)?,
-    })
+    Ok(HeldRow::from_columns((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    )))
 }
 
 impl SqliteRows {

@@ -174,6 +174,54 @@ pub(crate) fn json_error(issuer: &str, e: &serde_json::Error) -> IssuerError {
     }
 }
 
+/// An OAuth token endpoint's error answer (RFC 6749 §5.2).
+#[derive(serde::Deserialize)]
+struct OAuthRefusal {
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// What a token endpoint's answer of `status` (not a success) and `body` comes to: unavailable for a status that
+/// means "try again later", else refused, with the provider's `error` and description made safe by `clean`.
+pub(crate) fn token_refusal(
+    issuer: String,
+    status: StatusCode,
+    body: &[u8],
+    clean: impl Fn(&str) -> String,
+) -> IssuerError {
+    let parsed: Option<OAuthRefusal> = serde_json::from_slice(body).ok();
+    let (code, description) = match parsed {
+        Some(r) => (r.error.map(|c| clean(&c)), r.error_description.map(|d| clean(&d))),
+        None => (None, None),
+    };
+    if status_is_unavailable(status) {
+        return IssuerError::Unavailable {
+            issuer,
+            detail: format!("HTTP {}{}", status.as_u16(), fmt_opt(": ", &code)),
+        };
+    }
+    IssuerError::Refused {
+        issuer,
+        status: status.as_u16(),
+        code,
+        description,
+    }
+}
+
+/// When a token that `expires_in` seconds (if the answer says) expires.
+pub(crate) fn expires_at(issuer: &str, expires_in: Option<u64>) -> Result<Option<SystemTime>, IssuerError> {
+    let Some(secs) = expires_in else {
+        return Ok(None);
+    };
+    SystemTime::now()
+        .checked_add(Duration::from_secs(secs))
+        .map(Some)
+        .ok_or_else(|| IssuerError::InvalidResponse {
+            issuer: issuer.to_string(),
+            detail: format!("expires_in {secs} is out of range"),
+        })
+}
+
 /// True for statuses meaning "try again later" rather than "no".
 pub(crate) fn status_is_unavailable(status: StatusCode) -> bool {
     status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::REQUEST_TIMEOUT

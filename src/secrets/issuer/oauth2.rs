@@ -1,8 +1,6 @@
 //! OAuth2 client credentials (RFC 6749 §4.4): cordon authenticates as a client and receives a short-lived
 //! access token, optionally narrowed by `scope`, `audience` (Auth0 and others) or `resource` (RFC 8707).
 
-use std::time::{Duration, SystemTime};
-
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Request, Uri, header};
@@ -10,8 +8,8 @@ use http_body_util::Full;
 use serde::Deserialize;
 
 use super::{
-    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, issuer_name,
-    json_error, sanitize, status_is_unavailable,
+    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, expires_at,
+    issuer_name, json_error, sanitize, token_refusal,
 };
 use crate::upstream::outbound::HttpClient;
 
@@ -48,12 +46,6 @@ struct OAuthTokenResponse {
     access_token: String,
     token_type: String,
     expires_in: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct OAuthErrorResponse {
-    error: Option<String>,
-    error_description: Option<String>,
 }
 
 /// `application/x-www-form-urlencoded` encoding of one value.
@@ -112,26 +104,7 @@ impl ClientCredentials {
             .map_err(|e| IssuerError::from_http(&issuer, e))?;
 
         if !status.is_success() {
-            let parsed: Option<OAuthErrorResponse> = serde_json::from_slice(&body).ok();
-            let (code, description) = match parsed {
-                Some(r) => (
-                    r.error.map(|c| sanitize(&c, Some(secret))),
-                    r.error_description.map(|d| sanitize(&d, Some(secret))),
-                ),
-                None => (None, None),
-            };
-            if status_is_unavailable(status) {
-                return Err(IssuerError::Unavailable {
-                    issuer,
-                    detail: format!("HTTP {}{}", status.as_u16(), super::fmt_opt(": ", &code)),
-                });
-            }
-            return Err(IssuerError::Refused {
-                issuer,
-                status: status.as_u16(),
-                code,
-                description,
-            });
+            return Err(token_refusal(issuer, status, &body, |t| sanitize(t, Some(secret))));
         }
 
         let resp: OAuthTokenResponse = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
@@ -145,17 +118,7 @@ impl ClientCredentials {
             });
         }
         check_token_value(&issuer, &resp.access_token)?;
-        let expires_at = match resp.expires_in {
-            None => None,
-            Some(secs) => Some(
-                SystemTime::now()
-                    .checked_add(Duration::from_secs(secs))
-                    .ok_or_else(|| IssuerError::InvalidResponse {
-                        issuer: issuer.clone(),
-                        detail: format!("expires_in {secs} is out of range"),
-                    })?,
-            ),
-        };
+        let expires_at = expires_at(&issuer, resp.expires_in)?;
         Ok(Token {
             value: SecretString::from(resp.access_token),
             expires_at,

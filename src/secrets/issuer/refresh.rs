@@ -2,8 +2,6 @@
 //! token and, where the provider rotates them, a new refresh token. Only the exchange is here; keeping the
 //! refresh token (write-ahead, one refresh at a time across replicas) is [`crate::secrets::custody`]'s.
 
-use std::time::{Duration, SystemTime};
-
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Request, Uri, header};
@@ -11,8 +9,8 @@ use http_body_util::Full;
 use serde::Deserialize;
 
 use super::{
-    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, issuer_name,
-    json_error, sanitize, status_is_unavailable,
+    ExposeSecret, ISSUER_TIMEOUT, IssuerError, SecretString, Token, check_token_value, check_url, expires_at,
+    issuer_name, json_error, sanitize, token_refusal,
 };
 use crate::upstream::outbound::HttpClient;
 
@@ -42,12 +40,6 @@ struct RefreshAnswer {
     token_type: String,
     expires_in: Option<u64>,
     refresh_token: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ErrorAnswer {
-    error: Option<String>,
-    error_description: Option<String>,
 }
 
 /// Whether `e` says the refresh token is dead for good (RFC 6749 §5.2 `invalid_grant`: invalid, expired,
@@ -105,23 +97,7 @@ impl RefreshClient {
         // SECURITY: the provider's words never carry the refresh token or the client secret into a log.
         let clean = |text: &str| sanitize(&sanitize(text, Some(old)), secret);
         if !status.is_success() {
-            let parsed: Option<ErrorAnswer> = serde_json::from_slice(&body).ok();
-            let (code, description) = match parsed {
-                Some(r) => (r.error.map(|c| clean(&c)), r.error_description.map(|d| clean(&d))),
-                None => (None, None),
-            };
-            if status_is_unavailable(status) {
-                return Err(IssuerError::Unavailable {
-                    issuer,
-                    detail: format!("HTTP {}{}", status.as_u16(), super::fmt_opt(": ", &code)),
-                });
-            }
-            return Err(IssuerError::Refused {
-                issuer,
-                status: status.as_u16(),
-                code,
-                description,
-            });
+            return Err(token_refusal(issuer, status, &body, clean));
         }
         let answer: RefreshAnswer = serde_json::from_slice(&body).map_err(|e| json_error(&issuer, &e))?;
         if !answer.token_type.eq_ignore_ascii_case("bearer") {
@@ -134,17 +110,7 @@ impl RefreshClient {
         if let Some(r) = &answer.refresh_token {
             check_token_value(&issuer, r)?;
         }
-        let expires_at = match answer.expires_in {
-            None => None,
-            Some(secs) => Some(
-                SystemTime::now()
-                    .checked_add(Duration::from_secs(secs))
-                    .ok_or_else(|| IssuerError::InvalidResponse {
-                        issuer: issuer.clone(),
-                        detail: format!("expires_in {secs} is out of range"),
-                    })?,
-            ),
-        };
+        let expires_at = expires_at(&issuer, answer.expires_in)?;
         Ok(Refreshed {
             access: Token {
                 value: SecretString::from(answer.access_token),
