@@ -29,6 +29,16 @@ struct Cred {
     config_path: String,
 }
 
+impl Drop for Cred {
+    /// A test that fails before it stops cordon leaves no cordon running.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = crate::rigs::wait::TimedChild::timed_wait(&mut c);
+        }
+    }
+}
+
 impl Cred {
     fn proxy(&self, who: &str) -> String {
         format!("http://{who}@127.0.0.1:{}", self.port)

@@ -20,7 +20,7 @@ use crate::rigs::wait::Within;
 /// A cordon with previews on, sandbox `fx` of the file (at 127.0.0.41), and room for run-time sandboxes.
 pub(crate) struct Rig {
     pub(crate) dir: tempfile::TempDir,
-    pub(crate) child: std::process::Child,
+    pub(crate) child: Option<std::process::Child>,
     pub(crate) admin: u16,
     preview: u16,
     ports: (u16, u16, u16),
@@ -56,6 +56,16 @@ sandboxes:
     )
 }
 
+impl Drop for Rig {
+    /// A test that fails before it stops cordon leaves no cordon running.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = crate::rigs::wait::TimedChild::timed_wait(&mut c);
+        }
+    }
+}
+
 impl Rig {
     async fn start() -> Rig {
         let dir = tempfile::tempdir().unwrap();
@@ -72,7 +82,7 @@ impl Rig {
         crate::rigs::control::token(d);
         Rig {
             dir,
-            child,
+            child: Some(child),
             admin: ports.1,
             preview: ports.2,
             ports,
@@ -203,7 +213,7 @@ fn refused(rig: &Rig, port: u16, sandbox: &str, cookie: &str, link: &str, what: 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_preview_of_an_earlier_sandbox_of_the_id_opens_nothing_of_the_next() {
-    let rig = Rig::start().await;
+    let mut rig = Rig::start().await;
     let (run, file) = (rig.run_dev, rig.file_dev);
 
     // Run-time: vm1 of dave; a session and a link not yet opened.
@@ -267,8 +277,9 @@ async fn a_preview_of_an_earlier_sandbox_of_the_id_opens_nothing_of_the_next() {
     );
 
     // Every refusal is audited, as a denial, with its reason and the sandbox it was refused for.
-    let Rig { child, dir, .. } = rig;
+    let child = rig.child.take().expect("cordon runs");
     crate::rigs::process::signal_and_wait(child, Signal::SIGTERM).await;
+    let dir = &rig.dir;
     let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
     let refusals: Vec<Value> = audit
         .lines()

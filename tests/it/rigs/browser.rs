@@ -2,6 +2,7 @@
 //! WebDriver with the fantoccini crate. Each [`Browser`] has a driver, a profile and cookies of its own, so two
 //! of them are two people.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,9 +25,11 @@ pub(crate) async fn browser() -> Browser {
         crate::rigs::tool::must(tool, &["--version"], &format!("apt-get install {package}"));
     }
     let port = free_port();
+    // In a process group of its own, which the Chromium it starts joins: dropping the browser ends them all.
     let driver = Killed(
         Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -58,6 +61,15 @@ pub(crate) async fn browser() -> Browser {
         client,
         _driver: driver,
         _profile: profile,
+    }
+}
+
+impl Drop for Browser {
+    /// Killing chromedriver alone would leave its Chromium running (a dozen processes) after every test: the
+    /// whole group goes.
+    fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self._driver.0.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
     }
 }
 
@@ -109,6 +121,6 @@ impl Browser {
 
     /// End the WebDriver session.
     pub(crate) async fn close(self) {
-        let _ = self.client.close().await;
+        let _ = self.client.clone().close().await;
     }
 }

@@ -31,6 +31,16 @@ pub(crate) struct ConsoleRig {
     _idp: Option<Killed>,
 }
 
+impl Drop for ConsoleRig {
+    /// A test that ends without [`ConsoleRig::stop`] (or fails on the way) leaves no cordon running.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.cordon.take() {
+            let _ = c.kill();
+            let _ = crate::rigs::wait::TimedChild::timed_wait(&mut c);
+        }
+    }
+}
+
 impl ConsoleRig {
     /// The console's URL for `path` (e.g. `/console/`).
     pub(crate) fn url(&self, path: &str) -> String {
