@@ -30,6 +30,32 @@ pub(crate) fn found(plan: &Plan, cgroup_parent: Option<&std::path::Path>) -> Vec
     found
 }
 
+/// Remove the parts of `run_dir` a jail makes afresh ([`MADE`]).
+fn remove_made(run_dir: &std::path::Path) -> Result<(), String> {
+    // SECURITY: nothing is removed while anything is still mounted under the run folder: a folder's removal
+    // must never reach into a file system mounted there.
+    let still = confine::mounts_under(run_dir);
+    if !still.is_empty() {
+        return Err(format!(
+            "{} is still mounted, so the run folder is left as it is",
+            still
+                .iter()
+                .map(|m| m.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for part in MADE {
+        let dir = run_dir.join(part);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove {}: {e}", dir.display())),
+        }
+    }
+    Ok(())
+}
+
 /// Remove what [`found`] finds; the problems, if any. The network goes first (nothing left inside can reach
 /// anything once the link is gone, and the namespace's processes are killed with it), then the mounts, the
 /// folders, and the cgroups once the processes in them are killed.
@@ -40,13 +66,8 @@ pub(crate) fn remove(plan: &Plan, cgroup_parent: Option<&std::path::Path>) -> Ve
             problems.push(format!("cannot unmount {}: {e}", mount.display()));
         }
     }
-    for part in MADE {
-        let dir = plan.run_dir.join(part);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => problems.push(format!("cannot remove {}: {e}", dir.display())),
-        }
+    if let Err(e) = remove_made(&plan.run_dir) {
+        problems.push(e);
     }
     for cgroup in Cgroup::stale(plan.sandbox.as_str(), cgroup_parent) {
         cgroup.kill_all();
@@ -60,3 +81,7 @@ pub(crate) fn remove(plan: &Plan, cgroup_parent: Option<&std::path::Path>) -> Ve
     }
     problems
 }
+
+#[cfg(test)]
+#[path = "leftovers_tests.rs"]
+mod tests;
