@@ -167,6 +167,9 @@ async fn under_gvisor_no_way_around_the_jail_through_the_kernel() {
     }
 }
 
+/// Held while a case has its key in nobody's user keyring (the same for every process of that uid).
+static NOBODYS_KEYRING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The probes in the root jail `isolation` names (nothing: the namespace jail).
 async fn root_jail_probed(isolation: &[&str]) {
     let w = World::new().await;
@@ -192,6 +195,10 @@ async fn root_jail_probed(isolation: &[&str]) {
             .output_within();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    // nobody's user keyring is one for the whole host: the two jails' cases take turns with it.
+    let _turn = NOBODYS_KEYRING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     assert_eq!(as_nobody("add-key"), "add_key=ok");
     // A host service on a datagram socket in the folder the command sees.
     let host_dgram = dir.join("host.dgram");
