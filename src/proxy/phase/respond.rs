@@ -61,7 +61,8 @@ pub(crate) async fn run(ctx: &mut Ctx, _fx: &impl Effects) -> Result<(), ProxyEr
         ));
         return Ok(());
     }
-    let mut body = crate::body::boxed(body);
+    // The answer is read on to its end even where the client stops first (upstream/answer.rs).
+    let mut body = crate::body::boxed(crate::upstream::answer::AnswerBody::new(body));
     if let Some(masker) = reply.masker.clone() {
         // Every coding the body went through, read before the hop-by-hop `Transfer-Encoding` is stripped: hyper
         // undoes only `chunked`, and a `gzip, chunked` body arrives gzipped.

@@ -1,5 +1,6 @@
 //! The proxy on live traffic: auth, HTTP, CONNECT, interception, smuggling, the guard, DNS, limits, rules, splice.
 
+mod answer_end;
 mod auth;
 mod connect;
 mod dns;
