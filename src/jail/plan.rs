@@ -60,6 +60,11 @@ impl Plan {
         })
     }
 
+    /// Where the jail keeps its lock, the CA file and what it mounts (its private home, the gVisor jail's state).
+    pub fn run_dir(&self) -> &std::path::Path {
+        &self.run_dir
+    }
+
     /// The iptables chain prefix (chain names are limited to 28 characters).
     pub fn chain(&self) -> String {
         format!("CORDON_JAIL_{}", self.tag.to_uppercase())

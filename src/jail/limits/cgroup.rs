@@ -52,10 +52,15 @@ fn keyed(dir: &Path, file: &str, key: &str) -> Option<u64> {
         .and_then(|(_, v)| v.trim().parse().ok())
 }
 
-impl Cgroup {
-    /// Make the cgroup `name` for `limits` under `parent` (v2; default cordon's own), or under cordon's own
-    /// cgroups of v1; the reason there is none otherwise.
-    pub(crate) fn make(name: &str, parent: Option<&Path>, limits: &JailLimits) -> Result<Cgroup, String> {
+/// Where jails' cgroups are made: the folder of v2 (`jail.cgroup`, else cordon's own cgroup there; or why there is
+/// none), and cordon's own folder in each v1 hierarchy of a controller the jail uses.
+struct Places {
+    v2: Result<PathBuf, String>,
+    v1: Vec<(&'static str, PathBuf)>,
+}
+
+impl Places {
+    fn find(parent: Option<&Path>) -> Result<Places, String> {
         let mounts = procfs::process::Process::myself()
             .and_then(|p| Ok((p.cgroups()?, p.mountinfo()?)))
             .map_err(|e| format!("cannot read /proc/self/cgroup and mountinfo: {e}"))?;
@@ -66,11 +71,8 @@ impl Cgroup {
                 .find(|m| m.fs_type == fs && controller.is_none_or(|c| m.super_options.contains_key(c)))
                 .map(|m| m.mount_point.clone())
         };
-        let v2_why = match (parent, mount_of("cgroup2", None)) {
-            (Some(p), _) => match Cgroup::v2(&p.join(name), limits) {
-                Ok(c) => return Ok(c),
-                Err(e) => format!("jail.cgroup {}: {e}", p.display()),
-            },
+        let v2 = match (parent, mount_of("cgroup2", None)) {
+            (Some(p), _) => Ok(p.to_path_buf()),
             (None, Some(root)) => {
                 let at = own
                     .0
@@ -78,15 +80,11 @@ impl Cgroup {
                     .find(|c| c.hierarchy == 0)
                     .map(|c| c.pathname.clone())
                     .unwrap_or_default();
-                let dir = root.join(at.trim_start_matches('/'));
-                match Cgroup::v2(&dir.join(name), limits) {
-                    Ok(c) => return Ok(c),
-                    Err(e) => format!("cgroup v2 at {}: {e}", dir.display()),
-                }
+                Ok(root.join(at.trim_start_matches('/')))
             }
-            (None, None) => "no cgroup v2 is mounted".to_owned(),
+            (None, None) => Err("no cgroup v2 is mounted".to_owned()),
         };
-        let mut dirs = Vec::new();
+        let mut v1: Vec<(&'static str, PathBuf)> = Vec::new();
         for controller in ["memory", "pids", "cpu", "cpuacct"] {
             let Some(root) = mount_of("cgroup", Some(controller)) else {
                 continue;
@@ -97,11 +95,29 @@ impl Cgroup {
                 .find(|c| c.controllers.iter().any(|k| k == controller))
                 .map(|c| c.pathname.clone())
                 .unwrap_or_default();
-            let dir = root.join(at.trim_start_matches('/')).join(name);
-            if !dirs.iter().any(|(_, d)| d == &dir) {
-                dirs.push((controller, dir));
+            let home = root.join(at.trim_start_matches('/'));
+            if !v1.iter().any(|(_, h)| *h == home) {
+                v1.push((controller, home));
             }
         }
+        Ok(Places { v2, v1 })
+    }
+}
+
+impl Cgroup {
+    /// Make the cgroup `name` for `limits` under `parent` (v2; default cordon's own), or under cordon's own
+    /// cgroups of v1; the reason there is none otherwise.
+    pub(crate) fn make(name: &str, parent: Option<&Path>, limits: &JailLimits) -> Result<Cgroup, String> {
+        let places = Places::find(parent)?;
+        let v2_why = match &places.v2 {
+            Ok(home) => match Cgroup::v2(&home.join(name), limits) {
+                Ok(c) => return Ok(c),
+                Err(e) if parent.is_some() => format!("jail.cgroup {}: {e}", home.display()),
+                Err(e) => format!("cgroup v2 at {}: {e}", home.display()),
+            },
+            Err(why) => why.clone(),
+        };
+        let dirs: Vec<(&'static str, PathBuf)> = places.v1.into_iter().map(|(c, home)| (c, home.join(name))).collect();
         if dirs.is_empty() {
             return Err(format!(
                 "{v2_why}, and no cgroup v1 memory, pids or cpu hierarchy is mounted"
@@ -140,34 +156,11 @@ impl Cgroup {
     /// `parent`, or cordon's own cgroups of v2 and v1) whose `pid` is no longer running: what a jail killed outright
     /// left. With the jail's lock held, no other jail for the sandbox is starting or running.
     pub(crate) fn stale(sandbox: &str, parent: Option<&Path>) -> Vec<Cgroup> {
-        let Ok(mounts) = procfs::process::Process::myself().and_then(|p| Ok((p.cgroups()?, p.mountinfo()?))) else {
+        let Ok(places) = Places::find(parent) else {
             return Vec::new();
         };
-        let (own, mountinfo) = mounts;
         // Each folder a jail's cgroup is made in: (controller, folder); v2's controller is "".
-        let mut homes: Vec<(&'static str, PathBuf)> = parent.map(|p| ("", p.to_path_buf())).into_iter().collect();
-        for m in mountinfo.iter() {
-            let found: Option<(&'static str, String)> = if m.fs_type == "cgroup2" {
-                let at = own.0.iter().find(|c| c.hierarchy == 0).map(|c| c.pathname.clone());
-                at.map(|a| ("", a))
-            } else if m.fs_type == "cgroup" {
-                ["memory", "pids", "cpu", "cpuacct"]
-                    .into_iter()
-                    .find(|c| m.super_options.contains_key(*c))
-                    .and_then(|c| {
-                        let at = own.0.iter().find(|g| g.controllers.iter().any(|k| k == c));
-                        at.map(|g| (c, g.pathname.clone()))
-                    })
-            } else {
-                None
-            };
-            if let Some((controller, at)) = found {
-                let home = m.mount_point.join(at.trim_start_matches('/'));
-                if !homes.iter().any(|(_, h)| *h == home) {
-                    homes.push((controller, home));
-                }
-            }
-        }
+        let homes = places.v2.ok().map(|home| ("", home)).into_iter().chain(places.v1);
         let prefix = format!("cordon-jail-{sandbox}-");
         let mut stale = Vec::new();
         for (controller, home) in homes {

@@ -351,10 +351,7 @@ async fn a_gvisor_jail_killed_outright_is_removed_whole_by_the_next_run_or_clean
             .spawn()
             .unwrap();
         // The start word, written by the first thing run under gVisor.
-        let word = format!(
-            "/run/cordon/jail/{}/gvisor/word/started",
-            plan.netns.trim_start_matches("cordon-jail-")
-        );
+        let word = plan.run_dir().join("gvisor/word/started");
         crate::rigs::wait::until(
             "the command running under gVisor",
             std::time::Duration::from_secs(30),

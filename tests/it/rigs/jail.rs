@@ -32,7 +32,7 @@ pub(crate) fn leftovers(w: &World, plan: &Plan) -> Vec<String> {
 /// gVisor jail's start word), gVisor's processes (runsc, its sandbox and gofer: their command lines name the
 /// jail), and cgroups of `sandbox`'s jails whose cordon is no longer running.
 pub(crate) fn host_leftovers(plan: &Plan, sandbox: &str) -> Vec<String> {
-    let run_dir = format!("/run/cordon/jail/{}", plan.netns.trim_start_matches("cordon-jail-"));
+    let run_dir = plan.run_dir().display().to_string();
     let mut found: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
         .unwrap()
         .lines()
